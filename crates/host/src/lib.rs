@@ -1,0 +1,9 @@
+//! Reading the platform. Every read of `/proc`, `/sys`, `/dev` and `/etc` goes through a [`HostRoot`]
+//! (default `/`), so a tree captured from another machine can be replayed with `--root DIR`.
+//! Functions named `read_*` do I/O through the root; `parse_*` functions are pure and tested with hostile input.
+
+pub mod cpu;
+pub mod root;
+pub mod system;
+
+pub use root::{HostError, HostRoot};

@@ -1,0 +1,99 @@
+//! The minimal system facts every result carries: uname, the PREEMPT_RT flag, online CPUs, clocksource.
+
+use crate::cpu::{read_cpu_mask, CpuMask};
+use crate::root::HostRoot;
+use rtgauge_model::run::SystemInfo;
+
+/// uname(2) of the running kernel. For a captured root the values come from `/proc/sys/kernel/*` instead.
+pub fn read_system_info(root: &HostRoot) -> SystemInfo {
+    let (sysname, nodename, release, version, machine) = if root.is_live() {
+        live_uname()
+    } else {
+        let k = |f: &str| {
+            root.read_optional(&format!("/proc/sys/kernel/{f}"))
+                .map(|s| s.trim().to_string())
+        };
+        (
+            k("ostype").unwrap_or_else(|| "Linux".into()),
+            k("hostname").unwrap_or_default(),
+            k("osrelease").unwrap_or_default(),
+            k("version").unwrap_or_default(),
+            String::new(),
+        )
+    };
+    SystemInfo {
+        sysname,
+        nodename,
+        release,
+        version,
+        machine,
+        realtime: read_realtime_flag(root),
+        cpus_online: read_cpu_mask(root, CpuMask::Online).unwrap_or_default(),
+        clocksource: root
+            .read_optional("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .map(|s| s.trim().to_string()),
+    }
+}
+
+/// `/sys/kernel/realtime` reads "1" on PREEMPT_RT kernels and is absent otherwise.
+pub fn read_realtime_flag(root: &HostRoot) -> bool {
+    root.read_optional("/sys/kernel/realtime")
+        .is_some_and(|s| s.trim_start().starts_with('1'))
+}
+
+/// `/proc/loadavg` as the kernel prints it, for cyclictest's status line.
+pub fn read_loadavg(root: &HostRoot) -> String {
+    root.read_optional("/proc/loadavg")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn live_uname() -> (String, String, String, String, String) {
+    // SAFETY: utsname is plain old data; uname fills it with NUL-terminated strings.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return Default::default();
+    }
+    let f = |field: &[libc::c_char]| {
+        let bytes: Vec<u8> = field
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    (
+        f(&u.sysname),
+        f(&u.nodename),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captured_tree_reads_proc_sys_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = dir.path().join("proc/sys/kernel");
+        std::fs::create_dir_all(&k).unwrap();
+        std::fs::write(k.join("osrelease"), "6.1.0-rt5\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/kernel")).unwrap();
+        std::fs::write(dir.path().join("sys/kernel/realtime"), "1\n").unwrap();
+        let s = read_system_info(&HostRoot::at(dir.path()));
+        assert_eq!(s.release, "6.1.0-rt5");
+        assert!(s.realtime);
+    }
+
+    #[test]
+    fn live_system_has_a_release_and_cpus() {
+        let s = read_system_info(&HostRoot::live());
+        assert_eq!(s.sysname, "Linux");
+        assert!(!s.release.is_empty());
+        assert!(!s.cpus_online.is_empty());
+    }
+}

@@ -1,0 +1,212 @@
+//! CPU sets in the kernel's list syntax (`0-3,8,10-11`), as used by `isolcpus=`, `nohz_full=`,
+//! `/sys/devices/system/cpu/online` and rt-tests' `-a`/`-c` options (Documentation/admin-guide/kernel-parameters.rst,
+//! "cpu lists").
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Highest CPU number accepted from text. Linux's NR_CPUS tops out at 8192 today; a bound stops a hostile
+/// `0-4294967295` from allocating gigabytes.
+pub const MAX_CPU: u32 = 65_535;
+
+/// A sorted, duplicate-free set of CPU numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub struct CpuSet(Vec<u32>);
+
+/// Why a CPU list was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpuSetError {
+    #[error("'{0}' is not a CPU number or range")]
+    Syntax(String),
+    #[error("range {0}-{1} is reversed")]
+    Reversed(u32, u32),
+    #[error("CPU {0} is above the supported maximum {MAX_CPU}")]
+    TooLarge(u64),
+}
+
+impl CpuSet {
+    pub fn new(cpus: impl IntoIterator<Item = u32>) -> CpuSet {
+        let mut v: Vec<u32> = cpus.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        CpuSet(v)
+    }
+
+    /// Parse the kernel list syntax. Whitespace around items and a trailing newline are tolerated; an empty
+    /// string is the empty set (the kernel writes an empty line for "no CPUs", e.g. in `isolated`).
+    /// Stride ranges (`0-7:2/4`) are accepted as the kernel's `bitmap_parselist` accepts them.
+    pub fn parse(text: &str) -> Result<CpuSet, CpuSetError> {
+        let mut cpus = Vec::new();
+        for item in text.trim().split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return Err(CpuSetError::Syntax(item.to_string()));
+            }
+            let (range, stride) = match item.split_once(':') {
+                Some((r, s)) => (r, Some(s)),
+                None => (item, None),
+            };
+            let (lo, hi) = match range.split_once('-') {
+                Some((a, b)) => (parse_cpu(a)?, parse_cpu(b)?),
+                None => {
+                    let c = parse_cpu(range)?;
+                    (c, c)
+                }
+            };
+            if lo > hi {
+                return Err(CpuSetError::Reversed(lo, hi));
+            }
+            let (used, group) = match stride {
+                None => (1, 1),
+                Some(s) => {
+                    let (u, g) = s
+                        .split_once('/')
+                        .ok_or_else(|| CpuSetError::Syntax(item.to_string()))?;
+                    let u = parse_cpu(u)?;
+                    let g = parse_cpu(g)?;
+                    if u == 0 || g == 0 || u > g {
+                        return Err(CpuSetError::Syntax(item.to_string()));
+                    }
+                    (u, g)
+                }
+            };
+            for c in lo..=hi {
+                if (c - lo) % group < used {
+                    cpus.push(c);
+                }
+            }
+        }
+        Ok(CpuSet::new(cpus))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().copied()
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.0.binary_search(&cpu).is_ok()
+    }
+    pub fn as_slice(&self) -> &[u32] {
+        &self.0
+    }
+    /// CPUs in `self` that are not in `other`.
+    pub fn difference(&self, other: &CpuSet) -> CpuSet {
+        CpuSet(
+            self.0
+                .iter()
+                .copied()
+                .filter(|c| !other.contains(*c))
+                .collect(),
+        )
+    }
+    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
+        CpuSet(
+            self.0
+                .iter()
+                .copied()
+                .filter(|c| other.contains(*c))
+                .collect(),
+        )
+    }
+}
+
+fn parse_cpu(s: &str) -> Result<u32, CpuSetError> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(CpuSetError::Syntax(s.to_string()));
+    }
+    let v: u64 = s.parse().map_err(|_| CpuSetError::TooLarge(u64::MAX))?;
+    if v > u64::from(MAX_CPU) {
+        return Err(CpuSetError::TooLarge(v));
+    }
+    Ok(v as u32)
+}
+
+impl fmt::Display for CpuSet {
+    /// Canonical kernel list form with ranges collapsed: `0-3,8,10-11`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        let mut i = 0;
+        while i < self.0.len() {
+            let start = self.0[i];
+            let mut end = start;
+            while i + 1 < self.0.len() && self.0[i + 1] == end + 1 {
+                i += 1;
+                end = self.0[i];
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if start == end {
+                write!(f, "{start}")?;
+            } else {
+                write!(f, "{start}-{end}")?;
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+impl From<CpuSet> for String {
+    fn from(c: CpuSet) -> String {
+        c.to_string()
+    }
+}
+
+impl TryFrom<String> for CpuSet {
+    type Error = CpuSetError;
+    fn try_from(s: String) -> Result<CpuSet, CpuSetError> {
+        CpuSet::parse(&s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_syntax() {
+        let s = CpuSet::parse("0-3,8,10-11\n").unwrap();
+        assert_eq!(s.as_slice(), &[0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(s.to_string(), "0-3,8,10-11");
+        assert_eq!(CpuSet::parse("").unwrap().len(), 0);
+        assert_eq!(CpuSet::parse("\n").unwrap().len(), 0);
+        assert_eq!(CpuSet::parse("3,1,1,2").unwrap().to_string(), "1-3");
+        assert_eq!(CpuSet::parse("0-7:2/4").unwrap().as_slice(), &[0, 1, 4, 5]);
+    }
+
+    #[test]
+    fn hostile_lists() {
+        assert!(CpuSet::parse("0-4294967295").is_err());
+        assert!(CpuSet::parse("5-2").is_err());
+        assert!(CpuSet::parse("a").is_err());
+        assert!(CpuSet::parse("1,,2").is_err());
+        assert!(CpuSet::parse("-1").is_err());
+        assert!(CpuSet::parse("+1").is_err());
+        assert!(CpuSet::parse("0-3:0/4").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "[0-9,:/ -]{0,20}") {
+            let _ = CpuSet::parse(&s);
+        }
+
+        #[test]
+        fn display_round_trips(v in proptest::collection::vec(0u32..300, 0..40)) {
+            let s = CpuSet::new(v);
+            proptest::prop_assert_eq!(CpuSet::parse(&s.to_string()).unwrap(), s);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Result of the timer wake-up latency probe (`rtgauge cyclic`, cyclictest's measurement).
+
+use crate::latency::{LatencyStats, TimelineEntry};
+use crate::rt::{ProcessConditions, SchedPolicy, ThreadConditions};
+use serde::{Deserialize, Serialize};
+
+/// How the probe was configured (after defaults and cyclictest's rules were applied).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CyclicConfig {
+    pub threads: u32,
+    /// Base interval of thread 0.
+    pub interval_ns: u64,
+    /// Interval increment per thread (cyclictest `-d`; forced to 0 with a histogram).
+    pub distance_ns: u64,
+    pub policy: SchedPolicy,
+    /// Priority of thread 0 (decremented per thread with `priospread`).
+    pub priority: i32,
+    pub priospread: bool,
+    /// CPU of each thread, in thread order (`None` = not pinned).
+    pub cpus: Vec<Option<u32>>,
+    pub duration_ns: Option<u64>,
+    /// Cycles per thread (cyclictest `-l`).
+    pub loops: Option<u64>,
+    /// `clock_nanosleep` relative to the previous wake-up instead of absolute (cyclictest `-r`).
+    pub relative: bool,
+    /// Reproduce cyclictest's skip-ahead: periods already over at wake-up are skipped, not measured.
+    pub skip_missed: bool,
+    /// rt-tests-style linear histogram: number of buckets (`-h`/`-H`).
+    pub hist_buckets: Option<u32>,
+    /// Width of one rt-tests bucket and unit of rt-tests output: 1000 (µs) or 1 (ns, `-N`).
+    pub unit_ns: u64,
+    pub spike_threshold_ns: Option<u64>,
+    pub break_threshold_ns: Option<u64>,
+    pub timeline_interval_ns: u64,
+}
+
+/// Why the probe ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Duration,
+    Loops,
+    Signal,
+    Break,
+}
+
+/// The rt-tests-compatible linear histogram of one thread (`-h`): buckets of `unit_ns`, the overflow count and
+/// the cycle numbers of the first overflows, exactly as cyclictest keeps them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinearHistogram {
+    pub unit_ns: u64,
+    /// Count per bucket; bucket i holds samples with `value / unit_ns == i`.
+    pub buckets: Vec<u64>,
+    pub overflows: u64,
+    /// Cycle numbers of the first `buckets.len()` overflows (cyclictest's list).
+    pub overflow_cycles: Vec<u64>,
+}
+
+/// A sample above the spike threshold (`--spike`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spike {
+    pub thread: u32,
+    pub cycle: u64,
+    pub latency_ns: u64,
+    /// CLOCK_MONOTONIC time of the wake-up, ns.
+    pub monotonic_ns: u64,
+}
+
+/// One measurement thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CyclicThread {
+    pub index: u32,
+    pub tid: i32,
+    pub interval_ns: u64,
+    pub conditions: ThreadConditions,
+    /// NUMA node of the thread's CPU, if known.
+    pub node: Option<u32>,
+    /// Periods measured (cyclictest's `C:`).
+    pub cycles: u64,
+    /// Periods that were already over when the thread woke (lateness ≥ interval). With `skip_missed` these
+    /// are the periods cyclictest would skip without a trace.
+    pub missed_deadlines: u64,
+    /// Periods skipped without a sample (only with `skip_missed`).
+    pub skipped_periods: u64,
+    /// Wake-ups before the intended time (clock anomaly; recorded as 0 latency).
+    pub early_wakeups: u64,
+    /// Last sample (cyclictest's `Act:`).
+    pub last_ns: u64,
+    pub latency: LatencyStats,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linear: Option<LinearHistogram>,
+    pub timeline: Vec<TimelineEntry>,
+    /// Timeline intervals lost because the reader fell behind (should be 0).
+    #[serde(default)]
+    pub timeline_dropped: u64,
+}
+
+/// The whole probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CyclicResult {
+    pub config: CyclicConfig,
+    pub conditions: ProcessConditions,
+    pub threads: Vec<CyclicThread>,
+    pub spikes: Vec<Spike>,
+    /// Spikes seen in total (the list keeps only the first `--spike-nodes`).
+    pub spikes_total: u64,
+    pub stop_reason: StopReason,
+    /// Thread index and value (ns) that hit the `-b` threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_hit: Option<(u32, u64)>,
+    /// Wall-clock length of the measurement, ns.
+    pub elapsed_ns: u64,
+}

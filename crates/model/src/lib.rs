@@ -1,0 +1,21 @@
+//! The rtgauge data model: everything a probe measures and everything a report shows is one of these
+//! plain, serde-friendly types. Nothing here does I/O or measurement.
+//!
+//! Invariants:
+//! - every duration is integer nanoseconds and its field name ends in `_ns` (or another unit suffix);
+//! - a run document carries [`SCHEMA_VERSION`]; readers refuse documents from a newer major schema;
+//! - histograms are stored whole (HdrHistogram V2 + DEFLATE, base64) so that they can be merged and any
+//!   percentile derived later; the percentiles stored beside them are a convenience, never the source.
+
+pub mod cpuset;
+pub mod cyclic;
+pub mod latency;
+pub mod rt;
+pub mod run;
+pub mod units;
+
+pub use cpuset::CpuSet;
+pub use units::Nanos;
+
+/// Version of the run-document schema. Bump on any incompatible change; additive fields keep it.
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,91 @@
+//! Real-time conditions a probe ran under, each recorded as *requested* versus *achieved*, so that a result
+//! taken without privilege (SCHED_OTHER instead of FIFO, no mlockall, no cpu_dma_latency) says so itself.
+
+use crate::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A setting the probe asked for and what it actually got (read back from the kernel after setting it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting<T> {
+    pub requested: T,
+    pub achieved: T,
+    /// Why `achieved` differs from `requested` (the OS error), if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl<T: PartialEq> Setting<T> {
+    /// Whether the request took effect.
+    pub fn ok(&self) -> bool {
+        self.requested == self.achieved
+    }
+}
+
+/// Linux scheduling policies (sched(7)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedPolicy {
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+    Deadline,
+}
+
+impl SchedPolicy {
+    /// Whether the policy takes a real-time priority 1..99.
+    pub fn is_realtime(self) -> bool {
+        matches!(self, SchedPolicy::Fifo | SchedPolicy::Rr)
+    }
+    /// Parse the names cyclictest accepts for `--policy`.
+    pub fn parse(name: &str) -> Option<SchedPolicy> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "other" | "normal" => SchedPolicy::Other,
+            "batch" => SchedPolicy::Batch,
+            "idle" => SchedPolicy::Idle,
+            "fifo" => SchedPolicy::Fifo,
+            "rr" => SchedPolicy::Rr,
+            "deadline" => SchedPolicy::Deadline,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for SchedPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SchedPolicy::Other => "other",
+            SchedPolicy::Batch => "batch",
+            SchedPolicy::Idle => "idle",
+            SchedPolicy::Fifo => "fifo",
+            SchedPolicy::Rr => "rr",
+            SchedPolicy::Deadline => "deadline",
+        })
+    }
+}
+
+/// Process-wide conditions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessConditions {
+    /// `mlockall(MCL_CURRENT|MCL_FUTURE)`.
+    pub mlockall: Setting<bool>,
+    /// Value held in `/dev/cpu_dma_latency` for the run, µs (`None` = not touched). `achieved` is the value
+    /// read back from the device while held.
+    pub cpu_dma_latency_us: Setting<Option<i32>>,
+    /// The value `/dev/cpu_dma_latency` had before the run (restored when the probe closes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_dma_latency_before_us: Option<i32>,
+    /// Affinity of the main (reporting) thread.
+    pub main_affinity: Setting<Option<CpuSet>>,
+}
+
+/// Conditions of one measurement thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadConditions {
+    pub policy: Setting<SchedPolicy>,
+    pub priority: Setting<i32>,
+    /// CPU the thread was pinned to (`None` = not pinned).
+    pub cpu: Setting<Option<u32>>,
+}

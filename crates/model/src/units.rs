@@ -1,0 +1,143 @@
+//! Units: integer nanoseconds and the duration syntax users know from rt-tests (`90`, `15m`, `1h`, `7d`).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A duration or latency in integer nanoseconds. Latencies never use floating point.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    pub const ZERO: Nanos = Nanos(0);
+    pub const fn from_us(us: u64) -> Nanos {
+        Nanos(us.saturating_mul(1_000))
+    }
+    pub const fn from_secs(s: u64) -> Nanos {
+        Nanos(s.saturating_mul(1_000_000_000))
+    }
+    pub const fn as_ns(self) -> u64 {
+        self.0
+    }
+    /// Whole microseconds, truncated as cyclictest does.
+    pub const fn as_us_trunc(self) -> u64 {
+        self.0 / 1_000
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+}
+
+impl fmt::Display for Nanos {
+    /// Human form with the largest unit that keeps three significant digits (`850 ns`, `12.3 µs`, `1.50 s`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0 as f64;
+        if self.0 < 1_000 {
+            write!(f, "{} ns", self.0)
+        } else if self.0 < 1_000_000 {
+            write!(f, "{:.3} µs", n / 1e3)
+        } else if self.0 < 1_000_000_000 {
+            write!(f, "{:.3} ms", n / 1e6)
+        } else {
+            write!(f, "{:.3} s", n / 1e9)
+        }
+    }
+}
+
+/// Why a duration string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("empty duration")]
+    Empty,
+    #[error("duration must not be negative")]
+    Negative,
+    #[error("'{0}' is not a number followed by an optional unit (s, m, h, d, ms, us)")]
+    Syntax(String),
+    #[error("duration is too long")]
+    Overflow,
+}
+
+/// Parse a duration the way rt-tests does: a bare number is seconds; suffixes `s`, `m`, `h`, `d` (and, for
+/// convenience, `ms`, `us`). Upper-case suffixes are accepted as cyclictest accepts them.
+pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    if t.starts_with('-') {
+        return Err(DurationError::Negative);
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    if num.is_empty() {
+        return Err(DurationError::Syntax(text.to_string()));
+    }
+    let value: u64 = num.parse().map_err(|_| DurationError::Overflow)?;
+    let ns_per_unit: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        "ms" => 1_000_000,
+        "us" | "µs" => 1_000,
+        _ => return Err(DurationError::Syntax(text.to_string())),
+    };
+    value
+        .checked_mul(ns_per_unit)
+        .map(Nanos)
+        .ok_or(DurationError::Overflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_tests_suffixes() {
+        assert_eq!(parse_duration("90"), Ok(Nanos::from_secs(90)));
+        assert_eq!(parse_duration("15m"), Ok(Nanos::from_secs(900)));
+        assert_eq!(parse_duration("1h"), Ok(Nanos::from_secs(3600)));
+        assert_eq!(parse_duration("7d"), Ok(Nanos::from_secs(7 * 86400)));
+        assert_eq!(parse_duration("1H"), Ok(Nanos::from_secs(3600)));
+        assert_eq!(parse_duration("250ms"), Ok(Nanos(250_000_000)));
+    }
+
+    #[test]
+    fn hostile_durations() {
+        assert_eq!(parse_duration("-5"), Err(DurationError::Negative));
+        assert_eq!(parse_duration(""), Err(DurationError::Empty));
+        assert!(matches!(parse_duration("h"), Err(DurationError::Syntax(_))));
+        assert!(matches!(
+            parse_duration("5x"),
+            Err(DurationError::Syntax(_))
+        ));
+        assert!(matches!(
+            parse_duration("1.5h"),
+            Err(DurationError::Syntax(_))
+        ));
+        assert_eq!(
+            parse_duration("99999999999999999999d"),
+            Err(DurationError::Overflow)
+        );
+        assert_eq!(
+            parse_duration("999999999999d"),
+            Err(DurationError::Overflow)
+        );
+    }
+
+    #[test]
+    fn display_picks_unit() {
+        assert_eq!(Nanos(850).to_string(), "850 ns");
+        assert_eq!(Nanos(12_345).to_string(), "12.345 µs");
+        assert_eq!(Nanos(1_500_000_000).to_string(), "1.500 s");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in ".{0,24}") {
+            let _ = parse_duration(&s);
+        }
+    }
+}

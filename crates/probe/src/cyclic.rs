@@ -1,0 +1,766 @@
+//! The timer wake-up latency probe (cyclictest's measurement).
+//!
+//! Each measurement thread sleeps with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` until its next
+//! intended wake-up `t_k = t_0 + k·interval`, reads the clock, and records `latency = now − t_k` in
+//! nanoseconds.
+//!
+//! Honest deadlines (the default): the next intended time is always `t_k + interval`. A period that was
+//! already over when the thread woke (`latency ≥ interval`) counts as a missed deadline, and because the
+//! next sleep returns at once, every period of a long stall is measured with its real lateness. With
+//! `skip_missed`, cyclictest's skip-ahead is reproduced (`while now > next: next += interval`), and the
+//! periods it skips are counted instead of vanishing.
+//!
+//! Nothing in [`measure`] allocates, locks, prints or does I/O other than the two clock calls.
+
+use crate::clock::{self, Clock};
+use crate::rt::{self, DmaLatencyGuard};
+use crate::stop::StopFlag;
+use crate::ProbeError;
+use rtgauge_model::cyclic::{
+    CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike, StopReason,
+};
+use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
+use rtgauge_model::rt::{ProcessConditions, Setting, ThreadConditions};
+use rtgauge_model::CpuSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+/// Everything needed to run the probe; built and validated by the caller.
+#[derive(Debug, Clone)]
+pub struct CyclicPlan {
+    pub config: CyclicConfig,
+    pub clock: Clock,
+    pub mlockall: bool,
+    /// `/dev/cpu_dma_latency` request in µs; `None` leaves the system as it is.
+    pub dma_latency_us: Option<i32>,
+    /// Affinity of the main thread, applied after the measurement threads start (cyclictest order).
+    pub main_cpus: Option<CpuSet>,
+    /// Capacity of the spike list per thread (cyclictest `--spike-nodes`).
+    pub spike_nodes: usize,
+    /// NUMA node of each thread's CPU, for the result.
+    pub nodes: Vec<Option<u32>>,
+    /// How often the main thread wakes to publish live figures and drain timelines.
+    pub tick: Duration,
+}
+
+/// Live figures of one thread, readable while the probe runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveThread {
+    pub tid: i32,
+    pub priority: i32,
+    pub interval_ns: u64,
+    pub cycles: u64,
+    pub min_ns: u64,
+    pub last_ns: u64,
+    pub sum_ns: u64,
+    pub max_ns: u64,
+    pub missed: u64,
+}
+
+impl LiveThread {
+    pub fn avg_ns(&self) -> u64 {
+        self.sum_ns.checked_div(self.cycles).unwrap_or(0)
+    }
+}
+
+/// Receives live figures from the main thread of the probe (never from a measurement thread).
+pub trait Observer {
+    /// Called once per tick with one entry per thread.
+    fn tick(&mut self, elapsed: Duration, threads: &[LiveThread]);
+}
+
+impl<F: FnMut(Duration, &[LiveThread])> Observer for F {
+    fn tick(&mut self, elapsed: Duration, threads: &[LiveThread]) {
+        self(elapsed, threads)
+    }
+}
+
+/// Relaxed atomics written by one measurement thread and read by the main thread. Padded to its own cache
+/// lines so that threads do not disturb each other.
+#[repr(align(128))]
+#[derive(Default)]
+struct Shared {
+    tid: AtomicU64,
+    priority: AtomicU64,
+    cycles: AtomicU64,
+    min: AtomicU64,
+    last: AtomicU64,
+    sum: AtomicU64,
+    max: AtomicU64,
+    missed: AtomicU64,
+}
+
+impl Shared {
+    fn snapshot(&self, interval_ns: u64) -> LiveThread {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        LiveThread {
+            tid: r(&self.tid) as i32,
+            priority: r(&self.priority) as i32,
+            interval_ns,
+            cycles: r(&self.cycles),
+            min_ns: r(&self.min),
+            last_ns: r(&self.last),
+            sum_ns: r(&self.sum),
+            max_ns: r(&self.max),
+            missed: r(&self.missed),
+        }
+    }
+}
+
+/// State shared by all threads of one probe run.
+struct Common {
+    stop: StopFlag,
+    finished: AtomicUsize,
+    break_hit: AtomicBool,
+    break_thread: AtomicU32,
+    break_value: AtomicU64,
+}
+
+/// Per-thread parameters.
+struct ThreadParams {
+    index: usize,
+    cpu: Option<u32>,
+    priority: i32,
+    interval_ns: u64,
+    /// Time all timelines are measured from.
+    t0_ns: u64,
+}
+
+/// Thread-owned measurement state, allocated and pre-faulted before the loop.
+struct ThreadState {
+    hist: Histogram,
+    min: u64,
+    max: u64,
+    sum: u64,
+    clamped: u64,
+    cycles: u64,
+    missed: u64,
+    skipped: u64,
+    early: u64,
+    last: u64,
+    linear: Option<Linear>,
+    spikes: Vec<Spike>,
+    spikes_total: u64,
+    tl_cur: TimelineEntry,
+    tl_index: u64,
+    tl_dropped: u64,
+}
+
+struct Linear {
+    unit_ns: u64,
+    buckets: Vec<u64>,
+    overflows: u64,
+    overflow_cycles: Vec<u64>,
+}
+
+/// What a thread hands back when it ends.
+struct ThreadOutput {
+    index: usize,
+    tid: i32,
+    conditions: ThreadConditions,
+    state: ThreadState,
+    error: Option<String>,
+}
+
+/// Run the probe until its duration or loop count is reached, or `stop` is set (signal, break threshold).
+pub fn run(
+    plan: &CyclicPlan,
+    stop: &StopFlag,
+    observer: &mut dyn Observer,
+) -> Result<CyclicResult, ProbeError> {
+    let cfg = &plan.config;
+    let n = cfg.threads as usize;
+    if n == 0 || cfg.cpus.len() != n || cfg.interval_ns == 0 {
+        return Err(ProbeError::Config(format!(
+            "{n} threads, {} CPU assignments, interval {} ns",
+            cfg.cpus.len(),
+            cfg.interval_ns
+        )));
+    }
+    let mlock = rt::lock_memory(plan.mlockall);
+    let dma = DmaLatencyGuard::hold(plan.dma_latency_us);
+
+    let common = Arc::new(Common {
+        stop: stop.clone(),
+        finished: AtomicUsize::new(0),
+        break_hit: AtomicBool::new(false),
+        break_thread: AtomicU32::new(0),
+        break_value: AtomicU64::new(0),
+    });
+    let shared: Arc<Vec<Shared>> = Arc::new((0..n).map(|_| Shared::default()).collect());
+    // One more party than threads: the main thread releases them all at once.
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let t0 = clock::now_ns(plan.clock);
+
+    let intervals: Vec<u64> = (0..n)
+        .map(|i| cfg.interval_ns + cfg.distance_ns * i as u64)
+        .collect();
+    let mut consumers = Vec::with_capacity(n);
+    let mut handles = Vec::with_capacity(n);
+    for (i, &interval_ns) in intervals.iter().enumerate() {
+        // Enough room for several seconds of timeline even if the main thread is starved for a while.
+        let cap =
+            ((8 * plan.tick.as_nanos() as u64) / cfg.timeline_interval_ns.max(1) + 64) as usize;
+        let (producer, consumer) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
+        consumers.push(consumer);
+        let priority = if cfg.priospread {
+            (cfg.priority - i as i32).max(1)
+        } else {
+            cfg.priority
+        };
+        let params = ThreadParams {
+            index: i,
+            cpu: cfg.cpus[i],
+            priority,
+            interval_ns,
+            t0_ns: t0,
+        };
+        let (plan2, common2, shared2, barrier2) = (
+            plan.clone(),
+            Arc::clone(&common),
+            Arc::clone(&shared),
+            Arc::clone(&barrier),
+        );
+        let h = std::thread::Builder::new()
+            .name(format!("rtgauge-cyc{i}"))
+            .spawn(move || thread_main(&plan2, params, &common2, &shared2[i], &barrier2, producer))
+            .map_err(|source| ProbeError::Spawn { index: i, source })?;
+        handles.push(h);
+    }
+
+    let main_affinity = match &plan.main_cpus {
+        Some(c) => {
+            let s = rt::set_affinity(c);
+            Setting {
+                requested: Some(c.clone()),
+                achieved: Some(s.achieved),
+                error: s.error,
+            }
+        }
+        None => Setting {
+            requested: None,
+            achieved: Some(rt::current_affinity()),
+            error: None,
+        },
+    };
+    barrier.wait();
+    let start = std::time::Instant::now();
+
+    let mut timelines: Vec<Vec<TimelineEntry>> = vec![Vec::new(); n];
+    let mut snaps = vec![LiveThread::default(); n];
+    loop {
+        std::thread::sleep(plan.tick);
+        drain(&mut consumers, &mut timelines);
+        for (i, s) in snaps.iter_mut().enumerate() {
+            *s = shared[i].snapshot(intervals[i]);
+        }
+        observer.tick(start.elapsed(), &snaps);
+        if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() {
+            break;
+        }
+    }
+    let signalled = common.stop.is_set() && !common.break_hit.load(Ordering::Relaxed);
+    common.stop.set();
+
+    let mut outputs: Vec<ThreadOutput> = Vec::with_capacity(n);
+    for (i, h) in handles.into_iter().enumerate() {
+        let out = h.join().map_err(|_| ProbeError::Thread {
+            index: i,
+            reason: "panicked".into(),
+        })?;
+        outputs.push(out);
+    }
+    let elapsed_ns = start.elapsed().as_nanos() as u64;
+    drain(&mut consumers, &mut timelines);
+    let conditions = process_conditions(dma, mlock, main_affinity);
+
+    let stop_reason = if common.break_hit.load(Ordering::Relaxed) {
+        StopReason::Break
+    } else if signalled {
+        StopReason::Signal
+    } else if cfg.loops.is_some() && cfg.duration_ns.is_none() {
+        StopReason::Loops
+    } else {
+        StopReason::Duration
+    };
+    Ok(assemble(
+        plan,
+        outputs,
+        timelines,
+        &common,
+        stop_reason,
+        elapsed_ns,
+        conditions,
+    ))
+}
+
+/// The process conditions are read while the guard still holds; the guard is then dropped, releasing the
+/// PM QoS request.
+fn process_conditions(
+    dma: DmaLatencyGuard,
+    mlock: Setting<bool>,
+    main_affinity: Setting<Option<CpuSet>>,
+) -> ProcessConditions {
+    let c = ProcessConditions {
+        mlockall: mlock,
+        cpu_dma_latency_us: dma.setting.clone(),
+        cpu_dma_latency_before_us: dma.before,
+        main_affinity,
+    };
+    drop(dma);
+    c
+}
+
+fn drain(consumers: &mut [rtrb::Consumer<TimelineEntry>], timelines: &mut [Vec<TimelineEntry>]) {
+    for (c, t) in consumers.iter_mut().zip(timelines.iter_mut()) {
+        while let Ok(e) = c.pop() {
+            t.push(e);
+        }
+    }
+}
+
+fn assemble(
+    plan: &CyclicPlan,
+    outputs: Vec<ThreadOutput>,
+    timelines: Vec<Vec<TimelineEntry>>,
+    common: &Common,
+    stop_reason: StopReason,
+    elapsed_ns: u64,
+    conditions: ProcessConditions,
+) -> CyclicResult {
+    let cfg = &plan.config;
+    let mut spikes = Vec::new();
+    let mut spikes_total = 0;
+    let mut threads = Vec::with_capacity(outputs.len());
+    for (out, timeline) in outputs.into_iter().zip(timelines) {
+        let s = out.state;
+        spikes.extend_from_slice(&s.spikes);
+        spikes_total += s.spikes_total;
+        let mut cond = out.conditions;
+        if let Some(e) = out.error {
+            cond.cpu.error.get_or_insert(e);
+        }
+        threads.push(CyclicThread {
+            index: out.index as u32,
+            tid: out.tid,
+            interval_ns: cfg.interval_ns + cfg.distance_ns * out.index as u64,
+            conditions: cond,
+            node: plan.nodes.get(out.index).copied().flatten(),
+            cycles: s.cycles,
+            missed_deadlines: s.missed,
+            skipped_periods: s.skipped,
+            early_wakeups: s.early,
+            last_ns: s.last,
+            latency: LatencyStats::from_parts(&s.hist, s.min, s.max, s.sum, s.clamped),
+            linear: s.linear.map(|l| LinearHistogram {
+                unit_ns: l.unit_ns,
+                buckets: l.buckets,
+                overflows: l.overflows,
+                overflow_cycles: l.overflow_cycles,
+            }),
+            timeline,
+            timeline_dropped: s.tl_dropped,
+        });
+    }
+    spikes.sort_by_key(|s| (s.monotonic_ns, s.thread));
+    let break_hit = common.break_hit.load(Ordering::Relaxed).then(|| {
+        (
+            common.break_thread.load(Ordering::Relaxed),
+            common.break_value.load(Ordering::Relaxed),
+        )
+    });
+    CyclicResult {
+        config: cfg.clone(),
+        conditions,
+        threads,
+        spikes,
+        spikes_total,
+        stop_reason,
+        break_hit,
+        elapsed_ns,
+    }
+}
+
+fn thread_main(
+    plan: &CyclicPlan,
+    p: ThreadParams,
+    common: &Common,
+    shared: &Shared,
+    barrier: &Barrier,
+    mut timeline: rtrb::Producer<TimelineEntry>,
+) -> ThreadOutput {
+    rt::block_signals();
+    let tid = rt::gettid();
+    // Pin first, then allocate, so that first-touch places every buffer on the thread's own NUMA node.
+    let cpu = rt::pin_thread(p.cpu);
+    let cfg = &plan.config;
+    let mut state = ThreadState::prepare(cfg, plan.spike_nodes);
+    rt::prefault_stack(32 * 1024);
+    let (policy, priority) = rt::set_sched(cfg.policy, p.priority);
+    shared.tid.store(tid as u64, Ordering::Relaxed);
+    shared
+        .priority
+        .store(priority.achieved as u64, Ordering::Relaxed);
+    shared.min.store(u64::MAX, Ordering::Relaxed);
+    let conditions = ThreadConditions {
+        policy,
+        priority,
+        cpu,
+    };
+
+    barrier.wait();
+    let error = measure(plan, &p, common, shared, &mut state, &mut timeline);
+    // Flush the interval in progress; a full ring is counted, never waited on.
+    if state.tl_cur.count > 0 && timeline.push(state.tl_cur).is_err() {
+        state.tl_dropped += 1;
+    }
+    rt::reset_sched();
+    common.finished.fetch_add(1, Ordering::Release);
+    ThreadOutput {
+        index: p.index,
+        tid,
+        conditions,
+        state,
+        error,
+    }
+}
+
+impl ThreadState {
+    fn prepare(cfg: &CyclicConfig, spike_nodes: usize) -> ThreadState {
+        let mut hist = latency::new_histogram();
+        // `reset` writes every counter, which maps the pages now rather than in the loop.
+        hist.reset();
+        let linear = cfg.hist_buckets.map(|b| {
+            let b = b as usize;
+            let mut overflow_cycles = Vec::with_capacity(b);
+            rt::prefault_vec(&mut overflow_cycles, 0);
+            Linear {
+                unit_ns: cfg.unit_ns.max(1),
+                buckets: vec![0; b],
+                overflows: 0,
+                overflow_cycles,
+            }
+        });
+        let mut spikes = Vec::with_capacity(if cfg.spike_threshold_ns.is_some() {
+            spike_nodes
+        } else {
+            0
+        });
+        rt::prefault_vec(
+            &mut spikes,
+            Spike {
+                thread: 0,
+                cycle: 0,
+                latency_ns: 0,
+                monotonic_ns: 0,
+            },
+        );
+        let mut s = ThreadState {
+            hist,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            clamped: 0,
+            cycles: 0,
+            missed: 0,
+            skipped: 0,
+            early: 0,
+            last: 0,
+            linear,
+            spikes,
+            spikes_total: 0,
+            tl_cur: TimelineEntry::default(),
+            tl_index: 0,
+            tl_dropped: 0,
+        };
+        if let Some(l) = s.linear.as_mut() {
+            for b in l.buckets.iter_mut() {
+                // SAFETY: valid exclusive reference; volatile so the pre-fault write is kept.
+                unsafe { std::ptr::write_volatile(b, 0) };
+            }
+        }
+        s
+    }
+
+    /// Account one sample. Integer arithmetic on owned data only.
+    #[inline(always)]
+    fn record(&mut self, lat: u64, cycle: u64, woke_ns: u64, index: u32, cfg: &CyclicConfig) {
+        if lat < self.min {
+            self.min = lat;
+        }
+        if lat > self.max {
+            self.max = lat;
+        }
+        self.sum = self.sum.saturating_add(lat);
+        if lat > latency::HIGHEST_NS {
+            self.clamped += 1;
+        }
+        self.hist.saturating_record(lat);
+        if let Some(l) = self.linear.as_mut() {
+            let b = (lat / l.unit_ns) as usize;
+            if let Some(slot) = l.buckets.get_mut(b) {
+                *slot += 1;
+            } else {
+                l.overflows += 1;
+                if l.overflow_cycles.len() < l.overflow_cycles.capacity() {
+                    l.overflow_cycles.push(cycle);
+                }
+            }
+        }
+        if let Some(thr) = cfg.spike_threshold_ns {
+            if lat > thr {
+                self.spikes_total += 1;
+                if self.spikes.len() < self.spikes.capacity() {
+                    self.spikes.push(Spike {
+                        thread: index,
+                        cycle,
+                        latency_ns: lat,
+                        monotonic_ns: woke_ns,
+                    });
+                }
+            }
+        }
+        self.last = lat;
+    }
+
+    /// Add the sample whose intended time is `intended_ns` to the timeline, publishing finished intervals.
+    #[inline(always)]
+    fn timeline(
+        &mut self,
+        intended_ns: u64,
+        t0_ns: u64,
+        tl_ns: u64,
+        lat: u64,
+        missed: bool,
+        out: &mut rtrb::Producer<TimelineEntry>,
+    ) {
+        let idx = intended_ns.saturating_sub(t0_ns) / tl_ns;
+        if idx != self.tl_index && self.tl_cur.count > 0 {
+            if out.push(self.tl_cur).is_err() {
+                self.tl_dropped += 1;
+            }
+            self.tl_cur = TimelineEntry::default();
+        }
+        if self.tl_cur.count == 0 {
+            self.tl_index = idx;
+            self.tl_cur.start_ns = idx * tl_ns;
+        }
+        self.tl_cur.count += 1;
+        if lat > self.tl_cur.max_ns {
+            self.tl_cur.max_ns = lat;
+        }
+        if missed {
+            self.tl_cur.missed += 1;
+        }
+    }
+}
+
+/// The measuring loop. Returns an error description if the clock failed (the samples so far are kept).
+fn measure(
+    plan: &CyclicPlan,
+    p: &ThreadParams,
+    common: &Common,
+    shared: &Shared,
+    st: &mut ThreadState,
+    timeline: &mut rtrb::Producer<TimelineEntry>,
+) -> Option<String> {
+    let cfg = &plan.config;
+    let clk = plan.clock;
+    let interval = p.interval_ns;
+    let tl_ns = cfg.timeline_interval_ns.max(1);
+    let index = p.index as u32;
+    let start = clock::now_ns(clk);
+    let mut next = start + interval;
+    let end = cfg.duration_ns.map(|d| start.saturating_add(d));
+    let max_cycles = cfg.loops.unwrap_or(u64::MAX);
+
+    while !common.stop.is_set() {
+        let r = if cfg.relative {
+            let before = clock::now_ns(clk);
+            next = before + interval;
+            clock::sleep_for(clk, interval)
+        } else {
+            clock::sleep_until(clk, next)
+        };
+        let now = clock::now_ns(clk);
+        if r != 0 && r != libc::EINTR {
+            return Some(format!("clock_nanosleep failed with error {r}"));
+        }
+        let lat = if now >= next {
+            now - next
+        } else {
+            st.early += 1;
+            0
+        };
+        let cycle = st.cycles;
+        st.record(lat, cycle, now, index, cfg);
+        let missed = lat >= interval;
+        if missed {
+            st.missed += 1;
+        }
+        st.timeline(next, p.t0_ns, tl_ns, lat, missed, timeline);
+        st.cycles += 1;
+
+        shared.cycles.store(st.cycles, Ordering::Relaxed);
+        shared.last.store(lat, Ordering::Relaxed);
+        shared.min.store(st.min, Ordering::Relaxed);
+        shared.max.store(st.max, Ordering::Relaxed);
+        shared.sum.store(st.sum, Ordering::Relaxed);
+        shared.missed.store(st.missed, Ordering::Relaxed);
+
+        if let Some(thr) = cfg.break_threshold_ns {
+            if lat > thr && !common.break_hit.swap(true, Ordering::Relaxed) {
+                common.break_thread.store(index, Ordering::Relaxed);
+                common.break_value.store(lat, Ordering::Relaxed);
+                common.stop.set();
+            }
+        }
+
+        if !cfg.relative {
+            next += interval;
+            if cfg.skip_missed {
+                // cyclictest's skip-ahead, but the periods it skips are counted.
+                while now > next {
+                    next += interval;
+                    st.skipped += 1;
+                    st.missed += 1;
+                }
+                shared.missed.store(st.missed, Ordering::Relaxed);
+            }
+        }
+        if st.cycles >= max_cycles {
+            break;
+        }
+        if let Some(e) = end {
+            // Stop once the next intended wake-up lies beyond the duration: exactly duration/interval periods.
+            if next > e {
+                break;
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtgauge_model::rt::SchedPolicy;
+
+    fn plan(threads: u32, interval_us: u64, loops: u64) -> CyclicPlan {
+        CyclicPlan {
+            config: CyclicConfig {
+                threads,
+                interval_ns: interval_us * 1000,
+                distance_ns: 0,
+                policy: SchedPolicy::Other,
+                priority: 0,
+                priospread: false,
+                cpus: vec![None; threads as usize],
+                duration_ns: None,
+                loops: Some(loops),
+                relative: false,
+                skip_missed: false,
+                hist_buckets: Some(50),
+                unit_ns: 1000,
+                spike_threshold_ns: None,
+                break_threshold_ns: None,
+                timeline_interval_ns: 10_000_000,
+            },
+            clock: Clock::Monotonic,
+            mlockall: false,
+            dma_latency_us: None,
+            main_cpus: None,
+            spike_nodes: 16,
+            nodes: vec![None; threads as usize],
+            tick: Duration::from_millis(20),
+        }
+    }
+
+    #[test]
+    fn loops_bound_cycles_and_counts_add_up() {
+        let p = plan(2, 500, 200);
+        let mut ticks = 0;
+        let r = run(
+            &p,
+            &StopFlag::new(),
+            &mut |_: Duration, _: &[LiveThread]| ticks += 1,
+        )
+        .unwrap();
+        assert_eq!(r.threads.len(), 2);
+        for t in &r.threads {
+            assert_eq!(t.cycles, 200);
+            assert_eq!(t.latency.count, 200);
+            let l = t.linear.as_ref().unwrap();
+            assert_eq!(l.buckets.iter().sum::<u64>() + l.overflows, 200);
+            let tl: u64 = t.timeline.iter().map(|e| e.count).sum();
+            assert_eq!(tl, 200, "timeline must account for every sample");
+            assert!(t.latency.min_ns <= t.latency.max_ns);
+        }
+        assert_eq!(r.stop_reason, StopReason::Loops);
+        assert!(ticks >= 1);
+    }
+
+    #[test]
+    fn duration_gives_duration_over_interval_cycles() {
+        let mut p = plan(1, 1000, 0);
+        p.config.loops = None;
+        p.config.duration_ns = Some(200_000_000);
+        let r = run(
+            &p,
+            &StopFlag::new(),
+            &mut |_: Duration, _: &[LiveThread]| {},
+        )
+        .unwrap();
+        assert_eq!(r.threads[0].cycles, 200);
+        assert_eq!(r.stop_reason, StopReason::Duration);
+    }
+
+    #[test]
+    fn stop_flag_ends_the_run_early() {
+        let mut p = plan(1, 1000, 0);
+        p.config.loops = None;
+        p.config.duration_ns = Some(60_000_000_000);
+        let stop = StopFlag::new();
+        let s2 = stop.clone();
+        let r = run(&p, &stop, &mut move |e: Duration, _: &[LiveThread]| {
+            if e > Duration::from_millis(100) {
+                s2.set()
+            }
+        })
+        .unwrap();
+        assert!(r.threads[0].cycles > 50 && r.threads[0].cycles < 5_000);
+        assert_eq!(r.stop_reason, StopReason::Signal);
+    }
+
+    #[test]
+    fn break_threshold_stops_and_names_the_thread() {
+        let mut p = plan(1, 200, 1_000_000);
+        p.config.break_threshold_ns = Some(1); // any real wake-up is later than 1 ns
+        let r = run(
+            &p,
+            &StopFlag::new(),
+            &mut |_: Duration, _: &[LiveThread]| {},
+        )
+        .unwrap();
+        assert_eq!(r.stop_reason, StopReason::Break);
+        let (t, v) = r.break_hit.unwrap();
+        assert_eq!(t, 0);
+        assert!(v > 1);
+        assert!(r.threads[0].cycles < 1_000_000);
+    }
+
+    #[test]
+    fn zero_threads_is_a_config_error() {
+        let mut p = plan(1, 1000, 1);
+        p.config.threads = 0;
+        assert!(matches!(
+            run(
+                &p,
+                &StopFlag::new(),
+                &mut |_: Duration, _: &[LiveThread]| {}
+            ),
+            Err(ProbeError::Config(_))
+        ));
+    }
+}

@@ -1,0 +1,35 @@
+//! The real-time measurement engine.
+//!
+//! Every probe works in three phases:
+//! 1. *prepare* — pin the thread, allocate and pre-fault every buffer (histograms, rt-tests buckets, spike
+//!    list, timeline ring), set the scheduling policy, wait on a start barrier;
+//! 2. *measure* — a loop of integer arithmetic on thread-owned data: no allocation, no lock, no I/O, no
+//!    printing. Live figures are published through relaxed atomic stores; the per-interval timeline leaves
+//!    through a wait-free SPSC ring. The loop ends on a shared atomic stop flag (set by SIGINT/SIGTERM, a
+//!    break threshold or the main thread) or on its own duration/loop bound;
+//! 3. *drain* — join, and turn thread-owned state into model results.
+//!
+//! The crate never prints (`clippy::print_stdout`/`print_stderr` are denied): it returns data.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod clock;
+pub mod cyclic;
+pub mod rt;
+pub mod stop;
+
+/// Why a probe could not run at all (as opposed to a setting that could not be had, which is recorded in the
+/// result and does not stop the probe).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    #[error("cannot start measurement thread {index}: {source}")]
+    Spawn {
+        index: usize,
+        source: std::io::Error,
+    },
+    #[error("measurement thread {index} failed: {reason}")]
+    Thread { index: usize, reason: String },
+    #[error("invalid probe configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,375 @@
+//! Real-time setup: memory locking, scheduling policy and priority, CPU affinity, `/dev/cpu_dma_latency`.
+//! Each function applies a request, reads the result back from the kernel and returns a
+//! [`Setting`] with requested versus achieved, so a probe can run (and say so) when a setting cannot be had.
+//! Everything changed here is held only for the run: the latency guard restores the previous PM QoS request
+//! when dropped, and threads return to SCHED_OTHER when they end.
+
+use rtgauge_model::rt::{SchedPolicy, Setting};
+use rtgauge_model::CpuSet;
+use std::io::{Read, Write};
+
+fn last_os_error() -> String {
+    std::io::Error::last_os_error().to_string()
+}
+
+/// `mlockall(MCL_CURRENT | MCL_FUTURE)`: keeps page faults out of the measuring loop.
+pub fn lock_memory(requested: bool) -> Setting<bool> {
+    if !requested {
+        return Setting {
+            requested,
+            achieved: false,
+            error: None,
+        };
+    }
+    // SAFETY: mlockall has no memory-safety preconditions.
+    let r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if r == 0 {
+        Setting {
+            requested,
+            achieved: true,
+            error: None,
+        }
+    } else {
+        Setting {
+            requested,
+            achieved: false,
+            error: Some(format!("mlockall: {}", last_os_error())),
+        }
+    }
+}
+
+fn policy_to_libc(p: SchedPolicy) -> libc::c_int {
+    match p {
+        SchedPolicy::Other => libc::SCHED_OTHER,
+        SchedPolicy::Batch => libc::SCHED_BATCH,
+        SchedPolicy::Idle => libc::SCHED_IDLE,
+        SchedPolicy::Fifo => libc::SCHED_FIFO,
+        SchedPolicy::Rr => libc::SCHED_RR,
+        SchedPolicy::Deadline => 6, // SCHED_DEADLINE
+    }
+}
+
+fn policy_from_libc(p: libc::c_int) -> SchedPolicy {
+    match p {
+        libc::SCHED_FIFO => SchedPolicy::Fifo,
+        libc::SCHED_RR => SchedPolicy::Rr,
+        libc::SCHED_BATCH => SchedPolicy::Batch,
+        libc::SCHED_IDLE => SchedPolicy::Idle,
+        6 => SchedPolicy::Deadline,
+        _ => SchedPolicy::Other,
+    }
+}
+
+/// Policy and priority of the calling thread, as the kernel reports them.
+pub fn current_sched() -> (SchedPolicy, i32) {
+    // SAFETY: 0 means the calling thread; `param` is a valid out-pointer.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as above.
+    unsafe { libc::sched_getparam(0, &mut param) };
+    (
+        policy_from_libc(policy & !libc::SCHED_RESET_ON_FORK),
+        param.sched_priority,
+    )
+}
+
+/// Set the calling thread's policy and priority. Without CAP_SYS_NICE the soft RLIMIT_RTPRIO is raised to
+/// the hard limit first, as cyclictest does, so members of a `realtime` group can still get FIFO.
+pub fn set_sched(policy: SchedPolicy, priority: i32) -> (Setting<SchedPolicy>, Setting<i32>) {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: 0 means the calling thread; `param` is valid.
+    let mut r = unsafe { libc::sched_setscheduler(0, policy_to_libc(policy), &param) };
+    let mut err = (r != 0).then(last_os_error);
+    if r != 0 && policy.is_realtime() {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: valid out-pointer / in-pointer to rlimit.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) == 0
+                && lim.rlim_cur < priority as libc::rlim_t
+            {
+                lim.rlim_cur = lim.rlim_max.min(priority as libc::rlim_t);
+                libc::setrlimit(libc::RLIMIT_RTPRIO, &lim);
+                r = libc::sched_setscheduler(0, policy_to_libc(policy), &param);
+                if r == 0 {
+                    err = None;
+                }
+            }
+        }
+    }
+    let (ap, aprio) = current_sched();
+    let err = err.map(|e| format!("sched_setscheduler({policy}, {priority}): {e}"));
+    (
+        Setting {
+            requested: policy,
+            achieved: ap,
+            error: err.clone(),
+        },
+        Setting {
+            requested: priority,
+            achieved: aprio,
+            error: err,
+        },
+    )
+}
+
+/// Drop the calling thread back to SCHED_OTHER (end of a measurement thread).
+pub fn reset_sched() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: calling thread, valid param.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+}
+
+fn cpuset_to_libc(cpus: &CpuSet) -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in cpus.iter() {
+        if c as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return None;
+        }
+        // SAFETY: bounds checked above.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    Some(set)
+}
+
+/// CPUs the calling thread may run on.
+pub fn current_affinity() -> CpuSet {
+    // SAFETY: zeroed cpu_set_t is valid; sched_getaffinity(0) writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
+    if !ok {
+        return CpuSet::default();
+    }
+    let n = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: index < CPU_SETSIZE.
+    CpuSet::new(
+        (0..n)
+            .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+            .map(|i| i as u32),
+    )
+}
+
+/// Pin the calling thread to `cpus`; returns requested vs achieved affinity.
+pub fn set_affinity(cpus: &CpuSet) -> Setting<CpuSet> {
+    let err = match cpuset_to_libc(cpus) {
+        None => Some(format!("CPU list {cpus} exceeds the cpu_set_t size")),
+        Some(set) => {
+            // SAFETY: `set` is a valid cpu_set_t of the size passed.
+            let r =
+                unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+            (r != 0).then(|| format!("sched_setaffinity({cpus}): {}", last_os_error()))
+        }
+    };
+    Setting {
+        requested: cpus.clone(),
+        achieved: current_affinity(),
+        error: err,
+    }
+}
+
+/// Pin the calling thread to one CPU (or leave it unpinned when `cpu` is `None`).
+pub fn pin_thread(cpu: Option<u32>) -> Setting<Option<u32>> {
+    let Some(c) = cpu else {
+        return Setting {
+            requested: None,
+            achieved: None,
+            error: None,
+        };
+    };
+    let s = set_affinity(&CpuSet::new([c]));
+    let achieved = (s.achieved.len() == 1).then(|| s.achieved.as_slice()[0]);
+    Setting {
+        requested: Some(c),
+        achieved,
+        error: s.error,
+    }
+}
+
+/// Block every signal in the calling thread, so SIGINT/SIGTERM are handled by the main thread and never
+/// interrupt a measurement.
+pub fn block_signals() {
+    // SAFETY: `set` is initialised by sigfillset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Kernel thread id of the calling thread (cyclictest prints it in `T: 0 (tid)`).
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Touch `bytes` of stack so that its pages are mapped (and locked, with mlockall) before measuring.
+#[inline(never)]
+pub fn prefault_stack(bytes: usize) {
+    const CHUNK: usize = 4096;
+    let mut buf = [0u8; 64 * 1024];
+    let n = bytes.min(buf.len());
+    let mut i = 0;
+    while i < n {
+        // SAFETY: index within `buf`; volatile so the write is not optimised away.
+        unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(i), 1) };
+        i += CHUNK;
+    }
+    std::hint::black_box(&buf);
+}
+
+/// Write to every page of a vector's capacity, then empty it again, so that pushing up to the capacity never
+/// faults in the measuring loop.
+pub fn prefault_vec<T: Copy>(v: &mut Vec<T>, fill: T) {
+    let cap = v.capacity();
+    v.resize(cap, fill);
+    std::hint::black_box(v.as_slice());
+    v.clear();
+}
+
+/// Holds a PM QoS request on `/dev/cpu_dma_latency` for as long as it lives (the kernel drops the request
+/// when the file is closed, which restores the previous system value). Documentation/power/pm_qos_interface.rst.
+#[derive(Debug)]
+pub struct DmaLatencyGuard {
+    _file: Option<std::fs::File>,
+    pub setting: Setting<Option<i32>>,
+    pub before: Option<i32>,
+}
+
+const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+
+fn read_dma_latency() -> Option<i32> {
+    let mut f = std::fs::File::open(DMA_LATENCY).ok()?;
+    let mut b = [0u8; 4];
+    f.read_exact(&mut b).ok()?;
+    Some(i32::from_ne_bytes(b))
+}
+
+impl DmaLatencyGuard {
+    /// Request `us` (None: do not touch the device, cyclictest's `--default-system`).
+    pub fn hold(us: Option<i32>) -> DmaLatencyGuard {
+        let before = read_dma_latency();
+        let Some(v) = us else {
+            return DmaLatencyGuard {
+                _file: None,
+                setting: Setting {
+                    requested: None,
+                    achieved: None,
+                    error: None,
+                },
+                before,
+            };
+        };
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(DMA_LATENCY);
+        match opened {
+            Ok(mut f) => match f.write_all(&v.to_ne_bytes()) {
+                Ok(()) => {
+                    let achieved = read_dma_latency();
+                    let error = (achieved != Some(v)).then(|| {
+                        format!("{DMA_LATENCY} reads {achieved:?} after requesting {v} (another, lower request holds?)")
+                    });
+                    DmaLatencyGuard {
+                        _file: Some(f),
+                        setting: Setting {
+                            requested: Some(v),
+                            achieved,
+                            error,
+                        },
+                        before,
+                    }
+                }
+                Err(e) => DmaLatencyGuard {
+                    _file: None,
+                    setting: Setting {
+                        requested: Some(v),
+                        achieved: None,
+                        error: Some(format!("write {DMA_LATENCY}: {e}")),
+                    },
+                    before,
+                },
+            },
+            Err(e) => DmaLatencyGuard {
+                _file: None,
+                setting: Setting {
+                    requested: Some(v),
+                    achieved: None,
+                    error: Some(format!("open {DMA_LATENCY}: {e}")),
+                },
+                before,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn affinity_round_trip_on_cpu0() {
+        let before = current_affinity();
+        let s = std::thread::spawn(|| pin_thread(Some(0))).join().unwrap();
+        assert_eq!(s.requested, Some(0));
+        assert_eq!(s.achieved, Some(0), "{:?}", s.error);
+        assert_eq!(
+            current_affinity(),
+            before,
+            "pinning a child thread must not move this one"
+        );
+    }
+
+    #[test]
+    fn impossible_cpu_is_reported_not_fatal() {
+        let s = std::thread::spawn(|| pin_thread(Some(4000)))
+            .join()
+            .unwrap();
+        assert!(s.error.is_some());
+        assert_ne!(s.achieved, Some(4000));
+    }
+
+    #[test]
+    fn fifo_is_achieved_as_root_and_reset() {
+        let (p, prio) = std::thread::spawn(|| {
+            let r = set_sched(SchedPolicy::Fifo, 10);
+            assert_eq!(current_sched(), (r.0.achieved, r.1.achieved));
+            reset_sched();
+            assert_eq!(current_sched().0, SchedPolicy::Other);
+            r
+        })
+        .join()
+        .unwrap();
+        // As root (CI runs as root) FIFO must be achieved; otherwise the failure must be recorded.
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(p.achieved, SchedPolicy::Fifo, "{:?}", p.error);
+            assert_eq!(prio.achieved, 10);
+        } else {
+            assert!(p.error.is_some());
+        }
+    }
+
+    #[test]
+    fn dma_latency_is_held_and_released() {
+        let g = DmaLatencyGuard::hold(Some(0));
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(g.setting.achieved, Some(0), "{:?}", g.setting.error);
+            let before = g.before;
+            drop(g);
+            assert_eq!(read_dma_latency(), before);
+        } else {
+            assert!(g.setting.error.is_some());
+        }
+        let none = DmaLatencyGuard::hold(None);
+        assert_eq!(none.setting.requested, None);
+    }
+}
