@@ -1,1 +1,35 @@
-fn main() {}
+//! `rtgauge`: thin entry point. Parse, dispatch, map the outcome to an exit code:
+//! 0 = ok, 1 = a requirement or audit failed, 2 = usage or runtime error. A closed pipe is not an error.
+
+mod cli;
+mod cmd;
+mod doc;
+
+use clap::Parser as _;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return cli::report_parse_error(&e),
+    };
+    let result = match &cli.command {
+        cli::Command::Cyclic(a) => cmd::cyclic::run(a),
+        cli::Command::Run(a) => cmd::run::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rtgauge: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,48 @@
+//! The command line: one clap definition per verb is the single source of truth for parsing and `--help`.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Prove a platform meets hard real-time latency bounds: measure, audit, judge, store, compare, report.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rtgauge",
+    version,
+    propagate_version = true,
+    max_term_width = 110
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Timer wake-up latency (cyclictest's measurement; accepts cyclictest's flags).
+    Cyclic(crate::cmd::cyclic::CyclicArgs),
+    /// The main job: fingerprint the platform and run the quick profile of probes.
+    Run(crate::cmd::run::RunArgs),
+}
+
+/// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).
+pub fn report_parse_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid command line");
+            let first = first.trim_start_matches("error: ");
+            eprintln!("rtgauge: error: {first}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,531 @@
+//! `rtgauge cyclic`: cyclictest's flags with cyclictest's meaning, resolved into a probe plan, run, and
+//! rendered as rt-tests text/JSON and as rtgauge's native run document.
+//!
+//! Differences from cyclictest, on purpose (docs/METHODOLOGY.md explains why):
+//! - periods already over at wake-up are measured and counted as missed deadlines (`--skip-missed` restores
+//!   cyclictest's skip-ahead, and still counts what it skips);
+//! - latencies are kept in ns in an HDR histogram that is never truncated; `-h` only shapes the rt-tests view;
+//! - the summary lines are printed at the end even with `-q -h`, followed by percentiles and missed deadlines.
+
+use anyhow::{bail, Context as _};
+use clap::{ArgAction, Args};
+use rtgauge_host::cpu::{read_cpu_mask, read_cpu_node, CpuMask};
+use rtgauge_host::HostRoot;
+use rtgauge_model::cyclic::{CyclicConfig, CyclicResult, StopReason};
+use rtgauge_model::rt::SchedPolicy;
+use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus, SystemInfo};
+use rtgauge_model::units::parse_duration;
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::clock::Clock;
+use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
+use rtgauge_probe::stop::StopFlag;
+use rtgauge_report::rttests;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Timer wake-up latency per thread: clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), latency = actual −
+/// intended wake-up, in ns. Accepts cyclictest's options with cyclictest's meaning.
+#[derive(Debug, Clone, Args)]
+#[command(disable_help_flag = true)]
+pub struct CyclicArgs {
+    /// Pin thread N to CPU N, or round-robin over CPUSET (kernel list syntax). Without --mainaffinity the
+    /// main thread is pinned to the same set, as cyclictest does.
+    #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1, default_missing_value = "")]
+    pub affinity: Option<String>,
+
+    /// Stop the run when a latency exceeds US (µs); prints the break thread and value.
+    #[arg(short = 'b', long = "breaktrace", value_name = "US", value_parser = clap::value_parser!(u64).range(1..))]
+    pub breaktrace: Option<u64>,
+
+    /// Clock to measure with: 0 or monotonic (default), 1 or realtime.
+    #[arg(short = 'c', long = "clock", value_name = "CLOCK", default_value = "monotonic", value_parser = parse_clock)]
+    pub clock: Clock,
+
+    /// Do not touch /dev/cpu_dma_latency (measure the system as it is configured).
+    #[arg(long = "default-system", alias = "laptop")]
+    pub default_system: bool,
+
+    /// Interval increment per thread, µs (forced to 0 with a histogram).
+    #[arg(
+        short = 'd',
+        long = "distance",
+        value_name = "DIST",
+        default_value_t = 500
+    )]
+    pub distance: u64,
+
+    /// Run for TIME: a number of seconds, or with suffix s, m, h, d (e.g. 90, 15m, 1h, 7d). 0 = until stopped.
+    #[arg(short = 'D', long = "duration", value_name = "TIME", allow_hyphen_values = true, value_parser = parse_duration_arg)]
+    pub duration: Option<Nanos>,
+
+    /// rt-tests histogram with US buckets of 1 µs (of 1 ns with -N); overflow count and cycle numbers.
+    /// The HDR histogram rtgauge keeps is never limited by it.
+    #[arg(short = 'h', long = "histogram", value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub histogram: Option<u32>,
+
+    /// Like -h, plus a sum column over all threads.
+    #[arg(short = 'H', long = "histofall", value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub histofall: Option<u32>,
+
+    /// Write the -h histogram to PATH instead of standard output.
+    #[arg(long = "histfile", value_name = "PATH")]
+    pub histfile: Option<PathBuf>,
+
+    /// Base interval of thread 0, µs.
+    #[arg(short = 'i', long = "interval", value_name = "INTV", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=3_600_000_000))]
+    pub interval: u64,
+
+    /// Write rt-tests (cyclictest) compatible JSON to FILE ('-' = stdout).
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// PM QoS value held in /dev/cpu_dma_latency during the run, µs.
+    #[arg(long = "latency", value_name = "PM_QOS", default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..))]
+    pub latency: i32,
+
+    /// Number of cycles per thread (0 = unlimited).
+    #[arg(short = 'l', long = "loops", value_name = "LOOPS")]
+    pub loops: Option<u64>,
+
+    /// Lock current and future memory (mlockall).
+    #[arg(short = 'm', long = "mlockall")]
+    pub mlockall: bool,
+
+    /// Run the main (reporting) thread on CPUSET.
+    #[arg(long = "mainaffinity", value_name = "CPUSET")]
+    pub mainaffinity: Option<String>,
+
+    /// Print and write results in ns instead of µs (-h buckets become 1 ns).
+    #[arg(short = 'N', long = "nsecs")]
+    pub nsecs: bool,
+
+    /// Priority of the highest-priority thread, 1-99; selects SCHED_FIFO unless --policy rr.
+    #[arg(short = 'p', long = "priority", value_name = "PRIO", allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(0..=99))]
+    pub priority: Option<i32>,
+
+    /// Scheduling policy: other, normal, batch, idle, fifo, rr.
+    #[arg(long = "policy", value_name = "NAME", value_parser = parse_policy)]
+    pub policy: Option<SchedPolicy>,
+
+    /// Decrement the priority by one per thread.
+    #[arg(long = "priospread")]
+    pub priospread: bool,
+
+    /// Print only the summary at exit (no live lines).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Use a relative timer (clock_nanosleep without TIMER_ABSTIME). Periods drift; not reproducible.
+    #[arg(short = 'r', long = "relative")]
+    pub relative: bool,
+
+    /// Standard SMP testing: one thread per CPU, all pinned, same priority (-a -t).
+    #[arg(short = 'S', long = "smp")]
+    pub smp: bool,
+
+    /// Record every sample above US (µs) with its timestamp.
+    #[arg(long = "spike", value_name = "US")]
+    pub spike: Option<u64>,
+
+    /// Capacity of the spike list per thread.
+    #[arg(long = "spike-nodes", value_name = "N", default_value_t = 1024)]
+    pub spike_nodes: usize,
+
+    /// Number of threads; without NUM, one per CPU (of -a, or of all allowed CPUs).
+    #[arg(short = 't', long = "threads", value_name = "NUM", num_args = 0..=1, default_missing_value = "0")]
+    pub threads: Option<u32>,
+
+    /// Accepted for compatibility: output is always flushed line by line.
+    #[arg(short = 'u', long = "unbuffered")]
+    pub unbuffered: bool,
+
+    /// Reproduce cyclictest's skip-ahead over periods already over at wake-up (they are still counted).
+    #[arg(long = "skip-missed")]
+    pub skip_missed: bool,
+
+    /// Write rtgauge's native, versioned run document (ns, HDR histogram, conditions, timeline) to FILE.
+    #[arg(long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Length of one timeline interval (count, max and missed per thread), e.g. 1s, 100ms.
+    #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
+    pub timeline_interval: Nanos,
+
+    /// Print help.
+    #[arg(long = "help", action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_clock(s: &str) -> Result<Clock, String> {
+    match s {
+        "0" | "monotonic" => Ok(Clock::Monotonic),
+        "1" | "realtime" => Ok(Clock::Realtime),
+        _ => Err("expected 0/monotonic or 1/realtime".into()),
+    }
+}
+
+fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
+    match SchedPolicy::parse(s) {
+        Some(SchedPolicy::Deadline) | None => {
+            Err("expected other, normal, batch, idle, fifo or rr".into())
+        }
+        Some(p) => Ok(p),
+    }
+}
+
+fn parse_cpus(flag: &str, text: &str, possible: &CpuSet) -> anyhow::Result<CpuSet> {
+    let set = CpuSet::parse(text).map_err(|e| anyhow::anyhow!("{flag} {text}: {e}"))?;
+    if set.is_empty() {
+        bail!("{flag} '{text}': empty CPU list");
+    }
+    let missing = set.difference(possible);
+    if !missing.is_empty() {
+        bail!("{flag} {text}: CPU {missing} does not exist on this machine (CPUs {possible})");
+    }
+    Ok(set)
+}
+
+/// The validated plan plus what the renderers need.
+pub struct Resolved {
+    pub plan: CyclicPlan,
+    /// Settings rejected before running that the user should know about.
+    pub notes: Vec<String>,
+}
+
+/// Apply cyclictest's rules to the flags: thread count and placement, policy and priority, histogram and
+/// distance, duration and loops. Reads the CPU topology through `root`.
+pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
+    let allowed = rtgauge_probe::rt::current_affinity().intersection(&online);
+    let mut notes = Vec::new();
+
+    let affinity: Option<CpuSet> = if a.smp {
+        Some(allowed.clone())
+    } else {
+        match a.affinity.as_deref() {
+            None => None,
+            Some("") => Some(allowed.clone()),
+            Some(t) => Some(parse_cpus("-a/--affinity", t, &possible)?),
+        }
+    };
+    if let Some(set) = &affinity {
+        let offline = set.difference(&online);
+        if !offline.is_empty() {
+            notes.push(format!(
+                "-a/--affinity: CPU {offline} is offline; its threads run unpinned"
+            ));
+        }
+    }
+    let threads = match a.threads {
+        Some(0) => affinity.as_ref().map_or(allowed.len(), CpuSet::len) as u32,
+        Some(n) => n,
+        None if a.smp => allowed.len() as u32,
+        None => 1,
+    };
+    if threads == 0 {
+        bail!("-t/--threads: no CPU available to run on");
+    }
+    if threads > 4096 {
+        bail!("-t/--threads {threads}: at most 4096 threads");
+    }
+    let cpus: Vec<Option<u32>> = (0..threads as usize)
+        .map(|i| {
+            affinity
+                .as_ref()
+                .map(|s| s.as_slice()[i % s.len()])
+                .filter(|c| online.contains(*c))
+        })
+        .collect();
+    let main_cpus = match &a.mainaffinity {
+        Some(t) => Some(parse_cpus("--mainaffinity", t, &possible)?),
+        None => affinity.clone(),
+    };
+
+    let policy = a.policy.unwrap_or(if a.priority.is_some() {
+        SchedPolicy::Fifo
+    } else {
+        SchedPolicy::Other
+    });
+    let priority = match (policy.is_realtime(), a.priority) {
+        (true, Some(0)) => bail!("-p/--priority 0: {policy} needs a priority of 1-99"),
+        (true, Some(p)) => p,
+        (true, None) => (threads as i32 + 1).min(99),
+        (false, Some(p)) if p > 0 => {
+            bail!("-p/--priority {p}: --policy {policy} takes no real-time priority")
+        }
+        (false, _) => 0,
+    };
+
+    let hist_buckets = a.histofall.or(a.histogram);
+    let distance_us = if hist_buckets.is_some() {
+        0
+    } else {
+        a.distance
+    };
+    let interval_ns = a.interval * 1000;
+    let last_interval = interval_ns.saturating_add(
+        distance_us
+            .saturating_mul(1000)
+            .saturating_mul(u64::from(threads - 1)),
+    );
+    if last_interval > 3_600_000_000_000 {
+        bail!("-d/--distance {distance_us}: the last thread's interval would exceed 1 h");
+    }
+    let nodes = cpus
+        .iter()
+        .map(|c| c.and_then(|c| read_cpu_node(root, c)))
+        .collect();
+    let config = CyclicConfig {
+        threads,
+        interval_ns,
+        distance_ns: distance_us * 1000,
+        policy,
+        priority,
+        priospread: a.priospread,
+        cpus,
+        duration_ns: a.duration.map(|d| d.as_ns()).filter(|&d| d > 0),
+        loops: a.loops.filter(|&l| l > 0),
+        relative: a.relative,
+        skip_missed: a.skip_missed,
+        hist_buckets,
+        unit_ns: if a.nsecs { 1 } else { 1000 },
+        spike_threshold_ns: a.spike.map(|us| us.saturating_mul(1000)),
+        break_threshold_ns: a.breaktrace.map(|us| us.saturating_mul(1000)),
+        timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
+    };
+    Ok(Resolved {
+        plan: CyclicPlan {
+            config,
+            clock: a.clock,
+            mlockall: a.mlockall,
+            dma_latency_us: (!a.default_system).then_some(a.latency),
+            main_cpus,
+            spike_nodes: a.spike_nodes.min(1 << 20),
+            nodes,
+            tick: Duration::from_millis(100),
+        },
+        notes,
+    })
+}
+
+/// Describe every setting that was requested but not achieved, one line each.
+pub fn shortfalls(r: &CyclicResult) -> Vec<String> {
+    let mut w = Vec::new();
+    let c = &r.conditions;
+    if !c.mlockall.ok() {
+        w.push(format!(
+            "mlockall not achieved: {}",
+            c.mlockall.error.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if !c.cpu_dma_latency_us.ok() {
+        w.push(format!(
+            "/dev/cpu_dma_latency {:?} µs not held: {}",
+            c.cpu_dma_latency_us.requested,
+            c.cpu_dma_latency_us.error.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if let Some(e) = &c.main_affinity.error {
+        w.push(format!("main thread affinity not achieved: {e}"));
+    }
+    for t in &r.threads {
+        let k = &t.conditions;
+        if !k.policy.ok() || !k.priority.ok() {
+            w.push(format!(
+                "thread {}: requested {}:{}, running {}:{} ({})",
+                t.index,
+                k.policy.requested,
+                k.priority.requested,
+                k.policy.achieved,
+                k.priority.achieved,
+                k.policy.error.as_deref().unwrap_or("unknown")
+            ));
+        }
+        if !k.cpu.ok() {
+            w.push(format!(
+                "thread {}: not pinned to CPU {:?} ({})",
+                t.index,
+                k.cpu.requested,
+                k.cpu
+                    .error
+                    .as_deref()
+                    .unwrap_or("CPU offline or not allowed")
+            ));
+        }
+        if t.timeline_dropped > 0 {
+            w.push(format!(
+                "thread {}: {} timeline intervals dropped (reader starved)",
+                t.index, t.timeline_dropped
+            ));
+        }
+    }
+    w
+}
+
+/// Live status on a terminal, in cyclictest's layout, redrawn in place.
+struct LiveScreen {
+    policy: String,
+    drawn: bool,
+    unit_ns: u64,
+    root: HostRoot,
+}
+
+impl LiveScreen {
+    fn draw(&mut self, threads: &[LiveThread]) {
+        let mut out = std::io::stdout().lock();
+        if self.drawn {
+            let _ = write!(out, "\x1b[{}A", threads.len() + 2);
+        }
+        let load = rtgauge_host::system::read_loadavg(&self.root);
+        let _ = writeln!(out, "policy: {}: loadavg: {load}          \n", self.policy);
+        for (i, t) in threads.iter().enumerate() {
+            let u = |ns: u64| ns / self.unit_ns;
+            let min = if t.cycles == 0 { 0 } else { u(t.min_ns) };
+            let _ = writeln!(
+                out,
+                "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8} Missed:{:6}",
+                i,
+                t.tid,
+                t.priority,
+                t.interval_ns / 1000,
+                t.cycles,
+                min,
+                u(t.last_ns),
+                u(t.avg_ns()),
+                u(t.max_ns),
+                t.missed
+            );
+        }
+        let _ = out.flush();
+        self.drawn = true;
+    }
+}
+
+/// Run the probe with live display (unless quiet or not a terminal) and SIGINT/SIGTERM handling.
+pub fn measure(plan: &CyclicPlan, quiet: bool) -> anyhow::Result<CyclicResult> {
+    let stop = StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
+    let live = !quiet && std::io::stdout().is_terminal();
+    let mut screen = LiveScreen {
+        policy: plan.config.policy.to_string(),
+        drawn: false,
+        unit_ns: plan.config.unit_ns,
+        root: HostRoot::live(),
+    };
+    let mut observer = |_: Duration, t: &[LiveThread]| {
+        if live {
+            screen.draw(t)
+        }
+    };
+    let r = cyclic::run(plan, &stop, &mut observer)?;
+    Ok(r)
+}
+
+/// `rtgauge cyclic`.
+pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
+    let root = HostRoot::live();
+    let Resolved { plan, notes } = resolve(a, &root)?;
+    for n in &notes {
+        eprintln!("rtgauge: warning: {n}");
+    }
+    let system = rtgauge_host::system::read_system_info(&root);
+    let started = crate::doc::now_rfc3339();
+    let started_2822 = crate::doc::now_rfc2822();
+    let result = measure(&plan, a.quiet)?;
+    let mut warnings = notes;
+    for w in shortfalls(&result) {
+        eprintln!("rtgauge: warning: {w}");
+        warnings.push(w);
+    }
+    print_text(&result, a)?;
+
+    if let Some(path) = &a.json {
+        let cmdline = crate::doc::command_line().join(" ");
+        let end = crate::doc::now_rfc2822();
+        let env = rttests::Envelope {
+            cmdline: &cmdline,
+            version: env!("CARGO_PKG_VERSION"),
+            start_time: &started_2822,
+            end_time: &end,
+            return_code: 0,
+            system: &system,
+        };
+        crate::doc::write_json(path, &rttests::render_cyclictest_json(&result, &env))
+            .with_context(|| format!("--json {}", path.display()))?;
+    }
+    if let Some(path) = &a.output {
+        let doc = document(started, system, result, warnings);
+        crate::doc::write_json(path, &doc)
+            .with_context(|| format!("--output {}", path.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Wrap a cyclic result into a run document.
+pub fn document(
+    started: String,
+    system: SystemInfo,
+    result: CyclicResult,
+    warnings: Vec<String>,
+) -> RunDocument {
+    let status = if result.stop_reason == StopReason::Signal {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    crate::doc::document(
+        started,
+        system,
+        vec![ProbeResult::Cyclic(result)],
+        status,
+        warnings,
+    )
+}
+
+/// Summary lines, percentiles, spikes, histogram and break information, in cyclictest's order of output.
+fn print_text(r: &CyclicResult, a: &CyclicArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let unit_ns = r.config.unit_ns;
+    for t in &r.threads {
+        writeln!(out, "{}", rttests::render_summary_line(t, unit_ns))?;
+    }
+    write!(out, "{}", rttests::render_percentile_table(r))?;
+    if r.config.spike_threshold_ns.is_some() {
+        for s in &r.spikes {
+            writeln!(
+                out,
+                "T:{:2} Spike:{:8}: TS: {:12}",
+                s.thread,
+                s.latency_ns / unit_ns,
+                s.monotonic_ns / 1000
+            )?;
+        }
+        writeln!(out, "spikes = {}", r.spikes_total)?;
+    }
+    if r.config.hist_buckets.is_some() {
+        let text = rttests::render_histogram(r, a.histofall.is_some());
+        match &a.histfile {
+            Some(p) => {
+                std::fs::write(p, text).with_context(|| format!("--histfile {}", p.display()))?
+            }
+            None => write!(out, "{text}")?,
+        }
+    }
+    if let Some((thread, value)) = r.break_hit {
+        let tids: Vec<String> = r.threads.iter().map(|t| format!("{:05}", t.tid)).collect();
+        writeln!(out, "# Thread Ids: {}", tids.join(" "))?;
+        let tid = r.threads.get(thread as usize).map_or(0, |t| t.tid);
+        writeln!(out, "# Break thread: {tid}")?;
+        writeln!(out, "# Break value: {}", value / unit_ns)?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! One module per verb: its clap arguments, their validation into a probe plan, and the glue that runs the
+//! probe and renders the outputs.
+
+pub mod cyclic;
+pub mod run;

@@ -1,0 +1,432 @@
+//! rt-tests compatible output, rendered from model data: cyclictest's summary lines, its `-h` text histogram
+//! (rt-tests ≥ 2.7 layout: all-zero buckets omitted, no `# Total:`) and its `--json` schema — the same keys,
+//! including the odd `"cmdline:"` and `"rt_test_version:"`, but written by a JSON serialiser, so the output is
+//! always valid JSON. Values are in the unit rt-tests would use: whole µs (truncated, as `calcdiff` does) or
+//! ns with `-N`.
+
+use rtgauge_model::cyclic::{CyclicResult, CyclicThread};
+use rtgauge_model::run::SystemInfo;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+
+/// Convert ns to the rt-tests output unit (µs truncated, or ns).
+fn unit(ns: u64, unit_ns: u64) -> u64 {
+    ns / unit_ns.max(1)
+}
+
+/// One cyclictest status line: `T: 0 ( 1234) P:90 I:200 C:  50000 Min:      3 Act:    5 Avg:    4 Max:      40`.
+/// `interval` is printed in µs as cyclictest does, whatever the output unit.
+pub fn render_summary_line(t: &CyclicThread, unit_ns: u64) -> String {
+    let min = unit(t.latency.min_ns, unit_ns);
+    let act = unit(t.last_ns, unit_ns);
+    let avg = unit(
+        t.latency.sum_ns.checked_div(t.latency.count).unwrap_or(0),
+        unit_ns,
+    );
+    let max = unit(t.latency.max_ns, unit_ns);
+    let prio = t.conditions.priority.achieved;
+    let interval_us = t.interval_ns / 1000;
+    if unit_ns == 1 {
+        format!(
+            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}",
+            t.index, t.tid, prio, interval_us, t.cycles, min, act, avg, max
+        )
+    } else {
+        format!(
+            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
+            t.index, t.tid, prio, interval_us, t.cycles, min, act, avg, max
+        )
+    }
+}
+
+/// cyclictest's `-h`/`-H` text histogram block, from `# Histogram` to the overflow cycle lists.
+pub fn render_histogram(r: &CyclicResult, with_sum: bool) -> String {
+    let mut out = String::new();
+    let threads = &r.threads;
+    let nbuckets = threads
+        .iter()
+        .filter_map(|t| t.linear.as_ref())
+        .map(|l| l.buckets.len())
+        .max()
+        .unwrap_or(0);
+    let unit_ns = r.config.unit_ns;
+    out.push_str("# Histogram\n");
+    for b in 0..nbuckets {
+        let counts: Vec<u64> = threads
+            .iter()
+            .map(|t| {
+                t.linear
+                    .as_ref()
+                    .and_then(|l| l.buckets.get(b))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let sum: u64 = counts.iter().sum();
+        if sum == 0 {
+            continue;
+        }
+        let _ = write!(out, "{b:06} ");
+        let cols: Vec<String> = counts.iter().map(|c| format!("{c:06}")).collect();
+        out.push_str(&cols.join("\t"));
+        if with_sum {
+            let _ = write!(out, "\t{sum:06}");
+        }
+        out.push('\n');
+    }
+    let row = |label: &str, vals: Vec<u64>, total: Option<u64>| {
+        let mut s = format!("# {label}:");
+        for v in vals {
+            let _ = write!(s, " {v:05}");
+        }
+        if let Some(t) = total {
+            let _ = write!(s, " {t:05}");
+        }
+        s.push('\n');
+        s
+    };
+    let multi = with_sum && threads.len() > 1;
+    out.push_str(&row(
+        "Min Latencies",
+        threads
+            .iter()
+            .map(|t| unit(t.latency.min_ns, unit_ns))
+            .collect(),
+        None,
+    ));
+    out.push_str(&row(
+        "Avg Latencies",
+        threads
+            .iter()
+            .map(|t| {
+                unit(
+                    t.latency.sum_ns.checked_div(t.latency.count).unwrap_or(0),
+                    unit_ns,
+                )
+            })
+            .collect(),
+        None,
+    ));
+    let maxes: Vec<u64> = threads
+        .iter()
+        .map(|t| unit(t.latency.max_ns, unit_ns))
+        .collect();
+    let maxmax = maxes.iter().copied().max().unwrap_or(0);
+    out.push_str(&row("Max Latencies", maxes, multi.then_some(maxmax)));
+    let oflows: Vec<u64> = threads
+        .iter()
+        .map(|t| t.linear.as_ref().map_or(0, |l| l.overflows))
+        .collect();
+    let total: u64 = oflows.iter().sum();
+    out.push_str(&row("Histogram Overflows", oflows, multi.then_some(total)));
+    out.push_str("# Histogram Overflow at cycle number:\n");
+    for t in threads {
+        let _ = write!(out, "# Thread {}: ", t.index);
+        if let Some(l) = &t.linear {
+            let cyc: Vec<String> = l
+                .overflow_cycles
+                .iter()
+                .map(|c| format!("{c:05}"))
+                .collect();
+            out.push_str(&cyc.join(" "));
+            let listed = l.overflow_cycles.len() as u64;
+            if l.overflows > listed && listed as usize >= l.buckets.len() {
+                let _ = write!(out, " # {:05} others", l.overflows - listed);
+            }
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+/// The rt-tests JSON envelope (`rt_write_json`), shared by cyclictest and oslat.
+pub struct Envelope<'a> {
+    pub cmdline: &'a str,
+    pub version: &'a str,
+    /// RFC 2822 local times, as rt-tests writes them.
+    pub start_time: &'a str,
+    pub end_time: &'a str,
+    pub return_code: i32,
+    pub system: &'a SystemInfo,
+}
+
+fn envelope(e: &Envelope<'_>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("file_version".into(), json!(1));
+    m.insert("cmdline:".into(), json!(e.cmdline));
+    m.insert("rt_test_version:".into(), json!(e.version));
+    m.insert("start_time".into(), json!(e.start_time));
+    m.insert("end_time".into(), json!(e.end_time));
+    m.insert("return_code".into(), json!(e.return_code));
+    m.insert(
+        "sysinfo".into(),
+        json!({
+            "sysname": e.system.sysname,
+            "nodename": e.system.nodename,
+            "release": e.system.release,
+            "version": e.system.version,
+            "machine": e.system.machine,
+            "realtime": i32::from(e.system.realtime),
+        }),
+    );
+    m
+}
+
+/// cyclictest's `--json` document. Per thread, beyond rt-tests' keys, `"overflows"` is added when a histogram
+/// was kept, so that `sum(histogram) + overflows == cycles` can be checked.
+pub fn render_cyclictest_json(r: &CyclicResult, env: &Envelope<'_>) -> Value {
+    let unit_ns = r.config.unit_ns.max(1);
+    let mut m = envelope(env);
+    m.insert("num_threads".into(), json!(r.threads.len()));
+    m.insert("resolution_in_ns".into(), json!(u32::from(unit_ns == 1)));
+    let mut threads = Map::new();
+    for t in &r.threads {
+        let mut o = Map::new();
+        if let Some(l) = &t.linear {
+            let h: Map<String, Value> = l
+                .buckets
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(i, &c)| (i.to_string(), json!(c)))
+                .collect();
+            o.insert("histogram".into(), Value::Object(h));
+            o.insert("overflows".into(), json!(l.overflows));
+        }
+        o.insert("cycles".into(), json!(t.cycles));
+        o.insert("min".into(), json!(unit(t.latency.min_ns, unit_ns)));
+        o.insert("max".into(), json!(unit(t.latency.max_ns, unit_ns)));
+        let avg = if t.latency.count == 0 {
+            0.0
+        } else {
+            t.latency.mean_ns / unit_ns as f64
+        };
+        o.insert("avg".into(), json!((avg * 100.0).round() / 100.0));
+        o.insert(
+            "cpu".into(),
+            json!(t.conditions.cpu.achieved.map_or(-1, i64::from)),
+        );
+        o.insert("node".into(), json!(t.node.map_or(-1, i64::from)));
+        threads.insert(t.index.to_string(), Value::Object(o));
+    }
+    m.insert("thread".into(), Value::Object(threads));
+    Value::Object(m)
+}
+
+/// rtgauge's own addition to the text summary: percentiles and missed deadlines per thread, in µs with
+/// three decimals (ns precision).
+pub fn render_percentile_table(r: &CyclicResult) -> String {
+    let ps = rtgauge_model::latency::DEFAULT_PERCENTILES;
+    let mut out = String::from("# Latency (µs)");
+    out.push_str(&" ".repeat(2));
+    for p in ps {
+        let _ = write!(out, "{:>10}", format!("p{p}"));
+    }
+    let _ = writeln!(out, "{:>10}{:>10}", "max", "missed");
+    for t in &r.threads {
+        let _ = write!(out, "# T:{:2}          ", t.index);
+        for p in ps {
+            let v = t.latency.percentile(*p).unwrap_or(0);
+            let _ = write!(out, "{:>10.3}", v as f64 / 1000.0);
+        }
+        let _ = writeln!(
+            out,
+            "{:>10.3}{:>10}",
+            t.latency.max_ns as f64 / 1000.0,
+            t.missed_deadlines
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtgauge_model::cyclic::{CyclicConfig, LinearHistogram, StopReason};
+    use rtgauge_model::latency::{new_histogram, LatencyStats};
+    use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};
+    use rtgauge_model::CpuSet;
+
+    fn thread(index: u32, samples: &[u64], buckets: usize) -> CyclicThread {
+        let mut h = new_histogram();
+        let mut lin = vec![0u64; buckets];
+        let mut over = 0;
+        let mut oc = vec![];
+        for (c, &s) in samples.iter().enumerate() {
+            h.record(s).unwrap();
+            match lin.get_mut((s / 1000) as usize) {
+                Some(b) => *b += 1,
+                None => {
+                    over += 1;
+                    oc.push(c as u64)
+                }
+            }
+        }
+        let min = *samples.iter().min().unwrap();
+        let max = *samples.iter().max().unwrap();
+        CyclicThread {
+            index,
+            tid: 4242 + index as i32,
+            interval_ns: 200_000,
+            conditions: ThreadConditions {
+                policy: Setting {
+                    requested: SchedPolicy::Fifo,
+                    achieved: SchedPolicy::Fifo,
+                    error: None,
+                },
+                priority: Setting {
+                    requested: 90,
+                    achieved: 90,
+                    error: None,
+                },
+                cpu: Setting {
+                    requested: Some(index),
+                    achieved: Some(index),
+                    error: None,
+                },
+            },
+            node: Some(0),
+            cycles: samples.len() as u64,
+            missed_deadlines: 0,
+            skipped_periods: 0,
+            early_wakeups: 0,
+            last_ns: *samples.last().unwrap(),
+            latency: LatencyStats::from_parts(&h, min, max, samples.iter().sum(), 0),
+            linear: Some(LinearHistogram {
+                unit_ns: 1000,
+                buckets: lin,
+                overflows: over,
+                overflow_cycles: oc,
+            }),
+            timeline: vec![],
+            timeline_dropped: 0,
+        }
+    }
+
+    fn result() -> CyclicResult {
+        CyclicResult {
+            config: CyclicConfig {
+                threads: 2,
+                interval_ns: 200_000,
+                distance_ns: 0,
+                policy: SchedPolicy::Fifo,
+                priority: 90,
+                priospread: false,
+                cpus: vec![Some(0), Some(1)],
+                duration_ns: Some(1_000_000_000),
+                loops: None,
+                relative: false,
+                skip_missed: false,
+                hist_buckets: Some(10),
+                unit_ns: 1000,
+                spike_threshold_ns: None,
+                break_threshold_ns: None,
+                timeline_interval_ns: 1_000_000_000,
+            },
+            conditions: ProcessConditions {
+                mlockall: Setting {
+                    requested: true,
+                    achieved: true,
+                    error: None,
+                },
+                cpu_dma_latency_us: Setting {
+                    requested: Some(0),
+                    achieved: Some(0),
+                    error: None,
+                },
+                cpu_dma_latency_before_us: Some(2_000_000_000),
+                main_affinity: Setting {
+                    requested: None,
+                    achieved: Some(CpuSet::new([0])),
+                    error: None,
+                },
+            },
+            threads: vec![
+                thread(0, &[3_100, 3_900, 5_000, 12_500], 10),
+                thread(1, &[2_999, 4_000, 4_001], 10),
+            ],
+            spikes: vec![],
+            spikes_total: 0,
+            stop_reason: StopReason::Duration,
+            break_hit: None,
+            elapsed_ns: 1_000_000_000,
+        }
+    }
+
+    #[test]
+    fn summary_line_matches_cyclictest_layout() {
+        let r = result();
+        assert_eq!(
+            render_summary_line(&r.threads[0], 1000),
+            "T: 0 ( 4242) P:90 I:200 C:      4 Min:      3 Act:   12 Avg:    6 Max:      12"
+        );
+        assert_eq!(
+            render_summary_line(&r.threads[0], 1),
+            "T: 0 ( 4242) P:90 I:200 C:      4 Min:   3100 Act:   12500 Avg:    6125 Max:   12500"
+        );
+    }
+
+    #[test]
+    fn histogram_block_matches_rt_tests_2_7() {
+        let text = render_histogram(&result(), true);
+        insta::assert_snapshot!(text, @r"
+        # Histogram
+        000002 000000	000001	000001
+        000003 000002	000000	000002
+        000004 000000	000002	000002
+        000005 000001	000000	000001
+        # Min Latencies: 00003 00002
+        # Avg Latencies: 00006 00003
+        # Max Latencies: 00012 00004 00012
+        # Histogram Overflows: 00001 00000 00001
+        # Histogram Overflow at cycle number:
+        # Thread 0: 00003
+        # Thread 1: 
+        ");
+    }
+
+    #[test]
+    fn json_is_rt_tests_schema_and_escapes_cmdline() {
+        let sys = SystemInfo {
+            sysname: "Linux".into(),
+            nodename: "h\"ost".into(),
+            release: "6.1".into(),
+            version: "#1 SMP".into(),
+            machine: "x86_64".into(),
+            realtime: true,
+            cpus_online: CpuSet::new([0, 1]),
+            clocksource: None,
+        };
+        let env = Envelope {
+            cmdline: "rtgauge cyclic --histfile='a\"b'",
+            version: "0.1.0",
+            start_time: "Sun, 22 Nov 2026 11:08:50 +0000",
+            end_time: "Sun, 22 Nov 2026 11:08:55 +0000",
+            return_code: 0,
+            system: &sys,
+        };
+        let v = render_cyclictest_json(&result(), &env);
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["cmdline:"], "rtgauge cyclic --histfile='a\"b'");
+        assert_eq!(back["sysinfo"]["realtime"], 1);
+        assert_eq!(back["num_threads"], 2);
+        let t0 = &back["thread"]["0"];
+        assert_eq!(t0["histogram"]["3"], 2);
+        let hsum: u64 = t0["histogram"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            hsum + t0["overflows"].as_u64().unwrap(),
+            t0["cycles"].as_u64().unwrap()
+        );
+        assert_eq!(t0["min"], 3);
+        assert_eq!(t0["max"], 12);
+        assert_eq!(t0["avg"], 6.13);
+        assert_eq!(t0["cpu"], 0);
+    }
+}
