@@ -40,9 +40,36 @@ pub fn report_parse_error(e: &clap::Error) -> ExitCode {
                 .lines()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("invalid command line");
-            let first = first.trim_start_matches("error: ");
+            let first = name_flags_as_typed(first.trim_start_matches("error: "));
             eprintln!("rtgauge: error: {first}");
             ExitCode::from(2)
         }
     }
+}
+
+/// clap names an argument by its long form (`'--interval <INTV>'`); users of cyclictest type `-i`, so name
+/// both (`-i/--interval`).
+fn name_flags_as_typed(line: &str) -> String {
+    use clap::CommandFactory as _;
+    let cmd = Cli::command();
+    let mut out = line.to_string();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_arguments() {
+            let (Some(long), Some(short)) = (arg.get_long(), arg.get_short()) else {
+                continue;
+            };
+            let value = arg
+                .get_value_names()
+                .and_then(|v| v.first())
+                .map(|v| v.to_string());
+            let forms = match value {
+                Some(v) => vec![format!("'--{long} <{v}>'"), format!("'--{long} [<{v}>]'")],
+                None => vec![format!("'--{long}'")],
+            };
+            for quoted in forms {
+                out = out.replace(&quoted, &format!("-{short}/--{long}"));
+            }
+        }
+    }
+    out
 }

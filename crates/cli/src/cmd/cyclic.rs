@@ -153,6 +153,14 @@ pub struct CyclicArgs {
     #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
     pub timeline_interval: Nanos,
 
+    /// Read the CPU topology from a captured tree instead of the live system (with --dry-run).
+    #[arg(long = "root", value_name = "DIR", requires = "dry_run")]
+    pub root: Option<PathBuf>,
+
+    /// Resolve the flags as for a run and print the resulting probe configuration as JSON; measure nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -203,7 +211,12 @@ pub struct Resolved {
 pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
     let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
     let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
-    let allowed = rtgauge_probe::rt::current_affinity().intersection(&online);
+    // The CPUs this process may use: its affinity on the live system, all online CPUs of a captured tree.
+    let allowed = if root.is_live() {
+        rtgauge_probe::rt::current_affinity().intersection(&online)
+    } else {
+        online.clone()
+    };
     let mut notes = Vec::new();
 
     let affinity: Option<CpuSet> = if a.smp {
@@ -431,10 +444,21 @@ pub fn measure(plan: &CyclicPlan, quiet: bool) -> anyhow::Result<CyclicResult> {
 
 /// `rtgauge cyclic`.
 pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
-    let root = HostRoot::live();
+    let root = a.root.as_ref().map_or_else(HostRoot::live, HostRoot::at);
     let Resolved { plan, notes } = resolve(a, &root)?;
     for n in &notes {
         eprintln!("rtgauge: warning: {n}");
+    }
+    if a.dry_run {
+        let v = serde_json::json!({
+            "config": plan.config,
+            "mlockall": plan.mlockall,
+            "cpu_dma_latency_us": plan.dma_latency_us,
+            "main_cpus": plan.main_cpus,
+            "clock": plan.clock.name(),
+        });
+        crate::doc::write_json(std::path::Path::new("-"), &v)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::doc::now_rfc3339();

@@ -1,0 +1,127 @@
+//! Injected stalls: a SCHED_FIFO priority-50 spinner takes CPU 1 away from the probe (priority 10) three
+//! times for 200 ms. The probe must report the stall's size as its max and every period it lost as a missed
+//! deadline — the case where cyclictest's skip-ahead silently drops ~600 periods. Needs root (SCHED_FIFO);
+//! CI runs as root. Kept in its own test binary so the spinner cannot disturb other tests.
+
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+const STALL: Duration = Duration::from_millis(200);
+
+/// The two tests share CPU 1; they must not overlap.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Spin on CPU 1 at SCHED_FIFO 50 for `STALL`, three times, `gap` apart, starting after `delay`.
+fn spinner(delay: Duration, gap: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // SAFETY: plain libc calls on the calling thread with valid arguments.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(1, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+            let p = libc::sched_param { sched_priority: 50 };
+            assert_eq!(
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p),
+                0,
+                "needs root"
+            );
+        }
+        std::thread::sleep(delay);
+        for _ in 0..3 {
+            let t = Instant::now();
+            while t.elapsed() < STALL {
+                std::hint::spin_loop();
+            }
+            std::thread::sleep(gap);
+        }
+    })
+}
+
+fn run_probe(extra: &[&str]) -> Value {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let native = dir.path().join("stall.json");
+    let hog = spinner(Duration::from_millis(800), Duration::from_millis(900));
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
+        .args([
+            "cyclic",
+            "-m",
+            "-p",
+            "10",
+            "-a",
+            "1",
+            "-i",
+            "1000",
+            "-D",
+            "5",
+            "-q",
+            "--mainaffinity=0",
+            "--output",
+        ])
+        .arg(&native)
+        .args(extra)
+        .output()
+        .unwrap();
+    hog.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&native).unwrap()).unwrap()
+}
+
+#[test]
+fn stalls_are_measured_and_every_lost_period_counted() {
+    let d = run_probe(&[]);
+    let t = &d["probes"][0]["threads"][0];
+    assert_eq!(t["conditions"]["policy"]["achieved"], "fifo");
+    let max = t["latency"]["max_ns"].as_u64().unwrap();
+    assert!(
+        max >= 190_000_000,
+        "max {max} ns should show the 200 ms stall"
+    );
+    let missed = t["missed_deadlines"].as_u64().unwrap();
+    eprintln!(
+        "honest: max {max} ns, missed {missed}, cycles {}",
+        t["cycles"]
+    );
+    assert!(
+        (510..=690).contains(&missed),
+        "missed {missed}, expected 600 ± 15 %"
+    );
+    // Honest mode measures every period: 5 s at 1 ms is 5000 cycles, stalls included.
+    assert_eq!(t["cycles"], 5_000);
+    assert_eq!(t["skipped_periods"], 0);
+    // The stalls show on the timeline: three 1 s intervals with a max above 100 ms.
+    let stalled = t["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["max_ns"].as_u64().unwrap() > 100_000_000)
+        .count();
+    assert!((2..=4).contains(&stalled), "{stalled} stalled intervals");
+    // The three worst samples are ~200 ms late: the stalls are in the HDR histogram too.
+    let h = rtgauge_model::latency::HdrBlob(t["latency"]["hdr"].as_str().unwrap().into())
+        .decode()
+        .unwrap();
+    assert!(h.count_between(150_000_000, 260_000_000) >= 3);
+}
+
+#[test]
+fn skip_missed_reproduces_cyclictest_but_still_counts() {
+    let d = run_probe(&["--skip-missed"]);
+    let t = &d["probes"][0]["threads"][0];
+    let cycles = t["cycles"].as_u64().unwrap();
+    let skipped = t["skipped_periods"].as_u64().unwrap();
+    let missed = t["missed_deadlines"].as_u64().unwrap();
+    eprintln!("skip-missed: cycles {cycles}, skipped {skipped}, missed {missed}");
+    // cyclictest would report ~4400 cycles and nothing else; rtgauge says what was skipped.
+    assert!((500..=700).contains(&skipped), "skipped {skipped}");
+    assert!((4_300..=4_500).contains(&cycles), "cycles {cycles}");
+    assert!(missed >= skipped);
+    assert!(t["latency"]["max_ns"].as_u64().unwrap() >= 190_000_000);
+}
