@@ -3,6 +3,8 @@
 //! Functions named `read_*` do I/O through the root; `parse_*` functions are pure and tested with hostile input.
 
 pub mod cpu;
+pub mod fingerprint;
+pub mod parse;
 pub mod root;
 pub mod system;
 

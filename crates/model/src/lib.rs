@@ -7,8 +7,10 @@
 //! - histograms are stored whole (HdrHistogram V2 + DEFLATE, base64) so that they can be merged and any
 //!   percentile derived later; the percentiles stored beside them are a convenience, never the source.
 
+pub mod audit;
 pub mod cpuset;
 pub mod cyclic;
+pub mod fingerprint;
 pub mod latency;
 pub mod rt;
 pub mod run;

@@ -1,0 +1,687 @@
+//! The platform fingerprint (`rtgauge fingerprint`): CPU, topology, NUMA, kernel and preemption model,
+//! clocksource, virtualization platform, container, tuned state, isolation and memory.
+//!
+//! Invariants: every read goes through the [`HostRoot`]; the CPUID hypervisor vendor is read only on a live root
+//! and is recorded under the pseudo path [`CPUID_PATH`] so a captured tree replays it; nothing here fails — a
+//! missing file leaves its field empty.
+
+use crate::cpu::{parse_cpu_mask, read_cpu_mask, CpuMask};
+use crate::parse::{
+    key_value, parse_bracketed_choice, parse_cmdline, parse_cpuinfo, parse_key_values,
+    parse_meminfo, parse_preempt_dynamic, parse_uts_preempt, Cmdline,
+};
+use crate::root::HostRoot;
+use rtgauge_model::fingerprint::*;
+use rtgauge_model::CpuSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where a live CPUID hypervisor vendor string is recorded in a capture (not a kernel file).
+pub const CPUID_PATH: &str = "/.rtgauge/cpuid-hypervisor-vendor";
+
+/// Topology of one CPU (Documentation/ABI/stable/sysfs-devices-system-cpu, `topology/*`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuTopo {
+    pub package: Option<u32>,
+    pub core: Option<u32>,
+    pub siblings: CpuSet,
+}
+
+/// Topology of every CPU in `cpus`.
+pub fn read_topology(root: &HostRoot, cpus: &CpuSet) -> BTreeMap<u32, CpuTopo> {
+    cpus.iter()
+        .map(|c| {
+            let base = format!("/sys/devices/system/cpu/cpu{c}/topology");
+            let num = |f: &str| {
+                root.read_optional(&format!("{base}/{f}"))
+                    .and_then(|s| s.trim().parse().ok())
+            };
+            let siblings = root
+                .read_optional(&format!("{base}/thread_siblings_list"))
+                .and_then(|s| parse_cpu_mask(&s).ok())
+                .unwrap_or_else(|| CpuSet::new([c]));
+            (
+                c,
+                CpuTopo {
+                    package: num("physical_package_id"),
+                    core: num("core_id"),
+                    siblings,
+                },
+            )
+        })
+        .collect()
+}
+
+/// NUMA nodes (Documentation/ABI/stable/sysfs-devices-node): `nodeN/cpulist` and `nodeN/meminfo`.
+pub fn read_numa(root: &HostRoot) -> Vec<NumaNode> {
+    root.list_dir("/sys/devices/system/node")
+        .iter()
+        .filter_map(|n| n.strip_prefix("node")?.parse::<u32>().ok())
+        .map(|id| {
+            let base = format!("/sys/devices/system/node/node{id}");
+            let cpus = root
+                .read_optional(&format!("{base}/cpulist"))
+                .and_then(|s| parse_cpu_mask(&s).ok())
+                .unwrap_or_default();
+            // Lines read "Node 0 MemTotal:  123 kB": drop the "Node N" prefix before the generic parser.
+            let mem: BTreeMap<String, u64> = root
+                .read_optional(&format!("{base}/meminfo"))
+                .map(|t| {
+                    let stripped: String = t
+                        .lines()
+                        .map(|l| {
+                            let mut w = l.split_whitespace();
+                            w.next();
+                            w.next();
+                            w.collect::<Vec<_>>().join(" ") + "\n"
+                        })
+                        .collect();
+                    parse_meminfo(&stripped)
+                })
+                .unwrap_or_default();
+            NumaNode {
+                id,
+                cpus,
+                mem_total_kib: mem.get("MemTotal").copied(),
+                mem_free_kib: mem.get("MemFree").copied(),
+            }
+        })
+        .collect()
+}
+
+/// The kernel command line.
+pub fn read_cmdline(root: &HostRoot) -> Cmdline {
+    parse_cmdline(&root.read_optional("/proc/cmdline").unwrap_or_default())
+}
+
+/// The whole fingerprint.
+pub fn read_fingerprint(root: &HostRoot) -> Fingerprint {
+    let cpuinfo = parse_cpuinfo(&root.read_optional("/proc/cpuinfo").unwrap_or_default());
+    let online = read_cpu_mask(root, CpuMask::Online).unwrap_or_default();
+    let topo = read_topology(root, &online);
+    let sockets: BTreeSet<u32> = topo.values().filter_map(|t| t.package).collect();
+    let cores: BTreeSet<(u32, u32)> = topo
+        .values()
+        .filter_map(|t| Some((t.package?, t.core?)))
+        .collect();
+    let threads = online.len() as u32;
+    let ncores = if cores.is_empty() {
+        threads
+    } else {
+        cores.len() as u32
+    };
+    let threads_per_core = topo
+        .values()
+        .map(|t| t.siblings.intersection(&online).len() as u32)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let smt_control = root
+        .read_optional("/sys/devices/system/cpu/smt/control")
+        .map(|s| s.trim().to_string());
+    let smt_active = root
+        .read_optional("/sys/devices/system/cpu/smt/active")
+        .map(|s| s.trim() == "1")
+        .or(Some(threads_per_core > 1).filter(|_| !topo.is_empty()));
+    const TIMING: [&str; 8] = [
+        "tsc",
+        "constant_tsc",
+        "nonstop_tsc",
+        "tsc_reliable",
+        "tsc_known_freq",
+        "tsc_deadline_timer",
+        "hypervisor",
+        "ht",
+    ];
+    let timing_flags = TIMING
+        .iter()
+        .filter(|f| cpuinfo.flags.iter().any(|x| x == *f))
+        .map(|f| f.to_string())
+        .collect();
+    let cpu = CpuInfo {
+        vendor: cpuinfo.vendor.clone(),
+        model_name: cpuinfo.model_name.clone(),
+        family: cpuinfo.family,
+        model: cpuinfo.model,
+        stepping: cpuinfo.stepping,
+        microcode: cpuinfo.microcode.clone(),
+        sockets: sockets.len().max(usize::from(!online.is_empty())) as u32,
+        cores: ncores,
+        threads,
+        threads_per_core,
+        online: online.clone(),
+        smt_control,
+        smt_active,
+        timing_flags,
+    };
+    let cmdline = read_cmdline(root);
+    let kernel = KernelInfo {
+        release: read_kernel_file(root, "osrelease"),
+        version: read_kernel_file(root, "version"),
+        preempt: read_preempt(root),
+        cmdline: cmdline.raw.clone(),
+    };
+    let clock = ClockInfo {
+        current: root
+            .read_optional("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .map(|s| s.trim().to_string()),
+        available: root
+            .read_optional("/sys/devices/system/clocksource/clocksource0/available_clocksource")
+            .map(|s| s.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default(),
+    };
+    let virt = read_virt(root, cpuinfo.flags.iter().any(|f| f == "hypervisor"));
+    let container = read_container(root);
+    let tuned = read_tuned(root);
+    let isolation = IsolationInfo {
+        isolated: read_cpu_mask(root, CpuMask::Isolated).ok(),
+        nohz_full: read_cpu_mask(root, CpuMask::NohzFull).ok(),
+        cmdline_isolcpus: cmdline.get("isolcpus").map(str::to_string),
+        cmdline_nohz_full: cmdline.get("nohz_full").map(str::to_string),
+        cmdline_rcu_nocbs: cmdline.get("rcu_nocbs").map(str::to_string),
+        cmdline_irqaffinity: cmdline.get("irqaffinity").map(str::to_string),
+    };
+    let memory = read_memory(root);
+    Fingerprint {
+        cpu,
+        numa: read_numa(root),
+        kernel,
+        clock,
+        virt,
+        container,
+        tuned,
+        isolation,
+        memory,
+    }
+}
+
+/// `/proc/sys/kernel/{osrelease,version}`: the same strings as uname(2), readable from a captured tree.
+fn read_kernel_file(root: &HostRoot, name: &str) -> String {
+    root.read_optional(&format!("/proc/sys/kernel/{name}"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Preemption model: `/sys/kernel/realtime` (RT patch set), UTS version words, debugfs PREEMPT_DYNAMIC mode.
+pub fn read_preempt(root: &HostRoot) -> PreemptInfo {
+    let version = read_kernel_file(root, "version");
+    let sys_rt = root
+        .read_optional("/sys/kernel/realtime")
+        .is_some_and(|s| s.trim() == "1");
+    let dyn_mode = root
+        .read_optional("/sys/kernel/debug/sched/preempt")
+        .and_then(|t| parse_preempt_dynamic(&t));
+    let (uts, dynamic) = parse_uts_preempt(&version);
+    let (model, source) = if sys_rt {
+        (PreemptModel::Rt, "/sys/kernel/realtime")
+    } else if uts == Some("rt") {
+        (PreemptModel::Rt, "/proc/sys/kernel/version")
+    } else if let Some(m) = dyn_mode.as_deref() {
+        let model = match m {
+            "full" => PreemptModel::Full,
+            "lazy" => PreemptModel::Lazy,
+            "voluntary" => PreemptModel::Voluntary,
+            "none" => PreemptModel::None,
+            _ => PreemptModel::Unknown,
+        };
+        (model, "/sys/kernel/debug/sched/preempt")
+    } else {
+        match uts {
+            Some("lazy") => (PreemptModel::Lazy, "/proc/sys/kernel/version"),
+            Some("full") if !dynamic => (PreemptModel::Full, "/proc/sys/kernel/version"),
+            // A PREEMPT_DYNAMIC build without readable debugfs: the boot-time default is not knowable here.
+            _ if dynamic => (PreemptModel::Unknown, "/proc/sys/kernel/version"),
+            _ if version.is_empty() => (PreemptModel::Unknown, ""),
+            _ => (PreemptModel::Voluntary, "/proc/sys/kernel/version"),
+        }
+    };
+    PreemptInfo {
+        model,
+        dynamic: dynamic || dyn_mode.is_some(),
+        dynamic_mode: dyn_mode,
+        sys_kernel_realtime: sys_rt,
+        source: source.to_string(),
+    }
+}
+
+/// CPUID leaf 0x40000000 vendor → platform (systemd `src/basic/virt.c` table order).
+pub fn classify_cpuid_vendor(vendor: &str) -> Option<&'static str> {
+    const TABLE: [(&str, &str); 9] = [
+        ("XenVMMXenVMM", "xen"),
+        ("KVMKVMKVM", "kvm"),
+        ("Linux KVM Hv", "kvm"),
+        ("TCGTCGTCGTCG", "qemu"),
+        ("VMwareVMware", "vmware"),
+        ("Microsoft Hv", "microsoft"),
+        ("bhyve bhyve ", "bhyve"),
+        ("QNXQVMBSQG", "qnx"),
+        ("ACRNACRNACRN", "acrn"),
+    ];
+    let v = vendor.trim_end_matches('\0');
+    TABLE
+        .iter()
+        .find(|(k, _)| v == *k || v.trim() == k.trim())
+        .map(|(_, p)| *p)
+}
+
+/// DMI strings → platform, by prefix (systemd `detect_vm_dmi` table). `priority` limits to the vendors systemd
+/// trusts over CPUID (Oracle, Xen, Amazon, Parallels, Google).
+pub fn classify_dmi(dmi: &DmiInfo, priority: bool) -> Option<&'static str> {
+    const TABLE: [(&str, &str, bool); 20] = [
+        ("KVM", "kvm", false),
+        ("OpenStack", "kvm", false),
+        ("KubeVirt", "kvm", false),
+        ("Amazon EC2", "amazon", true),
+        ("QEMU", "qemu", false),
+        ("VMware", "vmware", false),
+        ("VMW", "vmware", false),
+        ("innotek GmbH", "oracle", true),
+        ("VirtualBox", "oracle", true),
+        ("Oracle Corporation", "oracle", true),
+        ("Xen", "xen", true),
+        ("Bochs", "bochs", false),
+        ("Parallels", "parallels", true),
+        ("BHYVE", "bhyve", false),
+        ("Hyper-V", "microsoft", false),
+        ("Apple Virtualization", "apple", false),
+        ("Google Compute Engine", "google", true),
+        ("Google", "google", true),
+        ("Firecracker", "firecracker", false),
+        ("Microsoft Corporation Virtual Machine", "microsoft", false),
+    ];
+    let fields = [
+        &dmi.product_name,
+        &dmi.sys_vendor,
+        &dmi.board_vendor,
+        &dmi.bios_vendor,
+        &dmi.product_version,
+    ];
+    for f in fields.iter().filter_map(|f| f.as_deref()) {
+        for (prefix, p, prio) in TABLE {
+            if (!priority || prio) && f.starts_with(prefix) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Decide the platform from the evidence, in systemd's order. Pure.
+pub fn classify_virt(
+    dmi: &DmiInfo,
+    cpuid_vendor: Option<&str>,
+    hypervisor_flag: bool,
+    sys_hypervisor: Option<&str>,
+) -> (String, String) {
+    // DMI "Amazon EC2" without any hypervisor evidence is a .metal bare-metal instance: ignore DMI then.
+    let metal =
+        classify_dmi(dmi, true) == Some("amazon") && !hypervisor_flag && cpuid_vendor.is_none();
+    if let Some(p) = classify_dmi(dmi, true).filter(|_| !metal) {
+        return (p.into(), "dmi".into());
+    }
+    if let Some(p) = cpuid_vendor.and_then(classify_cpuid_vendor) {
+        return (p.into(), "cpuid".into());
+    }
+    if let Some(p) = classify_dmi(dmi, false).filter(|_| !metal) {
+        return (p.into(), "dmi".into());
+    }
+    if let Some(t) = sys_hypervisor.map(str::trim).filter(|t| !t.is_empty()) {
+        return (t.to_string(), "/sys/hypervisor/type".into());
+    }
+    if hypervisor_flag {
+        return ("other".into(), "cpuinfo hypervisor flag".into());
+    }
+    ("none".into(), "no hypervisor evidence".into())
+}
+
+/// CPUID hypervisor vendor: executed on a live x86_64 root (and recorded), read from [`CPUID_PATH`] otherwise.
+pub fn read_cpuid_vendor(root: &HostRoot) -> Option<String> {
+    if root.is_live() {
+        let v = live_cpuid_vendor();
+        if let Some(v) = &v {
+            root.record(CPUID_PATH, v.as_bytes());
+        }
+        v
+    } else {
+        root.read_optional(CPUID_PATH)
+            .map(|s| s.trim_end_matches('\n').to_string())
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unused_unsafe)]
+fn live_cpuid_vendor() -> Option<String> {
+    use core::arch::x86_64::__cpuid;
+    // SAFETY: CPUID is available on every x86_64 CPU and only reads identification registers.
+    let leaf1 = unsafe { __cpuid(1) };
+    if leaf1.ecx & (1 << 31) == 0 {
+        return None;
+    }
+    // SAFETY: as above; leaf 0x40000000 is reserved for hypervisors and reads zeros on bare metal.
+    let r = unsafe { __cpuid(0x4000_0000) };
+    let mut bytes = Vec::with_capacity(12);
+    for w in [r.ebx, r.ecx, r.edx] {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    let s: String = String::from_utf8_lossy(&bytes)
+        .trim_end_matches('\0')
+        .to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn live_cpuid_vendor() -> Option<String> {
+    None
+}
+
+fn read_trimmed(root: &HostRoot, path: &str) -> Option<String> {
+    root.read_optional(path)
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Virtualization platform from DMI, CPUID and `/sys/hypervisor`.
+pub fn read_virt(root: &HostRoot, hypervisor_flag: bool) -> VirtInfo {
+    let d = |f: &str| read_trimmed(root, &format!("/sys/class/dmi/id/{f}"));
+    let dmi = DmiInfo {
+        sys_vendor: d("sys_vendor"),
+        product_name: d("product_name"),
+        product_version: d("product_version"),
+        board_vendor: d("board_vendor"),
+        bios_vendor: d("bios_vendor"),
+    };
+    let cpuid_vendor = read_cpuid_vendor(root);
+    let sys_hypervisor = read_trimmed(root, "/sys/hypervisor/type");
+    let (platform, decided_by) = classify_virt(
+        &dmi,
+        cpuid_vendor.as_deref(),
+        hypervisor_flag,
+        sys_hypervisor.as_deref(),
+    );
+    VirtInfo {
+        platform,
+        hypervisor_flag,
+        cpuid_vendor,
+        dmi,
+        sys_hypervisor,
+        decided_by,
+    }
+}
+
+/// Container detection (systemd `detect_container` order).
+pub fn read_container(root: &HostRoot) -> ContainerInfo {
+    let mut evidence = Vec::new();
+    let mut kind: Option<String> = None;
+    for p in ["/run/host/container-manager", "/run/systemd/container"] {
+        if let Some(v) = read_trimmed(root, p) {
+            evidence.push(format!("{p}: {v}"));
+            kind.get_or_insert(v);
+        }
+    }
+    if kind.is_none() {
+        if let Ok(env) = root.read_bytes("/proc/1/environ") {
+            for var in env.split(|b| *b == 0) {
+                if let Some(v) = var.strip_prefix(b"container=") {
+                    let v = String::from_utf8_lossy(v).into_owned();
+                    evidence.push(format!("/proc/1/environ: container={v}"));
+                    kind = Some(v);
+                }
+            }
+        }
+    }
+    if kind.is_none() && root.exists("/run/.containerenv") {
+        evidence.push("/run/.containerenv exists".into());
+        kind = Some("podman".into());
+    }
+    if kind.is_none() && root.exists("/.dockerenv") {
+        evidence.push("/.dockerenv exists".into());
+        kind = Some("docker".into());
+    }
+    if kind.is_none() && root.exists("/proc/vz") && !root.exists("/proc/bc") {
+        evidence.push("/proc/vz without /proc/bc".into());
+        kind = Some("openvz".into());
+    }
+    if kind.is_none() {
+        if let Some(r) = read_trimmed(root, "/proc/sys/kernel/osrelease") {
+            if r.contains("Microsoft") || r.contains("WSL") {
+                evidence.push(format!("/proc/sys/kernel/osrelease: {r}"));
+                kind = Some("wsl".into());
+            }
+        }
+    }
+    ContainerInfo {
+        kind: kind.unwrap_or_else(|| "none".into()),
+        evidence,
+    }
+}
+
+/// tuned's persistent state in `/etc/tuned` (tuned/consts.py).
+pub fn read_tuned(root: &HostRoot) -> TunedInfo {
+    let active = read_trimmed(root, "/etc/tuned/active_profile");
+    let isolated_cores = active.as_deref().and_then(|a| {
+        a.split_whitespace().find_map(|p| {
+            let t = root.read_optional(&format!("/etc/tuned/{p}-variables.conf"))?;
+            key_value(&parse_key_values(&t), "isolated_cores").map(str::to_string)
+        })
+    });
+    let boot_cmdline = root
+        .read_optional("/etc/tuned/bootcmdline")
+        .and_then(|t| key_value(&parse_key_values(&t), "TUNED_BOOT_CMDLINE").map(str::to_string));
+    TunedInfo {
+        active_profile: active,
+        profile_mode: read_trimmed(root, "/etc/tuned/profile_mode"),
+        isolated_cores,
+        boot_cmdline,
+    }
+}
+
+/// `/proc/meminfo`, huge page pools and THP mode.
+pub fn read_memory(root: &HostRoot) -> MemoryInfo {
+    let m = parse_meminfo(&root.read_optional("/proc/meminfo").unwrap_or_default());
+    let hugepages = root
+        .list_dir("/sys/kernel/mm/hugepages")
+        .iter()
+        .filter_map(|d| {
+            let size_kib = d
+                .strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()?;
+            let n = |f: &str| {
+                root.read_optional(&format!("/sys/kernel/mm/hugepages/{d}/{f}"))
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(0)
+            };
+            Some(HugePagePool {
+                size_kib,
+                total: n("nr_hugepages"),
+                free: n("free_hugepages"),
+            })
+        })
+        .collect();
+    MemoryInfo {
+        total_kib: m.get("MemTotal").copied(),
+        available_kib: m.get("MemAvailable").copied(),
+        swap_total_kib: m.get("SwapTotal").copied(),
+        default_hugepage_kib: m.get("Hugepagesize").copied(),
+        hugepages,
+        thp: root
+            .read_optional("/sys/kernel/mm/transparent_hugepage/enabled")
+            .and_then(|t| parse_bracketed_choice(&t)),
+    }
+}
+
+/// Human-readable fingerprint, one fact per line.
+pub fn render_fingerprint(f: &Fingerprint) -> String {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let set = |v: &Option<CpuSet>| {
+        v.as_ref()
+            .map(|s| {
+                if s.is_empty() {
+                    "(none)".into()
+                } else {
+                    s.to_string()
+                }
+            })
+            .unwrap_or_else(|| "-".into())
+    };
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<16} {v}\n"));
+    line(
+        "cpu",
+        format!("{} ({})", o(&f.cpu.model_name), o(&f.cpu.vendor)),
+    );
+    line(
+        "topology",
+        format!(
+            "{} socket(s), {} core(s), {} thread(s), {} per core; online {}",
+            f.cpu.sockets, f.cpu.cores, f.cpu.threads, f.cpu.threads_per_core, f.cpu.online
+        ),
+    );
+    line(
+        "smt",
+        format!(
+            "control {}, active {}",
+            o(&f.cpu.smt_control),
+            f.cpu.smt_active.map_or("-".into(), |a| a.to_string())
+        ),
+    );
+    for n in &f.numa {
+        line(
+            &format!("numa node{}", n.id),
+            format!(
+                "cpus {}, memory {}",
+                n.cpus,
+                n.mem_total_kib
+                    .map_or("-".into(), |k| format!("{} MiB", k / 1024))
+            ),
+        );
+    }
+    line(
+        "kernel",
+        format!("{} {}", f.kernel.release, f.kernel.version),
+    );
+    line(
+        "preemption",
+        format!(
+            "{:?}{}{} (from {})",
+            f.kernel.preempt.model,
+            if f.kernel.preempt.dynamic {
+                ", PREEMPT_DYNAMIC"
+            } else {
+                ""
+            },
+            f.kernel
+                .preempt
+                .dynamic_mode
+                .as_ref()
+                .map_or(String::new(), |m| format!(" mode {m}")),
+            if f.kernel.preempt.source.is_empty() {
+                "-"
+            } else {
+                &f.kernel.preempt.source
+            }
+        )
+        .to_lowercase(),
+    );
+    line("cmdline", f.kernel.cmdline.clone());
+    line(
+        "clocksource",
+        format!(
+            "{} (available: {})",
+            o(&f.clock.current),
+            f.clock.available.join(" ")
+        ),
+    );
+    line("tsc flags", f.cpu.timing_flags.join(" "));
+    line(
+        "virtualization",
+        format!(
+            "{} (by {}; cpuid {}; dmi {} / {})",
+            f.virt.platform,
+            f.virt.decided_by,
+            o(&f.virt.cpuid_vendor),
+            o(&f.virt.dmi.sys_vendor),
+            o(&f.virt.dmi.product_name)
+        ),
+    );
+    line("container", f.container.kind.clone());
+    line(
+        "tuned",
+        format!(
+            "{} (isolated_cores {})",
+            o(&f.tuned.active_profile),
+            o(&f.tuned.isolated_cores)
+        ),
+    );
+    line("isolated", set(&f.isolation.isolated));
+    line("nohz_full", set(&f.isolation.nohz_full));
+    let mem = &f.memory;
+    line(
+        "memory",
+        format!(
+            "total {} MiB, available {} MiB, swap {} MiB, THP {}",
+            mem.total_kib.unwrap_or(0) / 1024,
+            mem.available_kib.unwrap_or(0) / 1024,
+            mem.swap_total_kib.unwrap_or(0) / 1024,
+            o(&mem.thp)
+        ),
+    );
+    for h in &mem.hugepages {
+        line(
+            "hugepages",
+            format!("{} kB: {} total, {} free", h.size_kib, h.total, h.free),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virt_classification_follows_systemd_order() {
+        let dmi = |v: &str| DmiInfo {
+            sys_vendor: Some(v.into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            classify_virt(&dmi("VMware, Inc."), None, true, None).0,
+            "vmware"
+        );
+        assert_eq!(
+            classify_virt(&dmi("QEMU"), Some("KVMKVMKVM"), true, None),
+            ("kvm".to_string(), "cpuid".to_string())
+        );
+        assert_eq!(
+            classify_virt(&dmi("Amazon EC2"), Some("KVMKVMKVM"), true, None).0,
+            "amazon"
+        );
+        assert_eq!(
+            classify_virt(&dmi("Amazon EC2"), None, false, None).0,
+            "none"
+        );
+        assert_eq!(
+            classify_virt(&dmi("Dell Inc."), None, false, None).0,
+            "none"
+        );
+        assert_eq!(
+            classify_virt(&dmi("Dell Inc."), None, false, Some("xen\n")).0,
+            "xen"
+        );
+        assert_eq!(
+            classify_virt(&DmiInfo::default(), None, true, None).0,
+            "other"
+        );
+        assert_eq!(classify_cpuid_vendor("Microsoft Hv"), Some("microsoft"));
+        assert_eq!(classify_cpuid_vendor("nothing"), None);
+    }
+
+    #[test]
+    fn live_fingerprint_has_cpus_and_kernel() {
+        let f = read_fingerprint(&HostRoot::live());
+        assert!(f.cpu.threads >= 1);
+        assert!(!f.kernel.release.is_empty());
+        assert!(render_fingerprint(&f).contains("kernel"));
+    }
+}
