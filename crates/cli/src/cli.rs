@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Timer wake-up latency (cyclictest's measurement; accepts cyclictest's flags).
-    Cyclic(crate::cmd::cyclic::CyclicArgs),
+    Cyclic(Box<crate::cmd::cyclic::CyclicArgs>),
     /// The main job: fingerprint the platform and run the quick profile of probes.
     Run(crate::cmd::run::RunArgs),
 }

@@ -1,6 +1,8 @@
 //! End-to-end tests of `rtgauge cyclic`, run for real (this project's CI runs as root with SCHED_FIFO,
 //! mlockall and /dev/cpu_dma_latency available). Runs are kept to a few seconds.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;

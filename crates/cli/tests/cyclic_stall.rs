@@ -3,6 +3,8 @@
 //! deadline — the case where cyclictest's skip-ahead silently drops ~600 periods. Needs root (SCHED_FIFO);
 //! CI runs as root. Kept in its own test binary so the spinner cannot disturb other tests.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 use serde_json::Value;
 use std::time::{Duration, Instant};
 

@@ -439,6 +439,10 @@ pub fn measure(plan: &CyclicPlan, quiet: bool) -> anyhow::Result<CyclicResult> {
         }
     };
     let r = cyclic::run(plan, &stop, &mut observer)?;
+    if screen.drawn {
+        // Replace the live block by the final summary rather than printing the lines twice.
+        print!("\x1b[{}A\x1b[J", plan.config.threads + 2);
+    }
     Ok(r)
 }
 
