@@ -2,6 +2,7 @@
 //! it was taken under. Every view (terminal, JSON, HTML, CSV) is rendered from it.
 
 use crate::cyclic::CyclicResult;
+use crate::oslat::OslatResult;
 use crate::CpuSet;
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +33,7 @@ pub struct SystemInfo {
 #[serde(tag = "probe", rename_all = "snake_case")]
 pub enum ProbeResult {
     Cyclic(CyclicResult),
+    Oslat(OslatResult),
 }
 
 /// Whether a run finished.

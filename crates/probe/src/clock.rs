@@ -6,6 +6,8 @@
 pub enum Clock {
     Monotonic,
     Realtime,
+    /// Not slewed by NTP: the reference for counter calibration.
+    MonotonicRaw,
 }
 
 impl Clock {
@@ -13,12 +15,14 @@ impl Clock {
         match self {
             Clock::Monotonic => libc::CLOCK_MONOTONIC,
             Clock::Realtime => libc::CLOCK_REALTIME,
+            Clock::MonotonicRaw => libc::CLOCK_MONOTONIC_RAW,
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             Clock::Monotonic => "monotonic",
             Clock::Realtime => "realtime",
+            Clock::MonotonicRaw => "monotonic_raw",
         }
     }
 }

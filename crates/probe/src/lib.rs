@@ -14,7 +14,9 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod clock;
+pub mod counter;
 pub mod cyclic;
+pub mod oslat;
 pub mod rt;
 pub mod stop;
 

@@ -1,0 +1,126 @@
+//! Result of the busy-loop OS-noise probe (`rtgauge oslat`, oslat's measurement): the gaps a polling thread
+//! sees between consecutive reads of the CPU's counter.
+
+use crate::latency::{LatencyStats, TimelineEntry};
+use crate::rt::{ProcessConditions, ThreadConditions};
+use serde::{Deserialize, Serialize};
+
+/// Extra work done in every iteration (oslat `-w`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    No,
+    Memmove,
+}
+
+/// How the probe was configured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OslatConfig {
+    pub cpus: Vec<u32>,
+    pub main_cpu: Option<u32>,
+    pub duration_ns: u64,
+    /// SCHED_FIFO priority (`-f`); `None` = SCHED_OTHER.
+    pub rtprio: Option<i32>,
+    pub preheat_ns: u64,
+    pub single_preheat: bool,
+    /// rt-tests buckets (`-b`, 4..1024) of `bucket_width_ns` (`-W`, default 1000).
+    pub bucket_count: u32,
+    pub bucket_width_ns: u64,
+    /// Subtract the smallest preheat gap from every rt-tests bucket value (`-B`).
+    pub bias: bool,
+    pub workload: Workload,
+    pub workload_mem_bytes: u64,
+    /// Stop at the first gap above this (`-T`).
+    pub trace_threshold_ns: Option<u64>,
+    /// Gaps above this count as lost CPU time for the availability figure.
+    pub availability_threshold_ns: u64,
+    /// Thresholds for the gaps-per-second counts.
+    pub thresholds_ns: Vec<u64>,
+    /// How many worst gaps are kept with their timestamps.
+    pub worst_count: u32,
+    pub timeline_interval_ns: u64,
+}
+
+/// The counter the loop reads and how its frequency was established.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterInfo {
+    /// `tsc` (x86-64 `lfence; rdtsc`), `cntvct_el0` (aarch64) or `clock_gettime` (fallback, ns).
+    pub source: String,
+    pub frequency_hz: u64,
+    /// How the frequency was measured.
+    pub calibration: String,
+    /// Spread of the calibration runs, parts per million.
+    pub calibration_spread_ppm: f64,
+    /// After the run: (counter-derived elapsed − CLOCK_MONOTONIC_RAW elapsed) / elapsed, ppm. Small values
+    /// confirm the frequency over the whole run.
+    pub cross_check_ppm: f64,
+}
+
+/// How many gaps exceeded a threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdCount {
+    pub threshold_ns: u64,
+    pub count: u64,
+    pub per_second: f64,
+}
+
+/// One gap with when it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gap {
+    pub gap_ns: u64,
+    /// CLOCK_MONOTONIC time at which the gap began, ns.
+    pub monotonic_ns: u64,
+}
+
+/// oslat's text/JSON histogram: `bucket_count` buckets of `width_ns`, the last one including overflows;
+/// `overflow_sum` is oslat's "extra" amount in bucket widths. Bucket i covers [i·w, (i+1)·w) after bias and
+/// is labelled by its upper edge, as oslat does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OslatBuckets {
+    pub width_ns: u64,
+    pub bias_ns: u64,
+    pub counts: Vec<u64>,
+    pub overflow_sum: u64,
+}
+
+/// One measured CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OslatThread {
+    pub index: u32,
+    pub cpu: u32,
+    pub tid: i32,
+    pub node: Option<u32>,
+    pub conditions: ThreadConditions,
+    pub iterations: u64,
+    pub duration_ns: u64,
+    /// Mean loop cost, ns per iteration (duration / iterations).
+    pub loop_ns: f64,
+    /// Distribution of every gap, exact min/max.
+    pub gaps: LatencyStats,
+    pub buckets: OslatBuckets,
+    pub over_thresholds: Vec<ThresholdCount>,
+    /// Time lost in gaps above `availability_threshold_ns`.
+    pub lost_ns: u64,
+    /// Share of the time not lost in such gaps, % (rtla osnoise's "% of CPU available").
+    pub availability_pct: f64,
+    /// The worst gaps, largest first.
+    pub worst: Vec<Gap>,
+    /// Per interval: count = iterations, max_ns = largest gap, missed = gaps above the availability threshold.
+    pub timeline: Vec<TimelineEntry>,
+    #[serde(default)]
+    pub timeline_dropped: u64,
+}
+
+/// The whole probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OslatResult {
+    pub config: OslatConfig,
+    pub counter: CounterInfo,
+    pub conditions: ProcessConditions,
+    pub threads: Vec<OslatThread>,
+    pub stop_reason: crate::cyclic::StopReason,
+    /// CPU and gap that crossed `-T`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_hit: Option<(u32, u64)>,
+    pub elapsed_ns: u64,
+}
