@@ -12,6 +12,7 @@ pub mod cpuset;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod latency;
+pub mod oslat;
 pub mod rt;
 pub mod run;
 pub mod units;
