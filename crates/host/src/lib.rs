@@ -2,8 +2,10 @@
 //! (default `/`), so a tree captured from another machine can be replayed with `--root DIR`.
 //! Functions named `read_*` do I/O through the root; `parse_*` functions are pure and tested with hostile input.
 
+pub mod audit;
 pub mod cpu;
 pub mod fingerprint;
+pub mod lint;
 pub mod parse;
 pub mod root;
 pub mod system;

@@ -1,0 +1,288 @@
+//! Catalogue §8: guest-only checks (and container privileges).
+
+use super::{Ctx, Rule, Verdict};
+use crate::parse::{parse_cap_has, parse_stat_steal, parse_status};
+use rtgauge_model::audit::{Evidence, Severity};
+
+pub static RULES: [Rule; 4] = [
+    Rule {
+        id: "guest-min-vcpus",
+        section: 8,
+        severity: Severity::Medium,
+        expected: ">= 2 vCPUs: one housekeeping vCPU for the OS and I/O, at least one RT vCPU",
+        remediation: "Add a housekeeping vCPU to the VM definition.",
+        source: "[L1][R1]",
+        sampled: false,
+        check: min_vcpus,
+    },
+    Rule {
+        id: "guest-steal-time",
+        section: 8,
+        severity: Severity::High,
+        expected: "steal time on RT vCPUs does not grow between two samples",
+        remediation: "Pin vCPUs 1:1 to isolated physical CPUs (libvirt vcpupin / VMware Latency Sensitivity High).",
+        source: "[K11]",
+        sampled: true,
+        check: steal,
+    },
+    Rule {
+        id: "guest-hint-dedicated",
+        section: 8,
+        severity: Severity::Info,
+        expected: "evidence: cpuidle driver haltpoll means the host exposes KVM_HINTS_REALTIME (hint-dedicated)",
+        remediation: "Set <hint-dedicated state='on'/> in the domain XML (with true 1:1 pinning).",
+        source: "[K9g]",
+        sampled: false,
+        check: hint_dedicated,
+    },
+    Rule {
+        id: "container-rt-privileges",
+        section: 8,
+        severity: Severity::Medium,
+        expected: "inside a container: CAP_SYS_NICE and CAP_IPC_LOCK effective, RT priority and memlock limits allow SCHED_FIFO and mlockall",
+        remediation: "Grant CAP_SYS_NICE and CAP_IPC_LOCK (securityContext.capabilities.add), raise rtprio/memlock ulimits, give RT budget (cpu.rt_runtime_us) on RT_GROUP_SCHED kernels.",
+        source: "[R4]",
+        sampled: false,
+        check: container_privs,
+    },
+];
+
+fn min_vcpus(c: &Ctx) -> Verdict {
+    if !c.target.is_guest() {
+        return Verdict::na("guest rule");
+    }
+    let n = c.online.len();
+    let v = if n >= 2 {
+        Verdict::pass(format!("{n} vCPUs online"))
+    } else {
+        Verdict::fail(format!("{n} vCPU online: no room for a housekeeping vCPU"))
+    };
+    v.ev(
+        "online vCPUs",
+        "/sys/devices/system/cpu/online",
+        c.online.to_string(),
+    )
+}
+
+fn steal(c: &Ctx) -> Verdict {
+    if !c.target.is_guest() {
+        return Verdict::na("guest rule");
+    }
+    let Some(s) = &c.samples else {
+        return Verdict::na("sampling skipped (--no-sample)");
+    };
+    let (Some(a), Some(b)) = (s.first.get("/proc/stat"), s.second.get("/proc/stat")) else {
+        return Verdict::unavailable("/proc/stat unreadable");
+    };
+    let (a, b) = (parse_stat_steal(a), parse_stat_steal(b));
+    let cpus: Vec<u32> = match &c.iso {
+        Some(i) => i.iter().collect(),
+        None => c.online.iter().collect(),
+    };
+    let grew: Vec<String> = cpus
+        .iter()
+        .filter_map(|cpu| {
+            let d = b.get(cpu)?.saturating_sub(*a.get(cpu)?);
+            (d > 1).then(|| format!("cpu{cpu} +{d} ticks"))
+        })
+        .collect();
+    let ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "sample interval",
+            "-",
+            format!("{:.3} s", s.interval.as_secs_f64()),
+        ),
+        Evidence::new(
+            "steal growth",
+            "/proc/stat",
+            if grew.is_empty() {
+                "none".into()
+            } else {
+                grew.join("; ")
+            },
+        ),
+    ];
+    if grew.is_empty() {
+        Verdict::pass("no steal time on the audited vCPUs").evs(ev)
+    } else {
+        Verdict::fail(format!(
+            "steal time on {} vCPU(s): not exclusively backed",
+            grew.len()
+        ))
+        .evs(ev)
+    }
+}
+
+fn hint_dedicated(c: &Ctx) -> Verdict {
+    if !c.target.is_guest() {
+        return Verdict::na("guest rule");
+    }
+    if !matches!(c.fp.virt.platform.as_str(), "kvm" | "qemu" | "other") {
+        return Verdict::na(format!("KVM-only rule (platform {})", c.fp.virt.platform));
+    }
+    let drv = c.read("/sys/devices/system/cpu/cpuidle/current_driver");
+    let ev = vec![
+        Evidence::new(
+            "cpuidle driver",
+            "/sys/devices/system/cpu/cpuidle/current_driver",
+            drv.clone().unwrap_or_else(|| "absent".into()),
+        ),
+        c.cmdline_ev("idle"),
+        c.cmdline_ev("cpuidle_haltpoll.force"),
+    ];
+    match drv.as_deref() {
+        Some("haltpoll") if c.cmdline.get("cpuidle_haltpoll.force") == Some("1") => Verdict::pass(
+            "haltpoll loaded by cpuidle_haltpoll.force=1 (says nothing about hint-dedicated)",
+        ),
+        Some("haltpoll") => {
+            Verdict::pass("haltpoll active: host exposes KVM_HINTS_REALTIME (hint-dedicated)")
+        }
+        _ if c.cmdline.has("idle") => {
+            Verdict::pass("idle= given: haltpoll cannot load, hint unknown")
+        }
+        _ => Verdict::pass("haltpoll not active: hint-dedicated probably not exposed"),
+    }
+    .evs(ev)
+}
+
+fn container_privs(c: &Ctx) -> Verdict {
+    if !c.in_container() {
+        return Verdict::na("not in a container");
+    }
+    let status = c
+        .root
+        .read_optional("/proc/self/status")
+        .map(|t| parse_status(&t));
+    let cap = status.as_ref().and_then(|s| s.get("CapEff").cloned());
+    let limits = c.read("/proc/self/limits").unwrap_or_default();
+    let limit = |name: &str| {
+        limits
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| {
+                l[name.len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .unwrap_or_else(|| "?".into())
+    };
+    let rtprio = limit("Max realtime priority");
+    let memlock = limit("Max locked memory");
+    let ev = vec![
+        Evidence::new(
+            "CapEff",
+            "/proc/self/status",
+            cap.clone().unwrap_or_else(|| "unreadable".into()),
+        ),
+        Evidence::new(
+            "Max realtime priority (soft)",
+            "/proc/self/limits",
+            rtprio.clone(),
+        ),
+        Evidence::new(
+            "Max locked memory (soft)",
+            "/proc/self/limits",
+            memlock.clone(),
+        ),
+    ];
+    let Some(cap) = cap else {
+        return Verdict::unavailable("/proc/self/status unreadable").evs(ev);
+    };
+    let nice = parse_cap_has(&cap, 23).unwrap_or(false);
+    let ipc = parse_cap_has(&cap, 14).unwrap_or(false);
+    let mut missing = Vec::new();
+    if !nice {
+        missing.push("CAP_SYS_NICE");
+    }
+    if !ipc {
+        missing.push("CAP_IPC_LOCK");
+    }
+    if !missing.is_empty() {
+        return Verdict::fail(format!("container lacks {}", missing.join(" and "))).evs(ev);
+    }
+    if rtprio == "0" || (memlock != "unlimited" && memlock != "?") {
+        return Verdict::warn(
+            "capabilities present; rtprio/memlock soft limits are low (capabilities override them)",
+        )
+        .evs(ev);
+    }
+    Verdict::pass("container may use SCHED_FIFO and mlockall").evs(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::Fx;
+    use rtgauge_model::audit::{Status, Target};
+
+    const G: Target = Target::RtGuest;
+
+    #[test]
+    fn vcpus_and_hint() {
+        let fx = Fx::new().file("/sys/devices/system/cpu/online", "0\n");
+        assert_eq!(fx.finding("guest-min-vcpus", G).status, Status::Fail);
+        assert_eq!(
+            fx.finding("guest-min-vcpus", Target::BareMetalRtHost)
+                .status,
+            Status::NotApplicable
+        );
+        assert_eq!(Fx::new().finding("guest-min-vcpus", G).status, Status::Pass);
+        let fx = Fx::new()
+            .file("/sys/class/dmi/id/sys_vendor", "QEMU\n")
+            .file(
+                "/sys/devices/system/cpu/cpuidle/current_driver",
+                "haltpoll\n",
+            );
+        assert!(fx
+            .finding("guest-hint-dedicated", G)
+            .summary
+            .contains("KVM_HINTS_REALTIME"));
+        let fx = fx.file("/sys/class/dmi/id/sys_vendor", "VMware, Inc.\n");
+        assert_eq!(
+            fx.finding("guest-hint-dedicated", G).status,
+            Status::NotApplicable
+        );
+    }
+
+    #[test]
+    fn steal_from_two_samples() {
+        let s1 = "cpu 0 0 0 0 0 0 0 0 0 0\ncpu0 1 1 1 1 1 1 1 10 0 0\ncpu1 1 1 1 1 1 1 1 10 0 0\n";
+        let s2 = "cpu 0 0 0 0 0 0 0 0 0 0\ncpu0 1 1 1 1 1 1 1 10 0 0\ncpu1 1 1 1 1 1 1 1 90 0 0\n";
+        let fx = Fx::new()
+            .file("/sys/devices/system/cpu/online", "0-1\n")
+            .file("/proc/stat", s1)
+            .file("/.rtgauge/sample2/proc/stat", s2);
+        assert_eq!(
+            fx.finding_with("guest-steal-time", G, Some("1")).status,
+            Status::Fail
+        );
+        assert_eq!(
+            fx.finding_with("guest-steal-time", G, Some("0")).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn container_capabilities() {
+        let fx = Fx::new()
+            .file("/.dockerenv", "")
+            .file("/proc/self/status", "Name:\tx\nCapEff:\t00000000a80425fb\n");
+        assert_eq!(
+            fx.finding("container-rt-privileges", G).status,
+            Status::Fail
+        );
+        let fx = fx
+            .file("/proc/self/status", "Name:\tx\nCapEff:\t000001ffffffffff\n")
+            .file("/proc/self/limits", "Max locked memory         unlimited            unlimited            bytes\nMax realtime priority     99                   99\n");
+        assert_eq!(
+            fx.finding("container-rt-privileges", G).status,
+            Status::Pass
+        );
+        assert_eq!(
+            Fx::new().finding("container-rt-privileges", G).status,
+            Status::NotApplicable
+        );
+    }
+}

@@ -1,0 +1,1408 @@
+//! Catalogue §3: CPU isolation, IRQs and housekeeping work. Every rule here is `n/a` without an RT CPU set I.
+
+use super::{Ctx, Rule, Verdict};
+use crate::parse::{
+    key_value, parse_counter_table, parse_cpu_list_param, parse_hex_mask, parse_isolcpus,
+    parse_key_values, render_hex_mask,
+};
+use rtgauge_model::audit::{Evidence, Severity, Target};
+use rtgauge_model::CpuSet;
+use std::collections::BTreeSet;
+
+pub static RULES: [Rule; 14] = [
+    Rule {
+        id: "cmdline-isolcpus",
+        section: 3,
+        severity: Severity::High,
+        expected: "isolcpus=[managed_irq,domain,]<I> in force: /sys/devices/system/cpu/isolated (or cpuset.cpus.isolated) covers I",
+        remediation: "Add isolcpus=managed_irq,domain,<I> to the kernel command line (or use tuned / a PerformanceProfile) and reboot.",
+        source: "[T1][R1][O1][K1][K9b][K8]",
+        sampled: false,
+        check: isolcpus,
+    },
+    Rule {
+        id: "cmdline-nohz-full",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "nohz=on nohz_full=<I> skew_tick=1; /sys/devices/system/cpu/nohz_full covers I (boot CPU excepted)",
+        remediation: "Add nohz=on nohz_full=<I> skew_tick=1 to the kernel command line and reboot.",
+        source: "[T2][T3][T4][O1][K1][K5][T6]",
+        sampled: false,
+        check: nohz_full,
+    },
+    Rule {
+        id: "rcu-offload-and-normal",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "rcu_nocbs=<I> (or nohz_full=<I>), rcuo* kthreads affined to H, /sys/kernel/rcu_normal = 1 on PREEMPT_RT",
+        remediation: "Add rcu_nocbs=<I> rcupdate.rcu_normal_after_boot=1 (optionally rcu_nocb_poll); pin rcuo* threads to H (tuned scheduler plugin).",
+        source: "[K1][K6][T2][T3][T4][T6][O1]",
+        sampled: false,
+        check: rcu,
+    },
+    Rule {
+        id: "isolation-sets-consistent",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "isolcpus, nohz_full, rcu_nocbs, tuned isolated_cores describe the same I, irqaffinity = H, all CPUs online",
+        remediation: "Regenerate every parameter from one RT CPU set (tuned does it from isolated_cores).",
+        source: "[T1][T2][K9b]",
+        sampled: false,
+        check: sets_consistent,
+    },
+    Rule {
+        id: "housekeeping-capacity",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "H not empty on every socket and NUMA node that hosts I; CPU 0 in H",
+        remediation: "Move at least one core per socket (and CPU 0) to the housekeeping set.",
+        source: "[T1][R1][L1]",
+        sampled: false,
+        check: housekeeping,
+    },
+    Rule {
+        id: "smt-siblings",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "SMT off, or I closed under thread siblings (no RT CPU shares a core with H)",
+        remediation: "Disable SMT in the BIOS or boot with nosmt; or isolate whole cores.",
+        source: "[K2][L1][R3][O2]",
+        sampled: false,
+        check: smt,
+    },
+    Rule {
+        id: "irq-affinity-isolated",
+        section: 3,
+        severity: Severity::High,
+        expected: "no device IRQ effectively targets a CPU in I; default_smp_affinity within H",
+        remediation: "irqaffinity=<H> on the command line, isolcpus=managed_irq,…, fewer NIC queues (tuned netdev_queue_count); stop or fix irqbalance.",
+        source: "[T2][T3][K1][K8]",
+        sampled: false,
+        check: irq_affinity,
+    },
+    Rule {
+        id: "irqbalance-banned-cpus",
+        section: 3,
+        severity: Severity::High,
+        expected: "irqbalance stopped, or IRQBALANCE_BANNED_CPULIST covers I",
+        remediation: "systemctl disable --now irqbalance, or set IRQBALANCE_BANNED_CPULIST=<I> in /etc/sysconfig/irqbalance (/etc/default/irqbalance); on OpenShift use irq-load-balancing.crio.io or globallyDisableIrqLoadBalancing.",
+        source: "[R1][T7][T1][T4][IRQB][O5][O3]",
+        sampled: false,
+        check: irqbalance,
+    },
+    Rule {
+        id: "irq-activity-on-isolated",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "between two samples: no device IRQ on I, local timer and IPIs near zero, TIMER/RCU softirqs rare",
+        remediation: "Trace the sources on the noisy CPU (/sys/kernel/tracing, function_graph) and fix their affinities.",
+        source: "[K6]",
+        sampled: true,
+        check: irq_activity,
+    },
+    Rule {
+        id: "workqueue-cpumask",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "/sys/devices/virtual/workqueue/cpumask, */cpumask and writeback cpumask exclude I",
+        remediation: "Write mask(H) to the workqueue cpumask files (tuned [sysfs]) or boot with workqueue.unbound_cpus=<H>.",
+        source: "[T1][T4][K1][K6]",
+        sampled: false,
+        check: workqueue,
+    },
+    Rule {
+        id: "systemd-cpuaffinity",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "PID 1 Cpus_allowed_list within H",
+        remediation: "CPUAffinity=<H> in /etc/systemd/system.conf (or systemd.cpu_affinity=<H>), then reboot.",
+        source: "[T4][O1]",
+        sampled: false,
+        check: systemd_affinity,
+    },
+    Rule {
+        id: "tasks-on-isolated",
+        section: 3,
+        severity: Severity::Medium,
+        expected: "no unbound task or kthread may run on I (per-CPU kthreads and tasks pinned inside I excepted)",
+        remediation: "Restart the offenders under taskset or a cpuset limited to H; fix their units (CPUAffinity=).",
+        source: "[T2][T4]",
+        sampled: false,
+        check: tasks_on_isolated,
+    },
+    Rule {
+        id: "rt-kthread-priorities",
+        section: 3,
+        severity: Severity::Low,
+        expected: "on PREEMPT_RT: ksoftirqd, ktimers, rcuc, rcub SCHED_FIFO (tuned: 2/2/4/4; OpenShift: 11)",
+        remediation: "Apply tuned realtime-virtual-host/guest [scheduler] group.* settings (or the OpenShift profile); choose application priorities relative to them.",
+        source: "[T2][T3][O1][R2]",
+        sampled: false,
+        check: kthread_prios,
+    },
+    Rule {
+        id: "net-rps-and-queues",
+        section: 3,
+        severity: Severity::Low,
+        expected: "RPS masks (rx-*/rps_cpus, net.core.rps_default_mask) exclude I",
+        remediation: "Write mask(H) to /sys/class/net/<if>/queues/rx-*/rps_cpus; ethtool -L <if> combined <|H|>.",
+        source: "[O1][T1][R1][T6]",
+        sampled: false,
+        check: rps,
+    },
+];
+
+fn set_or(s: &Option<CpuSet>) -> String {
+    match s {
+        Some(s) if s.is_empty() => "(empty)".into(),
+        Some(s) => s.to_string(),
+        None => "absent".into(),
+    }
+}
+
+fn isolcpus(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let sev = if c.target.is_guest() {
+        Severity::Medium
+    } else {
+        Severity::High
+    };
+    let runtime = crate::cpu::parse_cpu_mask(
+        &c.read("/sys/devices/system/cpu/isolated")
+            .unwrap_or_default(),
+    )
+    .ok();
+    let cpuset_iso = c
+        .read("/sys/fs/cgroup/cpuset.cpus.isolated")
+        .and_then(|t| CpuSet::parse(&t).ok());
+    let cmd = c.cmdline.get("isolcpus").map(parse_isolcpus);
+    let ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "domain-isolated CPUs",
+            "/sys/devices/system/cpu/isolated",
+            set_or(&runtime),
+        ),
+        Evidence::new(
+            "isolated cpuset partitions",
+            "/sys/fs/cgroup/cpuset.cpus.isolated",
+            set_or(&cpuset_iso),
+        ),
+        c.cmdline_ev("isolcpus"),
+    ];
+    let covers = |s: &Option<CpuSet>| s.as_ref().is_some_and(|s| iso.difference(s).is_empty());
+    if covers(&runtime) || covers(&cpuset_iso) {
+        return Verdict::pass(format!("I = {iso} is isolated at run time"))
+            .evs(ev)
+            .sev(sev);
+    }
+    match cmd {
+        Some(Ok((flags, list))) if iso.difference(&list).is_empty() => {
+            if !flags.is_empty() && !flags.iter().any(|f| f == "domain") {
+                // isolcpus=managed_irq,<I> keeps load balancing: the isolated file stays empty by design.
+                Verdict::pass(format!(
+                    "isolcpus={} covers I without domain isolation (isolated file empty by design)",
+                    flags.join(",")
+                ))
+            } else {
+                Verdict::fail(
+                    "isolcpus covers I on the command line but is not effective at run time",
+                )
+            }
+        }
+        Some(Ok((_, list))) => Verdict::fail(format!(
+            "isolcpus={list} does not cover I: missing {}",
+            iso.difference(&list)
+        )),
+        Some(Err(e)) => Verdict::fail(format!("isolcpus= cannot be parsed: {e}")),
+        None => Verdict::fail("no isolcpus= and no isolated cpuset partition covers I"),
+    }
+    .evs(ev)
+    .sev(sev)
+}
+
+fn nohz_full(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let runtime = c
+        .read("/sys/devices/system/cpu/nohz_full")
+        .and_then(|t| crate::cpu::parse_cpu_mask(&t).ok());
+    let ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "nohz_full CPUs",
+            "/sys/devices/system/cpu/nohz_full",
+            set_or(&runtime),
+        ),
+        c.cmdline_ev("nohz_full"),
+        c.cmdline_ev("skew_tick"),
+    ];
+    // The boot CPU is forced out of nohz_full (Documentation/timers/no_hz.rst).
+    let need = iso.difference(&CpuSet::new([0]));
+    let missing = runtime.as_ref().map(|r| need.difference(r));
+    match missing {
+        Some(m) if m.is_empty() => {
+            if c.cmdline.get("skew_tick") == Some("1") {
+                Verdict::pass("nohz_full covers I, skew_tick=1")
+            } else {
+                Verdict::warn("nohz_full covers I but skew_tick=1 is missing")
+            }
+        }
+        Some(m) if c.cmdline.has("nohz_full") => Verdict::fail(format!(
+            "nohz_full requested but not in force on {m} (configured but not effective)"
+        )),
+        Some(m) => Verdict::fail(format!("CPUs of I without nohz_full: {m}")),
+        None if c.cmdline.has("nohz_full") => Verdict::fail(
+            "nohz_full requested but the kernel does not expose it (no CONFIG_NO_HZ_FULL?)",
+        ),
+        None => Verdict::fail("no nohz_full: the tick keeps running on I"),
+    }
+    .evs(ev)
+}
+
+fn rcu(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let nocbs = c
+        .cmdline
+        .get("rcu_nocbs")
+        .and_then(|v| parse_cpu_list_param(v, &c.online).ok());
+    let nohz = c
+        .read("/sys/devices/system/cpu/nohz_full")
+        .and_then(|t| crate::cpu::parse_cpu_mask(&t).ok())
+        .unwrap_or_default();
+    let offloaded = nocbs.clone().unwrap_or_default();
+    let uncovered = CpuSet::new(
+        iso.iter()
+            .filter(|x| !offloaded.contains(*x) && !nohz.contains(*x)),
+    );
+    let rcu_normal = c.read("/sys/kernel/rcu_normal");
+    let rcuo_off_h: Vec<String> = c
+        .tasks()
+        .iter()
+        .filter(|t| t.kthread && t.comm.starts_with("rcuo"))
+        .filter(|t| {
+            t.allowed
+                .as_ref()
+                .is_some_and(|a| !a.intersection(iso).is_empty())
+        })
+        .map(|t| {
+            format!(
+                "{}({})",
+                t.comm,
+                t.allowed
+                    .as_ref()
+                    .map(|a| a.to_string())
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    let mut ev = vec![
+        c.iso_evidence(),
+        c.cmdline_ev("rcu_nocbs"),
+        c.cmdline_ev("rcu_nocb_poll"),
+        c.cmdline_ev("rcupdate.rcu_normal_after_boot"),
+        Evidence::new(
+            "rcu_normal",
+            "/sys/kernel/rcu_normal",
+            rcu_normal.clone().unwrap_or_else(|| "absent".into()),
+        ),
+    ];
+    if !rcuo_off_h.is_empty() {
+        ev.push(Evidence::new(
+            "rcuo kthreads allowed on I",
+            "/proc/*/task/*/status Cpus_allowed_list",
+            rcuo_off_h.join(" "),
+        ));
+    }
+    if !uncovered.is_empty() {
+        return Verdict::fail(format!(
+            "RCU callbacks not offloaded on {uncovered} (no rcu_nocbs / nohz_full)"
+        ))
+        .evs(ev);
+    }
+    if !rcuo_off_h.is_empty() {
+        return Verdict::warn(format!("{} rcuo* kthreads may run on I", rcuo_off_h.len())).evs(ev);
+    }
+    if c.is_rt_kernel() && rcu_normal.as_deref() == Some("0") {
+        return Verdict::warn("PREEMPT_RT kernel but rcu_normal = 0").evs(ev);
+    }
+    Verdict::pass("RCU callbacks offloaded from I").evs(ev)
+}
+
+fn sets_consistent(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let mut sets: Vec<(String, String, Result<CpuSet, String>)> = Vec::new();
+    if let Some(v) = c.cmdline.get("isolcpus") {
+        sets.push((
+            "isolcpus".into(),
+            "/proc/cmdline".into(),
+            parse_isolcpus(v).map(|x| x.1),
+        ));
+    }
+    for k in ["nohz_full", "rcu_nocbs"] {
+        if let Some(v) = c.cmdline.get(k) {
+            sets.push((
+                k.into(),
+                "/proc/cmdline".into(),
+                parse_cpu_list_param(v, &c.online),
+            ));
+        }
+    }
+    if let Some(v) = &c.fp.tuned.isolated_cores {
+        sets.push((
+            "tuned isolated_cores".into(),
+            "/etc/tuned/<profile>-variables.conf".into(),
+            CpuSet::parse(v).map_err(|e| e.to_string()),
+        ));
+    }
+    let mut problems = Vec::new();
+    let mut ev = vec![c.iso_evidence()];
+    for (name, src, set) in &sets {
+        match set {
+            Ok(s) => {
+                ev.push(Evidence::new(name.clone(), src.clone(), s.to_string()));
+                if s != iso {
+                    problems.push(format!("{name}={s} differs from I"));
+                }
+                let off = s.difference(&c.online);
+                if !off.is_empty() {
+                    problems.push(format!("{name} names offline CPUs {off}"));
+                }
+            }
+            Err(e) => problems.push(format!("{name} unparsable: {e}")),
+        }
+    }
+    if let Some(v) = c.cmdline.get("irqaffinity") {
+        match CpuSet::parse(v) {
+            Ok(s) => {
+                ev.push(Evidence::new("irqaffinity", "/proc/cmdline", s.to_string()));
+                if s != c.hk {
+                    problems.push(format!("irqaffinity={s} differs from H={}", c.hk));
+                }
+            }
+            Err(e) => problems.push(format!("irqaffinity unparsable: {e}")),
+        }
+    }
+    if sets.is_empty() && !c.cmdline.has("irqaffinity") {
+        return Verdict::pass("I declared only by the operator; no parameters to compare").evs(ev);
+    }
+    if problems.is_empty() {
+        Verdict::pass("all isolation parameters describe the same I").evs(ev)
+    } else {
+        Verdict::fail(problems.join("; ")).evs(ev)
+    }
+}
+
+fn housekeeping(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "housekeeping CPUs H",
+            "/sys/devices/system/cpu/online − I",
+            c.hk.to_string(),
+        ),
+    ];
+    if c.hk.is_empty() {
+        return Verdict::fail("no housekeeping CPU left").evs(ev);
+    }
+    let mut problems = Vec::new();
+    if !c.hk.contains(0) && c.online.contains(0) {
+        problems.push("CPU 0 is in I".to_string());
+    }
+    let topo = c.topology();
+    let pkgs_i: BTreeSet<u32> = iso.iter().filter_map(|x| topo.get(&x)?.package).collect();
+    for p in pkgs_i {
+        if !c
+            .hk
+            .iter()
+            .any(|h| topo.get(&h).and_then(|t| t.package) == Some(p))
+        {
+            problems.push(format!("socket {p} has no housekeeping CPU"));
+        }
+    }
+    for n in &c.fp.numa {
+        if !n.cpus.intersection(iso).is_empty() && n.cpus.intersection(&c.hk).is_empty() {
+            problems.push(format!("NUMA node {} has no housekeeping CPU", n.id));
+        }
+    }
+    if problems.is_empty() {
+        Verdict::pass(format!("H = {} covers every socket/node hosting I", c.hk)).evs(ev)
+    } else {
+        Verdict::fail(problems.join("; ")).evs(ev)
+    }
+}
+
+fn smt(c: &Ctx) -> Verdict {
+    let control = c.fp.cpu.smt_control.clone();
+    let ev = vec![
+        Evidence::new(
+            "SMT control",
+            "/sys/devices/system/cpu/smt/control",
+            control.clone().unwrap_or_else(|| "absent".into()),
+        ),
+        Evidence::new(
+            "threads per core",
+            "/sys/devices/system/cpu/cpu*/topology/thread_siblings_list",
+            c.fp.cpu.threads_per_core.to_string(),
+        ),
+    ];
+    let off = matches!(
+        control.as_deref(),
+        Some("off" | "forceoff" | "notsupported" | "notimplemented")
+    ) || c.fp.cpu.threads_per_core <= 1;
+    if off {
+        return Verdict::pass("SMT off or not present").evs(ev);
+    }
+    let Some(iso) = c.iso.as_ref() else {
+        return Verdict::warn("SMT on and no RT CPU set declared").evs(ev);
+    };
+    let topo = c.topology();
+    let shared: Vec<String> = iso
+        .iter()
+        .filter_map(|x| {
+            let sib = &topo.get(&x)?.siblings;
+            let h = sib.difference(iso);
+            (!h.is_empty()).then(|| format!("{x}~{h}"))
+        })
+        .collect();
+    let mut ev = ev;
+    ev.insert(0, c.iso_evidence());
+    if shared.is_empty() {
+        Verdict::pass("SMT on, but I is made of whole cores").evs(ev)
+    } else {
+        Verdict::fail(format!(
+            "RT CPUs share a core with housekeeping CPUs: {}",
+            shared.join(" ")
+        ))
+        .evs(ev)
+    }
+}
+
+fn irq_affinity(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let names: std::collections::BTreeMap<String, String> = c
+        .root
+        .read_optional("/proc/interrupts")
+        .map(|t| {
+            parse_counter_table(&t)
+                .into_iter()
+                .map(|r| (r.name, r.desc))
+                .collect()
+        })
+        .unwrap_or_default();
+    let managed = c
+        .cmdline
+        .get("isolcpus")
+        .and_then(|v| parse_isolcpus(v).ok())
+        .is_some_and(|(f, _)| f.iter().any(|x| x == "managed_irq"));
+    let mut bad = Vec::new();
+    let mut managed_only = Vec::new();
+    let mut seen = 0;
+    for irq in c
+        .root
+        .list_dir("/proc/irq")
+        .iter()
+        .filter(|n| n.parse::<u32>().is_ok())
+    {
+        let eff = c
+            .read(&format!("/proc/irq/{irq}/effective_affinity_list"))
+            .or_else(|| c.read(&format!("/proc/irq/{irq}/smp_affinity_list")));
+        let Some(eff) = eff.and_then(|t| CpuSet::parse(&t).ok()) else {
+            continue;
+        };
+        seen += 1;
+        let on_i = eff.intersection(iso);
+        if on_i.is_empty() {
+            continue;
+        }
+        let req = c
+            .read(&format!("/proc/irq/{irq}/smp_affinity_list"))
+            .and_then(|t| CpuSet::parse(&t).ok())
+            .unwrap_or_default();
+        let desc = names.get(irq.as_str()).cloned().unwrap_or_default();
+        let item = format!("{irq}→{on_i} {desc}").trim().to_string();
+        if managed && !req.is_empty() && req.difference(iso).is_empty() {
+            managed_only.push(item);
+        } else {
+            bad.push(item);
+        }
+    }
+    let default = c
+        .read("/proc/irq/default_smp_affinity")
+        .and_then(|t| parse_hex_mask(&t).ok());
+    let mut ev = vec![
+        c.iso_evidence(),
+        c.cmdline_ev("irqaffinity"),
+        Evidence::new(
+            "default IRQ affinity",
+            "/proc/irq/default_smp_affinity",
+            set_or(&default),
+        ),
+        Evidence::new(
+            "IRQs inspected",
+            "/proc/irq/*/effective_affinity_list",
+            seen.to_string(),
+        ),
+    ];
+    if let Some(d) = &default {
+        if !d.intersection(iso).is_empty() {
+            bad.push(format!("default_smp_affinity→{}", d.intersection(iso)));
+        }
+    }
+    if !bad.is_empty() {
+        ev.push(Evidence::new(
+            "IRQs targeting I",
+            "/proc/irq/*",
+            bad.join("; "),
+        ));
+        return Verdict::fail(format!("{} IRQ(s) target isolated CPUs", bad.len())).evs(ev);
+    }
+    if !managed_only.is_empty() {
+        ev.push(Evidence::new(
+            "managed IRQs confined to I",
+            "/proc/irq/*",
+            managed_only.join("; "),
+        ));
+        return Verdict::warn(format!(
+            "{} managed IRQ queue(s) confined to I (fire only when tasks there submit I/O)",
+            managed_only.len()
+        ))
+        .evs(ev);
+    }
+    if seen == 0 && default.is_none() {
+        return Verdict::unavailable("/proc/irq not readable").evs(ev);
+    }
+    Verdict::pass("no IRQ targets I").evs(ev)
+}
+
+fn irqbalance(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    if !c.running("irqbalance") {
+        return Verdict::pass("irqbalance is not running").ev(
+            "irqbalance daemon",
+            "/proc/*/comm",
+            "not running",
+        );
+    }
+    let (path, text) = ["/etc/sysconfig/irqbalance", "/etc/default/irqbalance"]
+        .iter()
+        .find_map(|p| c.root.read_optional(p).map(|t| (p.to_string(), t)))
+        .unwrap_or_else(|| ("/etc/sysconfig/irqbalance".into(), String::new()));
+    let kv = parse_key_values(&text);
+    let list = key_value(&kv, "IRQBALANCE_BANNED_CPULIST").map(str::to_string);
+    let hex = key_value(&kv, "IRQBALANCE_BANNED_CPUS").map(str::to_string);
+    let ev = vec![
+        c.iso_evidence(),
+        Evidence::new("irqbalance daemon", "/proc/*/comm", "running"),
+        Evidence::new(
+            "IRQBALANCE_BANNED_CPULIST",
+            path.clone(),
+            list.clone().unwrap_or_else(|| "unset".into()),
+        ),
+        Evidence::new(
+            "IRQBALANCE_BANNED_CPUS",
+            path,
+            hex.clone().unwrap_or_else(|| "unset".into()),
+        ),
+    ];
+    match (list, hex) {
+        (Some(l), _) => match CpuSet::parse(&l) {
+            Ok(s) if iso.difference(&s).is_empty() => {
+                Verdict::pass("irqbalance bans every CPU of I")
+            }
+            Ok(s) => Verdict::fail(format!(
+                "irqbalance may move IRQs onto {}",
+                iso.difference(&s)
+            )),
+            Err(e) => Verdict::fail(format!("IRQBALANCE_BANNED_CPULIST unparsable: {e}")),
+        },
+        (None, Some(h)) => match parse_hex_mask(&h) {
+            Ok(s) if s.is_empty() && c.target == Target::K8sRtNode => Verdict::warn(
+                "IRQBALANCE_BANNED_CPUS=0 (OpenShift style): relies on CRI-O per-pod banning",
+            ),
+            Ok(s) if iso.difference(&s).is_empty() => {
+                Verdict::warn("IRQBALANCE_BANNED_CPUS (deprecated hex form) covers I")
+            }
+            Ok(s) => Verdict::fail(format!(
+                "irqbalance may move IRQs onto {} (a set value disables auto-banning)",
+                iso.difference(&s)
+            )),
+            Err(e) => Verdict::fail(format!("IRQBALANCE_BANNED_CPUS unparsable: {e}")),
+        },
+        (None, None) => {
+            // irqbalance then bans isolated ∪ nohz_full by itself (cputree.c setup_banned_cpus).
+            let mut auto = Vec::new();
+            for p in [
+                "/sys/devices/system/cpu/isolated",
+                "/sys/devices/system/cpu/nohz_full",
+            ] {
+                if let Some(s) = c.read(p).and_then(|t| crate::cpu::parse_cpu_mask(&t).ok()) {
+                    auto.extend(s.iter());
+                }
+            }
+            let auto = CpuSet::new(auto);
+            if iso.difference(&auto).is_empty() {
+                Verdict::pass(format!(
+                    "irqbalance auto-bans isolated ∪ nohz_full = {auto}"
+                ))
+            } else {
+                Verdict::fail(format!(
+                    "irqbalance runs without a banned list and may move IRQs onto {}",
+                    iso.difference(&auto)
+                ))
+            }
+        }
+    }
+    .evs(ev)
+}
+
+/// Per-CPU deltas of one counter table between the two samples, restricted to `cpus`.
+fn table_deltas(c: &Ctx, path: &str, cpus: &CpuSet) -> Vec<(String, u32, u64, String)> {
+    let Some(s) = c.samples.as_ref() else {
+        return Vec::new();
+    };
+    let (Some(a), Some(b)) = (s.first.get(path), s.second.get(path)) else {
+        return Vec::new();
+    };
+    let a = parse_counter_table(a);
+    let b = parse_counter_table(b);
+    let mut out = Vec::new();
+    for row in &b {
+        let Some(prev) = a.iter().find(|r| r.name == row.name) else {
+            continue;
+        };
+        for (cpu, v) in &row.counts {
+            if !cpus.contains(*cpu) {
+                continue;
+            }
+            let d = v.saturating_sub(prev.counts.get(cpu).copied().unwrap_or(*v));
+            if d > 0 {
+                out.push((row.name.clone(), *cpu, d, row.desc.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn irq_activity(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let Some(s) = c.samples.as_ref() else {
+        return Verdict::na("sampling skipped (--no-sample)");
+    };
+    if !s.first.contains_key("/proc/interrupts") {
+        return Verdict::unavailable("/proc/interrupts not readable");
+    }
+    let secs = (s.interval.as_secs_f64()).max(0.001);
+    let irqs = table_deltas(c, "/proc/interrupts", iso);
+    let soft = table_deltas(c, "/proc/softirqs", iso);
+    let device: Vec<String> = irqs
+        .iter()
+        .filter(|(n, ..)| n.parse::<u32>().is_ok())
+        .map(|(n, cpu, d, desc)| format!("IRQ {n} ({desc}) +{d} on CPU {cpu}"))
+        .collect();
+    // Rates above this (per second per CPU) are more than a residual tick or an occasional IPI.
+    const NOISY_PER_S: f64 = 10.0;
+    let noisy: Vec<String> = irqs
+        .iter()
+        .filter(|(n, ..)| n.parse::<u32>().is_err())
+        .chain(
+            soft.iter()
+                .filter(|(n, ..)| matches!(n.as_str(), "TIMER" | "RCU" | "HRTIMER" | "SCHED")),
+        )
+        .filter(|(_, _, d, _)| *d as f64 / secs > NOISY_PER_S)
+        .map(|(n, cpu, d, _)| format!("{n} +{d} on CPU {cpu}"))
+        .collect();
+    let mut ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "sample interval",
+            "-",
+            format!("{:.3} s", s.interval.as_secs_f64()),
+        ),
+    ];
+    if !device.is_empty() {
+        ev.push(Evidence::new(
+            "device IRQs on I",
+            "/proc/interrupts",
+            device.join("; "),
+        ));
+    }
+    if !noisy.is_empty() {
+        ev.push(Evidence::new(
+            "timer/IPI/softirq activity on I",
+            "/proc/interrupts, /proc/softirqs",
+            noisy.join("; "),
+        ));
+    }
+    if !device.is_empty() {
+        Verdict::fail(format!("{} device IRQ source(s) fired on I", device.len())).evs(ev)
+    } else if !noisy.is_empty() {
+        Verdict::warn(format!(
+            "{} housekeeping interrupt source(s) above {NOISY_PER_S}/s on I",
+            noisy.len()
+        ))
+        .evs(ev)
+    } else {
+        Verdict::pass("no device IRQs and little timer/IPI activity on I").evs(ev)
+    }
+}
+
+fn workqueue(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let mut files = vec![
+        "/sys/devices/virtual/workqueue/cpumask".to_string(),
+        "/sys/bus/workqueue/devices/writeback/cpumask".to_string(),
+    ];
+    for wq in c.root.list_dir("/sys/devices/virtual/workqueue") {
+        if wq != "cpumask"
+            && !wq.contains('.')
+            && wq != "power"
+            && wq != "uevent"
+            && wq != "subsystem"
+        {
+            files.push(format!("/sys/devices/virtual/workqueue/{wq}/cpumask"));
+        }
+    }
+    files.sort();
+    files.dedup();
+    let mut bad = Vec::new();
+    let mut read = 0;
+    for f in &files {
+        if let Some(m) = c.read(f).and_then(|t| parse_hex_mask(&t).ok()) {
+            read += 1;
+            let on = m.intersection(iso);
+            if !on.is_empty() {
+                bad.push(format!("{f}: {}", render_hex_mask(&m)));
+            }
+        }
+    }
+    let mut ev = vec![c.iso_evidence(), c.cmdline_ev("workqueue.unbound_cpus")];
+    ev.push(Evidence::new(
+        "expected mask(H)",
+        "-",
+        if c.hk.is_empty() {
+            "-".into()
+        } else {
+            render_hex_mask(&c.hk)
+        },
+    ));
+    if read == 0 {
+        return Verdict::unavailable("no workqueue cpumask readable").evs(ev);
+    }
+    if bad.is_empty() {
+        Verdict::pass(format!("{read} workqueue cpumask(s) exclude I")).evs(ev)
+    } else {
+        ev.push(Evidence::new(
+            "masks including I",
+            "/sys/devices/virtual/workqueue",
+            bad.join("; "),
+        ));
+        Verdict::fail(format!(
+            "{} of {read} workqueue cpumask(s) include isolated CPUs",
+            bad.len()
+        ))
+        .evs(ev)
+    }
+}
+
+fn systemd_affinity(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let pid1 = c
+        .root
+        .read_optional("/proc/1/status")
+        .map(|t| crate::parse::parse_status(&t))
+        .and_then(|m| m.get("Cpus_allowed_list").cloned());
+    let mut configured = None;
+    let mut conf_files = vec!["/etc/systemd/system.conf".to_string()];
+    for f in c.root.list_dir("/etc/systemd/system.conf.d") {
+        if f.ends_with(".conf") {
+            conf_files.push(format!("/etc/systemd/system.conf.d/{f}"));
+        }
+    }
+    for f in &conf_files {
+        if let Some(t) = c.root.read_optional(f) {
+            if let Some(v) = key_value(&parse_key_values(&t), "CPUAffinity") {
+                configured = Some(format!("{f}: {v}"));
+            }
+        }
+    }
+    let ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "PID 1 allowed CPUs",
+            "/proc/1/status Cpus_allowed_list",
+            pid1.clone().unwrap_or_else(|| "unreadable".into()),
+        ),
+        Evidence::new(
+            "CPUAffinity",
+            "/etc/systemd/system.conf[.d]",
+            configured.clone().unwrap_or_else(|| "unset".into()),
+        ),
+        c.cmdline_ev("systemd.cpu_affinity"),
+    ];
+    let Some(allowed) = pid1.and_then(|t| CpuSet::parse(&t).ok()) else {
+        return Verdict::unavailable("/proc/1/status unreadable").evs(ev);
+    };
+    let on = allowed.intersection(iso);
+    if on.is_empty() {
+        Verdict::pass("PID 1 confined to housekeeping CPUs").evs(ev)
+    } else if configured.is_some() || c.cmdline.has("systemd.cpu_affinity") {
+        Verdict::fail(format!(
+            "CPU affinity configured but not effective: PID 1 allowed on {on}"
+        ))
+        .evs(ev)
+    } else {
+        Verdict::fail(format!(
+            "PID 1 (and every service) allowed on isolated CPUs {on}"
+        ))
+        .evs(ev)
+    }
+}
+
+/// Kernel threads tuned leaves on isolated CPUs (tuned `ps_blacklist`) or that are per-CPU by nature.
+const KTHREAD_ALLOWED_PREFIXES: [&str; 14] = [
+    "ksoftirqd/",
+    "ktimers/",
+    "rcuc/",
+    "rcub/",
+    "ktimersoftd/",
+    "migration/",
+    "cpuhp/",
+    "kworker/",
+    "idle_inject/",
+    "irq/",
+    "watchdog/",
+    "posixcputmr/",
+    "rcuop/",
+    "pmd",
+];
+
+fn tasks_on_isolated(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let tasks = c.tasks();
+    if tasks.is_empty() {
+        return Verdict::unavailable("no task readable under /proc");
+    }
+    let mut user = Vec::new();
+    let mut kernel = Vec::new();
+    for t in tasks {
+        let Some(a) = &t.allowed else { continue };
+        let on = a.intersection(iso);
+        // Pinned inside I: a deliberately placed RT task or a per-CPU kthread.
+        if on.is_empty() || a.difference(iso).is_empty() {
+            continue;
+        }
+        if t.kthread
+            && KTHREAD_ALLOWED_PREFIXES
+                .iter()
+                .any(|p| t.comm.starts_with(p))
+            && a.len() == 1
+        {
+            continue;
+        }
+        let item = format!("{}[{}] {}", t.comm, t.tid, a);
+        if t.kthread {
+            kernel.push(item);
+        } else {
+            user.push(item);
+        }
+    }
+    let mut ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "threads inspected",
+            "/proc/*/task/*/status",
+            tasks.len().to_string(),
+        ),
+    ];
+    let cap = |v: &Vec<String>| {
+        let mut s = v.iter().take(12).cloned().collect::<Vec<_>>().join("; ");
+        if v.len() > 12 {
+            s.push_str(&format!("; … {} more", v.len() - 12));
+        }
+        s
+    };
+    if !user.is_empty() {
+        ev.push(Evidence::new(
+            "unbound user threads allowed on I",
+            "/proc/*/task/*/status",
+            cap(&user),
+        ));
+    }
+    if !kernel.is_empty() {
+        ev.push(Evidence::new(
+            "unbound kthreads allowed on I",
+            "/proc/*/task/*/status",
+            cap(&kernel),
+        ));
+    }
+    if user.is_empty() && kernel.is_empty() {
+        Verdict::pass("no unbound thread may run on I").evs(ev)
+    } else {
+        Verdict::fail(format!(
+            "{} user and {} kernel thread(s) unbound across I and H",
+            user.len(),
+            kernel.len()
+        ))
+        .evs(ev)
+    }
+}
+
+fn kthread_prios(c: &Ctx) -> Verdict {
+    if !c.is_rt_kernel() {
+        return Verdict::na("not a PREEMPT_RT kernel");
+    }
+    let groups = ["ksoftirqd/", "ktimers/", "rcuc/", "rcub/", "ktimersoftd/"];
+    let mut seen = Vec::new();
+    let mut other = Vec::new();
+    for t in c.tasks().iter().filter(|t| t.kthread) {
+        let Some(g) = groups.iter().find(|g| t.comm.starts_with(**g)) else {
+            continue;
+        };
+        let pol = t.policy.unwrap_or(0);
+        let prio = t.rt_priority.unwrap_or(0);
+        let label = match pol {
+            1 => format!("FIFO:{prio}"),
+            2 => format!("RR:{prio}"),
+            _ => "OTHER".into(),
+        };
+        let entry = format!("{}{label}", g);
+        if !seen.contains(&entry) {
+            seen.push(entry);
+        }
+        if !matches!(pol, 1 | 2) && (*g == "ksoftirqd/" || *g == "ktimers/" || *g == "rcuc/") {
+            other.push(t.comm.clone());
+        }
+    }
+    let ev = vec![Evidence::new(
+        "per-CPU kthread policies",
+        "/proc/*/task/*/stat fields 40-41",
+        if seen.is_empty() {
+            "none found".into()
+        } else {
+            seen.join(" ")
+        },
+    )];
+    if seen.is_empty() {
+        return Verdict::unavailable("no ksoftirqd/ktimers/rcuc threads found").evs(ev);
+    }
+    if other.is_empty() {
+        Verdict::pass("softirq, timer and RCU kthreads run SCHED_FIFO").evs(ev)
+    } else {
+        Verdict::warn(format!(
+            "{} softirq/timer/RCU kthread(s) are SCHED_OTHER",
+            other.len()
+        ))
+        .evs(ev)
+    }
+}
+
+fn rps(c: &Ctx) -> Verdict {
+    let iso = match c.iso_or_na() {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    let mut bad = Vec::new();
+    let mut n = 0;
+    for dev in c.root.list_dir("/sys/class/net") {
+        if dev == "lo" {
+            continue;
+        }
+        for q in c.root.list_dir(&format!("/sys/class/net/{dev}/queues")) {
+            if !q.starts_with("rx-") {
+                continue;
+            }
+            let p = format!("/sys/class/net/{dev}/queues/{q}/rps_cpus");
+            if let Some(m) = c.read(&p).and_then(|t| parse_hex_mask(&t).ok()) {
+                n += 1;
+                if !m.intersection(iso).is_empty() {
+                    bad.push(format!("{dev}/{q}: {m}"));
+                }
+            }
+        }
+    }
+    let default = c.read("/proc/sys/net/core/rps_default_mask");
+    if let Some(m) = default.as_deref().and_then(|t| parse_hex_mask(t).ok()) {
+        if !m.intersection(iso).is_empty() {
+            bad.push(format!("rps_default_mask: {m}"));
+        }
+    }
+    let mut ev = vec![
+        c.iso_evidence(),
+        Evidence::new(
+            "rx queues inspected",
+            "/sys/class/net/*/queues/rx-*/rps_cpus",
+            n.to_string(),
+        ),
+        Evidence::new(
+            "rps_default_mask",
+            "/proc/sys/net/core/rps_default_mask",
+            default.unwrap_or_else(|| "absent".into()),
+        ),
+    ];
+    if bad.is_empty() {
+        Verdict::pass("no RPS mask steers packets to I").evs(ev)
+    } else {
+        ev.push(Evidence::new(
+            "RPS masks including I",
+            "/sys/class/net",
+            bad.join("; "),
+        ));
+        Verdict::warn(format!("{} RPS mask(s) include isolated CPUs", bad.len())).evs(ev)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::Fx;
+    use rtgauge_model::audit::{Status, Target};
+
+    const T: Target = Target::BareMetalRtHost;
+
+    #[test]
+    fn isolation_rules_are_na_without_a_set() {
+        let fx = Fx::new();
+        for id in [
+            "cmdline-isolcpus",
+            "cmdline-nohz-full",
+            "irq-affinity-isolated",
+            "workqueue-cpumask",
+            "tasks-on-isolated",
+        ] {
+            assert_eq!(fx.finding(id, T).status, Status::NotApplicable, "{id}");
+        }
+    }
+
+    #[test]
+    fn isolcpus_runtime_truth_and_managed_irq_trap() {
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=domain,2-3\n")
+            .file("/sys/devices/system/cpu/isolated", "2-3\n");
+        assert_eq!(fx.finding("cmdline-isolcpus", T).status, Status::Pass);
+        // Configured but not effective.
+        let fx = fx.file("/sys/devices/system/cpu/isolated", "\n");
+        let f = fx.finding("cmdline-isolcpus", T);
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.summary.contains("not effective"));
+        // managed_irq without domain: the isolated file stays empty by design.
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=managed_irq,2-3\n")
+            .file("/sys/devices/system/cpu/isolated", "\n");
+        assert_eq!(fx.finding("cmdline-isolcpus", T).status, Status::Pass);
+        // Operator set not covered.
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=3\n")
+            .file("/sys/devices/system/cpu/isolated", "3\n");
+        assert_eq!(
+            fx.finding_with("cmdline-isolcpus", T, Some("2-3")).status,
+            Status::Fail
+        );
+        assert_eq!(
+            fx.finding_with("cmdline-isolcpus", Target::RtGuest, Some("2-3"))
+                .severity,
+            rtgauge_model::audit::Severity::Medium
+        );
+    }
+
+    #[test]
+    fn nohz_full_and_skew_tick() {
+        let fx = Fx::new()
+            .file("/proc/cmdline", "nohz_full=2-3 skew_tick=1\n")
+            .file("/sys/devices/system/cpu/nohz_full", "2-3\n");
+        assert_eq!(fx.finding("cmdline-nohz-full", T).status, Status::Pass);
+        let fx = fx.file("/proc/cmdline", "nohz_full=2-3\n");
+        assert_eq!(fx.finding("cmdline-nohz-full", T).status, Status::Warn);
+        let fx = fx.file("/sys/devices/system/cpu/nohz_full", "3\n");
+        assert_eq!(fx.finding("cmdline-nohz-full", T).status, Status::Fail);
+    }
+
+    #[test]
+    fn rcu_offload() {
+        let fx = Fx::new().file("/proc/cmdline", "isolcpus=2-3 rcu_nocbs=2-3\n");
+        assert_eq!(fx.finding("rcu-offload-and-normal", T).status, Status::Pass);
+        let fx = Fx::new().file("/proc/cmdline", "isolcpus=2-3 rcu_nocbs=3\n");
+        assert_eq!(fx.finding("rcu-offload-and-normal", T).status, Status::Fail);
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=2-3 rcu_nocbs=2-3\n")
+            .file(
+                "/proc/9/task/9/status",
+                "Name:\trcuop/2\nPPid:\t2\nCpus_allowed_list:\t0-3\n",
+            );
+        assert_eq!(fx.finding("rcu-offload-and-normal", T).status, Status::Warn);
+    }
+
+    #[test]
+    fn sets_consistency() {
+        let fx = Fx::new().file(
+            "/proc/cmdline",
+            "isolcpus=2-3 nohz_full=2-3 rcu_nocbs=2-3 irqaffinity=0-1\n",
+        );
+        assert_eq!(
+            fx.finding("isolation-sets-consistent", T).status,
+            Status::Pass
+        );
+        let fx = Fx::new().file(
+            "/proc/cmdline",
+            "isolcpus=2-3 nohz_full=1-3 irqaffinity=0\n",
+        );
+        let f = fx.finding("isolation-sets-consistent", T);
+        assert_eq!(f.status, Status::Fail);
+        let fx = Fx::new().file("/proc/cmdline", "isolcpus=2-7\n");
+        assert!(fx
+            .finding("isolation-sets-consistent", T)
+            .summary
+            .contains("offline"));
+    }
+
+    #[test]
+    fn housekeeping_per_socket_and_cpu0() {
+        let topo = |fx: Fx, cpu: u32, pkg: u32| {
+            fx.file(
+                &format!("/sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id"),
+                &format!("{pkg}\n"),
+            )
+            .file(
+                &format!("/sys/devices/system/cpu/cpu{cpu}/topology/core_id"),
+                &format!("{cpu}\n"),
+            )
+        };
+        let mut fx = Fx::new();
+        for (c, p) in [(0, 0), (1, 0), (2, 1), (3, 1)] {
+            fx = topo(fx, c, p);
+        }
+        assert_eq!(
+            fx.finding_with("housekeeping-capacity", T, Some("1,3"))
+                .status,
+            Status::Pass
+        );
+        assert_eq!(
+            fx.finding_with("housekeeping-capacity", T, Some("2-3"))
+                .status,
+            Status::Fail
+        );
+        assert_eq!(
+            fx.finding_with("housekeeping-capacity", T, Some("0,3"))
+                .status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn smt_sibling_closure() {
+        let sib = |fx: Fx, cpu: u32, s: &str| {
+            fx.file(
+                &format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"),
+                s,
+            )
+        };
+        let fx = sib(
+            sib(sib(sib(Fx::new(), 0, "0,2"), 1, "1,3"), 2, "0,2"),
+            3,
+            "1,3",
+        )
+        .file("/sys/devices/system/cpu/smt/control", "on\n");
+        assert_eq!(
+            fx.finding_with("smt-siblings", T, Some("1,3")).status,
+            Status::Pass
+        );
+        assert_eq!(
+            fx.finding_with("smt-siblings", T, Some("2-3")).status,
+            Status::Fail
+        );
+        assert_eq!(fx.finding("smt-siblings", T).status, Status::Warn);
+        let fx = fx.file("/sys/devices/system/cpu/smt/control", "off\n");
+        assert_eq!(
+            fx.finding_with("smt-siblings", T, Some("2-3")).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn irq_affinity_effective_and_managed() {
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=managed_irq,domain,2-3\n")
+            .file("/proc/irq/default_smp_affinity", "3\n")
+            .file("/proc/irq/24/effective_affinity_list", "1\n")
+            .file("/proc/irq/24/smp_affinity_list", "0-3\n");
+        assert_eq!(fx.finding("irq-affinity-isolated", T).status, Status::Pass);
+        let fx = fx
+            .file("/proc/irq/30/effective_affinity_list", "2\n")
+            .file("/proc/irq/30/smp_affinity_list", "2\n");
+        assert_eq!(fx.finding("irq-affinity-isolated", T).status, Status::Warn);
+        let fx = fx
+            .file("/proc/irq/31/effective_affinity_list", "3\n")
+            .file("/proc/irq/31/smp_affinity_list", "0-3\n");
+        assert_eq!(fx.finding("irq-affinity-isolated", T).status, Status::Fail);
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=2-3\n")
+            .file("/proc/irq/default_smp_affinity", "f\n");
+        assert_eq!(fx.finding("irq-affinity-isolated", T).status, Status::Fail);
+    }
+
+    #[test]
+    fn irqbalance_variants() {
+        let run = "Name:\tirqbalance\nPPid:\t1\nCpus_allowed_list:\t0-1\n";
+        let base = || Fx::new().file("/proc/cmdline", "isolcpus=2-3\n");
+        assert_eq!(
+            base().finding("irqbalance-banned-cpus", T).status,
+            Status::Pass
+        );
+        let fx = base().file("/proc/5/task/5/status", run);
+        assert_eq!(fx.finding("irqbalance-banned-cpus", T).status, Status::Fail);
+        let fx = fx.file("/sys/devices/system/cpu/isolated", "2-3\n");
+        assert_eq!(fx.finding("irqbalance-banned-cpus", T).status, Status::Pass);
+        let fx = fx.file("/etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPULIST=3\n");
+        assert_eq!(fx.finding("irqbalance-banned-cpus", T).status, Status::Fail);
+        let fx = fx.file(
+            "/etc/sysconfig/irqbalance",
+            "IRQBALANCE_BANNED_CPULIST=2-3\n",
+        );
+        assert_eq!(fx.finding("irqbalance-banned-cpus", T).status, Status::Pass);
+        let fx = base()
+            .file("/proc/5/task/5/status", run)
+            .file("/etc/default/irqbalance", "IRQBALANCE_BANNED_CPUS=0\n");
+        assert_eq!(
+            fx.finding("irqbalance-banned-cpus", Target::K8sRtNode)
+                .status,
+            Status::Warn
+        );
+        assert_eq!(fx.finding("irqbalance-banned-cpus", T).status, Status::Fail);
+    }
+
+    #[test]
+    fn irq_activity_from_two_samples() {
+        let s1 =
+            "      CPU0 CPU1 CPU2 CPU3\n 24: 1 1 5 0 PCI-MSI eth0\nLOC: 10 10 10 10 Local timer\n";
+        let s2 =
+            "      CPU0 CPU1 CPU2 CPU3\n 24: 1 1 9 0 PCI-MSI eth0\nLOC: 90 90 10 11 Local timer\n";
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=2-3\n")
+            .file("/proc/interrupts", s1)
+            .file("/.rtgauge/sample2/proc/interrupts", s2)
+            .file("/.rtgauge/sample2/interval_ns", "1000000000");
+        let f = fx.finding("irq-activity-on-isolated", T);
+        assert_eq!(f.status, Status::Fail, "{f:?}");
+        let fx = fx.file("/.rtgauge/sample2/proc/interrupts", s1);
+        assert_eq!(
+            fx.finding("irq-activity-on-isolated", T).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn workqueue_masks() {
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=2-3\n")
+            .file("/sys/devices/virtual/workqueue/cpumask", "3\n")
+            .file("/sys/devices/virtual/workqueue/writeback/cpumask", "3\n");
+        assert_eq!(fx.finding("workqueue-cpumask", T).status, Status::Pass);
+        let fx = fx.file("/sys/bus/workqueue/devices/writeback/cpumask", "f\n");
+        assert_eq!(fx.finding("workqueue-cpumask", T).status, Status::Fail);
+        assert_eq!(
+            Fx::new()
+                .file("/proc/cmdline", "isolcpus=2-3\n")
+                .finding("workqueue-cpumask", T)
+                .status,
+            Status::Unavailable
+        );
+    }
+
+    #[test]
+    fn systemd_and_tasks() {
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=2-3\n")
+            .file(
+                "/proc/1/status",
+                "Name:\tsystemd\nCpus_allowed_list:\t0-1\n",
+            )
+            .file(
+                "/proc/1/task/1/status",
+                "Name:\tsystemd\nPPid:\t0\nCpus_allowed_list:\t0-1\n",
+            )
+            .file(
+                "/proc/20/task/20/status",
+                "Name:\tksoftirqd/2\nPPid:\t2\nCpus_allowed_list:\t2\n",
+            )
+            .file(
+                "/proc/30/task/30/status",
+                "Name:\tcyclic\nPPid:\t1\nCpus_allowed_list:\t2-3\n",
+            );
+        assert_eq!(fx.finding("systemd-cpuaffinity", T).status, Status::Pass);
+        assert_eq!(fx.finding("tasks-on-isolated", T).status, Status::Pass);
+        let fx = fx
+            .file(
+                "/proc/1/status",
+                "Name:\tsystemd\nCpus_allowed_list:\t0-3\n",
+            )
+            .file(
+                "/proc/40/task/41/status",
+                "Name:\tsshd\nPPid:\t1\nCpus_allowed_list:\t0-3\n",
+            );
+        assert_eq!(fx.finding("systemd-cpuaffinity", T).status, Status::Fail);
+        let f = fx.finding("tasks-on-isolated", T);
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.evidence.iter().any(|e| e.value.contains("sshd[41]")));
+    }
+
+    #[test]
+    fn kthread_priorities_on_rt() {
+        let stat = |comm: &str, prio: u32, pol: u32| {
+            format!("9 ({comm}) S 2 0 0 0 -1 0 0 0 0 0 0 0 0 0 -2 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 {prio} {pol} 0 0 0\n")
+        };
+        let fx = Fx::new()
+            .file("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT\n")
+            .file("/proc/9/task/9/status", "Name:\tksoftirqd/2\nPPid:\t2\n")
+            .file("/proc/9/task/9/stat", &stat("ksoftirqd/2", 2, 1));
+        assert_eq!(fx.finding("rt-kthread-priorities", T).status, Status::Pass);
+        let fx = fx.file("/proc/9/task/9/stat", &stat("ksoftirqd/2", 0, 0));
+        assert_eq!(fx.finding("rt-kthread-priorities", T).status, Status::Warn);
+        assert_eq!(
+            Fx::new().finding("rt-kthread-priorities", T).status,
+            Status::NotApplicable
+        );
+    }
+
+    #[test]
+    fn rps_masks() {
+        let fx = Fx::new()
+            .file("/proc/cmdline", "isolcpus=2-3\n")
+            .file("/sys/class/net/eth0/queues/rx-0/rps_cpus", "0\n")
+            .file("/sys/class/net/lo/queues/rx-0/rps_cpus", "f\n");
+        assert_eq!(fx.finding("net-rps-and-queues", T).status, Status::Pass);
+        let fx = fx.file("/sys/class/net/eth0/queues/rx-0/rps_cpus", "c\n");
+        assert_eq!(fx.finding("net-rps-and-queues", T).status, Status::Warn);
+    }
+}

@@ -1,0 +1,687 @@
+//! The real-time readiness audit: the host and guest rules of the catalogue (sections 1–8), one file per rule
+//! group, all listed in [`RULES`].
+//!
+//! Invariants:
+//! - read-only: every input comes through the [`HostRoot`] (files) or read-only syscalls (CPUID,
+//!   `adjtimex(modes=0)`); nothing is written;
+//! - runtime truth beats configuration: a verdict comes from the runtime file when there is one, and a
+//!   configuration that differs is reported as "configured but not effective";
+//! - every finding carries its evidence; `info` rules never fail;
+//! - sampled rules read their files twice, `interval` apart; the second sample is recorded under
+//!   [`SAMPLE2_PREFIX`] so a captured tree replays the same deltas.
+
+mod env;
+mod guest;
+mod isolation;
+mod misc;
+mod power;
+mod sched;
+mod time;
+
+use crate::cpu::{read_cpu_mask, CpuMask};
+use crate::fingerprint::{read_cmdline, read_fingerprint, read_topology, CpuTopo};
+use crate::parse::{key_value, parse_key_values, parse_proc_stat, parse_status, Cmdline};
+use crate::root::HostRoot;
+use rtgauge_model::audit::{
+    AuditReport, Evidence, Finding, Severity, Status, Subject, Summary, Target,
+};
+use rtgauge_model::fingerprint::Fingerprint;
+use rtgauge_model::{CpuSet, Nanos};
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Where the second sample of a sampled file is recorded in a capture.
+pub const SAMPLE2_PREFIX: &str = "/.rtgauge/sample2";
+
+/// Files read twice by sampled rules.
+pub const SAMPLED_FILES: [&str; 3] = ["/proc/interrupts", "/proc/softirqs", "/proc/stat"];
+
+/// What the operator asked for.
+#[derive(Debug, Clone, Default)]
+pub struct AuditOptions {
+    /// `None` = detect.
+    pub target: Option<Target>,
+    /// Operator-declared RT CPU set (highest priority source of I).
+    pub isolated: Option<CpuSet>,
+    /// Sampling interval; `None` skips sampled rules (`--no-sample`).
+    pub sample: Option<Duration>,
+}
+
+/// The verdict a rule function returns; the registry adds id, default severity, expectation and source.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    pub status: Status,
+    pub summary: String,
+    pub evidence: Vec<Evidence>,
+    pub severity: Option<Severity>,
+}
+
+impl Verdict {
+    fn new(status: Status, summary: impl Into<String>) -> Verdict {
+        Verdict {
+            status,
+            summary: summary.into(),
+            evidence: Vec::new(),
+            severity: None,
+        }
+    }
+    pub fn pass(s: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Pass, s)
+    }
+    pub fn warn(s: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Warn, s)
+    }
+    pub fn fail(s: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Fail, s)
+    }
+    pub fn na(s: impl Into<String>) -> Verdict {
+        Verdict::new(Status::NotApplicable, s)
+    }
+    pub fn unavailable(s: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Unavailable, s)
+    }
+    /// Add one piece of evidence.
+    pub fn ev(mut self, what: &str, source: &str, value: impl Into<String>) -> Verdict {
+        self.evidence.push(Evidence::new(what, source, value));
+        self
+    }
+    pub fn evs(mut self, ev: Vec<Evidence>) -> Verdict {
+        self.evidence.extend(ev);
+        self
+    }
+    /// Override the rule's default severity (several rules depend on the target).
+    pub fn sev(mut self, s: Severity) -> Verdict {
+        self.severity = Some(s);
+        self
+    }
+}
+
+/// One catalogue rule.
+pub struct Rule {
+    pub id: &'static str,
+    /// Catalogue section (1–8).
+    pub section: u8,
+    pub severity: Severity,
+    pub expected: &'static str,
+    pub remediation: &'static str,
+    pub source: &'static str,
+    /// Needs two samples; `n/a` with `--no-sample`.
+    pub sampled: bool,
+    pub check: fn(&Ctx) -> Verdict,
+}
+
+/// All host and guest rules, in catalogue order.
+pub fn rules() -> Vec<&'static Rule> {
+    let mut v: Vec<&'static Rule> = Vec::new();
+    v.extend(env::RULES.iter());
+    v.extend(isolation::RULES.iter());
+    v.extend(sched::RULES.iter());
+    v.extend(power::RULES.iter());
+    v.extend(time::RULES.iter());
+    v.extend(misc::RULES.iter());
+    v.extend(guest::RULES.iter());
+    v
+}
+
+/// One thread of `/proc/<pid>/task/<tid>`.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub allowed: Option<CpuSet>,
+    pub kthread: bool,
+    /// Scheduling policy (proc(5) field 41: 0 OTHER, 1 FIFO, 2 RR, 3 BATCH, 5 IDLE, 6 DEADLINE).
+    pub policy: Option<u32>,
+    pub rt_priority: Option<u32>,
+}
+
+/// Two samples of the sampled files.
+#[derive(Debug, Clone)]
+pub struct Samples {
+    pub interval: Nanos,
+    pub first: BTreeMap<String, String>,
+    pub second: BTreeMap<String, String>,
+    /// cpuidle `usage` per (cpu, state) at each sample.
+    pub idle_first: BTreeMap<(u32, String), u64>,
+    pub idle_second: BTreeMap<(u32, String), u64>,
+}
+
+/// Everything rules share: the root, the target, the RT set I and housekeeping set H, and lazily read facts.
+pub struct Ctx<'a> {
+    pub root: &'a HostRoot,
+    pub target: Target,
+    pub fp: Fingerprint,
+    pub cmdline: Cmdline,
+    pub online: CpuSet,
+    /// I: `None` when no RT CPU set is declared (isolation rules are then n/a).
+    pub iso: Option<CpuSet>,
+    pub iso_source: Option<String>,
+    /// H = online − I.
+    pub hk: CpuSet,
+    pub samples: Option<Samples>,
+    tasks: OnceCell<Vec<Task>>,
+    topo: OnceCell<BTreeMap<u32, CpuTopo>>,
+}
+
+impl<'a> Ctx<'a> {
+    /// Read a file, trimmed; `None` if absent or unreadable.
+    pub fn read(&self, path: &str) -> Option<String> {
+        self.root.read_optional(path).map(|s| s.trim().to_string())
+    }
+    /// A file's first integer.
+    pub fn read_int(&self, path: &str) -> Option<i64> {
+        self.read(path).and_then(|s| crate::parse::parse_int(&s))
+    }
+    pub fn is_guest(&self) -> bool {
+        self.fp.virt.platform != "none"
+    }
+    pub fn in_container(&self) -> bool {
+        self.fp.container.kind != "none"
+    }
+    pub fn is_rt_kernel(&self) -> bool {
+        self.fp.kernel.preempt.model == rtgauge_model::fingerprint::PreemptModel::Rt
+    }
+    /// The RT set, or the `n/a` verdict every isolation rule returns without one.
+    pub fn iso_or_na(&self) -> Result<&CpuSet, Verdict> {
+        self.iso.as_ref().ok_or_else(|| {
+            Verdict::na("no RT CPU set declared (use --isolated, tuned isolated_cores or isolcpus/nohz_full)")
+        })
+    }
+    /// Evidence line for the RT set.
+    pub fn iso_evidence(&self) -> Evidence {
+        Evidence::new(
+            "RT CPU set I",
+            self.iso_source.as_deref().unwrap_or("-"),
+            self.iso.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+        )
+    }
+    /// Every thread on the system (read once).
+    pub fn tasks(&self) -> &[Task] {
+        self.tasks.get_or_init(|| read_tasks(self.root))
+    }
+    /// Whether a process with this comm runs.
+    pub fn running(&self, comm: &str) -> bool {
+        self.tasks()
+            .iter()
+            .any(|t| t.pid == t.tid && t.comm == comm)
+    }
+    pub fn topology(&self) -> &BTreeMap<u32, CpuTopo> {
+        self.topo
+            .get_or_init(|| read_topology(self.root, &self.online))
+    }
+    /// Cmdline evidence of a key (value or "absent").
+    pub fn cmdline_ev(&self, key: &str) -> Evidence {
+        Evidence::new(
+            format!("kernel parameter {key}"),
+            "/proc/cmdline",
+            self.cmdline.token(key).unwrap_or_else(|| "absent".into()),
+        )
+    }
+}
+
+/// All threads: `/proc/<pid>/task/<tid>/{status,stat}` (Documentation/filesystems/proc.rst).
+pub fn read_tasks(root: &HostRoot) -> Vec<Task> {
+    let mut out = Vec::new();
+    for pid in root
+        .list_dir("/proc")
+        .iter()
+        .filter_map(|p| p.parse::<u32>().ok())
+    {
+        for tid in root
+            .list_dir(&format!("/proc/{pid}/task"))
+            .iter()
+            .filter_map(|t| t.parse::<u32>().ok())
+        {
+            let base = format!("/proc/{pid}/task/{tid}");
+            let Some(status) = root.read_optional(&format!("{base}/status")) else {
+                continue;
+            };
+            let st = parse_status(&status);
+            let stat = root
+                .read_optional(&format!("{base}/stat"))
+                .unwrap_or_default();
+            let parsed = parse_proc_stat(&stat);
+            let field = |n: usize| -> Option<u32> {
+                parsed
+                    .as_ref()
+                    .and_then(|(_, f)| f.get(n - 3))
+                    .and_then(|v| v.parse().ok())
+            };
+            let ppid = st.get("PPid").and_then(|v| v.parse::<u32>().ok());
+            let kthread =
+                st.get("Kthread").map(|v| v == "1").unwrap_or(false) || pid == 2 || ppid == Some(2);
+            out.push(Task {
+                pid,
+                tid,
+                comm: st.get("Name").cloned().unwrap_or_default(),
+                allowed: st
+                    .get("Cpus_allowed_list")
+                    .and_then(|v| CpuSet::parse(v).ok()),
+                kthread,
+                policy: field(41),
+                rt_priority: field(40),
+            });
+        }
+    }
+    out
+}
+
+/// Detect the target when the operator gave none.
+pub fn detect_target(root: &HostRoot, fp: &Fingerprint) -> (Target, String) {
+    if fp.virt.platform != "none" {
+        return (
+            Target::RtGuest,
+            format!("auto: virtualization platform {}", fp.virt.platform),
+        );
+    }
+    if root.exists("/var/lib/kubelet/config.yaml") || root.exists("/etc/kubernetes/kubelet.conf") {
+        return (
+            Target::K8sRtNode,
+            "auto: kubelet configuration present".into(),
+        );
+    }
+    if root.exists("/sys/module/kvm") || root.exists("/dev/kvm") {
+        return (Target::KvmRtHost, "auto: kvm module loaded".into());
+    }
+    (
+        Target::BareMetalRtHost,
+        "auto: no hypervisor, no kvm".into(),
+    )
+}
+
+/// tuned profiles whose `isolated_cores` declares I (catalogue §0).
+const TUNED_ISO_PROFILES: [&str; 4] = [
+    "realtime",
+    "realtime-virtual-host",
+    "realtime-virtual-guest",
+    "cpu-partitioning",
+];
+
+/// Derive I in the catalogue's order; returns the set and the source used.
+pub fn derive_isolated(
+    root: &HostRoot,
+    cmdline: &Cmdline,
+    online: &CpuSet,
+    operator: Option<&CpuSet>,
+) -> Option<(CpuSet, String)> {
+    if let Some(s) = operator {
+        return Some((s.clone(), "operator (--isolated)".into()));
+    }
+    let active = root
+        .read_optional("/etc/tuned/active_profile")
+        .unwrap_or_default();
+    for p in TUNED_ISO_PROFILES {
+        if !active.split_whitespace().any(|a| a == p) {
+            continue;
+        }
+        let path = format!("/etc/tuned/{p}-variables.conf");
+        if let Some(t) = root.read_optional(&path) {
+            if let Some(v) = key_value(&parse_key_values(&t), "isolated_cores") {
+                if let Ok(s) = CpuSet::parse(v) {
+                    if !s.is_empty() {
+                        return Some((s, format!("{path} isolated_cores")));
+                    }
+                }
+            }
+        }
+    }
+    for key in ["nohz_full", "isolcpus", "rcu_nocbs"] {
+        if let Some(v) = cmdline.get(key) {
+            let set = if key == "isolcpus" {
+                crate::parse::parse_isolcpus(v).ok().map(|(_, s)| s)
+            } else {
+                crate::parse::parse_cpu_list_param(v, online).ok()
+            };
+            if let Some(s) = set.filter(|s| !s.is_empty()) {
+                return Some((s, format!("/proc/cmdline {key}")));
+            }
+        }
+    }
+    if let Some(t) = root.read_optional("/var/lib/kubelet/config.yaml") {
+        if let Some(reserved) = crate::lint::k8s::kubelet_reserved_cpus(&t) {
+            let s = online.difference(&reserved);
+            if !s.is_empty() {
+                return Some((
+                    s,
+                    "/var/lib/kubelet/config.yaml reservedSystemCPUs complement".into(),
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn take_samples(root: &HostRoot, online: &CpuSet, interval: Duration) -> Samples {
+    let read_all = |second: bool| {
+        SAMPLED_FILES
+            .iter()
+            .filter_map(|p| {
+                let text = if second && !root.is_live() {
+                    root.read_optional(&format!("{SAMPLE2_PREFIX}{p}"))
+                        .or_else(|| root.read_optional(p))
+                } else {
+                    root.read_optional(p)
+                };
+                Some((p.to_string(), text?))
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    let idle = |second: bool| {
+        let mut m = BTreeMap::new();
+        for cpu in online.iter() {
+            let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+            for state in root.list_dir(&base) {
+                let p = format!("{base}/{state}/usage");
+                let text = if second && !root.is_live() {
+                    root.read_optional(&format!("{SAMPLE2_PREFIX}{p}"))
+                        .or_else(|| root.read_optional(&p))
+                } else {
+                    root.read_optional(&p)
+                };
+                if let Some(v) = text.and_then(|t| t.trim().parse().ok()) {
+                    m.insert((cpu, state), v);
+                }
+            }
+        }
+        m
+    };
+    let first = read_all(false);
+    let idle_first = idle(false);
+    if root.is_live() {
+        std::thread::sleep(interval);
+    }
+    let second = read_all(true);
+    let idle_second = idle(true);
+    if root.is_live() {
+        // Keep the first sample under the real path and the second under the pseudo path, for --capture.
+        for (p, t) in &first {
+            root.record(p, t.as_bytes());
+        }
+        for (p, t) in &second {
+            root.record(&format!("{SAMPLE2_PREFIX}{p}"), t.as_bytes());
+        }
+        for ((cpu, state), v) in &idle_first {
+            let p = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/{state}/usage");
+            root.record(&p, format!("{v}\n").as_bytes());
+            if let Some(v2) = idle_second.get(&(*cpu, state.clone())) {
+                root.record(
+                    &format!("{SAMPLE2_PREFIX}{p}"),
+                    format!("{v2}\n").as_bytes(),
+                );
+            }
+        }
+    }
+    let interval = if root.is_live() {
+        Nanos(interval.as_nanos() as u64)
+    } else {
+        root.read_optional(&format!("{SAMPLE2_PREFIX}/interval_ns"))
+            .and_then(|s| s.trim().parse().ok())
+            .map(Nanos)
+            .unwrap_or(Nanos(interval.as_nanos() as u64))
+    };
+    if root.is_live() {
+        root.record(
+            &format!("{SAMPLE2_PREFIX}/interval_ns"),
+            interval.0.to_string().as_bytes(),
+        );
+    }
+    Samples {
+        interval,
+        first,
+        second,
+        idle_first,
+        idle_second,
+    }
+}
+
+/// Run every host/guest rule.
+pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
+    let fp = read_fingerprint(root);
+    let cmdline = read_cmdline(root);
+    let online = read_cpu_mask(root, CpuMask::Online).unwrap_or_default();
+    let (target, target_source) = match opts.target {
+        Some(t) => (t, "operator".to_string()),
+        None => detect_target(root, &fp),
+    };
+    let derived = derive_isolated(root, &cmdline, &online, opts.isolated.as_ref());
+    let (iso, iso_source) = match derived {
+        Some((s, src)) => (Some(s), Some(src)),
+        None => (None, None),
+    };
+    let hk = iso
+        .as_ref()
+        .map(|i| online.difference(i))
+        .unwrap_or_else(|| online.clone());
+    let samples = opts.sample.map(|d| take_samples(root, &online, d));
+    let ctx = Ctx {
+        root,
+        target,
+        fp,
+        cmdline,
+        online,
+        iso,
+        iso_source,
+        hk,
+        samples,
+        tasks: OnceCell::new(),
+        topo: OnceCell::new(),
+    };
+    let findings: Vec<Finding> = rules().into_iter().map(|r| evaluate(r, &ctx)).collect();
+    AuditReport {
+        subject: Subject::Host,
+        location: root.path("/").display().to_string(),
+        target: Some(target),
+        target_source: Some(target_source),
+        isolated: ctx.iso.clone(),
+        isolated_source: ctx.iso_source.clone(),
+        sample_interval: ctx.samples.as_ref().map(|s| s.interval),
+        summary: Summary::of(&findings),
+        findings,
+    }
+}
+
+/// Apply one rule, enforcing the invariants (sampling, `info` never fails).
+pub fn evaluate(rule: &Rule, ctx: &Ctx) -> Finding {
+    let v = if rule.sampled && ctx.samples.is_none() {
+        Verdict::na("sampling skipped (--no-sample)")
+    } else {
+        (rule.check)(ctx)
+    };
+    let severity = v.severity.unwrap_or(rule.severity);
+    let status = if severity == Severity::Info && v.status == Status::Fail {
+        Status::Warn
+    } else {
+        v.status
+    };
+    Finding {
+        id: rule.id.to_string(),
+        status,
+        severity,
+        summary: v.summary,
+        evidence: v.evidence,
+        expected: rule.expected.to_string(),
+        remediation: rule.remediation.to_string(),
+        source: rule.source.to_string(),
+    }
+}
+
+/// Text report: one line per finding, evidence and remediation under every finding that is not a pass.
+pub fn render_audit_text(r: &AuditReport, verbose: bool) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("audit of {} ({:?})\n", r.location, r.subject).to_lowercase());
+    if let Some(t) = r.target {
+        out.push_str(&format!(
+            "target: {} ({})\n",
+            t,
+            r.target_source.as_deref().unwrap_or("-")
+        ));
+    }
+    if r.subject == Subject::Host {
+        out.push_str(&format!(
+            "RT CPU set: {}\n",
+            match (&r.isolated, &r.isolated_source) {
+                (Some(s), Some(src)) => format!("{s} (from {src})"),
+                _ => "none declared".into(),
+            }
+        ));
+    }
+    out.push('\n');
+    for f in &r.findings {
+        out.push_str(&format!(
+            "{:<11} {:<6} {:<32} {}\n",
+            f.status.as_str().to_uppercase(),
+            f.severity.as_str(),
+            f.id,
+            f.summary
+        ));
+        let detail = verbose || matches!(f.status, Status::Fail | Status::Warn);
+        if detail {
+            for e in &f.evidence {
+                out.push_str(&format!(
+                    "            {}: {} = {}\n",
+                    e.what, e.source, e.value
+                ));
+            }
+            if matches!(f.status, Status::Fail | Status::Warn) {
+                out.push_str(&format!("            expected: {}\n", f.expected));
+                out.push_str(&format!("            fix: {}\n", f.remediation));
+            }
+        }
+    }
+    let s = &r.summary;
+    out.push_str(&format!(
+        "\n{} pass, {} warn, {} fail, {} n/a, {} unavailable\n",
+        s.pass, s.warn, s.fail, s.not_applicable, s.unavailable
+    ));
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! A fixture-tree builder for rule tests.
+    use super::*;
+
+    pub struct Fx {
+        pub dir: tempfile::TempDir,
+    }
+
+    impl Fx {
+        pub fn new() -> Fx {
+            let fx = Fx {
+                dir: tempfile::tempdir().unwrap(),
+            };
+            fx.file("/sys/devices/system/cpu/online", "0-3\n")
+                .file("/proc/sys/kernel/osrelease", "6.12.0-rt\n")
+                .file("/proc/cmdline", "ro quiet\n")
+        }
+        pub fn file(self, path: &str, text: &str) -> Fx {
+            let p = self.dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+            self
+        }
+        pub fn dir(self, path: &str) -> Fx {
+            std::fs::create_dir_all(self.dir.path().join(path.trim_start_matches('/'))).unwrap();
+            self
+        }
+        pub fn root(&self) -> HostRoot {
+            HostRoot::at(self.dir.path())
+        }
+        /// Run the audit with `target` and return the finding of rule `id`.
+        pub fn finding(&self, id: &str, target: Target) -> Finding {
+            self.finding_with(id, target, None)
+        }
+        pub fn finding_with(&self, id: &str, target: Target, iso: Option<&str>) -> Finding {
+            let r = run_audit(
+                &self.root(),
+                &AuditOptions {
+                    target: Some(target),
+                    isolated: iso.map(|s| CpuSet::parse(s).unwrap()),
+                    sample: Some(Duration::from_millis(0)),
+                },
+            );
+            r.findings.into_iter().find(|f| f.id == id).unwrap()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::Fx;
+    use super::*;
+
+    #[test]
+    fn rule_ids_are_unique_and_cover_sections_1_to_8() {
+        let ids: Vec<&str> = rules().iter().map(|r| r.id).collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+        for s in 1..=8 {
+            assert!(rules().iter().any(|r| r.section == s), "section {s}");
+        }
+    }
+
+    #[test]
+    fn isolated_set_source_order() {
+        let fx = Fx::new()
+            .file(
+                "/proc/cmdline",
+                "isolcpus=managed_irq,domain,2-3 nohz_full=1-3\n",
+            )
+            .file("/etc/tuned/active_profile", "realtime\n")
+            .file(
+                "/etc/tuned/realtime-variables.conf",
+                "# x\nisolated_cores=3\n",
+            );
+        let root = fx.root();
+        let c = read_cmdline(&root);
+        let online = CpuSet::parse("0-3").unwrap();
+        let op = CpuSet::parse("1").unwrap();
+        assert_eq!(
+            derive_isolated(&root, &c, &online, Some(&op)).unwrap().0,
+            op
+        );
+        let (s, src) = derive_isolated(&root, &c, &online, None).unwrap();
+        assert_eq!(
+            (s.to_string().as_str(), src.contains("isolated_cores")),
+            ("3", true)
+        );
+        let fx = Fx::new().file(
+            "/proc/cmdline",
+            "isolcpus=managed_irq,domain,2-3 nohz_full=1-3\n",
+        );
+        let root = fx.root();
+        let c = read_cmdline(&root);
+        let (s, src) = derive_isolated(&root, &c, &online, None).unwrap();
+        assert_eq!(
+            (s.to_string(), src),
+            ("1-3".to_string(), "/proc/cmdline nohz_full".to_string())
+        );
+        let fx = Fx::new();
+        let c = read_cmdline(&fx.root());
+        assert!(derive_isolated(&fx.root(), &c, &online, None).is_none());
+    }
+
+    #[test]
+    fn sampled_rules_are_na_without_sampling() {
+        let fx = Fx::new();
+        let r = run_audit(
+            &fx.root(),
+            &AuditOptions {
+                target: Some(Target::RtGuest),
+                isolated: Some(CpuSet::parse("1").unwrap()),
+                sample: None,
+            },
+        );
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.id == "irq-activity-on-isolated")
+            .unwrap();
+        assert_eq!(f.status, Status::NotApplicable);
+        assert!(f.summary.contains("--no-sample"));
+    }
+}

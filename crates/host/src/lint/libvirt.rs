@@ -1,0 +1,1 @@
+//! libvirt domain XML linter (catalogue §9).

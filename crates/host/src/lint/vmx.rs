@@ -1,0 +1,1 @@
+//! VMware .vmx linter (catalogue §10).
