@@ -20,6 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Timer wake-up latency (cyclictest's measurement; accepts cyclictest's flags).
     Cyclic(Box<crate::cmd::cyclic::CyclicArgs>),
+    /// OS noise seen by a busy-polling thread (oslat's measurement; accepts oslat's flags).
+    Oslat(Box<crate::cmd::oslat::OslatArgs>),
     /// The main job: fingerprint the platform and run the quick profile of probes.
     Run(crate::cmd::run::RunArgs),
 }

@@ -3,22 +3,10 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
-use assert_cmd::Command;
+mod common;
+
+use common::{interrupt, is_root, read_json, rtgauge};
 use serde_json::Value;
-use std::path::Path;
-
-fn rtgauge() -> Command {
-    Command::cargo_bin("rtgauge").unwrap()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
 
 /// A tree with CPUs 0-31, to resolve the seed documents' 30-CPU command lines on this 2-CPU machine.
 fn fixture_32_cpus() -> tempfile::TempDir {
@@ -300,26 +288,13 @@ fn sigint_ends_the_run_with_summary_and_files() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("int.json");
     let native = dir.path().join("int-native.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
-        .args([
-            "cyclic", "-p", "80", "-i", "1000", "-h", "100", "-D", "60", "-q", "--json",
-        ])
-        .arg(&json)
-        .arg("--output")
-        .arg(&native)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: sending a signal to our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(5),
-        "stopped promptly"
-    );
+    let (j, n) = (json.to_str().unwrap(), native.to_str().unwrap());
+    let args = [
+        "cyclic", "-p", "80", "-i", "1000", "-h", "100", "-D", "60", "-q", "--json", j, "--output",
+        n,
+    ];
+    let (out, took) = interrupt(&args, std::time::Duration::from_millis(1500));
+    assert!(took < std::time::Duration::from_secs(5), "stopped promptly");
     assert!(
         out.status.success(),
         "{}",

@@ -5,6 +5,7 @@
 //! ns with `-N`.
 
 use rtgauge_model::cyclic::{CyclicResult, CyclicThread};
+use rtgauge_model::oslat::{OslatResult, OslatThread};
 use rtgauge_model::run::SystemInfo;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -236,6 +237,231 @@ pub fn render_percentile_table(r: &CyclicResult) -> String {
             t.latency.max_ns as f64 / 1000.0,
             t.missed_deadlines
         );
+    }
+    out
+}
+
+/// oslat prints µs, or ns-precision µs (3 decimals) when the bucket width is not a whole µs.
+fn oslat_precision(r: &OslatResult) -> usize {
+    if r.config.bucket_width_ns % 1000 == 0 {
+        0
+    } else {
+        3
+    }
+}
+
+/// A gap in oslat's unit: whole µs (truncated) at precision 0, µs with ns precision at precision 3.
+fn oslat_value(ns: u64, precision: usize) -> String {
+    if precision == 0 {
+        (ns / 1000).to_string()
+    } else {
+        format!("{:.3}", ns as f64 / 1000.0)
+    }
+}
+
+/// Upper edge of oslat bucket `b`, µs (oslat's `bucket_to_lat`).
+fn oslat_label(t: &OslatThread, b: usize) -> f64 {
+    (t.buckets.bias_ns + (b as u64 + 1) * t.buckets.width_ns) as f64 / 1000.0
+}
+
+/// oslat's final summary (`write_summary`), one column per CPU. The average is the exact mean of the gaps,
+/// not oslat's mean of bucket upper edges (which is biased up by up to one bucket).
+pub fn render_oslat_summary(r: &OslatResult, zero_omit: bool) -> String {
+    let prec = oslat_precision(r);
+    let mut out = String::new();
+    let field = |out: &mut String, label: &str, vals: Vec<String>, end: &str| {
+        let _ = write!(out, "{label:>12}:\t");
+        for v in vals {
+            let _ = write!(out, " {v}");
+        }
+        let _ = writeln!(out, "{end}");
+    };
+    let ts = &r.threads;
+    field(
+        &mut out,
+        "Core",
+        ts.iter().map(|t| t.cpu.to_string()).collect(),
+        "",
+    );
+    let mhz = r.counter.frequency_hz / 1_000_000;
+    field(
+        &mut out,
+        "Counter Freq",
+        ts.iter().map(|_| mhz.to_string()).collect(),
+        " (MHz)",
+    );
+    let nb = ts.iter().map(|t| t.buckets.counts.len()).max().unwrap_or(0);
+    let mut dots = false;
+    for b in 0..nb {
+        let counts: Vec<u64> = ts
+            .iter()
+            .map(|t| t.buckets.counts.get(b).copied().unwrap_or(0))
+            .collect();
+        if zero_omit && b + 1 < nb && counts.iter().all(|&c| c == 0) {
+            dots = true;
+            continue;
+        }
+        if dots {
+            out.push_str("    ...\n");
+            dots = false;
+        }
+        let label = ts.first().map_or(0.0, |t| oslat_label(t, b));
+        let name = format!("{label:03.prec$} (us)");
+        let end = if b + 1 == nb {
+            " (including overflows)"
+        } else {
+            ""
+        };
+        field(
+            &mut out,
+            &name,
+            counts.iter().map(u64::to_string).collect(),
+            end,
+        );
+    }
+    field(
+        &mut out,
+        "Minimum",
+        ts.iter()
+            .map(|t| oslat_value(t.gaps.min_ns, prec))
+            .collect(),
+        " (us)",
+    );
+    field(
+        &mut out,
+        "Average",
+        ts.iter()
+            .map(|t| format!("{:.3}", t.gaps.mean_ns / 1000.0))
+            .collect(),
+        " (us)",
+    );
+    field(
+        &mut out,
+        "Maximum",
+        ts.iter()
+            .map(|t| oslat_value(t.gaps.max_ns, prec))
+            .collect(),
+        " (us)",
+    );
+    field(
+        &mut out,
+        "Max-Min",
+        ts.iter()
+            .map(|t| oslat_value(t.gaps.max_ns - t.gaps.min_ns.min(t.gaps.max_ns), prec))
+            .collect(),
+        " (us)",
+    );
+    field(
+        &mut out,
+        "Duration",
+        ts.iter()
+            .map(|t| format!("{:.3}", t.duration_ns as f64 / 1e9))
+            .collect(),
+        " (sec)",
+    );
+    out.push('\n');
+    out
+}
+
+/// oslat's `--json` document. Beyond oslat's keys each thread has `"iterations"`, so that
+/// `sum(histogram) == iterations` can be checked.
+pub fn render_oslat_json(r: &OslatResult, env: &Envelope<'_>) -> Value {
+    let prec = oslat_precision(r);
+    let mut m = envelope(env);
+    m.insert("num_threads".into(), json!(r.threads.len()));
+    let mut threads = Map::new();
+    let unit = |ns: u64| if prec == 0 { ns / 1000 } else { ns };
+    for t in &r.threads {
+        let mut o = Map::new();
+        o.insert("cpu".into(), json!(t.cpu));
+        o.insert("freq".into(), json!(r.counter.frequency_hz / 1_000_000));
+        o.insert("min".into(), json!(unit(t.gaps.min_ns)));
+        o.insert("avg".into(), json!(t.gaps.mean_ns / 1000.0));
+        o.insert("max".into(), json!(unit(t.gaps.max_ns)));
+        o.insert(
+            "duration".into(),
+            json!((t.duration_ns as f64 / 1e6).round() / 1e3),
+        );
+        o.insert("iterations".into(), json!(t.iterations));
+        let h: Map<String, Value> = t
+            .buckets
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(b, &c)| (format!("{:.prec$}", oslat_label(t, b)), json!(c)))
+            .collect();
+        o.insert("histogram".into(), Value::Object(h));
+        threads.insert(t.index.to_string(), Value::Object(o));
+    }
+    m.insert("thread".into(), Value::Object(threads));
+    Value::Object(m)
+}
+
+/// rtgauge's additions to oslat's summary: counter calibration, loop cost, gaps per second above the
+/// thresholds, CPU availability, tail percentiles and the worst gaps with their times.
+pub fn render_oslat_extras(r: &OslatResult, run_start_monotonic_ns: u64) -> String {
+    let mut out = String::new();
+    let c = &r.counter;
+    let _ = writeln!(
+        out,
+        "# Counter: {} at {:.3} MHz ({}; spread {:.0} ppm; whole-run cross-check {:+.1} ppm)",
+        c.source,
+        c.frequency_hz as f64 / 1e6,
+        c.calibration,
+        c.calibration_spread_ppm,
+        c.cross_check_ppm
+    );
+    let thr: Vec<String> = r
+        .config
+        .thresholds_ns
+        .iter()
+        .map(|t| format!(">{}µs/s", t / 1000))
+        .collect();
+    let _ = write!(out, "# {:>4} {:>13} {:>8}", "CPU", "iterations", "loop ns");
+    for t in &thr {
+        let _ = write!(out, " {t:>9}");
+    }
+    let _ = writeln!(
+        out,
+        " {:>11} {:>10} {:>10}",
+        format!("avail(>{}µs)", r.config.availability_threshold_ns / 1000),
+        "p99.99 µs",
+        "max µs"
+    );
+    for t in &r.threads {
+        let _ = write!(
+            out,
+            "# {:>4} {:>13} {:>8.2}",
+            t.cpu, t.iterations, t.loop_ns
+        );
+        for o in &t.over_thresholds {
+            let _ = write!(out, " {:>9.2}", o.per_second);
+        }
+        let _ = writeln!(
+            out,
+            " {:>10.4}% {:>10.3} {:>10.3}",
+            t.availability_pct,
+            t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0,
+            t.gaps.max_ns as f64 / 1000.0
+        );
+    }
+    for t in &r.threads {
+        let shown: Vec<String> = t
+            .worst
+            .iter()
+            .take(5)
+            .map(|g| {
+                format!(
+                    "{:.3} µs at +{:.3} s",
+                    g.gap_ns as f64 / 1000.0,
+                    g.monotonic_ns.saturating_sub(run_start_monotonic_ns) as f64 / 1e9
+                )
+            })
+            .collect();
+        if !shown.is_empty() {
+            let _ = writeln!(out, "# Worst gaps on CPU {}: {}", t.cpu, shown.join(", "));
+        }
     }
     out
 }

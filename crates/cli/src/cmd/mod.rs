@@ -2,4 +2,5 @@
 //! probe and renders the outputs.
 
 pub mod cyclic;
+pub mod oslat;
 pub mod run;

@@ -1,10 +1,16 @@
-//! Injected stalls: a SCHED_FIFO priority-50 spinner takes CPU 1 away from the probe (priority 10) three
-//! times for 200 ms. The probe must report the stall's size as its max and every period it lost as a missed
-//! deadline — the case where cyclictest's skip-ahead silently drops ~600 periods. Needs root (SCHED_FIFO);
-//! CI runs as root. Kept in its own test binary so the spinner cannot disturb other tests.
+//! Injected stalls: a SCHED_FIFO priority-50 spinner takes CPU 1 away from a lower-priority probe three
+//! times for 200 ms.
+//! - cyclic must report the stall's size as its max and every period it lost as a missed deadline — the
+//!   case where cyclictest's skip-ahead silently drops ~600 periods;
+//! - oslat must report the three stalls as its three worst gaps, with timestamps as far apart as injected.
+//! Needs root (SCHED_FIFO); CI runs as root. Kept in its own test binary, and serialised, so the spinner
+//! cannot disturb other tests.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+mod common;
+
+use common::{read_json, rtgauge_std};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -47,7 +53,7 @@ fn run_probe(extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let native = dir.path().join("stall.json");
     let hog = spinner(Duration::from_millis(800), Duration::from_millis(900));
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
+    let out = rtgauge_std()
         .args([
             "cyclic",
             "-m",
@@ -73,7 +79,7 @@ fn run_probe(extra: &[&str]) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(&std::fs::read_to_string(&native).unwrap()).unwrap()
+    read_json(&native)
 }
 
 #[test]
@@ -126,4 +132,60 @@ fn skip_missed_reproduces_cyclictest_but_still_counts() {
     assert!((4_300..=4_500).contains(&cycles), "cycles {cycles}");
     assert!(missed >= skipped);
     assert!(t["latency"]["max_ns"].as_u64().unwrap() >= 190_000_000);
+}
+
+#[test]
+fn oslat_reports_the_three_stalls_as_worst_gaps_with_their_times() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let native = dir.path().join("oslat-stall.json");
+    // Calibration (~0.25 s) and preheat (1 s) come first; the spinner starts inside the measured 5 s.
+    let gap = Duration::from_millis(1000);
+    let hog = spinner(Duration::from_millis(2000), gap);
+    // The probe runs SCHED_OTHER: lower than the FIFO-50 spinner, and not subject to RT throttling.
+    let out = rtgauge_std()
+        .args(["oslat", "-c", "1", "-C", "0", "-D", "5", "-q", "--output"])
+        .arg(&native)
+        .output()
+        .unwrap();
+    hog.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = read_json(&native);
+    let t = &d["probes"][0]["threads"][0];
+    let worst = t["worst"].as_array().unwrap();
+    let top: Vec<(u64, u64)> = worst
+        .iter()
+        .take(3)
+        .map(|g| {
+            (
+                g["gap_ns"].as_u64().unwrap(),
+                g["monotonic_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    eprintln!("oslat worst three (gap ns, monotonic ns): {top:?}");
+    for (g, _) in &top {
+        assert!(
+            (190_000_000..=260_000_000).contains(g),
+            "worst gaps {top:?}"
+        );
+    }
+    let mut times: Vec<u64> = top.iter().map(|(_, t)| *t).collect();
+    times.sort_unstable();
+    for w in times.windows(2) {
+        let apart = w[1] - w[0];
+        assert!(
+            (500_000_000..=5_000_000_000).contains(&apart),
+            "gaps {apart} ns apart: {top:?}"
+        );
+    }
+    assert_eq!(t["gaps"]["count"], t["iterations"]);
+    assert!(
+        t["availability_pct"].as_f64().unwrap() < 90.0,
+        "3 x 200 ms of 5 s lost"
+    );
 }

@@ -1,0 +1,411 @@
+//! `rtgauge oslat`: oslat's flags with oslat's meaning, resolved into a probe plan, run, and rendered as
+//! oslat text/JSON plus rtgauge's own figures and native run document.
+//!
+//! Differences from oslat, on purpose: `-T` stops the run but still prints the summary and writes the JSON;
+//! the average is the exact mean of the gaps (oslat averages bucket upper edges, and adds thread 0's
+//! overflow sum to every thread); rtgauge adds loop cost, gaps per second above 1/5/10/20 µs, CPU
+//! availability, percentiles and the worst gaps with timestamps.
+
+use anyhow::{bail, Context as _};
+use clap::Args;
+use rtgauge_host::cpu::{read_cpu_mask, read_cpu_node, CpuMask};
+use rtgauge_host::HostRoot;
+use rtgauge_model::cyclic::StopReason;
+use rtgauge_model::oslat::{OslatConfig, OslatResult, Workload};
+use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::units::parse_duration;
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::oslat::{self, OslatPlan, Phases};
+use rtgauge_probe::stop::StopFlag;
+use rtgauge_report::rttests;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// OS noise seen by a busy-polling thread: one thread per CPU reads the counter in a tight loop; every gap
+/// between two reads is recorded in ns. Accepts oslat's options with oslat's meaning.
+#[derive(Debug, Clone, Args)]
+pub struct OslatArgs {
+    /// Number of rt-tests buckets (4-1024).
+    #[arg(short = 'b', long = "bucket-size", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(4..=1024))]
+    pub bucket_size: u32,
+
+    /// Subtract the smallest preheat gap from every bucketed value.
+    #[arg(short = 'B', long = "bias")]
+    pub bias: bool,
+
+    /// CPUs to measure, kernel list syntax (default: every CPU this process may use).
+    #[arg(short = 'c', long = "cpu-list", value_name = "LIST")]
+    pub cpu_list: Option<String>,
+
+    /// CPU of the main thread.
+    #[arg(
+        short = 'C',
+        long = "cpu-main-thread",
+        value_name = "CPU",
+        default_value_t = 0
+    )]
+    pub cpu_main_thread: u32,
+
+    /// Duration: seconds, or with suffix s, m, h, d (e.g. 60, 20m, 2h).
+    #[arg(short = 'D', long = "duration", value_name = "TIME", default_value = "1", allow_hyphen_values = true, value_parser = parse_duration_arg)]
+    pub duration: Nanos,
+
+    /// Write oslat-compatible JSON to FILE ('-' = stdout).
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Run the measuring threads at SCHED_FIFO with this priority (1-99); default SCHED_OTHER.
+    #[arg(short = 'f', long = "rtprio", value_name = "PRIO", allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub rtprio: Option<i32>,
+
+    /// Memory per thread for the memmove workload (e.g. 4K, 1M).
+    #[arg(short = 'm', long = "workload-mem", value_name = "SIZE", default_value = "16K", value_parser = parse_size)]
+    pub workload_mem: u64,
+
+    /// Print only the summary.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Preheat with one thread only (only with CPU frequencies locked).
+    #[arg(short = 's', long = "single-preheat")]
+    pub single_preheat: bool,
+
+    /// Stop at the first gap ≥ US µs and write a marker into the ftrace buffer, then stop tracing. Unlike
+    /// oslat, the summary and the JSON are still written.
+    #[arg(short = 'T', long = "trace-threshold", value_name = "US", value_parser = clap::value_parser!(u64).range(1..))]
+    pub trace_threshold: Option<u64>,
+
+    /// Work done in each iteration: no, memmove.
+    #[arg(short = 'w', long = "workload", value_name = "KIND", default_value = "no", value_parser = parse_workload)]
+    pub workload: Workload,
+
+    /// Width of an rt-tests bucket in ns (widths that are not whole µs switch output to 3 decimals).
+    #[arg(short = 'W', long = "bucket-width", value_name = "NS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub bucket_width: u64,
+
+    /// Do not print all-zero buckets.
+    #[arg(short = 'z', long = "zero-omit")]
+    pub zero_omit: bool,
+
+    /// Length of the preheat run (oslat: 1 s).
+    #[arg(long = "preheat", value_name = "TIME", default_value = "1", value_parser = parse_duration_arg)]
+    pub preheat: Nanos,
+
+    /// Gaps longer than this count as CPU time lost, for the availability figure (e.g. 5us).
+    #[arg(long = "availability-threshold", value_name = "TIME", default_value = "5us", value_parser = parse_duration_arg)]
+    pub availability_threshold: Nanos,
+
+    /// Number of worst gaps kept with their timestamps, per CPU.
+    #[arg(long = "worst", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub worst: u32,
+
+    /// Length of one timeline interval (iterations, max gap, gaps over the availability threshold).
+    #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
+    pub timeline_interval: Nanos,
+
+    /// Write rtgauge's native, versioned run document to FILE.
+    #[arg(long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    match s {
+        "no" => Ok(Workload::No),
+        "memmove" => Ok(Workload::Memmove),
+        _ => Err("expected no or memmove".into()),
+    }
+}
+
+/// Sizes as oslat takes them: a number with an optional K, M or G suffix (binary units).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 4096, 16K, 1M)"))?;
+    let bytes = n.checked_mul(mult).ok_or("size too large")?;
+    if bytes > 1 << 30 {
+        return Err("at most 1G per thread".into());
+    }
+    Ok(bytes)
+}
+
+/// Apply oslat's rules: CPU list (default all usable CPUs), main-thread CPU, thresholds.
+pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<OslatPlan> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
+    let cpus = match &a.cpu_list {
+        Some(t) => {
+            let set = CpuSet::parse(t).map_err(|e| anyhow::anyhow!("-c/--cpu-list {t}: {e}"))?;
+            if set.is_empty() {
+                bail!("-c/--cpu-list '{t}': empty CPU list");
+            }
+            let missing = set.difference(&possible);
+            if !missing.is_empty() {
+                bail!("-c/--cpu-list {t}: CPU {missing} does not exist on this machine (CPUs {possible})");
+            }
+            let offline = set.difference(&online);
+            if !offline.is_empty() {
+                bail!("-c/--cpu-list {t}: CPU {offline} is offline (online: {online})");
+            }
+            set
+        }
+        None => rtgauge_probe::rt::current_affinity().intersection(&online),
+    };
+    if !possible.contains(a.cpu_main_thread) {
+        bail!(
+            "-C/--cpu-main-thread {}: CPU does not exist on this machine (CPUs {possible})",
+            a.cpu_main_thread
+        );
+    }
+    if a.duration.as_ns() == 0 {
+        bail!("-D/--duration: must be longer than 0");
+    }
+    if a.availability_threshold.as_ns() < 1_000 {
+        bail!("--availability-threshold: at least 1us");
+    }
+    let nodes = cpus.iter().map(|c| read_cpu_node(root, c)).collect();
+    Ok(OslatPlan {
+        config: OslatConfig {
+            cpus: cpus.as_slice().to_vec(),
+            main_cpu: Some(a.cpu_main_thread),
+            duration_ns: a.duration.as_ns(),
+            rtprio: a.rtprio,
+            preheat_ns: a.preheat.as_ns(),
+            single_preheat: a.single_preheat,
+            bucket_count: a.bucket_size,
+            bucket_width_ns: a.bucket_width,
+            bias: a.bias,
+            workload: a.workload,
+            workload_mem_bytes: if a.workload == Workload::Memmove {
+                a.workload_mem
+            } else {
+                0
+            },
+            trace_threshold_ns: a.trace_threshold.map(|us| us.saturating_mul(1000)),
+            availability_threshold_ns: a.availability_threshold.as_ns(),
+            thresholds_ns: vec![1_000, 5_000, 10_000, 20_000],
+            worst_count: a.worst,
+            timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
+        },
+        nodes,
+        tick: if a.trace_threshold.is_some() {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(100)
+        },
+    })
+}
+
+/// oslat's progress lines.
+struct Announce {
+    quiet: bool,
+    preheat_s: f64,
+    /// CLOCK_MONOTONIC time the measurement started (after the preheat), ns.
+    started_ns: u64,
+}
+
+impl Phases for Announce {
+    fn preheat(&mut self) {
+        if !self.quiet {
+            println!("Pre-heat for {} seconds...", self.preheat_s);
+        }
+    }
+    fn start(&mut self, bias_ns: Option<u64>) {
+        self.started_ns = rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic);
+        if let Some(b) = bias_ns {
+            println!("Global bias set to {:.3} (us)", b as f64 / 1000.0);
+        }
+        if !self.quiet {
+            println!("Test starts...");
+        }
+    }
+}
+
+/// Setting shortfalls worth a warning.
+fn shortfalls(r: &OslatResult) -> Vec<String> {
+    let mut w = Vec::new();
+    if !r.conditions.mlockall.ok() {
+        w.push(format!(
+            "mlockall not achieved: {}",
+            r.conditions.mlockall.error.as_deref().unwrap_or("unknown")
+        ));
+    }
+    for t in &r.threads {
+        let k = &t.conditions;
+        if !k.policy.ok() || !k.priority.ok() {
+            w.push(format!(
+                "CPU {}: requested {}:{}, running {}:{} ({})",
+                t.cpu,
+                k.policy.requested,
+                k.priority.requested,
+                k.policy.achieved,
+                k.priority.achieved,
+                k.policy.error.as_deref().unwrap_or("unknown")
+            ));
+        }
+        if !k.cpu.ok() {
+            w.push(format!(
+                "thread {}: not pinned to CPU {} ({})",
+                t.index,
+                t.cpu,
+                k.cpu.error.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+    if r.counter.cross_check_ppm.abs() > 1000.0 {
+        w.push(format!(
+            "counter frequency drifted {:+.0} ppm from CLOCK_MONOTONIC_RAW over the run: gap lengths are off by as much",
+            r.counter.cross_check_ppm
+        ));
+    }
+    w
+}
+
+/// Write oslat's trace marker and stop tracing, if tracefs is mounted (after the run: no I/O in the loop).
+fn mark_trace(threshold_us: u64, cpu: u32, gap_ns: u64) -> Option<String> {
+    let msg = format!(
+        "rtgauge oslat: Trace threshold ({threshold_us} us) triggered on cpu {cpu} with {:.3} us!",
+        gap_ns as f64 / 1000.0
+    );
+    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        let marker = std::path::Path::new(dir).join("trace_marker");
+        if marker.exists() {
+            let _ = std::fs::write(&marker, format!("{msg}\n"));
+            let _ = std::fs::write(std::path::Path::new(dir).join("tracing_on"), "0");
+            break;
+        }
+    }
+    Some(msg)
+}
+
+/// `rtgauge oslat`.
+pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
+    let root = HostRoot::live();
+    let plan = resolve(a, &root)?;
+    let cfg = &plan.config;
+    if a.rtprio.is_some() && cfg.cpus.contains(&0) {
+        eprintln!("rtgauge: warning: running a SCHED_FIFO busy loop on CPU 0 may starve its housekeeping work");
+    }
+    if !a.quiet {
+        println!(
+            "Total runtime: \t\t{} seconds",
+            cfg.duration_ns as f64 / 1e9
+        );
+        println!(
+            "Thread priority: \t{}",
+            a.rtprio
+                .map_or("default".to_string(), |p| format!("SCHED_FIFO:{p}"))
+        );
+        println!("CPU list: \t\t{}", CpuSet::new(cfg.cpus.iter().copied()));
+        println!("CPU for main thread: \t{}", a.cpu_main_thread);
+        println!(
+            "Workload: \t\t{}",
+            if a.workload == Workload::Memmove {
+                "memmove"
+            } else {
+                "no"
+            }
+        );
+        println!("Workload mem: \t\t{} (KiB)", cfg.workload_mem_bytes / 1024);
+        println!(
+            "Preheat cores: \t\t{}\n",
+            if a.single_preheat { 1 } else { cfg.cpus.len() }
+        );
+    }
+    let system = rtgauge_host::system::read_system_info(&root);
+    let started = crate::doc::now_rfc3339();
+    let started_2822 = crate::doc::now_rfc2822();
+    let stop = StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
+    let mut announce = Announce {
+        quiet: a.quiet,
+        preheat_s: a.preheat.as_secs_f64(),
+        started_ns: 0,
+    };
+    let result = oslat::run(&plan, &stop, &mut announce)?;
+    let mut out = std::io::stdout().lock();
+    if let (Some((cpu, gap)), Some(us)) = (result.trace_hit, a.trace_threshold) {
+        if let Some(msg) = mark_trace(us, cpu, gap) {
+            writeln!(out, "{msg}")?;
+        }
+    }
+    if !a.quiet {
+        writeln!(out, "Test completed.\n")?;
+    }
+    let warnings = shortfalls(&result);
+    for w in &warnings {
+        eprintln!("rtgauge: warning: {w}");
+    }
+    write!(
+        out,
+        "{}",
+        rttests::render_oslat_summary(&result, a.zero_omit)
+    )?;
+    write!(
+        out,
+        "{}",
+        rttests::render_oslat_extras(&result, announce.started_ns)
+    )?;
+    out.flush()?;
+
+    if let Some(path) = &a.json {
+        let cmdline = crate::doc::command_line().join(" ");
+        let end = crate::doc::now_rfc2822();
+        let env = rttests::Envelope {
+            cmdline: &cmdline,
+            version: env!("CARGO_PKG_VERSION"),
+            start_time: &started_2822,
+            end_time: &end,
+            return_code: 0,
+            system: &system,
+        };
+        crate::doc::write_json(path, &rttests::render_oslat_json(&result, &env))
+            .with_context(|| format!("--json {}", path.display()))?;
+    }
+    if let Some(path) = &a.output {
+        let status = if result.stop_reason == StopReason::Signal {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        };
+        let doc = crate::doc::document(
+            started,
+            system,
+            vec![ProbeResult::Oslat(result)],
+            status,
+            warnings,
+        );
+        crate::doc::write_json(path, &doc)
+            .with_context(|| format!("--output {}", path.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_as_oslat_takes_them() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("16K"), Ok(16 << 10));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert!(parse_size("2G").is_err());
+        assert!(parse_size("K").is_err());
+        assert!(parse_size("-1K").is_err());
+        assert!(parse_size("").is_err());
+    }
+}

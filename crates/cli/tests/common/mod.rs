@@ -1,0 +1,51 @@
+//! Helpers shared by the end-to-end tests.
+
+#![allow(dead_code, clippy::unwrap_used)] // each test binary uses a subset; a failed unwrap is a failed test
+
+use serde_json::Value;
+use std::path::Path;
+
+pub fn rtgauge() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("rtgauge").unwrap()
+}
+
+pub fn rtgauge_std() -> std::process::Command {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Start `args` with stdout/stderr captured, send SIGINT after `after`, and return its output and how long
+/// it took to end after the signal.
+pub fn interrupt(
+    args: &[&str],
+    after: std::time::Duration,
+) -> (std::process::Output, std::time::Duration) {
+    let child = rtgauge_std()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    (out, t.elapsed())
+}
+
+/// Busy-loop probes monopolise their CPU (at SCHED_FIFO 99 for up to a second at a time, until RT
+/// throttling steps in); tests that run them hold this lock so they do not starve each other.
+pub static BUSY_CPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn busy_cpu() -> std::sync::MutexGuard<'static, ()> {
+    BUSY_CPU.lock().unwrap_or_else(|e| e.into_inner())
+}
