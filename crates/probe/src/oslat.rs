@@ -614,7 +614,7 @@ fn assemble(
             })
             .collect();
         let mut worst = st.worst.clone();
-        worst.sort_by(|a, b| b.gap_ns.cmp(&a.gap_ns));
+        worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
         ppm.push(cal.cross_check_ppm(st.ticks, st.raw_ns));
         threads.push(OslatThread {
             index: out.index as u32,

@@ -243,7 +243,7 @@ pub fn render_percentile_table(r: &CyclicResult) -> String {
 
 /// oslat prints µs, or ns-precision µs (3 decimals) when the bucket width is not a whole µs.
 fn oslat_precision(r: &OslatResult) -> usize {
-    if r.config.bucket_width_ns % 1000 == 0 {
+    if r.config.bucket_width_ns.is_multiple_of(1000) {
         0
     } else {
         3
