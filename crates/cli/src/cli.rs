@@ -24,6 +24,11 @@ pub enum Command {
     Oslat(Box<crate::cmd::oslat::OslatArgs>),
     /// The main job: fingerprint the platform and run the quick profile of probes.
     Run(crate::cmd::run::RunArgs),
+    /// Real-time readiness audit of this host or guest (or a captured tree), or lint of a .vmx, libvirt XML or
+    /// Kubernetes YAML definition.
+    Audit(crate::cmd::audit::AuditArgs),
+    /// The platform fingerprint: CPU, topology, NUMA, kernel and preemption, clocksource, virtualization, tuning.
+    Fingerprint(crate::cmd::fingerprint::FingerprintArgs),
 }
 
 /// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).

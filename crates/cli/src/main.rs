@@ -17,6 +17,8 @@ fn main() -> ExitCode {
         cli::Command::Cyclic(a) => cmd::cyclic::run(a),
         cli::Command::Oslat(a) => cmd::oslat::run(a),
         cli::Command::Run(a) => cmd::run::run(a),
+        cli::Command::Audit(a) => cmd::audit::run(a),
+        cli::Command::Fingerprint(a) => cmd::fingerprint::run(a),
     };
     match result {
         Ok(code) => code,

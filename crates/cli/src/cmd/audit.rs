@@ -71,8 +71,13 @@ pub struct AuditArgs {
 
 fn read_definition(path: &PathBuf) -> anyhow::Result<(String, String)> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|e| anyhow::anyhow!("{}: not UTF-8 text (byte {})", path.display(), e.utf8_error().valid_up_to()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     Ok((path.display().to_string(), text))
 }
 
@@ -96,7 +101,11 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
             }
             None => HostRoot::live(),
         };
-        let root = if a.capture.is_some() { base.recording() } else { base };
+        let root = if a.capture.is_some() {
+            base.recording()
+        } else {
+            base
+        };
         let target = match a.target.as_str() {
             "auto" => None,
             t => Some(Target::parse(t).with_context(|| format!("--target {t}: unknown target"))?),
@@ -110,7 +119,8 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &a.capture {
             // The fingerprint's reads belong to a capture too, so `fingerprint --root DIR` works on it.
             let _ = rtgauge_host::fingerprint::read_fingerprint(&root);
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
             let n = root
                 .write_capture(dir)
                 .with_context(|| format!("cannot write the capture into {}", dir.display()))?;
@@ -123,5 +133,9 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
         Format::Text => render_audit_text(&report, a.verbose),
     };
     std::io::stdout().lock().write_all(out.as_bytes())?;
-    Ok(if report.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if report.failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -1,13 +1,726 @@
-//! Kubernetes / OpenShift YAML linter (catalogue §11).
+//! Kubernetes / OpenShift YAML linter (catalogue §11): pods and pod templates (Deployment, StatefulSet,
+//! DaemonSet, Job, ReplicaSet), KubeletConfiguration and PerformanceProfile, one or more `---` documents.
+//!
+//! The YAML tree carries no positions, so evidence lines come from locating `key:` in the text after the
+//! document's first line (good enough for hand-written manifests; "absent" when the key is not there).
 
+use super::{finding, report, LintError, LintRule};
+use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Subject};
 use rtgauge_model::CpuSet;
+use yaml_rust2::{Yaml, YamlLoader};
+
+macro_rules! rule {
+    ($name:ident, $id:expr, $sev:expr, $exp:expr, $fix:expr, $src:expr) => {
+        const $name: LintRule = LintRule {
+            id: $id,
+            severity: $sev,
+            expected: $exp,
+            remediation: $fix,
+            source: $src,
+        };
+    };
+}
+
+rule!(R_QOS, "k8s-pod-guaranteed-qos", Severity::High,
+    "Guaranteed QoS: every container has cpu and memory limits equal to requests",
+    "Set resources.requests == resources.limits for cpu and memory in every container (and init container).", "[K8s1][C1]");
+rule!(
+    R_WHOLE,
+    "k8s-pod-whole-cpus",
+    Severity::High,
+    "integer CPU requests (\"4\" or \"4000m\") so the static CPU manager grants exclusive CPUs",
+    "Request whole cores: resources.requests.cpu: \"4\".",
+    "[K8s1][C1][O2]"
+);
+rule!(
+    R_HUGE,
+    "k8s-pod-hugepages",
+    Severity::Medium,
+    "hugepages-* requests == limits and a HugePages emptyDir volume",
+    "Request hugepages-1Gi (requests == limits) and mount an emptyDir with medium: HugePages-1Gi.",
+    "[K8s2][O1]"
+);
+rule!(R_RC, "k8s-pod-runtimeclass", Severity::High,
+    "spec.runtimeClassName naming a high-performance handler whenever crio.io annotations are used",
+    "Set spec.runtimeClassName: performance-<profile> (a handler whose allowed_annotations list the crio.io keys).", "[O3]");
+rule!(R_ANN, "k8s-pod-crio-annotations", Severity::Medium,
+    "cpu-load-balancing.crio.io, cpu-quota.crio.io, irq-load-balancing.crio.io = \"disable\"; cpu-c-states.crio.io disable or max_latency:N; cpu-freq-governor.crio.io performance",
+    "Add the annotations under metadata.annotations (pod template metadata for workloads).", "[C1][O3]");
+rule!(R_CPUMGR, "kubelet-cpu-manager", Severity::High,
+    "cpuManagerPolicy: static with reservedSystemCPUs = H (full-pcpus-only with SMT)",
+    "Set cpuManagerPolicy: static and reservedSystemCPUs; drain the node, remove cpu_manager_state, restart kubelet.", "[O2][K8s1]");
+rule!(R_TOPO, "kubelet-topology-memory-manager", Severity::Medium,
+    "topologyManagerPolicy single-numa-node (or restricted); memoryManagerPolicy Static needs reservedMemory",
+    "Set topologyManagerPolicy: single-numa-node, memoryManagerPolicy: Static with reservedMemory.", "[O2][K8s2][K8s3]");
+rule!(
+    R_RESV,
+    "kubelet-reserved-vs-host",
+    Severity::Medium,
+    "reservedSystemCPUs ∩ I = ∅ and reservedSystemCPUs ∪ I = all online CPUs",
+    "Align the kubelet reserved set with the host housekeeping set.",
+    "[O4]"
+);
+rule!(R_PP, "performanceprofile-lint", Severity::Medium,
+    "isolated/reserved disjoint and set; realTimeKernel.enabled for hard RT; highPowerConsumption and perPodPowerManagement not both; IRQ load balancing disabled globally or per pod",
+    "Fix the PerformanceProfile spec.", "[O4][O1][O6][O3]");
 
 /// `reservedSystemCPUs` of a KubeletConfiguration, if the text is one.
 pub fn kubelet_reserved_cpus(text: &str) -> Option<CpuSet> {
-    let docs = yaml_rust2::YamlLoader::load_from_str(text).ok()?;
+    let docs = YamlLoader::load_from_str(text).ok()?;
     docs.iter().find_map(|d| {
         d["reservedSystemCPUs"]
             .as_str()
             .and_then(|s| CpuSet::parse(s).ok())
     })
+}
+
+struct Doc<'a> {
+    file: &'a str,
+    lines: Vec<&'a str>,
+    /// 0-based index of the document's first line.
+    start: usize,
+    end: usize,
+}
+
+impl Doc<'_> {
+    /// 1-based line of the first `key:` at or after 0-based line `from` within this document.
+    fn find(&self, key: &str, from: usize) -> Option<usize> {
+        (from.max(self.start)..self.end)
+            .find(|&i| {
+                let l = self.lines[i].trim_start().trim_start_matches("- ");
+                let l = l.trim_start_matches(['"', '\'']);
+                l.strip_prefix(key)
+                    .is_some_and(|r| r.trim_start_matches(['"', '\'']).starts_with(':'))
+            })
+            .map(|i| i + 1)
+    }
+    /// Line of a path of keys, each searched after the previous one.
+    fn line_of(&self, path: &[&str]) -> Option<usize> {
+        let mut at = self.start;
+        let mut found = None;
+        for k in path {
+            let l = self.find(k, at)?;
+            at = l;
+            found = Some(l);
+        }
+        found
+    }
+    fn ev(&self, what: &str, path: &[&str], value: Option<String>) -> Evidence {
+        match (self.line_of(path), value) {
+            (Some(l), Some(v)) => Evidence::new(what, format!("{}:{l}", self.file), v),
+            (Some(l), None) => Evidence::new(what, format!("{}:{l}", self.file), "present"),
+            (None, Some(v)) => Evidence::new(what, self.file.to_string(), v),
+            (None, None) => Evidence::new(what, self.file.to_string(), "absent"),
+        }
+    }
+}
+
+fn scalar(y: &Yaml) -> Option<String> {
+    match y {
+        Yaml::String(s) => Some(s.clone()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Real(r) => Some(r.clone()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Kubernetes quantity → number of base units (CPU: millicores when `milli`; memory: bytes).
+pub fn parse_quantity(s: &str, milli: bool) -> Option<u128> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, suf) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    if !v.is_finite() || v < 0.0 {
+        return None;
+    }
+    let mult: f64 = match suf {
+        "" => {
+            if milli {
+                1000.0
+            } else {
+                1.0
+            }
+        }
+        "m" => {
+            if milli {
+                1.0
+            } else {
+                0.001
+            }
+        }
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        _ => return None,
+    };
+    let r = v * mult;
+    (r < 1e30).then_some(r.round() as u128)
+}
+
+/// Lint a Kubernetes YAML text (all documents).
+pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| LintError::Malformed {
+        file: file.to_string(),
+        line: e.marker().line(),
+        reason: e.to_string(),
+    })?;
+    let lines: Vec<&str> = text.lines().collect();
+    // Document boundaries: lines that are exactly `---` (possibly with a trailing comment).
+    let mut starts = vec![0usize];
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim_end() == "---" || l.starts_with("--- ") {
+            starts.push(i + 1);
+        }
+    }
+    if starts.len() > 1
+        && lines.iter().take(starts[1]).all(|l| {
+            l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim_end() == "---"
+        })
+    {
+        starts.remove(0);
+    }
+    let mut findings = Vec::new();
+    for (i, y) in docs.iter().enumerate() {
+        if y.is_null() || y.is_badvalue() {
+            continue;
+        }
+        let start = starts.get(i).copied().unwrap_or(0);
+        let end = starts.get(i + 1).copied().unwrap_or(lines.len());
+        let d = Doc {
+            file,
+            lines: lines.clone(),
+            start,
+            end,
+        };
+        let kind = y["kind"].as_str().unwrap_or("");
+        let err = |reason: String| LintError::Malformed {
+            file: file.to_string(),
+            line: start + 1,
+            reason,
+        };
+        match kind {
+            "Pod" => findings.extend(lint_pod(&d, &y["metadata"], &y["spec"])),
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
+                let t = &y["spec"]["template"];
+                if t.is_badvalue() {
+                    return Err(err(format!("{kind} without spec.template")));
+                }
+                findings.extend(lint_pod(&d, &t["metadata"], &t["spec"]));
+            }
+            "KubeletConfiguration" => findings.extend(lint_kubelet(&d, y)),
+            "KubeletConfig" => findings.extend(lint_kubelet(&d, &y["spec"]["kubeletConfig"])),
+            "PerformanceProfile" => findings.push(lint_pp(&d, &y["spec"])),
+            "" => return Err(err("document without kind".into())),
+            k => return Err(err(format!("kind {k} is not linted (Pod, Deployment, StatefulSet, DaemonSet, Job, KubeletConfiguration, PerformanceProfile)"))),
+        }
+    }
+    if findings.is_empty() {
+        return Err(LintError::Malformed {
+            file: file.to_string(),
+            line: 1,
+            reason: "no Kubernetes object in the file".into(),
+        });
+    }
+    Ok(report(Subject::K8s, file, findings))
+}
+
+fn containers(spec: &Yaml) -> Vec<(&'static str, &Yaml)> {
+    let mut v = Vec::new();
+    for (key, label) in [
+        ("containers", "container"),
+        ("initContainers", "init container"),
+    ] {
+        if let Some(list) = spec[key].as_vec() {
+            v.extend(list.iter().map(|c| (label, c)));
+        }
+    }
+    v
+}
+
+fn lint_pod(d: &Doc, meta: &Yaml, spec: &Yaml) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let conts = containers(spec);
+    let name = |c: &Yaml| c["name"].as_str().unwrap_or("?").to_string();
+
+    // Guaranteed QoS
+    let mut problems = Vec::new();
+    let mut ev = Vec::new();
+    for (label, c) in &conts {
+        let n = name(c);
+        let r = &c["resources"];
+        // Evidence lines: search the resources after the line that names this container.
+        let name_line = (d.start..d.end).find(|&i| {
+            let l = d.lines[i].trim_start().trim_start_matches("- ");
+            l.starts_with("name:") && l.contains(n.as_str())
+        });
+        for res in ["cpu", "memory"] {
+            let lim = scalar(&r["limits"][res]);
+            let req = scalar(&r["requests"][res]).or_else(|| lim.clone());
+            let src = name_line
+                .and_then(|nl| d.line_of_from(&["limits", res], nl))
+                .map(|l| format!("{}:{l}", d.file))
+                .unwrap_or_else(|| d.file.to_string());
+            ev.push(Evidence::new(
+                format!("{n} limits.{res}"),
+                src,
+                lim.clone().unwrap_or_else(|| "absent".into()),
+            ));
+            match (&req, &lim) {
+                (_, None) => problems.push(format!("{label} {n}: no {res} limit")),
+                (Some(a), Some(b))
+                    if parse_quantity(a, res == "cpu") != parse_quantity(b, res == "cpu") =>
+                {
+                    problems.push(format!("{label} {n}: {res} request {a} != limit {b}"))
+                }
+                _ => {}
+            }
+        }
+    }
+    out.push(if conts.is_empty() {
+        finding(
+            &R_QOS,
+            Status::Fail,
+            "no containers",
+            vec![d.ev("containers", &["containers"], None)],
+        )
+    } else if problems.is_empty() {
+        finding(
+            &R_QOS,
+            Status::Pass,
+            "Guaranteed QoS: limits == requests for cpu and memory everywhere",
+            ev,
+        )
+    } else {
+        finding(&R_QOS, Status::Fail, problems.join("; "), ev)
+    });
+
+    // Whole CPUs
+    let mut problems = Vec::new();
+    let mut ev = Vec::new();
+    for (label, c) in conts.iter().filter(|(l, _)| *l == "container") {
+        let n = name(c);
+        let cpu = scalar(&c["resources"]["requests"]["cpu"])
+            .or_else(|| scalar(&c["resources"]["limits"]["cpu"]));
+        ev.push(d.ev(&format!("{n} cpu"), &["requests", "cpu"], cpu.clone()));
+        match cpu.as_deref().map(|q| (q, parse_quantity(q, true))) {
+            None => problems.push(format!("{label} {n}: no cpu request")),
+            Some((q, None)) => problems.push(format!("{label} {n}: cpu '{q}' is not a quantity")),
+            Some((q, Some(m))) if m == 0 || m % 1000 != 0 => problems.push(format!(
+                "{label} {n}: cpu {q} is not a whole number of CPUs"
+            )),
+            _ => {}
+        }
+    }
+    out.push(if problems.is_empty() && !ev.is_empty() {
+        finding(&R_WHOLE, Status::Pass, "integer CPU requests", ev)
+    } else {
+        finding(
+            &R_WHOLE,
+            Status::Fail,
+            if problems.is_empty() {
+                "no containers".into()
+            } else {
+                problems.join("; ")
+            },
+            ev,
+        )
+    });
+
+    // Hugepages
+    let mut hp = Vec::new();
+    let mut problems = Vec::new();
+    for (_, c) in &conts {
+        let r = &c["resources"];
+        for sect in ["requests", "limits"] {
+            if let Some(h) = r[sect].as_hash() {
+                for (k, _) in h {
+                    if let Some(k) = k.as_str().filter(|k| k.starts_with("hugepages-")) {
+                        if !hp.contains(&k.to_string()) {
+                            hp.push(k.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        for k in &hp {
+            let req = scalar(&r["requests"][k.as_str()]);
+            let lim = scalar(&r["limits"][k.as_str()]);
+            if req.is_some() && req != lim {
+                problems.push(format!("{}: {k} requests != limits", name(c)));
+            }
+        }
+    }
+    let vol = spec["volumes"].as_vec().is_some_and(|v| {
+        v.iter().any(|x| {
+            x["emptyDir"]["medium"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("HugePages"))
+        })
+    });
+    let ev = vec![
+        d.ev(
+            "hugepages resources",
+            &["hugepages-"],
+            (!hp.is_empty()).then(|| hp.join(" ")),
+        ),
+        d.ev(
+            "HugePages emptyDir",
+            &["medium"],
+            vol.then(|| "HugePages".to_string()),
+        ),
+    ];
+    out.push(if hp.is_empty() {
+        finding(
+            &R_HUGE,
+            Status::NotApplicable,
+            "no huge pages requested",
+            ev,
+        )
+    } else if !problems.is_empty() {
+        finding(&R_HUGE, Status::Fail, problems.join("; "), ev)
+    } else if !vol {
+        finding(
+            &R_HUGE,
+            Status::Warn,
+            "huge pages requested but no HugePages emptyDir mounted",
+            ev,
+        )
+    } else {
+        finding(
+            &R_HUGE,
+            Status::Pass,
+            format!("{} requested and mounted", hp.join(", ")),
+            ev,
+        )
+    });
+
+    // Runtime class + annotations
+    let anns: Vec<(String, String)> = meta["annotations"]
+        .as_hash()
+        .map(|h| {
+            h.iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), scalar(v)?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let crio: Vec<&(String, String)> = anns
+        .iter()
+        .filter(|(k, _)| k.ends_with(".crio.io"))
+        .collect();
+    let rc = spec["runtimeClassName"].as_str().map(str::to_string);
+    let ev = vec![d.ev("runtimeClassName", &["runtimeClassName"], rc.clone())];
+    out.push(match (&rc, crio.is_empty()) {
+        (Some(r), _) => finding(
+            &R_RC,
+            Status::Pass,
+            format!("runtime class {r} (its handler must allow the crio.io annotations)"),
+            ev,
+        ),
+        (None, false) => finding(
+            &R_RC,
+            Status::Fail,
+            "crio.io annotations without a runtime class: ignored by CRI-O",
+            ev,
+        ),
+        (None, true) => finding(&R_RC, Status::Warn, "no high-performance runtime class", ev),
+    });
+    let get = |k: &str| anns.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
+    let mut ev = Vec::new();
+    let mut fails = Vec::new();
+    let mut warns = Vec::new();
+    for k in [
+        "cpu-load-balancing.crio.io",
+        "cpu-quota.crio.io",
+        "irq-load-balancing.crio.io",
+    ] {
+        let v = get(k);
+        ev.push(d.ev(k, &[k], v.clone()));
+        match v.as_deref() {
+            Some("disable") => {}
+            Some("true") => warns.push(format!("{k}: \"true\" is deprecated, use \"disable\"")),
+            Some(x) => fails.push(format!("{k}: {x}")),
+            None => fails.push(format!("{k} absent")),
+        }
+    }
+    let cs = get("cpu-c-states.crio.io");
+    ev.push(d.ev(
+        "cpu-c-states.crio.io",
+        &["cpu-c-states.crio.io"],
+        cs.clone(),
+    ));
+    match cs.as_deref() {
+        None | Some("disable") => {}
+        Some(x)
+            if x.starts_with("max_latency:")
+                && x["max_latency:".len()..].parse::<u32>().is_ok() => {}
+        Some("enable") => warns.push("cpu-c-states.crio.io: enable allows all C-states".into()),
+        Some(x) => fails.push(format!("cpu-c-states.crio.io: {x}")),
+    }
+    let gov = get("cpu-freq-governor.crio.io");
+    ev.push(d.ev(
+        "cpu-freq-governor.crio.io",
+        &["cpu-freq-governor.crio.io"],
+        gov.clone(),
+    ));
+    if let Some(g) = gov.filter(|g| g != "performance") {
+        warns.push(format!("cpu-freq-governor.crio.io: {g}"));
+    }
+    out.push(if !fails.is_empty() {
+        fails.extend(warns);
+        finding(&R_ANN, Status::Fail, fails.join("; "), ev)
+    } else if !warns.is_empty() {
+        finding(&R_ANN, Status::Warn, warns.join("; "), ev)
+    } else {
+        finding(
+            &R_ANN,
+            Status::Pass,
+            "CPU and IRQ load balancing and CFS quota disabled for the pod",
+            ev,
+        )
+    });
+    out
+}
+
+impl Doc<'_> {
+    fn line_of_from(&self, path: &[&str], from: usize) -> Option<usize> {
+        let mut at = from;
+        let mut found = None;
+        for k in path {
+            let l = self.find(k, at)?;
+            at = l;
+            found = Some(l);
+        }
+        found
+    }
+}
+
+fn lint_kubelet(d: &Doc, k: &Yaml) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let pol = k["cpuManagerPolicy"].as_str().map(str::to_string);
+    let reserved = k["reservedSystemCPUs"].as_str().map(str::to_string);
+    let opts = k["cpuManagerPolicyOptions"]["full-pcpus-only"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| scalar(&k["cpuManagerPolicyOptions"]["full-pcpus-only"]));
+    let ev = vec![
+        d.ev("cpuManagerPolicy", &["cpuManagerPolicy"], pol.clone()),
+        d.ev(
+            "reservedSystemCPUs",
+            &["reservedSystemCPUs"],
+            reserved.clone(),
+        ),
+        d.ev("full-pcpus-only", &["full-pcpus-only"], opts.clone()),
+    ];
+    out.push(match (pol.as_deref(), &reserved) {
+        (Some("static"), Some(r)) if CpuSet::parse(r).is_ok() => finding(
+            &R_CPUMGR,
+            Status::Pass,
+            format!(
+                "static CPU manager, reserved {r}{}",
+                if opts.as_deref() == Some("true") {
+                    ", full-pcpus-only"
+                } else {
+                    ""
+                }
+            ),
+            ev,
+        ),
+        (Some("static"), Some(r)) => finding(
+            &R_CPUMGR,
+            Status::Fail,
+            format!("reservedSystemCPUs '{r}' is not a CPU list"),
+            ev,
+        ),
+        (Some("static"), None) => finding(
+            &R_CPUMGR,
+            Status::Fail,
+            "static CPU manager without reservedSystemCPUs",
+            ev,
+        ),
+        (p, _) => finding(
+            &R_CPUMGR,
+            Status::Fail,
+            format!("cpuManagerPolicy {}", p.unwrap_or("none (default)")),
+            ev,
+        ),
+    });
+    let topo = k["topologyManagerPolicy"].as_str().map(str::to_string);
+    let mem = k["memoryManagerPolicy"].as_str().map(str::to_string);
+    let has_resv_mem = k["reservedMemory"].as_vec().is_some_and(|v| !v.is_empty());
+    let ev = vec![
+        d.ev(
+            "topologyManagerPolicy",
+            &["topologyManagerPolicy"],
+            topo.clone(),
+        ),
+        d.ev(
+            "topologyManagerScope",
+            &["topologyManagerScope"],
+            k["topologyManagerScope"].as_str().map(str::to_string),
+        ),
+        d.ev("memoryManagerPolicy", &["memoryManagerPolicy"], mem.clone()),
+        d.ev(
+            "reservedMemory",
+            &["reservedMemory"],
+            has_resv_mem.then(|| "present".to_string()),
+        ),
+    ];
+    out.push(match (topo.as_deref(), mem.as_deref()) {
+        (_, Some("Static")) if !has_resv_mem => finding(
+            &R_TOPO,
+            Status::Fail,
+            "memoryManagerPolicy Static without reservedMemory",
+            ev,
+        ),
+        (Some("single-numa-node" | "restricted"), _) => finding(
+            &R_TOPO,
+            Status::Pass,
+            format!("topology manager {}", topo.clone().unwrap_or_default()),
+            ev,
+        ),
+        (t, _) => finding(
+            &R_TOPO,
+            Status::Fail,
+            format!("topologyManagerPolicy {}", t.unwrap_or("none (default)")),
+            ev,
+        ),
+    });
+    out.push(finding(
+        &R_RESV,
+        Status::NotApplicable,
+        "needs the host's isolated and online CPUs: run `rtgauge audit --target k8s-rt-node` on the node",
+        vec![d.ev("reservedSystemCPUs", &["reservedSystemCPUs"], reserved)],
+    ));
+    out
+}
+
+fn lint_pp(d: &Doc, s: &Yaml) -> Finding {
+    let iso = s["cpu"]["isolated"].as_str().map(str::to_string);
+    let res = s["cpu"]["reserved"].as_str().map(str::to_string);
+    let rt = s["realTimeKernel"]["enabled"].as_bool();
+    let hp = s["workloadHints"]["highPowerConsumption"]
+        .as_bool()
+        .unwrap_or(false);
+    let ppm = s["workloadHints"]["perPodPowerManagement"]
+        .as_bool()
+        .unwrap_or(false);
+    let irq = s["globallyDisableIrqLoadBalancing"].as_bool();
+    let ev = vec![
+        d.ev("cpu.isolated", &["cpu", "isolated"], iso.clone()),
+        d.ev("cpu.reserved", &["cpu", "reserved"], res.clone()),
+        d.ev(
+            "realTimeKernel.enabled",
+            &["realTimeKernel", "enabled"],
+            rt.map(|b| b.to_string()),
+        ),
+        d.ev(
+            "workloadHints.highPowerConsumption",
+            &["highPowerConsumption"],
+            Some(hp.to_string()),
+        ),
+        d.ev(
+            "workloadHints.perPodPowerManagement",
+            &["perPodPowerManagement"],
+            Some(ppm.to_string()),
+        ),
+        d.ev(
+            "globallyDisableIrqLoadBalancing",
+            &["globallyDisableIrqLoadBalancing"],
+            irq.map(|b| b.to_string()),
+        ),
+    ];
+    let mut fails = Vec::new();
+    let mut warns = Vec::new();
+    match (
+        iso.as_deref().map(CpuSet::parse),
+        res.as_deref().map(CpuSet::parse),
+    ) {
+        (Some(Ok(i)), Some(Ok(r))) => {
+            let both = i.intersection(&r);
+            if !both.is_empty() {
+                fails.push(format!("isolated and reserved overlap on {both}"));
+            }
+        }
+        (Some(Err(e)), _) | (_, Some(Err(e))) => fails.push(format!("CPU list invalid: {e}")),
+        _ => fails.push("spec.cpu.isolated and spec.cpu.reserved are required".to_string()),
+    }
+    if rt != Some(true) {
+        fails.push("realTimeKernel.enabled is not true".to_string());
+    }
+    if hp && ppm {
+        fails.push(
+            "highPowerConsumption and perPodPowerManagement are mutually exclusive".to_string(),
+        );
+    }
+    if irq != Some(true) {
+        warns.push(
+            "globallyDisableIrqLoadBalancing not true: pods need irq-load-balancing.crio.io"
+                .to_string(),
+        );
+    }
+    if !fails.is_empty() {
+        fails.extend(warns);
+        finding(&R_PP, Status::Fail, fails.join("; "), ev)
+    } else if !warns.is_empty() {
+        finding(&R_PP, Status::Warn, warns.join("; "), ev)
+    } else {
+        finding(
+            &R_PP,
+            Status::Pass,
+            "isolated/reserved disjoint, RT kernel, IRQ balancing disabled",
+            ev,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities() {
+        assert_eq!(parse_quantity("4", true), Some(4000));
+        assert_eq!(parse_quantity("4000m", true), Some(4000));
+        assert_eq!(parse_quantity("500m", true), Some(500));
+        assert_eq!(parse_quantity("1Gi", false), Some(1 << 30));
+        assert_eq!(parse_quantity("x", false), None);
+        assert_eq!(parse_quantity("1e999", false), None);
+    }
+
+    #[test]
+    fn malformed_yaml_names_the_line() {
+        let e = lint_k8s("p.yaml", "kind: Pod\nspec:\n  containers: [\n").unwrap_err();
+        assert!(e.to_string().starts_with("p.yaml:"), "{e}");
+        let e = lint_k8s("p.yaml", "kind: Service\n").unwrap_err();
+        assert!(e.to_string().contains("not linted"));
+        assert!(lint_k8s("p.yaml", "").is_err());
+    }
+
+    #[test]
+    fn kubelet_reserved() {
+        assert_eq!(
+            kubelet_reserved_cpus("reservedSystemCPUs: \"0-1\"\n")
+                .unwrap()
+                .to_string(),
+            "0-1"
+        );
+        assert!(kubelet_reserved_cpus("a: [").is_none());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_panic_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let s = String::from_utf8_lossy(&bytes);
+            let _ = lint_k8s("x.yaml", &s);
+            let _ = lint_k8s("x.yaml", &format!("kind: Pod\nspec:\n  containers:\n  - name: a\n    {s}\n"));
+        }
+    }
 }

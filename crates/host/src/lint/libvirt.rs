@@ -1,1 +1,651 @@
-//! libvirt domain XML linter (catalogue §9).
+//! libvirt domain XML linter (catalogue §9; element names from libvirt docs/formatdomain.rst and the
+//! kvm-realtime kbase). Evidence names `file:line` of the element read.
+
+use super::{finding, report, LintError, LintRule};
+use roxmltree::{Document, Node};
+use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Subject};
+use rtgauge_model::CpuSet;
+use std::collections::BTreeSet;
+
+macro_rules! rule {
+    ($name:ident, $id:expr, $sev:expr, $exp:expr, $fix:expr, $src:expr) => {
+        const $name: LintRule = LintRule {
+            id: $id,
+            severity: $sev,
+            expected: $exp,
+            remediation: $fix,
+            source: $src,
+        };
+    };
+}
+
+rule!(
+    R_PIN,
+    "libvirt-vcpupin",
+    Severity::High,
+    "one <vcpupin> per vCPU 0..N-1, each a single distinct host CPU; no placement='auto'",
+    "Add <vcpupin vcpu='k' cpuset='<pcpu>'/> for every vCPU under <cputune>.",
+    "[L1][L2]"
+);
+rule!(R_EMU, "libvirt-emulator-iothread-pin", Severity::High,
+    "<emulatorpin> present and disjoint from the vCPU pCPUs; every IOThread pinned off the RT pCPUs",
+    "Add <emulatorpin cpuset='<housekeeping CPUs>'/> and <iothreadpin iothread='n' cpuset='…'/>.", "[L1][L2]");
+rule!(
+    R_SCHED,
+    "libvirt-vcpusched",
+    Severity::Medium,
+    "<vcpusched vcpus='<rt vcpus>' scheduler='fifo' priority='1'/> with vcpus inside 0..N-1",
+    "Add <vcpusched vcpus='<rt vcpus>' scheduler='fifo' priority='1'/> under <cputune>.",
+    "[L1][L2][R3]"
+);
+rule!(R_HUGE, "libvirt-hugepages", Severity::Medium,
+    "guest RAM on huge pages (<memoryBacking><hugepages>), ideally 1 GiB on the pinned NUMA node",
+    "Add <memoryBacking><hugepages><page size='1' unit='G' nodeset='…'/></hugepages></memoryBacking>.", "[L1][L2][R1]");
+rule!(
+    R_LOCK,
+    "libvirt-locked-noshare",
+    Severity::Medium,
+    "<locked/> and <nosharepages/> in <memoryBacking>, with a sized <memtune><hard_limit>",
+    "Add <locked/>, <nosharepages/> and <memtune><hard_limit unit='KiB'>…</hard_limit></memtune>.",
+    "[L1][L2]"
+);
+rule!(
+    R_NUMA,
+    "libvirt-numatune",
+    Severity::Medium,
+    "<numatune><memory mode='strict' nodeset='N'/></numatune>, not placement='auto'",
+    "Add <numatune><memory mode='strict' nodeset='N'/></numatune> (N = node of the pinned pCPUs).",
+    "[L1][L2]"
+);
+rule!(R_CPU, "libvirt-cpu-model-tsc", Severity::Medium,
+    "<cpu mode='host-passthrough' migratable='off'> with topology threads='1' and <feature policy='require' name='tsc-deadline'/> (invtsc for a tsc clocksource)",
+    "Set <cpu mode='host-passthrough' migratable='off'>, threads='1', <feature policy='require' name='tsc-deadline'/> and name='invtsc'.", "[L1][L2][R1]");
+rule!(
+    R_PMU,
+    "libvirt-pmu-off",
+    Severity::Medium,
+    "<features><pmu state='off'/></features> (default is on)",
+    "Add <pmu state='off'/> under <features>.",
+    "[L1][L3][R3][L2]"
+);
+rule!(R_HINT, "libvirt-hint-dedicated", Severity::Low,
+    "<features><kvm><hint-dedicated state='on'/></kvm></features> with 1:1 pinning and host-passthrough",
+    "Add <kvm><hint-dedicated state='on'/></kvm> under <features> (only with 1:1 pinning).", "[L3][L4]");
+rule!(
+    R_BALLOON,
+    "libvirt-memballoon-none",
+    Severity::Low,
+    "<memballoon model='none'/>",
+    "Set <memballoon model='none'/> under <devices>.",
+    "[L1]"
+);
+rule!(
+    R_STRIP,
+    "libvirt-strip-devices",
+    Severity::Low,
+    "<controller type='usb' model='none'/>, no <graphics>, no <rng>, no USB <hostdev>",
+    "Remove graphics, RNG and USB host devices; set the USB controller model to none.",
+    "[L1][R1]"
+);
+
+struct Ctx<'a, 'i> {
+    file: &'a str,
+    doc: &'a Document<'i>,
+}
+
+impl<'a, 'i> Ctx<'a, 'i> {
+    fn line(&self, n: Node) -> u32 {
+        self.doc.text_pos_at(n.range().start).row
+    }
+    /// Evidence for an element (its attributes and text), or "absent".
+    fn ev(&self, what: &str, n: Option<Node>) -> Evidence {
+        match n {
+            Some(n) => {
+                let attrs: Vec<String> = n
+                    .attributes()
+                    .map(|a| format!("{}='{}'", a.name(), a.value()))
+                    .collect();
+                let text = n
+                    .text()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or("");
+                let mut v = format!(
+                    "<{}{}{}>",
+                    n.tag_name().name(),
+                    if attrs.is_empty() { "" } else { " " },
+                    attrs.join(" ")
+                );
+                if !text.is_empty() {
+                    v.push_str(text);
+                }
+                Evidence::new(what, format!("{}:{}", self.file, self.line(n)), v)
+            }
+            None => Evidence::new(what, self.file.to_string(), "absent"),
+        }
+    }
+}
+
+fn child<'a, 'i>(n: Node<'a, 'i>, name: &str) -> Option<Node<'a, 'i>> {
+    n.children()
+        .find(|c| c.is_element() && c.tag_name().name() == name)
+}
+
+fn children<'a, 'i>(n: Node<'a, 'i>, name: &'a str) -> impl Iterator<Item = Node<'a, 'i>> + 'a {
+    n.children()
+        .filter(move |c| c.is_element() && c.tag_name().name() == name)
+}
+
+fn path<'a, 'i>(n: Node<'a, 'i>, names: &[&str]) -> Option<Node<'a, 'i>> {
+    names.iter().try_fold(n, |n, name| child(n, name))
+}
+
+/// libvirt cpusets accept `^N` exclusions (formatdomain.rst, "cpuset").
+pub fn parse_libvirt_cpuset(s: &str) -> Result<CpuSet, String> {
+    let mut inc = Vec::new();
+    let mut exc = Vec::new();
+    for item in s.split(',') {
+        let item = item.trim();
+        if let Some(x) = item.strip_prefix('^') {
+            exc.extend(CpuSet::parse(x).map_err(|e| e.to_string())?.iter());
+        } else {
+            inc.extend(CpuSet::parse(item).map_err(|e| e.to_string())?.iter());
+        }
+    }
+    Ok(CpuSet::new(inc).difference(&CpuSet::new(exc)))
+}
+
+/// Lint a domain XML text.
+pub fn lint_libvirt(file: &str, text: &str) -> Result<AuditReport, LintError> {
+    let doc = Document::parse(text).map_err(|e| LintError::Malformed {
+        file: file.to_string(),
+        line: e.pos().row as usize,
+        reason: e.to_string(),
+    })?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "domain" {
+        return Err(LintError::Malformed {
+            file: file.to_string(),
+            line: doc.text_pos_at(root.range().start).row as usize,
+            reason: format!(
+                "root element is <{}>, expected <domain>",
+                root.tag_name().name()
+            ),
+        });
+    }
+    let c = Ctx { file, doc: &doc };
+    Ok(report(Subject::Libvirt, file, lint_domain(&c, root)))
+}
+
+fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let vcpu = child(d, "vcpu");
+    let n: u32 = vcpu
+        .and_then(|v| v.text())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(1);
+    let cputune = child(d, "cputune");
+
+    // vcpupin
+    let mut pins: Vec<(u32, Result<CpuSet, String>, Node)> = Vec::new();
+    if let Some(ct) = cputune {
+        for p in children(ct, "vcpupin") {
+            let v = p
+                .attribute("vcpu")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(u32::MAX);
+            pins.push((
+                v,
+                parse_libvirt_cpuset(p.attribute("cpuset").unwrap_or("")),
+                p,
+            ));
+        }
+    }
+    let mut ev = vec![c.ev("vcpu", vcpu)];
+    ev.extend(pins.iter().map(|(_, _, p)| c.ev("vcpupin", Some(*p))));
+    let mut problems = Vec::new();
+    if vcpu.and_then(|v| v.attribute("placement")) == Some("auto") {
+        problems.push("placement='auto'".to_string());
+    }
+    let mut used = BTreeSet::new();
+    let mut vcpu_pcpus = CpuSet::default();
+    for k in 0..n {
+        match pins.iter().find(|(v, _, _)| *v == k) {
+            None => problems.push(format!("vCPU {k} not pinned")),
+            Some((_, Err(e), p)) => problems.push(format!(
+                "vCPU {k} cpuset invalid at line {}: {e}",
+                c.line(*p)
+            )),
+            Some((_, Ok(s), _)) if s.len() != 1 => {
+                problems.push(format!("vCPU {k} pinned to {s}, not one CPU"))
+            }
+            Some((_, Ok(s), _)) => {
+                let p = s.as_slice()[0];
+                if !used.insert(p) {
+                    problems.push(format!("vCPU {k} shares host CPU {p}"));
+                }
+            }
+        }
+    }
+    for (v, s, _) in &pins {
+        if *v >= n {
+            problems.push(format!(
+                "vcpupin for vCPU {} beyond {} vCPU(s)",
+                if *v == u32::MAX {
+                    "?".to_string()
+                } else {
+                    v.to_string()
+                },
+                n
+            ));
+        }
+        if let Ok(s) = s {
+            vcpu_pcpus = CpuSet::new(vcpu_pcpus.iter().chain(s.iter()));
+        }
+    }
+    let one_to_one = problems.is_empty();
+    out.push(if one_to_one {
+        finding(
+            &R_PIN,
+            Status::Pass,
+            format!("{n} vCPU(s) pinned 1:1 to host CPUs {vcpu_pcpus}"),
+            ev,
+        )
+    } else {
+        finding(&R_PIN, Status::Fail, problems.join("; "), ev)
+    });
+
+    // emulatorpin / iothreads
+    let emu = cputune.and_then(|ct| child(ct, "emulatorpin"));
+    let mut ev = vec![c.ev("emulatorpin", emu)];
+    let mut problems = Vec::new();
+    match emu.map(|e| parse_libvirt_cpuset(e.attribute("cpuset").unwrap_or(""))) {
+        None => problems.push("no <emulatorpin>: QEMU threads may run on the RT pCPUs".to_string()),
+        Some(Err(e)) => problems.push(format!("emulatorpin cpuset invalid: {e}")),
+        Some(Ok(s)) if !s.intersection(&vcpu_pcpus).is_empty() => problems.push(format!(
+            "emulatorpin overlaps the vCPU pCPUs on {}",
+            s.intersection(&vcpu_pcpus)
+        )),
+        Some(Ok(_)) => {}
+    }
+    let iothreads: u32 = child(d, "iothreads")
+        .and_then(|t| t.text())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0);
+    if iothreads > 0 {
+        ev.push(c.ev("iothreads", child(d, "iothreads")));
+        for i in 1..=iothreads {
+            let pin = cputune.and_then(|ct| {
+                children(ct, "iothreadpin")
+                    .find(|p| p.attribute("iothread") == Some(&i.to_string()))
+            });
+            ev.push(c.ev("iothreadpin", pin));
+            match pin.map(|p| parse_libvirt_cpuset(p.attribute("cpuset").unwrap_or(""))) {
+                None => problems.push(format!("IOThread {i} not pinned")),
+                Some(Ok(s)) if !s.intersection(&vcpu_pcpus).is_empty() => {
+                    problems.push(format!("IOThread {i} on vCPU pCPUs"))
+                }
+                Some(Err(e)) => problems.push(format!("IOThread {i} cpuset invalid: {e}")),
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+    out.push(if problems.is_empty() {
+        finding(
+            &R_EMU,
+            Status::Pass,
+            "emulator (and IOThreads) pinned off the vCPU pCPUs",
+            ev,
+        )
+    } else {
+        finding(&R_EMU, Status::Fail, problems.join("; "), ev)
+    });
+
+    // vcpusched
+    let scheds: Vec<Node> = cputune
+        .map(|ct| children(ct, "vcpusched").collect())
+        .unwrap_or_default();
+    let ev: Vec<Evidence> = if scheds.is_empty() {
+        vec![c.ev("vcpusched", None)]
+    } else {
+        scheds.iter().map(|s| c.ev("vcpusched", Some(*s))).collect()
+    };
+    let mut problems = Vec::new();
+    for s in &scheds {
+        let sch = s.attribute("scheduler").unwrap_or("");
+        if !matches!(sch, "fifo" | "rr") {
+            problems.push(format!(
+                "line {}: scheduler '{sch}' is not fifo/rr",
+                c.line(*s)
+            ));
+        }
+        match s.attribute("priority").map(|p| p.parse::<u32>()) {
+            Some(Ok(p)) if (1..=99).contains(&p) => {}
+            Some(_) => problems.push(format!("line {}: priority outside 1-99", c.line(*s))),
+            None if matches!(sch, "fifo" | "rr") => {
+                problems.push(format!("line {}: fifo/rr without priority", c.line(*s)))
+            }
+            None => {}
+        }
+        if let Some(v) = s.attribute("vcpus") {
+            match parse_libvirt_cpuset(v) {
+                Ok(set) => {
+                    let out_of = CpuSet::new(set.iter().filter(|x| *x >= n));
+                    if !out_of.is_empty() {
+                        problems.push(format!(
+                            "line {}: vcpus='{v}' names vCPU(s) {out_of} of a {n}-vCPU guest",
+                            c.line(*s)
+                        ));
+                    }
+                }
+                Err(e) => problems.push(format!("line {}: vcpus invalid: {e}", c.line(*s))),
+            }
+        }
+    }
+    out.push(if scheds.is_empty() {
+        finding(
+            &R_SCHED,
+            Status::Fail,
+            "no <vcpusched>: vCPU threads run SCHED_OTHER",
+            ev,
+        )
+    } else if problems.is_empty() {
+        finding(&R_SCHED, Status::Pass, "RT vCPUs scheduled fifo/rr", ev)
+    } else {
+        finding(&R_SCHED, Status::Fail, problems.join("; "), ev)
+    });
+
+    // hugepages
+    let mb = child(d, "memoryBacking");
+    let hp = mb.and_then(|m| child(m, "hugepages"));
+    let page = hp.and_then(|h| child(h, "page"));
+    let ev = vec![c.ev("hugepages", hp), c.ev("page", page)];
+    out.push(match (hp, page) {
+        (None, _) => finding(&R_HUGE, Status::Fail, "guest RAM on small pages", ev),
+        (Some(_), Some(p)) => {
+            let size = p.attribute("size").unwrap_or("");
+            let unit = p.attribute("unit").unwrap_or("KiB");
+            let gig = (size == "1" && unit.eq_ignore_ascii_case("G"))
+                || (size == "1048576" && unit.eq_ignore_ascii_case("KiB"));
+            if gig {
+                finding(&R_HUGE, Status::Pass, "guest RAM on 1 GiB pages", ev)
+            } else {
+                finding(
+                    &R_HUGE,
+                    Status::Pass,
+                    format!("guest RAM on {size} {unit} pages (1 GiB preferred)"),
+                    ev,
+                )
+            }
+        }
+        (Some(_), None) => finding(
+            &R_HUGE,
+            Status::Pass,
+            "guest RAM on default-size huge pages",
+            ev,
+        ),
+    });
+
+    // locked / nosharepages / hard_limit
+    let locked = mb.and_then(|m| child(m, "locked"));
+    let noshare = mb.and_then(|m| child(m, "nosharepages"));
+    let hard = path(d, &["memtune", "hard_limit"]);
+    let ev = vec![
+        c.ev("locked", locked),
+        c.ev("nosharepages", noshare),
+        c.ev("hard_limit", hard),
+    ];
+    out.push(match (locked, noshare, hard) {
+        (Some(_), Some(_), Some(_)) => finding(
+            &R_LOCK,
+            Status::Pass,
+            "memory locked, KSM off, hard_limit set",
+            ev,
+        ),
+        (Some(_), Some(_), None) => finding(
+            &R_LOCK,
+            Status::Warn,
+            "<locked/> without <hard_limit>: memlock limit removed entirely",
+            ev,
+        ),
+        (None, _, _) => finding(&R_LOCK, Status::Fail, "guest memory not locked", ev),
+        (_, None, _) => finding(
+            &R_LOCK,
+            Status::Fail,
+            "no <nosharepages/>: KSM may merge guest pages",
+            ev,
+        ),
+    });
+
+    // numatune
+    let mem = path(d, &["numatune", "memory"]);
+    let ev = vec![c.ev("numatune memory", mem)];
+    out.push(match mem {
+        None => finding(
+            &R_NUMA,
+            Status::Fail,
+            "no <numatune>: guest memory may come from any node",
+            ev,
+        ),
+        Some(m) if m.attribute("placement") == Some("auto") => {
+            finding(&R_NUMA, Status::Fail, "placement='auto'", ev)
+        }
+        Some(m)
+            if m.attribute("mode").unwrap_or("strict") == "strict"
+                && m.attribute("nodeset").is_some() =>
+        {
+            finding(
+                &R_NUMA,
+                Status::Pass,
+                format!(
+                    "memory strict on node(s) {}",
+                    m.attribute("nodeset").unwrap_or("")
+                ),
+                ev,
+            )
+        }
+        Some(m) => finding(
+            &R_NUMA,
+            Status::Warn,
+            format!(
+                "mode '{}' / nodeset {}",
+                m.attribute("mode").unwrap_or("strict"),
+                m.attribute("nodeset").unwrap_or("absent")
+            ),
+            ev,
+        ),
+    });
+
+    // cpu model / tsc
+    let cpu = child(d, "cpu");
+    let topo = cpu.and_then(|x| child(x, "topology"));
+    let feat = |name: &str| {
+        cpu.and_then(|x| children(x, "feature").find(|f| f.attribute("name") == Some(name)))
+    };
+    let tscd = feat("tsc-deadline");
+    let invtsc = feat("invtsc");
+    let ev = vec![
+        c.ev("cpu", cpu),
+        c.ev("topology", topo),
+        c.ev("feature tsc-deadline", tscd),
+        c.ev("feature invtsc", invtsc),
+    ];
+    let mode = cpu
+        .and_then(|x| x.attribute("mode"))
+        .unwrap_or("custom (default)");
+    let required = |f: Option<Node>| {
+        f.is_some_and(|f| {
+            matches!(
+                f.attribute("policy").unwrap_or("require"),
+                "require" | "force"
+            )
+        })
+    };
+    let mut problems = Vec::new();
+    let mut warns = Vec::new();
+    match mode {
+        "host-passthrough" => {
+            if cpu.and_then(|x| x.attribute("migratable")) != Some("off") {
+                warns.push("migratable is not 'off': invariant TSC is stripped".to_string());
+            }
+        }
+        "host-model" => warns.push("host-model (host-passthrough preferred)".to_string()),
+        m => problems.push(format!("cpu mode '{m}'")),
+    }
+    if !required(tscd) {
+        problems.push("tsc-deadline not required".to_string());
+    }
+    if !required(invtsc) {
+        warns.push("invtsc not required: guest clocksource will be kvm-clock".to_string());
+    }
+    if let Some(t) = topo.and_then(|t| t.attribute("threads")) {
+        if t != "1" {
+            warns.push(format!("topology threads='{t}'"));
+        }
+    }
+    out.push(if !problems.is_empty() {
+        problems.extend(warns);
+        finding(&R_CPU, Status::Fail, problems.join("; "), ev)
+    } else if !warns.is_empty() {
+        finding(&R_CPU, Status::Warn, warns.join("; "), ev)
+    } else {
+        finding(
+            &R_CPU,
+            Status::Pass,
+            "host-passthrough, migratable off, tsc-deadline and invtsc required",
+            ev,
+        )
+    });
+
+    // pmu
+    let pmu = path(d, &["features", "pmu"]);
+    let ev = vec![c.ev("pmu", pmu)];
+    out.push(match pmu.and_then(|p| p.attribute("state")) {
+        Some("off") => finding(&R_PMU, Status::Pass, "vPMU off", ev),
+        Some(s) => finding(&R_PMU, Status::Fail, format!("vPMU {s}"), ev),
+        None => finding(&R_PMU, Status::Fail, "vPMU on (default when absent)", ev),
+    });
+
+    // hint-dedicated
+    let hint = path(d, &["features", "kvm", "hint-dedicated"]);
+    let ev = vec![c.ev("hint-dedicated", hint)];
+    out.push(match hint.and_then(|h| h.attribute("state")) {
+        Some("on") if mode != "host-passthrough" => finding(
+            &R_HINT,
+            Status::Fail,
+            "hint-dedicated needs cpu mode host-passthrough (libvirt rejects it)",
+            ev,
+        ),
+        Some("on") if !one_to_one => finding(
+            &R_HINT,
+            Status::Warn,
+            "hint-dedicated without 1:1 pinning",
+            ev,
+        ),
+        Some("on") => finding(
+            &R_HINT,
+            Status::Pass,
+            "hint-dedicated on with 1:1 pinning",
+            ev,
+        ),
+        _ => finding(
+            &R_HINT,
+            Status::Fail,
+            "hint-dedicated not on: guest cannot use haltpoll / drops no PV spinlocks",
+            ev,
+        ),
+    });
+
+    // memballoon
+    let devices = child(d, "devices");
+    let balloon = devices.and_then(|x| child(x, "memballoon"));
+    let ev = vec![c.ev("memballoon", balloon)];
+    out.push(match balloon.and_then(|b| b.attribute("model")) {
+        Some("none") => finding(&R_BALLOON, Status::Pass, "no balloon device", ev),
+        Some(m) => finding(&R_BALLOON, Status::Fail, format!("balloon model {m}"), ev),
+        None => finding(
+            &R_BALLOON,
+            Status::Fail,
+            "no <memballoon model='none'/>: libvirt adds a virtio balloon",
+            ev,
+        ),
+    });
+
+    // strip devices
+    let mut ev = Vec::new();
+    let mut found = Vec::new();
+    if let Some(dev) = devices {
+        for ctl in children(dev, "controller").filter(|x| x.attribute("type") == Some("usb")) {
+            ev.push(c.ev("usb controller", Some(ctl)));
+            if ctl.attribute("model") != Some("none") {
+                found.push(format!("USB controller (line {})", c.line(ctl)));
+            }
+        }
+        for name in ["graphics", "rng"] {
+            for g in children(dev, name) {
+                ev.push(c.ev(name, Some(g)));
+                found.push(format!("<{name}> (line {})", c.line(g)));
+            }
+        }
+        for h in children(dev, "hostdev").filter(|x| x.attribute("type") == Some("usb")) {
+            ev.push(c.ev("usb hostdev", Some(h)));
+            found.push(format!("USB hostdev (line {})", c.line(h)));
+        }
+    }
+    out.push(if found.is_empty() {
+        finding(
+            &R_STRIP,
+            Status::Pass,
+            "no graphics, RNG or USB devices",
+            ev,
+        )
+    } else {
+        finding(&R_STRIP, Status::Fail, found.join(", "), ev)
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_xml_names_the_line() {
+        let e =
+            lint_libvirt("d.xml", "<domain>\n<vcpu>2</vcpu>\n<cputune>\n</domain>\n").unwrap_err();
+        assert!(e.to_string().starts_with("d.xml:4:"), "{e}");
+        let e = lint_libvirt("d.xml", "<pod/>").unwrap_err();
+        assert!(e.to_string().contains("expected <domain>"));
+    }
+
+    #[test]
+    fn cpuset_with_exclusions() {
+        assert_eq!(
+            parse_libvirt_cpuset("0-5,^3").unwrap().to_string(),
+            "0-2,4-5"
+        );
+        assert!(parse_libvirt_cpuset("x").is_err());
+    }
+
+    #[test]
+    fn kbase_vcpusched_out_of_range_trap() {
+        let xml = "<domain type='kvm'><vcpu>4</vcpu><cputune><vcpusched vcpus='0-4' scheduler='fifo' priority='1'/></cputune></domain>";
+        let r = lint_libvirt("k.xml", xml).unwrap();
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.id == "libvirt-vcpusched")
+            .unwrap();
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.summary.contains("vCPU(s) 4"), "{}", f.summary);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_panic_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = lint_libvirt("x.xml", &String::from_utf8_lossy(&bytes));
+            let s = format!("<domain>{}</domain>", String::from_utf8_lossy(&bytes));
+            let _ = lint_libvirt("x.xml", &s);
+        }
+    }
+}
