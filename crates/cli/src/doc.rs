@@ -43,6 +43,13 @@ pub fn document(
         probes,
         status,
         warnings,
+        label: None,
+        tags: Default::default(),
+        profile: None,
+        fingerprint: None,
+        audit: None,
+        verdicts: Vec::new(),
+        imported_from: None,
     }
 }
 

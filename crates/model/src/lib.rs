@@ -16,6 +16,7 @@ pub mod oslat;
 pub mod rt;
 pub mod run;
 pub mod units;
+pub mod verdict;
 
 pub use cpuset::CpuSet;
 pub use units::Nanos;

@@ -1,10 +1,14 @@
 //! The run document: one self-describing, versioned record of everything a run measured and the conditions
 //! it was taken under. Every view (terminal, JSON, HTML, CSV) is rendered from it.
 
+use crate::audit::AuditReport;
 use crate::cyclic::CyclicResult;
+use crate::fingerprint::Fingerprint;
 use crate::oslat::OslatResult;
+use crate::verdict::Verdict;
 use crate::CpuSet;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Name and version of the tool that wrote a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,8 +44,31 @@ pub enum ProbeResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
+    /// Still being measured (a stored checkpoint).
+    Running,
     Complete,
+    /// Ended early: by a signal, or the process died and the run holds its last checkpoint.
     Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Where a run came from when it was not measured by rtgauge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportSource {
+    /// `cyclictest-json`, `cyclictest-text`, `oslat-json`, …
+    pub format: String,
+    pub file: String,
+    /// Resolution of the imported values, ns (1000 for µs histograms).
+    pub resolution_ns: u64,
 }
 
 /// A run document.
@@ -60,4 +87,21 @@ pub struct RunDocument {
     /// Warnings the run printed (settings not achieved, …), kept with the result.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Free-form name for comparisons (`bare-metal`, `esxi-guest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    /// Profile that was run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<Fingerprint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditReport>,
+    /// One verdict per requirement gate of the profile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<Verdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<ImportSource>,
 }
