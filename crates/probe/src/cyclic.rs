@@ -66,12 +66,24 @@ impl LiveThread {
 
 /// Receives live figures from the main thread of the probe (never from a measurement thread).
 pub trait Observer {
-    /// Called once per tick with one entry per thread.
-    fn tick(&mut self, elapsed: Duration, threads: &[LiveThread]);
+    /// Called once per tick with one entry per thread. `checkpoint` builds the result so far (whole
+    /// histograms of every completed interval, the timeline, the live figures), for storing long runs; it
+    /// costs a histogram merge per thread, so call it every few seconds, not every tick.
+    fn tick(
+        &mut self,
+        elapsed: Duration,
+        threads: &[LiveThread],
+        checkpoint: &mut dyn FnMut() -> CyclicResult,
+    );
 }
 
 impl<F: FnMut(Duration, &[LiveThread])> Observer for F {
-    fn tick(&mut self, elapsed: Duration, threads: &[LiveThread]) {
+    fn tick(
+        &mut self,
+        elapsed: Duration,
+        threads: &[LiveThread],
+        _: &mut dyn FnMut() -> CyclicResult,
+    ) {
         self(elapsed, threads)
     }
 }
@@ -89,6 +101,8 @@ struct Shared {
     sum: AtomicU64,
     max: AtomicU64,
     missed: AtomicU64,
+    /// Set once by the thread before measuring, for checkpoints.
+    conditions: std::sync::OnceLock<ThreadConditions>,
 }
 
 impl Shared {
@@ -127,9 +141,48 @@ struct ThreadParams {
     t0_ns: u64,
 }
 
+/// The rings between one measurement thread and the main thread. Histograms travel as boxes: at each
+/// timeline interval the thread swaps its filled histogram for an empty one (a pointer swap, no copy, no
+/// allocation); the main thread merges the full one into its running total, resets it and sends it back.
+/// If no empty box is back yet the thread simply keeps recording into the one it has: nothing is lost.
+struct ThreadRings {
+    timeline: rtrb::Producer<TimelineEntry>,
+    full: rtrb::Producer<Box<Histogram>>,
+    empty: rtrb::Consumer<Box<Histogram>>,
+}
+
+/// Main-thread side of the rings, with everything collected so far.
+struct Collector {
+    timeline_rx: Vec<rtrb::Consumer<TimelineEntry>>,
+    full_rx: Vec<rtrb::Consumer<Box<Histogram>>>,
+    empty_tx: Vec<rtrb::Producer<Box<Histogram>>>,
+    timelines: Vec<Vec<TimelineEntry>>,
+    merged: Vec<Histogram>,
+}
+
+/// Histogram boxes per thread: one being filled, the others in transit or waiting.
+const HIST_BOXES: usize = 3;
+
+impl Collector {
+    fn drain(&mut self) {
+        for i in 0..self.timelines.len() {
+            while let Ok(e) = self.timeline_rx[i].pop() {
+                self.timelines[i].push(e);
+            }
+            while let Ok(mut h) = self.full_rx[i].pop() {
+                // Both histograms have the same fixed bounds, so adding cannot fail or resize.
+                let _ = self.merged[i].add(&*h);
+                h.reset();
+                // Cannot be full: the ring holds as many slots as there are boxes.
+                let _ = self.empty_tx[i].push(h);
+            }
+        }
+    }
+}
+
 /// Thread-owned measurement state, allocated and pre-faulted before the loop.
 struct ThreadState {
-    hist: Histogram,
+    hist: Box<Histogram>,
     min: u64,
     max: u64,
     sum: u64,
@@ -196,14 +249,34 @@ pub fn run(
     let intervals: Vec<u64> = (0..n)
         .map(|i| cfg.interval_ns + cfg.distance_ns * i as u64)
         .collect();
-    let mut consumers = Vec::with_capacity(n);
+    let mut col = Collector {
+        timeline_rx: Vec::with_capacity(n),
+        full_rx: Vec::with_capacity(n),
+        empty_tx: Vec::with_capacity(n),
+        timelines: vec![Vec::new(); n],
+        merged: (0..n).map(|_| latency::new_histogram()).collect(),
+    };
     let mut handles = Vec::with_capacity(n);
     for (i, &interval_ns) in intervals.iter().enumerate() {
         // Enough room for several seconds of timeline even if the main thread is starved for a while.
         let cap =
             ((8 * plan.tick.as_nanos() as u64) / cfg.timeline_interval_ns.max(1) + 64) as usize;
-        let (producer, consumer) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
-        consumers.push(consumer);
+        let (timeline, timeline_rx) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
+        let (full, full_rx) = rtrb::RingBuffer::<Box<Histogram>>::new(HIST_BOXES);
+        let (mut empty_tx, empty) = rtrb::RingBuffer::<Box<Histogram>>::new(HIST_BOXES);
+        for _ in 1..HIST_BOXES {
+            let mut h = Box::new(latency::new_histogram());
+            h.reset(); // maps its pages now
+            let _ = empty_tx.push(h);
+        }
+        col.timeline_rx.push(timeline_rx);
+        col.full_rx.push(full_rx);
+        col.empty_tx.push(empty_tx);
+        let rings = ThreadRings {
+            timeline,
+            full,
+            empty,
+        };
         let priority = if cfg.priospread {
             (cfg.priority - i as i32).max(1)
         } else {
@@ -224,7 +297,7 @@ pub fn run(
         );
         let h = std::thread::Builder::new()
             .name(format!("rtgauge-cyc{i}"))
-            .spawn(move || thread_main(&plan2, params, &common2, &shared2[i], &barrier2, producer))
+            .spawn(move || thread_main(&plan2, params, &common2, &shared2[i], &barrier2, rings))
             .map_err(|source| ProbeError::Spawn { index: i, source })?;
         handles.push(h);
     }
@@ -244,18 +317,26 @@ pub fn run(
             error: None,
         },
     };
+    let conditions = ProcessConditions {
+        mlockall: mlock,
+        cpu_dma_latency_us: dma.setting.clone(),
+        cpu_dma_latency_before_us: dma.before,
+        main_affinity,
+    };
     barrier.wait();
     let start = std::time::Instant::now();
 
-    let mut timelines: Vec<Vec<TimelineEntry>> = vec![Vec::new(); n];
     let mut snaps = vec![LiveThread::default(); n];
     loop {
         std::thread::sleep(plan.tick);
-        drain(&mut consumers, &mut timelines);
+        col.drain();
         for (i, s) in snaps.iter_mut().enumerate() {
             *s = shared[i].snapshot(intervals[i]);
         }
-        observer.tick(start.elapsed(), &snaps);
+        let elapsed = start.elapsed();
+        let mut checkpoint =
+            || checkpoint_result(plan, &shared, &col, &snaps, &conditions, elapsed);
+        observer.tick(elapsed, &snaps, &mut checkpoint);
         if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() {
             break;
         }
@@ -272,8 +353,9 @@ pub fn run(
         outputs.push(out);
     }
     let elapsed_ns = start.elapsed().as_nanos() as u64;
-    drain(&mut consumers, &mut timelines);
-    let conditions = process_conditions(dma, mlock, main_affinity);
+    col.drain();
+    // Closing the device drops the PM QoS request: the system value is back.
+    drop(dma);
 
     let stop_reason = if common.break_hit.load(Ordering::Relaxed) {
         StopReason::Break
@@ -287,7 +369,7 @@ pub fn run(
     Ok(assemble(
         plan,
         outputs,
-        timelines,
+        col,
         &common,
         stop_reason,
         elapsed_ns,
@@ -295,35 +377,10 @@ pub fn run(
     ))
 }
 
-/// The process conditions are read while the guard still holds; the guard is then dropped, releasing the
-/// PM QoS request.
-fn process_conditions(
-    dma: DmaLatencyGuard,
-    mlock: Setting<bool>,
-    main_affinity: Setting<Option<CpuSet>>,
-) -> ProcessConditions {
-    let c = ProcessConditions {
-        mlockall: mlock,
-        cpu_dma_latency_us: dma.setting.clone(),
-        cpu_dma_latency_before_us: dma.before,
-        main_affinity,
-    };
-    drop(dma);
-    c
-}
-
-fn drain(consumers: &mut [rtrb::Consumer<TimelineEntry>], timelines: &mut [Vec<TimelineEntry>]) {
-    for (c, t) in consumers.iter_mut().zip(timelines.iter_mut()) {
-        while let Ok(e) = c.pop() {
-            t.push(e);
-        }
-    }
-}
-
 fn assemble(
     plan: &CyclicPlan,
     outputs: Vec<ThreadOutput>,
-    timelines: Vec<Vec<TimelineEntry>>,
+    col: Collector,
     common: &Common,
     stop_reason: StopReason,
     elapsed_ns: u64,
@@ -333,8 +390,14 @@ fn assemble(
     let mut spikes = Vec::new();
     let mut spikes_total = 0;
     let mut threads = Vec::with_capacity(outputs.len());
-    for (out, timeline) in outputs.into_iter().zip(timelines) {
+    let Collector {
+        timelines,
+        mut merged,
+        ..
+    } = col;
+    for ((out, timeline), total) in outputs.into_iter().zip(timelines).zip(merged.iter_mut()) {
         let s = out.state;
+        let _ = total.add(&*s.hist);
         spikes.extend_from_slice(&s.spikes);
         spikes_total += s.spikes_total;
         let mut cond = out.conditions;
@@ -352,7 +415,7 @@ fn assemble(
             skipped_periods: s.skipped,
             early_wakeups: s.early,
             last_ns: s.last,
-            latency: LatencyStats::from_parts(&s.hist, s.min, s.max, s.sum, s.clamped),
+            latency: LatencyStats::from_parts(total, s.min, s.max, s.sum, s.clamped),
             linear: s.linear.map(|l| LinearHistogram {
                 unit_ns: l.unit_ns,
                 buckets: l.buckets,
@@ -382,13 +445,83 @@ fn assemble(
     }
 }
 
+/// The result so far, for a checkpoint: histograms of the completed intervals, timelines, live figures.
+/// The rt-tests buckets and spikes stay with the threads until the end.
+fn checkpoint_result(
+    plan: &CyclicPlan,
+    shared: &[Shared],
+    col: &Collector,
+    live: &[LiveThread],
+    conditions: &ProcessConditions,
+    elapsed: Duration,
+) -> CyclicResult {
+    let cfg = &plan.config;
+    let threads = live
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let cond = shared[i]
+                .conditions
+                .get()
+                .cloned()
+                .unwrap_or_else(|| ThreadConditions {
+                    policy: Setting {
+                        requested: cfg.policy,
+                        achieved: cfg.policy,
+                        error: Some("not started".into()),
+                    },
+                    priority: Setting {
+                        requested: cfg.priority,
+                        achieved: 0,
+                        error: Some("not started".into()),
+                    },
+                    cpu: Setting {
+                        requested: cfg.cpus[i],
+                        achieved: None,
+                        error: Some("not started".into()),
+                    },
+                });
+            let h = &col.merged[i];
+            // Exact side figures are those of every sample so far; the histogram holds completed intervals.
+            let mut latency = LatencyStats::from_parts(h, l.min_ns, l.max_ns, l.sum_ns, 0);
+            latency.count = h.len();
+            CyclicThread {
+                index: i as u32,
+                tid: l.tid,
+                interval_ns: l.interval_ns,
+                conditions: cond,
+                node: plan.nodes.get(i).copied().flatten(),
+                cycles: l.cycles,
+                missed_deadlines: l.missed,
+                skipped_periods: 0,
+                early_wakeups: 0,
+                last_ns: l.last_ns,
+                latency,
+                linear: None,
+                timeline: col.timelines[i].clone(),
+                timeline_dropped: 0,
+            }
+        })
+        .collect();
+    CyclicResult {
+        config: cfg.clone(),
+        conditions: conditions.clone(),
+        threads,
+        spikes: Vec::new(),
+        spikes_total: 0,
+        stop_reason: StopReason::Signal,
+        break_hit: None,
+        elapsed_ns: elapsed.as_nanos() as u64,
+    }
+}
+
 fn thread_main(
     plan: &CyclicPlan,
     p: ThreadParams,
     common: &Common,
     shared: &Shared,
     barrier: &Barrier,
-    mut timeline: rtrb::Producer<TimelineEntry>,
+    mut rings: ThreadRings,
 ) -> ThreadOutput {
     rt::block_signals();
     let tid = rt::gettid();
@@ -408,11 +541,12 @@ fn thread_main(
         priority,
         cpu,
     };
+    let _ = shared.conditions.set(conditions.clone());
 
     barrier.wait();
-    let error = measure(plan, &p, common, shared, &mut state, &mut timeline);
+    let error = measure(plan, &p, common, shared, &mut state, &mut rings);
     // Flush the interval in progress; a full ring is counted, never waited on.
-    if state.tl_cur.count > 0 && timeline.push(state.tl_cur).is_err() {
+    if state.tl_cur.count > 0 && rings.timeline.push(state.tl_cur).is_err() {
         state.tl_dropped += 1;
     }
     rt::reset_sched();
@@ -428,7 +562,7 @@ fn thread_main(
 
 impl ThreadState {
     fn prepare(cfg: &CyclicConfig, spike_nodes: usize) -> ThreadState {
-        let mut hist = latency::new_histogram();
+        let mut hist = Box::new(latency::new_histogram());
         // `reset` writes every counter, which maps the pages now rather than in the loop.
         hist.reset();
         let linear = cfg.hist_buckets.map(|b| {
@@ -533,14 +667,22 @@ impl ThreadState {
         tl_ns: u64,
         lat: u64,
         missed: bool,
-        out: &mut rtrb::Producer<TimelineEntry>,
+        rings: &mut ThreadRings,
     ) {
         let idx = intended_ns.saturating_sub(t0_ns) / tl_ns;
         if idx != self.tl_index && self.tl_cur.count > 0 {
-            if out.push(self.tl_cur).is_err() {
+            if rings.timeline.push(self.tl_cur).is_err() {
                 self.tl_dropped += 1;
             }
             self.tl_cur = TimelineEntry::default();
+            if let Ok(empty) = rings.empty.pop() {
+                let full = std::mem::replace(&mut self.hist, empty);
+                if let Err(rtrb::PushError::Full(back)) = rings.full.push(full) {
+                    // Cannot happen (as many slots as boxes); keep recording into it rather than lose it.
+                    let spare = std::mem::replace(&mut self.hist, back);
+                    let _ = self.hist.add(&*spare);
+                }
+            }
         }
         if self.tl_cur.count == 0 {
             self.tl_index = idx;
@@ -563,7 +705,7 @@ fn measure(
     common: &Common,
     shared: &Shared,
     st: &mut ThreadState,
-    timeline: &mut rtrb::Producer<TimelineEntry>,
+    rings: &mut ThreadRings,
 ) -> Option<String> {
     let cfg = &plan.config;
     let clk = plan.clock;
@@ -599,7 +741,7 @@ fn measure(
         if missed {
             st.missed += 1;
         }
-        st.timeline(next, p.t0_ns, tl_ns, lat, missed, timeline);
+        st.timeline(next, p.t0_ns, tl_ns, lat, missed, rings);
         st.cycles += 1;
 
         shared.cycles.store(st.cycles, Ordering::Relaxed);
@@ -748,6 +890,50 @@ mod tests {
         assert_eq!(t, 0);
         assert!(v > 1);
         assert!(r.threads[0].cycles < 1_000_000);
+    }
+
+    struct Checkpoints(Vec<(u64, u64)>);
+    impl Observer for Checkpoints {
+        fn tick(
+            &mut self,
+            _: Duration,
+            live: &[LiveThread],
+            checkpoint: &mut dyn FnMut() -> CyclicResult,
+        ) {
+            let r = checkpoint();
+            let t = &r.threads[0];
+            let tl: u64 = t.timeline.iter().map(|e| e.count).sum();
+            assert!(t.latency.count <= live[0].cycles && tl <= live[0].cycles);
+            self.0.push((t.latency.count, tl));
+        }
+    }
+
+    #[test]
+    fn checkpoints_hold_every_completed_interval() {
+        let mut p = plan(1, 500, 2_000);
+        p.config.timeline_interval_ns = 100_000_000;
+        let mut ck = Checkpoints(Vec::new());
+        let r = run(&p, &StopFlag::new(), &mut ck).unwrap();
+        assert_eq!(r.threads[0].latency.count, 2_000);
+        assert!(
+            ck.0.windows(2).all(|w| w[0].0 <= w[1].0),
+            "checkpoints only grow: {:?}",
+            ck.0
+        );
+        let last = ck.0.last().unwrap();
+        assert!(
+            last.0 >= 1_600,
+            "a checkpoint near the end holds most of the 1 s run: {:?}",
+            ck.0
+        );
+        // While measuring, the histogram of a checkpoint holds the samples of the intervals it has (the
+        // sample that opens an interval is counted with the previous one).
+        let during = &ck.0[..ck.0.len() - 1];
+        assert!(
+            during.iter().all(|(h, tl)| h.abs_diff(*tl) <= 1),
+            "{:?}",
+            ck.0
+        );
     }
 
     #[test]
