@@ -419,13 +419,18 @@ pub fn read_container(root: &HostRoot) -> ContainerInfo {
     }
     if kind.is_none() {
         if let Ok(env) = root.read_bytes("/proc/1/environ") {
+            let mut kept: Vec<u8> = Vec::new();
             for var in env.split(|b| *b == 0) {
                 if let Some(v) = var.strip_prefix(b"container=") {
+                    kept.extend_from_slice(var);
+                    kept.push(0);
                     let v = String::from_utf8_lossy(v).into_owned();
                     evidence.push(format!("/proc/1/environ: container={v}"));
                     kind = Some(v);
                 }
             }
+            // A capture keeps only the variable that was looked at, never the rest of PID 1's environment.
+            root.record("/proc/1/environ", &kept);
         }
     }
     if kind.is_none() && root.exists("/run/.containerenv") {

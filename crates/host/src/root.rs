@@ -9,6 +9,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Marker file a capture puts into every empty directory so that git (which drops empty directories) keeps the
+/// tree whole; [`HostRoot::list_dir`] never reports it.
+pub const KEEP_MARKER: &str = ".rtgauge-keep";
+
 /// Where host files are read from.
 #[derive(Debug, Clone)]
 pub struct HostRoot {
@@ -134,6 +138,7 @@ impl HostRoot {
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n != KEEP_MARKER)
                     .collect()
             })
             .unwrap_or_default();
@@ -174,8 +179,25 @@ impl HostRoot {
                 }
             }
         }
+        mark_empty_dirs(dir).map_err(|e| werr(dir, e))?;
         Ok(n)
     }
+}
+
+/// Put [`KEEP_MARKER`] into every empty directory under `dir` (not following links).
+pub fn mark_empty_dirs(dir: &Path) -> std::io::Result<()> {
+    let mut empty = true;
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        empty = false;
+        if e.file_type()?.is_dir() {
+            mark_empty_dirs(&e.path())?;
+        }
+    }
+    if empty {
+        std::fs::write(dir.join(KEEP_MARKER), b"")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -213,6 +235,9 @@ mod tests {
         assert_eq!(replay.list_dir("/proc/irq"), vec!["5", "7"]);
         assert!(replay.read_optional("/proc/unread").is_none());
         assert_eq!(replay.read_text("/.rtgauge/cpuid").unwrap(), "KVMKVMKVM");
+        // Empty listed directories survive version control through the marker, which listings hide.
+        assert!(out.path().join("proc/irq/5").join(KEEP_MARKER).exists());
+        assert!(replay.list_dir("/proc/irq/5").is_empty());
     }
 
     #[test]

@@ -154,10 +154,9 @@ fn preempt_rt(c: &Ctx) -> Verdict {
         PreemptModel::Full | PreemptModel::Lazy => (
             Verdict::warn as fn(String) -> Verdict,
             format!(
-                "{:?} preemption: soft real time only, not PREEMPT_RT",
-                p.model
-            )
-            .to_lowercase(),
+                "{} preemption: soft real time only, not PREEMPT_RT",
+                model_word(p.model)
+            ),
         ),
         PreemptModel::Unknown if c.fp.kernel.version.is_empty() => {
             return Verdict::unavailable("kernel version unreadable").evs(v.evidence)
@@ -169,10 +168,14 @@ fn preempt_rt(c: &Ctx) -> Verdict {
         ),
         PreemptModel::Voluntary | PreemptModel::None => (
             Verdict::fail as fn(String) -> Verdict,
-            format!("{:?} preemption kernel, not PREEMPT_RT", p.model).to_lowercase(),
+            format!("{} preemption kernel, not PREEMPT_RT", model_word(p.model)),
         ),
     };
     status(summary).evs(v.evidence)
+}
+
+fn model_word(m: PreemptModel) -> String {
+    format!("{m:?}").to_lowercase()
 }
 
 fn nohz_full_support(c: &Ctx) -> Verdict {

@@ -596,7 +596,7 @@ fn lint_kubelet(d: &Doc, k: &Yaml) -> Vec<Finding> {
     out.push(finding(
         &R_RESV,
         Status::NotApplicable,
-        "needs the host's isolated and online CPUs: run `rtgauge audit --target k8s-rt-node` on the node",
+        "needs the host's isolated and online CPUs, which a definition file does not carry",
         vec![d.ev("reservedSystemCPUs", &["reservedSystemCPUs"], reserved)],
     ));
     out

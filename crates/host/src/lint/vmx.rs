@@ -264,7 +264,9 @@ fn lint_parsed(file: &str, v: &Vmx) -> Vec<Finding> {
     let mem_size = v.num("memSize");
     let mem_min = v.num("sched.mem.min");
     let pin = v.is_true("sched.mem.pin");
-    let full_mem = pin || (mem_size.is_some() && mem_min == mem_size);
+    // A minimum below memSize is a partial reservation even with pin set (the pin then locks only part).
+    let partial = matches!((mem_min, mem_size), (Some(a), Some(b)) if a < b);
+    let full_mem = !partial && (pin || (mem_size.is_some() && mem_min == mem_size));
     let mem_ev = vec![e("memSize"), e("sched.mem.min"), e("sched.mem.pin")];
     out.push(if full_mem {
         finding(&R_MEM, Status::Pass, "all guest memory reserved", mem_ev)
