@@ -1,5 +1,6 @@
 //! Whole-machine fixture trees (tests/fixtures/<name>/) and definition files: golden findings, capture → root
 //! replay, and the seed settings as .vmx / libvirt / pod files with one-setting variations.
+#![allow(clippy::unwrap_used)]
 
 use rtgauge_host::audit::{run_audit, AuditOptions};
 use rtgauge_host::lint::{k8s::lint_k8s, libvirt::lint_libvirt, vmx::lint_vmx};

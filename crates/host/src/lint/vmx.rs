@@ -188,8 +188,8 @@ fn lint_parsed(file: &str, v: &Vmx) -> Vec<Finding> {
     for n in 0..nvcpu {
         let key = format!("sched.vcpu{n}.affinity");
         pin_ev.push(e(&key));
-        match v.get(&key) {
-            Some(a) => match a.trim().parse::<u32>() {
+        if let Some(a) = v.get(&key) {
+            match a.trim().parse::<u32>() {
                 Ok(p) => {
                     if !pcpus.insert(p) {
                         pin_problems.push(format!("vCPU {n} shares pCPU {p}"));
@@ -199,8 +199,7 @@ fn lint_parsed(file: &str, v: &Vmx) -> Vec<Finding> {
                 Err(_) => {
                     pin_problems.push(format!("vCPU {n} affinity '{a}' is not a single pCPU"))
                 }
-            },
-            None => {}
+            }
         }
     }
     let exclusive = v.is_true("sched.cpu.affinity.exclusive");

@@ -1,0 +1,244 @@
+//! End-to-end tests of `rtgauge audit` and `rtgauge fingerprint`: exit codes, formats, linters' errors,
+//! capture → root replay, and the wall-time budget (< 0.5 s without sampling, < 0.5 s + interval with it).
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn rtgauge() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
+}
+
+fn fixture(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = rtgauge().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn exit_codes_follow_the_verdict() {
+    let (code, out, _) = run(&[
+        "audit",
+        "--root",
+        &fixture("tuned-rt-2socket"),
+        "--no-sample",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("PASS") && out.contains("cmdline-isolcpus"));
+    let (code, out, _) = run(&["audit", "--root", &fixture("untuned-server"), "--no-sample"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL") && out.contains("fix: "));
+}
+
+#[test]
+fn json_report_carries_ids_statuses_and_evidence() {
+    let (code, out, _) = run(&[
+        "audit",
+        "--root",
+        &fixture("photon-rt-esxi-guest"),
+        "--format",
+        "json",
+        "--target",
+        "rt-guest",
+    ]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["target"], "rt-guest");
+    assert_eq!(v["isolated"], "1");
+    let f = v["findings"].as_array().unwrap();
+    assert!(f.len() >= 47);
+    let steal = f.iter().find(|x| x["id"] == "guest-steal-time").unwrap();
+    assert_eq!(steal["status"], "pass");
+    assert!(steal["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["source"] == "/proc/stat"));
+    assert!(f.iter().any(|x| x["status"] == "n/a"));
+}
+
+#[test]
+fn operator_isolated_set_and_target_override() {
+    let (_, out, _) = run(&[
+        "audit",
+        "--root",
+        &fixture("untuned-server"),
+        "--no-sample",
+        "--isolated",
+        "4-7",
+        "--target",
+        "bare-metal-rt-host",
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["isolated"], "4-7");
+    assert_eq!(v["isolated_source"], "operator (--isolated)");
+    assert_eq!(v["target_source"], "operator");
+}
+
+#[test]
+fn usage_and_runtime_errors_exit_2() {
+    let (code, _, err) = run(&["audit", "--root", "/nonexistent/rtgauge"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a directory"), "{err}");
+    assert_eq!(run(&["audit", "--target", "desktop"]).0, 2);
+    assert_eq!(run(&["audit", "--isolated", "3-1"]).0, 2);
+    assert_eq!(run(&["audit", "--vmx", "a.vmx", "--root", "/"]).0, 2);
+    assert_eq!(run(&["audit", "--vmx", "/nonexistent.vmx"]).0, 2);
+}
+
+#[test]
+fn malformed_definitions_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "bad.vmx",
+            "--vmx",
+            "numvcpus = \"4\"\nthis is not a key value\n",
+            "bad.vmx:2",
+        ),
+        (
+            "bad.xml",
+            "--libvirt",
+            "<domain>\n  <vcpu>2</vcpu>\n  <cputune>\n</domain>\n",
+            "bad.xml:4",
+        ),
+        (
+            "bad.yaml",
+            "--k8s",
+            "kind: Pod\nspec:\n  containers:\n  - name: a\n   bad: [\n",
+            "bad.yaml:",
+        ),
+    ];
+    for (name, flag, text, want) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let (code, out, err) = run(&["audit", flag, p.to_str().unwrap()]);
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(!err.contains("panicked"));
+    }
+}
+
+#[test]
+fn linters_pass_the_seed_definitions() {
+    for (flag, f) in [
+        ("--vmx", "vmx/seed000-ran-exclusive-pinning.vmx"),
+        ("--vmx", "vmx/seed003-latency-sensitivity-high.vmx"),
+        ("--libvirt", "libvirt/rt-guest.xml"),
+        ("--k8s", "k8s/rt-pod.yaml"),
+    ] {
+        let (code, out, err) = run(&["audit", flag, &fixture(f)]);
+        assert_eq!(code, 0, "{f}: {out}{err}");
+    }
+}
+
+#[test]
+fn capture_then_root_gives_the_same_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let (c1, live, err) = run(&[
+        "audit",
+        "--no-sample",
+        "--format",
+        "json",
+        "--capture",
+        cap.to_str().unwrap(),
+    ]);
+    assert!(c1 == 0 || c1 == 1, "{err}");
+    assert!(err.contains("captured"), "{err}");
+    let (c2, replay, _) = run(&[
+        "audit",
+        "--no-sample",
+        "--format",
+        "json",
+        "--root",
+        cap.to_str().unwrap(),
+    ]);
+    assert_eq!(c1, c2);
+    let a: Value = serde_json::from_str(&live).unwrap();
+    let b: Value = serde_json::from_str(&replay).unwrap();
+    assert_eq!(a["findings"], b["findings"]);
+    assert_eq!(a["target"], b["target"]);
+    // The fingerprint replays from the same capture.
+    let (code, fp, _) = run(&["fingerprint", "--json", "--root", cap.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let (_, fp_live, _) = run(&["fingerprint", "--json"]);
+    let (x, y): (Value, Value) = (
+        serde_json::from_str(&fp).unwrap(),
+        serde_json::from_str(&fp_live).unwrap(),
+    );
+    assert_eq!(x["cpu"], y["cpu"]);
+    assert_eq!(x["virt"], y["virt"]);
+    assert_eq!(x["kernel"], y["kernel"]);
+}
+
+#[test]
+fn audit_is_fast() {
+    // Best of three, to keep a busy machine's scheduling out of the figure.
+    let best = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let o = rtgauge().args(["audit", "--no-sample"]).output().unwrap();
+            assert!(matches!(o.status.code(), Some(0 | 1)));
+            t.elapsed()
+        })
+        .min()
+        .unwrap();
+    assert!(
+        best < Duration::from_millis(500),
+        "audit --no-sample took {best:?}"
+    );
+    let t = Instant::now();
+    let o = rtgauge()
+        .args(["audit", "--interval", "300ms"])
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    assert!(matches!(o.status.code(), Some(0 | 1)));
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(800),
+        "{took:?}"
+    );
+}
+
+#[test]
+fn fingerprint_of_fixture_trees() {
+    let (code, out, _) = run(&[
+        "fingerprint",
+        "--json",
+        "--root",
+        &fixture("tuned-rt-2socket"),
+    ]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cpu"]["sockets"], 2);
+    assert_eq!(v["cpu"]["cores"], 16);
+    assert_eq!(v["cpu"]["threads"], 32);
+    assert_eq!(v["cpu"]["smt_active"], true);
+    assert_eq!(v["kernel"]["preempt"]["model"], "rt");
+    assert_eq!(v["numa"].as_array().unwrap().len(), 2);
+    assert_eq!(v["tuned"]["active_profile"], "realtime");
+    assert_eq!(v["memory"]["hugepages"][0]["total"], 16);
+    let (_, out, _) = run(&["fingerprint", "--root", &fixture("photon-rt-esxi-guest")]);
+    assert!(out.contains("vmware"), "{out}");
+    let (_, out, _) = run(&["fingerprint", "--json", "--root", &fixture("kvm-guest")]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["kernel"]["preempt"]["dynamic_mode"], "full");
+    assert_eq!(v["virt"]["platform"], "kvm");
+    assert_eq!(run(&["fingerprint", "--root", "/nonexistent/x"]).0, 2);
+}
