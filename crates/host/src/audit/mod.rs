@@ -1,5 +1,5 @@
-//! The real-time readiness audit: the host and guest rules of the catalogue (sections 1–8), one file per rule
-//! group, all listed in [`RULES`].
+//! The real-time readiness audit: the host and guest rules of the catalogue (sections 1–8, plus the one
+//! Kubernetes rule of section 11 that needs host facts), one file per rule group, all listed by [`rules`].
 //!
 //! Invariants:
 //! - read-only: every input comes through the [`HostRoot`] (files) or read-only syscalls (CPUID,
@@ -13,6 +13,7 @@
 mod env;
 mod guest;
 mod isolation;
+mod kubelet;
 mod misc;
 mod power;
 mod sched;
@@ -121,6 +122,7 @@ pub fn rules() -> Vec<&'static Rule> {
     v.extend(time::RULES.iter());
     v.extend(misc::RULES.iter());
     v.extend(guest::RULES.iter());
+    v.extend(kubelet::RULES.iter());
     v
 }
 
@@ -276,7 +278,7 @@ pub fn detect_target(root: &HostRoot, fp: &Fingerprint) -> (Target, String) {
             format!("auto: virtualization platform {}", fp.virt.platform),
         );
     }
-    if root.exists("/var/lib/kubelet/config.yaml") || root.exists("/etc/kubernetes/kubelet.conf") {
+    if root.exists(kubelet::KUBELET_CONFIG) || root.exists("/etc/kubernetes/kubelet.conf") {
         return (
             Target::K8sRtNode,
             "auto: kubelet configuration present".into(),
@@ -339,7 +341,7 @@ pub fn derive_isolated(
             }
         }
     }
-    if let Some(t) = root.read_optional("/var/lib/kubelet/config.yaml") {
+    if let Some(t) = root.read_optional(kubelet::KUBELET_CONFIG) {
         if let Some(reserved) = crate::lint::k8s::kubelet_reserved_cpus(&t) {
             let s = online.difference(&reserved);
             if !s.is_empty() {
