@@ -523,3 +523,31 @@ fn lint_evidence_names_the_line() {
         .unwrap();
     assert_eq!(f.evidence[0].source, "p.yaml:13");
 }
+
+#[test]
+fn docs_list_every_rule_id() {
+    let doc = std::fs::read_to_string(fixtures().join("../../docs/audit.md")).unwrap();
+    let mut ids: Vec<String> = rtgauge_host::audit::rules()
+        .iter()
+        .map(|r| r.id.to_string())
+        .collect();
+    for (lint, f) in [
+        (
+            lint_vmx as fn(&str, &str) -> _,
+            "vmx/seed000-ran-exclusive-pinning.vmx",
+        ),
+        (lint_libvirt, "libvirt/rt-guest.xml"),
+        (lint_k8s, "k8s/rt-pod.yaml"),
+        (lint_k8s, "k8s/kubelet-config.yaml"),
+        (lint_k8s, "k8s/performanceprofile.yaml"),
+    ] {
+        let r: AuditReport = lint(f, &read(f)).unwrap();
+        ids.extend(r.findings.iter().map(|x| x.id.clone()));
+    }
+    for id in ids {
+        assert!(
+            doc.contains(&format!("`{id}`")),
+            "docs/audit.md does not list {id}"
+        );
+    }
+}
