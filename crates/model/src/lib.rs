@@ -13,6 +13,7 @@ pub mod cyclic;
 pub mod fingerprint;
 pub mod latency;
 pub mod oslat;
+pub mod profile;
 pub mod rt;
 pub mod run;
 pub mod units;

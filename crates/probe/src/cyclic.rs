@@ -235,7 +235,9 @@ pub fn run(
     let dma = DmaLatencyGuard::hold(plan.dma_latency_us);
 
     let common = Arc::new(Common {
-        stop: stop.clone(),
+        // The threads' own flag: set by the main thread (on `stop`, or at the end) or by a threshold hit,
+        // never visible to the caller, whose `stop` means only "the user asked to stop".
+        stop: StopFlag::new(),
         finished: AtomicUsize::new(0),
         break_hit: AtomicBool::new(false),
         break_thread: AtomicU32::new(0),
@@ -337,11 +339,11 @@ pub fn run(
         let mut checkpoint =
             || checkpoint_result(plan, &shared, &col, &snaps, &conditions, elapsed);
         observer.tick(elapsed, &snaps, &mut checkpoint);
-        if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() {
+        if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() || stop.is_set() {
             break;
         }
     }
-    let signalled = common.stop.is_set() && !common.break_hit.load(Ordering::Relaxed);
+    let signalled = stop.is_set() && !common.break_hit.load(Ordering::Relaxed);
     common.stop.set();
 
     let mut outputs: Vec<ThreadOutput> = Vec::with_capacity(n);

@@ -127,7 +127,9 @@ pub fn run(
     // oslat never touches /dev/cpu_dma_latency: the busy loop keeps its CPU out of idle anyway.
     let dma = DmaLatencyGuard::hold(None);
     let common = Arc::new(Common {
-        stop: stop.clone(),
+        // The threads' own flag: set by the main thread (on `stop`, or at the end) or by a threshold hit,
+        // never visible to the caller, whose `stop` means only "the user asked to stop".
+        stop: StopFlag::new(),
         finished: AtomicUsize::new(0),
         trace_hit: AtomicBool::new(false),
         trace_cpu: AtomicU32::new(0),
@@ -184,11 +186,11 @@ pub fn run(
     loop {
         std::thread::sleep(plan.tick);
         drain(&mut consumers, &mut timelines);
-        if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() {
+        if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() || stop.is_set() {
             break;
         }
     }
-    let signalled = common.stop.is_set() && !common.trace_hit.load(Ordering::Relaxed);
+    let signalled = stop.is_set() && !common.trace_hit.load(Ordering::Relaxed);
     common.stop.set();
     let mut outputs = Vec::with_capacity(n);
     for (i, h) in handles.into_iter().enumerate() {

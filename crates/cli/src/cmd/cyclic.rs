@@ -421,25 +421,48 @@ impl LiveScreen {
     }
 }
 
-/// Run the probe with live display (unless quiet or not a terminal) and SIGINT/SIGTERM handling.
-pub fn measure(plan: &CyclicPlan, quiet: bool) -> anyhow::Result<CyclicResult> {
-    let stop = StopFlag::new();
-    stop.on_termination_signals()
-        .context("installing SIGINT/SIGTERM handlers")?;
-    let live = !quiet && std::io::stdout().is_terminal();
-    let mut screen = LiveScreen {
-        policy: plan.config.policy.to_string(),
-        drawn: false,
-        unit_ns: plan.config.unit_ns,
-        root: HostRoot::live(),
-    };
-    let mut observer = |_: Duration, t: &[LiveThread]| {
-        if live {
-            screen.draw(t)
+/// A per-tick hook for callers that checkpoint or show progress: elapsed time, live figures, and a function
+/// that builds the result so far.
+pub type Hook<'a> = &'a mut dyn FnMut(Duration, &[LiveThread], &mut dyn FnMut() -> CyclicResult);
+
+/// Run the probe with live display (unless quiet or not a terminal), stopping on `stop`.
+pub fn measure(
+    plan: &CyclicPlan,
+    quiet: bool,
+    stop: &StopFlag,
+    hook: Hook<'_>,
+) -> anyhow::Result<CyclicResult> {
+    struct Screen<'h, 'a> {
+        live: bool,
+        screen: LiveScreen,
+        hook: &'h mut Hook<'a>,
+    }
+    impl cyclic::Observer for Screen<'_, '_> {
+        fn tick(
+            &mut self,
+            e: Duration,
+            t: &[LiveThread],
+            checkpoint: &mut dyn FnMut() -> CyclicResult,
+        ) {
+            if self.live {
+                self.screen.draw(t);
+            }
+            (self.hook)(e, t, checkpoint);
         }
+    }
+    let mut hook = hook;
+    let mut obs = Screen {
+        live: !quiet && std::io::stdout().is_terminal(),
+        screen: LiveScreen {
+            policy: plan.config.policy.to_string(),
+            drawn: false,
+            unit_ns: plan.config.unit_ns,
+            root: HostRoot::live(),
+        },
+        hook: &mut hook,
     };
-    let r = cyclic::run(plan, &stop, &mut observer)?;
-    if screen.drawn {
+    let r = cyclic::run(plan, stop, &mut obs)?;
+    if obs.screen.drawn {
         // Replace the live block by the final summary rather than printing the lines twice.
         print!("\x1b[{}A\x1b[J", plan.config.threads + 2);
     }
@@ -467,7 +490,10 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::doc::now_rfc3339();
     let started_2822 = crate::doc::now_rfc2822();
-    let result = measure(&plan, a.quiet)?;
+    let stop = StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
+    let result = measure(&plan, a.quiet, &stop, &mut |_, _, _| {})?;
     let mut warnings = notes;
     for w in shortfalls(&result) {
         eprintln!("rtgauge: warning: {w}");

@@ -234,7 +234,7 @@ impl Phases for Announce {
 }
 
 /// Setting shortfalls worth a warning.
-fn shortfalls(r: &OslatResult) -> Vec<String> {
+pub fn shortfalls(r: &OslatResult) -> Vec<String> {
     let mut w = Vec::new();
     if !r.conditions.mlockall.ok() {
         w.push(format!(

@@ -1,126 +1,553 @@
-//! `rtgauge run`: the main job. Today: the platform's system facts, then the `quick` profile's timer probe
-//! on every online CPU, a summary table in the layout of the VMware vPAC guide (samples, min, avg, max,
-//! overflows per CPU, plus percentiles and missed deadlines) and the run document written to disk.
-//! Profiles state their probes in the flags users already know (cyclictest syntax), so a profile reads like
-//! the command a white paper prints.
+//! `rtgauge run`: the main job. profile → host facts (fingerprint, audit) → probes → run document → store →
+//! summary and verdicts.
+//!
+//! The run is stored as `running` before the first probe starts and checkpointed (histograms of completed
+//! intervals, timeline) every `--checkpoint` while the timer probe runs, so a run killed with SIGKILL or by a
+//! reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM end the run
+//! through the normal path: the probe stops, the result is stored and reported.
 
-use super::cyclic::{self, CyclicArgs};
+use super::{cyclic, oslat};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
+use rtgauge_host::audit::AuditOptions;
+use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
+use rtgauge_model::cyclic::{CyclicResult, StopReason};
+use rtgauge_model::oslat::OslatResult;
+use rtgauge_model::profile::{self, ProbeKind, Profile};
+use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
 use rtgauge_model::units::parse_duration;
-use rtgauge_model::Nanos;
-use std::io::Write as _;
+use rtgauge_model::verdict::Outcome;
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::cyclic::LiveThread;
+use rtgauge_probe::stop::StopFlag;
+use rtgauge_store::{RunStore, SqliteStore};
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-/// Run a profile of probes and write the run document.
+/// Run a profile of probes, judge the results against its gates and store the run.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Profile to run. `quick`: timer latency on every online CPU (-m -p95 -i 200 -h 400), 10 s.
+    /// Profile: quick (default: timer latency and OS noise, 15 s each), ran (seed 000, 1 h each, max 20 µs),
+    /// vpr (seed 003, 24 h, max 120 µs and no sample ≥ 120 µs), or the path of a TOML profile.
     #[arg(long, default_value = "quick")]
     pub profile: String,
 
-    /// Override the profile's duration (e.g. 30s, 15m, 24h).
-    #[arg(long, value_parser = |s: &str| parse_duration(s).map_err(|e| e.to_string()))]
+    /// Duration of each probe, overriding the profile's (e.g. 30s, 15m, 24h).
+    #[arg(long, value_parser = parse_duration_arg)]
     pub duration: Option<Nanos>,
 
-    /// Where to write the run document (default: rtgauge-run-<time>.json in the current directory).
+    /// CPUs to measure (default: the isolated CPUs, or every online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Name of the platform, for comparisons (e.g. bare-metal, esxi-guest).
     #[arg(long)]
+    pub label: Option<String>,
+
+    /// KEY=VALUE to store with the run (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+
+    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// How often a long probe is checkpointed into the database.
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
+    pub checkpoint: Nanos,
+
+    /// Skip the audit's sampled rules (IRQs on isolated CPUs, steal, C-state use), saving their interval.
+    #[arg(long = "no-sample")]
+    pub no_sample: bool,
+
+    /// Also write the run document as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
-/// A profile's timer probe, in cyclictest's syntax.
-fn profile_cyclic_flags(profile: &str) -> anyhow::Result<(&'static str, Nanos)> {
-    match profile {
-        "quick" => Ok(("-m -p95 -i 200 -h 400 -a -t -q", Nanos::from_secs(10))),
-        other => bail!("--profile {other}: unknown profile (available: quick)"),
+fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
     }
+}
+
+/// A built-in profile name or a TOML file.
+pub fn load_profile(name: &str) -> anyhow::Result<Profile> {
+    if let Some(p) = profile::builtin(name) {
+        return Ok(p);
+    }
+    let path = std::path::Path::new(name);
+    if !path.exists() {
+        let names: Vec<&str> = profile::BUILTIN.iter().map(|(n, _)| *n).collect();
+        bail!(
+            "--profile {name}: neither a built-in profile ({}) nor a file",
+            names.join(", ")
+        );
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("--profile {name}"))?;
+    profile::parse_profile(&text).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))
+}
+
+/// The measured CPUs and a housekeeping CPU for the main threads.
+struct Placement {
+    cpus: CpuSet,
+    housekeeping: u32,
+}
+
+fn placement(root: &HostRoot, cpus: Option<&str>) -> anyhow::Result<Placement> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let measured = match cpus {
+        Some(t) => {
+            let set = CpuSet::parse(t).map_err(|e| anyhow::anyhow!("--cpus {t}: {e}"))?;
+            let missing = set.difference(&online);
+            if set.is_empty() || !missing.is_empty() {
+                bail!("--cpus {t}: not a set of online CPUs (online: {online})");
+            }
+            set
+        }
+        None => {
+            let iso = read_cpu_mask(root, CpuMask::Isolated)
+                .unwrap_or_default()
+                .intersection(&online);
+            if iso.is_empty() {
+                online.clone()
+            } else {
+                iso
+            }
+        }
+    };
+    let housekeeping = online
+        .difference(&measured)
+        .iter()
+        .next()
+        .or_else(|| online.iter().next())
+        .unwrap_or(0);
+    Ok(Placement {
+        cpus: measured,
+        housekeeping,
+    })
+}
+
+fn expand(flags: &str, p: &Placement) -> Vec<String> {
+    let last = p.cpus.iter().last().unwrap_or(p.housekeeping);
+    flags
+        .replace("{cpus}", &p.cpus.to_string())
+        .replace("{cpu}", &last.to_string())
+        .replace("{housekeeping}", &p.housekeeping.to_string())
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 #[derive(Parser)]
 #[command(no_binary_name = true)]
-struct ProfileFlags {
+struct CyclicFlags {
     #[command(flatten)]
-    cyclic: CyclicArgs,
+    args: cyclic::CyclicArgs,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct OslatFlags {
+    #[command(flatten)]
+    args: oslat::OslatArgs,
+}
+
+/// Stores the document now and then, and shows progress; store errors are warned about once, never fatal
+/// to the measurement.
+struct Recorder<'a> {
+    store: &'a mut SqliteStore,
+    id: i64,
+    every: Duration,
+    last: Instant,
+    warned: bool,
+}
+
+impl Recorder<'_> {
+    fn save(&mut self, doc: &RunDocument) {
+        self.last = Instant::now();
+        if let Err(e) = self.store.update(self.id, doc) {
+            if !self.warned {
+                eprintln!("rtgauge: warning: checkpoint not stored: {e}");
+                self.warned = true;
+            }
+        }
+    }
+}
+
+/// One line (or a bar on a terminal) of progress for a timer probe.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: Duration,
+    last_line: Instant,
+}
+
+impl Progress {
+    fn new(what: &str, total: Duration) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(total.as_secs().max(1));
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {elapsed_precise}/{duration_precise} {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            b.set_prefix(what.to_string());
+            b
+        });
+        Progress {
+            bar,
+            total,
+            last_line: Instant::now(),
+        }
+    }
+
+    fn update(&mut self, elapsed: Duration, live: &[LiveThread]) {
+        let min = live
+            .iter()
+            .filter(|t| t.cycles > 0)
+            .map(|t| t.min_ns)
+            .min()
+            .unwrap_or(0);
+        let max = live.iter().map(|t| t.max_ns).max().unwrap_or(0);
+        let (sum, n) = live
+            .iter()
+            .fold((0u64, 0u64), |(s, n), t| (s + t.sum_ns, n + t.cycles));
+        let missed: u64 = live.iter().map(|t| t.missed).sum();
+        let msg = format!(
+            "min {:.1} avg {:.1} max {:.1} µs, missed {missed}",
+            min as f64 / 1e3,
+            sum.checked_div(n).unwrap_or(0) as f64 / 1e3,
+            max as f64 / 1e3
+        );
+        match &self.bar {
+            Some(b) => {
+                b.set_position(elapsed.as_secs());
+                b.set_message(msg);
+            }
+            None if self.last_line.elapsed() >= Duration::from_secs(10) => {
+                self.last_line = Instant::now();
+                eprintln!(
+                    "cyclic {:>6.0}/{:.0} s: {msg}",
+                    elapsed.as_secs_f64(),
+                    self.total.as_secs_f64()
+                );
+            }
+            None => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let (flags, default_duration) = profile_cyclic_flags(&a.profile)?;
-    let duration = a.duration.unwrap_or(default_duration);
-    let mut argv: Vec<String> = flags.split_whitespace().map(String::from).collect();
-    argv.push("-D".into());
-    argv.push(format!("{}ms", duration.as_ns() / 1_000_000));
-    let args = ProfileFlags::try_parse_from(&argv)
-        .context("profile flags")?
-        .cyclic;
-
+    let profile = load_profile(&a.profile)?;
+    let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
+    let place = placement(&root, a.cpus.as_deref())?;
+    let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
+    let mut store = SqliteStore::open(&db).with_context(|| format!("--db {}", db.display()))?;
+
+    // Resolve every probe before measuring anything, so that bad flags fail fast.
+    let mut plans = Vec::new();
+    for spec in &profile.probes {
+        let mut argv = expand(&spec.flags, &place);
+        argv.push("-D".into());
+        argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
+        let what = format!(
+            "profile {} {:?} flags '{}'",
+            profile.name,
+            spec.kind,
+            argv.join(" ")
+        );
+        plans.push(match spec.kind {
+            ProbeKind::Cyclic => {
+                let args = CyclicFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                let r = cyclic::resolve(&args, &root).with_context(|| what.clone())?;
+                Planned::Cyclic(Box::new(r))
+            }
+            ProbeKind::Oslat => {
+                let args = OslatFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                Planned::Oslat(Box::new(
+                    oslat::resolve(&args, &root).with_context(|| what.clone())?,
+                ))
+            }
+        });
+    }
+
+    let stop = StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
     let system = rtgauge_host::system::read_system_info(&root);
-    let started = crate::doc::now_rfc3339();
-    let resolved = cyclic::resolve(&args, &root)?;
-    let mut warnings = resolved.notes;
+    let mut doc = crate::doc::document(
+        crate::doc::now_rfc3339(),
+        system,
+        Vec::new(),
+        RunStatus::Running,
+        Vec::new(),
+    );
+    doc.profile = Some(profile.name.clone());
+    doc.label = a.label.clone();
+    doc.tags = a.tags.iter().cloned().collect();
+    if let Some(min) = profile.min_duration.filter(|m| duration < *m) {
+        let w = format!("profile {} asks for at least {min} per probe; this run measures {duration}: not a qualification", profile.name);
+        eprintln!("rtgauge: warning: {w}");
+        doc.warnings.push(w);
+    }
+    doc.fingerprint = Some(rtgauge_host::fingerprint::read_fingerprint(&root));
+    let id = store
+        .insert(&doc)
+        .with_context(|| format!("storing the run in {}", db.display()))?;
+
     println!(
-        "rtgauge run --profile {}: {} {} ({}), CPUs {}, clocksource {}; timer latency for {}",
-        a.profile,
-        system.sysname,
-        system.release,
-        if system.realtime {
-            "PREEMPT_RT"
-        } else {
-            "not PREEMPT_RT"
-        },
-        system.cpus_online,
-        system.clocksource.as_deref().unwrap_or("?"),
+        "rtgauge run {id}: profile {} ({}), {} {} {}, measuring CPUs {} (housekeeping CPU {}), {} per probe",
+        profile.name,
+        profile.description,
+        doc.system.nodename,
+        doc.system.release,
+        if doc.system.realtime { "PREEMPT_RT" } else { "not PREEMPT_RT" },
+        place.cpus,
+        place.housekeeping,
         duration
     );
-    let result = cyclic::measure(&resolved.plan, true)?;
-    for w in cyclic::shortfalls(&result) {
-        eprintln!("rtgauge: warning: {w}");
-        warnings.push(w);
+    let audit = rtgauge_host::audit::run_audit(
+        &root,
+        &AuditOptions {
+            target: None,
+            isolated: None,
+            sample: (!a.no_sample).then(|| Duration::from_secs(1)),
+        },
+    );
+    let s = &audit.summary;
+    println!(
+        "audit: {} pass, {} warn, {} fail, {} n/a, {} unavailable",
+        s.pass, s.warn, s.fail, s.not_applicable, s.unavailable
+    );
+    doc.audit = Some(audit);
+    let mut rec = Recorder {
+        store: &mut store,
+        id,
+        every: Duration::from_nanos(a.checkpoint.as_ns().max(1_000_000_000)),
+        last: Instant::now(),
+        warned: false,
+    };
+    rec.save(&doc);
+
+    for plan in plans {
+        if stop.is_set() {
+            break;
+        }
+        match plan {
+            Planned::Cyclic(r) => {
+                for n in &r.notes {
+                    eprintln!("rtgauge: warning: {n}");
+                    doc.warnings.push(n.clone());
+                }
+                let mut progress = Progress::new("cyclic", Duration::from_nanos(duration.as_ns()));
+                let result = {
+                    let base = &doc;
+                    let rec = &mut rec;
+                    let progress = &mut progress;
+                    let mut hook =
+                        |e: Duration, live: &[LiveThread], ck: &mut dyn FnMut() -> CyclicResult| {
+                            progress.update(e, live);
+                            if rec.last.elapsed() >= rec.every {
+                                let mut d = base.clone();
+                                d.probes.push(ProbeResult::Cyclic(ck()));
+                                d.ended_at = crate::doc::now_rfc3339();
+                                rec.save(&d);
+                            }
+                        };
+                    cyclic::measure(&r.plan, true, &stop, &mut hook)?
+                };
+                progress.finish();
+                doc.warnings.extend(cyclic::shortfalls(&result));
+                doc.probes.push(ProbeResult::Cyclic(result));
+            }
+            Planned::Oslat(p) => {
+                eprintln!(
+                    "oslat on CPUs {} for {duration} (after a {} preheat)…",
+                    place.cpus,
+                    Nanos(p.config.preheat_ns)
+                );
+                let result =
+                    rtgauge_probe::oslat::run(&p, &stop, &mut rtgauge_probe::oslat::Silent)?;
+                doc.warnings.extend(oslat::shortfalls(&result));
+                doc.probes.push(ProbeResult::Oslat(result));
+            }
+        }
+        doc.ended_at = crate::doc::now_rfc3339();
+        rec.save(&doc);
     }
+
+    let interrupted = stop.is_set()
+        || doc.probes.len() < profile.probes.len()
+        || doc
+            .probes
+            .iter()
+            .any(|p| matches!(p, ProbeResult::Cyclic(c) if c.stop_reason == StopReason::Signal));
+    doc.status = if interrupted {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    doc.verdicts = profile.gates.iter().map(|g| g.judge(&doc)).collect();
+    doc.ended_at = crate::doc::now_rfc3339();
+    for w in &doc.warnings {
+        eprintln!("rtgauge: warning: {w}");
+    }
+    rec.store
+        .update(id, &doc)
+        .with_context(|| format!("storing run {id} in {}", db.display()))?;
+    if let Some(path) = &a.output {
+        crate::doc::write_json(path, &doc)
+            .with_context(|| format!("--output {}", path.display()))?;
+    }
+
     let mut out = std::io::stdout().lock();
-    let hist_us = result.config.hist_buckets.unwrap_or(0);
+    write!(out, "{}", render_summary(&doc))?;
     writeln!(
         out,
-        "{:>4} {:>12} {:>9} {:>9} {:>9} {:>10} {:>10} {:>11} {:>7}",
-        "CPU",
-        "samples",
-        "min µs",
-        "avg µs",
-        "max µs",
-        "p99.9 µs",
-        "p99.99 µs",
-        format!("over {hist_us}µs"),
-        "missed"
+        "stored: run {id} ({}) in {}",
+        doc.status.as_str(),
+        db.display()
     )?;
-    for t in &result.threads {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        writeln!(
-            out,
-            "{:>4} {:>12} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>11} {:>7}",
-            t.conditions
-                .cpu
-                .achieved
-                .map_or("-".to_string(), |c| c.to_string()),
-            t.cycles,
-            us(t.latency.min_ns),
-            t.latency.mean_ns / 1000.0,
-            us(t.latency.max_ns),
-            us(t.latency.percentile(99.9).unwrap_or(0)),
-            us(t.latency.percentile(99.99).unwrap_or(0)),
-            t.linear.as_ref().map_or(0, |l| l.overflows),
-            t.missed_deadlines
-        )?;
+    let failed = doc.verdicts.iter().any(|v| v.outcome != Outcome::Pass);
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+enum Planned {
+    Cyclic(Box<cyclic::Resolved>),
+    Oslat(Box<rtgauge_probe::oslat::OslatPlan>),
+}
+
+fn first_line(e: &clap::Error) -> String {
+    let r = e.render().to_string();
+    r.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid flags")
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+/// The per-CPU tables (timer latency in the layout of the vPAC guide's result table, OS noise) and the
+/// verdicts.
+pub fn render_summary(doc: &RunDocument) -> String {
+    let mut s = String::new();
+    use std::fmt::Write as _;
+    let us = |ns: u64| ns as f64 / 1000.0;
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                let range = c
+                    .config
+                    .hist_buckets
+                    .map(|b| u64::from(b) * c.config.unit_ns / 1000)
+                    .unwrap_or(0);
+                let _ = writeln!(
+                    s,
+                    "\ntimer latency (cyclic, interval {} µs):",
+                    c.config.interval_ns / 1000
+                );
+                let _ = writeln!(
+                    s,
+                    "{:>4} {:>14} {:>9} {:>9} {:>9} {:>14} {:>10} {:>10} {:>8}",
+                    "CPU",
+                    "samples",
+                    "min µs",
+                    "avg µs",
+                    "max µs",
+                    format!("overflows≥{range}µs"),
+                    "p99.9 µs",
+                    "p99.99 µs",
+                    "missed"
+                );
+                for t in &c.threads {
+                    let _ = writeln!(
+                        s,
+                        "{:>4} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>14} {:>10.1} {:>10.1} {:>8}",
+                        t.conditions
+                            .cpu
+                            .achieved
+                            .map_or("-".into(), |c| c.to_string()),
+                        t.cycles,
+                        us(t.latency.min_ns),
+                        t.latency.mean_ns / 1000.0,
+                        us(t.latency.max_ns),
+                        t.linear
+                            .as_ref()
+                            .map_or("-".into(), |l| l.overflows.to_string()),
+                        us(t.latency.percentile(99.9).unwrap_or(0)),
+                        us(t.latency.percentile(99.99).unwrap_or(0)),
+                        t.missed_deadlines
+                    );
+                }
+            }
+            ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
+        }
     }
-    let path = a.output.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "rtgauge-run-{}.json",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-        ))
-    });
-    let doc = cyclic::document(started, system, result, warnings);
-    crate::doc::write_json(&path, &doc).with_context(|| format!("--output {}", path.display()))?;
-    writeln!(out, "run document: {}", path.display())?;
-    Ok(ExitCode::SUCCESS)
+    if !doc.verdicts.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nrequirements ({}):",
+            doc.profile.as_deref().unwrap_or("-")
+        );
+        for v in &doc.verdicts {
+            let _ = writeln!(s, "  {v}");
+        }
+        let pass = doc.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
+        let _ = writeln!(s, "verdict: {}", if pass { "PASS" } else { "FAIL" });
+    }
+    s
+}
+
+fn render_oslat_table(o: &OslatResult) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "\nOS noise (oslat busy loop):");
+    let _ = writeln!(
+        s,
+        "{:>4} {:>14} {:>8} {:>10} {:>10} {:>10} {:>12}",
+        "CPU", "iterations", "loop ns", "p99.99 µs", "max µs", ">20µs/s", "available %"
+    );
+    for t in &o.threads {
+        let over20 = t
+            .over_thresholds
+            .iter()
+            .find(|x| x.threshold_ns == 20_000)
+            .map_or(0.0, |x| x.per_second);
+        let _ = writeln!(
+            s,
+            "{:>4} {:>14} {:>8.1} {:>10.1} {:>10.1} {:>10.2} {:>12.4}",
+            t.cpu,
+            t.iterations,
+            t.loop_ns,
+            t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0,
+            t.gaps.max_ns as f64 / 1000.0,
+            over20,
+            t.availability_pct
+        );
+    }
+    s
 }

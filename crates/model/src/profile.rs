@@ -1,0 +1,297 @@
+//! Requirement profiles: which probes a run executes, with which parameters, for how long, and which gates
+//! its results must pass. Probe parameters are written in the flags users know (cyclictest's and oslat's),
+//! so a profile reads like the command line a white paper prints. Three are built in; users write their own
+//! in TOML with the same fields:
+//!
+//! ```toml
+//! name = "relay"
+//! description = "protection relay, 120 µs"
+//! duration = "24h"
+//! min_duration = "24h"          # shorter runs get a warning
+//! [[probe]]
+//! kind = "cyclic"
+//! flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q"
+//! [[gate]]
+//! metric = "cyclic.max"
+//! max = "120us"
+//! [[gate]]
+//! metric = "cyclic.samples_at_or_above"
+//! threshold = "120us"
+//! max = "0"
+//! ```
+//!
+//! Placeholders in flags: `{cpus}` the measured CPUs (the isolated set, or every online CPU), `{cpu}` one
+//! measured CPU (the last), `{housekeeping}` a CPU outside the measured set (or the first online CPU).
+
+use crate::units::parse_duration;
+use crate::verdict::{Gate, Metric};
+use crate::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// A probe of a profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeSpec {
+    /// `cyclic` or `oslat`.
+    pub kind: ProbeKind,
+    /// The probe's command-line flags (without `-D`: the duration comes from the profile or `--duration`).
+    pub flags: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    Cyclic,
+    Oslat,
+}
+
+/// A gate as written in a profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateSpec {
+    /// `cyclic.max`, `cyclic.samples_at_or_above`, `cyclic.missed`, `oslat.max`.
+    pub metric: String,
+    /// Bound: a duration (`20us`) for latencies, a count for counts.
+    pub max: String,
+    /// For `cyclic.samples_at_or_above`.
+    #[serde(default)]
+    pub threshold: Option<String>,
+}
+
+/// A profile as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Duration of each probe (rt-tests syntax: `90`, `15m`, `24h`).
+    pub duration: String,
+    /// Runs shorter than this are warned about (the requirement asks for a longer qualification).
+    #[serde(default)]
+    pub min_duration: Option<String>,
+    #[serde(rename = "probe")]
+    pub probes: Vec<ProbeSpec>,
+    #[serde(rename = "gate", default)]
+    pub gates: Vec<GateSpec>,
+}
+
+/// A validated profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub duration: Nanos,
+    pub min_duration: Option<Nanos>,
+    pub probes: Vec<ProbeSpec>,
+    pub gates: Vec<Gate>,
+}
+
+/// Why a profile was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    #[error("invalid TOML: {0}")]
+    Toml(String),
+    #[error("{field}: {reason}")]
+    Field { field: String, reason: String },
+}
+
+fn field(field: &str, reason: impl ToString) -> ProfileError {
+    ProfileError::Field {
+        field: field.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn duration(name: &str, s: &str) -> Result<Nanos, ProfileError> {
+    parse_duration(s).map_err(|e| field(name, e))
+}
+
+impl ProfileSpec {
+    pub fn validate(&self) -> Result<Profile, ProfileError> {
+        if self.probes.is_empty() {
+            return Err(field("probe", "a profile needs at least one [[probe]]"));
+        }
+        for p in &self.probes {
+            if p.flags
+                .split_whitespace()
+                .any(|f| f == "-D" || f.starts_with("--duration"))
+            {
+                return Err(field(
+                    "probe.flags",
+                    "no -D/--duration in flags: the profile's duration applies",
+                ));
+            }
+        }
+        let d = duration("duration", &self.duration)?;
+        if d.as_ns() == 0 {
+            return Err(field("duration", "must be longer than 0"));
+        }
+        let gates = self
+            .gates
+            .iter()
+            .map(|g| {
+                let metric = match (g.metric.as_str(), &g.threshold) {
+                    ("cyclic.max", None) => Metric::CyclicMaxNs,
+                    ("oslat.max", None) => Metric::OslatMaxNs,
+                    ("cyclic.missed", None) => Metric::CyclicMissed,
+                    ("cyclic.samples_at_or_above", Some(t)) => {
+                        Metric::CyclicSamplesAtOrAbove { threshold_ns: duration("gate.threshold", t)?.as_ns() }
+                    }
+                    ("cyclic.samples_at_or_above", None) => return Err(field("gate.threshold", "required for this metric")),
+                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed"].contains(&m) => {
+                        return Err(field("gate.threshold", format!("not used by {m}")))
+                    }
+                    (m, _) => {
+                        return Err(field(
+                            "gate.metric",
+                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max)"),
+                        ))
+                    }
+                };
+                let needs = match metric {
+                    Metric::OslatMaxNs => ProbeKind::Oslat,
+                    _ => ProbeKind::Cyclic,
+                };
+                if !self.probes.iter().any(|p| p.kind == needs) {
+                    return Err(field("gate.metric", format!("{} needs a {:?} probe in the profile", g.metric, needs)));
+                }
+                let max = if metric.is_latency() {
+                    duration("gate.max", &g.max)?.as_ns()
+                } else {
+                    g.max.trim().parse().map_err(|_| field("gate.max", format!("'{}' is not a count", g.max)))?
+                };
+                Ok(Gate { metric, max })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Profile {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            duration: d,
+            min_duration: self
+                .min_duration
+                .as_deref()
+                .map(|m| duration("min_duration", m))
+                .transpose()?,
+            probes: self.probes.clone(),
+            gates,
+        })
+    }
+}
+
+/// Parse and validate a TOML profile.
+pub fn parse_profile(text: &str) -> Result<Profile, ProfileError> {
+    let spec: ProfileSpec = toml::from_str(text).map_err(|e| ProfileError::Toml(e.to_string()))?;
+    spec.validate()
+}
+
+/// The built-in profiles, as TOML (so that `rtgauge` can show them and users can copy one as a start).
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "quick",
+        r#"name = "quick"
+description = "A first look: timer latency and OS noise on the measured CPUs, 15 s each"
+duration = "15s"
+[[probe]]
+kind = "cyclic"
+flags = "-m -p95 -i 200 -h 400 -a {cpus} -t --mainaffinity={housekeeping} -q"
+[[probe]]
+kind = "oslat"
+flags = "-c {cpus} -C {housekeeping} -q"
+"#,
+    ),
+    (
+        "ran",
+        r#"name = "ran"
+description = "5G RAN (VMware RAN white paper, seed 000): cyclictest and oslat as published; max 20 µs"
+duration = "1h"
+[[probe]]
+kind = "cyclic"
+flags = "-m -p99 -i 100 -h 100 -a {cpus} -t --mainaffinity={housekeeping} -q"
+[[probe]]
+kind = "oslat"
+flags = "-c {cpus} -f 99 -C {housekeeping} -q"
+[[gate]]
+metric = "cyclic.max"
+max = "20us"
+[[gate]]
+metric = "oslat.max"
+max = "20us"
+"#,
+    ),
+    (
+        "vpr",
+        r#"name = "vpr"
+description = "Virtual protection relay (VMware vPAC guide, seed 003): max 120 µs, no sample at or above 120 µs, 24 h or more"
+duration = "24h"
+min_duration = "24h"
+[[probe]]
+kind = "cyclic"
+flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q"
+[[gate]]
+metric = "cyclic.max"
+max = "120us"
+[[gate]]
+metric = "cyclic.samples_at_or_above"
+threshold = "120us"
+max = "0"
+"#,
+    ),
+];
+
+/// A built-in profile by name.
+pub fn builtin(name: &str) -> Option<Profile> {
+    BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, t)| parse_profile(t).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_valid() {
+        for (name, text) in BUILTIN {
+            let p = parse_profile(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(&p.name, name);
+        }
+        let vpr = builtin("vpr").unwrap();
+        assert_eq!(
+            vpr.gates[1],
+            Gate {
+                metric: Metric::CyclicSamplesAtOrAbove {
+                    threshold_ns: 120_000
+                },
+                max: 0
+            }
+        );
+        assert_eq!(vpr.min_duration, Some(Nanos::from_secs(86_400)));
+        assert_eq!(builtin("ran").unwrap().gates.len(), 2);
+    }
+
+    #[test]
+    fn bad_profiles_name_the_field() {
+        let cases = [
+            ("name = 'x'\nduration = '1s'\n", "probe"),
+            ("name = 'x'\nduration = 'soon'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "duration"),
+            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = '-D 5'\n", "probe.flags"),
+            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'oslat.max'\nmax = '1us'\n", "gate.metric"),
+            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.max'\nmax = 'big'\n", "gate.max"),
+            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.samples_at_or_above'\nmax = '0'\n", "gate.threshold"),
+            ("name = 'x'\nduration = '1s'\nbogus = 1\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "bogus"),
+            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'fio'\nflags = ''\n", "fio"),
+        ];
+        for (text, what) in cases {
+            let e = parse_profile(text).unwrap_err().to_string();
+            assert!(e.contains(what), "{what}: {e}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,200}") {
+            let _ = parse_profile(&s);
+        }
+    }
+}
