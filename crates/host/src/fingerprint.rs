@@ -211,6 +211,15 @@ pub fn read_preempt(root: &HostRoot) -> PreemptInfo {
         .read_optional("/sys/kernel/debug/sched/preempt")
         .and_then(|t| parse_preempt_dynamic(&t));
     let (uts, dynamic) = parse_uts_preempt(&version);
+    // Without debugfs, a PREEMPT_DYNAMIC kernel's mode is still known when the command line chose it.
+    let cmdline_mode = if dynamic && dyn_mode.is_none() {
+        read_cmdline(root)
+            .get("preempt")
+            .filter(|m| matches!(*m, "none" | "voluntary" | "full" | "lazy"))
+            .map(str::to_string)
+    } else {
+        None
+    };
     let (model, source) = if sys_rt {
         (PreemptModel::Rt, "/sys/kernel/realtime")
     } else if uts == Some("rt") {
@@ -224,6 +233,14 @@ pub fn read_preempt(root: &HostRoot) -> PreemptInfo {
             _ => PreemptModel::Unknown,
         };
         (model, "/sys/kernel/debug/sched/preempt")
+    } else if let Some(m) = cmdline_mode.as_deref() {
+        let model = match m {
+            "full" => PreemptModel::Full,
+            "lazy" => PreemptModel::Lazy,
+            "voluntary" => PreemptModel::Voluntary,
+            _ => PreemptModel::None,
+        };
+        (model, "/proc/cmdline preempt=")
     } else {
         match uts {
             Some("lazy") => (PreemptModel::Lazy, "/proc/sys/kernel/version"),
@@ -237,7 +254,7 @@ pub fn read_preempt(root: &HostRoot) -> PreemptInfo {
     PreemptInfo {
         model,
         dynamic: dynamic || dyn_mode.is_some(),
-        dynamic_mode: dyn_mode,
+        dynamic_mode: dyn_mode.or(cmdline_mode),
         sys_kernel_realtime: sys_rt,
         source: source.to_string(),
     }
@@ -680,6 +697,29 @@ mod tests {
         );
         assert_eq!(classify_cpuid_vendor("Microsoft Hv"), Some("microsoft"));
         assert_eq!(classify_cpuid_vendor("nothing"), None);
+    }
+
+    #[test]
+    fn preempt_dynamic_mode_from_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = |p: &str, t: &str| {
+            let p = dir.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
+        };
+        w("proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC Thu\n");
+        w("proc/cmdline", "ro preempt=full\n");
+        let p = read_preempt(&HostRoot::at(dir.path()));
+        assert_eq!(p.model, PreemptModel::Full);
+        assert_eq!(p.source, "/proc/cmdline preempt=");
+        w(
+            "sys/kernel/debug/sched/preempt",
+            "none (voluntary) full lazy\n",
+        );
+        assert_eq!(
+            read_preempt(&HostRoot::at(dir.path())).model,
+            PreemptModel::Voluntary
+        );
     }
 
     #[test]

@@ -174,6 +174,27 @@ fn preempt_rt(c: &Ctx) -> Verdict {
     status(summary).evs(v.evidence)
 }
 
+/// Two values of one kernel parameter are the same when equal as text, or when both are CPU lists (with
+/// optional isolcpus flags) naming the same CPUs: tuned may write `2,3` where the running line has `2-3`.
+fn same_param_value(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if a != b => {
+            match (
+                crate::parse::parse_isolcpus(a),
+                crate::parse::parse_isolcpus(b),
+            ) {
+                (Ok((mut fa, sa)), Ok((mut fb, sb))) => {
+                    fa.sort();
+                    fb.sort();
+                    !sa.is_empty() && sa == sb && fa == fb
+                }
+                _ => false,
+            }
+        }
+        (a, b) => a == b,
+    }
+}
+
 fn model_word(m: PreemptModel) -> String {
     format!("{m:?}").to_lowercase()
 }
@@ -272,7 +293,12 @@ fn tuned_bootcmdline(c: &Ctx) -> Verdict {
     let missing: Vec<String> = want_c
         .tokens
         .iter()
-        .filter(|(k, v)| c.cmdline.tokens.iter().all(|(k2, v2)| k2 != k || v2 != v))
+        .filter(|(k, v)| {
+            !c.cmdline
+                .tokens
+                .iter()
+                .any(|(k2, v2)| k2 == k && same_param_value(v.as_deref(), v2.as_deref()))
+        })
         .map(|(k, v)| match v {
             Some(v) => format!("{k}={v}"),
             None => k.clone(),
@@ -408,7 +434,7 @@ mod tests {
         let f = fx.finding("tuned-bootcmdline-applied", Target::BareMetalRtHost);
         assert_eq!(f.status, Status::Fail);
         assert!(f.summary.contains("nohz=on"), "{}", f.summary);
-        let fx = fx.file("/proc/cmdline", "ro isolcpus=2-3 nohz=on\n");
+        let fx = fx.file("/proc/cmdline", "ro isolcpus=2,3 nohz=on\n");
         assert_eq!(
             fx.finding("tuned-bootcmdline-applied", Target::BareMetalRtHost)
                 .status,

@@ -359,7 +359,13 @@ fn sets_consistent(c: &Ctx) -> Verdict {
             ));
         }
     }
-    if let Some(v) = &c.fp.tuned.isolated_cores {
+    // `${f:calc_isolated_cores:1}` (tuned's default) is computed by tuned at run time: nothing to compare.
+    if let Some(v) =
+        c.fp.tuned
+            .isolated_cores
+            .as_ref()
+            .filter(|v| !v.contains("${"))
+    {
         sets.push((
             "tuned isolated_cores".into(),
             "/etc/tuned/<profile>-variables.conf".into(),
@@ -611,8 +617,32 @@ fn irqbalance(c: &Ctx) -> Verdict {
         .find_map(|p| c.root.read_optional(p).map(|t| (p.to_string(), t)))
         .unwrap_or_else(|| ("/etc/sysconfig/irqbalance".into(), String::new()));
     let kv = parse_key_values(&text);
-    let list = key_value(&kv, "IRQBALANCE_BANNED_CPULIST").map(str::to_string);
-    let hex = key_value(&kv, "IRQBALANCE_BANNED_CPUS").map(str::to_string);
+    let mut list = key_value(&kv, "IRQBALANCE_BANNED_CPULIST").map(str::to_string);
+    let mut hex = key_value(&kv, "IRQBALANCE_BANNED_CPUS").map(str::to_string);
+    let mut path = path;
+    // Runtime truth: the daemon's own environment, when readable, is what it was started with.
+    let pid = c
+        .tasks()
+        .iter()
+        .find(|t| t.pid == t.tid && t.comm == "irqbalance")
+        .map(|t| t.pid);
+    if let Some(pid) = pid {
+        let env_path = format!("/proc/{pid}/environ");
+        if let Ok(env) = c.root.read_bytes(&env_path) {
+            let (elist, ehex, kept) = parse_irqbalance_environ(&env);
+            // A capture keeps only the irqbalance variables of that environment.
+            c.root.record(&env_path, &kept);
+            if elist != list || ehex != hex {
+                path = format!(
+                    "{env_path} (differs from the config file: configured but not effective)"
+                );
+            } else {
+                path = env_path;
+            }
+            list = elist;
+            hex = ehex;
+        }
+    }
     let ev = vec![
         c.iso_evidence(),
         Evidence::new("irqbalance daemon", "/proc/*/comm", "running"),
@@ -676,6 +706,27 @@ fn irqbalance(c: &Ctx) -> Verdict {
         }
     }
     .evs(ev)
+}
+
+/// The irqbalance variables of a NUL-separated environment (`/proc/<pid>/environ`): the CPU list, the hex
+/// mask, and the environment reduced to those two variables (nothing else is ever kept).
+pub fn parse_irqbalance_environ(env: &[u8]) -> (Option<String>, Option<String>, Vec<u8>) {
+    let mut list = None;
+    let mut hex = None;
+    let mut kept = Vec::new();
+    for var in env.split(|b| *b == 0) {
+        let text = String::from_utf8_lossy(var);
+        if let Some(v) = text.strip_prefix("IRQBALANCE_BANNED_CPULIST=") {
+            list = Some(v.to_string());
+        } else if let Some(v) = text.strip_prefix("IRQBALANCE_BANNED_CPUS=") {
+            hex = Some(v.to_string());
+        } else {
+            continue;
+        }
+        kept.extend_from_slice(var);
+        kept.push(0);
+    }
+    (list, hex, kept)
 }
 
 /// Per-CPU deltas of one counter table between the two samples, restricted to `cpus`.
@@ -1292,6 +1343,27 @@ mod tests {
             "IRQBALANCE_BANNED_CPULIST=2-3\n",
         );
         assert_eq!(fx.finding("irqbalance-banned-cpus", T).status, Status::Pass);
+        // The running daemon's environment beats the config file.
+        let fx = base()
+            .file("/proc/5/task/5/status", run)
+            .file(
+                "/etc/sysconfig/irqbalance",
+                "IRQBALANCE_BANNED_CPULIST=2-3\n",
+            )
+            .file(
+                "/proc/5/environ",
+                "PATH=/bin\0IRQBALANCE_BANNED_CPULIST=3\0",
+            );
+        let f = fx.finding("irqbalance-banned-cpus", T);
+        assert_eq!(f.status, Status::Fail);
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.source.contains("not effective")));
+        let (l, h, kept) =
+            super::parse_irqbalance_environ(b"SECRET=x\0IRQBALANCE_BANNED_CPULIST=3\0");
+        assert_eq!((l.as_deref(), h), (Some("3"), None));
+        assert_eq!(kept, b"IRQBALANCE_BANNED_CPULIST=3\0");
         let fx = base()
             .file("/proc/5/task/5/status", run)
             .file("/etc/default/irqbalance", "IRQBALANCE_BANNED_CPUS=0\n");
