@@ -22,8 +22,14 @@ pub enum Command {
     Cyclic(Box<crate::cmd::cyclic::CyclicArgs>),
     /// OS noise seen by a busy-polling thread (oslat's measurement; accepts oslat's flags).
     Oslat(Box<crate::cmd::oslat::OslatArgs>),
-    /// The main job: fingerprint the platform and run the quick profile of probes.
+    /// The main job: fingerprint and audit the platform, run a profile of probes, judge, store.
     Run(crate::cmd::run::RunArgs),
+    /// List, show, delete or export stored runs.
+    Runs(crate::cmd::runs::RunsArgs),
+    /// Export a stored run as JSON, CSV or rt-tests JSON.
+    Export(crate::cmd::runs::ExportArgs),
+    /// Import rt-tests (cyclictest JSON) results as runs.
+    Import(crate::cmd::runs::ImportArgs),
     /// Real-time readiness audit of this host or guest (or a captured tree), or lint of a .vmx, libvirt XML or
     /// Kubernetes YAML definition.
     Audit(crate::cmd::audit::AuditArgs),

@@ -17,6 +17,9 @@ fn main() -> ExitCode {
         cli::Command::Cyclic(a) => cmd::cyclic::run(a),
         cli::Command::Oslat(a) => cmd::oslat::run(a),
         cli::Command::Run(a) => cmd::run::run(a),
+        cli::Command::Runs(a) => cmd::runs::run(a),
+        cli::Command::Export(a) => cmd::runs::export(a, &a.db),
+        cli::Command::Import(a) => cmd::runs::import(a),
         cli::Command::Audit(a) => cmd::audit::run(a),
         cli::Command::Fingerprint(a) => cmd::fingerprint::run(a),
     };

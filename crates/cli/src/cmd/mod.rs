@@ -6,3 +6,4 @@ pub mod cyclic;
 pub mod fingerprint;
 pub mod oslat;
 pub mod run;
+pub mod runs;

@@ -1,0 +1,323 @@
+//! `rtgauge runs list|show|delete|export`, `rtgauge export` and `rtgauge import`: the stored runs.
+//! Every view is rendered from the stored document.
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand, ValueEnum};
+use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_report::rttests;
+use rtgauge_store::{RunStore, Selector, SqliteStore};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Which database.
+#[derive(Debug, Clone, Args)]
+pub struct DbArg {
+    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    pub fn open(&self) -> anyhow::Result<(SqliteStore, PathBuf)> {
+        let path = self.db.clone().unwrap_or_else(SqliteStore::default_path);
+        let s = SqliteStore::open(&path).with_context(|| format!("--db {}", path.display()))?;
+        Ok((s, path))
+    }
+}
+
+/// List, show, delete or export stored runs.
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub action: RunsAction,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum RunsAction {
+    /// One line per stored run.
+    List,
+    /// A run's conditions, results and verdicts.
+    Show {
+        /// Run id, label, or `latest`.
+        run: String,
+    },
+    /// Delete a run.
+    Delete {
+        /// Run id (a label or `latest` is accepted too).
+        run: String,
+    },
+    /// Export a run.
+    Export(ExportArgs),
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The native run document.
+    Json,
+    /// One row per probe thread: samples, min, avg, percentiles, max (ns), missed, overflows.
+    Csv,
+    /// rt-tests JSON (cyclictest's schema, or oslat's for a run with only oslat).
+    RtTests,
+}
+
+/// Export one run.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Run id, label, or `latest`.
+    pub run: String,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
+    /// Write to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+fn resolve(store: &mut SqliteStore, run: &str) -> anyhow::Result<(i64, RunDocument)> {
+    let id = store
+        .resolve(&Selector::parse(run))
+        .with_context(|| format!("run {run}"))?;
+    let doc = store.get(id).with_context(|| format!("run {run}"))?;
+    Ok((id, doc))
+}
+
+pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
+    match &a.action {
+        RunsAction::List => {
+            let (mut store, _) = a.db.open()?;
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "{:>5}  {:<24}  {:<11}  {:<8}  {:<16}  {:<14}  {}",
+                "id", "started", "status", "profile", "label", "probes", "host"
+            )?;
+            for r in store.list()? {
+                writeln!(
+                    out,
+                    "{:>5}  {:<24}  {:<11}  {:<8}  {:<16}  {:<14}  {}",
+                    r.id,
+                    r.started_at,
+                    r.status.as_str(),
+                    r.profile.as_deref().unwrap_or("-"),
+                    r.label.as_deref().unwrap_or("-"),
+                    if r.probes.is_empty() { "-" } else { &r.probes },
+                    r.host
+                )?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RunsAction::Show { run } => {
+            let (mut store, _) = a.db.open()?;
+            let (id, doc) = resolve(&mut store, run)?;
+            print!("{}", render_show(id, &doc));
+            Ok(ExitCode::SUCCESS)
+        }
+        RunsAction::Delete { run } => {
+            let (mut store, path) = a.db.open()?;
+            let (id, _) = resolve(&mut store, run)?;
+            store.delete(id)?;
+            println!("deleted run {id} from {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        RunsAction::Export(e) => export(e, &a.db),
+    }
+}
+
+/// `rtgauge export` (also `rtgauge runs export`).
+pub fn export(e: &ExportArgs, outer: &DbArg) -> anyhow::Result<ExitCode> {
+    let db = if e.db.db.is_some() { &e.db } else { outer };
+    let (mut store, _) = db.open()?;
+    let (_, doc) = resolve(&mut store, &e.run)?;
+    let text = match e.format {
+        Format::Json => serde_json::to_string_pretty(&doc)? + "\n",
+        Format::Csv => render_csv(&doc),
+        Format::RtTests => serde_json::to_string_pretty(&render_rt_tests(&doc)?)? + "\n",
+    };
+    match &e.output {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("--output {}", p.display()))?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rfc2822(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|t| t.to_rfc2822())
+        .unwrap_or_else(|_| rfc3339.to_string())
+}
+
+/// rt-tests JSON of the run's first cyclic probe (or first oslat probe).
+pub fn render_rt_tests(doc: &RunDocument) -> anyhow::Result<serde_json::Value> {
+    let cmdline = doc.command_line.join(" ");
+    let (start, end) = (rfc2822(&doc.started_at), rfc2822(&doc.ended_at));
+    let env = rttests::Envelope {
+        cmdline: &cmdline,
+        version: &doc.tool.version,
+        start_time: &start,
+        end_time: &end,
+        return_code: 0,
+        system: &doc.system,
+    };
+    let cyclic = doc.probes.iter().find_map(|p| match p {
+        ProbeResult::Cyclic(c) => Some(c),
+        _ => None,
+    });
+    if let Some(c) = cyclic {
+        return Ok(rttests::render_cyclictest_json(c, &env));
+    }
+    let oslat = doc.probes.iter().find_map(|p| match p {
+        ProbeResult::Oslat(o) => Some(o),
+        _ => None,
+    });
+    match oslat {
+        Some(o) => Ok(rttests::render_oslat_json(o, &env)),
+        None => anyhow::bail!("--format rt-tests: the run has no cyclic or oslat result"),
+    }
+}
+
+/// CSV, one row per probe thread.
+pub fn render_csv(doc: &RunDocument) -> String {
+    let ps = rtgauge_model::latency::DEFAULT_PERCENTILES;
+    let mut s = String::from("probe,thread,cpu,samples,min_ns,mean_ns");
+    for p in ps {
+        s.push_str(&format!(",p{p}_ns"));
+    }
+    s.push_str(",max_ns,missed_deadlines,overflows\n");
+    let row = |s: &mut String,
+               probe: &str,
+               idx: u32,
+               cpu: Option<u32>,
+               l: &rtgauge_model::latency::LatencyStats,
+               missed: u64,
+               over: Option<u64>| {
+        s.push_str(&format!(
+            "{probe},{idx},{},{},{},{:.1}",
+            cpu.map_or(String::new(), |c| c.to_string()),
+            l.count,
+            l.min_ns,
+            l.mean_ns
+        ));
+        for p in ps {
+            s.push_str(&format!(
+                ",{}",
+                l.percentile(*p).map_or(String::new(), |v| v.to_string())
+            ));
+        }
+        s.push_str(&format!(
+            ",{},{missed},{}\n",
+            l.max_ns,
+            over.map_or(String::new(), |o| o.to_string())
+        ));
+    };
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                for t in &c.threads {
+                    row(
+                        &mut s,
+                        "cyclic",
+                        t.index,
+                        t.conditions.cpu.achieved,
+                        &t.latency,
+                        t.missed_deadlines,
+                        t.linear.as_ref().map(|l| l.overflows),
+                    );
+                }
+            }
+            ProbeResult::Oslat(o) => {
+                for t in &o.threads {
+                    let over = t.over_thresholds.last().map(|x| x.count);
+                    row(&mut s, "oslat", t.index, Some(t.cpu), &t.gaps, 0, over);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// `runs show`: conditions, results, verdicts, warnings.
+pub fn render_show(id: i64, doc: &RunDocument) -> String {
+    let mut s = format!(
+        "run {id}: {} — profile {}, label {}, {} → {}\n",
+        doc.status.as_str(),
+        doc.profile.as_deref().unwrap_or("-"),
+        doc.label.as_deref().unwrap_or("-"),
+        doc.started_at,
+        doc.ended_at
+    );
+    if !doc.tags.is_empty() {
+        let t: Vec<String> = doc.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!("tags: {}\n", t.join(", ")));
+    }
+    s.push_str(&format!(
+        "host: {} {} {} ({}), CPUs {}, clocksource {}\n",
+        doc.system.nodename,
+        doc.system.sysname,
+        doc.system.release,
+        if doc.system.realtime {
+            "PREEMPT_RT"
+        } else {
+            "not PREEMPT_RT"
+        },
+        doc.system.cpus_online,
+        doc.system.clocksource.as_deref().unwrap_or("?")
+    ));
+    if let Some(src) = &doc.imported_from {
+        s.push_str(&format!(
+            "imported from {} ({}, resolution {} ns)\n",
+            src.file, src.format, src.resolution_ns
+        ));
+    }
+    if let Some(a) = &doc.audit {
+        let m = &a.summary;
+        s.push_str(&format!(
+            "audit: {} pass, {} warn, {} fail, {} n/a, {} unavailable\n",
+            m.pass, m.warn, m.fail, m.not_applicable, m.unavailable
+        ));
+    }
+    s.push_str(&super::run::render_summary(doc));
+    for w in &doc.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+/// Bring rt-tests results into the store.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// cyclictest `--json` files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Label for the imported runs (e.g. bare-metal).
+    #[arg(long)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// `rtgauge import`: every file is parsed before anything is stored, so a bad file stores nothing.
+pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let mut docs = Vec::with_capacity(a.files.len());
+    for f in &a.files {
+        let name = f.display().to_string();
+        let bytes = std::fs::read(f).with_context(|| format!("import {name}"))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let mut doc = rtgauge_store::import::parse_cyclictest_json(&text, &name)
+            .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
+        doc.label = a.label.clone();
+        docs.push((name, doc));
+    }
+    let (mut store, path) = a.db.open()?;
+    for (name, doc) in docs {
+        let id = store
+            .insert(&doc)
+            .with_context(|| format!("storing {name}"))?;
+        println!("imported {name} as run {id} into {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

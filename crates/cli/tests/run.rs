@@ -1,0 +1,412 @@
+//! End-to-end tests of `rtgauge run`, the run store, import and export. Real probes, short durations.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+
+use common::{busy_cpu, rtgauge, rtgauge_std};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+const CYCLIC_ONLY: &str = r#"name = "cyc"
+duration = "2s"
+[[probe]]
+kind = "cyclic"
+flags = "-m -p90 -i 500 -h 200 -a {cpus} -t --mainaffinity={housekeeping} -q"
+[[gate]]
+metric = "cyclic.max"
+max = "10s"
+"#;
+
+fn db(dir: &Path) -> String {
+    dir.join("runs.db").to_str().unwrap().to_string()
+}
+
+fn export_json(db: &str, run: &str) -> Value {
+    let out = rtgauge()
+        .args(["export", run, "--format", "json", "--db", db])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn quick_profile_stores_the_run_and_prints_the_summary() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let out = rtgauge()
+        .args([
+            "run",
+            "--db",
+            &db,
+            "--duration",
+            "2s",
+            "--no-sample",
+            "--label",
+            "bare-metal",
+            "--tag",
+            "site=lab",
+        ])
+        .output()
+        .unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{s}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "audit:",
+        "timer latency (cyclic",
+        "OS noise (oslat",
+        "stored: run 1 (complete)",
+    ] {
+        assert!(s.contains(want), "missing {want:?} in {s}");
+    }
+    let list = String::from_utf8(
+        rtgauge()
+            .args(["runs", "list", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        list.lines().any(|l| l.contains("complete")
+            && l.contains("bare-metal")
+            && l.contains("cyclic,oslat")),
+        "{list}"
+    );
+    let d = export_json(&db, "bare-metal");
+    assert_eq!(d["status"], "complete");
+    assert_eq!(d["tags"]["site"], "lab");
+    assert_eq!(d["probes"].as_array().unwrap().len(), 2);
+    assert!(d["fingerprint"].is_object() && d["audit"]["findings"].is_array());
+    let csv = String::from_utf8(
+        rtgauge()
+            .args(["export", "latest", "--format", "csv", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(csv.starts_with("probe,thread,cpu,samples,min_ns"), "{csv}");
+    assert_eq!(
+        csv.lines().filter(|l| l.starts_with("cyclic,")).count(),
+        d["probes"][0]["threads"].as_array().unwrap().len()
+    );
+}
+
+#[test]
+fn vpr_profile_prints_the_seed_003_table_and_a_verdict() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let out = rtgauge()
+        .args([
+            "run",
+            "--profile",
+            "vpr",
+            "--duration",
+            "2s",
+            "--no-sample",
+            "--db",
+            &db,
+        ])
+        .output()
+        .unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    for want in [
+        "samples",
+        "min µs",
+        "avg µs",
+        "max µs",
+        "overflows≥120µs",
+        "requirements (vpr)",
+        "cyclic max latency ≤ 120.0 µs",
+        "cyclic samples ≥ 120 µs ≤ 0",
+    ] {
+        assert!(s.contains(want), "missing {want:?} in {s}");
+    }
+    assert!(
+        err.contains("at least 1d") || err.contains("at least 86400"),
+        "short-run warning: {err}"
+    );
+    let pass = s.contains("verdict: PASS");
+    assert!(pass || s.contains("verdict: FAIL"), "{s}");
+    assert_eq!(
+        out.status.code(),
+        Some(if pass { 0 } else { 1 }),
+        "exit code follows the verdict"
+    );
+    let d = export_json(&db, "latest");
+    assert_eq!(d["verdicts"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        d["probes"][0]["threads"][0]["cycles"], 20_000,
+        "2 s at 100 µs"
+    );
+}
+
+#[test]
+fn killed_run_is_interrupted_with_its_last_checkpoint_and_exports() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let profile = dir.path().join("cyc.toml");
+    std::fs::write(&profile, CYCLIC_ONLY).unwrap();
+    let mut child = rtgauge_std()
+        .args([
+            "run",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--duration",
+            "30s",
+            "--checkpoint",
+            "1s",
+            "--no-sample",
+            "--db",
+            &db,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let list = String::from_utf8(
+        rtgauge()
+            .args(["runs", "list", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(list.contains("interrupted"), "{list}");
+    let d = export_json(&db, "latest");
+    assert_eq!(d["status"], "interrupted");
+    let t = &d["probes"][0]["threads"][0];
+    let samples = t["latency"]["count"].as_u64().unwrap();
+    // ~1 s of startup (fingerprint, audit), then 2000 samples/s; checkpoints every second.
+    assert!(
+        samples >= 4_000,
+        "at least ~2 s of data kept, got {samples} samples"
+    );
+    let tl: u64 = t["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert!(
+        tl >= samples - 1,
+        "the timeline covers the stored histogram"
+    );
+    let rt = rtgauge()
+        .args(["export", "latest", "--format", "rt-tests", "--db", &db])
+        .output()
+        .unwrap();
+    assert!(rt.status.success());
+    let v: Value = serde_json::from_slice(&rt.stdout).unwrap();
+    assert!(v["thread"]["0"]["cycles"].as_u64().unwrap() >= samples);
+}
+
+#[test]
+fn two_runs_at_once_into_one_database_both_complete() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let profile = dir.path().join("cyc.toml");
+    std::fs::write(&profile, CYCLIC_ONLY).unwrap();
+    let spawn = || {
+        rtgauge_std()
+            .args([
+                "run",
+                "--profile",
+                profile.to_str().unwrap(),
+                "--checkpoint",
+                "1s",
+                "--no-sample",
+                "--db",
+                &db,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for c in [a, b] {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let list = String::from_utf8(
+        rtgauge()
+            .args(["runs", "list", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        list.lines().filter(|l| l.contains("complete")).count(),
+        2,
+        "{list}"
+    );
+}
+
+const CYCLICTEST_JSON: &str = r##"{
+  "file_version": 1,
+  "cmdline:": "cyclictest -m -p 80 -t 2 -a -i 200 -D 5 -h 50 -H 50 --json=ct.json -q",
+  "rt_test_version:": "2.40",
+  "start_time": "Sun, 22 Nov 2026 11:08:50 +0000",
+  "end_time": "Sun, 22 Nov 2026 11:08:55 +0000",
+  "return_code": 0,
+  "sysinfo": { "sysname": "Linux", "nodename": "vm", "release": "6.18.44", "version": "#1 SMP", "machine": "x86_64", "realtime": 0 },
+  "num_threads": 2,
+  "resolution_in_ns": 0,
+  "thread": {
+    "0": { "histogram": { "8": 1, "10": 1, "11": 9, "13": 2204 }, "cycles": 2216, "min": 8, "max": 601, "avg": 14.69, "cpu": 0, "node": 0 },
+    "1": { "histogram": { "9": 100, "12": 3 }, "cycles": 103, "min": 9, "max": 12, "avg": 9.09, "cpu": 1, "node": 0 }
+  }
+}"##;
+
+#[test]
+fn rt_tests_json_import_then_export_keeps_histogram_and_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let file = dir.path().join("ct.json");
+    std::fs::write(&file, CYCLICTEST_JSON).unwrap();
+    let out = rtgauge()
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "--label",
+            "imported",
+            "--db",
+            &db,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported = rtgauge()
+        .args(["export", "imported", "--format", "rt-tests", "--db", &db])
+        .output()
+        .unwrap();
+    let back: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    let orig: Value = serde_json::from_str(CYCLICTEST_JSON).unwrap();
+    assert_eq!(back["cmdline:"], orig["cmdline:"]);
+    assert_eq!(back["sysinfo"], orig["sysinfo"]);
+    for i in ["0", "1"] {
+        for key in ["histogram", "cycles", "min", "max", "avg", "cpu", "node"] {
+            assert_eq!(
+                back["thread"][i][key], orig["thread"][i][key],
+                "thread {i} {key}"
+            );
+        }
+    }
+    assert_eq!(back["thread"]["0"]["overflows"], 1);
+    let show = String::from_utf8(
+        rtgauge()
+            .args(["runs", "show", "imported", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        show.contains("imported from") && show.contains("resolution 1000 ns"),
+        "{show}"
+    );
+}
+
+#[test]
+fn bad_imports_and_profiles_exit_2_naming_the_input_and_keep_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, CYCLICTEST_JSON).unwrap();
+    assert!(rtgauge()
+        .args(["import", good.to_str().unwrap(), "--db", &db])
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, &CYCLICTEST_JSON[..300]).unwrap();
+    let missing = dir.path().join("missing.json");
+    for f in [&bad, &missing] {
+        let out = rtgauge()
+            .args([
+                "import",
+                good.to_str().unwrap(),
+                f.to_str().unwrap(),
+                "--db",
+                &db,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(f.file_name().unwrap().to_str().unwrap()),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"));
+    }
+    let list = String::from_utf8(
+        rtgauge()
+            .args(["runs", "list", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        list.lines().count(),
+        2,
+        "header + the one good import; the failed batch stored nothing: {list}"
+    );
+
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = 'p'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = '-i 0'\n",
+    )
+    .unwrap();
+    for args in [
+        vec!["run", "--profile", "nosuch"],
+        vec!["run", "--profile", profile.to_str().unwrap()],
+        vec!["runs", "show", "77"],
+    ] {
+        let out = rtgauge().args(&args).args(["--db", &db]).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"));
+    }
+    assert!(
+        String::from_utf8(
+            rtgauge()
+                .args(["runs", "list", "--db", &db])
+                .output()
+                .unwrap()
+                .stdout
+        )
+        .unwrap()
+        .lines()
+        .count()
+            == 2
+    );
+}
