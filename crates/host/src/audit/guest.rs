@@ -69,7 +69,7 @@ fn steal(c: &Ctx) -> Verdict {
         return Verdict::na("guest rule");
     }
     let Some(s) = &c.samples else {
-        return Verdict::na("sampling skipped (--no-sample)");
+        return Verdict::na(super::NOT_SAMPLED);
     };
     let (Some(a), Some(b)) = (s.first.get("/proc/stat"), s.second.get("/proc/stat")) else {
         return Verdict::unavailable("/proc/stat unreadable");
@@ -253,7 +253,8 @@ mod tests {
         let fx = Fx::new()
             .file("/sys/devices/system/cpu/online", "0-1\n")
             .file("/proc/stat", s1)
-            .file("/.rtgauge/sample2/proc/stat", s2);
+            .file("/.rtgauge/sample2/proc/stat", s2)
+            .file("/.rtgauge/sample2/interval_ns", "2000000000");
         assert_eq!(
             fx.finding_with("guest-steal-time", G, Some("1")).status,
             Status::Fail

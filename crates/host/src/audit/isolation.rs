@@ -763,7 +763,7 @@ fn irq_activity(c: &Ctx) -> Verdict {
         Err(v) => return v,
     };
     let Some(s) = c.samples.as_ref() else {
-        return Verdict::na("sampling skipped (--no-sample)");
+        return Verdict::na(super::NOT_SAMPLED);
     };
     if !s.first.contains_key("/proc/interrupts") {
         return Verdict::unavailable("/proc/interrupts not readable");

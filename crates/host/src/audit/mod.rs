@@ -35,6 +35,9 @@ use std::time::Duration;
 /// Where the second sample of a sampled file is recorded in a capture.
 pub const SAMPLE2_PREFIX: &str = "/.rtgauge/sample2";
 
+/// Why a sampled rule is n/a: sampling was skipped, or a captured tree holds no second sample.
+pub const NOT_SAMPLED: &str = "not sampled (--no-sample, or a tree captured without sampling)";
+
 /// Files read twice by sampled rules.
 pub const SAMPLED_FILES: [&str; 3] = ["/proc/interrupts", "/proc/softirqs", "/proc/stat"];
 
@@ -456,7 +459,13 @@ pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
         .as_ref()
         .map(|i| online.difference(i))
         .unwrap_or_else(|| online.clone());
-    let samples = opts.sample.map(|d| take_samples(root, &online, d));
+    // A captured tree replays samples only if it was captured with sampling (it then holds the second sample
+    // and its interval); otherwise the sampled rules are n/a rather than judged on zero deltas.
+    let replayable = root.is_live() || root.exists(&format!("{SAMPLE2_PREFIX}/interval_ns"));
+    let samples = opts
+        .sample
+        .filter(|_| replayable)
+        .map(|d| take_samples(root, &online, d));
     let ctx = Ctx {
         root,
         target,
@@ -487,7 +496,7 @@ pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
 /// Apply one rule, enforcing the invariants (sampling, `info` never fails).
 pub fn evaluate(rule: &Rule, ctx: &Ctx) -> Finding {
     let v = if rule.sampled && ctx.samples.is_none() {
-        Verdict::na("sampling skipped (--no-sample)")
+        Verdict::na(NOT_SAMPLED)
     } else {
         (rule.check)(ctx)
     };

@@ -434,7 +434,8 @@ mod tests {
             .file(&format!("{base}/name"), "C6\n")
             .file(&format!("{base}/disable"), "0\n")
             .file(&format!("{base}/usage"), "100\n")
-            .file(&format!("/.rtgauge/sample2{base}/usage"), "150\n");
+            .file(&format!("/.rtgauge/sample2{base}/usage"), "150\n")
+            .file("/.rtgauge/sample2/interval_ns", "2000000000");
         assert_eq!(fx.finding("cpuidle-states", T).status, Status::Fail);
         let fx = fx.file(&format!("/.rtgauge/sample2{base}/usage"), "100\n");
         assert_eq!(fx.finding("cpuidle-states", T).status, Status::Pass);
