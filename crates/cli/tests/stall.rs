@@ -3,6 +3,7 @@
 //! - cyclic must report the stall's size as its max and every period it lost as a missed deadline — the
 //!   case where cyclictest's skip-ahead silently drops ~600 periods;
 //! - oslat must report the three stalls as its three worst gaps, with timestamps as far apart as injected.
+//!
 //! Needs root (SCHED_FIFO); CI runs as root. Kept in its own test binary, and serialised, so the spinner
 //! cannot disturb other tests.
 

@@ -93,8 +93,8 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             writeln!(
                 out,
-                "{:>5}  {:<24}  {:<11}  {:<8}  {:<16}  {:<14}  {}",
-                "id", "started", "status", "profile", "label", "probes", "host"
+                "{:>5}  {:<24}  {:<11}  {:<8}  {:<16}  {:<14}  host",
+                "id", "started", "status", "profile", "label", "probes"
             )?;
             for r in store.list()? {
                 writeln!(
