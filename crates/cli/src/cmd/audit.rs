@@ -21,8 +21,13 @@ pub enum Format {
     Json,
 }
 
+const AFTER_HELP: &str = "Statuses: pass, warn, fail, n/a, unavailable; rule ids are the catalogue's \
+(docs/audit.md).\nExit status: 0 no rule failed, 1 a rule failed, 2 usage or runtime error (a malformed \
+definition names its file and line).";
+
 /// Audit this host/guest for real-time readiness, or lint a VM/pod definition.
 #[derive(Debug, Clone, Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct AuditArgs {
     /// Read a captured tree (DIR/proc, DIR/sys, DIR/etc, DIR/dev) instead of this system.
     #[arg(long, value_name = "DIR")]
