@@ -38,6 +38,7 @@ pub struct AuditArgs {
     pub target: String,
 
     /// The RT CPU set (kernel list syntax, e.g. 2-29); default: tuned isolated_cores, then nohz_full/isolcpus/rcu_nocbs.
+    /// With --libvirt: the host's RT set, which vCPU pins must stay in and the emulator out of.
     #[arg(long, value_name = "LIST", value_parser = |s: &str| CpuSet::parse(s).map_err(|e| e.to_string()))]
     pub isolated: Option<CpuSet>,
 
@@ -92,7 +93,7 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
         vmx::lint_vmx(&name, &text)?
     } else if let Some(p) = &a.libvirt {
         let (name, text) = read_definition(p)?;
-        libvirt::lint_libvirt(&name, &text)?
+        libvirt::lint_libvirt_on_host(&name, &text, a.isolated.as_ref())?
     } else if let Some(p) = &a.k8s {
         let (name, text) = read_definition(p)?;
         k8s::lint_k8s(&name, &text)?

@@ -91,6 +91,8 @@ rule!(
 struct Ctx<'a, 'i> {
     file: &'a str,
     doc: &'a Document<'i>,
+    /// The host's RT CPU set, when the operator gave it.
+    host_isolated: Option<&'a CpuSet>,
 }
 
 impl<'a, 'i> Ctx<'a, 'i> {
@@ -157,6 +159,16 @@ pub fn parse_libvirt_cpuset(s: &str) -> Result<CpuSet, String> {
 
 /// Lint a domain XML text.
 pub fn lint_libvirt(file: &str, text: &str) -> Result<AuditReport, LintError> {
+    lint_libvirt_on_host(file, text, None)
+}
+
+/// Lint a domain XML text against the host's RT CPU set `host_isolated` (when known): vCPUs must be pinned
+/// inside it and the emulator and IOThreads outside it ("not in the isolcpus reserved set", kvm-realtime kbase).
+pub fn lint_libvirt_on_host(
+    file: &str,
+    text: &str,
+    host_isolated: Option<&CpuSet>,
+) -> Result<AuditReport, LintError> {
     let doc = Document::parse(text).map_err(|e| LintError::Malformed {
         file: file.to_string(),
         line: e.pos().row as usize,
@@ -173,7 +185,11 @@ pub fn lint_libvirt(file: &str, text: &str) -> Result<AuditReport, LintError> {
             ),
         });
     }
-    let c = Ctx { file, doc: &doc };
+    let c = Ctx {
+        file,
+        doc: &doc,
+        host_isolated,
+    };
     Ok(report(Subject::Libvirt, file, lint_domain(&c, root)))
 }
 
@@ -244,7 +260,20 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
         }
     }
     let one_to_one = problems.is_empty();
-    out.push(if one_to_one {
+    if let Some(iso) = c.host_isolated {
+        ev.push(Evidence::new(
+            "host RT CPU set",
+            "--isolated",
+            iso.to_string(),
+        ));
+        let outside = vcpu_pcpus.difference(iso);
+        if !outside.is_empty() {
+            problems.push(format!(
+                "vCPUs pinned to host CPUs {outside} outside the host's RT set {iso}"
+            ));
+        }
+    }
+    out.push(if problems.is_empty() {
         finding(
             &R_PIN,
             Status::Pass,
@@ -266,7 +295,15 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             "emulatorpin overlaps the vCPU pCPUs on {}",
             s.intersection(&vcpu_pcpus)
         )),
-        Some(Ok(_)) => {}
+        Some(Ok(s)) => {
+            if let Some(on) = c
+                .host_isolated
+                .map(|i| s.intersection(i))
+                .filter(|x| !x.is_empty())
+            {
+                problems.push(format!("emulatorpin on host RT CPUs {on}"));
+            }
+        }
     }
     let iothreads: u32 = child(d, "iothreads")
         .and_then(|t| t.text())
@@ -616,6 +653,21 @@ mod tests {
         assert!(e.to_string().starts_with("d.xml:4:"), "{e}");
         let e = lint_libvirt("d.xml", "<pod/>").unwrap_err();
         assert!(e.to_string().contains("expected <domain>"));
+    }
+
+    #[test]
+    fn host_rt_set_cross_check() {
+        let xml = "<domain><vcpu>2</vcpu><cputune><vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/>\
+                   <emulatorpin cpuset='1'/></cputune></domain>";
+        let st = |iso: &str, id: &str| {
+            let iso = CpuSet::parse(iso).unwrap();
+            let r = lint_libvirt_on_host("d.xml", xml, Some(&iso)).unwrap();
+            r.findings.iter().find(|f| f.id == id).unwrap().status
+        };
+        assert_eq!(st("2-3", "libvirt-vcpupin"), Status::Pass);
+        assert_eq!(st("3", "libvirt-vcpupin"), Status::Fail);
+        assert_eq!(st("2-3", "libvirt-emulator-iothread-pin"), Status::Pass);
+        assert_eq!(st("1-3", "libvirt-emulator-iothread-pin"), Status::Fail);
     }
 
     #[test]
