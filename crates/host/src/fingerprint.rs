@@ -473,6 +473,9 @@ pub fn read_container(root: &HostRoot) -> ContainerInfo {
     ContainerInfo {
         kind: kind.unwrap_or_else(|| "none".into()),
         evidence,
+        cpus_effective: root
+            .read_optional("/sys/fs/cgroup/cpuset.cpus.effective")
+            .and_then(|t| parse_cpu_mask(&t).ok()),
     }
 }
 
@@ -626,7 +629,13 @@ pub fn render_fingerprint(f: &Fingerprint) -> String {
             o(&f.virt.dmi.product_name)
         ),
     );
-    line("container", f.container.kind.clone());
+    line(
+        "container",
+        match &f.container.cpus_effective {
+            Some(c) => format!("{} (cgroup cpuset {c})", f.container.kind),
+            None => f.container.kind.clone(),
+        },
+    );
     line(
         "tuned",
         format!(

@@ -551,3 +551,17 @@ fn docs_list_every_rule_id() {
         );
     }
 }
+
+#[test]
+fn golden_fingerprints() {
+    for name in [
+        "tuned-rt-2socket",
+        "untuned-server",
+        "photon-rt-esxi-guest",
+        "kvm-guest",
+        "this-machine",
+    ] {
+        let fp = rtgauge_host::fingerprint::read_fingerprint(&HostRoot::at(fixtures().join(name)));
+        insta::assert_json_snapshot!(format!("fingerprint-{name}"), fp);
+    }
+}

@@ -133,6 +133,10 @@ pub struct ContainerInfo {
     pub kind: String,
     /// Files that decided it, `path: value`.
     pub evidence: Vec<String>,
+    /// CPUs this process's cgroup may use (`/sys/fs/cgroup/cpuset.cpus.effective`, cgroup v2): inside a
+    /// container the only CPU fact that describes the container rather than the host.
+    #[serde(default)]
+    pub cpus_effective: Option<CpuSet>,
 }
 
 /// tuned daemon state as left in `/etc/tuned`.

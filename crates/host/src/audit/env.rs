@@ -123,6 +123,13 @@ fn container(c: &Ctx) -> Verdict {
             "/run, /proc/1/environ, /.dockerenv",
             ev,
         )
+        .ev(
+            "container's own CPUs",
+            "/sys/fs/cgroup/cpuset.cpus.effective",
+            k.cpus_effective
+                .as_ref()
+                .map_or_else(|| "absent".to_string(), |c| c.to_string()),
+        )
     }
 }
 
