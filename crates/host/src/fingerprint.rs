@@ -350,6 +350,24 @@ pub fn classify_virt(
     ("none".into(), "no hypervisor evidence".into())
 }
 
+/// `/proc/device-tree/hypervisor/compatible` (NUL-separated strings) → platform.
+pub fn classify_device_tree(compat: &[u8]) -> Option<&'static str> {
+    compat.split(|b| *b == 0).find_map(|c| match c {
+        b"linux,kvm" => Some("kvm"),
+        b"xen,xen" => Some("xen"),
+        b"vmware" => Some("vmware"),
+        _ => None,
+    })
+}
+
+/// SMBIOS type 0 (BIOS information) raw entry: byte 0x13, BIOS characteristics extension byte 2, bit 4 says
+/// "this is a virtual machine" (DMTF DSP0134, table "BIOS Characteristics Extension Byte 2").
+pub fn parse_smbios_vm_bit(raw: &[u8]) -> bool {
+    raw.first() == Some(&0)
+        && raw.get(1).is_some_and(|len| *len >= 0x14)
+        && raw.get(0x13).is_some_and(|b| b & (1 << 4) != 0)
+}
+
 /// CPUID hypervisor vendor: executed on a live x86_64 root (and recorded), read from [`CPUID_PATH`] otherwise.
 pub fn read_cpuid_vendor(root: &HostRoot) -> Option<String> {
     if root.is_live() {
@@ -408,12 +426,29 @@ pub fn read_virt(root: &HostRoot, hypervisor_flag: bool) -> VirtInfo {
     };
     let cpuid_vendor = read_cpuid_vendor(root);
     let sys_hypervisor = read_trimmed(root, "/sys/hypervisor/type");
-    let (platform, decided_by) = classify_virt(
+    let (mut platform, mut decided_by) = classify_virt(
         &dmi,
         cpuid_vendor.as_deref(),
         hypervisor_flag,
         sys_hypervisor.as_deref(),
     );
+    if platform == "none" {
+        // Weaker evidence, in systemd's order: the arm device tree, /proc/xen, the SMBIOS "VM" bit.
+        let dt = root
+            .read_bytes("/proc/device-tree/hypervisor/compatible")
+            .ok()
+            .and_then(|b| classify_device_tree(&b));
+        if let Some(p) = dt {
+            (platform, decided_by) = (p.into(), "/proc/device-tree/hypervisor/compatible".into());
+        } else if root.exists("/proc/xen") {
+            (platform, decided_by) = ("xen".into(), "/proc/xen".into());
+        } else if root
+            .read_bytes("/sys/firmware/dmi/entries/0-0/raw")
+            .is_ok_and(|b| parse_smbios_vm_bit(&b))
+        {
+            (platform, decided_by) = ("other".into(), "SMBIOS BIOS characteristics VM bit".into());
+        }
+    }
     VirtInfo {
         platform,
         hypervisor_flag,
@@ -706,6 +741,17 @@ mod tests {
         );
         assert_eq!(classify_cpuid_vendor("Microsoft Hv"), Some("microsoft"));
         assert_eq!(classify_cpuid_vendor("nothing"), None);
+        assert_eq!(classify_device_tree(b"linux,kvm\0"), Some("kvm"));
+        assert_eq!(classify_device_tree(b"foo\0xen,xen\0"), Some("xen"));
+        assert_eq!(classify_device_tree(b""), None);
+        let mut raw = vec![0u8; 0x18];
+        raw[1] = 0x18;
+        assert!(!parse_smbios_vm_bit(&raw));
+        raw[0x13] = 1 << 4;
+        assert!(parse_smbios_vm_bit(&raw));
+        assert!(!parse_smbios_vm_bit(&raw[..0x10]));
+        raw[0] = 1;
+        assert!(!parse_smbios_vm_bit(&raw));
     }
 
     #[test]
