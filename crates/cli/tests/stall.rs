@@ -83,6 +83,23 @@ fn run_probe(extra: &[&str]) -> Value {
     read_json(&native)
 }
 
+/// Missed deadlines in the timeline intervals the injected stalls hit (those with a sample ≥ 20 ms late),
+/// and how many such intervals there are. This machine is a VM with noise of its own (we have seen host
+/// stalls of several ms); counting in the stalled intervals keeps that noise out of the comparison with the
+/// 600 periods the spinner takes, while the total is still checked to include them all.
+fn missed_in_stalls(t: &Value) -> (u64, usize) {
+    let hit: Vec<&Value> = t["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["max_ns"].as_u64().unwrap() >= 20_000_000)
+        .collect();
+    (
+        hit.iter().map(|e| e["missed"].as_u64().unwrap()).sum(),
+        hit.len(),
+    )
+}
+
 #[test]
 fn stalls_are_measured_and_every_lost_period_counted() {
     let d = run_probe(&[]);
@@ -94,25 +111,21 @@ fn stalls_are_measured_and_every_lost_period_counted() {
         "max {max} ns should show the 200 ms stall"
     );
     let missed = t["missed_deadlines"].as_u64().unwrap();
-    eprintln!(
-        "honest: max {max} ns, missed {missed}, cycles {}",
-        t["cycles"]
-    );
+    let (in_stalls, intervals) = missed_in_stalls(t);
+    eprintln!("honest: max {max} ns, missed {missed} ({in_stalls} in {intervals} stalled intervals), cycles {}", t["cycles"]);
     assert!(
-        (510..=690).contains(&missed),
-        "missed {missed}, expected 600 ± 15 %"
+        (510..=690).contains(&in_stalls),
+        "missed {in_stalls} in the stalls, expected 600 ± 15 %"
     );
+    assert!(missed >= in_stalls);
     // Honest mode measures every period: 5 s at 1 ms is 5000 cycles, stalls included.
     assert_eq!(t["cycles"], 5_000);
     assert_eq!(t["skipped_periods"], 0);
-    // The stalls show on the timeline: three 1 s intervals with a max above 100 ms.
-    let stalled = t["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["max_ns"].as_u64().unwrap() > 100_000_000)
-        .count();
-    assert!((2..=4).contains(&stalled), "{stalled} stalled intervals");
+    // The stalls show on the timeline: each spans one or two 1 s intervals.
+    assert!(
+        (3..=6).contains(&intervals),
+        "{intervals} stalled intervals"
+    );
     // The three worst samples are ~200 ms late: the stalls are in the HDR histogram too.
     let h = rtgauge_model::latency::HdrBlob(t["latency"]["hdr"].as_str().unwrap().into())
         .decode()
@@ -127,10 +140,18 @@ fn skip_missed_reproduces_cyclictest_but_still_counts() {
     let cycles = t["cycles"].as_u64().unwrap();
     let skipped = t["skipped_periods"].as_u64().unwrap();
     let missed = t["missed_deadlines"].as_u64().unwrap();
-    eprintln!("skip-missed: cycles {cycles}, skipped {skipped}, missed {missed}");
+    let (in_stalls, _) = missed_in_stalls(t);
+    eprintln!("skip-missed: cycles {cycles}, skipped {skipped}, missed {missed} ({in_stalls} in the stalls)");
     // cyclictest would report ~4400 cycles and nothing else; rtgauge says what was skipped.
-    assert!((500..=700).contains(&skipped), "skipped {skipped}");
-    assert!((4_300..=4_500).contains(&cycles), "cycles {cycles}");
+    assert!(
+        (510..=690).contains(&in_stalls),
+        "missed {in_stalls} in the stalls, expected 600 ± 15 %"
+    );
+    assert!(skipped >= 500, "skipped {skipped}");
+    assert!(
+        (5_000..=5_010).contains(&(cycles + skipped)),
+        "every period is measured or counted as skipped: {cycles} + {skipped}"
+    );
     assert!(missed >= skipped);
     assert!(t["latency"]["max_ns"].as_u64().unwrap() >= 190_000_000);
 }

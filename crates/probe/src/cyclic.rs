@@ -769,6 +769,7 @@ fn measure(
                     next += interval;
                     st.skipped += 1;
                     st.missed += 1;
+                    st.tl_cur.missed += 1;
                 }
                 shared.missed.store(st.missed, Ordering::Relaxed);
             }
