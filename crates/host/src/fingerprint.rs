@@ -201,6 +201,18 @@ fn read_kernel_file(root: &HostRoot, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The running kernel's build configuration from `/boot/config-<release>` (empty when absent; `/proc/config.gz`
+/// is compressed and not read).
+pub fn read_kconfig(root: &HostRoot) -> BTreeMap<String, String> {
+    let release = read_kernel_file(root, "osrelease");
+    if release.is_empty() || release.contains('/') {
+        return BTreeMap::new();
+    }
+    root.read_optional(&format!("/boot/config-{release}"))
+        .map(|t| crate::parse::parse_kconfig(&t))
+        .unwrap_or_default()
+}
+
 /// Preemption model: `/sys/kernel/realtime` (RT patch set), UTS version words, debugfs PREEMPT_DYNAMIC mode.
 pub fn read_preempt(root: &HostRoot) -> PreemptInfo {
     let version = read_kernel_file(root, "version");
@@ -220,10 +232,13 @@ pub fn read_preempt(root: &HostRoot) -> PreemptInfo {
     } else {
         None
     };
+    let kconfig = read_kconfig(root);
     let (model, source) = if sys_rt {
         (PreemptModel::Rt, "/sys/kernel/realtime")
     } else if uts == Some("rt") {
         (PreemptModel::Rt, "/proc/sys/kernel/version")
+    } else if kconfig.get("CONFIG_PREEMPT_RT").map(String::as_str) == Some("y") {
+        (PreemptModel::Rt, "/boot/config-<release> CONFIG_PREEMPT_RT")
     } else if let Some(m) = dyn_mode.as_deref() {
         let model = match m {
             "full" => PreemptModel::Full,

@@ -391,6 +391,22 @@ pub fn parse_cap_has(hex: &str, cap: u32) -> Option<bool> {
     Some(cap < 64 && v & (1u64 << cap) != 0)
 }
 
+/// A kernel build configuration (`/boot/config-<release>`, scripts/kconfig): `CONFIG_X=value` lines; `# CONFIG_X
+/// is not set` lines and other comments are skipped, so an absent key means "not set".
+pub fn parse_kconfig(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            if l.starts_with('#') {
+                return None;
+            }
+            let (k, v) = l.split_once('=')?;
+            k.starts_with("CONFIG_")
+                .then(|| (k.to_string(), v.trim_matches('"').to_string()))
+        })
+        .collect()
+}
+
 /// First integer in a text file (`/proc/sys/*`, sysfs attributes); `None` if there is none.
 pub fn parse_int(text: &str) -> Option<i64> {
     text.split_whitespace().next()?.parse().ok()
@@ -505,6 +521,11 @@ mod tests {
         assert_eq!(parse_cap_has("00000000a80425fb", 23), Some(false));
         assert_eq!(parse_cap_has("000001ffffffffff", 23), Some(true));
         assert_eq!(parse_int("-1\n"), Some(-1));
+        let k = parse_kconfig(
+            "# c\nCONFIG_PREEMPT_RT=y\n# CONFIG_NO_HZ_FULL is not set\nCONFIG_HZ=1000\n",
+        );
+        assert_eq!(k.get("CONFIG_PREEMPT_RT").map(String::as_str), Some("y"));
+        assert!(!k.contains_key("CONFIG_NO_HZ_FULL"));
     }
 
     proptest::proptest! {
@@ -527,6 +548,7 @@ mod tests {
             let _ = parse_swaps(&s);
             let _ = parse_cap_has(&s, 23);
             let _ = parse_int(&s);
+            let _ = parse_kconfig(&s);
             let _ = parse_cpu_list_param(&s, &CpuSet::new([0, 1]));
         }
 

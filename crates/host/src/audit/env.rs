@@ -2,7 +2,7 @@
 
 use super::{Ctx, Rule, Verdict};
 use crate::parse::parse_cmdline;
-use rtgauge_model::audit::{Severity, Target};
+use rtgauge_model::audit::{Evidence, Severity, Target};
 use rtgauge_model::fingerprint::PreemptModel;
 
 pub static RULES: [Rule; 6] = [
@@ -209,6 +209,28 @@ fn model_word(m: PreemptModel) -> String {
 fn nohz_full_support(c: &Ctx) -> Verdict {
     let runtime = c.read("/sys/devices/system/cpu/nohz_full");
     let ev_rt = runtime.clone().unwrap_or_else(|| "absent".into());
+    let kconfig = crate::fingerprint::read_kconfig(c.root);
+    let built = (!kconfig.is_empty()).then(|| {
+        kconfig
+            .get("CONFIG_NO_HZ_FULL")
+            .cloned()
+            .unwrap_or_else(|| "not set".into())
+    });
+    let ev_cfg = Evidence::new(
+        "CONFIG_NO_HZ_FULL",
+        format!("/boot/config-{}", c.fp.kernel.release),
+        built
+            .clone()
+            .unwrap_or_else(|| "config not readable".into()),
+    );
+    if runtime.is_none()
+        && built.as_deref().is_some_and(|b| b != "y")
+        && !c.cmdline.has("nohz_full")
+    {
+        return Verdict::warn("kernel built without CONFIG_NO_HZ_FULL: nohz_full cannot be used")
+            .ev("nohz_full CPUs", "/sys/devices/system/cpu/nohz_full", ev_rt)
+            .evs(vec![ev_cfg, c.cmdline_ev("nohz_full")]);
+    }
     match (c.cmdline.get("nohz_full"), runtime) {
         (Some(_), None) => Verdict::fail("nohz_full= on the command line but the kernel has no CONFIG_NO_HZ_FULL: silently dropped"),
         (Some(_), Some(r)) if r.is_empty() || r == "(null)" => {
@@ -219,7 +241,7 @@ fn nohz_full_support(c: &Ctx) -> Verdict {
         (None, None) => Verdict::na("nohz_full not requested; kernel support unknown"),
     }
     .ev("nohz_full CPUs", "/sys/devices/system/cpu/nohz_full", ev_rt)
-    .evs(vec![c.cmdline_ev("nohz_full")])
+    .evs(vec![ev_cfg, c.cmdline_ev("nohz_full")])
 }
 
 fn tuned_profile(c: &Ctx) -> Verdict {
@@ -384,6 +406,27 @@ mod tests {
                 .status,
             Status::NotApplicable
         );
+    }
+
+    #[test]
+    fn kernel_config_decides_when_runtime_is_silent() {
+        let fx = Fx::new()
+            .file("/proc/sys/kernel/version", "#1 SMP Thu\n")
+            .file(
+                "/boot/config-6.12.0-rt",
+                "CONFIG_PREEMPT_RT=y\n# CONFIG_NO_HZ_FULL is not set\n",
+            );
+        assert_eq!(
+            fx.finding("kernel-preempt-rt", Target::BareMetalRtHost)
+                .status,
+            Status::Pass
+        );
+        let f = fx.finding("kernel-nohz-full-support", Target::BareMetalRtHost);
+        assert_eq!(f.status, Status::Warn);
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.source == "/boot/config-6.12.0-rt" && e.value == "not set"));
     }
 
     #[test]
