@@ -77,6 +77,22 @@ fn golden_kvm_guest() {
 }
 
 #[test]
+fn golden_openshift_rt_node() {
+    let r = audit_fixture("openshift-rt-node");
+    assert!(!r.failed(), "{}", render(&r));
+    assert_eq!(
+        r.target.map(|t| t.to_string()).as_deref(),
+        Some("k8s-rt-node")
+    );
+    let status = |id: &str| r.findings.iter().find(|f| f.id == id).map(|f| f.status);
+    // isolcpus=managed_irq,<I> leaves the isolated file empty by design: not a failure.
+    assert_eq!(status("cmdline-isolcpus"), Some(Status::Pass));
+    assert_eq!(status("timer-migration"), Some(Status::Pass));
+    assert_eq!(status("kubelet-reserved-vs-host"), Some(Status::Pass));
+    insta::assert_snapshot!("openshift-rt-node", render(&r));
+}
+
+#[test]
 fn golden_this_machine_capture() {
     let r = run_audit(&HostRoot::at(fixtures().join("this-machine")), &sampled());
     insta::assert_snapshot!("this-machine", render(&r));
@@ -101,6 +117,7 @@ fn capture_then_root_reproduces_fixture_findings() {
         "untuned-server",
         "photon-rt-esxi-guest",
         "kvm-guest",
+        "openshift-rt-node",
         "this-machine",
     ] {
         replay_equals(HostRoot::at(fixtures().join(name)), &sampled());
@@ -559,6 +576,7 @@ fn golden_fingerprints() {
         "untuned-server",
         "photon-rt-esxi-guest",
         "kvm-guest",
+        "openshift-rt-node",
         "this-machine",
     ] {
         let fp = rtgauge_host::fingerprint::read_fingerprint(&HostRoot::at(fixtures().join(name)));
