@@ -89,6 +89,19 @@ fn quick_profile_stores_the_run_and_prints_the_summary() {
     assert_eq!(d["tags"]["site"], "lab");
     assert_eq!(d["probes"].as_array().unwrap().len(), 2);
     assert!(d["fingerprint"].is_object() && d["audit"]["findings"].is_array());
+    for p in d["probes"].as_array().unwrap() {
+        let a = &p["accounting"];
+        assert!(
+            a["wall_ns"].as_u64().unwrap() >= 2_000_000_000,
+            "accounting covers the probe: {a}"
+        );
+        assert!(a["tool_user_ns"].as_u64().unwrap() + a["tool_system_ns"].as_u64().unwrap() > 0);
+        assert_eq!(
+            a["cpus"].as_array().unwrap().len(),
+            d["system"]["cpus_online"].as_str().map_or(0, |_| 2)
+        );
+    }
+    assert!(s.contains("steal ms"), "{s}");
     let csv = String::from_utf8(
         rtgauge()
             .args(["export", "latest", "--format", "csv", "--db", &db])

@@ -110,4 +110,7 @@ pub struct CyclicResult {
     pub break_hit: Option<(u32, u64)>,
     /// Wall-clock length of the measurement, ns.
     pub elapsed_ns: u64,
+    /// What the system did while the probe ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<crate::accounting::Accounting>,
 }

@@ -7,6 +7,7 @@
 //! - histograms are stored whole (HdrHistogram V2 + DEFLATE, base64) so that they can be merged and any
 //!   percentile derived later; the percentiles stored beside them are a convenience, never the source.
 
+pub mod accounting;
 pub mod audit;
 pub mod cpuset;
 pub mod cyclic;

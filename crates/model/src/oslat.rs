@@ -123,4 +123,7 @@ pub struct OslatResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_hit: Option<(u32, u64)>,
     pub elapsed_ns: u64,
+    /// What the system did while the probe ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<crate::accounting::Accounting>,
 }

@@ -444,6 +444,7 @@ fn assemble(
         stop_reason,
         break_hit,
         elapsed_ns,
+        accounting: None,
     }
 }
 
@@ -514,6 +515,7 @@ fn checkpoint_result(
         stop_reason: StopReason::Signal,
         break_hit: None,
         elapsed_ns: elapsed.as_nanos() as u64,
+        accounting: None,
     }
 }
 

@@ -668,6 +668,7 @@ fn assemble(
         stop_reason,
         trace_hit,
         elapsed_ns,
+        accounting: None,
     }
 }
 

@@ -577,6 +577,7 @@ mod tests {
             stop_reason: StopReason::Duration,
             break_hit: None,
             elapsed_ns: 1_000_000_000,
+            accounting: None,
         }
     }
 

@@ -312,6 +312,7 @@ pub fn parse_cyclictest_json(text: &str, file: &str) -> Result<RunDocument, Impo
         stop_reason: StopReason::Duration,
         break_hit: None,
         elapsed_ns: 0,
+        accounting: None,
     };
     let sys = v.get("sysinfo");
     let ss = |k: &str| {

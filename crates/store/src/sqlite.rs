@@ -30,6 +30,27 @@ CREATE TABLE tags (
 );
 "];
 
+/// How long a writer waits for another one before giving up.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Run `f` until it does not fail with SQLITE_BUSY/LOCKED, for up to [`BUSY_WAIT`].
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && start.elapsed() < BUSY_WAIT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// A run store in one SQLite file.
 pub struct SqliteStore {
     conn: Connection,
@@ -117,10 +138,10 @@ impl SqliteStore {
             source,
         };
         let conn = Connection::open(path).map_err(sq)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(sq)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sq)?;
+        conn.busy_timeout(BUSY_WAIT).map_err(sq)?;
+        // Switching to WAL needs an exclusive lock and SQLite may answer BUSY without calling the busy
+        // handler (while another process is creating the same database), so retry here.
+        retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL")).map_err(sq)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(sq)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sq)?;
@@ -487,6 +508,29 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(SqliteStore::open(&path).unwrap().list().unwrap().len(), 80);
+    }
+
+    #[test]
+    fn many_writers_creating_the_same_new_database_all_succeed() {
+        for round in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(format!("new{round}.db"));
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let hs: Vec<_> = (0..6)
+                .map(|i| {
+                    let (p, b) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        b.wait();
+                        let mut s = SqliteStore::open(&p).unwrap();
+                        s.insert(&doc(&format!("w{i}"))).unwrap();
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert_eq!(SqliteStore::open(&path).unwrap().list().unwrap().len(), 6);
+        }
     }
 
     #[test]

@@ -493,7 +493,12 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     let stop = StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
-    let result = measure(&plan, a.quiet, &stop, &mut |_, _, _| {})?;
+    let before = rtgauge_host::accounting::read_snapshot(&root);
+    let mut result = measure(&plan, a.quiet, &stop, &mut |_, _, _| {})?;
+    result.accounting = Some(rtgauge_host::accounting::delta(
+        &before,
+        &rtgauge_host::accounting::read_snapshot(&root),
+    ));
     let mut warnings = notes;
     for w in shortfalls(&result) {
         eprintln!("rtgauge: warning: {w}");

@@ -335,7 +335,12 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         preheat_s: a.preheat.as_secs_f64(),
         started_ns: 0,
     };
-    let result = oslat::run(&plan, &stop, &mut announce)?;
+    let before = rtgauge_host::accounting::read_snapshot(&root);
+    let mut result = oslat::run(&plan, &stop, &mut announce)?;
+    result.accounting = Some(rtgauge_host::accounting::delta(
+        &before,
+        &rtgauge_host::accounting::read_snapshot(&root),
+    ));
     let mut out = std::io::stdout().lock();
     if let (Some((cpu, gap)), Some(us)) = (result.trace_hit, a.trace_threshold) {
         if let Some(msg) = mark_trace(us, cpu, gap) {

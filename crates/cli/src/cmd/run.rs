@@ -354,6 +354,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         if stop.is_set() {
             break;
         }
+        let before = rtgauge_host::accounting::read_snapshot(&root);
+        let account = || {
+            Some(rtgauge_host::accounting::delta(
+                &before,
+                &rtgauge_host::accounting::read_snapshot(&root),
+            ))
+        };
         match plan {
             Planned::Cyclic(r) => {
                 for n in &r.notes {
@@ -377,6 +384,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                         };
                     cyclic::measure(&r.plan, true, &stop, &mut hook)?
                 };
+                let mut result = result;
+                result.accounting = account();
                 progress.finish();
                 doc.warnings.extend(cyclic::shortfalls(&result));
                 doc.probes.push(ProbeResult::Cyclic(result));
@@ -387,8 +396,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     place.cpus,
                     Nanos(p.config.preheat_ns)
                 );
-                let result =
+                let mut result =
                     rtgauge_probe::oslat::run(&p, &stop, &mut rtgauge_probe::oslat::Silent)?;
+                result.accounting = account();
                 doc.warnings.extend(oslat::shortfalls(&result));
                 doc.probes.push(ProbeResult::Oslat(result));
             }
@@ -506,6 +516,13 @@ pub fn render_summary(doc: &RunDocument) -> String {
             }
             ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
         }
+        let acc = match p {
+            ProbeResult::Cyclic(c) => c.accounting.as_ref(),
+            ProbeResult::Oslat(o) => o.accounting.as_ref(),
+        };
+        if let Some(a) = acc {
+            s.push_str(&render_accounting(a));
+        }
     }
     if !doc.verdicts.is_empty() {
         let _ = writeln!(
@@ -547,6 +564,38 @@ fn render_oslat_table(o: &OslatResult) -> String {
             t.gaps.max_ns as f64 / 1000.0,
             over20,
             t.availability_pct
+        );
+    }
+    s
+}
+
+/// What the system did during a probe: the tool's own cost and, per CPU, steal, interrupt time and counts.
+fn render_accounting(a: &rtgauge_model::accounting::Accounting) -> String {
+    use std::fmt::Write as _;
+    let secs = (a.wall_ns as f64 / 1e9).max(1e-9);
+    let mut s = format!(
+        "  during it: rtgauge used {:.2} s user + {:.2} s system CPU ({} voluntary, {} involuntary switches); {:.0} context switches/s system-wide\n",
+        a.tool_user_ns as f64 / 1e9,
+        a.tool_system_ns as f64 / 1e9,
+        a.tool_voluntary_switches,
+        a.tool_involuntary_switches,
+        a.context_switches as f64 / secs
+    );
+    let _ = writeln!(
+        s,
+        "  {:>4} {:>9} {:>8} {:>11} {:>13} {:>11}",
+        "CPU", "steal ms", "irq ms", "softirq ms", "interrupts/s", "softirqs/s"
+    );
+    for c in &a.cpus {
+        let _ = writeln!(
+            s,
+            "  {:>4} {:>9.1} {:>8.1} {:>11.1} {:>13.0} {:>11.0}",
+            c.cpu,
+            c.steal_ns as f64 / 1e6,
+            c.irq_ns as f64 / 1e6,
+            c.softirq_ns as f64 / 1e6,
+            c.interrupts as f64 / secs,
+            c.softirqs as f64 / secs
         );
     }
     s
