@@ -76,3 +76,24 @@ pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyh
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
+
+/// Write an rt-tests JSON document (`--json`) for a run of this process that started at `start_rfc2822`.
+pub fn write_rt_tests_json(
+    path: &std::path::Path,
+    start_rfc2822: &str,
+    system: &SystemInfo,
+    render: impl FnOnce(&rtgauge_report::rttests::Envelope<'_>) -> serde_json::Value,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let cmdline = command_line().join(" ");
+    let end = now_rfc2822();
+    let env = rtgauge_report::rttests::Envelope {
+        cmdline: &cmdline,
+        version: env!("CARGO_PKG_VERSION"),
+        start_time: start_rfc2822,
+        end_time: &end,
+        return_code: 0,
+        system,
+    };
+    write_json(path, &render(&env)).with_context(|| format!("--json {}", path.display()))
+}

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{interrupt, is_root, read_json, rtgauge};
+use common::{assert_usage_errors, interrupt, is_root, read_json, rtgauge};
 use serde_json::Value;
 
 /// A tree with CPUs 0-31, to resolve the seed documents' 30-CPU command lines on this 2-CPU machine.
@@ -257,30 +257,7 @@ fn bad_input_is_one_line_naming_the_flag_with_exit_2() {
         (&["--mainaffinity", "64"], "--mainaffinity"),
         (&["-D", "1x"], "-D/--duration"),
     ];
-    for (args, flag) in cases {
-        let out = rtgauge()
-            .arg("cyclic")
-            .args(*args)
-            .args(["-D", "1", "-q"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(
-            err.lines().count(),
-            1,
-            "{args:?}: one line expected, got: {err}"
-        );
-        assert!(
-            err.contains(flag),
-            "{args:?}: error does not name {flag}: {err}"
-        );
-        assert!(!err.contains("panicked"), "{err}");
-        assert!(
-            out.stdout.is_empty(),
-            "{args:?}: nothing measured on bad input"
-        );
-    }
+    assert_usage_errors("cyclic", &["-D", "1", "-q"], cases);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{busy_cpu, interrupt, read_json, rtgauge};
+use common::{assert_usage_errors, busy_cpu, interrupt, read_json, rtgauge};
 
 #[test]
 fn issue_command_writes_json_whose_counts_add_up() {
@@ -167,12 +167,5 @@ fn bad_input_is_one_line_naming_the_flag_with_exit_2() {
         (&["-m", "12Q"], "-m/--workload-mem"),
         (&["-C", "77"], "-C/--cpu-main-thread"),
     ];
-    for (args, flag) in cases {
-        let out = rtgauge().arg("oslat").args(*args).output().unwrap();
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(flag), "{args:?}: {err}");
-        assert!(out.stdout.is_empty(), "{args:?}");
-    }
+    assert_usage_errors("oslat", &[], cases);
 }

@@ -330,48 +330,12 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
 
 /// Describe every setting that was requested but not achieved, one line each.
 pub fn shortfalls(r: &CyclicResult) -> Vec<String> {
-    let mut w = Vec::new();
-    let c = &r.conditions;
-    if !c.mlockall.ok() {
-        w.push(format!(
-            "mlockall not achieved: {}",
-            c.mlockall.error.as_deref().unwrap_or("unknown")
-        ));
-    }
-    if !c.cpu_dma_latency_us.ok() {
-        w.push(format!(
-            "/dev/cpu_dma_latency {:?} µs not held: {}",
-            c.cpu_dma_latency_us.requested,
-            c.cpu_dma_latency_us.error.as_deref().unwrap_or("unknown")
-        ));
-    }
-    if let Some(e) = &c.main_affinity.error {
-        w.push(format!("main thread affinity not achieved: {e}"));
-    }
+    let mut w = super::process_shortfalls(&r.conditions);
     for t in &r.threads {
-        let k = &t.conditions;
-        if !k.policy.ok() || !k.priority.ok() {
-            w.push(format!(
-                "thread {}: requested {}:{}, running {}:{} ({})",
-                t.index,
-                k.policy.requested,
-                k.priority.requested,
-                k.policy.achieved,
-                k.priority.achieved,
-                k.policy.error.as_deref().unwrap_or("unknown")
-            ));
-        }
-        if !k.cpu.ok() {
-            w.push(format!(
-                "thread {}: not pinned to CPU {:?} ({})",
-                t.index,
-                k.cpu.requested,
-                k.cpu
-                    .error
-                    .as_deref()
-                    .unwrap_or("CPU offline or not allowed")
-            ));
-        }
+        w.extend(super::thread_shortfalls(
+            &format!("thread {}", t.index),
+            &t.conditions,
+        ));
         if t.timeline_dropped > 0 {
             w.push(format!(
                 "thread {}: {} timeline intervals dropped (reader starved)",
@@ -507,18 +471,9 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     print_text(&result, a)?;
 
     if let Some(path) = &a.json {
-        let cmdline = crate::doc::command_line().join(" ");
-        let end = crate::doc::now_rfc2822();
-        let env = rttests::Envelope {
-            cmdline: &cmdline,
-            version: env!("CARGO_PKG_VERSION"),
-            start_time: &started_2822,
-            end_time: &end,
-            return_code: 0,
-            system: &system,
-        };
-        crate::doc::write_json(path, &rttests::render_cyclictest_json(&result, &env))
-            .with_context(|| format!("--json {}", path.display()))?;
+        crate::doc::write_rt_tests_json(path, &started_2822, &system, |env| {
+            rttests::render_cyclictest_json(&result, env)
+        })?;
     }
     if let Some(path) = &a.output {
         let doc = document(started, system, result, warnings);

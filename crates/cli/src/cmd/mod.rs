@@ -7,3 +7,51 @@ pub mod fingerprint;
 pub mod oslat;
 pub mod run;
 pub mod runs;
+
+use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
+
+/// One warning per process-wide setting that was requested but not achieved.
+pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
+    let why = |e: &Option<String>| e.clone().unwrap_or_else(|| "unknown".into());
+    let mut w = Vec::new();
+    if !c.mlockall.ok() {
+        w.push(format!("mlockall not achieved: {}", why(&c.mlockall.error)));
+    }
+    if !c.cpu_dma_latency_us.ok() {
+        w.push(format!(
+            "/dev/cpu_dma_latency {:?} µs not held: {}",
+            c.cpu_dma_latency_us.requested,
+            why(&c.cpu_dma_latency_us.error)
+        ));
+    }
+    if let Some(e) = &c.main_affinity.error {
+        w.push(format!("main thread affinity not achieved: {e}"));
+    }
+    w
+}
+
+/// One warning per setting of measurement thread `who` that was requested but not achieved.
+pub fn thread_shortfalls(who: &str, k: &ThreadConditions) -> Vec<String> {
+    let mut w = Vec::new();
+    if !k.policy.ok() || !k.priority.ok() {
+        w.push(format!(
+            "{who}: requested {}:{}, running {}:{} ({})",
+            k.policy.requested,
+            k.priority.requested,
+            k.policy.achieved,
+            k.priority.achieved,
+            k.policy.error.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if !k.cpu.ok() {
+        w.push(format!(
+            "{who}: not pinned to CPU {} ({})",
+            k.cpu.requested.map_or("-".to_string(), |c| c.to_string()),
+            k.cpu
+                .error
+                .as_deref()
+                .unwrap_or("CPU offline or not allowed")
+        ));
+    }
+    w
+}

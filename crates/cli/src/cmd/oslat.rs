@@ -235,34 +235,12 @@ impl Phases for Announce {
 
 /// Setting shortfalls worth a warning.
 pub fn shortfalls(r: &OslatResult) -> Vec<String> {
-    let mut w = Vec::new();
-    if !r.conditions.mlockall.ok() {
-        w.push(format!(
-            "mlockall not achieved: {}",
-            r.conditions.mlockall.error.as_deref().unwrap_or("unknown")
-        ));
-    }
+    let mut w = super::process_shortfalls(&r.conditions);
     for t in &r.threads {
-        let k = &t.conditions;
-        if !k.policy.ok() || !k.priority.ok() {
-            w.push(format!(
-                "CPU {}: requested {}:{}, running {}:{} ({})",
-                t.cpu,
-                k.policy.requested,
-                k.priority.requested,
-                k.policy.achieved,
-                k.priority.achieved,
-                k.policy.error.as_deref().unwrap_or("unknown")
-            ));
-        }
-        if !k.cpu.ok() {
-            w.push(format!(
-                "thread {}: not pinned to CPU {} ({})",
-                t.index,
-                t.cpu,
-                k.cpu.error.as_deref().unwrap_or("?")
-            ));
-        }
+        w.extend(super::thread_shortfalls(
+            &format!("CPU {}", t.cpu),
+            &t.conditions,
+        ));
     }
     if r.counter.cross_check_ppm.abs() > 1000.0 {
         w.push(format!(
@@ -367,18 +345,9 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
 
     if let Some(path) = &a.json {
-        let cmdline = crate::doc::command_line().join(" ");
-        let end = crate::doc::now_rfc2822();
-        let env = rttests::Envelope {
-            cmdline: &cmdline,
-            version: env!("CARGO_PKG_VERSION"),
-            start_time: &started_2822,
-            end_time: &end,
-            return_code: 0,
-            system: &system,
-        };
-        crate::doc::write_json(path, &rttests::render_oslat_json(&result, &env))
-            .with_context(|| format!("--json {}", path.display()))?;
+        crate::doc::write_rt_tests_json(path, &started_2822, &system, |env| {
+            rttests::render_oslat_json(&result, env)
+        })?;
     }
     if let Some(path) = &a.output {
         let status = if result.stop_reason == StopReason::Signal {

@@ -49,3 +49,32 @@ pub static BUSY_CPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub fn busy_cpu() -> std::sync::MutexGuard<'static, ()> {
     BUSY_CPU.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Every case of `rtgauge VERB ARGS… EXTRA…` must exit 2 with one line on stderr naming the flag, no panic,
+/// and nothing on stdout (nothing measured).
+pub fn assert_usage_errors(verb: &str, extra: &[&str], cases: &[(&[&str], &str)]) {
+    for (args, flag) in cases {
+        let out = rtgauge()
+            .arg(verb)
+            .args(*args)
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.lines().count(),
+            1,
+            "{args:?}: one line expected, got: {err}"
+        );
+        assert!(
+            err.contains(flag),
+            "{args:?}: error does not name {flag}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: nothing measured on bad input"
+        );
+    }
+}
