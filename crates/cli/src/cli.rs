@@ -28,7 +28,7 @@ pub enum Command {
     Runs(crate::cmd::runs::RunsArgs),
     /// Export a stored run as JSON, CSV or rt-tests JSON.
     Export(crate::cmd::runs::ExportArgs),
-    /// Import rt-tests (cyclictest JSON) results as runs.
+    /// Import rt-tests results (cyclictest JSON or text, oslat JSON) as runs.
     Import(crate::cmd::runs::ImportArgs),
     /// Real-time readiness audit of this host or guest (or a captured tree), or lint of a .vmx, libvirt XML or
     /// Kubernetes YAML definition.

@@ -423,3 +423,77 @@ fn bad_imports_and_profiles_exit_2_naming_the_input_and_keep_the_store() {
             == 2
     );
 }
+
+#[test]
+fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let (json, text, osl) = (
+        dir.path().join("ct.json"),
+        dir.path().join("ct.txt"),
+        dir.path().join("os.json"),
+    );
+    // The rt-tests installed by CI (Debian's 2.4 here): one run, written both ways.
+    let ct = std::process::Command::new("cyclictest")
+        .args([
+            "-m", "-p80", "-t", "2", "-a", "0-1", "-i", "500", "-l", "400", "-h", "60", "-q",
+        ])
+        .arg(format!("--json={}", json.display()))
+        .output()
+        .expect("cyclictest (apt-get install rt-tests)");
+    assert!(ct.status.success());
+    std::fs::write(&text, &ct.stdout).unwrap();
+    let os = std::process::Command::new("oslat")
+        .args(["-c", "1", "-D", "1", "-q"])
+        .arg(format!("--json={}", osl.display()))
+        .output()
+        .unwrap();
+    assert!(os.status.success());
+    let out = rtgauge()
+        .args([
+            "import",
+            text.to_str().unwrap(),
+            json.to_str().unwrap(),
+            osl.to_str().unwrap(),
+            "--db",
+            &db,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let export = |run: &str| -> Value {
+        let o = rtgauge()
+            .args(["export", run, "--format", "rt-tests", "--db", &db])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let orig: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (from_text, from_json) = (export("1"), export("2"));
+    for i in ["0", "1"] {
+        for key in ["histogram", "cycles", "min", "max"] {
+            assert_eq!(
+                from_json["thread"][i][key], orig["thread"][i][key],
+                "json thread {i} {key}"
+            );
+            assert_eq!(
+                from_text["thread"][i][key], orig["thread"][i][key],
+                "text thread {i} {key}"
+            );
+        }
+        assert_eq!(from_json["thread"][i]["avg"], orig["thread"][i]["avg"]);
+    }
+    let o: Value = serde_json::from_str(&std::fs::read_to_string(&osl).unwrap()).unwrap();
+    let back = export("3");
+    assert_eq!(
+        back["thread"]["0"]["histogram"], o["thread"]["0"]["histogram"],
+        "oslat buckets survive"
+    );
+    assert_eq!(back["thread"]["0"]["max"], o["thread"]["0"]["max"]);
+}

@@ -290,12 +290,16 @@ pub fn render_show(id: i64, doc: &RunDocument) -> String {
 /// Bring rt-tests results into the store.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
-    /// cyclictest `--json` files.
+    /// cyclictest `--json` or text output (summary lines and/or the -h histogram, rt-tests 2.x layouts),
+    /// oslat `--json`.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Label for the imported runs (e.g. bare-metal).
     #[arg(long)]
     pub label: Option<String>,
+    /// cyclictest text files were written with -N (values in ns; JSON says so itself).
+    #[arg(long)]
+    pub nsecs: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -307,8 +311,9 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         let name = f.display().to_string();
         let bytes = std::fs::read(f).with_context(|| format!("import {name}"))?;
         let text = String::from_utf8_lossy(&bytes);
-        let mut doc = rtgauge_store::import::parse_cyclictest_json(&text, &name)
-            .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
+        let mut doc =
+            rtgauge_store::import::parse_rt_tests(&text, &name, if a.nsecs { 1 } else { 1000 })
+                .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
         doc.label = a.label.clone();
         docs.push((name, doc));
     }
