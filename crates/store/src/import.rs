@@ -266,7 +266,20 @@ fn hash_values(line: &str, label: &str) -> Option<Vec<u64>> {
 }
 
 /// `T: 0 ( 1234) P:80 I:200 C:  25000 Min:      8 Act:   15 Avg:   14 Max:     601`
-fn parse_t_line(line: &str) -> Option<(u32, i32, i32, u64, u64, u64, u64, u64)> {
+/// One cyclictest status line.
+#[derive(Debug, Clone, Copy)]
+struct TLine {
+    index: u32,
+    tid: i32,
+    priority: i32,
+    interval_us: u64,
+    cycles: u64,
+    min: u64,
+    avg: u64,
+    max: u64,
+}
+
+fn parse_t_line(line: &str) -> Option<TLine> {
     let rest = line.strip_prefix("T:")?;
     let (idx, rest) = rest.split_once('(')?;
     let (tid, rest) = rest.split_once(')')?;
@@ -274,16 +287,16 @@ fn parse_t_line(line: &str) -> Option<(u32, i32, i32, u64, u64, u64, u64, u64)> 
         let at = rest.find(name)? + name.len();
         rest[at..].split_whitespace().next()?.parse().ok()
     };
-    Some((
-        idx.trim().parse().ok()?,
-        tid.trim().parse().ok()?,
-        field("P:")? as i32,
-        field("I:")?,
-        field("C:")?,
-        field("Min:")?,
-        field("Avg:")?,
-        field("Max:")?,
-    ))
+    Some(TLine {
+        index: idx.trim().parse().ok()?,
+        tid: tid.trim().parse().ok()?,
+        priority: field("P:")? as i32,
+        interval_us: field("I:")?,
+        cycles: field("C:")?,
+        min: field("Min:")?,
+        avg: field("Avg:")?,
+        max: field("Max:")?,
+    })
 }
 
 /// Import cyclictest's text output. `unit_ns`: 1000 (µs), or 1 when the run used `-N`.
@@ -405,7 +418,17 @@ pub fn parse_cyclictest_text(
     }
     let mut interval_us = 1000;
     let mut priority = 0;
-    for &(i, tid, prio, intv, cycles, min, avg, max) in &t_lines {
+    for &TLine {
+        index: i,
+        tid,
+        priority: prio,
+        interval_us: intv,
+        cycles,
+        min,
+        avg,
+        max,
+    } in &t_lines
+    {
         let Some(t) = threads.get_mut(i as usize) else {
             continue;
         };
