@@ -66,11 +66,20 @@ struct Writer {
     boot: String,
 }
 
+/// Start time of a live process: field 22 of /proc/PID/stat (proc(5)), counted after the last ')' since
+/// comm may contain spaces. A zombie (state Z or X: killed, not yet reaped — common under a container init
+/// that does not reap) is not alive.
+fn parse_live_start_time(stat: &str) -> Option<i64> {
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut f = rest.split_whitespace();
+    if matches!(f.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
+}
+
 fn proc_start_time(pid: i64) -> Option<i64> {
-    // Field 22 of /proc/PID/stat (proc(5)), counted after the last ')' since comm may contain spaces.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    parse_live_start_time(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 fn boot_id() -> String {
@@ -450,6 +459,16 @@ mod tests {
         s.delete(a).unwrap();
         assert!(matches!(s.get(a), Err(StoreError::NotFound(_))));
         assert_eq!(s.list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn zombies_and_odd_comms_in_proc_stat() {
+        let live = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 3 0 777 1000 10";
+        assert_eq!(parse_live_start_time(live), Some(777));
+        assert_eq!(parse_live_start_time(&live.replace(") S ", ") Z ")), None);
+        assert_eq!(parse_live_start_time("42 (x) R 1"), None);
+        assert_eq!(parse_live_start_time(""), None);
+        assert_eq!(parse_live_start_time("(("), None);
     }
 
     #[test]
