@@ -31,7 +31,7 @@ impl Nanos {
 }
 
 impl fmt::Display for Nanos {
-    /// Human form with the largest unit that keeps three significant digits (`850 ns`, `12.3 µs`, `1.50 s`).
+    /// Human form in a unit that suits the size (`850 ns`, `12.345 µs`, `1.500 s`, `1.5 min`, `24.00 h`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0 as f64;
         if self.0 < 1_000 {
@@ -40,8 +40,12 @@ impl fmt::Display for Nanos {
             write!(f, "{:.3} µs", n / 1e3)
         } else if self.0 < 1_000_000_000 {
             write!(f, "{:.3} ms", n / 1e6)
-        } else {
+        } else if self.0 < 60_000_000_000 {
             write!(f, "{:.3} s", n / 1e9)
+        } else if self.0 < 3_600_000_000_000 {
+            write!(f, "{:.1} min", n / 60e9)
+        } else {
+            write!(f, "{:.2} h", n / 3600e9)
         }
     }
 }
@@ -132,6 +136,8 @@ mod tests {
         assert_eq!(Nanos(850).to_string(), "850 ns");
         assert_eq!(Nanos(12_345).to_string(), "12.345 µs");
         assert_eq!(Nanos(1_500_000_000).to_string(), "1.500 s");
+        assert_eq!(Nanos::from_secs(90).to_string(), "1.5 min");
+        assert_eq!(Nanos::from_secs(86_400).to_string(), "24.00 h");
     }
 
     proptest::proptest! {
