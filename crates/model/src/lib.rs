@@ -13,6 +13,7 @@ pub mod cpuset;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod latency;
+pub mod measure;
 pub mod oslat;
 pub mod profile;
 pub mod rt;

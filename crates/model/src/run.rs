@@ -105,3 +105,30 @@ pub struct RunDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<ImportSource>,
 }
+
+impl ProbeResult {
+    /// The probe's comparable figures (see [`crate::measure`]).
+    pub fn measures(&self) -> Vec<crate::measure::Measure> {
+        match self {
+            ProbeResult::Cyclic(c) => crate::measure::latency_measures(
+                "cyclic",
+                "timer latency",
+                c.threads.iter().map(|t| &t.latency),
+            )
+            .into_iter()
+            .chain([crate::measure::Measure::new(
+                "cyclic.missed",
+                "missed deadlines",
+                crate::measure::MeasureUnit::Count,
+                c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>() as f64,
+                crate::measure::Better::Lower,
+            )])
+            .collect(),
+            ProbeResult::Oslat(o) => crate::measure::latency_measures(
+                "oslat",
+                "busy-loop gap",
+                o.threads.iter().map(|t| &t.gaps),
+            ),
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Scalar measures: the values a comparison puts side by side across runs (`rtgauge compare`), one list per
+//! probe result. Each probe kind says which of its figures matter, in which unit, and which direction is
+//! better; the comparison does the statistics.
+
+use serde::{Deserialize, Serialize};
+
+/// Unit of a measure's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeasureUnit {
+    Nanos,
+    Count,
+    PerSecond,
+    BytesPerSecond,
+    BitsPerSecond,
+    Bytes,
+    Percent,
+}
+
+/// Which direction of change is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// One comparable figure of a probe result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// Stable key, `probe.subject.statistic`, equal across runs: `cyclic.p99`, `ops.null_syscall.p50`,
+    /// `mem.latency.l1`, `net.cps.rate`. Runs are matched on it.
+    pub key: String,
+    /// What a reader sees: "timer latency p99".
+    pub label: String,
+    pub unit: MeasureUnit,
+    pub value: f64,
+    pub better: Better,
+    /// Independent estimates of the same quantity (one per repetition or per time window), from which a
+    /// comparison bootstraps a confidence interval. Empty when the probe has none: the comparison then
+    /// gives the ratio without an interval. Statistics of a pooled latency distribution (percentiles,
+    /// max) are resampled from the probe's stored histograms instead, so they leave this empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicates: Vec<f64>,
+}
+
+impl Measure {
+    pub fn new(
+        key: impl Into<String>,
+        label: impl Into<String>,
+        unit: MeasureUnit,
+        value: f64,
+        better: Better,
+    ) -> Measure {
+        Measure {
+            key: key.into(),
+            label: label.into(),
+            unit,
+            value,
+            better,
+            replicates: Vec::new(),
+        }
+    }
+
+    pub fn with_replicates(mut self, replicates: Vec<f64>) -> Measure {
+        self.replicates = replicates;
+        self
+    }
+}
+
+/// Percentiles every latency comparison shows, with their key suffixes.
+pub const LATENCY_STATISTICS: &[(&str, f64)] = &[
+    ("p50", 50.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+    ("p99.99", 99.99),
+];
+
+/// min, p50 … p99.99 and max of the pooled distribution of several threads (`prefix.min`, …).
+pub fn latency_measures<'a>(
+    prefix: &str,
+    what: &str,
+    stats: impl Iterator<Item = &'a crate::latency::LatencyStats>,
+) -> Vec<Measure> {
+    let mut pooled = crate::latency::new_histogram();
+    let (mut min, mut max, mut any) = (u64::MAX, 0u64, false);
+    for s in stats {
+        if s.count == 0 {
+            continue;
+        }
+        any = true;
+        min = min.min(s.min_ns);
+        max = max.max(s.max_ns);
+        if let Ok(h) = s.hdr.decode() {
+            // Same bounds on both sides: adding cannot fail.
+            let _ = pooled.add(&h);
+        }
+    }
+    if !any {
+        return Vec::new();
+    }
+    let m = |stat: &str, v: u64| {
+        Measure::new(
+            format!("{prefix}.{stat}"),
+            format!("{what} {stat}"),
+            MeasureUnit::Nanos,
+            v as f64,
+            Better::Lower,
+        )
+    };
+    let mut out = vec![m("min", min)];
+    for (name, p) in LATENCY_STATISTICS {
+        out.push(m(name, pooled.value_at_percentile(*p).min(max)));
+    }
+    out.push(m("max", max));
+    out
+}
