@@ -19,6 +19,13 @@ metric = "cyclic.max"
 max = "10s"
 "#;
 
+const OSLAT_ONLY: &str = r#"name = "osl"
+duration = "2s"
+[[probe]]
+kind = "oslat"
+flags = "-c {cpu} -C {housekeeping} -q"
+"#;
+
 fn db(dir: &Path) -> String {
     dir.join("runs.db").to_str().unwrap().to_string()
 }
@@ -165,44 +172,60 @@ fn vpr_profile_prints_the_seed_003_table_and_a_verdict() {
     );
 }
 
-#[test]
-fn killed_run_is_interrupted_with_its_last_checkpoint_and_exports() {
-    let _cpu = busy_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let db = db(dir.path());
-    let profile = dir.path().join("cyc.toml");
-    std::fs::write(&profile, CYCLIC_ONLY).unwrap();
+/// Start `profile` for 30 s with 1 s checkpoints, SIGKILL it after `after`, and return the stored document
+/// (after checking that it lists as interrupted).
+fn kill_run(dir: &Path, db: &str, profile: &str, after: Duration) -> Value {
+    let path = dir.join("profile.toml");
+    std::fs::write(&path, profile).unwrap();
     let mut child = rtgauge_std()
         .args([
             "run",
             "--profile",
-            profile.to_str().unwrap(),
+            path.to_str().unwrap(),
             "--duration",
             "30s",
             "--checkpoint",
             "1s",
             "--no-sample",
             "--db",
-            &db,
+            db,
         ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(after);
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     let list = String::from_utf8(
         rtgauge()
-            .args(["runs", "list", "--db", &db])
+            .args(["runs", "list", "--db", db])
             .output()
             .unwrap()
             .stdout,
     )
     .unwrap();
     assert!(list.contains("interrupted"), "{list}");
-    let d = export_json(&db, "latest");
+    let d = export_json(db, "latest");
     assert_eq!(d["status"], "interrupted");
+    d
+}
+
+fn timeline_count(t: &Value) -> u64 {
+    t["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn killed_run_is_interrupted_with_its_last_checkpoint_and_exports() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let d = kill_run(dir.path(), &db, CYCLIC_ONLY, Duration::from_secs(5));
     let t = &d["probes"][0]["threads"][0];
     let samples = t["latency"]["count"].as_u64().unwrap();
     // ~1 s of startup (fingerprint, audit), then 2000 samples/s; checkpoints every second.
@@ -210,14 +233,8 @@ fn killed_run_is_interrupted_with_its_last_checkpoint_and_exports() {
         samples >= 4_000,
         "at least ~2 s of data kept, got {samples} samples"
     );
-    let tl: u64 = t["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["count"].as_u64().unwrap())
-        .sum();
     assert!(
-        tl >= samples - 1,
+        timeline_count(t) >= samples - 1,
         "the timeline covers the stored histogram"
     );
     let rt = rtgauge()
@@ -227,6 +244,37 @@ fn killed_run_is_interrupted_with_its_last_checkpoint_and_exports() {
     assert!(rt.status.success());
     let v: Value = serde_json::from_slice(&rt.stdout).unwrap();
     assert!(v["thread"]["0"]["cycles"].as_u64().unwrap() >= samples);
+}
+
+#[test]
+fn killed_oslat_run_keeps_its_checkpointed_intervals() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let d = kill_run(dir.path(), &db, OSLAT_ONLY, Duration::from_secs(5));
+    let t = &d["probes"][0]["threads"][0];
+    let iterations = t["iterations"].as_u64().unwrap();
+    let secs = t["duration_ns"].as_u64().unwrap() as f64 / 1e9;
+    // Startup and a 1 s preheat, then checkpoints of completed 1 s intervals every second.
+    assert!(
+        secs >= 1.5 && iterations > 1_000_000,
+        "at least ~2 s of data kept, got {iterations} iterations over {secs} s"
+    );
+    assert_eq!(t["gaps"]["count"].as_u64().unwrap(), iterations);
+    assert_eq!(
+        timeline_count(t),
+        iterations,
+        "histogram and timeline hold the same intervals"
+    );
+    let rt = rtgauge()
+        .args(["export", "latest", "--format", "rt-tests", "--db", &db])
+        .output()
+        .unwrap();
+    assert!(
+        rt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rt.stderr)
+    );
 }
 
 #[test]

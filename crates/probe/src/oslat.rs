@@ -25,7 +25,7 @@ use rtgauge_model::oslat::{
 use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Duration;
 
 /// Most thresholds the loop tracks (gaps-per-second counts).
@@ -42,15 +42,22 @@ pub struct OslatPlan {
     pub tick: Duration,
 }
 
-/// Phases the caller may want to announce (oslat prints "Pre-heat…", "Test starts…").
+/// What the caller sees of a running probe: the phases oslat announces ("Pre-heat…", "Test starts…") and,
+/// every tick, the result so far (for checkpoints and progress).
 pub trait Phases {
     fn preheat(&mut self) {}
     fn start(&mut self, _bias_ns: Option<u64>) {}
+    /// Called every plan tick while measuring. `checkpoint` builds the result of the completed timeline
+    /// intervals (it merges histograms; call it only when a checkpoint is due).
+    fn tick(&mut self, _elapsed: Duration, _checkpoint: &mut dyn FnMut() -> OslatResult) {}
 }
 
 /// No announcements.
 pub struct Silent;
 impl Phases for Silent {}
+
+/// Spare accumulators per thread in circulation (one is always being filled by the thread).
+const SPARE_ACCUMS: usize = 3;
 
 struct Common {
     stop: StopFlag,
@@ -60,27 +67,161 @@ struct Common {
     trace_gap: AtomicU64,
     /// Smallest preheat gap per thread, ns (u64::MAX = did not preheat).
     preheat_min: Vec<AtomicU64>,
+    /// Tid and achieved settings per thread, set once before measuring (for checkpoints).
+    started: Vec<OnceLock<(i32, ThreadConditions)>>,
 }
 
-/// Thread-owned state, allocated and pre-faulted before measuring.
-struct State {
-    conv: TickConverter,
+/// Everything the loop counts. The thread fills one; at every timeline interval it hands the filled one to
+/// the main thread and takes an empty one (two pointer moves through wait-free rings, no copy), so the
+/// main thread can merge completed intervals for checkpoints while the loop runs. If no empty one is
+/// ready the thread keeps filling the current one: nothing is lost, the hand-over is only later.
+#[derive(Clone)]
+struct Accum {
     /// Count per gap length in ticks, for gaps below `small.len()` ticks.
     small: Vec<u64>,
     hist: Histogram,
     slow_max: u64,
     clamped: u64,
-    thresholds: [u64; MAX_THRESHOLDS],
-    n_thresholds: usize,
     over: [u64; MAX_THRESHOLDS],
-    avail_thr: u64,
     lost: u64,
+    /// The largest gaps (at most `worst.capacity()`), unordered.
     worst: Vec<Gap>,
     worst_min: usize,
-    width: u64,
-    bias: u64,
     buckets: Vec<u64>,
     overflow_sum: u64,
+    /// Iterations (= gaps) and counter ticks accumulated here.
+    iterations: u64,
+    ticks: u64,
+    /// Timeline offset, ns, up to which this holds the run (set at hand-over).
+    until_ns: u64,
+}
+
+impl Accum {
+    fn new(small_len: usize, worst: usize, buckets: usize) -> Box<Accum> {
+        let mut a = Box::new(Accum {
+            small: vec![0; small_len],
+            hist: latency::new_histogram(),
+            slow_max: 0,
+            clamped: 0,
+            over: [0; MAX_THRESHOLDS],
+            lost: 0,
+            worst: Vec::with_capacity(worst),
+            worst_min: 0,
+            buckets: vec![0; buckets],
+            overflow_sum: 0,
+            iterations: 0,
+            ticks: 0,
+            until_ns: 0,
+        });
+        rt::prefault_vec(
+            &mut a.worst,
+            Gap {
+                gap_ns: 0,
+                monotonic_ns: 0,
+            },
+        );
+        a.clear();
+        a
+    }
+
+    /// Zero everything (writing every page, which also pre-faults it).
+    fn clear(&mut self) {
+        for v in self.small.iter_mut().chain(self.buckets.iter_mut()) {
+            // SAFETY: valid exclusive reference; volatile so the pre-fault write is kept.
+            unsafe { std::ptr::write_volatile(v, 0) };
+        }
+        self.hist.reset();
+        self.slow_max = 0;
+        self.clamped = 0;
+        self.over = [0; MAX_THRESHOLDS];
+        self.lost = 0;
+        self.worst.clear();
+        self.worst_min = 0;
+        self.overflow_sum = 0;
+        self.iterations = 0;
+        self.ticks = 0;
+        self.until_ns = 0;
+    }
+
+    /// Add `o` (a later or concurrent part of the same thread's run) into `self`. Main thread only: the
+    /// worst-gap merge may allocate.
+    fn merge(&mut self, o: &Accum) {
+        for (a, b) in self.small.iter_mut().zip(&o.small) {
+            *a += b;
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        // Same bounds on both sides: cannot fail.
+        let _ = self.hist.add(&o.hist);
+        self.slow_max = self.slow_max.max(o.slow_max);
+        self.clamped += o.clamped;
+        for (a, b) in self.over.iter_mut().zip(o.over) {
+            *a += b;
+        }
+        self.lost += o.lost;
+        self.overflow_sum += o.overflow_sum;
+        self.iterations += o.iterations;
+        self.ticks += o.ticks;
+        self.until_ns = self.until_ns.max(o.until_ns);
+        let keep = self.worst.capacity().max(o.worst.capacity());
+        self.worst.extend_from_slice(&o.worst);
+        self.worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
+        self.worst.truncate(keep);
+        self.worst_min = self.worst.len().saturating_sub(1);
+    }
+
+    /// Smallest gap, ns.
+    fn min_ns(&self, conv: &TickConverter) -> u64 {
+        match self.small.iter().position(|&c| c > 0) {
+            Some(t) => conv.ns(t as u64),
+            None if self.hist.is_empty() => 0,
+            None => self.hist.min(),
+        }
+    }
+}
+
+/// The thread's ends of its accumulator rings.
+struct Handover {
+    full: rtrb::Producer<Box<Accum>>,
+    empty: rtrb::Consumer<Box<Accum>>,
+}
+
+/// The main thread's ends, and what it has merged so far.
+struct Collector {
+    full: rtrb::Consumer<Box<Accum>>,
+    empty: rtrb::Producer<Box<Accum>>,
+    total: Box<Accum>,
+    timeline: Vec<TimelineEntry>,
+    timeline_rx: rtrb::Consumer<TimelineEntry>,
+}
+
+impl Collector {
+    /// Merge every handed-over accumulator and timeline entry, and hand the accumulators back empty. The
+    /// thread pushes an interval's timeline entry before its accumulator, so draining accumulators first
+    /// and the timeline second never leaves the timeline behind the histograms.
+    fn collect(&mut self) {
+        while let Ok(mut a) = self.full.pop() {
+            self.total.merge(&a);
+            a.clear();
+            // The ring holds every spare, so there is always room.
+            let _ = self.empty.push(a);
+        }
+        while let Ok(e) = self.timeline_rx.pop() {
+            self.timeline.push(e);
+        }
+    }
+}
+
+/// Thread-owned state, allocated and pre-faulted before measuring.
+struct State {
+    conv: TickConverter,
+    acc: Box<Accum>,
+    thresholds: [u64; MAX_THRESHOLDS],
+    n_thresholds: usize,
+    avail_thr: u64,
+    width: u64,
+    bias: u64,
     trace_thr: Option<u64>,
     tl: TimelineEntry,
     tl_index: u64,
@@ -97,8 +238,6 @@ struct State {
 
 struct Output {
     index: usize,
-    tid: i32,
-    conditions: ThreadConditions,
     state: State,
 }
 
@@ -123,6 +262,8 @@ pub fn run(
         )));
     }
     let cal = counter::calibrate();
+    let conv = TickConverter::new(cal.frequency_hz);
+    let small_len = fast_limit(cfg, &conv);
     let mlock = rt::lock_memory(true);
     // oslat never touches /dev/cpu_dma_latency: the busy loop keeps its CPU out of idle anyway.
     let dma = DmaLatencyGuard::hold(None);
@@ -135,27 +276,54 @@ pub fn run(
         trace_cpu: AtomicU32::new(0),
         trace_gap: AtomicU64::new(0),
         preheat_min: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
+        started: (0..n).map(|_| OnceLock::new()).collect(),
     });
     let ready = Arc::new(Barrier::new(n + 1));
     let preheated = Arc::new(Barrier::new(n + 1));
     let t0_ns = clock::now_ns(Clock::Monotonic);
-    let mut consumers = Vec::with_capacity(n);
+    let new_accum = || {
+        Accum::new(
+            small_len,
+            cfg.worst_count as usize,
+            cfg.bucket_count as usize,
+        )
+    };
+    let mut collectors = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
         let cap =
             ((8 * plan.tick.as_nanos() as u64) / cfg.timeline_interval_ns.max(1) + 64) as usize;
-        let (producer, consumer) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
-        consumers.push(consumer);
+        let (producer, timeline_rx) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
+        let (full_tx, full_rx) = rtrb::RingBuffer::<Box<Accum>>::new(SPARE_ACCUMS);
+        let (mut empty_tx, empty_rx) = rtrb::RingBuffer::<Box<Accum>>::new(SPARE_ACCUMS);
+        for _ in 0..SPARE_ACCUMS {
+            let _ = empty_tx.push(new_accum());
+        }
+        collectors.push(Collector {
+            full: full_rx,
+            empty: empty_tx,
+            total: new_accum(),
+            timeline: Vec::new(),
+            timeline_rx,
+        });
+        let handover = Handover {
+            full: full_tx,
+            empty: empty_rx,
+        };
+        let acc = new_accum();
         let (cfg2, common2, ready2, pre2) = (
             cfg.clone(),
             Arc::clone(&common),
             Arc::clone(&ready),
             Arc::clone(&preheated),
         );
-        let freq = cal.frequency_hz;
         let h = std::thread::Builder::new()
             .name(format!("rtgauge-osl{i}"))
-            .spawn(move || thread_main(&cfg2, i, freq, t0_ns, &common2, &ready2, &pre2, producer))
+            .spawn(move || {
+                thread_main(
+                    &cfg2, i, conv, acc, t0_ns, &common2, &ready2, &pre2, producer, handover,
+                )
+            })
             .map_err(|source| ProbeError::Spawn { index: i, source })?;
         handles.push(h);
     }
@@ -174,6 +342,12 @@ pub fn run(
             error: None,
         },
     };
+    let conditions = ProcessConditions {
+        mlockall: mlock,
+        cpu_dma_latency_us: dma.setting.clone(),
+        cpu_dma_latency_before_us: dma.before,
+        main_affinity,
+    };
 
     ready.wait();
     phases.preheat();
@@ -182,10 +356,21 @@ pub fn run(
     phases.start(bias);
     let start = std::time::Instant::now();
 
-    let mut timelines: Vec<Vec<TimelineEntry>> = vec![Vec::new(); n];
     loop {
         std::thread::sleep(plan.tick);
-        drain(&mut consumers, &mut timelines);
+        collectors.iter_mut().for_each(Collector::collect);
+        let elapsed = start.elapsed();
+        phases.tick(elapsed, &mut || {
+            checkpoint_result(
+                plan,
+                &cal,
+                &conv,
+                &common,
+                &collectors,
+                &conditions,
+                elapsed,
+            )
+        });
         if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() || stop.is_set() {
             break;
         }
@@ -200,13 +385,6 @@ pub fn run(
         })?);
     }
     let elapsed_ns = start.elapsed().as_nanos() as u64;
-    drain(&mut consumers, &mut timelines);
-    let conditions = ProcessConditions {
-        mlockall: mlock,
-        cpu_dma_latency_us: dma.setting.clone(),
-        cpu_dma_latency_before_us: dma.before,
-        main_affinity,
-    };
     drop(dma);
     let stop_reason = if common.trace_hit.load(Ordering::Relaxed) {
         StopReason::Break
@@ -221,16 +399,64 @@ pub fn run(
             common.trace_gap.load(Ordering::Relaxed),
         )
     });
-    Ok(assemble(
-        plan,
-        &cal,
-        outputs,
-        timelines,
+    let mut threads = Vec::with_capacity(n);
+    let mut ppm = Vec::with_capacity(n);
+    for (out, mut col) in outputs.into_iter().zip(collectors) {
+        col.collect();
+        let st = out.state;
+        col.total.merge(&st.acc);
+        debug_assert_eq!(col.total.iterations, st.iterations);
+        ppm.push(cal.cross_check_ppm(st.ticks, st.raw_ns));
+        let (tid, cond) = started(&common, cfg, out.index);
+        threads.push(assemble_thread(
+            plan,
+            &conv,
+            out.index,
+            tid,
+            cond,
+            &col.total,
+            st.bias,
+            col.timeline,
+            st.tl_dropped,
+        ));
+    }
+    // The cross-check furthest from zero.
+    let cross_check_ppm = ppm
+        .iter()
+        .copied()
+        .fold(0.0f64, |a, b| if b.abs() > a.abs() { b } else { a });
+    Ok(OslatResult {
+        config: cfg.clone(),
+        counter: counter_info(&cal, cross_check_ppm),
         conditions,
+        threads,
         stop_reason,
         trace_hit,
         elapsed_ns,
-    ))
+        accounting: None,
+    })
+}
+
+fn counter_info(cal: &Calibration, cross_check_ppm: f64) -> CounterInfo {
+    CounterInfo {
+        source: counter::SOURCE.to_string(),
+        frequency_hz: cal.frequency_hz,
+        calibration: cal.method.clone(),
+        calibration_spread_ppm: cal.spread_ppm,
+        cross_check_ppm,
+    }
+}
+
+/// Gaps below this many ticks take the fast path (the per-tick table).
+fn fast_limit(cfg: &OslatConfig, conv: &TickConverter) -> usize {
+    let smallest_thr = cfg
+        .thresholds_ns
+        .iter()
+        .copied()
+        .chain([cfg.availability_threshold_ns, 1_000])
+        .min()
+        .unwrap_or(1_000);
+    conv.ticks(smallest_thr).clamp(1, 1 << 16) as usize
 }
 
 fn global_preheat_min(common: &Common) -> u64 {
@@ -243,11 +469,78 @@ fn global_preheat_min(common: &Common) -> u64 {
         .unwrap_or(0)
 }
 
-fn drain(consumers: &mut [rtrb::Consumer<TimelineEntry>], timelines: &mut [Vec<TimelineEntry>]) {
-    for (c, t) in consumers.iter_mut().zip(timelines.iter_mut()) {
-        while let Ok(e) = c.pop() {
-            t.push(e);
-        }
+/// Tid and settings of thread `i`, or "not started" ones if it never got that far.
+fn started(common: &Common, cfg: &OslatConfig, i: usize) -> (i32, ThreadConditions) {
+    common.started[i].get().cloned().unwrap_or_else(|| {
+        let not = || Some("not started".to_string());
+        (
+            0,
+            ThreadConditions {
+                policy: Setting {
+                    requested: if cfg.rtprio.is_some() {
+                        SchedPolicy::Fifo
+                    } else {
+                        SchedPolicy::Other
+                    },
+                    achieved: SchedPolicy::Other,
+                    error: not(),
+                },
+                priority: Setting {
+                    requested: cfg.rtprio.unwrap_or(0),
+                    achieved: 0,
+                    error: not(),
+                },
+                cpu: Setting {
+                    requested: Some(cfg.cpus[i]),
+                    achieved: None,
+                    error: not(),
+                },
+            },
+        )
+    })
+}
+
+/// The result of the intervals handed over so far (a checkpoint). The counter cross-check is only known
+/// at the end and reads 0 here.
+fn checkpoint_result(
+    plan: &OslatPlan,
+    cal: &Calibration,
+    conv: &TickConverter,
+    common: &Common,
+    collectors: &[Collector],
+    conditions: &ProcessConditions,
+    elapsed: Duration,
+) -> OslatResult {
+    let cfg = &plan.config;
+    let bias = if cfg.bias {
+        global_preheat_min(common)
+    } else {
+        0
+    };
+    let threads = collectors
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (tid, cond) = started(common, cfg, i);
+            // Only the intervals the histograms hold.
+            let timeline = c
+                .timeline
+                .iter()
+                .filter(|e| e.start_ns < c.total.until_ns)
+                .copied()
+                .collect();
+            assemble_thread(plan, conv, i, tid, cond, &c.total, bias, timeline, 0)
+        })
+        .collect();
+    OslatResult {
+        config: cfg.clone(),
+        counter: counter_info(cal, 0.0),
+        conditions: conditions.clone(),
+        threads,
+        stop_reason: StopReason::Signal,
+        trace_hit: None,
+        elapsed_ns: elapsed.as_nanos() as u64,
+        accounting: None,
     }
 }
 
@@ -255,17 +548,19 @@ fn drain(consumers: &mut [rtrb::Consumer<TimelineEntry>], timelines: &mut [Vec<T
 fn thread_main(
     cfg: &OslatConfig,
     index: usize,
-    freq: u64,
+    conv: TickConverter,
+    acc: Box<Accum>,
     t0_ns: u64,
     common: &Common,
     ready: &Barrier,
     preheated: &Barrier,
     mut timeline: rtrb::Producer<TimelineEntry>,
+    mut handover: Handover,
 ) -> Output {
     rt::block_signals();
     let tid = rt::gettid();
     let cpu = rt::pin_thread(Some(cfg.cpus[index]));
-    let mut st = State::prepare(cfg, freq);
+    let mut st = State::prepare(cfg, conv, acc);
     rt::prefault_stack(32 * 1024);
     let (policy, priority) = match cfg.rtprio {
         Some(p) => rt::set_sched(SchedPolicy::Fifo, p),
@@ -285,11 +580,14 @@ fn thread_main(
             )
         }
     };
-    let conditions = ThreadConditions {
-        policy,
-        priority,
-        cpu,
-    };
+    let _ = common.started[index].set((
+        tid,
+        ThreadConditions {
+            policy,
+            priority,
+            cpu,
+        },
+    ));
 
     ready.wait();
     if !cfg.single_preheat || index == 0 {
@@ -302,8 +600,9 @@ fn thread_main(
             common,
             cfg.cpus[index],
             &mut sink,
+            None,
         );
-        common.preheat_min[index].store(st.min_ns(), Ordering::Relaxed);
+        common.preheat_min[index].store(st.acc.min_ns(&st.conv), Ordering::Relaxed);
         st.reset();
     }
     preheated.wait();
@@ -317,60 +616,30 @@ fn thread_main(
         common,
         cfg.cpus[index],
         &mut timeline,
+        Some(&mut handover),
     );
     if st.tl.count > 0 && timeline.push(st.tl).is_err() {
         st.tl_dropped += 1;
     }
     rt::reset_sched();
     common.finished.fetch_add(1, Ordering::Release);
-    Output {
-        index,
-        tid,
-        conditions,
-        state: st,
-    }
+    Output { index, state: st }
 }
 
 impl State {
-    fn prepare(cfg: &OslatConfig, freq: u64) -> State {
-        let conv = TickConverter::new(freq);
-        let smallest_thr = cfg
-            .thresholds_ns
-            .iter()
-            .copied()
-            .chain([cfg.availability_threshold_ns, 1_000])
-            .min()
-            .unwrap_or(1_000);
-        let fast_limit = conv.ticks(smallest_thr).clamp(1, 1 << 16);
+    fn prepare(cfg: &OslatConfig, conv: TickConverter, acc: Box<Accum>) -> State {
         let mut thresholds = [u64::MAX; MAX_THRESHOLDS];
         for (t, v) in thresholds.iter_mut().zip(&cfg.thresholds_ns) {
             *t = *v;
         }
-        let mut worst = Vec::with_capacity(cfg.worst_count as usize);
-        rt::prefault_vec(
-            &mut worst,
-            Gap {
-                gap_ns: 0,
-                monotonic_ns: 0,
-            },
-        );
         let mut st = State {
             conv,
-            small: vec![0; fast_limit as usize],
-            hist: latency::new_histogram(),
-            slow_max: 0,
-            clamped: 0,
+            acc,
             thresholds,
             n_thresholds: cfg.thresholds_ns.len(),
-            over: [0; MAX_THRESHOLDS],
             avail_thr: cfg.availability_threshold_ns,
-            lost: 0,
-            worst,
-            worst_min: 0,
             width: cfg.bucket_width_ns.max(1),
             bias: 0,
-            buckets: vec![0; cfg.bucket_count as usize],
-            overflow_sum: 0,
             trace_thr: None,
             tl: TimelineEntry::default(),
             tl_index: 0,
@@ -392,22 +661,11 @@ impl State {
 
     /// Zero everything (writing every page, which also pre-faults it).
     fn reset(&mut self) {
-        for v in self.small.iter_mut().chain(self.buckets.iter_mut()) {
-            // SAFETY: valid exclusive reference; volatile so the pre-fault write is kept.
-            unsafe { std::ptr::write_volatile(v, 0) };
-        }
+        self.acc.clear();
         for b in self.workload.iter_mut() {
-            // SAFETY: as above.
+            // SAFETY: valid exclusive reference; volatile so the pre-fault write is kept.
             unsafe { std::ptr::write_volatile(b, 0) };
         }
-        self.hist.reset();
-        self.slow_max = 0;
-        self.clamped = 0;
-        self.over = [0; MAX_THRESHOLDS];
-        self.lost = 0;
-        self.worst.clear();
-        self.worst_min = 0;
-        self.overflow_sum = 0;
         self.tl = TimelineEntry::default();
         self.tl_index = 0;
         self.tl_iter_start = 0;
@@ -416,15 +674,9 @@ impl State {
         self.raw_ns = 0;
     }
 
-    /// Smallest gap seen, ns.
-    fn min_ns(&self) -> u64 {
-        match self.small.iter().position(|&c| c > 0) {
-            Some(t) => self.conv.ns(t as u64),
-            None => self.hist.min(),
-        }
-    }
-
-    /// The measuring loop for `duration_ns` (or until the stop flag).
+    /// The measuring loop for `duration_ns` (or until the stop flag). With `handover`, the accumulator is
+    /// handed to the main thread at every timeline interval.
+    #[allow(clippy::too_many_arguments)]
     fn measure(
         &mut self,
         duration_ns: u64,
@@ -433,6 +685,7 @@ impl State {
         common: &Common,
         cpu: u32,
         timeline: &mut rtrb::Producer<TimelineEntry>,
+        mut handover: Option<&mut Handover>,
     ) {
         self.trace_thr = trace_thr;
         let raw0 = clock::now_ns(Clock::MonotonicRaw);
@@ -447,6 +700,8 @@ impl State {
         let wl = self.workload.len() / 2;
         let mut prev = start;
         let mut n: u64 = 0;
+        // Where the current accumulator began (iteration, counter).
+        let (mut acc_n, mut acc_t) = (0u64, start);
         loop {
             if wl > 0 {
                 let p = self.workload.as_mut_ptr();
@@ -455,7 +710,7 @@ impl State {
             }
             let now = counter::read();
             let d = now.wrapping_sub(prev);
-            if let Some(c) = self.small.get_mut(d as usize) {
+            if let Some(c) = self.acc.small.get_mut(d as usize) {
                 *c += 1;
             } else {
                 self.slow(d, prev, common, cpu);
@@ -478,10 +733,23 @@ impl State {
                     };
                     self.tl_index = idx;
                     self.tl_iter_start = n;
+                    if let Some(h) = handover.as_deref_mut() {
+                        if let Ok(empty) = h.empty.pop() {
+                            self.acc.iterations = n - acc_n;
+                            self.acc.ticks = now - acc_t;
+                            self.acc.until_ns = self.tl.start_ns;
+                            let full = std::mem::replace(&mut self.acc, empty);
+                            // `full` always finds room: the rings hold every accumulator there is.
+                            let _ = h.full.push(full);
+                            (acc_n, acc_t) = (n, now);
+                        }
+                    }
                 }
             }
         }
         self.tl.count = n - self.tl_iter_start;
+        self.acc.iterations = n - acc_n;
+        self.acc.ticks = prev - acc_t;
         self.iterations = n;
         self.ticks = prev - start;
         self.raw_ns = clock::now_ns(Clock::MonotonicRaw) - raw0;
@@ -491,39 +759,41 @@ impl State {
     #[inline(never)]
     fn slow(&mut self, ticks: u64, began: u64, common: &Common, cpu: u32) {
         let g = self.conv.ns(ticks);
+        let (bias, width) = (self.bias, self.width);
+        let a = &mut *self.acc;
         if g > latency::HIGHEST_NS {
-            self.clamped += 1;
+            a.clamped += 1;
         }
-        self.hist.saturating_record(g);
-        if g > self.slow_max {
-            self.slow_max = g;
+        a.hist.saturating_record(g);
+        if g > a.slow_max {
+            a.slow_max = g;
         }
         for i in 0..self.n_thresholds {
             if g > self.thresholds[i] {
-                self.over[i] += 1;
+                a.over[i] += 1;
             }
         }
         if g > self.avail_thr {
-            self.lost += g;
+            a.lost += g;
             self.tl.missed += 1;
         }
         if g > self.tl.max_ns {
             self.tl.max_ns = g;
         }
-        self.bucket(g, 1);
+        bucket(&mut a.buckets, &mut a.overflow_sum, bias, width, g, 1);
         let gap = Gap {
             gap_ns: g,
             monotonic_ns: self.base.1 + self.conv.ns(began.wrapping_sub(self.base.0)),
         };
-        if self.worst.len() < self.worst.capacity() {
-            self.worst.push(gap);
-            if self.worst.len() == self.worst.capacity() {
-                self.find_worst_min();
+        if a.worst.len() < a.worst.capacity() {
+            a.worst.push(gap);
+            if a.worst.len() == a.worst.capacity() {
+                find_worst_min(a);
             }
-        } else if let Some(w) = self.worst.get_mut(self.worst_min) {
+        } else if let Some(w) = a.worst.get_mut(a.worst_min) {
             if g > w.gap_ns {
                 *w = gap;
-                self.find_worst_min();
+                find_worst_min(a);
             }
         }
         if let Some(t) = self.trace_thr {
@@ -534,141 +804,115 @@ impl State {
             }
         }
     }
+}
 
-    fn find_worst_min(&mut self) {
-        self.worst_min = self
-            .worst
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, w)| w.gap_ns)
-            .map_or(0, |(i, _)| i);
+fn find_worst_min(a: &mut Accum) {
+    a.worst_min = a
+        .worst
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, w)| w.gap_ns)
+        .map_or(0, |(i, _)| i);
+}
+
+/// Add `count` gaps of `g` ns to the rt-tests buckets (oslat's `insert_bucket`, bias applied, last bucket
+/// includes overflows and the excess is summed in bucket widths).
+#[inline(always)]
+fn bucket(buckets: &mut [u64], overflow_sum: &mut u64, bias: u64, width: u64, g: u64, count: u64) {
+    let v = g.saturating_sub(bias);
+    let idx = v / width;
+    let last = buckets.len() as u64 - 1;
+    if idx > last {
+        *overflow_sum += (idx - last - 1) * count;
     }
-
-    /// Add `count` gaps of `g` ns to the rt-tests buckets (oslat's `insert_bucket`, bias applied, last bucket
-    /// includes overflows and the excess is summed in bucket widths).
-    #[inline(always)]
-    fn bucket(&mut self, g: u64, count: u64) {
-        let v = g.saturating_sub(self.bias);
-        let idx = v / self.width;
-        let last = self.buckets.len() as u64 - 1;
-        if idx > last {
-            self.overflow_sum += (idx - last - 1) * count;
-        }
-        if let Some(b) = self.buckets.get_mut(idx.min(last) as usize) {
-            *b += count;
-        }
+    if let Some(b) = buckets.get_mut(idx.min(last) as usize) {
+        *b += count;
     }
 }
 
-/// Turn thread states into the result: fold the per-tick table into the histogram and rt-tests buckets
-/// (exactly: each tick count maps to one ns value), compute the derived figures.
+/// One thread's result from its accumulated counts: the per-tick table is folded into the histogram and
+/// rt-tests buckets exactly (each tick count maps to one ns value) and the derived figures computed.
 #[allow(clippy::too_many_arguments)]
-fn assemble(
+fn assemble_thread(
     plan: &OslatPlan,
-    cal: &Calibration,
-    outputs: Vec<Output>,
-    timelines: Vec<Vec<TimelineEntry>>,
-    conditions: ProcessConditions,
-    stop_reason: StopReason,
-    trace_hit: Option<(u32, u64)>,
-    elapsed_ns: u64,
-) -> OslatResult {
+    conv: &TickConverter,
+    index: usize,
+    tid: i32,
+    conditions: ThreadConditions,
+    acc: &Accum,
+    bias: u64,
+    timeline: Vec<TimelineEntry>,
+    timeline_dropped: u64,
+) -> OslatThread {
     let cfg = &plan.config;
-    let mut threads = Vec::with_capacity(outputs.len());
-    let mut ppm = Vec::new();
-    for (out, timeline) in outputs.into_iter().zip(timelines) {
-        let mut st = out.state;
-        let small = std::mem::take(&mut st.small);
-        for (t, &c) in small.iter().enumerate() {
-            if c > 0 {
-                let g = st.conv.ns(t as u64);
-                st.hist.saturating_record_n(g, c);
-                st.bucket(g, c);
-            }
+    let width = cfg.bucket_width_ns.max(1);
+    let mut hist = acc.hist.clone();
+    let mut buckets = acc.buckets.clone();
+    let mut overflow_sum = acc.overflow_sum;
+    for (t, &c) in acc.small.iter().enumerate() {
+        if c > 0 {
+            let g = conv.ns(t as u64);
+            hist.saturating_record_n(g, c);
+            bucket(&mut buckets, &mut overflow_sum, bias, width, g, c);
         }
-        let min = small
-            .iter()
-            .position(|&c| c > 0)
-            .map(|t| st.conv.ns(t as u64))
-            .unwrap_or_else(|| if st.hist.is_empty() { 0 } else { st.hist.min() });
-        let max = st.slow_max.max(
-            small
-                .iter()
-                .rposition(|&c| c > 0)
-                .map_or(0, |t| st.conv.ns(t as u64)),
-        );
-        let duration_ns = st.conv.ns(st.ticks);
-        // The gaps tile the run: their sum is the elapsed counter time.
-        let gaps = LatencyStats::from_parts(&st.hist, min, max, duration_ns, st.clamped);
-        let secs = duration_ns as f64 / 1e9;
-        let over_thresholds = cfg
-            .thresholds_ns
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| ThresholdCount {
-                threshold_ns: t,
-                count: st.over[i],
-                per_second: if secs > 0.0 {
-                    st.over[i] as f64 / secs
-                } else {
-                    0.0
-                },
-            })
-            .collect();
-        let mut worst = st.worst.clone();
-        worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
-        ppm.push(cal.cross_check_ppm(st.ticks, st.raw_ns));
-        threads.push(OslatThread {
-            index: out.index as u32,
-            cpu: cfg.cpus[out.index],
-            tid: out.tid,
-            node: plan.nodes.get(out.index).copied().flatten(),
-            conditions: out.conditions,
-            iterations: st.iterations,
-            duration_ns,
-            loop_ns: if st.iterations == 0 {
-                0.0
-            } else {
-                duration_ns as f64 / st.iterations as f64
-            },
-            gaps,
-            buckets: OslatBuckets {
-                width_ns: st.width,
-                bias_ns: st.bias,
-                counts: st.buckets.clone(),
-                overflow_sum: st.overflow_sum,
-            },
-            over_thresholds,
-            lost_ns: st.lost,
-            availability_pct: if duration_ns == 0 {
-                0.0
-            } else {
-                100.0 * (1.0 - st.lost.min(duration_ns) as f64 / duration_ns as f64)
-            },
-            worst,
-            timeline,
-            timeline_dropped: st.tl_dropped,
-        });
     }
-    let cross_check_ppm = ppm
+    let min = acc.min_ns(conv);
+    let max = acc.slow_max.max(
+        acc.small
+            .iter()
+            .rposition(|&c| c > 0)
+            .map_or(0, |t| conv.ns(t as u64)),
+    );
+    let duration_ns = conv.ns(acc.ticks);
+    // The gaps tile the run: their sum is the elapsed counter time.
+    let gaps = LatencyStats::from_parts(&hist, min, max, duration_ns, acc.clamped);
+    let secs = duration_ns as f64 / 1e9;
+    let over_thresholds = cfg
+        .thresholds_ns
         .iter()
-        .copied()
-        .fold(0.0f64, |a, b| if b.abs() > a.abs() { b } else { a });
-    OslatResult {
-        config: cfg.clone(),
-        counter: CounterInfo {
-            source: counter::SOURCE.to_string(),
-            frequency_hz: cal.frequency_hz,
-            calibration: cal.method.clone(),
-            calibration_spread_ppm: cal.spread_ppm,
-            cross_check_ppm,
-        },
+        .enumerate()
+        .map(|(i, &t)| ThresholdCount {
+            threshold_ns: t,
+            count: acc.over[i],
+            per_second: if secs > 0.0 {
+                acc.over[i] as f64 / secs
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    let mut worst = acc.worst.clone();
+    worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
+    OslatThread {
+        index: index as u32,
+        cpu: cfg.cpus[index],
+        tid,
+        node: plan.nodes.get(index).copied().flatten(),
         conditions,
-        threads,
-        stop_reason,
-        trace_hit,
-        elapsed_ns,
-        accounting: None,
+        iterations: acc.iterations,
+        duration_ns,
+        loop_ns: if acc.iterations == 0 {
+            0.0
+        } else {
+            duration_ns as f64 / acc.iterations as f64
+        },
+        gaps,
+        buckets: OslatBuckets {
+            width_ns: width,
+            bias_ns: bias,
+            counts: buckets,
+            overflow_sum,
+        },
+        over_thresholds,
+        lost_ns: acc.lost,
+        availability_pct: if duration_ns == 0 {
+            0.0
+        } else {
+            100.0 * (1.0 - acc.lost.min(duration_ns) as f64 / duration_ns as f64)
+        },
+        worst,
+        timeline,
+        timeline_dropped,
     }
 }
 
@@ -762,6 +1006,47 @@ mod tests {
             "{:?}",
             t.buckets
         );
+    }
+
+    #[test]
+    fn checkpoints_hold_the_handed_over_intervals() {
+        struct Checkpoints(Vec<(u64, u64, u64)>);
+        impl Phases for Checkpoints {
+            fn tick(&mut self, _: Duration, checkpoint: &mut dyn FnMut() -> OslatResult) {
+                let r = checkpoint();
+                let t = &r.threads[0];
+                let tl: u64 = t.timeline.iter().map(|e| e.count).sum();
+                self.0.push((t.iterations, t.gaps.count, tl));
+            }
+        }
+        let mut c = config(vec![1], 1_000);
+        c.timeline_interval_ns = 100_000_000;
+        let mut seen = Checkpoints(Vec::new());
+        let r = run(&plan(c), &StopFlag::new(), &mut seen).unwrap();
+        let fin = r.threads[0].iterations;
+        let its: Vec<u64> = seen.0.iter().map(|x| x.0).collect();
+        assert!(
+            its.windows(2).all(|w| w[0] <= w[1]),
+            "checkpoints only grow: {its:?}"
+        );
+        for (iters, hist, tl) in &seen.0 {
+            assert_eq!(
+                iters, hist,
+                "a checkpoint's histogram holds exactly its iterations"
+            );
+            assert_eq!(iters, tl, "and its timeline the same intervals");
+        }
+        // Near the end a checkpoint holds most of the 1 s run (all but the interval being filled).
+        let last = *its.last().unwrap();
+        assert!(
+            last > fin / 2 && last <= fin,
+            "last checkpoint {last} of {fin}"
+        );
+        // The final result still accounts for every iteration after all the hand-overs.
+        let t = &r.threads[0];
+        assert_eq!(t.gaps.count, fin);
+        assert_eq!(t.buckets.counts.iter().sum::<u64>(), fin);
+        assert_eq!(t.timeline.iter().map(|e| e.count).sum::<u64>(), fin);
     }
 
     #[test]

@@ -183,8 +183,9 @@ impl Recorder<'_> {
     }
 }
 
-/// One line (or a bar on a terminal) of progress for a timer probe.
+/// One line every 10 s (or a bar on a terminal) of progress for a probe.
 struct Progress {
+    what: String,
     bar: Option<indicatif::ProgressBar>,
     total: Duration,
     last_line: Instant,
@@ -205,13 +206,15 @@ impl Progress {
             b
         });
         Progress {
+            what: what.to_string(),
             bar,
             total,
             last_line: Instant::now(),
         }
     }
 
-    fn update(&mut self, elapsed: Duration, live: &[LiveThread]) {
+    /// Timer-probe progress from the threads' live figures.
+    fn cyclic(&mut self, elapsed: Duration, live: &[LiveThread]) {
         let min = live
             .iter()
             .filter(|t| t.cycles > 0)
@@ -229,6 +232,10 @@ impl Progress {
             sum.checked_div(n).unwrap_or(0) as f64 / 1e3,
             max as f64 / 1e3
         );
+        self.update(elapsed, msg);
+    }
+
+    fn update(&mut self, elapsed: Duration, msg: String) {
         match &self.bar {
             Some(b) => {
                 b.set_position(elapsed.as_secs());
@@ -237,7 +244,8 @@ impl Progress {
             None if self.last_line.elapsed() >= Duration::from_secs(10) => {
                 self.last_line = Instant::now();
                 eprintln!(
-                    "cyclic {:>6.0}/{:.0} s: {msg}",
+                    "{} {:>6.0}/{:.0} s: {msg}",
+                    self.what,
                     elapsed.as_secs_f64(),
                     self.total.as_secs_f64()
                 );
@@ -374,7 +382,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     let progress = &mut progress;
                     let mut hook =
                         |e: Duration, live: &[LiveThread], ck: &mut dyn FnMut() -> CyclicResult| {
-                            progress.update(e, live);
+                            progress.cyclic(e, live);
                             if rec.last.elapsed() >= rec.every {
                                 let mut d = base.clone();
                                 d.probes.push(ProbeResult::Cyclic(ck()));
@@ -396,8 +404,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     place.cpus,
                     Nanos(p.config.preheat_ns)
                 );
-                let mut result =
-                    rtgauge_probe::oslat::run(&p, &stop, &mut rtgauge_probe::oslat::Silent)?;
+                let mut hook = OslatHook {
+                    base: &doc,
+                    rec: &mut rec,
+                    progress: Progress::new("oslat", Duration::from_nanos(duration.as_ns())),
+                    last: String::new(),
+                };
+                let mut result = rtgauge_probe::oslat::run(&p, &stop, &mut hook)?;
+                hook.progress.finish();
                 result.accounting = account();
                 doc.warnings.extend(oslat::shortfalls(&result));
                 doc.probes.push(ProbeResult::Oslat(result));
@@ -445,6 +459,31 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Progress and checkpoints of the OS-noise probe: the checkpoint (merged histograms of the completed
+/// intervals) is built only when one is due, and its figures feed the progress line until the next.
+struct OslatHook<'a, 'b> {
+    base: &'a RunDocument,
+    rec: &'a mut Recorder<'b>,
+    progress: Progress,
+    last: String,
+}
+
+impl rtgauge_probe::oslat::Phases for OslatHook<'_, '_> {
+    fn tick(&mut self, elapsed: Duration, checkpoint: &mut dyn FnMut() -> OslatResult) {
+        if self.rec.last.elapsed() >= self.rec.every {
+            let r = checkpoint();
+            let max = r.threads.iter().map(|t| t.gaps.max_ns).max().unwrap_or(0);
+            let iters: u64 = r.threads.iter().map(|t| t.iterations).sum();
+            self.last = format!("max gap {:.1} µs, {iters} iterations", max as f64 / 1e3);
+            let mut d = self.base.clone();
+            d.probes.push(ProbeResult::Oslat(r));
+            d.ended_at = crate::doc::now_rfc3339();
+            self.rec.save(&d);
+        }
+        self.progress.update(elapsed, self.last.clone());
+    }
 }
 
 enum Planned {
