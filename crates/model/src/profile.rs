@@ -189,8 +189,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "quick",
         r#"name = "quick"
-description = "A first look: timer latency and OS noise on the measured CPUs, 15 s each"
-duration = "15s"
+description = "A first look: timer latency and OS noise on the measured CPUs, 10 s each"
+duration = "10s"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p95 -i 200 -h 400 -a {cpus} -t --mainaffinity={housekeeping} -q"
