@@ -89,6 +89,9 @@ pub struct CyclicThread {
     pub latency: LatencyStats,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linear: Option<LinearHistogram>,
+    /// The distribution per time window (for comparisons); empty in imported results.
+    #[serde(default, skip_serializing_if = "crate::latency::Windows::is_empty")]
+    pub windows: crate::latency::Windows,
     pub timeline: Vec<TimelineEntry>,
     /// Timeline intervals lost because the reader fell behind (should be 0).
     #[serde(default)]

@@ -169,6 +169,137 @@ pub struct TimelineEntry {
     pub missed: u64,
 }
 
+/// Most windows a distribution keeps; adjacent windows merge pairwise beyond it, so a 7-day run keeps 64
+/// windows of ~2.6 h and the stored size never grows with the duration.
+pub const MAX_WINDOWS: usize = 64;
+
+/// A probe's distribution in consecutive time windows of equal length (the last may be shorter), for
+/// comparisons: confidence intervals come from resampling whole windows, which keeps the bursts and the
+/// autocorrelation of real latency data inside each resampled unit.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Windows {
+    /// Length of one window, ns.
+    pub window_ns: u64,
+    /// One histogram per window, in time order.
+    pub hdr: Vec<HdrBlob>,
+}
+
+/// A histogram as its non-empty buckets, `(value, count)` sorted by value: the compact form windows are
+/// kept and resampled in (a full histogram over 1 ns–24 h is ~300 KB of counters; a window is a few
+/// hundred buckets).
+pub type Sparse = Vec<(u64, u64)>;
+
+pub fn sparse(h: &Histogram) -> Sparse {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+/// Sum of two sparse histograms.
+pub fn sparse_add(a: &[(u64, u64)], b: &[(u64, u64)]) -> Sparse {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                out.push((x.0, x.1 + y.1));
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => {
+                out.push(*x);
+                i += 1;
+            }
+            (Some(x), None) => {
+                out.push(*x);
+                i += 1;
+            }
+            (_, Some(y)) => {
+                out.push(*y);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    out
+}
+
+pub fn histogram_of(s: &[(u64, u64)]) -> Histogram {
+    let mut h = new_histogram();
+    for &(v, c) in s {
+        h.saturating_record_n(v, c);
+    }
+    h
+}
+
+/// Builds [`Windows`] from consecutive interval histograms, on the main thread (it allocates).
+#[derive(Debug, Clone)]
+pub struct WindowRecorder {
+    interval_ns: u64,
+    per_window: u64,
+    windows: Vec<Sparse>,
+    fill: Vec<u64>,
+}
+
+impl Windows {
+    pub fn is_empty(&self) -> bool {
+        self.hdr.is_empty()
+    }
+}
+
+impl WindowRecorder {
+    pub fn new(interval_ns: u64) -> WindowRecorder {
+        WindowRecorder {
+            interval_ns: interval_ns.max(1),
+            per_window: 1,
+            windows: Vec::new(),
+            fill: Vec::new(),
+        }
+    }
+
+    /// Add the next `intervals` timeline intervals' histogram.
+    pub fn push(&mut self, h: &Histogram, intervals: u64) {
+        if h.is_empty() && intervals == 0 {
+            return;
+        }
+        let s = sparse(h);
+        match (self.windows.last_mut(), self.fill.last_mut()) {
+            (Some(w), Some(f)) if *f < self.per_window => {
+                *w = sparse_add(w, &s);
+                *f += intervals.max(1);
+            }
+            _ => {
+                self.windows.push(s);
+                self.fill.push(intervals.max(1));
+            }
+        }
+        if self.windows.len() > MAX_WINDOWS {
+            let ws = std::mem::take(&mut self.windows);
+            let fs = std::mem::take(&mut self.fill);
+            for (w, f) in ws.chunks(2).zip(fs.chunks(2)) {
+                self.windows.push(match w {
+                    [a, b] => sparse_add(a, b),
+                    [a] => a.clone(),
+                    _ => Vec::new(),
+                });
+                self.fill.push(f.iter().sum());
+            }
+            self.per_window *= 2;
+        }
+    }
+
+    pub fn windows(&self) -> Windows {
+        Windows {
+            window_ns: self.interval_ns * self.per_window,
+            hdr: self
+                .windows
+                .iter()
+                .map(|w| HdrBlob::encode(&histogram_of(w)))
+                .collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +315,41 @@ mod tests {
         assert_eq!(back.len(), 6);
         assert_eq!(back.max(), h.max());
         assert_eq!(back.value_at_percentile(50.0), h.value_at_percentile(50.0));
+    }
+
+    #[test]
+    fn windows_merge_pairwise_and_keep_every_sample() {
+        let mut r = WindowRecorder::new(1_000_000_000);
+        for i in 0..200u64 {
+            let mut h = new_histogram();
+            h.record(1_000 + i).unwrap();
+            h.record(5_000).unwrap();
+            r.push(&h, 1);
+        }
+        let w = r.windows();
+        assert!(
+            w.hdr.len() <= MAX_WINDOWS && w.hdr.len() > MAX_WINDOWS / 2,
+            "{}",
+            w.hdr.len()
+        );
+        assert_eq!(
+            w.window_ns, 4_000_000_000,
+            "200 intervals in ≤ 64 windows: 4 per window"
+        );
+        let total: u64 = w.hdr.iter().map(|b| b.decode().unwrap().len()).sum();
+        assert_eq!(total, 400);
+        let first = w.hdr[0].decode().unwrap();
+        assert_eq!(first.len(), 8, "the first window holds 4 intervals");
+    }
+
+    #[test]
+    fn sparse_add_is_a_sorted_merge() {
+        let a = vec![(1, 2), (5, 1), (9, 4)];
+        let b = vec![(2, 1), (5, 3), (10, 1)];
+        assert_eq!(
+            sparse_add(&a, &b),
+            vec![(1, 2), (2, 1), (5, 4), (9, 4), (10, 1)]
+        );
     }
 
     #[test]

@@ -106,6 +106,9 @@ pub struct OslatThread {
     /// The worst gaps, largest first.
     pub worst: Vec<Gap>,
     /// Per interval: count = iterations, max_ns = largest gap, missed = gaps above the availability threshold.
+    /// The distribution per time window (for comparisons); empty in imported results.
+    #[serde(default, skip_serializing_if = "crate::latency::Windows::is_empty")]
+    pub windows: crate::latency::Windows,
     pub timeline: Vec<TimelineEntry>,
     #[serde(default)]
     pub timeline_dropped: u64,

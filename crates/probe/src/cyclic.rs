@@ -19,7 +19,7 @@ use crate::ProbeError;
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike, StopReason,
 };
-use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
+use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry, WindowRecorder};
 use rtgauge_model::rt::{ProcessConditions, Setting, ThreadConditions};
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -158,6 +158,7 @@ struct Collector {
     empty_tx: Vec<rtrb::Producer<Box<Histogram>>>,
     timelines: Vec<Vec<TimelineEntry>>,
     merged: Vec<Histogram>,
+    windows: Vec<WindowRecorder>,
 }
 
 /// Histogram boxes per thread: one being filled, the others in transit or waiting.
@@ -172,6 +173,7 @@ impl Collector {
             while let Ok(mut h) = self.full_rx[i].pop() {
                 // Both histograms have the same fixed bounds, so adding cannot fail or resize.
                 let _ = self.merged[i].add(&*h);
+                self.windows[i].push(&h, 1);
                 h.reset();
                 // Cannot be full: the ring holds as many slots as there are boxes.
                 let _ = self.empty_tx[i].push(h);
@@ -257,6 +259,9 @@ pub fn run(
         empty_tx: Vec::with_capacity(n),
         timelines: vec![Vec::new(); n],
         merged: (0..n).map(|_| latency::new_histogram()).collect(),
+        windows: (0..n)
+            .map(|_| WindowRecorder::new(cfg.timeline_interval_ns))
+            .collect(),
     };
     let mut handles = Vec::with_capacity(n);
     for (i, &interval_ns) in intervals.iter().enumerate() {
@@ -395,11 +400,18 @@ fn assemble(
     let Collector {
         timelines,
         mut merged,
+        mut windows,
         ..
     } = col;
-    for ((out, timeline), total) in outputs.into_iter().zip(timelines).zip(merged.iter_mut()) {
+    for (((out, timeline), total), win) in outputs
+        .into_iter()
+        .zip(timelines)
+        .zip(merged.iter_mut())
+        .zip(windows.iter_mut())
+    {
         let s = out.state;
         let _ = total.add(&*s.hist);
+        win.push(&s.hist, 1);
         spikes.extend_from_slice(&s.spikes);
         spikes_total += s.spikes_total;
         let mut cond = out.conditions;
@@ -425,6 +437,7 @@ fn assemble(
                 overflow_cycles: l.overflow_cycles,
             }),
             timeline,
+            windows: win.windows(),
             timeline_dropped: s.tl_dropped,
         });
     }
@@ -502,6 +515,7 @@ fn checkpoint_result(
                 latency,
                 linear: None,
                 timeline: col.timelines[i].clone(),
+                windows: col.windows[i].windows(),
                 timeline_dropped: 0,
             }
         })

@@ -18,7 +18,7 @@ use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::cyclic::StopReason;
-use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
+use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry, WindowRecorder};
 use rtgauge_model::oslat::{
     CounterInfo, Gap, OslatBuckets, OslatConfig, OslatResult, OslatThread, ThresholdCount, Workload,
 };
@@ -194,14 +194,29 @@ struct Collector {
     total: Box<Accum>,
     timeline: Vec<TimelineEntry>,
     timeline_rx: rtrb::Consumer<TimelineEntry>,
+    windows: WindowRecorder,
+    conv: TickConverter,
+    interval_ns: u64,
 }
 
 impl Collector {
+    /// Add `a` (the intervals since the last hand-over) to the windows.
+    fn window(&mut self, a: &Accum) {
+        let until = if a.until_ns == 0 {
+            self.total.until_ns + self.interval_ns
+        } else {
+            a.until_ns
+        };
+        let intervals = until.saturating_sub(self.total.until_ns) / self.interval_ns;
+        self.windows.push(&gap_histogram(a, &self.conv), intervals);
+    }
+
     /// Merge every handed-over accumulator and timeline entry, and hand the accumulators back empty. The
     /// thread pushes an interval's timeline entry before its accumulator, so draining accumulators first
     /// and the timeline second never leaves the timeline behind the histograms.
     fn collect(&mut self) {
         while let Ok(mut a) = self.full.pop() {
+            self.window(&a);
             self.total.merge(&a);
             a.clear();
             // The ring holds every spare, so there is always room.
@@ -299,12 +314,16 @@ pub fn run(
         for _ in 0..SPARE_ACCUMS {
             let _ = empty_tx.push(new_accum());
         }
+        let interval_ns = cfg.timeline_interval_ns.max(1_000_000);
         collectors.push(Collector {
             full: full_rx,
             empty: empty_tx,
             total: new_accum(),
             timeline: Vec::new(),
             timeline_rx,
+            windows: WindowRecorder::new(interval_ns),
+            conv,
+            interval_ns,
         });
         let handover = Handover {
             full: full_tx,
@@ -404,11 +423,12 @@ pub fn run(
     for (out, mut col) in outputs.into_iter().zip(collectors) {
         col.collect();
         let st = out.state;
+        col.window(&st.acc);
         col.total.merge(&st.acc);
         debug_assert_eq!(col.total.iterations, st.iterations);
         ppm.push(cal.cross_check_ppm(st.ticks, st.raw_ns));
         let (tid, cond) = started(&common, cfg, out.index);
-        threads.push(assemble_thread(
+        let mut t = assemble_thread(
             plan,
             &conv,
             out.index,
@@ -418,7 +438,9 @@ pub fn run(
             st.bias,
             col.timeline,
             st.tl_dropped,
-        ));
+        );
+        t.windows = col.windows.windows();
+        threads.push(t);
     }
     // The cross-check furthest from zero.
     let cross_check_ppm = ppm
@@ -529,7 +551,9 @@ fn checkpoint_result(
                 .filter(|e| e.start_ns < c.total.until_ns)
                 .copied()
                 .collect();
-            assemble_thread(plan, conv, i, tid, cond, &c.total, bias, timeline, 0)
+            let mut t = assemble_thread(plan, conv, i, tid, cond, &c.total, bias, timeline, 0);
+            t.windows = c.windows.windows();
+            t
         })
         .collect();
     OslatResult {
@@ -830,6 +854,17 @@ fn bucket(buckets: &mut [u64], overflow_sum: &mut u64, bias: u64, width: u64, g:
     }
 }
 
+/// Every gap of `acc` as one histogram: the per-tick table mapped to ns exactly, plus the slow-path gaps.
+fn gap_histogram(acc: &Accum, conv: &TickConverter) -> Histogram {
+    let mut hist = acc.hist.clone();
+    for (t, &c) in acc.small.iter().enumerate() {
+        if c > 0 {
+            hist.saturating_record_n(conv.ns(t as u64), c);
+        }
+    }
+    hist
+}
+
 /// One thread's result from its accumulated counts: the per-tick table is folded into the histogram and
 /// rt-tests buckets exactly (each tick count maps to one ns value) and the derived figures computed.
 #[allow(clippy::too_many_arguments)]
@@ -846,14 +881,19 @@ fn assemble_thread(
 ) -> OslatThread {
     let cfg = &plan.config;
     let width = cfg.bucket_width_ns.max(1);
-    let mut hist = acc.hist.clone();
+    let hist = gap_histogram(acc, conv);
     let mut buckets = acc.buckets.clone();
     let mut overflow_sum = acc.overflow_sum;
     for (t, &c) in acc.small.iter().enumerate() {
         if c > 0 {
-            let g = conv.ns(t as u64);
-            hist.saturating_record_n(g, c);
-            bucket(&mut buckets, &mut overflow_sum, bias, width, g, c);
+            bucket(
+                &mut buckets,
+                &mut overflow_sum,
+                bias,
+                width,
+                conv.ns(t as u64),
+                c,
+            );
         }
     }
     let min = acc.min_ns(conv);
@@ -912,6 +952,7 @@ fn assemble_thread(
         },
         worst,
         timeline,
+        windows: Default::default(),
         timeline_dropped,
     }
 }

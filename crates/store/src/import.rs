@@ -555,6 +555,7 @@ fn cyclic_document(
         latency.count = t.cycles;
         latency.mean_ns = t.avg.map_or(0.0, |a| a * unit_ns as f64);
         threads.push(CyclicThread {
+            windows: Default::default(),
             index: t.index,
             tid: t.tid,
             interval_ns: meta.interval_us * 1000,
@@ -780,6 +781,7 @@ fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportError> {
             width
         ));
         out.push(OslatThread {
+            windows: Default::default(),
             index,
             cpu,
             tid: 0,
