@@ -80,7 +80,7 @@ impl Metric {
 
 /// Samples ≥ `threshold_ns` of one cyclic thread: exact from the rt-tests buckets when they resolve the
 /// threshold, else from the HDR histogram (3 significant digits).
-fn samples_at_or_above(t: &crate::cyclic::CyclicThread, threshold_ns: u64) -> u64 {
+pub fn samples_at_or_above(t: &crate::cyclic::CyclicThread, threshold_ns: u64) -> u64 {
     if t.latency.max_ns < threshold_ns {
         return 0;
     }

@@ -492,6 +492,7 @@ mod tests {
         let min = *samples.iter().min().unwrap();
         let max = *samples.iter().max().unwrap();
         CyclicThread {
+            windows: Default::default(),
             index,
             tid: 4242 + index as i32,
             interval_ns: 200_000,

@@ -114,7 +114,7 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
         RunsAction::Show { run } => {
             let (mut store, _) = a.db.open()?;
             let (id, doc) = resolve(&mut store, run)?;
-            print!("{}", render_show(id, &doc));
+            print!("{}", rtgauge_report::terminal::render_show(id, &doc));
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Delete { run } => {
@@ -236,53 +236,6 @@ pub fn render_csv(doc: &RunDocument) -> String {
                 }
             }
         }
-    }
-    s
-}
-
-/// `runs show`: conditions, results, verdicts, warnings.
-pub fn render_show(id: i64, doc: &RunDocument) -> String {
-    let mut s = format!(
-        "run {id}: {} — profile {}, label {}, {} → {}\n",
-        doc.status.as_str(),
-        doc.profile.as_deref().unwrap_or("-"),
-        doc.label.as_deref().unwrap_or("-"),
-        doc.started_at,
-        doc.ended_at
-    );
-    if !doc.tags.is_empty() {
-        let t: Vec<String> = doc.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        s.push_str(&format!("tags: {}\n", t.join(", ")));
-    }
-    s.push_str(&format!(
-        "host: {} {} {} ({}), CPUs {}, clocksource {}\n",
-        doc.system.nodename,
-        doc.system.sysname,
-        doc.system.release,
-        if doc.system.realtime {
-            "PREEMPT_RT"
-        } else {
-            "not PREEMPT_RT"
-        },
-        doc.system.cpus_online,
-        doc.system.clocksource.as_deref().unwrap_or("?")
-    ));
-    if let Some(src) = &doc.imported_from {
-        s.push_str(&format!(
-            "imported from {} ({}, resolution {} ns)\n",
-            src.file, src.format, src.resolution_ns
-        ));
-    }
-    if let Some(a) = &doc.audit {
-        let m = &a.summary;
-        s.push_str(&format!(
-            "audit: {} pass, {} warn, {} fail, {} n/a, {} unavailable\n",
-            m.pass, m.warn, m.fail, m.not_applicable, m.unavailable
-        ));
-    }
-    s.push_str(&super::run::render_summary(doc));
-    for w in &doc.warnings {
-        s.push_str(&format!("warning: {w}\n"));
     }
     s
 }

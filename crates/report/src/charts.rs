@@ -1,0 +1,372 @@
+//! SVG charts (plotters, SVG backend, text left to the browser): latency histograms with a log count axis,
+//! percentile curves on log axes, and the timeline of the largest latency per interval. Every chart takes
+//! one or more named series, so a report and a comparison draw with the same code.
+//!
+//! Sizes are bounded whatever the run length: histograms have at most [`BINS`] bins and timelines at
+//! most [`TIMELINE_POINTS`] points (the largest value of each span is kept, so a single spike survives).
+
+use plotters::prelude::*;
+use rtgauge_model::latency::{Sparse, TimelineEntry};
+
+pub const BINS: usize = 120;
+pub const TIMELINE_POINTS: usize = 1200;
+const SIZE: (u32, u32) = (720, 320);
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+/// One named distribution or timeline to draw.
+pub struct Series<'a, T: ?Sized> {
+    pub name: String,
+    pub data: &'a T,
+}
+
+fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1000.0
+}
+
+/// Draw with plotters into an SVG string; a drawing error yields a short SVG saying so (a chart is never
+/// worth failing a report for).
+fn svg(
+    draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), String>,
+) -> String {
+    let mut out = String::new();
+    let result = {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        let r = root
+            .fill(&WHITE)
+            .map_err(|e| e.to_string())
+            .and_then(|_| draw(&root));
+        r.and_then(|_| root.present().map_err(|e| e.to_string()))
+    };
+    match result {
+        Ok(()) => out,
+        Err(e) => format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"40\"><text x=\"4\" y=\"20\">chart not drawn: {}</text></svg>",
+            SIZE.0,
+            e.replace('<', "&lt;").replace('&', "&amp;")
+        ),
+    }
+}
+
+/// Histogram: counts per latency bin, log count axis. Bins are linear up to the largest value unless the
+/// range spans more than two decades, where they become logarithmic (a 200 ms stall next to 20 µs
+/// latencies would otherwise squeeze everything into the first bin).
+pub fn histogram(title: &str, series: &[Series<Sparse>]) -> String {
+    let lo = series
+        .iter()
+        .filter_map(|s| s.data.first())
+        .map(|x| x.0)
+        .min()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let hi = series
+        .iter()
+        .filter_map(|s| s.data.last())
+        .map(|x| x.0)
+        .max()
+        .unwrap_or(2)
+        .max(lo as u64 + 1) as f64;
+    let log = hi / lo > 100.0;
+    let edge = |i: usize| -> f64 {
+        let f = i as f64 / BINS as f64;
+        if log {
+            lo * (hi / lo).powf(f)
+        } else {
+            lo + (hi - lo) * f
+        }
+    };
+    let bins: Vec<Vec<(f64, f64, u64)>> = series
+        .iter()
+        .map(|s| {
+            let mut c = vec![0u64; BINS];
+            for &(v, n) in s.data.iter() {
+                let f = if log {
+                    ((v.max(1) as f64) / lo).ln() / (hi / lo).ln()
+                } else {
+                    (v as f64 - lo) / (hi - lo)
+                };
+                let i = ((f * BINS as f64) as usize).min(BINS - 1);
+                c[i] += n;
+            }
+            c.iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(i, &n)| (us(edge(i)), us(edge(i + 1)), n))
+                .collect()
+        })
+        .collect();
+    let ymax = bins.iter().flatten().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 2.0;
+    svg(|root| {
+        let mut b = ChartBuilder::on(root);
+        b.caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(56);
+        let x = us(lo)..us(hi);
+        let y = (0.5f64..ymax).log_scale();
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart.map_err(|e| e.to_string())?;
+                chart
+                    .configure_mesh()
+                    .x_desc("latency (µs)")
+                    .y_desc("samples")
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                for (i, (s, bs)) in series.iter().zip(&bins).enumerate() {
+                    let c = color(i);
+                    chart
+                        .draw_series(bs.iter().map(|&(x0, x1, n)| {
+                            Rectangle::new([(x0, 0.5), (x1, n as f64)], c.mix(0.45).filled())
+                        }))
+                        .map_err(|e| e.to_string())?
+                        .label(s.name.clone())
+                        .legend(move |(x, y)| {
+                            Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled())
+                        });
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                Ok(())
+            }};
+        }
+        if log {
+            draw!(b.build_cartesian_2d(x.log_scale(), y))
+        } else {
+            draw!(b.build_cartesian_2d(x, y))
+        }
+    })
+}
+
+/// Percentile curve: latency against 1/(1−q) on log axes (HdrHistogram's plot), from p0 to the largest
+/// sample.
+pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
+    let curves: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|s| {
+            let total: u64 = s.data.iter().map(|x| x.1).sum();
+            let mut acc = 0u64;
+            let mut pts = Vec::new();
+            for &(v, n) in s.data.iter() {
+                acc += n;
+                // x = 1/(1−q), capped where q reaches 1 (the last sample) at 10× the previous point.
+                let q = acc as f64 / total.max(1) as f64;
+                let x = if q >= 1.0 {
+                    (total as f64).max(10.0)
+                } else {
+                    1.0 / (1.0 - q)
+                };
+                pts.push((x.max(1.0), us(v.max(1) as f64)));
+            }
+            thin(pts, TIMELINE_POINTS)
+        })
+        .collect();
+    let xmax = curves.iter().flatten().map(|p| p.0).fold(10.0f64, f64::max) * 1.5;
+    let (ymin, ymax) = curves
+        .iter()
+        .flatten()
+        .fold((f64::MAX, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (ymin, ymax) = if ymin > ymax {
+        (0.001, 1.0)
+    } else {
+        ((ymin / 1.5).max(0.001), ymax * 1.5)
+    };
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d((1.0f64..xmax).log_scale(), (ymin..ymax).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("percentile")
+            .y_desc("latency (µs)")
+            .x_label_formatter(&|x| percentile_label(*x))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (i, (s, pts)) in series.iter().zip(&curves).enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
+fn percentile_label(x: f64) -> String {
+    // x = 1/(1−q): 10 → 90 %, 100 → 99 %, …
+    let q = 100.0 * (1.0 - 1.0 / x);
+    let s = format!("{q:.5}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+/// Keep at most `n` points of a monotone curve (evenly by index, always the last).
+fn thin(pts: Vec<(f64, f64)>, n: usize) -> Vec<(f64, f64)> {
+    if pts.len() <= n {
+        return pts;
+    }
+    let step = pts.len().div_ceil(n);
+    let last = pts.last().copied();
+    let mut out: Vec<(f64, f64)> = pts.into_iter().step_by(step).collect();
+    if let Some(l) = last {
+        out.push(l);
+    }
+    out
+}
+
+/// The largest latency per timeline interval over time (log latency axis), at most [`TIMELINE_POINTS`]
+/// points: each point is the largest of the intervals it covers.
+pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
+    let end_ns = series
+        .iter()
+        .filter_map(|s| s.data.last())
+        .map(|e| e.start_ns)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let (unit, div) = if end_ns >= 3 * 3600 * 1_000_000_000 {
+        ("h", 3600e9)
+    } else if end_ns >= 180 * 1_000_000_000 {
+        ("min", 60e9)
+    } else {
+        ("s", 1e9)
+    };
+    let lines: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|s| {
+            let span = (end_ns / TIMELINE_POINTS as u64).max(1);
+            let mut pts: Vec<(f64, f64)> = Vec::new();
+            let mut cur: Option<(u64, u64)> = None;
+            for e in s.data.iter() {
+                let b = e.start_ns / span;
+                match &mut cur {
+                    Some((cb, m)) if *cb == b => *m = (*m).max(e.max_ns),
+                    _ => {
+                        if let Some((cb, m)) = cur {
+                            pts.push(((cb * span) as f64 / div, us(m.max(1) as f64)));
+                        }
+                        cur = Some((b, e.max_ns));
+                    }
+                }
+            }
+            if let Some((cb, m)) = cur {
+                pts.push(((cb * span) as f64 / div, us(m.max(1) as f64)));
+            }
+            pts
+        })
+        .collect();
+    let xmax = (end_ns as f64 / div).max(1e-3) * 1.02;
+    let (ymin, ymax) = lines
+        .iter()
+        .flatten()
+        .fold((f64::MAX, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (ymin, ymax) = if ymin > ymax {
+        (0.001, 1.0)
+    } else {
+        ((ymin / 1.5).max(0.001), ymax * 1.5)
+    };
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..xmax, (ymin..ymax).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("time ({unit})"))
+            .y_desc("max latency (µs)")
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (i, (s, pts)) in series.iter().zip(&lines).enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(1)))
+                .map_err(|e| e.to_string())?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_svg_with_their_series() {
+        let a: Sparse = vec![(2_000, 10), (3_000, 1000), (9_000, 3)];
+        let b: Sparse = vec![(2_500, 12), (4_000, 900), (200_000_000, 1)];
+        let s = [
+            Series {
+                name: "CPU 0".into(),
+                data: &a,
+            },
+            Series {
+                name: "CPU 1".into(),
+                data: &b,
+            },
+        ];
+        for svg in [histogram("h", &s), percentiles("p", &s)] {
+            assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+            assert!(svg.contains("CPU 0") && svg.contains("CPU 1"));
+            assert!(!svg.contains("chart not drawn"), "{svg}");
+        }
+        let tl: Vec<TimelineEntry> = (0..604_800u64)
+            .map(|i| TimelineEntry {
+                start_ns: i * 1_000_000_000,
+                count: 1000,
+                max_ns: 10_000 + i % 7,
+                missed: 0,
+            })
+            .collect();
+        let t = timeline(
+            "t",
+            &[Series {
+                name: "CPU 0".into(),
+                data: tl.as_slice(),
+            }],
+        );
+        assert!(!t.contains("chart not drawn"));
+        assert!(
+            t.len() < 200_000,
+            "a week of 1 s intervals is {} bytes of SVG",
+            t.len()
+        );
+    }
+}

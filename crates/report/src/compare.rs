@@ -1,0 +1,671 @@
+//! Comparisons of runs (`rtgauge compare`): for every measure the runs share, the value per run, the ratio to
+//! the baseline (the first run) with a 95 % confidence interval, and a verdict against an equivalence margin.
+//!
+//! Method (docs/METHODOLOGY.md, "Comparing runs"):
+//! - Latency statistics are resampled by whole time windows (block bootstrap over the ≤ 64 windows each
+//!   probe keeps), so bursts stay inside a resampled unit. When both runs have the same number of windows
+//!   the same window indices are drawn for both (for independent runs this changes nothing in
+//!   distribution; a run compared with itself gives exactly 1).
+//! - The interval is the *basic* bootstrap interval on the log ratio, `[2r − q97.5, 2r − q2.5]`: resampled
+//!   extremes (max, p99.99) can only fall below the observed one, and the basic interval corrects that
+//!   bias, where the percentile interval would call a single 200 ms stall "maybe nothing".
+//! - Results without windows (imported rt-tests files) get distribution-free order-statistic intervals for
+//!   percentiles (assuming independent samples, which latency data is not: they are too narrow, and the
+//!   table says so) and none for max and counts.
+//! - Verdict with margin m (δ = ln(1+m)): equivalent when the interval lies inside ±δ; worse or better
+//!   when it lies wholly beyond the margin; otherwise inconclusive, with the duration that would shrink
+//!   the interval enough (width ∝ 1/√duration).
+
+use rtgauge_model::latency::{self, Sparse, TimelineEntry, Windows};
+use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
+use rtgauge_model::run::{ProbeResult, RunDocument};
+use serde::Serialize;
+
+/// How to compare.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Equivalence margin, as a fraction (0.10 = ±10 %).
+    pub margin: f64,
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            margin: 0.10,
+            resamples: 2000,
+            seed: 0x5eed_2026,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    Equivalent,
+    Better,
+    Worse,
+    /// The interval straddles the margin. `longer` is the factor by which the runs would have to be longer
+    /// for the interval to decide (None when no duration would: the estimate sits on the margin).
+    Inconclusive {
+        longer: Option<f64>,
+    },
+    /// No interval could be computed.
+    NoInterval {
+        why: String,
+    },
+}
+
+impl Verdict {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Equivalent => "equivalent",
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::Inconclusive { .. } => "inconclusive",
+            Verdict::NoInterval { .. } => "no interval",
+        }
+    }
+}
+
+/// One run against the baseline for one measure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Versus {
+    pub ratio: f64,
+    /// 95 % interval of the ratio.
+    pub ci: Option<(f64, f64)>,
+    pub verdict: Verdict,
+    /// How the interval was obtained.
+    pub method: &'static str,
+}
+
+/// One measure across the runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub key: String,
+    pub label: String,
+    pub unit: MeasureUnit,
+    pub better: Better,
+    /// Value per run (None where the run lacks it).
+    pub values: Vec<Option<f64>>,
+    /// Per run after the baseline (index 0 of this is run 1).
+    pub versus: Vec<Option<Versus>>,
+}
+
+/// A setting that differs between runs: `(run index, value)` for every run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    pub what: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub margin: f64,
+    pub rows: Vec<Row>,
+    /// Fingerprint fields and audit findings that differ.
+    pub differences: Vec<Difference>,
+    /// Duration of each run's longest probe, ns (for "inconclusive: run N× longer").
+    pub durations_ns: Vec<u64>,
+}
+
+/// Resampling material of one latency probe of one run.
+struct LatencyData {
+    /// Pooled over threads, per window; empty without windows.
+    windows: Vec<Sparse>,
+    /// Missed deadlines per window.
+    missed: Vec<u64>,
+    /// Whole distribution (for the no-window method).
+    pooled: Sparse,
+    overflow_threshold: Option<u64>,
+}
+
+fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
+    let (stats, windows, timelines, thr): (Vec<_>, Vec<&Windows>, Vec<&[TimelineEntry]>, _) =
+        match p {
+            ProbeResult::Cyclic(c) => (
+                c.threads.iter().map(|t| &t.latency).collect(),
+                c.threads.iter().map(|t| &t.windows).collect(),
+                c.threads.iter().map(|t| t.timeline.as_slice()).collect(),
+                c.config
+                    .hist_buckets
+                    .map(|b| u64::from(b) * c.config.unit_ns),
+            ),
+            ProbeResult::Oslat(o) => (
+                o.threads.iter().map(|t| &t.gaps).collect(),
+                o.threads.iter().map(|t| &t.windows).collect(),
+                o.threads.iter().map(|t| t.timeline.as_slice()).collect(),
+                None,
+            ),
+            #[allow(unreachable_patterns)]
+            _ => return None,
+        };
+    let mut pooled = Sparse::new();
+    for s in &stats {
+        if let Ok(h) = s.hdr.decode() {
+            pooled = latency::sparse_add(&pooled, &latency::sparse(&h));
+        }
+    }
+    let n = windows.iter().map(|w| w.hdr.len()).max().unwrap_or(0);
+    let mut pw: Vec<Sparse> = vec![Sparse::new(); n];
+    let mut missed = vec![0u64; n];
+    for (w, tl) in windows.iter().zip(&timelines) {
+        for (i, b) in w.hdr.iter().enumerate() {
+            if let Ok(h) = b.decode() {
+                pw[i] = latency::sparse_add(&pw[i], &latency::sparse(&h));
+            }
+        }
+        if w.window_ns > 0 && n > 0 {
+            for e in *tl {
+                let i = ((e.start_ns / w.window_ns) as usize).min(n - 1);
+                missed[i] += e.missed;
+            }
+        }
+    }
+    Some(LatencyData {
+        windows: pw,
+        missed,
+        pooled,
+        overflow_threshold: thr,
+    })
+}
+
+/// The latency statistics of a (resampled) distribution, in the order of [`LATENCY_KEYS`].
+const LATENCY_KEYS: &[&str] = &["min", "p50", "p99", "p99.9", "p99.99", "max"];
+
+fn latency_stats(grid: &[u64], counts: &[u64]) -> [f64; 6] {
+    let total: u64 = counts.iter().sum();
+    let mut out = [0.0; 6];
+    if total == 0 {
+        return out;
+    }
+    let first = counts.iter().position(|&c| c > 0).unwrap_or(0);
+    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(0);
+    out[0] = grid[first] as f64;
+    out[5] = grid[last] as f64;
+    let mut k = 1;
+    let mut acc = 0u64;
+    let targets: Vec<u64> = LATENCY_STATISTICS
+        .iter()
+        .map(|(_, p)| ((p / 100.0 * total as f64).ceil() as u64).max(1))
+        .collect();
+    for (i, &c) in counts.iter().enumerate() {
+        acc += c;
+        while k <= targets.len() && acc >= targets[k - 1] {
+            out[k] = grid[i] as f64;
+            k += 1;
+        }
+        if k > targets.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// Windows as (grid, per-window (grid index, count)) for fast resampling.
+struct Grid {
+    values: Vec<u64>,
+    windows: Vec<Vec<(usize, u64)>>,
+}
+
+fn grid(windows: &[Sparse]) -> Grid {
+    let mut values: Vec<u64> = windows.iter().flatten().map(|&(v, _)| v).collect();
+    values.sort_unstable();
+    values.dedup();
+    let windows = windows
+        .iter()
+        .map(|w| {
+            w.iter()
+                .map(|&(v, c)| (values.binary_search(&v).unwrap_or(0), c))
+                .collect()
+        })
+        .collect();
+    Grid { values, windows }
+}
+
+impl Grid {
+    /// Statistics of the windows drawn `weights[i]` times each, plus the count at or above `thr`.
+    fn stats(&self, weights: &[u64], counts: &mut Vec<u64>, thr: Option<u64>) -> ([f64; 6], f64) {
+        counts.clear();
+        counts.resize(self.values.len(), 0);
+        for (w, &m) in self.windows.iter().zip(weights) {
+            if m > 0 {
+                for &(i, c) in w {
+                    counts[i] += c * m;
+                }
+            }
+        }
+        let over = thr.map_or(0.0, |t| {
+            let from = self.values.partition_point(|&v| v < t);
+            counts[from..].iter().sum::<u64>() as f64
+        });
+        (latency_stats(&self.values, counts), over)
+    }
+}
+
+/// A small, seeded PRNG for the resampling: results must be reproducible run to run.
+struct Rng(fastrand::Rng);
+
+impl Rng {
+    fn weights(&mut self, n: usize, out: &mut Vec<u64>) {
+        out.clear();
+        out.resize(n, 0);
+        for _ in 0..n {
+            out[self.0.usize(0..n)] += 1;
+        }
+    }
+}
+
+/// Bootstrap replicates of every latency statistic (and overflows, missed) for run A and run B.
+struct Boot {
+    /// [statistic][replicate] log ratios B/A.
+    log_ratios: Vec<Vec<f64>>,
+}
+
+/// Statistics, in order: LATENCY_KEYS…, overflows, missed.
+fn boot_latency(a: &LatencyData, b: &LatencyData, o: &Options) -> Option<Boot> {
+    if a.windows.len() < 2 || b.windows.len() < 2 {
+        return None;
+    }
+    let (ga, gb) = (grid(&a.windows), grid(&b.windows));
+    let mut rng = Rng(fastrand::Rng::with_seed(o.seed));
+    let paired = a.windows.len() == b.windows.len();
+    let (mut wa, mut wb, mut ca, mut cb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let n_stats = LATENCY_KEYS.len() + 2;
+    let mut log_ratios = vec![Vec::with_capacity(o.resamples); n_stats];
+    for _ in 0..o.resamples {
+        rng.weights(a.windows.len(), &mut wa);
+        if paired {
+            wb.clone_from(&wa);
+        } else {
+            rng.weights(b.windows.len(), &mut wb);
+        }
+        let (sa, oa) = ga.stats(&wa, &mut ca, a.overflow_threshold);
+        let (sb, ob) = gb.stats(&wb, &mut cb, b.overflow_threshold);
+        for k in 0..LATENCY_KEYS.len() {
+            log_ratios[k].push(log_ratio(sb[k], sa[k], false));
+        }
+        log_ratios[LATENCY_KEYS.len()].push(log_ratio(ob, oa, true));
+        let ma: u64 = a.missed.iter().zip(&wa).map(|(m, w)| m * w).sum();
+        let mb: u64 = b.missed.iter().zip(&wb).map(|(m, w)| m * w).sum();
+        log_ratios[LATENCY_KEYS.len() + 1].push(log_ratio(mb as f64, ma as f64, true));
+    }
+    Some(Boot { log_ratios })
+}
+
+/// ln(b/a); counts get +1 on both sides so that a zero baseline gives a finite ratio; latencies are floored
+/// at 1 ns.
+fn log_ratio(b: f64, a: f64, count: bool) -> f64 {
+    if count {
+        ((b + 1.0) / (a + 1.0)).ln()
+    } else {
+        (b.max(1.0) / a.max(1.0)).ln()
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1);
+    sorted[i]
+}
+
+/// Basic bootstrap interval of the log ratio `r` from its replicates.
+fn basic_interval(r: f64, reps: &mut [f64]) -> (f64, f64) {
+    reps.sort_by(f64::total_cmp);
+    let (lo, hi) = (quantile(reps, 0.025), quantile(reps, 0.975));
+    (2.0 * r - hi, 2.0 * r - lo)
+}
+
+fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
+    let d = (1.0 + margin).ln();
+    let (lo, hi) = ci;
+    // Below 1e-12 is rounding: an interval of exactly [0, 0] must read as equivalent.
+    if lo >= -d - 1e-12 && hi <= d + 1e-12 {
+        return Verdict::Equivalent;
+    }
+    let higher = lo > d;
+    let lower = hi < -d;
+    if higher || lower {
+        let worse = higher == (better == Better::Lower);
+        return if worse {
+            Verdict::Worse
+        } else {
+            Verdict::Better
+        };
+    }
+    let half = (hi - lo) / 2.0;
+    let need = if r.abs() < d {
+        d - r.abs()
+    } else {
+        r.abs() - d
+    };
+    Verdict::Inconclusive {
+        longer: (need > 1e-9 && half > 0.0).then(|| (half / need).powi(2)),
+    }
+}
+
+/// Distribution-free interval of the log of quantile `p` of `s` (independent samples assumed), as
+/// (ln lo, ln hi).
+fn order_statistic_interval(s: &Sparse, p: f64) -> Option<(f64, f64)> {
+    let n: u64 = s.iter().map(|x| x.1).sum();
+    if n < 2 || p >= 1.0 {
+        return None;
+    }
+    let (nf, q) = (n as f64, p);
+    let sd = (nf * q * (1.0 - q)).sqrt();
+    let at = |rank: f64| {
+        let r = rank.clamp(1.0, nf) as u64;
+        let mut acc = 0;
+        for &(v, c) in s {
+            acc += c;
+            if acc >= r {
+                return v as f64;
+            }
+        }
+        s.last().map_or(0.0, |x| x.0 as f64)
+    };
+    let lo = at((nf * q - 1.96 * sd).floor());
+    let hi = at((nf * q + 1.96 * sd).ceil());
+    Some((lo.max(1.0).ln(), hi.max(1.0).ln()))
+}
+
+fn measures_of(doc: &RunDocument) -> Vec<(usize, Measure)> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, p) in doc.probes.iter().enumerate() {
+        for m in p.measures() {
+            // The first probe of a kind gives the measure (a profile rarely runs a kind twice).
+            if seen.insert(m.key.clone()) {
+                out.push((i, m));
+            }
+        }
+        if let Some(thr) = latency_data(p).and_then(|d| d.overflow_threshold) {
+            if let ProbeResult::Cyclic(c) = p {
+                let n: u64 = c
+                    .threads
+                    .iter()
+                    .map(|t| rtgauge_model::verdict::samples_at_or_above(t, thr))
+                    .sum();
+                let key = "cyclic.overflows".to_string();
+                if seen.insert(key.clone()) {
+                    out.push((
+                        i,
+                        Measure::new(
+                            key,
+                            format!("samples ≥ {} µs (overflows)", thr / 1000),
+                            MeasureUnit::Count,
+                            n as f64,
+                            Better::Lower,
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn probe_duration_ns(p: &ProbeResult) -> u64 {
+    match p {
+        ProbeResult::Cyclic(c) => c.elapsed_ns,
+        ProbeResult::Oslat(o) => o.elapsed_ns,
+        #[allow(unreachable_patterns)]
+        _ => 0,
+    }
+}
+
+/// Compare `runs[1..]` with `runs[0]`.
+pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
+    let per_run: Vec<Vec<(usize, Measure)>> = runs.iter().map(|d| measures_of(d)).collect();
+    let mut keys: Vec<(String, String, MeasureUnit, Better)> = Vec::new();
+    for ms in &per_run {
+        for (_, m) in ms {
+            if !keys.iter().any(|k| k.0 == m.key) {
+                keys.push((m.key.clone(), m.label.clone(), m.unit, m.better));
+            }
+        }
+    }
+    let find = |r: usize, key: &str| per_run[r].iter().find(|(_, m)| m.key == key);
+    // Bootstraps per (run, probe index of A, probe index of B), computed once per probe pair.
+    let mut boots: std::collections::HashMap<(usize, usize, usize), Option<Boot>> =
+        std::collections::HashMap::new();
+    let mut rows = Vec::new();
+    for (key, label, unit, better) in keys {
+        let values: Vec<Option<f64>> = (0..runs.len())
+            .map(|r| find(r, &key).map(|(_, m)| m.value))
+            .collect();
+        let mut versus = Vec::new();
+        for r in 1..runs.len() {
+            let (Some((pa, ma)), Some((pb, mb))) = (find(0, &key), find(r, &key)) else {
+                versus.push(None);
+                continue;
+            };
+            let count = unit == MeasureUnit::Count;
+            let lr = log_ratio(mb.value, ma.value, count);
+            let ratio = if count && ma.value == 0.0 {
+                if mb.value == 0.0 {
+                    1.0
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                mb.value / ma.value.max(f64::MIN_POSITIVE)
+            };
+            let (probe, stat) = key.split_once('.').unwrap_or((&key, ""));
+            let latency_stat = matches!(probe, "cyclic" | "oslat");
+            let mut ci = None;
+            let mut method = "";
+            let mut why = String::new();
+            if latency_stat {
+                let (da, db) = (
+                    latency_data(&runs[0].probes[*pa]),
+                    latency_data(&runs[r].probes[*pb]),
+                );
+                let boot = boots
+                    .entry((r, *pa, *pb))
+                    .or_insert_with(|| match (&da, &db) {
+                        (Some(a), Some(b)) => boot_latency(a, b, o),
+                        _ => None,
+                    });
+                let idx = match stat {
+                    "overflows" => Some(LATENCY_KEYS.len()),
+                    "missed" => Some(LATENCY_KEYS.len() + 1),
+                    s => LATENCY_KEYS.iter().position(|k| *k == s),
+                };
+                match (boot, idx) {
+                    (Some(b), Some(i)) => {
+                        let mut reps = b.log_ratios[i].clone();
+                        ci = Some(basic_interval(lr, &mut reps));
+                        method = "block bootstrap over time windows";
+                    }
+                    _ => {
+                        let p = LATENCY_STATISTICS
+                            .iter()
+                            .find(|(n, _)| *n == stat)
+                            .map(|(_, p)| p / 100.0);
+                        let iid = match (p, &da, &db) {
+                            (Some(p), Some(a), Some(b)) => order_statistic_interval(&a.pooled, p)
+                                .zip(order_statistic_interval(&b.pooled, p)),
+                            _ => None,
+                        };
+                        if let Some(((alo, ahi), (blo, bhi))) = iid {
+                            let se = (((ahi - alo) / 3.92).powi(2) + ((bhi - blo) / 3.92).powi(2))
+                                .sqrt();
+                            ci = Some((lr - 1.96 * se, lr + 1.96 * se));
+                            method =
+                                "order statistics, independent samples assumed (no time windows)";
+                        } else {
+                            why = "no time windows (imported result): no interval for extremes and counts"
+                                .into();
+                        }
+                    }
+                }
+            } else if mb.replicates.len() >= 2 && ma.replicates.len() >= 2 {
+                ci = Some(boot_replicates(&ma.replicates, &mb.replicates, lr, o));
+                method = "bootstrap over repetitions (median)";
+            } else {
+                why = "no repetitions to resample".into();
+            }
+            let verdict = match ci {
+                Some(c) => judge(lr, c, better, o.margin),
+                None => Verdict::NoInterval { why },
+            };
+            versus.push(Some(Versus {
+                ratio,
+                ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
+                verdict,
+                method,
+            }));
+        }
+        rows.push(Row {
+            key,
+            label,
+            unit,
+            better,
+            values,
+            versus,
+        });
+    }
+    Comparison {
+        margin: o.margin,
+        rows,
+        differences: differences(runs),
+        durations_ns: runs
+            .iter()
+            .map(|d| d.probes.iter().map(probe_duration_ns).max().unwrap_or(0))
+            .collect(),
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    quantile(v, 0.5)
+}
+
+/// Basic bootstrap interval of ln(median B / median A) over the repetitions (paired when equally many).
+fn boot_replicates(a: &[f64], b: &[f64], lr: f64, o: &Options) -> (f64, f64) {
+    let mut rng = fastrand::Rng::with_seed(o.seed);
+    let paired = a.len() == b.len();
+    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+    let mut reps = Vec::with_capacity(o.resamples);
+    for _ in 0..o.resamples {
+        for (j, x) in ra.iter_mut().enumerate() {
+            let i = rng.usize(0..a.len());
+            *x = a[i];
+            if paired {
+                rb[j] = b[i];
+            }
+        }
+        if !paired {
+            for x in rb.iter_mut() {
+                *x = b[rng.usize(0..b.len())];
+            }
+        }
+        reps.push(log_ratio(median(&mut rb), median(&mut ra), false));
+    }
+    basic_interval(lr, &mut reps)
+}
+
+/// Fingerprint fields and audit findings that differ between the runs, e.g. `kernel.cmdline` or
+/// `audit nohz_full: pass (nohz_full=2-5) / fail (none)`.
+fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let flat: Vec<Vec<(String, String)>> = runs
+        .iter()
+        .map(|d| {
+            let mut v = Vec::new();
+            if let Some(f) = &d.fingerprint {
+                if let Ok(j) = serde_json::to_value(f) {
+                    flatten("", &j, &mut v);
+                }
+            }
+            v
+        })
+        .collect();
+    let mut keys: Vec<&String> = flat.iter().flatten().map(|(k, _)| k).collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        // Free memory changes every second: not a property of the platform.
+        if k.contains("mem_free") || k.contains("evidence") {
+            continue;
+        }
+        let values: Vec<String> = flat
+            .iter()
+            .map(|f| {
+                f.iter()
+                    .find(|(x, _)| x == k)
+                    .map_or_else(|| "—".to_string(), |(_, v)| v.clone())
+            })
+            .collect();
+        if values.iter().any(|v| v != &values[0]) {
+            out.push(Difference {
+                what: k.clone(),
+                values,
+            });
+        }
+    }
+    let audits: Vec<Vec<(String, String)>> = runs
+        .iter()
+        .map(|d| {
+            d.audit
+                .as_ref()
+                .map(|a| {
+                    a.findings
+                        .iter()
+                        .map(|f| {
+                            let ev = f
+                                .evidence
+                                .iter()
+                                .map(|e| format!("{}={}", e.what, e.value))
+                                .collect::<Vec<_>>()
+                                .join(", ");
+                            (f.id.clone(), format!("{} ({ev})", f.status.as_str()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut ids: Vec<&String> = audits.iter().flatten().map(|(k, _)| k).collect();
+    ids.sort();
+    ids.dedup();
+    for id in ids {
+        let status: Vec<Option<&String>> = audits
+            .iter()
+            .map(|a| a.iter().find(|(k, _)| k == id).map(|(_, v)| v))
+            .collect();
+        let word = |s: &Option<&String>| s.map(|v| v.split(' ').next().unwrap_or("").to_string());
+        if status.iter().any(|s| word(s) != word(&status[0])) {
+            out.push(Difference {
+                what: format!("audit {id}"),
+                values: status
+                    .iter()
+                    .map(|s| s.cloned().unwrap_or_else(|| "—".into()))
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&p, x, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        serde_json::Value::Null => out.push((prefix.to_string(), "none".into())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}

@@ -1,0 +1,193 @@
+//! Terminal renderings of a stored run: the header (`runs show`, `report`), the per-CPU tables of the
+//! vPAC guide's layout, the accounting and the verdicts.
+
+use rtgauge_model::oslat::OslatResult;
+use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::verdict::Outcome;
+
+/// `runs show`: conditions, results, verdicts, warnings.
+pub fn render_show(id: i64, doc: &RunDocument) -> String {
+    let mut s = format!(
+        "run {id}: {} — profile {}, label {}, {} → {}\n",
+        doc.status.as_str(),
+        doc.profile.as_deref().unwrap_or("-"),
+        doc.label.as_deref().unwrap_or("-"),
+        doc.started_at,
+        doc.ended_at
+    );
+    if !doc.tags.is_empty() {
+        let t: Vec<String> = doc.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!("tags: {}\n", t.join(", ")));
+    }
+    s.push_str(&format!(
+        "host: {} {} {} ({}), CPUs {}, clocksource {}\n",
+        doc.system.nodename,
+        doc.system.sysname,
+        doc.system.release,
+        if doc.system.realtime {
+            "PREEMPT_RT"
+        } else {
+            "not PREEMPT_RT"
+        },
+        doc.system.cpus_online,
+        doc.system.clocksource.as_deref().unwrap_or("?")
+    ));
+    if let Some(src) = &doc.imported_from {
+        s.push_str(&format!(
+            "imported from {} ({}, resolution {} ns)\n",
+            src.file, src.format, src.resolution_ns
+        ));
+    }
+    if let Some(a) = &doc.audit {
+        let m = &a.summary;
+        s.push_str(&format!(
+            "audit: {} pass, {} warn, {} fail, {} n/a, {} unavailable\n",
+            m.pass, m.warn, m.fail, m.not_applicable, m.unavailable
+        ));
+    }
+    s.push_str(&render_summary(doc));
+    for w in &doc.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+/// The per-CPU tables (timer latency in the layout of the vPAC guide's result table, OS noise) and the
+/// verdicts.
+pub fn render_summary(doc: &RunDocument) -> String {
+    let mut s = String::new();
+    use std::fmt::Write as _;
+    let us = |ns: u64| ns as f64 / 1000.0;
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                let range = c
+                    .config
+                    .hist_buckets
+                    .map(|b| u64::from(b) * c.config.unit_ns / 1000)
+                    .unwrap_or(0);
+                let _ = writeln!(
+                    s,
+                    "\ntimer latency (cyclic, interval {} µs):",
+                    c.config.interval_ns / 1000
+                );
+                let _ = writeln!(
+                    s,
+                    "{:>4} {:>14} {:>9} {:>9} {:>9} {:>14} {:>10} {:>10} {:>8}",
+                    "CPU",
+                    "samples",
+                    "min µs",
+                    "avg µs",
+                    "max µs",
+                    format!("overflows≥{range}µs"),
+                    "p99.9 µs",
+                    "p99.99 µs",
+                    "missed"
+                );
+                for t in &c.threads {
+                    let _ = writeln!(
+                        s,
+                        "{:>4} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>14} {:>10.1} {:>10.1} {:>8}",
+                        t.conditions
+                            .cpu
+                            .achieved
+                            .map_or("-".into(), |c| c.to_string()),
+                        t.cycles,
+                        us(t.latency.min_ns),
+                        t.latency.mean_ns / 1000.0,
+                        us(t.latency.max_ns),
+                        t.linear
+                            .as_ref()
+                            .map_or("-".into(), |l| l.overflows.to_string()),
+                        us(t.latency.percentile(99.9).unwrap_or(0)),
+                        us(t.latency.percentile(99.99).unwrap_or(0)),
+                        t.missed_deadlines
+                    );
+                }
+            }
+            ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
+        }
+        let acc = match p {
+            ProbeResult::Cyclic(c) => c.accounting.as_ref(),
+            ProbeResult::Oslat(o) => o.accounting.as_ref(),
+        };
+        if let Some(a) = acc {
+            s.push_str(&render_accounting(a));
+        }
+    }
+    if !doc.verdicts.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nrequirements ({}):",
+            doc.profile.as_deref().unwrap_or("-")
+        );
+        for v in &doc.verdicts {
+            let _ = writeln!(s, "  {v}");
+        }
+        let pass = doc.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
+        let _ = writeln!(s, "verdict: {}", if pass { "PASS" } else { "FAIL" });
+    }
+    s
+}
+
+fn render_oslat_table(o: &OslatResult) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "\nOS noise (oslat busy loop):");
+    let _ = writeln!(
+        s,
+        "{:>4} {:>14} {:>8} {:>10} {:>10} {:>10} {:>12}",
+        "CPU", "iterations", "loop ns", "p99.99 µs", "max µs", ">20µs/s", "available %"
+    );
+    for t in &o.threads {
+        let over20 = t
+            .over_thresholds
+            .iter()
+            .find(|x| x.threshold_ns == 20_000)
+            .map_or(0.0, |x| x.per_second);
+        let _ = writeln!(
+            s,
+            "{:>4} {:>14} {:>8.1} {:>10.1} {:>10.1} {:>10.2} {:>12.4}",
+            t.cpu,
+            t.iterations,
+            t.loop_ns,
+            t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0,
+            t.gaps.max_ns as f64 / 1000.0,
+            over20,
+            t.availability_pct
+        );
+    }
+    s
+}
+
+/// What the system did during a probe: the tool's own cost and, per CPU, steal, interrupt time and counts.
+fn render_accounting(a: &rtgauge_model::accounting::Accounting) -> String {
+    use std::fmt::Write as _;
+    let secs = (a.wall_ns as f64 / 1e9).max(1e-9);
+    let mut s = format!(
+        "  during it: rtgauge used {:.2} s user + {:.2} s system CPU ({} voluntary, {} involuntary switches); {:.0} context switches/s system-wide\n",
+        a.tool_user_ns as f64 / 1e9,
+        a.tool_system_ns as f64 / 1e9,
+        a.tool_voluntary_switches,
+        a.tool_involuntary_switches,
+        a.context_switches as f64 / secs
+    );
+    let _ = writeln!(
+        s,
+        "  {:>4} {:>9} {:>8} {:>11} {:>13} {:>11}",
+        "CPU", "steal ms", "irq ms", "softirq ms", "interrupts/s", "softirqs/s"
+    );
+    for c in &a.cpus {
+        let _ = writeln!(
+            s,
+            "  {:>4} {:>9.1} {:>8.1} {:>11.1} {:>13.0} {:>11.0}",
+            c.cpu,
+            c.steal_ns as f64 / 1e6,
+            c.irq_ns as f64 / 1e6,
+            c.softirq_ns as f64 / 1e6,
+            c.interrupts as f64 / secs,
+            c.softirqs as f64 / secs
+        );
+    }
+    s
+}
