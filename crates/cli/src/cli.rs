@@ -30,6 +30,10 @@ pub enum Command {
     Export(crate::cmd::runs::ExportArgs),
     /// Import rt-tests results (cyclictest JSON or text, oslat JSON) as runs.
     Import(crate::cmd::runs::ImportArgs),
+    /// Render a stored run: on the terminal, and as a self-contained HTML page with charts (--html).
+    Report(crate::cmd::report::ReportArgs),
+    /// Compare stored runs with the first: ratios with 95 % intervals and a verdict per measure.
+    Compare(crate::cmd::report::CompareArgs),
     /// Real-time readiness audit of this host or guest (or a captured tree), or lint of a .vmx, libvirt XML or
     /// Kubernetes YAML definition.
     Audit(crate::cmd::audit::AuditArgs),

@@ -67,12 +67,25 @@ pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyh
             .context("writing JSON to stdout")?;
         return Ok(());
     }
+    write_atomic(path, text.as_bytes())
+}
+
+/// Write `bytes` to `path` through a temporary file and a rename (`-` = stdout).
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use std::io::Write as _;
+    if path.as_os_str() == "-" {
+        return std::io::stdout()
+            .lock()
+            .write_all(bytes)
+            .context("writing to stdout");
+    }
     let tmp = path.with_extension(format!(
         "{}.tmp{}",
         path.extension().and_then(|e| e.to_str()).unwrap_or(""),
         std::process::id()
     ));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -13,7 +13,7 @@ mod common;
 
 use common::{read_json, rtgauge_std};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const STALL: Duration = Duration::from_millis(200);
 
@@ -22,31 +22,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Spin on CPU 1 at SCHED_FIFO 50 for `STALL`, three times, `gap` apart, starting after `delay`.
 fn spinner(delay: Duration, gap: Duration) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        // SAFETY: plain libc calls on the calling thread with valid arguments.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(1, &mut set);
-            assert_eq!(
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                0
-            );
-            let p = libc::sched_param { sched_priority: 50 };
-            assert_eq!(
-                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p),
-                0,
-                "needs root"
-            );
-        }
-        std::thread::sleep(delay);
-        for _ in 0..3 {
-            let t = Instant::now();
-            while t.elapsed() < STALL {
-                std::hint::spin_loop();
-            }
-            std::thread::sleep(gap);
-        }
-    })
+    common::spinner(1, delay, STALL, 3, gap)
 }
 
 fn run_probe(extra: &[&str]) -> Value {

@@ -590,7 +590,7 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
     keys.dedup();
     for k in keys {
         // Free memory changes every second: not a property of the platform.
-        if k.contains("mem_free") || k.contains("evidence") {
+        if k.contains("free") || k.contains("available") || k.contains("evidence") {
             continue;
         }
         let values: Vec<String> = flat
@@ -662,6 +662,11 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
                     format!("{prefix}.{k}")
                 };
                 flatten(&p, x, out);
+            }
+        }
+        serde_json::Value::Array(a) if a.iter().any(|x| x.is_object()) => {
+            for (i, x) in a.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), x, out);
             }
         }
         serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),

@@ -3,5 +3,6 @@
 
 pub mod charts;
 pub mod compare;
+pub mod html;
 pub mod rttests;
 pub mod terminal;

@@ -191,3 +191,70 @@ fn render_accounting(a: &rtgauge_model::accounting::Accounting) -> String {
     }
     s
 }
+
+/// The comparison as a table: one row per measure, values per run, ratio to the baseline with its 95 %
+/// interval, verdict; then the differences in platform and tuning.
+pub fn render_compare(
+    ids: &[i64],
+    runs: &[&RunDocument],
+    c: &crate::compare::Comparison,
+) -> String {
+    use std::fmt::Write as _;
+    let names: Vec<String> = ids
+        .iter()
+        .zip(runs)
+        .map(|(id, d)| match &d.label {
+            Some(l) => format!("{id} ({l})"),
+            None => id.to_string(),
+        })
+        .collect();
+    let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
+    let mut s = format!(
+        "baseline: run {}; margin ±{:.0} %; 95 % intervals\n\n",
+        names[0],
+        c.margin * 100.0
+    );
+    let mut header = format!("{:<28}", "measure");
+    for n in &names {
+        let _ = write!(header, " {n:>14}");
+    }
+    for n in names.iter().skip(1) {
+        let _ = write!(header, "  {:<26} verdict", format!("{n} / baseline"));
+    }
+    let _ = writeln!(s, "{header}");
+    for r in &c.rows {
+        let _ = write!(s, "{:<28}", r.label);
+        for v in &r.values {
+            let t = v.map_or("-".to_string(), |x| crate::html::fmt_value(x, r.unit));
+            let _ = write!(s, " {t:>14}");
+        }
+        for v in &r.versus {
+            match v {
+                Some(v) => {
+                    let _ = write!(
+                        s,
+                        "  {:<26} {}",
+                        crate::html::fmt_ratio(v),
+                        crate::html::fmt_verdict(&v.verdict, dur)
+                    );
+                }
+                None => {
+                    let _ = write!(s, "  {:<26} -", "-");
+                }
+            }
+        }
+        let _ = writeln!(s);
+    }
+    if !c.differences.is_empty() {
+        let _ = writeln!(s, "\ndifferences in platform and tuning:");
+        for d in &c.differences {
+            let vals: Vec<String> = names
+                .iter()
+                .zip(&d.values)
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect();
+            let _ = writeln!(s, "  {}: {}", d.what, vals.join("; "));
+        }
+    }
+    s
+}

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod oslat;
+pub mod report;
 pub mod run;
 pub mod runs;
 

@@ -78,7 +78,7 @@ pub struct ExportArgs {
     pub db: DbArg,
 }
 
-fn resolve(store: &mut SqliteStore, run: &str) -> anyhow::Result<(i64, RunDocument)> {
+pub fn resolve(store: &mut SqliteStore, run: &str) -> anyhow::Result<(i64, RunDocument)> {
     let id = store
         .resolve(&Selector::parse(run))
         .with_context(|| format!("run {run}"))?;

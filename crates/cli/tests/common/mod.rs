@@ -78,3 +78,39 @@ pub fn assert_usage_errors(verb: &str, extra: &[&str], cases: &[(&[&str], &str)]
         );
     }
 }
+
+/// A thread that spins on `cpu` at SCHED_FIFO 50 for `stall`, `count` times, `gap` apart, starting after
+/// `delay`: an injected stall for any lower-priority probe on that CPU. Needs root.
+pub fn spinner(
+    cpu: usize,
+    delay: std::time::Duration,
+    stall: std::time::Duration,
+    count: u32,
+    gap: std::time::Duration,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // SAFETY: plain libc calls on the calling thread with valid arguments.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+            let p = libc::sched_param { sched_priority: 50 };
+            assert_eq!(
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p),
+                0,
+                "needs root"
+            );
+        }
+        std::thread::sleep(delay);
+        for _ in 0..count {
+            let t = std::time::Instant::now();
+            while t.elapsed() < stall {
+                std::hint::spin_loop();
+            }
+            std::thread::sleep(gap);
+        }
+    })
+}

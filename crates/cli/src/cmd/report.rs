@@ -1,0 +1,133 @@
+//! `rtgauge report RUN` and `rtgauge compare A B [C…]`: render stored runs, on the terminal and as a
+//! self-contained HTML page.
+
+use super::runs::{resolve, DbArg};
+use anyhow::{bail, Context as _};
+use clap::Args;
+use rtgauge_model::run::RunDocument;
+use rtgauge_report::compare::{self, Options};
+use rtgauge_report::html;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Render one stored run.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Run id, label, or `latest` (default: latest; or use --label).
+    pub run: Option<String>,
+    /// Select the run by label (the most recent run with it).
+    #[arg(long, conflicts_with = "run")]
+    pub label: Option<String>,
+    /// Also write the HTML report to FILE (self-contained, opens from file://).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// Compare stored runs with the first (the baseline).
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Runs: id, label, or `latest`; the first is the baseline.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Select a run by label (repeatable; appended after the positional runs).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
+    #[arg(long, default_value = "10", value_parser = parse_margin)]
+    pub margin: f64,
+    /// Also write the HTML comparison to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+fn parse_margin(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!("{v} is not between 0 and 100 (exclusive)"));
+    }
+    Ok(v / 100.0)
+}
+
+fn write_html(path: &Path, text: &str, flag: &str) -> anyhow::Result<()> {
+    crate::doc::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("{flag} {}", path.display()))
+}
+
+pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let (mut store, _) = a.db.open()?;
+    let sel = match (&a.run, &a.label) {
+        (Some(r), _) => r.clone(),
+        (None, Some(l)) => format!("label:{l}"),
+        (None, None) => "latest".into(),
+    };
+    let (id, doc) = resolve(&mut store, &sel)?;
+    if let Some(path) = &a.html {
+        write_html(path, &html::render_report(id, &doc), "--html")?;
+    }
+    let mut out = std::io::stdout().lock();
+    write!(out, "{}", rtgauge_report::terminal::render_show(id, &doc))?;
+    if let Some(p) = &a.html {
+        writeln!(out, "report: {}", p.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let sels: Vec<String> = a
+        .runs
+        .iter()
+        .cloned()
+        .chain(a.labels.iter().map(|l| format!("label:{l}")))
+        .collect();
+    if sels.len() < 2 {
+        bail!(
+            "compare needs at least two runs (RUN… or --label), got {}",
+            sels.len()
+        );
+    }
+    let (mut store, _) = a.db.open()?;
+    let mut ids = Vec::new();
+    let mut docs: Vec<RunDocument> = Vec::new();
+    for s in &sels {
+        let (id, d) = resolve(&mut store, s)?;
+        ids.push(id);
+        docs.push(d);
+    }
+    let refs: Vec<&RunDocument> = docs.iter().collect();
+    let c = compare::compare(
+        &refs,
+        &Options {
+            margin: a.margin,
+            ..Options::default()
+        },
+    );
+    if let Some(path) = &a.html {
+        write_html(path, &html::render_compare(&ids, &refs, &c), "--html")?;
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &c)?;
+        writeln!(out)?;
+    } else {
+        write!(
+            out,
+            "{}",
+            rtgauge_report::terminal::render_compare(&ids, &refs, &c)
+        )?;
+        if let Some(p) = &a.html {
+            writeln!(out, "report: {}", p.display())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
