@@ -279,3 +279,45 @@ fn report_and_comparison_render_in_headless_chromium() {
         );
     }
 }
+
+#[test]
+fn an_exported_run_imports_elsewhere_and_compares_with_its_original() {
+    let f = fixture();
+    let file = f.dir.join("run1.json");
+    let other = f.dir.join("other.db").to_str().unwrap().to_string();
+    let out = rtgauge()
+        .args(["export", "1", "-o", file.to_str().unwrap(), "--db", &f.db])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = rtgauge()
+        .args(["import", file.to_str().unwrap(), "--db", &other])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a: Value = serde_json::from_slice(
+        &rtgauge()
+            .args(["export", "1", "--db", &f.db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let b: Value = serde_json::from_slice(
+        &rtgauge()
+            .args(["export", "1", "--db", &other])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        a, b,
+        "the document survives the trip whole (label, windows, audit)"
+    );
+    assert_eq!(b["label"], LABEL);
+}

@@ -74,9 +74,17 @@ fn quick_profile_stores_the_run_and_prints_the_summary() {
         "timer latency (cyclic",
         "OS noise (oslat",
         "stored: run 1 (complete)",
+        "report: ",
     ] {
         assert!(s.contains(want), "missing {want:?} in {s}");
     }
+    // The report lies beside the database, and names the run's label.
+    let report = std::path::Path::new(&db)
+        .parent()
+        .unwrap()
+        .join("reports/run-1.html");
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("bare-metal") && html.contains("<svg"));
     let list = String::from_utf8(
         rtgauge()
             .args(["runs", "list", "--db", &db])

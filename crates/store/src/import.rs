@@ -59,6 +59,9 @@ pub fn parse_rt_tests(
 ) -> Result<RunDocument, ImportError> {
     if text.trim_start().starts_with('{') {
         let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+        if v.get("schema_version").is_some() && v.get("probes").is_some() {
+            return native(v);
+        }
         let first = v
             .get("thread")
             .and_then(Value::as_object)
@@ -69,6 +72,22 @@ pub fn parse_rt_tests(
         return cyclictest_json(&v, file);
     }
     parse_cyclictest_text(text, file, text_unit_ns)
+}
+
+/// An rtgauge run document (`export --format json`, `run --output`), e.g. moved from another machine.
+fn native(v: Value) -> Result<RunDocument, ImportError> {
+    let version = v.get("schema_version").and_then(Value::as_u64).unwrap_or(0);
+    if version > u64::from(rtgauge_model::SCHEMA_VERSION) {
+        return Err(bad(
+            "schema_version",
+            format!(
+                "{version} is newer than this rtgauge reads ({})",
+                rtgauge_model::SCHEMA_VERSION
+            ),
+        ));
+    }
+    serde_json::from_value(v)
+        .map_err(|e| ImportError::Json(format!("not a valid run document: {e}")))
 }
 
 /// Import a cyclictest `--json` file.

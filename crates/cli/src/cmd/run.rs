@@ -63,6 +63,10 @@ pub struct RunArgs {
     #[arg(long = "no-sample")]
     pub no_sample: bool,
 
+    /// Where to write the HTML report (default: reports/run-ID.html beside the database).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
     /// Also write the run document as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -445,6 +449,23 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("--output {}", path.display()))?;
     }
 
+    let html = a.html.clone().unwrap_or_else(|| {
+        db.parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join("reports")
+            .join(format!("run-{id}.html"))
+    });
+    let report = html
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| {
+            crate::doc::write_atomic(
+                &html,
+                rtgauge_report::html::render_report(id, &doc).as_bytes(),
+            )
+        });
+
     let mut out = std::io::stdout().lock();
     write!(out, "{}", rtgauge_report::terminal::render_summary(&doc))?;
     writeln!(
@@ -453,6 +474,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         doc.status.as_str(),
         db.display()
     )?;
+    match report {
+        Ok(()) => writeln!(out, "report: {}", html.display())?,
+        // The run is stored; a report that cannot be written is worth a warning, not a failed run.
+        Err(e) => eprintln!(
+            "rtgauge: warning: report not written to {}: {e:#}",
+            html.display()
+        ),
+    }
     let failed = doc.verdicts.iter().any(|v| v.outcome != Outcome::Pass);
     Ok(if failed {
         ExitCode::from(1)

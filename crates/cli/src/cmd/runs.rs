@@ -267,7 +267,9 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         let mut doc =
             rtgauge_store::import::parse_rt_tests(&text, &name, if a.nsecs { 1 } else { 1000 })
                 .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
-        doc.label = a.label.clone();
+        if a.label.is_some() {
+            doc.label = a.label.clone();
+        }
         docs.push((name, doc));
     }
     let (mut store, path) = a.db.open()?;
