@@ -674,3 +674,71 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
         other => out.push((prefix.to_string(), other.to_string())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_follow_the_margin() {
+        let m = 0.10;
+        let d = 1.1f64.ln();
+        assert_eq!(
+            judge(0.0, (0.0, 0.0), Better::Lower, m),
+            Verdict::Equivalent
+        );
+        assert_eq!(
+            judge(0.02, (-0.05, 0.08), Better::Lower, m),
+            Verdict::Equivalent
+        );
+        assert_eq!(judge(0.5, (0.3, 0.7), Better::Lower, m), Verdict::Worse);
+        assert_eq!(judge(0.5, (0.3, 0.7), Better::Higher, m), Verdict::Better);
+        assert_eq!(judge(-0.5, (-0.7, -0.3), Better::Lower, m), Verdict::Better);
+        // Straddles +δ: inconclusive, and a longer run would decide (half-width 0.1, distance 0.1 − δ).
+        match judge(0.1, (0.0, 0.2), Better::Lower, m) {
+            Verdict::Inconclusive { longer: Some(f) } => {
+                let want = (0.1 / (0.1 - d)).powi(2);
+                assert!((f - want).abs() < 1e-9, "{f} vs {want}");
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn basic_interval_mirrors_the_replicates_around_the_estimate() {
+        // Replicates all below the estimate (as for a resampled max): the interval lies above it.
+        let mut reps: Vec<f64> = (0..1000).map(|i| i as f64 / 1000.0).collect();
+        let (lo, hi) = basic_interval(1.0, &mut reps);
+        assert!(
+            (lo - 1.025).abs() < 0.01 && (hi - 1.975).abs() < 0.01,
+            "{lo} {hi}"
+        );
+    }
+
+    #[test]
+    fn order_statistic_interval_brackets_the_median() {
+        let s: Sparse = (1..=1000u64).map(|v| (v * 1000, 1)).collect();
+        let (lo, hi) = order_statistic_interval(&s, 0.5).unwrap();
+        assert!(lo.exp() < 500_000.0 && hi.exp() > 500_000.0);
+        assert!(
+            lo.exp() > 450_000.0 && hi.exp() < 550_000.0,
+            "{} {}",
+            lo.exp(),
+            hi.exp()
+        );
+    }
+
+    #[test]
+    fn resampled_statistics_come_from_the_merged_windows() {
+        let w: Vec<Sparse> = vec![vec![(10, 99), (1_000, 1)], vec![(20, 100)]];
+        let g = grid(&w);
+        let mut counts = Vec::new();
+        let (s, over) = g.stats(&[1, 1], &mut counts, Some(500));
+        assert_eq!(s[0], 10.0); // min
+        assert_eq!(s[1], 20.0); // p50 of 200 samples: rank 100, after the 99 tens
+        assert_eq!(s[5], 1_000.0); // max
+        assert_eq!(over, 1.0);
+        let (s, over) = g.stats(&[0, 2], &mut counts, Some(500));
+        assert_eq!((s[0], s[5], over), (20.0, 20.0, 0.0));
+    }
+}
