@@ -549,4 +549,29 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
         "oslat buckets survive"
     );
     assert_eq!(back["thread"]["0"]["max"], o["thread"]["0"]["max"]);
+    // Imported results compare like any run: the text and the JSON of one cyclictest run are the same
+    // data (ratio 1); without time windows, percentiles get order-statistic intervals, the max none.
+    let c = rtgauge()
+        .args(["compare", "1", "2", "--json", "--db", &db])
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let c: Value = serde_json::from_slice(&c.stdout).unwrap();
+    for r in c["rows"].as_array().unwrap() {
+        let v = &r["versus"][0];
+        assert_eq!(v["ratio"].as_f64().unwrap(), 1.0, "{r}");
+        match r["key"].as_str().unwrap() {
+            "cyclic.p50" | "cyclic.p99" => {
+                assert!(
+                    v["method"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("order statistics"),
+                    "{r}"
+                )
+            }
+            "cyclic.max" => assert_eq!(v["verdict"]["verdict"], "no_interval", "{r}"),
+            _ => {}
+        }
+    }
 }
