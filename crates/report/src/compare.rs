@@ -579,7 +579,7 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
             let mut v = Vec::new();
             if let Some(f) = &d.fingerprint {
                 if let Ok(j) = serde_json::to_value(f) {
-                    flatten("", &j, &mut v);
+                    crate::flatten("", &j, &mut v);
                 }
             }
             v
@@ -650,29 +650,6 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
         }
     }
     out
-}
-
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&p, x, out);
-            }
-        }
-        serde_json::Value::Array(a) if a.iter().any(|x| x.is_object()) => {
-            for (i, x) in a.iter().enumerate() {
-                flatten(&format!("{prefix}[{i}]"), x, out);
-            }
-        }
-        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        serde_json::Value::Null => out.push((prefix.to_string(), "none".into())),
-        other => out.push((prefix.to_string(), other.to_string())),
-    }
 }
 
 #[cfg(test)]

@@ -307,27 +307,9 @@ fn audit_section(a: &AuditReport) -> Markup {
 
 fn kv_table(v: &serde_json::Value) -> Markup {
     let mut rows = Vec::new();
-    flatten("", v, &mut rows);
+    crate::flatten("", v, &mut rows);
     html! {
         table { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
-    }
-}
-
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&p, x, out);
-            }
-        }
-        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        serde_json::Value::Null => {}
-        other => out.push((prefix.to_string(), other.to_string())),
     }
 }
 
