@@ -47,8 +47,14 @@ fn chart(svg: String) -> Markup {
     html! { figure.chart { (PreEscaped(svg)) } }
 }
 
+/// µs with 1 decimal, or 3 below 10 µs (busy-loop gaps are tens of ns).
 fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1000.0)
+    let v = ns as f64 / 1000.0;
+    if v < 10.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.1}")
+    }
 }
 
 fn run_name(id: i64, d: &RunDocument) -> String {
@@ -212,7 +218,7 @@ fn probe_section(p: &ProbeResult) -> Markup {
             @for t in &threads {
                 tr {
                     td { (t.name) } td.n { (t.stats.count) } td.n { (us(t.stats.min_ns)) }
-                    td.n { (format!("{:.1}", t.stats.mean_ns / 1000.0)) }
+                    td.n { (us(t.stats.mean_ns as u64)) }
                     td.n { (us(t.stats.percentile(99.0).unwrap_or(0))) }
                     td.n { (us(t.stats.percentile(99.9).unwrap_or(0))) }
                     td.n { (us(t.stats.percentile(99.99).unwrap_or(0))) }
@@ -245,7 +251,7 @@ fn probe_section(p: &ProbeResult) -> Markup {
         @if let Some(pc) = process {
             table {
                 tr { th { "mlockall" } (setting(&pc.mlockall.requested.to_string(), &pc.mlockall.achieved.to_string(), pc.mlockall.error.as_deref())) }
-                tr { th { "cpu_dma_latency µs" } (setting(&format!("{:?}", pc.cpu_dma_latency_us.requested), &format!("{:?}", pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
+                tr { th { "cpu_dma_latency µs" } (setting(&fmt_opt(pc.cpu_dma_latency_us.requested), &fmt_opt(pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
             }
         }
     }
