@@ -134,7 +134,14 @@ fn cps_and_throughput_across_a_veth_pair_between_two_namespaces() {
     }
     let ns = NsPair::new();
     let mut serve = NsPair::rtgauge(&ns.a);
-    serve.args(["net", "serve", "--listen", &format!("{}:8080", ns.addr_a), "-D", "30"]);
+    serve.args([
+        "net",
+        "serve",
+        "--listen",
+        &format!("{}:8080", ns.addr_a),
+        "-D",
+        "30",
+    ]);
     let (_server, addr) = start_server(serve);
     assert_eq!(addr, format!("{}:8080", ns.addr_a));
 
@@ -143,7 +150,16 @@ fn cps_and_throughput_across_a_veth_pair_between_two_namespaces() {
     let db = dir.path().join("r.db");
     let t = Instant::now();
     let out = NsPair::rtgauge(&ns.b)
-        .args(["net", "cps", "--target", &addr, "--concurrency", "8", "-D", "2"])
+        .args([
+            "net",
+            "cps",
+            "--target",
+            &addr,
+            "--concurrency",
+            "8",
+            "-D",
+            "2",
+        ])
         .args(["--label", "veth", "--db"])
         .arg(&db)
         .arg("--output")
@@ -157,7 +173,10 @@ fn cps_and_throughput_across_a_veth_pair_between_two_namespaces() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(t.elapsed() < Duration::from_secs(7), "{:?}", t.elapsed());
-    assert!(stdout.contains("connections/s") && stdout.contains("stored: run"), "{stdout}");
+    assert!(
+        stdout.contains("connections/s") && stdout.contains("stored: run"),
+        "{stdout}"
+    );
     let doc = read_json(&json);
     let p = probe(&doc, 0);
     assert_eq!(p["probe"], "net");
@@ -178,7 +197,10 @@ fn cps_and_throughput_across_a_veth_pair_between_two_namespaces() {
         let p99 = ps.iter().find(|x| x["percentile"] == 99.0).unwrap()["value_ns"]
             .as_u64()
             .unwrap();
-        assert!(p99 > 0 && p99 <= d["max_ns"].as_u64().unwrap(), "{dist}: {d}");
+        assert!(
+            p99 > 0 && p99 <= d["max_ns"].as_u64().unwrap(),
+            "{dist}: {d}"
+        );
     }
     // Per-second rates add up to the total.
     let per_s: u64 = p["per_second"]
@@ -188,15 +210,30 @@ fn cps_and_throughput_across_a_veth_pair_between_two_namespaces() {
         .map(|s| s["transactions"].as_u64().unwrap())
         .sum();
     assert_eq!(per_s, p["transactions"].as_u64().unwrap());
-    assert!(p["sysctls"]["net.ipv4.ip_local_port_range"].is_string(), "{p}");
+    assert!(
+        p["sysctls"]["net.ipv4.ip_local_port_range"].is_string(),
+        "{p}"
+    );
 
     // Keep-alive throughput over the same link, 64 KB objects.
     let out = NsPair::rtgauge(&ns.b)
         .args(["net", "throughput", "--target", &addr, "--path", "/64k"])
-        .args(["--connections", "4", "-D", "1", "--no-store", "--output", "-"])
+        .args([
+            "--connections",
+            "4",
+            "-D",
+            "1",
+            "--no-store",
+            "--output",
+            "-",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let doc: Value = serde_json::from_str(&text[text.find("\n{").unwrap()..]).unwrap();
     let p = probe(&doc, 0);
@@ -237,8 +274,17 @@ fn bad_targets_are_counted_and_fail_without_hanging() {
     let ns = NsPair::new();
     let base = |target: &str| {
         let mut c = NsPair::rtgauge(&ns.b);
-        c.args(["net", "cps", "--target", target, "--concurrency", "4", "-D", "2"])
-            .args(["--timeout", "500ms", "--no-store"]);
+        c.args([
+            "net",
+            "cps",
+            "--target",
+            target,
+            "--concurrency",
+            "4",
+            "-D",
+            "2",
+        ])
+        .args(["--timeout", "500ms", "--no-store"]);
         c
     };
     // Nothing listens on the peer's port: refused.
@@ -289,8 +335,17 @@ fn a_server_that_resets_is_counted_as_resets() {
         }
     });
     let mut cmd = rtgauge_std();
-    cmd.args(["net", "cps", "--target", &addr, "--concurrency", "2", "-D", "2"])
-        .args(["--cpus", "0", "--timeout", "1s", "--no-store"]);
+    cmd.args([
+        "net",
+        "cps",
+        "--target",
+        &addr,
+        "--concurrency",
+        "2",
+        "-D",
+        "2",
+    ])
+    .args(["--cpus", "0", "--timeout", "1s", "--no-store"]);
     let doc = expect_failure(cmd, &["reset", "closed_early"]);
     let p = probe(&doc, 0);
     assert_eq!(p["transactions"], 0);
@@ -302,21 +357,45 @@ fn sweep_prints_cps_and_throughput_per_core_count() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("sweep.json");
     let out = rtgauge()
-        .args(["net", "cps", "--serve-cpus", "0", "--cpus", "0", "--sweep-cpus", "1"])
-        .args(["--and-throughput", "/64k", "--concurrency", "4", "-D", "1", "--no-store"])
+        .args([
+            "net",
+            "cps",
+            "--serve-cpus",
+            "0",
+            "--cpus",
+            "0",
+            "--sweep-cpus",
+            "1",
+        ])
+        .args([
+            "--and-throughput",
+            "/64k",
+            "--concurrency",
+            "4",
+            "-D",
+            "1",
+            "--no-store",
+        ])
         .arg("--output")
         .arg(&json)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("server CPUs sweep:"), "{stdout}");
     let row = stdout
         .lines()
         .skip_while(|l| !l.contains("server CPUs sweep:"))
         .nth(2)
         .unwrap();
-    assert!(row.trim_start().starts_with("1 ") && row.contains("1.00x"), "{row}");
+    assert!(
+        row.trim_start().starts_with("1 ") && row.contains("1.00x"),
+        "{row}"
+    );
     let doc = read_json(&json);
     assert_eq!(probe(&doc, 0)["config"]["mode"], "cps");
     assert_eq!(probe(&doc, 0)["sweep_cpus"], 1);
@@ -330,19 +409,64 @@ fn bad_input_names_the_flag() {
     let cases: &[(&[&str], &str)] = &[
         (&["cps"], "--target"),
         (&["cps", "--target", "nohost"], "--target"),
-        (&["cps", "--target", "127.0.0.1:1", "--serve-cpus", "0"], "--target"),
-        (&["cps", "--target", "127.0.0.1:1", "--cpus", "9999"], "--cpus"),
-        (&["cps", "--target", "127.0.0.1:1", "--sweep-cpus", "2,1"], "--sweep-cpus"),
-        (&["cps", "--serve-cpus", "0", "--sweep-cpus", "1,2,64"], "--sweep-cpus"),
-        (&["cps", "--target", "127.0.0.1:1", "--path", "2b"], "--path"),
-        (&["cps", "--target", "127.0.0.1:1", "--concurrency", "0"], "--concurrency"),
-        (&["cps", "--target", "127.0.0.1:1", "--close", "maybe"], "--close"),
+        (
+            &["cps", "--target", "127.0.0.1:1", "--serve-cpus", "0"],
+            "--target",
+        ),
+        (
+            &["cps", "--target", "127.0.0.1:1", "--cpus", "9999"],
+            "--cpus",
+        ),
+        (
+            &["cps", "--target", "127.0.0.1:1", "--sweep-cpus", "2,1"],
+            "--sweep-cpus",
+        ),
+        (
+            &["cps", "--serve-cpus", "0", "--sweep-cpus", "1,2,64"],
+            "--sweep-cpus",
+        ),
+        (
+            &["cps", "--target", "127.0.0.1:1", "--path", "2b"],
+            "--path",
+        ),
+        (
+            &["cps", "--target", "127.0.0.1:1", "--concurrency", "0"],
+            "--concurrency",
+        ),
+        (
+            &["cps", "--target", "127.0.0.1:1", "--close", "maybe"],
+            "--close",
+        ),
         (&["cps", "--target", "127.0.0.1:1", "-D", "0"], "--duration"),
-        (&["cps", "--target", "127.0.0.1:1", "--timeout", "soon"], "--timeout"),
-        (&["cps", "--target", "127.0.0.1:1", "--and-throughput", "/128k"], "--and-throughput"),
-        (&["throughput", "--target", "127.0.0.1:1", "--connections", "0"], "--connections"),
+        (
+            &["cps", "--target", "127.0.0.1:1", "--timeout", "soon"],
+            "--timeout",
+        ),
+        (
+            &[
+                "cps",
+                "--target",
+                "127.0.0.1:1",
+                "--and-throughput",
+                "/128k",
+            ],
+            "--and-throughput",
+        ),
+        (
+            &[
+                "throughput",
+                "--target",
+                "127.0.0.1:1",
+                "--connections",
+                "0",
+            ],
+            "--connections",
+        ),
         (&["serve", "--listen", "bogus"], "--listen"),
-        (&["serve", "--listen", "127.0.0.1:0", "--cpus", "x"], "--cpus"),
+        (
+            &["serve", "--listen", "127.0.0.1:0", "--cpus", "x"],
+            "--cpus",
+        ),
     ];
     assert_usage_errors("net", &[], cases);
 }

@@ -153,12 +153,10 @@ fn parse_close(s: &str) -> Result<CloseMode, String> {
 fn parse_sweep(s: &str) -> anyhow::Result<Vec<u32>> {
     let mut out: Vec<u32> = Vec::new();
     for part in s.split(',') {
-        let k: u32 = part
-            .trim()
-            .parse()
-            .ok()
-            .filter(|k| *k > 0)
-            .ok_or_else(|| anyhow::anyhow!("--sweep-cpus {s}: '{part}' is not a CPU count ≥ 1"))?;
+        let k: u32 =
+            part.trim().parse().ok().filter(|k| *k > 0).ok_or_else(|| {
+                anyhow::anyhow!("--sweep-cpus {s}: '{part}' is not a CPU count ≥ 1")
+            })?;
         if out.last().is_some_and(|l| *l >= k) {
             bail!("--sweep-cpus {s}: counts must increase");
         }
@@ -241,7 +239,9 @@ pub fn resolve(
 ) -> anyhow::Result<NetPlan> {
     let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
     let target = match (&a.target, &a.serve_cpus) {
-        (Some(_), Some(_)) => bail!("--target: not with --serve-cpus (which loads rtgauge's own server)"),
+        (Some(_), Some(_)) => {
+            bail!("--target: not with --serve-cpus (which loads rtgauge's own server)")
+        }
         (None, None) => bail!("--target: required (or --serve-cpus to load rtgauge's own server)"),
         (Some(t), None) => Some(resolve_addr("--target", t)?),
         (None, Some(_)) => None,
@@ -259,9 +259,12 @@ pub fn resolve(
                 Some(s) => usable.difference(s),
                 None => usable.clone(),
             };
-            let pool = if free.is_empty() { usable } else { free };
-            // Without a sweep, one loop per free CPU; a client sweep grows over them.
-            pool
+            // One loop per CPU that does not serve; a client sweep grows over them.
+            if free.is_empty() {
+                usable
+            } else {
+                free
+            }
         }
     };
     if client.is_empty() {
@@ -296,7 +299,8 @@ pub fn resolve(
                 mode: NetMode::Throughput,
                 path: p.clone(),
                 client_cpus,
-                concurrency: (concurrency / 2).max(1) * server_cpus.as_ref().map_or(1, |s| s.len() as u32),
+                concurrency: (concurrency / 2).max(1)
+                    * server_cpus.as_ref().map_or(1, |s| s.len() as u32),
                 server_cpus,
                 sweep: k,
             });
@@ -323,7 +327,10 @@ pub fn resolve(
         (Some(ks), None) => {
             for &k in ks {
                 if k as usize > client.len() {
-                    bail!("--sweep-cpus: {k} CPUs asked, the client has {} (--cpus {client})", client.len());
+                    bail!(
+                        "--sweep-cpus: {k} CPUs asked, the client has {} (--cpus {client})",
+                        client.len()
+                    );
                 }
                 push(client.as_slice()[..k as usize].to_vec(), None, Some(k));
             }
@@ -341,9 +348,6 @@ pub fn resolve(
                 NetMode::Throughput => "--connections",
             };
             bail!("{flag}: {fds} connections need more file descriptors than RLIMIT_NOFILE ({nofile}) allows");
-        }
-        if p.mode == NetMode::Throughput && (p.concurrency as usize) < p.client_cpus.len() {
-            // Fewer connections than loops: the extra loops would idle.
         }
     }
     Ok(NetPlan {
@@ -525,7 +529,12 @@ pub fn render_result(r: &NetResult) -> String {
     let server = c
         .server_cpus
         .as_ref()
-        .map(|s| format!(", reference server on CPUs {}", CpuSet::new(s.iter().copied())))
+        .map(|s| {
+            format!(
+                ", reference server on CPUs {}",
+                CpuSet::new(s.iter().copied())
+            )
+        })
         .unwrap_or_default();
     let _ = writeln!(
         s,
@@ -540,12 +549,16 @@ pub fn render_result(r: &NetResult) -> String {
         NetMode::Cps => {
             let _ = writeln!(
                 s,
-                "  {:.0} connections/s ({} complete of {} opened, {} in flight per CPU, close by {:?})",
+                "  {:.0} connections/s ({} complete of {} opened, {} in flight per CPU, closed by the {})",
                 r.rate_per_s,
                 r.transactions,
                 r.connections,
                 c.concurrency,
-                c.close
+                match c.close {
+                    CloseMode::Server => "server",
+                    CloseMode::Client => "client",
+                    CloseMode::Reset => "client with RST",
+                }
             );
         }
         NetMode::Throughput => {
@@ -630,11 +643,18 @@ pub fn render_sweep(results: &[NetResult]) -> String {
         let _ = write!(head, " {:>12} {:>12} {:>8}", "CPS", "CPS/CPU", "scaling");
     }
     if has_tp {
-        let _ = write!(head, " {:>9} {:>11} {:>8}", "Gbit/s", "requests/s", "scaling");
+        let _ = write!(
+            head,
+            " {:>9} {:>11} {:>8}",
+            "Gbit/s", "requests/s", "scaling"
+        );
     }
     let _ = write!(head, " {:>7}", "errors");
     let _ = writeln!(s, "{head}");
-    let first_cps = ks.first().and_then(|k| find(*k, NetMode::Cps)).map(|r| r.rate_per_s);
+    let first_cps = ks
+        .first()
+        .and_then(|k| find(*k, NetMode::Cps))
+        .map(|r| r.rate_per_s);
     let first_tp = ks
         .first()
         .and_then(|k| find(*k, NetMode::Throughput))
@@ -646,7 +666,9 @@ pub fn render_sweep(results: &[NetResult]) -> String {
             match find(k, NetMode::Cps) {
                 Some(r) => {
                     errors += r.errors.total();
-                    let scale = first_cps.filter(|f| *f > 0.0).map_or(0.0, |f| r.rate_per_s / f);
+                    let scale = first_cps
+                        .filter(|f| *f > 0.0)
+                        .map_or(0.0, |f| r.rate_per_s / f);
                     let _ = write!(
                         line,
                         " {:>12.0} {:>12.0} {:>7.2}x",
@@ -662,7 +684,9 @@ pub fn render_sweep(results: &[NetResult]) -> String {
             match find(k, NetMode::Throughput) {
                 Some(r) => {
                     errors += r.errors.total();
-                    let scale = first_tp.filter(|f| *f > 0.0).map_or(0.0, |f| r.bits_per_s / f);
+                    let scale = first_tp
+                        .filter(|f| *f > 0.0)
+                        .map_or(0.0, |f| r.bits_per_s / f);
                     let _ = write!(
                         line,
                         " {:>9.2} {:>11.0} {:>7.2}x",
@@ -693,7 +717,9 @@ pub fn outcome(results: &[NetResult], max_errors: u64) -> (ExitCode, Option<Stri
     if errors > max_errors {
         return (
             ExitCode::from(1),
-            Some(format!("{errors} failed attempts (tolerated: --max-errors {max_errors})")),
+            Some(format!(
+                "{errors} failed attempts (tolerated: --max-errors {max_errors})"
+            )),
         );
     }
     (ExitCode::SUCCESS, None)
@@ -709,9 +735,13 @@ pub fn run(a: &NetArgs) -> anyhow::Result<ExitCode> {
             c.close,
             c.and_throughput.as_deref(),
         ),
-        NetCommand::Throughput(t) => {
-            load(NetMode::Throughput, &t.load, t.connections, CloseMode::Server, None)
-        }
+        NetCommand::Throughput(t) => load(
+            NetMode::Throughput,
+            &t.load,
+            t.connections,
+            CloseMode::Server,
+            None,
+        ),
     }
 }
 
@@ -804,7 +834,12 @@ fn load(
         let id = store
             .insert(&doc)
             .with_context(|| format!("storing the run in {}", db.display()))?;
-        writeln!(out, "stored: run {id} ({}) in {}", doc.status.as_str(), db.display())?;
+        writeln!(
+            out,
+            "stored: run {id} ({}) in {}",
+            doc.status.as_str(),
+            db.display()
+        )?;
     }
     out.flush()?;
     drop(out);

@@ -219,7 +219,10 @@ impl Worker<'_> {
     }
 
     /// Open a new connection in slot `i` (which must be idle).
-    fn open(&mut self, i: usize, now: u64) {
+    fn open(&mut self, i: usize) {
+        // A fresh timestamp: a slot reopened late in a batch of events must not be charged the time spent
+        // on the events before it (one vDSO clock read, ~20 ns).
+        let now = now_ns(Clock::Monotonic);
         let fd = match sys::tcp_socket(self.addr.family()) {
             Ok(fd) => fd,
             Err(e) => {
@@ -427,7 +430,7 @@ impl Worker<'_> {
         self.drop_conn(i);
         if self.transactions < self.budget() {
             // Reopen at once: the closed loop's next transaction.
-            self.open(i, now);
+            self.open(i);
         }
     }
 
@@ -538,7 +541,7 @@ fn worker(
         if w.idle > 0 && w.transactions < w.budget() {
             for i in 0..w.slots.len() {
                 if w.slots[i].phase == Phase::Idle {
-                    w.open(i, now);
+                    w.open(i);
                 }
             }
         }
@@ -592,7 +595,9 @@ pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeErr
         return Err(ProbeError::Config("one slot count per client CPU".into()));
     }
     if plan.duration_ns == 0 || plan.timeout_ns == 0 {
-        return Err(ProbeError::Config("duration and timeout must be > 0".into()));
+        return Err(ProbeError::Config(
+            "duration and timeout must be > 0".into(),
+        ));
     }
     let go = AtomicBool::new(false);
     let t0_cell = std::sync::OnceLock::new();

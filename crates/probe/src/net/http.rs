@@ -304,7 +304,8 @@ mod tests {
             .unwrap();
         assert!(!r.keep_alive);
         r.reset();
-        r.feed(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n").unwrap();
+        r.feed(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
         assert!(!r.keep_alive);
         r.reset();
         r.feed(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n")
@@ -352,7 +353,12 @@ mod tests {
         ];
         for c in cases {
             let mut r = ResponseReader::new(false);
-            assert_eq!(r.feed(c), Err(HttpError::Malformed), "{}", String::from_utf8_lossy(c));
+            assert_eq!(
+                r.feed(c),
+                Err(HttpError::Malformed),
+                "{}",
+                String::from_utf8_lossy(c)
+            );
         }
         let mut r = ResponseReader::new(false);
         let big = vec![b'a'; HEAD_MAX + 10];
@@ -370,6 +376,9 @@ mod tests {
             httparse::Status::Complete(req.len())
         );
         assert_eq!(r.path, Some("/2b"));
-        assert!(r.headers.iter().any(|h| h.name == "Connection" && h.value == b"close"));
+        assert!(r
+            .headers
+            .iter()
+            .any(|h| h.name == "Connection" && h.value == b"close"));
     }
 }

@@ -316,12 +316,7 @@ fn queue(c: &mut Conn, status: u16, len: u64, close: bool, head_only: bool) {
     c.close_after = close;
 }
 
-fn serve_loop(
-    mut l: Loop,
-    cpu: u32,
-    stop: &StopFlag,
-    end: Option<u64>,
-) -> ServerStats {
+fn serve_loop(mut l: Loop, cpu: u32, stop: &StopFlag, end: Option<u64>) -> ServerStats {
     crate::rt::block_signals();
     let _ = crate::rt::pin_thread(Some(cpu));
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
@@ -362,9 +357,12 @@ fn serve_loop(
 /// the loops. Binding errors (address in use, not local) are returned before anything runs.
 pub fn start(plan: &ServerPlan, stop: &StopFlag) -> Result<ServerHandle, ProbeError> {
     if plan.cpus.is_empty() {
-        return Err(ProbeError::Config("the server needs at least one CPU".into()));
+        return Err(ProbeError::Config(
+            "the server needs at least one CPU".into(),
+        ));
     }
-    let bind_err = |e: std::io::Error| ProbeError::Config(format!("cannot listen on {}: {e}", plan.listen));
+    let bind_err =
+        |e: std::io::Error| ProbeError::Config(format!("cannot listen on {}: {e}", plan.listen));
     let first = sys::listener(&plan.listen).map_err(bind_err)?;
     let addr = match sys::local_addr(first) {
         Ok(a) => a,
@@ -484,7 +482,12 @@ mod tests {
         let mut got = Vec::new();
         s.read_to_end(&mut got).unwrap();
         let text = String::from_utf8_lossy(&got);
-        assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 2, "{}", &text[..200.min(text.len())]);
+        assert_eq!(
+            text.matches("HTTP/1.1 200 OK").count(),
+            2,
+            "{}",
+            &text[..200.min(text.len())]
+        );
         assert!(text.contains("Content-Length: 131072\r\n"));
         assert!(text.contains("HTTP/1.1 404 Not Found"));
         assert!(text.ends_with("Connection: close\r\n\r\n"));

@@ -68,7 +68,7 @@ impl RawAddr {
         &self.storage as *const _ as *const libc::sockaddr
     }
 
-    fn to_socket_addr(&self) -> Option<SocketAddr> {
+    fn to_socket_addr(self) -> Option<SocketAddr> {
         match self.family() {
             libc::AF_INET => {
                 // SAFETY: the family says the storage holds a sockaddr_in.
@@ -286,12 +286,7 @@ impl Epoll {
     pub fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> usize {
         // SAFETY: `events` is valid for writes of its length.
         let n = unsafe {
-            libc::epoll_wait(
-                self.0,
-                events.as_mut_ptr(),
-                events.len() as i32,
-                timeout_ms,
-            )
+            libc::epoll_wait(self.0, events.as_mut_ptr(), events.len() as i32, timeout_ms)
         };
         n.max(0) as usize
     }
