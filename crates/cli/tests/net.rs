@@ -470,3 +470,56 @@ fn bad_input_names_the_flag() {
     ];
     assert_usage_errors("net", &[], cases);
 }
+
+#[test]
+fn a_profile_runs_net_probes_and_stores_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("nfv.toml");
+    std::fs::write(
+        &profile,
+        "name = \"nfv\"\nduration = \"1s\"\n[[probe]]\nkind = \"net\"\n\
+         flags = \"cps --serve-cpus {housekeeping} --cpus {cpu} --concurrency 4\"\n\
+         [[probe]]\nkind = \"net\"\nflags = \"throughput --serve-cpus {housekeeping} --cpus {cpu} --connections 2\"\n",
+    )
+    .unwrap();
+    let json = dir.path().join("run.json");
+    let out = rtgauge()
+        .args(["run", "--no-sample", "--cpus", "0", "--profile"])
+        .arg(&profile)
+        .arg("--db")
+        .arg(dir.path().join("r.db"))
+        .arg("--output")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("connections/s") && stdout.contains("Gbit/s"),
+        "{stdout}"
+    );
+    let doc = read_json(&json);
+    assert_eq!(doc["status"], "complete");
+    assert_eq!(probe(&doc, 0)["config"]["mode"], "cps");
+    assert_eq!(probe(&doc, 1)["config"]["mode"], "throughput");
+    assert!(probe(&doc, 0)["transactions"].as_u64().unwrap() > 0);
+    // A profile cannot run the server alone.
+    std::fs::write(
+        &profile,
+        "name = \"x\"\nduration = \"1s\"\n[[probe]]\nkind = \"net\"\nflags = \"serve --listen 127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let out = rtgauge()
+        .args(["run", "--no-sample", "--profile"])
+        .arg(&profile)
+        .arg("--db")
+        .arg(dir.path().join("r.db"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a measurement"));
+}
