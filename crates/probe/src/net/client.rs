@@ -294,26 +294,33 @@ impl Worker<'_> {
                 if ev & (EV_OUT | EV_ERR) == 0 {
                     return;
                 }
-                match sys::so_error(self.slots[i].fd) {
-                    0 => self.on_connected(i, now),
-                    e => return self.fail(i, classify(e), now),
+                // EPOLLOUT without EPOLLERR is a completed connect: SO_ERROR is read only on failure,
+                // saving a system call per connection.
+                if ev & EV_ERR != 0 {
+                    let e = match sys::so_error(self.slots[i].fd) {
+                        0 => libc::ECONNRESET,
+                        e => e,
+                    };
+                    return self.fail(i, classify(e), now);
                 }
+                self.on_connected(i, now);
                 if self.slots[i].phase == Phase::Reading && ev & (EV_IN | EV_RDHUP) != 0 {
-                    self.read(i, now);
+                    self.read(i, ev, now);
                 }
             }
             Phase::Sending => {
                 self.send(i, now);
                 if self.slots[i].phase == Phase::Reading && ev & (EV_IN | EV_RDHUP | EV_ERR) != 0 {
-                    self.read(i, now);
+                    self.read(i, ev, now);
                 }
             }
-            Phase::Reading | Phase::Draining => self.read(i, now),
+            Phase::Reading | Phase::Draining => self.read(i, ev, now),
         }
     }
 
-    /// Read until EAGAIN, end of stream, or the end of the transaction.
-    fn read(&mut self, i: usize, now: u64) {
+    /// Read until EAGAIN, end of stream, or the end of the transaction. `ev` are the epoll bits that woke
+    /// the slot: EPOLLRDHUP means the server's FIN is already in, after all the data.
+    fn read(&mut self, i: usize, ev: u32, now: u64) {
         loop {
             let fd = self.slots[i].fd;
             let r = sys::recv(fd, &mut self.buf);
@@ -337,6 +344,10 @@ impl Worker<'_> {
                         Ok(Progress::Done) => {
                             if !self.on_response(i, now) {
                                 return;
+                            }
+                            if self.slots[i].phase == Phase::Draining && ev & EV_RDHUP != 0 {
+                                // The FIN came with the response: no need to read the end of stream.
+                                return self.finish(i, now);
                             }
                         }
                         Err(e) => return self.fail(i, http_kind(e), now),
