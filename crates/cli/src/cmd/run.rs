@@ -556,7 +556,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
                 }
             }
             ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
-            ProbeResult::Net(n) => s.push_str(&super::net::render_result(n)),
+            ProbeResult::Net(n) => s.push_str(&rtgauge_report::net::render_result(n)),
         }
         let acc = match p {
             ProbeResult::Cyclic(c) => c.accounting.as_ref(),
