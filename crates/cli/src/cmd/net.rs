@@ -70,7 +70,8 @@ pub struct LoadArgs {
     /// Length of the measurement.
     #[arg(short = 'D', long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
     pub duration: Nanos,
-    /// CPUs of the load generator, one pinned event loop each (default: the CPUs not serving, or CPU 0).
+    /// CPUs of the load generator, one pinned event loop each (default: every usable CPU not in
+    /// --serve-cpus; all of them if none is left).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
     /// A connection (cps) or request (throughput) not complete after this long is closed and counted.
