@@ -22,6 +22,8 @@ pub enum Command {
     Cyclic(Box<crate::cmd::cyclic::CyclicArgs>),
     /// OS noise seen by a busy-polling thread (oslat's measurement; accepts oslat's flags).
     Oslat(Box<crate::cmd::oslat::OslatArgs>),
+    /// Network-function capacity: connections per second, throughput, and a reference HTTP server.
+    Net(Box<crate::cmd::net::NetArgs>),
     /// The main job: fingerprint and audit the platform, run a profile of probes, judge, store.
     Run(crate::cmd::run::RunArgs),
     /// List, show, delete or export stored runs.

@@ -14,6 +14,7 @@ pub mod cyclic;
 pub mod fingerprint;
 pub mod latency;
 pub mod measure;
+pub mod net;
 pub mod oslat;
 pub mod profile;
 pub mod rt;

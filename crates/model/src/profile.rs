@@ -42,6 +42,8 @@ pub struct ProbeSpec {
 pub enum ProbeKind {
     Cyclic,
     Oslat,
+    /// `rtgauge net` flags: `cps …` or `throughput …`.
+    Net,
 }
 
 /// A gate as written in a profile.

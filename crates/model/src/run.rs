@@ -38,6 +38,7 @@ pub struct SystemInfo {
 pub enum ProbeResult {
     Cyclic(CyclicResult),
     Oslat(OslatResult),
+    Net(crate::net::NetResult),
 }
 
 /// Whether a run finished.
@@ -129,6 +130,7 @@ impl ProbeResult {
                 "busy-loop gap",
                 o.threads.iter().map(|t| &t.gaps),
             ),
+            ProbeResult::Net(n) => n.measures(),
         }
     }
 }

@@ -16,6 +16,7 @@
 pub mod clock;
 pub mod counter;
 pub mod cyclic;
+pub mod net;
 pub mod oslat;
 pub mod rt;
 pub mod stop;

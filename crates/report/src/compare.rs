@@ -412,8 +412,7 @@ fn probe_duration_ns(p: &ProbeResult) -> u64 {
     match p {
         ProbeResult::Cyclic(c) => c.elapsed_ns,
         ProbeResult::Oslat(o) => o.elapsed_ns,
-        #[allow(unreachable_patterns)]
-        _ => 0,
+        ProbeResult::Net(n) => n.elapsed_ns,
     }
 }
 

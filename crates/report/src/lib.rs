@@ -4,6 +4,7 @@
 pub mod charts;
 pub mod compare;
 pub mod html;
+pub mod net;
 pub mod rttests;
 pub mod terminal;
 

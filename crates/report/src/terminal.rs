@@ -106,10 +106,12 @@ pub fn render_summary(doc: &RunDocument) -> String {
                 }
             }
             ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
+            ProbeResult::Net(n) => s.push_str(&crate::net::render_result(n)),
         }
         let acc = match p {
             ProbeResult::Cyclic(c) => c.accounting.as_ref(),
             ProbeResult::Oslat(o) => o.accounting.as_ref(),
+            ProbeResult::Net(_) => None,
         };
         if let Some(a) = acc {
             s.push_str(&render_accounting(a));

@@ -109,6 +109,7 @@ fn probes_of(doc: &RunDocument) -> String {
         .map(|p| match p {
             ProbeResult::Cyclic(_) => "cyclic",
             ProbeResult::Oslat(_) => "oslat",
+            ProbeResult::Net(_) => "net",
         })
         .collect();
     names.join(",")

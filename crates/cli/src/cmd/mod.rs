@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod cyclic;
 pub mod fingerprint;
+pub mod net;
 pub mod oslat;
 pub mod report;
 pub mod run;

@@ -6,7 +6,7 @@
 //! reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM end the run
 //! through the normal path: the probe stops, the result is stored and reported.
 
-use super::{cyclic, oslat};
+use super::{cyclic, net, oslat};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::audit::AuditOptions;
@@ -160,6 +160,13 @@ struct CyclicFlags {
 
 #[derive(Parser)]
 #[command(no_binary_name = true)]
+struct NetFlags {
+    #[command(subcommand)]
+    command: net::NetCommand,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
 struct OslatFlags {
     #[command(flatten)]
     args: oslat::OslatArgs,
@@ -301,6 +308,33 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     oslat::resolve(&args, &root).with_context(|| what.clone())?,
                 ))
             }
+            ProbeKind::Net => {
+                let flags = NetFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?;
+                let plan = match &flags.command {
+                    net::NetCommand::Cps(c) => net::resolve(
+                        rtgauge_model::net::NetMode::Cps,
+                        &c.load,
+                        c.concurrency,
+                        c.close,
+                        c.and_throughput.as_deref(),
+                        &root,
+                    ),
+                    net::NetCommand::Throughput(t) => net::resolve(
+                        rtgauge_model::net::NetMode::Throughput,
+                        &t.load,
+                        t.connections,
+                        rtgauge_model::net::CloseMode::Server,
+                        None,
+                        &root,
+                    ),
+                    net::NetCommand::Serve(_) => {
+                        bail!("{what}: 'serve' is not a measurement (use cps or throughput)")
+                    }
+                }
+                .with_context(|| what.clone())?;
+                Planned::Net(Box::new(plan))
+            }
         });
     }
 
@@ -420,6 +454,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 doc.warnings.extend(oslat::shortfalls(&result));
                 doc.probes.push(ProbeResult::Oslat(result));
             }
+            Planned::Net(p) => {
+                eprintln!("net for {duration} per measurement…");
+                for r in net::measure(&p, &stop, &root)? {
+                    doc.probes.push(ProbeResult::Net(r));
+                }
+            }
         }
         doc.ended_at = crate::doc::now_rfc3339();
         rec.save(&doc);
@@ -518,6 +558,7 @@ impl rtgauge_probe::oslat::Phases for OslatHook<'_, '_> {
 enum Planned {
     Cyclic(Box<cyclic::Resolved>),
     Oslat(Box<rtgauge_probe::oslat::OslatPlan>),
+    Net(Box<net::NetPlan>),
 }
 
 fn first_line(e: &clap::Error) -> String {

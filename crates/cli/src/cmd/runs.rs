@@ -235,6 +235,16 @@ pub fn render_csv(doc: &RunDocument) -> String {
                     row(&mut s, "oslat", t.index, Some(t.cpu), &t.gaps, 0, over);
                 }
             }
+            // One row per net result: the transaction-time distribution, failed attempts as "missed".
+            ProbeResult::Net(n) => row(
+                &mut s,
+                &n.key_prefix(),
+                0,
+                None,
+                &n.total,
+                n.errors.total(),
+                None,
+            ),
         }
     }
     s

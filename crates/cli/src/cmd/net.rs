@@ -1,0 +1,672 @@
+//! `rtgauge net`: network-function capacity. `serve` runs the reference HTTP/1.1 server; `cps` measures new
+//! connections per second (connect, one GET, the whole response, teardown); `throughput` measures
+//! keep-alive GETs in Gbit/s and requests/s. `--sweep-cpus` repeats the measurement on growing CPU sets
+//! (seed 004's figure 3). Results are stored as a run, like `rtgauge run`, so `compare` can put two
+//! platforms side by side.
+
+use anyhow::{bail, Context as _};
+use clap::{Args, Subcommand};
+use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
+use rtgauge_host::HostRoot;
+use rtgauge_model::net::{CloseMode, NetConfig, NetMode, NetResult};
+use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::units::parse_duration;
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::net::{client, http, server};
+use rtgauge_probe::stop::StopFlag;
+use rtgauge_report::net::{render_result, render_sweep};
+use rtgauge_store::{RunStore, SqliteStore};
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::{SocketAddr, ToSocketAddrs as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Network-function capacity: L4/L7 connections per second and throughput, and a reference server.
+#[derive(Debug, Clone, Args)]
+pub struct NetArgs {
+    #[command(subcommand)]
+    pub command: NetCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum NetCommand {
+    /// Reference HTTP/1.1 server: /2b, /128k and /N bytes (/64k, /1m), keep-alive and close; one epoll loop
+    /// per CPU on a shared SO_REUSEPORT port.
+    Serve(ServeArgs),
+    /// Connections per second: new TCP connection, one GET with Connection: close, the whole response,
+    /// teardown; N connections in flight per client CPU.
+    Cps(CpsArgs),
+    /// Throughput: keep-alive GETs (default the 128 KB object) over N connections, in Gbit/s and requests/s.
+    Throughput(ThroughputArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on, IP:PORT (port 0 picks a free one; the address is printed).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// CPUs of the server's event loops, one loop per CPU (default: CPU 0).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Stop after this long (default: until SIGINT or SIGTERM).
+    #[arg(short = 'D', long, value_name = "TIME", value_parser = parse_duration_arg)]
+    pub duration: Option<Nanos>,
+}
+
+/// Flags shared by the two load modes.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Server to load, IP:PORT or HOST:PORT (any HTTP/1.1 server: nginx, an ADC's virtual server). Not
+    /// with --serve-cpus.
+    #[arg(long, value_name = "ADDR")]
+    pub target: Option<String>,
+    /// Start rtgauge's reference server on loopback on these CPUs and load it (no --target needed).
+    #[arg(long = "serve-cpus", value_name = "LIST")]
+    pub serve_cpus: Option<String>,
+    /// Request path (cps: /2b, throughput: /128k).
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// Length of the measurement.
+    #[arg(short = 'D', long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
+    pub duration: Nanos,
+    /// CPUs of the load generator, one pinned event loop each (default: every usable CPU not in
+    /// --serve-cpus; all of them if none is left).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// A connection (cps) or request (throughput) not complete after this long is closed and counted.
+    #[arg(long, value_name = "TIME", default_value = "2s", value_parser = parse_duration_arg)]
+    pub timeout: Nanos,
+    /// Stop after this many successful transactions in all (the duration bounds the run too).
+    #[arg(long = "max-transactions", value_name = "N", default_value_t = 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_transactions: u64,
+    /// Repeat on growing CPU sets: the first K CPUs of --serve-cpus (when rtgauge serves), else of --cpus,
+    /// for each K of the list (e.g. 1,2,4,8); prints CPS or throughput per core count.
+    #[arg(long = "sweep-cpus", value_name = "K,K,…")]
+    pub sweep_cpus: Option<String>,
+    /// Failed attempts tolerated before the exit status says failure (1).
+    #[arg(long = "max-errors", value_name = "N", default_value_t = 0)]
+    pub max_errors: u64,
+    /// Name of the platform, for comparisons (e.g. bare-metal, kvm-sriov).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// KEY=VALUE to store with the run (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not store the run.
+    #[arg(long = "no-store")]
+    pub no_store: bool,
+    /// Also write the run document as JSON to FILE ('-' = stdout).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CpsArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Connections in flight per client CPU.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub concurrency: u32,
+    /// Who ends the connection: server (wait for its FIN; it keeps TIME_WAIT), client (close at once, as
+    /// wrk; the client keeps TIME_WAIT and uses up ephemeral ports), reset (SO_LINGER 0: RST, no TIME_WAIT).
+    #[arg(long, value_name = "WHO", default_value = "server", value_parser = parse_close)]
+    pub close: CloseMode,
+    /// At each point of --sweep-cpus, also measure keep-alive throughput of this path (e.g. /128k): the two
+    /// columns of seed 004's figure 3.
+    #[arg(long = "and-throughput", value_name = "PATH")]
+    pub and_throughput: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ThroughputArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Keep-alive connections in all, spread over the client CPUs.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub connections: u32,
+}
+
+fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
+}
+
+fn parse_close(s: &str) -> Result<CloseMode, String> {
+    match s {
+        "server" => Ok(CloseMode::Server),
+        "client" => Ok(CloseMode::Client),
+        "reset" => Ok(CloseMode::Reset),
+        _ => Err("expected server, client or reset".into()),
+    }
+}
+
+/// A parsed `--sweep-cpus`: strictly increasing CPU counts.
+fn parse_sweep(s: &str) -> anyhow::Result<Vec<u32>> {
+    let mut out: Vec<u32> = Vec::new();
+    for part in s.split(',') {
+        let k: u32 =
+            part.trim().parse().ok().filter(|k| *k > 0).ok_or_else(|| {
+                anyhow::anyhow!("--sweep-cpus {s}: '{part}' is not a CPU count ≥ 1")
+            })?;
+        if out.last().is_some_and(|l| *l >= k) {
+            bail!("--sweep-cpus {s}: counts must increase");
+        }
+        out.push(k);
+    }
+    Ok(out)
+}
+
+fn cpu_list(flag: &str, text: &str, online: &CpuSet) -> anyhow::Result<CpuSet> {
+    let set = CpuSet::parse(text).map_err(|e| anyhow::anyhow!("{flag} {text}: {e}"))?;
+    if set.is_empty() {
+        bail!("{flag} '{text}': empty CPU list");
+    }
+    let missing = set.difference(online);
+    if !missing.is_empty() {
+        bail!("{flag} {text}: CPU {missing} is not online (online: {online})");
+    }
+    Ok(set)
+}
+
+fn resolve_addr(flag: &str, text: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(a) = text.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if !text.contains(':') {
+        bail!("{flag} {text}: expected IP:PORT or HOST:PORT");
+    }
+    text.to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("{flag} {text}: {e}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{flag} {text}: no address"))
+}
+
+/// One measurement: mode, path, client CPUs and slots, and (optionally) the reference server's CPUs.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub mode: NetMode,
+    pub path: String,
+    pub client_cpus: Vec<u32>,
+    /// CPS: in flight per CPU; throughput: connections in all.
+    pub concurrency: u32,
+    pub server_cpus: Option<Vec<u32>>,
+    pub sweep: Option<u32>,
+}
+
+/// Everything resolved before anything runs.
+#[derive(Debug, Clone)]
+pub struct NetPlan {
+    pub target: Option<SocketAddr>,
+    pub points: Vec<Point>,
+    pub duration_ns: u64,
+    pub timeout_ns: u64,
+    pub close: CloseMode,
+    pub max_transactions: u64,
+    pub max_errors: u64,
+}
+
+fn default_path(mode: NetMode) -> &'static str {
+    match mode {
+        NetMode::Cps => "/2b",
+        NetMode::Throughput => "/128k",
+    }
+}
+
+fn check_path(p: &str) -> anyhow::Result<String> {
+    if !p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        bail!("--path {p}: must start with / and contain no spaces or control characters");
+    }
+    Ok(p.to_string())
+}
+
+/// Validate a load command into a plan.
+pub fn resolve(
+    mode: NetMode,
+    a: &LoadArgs,
+    concurrency: u32,
+    close: CloseMode,
+    and_throughput: Option<&str>,
+    root: &HostRoot,
+) -> anyhow::Result<NetPlan> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let target = match (&a.target, &a.serve_cpus) {
+        (Some(_), Some(_)) => {
+            bail!("--target: not with --serve-cpus (which loads rtgauge's own server)")
+        }
+        (None, None) => bail!("--target: required (or --serve-cpus to load rtgauge's own server)"),
+        (Some(t), None) => Some(resolve_addr("--target", t)?),
+        (None, Some(_)) => None,
+    };
+    let serve = a
+        .serve_cpus
+        .as_deref()
+        .map(|t| cpu_list("--serve-cpus", t, &online))
+        .transpose()?;
+    let client = match &a.cpus {
+        Some(t) => cpu_list("--cpus", t, &online)?,
+        None => {
+            let usable = rtgauge_probe::rt::current_affinity().intersection(&online);
+            let free = match &serve {
+                Some(s) => usable.difference(s),
+                None => usable.clone(),
+            };
+            // One loop per CPU that does not serve; a client sweep grows over them.
+            if free.is_empty() {
+                usable
+            } else {
+                free
+            }
+        }
+    };
+    if client.is_empty() {
+        bail!("--cpus: no CPU available to the load generator");
+    }
+    if a.duration.as_ns() == 0 {
+        bail!("-D/--duration: must be longer than 0");
+    }
+    if a.timeout.as_ns() < 1_000_000 {
+        bail!("--timeout: at least 1ms");
+    }
+    let path = check_path(a.path.as_deref().unwrap_or(default_path(mode)))?;
+    let and_throughput = and_throughput.map(check_path).transpose()?;
+    if and_throughput.is_some() && a.sweep_cpus.is_none() {
+        bail!("--and-throughput: only with --sweep-cpus");
+    }
+    let sweep = a.sweep_cpus.as_deref().map(parse_sweep).transpose()?;
+    // Slots are file descriptors: check them against RLIMIT_NOFILE (raised to the hard limit).
+    let nofile = raise_nofile();
+    let mut points = Vec::new();
+    let mut push = |client_cpus: Vec<u32>, server_cpus: Option<Vec<u32>>, k: Option<u32>| {
+        points.push(Point {
+            mode,
+            path: path.clone(),
+            client_cpus: client_cpus.clone(),
+            concurrency,
+            server_cpus: server_cpus.clone(),
+            sweep: k,
+        });
+        if let Some(p) = &and_throughput {
+            points.push(Point {
+                mode: NetMode::Throughput,
+                path: p.clone(),
+                client_cpus,
+                concurrency: (concurrency / 2).max(1)
+                    * server_cpus.as_ref().map_or(1, |s| s.len() as u32),
+                server_cpus,
+                sweep: k,
+            });
+        }
+    };
+    match (&sweep, &serve) {
+        (None, _) => push(
+            client.as_slice().to_vec(),
+            serve.as_ref().map(|s| s.as_slice().to_vec()),
+            None,
+        ),
+        (Some(ks), Some(s)) => {
+            for &k in ks {
+                if k as usize > s.len() {
+                    bail!("--sweep-cpus: {k} CPUs asked, --serve-cpus has {}", s.len());
+                }
+                push(
+                    client.as_slice().to_vec(),
+                    Some(s.as_slice()[..k as usize].to_vec()),
+                    Some(k),
+                );
+            }
+        }
+        (Some(ks), None) => {
+            for &k in ks {
+                if k as usize > client.len() {
+                    bail!(
+                        "--sweep-cpus: {k} CPUs asked, the client has {} (--cpus {client})",
+                        client.len()
+                    );
+                }
+                push(client.as_slice()[..k as usize].to_vec(), None, Some(k));
+            }
+        }
+    }
+    for p in &points {
+        let fds = match p.mode {
+            NetMode::Cps => u64::from(p.concurrency) * p.client_cpus.len() as u64,
+            NetMode::Throughput => u64::from(p.concurrency),
+        };
+        let server_fds = if p.server_cpus.is_some() { fds } else { 0 };
+        if fds + server_fds + 64 > nofile {
+            let flag = match mode {
+                NetMode::Cps => "--concurrency",
+                NetMode::Throughput => "--connections",
+            };
+            bail!("{flag}: {fds} connections need more file descriptors than RLIMIT_NOFILE ({nofile}) allows");
+        }
+    }
+    Ok(NetPlan {
+        target,
+        points,
+        duration_ns: a.duration.as_ns(),
+        timeout_ns: a.timeout.as_ns(),
+        close,
+        max_transactions: a.max_transactions,
+        max_errors: a.max_errors,
+    })
+}
+
+/// Raise the soft RLIMIT_NOFILE to the hard limit (every load generator does); returns the soft limit.
+fn raise_nofile() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 1024;
+    }
+    if r.rlim_cur < r.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: `want` is a valid rlimit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            r.rlim_cur = r.rlim_max;
+        }
+    }
+    r.rlim_cur
+}
+
+/// The kernel settings that bound a CPS measurement, as read (see docs/net.md).
+fn read_sysctls(root: &HostRoot) -> BTreeMap<String, String> {
+    const KEYS: &[&str] = &[
+        "net/ipv4/ip_local_port_range",
+        "net/ipv4/tcp_tw_reuse",
+        "net/ipv4/tcp_max_tw_buckets",
+        "net/ipv4/tcp_max_syn_backlog",
+        "net/ipv4/tcp_syncookies",
+        "net/core/somaxconn",
+    ];
+    KEYS.iter()
+        .filter_map(|k| {
+            let v = root.read_text(&format!("/proc/sys/{k}")).ok()?;
+            Some((
+                k.replace('/', "."),
+                v.split_whitespace().collect::<Vec<_>>().join(" "),
+            ))
+        })
+        .collect()
+}
+
+/// Run every point of the plan, in order; stops early when the stop flag is set.
+pub fn measure(plan: &NetPlan, stop: &StopFlag, root: &HostRoot) -> anyhow::Result<Vec<NetResult>> {
+    let sysctls = read_sysctls(root);
+    let mut out = Vec::new();
+    for p in &plan.points {
+        if stop.is_set() {
+            break;
+        }
+        // The reference server, when asked for, lives for this point only: its CPU set is the point's.
+        let server_stop = StopFlag::new();
+        let server = match &p.server_cpus {
+            Some(cpus) => Some(
+                server::start(
+                    &server::ServerPlan {
+                        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                        cpus: cpus.clone(),
+                        duration_ns: Some(plan.duration_ns.saturating_add(10_000_000_000)),
+                    },
+                    &server_stop,
+                )
+                .context("--serve-cpus: starting the reference server")?,
+            ),
+            None => None,
+        };
+        let target = match (&server, plan.target) {
+            (Some(s), _) => s.addr,
+            (None, Some(t)) => t,
+            (None, None) => bail!("--target: required"),
+        };
+        let loops = p.client_cpus.len() as u32;
+        let slots: Vec<u32> = match p.mode {
+            NetMode::Cps => vec![p.concurrency; loops as usize],
+            NetMode::Throughput => (0..loops)
+                .map(|i| p.concurrency / loops + u32::from(i < p.concurrency % loops))
+                .collect(),
+        };
+        let (cpus, slots): (Vec<u32>, Vec<u32>) = p
+            .client_cpus
+            .iter()
+            .zip(slots)
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, n)| (*c, n))
+            .unzip();
+        let host = target.to_string();
+        let cplan = client::ClientPlan {
+            mode: p.mode,
+            target,
+            request: http::build_request(&p.path, &host, p.mode == NetMode::Cps),
+            cpus: cpus.clone(),
+            slots,
+            duration_ns: plan.duration_ns,
+            timeout_ns: plan.timeout_ns,
+            close: plan.close,
+            max_transactions: plan.max_transactions,
+        };
+        let r = client::run(&cplan, stop);
+        if let Some(s) = server {
+            s.stop();
+        }
+        let r = r?;
+        let secs = r.elapsed_ns as f64 / 1e9;
+        out.push(NetResult {
+            config: NetConfig {
+                mode: p.mode,
+                target: target.to_string(),
+                path: p.path.clone(),
+                cpus,
+                concurrency: p.concurrency,
+                duration_ns: plan.duration_ns,
+                timeout_ns: plan.timeout_ns,
+                close: plan.close,
+                max_transactions: plan.max_transactions,
+                server_cpus: p.server_cpus.clone(),
+            },
+            sweep_cpus: p.sweep,
+            elapsed_ns: r.elapsed_ns,
+            connections: r.connections,
+            transactions: r.transactions,
+            bytes: r.bytes,
+            rate_per_s: r.transactions as f64 / secs,
+            bits_per_s: r.bytes as f64 * 8.0 / secs,
+            errors: r.errors,
+            connect: r.connect,
+            ttfb: r.ttfb,
+            total: r.total,
+            per_second: r.per_second,
+            sysctls: sysctls.clone(),
+            in_flight_at_end: r.in_flight_at_end,
+        });
+    }
+    Ok(out)
+}
+
+/// Process-exit outcome of a set of results: 2 when nothing succeeded, 1 when errors exceed the tolerance.
+pub fn outcome(results: &[NetResult], max_errors: u64) -> (ExitCode, Option<String>) {
+    let errors: u64 = results.iter().map(|r| r.errors.total()).sum();
+    if results.iter().any(|r| r.transactions == 0) {
+        return (
+            ExitCode::from(2),
+            Some(format!(
+                "no successful transaction ({errors} failed attempts): check the target"
+            )),
+        );
+    }
+    if errors > max_errors {
+        return (
+            ExitCode::from(1),
+            Some(format!(
+                "{errors} failed attempts (tolerated: --max-errors {max_errors})"
+            )),
+        );
+    }
+    (ExitCode::SUCCESS, None)
+}
+
+pub fn run(a: &NetArgs) -> anyhow::Result<ExitCode> {
+    match &a.command {
+        NetCommand::Serve(s) => serve(s),
+        NetCommand::Cps(c) => load(
+            NetMode::Cps,
+            &c.load,
+            c.concurrency,
+            c.close,
+            c.and_throughput.as_deref(),
+        ),
+        NetCommand::Throughput(t) => load(
+            NetMode::Throughput,
+            &t.load,
+            t.connections,
+            CloseMode::Server,
+            None,
+        ),
+    }
+}
+
+fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let root = HostRoot::live();
+    let online = read_cpu_mask(&root, CpuMask::Online).context("reading the online CPUs")?;
+    let listen = resolve_addr("--listen", &a.listen)?;
+    let cpus = match &a.cpus {
+        Some(t) => cpu_list("--cpus", t, &online)?,
+        None => CpuSet::new([online.iter().next().unwrap_or(0)]),
+    };
+    if a.duration.is_some_and(|d| d.as_ns() == 0) {
+        bail!("-D/--duration: must be longer than 0");
+    }
+    let stop = StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
+    let h = server::start(
+        &server::ServerPlan {
+            listen,
+            cpus: cpus.as_slice().to_vec(),
+            duration_ns: a.duration.map(|d| d.as_ns()),
+        },
+        &stop,
+    )
+    .map_err(|e| anyhow::anyhow!("--listen {}: {e}", a.listen))?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "listening on {} ({} event loops on CPUs {cpus}); paths /2b, /128k, /N[k|m]",
+            h.addr,
+            cpus.len()
+        )?;
+        out.flush()?;
+    }
+    let stats = h.join();
+    println!(
+        "served {} requests on {} connections, {} bytes, {} connection errors",
+        stats.requests, stats.accepted, stats.bytes_sent, stats.errors
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load(
+    mode: NetMode,
+    a: &LoadArgs,
+    concurrency: u32,
+    close: CloseMode,
+    and_throughput: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let root = HostRoot::live();
+    let plan = resolve(mode, a, concurrency, close, and_throughput, &root)?;
+    let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
+    let mut store = if a.no_store {
+        None
+    } else {
+        Some(SqliteStore::open(&db).with_context(|| format!("--db {}", db.display()))?)
+    };
+    let stop = StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
+    let system = rtgauge_host::system::read_system_info(&root);
+    let started = crate::doc::now_rfc3339();
+    let results = measure(&plan, &stop, &root)?;
+    let mut out = std::io::stdout().lock();
+    for r in &results {
+        write!(out, "{}", render_result(r))?;
+    }
+    write!(out, "{}", render_sweep(&results))?;
+    let (code, why) = outcome(&results, plan.max_errors);
+    let status = if stop.is_set() || results.len() < plan.points.len() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    let mut doc = crate::doc::document(
+        started,
+        system,
+        results.into_iter().map(ProbeResult::Net).collect(),
+        status,
+        Vec::new(),
+    );
+    doc.label = a.label.clone();
+    doc.tags = a.tags.iter().cloned().collect();
+    if let Some(w) = &why {
+        doc.warnings.push(w.clone());
+    }
+    if let Some(store) = store.as_mut() {
+        let id = store
+            .insert(&doc)
+            .with_context(|| format!("storing the run in {}", db.display()))?;
+        writeln!(
+            out,
+            "stored: run {id} ({}) in {}",
+            doc.status.as_str(),
+            db.display()
+        )?;
+    }
+    out.flush()?;
+    drop(out);
+    if let Some(path) = &a.output {
+        crate::doc::write_json(path, &doc)
+            .with_context(|| format!("--output {}", path.display()))?;
+    }
+    if let Some(w) = why {
+        eprintln!("rtgauge: net: {w}");
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_must_increase() {
+        assert_eq!(parse_sweep("1,2,4,8").unwrap(), vec![1, 2, 4, 8]);
+        assert!(parse_sweep("2,1").is_err());
+        assert!(parse_sweep("0,1").is_err());
+        assert!(parse_sweep("1,,2").is_err());
+        assert!(parse_sweep("x").is_err());
+    }
+
+    #[test]
+    fn paths_are_checked() {
+        assert!(check_path("/2b").is_ok());
+        assert!(check_path("2b").is_err());
+        assert!(check_path("/a b").is_err());
+        assert!(check_path("/a\r\nX: y").is_err());
+    }
+}

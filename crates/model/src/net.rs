@@ -1,0 +1,363 @@
+//! Result of the network-function capacity probe (`rtgauge net`): connections per second (a new TCP
+//! connection, one HTTP/1.1 GET, the whole response, teardown — seed 004's "L4 CPS", or "L7 CPS" when the
+//! target is a layer-7 proxy) and keep-alive throughput (seed 004's 128 KB objects).
+//!
+//! Invariants: every counter is exact (no sampling); every failed attempt is counted in exactly one
+//! [`NetErrors`] field; `per_second` covers the whole measurement, one entry per started second, so that
+//! a comparison can bootstrap a confidence interval from it.
+
+use crate::latency::LatencyStats;
+use crate::measure::{latency_measures, Better, Measure, MeasureUnit};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What the load generator does with each connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetMode {
+    /// New connection, one GET with `Connection: close`, whole response, close.
+    Cps,
+    /// Keep-alive connections, one GET after another.
+    Throughput,
+}
+
+impl NetMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetMode::Cps => "cps",
+            NetMode::Throughput => "throughput",
+        }
+    }
+}
+
+/// Who ends a CPS connection, and so who keeps the TIME_WAIT state (see docs/net.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseMode {
+    /// Wait for the server's FIN, then close: the server holds TIME_WAIT, the client's ephemeral port is
+    /// free at once. The default, and what `Connection: close` asks of a server.
+    Server,
+    /// Close as soon as the response is complete: the client holds TIME_WAIT (as wrk does).
+    Client,
+    /// Close with SO_LINGER {1, 0}: an RST instead of the FIN handshake, no TIME_WAIT anywhere. A different
+    /// transaction: label it as such.
+    Reset,
+}
+
+/// How the probe was configured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetConfig {
+    pub mode: NetMode,
+    /// The address loaded, `IP:PORT`.
+    pub target: String,
+    /// Request path, e.g. `/2b`.
+    pub path: String,
+    /// CPUs of the load generator, one pinned event loop each.
+    pub cpus: Vec<u32>,
+    /// CPS: connections in flight per CPU. Throughput: keep-alive connections in all.
+    pub concurrency: u32,
+    pub duration_ns: u64,
+    /// A connection (CPS) or a request (throughput) that takes longer counts as a timeout.
+    pub timeout_ns: u64,
+    pub close: CloseMode,
+    /// Upper bound on completed transactions (the run also stops at `duration_ns`).
+    pub max_transactions: u64,
+    /// CPUs of rtgauge's own reference server when the probe started one, else `None` (external target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<Vec<u32>>,
+}
+
+/// Failed attempts, by kind. Each failed connection or request is counted once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NetErrors {
+    /// ECONNREFUSED: nothing listens (or a firewall rejects).
+    pub refused: u64,
+    /// ECONNRESET / EPIPE: the peer reset the connection before the response was complete.
+    pub reset: u64,
+    /// No complete response within the timeout.
+    pub timeout: u64,
+    /// EADDRNOTAVAIL: no ephemeral port (or source address) left for a new connection.
+    pub port_exhaustion: u64,
+    /// ENETUNREACH / EHOSTUNREACH: no route to the target.
+    pub unreachable: u64,
+    /// The peer closed before the response was complete.
+    pub closed_early: u64,
+    /// Not an HTTP/1.x response.
+    pub bad_response: u64,
+    /// A complete response whose status was not 2xx.
+    pub status: u64,
+    /// Any other error (EMFILE, …).
+    pub other: u64,
+}
+
+impl NetErrors {
+    pub fn total(&self) -> u64 {
+        self.refused
+            + self.reset
+            + self.timeout
+            + self.port_exhaustion
+            + self.unreachable
+            + self.closed_early
+            + self.bad_response
+            + self.status
+            + self.other
+    }
+
+    pub fn add(&mut self, o: &NetErrors) {
+        self.refused += o.refused;
+        self.reset += o.reset;
+        self.timeout += o.timeout;
+        self.port_exhaustion += o.port_exhaustion;
+        self.unreachable += o.unreachable;
+        self.closed_early += o.closed_early;
+        self.bad_response += o.bad_response;
+        self.status += o.status;
+        self.other += o.other;
+    }
+
+    /// `(name, count)` of every kind, in a fixed order.
+    pub fn kinds(&self) -> [(&'static str, u64); 9] {
+        [
+            ("refused", self.refused),
+            ("reset", self.reset),
+            ("timeout", self.timeout),
+            ("port_exhaustion", self.port_exhaustion),
+            ("unreachable", self.unreachable),
+            ("closed_early", self.closed_early),
+            ("bad_response", self.bad_response),
+            ("status", self.status),
+            ("other", self.other),
+        ]
+    }
+}
+
+/// One second of the measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NetSecond {
+    /// Completed transactions (CPS: connections; throughput: requests).
+    pub transactions: u64,
+    /// Response bytes received (headers and body).
+    pub bytes: u64,
+    pub errors: u64,
+}
+
+/// The whole probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetResult {
+    pub config: NetConfig,
+    /// Number of CPUs of this point of a `--sweep-cpus` run (server CPUs when rtgauge served, else client
+    /// CPUs); `None` outside a sweep. Measure keys carry it (`net.cps.cpus4.rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_cpus: Option<u32>,
+    /// Measured time, ns.
+    pub elapsed_ns: u64,
+    /// Connections opened (attempted).
+    pub connections: u64,
+    /// Successful transactions: CPS, closed connections that carried a complete 2xx response; throughput,
+    /// complete 2xx responses.
+    pub transactions: u64,
+    /// Response bytes received, headers included.
+    pub bytes: u64,
+    /// transactions / elapsed.
+    pub rate_per_s: f64,
+    /// bytes · 8 / elapsed.
+    pub bits_per_s: f64,
+    pub errors: NetErrors,
+    /// From connect() to the connection being established.
+    pub connect: LatencyStats,
+    /// From the request being written to the first response byte.
+    pub ttfb: LatencyStats,
+    /// CPS: from connect() to the response complete; throughput: from the request written to the
+    /// response complete.
+    pub total: LatencyStats,
+    pub per_second: Vec<NetSecond>,
+    /// Kernel settings that bound CPS (ip_local_port_range, tcp_tw_reuse, somaxconn, …), as read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctls: BTreeMap<String, String>,
+    /// Connections still in flight when the time ran out (not errors: cut off by the end of the run).
+    pub in_flight_at_end: u64,
+}
+
+impl NetResult {
+    /// Key prefix of this result's measures: `net.cps`, `net.throughput`, `net.cps.cpus4`.
+    pub fn key_prefix(&self) -> String {
+        match self.sweep_cpus {
+            Some(n) => format!("net.{}.cpus{n}", self.config.mode.as_str()),
+            None => format!("net.{}", self.config.mode.as_str()),
+        }
+    }
+
+    /// Full seconds only: a partial last second would bias the replicates low.
+    fn full_seconds(&self) -> &[NetSecond] {
+        let full = (self.elapsed_ns / 1_000_000_000) as usize;
+        &self.per_second[..full.min(self.per_second.len())]
+    }
+
+    /// The comparable figures: rate (with per-second replicates), bit rate for throughput, errors, and
+    /// the latency distributions.
+    pub fn measures(&self) -> Vec<Measure> {
+        let p = self.key_prefix();
+        let what = match self.config.mode {
+            NetMode::Cps => "connections",
+            NetMode::Throughput => "requests",
+        };
+        let secs = self.full_seconds();
+        let mut out = vec![Measure::new(
+            format!("{p}.rate"),
+            format!("{what} per second"),
+            MeasureUnit::PerSecond,
+            self.rate_per_s,
+            Better::Higher,
+        )
+        .with_replicates(secs.iter().map(|s| s.transactions as f64).collect())];
+        if self.config.mode == NetMode::Throughput {
+            out.push(
+                Measure::new(
+                    format!("{p}.bitrate"),
+                    "throughput",
+                    MeasureUnit::BitsPerSecond,
+                    self.bits_per_s,
+                    Better::Higher,
+                )
+                .with_replicates(secs.iter().map(|s| s.bytes as f64 * 8.0).collect()),
+            );
+        }
+        out.push(Measure::new(
+            format!("{p}.errors"),
+            "failed attempts",
+            MeasureUnit::Count,
+            self.errors.total() as f64,
+            Better::Lower,
+        ));
+        out.extend(latency_measures(
+            &format!("{p}.latency"),
+            "transaction time",
+            std::iter::once(&self.total),
+        ));
+        out.extend(latency_measures(
+            &format!("{p}.connect"),
+            "connect time",
+            std::iter::once(&self.connect),
+        ));
+        out.extend(latency_measures(
+            &format!("{p}.ttfb"),
+            "time to first byte",
+            std::iter::once(&self.ttfb),
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::latency::{new_histogram, LatencyStats};
+
+    fn stats(v: &[u64]) -> LatencyStats {
+        let mut h = new_histogram();
+        for x in v {
+            h.record(*x).unwrap();
+        }
+        let (min, max) = (*v.iter().min().unwrap(), *v.iter().max().unwrap());
+        LatencyStats::from_parts(&h, min, max, v.iter().sum(), 0)
+    }
+
+    fn result(mode: NetMode, sweep: Option<u32>) -> NetResult {
+        NetResult {
+            config: NetConfig {
+                mode,
+                target: "127.0.0.1:80".into(),
+                path: "/2b".into(),
+                cpus: vec![1],
+                concurrency: 4,
+                duration_ns: 3_000_000_000,
+                timeout_ns: 2_000_000_000,
+                close: CloseMode::Server,
+                max_transactions: 1_000_000,
+                server_cpus: None,
+            },
+            sweep_cpus: sweep,
+            elapsed_ns: 2_500_000_000,
+            connections: 30,
+            transactions: 25,
+            bytes: 2500,
+            rate_per_s: 10.0,
+            bits_per_s: 8000.0,
+            errors: NetErrors {
+                reset: 2,
+                timeout: 1,
+                ..Default::default()
+            },
+            connect: stats(&[1_000, 2_000]),
+            ttfb: stats(&[3_000]),
+            total: stats(&[5_000, 9_000]),
+            per_second: vec![
+                NetSecond {
+                    transactions: 10,
+                    bytes: 1000,
+                    errors: 1,
+                },
+                NetSecond {
+                    transactions: 11,
+                    bytes: 1100,
+                    errors: 2,
+                },
+                NetSecond {
+                    transactions: 4,
+                    bytes: 400,
+                    errors: 0,
+                },
+            ],
+            sysctls: BTreeMap::new(),
+            in_flight_at_end: 0,
+        }
+    }
+
+    #[test]
+    fn cps_measures_have_stable_keys_and_full_second_replicates() {
+        let m = result(NetMode::Cps, None).measures();
+        let rate = m.iter().find(|m| m.key == "net.cps.rate").unwrap();
+        assert_eq!(rate.better, Better::Higher);
+        // The partial third second is left out.
+        assert_eq!(rate.replicates, vec![10.0, 11.0]);
+        let errors = m.iter().find(|m| m.key == "net.cps.errors").unwrap();
+        assert_eq!(errors.value, 3.0);
+        assert!(m.iter().any(|m| m.key == "net.cps.latency.p99"));
+        assert!(m.iter().any(|m| m.key == "net.cps.connect.p50"));
+        assert!(m.iter().any(|m| m.key == "net.cps.ttfb.max"));
+        assert!(!m.iter().any(|m| m.key.contains("bitrate")));
+    }
+
+    #[test]
+    fn throughput_and_sweep_keys() {
+        let m = result(NetMode::Throughput, Some(4)).measures();
+        let bits = m
+            .iter()
+            .find(|m| m.key == "net.throughput.cpus4.bitrate")
+            .unwrap();
+        assert_eq!(bits.unit, MeasureUnit::BitsPerSecond);
+        assert_eq!(bits.replicates, vec![8000.0, 8800.0]);
+        assert!(m.iter().any(|m| m.key == "net.throughput.cpus4.rate"));
+    }
+
+    #[test]
+    fn errors_total_every_kind() {
+        let e = NetErrors {
+            refused: 1,
+            reset: 2,
+            timeout: 3,
+            port_exhaustion: 4,
+            unreachable: 5,
+            closed_early: 6,
+            bad_response: 7,
+            status: 8,
+            other: 9,
+        };
+        assert_eq!(e.total(), 45);
+        assert_eq!(e.kinds().iter().map(|k| k.1).sum::<u64>(), 45);
+        let mut f = NetErrors::default();
+        f.add(&e);
+        f.add(&e);
+        assert_eq!(f.total(), 90);
+    }
+}

@@ -1,0 +1,694 @@
+//! The load generator: one pinned thread per CPU, each an edge-triggered epoll loop over a fixed array of
+//! connection slots, closed loop (a slot starts its next transaction when the previous one ends).
+//!
+//! CPS: non-blocking connect → request (`Connection: close`) → whole response → teardown → a new
+//! connection in the same slot. By default the client waits for the server's FIN before closing (the
+//! server then holds TIME_WAIT, so the client's ephemeral ports are not used up); see [`CloseMode`].
+//! Throughput: keep-alive connections, the next GET as soon as a response is complete.
+//!
+//! Bounds: the loop ends at the duration, at `max_transactions`, or when the stop flag is set, and checks
+//! the clock at least every 10 ms; a connection or request that takes longer than the timeout is closed
+//! and counted. A failed connect (refused, no port, no route) is retried after at most 1 ms, so a dead
+//! target is counted, not hammered in a busy loop.
+//!
+//! No allocation after the start barrier: slots (with their response-head buffers), the receive buffer,
+//! histograms and the per-second table are allocated before it.
+
+use super::http::{HttpError, Progress, ResponseReader};
+use super::sys::{self, Epoll, RawAddr, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
+use crate::clock::{now_ns, Clock};
+use crate::stop::StopFlag;
+use crate::ProbeError;
+use rtgauge_model::latency::{new_histogram, Histogram, LatencyStats, HIGHEST_NS};
+use rtgauge_model::net::{CloseMode, NetErrors, NetMode, NetSecond};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ClientPlan {
+    pub mode: NetMode,
+    pub target: SocketAddr,
+    /// The request bytes, sent as is.
+    pub request: Vec<u8>,
+    /// One event loop per CPU.
+    pub cpus: Vec<u32>,
+    /// Connection slots of each loop (same length as `cpus`).
+    pub slots: Vec<u32>,
+    pub duration_ns: u64,
+    pub timeout_ns: u64,
+    pub close: CloseMode,
+    pub max_transactions: u64,
+}
+
+/// What the loops measured, merged.
+#[derive(Debug, Clone)]
+pub struct ClientOutcome {
+    pub elapsed_ns: u64,
+    pub connections: u64,
+    pub transactions: u64,
+    pub bytes: u64,
+    pub errors: NetErrors,
+    pub connect: LatencyStats,
+    pub ttfb: LatencyStats,
+    pub total: LatencyStats,
+    pub per_second: Vec<NetSecond>,
+    pub in_flight_at_end: u64,
+    /// CPUs a loop could not be pinned to.
+    pub unpinned: Vec<u32>,
+}
+
+/// A latency distribution with exact side counters.
+struct Lat {
+    h: Histogram,
+    min: u64,
+    max: u64,
+    sum: u64,
+    clamped: u64,
+}
+
+impl Lat {
+    fn new() -> Lat {
+        Lat {
+            h: new_histogram(),
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            clamped: 0,
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, ns: u64) {
+        let v = ns.max(1);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum = self.sum.saturating_add(v);
+        if v > HIGHEST_NS {
+            self.clamped += 1;
+        }
+        // Within bounds after the clamp: cannot fail.
+        let _ = self.h.record(v.min(HIGHEST_NS));
+    }
+
+    fn merge(&mut self, o: &Lat) {
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.sum = self.sum.saturating_add(o.sum);
+        self.clamped += o.clamped;
+        let _ = self.h.add(&o.h);
+    }
+
+    fn stats(&self) -> LatencyStats {
+        LatencyStats::from_parts(&self.h, self.min, self.max, self.sum, self.clamped)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No socket: (re)open at the next turn of the loop.
+    Idle,
+    Connecting,
+    /// Writing the request (a partial write waits for EPOLLOUT).
+    Sending,
+    /// Request sent, reading the response.
+    Reading,
+    /// Response complete, waiting for the server's FIN (CloseMode::Server).
+    Draining,
+}
+
+struct Slot {
+    fd: i32,
+    gen: u32,
+    phase: Phase,
+    /// connect() called.
+    t_start: u64,
+    /// Request written (first byte).
+    t_sent: u64,
+    got_first: bool,
+    sent: usize,
+    deadline: u64,
+    reader: ResponseReader,
+    /// The response was a success (2xx); counted when the connection ends (CPS).
+    ok: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ErrKind {
+    Refused,
+    Reset,
+    Timeout,
+    Port,
+    Unreachable,
+    ClosedEarly,
+    Bad,
+    Other,
+}
+
+fn classify(errno: i32) -> ErrKind {
+    match errno {
+        libc::ECONNREFUSED => ErrKind::Refused,
+        libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED => ErrKind::Reset,
+        libc::ETIMEDOUT => ErrKind::Timeout,
+        libc::EADDRNOTAVAIL | libc::EADDRINUSE => ErrKind::Port,
+        libc::ENETUNREACH | libc::EHOSTUNREACH | libc::ENETDOWN | libc::EHOSTDOWN => {
+            ErrKind::Unreachable
+        }
+        _ => ErrKind::Other,
+    }
+}
+
+/// One loop's state and counters.
+struct Worker<'a> {
+    plan: &'a ClientPlan,
+    addr: RawAddr,
+    ep: Epoll,
+    slots: Vec<Slot>,
+    buf: Vec<u8>,
+    t0: u64,
+    connections: u64,
+    transactions: u64,
+    bytes: u64,
+    errors: NetErrors,
+    connect: Lat,
+    ttfb: Lat,
+    total: Lat,
+    per_second: Vec<NetSecond>,
+    idle: usize,
+    /// This loop's share of `max_transactions`.
+    budget: u64,
+}
+
+const RECV_BUF: usize = 256 * 1024;
+
+impl Worker<'_> {
+    #[inline]
+    fn second(&mut self, now: u64) -> &mut NetSecond {
+        let i = (now.saturating_sub(self.t0) / 1_000_000_000) as usize;
+        let last = self.per_second.len() - 1;
+        &mut self.per_second[i.min(last)]
+    }
+
+    fn fail(&mut self, i: usize, kind: ErrKind, now: u64) {
+        let e = &mut self.errors;
+        match kind {
+            ErrKind::Refused => e.refused += 1,
+            ErrKind::Reset => e.reset += 1,
+            ErrKind::Timeout => e.timeout += 1,
+            ErrKind::Port => e.port_exhaustion += 1,
+            ErrKind::Unreachable => e.unreachable += 1,
+            ErrKind::ClosedEarly => e.closed_early += 1,
+            ErrKind::Bad => e.bad_response += 1,
+            ErrKind::Other => e.other += 1,
+        }
+        self.second(now).errors += 1;
+        self.drop_conn(i);
+    }
+
+    /// Close the slot's socket; it is reopened at the next turn of the loop.
+    fn drop_conn(&mut self, i: usize) {
+        let s = &mut self.slots[i];
+        if s.fd >= 0 {
+            sys::close(s.fd);
+            s.fd = -1;
+        }
+        if s.phase != Phase::Idle {
+            s.phase = Phase::Idle;
+            self.idle += 1;
+        }
+    }
+
+    /// Open a new connection in slot `i` (which must be idle).
+    fn open(&mut self, i: usize) {
+        // A fresh timestamp: a slot reopened late in a batch of events must not be charged the time spent
+        // on the events before it (one vDSO clock read, ~20 ns).
+        let now = now_ns(Clock::Monotonic);
+        let fd = match sys::tcp_socket(self.addr.family()) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // No socket at all (EMFILE, …): stays idle, counted, retried later.
+                let k = classify(e);
+                self.slots[i].phase = Phase::Connecting;
+                self.idle -= 1;
+                return self.fail(i, k, now);
+            }
+        };
+        self.connections += 1;
+        let reset = self.plan.close == CloseMode::Reset;
+        if reset {
+            let _ = sys::set_linger_reset(fd);
+        }
+        if self.plan.mode == NetMode::Throughput {
+            let _ = sys::set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+        }
+        let s = &mut self.slots[i];
+        s.fd = fd;
+        s.gen = s.gen.wrapping_add(1);
+        s.phase = Phase::Connecting;
+        s.t_start = now;
+        s.deadline = now.saturating_add(self.plan.timeout_ns);
+        s.got_first = false;
+        s.ok = false;
+        s.sent = 0;
+        s.reader.reset();
+        self.idle -= 1;
+        let data = ((s.gen as u64) << 32) | i as u64;
+        if let Err(e) = self.ep.add(fd, EV_IN | EV_OUT | EV_RDHUP | EV_ET, data) {
+            return self.fail(i, classify(e), now);
+        }
+        match sys::connect(fd, &self.addr) {
+            Ok(true) => self.on_connected(i, now),
+            Ok(false) => {}
+            Err(e) => self.fail(i, classify(e), now),
+        }
+    }
+
+    fn on_connected(&mut self, i: usize, now: u64) {
+        let t = now.saturating_sub(self.slots[i].t_start);
+        self.connect.record(t);
+        let s = &mut self.slots[i];
+        s.phase = Phase::Sending;
+        s.sent = 0;
+        s.t_sent = now;
+        self.send(i, now);
+    }
+
+    fn send(&mut self, i: usize, now: u64) {
+        let req = &self.plan.request;
+        let s = &mut self.slots[i];
+        while s.sent < req.len() {
+            match sys::send(s.fd, &req[s.sent..]) {
+                Ok(n) => s.sent += n,
+                Err(libc::EAGAIN) => return,
+                Err(libc::EINTR) => {}
+                Err(e) => return self.fail(i, classify(e), now),
+            }
+        }
+        s.phase = Phase::Reading;
+    }
+
+    fn on_event(&mut self, i: usize, ev: u32, now: u64) {
+        match self.slots[i].phase {
+            Phase::Idle => {}
+            Phase::Connecting => {
+                if ev & (EV_OUT | EV_ERR) == 0 {
+                    return;
+                }
+                // EPOLLOUT without EPOLLERR is a completed connect: SO_ERROR is read only on failure,
+                // saving a system call per connection.
+                if ev & EV_ERR != 0 {
+                    let e = match sys::so_error(self.slots[i].fd) {
+                        0 => libc::ECONNRESET,
+                        e => e,
+                    };
+                    return self.fail(i, classify(e), now);
+                }
+                self.on_connected(i, now);
+                if self.slots[i].phase == Phase::Reading && ev & (EV_IN | EV_RDHUP) != 0 {
+                    self.read(i, ev, now);
+                }
+            }
+            Phase::Sending => {
+                self.send(i, now);
+                if self.slots[i].phase == Phase::Reading && ev & (EV_IN | EV_RDHUP | EV_ERR) != 0 {
+                    self.read(i, ev, now);
+                }
+            }
+            Phase::Reading | Phase::Draining => self.read(i, ev, now),
+        }
+    }
+
+    /// Read until EAGAIN, end of stream, or the end of the transaction. `ev` are the epoll bits that woke
+    /// the slot: EPOLLRDHUP means the server's FIN is already in, after all the data.
+    fn read(&mut self, i: usize, ev: u32, now: u64) {
+        loop {
+            let fd = self.slots[i].fd;
+            let r = sys::recv(fd, &mut self.buf);
+            match r {
+                Ok(0) => return self.on_eof(i, now),
+                Ok(n) => {
+                    self.bytes += n as u64;
+                    self.second(now).bytes += n as u64;
+                    let s = &mut self.slots[i];
+                    if s.phase == Phase::Draining {
+                        continue;
+                    }
+                    if !s.got_first {
+                        s.got_first = true;
+                        let t = now.saturating_sub(s.t_sent);
+                        self.ttfb.record(t);
+                    }
+                    let s = &mut self.slots[i];
+                    match s.reader.feed(&self.buf[..n]) {
+                        Ok(Progress::More) => {}
+                        Ok(Progress::Done) => {
+                            if !self.on_response(i, now) {
+                                return;
+                            }
+                            if self.slots[i].phase == Phase::Draining && ev & EV_RDHUP != 0 {
+                                // The FIN came with the response: no need to read the end of stream.
+                                return self.finish(i, now);
+                            }
+                        }
+                        Err(e) => return self.fail(i, http_kind(e), now),
+                    }
+                }
+                Err(libc::EAGAIN) => return,
+                Err(libc::EINTR) => {}
+                Err(e) => {
+                    // A reset after the whole response arrived still ends a successful transaction.
+                    if self.slots[i].phase == Phase::Draining {
+                        return self.finish(i, now);
+                    }
+                    return self.fail(i, classify(e), now);
+                }
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: usize, now: u64) {
+        match self.slots[i].phase {
+            Phase::Draining => self.finish(i, now),
+            _ => match self.slots[i].reader.eof() {
+                Ok(_) => {
+                    if self.on_response(i, now) {
+                        // The response ended with the stream: nothing left to drain.
+                        self.finish(i, now);
+                    }
+                }
+                Err(e) => self.fail(i, http_kind(e), now),
+            },
+        }
+    }
+
+    /// A response is complete. Returns whether to keep reading this slot's socket.
+    fn on_response(&mut self, i: usize, now: u64) -> bool {
+        let s = &mut self.slots[i];
+        let ok = (200..300).contains(&s.reader.status);
+        let from = match self.plan.mode {
+            NetMode::Cps => s.t_start,
+            NetMode::Throughput => s.t_sent,
+        };
+        self.total.record(now.saturating_sub(from));
+        if !ok {
+            self.errors.status += 1;
+        }
+        match self.plan.mode {
+            NetMode::Cps => {
+                let s = &mut self.slots[i];
+                s.ok = ok;
+                if self.plan.close == CloseMode::Server && !s.reader.keep_alive {
+                    s.phase = Phase::Draining;
+                    return true;
+                }
+                self.finish(i, now);
+                false
+            }
+            NetMode::Throughput => {
+                if ok {
+                    self.transactions += 1;
+                    self.second(now).transactions += 1;
+                } else {
+                    self.second(now).errors += 1;
+                }
+                let s = &mut self.slots[i];
+                if !s.reader.keep_alive {
+                    self.drop_conn(i);
+                    return false;
+                }
+                s.reader.reset();
+                s.got_first = false;
+                s.deadline = now.saturating_add(self.plan.timeout_ns);
+                s.phase = Phase::Sending;
+                s.sent = 0;
+                s.t_sent = now;
+                self.send(i, now);
+                self.slots[i].phase == Phase::Reading
+            }
+        }
+    }
+
+    /// A CPS connection ends (or a throughput connection ends with the stream).
+    fn finish(&mut self, i: usize, now: u64) {
+        if self.plan.mode == NetMode::Cps {
+            if self.slots[i].ok {
+                self.transactions += 1;
+                self.second(now).transactions += 1;
+            } else {
+                self.second(now).errors += 1;
+            }
+        }
+        self.drop_conn(i);
+        if self.transactions < self.budget() {
+            // Reopen at once: the closed loop's next transaction.
+            self.open(i);
+        }
+    }
+
+    #[inline]
+    fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    fn expire(&mut self, now: u64) {
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if s.phase != Phase::Idle && now > s.deadline {
+                if s.phase == Phase::Draining {
+                    // The response was complete; the server did not close: counted as a timeout, since the
+                    // connection did not end within the bound.
+                    self.slots[i].ok = false;
+                }
+                self.fail(i, ErrKind::Timeout, now);
+            }
+        }
+    }
+}
+
+fn http_kind(e: HttpError) -> ErrKind {
+    match e {
+        HttpError::Malformed | HttpError::TooLarge => ErrKind::Bad,
+        HttpError::Truncated => ErrKind::ClosedEarly,
+    }
+}
+
+/// Output of one loop.
+struct Part {
+    connections: u64,
+    transactions: u64,
+    bytes: u64,
+    errors: NetErrors,
+    connect: Lat,
+    ttfb: Lat,
+    total: Lat,
+    per_second: Vec<NetSecond>,
+    in_flight: u64,
+    pinned: bool,
+    cpu: u32,
+}
+
+fn worker(
+    plan: &ClientPlan,
+    index: usize,
+    stop: &StopFlag,
+    go: &AtomicBool,
+    t0_cell: &std::sync::OnceLock<u64>,
+) -> Result<Part, ProbeError> {
+    let cpu = plan.cpus[index];
+    crate::rt::block_signals();
+    let pin = crate::rt::pin_thread(Some(cpu));
+    let prepared = (|| {
+        let ep = Epoll::new().map_err(|e| ProbeError::Thread {
+            index,
+            reason: format!("epoll_create1: {e}"),
+        })?;
+        let n = plan.slots[index] as usize;
+        let secs = (plan.duration_ns / 1_000_000_000) as usize + 2;
+        let head_request = plan.request.starts_with(b"HEAD ");
+        Ok::<_, ProbeError>(Worker {
+            plan,
+            addr: RawAddr::new(&plan.target),
+            ep,
+            slots: (0..n)
+                .map(|_| Slot {
+                    fd: -1,
+                    gen: 0,
+                    phase: Phase::Idle,
+                    t_start: 0,
+                    t_sent: 0,
+                    got_first: false,
+                    sent: 0,
+                    deadline: 0,
+                    reader: ResponseReader::new(head_request),
+                    ok: false,
+                })
+                .collect(),
+            buf: vec![0u8; RECV_BUF],
+            t0: 0,
+            connections: 0,
+            transactions: 0,
+            bytes: 0,
+            errors: NetErrors::default(),
+            connect: Lat::new(),
+            ttfb: Lat::new(),
+            total: Lat::new(),
+            per_second: vec![NetSecond::default(); secs],
+            idle: n,
+            budget: plan.max_transactions.div_ceil(plan.cpus.len() as u64),
+        })
+    })();
+    // Start together, once every loop is prepared (or the run was called off).
+    while !go.load(Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let mut w = prepared?;
+    let t0 = *t0_cell.get_or_init(|| now_ns(Clock::Monotonic));
+    w.t0 = t0;
+    let end = t0.saturating_add(plan.duration_ns);
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+    let mut last_scan = t0;
+    let mut now = t0;
+    loop {
+        if w.idle > 0 && w.transactions < w.budget() {
+            for i in 0..w.slots.len() {
+                if w.slots[i].phase == Phase::Idle {
+                    w.open(i);
+                }
+            }
+        }
+        if now >= end || stop.is_set() || w.transactions >= w.budget() {
+            break;
+        }
+        let left_ms = ((end - now) / 1_000_000).clamp(1, 10) as i32;
+        let timeout = if w.idle > 0 { 1 } else { left_ms };
+        let n = w.ep.wait(&mut events, timeout);
+        now = now_ns(Clock::Monotonic);
+        for ev in &events[..n] {
+            let (data, bits) = (ev.u64, ev.events);
+            let i = (data & 0xffff_ffff) as usize;
+            let gen = (data >> 32) as u32;
+            match w.slots.get(i) {
+                Some(s) if s.gen == gen && s.fd >= 0 => w.on_event(i, bits, now),
+                _ => {}
+            }
+        }
+        if now.saturating_sub(last_scan) >= 10_000_000 {
+            last_scan = now;
+            w.expire(now);
+        }
+    }
+    let mut in_flight = 0;
+    for s in &mut w.slots {
+        if s.fd >= 0 {
+            in_flight += 1;
+            sys::close(s.fd);
+            s.fd = -1;
+        }
+    }
+    Ok(Part {
+        connections: w.connections,
+        transactions: w.transactions,
+        bytes: w.bytes,
+        errors: w.errors,
+        connect: w.connect,
+        ttfb: w.ttfb,
+        total: w.total,
+        per_second: w.per_second,
+        in_flight,
+        pinned: pin.achieved == Some(cpu),
+        cpu,
+    })
+}
+
+/// Run the load: one thread per CPU of the plan, until the duration, the transaction bound or the stop flag.
+pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeError> {
+    if plan.cpus.is_empty() || plan.cpus.len() != plan.slots.len() {
+        return Err(ProbeError::Config("one slot count per client CPU".into()));
+    }
+    if plan.duration_ns == 0 || plan.timeout_ns == 0 {
+        return Err(ProbeError::Config(
+            "duration and timeout must be > 0".into(),
+        ));
+    }
+    let go = AtomicBool::new(false);
+    let t0_cell = std::sync::OnceLock::new();
+    let parts: Vec<Result<Part, ProbeError>> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        let mut failed = None;
+        for index in 0..plan.cpus.len() {
+            let (go, t0_cell) = (&go, &t0_cell);
+            let h = std::thread::Builder::new()
+                .name(format!("rtgauge-net-{index}"))
+                .spawn_scoped(scope, move || worker(plan, index, stop, go, t0_cell));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(source) => {
+                    // The threads already started see the stop flag and end at once.
+                    stop.set();
+                    failed = Some(ProbeError::Spawn { index, source });
+                    break;
+                }
+            }
+        }
+        go.store(true, Ordering::Release);
+        let mut out: Vec<Result<Part, ProbeError>> = handles
+            .into_iter()
+            .enumerate()
+            .map(|(index, h)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(ProbeError::Thread {
+                        index,
+                        reason: "panicked".into(),
+                    })
+                })
+            })
+            .collect();
+        if let Some(e) = failed {
+            out.push(Err(e));
+        }
+        out
+    });
+    let t_end = now_ns(Clock::Monotonic);
+    let t0 = t0_cell.get().copied().unwrap_or(t_end);
+    let elapsed_ns = t_end.saturating_sub(t0).max(1);
+    let mut connect = Lat::new();
+    let mut ttfb = Lat::new();
+    let mut total = Lat::new();
+    let secs = (elapsed_ns.div_ceil(1_000_000_000) as usize).max(1);
+    let mut out = ClientOutcome {
+        elapsed_ns,
+        connections: 0,
+        transactions: 0,
+        bytes: 0,
+        errors: NetErrors::default(),
+        connect: connect.stats(),
+        ttfb: ttfb.stats(),
+        total: total.stats(),
+        per_second: vec![NetSecond::default(); secs],
+        in_flight_at_end: 0,
+        unpinned: Vec::new(),
+    };
+    for p in parts {
+        let p = p?;
+        out.connections += p.connections;
+        out.transactions += p.transactions;
+        out.bytes += p.bytes;
+        out.errors.add(&p.errors);
+        out.in_flight_at_end += p.in_flight;
+        connect.merge(&p.connect);
+        ttfb.merge(&p.ttfb);
+        total.merge(&p.total);
+        for (a, b) in out.per_second.iter_mut().zip(&p.per_second) {
+            a.transactions += b.transactions;
+            a.bytes += b.bytes;
+            a.errors += b.errors;
+        }
+        if !p.pinned {
+            out.unpinned.push(p.cpu);
+        }
+    }
+    out.connect = connect.stats();
+    out.ttfb = ttfb.stats();
+    out.total = total.stats();
+    Ok(out)
+}
