@@ -42,6 +42,9 @@ pub struct ProbeSpec {
 pub enum ProbeKind {
     Cyclic,
     Oslat,
+    Ops,
+    Mem,
+    Numa,
 }
 
 /// A gate as written in a profile.

@@ -38,6 +38,9 @@ pub struct SystemInfo {
 pub enum ProbeResult {
     Cyclic(CyclicResult),
     Oslat(OslatResult),
+    Ops(crate::ops::OpsResult),
+    Mem(crate::mem::MemResult),
+    Numa(crate::numa::NumaResult),
 }
 
 /// Whether a run finished.
@@ -129,6 +132,9 @@ impl ProbeResult {
                 "busy-loop gap",
                 o.threads.iter().map(|t| &t.gaps),
             ),
+            ProbeResult::Ops(o) => o.measures(),
+            ProbeResult::Mem(m) => m.measures(),
+            ProbeResult::Numa(n) => n.measures(),
         }
     }
 }

@@ -16,6 +16,8 @@
 pub mod clock;
 pub mod counter;
 pub mod cyclic;
+pub mod mem;
+pub mod ops;
 pub mod oslat;
 pub mod rt;
 pub mod stop;

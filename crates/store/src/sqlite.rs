@@ -109,6 +109,9 @@ fn probes_of(doc: &RunDocument) -> String {
         .map(|p| match p {
             ProbeResult::Cyclic(_) => "cyclic",
             ProbeResult::Oslat(_) => "oslat",
+            ProbeResult::Ops(_) => "ops",
+            ProbeResult::Mem(_) => "mem",
+            ProbeResult::Numa(_) => "numa",
         })
         .collect();
     names.join(",")

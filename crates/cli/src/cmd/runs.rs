@@ -235,6 +235,8 @@ pub fn render_csv(doc: &RunDocument) -> String {
                     row(&mut s, "oslat", t.index, Some(t.cpu), &t.gaps, 0, over);
                 }
             }
+            // Not per-thread latency distributions: their figures leave through `measures()`.
+            ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {}
         }
     }
     s
