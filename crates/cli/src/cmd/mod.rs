@@ -4,6 +4,9 @@
 pub mod audit;
 pub mod cyclic;
 pub mod fingerprint;
+pub mod mem;
+pub mod numa;
+pub mod ops;
 pub mod oslat;
 pub mod run;
 pub mod runs;

@@ -6,7 +6,7 @@
 //! reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM end the run
 //! through the normal path: the probe stops, the result is stored and reported.
 
-use super::{cyclic, oslat};
+use super::{cyclic, mem, numa, ops, oslat};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::audit::AuditOptions;
@@ -161,6 +161,27 @@ struct OslatFlags {
     args: oslat::OslatArgs,
 }
 
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct OpsFlags {
+    #[command(flatten)]
+    args: ops::OpsArgs,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct MemFlags {
+    #[command(flatten)]
+    args: mem::MemArgs,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct NumaFlags {
+    #[command(flatten)]
+    args: numa::NumaArgs,
+}
+
 /// Stores the document now and then, and shows progress; store errors are warned about once, never fatal
 /// to the measurement.
 struct Recorder<'a> {
@@ -265,8 +286,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut plans = Vec::new();
     for spec in &profile.probes {
         let mut argv = expand(&spec.flags, &place);
-        argv.push("-D".into());
-        argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
+        // ops and mem have their own repetition flags and numa its --interval: the duration is not theirs.
+        if matches!(spec.kind, ProbeKind::Cyclic | ProbeKind::Oslat) {
+            argv.push("-D".into());
+            argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
+        }
         let what = format!(
             "profile {} {:?} flags '{}'",
             profile.name,
@@ -288,6 +312,28 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 Planned::Oslat(Box::new(
                     oslat::resolve(&args, &root).with_context(|| what.clone())?,
                 ))
+            }
+            ProbeKind::Ops => {
+                let args = OpsFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                Planned::Ops(Box::new(
+                    ops::resolve(&args, &root).with_context(|| what.clone())?,
+                ))
+            }
+            ProbeKind::Mem => {
+                let args = MemFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                Planned::Mem(Box::new(
+                    mem::resolve(&args, &root).with_context(|| what.clone())?,
+                ))
+            }
+            ProbeKind::Numa => {
+                let args = NumaFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                Planned::Numa(args.pids, args.interval)
             }
         });
     }
@@ -402,6 +448,21 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 doc.warnings.extend(oslat::shortfalls(&result));
                 doc.probes.push(ProbeResult::Oslat(result));
             }
+            Planned::Ops(p) => {
+                eprintln!("ops: {} operations…", p.config.ops.len());
+                let result = rtgauge_probe::ops::run(&p, &stop)?;
+                doc.warnings.extend(ops::shortfalls(&result));
+                doc.probes.push(ProbeResult::Ops(result));
+            }
+            Planned::Mem(p) => {
+                eprintln!("mem: latency curve over {} working sets, bandwidth, NUMA…", p.config.sizes_bytes.len());
+                let result = rtgauge_probe::mem::run(&p)?;
+                doc.warnings.extend(mem::shortfalls(&result));
+                doc.probes.push(ProbeResult::Mem(result));
+            }
+            Planned::Numa(pids, interval) => {
+                doc.probes.push(ProbeResult::Numa(numa::measure(&root, &pids, interval)));
+            }
         }
         doc.ended_at = crate::doc::now_rfc3339();
         rec.save(&doc);
@@ -450,6 +511,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
 enum Planned {
     Cyclic(Box<cyclic::Resolved>),
     Oslat(Box<rtgauge_probe::oslat::OslatPlan>),
+    Ops(Box<rtgauge_probe::ops::OpsPlan>),
+    Mem(Box<rtgauge_probe::mem::MemPlan>),
+    Numa(Vec<u32>, Nanos),
 }
 
 fn first_line(e: &clap::Error) -> String {
@@ -515,10 +579,14 @@ pub fn render_summary(doc: &RunDocument) -> String {
                 }
             }
             ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
+            ProbeResult::Ops(o) => s.push_str(&ops::render_table(o)),
+            ProbeResult::Mem(m) => s.push_str(&mem::render(m, false)),
+            ProbeResult::Numa(n) => s.push_str(&numa::render(n, 10)),
         }
         let acc = match p {
             ProbeResult::Cyclic(c) => c.accounting.as_ref(),
             ProbeResult::Oslat(o) => o.accounting.as_ref(),
+            _ => None,
         };
         if let Some(a) = acc {
             s.push_str(&render_accounting(a));
