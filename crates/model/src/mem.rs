@@ -107,34 +107,40 @@ pub fn size_label(bytes: u64) -> String {
     }
 }
 
-/// Find the plateaus of a latency curve (sizes ascending). A point more than `rise` times the current
-/// plateau's first value ends the plateau; the next plateau starts where the curve flattens again (two
-/// successive points within `rise`). Caches are then matched to a step when the step's capacity is within
-/// a factor √2·1.01 of the cache size (one step of the default sweep).
-pub fn find_steps(points: &[LatencyPoint], caches: &[CacheInfo], rise: f64) -> Vec<Step> {
+/// Find the steps of a latency curve (sizes ascending). A transition is a run of successive points each
+/// at least `member` times the one before, rising `rise` times or more in all; its capacity is the point
+/// before the largest single rise of the run (caches do not fall off a cliff: associativity conflicts and
+/// replacement make the curve climb over a few points before the next level). Caches are then matched to
+/// a step when the step's capacity is within a factor 1.5·1.01 of the cache size (one step of the default
+/// sweep, ×1.5 or ×4/3).
+pub fn find_steps(points: &[LatencyPoint], caches: &[CacheInfo], member: f64, rise: f64) -> Vec<Step> {
+    let lat: Vec<f64> = points.iter().map(|p| p.ns_per_load.max(1e-9)).collect();
+    let ratio = |i: usize| lat[i + 1] / lat[i];
     let mut steps = Vec::new();
+    let mut plateau_start = 0;
     let mut i = 0;
-    while i < points.len() {
-        let base = points[i].ns_per_load;
+    while i + 1 < lat.len() {
+        if ratio(i) < member {
+            i += 1;
+            continue;
+        }
         let mut j = i;
-        while j + 1 < points.len() && points[j + 1].ns_per_load <= base * rise {
+        while j + 2 < lat.len() && ratio(j + 1) >= member {
             j += 1;
         }
-        if j + 1 >= points.len() {
-            break;
+        if lat[j + 1] / lat[i] >= rise {
+            let k = (i..=j)
+                .max_by(|a, b| ratio(*a).total_cmp(&ratio(*b)))
+                .unwrap_or(i);
+            steps.push(Step {
+                capacity_bytes: points[k].size_bytes,
+                plateau_ns: lat[plateau_start],
+                next_ns: lat[j + 1],
+                matches: None,
+            });
+            plateau_start = j + 1;
         }
-        // Transition: skip points until two successive ones agree within `rise`.
-        let mut k = j + 1;
-        while k + 1 < points.len() && points[k + 1].ns_per_load > points[k].ns_per_load * rise {
-            k += 1;
-        }
-        steps.push(Step {
-            capacity_bytes: points[j].size_bytes,
-            plateau_ns: base,
-            next_ns: points[k].ns_per_load,
-            matches: None,
-        });
-        i = k;
+        i = j + 1;
     }
     for c in caches {
         let size = c.size_bytes as f64;
@@ -244,14 +250,14 @@ mod tests {
             CacheInfo { level: 2, kind: "Unified".into(), size_bytes: 1 << 20 },
             CacheInfo { level: 3, kind: "Unified".into(), size_bytes: 32 << 20 },
         ];
-        let s = find_steps(&pts, &caches, 1.3);
+        let s = find_steps(&pts, &caches, 1.2, 1.3);
         let caps: Vec<u64> = s.iter().map(|x| x.capacity_bytes >> 10).collect();
         assert_eq!(caps, vec![48, 1024, 32768]);
         let m: Vec<Option<&str>> = s.iter().map(|x| x.matches.as_deref()).collect();
         assert_eq!(m, vec![Some("L1"), Some("L2"), Some("L3")]);
         // A flat curve has no steps.
-        assert!(find_steps(&curve(&[(4, 1.0), (8, 1.1), (16, 1.0)]), &caches, 1.3).is_empty());
-        assert!(find_steps(&[], &caches, 1.3).is_empty());
+        assert!(find_steps(&curve(&[(4, 1.0), (8, 1.1), (16, 1.0)]), &caches, 1.2, 1.3).is_empty());
+        assert!(find_steps(&[], &caches, 1.2, 1.3).is_empty());
     }
 
     #[test]

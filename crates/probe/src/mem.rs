@@ -26,7 +26,9 @@ use rtgauge_model::ops::median;
 use std::hint::black_box;
 use std::time::Instant;
 
-/// Relative rise that ends a plateau of the latency curve.
+/// Rise from one point to the next that belongs to a transition of the latency curve.
+pub const STEP_MEMBER: f64 = 1.2;
+/// Total rise of a transition that makes it a step.
 pub const STEP_RISE: f64 = 1.3;
 const LINE: usize = 64;
 /// Fewest loads timed per repetition of a latency point.
@@ -385,7 +387,7 @@ fn measure_all(plan: &MemPlan) -> Result<MemResult, String> {
             }
         }
     }
-    let steps = find_steps(&latency, &plan.caches, STEP_RISE);
+    let steps = find_steps(&latency, &plan.caches, STEP_MEMBER, STEP_RISE);
     Ok(MemResult {
         config: cfg.clone(),
         caches: plan.caches.clone(),

@@ -788,6 +788,11 @@ pub fn run(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> Result<OpsResult, Pr
 
 fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
     let cpu = crate::rt::pin_thread(plan.cpu);
+    // lmbench measures unlocked memory. A process that called mlockall(MCL_FUTURE) (the timer probes of
+    // `rtgauge run` do) has every new mapping populated at mmap time, which turns mmap into a full read of
+    // the file, page faults into nothing and fork into a copy of locked page tables: undo it for this probe.
+    // SAFETY: munlockall has no memory-safety preconditions.
+    unsafe { libc::munlockall() };
     let cfg = &plan.config;
     let lo = loop_overhead(cfg.repetitions, cfg.sample_ns);
     let mut ops = Vec::new();

@@ -149,7 +149,7 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
             st.next_ns,
             st.matches
                 .as_ref()
-                .map_or("(no sysfs cache of this size: TLB reach or a shared cache's share)".to_string(), |m| format!("= {m}"))
+                .map_or("(no sysfs cache of this size: TLB reach, or the share of a cache this CPU gets)".to_string(), |m| format!("= {m}"))
         );
     }
     if let Some(last) = r.latency.last() {
