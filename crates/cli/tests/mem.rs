@@ -29,7 +29,12 @@ fn l1d_bytes() -> Option<u64> {
         let r = |f: &str| std::fs::read_to_string(p.join(f)).unwrap_or_default();
         if r("level").trim() == "1" && r("type").trim() == "Data" {
             let s = r("size");
-            return s.trim().trim_end_matches('K').parse::<u64>().ok().map(|k| k << 10);
+            return s
+                .trim()
+                .trim_end_matches('K')
+                .parse::<u64>()
+                .ok()
+                .map(|k| k << 10);
         }
     }
     None
@@ -41,14 +46,30 @@ fn small_sweep_finds_the_l1_step() {
     let out = dir.path().join("mem.json");
     let o = rtgauge()
         .args([
-            "mem", "--cpu", "0", "--max-size", "2M", "-r", "3", "--loads", "200000", "--bw-size", "4M",
-            "--numa-size", "4M", "--output",
+            "mem",
+            "--cpu",
+            "0",
+            "--max-size",
+            "2M",
+            "-r",
+            "3",
+            "--loads",
+            "200000",
+            "--bw-size",
+            "4M",
+            "--numa-size",
+            "4M",
+            "--output",
         ])
         .arg(&out)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let doc = read_json(&out);
     let m = &doc["probes"][0];
     assert_eq!(m["probe"], "mem");
@@ -58,7 +79,10 @@ fn small_sweep_finds_the_l1_step() {
     if let Some(l1) = l1d_bytes() {
         let first = m["steps"][0]["capacity_bytes"].as_u64().unwrap() as f64;
         let r = first / l1 as f64;
-        assert!((1.0 / 1.52..=1.52).contains(&r), "first step {first} vs L1d {l1}: {text}");
+        assert!(
+            (1.0 / 1.52..=1.52).contains(&r),
+            "first step {first} vs L1d {l1}: {text}"
+        );
         assert_eq!(m["steps"][0]["matches"], "L1", "{text}");
     }
 }

@@ -7,7 +7,9 @@ use common::*;
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
 }
 
 fn run_on(name: &str) -> serde_json::Value {
@@ -44,7 +46,10 @@ fn two_nodes_match_hand_computed_shares() {
     assert_eq!(local(&v, "processes", "dbworker"), 0.0);
     // vdu, CPUs 4-7 (node 1): N0 = 100·4 KiB; N1 = 300·4 KiB + one 2 MiB page.
     let want = (300.0 * 4096.0 + 2097152.0) / (400.0 * 4096.0 + 2097152.0) * 100.0;
-    assert!((local(&v, "processes", "vdu") - want).abs() < 1e-9, "{want}");
+    assert!(
+        (local(&v, "processes", "vdu") - want).abs() < 1e-9,
+        "{want}"
+    );
     // spread may run anywhere: all local.
     assert_eq!(local(&v, "processes", "spread"), 100.0);
     // kthreadd has no user memory: not listed.
@@ -57,7 +62,10 @@ fn two_nodes_match_hand_computed_shares() {
     assert_eq!(c.len(), 2);
     assert_eq!(c[1]["total"]["other_node"], 100);
     let (l, o): (u64, u64) = c.iter().fold((0, 0), |(l, o), x| {
-        (l + x["total"]["local_node"].as_u64().unwrap(), o + x["total"]["other_node"].as_u64().unwrap())
+        (
+            l + x["total"]["local_node"].as_u64().unwrap(),
+            o + x["total"]["other_node"].as_u64().unwrap(),
+        )
     });
     assert!((l as f64 * 100.0 / (l + o) as f64 - doc_pct).abs() < 1e-9);
 }
@@ -89,7 +97,10 @@ fn text_output_shows_shares_and_counters() {
 
 #[test]
 fn live_all_runs_here() {
-    let o = rtgauge().args(["numa", "--all", "--interval", "200ms"]).output().unwrap();
+    let o = rtgauge()
+        .args(["numa", "--all", "--interval", "200ms"])
+        .output()
+        .unwrap();
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(t.contains("node 0"), "{t}");

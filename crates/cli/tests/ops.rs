@@ -47,21 +47,41 @@ fn short_run_measures_the_requested_operations() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(text.contains("null syscall (getppid)"), "{text}");
     assert!(text.contains("sleep 50 µs overshoot"), "{text}");
-    assert!(!text.contains("stat"), "only the requested operations: {text}");
+    assert!(
+        !text.contains("stat"),
+        "only the requested operations: {text}"
+    );
     let doc = read_json(&out);
     let p = &doc["probes"][0];
     assert_eq!(p["probe"], "ops");
     assert_eq!(p["cpu"]["achieved"], 0);
-    let names: Vec<&str> = p["ops"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
-    assert_eq!(names, ["null_syscall", "pipe_rtt", "fork_exit", "sleep_50us"]);
+    let names: Vec<&str> = p["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["null_syscall", "pipe_rtt", "fork_exit", "sleep_50us"]
+    );
     for op in p["ops"].as_array().unwrap() {
         assert_eq!(op["samples_ns"].as_array().unwrap().len(), 7);
         assert_eq!(op["latency"]["count"], 7);
     }
     // Process creation costs far more than a syscall on any machine.
     let med = |i: usize| p["ops"][i]["median_ns"].as_f64().unwrap();
-    assert!(med(2) > 10.0 * med(0), "fork {} vs syscall {}", med(2), med(0));
+    assert!(
+        med(2) > 10.0 * med(0),
+        "fork {} vs syscall {}",
+        med(2),
+        med(0)
+    );
 }

@@ -299,8 +299,12 @@ garbage N=3 Nx=2 N2=z N3=5
 
     #[test]
     fn numastat_and_cgroup_and_sizes() {
-        let s = parse_numastat("numa_hit 10\nnuma_miss 2\nlocal_node 9\nother_node 3\nbogus\nx y\n");
-        assert_eq!((s.numa_hit, s.numa_miss, s.local_node, s.other_node), (10, 2, 9, 3));
+        let s =
+            parse_numastat("numa_hit 10\nnuma_miss 2\nlocal_node 9\nother_node 3\nbogus\nx y\n");
+        assert_eq!(
+            (s.numa_hit, s.numa_miss, s.local_node, s.other_node),
+            (10, 2, 9, 3)
+        );
         assert_eq!(parse_cgroup("0::/kubepods/pod1/c1\n"), "/kubepods/pod1/c1");
         assert_eq!(parse_cgroup("4:cpuset:/a\n"), "/a");
         assert_eq!(parse_cgroup(""), "");

@@ -96,11 +96,11 @@ pub fn size_label(bytes: u64) -> String {
     const K: u64 = 1 << 10;
     const M: u64 = 1 << 20;
     const G: u64 = 1 << 30;
-    if bytes >= G && bytes % G == 0 {
+    if bytes >= G && bytes.is_multiple_of(G) {
         format!("{}g", bytes / G)
-    } else if bytes >= M && bytes % M == 0 {
+    } else if bytes >= M && bytes.is_multiple_of(M) {
         format!("{}m", bytes / M)
-    } else if bytes >= K && bytes % K == 0 {
+    } else if bytes >= K && bytes.is_multiple_of(K) {
         format!("{}k", bytes / K)
     } else {
         format!("{bytes}")
@@ -113,7 +113,12 @@ pub fn size_label(bytes: u64) -> String {
 /// replacement make the curve climb over a few points before the next level). Caches are then matched to
 /// a step when the step's capacity is within a factor 1.5·1.01 of the cache size (one step of the default
 /// sweep, ×1.5 or ×4/3).
-pub fn find_steps(points: &[LatencyPoint], caches: &[CacheInfo], member: f64, rise: f64) -> Vec<Step> {
+pub fn find_steps(
+    points: &[LatencyPoint],
+    caches: &[CacheInfo],
+    member: f64,
+    rise: f64,
+) -> Vec<Step> {
     let lat: Vec<f64> = points.iter().map(|p| p.ns_per_load.max(1e-9)).collect();
     let ratio = |i: usize| lat[i + 1] / lat[i];
     let mut steps = Vec::new();
@@ -195,14 +200,20 @@ impl MemResult {
             let k = format!("mem.numa.{}.{}", c.cpu_node, c.mem_node);
             out.push(Measure::new(
                 format!("{k}.latency"),
-                format!("latency CPUs of node {} to memory of node {}", c.cpu_node, c.mem_node),
+                format!(
+                    "latency CPUs of node {} to memory of node {}",
+                    c.cpu_node, c.mem_node
+                ),
                 MeasureUnit::Nanos,
                 c.latency_ns,
                 Better::Lower,
             ));
             out.push(Measure::new(
                 format!("{k}.bw"),
-                format!("read bandwidth CPUs of node {} from memory of node {}", c.cpu_node, c.mem_node),
+                format!(
+                    "read bandwidth CPUs of node {} from memory of node {}",
+                    c.cpu_node, c.mem_node
+                ),
                 MeasureUnit::BytesPerSecond,
                 c.read_bytes_per_sec,
                 Better::Higher,
@@ -246,9 +257,21 @@ mod tests {
             (262144, 95.0),
         ]);
         let caches = [
-            CacheInfo { level: 1, kind: "Data".into(), size_bytes: 48 << 10 },
-            CacheInfo { level: 2, kind: "Unified".into(), size_bytes: 1 << 20 },
-            CacheInfo { level: 3, kind: "Unified".into(), size_bytes: 32 << 20 },
+            CacheInfo {
+                level: 1,
+                kind: "Data".into(),
+                size_bytes: 48 << 10,
+            },
+            CacheInfo {
+                level: 2,
+                kind: "Unified".into(),
+                size_bytes: 1 << 20,
+            },
+            CacheInfo {
+                level: 3,
+                kind: "Unified".into(),
+                size_bytes: 32 << 20,
+            },
         ];
         let s = find_steps(&pts, &caches, 1.2, 1.3);
         let caps: Vec<u64> = s.iter().map(|x| x.capacity_bytes >> 10).collect();

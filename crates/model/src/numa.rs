@@ -91,12 +91,20 @@ impl NumaStat {
 impl NumaResult {
     /// Share of allocations that were node-local, over the interval when one was sampled, else since boot.
     pub fn local_alloc_pct(&self) -> Option<f64> {
-        let pick = |c: &NodeCounters| if self.interval_ns > 0 { c.delta } else { c.total };
+        let pick = |c: &NodeCounters| {
+            if self.interval_ns > 0 {
+                c.delta
+            } else {
+                c.total
+            }
+        };
         let (l, o) = self
             .counters
             .iter()
             .map(pick)
-            .fold((0u64, 0u64), |(l, o), s| (l + s.local_node, o + s.other_node));
+            .fold((0u64, 0u64), |(l, o), s| {
+                (l + s.local_node, o + s.other_node)
+            });
         (l + o > 0).then(|| l as f64 * 100.0 / (l + o) as f64)
     }
 

@@ -173,7 +173,7 @@ fn chase(mut p: *const usize, loads: u64) -> (u64, *const usize) {
 
 fn loads_for(size: u64, cap: u64) -> u64 {
     let lines = size / LINE as u64;
-    (lines.clamp(MIN_LOADS, cap.max(MIN_LOADS)) + 15) / 16 * 16
+    lines.clamp(MIN_LOADS, cap.max(MIN_LOADS)).div_ceil(16) * 16
 }
 
 /// One latency point on region `r` (at least `size` long).
@@ -295,7 +295,10 @@ fn bind(r: &Region, node: u32) -> Result<(), String> {
         )
     };
     if rc != 0 {
-        return Err(format!("mbind to node {node}: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "mbind to node {node}: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -463,7 +466,11 @@ mod tests {
         assert!(l1 > 0.1 && l1 < 5.0, "{l1}");
         assert!(dram > 4.0 * l1, "{dram} vs {l1}");
         assert_eq!(r.bandwidth.len(), 3);
-        assert!(r.bandwidth.iter().all(|b| b.bytes_per_sec > 1e8), "{:?}", r.bandwidth);
+        assert!(
+            r.bandwidth.iter().all(|b| b.bytes_per_sec > 1e8),
+            "{:?}",
+            r.bandwidth
+        );
         assert_eq!(r.numa.len(), 1);
         assert_eq!(r.numa[0].error, None);
         assert_eq!(r.numa[0].verified_node, Some(0));

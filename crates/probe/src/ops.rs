@@ -113,7 +113,12 @@ fn loop_overhead(reps: u32, sample_ns: u64) -> f64 {
         .unwrap_or(0.0)
 }
 
-fn simple(reps: u32, sample_ns: u64, lo: f64, op: &mut impl FnMut() -> i64) -> Result<Measured, String> {
+fn simple(
+    reps: u32,
+    sample_ns: u64,
+    lo: f64,
+    op: &mut impl FnMut() -> i64,
+) -> Result<Measured, String> {
     let (n, s) = sampled(reps, sample_ns, op)?;
     Ok(Measured {
         iterations: n,
@@ -148,7 +153,8 @@ impl Scratch {
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             left -= n as u64;
         }
-        f.sync_all().map_err(|e| format!("{}: {e}", path.display()))?;
+        f.sync_all()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Scratch { path })
     }
 }
@@ -449,10 +455,7 @@ fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, String> {
     Ok(Measured {
         iterations: n * procs as u64,
         overhead_ns: ovr + lo,
-        samples_ns: s
-            .into_iter()
-            .map(|x| x / procs as f64 - ovr - lo)
-            .collect(),
+        samples_ns: s.into_iter().map(|x| x / procs as f64 - ovr - lo).collect(),
     })
 }
 
@@ -494,9 +497,7 @@ fn exec_child(path: &CString, argv: &[*const libc::c_char; 4]) -> ! {
 
 fn mmap_file(fd: libc::c_int, len: usize, prot: libc::c_int) -> *mut u8 {
     // SAFETY: mapping a file this module created and sized; failure is MAP_FAILED, checked by callers.
-    unsafe {
-        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) as *mut u8
-    }
+    unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) as *mut u8 }
 }
 
 /// xorshift64*: a tiny deterministic generator for shuffles; a crate would add a dependency for 5 lines.
@@ -513,16 +514,11 @@ impl XorShift {
     }
     /// Uniform in 0..n (n > 0), multiply-shift (bias below 2^-32 for the sizes used here).
     pub(crate) fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 32) * n as u64 >> 32) as usize
+        (((self.next() >> 32) * n as u64) >> 32) as usize
     }
 }
 
-fn measure_one(
-    op: &str,
-    plan: &OpsPlan,
-    lo: f64,
-    interval_ns: u64,
-) -> Result<Measured, String> {
+fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Measured, String> {
     let cfg = &plan.config;
     let (reps, sn) = (cfg.repetitions, cfg.sample_ns);
     match op {
@@ -630,10 +626,22 @@ fn measure_one(
             let (sh, dash_c) = (cstr("/bin/sh")?, cstr("-c")?);
             let shname = cstr("sh")?;
             if op == "fork_exec" {
-                let argv = [name.as_ptr(), std::ptr::null(), std::ptr::null(), std::ptr::null()];
-                simple(reps, sn, lo, &mut || fork_wait(&|| exec_child(&prog, &argv)))
+                let argv = [
+                    name.as_ptr(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                ];
+                simple(reps, sn, lo, &mut || {
+                    fork_wait(&|| exec_child(&prog, &argv))
+                })
             } else {
-                let argv = [shname.as_ptr(), dash_c.as_ptr(), prog.as_ptr(), std::ptr::null()];
+                let argv = [
+                    shname.as_ptr(),
+                    dash_c.as_ptr(),
+                    prog.as_ptr(),
+                    std::ptr::null(),
+                ];
                 simple(reps, sn, lo, &mut || fork_wait(&|| exec_child(&sh, &argv)))
             }
         }
@@ -721,11 +729,20 @@ fn measure_one(
             })
         }
         "clock_gettime" => simple(reps, sn, lo, &mut || {
-            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
             // SAFETY: valid out-pointer.
             unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) as i64 }
         }),
-        "tsc_read" => simple(reps, sn, lo, &mut || (black_box(crate::counter::read()) & 0) as i64),
+        "tsc_read" => simple(reps, sn, lo, &mut || {
+            {
+                // The read is kept by black_box; the loop only needs a non-negative status.
+                black_box(crate::counter::read());
+                0
+            }
+        }),
         other => Err(format!("unknown operation {other}")),
     }
 }
@@ -763,7 +780,11 @@ fn label_of(op: &str, cfg: &OpsConfig) -> String {
     let kib = |b: u64| b >> 10;
     match op {
         "stat" | "open_close" => format!("{base} of a file"),
-        "ctx_switch" => format!("{base}, {} processes, {} KiB", cfg.ctx_procs, kib(cfg.ctx_size_bytes)),
+        "ctx_switch" => format!(
+            "{base}, {} processes, {} KiB",
+            cfg.ctx_procs,
+            kib(cfg.ctx_size_bytes)
+        ),
         "fork_exec" | "fork_sh" => format!("{base} {}", cfg.exec_program),
         "mmap" => format!("{base} {} KiB file", kib(cfg.mmap_size_bytes.max(1 << 16))),
         "tsc_read" => format!("{base} ({})", crate::counter::SOURCE),
@@ -806,7 +827,11 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
             for &iv in &cfg.sleep_intervals_ns {
                 let name = format!("sleep_{}us", iv / 1000);
                 match measure_one(op, plan, lo, iv) {
-                    Ok(m) => ops.push(result(&name, format!("sleep {} µs overshoot", iv / 1000), m)),
+                    Ok(m) => ops.push(result(
+                        &name,
+                        format!("sleep {} µs overshoot", iv / 1000),
+                        m,
+                    )),
                     Err(e) => skipped.push((name, e)),
                 }
             }

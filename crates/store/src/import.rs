@@ -918,7 +918,7 @@ mod tests {
     fn cyclic(d: &RunDocument) -> &CyclicResult {
         match &d.probes[0] {
             ProbeResult::Cyclic(c) => c,
-            ProbeResult::Oslat(_) => panic!("expected cyclic"),
+            _ => panic!("expected cyclic"),
         }
     }
 

@@ -86,7 +86,10 @@ pub fn resolve(a: &MemArgs, root: &HostRoot) -> anyhow::Result<MemPlan> {
     }
     let sizes = sweep_sizes(a.min_size, a.max_size);
     if sizes.is_empty() {
-        bail!("--max-size {}: no working set of the sweep fits", size_label(a.max_size));
+        bail!(
+            "--max-size {}: no working set of the sweep fits",
+            size_label(a.max_size)
+        );
     }
     let cache_cpu = a
         .cpu
@@ -96,7 +99,13 @@ pub fn resolve(a: &MemArgs, root: &HostRoot) -> anyhow::Result<MemPlan> {
     let mem_nodes = rtgauge_host::numa::read_memory_nodes(root, &nodes);
     let cpu_nodes: Vec<(u32, u32)> = nodes
         .iter()
-        .filter_map(|n| n.cpus.intersection(&online).iter().next().map(|c| (n.node, c)))
+        .filter_map(|n| {
+            n.cpus
+                .intersection(&online)
+                .iter()
+                .next()
+                .map(|c| (n.node, c))
+        })
         .collect();
     Ok(MemPlan {
         config: MemConfig {
@@ -131,12 +140,21 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
         s,
         "\nmemory (mem, {} pages; sysfs caches: {}):",
         if r.config.hugepages { "huge" } else { "4 KiB" },
-        if caches.is_empty() { "-".into() } else { caches.join(", ") }
+        if caches.is_empty() {
+            "-".into()
+        } else {
+            caches.join(", ")
+        }
     );
     if full_curve {
         let _ = writeln!(s, "  {:>10} {:>10}", "working set", "ns/load");
         for p in &r.latency {
-            let _ = writeln!(s, "  {:>10} {:>10.2}", size_label(p.size_bytes), p.ns_per_load);
+            let _ = writeln!(
+                s,
+                "  {:>10} {:>10.2}",
+                size_label(p.size_bytes),
+                p.ns_per_load
+            );
         }
     }
     let _ = writeln!(s, "  steps of the latency curve:");
@@ -147,9 +165,11 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
             size_label(st.capacity_bytes),
             st.plateau_ns,
             st.next_ns,
-            st.matches
-                .as_ref()
-                .map_or("(no sysfs cache of this size: TLB reach, or the share of a cache this CPU gets)".to_string(), |m| format!("= {m}"))
+            st.matches.as_ref().map_or(
+                "(no sysfs cache of this size: TLB reach, or the share of a cache this CPU gets)"
+                    .to_string(),
+                |m| format!("= {m}")
+            )
         );
     }
     if let Some(last) = r.latency.last() {
@@ -170,7 +190,10 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
         );
     }
     if !r.numa.is_empty() {
-        let _ = writeln!(s, "  NUMA matrix (CPUs of node → memory of node): latency ns, read GB/s");
+        let _ = writeln!(
+            s,
+            "  NUMA matrix (CPUs of node → memory of node): latency ns, read GB/s"
+        );
         for c in &r.numa {
             match &c.error {
                 Some(e) => {

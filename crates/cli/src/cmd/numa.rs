@@ -77,13 +77,12 @@ fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) 
     let _ = writeln!(s, "  {title} ({} shown of {}):", v.len().min(top), v.len());
     let _ = writeln!(
         s,
-        "    {:>8} {:<24} {:>10} {:>8} {:<12} {}",
+        "    {:>8} {:<24} {:>10} {:>8} {:<12} MiB per node",
         if pid { "PID" } else { "" },
         if pid { "command" } else { "cgroup" },
         "RSS MiB",
         "local %",
         "local nodes",
-        "MiB per node"
     );
     for l in v.into_iter().take(top) {
         let per: Vec<String> = l
@@ -95,7 +94,11 @@ fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) 
         let _ = writeln!(
             s,
             "    {:>8} {:<24} {:>10.1} {:>8.1} {:<12} {}",
-            if pid { l.pid.to_string() } else { String::new() },
+            if pid {
+                l.pid.to_string()
+            } else {
+                String::new()
+            },
             l.name,
             mib(l.bytes_per_node.values().sum()),
             l.local_pct,
@@ -113,7 +116,15 @@ pub fn render(r: &NumaResult, top: usize) -> String {
         .iter()
         .map(|n| format!("node {}: CPUs {}", n.node, n.cpus))
         .collect();
-    let _ = writeln!(s, "\nNUMA locality ({}):", if nodes.is_empty() { "no NUMA nodes".into() } else { nodes.join("; ") });
+    let _ = writeln!(
+        s,
+        "\nNUMA locality ({}):",
+        if nodes.is_empty() {
+            "no NUMA nodes".into()
+        } else {
+            nodes.join("; ")
+        }
+    );
     table(&mut s, "processes", &r.processes, top, true);
     table(&mut s, "cgroups", &r.cgroups, top, false);
     let over = if r.interval_ns > 0 {
@@ -153,7 +164,11 @@ pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
     }
     let started = crate::doc::now_rfc3339();
     let result = measure(&root, &a.pids, a.interval);
-    write!(std::io::stdout().lock(), "{}", render(&result, a.top as usize))?;
+    write!(
+        std::io::stdout().lock(),
+        "{}",
+        render(&result, a.top as usize)
+    )?;
     if let Some(path) = &a.output {
         let doc = crate::doc::document(
             started,

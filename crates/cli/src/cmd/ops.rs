@@ -71,7 +71,10 @@ fn parse_op(s: &str) -> Result<String, String> {
     let name = s.trim();
     if !OPS.iter().any(|(n, _)| *n == name) {
         let all: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
-        return Err(format!("unknown operation '{name}' (one of {})", all.join(", ")));
+        return Err(format!(
+            "unknown operation '{name}' (one of {})",
+            all.join(", ")
+        ));
     }
     Ok(name.to_string())
 }
@@ -182,7 +185,10 @@ fn us(ns: f64) -> String {
 pub fn render_table(r: &OpsResult) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let pin = r.cpu.achieved.map_or("not pinned".to_string(), |c| format!("CPU {c}"));
+    let pin = r
+        .cpu
+        .achieved
+        .map_or("not pinned".to_string(), |c| format!("CPU {c}"));
     let _ = writeln!(
         s,
         "\nOS primitives (ops, {pin}, {} samples each):",

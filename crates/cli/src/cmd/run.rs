@@ -455,13 +455,17 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 doc.probes.push(ProbeResult::Ops(result));
             }
             Planned::Mem(p) => {
-                eprintln!("mem: latency curve over {} working sets, bandwidth, NUMA…", p.config.sizes_bytes.len());
+                eprintln!(
+                    "mem: latency curve over {} working sets, bandwidth, NUMA…",
+                    p.config.sizes_bytes.len()
+                );
                 let result = rtgauge_probe::mem::run(&p)?;
                 doc.warnings.extend(mem::shortfalls(&result));
                 doc.probes.push(ProbeResult::Mem(result));
             }
             Planned::Numa(pids, interval) => {
-                doc.probes.push(ProbeResult::Numa(numa::measure(&root, &pids, interval)));
+                doc.probes
+                    .push(ProbeResult::Numa(numa::measure(&root, &pids, interval)));
             }
         }
         doc.ended_at = crate::doc::now_rfc3339();
