@@ -25,7 +25,8 @@ pub struct Locality {
     pub cpus_allowed: CpuSet,
     /// Nodes those CPUs belong to.
     pub local_nodes: Vec<u32>,
-    /// Resident bytes per node (numa_maps `N<node>=<pages>` × page size).
+    /// Resident bytes per node (numa_maps `N<node>=<pages>` × page size), stored as `[[node, bytes], …]`.
+    #[serde(with = "node_pairs")]
     pub bytes_per_node: BTreeMap<u32, u64>,
     /// Share of resident bytes on `local_nodes`, percent (100 when nothing is resident).
     pub local_pct: f64,
@@ -59,6 +60,24 @@ pub struct NumaResult {
     /// Length of the counter sample, ns (0: totals only).
     pub interval_ns: u64,
     pub counters: Vec<NodeCounters>,
+}
+
+/// A node map as a list of `[node, value]` pairs: JSON object keys are strings, and serde cannot turn them
+/// back into integers inside an internally tagged enum (`ProbeResult`), so a map would not round-trip.
+mod node_pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
+        m.iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
+        Ok(Vec::<(u32, u64)>::deserialize(d)?.into_iter().collect())
+    }
 }
 
 /// Local share of `bytes_per_node` on `local` nodes, percent.
@@ -147,6 +166,28 @@ impl NumaResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_numa_result_round_trips_inside_a_run_document_probe() {
+        let r = crate::run::ProbeResult::Numa(NumaResult {
+            nodes: vec![],
+            processes: vec![Locality {
+                pid: 1,
+                name: "init".into(),
+                cgroup: "/".into(),
+                cpus_allowed: CpuSet::new([0]),
+                local_nodes: vec![0],
+                bytes_per_node: [(0, 4096), (1, 8192)].into_iter().collect(),
+                local_pct: 100.0 / 3.0,
+            }],
+            cgroups: vec![],
+            interval_ns: 0,
+            counters: vec![],
+        });
+        let text = serde_json::to_string(&r).unwrap();
+        let back: crate::run::ProbeResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+    }
 
     #[test]
     fn local_share_counts_only_local_nodes() {
