@@ -41,6 +41,12 @@ pub enum Command {
     Audit(crate::cmd::audit::AuditArgs),
     /// The platform fingerprint: CPU, topology, NUMA, kernel and preemption, clocksource, virtualization, tuning.
     Fingerprint(crate::cmd::fingerprint::FingerprintArgs),
+    /// OS-primitive costs in the manner of lmbench: syscalls, signals, IPC, context switch, fork/exec, mmap.
+    Ops(Box<crate::cmd::ops::OpsArgs>),
+    /// Memory load-latency curve (cache/TLB steps), read/write/copy bandwidth, NUMA matrix.
+    Mem(Box<crate::cmd::mem::MemArgs>),
+    /// NUMA locality of running processes and cgroups, and node-local allocation counters.
+    Numa(crate::cmd::numa::NumaArgs),
 }
 
 /// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).

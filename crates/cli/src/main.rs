@@ -25,6 +25,9 @@ fn main() -> ExitCode {
         cli::Command::Compare(a) => cmd::report::compare(a),
         cli::Command::Audit(a) => cmd::audit::run(a),
         cli::Command::Fingerprint(a) => cmd::fingerprint::run(a),
+        cli::Command::Ops(a) => cmd::ops::run(a),
+        cli::Command::Mem(a) => cmd::mem::run(a),
+        cli::Command::Numa(a) => cmd::numa::run(a),
     };
     match result {
         Ok(code) => code,

@@ -102,9 +102,20 @@ fn quick_profile_stores_the_run_and_prints_the_summary() {
     let d = export_json(&db, "bare-metal");
     assert_eq!(d["status"], "complete");
     assert_eq!(d["tags"]["site"], "lab");
-    assert_eq!(d["probes"].as_array().unwrap().len(), 2);
+    // quick: cyclic, oslat, then the short ops, mem and numa probes.
+    let kinds: Vec<&str> = d["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["probe"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["cyclic", "oslat", "ops", "mem", "numa"]);
+    assert!(
+        s.contains("OS primitives (ops") && s.contains("steps of the latency curve"),
+        "{s}"
+    );
     assert!(d["fingerprint"].is_object() && d["audit"]["findings"].is_array());
-    for p in d["probes"].as_array().unwrap() {
+    for p in d["probes"].as_array().unwrap().iter().take(2) {
         let a = &p["accounting"];
         assert!(
             a["wall_ns"].as_u64().unwrap() >= 2_000_000_000,

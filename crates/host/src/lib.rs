@@ -7,6 +7,7 @@ pub mod audit;
 pub mod cpu;
 pub mod fingerprint;
 pub mod lint;
+pub mod numa;
 pub mod parse;
 pub mod root;
 pub mod system;

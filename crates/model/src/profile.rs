@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 /// A probe of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeSpec {
-    /// `cyclic` or `oslat`.
+    /// `cyclic`, `oslat`, `ops`, `mem` or `numa`. The profile's duration applies to cyclic and oslat only:
+    /// ops and mem run for their repetitions (`-r`, `--sample-time`), numa for its `--interval`.
     pub kind: ProbeKind,
     /// The probe's command-line flags (without `-D`: the duration comes from the profile or `--duration`).
     pub flags: String,
@@ -44,6 +45,9 @@ pub enum ProbeKind {
     Oslat,
     /// `rtgauge net` flags: `cps …` or `throughput …`.
     Net,
+    Ops,
+    Mem,
+    Numa,
 }
 
 /// A gate as written in a profile.
@@ -193,12 +197,23 @@ pub const BUILTIN: &[(&str, &str)] = &[
         r#"name = "quick"
 description = "A first look: timer latency and OS noise on the measured CPUs, 10 s each"
 duration = "10s"
+description = "A first look: timer latency and OS noise on the measured CPUs, 15 s each; OS-primitive costs, memory latency/bandwidth and NUMA locality (short)"
+duration = "15s"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p95 -i 200 -h 400 -a {cpus} -t --mainaffinity={housekeeping} -q"
 [[probe]]
 kind = "oslat"
 flags = "-c {cpus} -C {housekeeping} -q"
+[[probe]]
+kind = "ops"
+flags = "--cpu {cpu} -r 31 --sample-time 500us"
+[[probe]]
+kind = "mem"
+flags = "--cpu {cpu} --max-size 64M -r 3 --loads 300000 --bw-size 64M --numa-size 64M"
+[[probe]]
+kind = "numa"
+flags = "--all --interval 0"
 "#,
     ),
     (

@@ -39,6 +39,9 @@ pub enum ProbeResult {
     Cyclic(CyclicResult),
     Oslat(OslatResult),
     Net(crate::net::NetResult),
+    Ops(crate::ops::OpsResult),
+    Mem(crate::mem::MemResult),
+    Numa(crate::numa::NumaResult),
 }
 
 /// Whether a run finished.
@@ -131,6 +134,9 @@ impl ProbeResult {
                 o.threads.iter().map(|t| &t.gaps),
             ),
             ProbeResult::Net(n) => n.measures(),
+            ProbeResult::Ops(o) => o.measures(),
+            ProbeResult::Mem(m) => m.measures(),
+            ProbeResult::Numa(n) => n.measures(),
         }
     }
 }

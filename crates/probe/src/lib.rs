@@ -16,7 +16,9 @@
 pub mod clock;
 pub mod counter;
 pub mod cyclic;
+pub mod mem;
 pub mod net;
+pub mod ops;
 pub mod oslat;
 pub mod rt;
 pub mod stop;

@@ -413,6 +413,7 @@ fn probe_duration_ns(p: &ProbeResult) -> u64 {
         ProbeResult::Cyclic(c) => c.elapsed_ns,
         ProbeResult::Oslat(o) => o.elapsed_ns,
         ProbeResult::Net(n) => n.elapsed_ns,
+        ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => 0,
     }
 }
 

@@ -4,7 +4,10 @@
 pub mod charts;
 pub mod compare;
 pub mod html;
+pub mod mem;
 pub mod net;
+pub mod numa;
+pub mod ops;
 pub mod rttests;
 pub mod terminal;
 

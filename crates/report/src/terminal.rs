@@ -107,11 +107,17 @@ pub fn render_summary(doc: &RunDocument) -> String {
             }
             ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
             ProbeResult::Net(n) => s.push_str(&crate::net::render_result(n)),
+            ProbeResult::Ops(o) => s.push_str(&crate::ops::render_table(o)),
+            ProbeResult::Mem(m) => s.push_str(&crate::mem::render(m, false)),
+            ProbeResult::Numa(n) => s.push_str(&crate::numa::render(n, 10)),
         }
         let acc = match p {
             ProbeResult::Cyclic(c) => c.accounting.as_ref(),
             ProbeResult::Oslat(o) => o.accounting.as_ref(),
-            ProbeResult::Net(_) => None,
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => None,
         };
         if let Some(a) = acc {
             s.push_str(&render_accounting(a));

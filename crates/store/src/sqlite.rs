@@ -110,6 +110,9 @@ fn probes_of(doc: &RunDocument) -> String {
             ProbeResult::Cyclic(_) => "cyclic",
             ProbeResult::Oslat(_) => "oslat",
             ProbeResult::Net(_) => "net",
+            ProbeResult::Ops(_) => "ops",
+            ProbeResult::Mem(_) => "mem",
+            ProbeResult::Numa(_) => "numa",
         })
         .collect();
     names.join(",")

@@ -4,7 +4,10 @@
 pub mod audit;
 pub mod cyclic;
 pub mod fingerprint;
+pub mod mem;
 pub mod net;
+pub mod numa;
+pub mod ops;
 pub mod oslat;
 pub mod report;
 pub mod run;

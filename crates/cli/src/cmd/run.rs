@@ -6,7 +6,7 @@
 //! reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM end the run
 //! through the normal path: the probe stops, the result is stored and reported.
 
-use super::{cyclic, net, oslat};
+use super::{cyclic, mem, net, numa, ops, oslat};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::audit::AuditOptions;
@@ -172,6 +172,27 @@ struct OslatFlags {
     args: oslat::OslatArgs,
 }
 
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct OpsFlags {
+    #[command(flatten)]
+    args: ops::OpsArgs,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct MemFlags {
+    #[command(flatten)]
+    args: mem::MemArgs,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct NumaFlags {
+    #[command(flatten)]
+    args: numa::NumaArgs,
+}
+
 /// Stores the document now and then, and shows progress; store errors are warned about once, never fatal
 /// to the measurement.
 struct Recorder<'a> {
@@ -284,8 +305,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut plans = Vec::new();
     for spec in &profile.probes {
         let mut argv = expand(&spec.flags, &place);
-        argv.push("-D".into());
-        argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
+        // ops and mem have their own repetition flags and numa its --interval: the duration is not theirs.
+        if matches!(spec.kind, ProbeKind::Cyclic | ProbeKind::Oslat) {
+            argv.push("-D".into());
+            argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
+        }
         let what = format!(
             "profile {} {:?} flags '{}'",
             profile.name,
@@ -334,6 +358,28 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 }
                 .with_context(|| what.clone())?;
                 Planned::Net(Box::new(plan))
+            }
+            ProbeKind::Ops => {
+                let args = OpsFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                Planned::Ops(Box::new(
+                    ops::resolve(&args, &root).with_context(|| what.clone())?,
+                ))
+            }
+            ProbeKind::Mem => {
+                let args = MemFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                Planned::Mem(Box::new(
+                    mem::resolve(&args, &root).with_context(|| what.clone())?,
+                ))
+            }
+            ProbeKind::Numa => {
+                let args = NumaFlags::try_parse_from(&argv)
+                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
+                    .args;
+                Planned::Numa(args.pids, args.interval)
             }
         });
     }
@@ -460,6 +506,25 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     doc.probes.push(ProbeResult::Net(r));
                 }
             }
+            Planned::Ops(p) => {
+                eprintln!("ops: {} operations…", p.config.ops.len());
+                let result = rtgauge_probe::ops::run(&p, &stop)?;
+                doc.warnings.extend(ops::shortfalls(&result));
+                doc.probes.push(ProbeResult::Ops(result));
+            }
+            Planned::Mem(p) => {
+                eprintln!(
+                    "mem: latency curve over {} working sets, bandwidth, NUMA…",
+                    p.config.sizes_bytes.len()
+                );
+                let result = rtgauge_probe::mem::run(&p)?;
+                doc.warnings.extend(mem::shortfalls(&result));
+                doc.probes.push(ProbeResult::Mem(result));
+            }
+            Planned::Numa(pids, interval) => {
+                doc.probes
+                    .push(ProbeResult::Numa(numa::measure(&root, &pids, interval)));
+            }
         }
         doc.ended_at = crate::doc::now_rfc3339();
         rec.save(&doc);
@@ -559,6 +624,9 @@ enum Planned {
     Cyclic(Box<cyclic::Resolved>),
     Oslat(Box<rtgauge_probe::oslat::OslatPlan>),
     Net(Box<net::NetPlan>),
+    Ops(Box<rtgauge_probe::ops::OpsPlan>),
+    Mem(Box<rtgauge_probe::mem::MemPlan>),
+    Numa(Vec<u32>, Nanos),
 }
 
 fn first_line(e: &clap::Error) -> String {

@@ -245,6 +245,8 @@ pub fn render_csv(doc: &RunDocument) -> String {
                 n.errors.total(),
                 None,
             ),
+            // Not per-thread latency distributions: their figures leave through `measures()`.
+            ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {}
         }
     }
     s

@@ -1,0 +1,98 @@
+//! `rtgauge numa`: NUMA locality of what runs (seed 002): per process and per cgroup, the share of resident
+//! memory on the nodes of the CPUs it may run on, and the node allocation counters over an interval.
+
+use anyhow::{bail, Context as _};
+use clap::Args;
+use rtgauge_host::HostRoot;
+use rtgauge_model::numa::NumaResult;
+use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::units::parse_duration;
+use rtgauge_model::Nanos;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Share of each process's (and cgroup's) resident memory on its local NUMA nodes, from
+/// /proc/PID/numa_maps and status; node-local vs remote allocations (numastat) over an interval.
+#[derive(Debug, Clone, Args)]
+pub struct NumaArgs {
+    /// Processes to show.
+    #[arg(value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pids: Vec<u32>,
+
+    /// Every process.
+    #[arg(long = "all", conflicts_with = "pids")]
+    pub all: bool,
+
+    /// Sample the allocation counters over this interval (0: totals since boot only).
+    #[arg(long = "interval", value_name = "TIME", default_value = "1s", value_parser = parse_interval)]
+    pub interval: Nanos,
+
+    /// Rows shown per table, largest resident memory first (the document keeps every process).
+    #[arg(long = "top", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub top: u32,
+
+    /// Read /proc and /sys under DIR (a captured or fixture tree) instead of the running system.
+    #[arg(long = "root", value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// Write rtgauge's native, versioned run document to FILE.
+    #[arg(long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_interval(s: &str) -> Result<Nanos, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d.as_ns() > 3_600_000_000_000 {
+        return Err("at most 1h".into());
+    }
+    Ok(d)
+}
+
+fn host_root(a: &NumaArgs) -> anyhow::Result<HostRoot> {
+    match &a.root {
+        Some(d) if !d.is_dir() => bail!("--root {}: not a directory", d.display()),
+        Some(d) => Ok(HostRoot::at(d)),
+        None => Ok(HostRoot::live()),
+    }
+}
+
+/// Measure: the listed PIDs (or every process when `pids` is empty).
+pub fn measure(root: &HostRoot, pids: &[u32], interval: Nanos) -> NumaResult {
+    rtgauge_host::numa::read_numa(
+        root,
+        (!pids.is_empty()).then_some(pids),
+        Some(std::time::Duration::from_nanos(interval.as_ns())),
+    )
+}
+
+pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
+    if a.pids.is_empty() && !a.all {
+        bail!("give PIDs or --all");
+    }
+    let root = host_root(a)?;
+    for p in &a.pids {
+        if !root.exists(&format!("/proc/{p}")) {
+            bail!("PID {p}: no such process");
+        }
+    }
+    let started = crate::doc::now_rfc3339();
+    let result = measure(&root, &a.pids, a.interval);
+    write!(
+        std::io::stdout().lock(),
+        "{}",
+        rtgauge_report::numa::render(&result, a.top as usize)
+    )?;
+    if let Some(path) = &a.output {
+        let doc = crate::doc::document(
+            started,
+            rtgauge_host::system::read_system_info(&root),
+            vec![ProbeResult::Numa(result)],
+            RunStatus::Complete,
+            Vec::new(),
+        );
+        crate::doc::write_json(path, &doc)
+            .with_context(|| format!("--output {}", path.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

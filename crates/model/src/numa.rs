@@ -1,0 +1,200 @@
+//! NUMA locality of what runs (`rtgauge numa`): per process and per cgroup, the share of resident memory on
+//! the nodes its allowed CPUs belong to; and the system's local/remote allocation counters over an interval.
+
+use crate::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A NUMA node: its CPUs and whether it has memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node: u32,
+    pub cpus: CpuSet,
+}
+
+/// Where one process's (or one cgroup's) memory is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Locality {
+    /// PID, or 0 for a cgroup aggregate.
+    pub pid: u32,
+    /// Command name (`comm`), or the cgroup path for an aggregate.
+    pub name: String,
+    /// cgroup v2 path (`/system.slice/x.service`), empty when unknown.
+    pub cgroup: String,
+    /// CPUs the process may run on (`Cpus_allowed_list`).
+    pub cpus_allowed: CpuSet,
+    /// Nodes those CPUs belong to.
+    pub local_nodes: Vec<u32>,
+    /// Resident bytes per node (numa_maps `N<node>=<pages>` × page size), stored as `[[node, bytes], …]`.
+    #[serde(with = "node_pairs")]
+    pub bytes_per_node: BTreeMap<u32, u64>,
+    /// Share of resident bytes on `local_nodes`, percent (100 when nothing is resident).
+    pub local_pct: f64,
+}
+
+/// One node's allocation counters (`/sys/devices/system/node/nodeN/numastat`), pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NumaStat {
+    pub numa_hit: u64,
+    pub numa_miss: u64,
+    pub numa_foreign: u64,
+    pub interleave_hit: u64,
+    pub local_node: u64,
+    pub other_node: u64,
+}
+
+/// Counters of one node: totals since boot and the change over the sampled interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeCounters {
+    pub node: u32,
+    pub total: NumaStat,
+    pub delta: NumaStat,
+}
+
+/// Result of the NUMA locality probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumaResult {
+    pub nodes: Vec<NodeInfo>,
+    pub processes: Vec<Locality>,
+    pub cgroups: Vec<Locality>,
+    /// Length of the counter sample, ns (0: totals only).
+    pub interval_ns: u64,
+    pub counters: Vec<NodeCounters>,
+}
+
+/// A node map as a list of `[node, value]` pairs: JSON object keys are strings, and serde cannot turn them
+/// back into integers inside an internally tagged enum (`ProbeResult`), so a map would not round-trip.
+mod node_pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
+        m.iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
+        Ok(Vec::<(u32, u64)>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+/// Local share of `bytes_per_node` on `local` nodes, percent.
+pub fn local_pct(bytes_per_node: &BTreeMap<u32, u64>, local: &[u32]) -> f64 {
+    let total: u64 = bytes_per_node.values().sum();
+    if total == 0 {
+        return 100.0;
+    }
+    let l: u64 = bytes_per_node
+        .iter()
+        .filter(|(n, _)| local.contains(n))
+        .map(|(_, b)| *b)
+        .sum();
+    l as f64 * 100.0 / total as f64
+}
+
+impl NumaStat {
+    pub fn minus(&self, earlier: &NumaStat) -> NumaStat {
+        NumaStat {
+            numa_hit: self.numa_hit.saturating_sub(earlier.numa_hit),
+            numa_miss: self.numa_miss.saturating_sub(earlier.numa_miss),
+            numa_foreign: self.numa_foreign.saturating_sub(earlier.numa_foreign),
+            interleave_hit: self.interleave_hit.saturating_sub(earlier.interleave_hit),
+            local_node: self.local_node.saturating_sub(earlier.local_node),
+            other_node: self.other_node.saturating_sub(earlier.other_node),
+        }
+    }
+}
+
+impl NumaResult {
+    /// Share of allocations that were node-local, over the interval when one was sampled, else since boot.
+    pub fn local_alloc_pct(&self) -> Option<f64> {
+        let pick = |c: &NodeCounters| {
+            if self.interval_ns > 0 {
+                c.delta
+            } else {
+                c.total
+            }
+        };
+        let (l, o) = self
+            .counters
+            .iter()
+            .map(pick)
+            .fold((0u64, 0u64), |(l, o), s| {
+                (l + s.local_node, o + s.other_node)
+            });
+        (l + o > 0).then(|| l as f64 * 100.0 / (l + o) as f64)
+    }
+
+    /// `numa.alloc_local_pct`, `numa.resident_local_pct` (all listed processes, weighted by bytes), and
+    /// `numa.pid.<comm>.local_pct` is left out on purpose: PIDs differ between runs.
+    pub fn measures(&self) -> Vec<crate::measure::Measure> {
+        use crate::measure::{Better, Measure, MeasureUnit};
+        let mut out = Vec::new();
+        if let Some(p) = self.local_alloc_pct() {
+            out.push(Measure::new(
+                "numa.alloc_local_pct",
+                "node-local allocations",
+                MeasureUnit::Percent,
+                p,
+                Better::Higher,
+            ));
+        }
+        let (mut local, mut total) = (0f64, 0f64);
+        for p in &self.processes {
+            let t: u64 = p.bytes_per_node.values().sum();
+            local += p.local_pct / 100.0 * t as f64;
+            total += t as f64;
+        }
+        if total > 0.0 {
+            out.push(
+                Measure::new(
+                    "numa.resident_local_pct",
+                    "resident memory on local nodes",
+                    MeasureUnit::Percent,
+                    local * 100.0 / total,
+                    Better::Higher,
+                )
+                .with_replicates(self.processes.iter().map(|p| p.local_pct).collect()),
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_numa_result_round_trips_inside_a_run_document_probe() {
+        let r = crate::run::ProbeResult::Numa(NumaResult {
+            nodes: vec![],
+            processes: vec![Locality {
+                pid: 1,
+                name: "init".into(),
+                cgroup: "/".into(),
+                cpus_allowed: CpuSet::new([0]),
+                local_nodes: vec![0],
+                bytes_per_node: [(0, 4096), (1, 8192)].into_iter().collect(),
+                local_pct: 100.0 / 3.0,
+            }],
+            cgroups: vec![],
+            interval_ns: 0,
+            counters: vec![],
+        });
+        let text = serde_json::to_string(&r).unwrap();
+        let back: crate::run::ProbeResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn local_share_counts_only_local_nodes() {
+        let b: BTreeMap<u32, u64> = [(0, 300), (1, 100)].into_iter().collect();
+        assert_eq!(local_pct(&b, &[0]), 75.0);
+        assert_eq!(local_pct(&b, &[0, 1]), 100.0);
+        assert_eq!(local_pct(&b, &[2]), 0.0);
+        assert_eq!(local_pct(&BTreeMap::new(), &[0]), 100.0);
+    }
+}

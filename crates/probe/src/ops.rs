@@ -1,0 +1,925 @@
+//! OS-primitive costs in the manner of lmbench's lat_syscall, lat_sig, lat_pipe, lat_unix, lat_ctx, lat_proc,
+//! lat_mmap, lat_pagefault and lat_usleep (methods in docs/METHODOLOGY.md, "ops").
+//!
+//! Harness: per operation, warm up while choosing how many operations make a sample of about
+//! `sample_ns` (×8 while a batch is short, then scaled to the target, as lmbench's benchmp does), then time
+//! `repetitions` samples. A sample is the batch time read with CLOCK_MONOTONIC (vDSO) around the batch,
+//! divided by its operations, less the per-operation overhead lmbench subtracts: the empty-loop cost for
+//! every loop, plus the send-only cost for signal catch, the single-process pipe hop for context switch and
+//! the map/unmap cost for page faults.
+//!
+//! Everything an operation needs (files, pipes, partner processes, C strings, permutations, sample vectors)
+//! is made before its samples start; inside a sample there is only the operation and the loop. Partner
+//! processes are forked from the measuring thread and inherit its CPU affinity (so `cpu` pins them too);
+//! a child only calls read/write/_exit/execve (async-signal-safe: the parent has other threads).
+
+use crate::clock::{self, Clock};
+use crate::ProbeError;
+use rtgauge_model::latency::{new_histogram, LatencyStats, HIGHEST_NS};
+use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
+use rtgauge_model::rt::Setting;
+use std::ffi::CString;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Every operation, in the order measured: (name, label).
+pub const OPS: &[(&str, &str)] = &[
+    ("null_syscall", "null syscall (getppid)"),
+    ("read", "read 1 byte /dev/zero"),
+    ("write", "write 1 byte /dev/null"),
+    ("stat", "stat"),
+    ("open_close", "open+close"),
+    ("sig_install", "signal handler install"),
+    ("sig_catch", "signal catch"),
+    ("pipe_rtt", "pipe round trip"),
+    ("unix_rtt", "AF_UNIX stream round trip"),
+    ("ctx_switch", "context switch"),
+    ("fork_exit", "fork+exit"),
+    ("fork_exec", "fork+execve"),
+    ("fork_sh", "fork+/bin/sh -c"),
+    ("mmap", "mmap+touch+munmap"),
+    ("page_fault", "page fault (per page)"),
+    ("sleep", "sleep overshoot"),
+    ("clock_gettime", "clock_gettime(MONOTONIC)"),
+    ("tsc_read", "counter read"),
+];
+
+/// What to measure and how.
+#[derive(Debug, Clone)]
+pub struct OpsPlan {
+    pub config: OpsConfig,
+    pub cpu: Option<u32>,
+    /// Directory for the scratch files of stat, open, mmap and page fault.
+    pub scratch_dir: std::path::PathBuf,
+}
+
+/// Operation costs before they become an [`OpResult`].
+struct Measured {
+    iterations: u64,
+    overhead_ns: f64,
+    samples_ns: Vec<f64>,
+}
+
+fn os_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// Time `iterations` calls of `op`, ns; `None` if any call failed (returned a negative value).
+#[inline(always)]
+fn batch(iterations: u64, op: &mut impl FnMut() -> i64) -> Option<u64> {
+    let mut failed = false;
+    let t0 = clock::now_ns(Clock::Monotonic);
+    for _ in 0..iterations {
+        failed |= op() < 0;
+    }
+    let t1 = clock::now_ns(Clock::Monotonic);
+    (!failed).then_some(t1.saturating_sub(t0))
+}
+
+/// Warm up and calibrate (iterations per sample), then take the samples (ns per operation, before overhead).
+fn sampled(
+    reps: u32,
+    sample_ns: u64,
+    op: &mut impl FnMut() -> i64,
+) -> Result<(u64, Vec<f64>), String> {
+    let mut n: u64 = 1;
+    loop {
+        let t = batch(n, op).ok_or_else(|| os_err("operation failed"))?;
+        if t >= sample_ns || n >= 1 << 27 {
+            break;
+        }
+        n = if t > sample_ns / 8 {
+            ((n as u128 * sample_ns as u128 * 11 / 10 / t.max(1) as u128) as u64).max(n + 1)
+        } else {
+            n * 8
+        };
+    }
+    let mut out = Vec::with_capacity(reps as usize);
+    for _ in 0..reps {
+        let t = batch(n, op).ok_or_else(|| os_err("operation failed"))?;
+        out.push(t as f64 / n as f64);
+    }
+    Ok((n, out))
+}
+
+fn loop_overhead(reps: u32, sample_ns: u64) -> f64 {
+    let mut i = 0i64;
+    let mut op = || {
+        i += 1;
+        black_box(i)
+    };
+    sampled(reps.min(11), sample_ns, &mut op)
+        .map(|(_, s)| median(&s))
+        .unwrap_or(0.0)
+}
+
+fn simple(
+    reps: u32,
+    sample_ns: u64,
+    lo: f64,
+    op: &mut impl FnMut() -> i64,
+) -> Result<Measured, String> {
+    let (n, s) = sampled(reps, sample_ns, op)?;
+    Ok(Measured {
+        iterations: n,
+        overhead_ns: lo,
+        samples_ns: s.into_iter().map(|x| x - lo).collect(),
+    })
+}
+
+fn cstr(s: &str) -> Result<CString, String> {
+    CString::new(s).map_err(|_| format!("{s:?} contains a NUL byte"))
+}
+
+fn path_cstr(p: &std::path::Path) -> Result<CString, String> {
+    cstr(&p.to_string_lossy())
+}
+
+/// A scratch file of `size` bytes of data (not sparse, so its pages are in the page cache), removed on drop.
+struct Scratch {
+    path: std::path::PathBuf,
+}
+
+impl Scratch {
+    fn new(dir: &std::path::Path, tag: &str, size: u64) -> Result<Scratch, String> {
+        use std::io::Write as _;
+        let path = dir.join(format!("rtgauge-ops-{}-{tag}", std::process::id()));
+        let mut f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let block = vec![0x5au8; 1 << 16];
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(block.len() as u64) as usize;
+            f.write_all(&block[..n])
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            left -= n as u64;
+        }
+        f.sync_all()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Scratch { path })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn open_fd(path: &CString, flags: libc::c_int) -> Result<libc::c_int, String> {
+    // SAFETY: valid NUL-terminated path.
+    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        Err(os_err(&format!("open {}", path.to_string_lossy())))
+    } else {
+        Ok(fd)
+    }
+}
+
+fn close(fd: libc::c_int) {
+    // SAFETY: closing a descriptor this module opened.
+    unsafe { libc::close(fd) };
+}
+
+static CAUGHT: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_usr1(_: libc::c_int) {
+    CAUGHT.fetch_add(1, Ordering::Relaxed);
+}
+
+fn usr1_action() -> libc::sigaction {
+    // SAFETY: sigaction is plain data; zeroed is a valid empty mask and no flags.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = on_usr1 as extern "C" fn(libc::c_int) as usize;
+    sa
+}
+
+/// Restores SIGUSR1's previous disposition when dropped.
+struct Usr1Restore(libc::sigaction);
+
+impl Drop for Usr1Restore {
+    fn drop(&mut self) {
+        // SAFETY: restoring a disposition read from the kernel.
+        unsafe { libc::sigaction(libc::SIGUSR1, &self.0, std::ptr::null_mut()) };
+    }
+}
+
+fn install_usr1() -> Result<Usr1Restore, String> {
+    let sa = usr1_action();
+    // SAFETY: zeroed sigaction is a valid out-parameter.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers.
+    if unsafe { libc::sigaction(libc::SIGUSR1, &sa, &mut old) } != 0 {
+        return Err(os_err("sigaction"));
+    }
+    // The measuring thread may inherit a mask that blocks SIGUSR1 (see rt::block_signals): unblock it here.
+    // SAFETY: the set is initialised before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+    Ok(Usr1Restore(old))
+}
+
+/// A pair of pipes (or a socket pair) and an echoing child; the child ends when its read sees EOF.
+struct Echo {
+    pid: libc::pid_t,
+    /// Parent's write and read ends.
+    w: libc::c_int,
+    r: libc::c_int,
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        close(self.w);
+        if self.r != self.w {
+            close(self.r);
+        }
+        reap(self.pid);
+    }
+}
+
+fn reap(pid: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+}
+
+fn pipe_pair() -> Result<[libc::c_int; 2], String> {
+    let mut p = [0; 2];
+    // SAFETY: valid out-array of two ints.
+    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_err("pipe"));
+    }
+    Ok(p)
+}
+
+/// Child side of an echo: read one byte, write it back, until EOF. Only async-signal-safe calls.
+fn echo_child(r: libc::c_int, w: libc::c_int) -> ! {
+    let mut b = 0u8;
+    loop {
+        // SAFETY: one byte into a local.
+        let n = unsafe { libc::read(r, (&mut b as *mut u8).cast(), 1) };
+        if n <= 0 {
+            break;
+        }
+        // SAFETY: one byte from a local.
+        if unsafe { libc::write(w, (&b as *const u8).cast(), 1) } != 1 {
+            break;
+        }
+    }
+    // SAFETY: _exit is async-signal-safe and skips the parent's atexit handlers.
+    unsafe { libc::_exit(0) }
+}
+
+fn spawn_pipe_echo() -> Result<Echo, String> {
+    let to_child = pipe_pair()?;
+    let to_parent = pipe_pair()?;
+    // SAFETY: the child only runs echo_child (async-signal-safe calls).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(os_err("fork"));
+    }
+    if pid == 0 {
+        close(to_child[1]);
+        close(to_parent[0]);
+        echo_child(to_child[0], to_parent[1]);
+    }
+    close(to_child[0]);
+    close(to_parent[1]);
+    Ok(Echo {
+        pid,
+        w: to_child[1],
+        r: to_parent[0],
+    })
+}
+
+fn spawn_unix_echo() -> Result<Echo, String> {
+    let mut sv = [0; 2];
+    // SAFETY: valid out-array.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            sv.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(os_err("socketpair"));
+    }
+    // SAFETY: as in spawn_pipe_echo.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(os_err("fork"));
+    }
+    if pid == 0 {
+        close(sv[0]);
+        echo_child(sv[1], sv[1]);
+    }
+    close(sv[1]);
+    Ok(Echo {
+        pid,
+        w: sv[0],
+        r: sv[0],
+    })
+}
+
+#[inline(always)]
+fn round_trip(e: &Echo) -> i64 {
+    let mut b = 1u8;
+    // SAFETY: one byte to/from a local over descriptors owned by `e`.
+    unsafe {
+        if libc::write(e.w, (&b as *const u8).cast(), 1) != 1 {
+            return -1;
+        }
+        libc::read(e.r, (&mut b as *mut u8).cast(), 1) as i64 - 1
+    }
+}
+
+/// Sum a working set (lat_ctx's `bread`): every 8-byte word.
+#[inline(always)]
+fn sum_words(data: &[u64]) -> u64 {
+    data.iter().fold(0u64, |a, &x| a.wrapping_add(x))
+}
+
+/// lat_ctx: `procs` processes in a ring of pipes; the token goes round, each process sums its own working
+/// set on receipt. Result per switch = ring time / procs − the hot single-process hop (write, read, sum).
+fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, String> {
+    let procs = cfg.ctx_procs.clamp(2, 64) as usize;
+    let words = (cfg.ctx_size_bytes / 8) as usize;
+    let mut pipes: Vec<[libc::c_int; 2]> = Vec::with_capacity(procs);
+    for _ in 0..procs {
+        pipes.push(pipe_pair()?);
+    }
+    let mut data = vec![0u64; words];
+    let mut kids: Vec<libc::pid_t> = Vec::with_capacity(procs);
+    for k in 1..procs {
+        // SAFETY: the child only reads/writes pipes, sums its own copy of `data` and calls _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            for p in &pipes {
+                close(p[0]);
+                close(p[1]);
+            }
+            for pid in kids {
+                // SAFETY: killing and reaping our own children.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                reap(pid);
+            }
+            return Err(os_err("fork"));
+        }
+        if pid == 0 {
+            let (r, w) = (pipes[k][0], pipes[(k + 1) % procs][1]);
+            for (i, p) in pipes.iter().enumerate() {
+                if i != k {
+                    close(p[0]);
+                }
+                if i != (k + 1) % procs {
+                    close(p[1]);
+                }
+            }
+            // A private copy of the working set (writing breaks the copy-on-write sharing with the parent).
+            for x in data.iter_mut() {
+                *x = k as u64;
+            }
+            let mut token = 0u32;
+            loop {
+                // SAFETY: four bytes into a local.
+                let n = unsafe { libc::read(r, (&mut token as *mut u32).cast(), 4) };
+                if n != 4 {
+                    break;
+                }
+                token = token.wrapping_add(sum_words(&data) as u32 & 1);
+                // SAFETY: four bytes from a local.
+                if unsafe { libc::write(w, (&token as *const u32).cast(), 4) } != 4 {
+                    break;
+                }
+            }
+            // SAFETY: as in echo_child.
+            unsafe { libc::_exit(0) }
+        }
+        kids.push(pid);
+    }
+    let (r0, w1) = (pipes[0][0], pipes[1 % procs][1]);
+    for (i, p) in pipes.iter().enumerate() {
+        if i != 0 {
+            close(p[0]);
+        }
+        if i != 1 % procs {
+            close(p[1]);
+        }
+    }
+    // Overhead: one hop in one process, hot: write, read back on one pipe, sum.
+    let hop = pipe_pair()?;
+    let mut t = 0u32;
+    let mut hop_op = || {
+        // SAFETY: four bytes to/from a local over our own pipe.
+        unsafe {
+            if libc::write(hop[1], (&t as *const u32).cast(), 4) != 4 {
+                return -1;
+            }
+            if libc::read(hop[0], (&mut t as *mut u32).cast(), 4) != 4 {
+                return -1;
+            }
+        }
+        t = t.wrapping_add(sum_words(&data) as u32 & 1);
+        0
+    };
+    let ovr = sampled(cfg.repetitions.min(11), cfg.sample_ns, &mut hop_op).map(|(_, s)| median(&s));
+    close(hop[0]);
+    close(hop[1]);
+    let mut token = 0u32;
+    let mut ring = || {
+        // SAFETY: four bytes to/from a local over the ring's pipes.
+        unsafe {
+            if libc::write(w1, (&token as *const u32).cast(), 4) != 4 {
+                return -1;
+            }
+            if libc::read(r0, (&mut token as *mut u32).cast(), 4) != 4 {
+                return -1;
+            }
+        }
+        token = token.wrapping_add(sum_words(&data) as u32 & 1);
+        0
+    };
+    let res = sampled(cfg.repetitions, cfg.sample_ns, &mut ring);
+    close(w1);
+    close(r0);
+    for pid in kids {
+        reap(pid);
+    }
+    let ovr = ovr?;
+    let (n, s) = res?;
+    Ok(Measured {
+        iterations: n * procs as u64,
+        overhead_ns: ovr + lo,
+        samples_ns: s.into_iter().map(|x| x / procs as f64 - ovr - lo).collect(),
+    })
+}
+
+/// fork, then in the child `then` (which must not return normally), and wait: 0 when the child exited 0.
+#[inline(always)]
+fn fork_wait(then: &impl Fn()) -> i64 {
+    // SAFETY: the child only calls _exit or execve (async-signal-safe).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return -1;
+    }
+    if pid == 0 {
+        then();
+        // SAFETY: `then` does not return; should it, the child must still not run the parent's code.
+        unsafe { libc::_exit(127) }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        0
+    } else {
+        -1
+    }
+}
+
+fn exec_child(path: &CString, argv: &[*const libc::c_char; 4]) -> ! {
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: NUL-terminated path and NULL-terminated argv/envp arrays that outlive the call.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 1);
+        }
+        libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+        libc::_exit(127)
+    }
+}
+
+fn mmap_file(fd: libc::c_int, len: usize, prot: libc::c_int) -> *mut u8 {
+    // SAFETY: mapping a file this module created and sized; failure is MAP_FAILED, checked by callers.
+    unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) as *mut u8 }
+}
+
+/// xorshift64*: a tiny deterministic generator for shuffles; a crate would add a dependency for 5 lines.
+pub(crate) struct XorShift(pub u64);
+
+impl XorShift {
+    pub(crate) fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in 0..n (n > 0), multiply-shift (bias below 2^-32 for the sizes used here).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Measured, String> {
+    let cfg = &plan.config;
+    let (reps, sn) = (cfg.repetitions, cfg.sample_ns);
+    match op {
+        "null_syscall" => simple(reps, sn, lo, &mut || {
+            // SAFETY: getppid has no preconditions (glibc does not cache it: a real syscall).
+            unsafe { libc::getppid() as i64 }
+        }),
+        "read" | "write" => {
+            let (path, flags) = if op == "read" {
+                (c"/dev/zero", libc::O_RDONLY)
+            } else {
+                (c"/dev/null", libc::O_WRONLY)
+            };
+            let fd = open_fd(&path.to_owned(), flags)?;
+            let mut b = 0u8;
+            let r = if op == "read" {
+                simple(reps, sn, lo, &mut || {
+                    // SAFETY: one byte into a local.
+                    unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) as i64 }
+                })
+            } else {
+                simple(reps, sn, lo, &mut || {
+                    // SAFETY: one byte from a local.
+                    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) as i64 }
+                })
+            };
+            close(fd);
+            r
+        }
+        "stat" | "open_close" => {
+            let f = Scratch::new(&plan.scratch_dir, "stat", 512)?;
+            let p = path_cstr(&f.path)?;
+            if op == "stat" {
+                // SAFETY: zeroed stat is a valid out-parameter.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                simple(reps, sn, lo, &mut || {
+                    // SAFETY: valid path and out-pointer.
+                    unsafe { libc::stat(p.as_ptr(), &mut st) as i64 }
+                })
+            } else {
+                simple(reps, sn, lo, &mut || {
+                    // SAFETY: valid path; the descriptor is closed at once.
+                    let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) };
+                    if fd < 0 {
+                        return -1;
+                    }
+                    // SAFETY: our descriptor.
+                    unsafe { libc::close(fd) as i64 }
+                })
+            }
+        }
+        "sig_install" => {
+            let _restore = install_usr1()?;
+            let sa = usr1_action();
+            simple(reps, sn, lo, &mut || {
+                // SAFETY: valid sigaction; the handler only increments an atomic.
+                unsafe { libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()) as i64 }
+            })
+        }
+        "sig_catch" => {
+            let _restore = install_usr1()?;
+            let (pid, tid) = (std::process::id() as libc::pid_t, crate::rt::gettid());
+            // tgkill to this thread, not kill to the process: the probe runs on a thread of a multi-threaded
+            // process, and kill() could deliver to another thread. Same kernel send path as lat_sig's kill.
+            let send = |sig: libc::c_int| {
+                // SAFETY: signalling our own thread; SIGUSR1 has a handler installed above.
+                unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) }
+            };
+            let (_, only_send) = sampled(reps.min(11), sn, &mut || send(0))?;
+            let send_ns = median(&only_send);
+            let before = CAUGHT.load(Ordering::Relaxed);
+            let (n, s) = sampled(reps, sn, &mut || send(libc::SIGUSR1))?;
+            if CAUGHT.load(Ordering::Relaxed) == before {
+                return Err("SIGUSR1 was never delivered".into());
+            }
+            Ok(Measured {
+                iterations: n,
+                overhead_ns: send_ns,
+                samples_ns: s.into_iter().map(|x| x - send_ns).collect(),
+            })
+        }
+        "pipe_rtt" => {
+            let e = spawn_pipe_echo()?;
+            simple(reps, sn, lo, &mut || round_trip(&e))
+        }
+        "unix_rtt" => {
+            let e = spawn_unix_echo()?;
+            simple(reps, sn, lo, &mut || round_trip(&e))
+        }
+        "ctx_switch" => ctx_switch(cfg, lo),
+        "fork_exit" => simple(reps, sn, lo, &mut || {
+            fork_wait(&|| {
+                // SAFETY: async-signal-safe exit of the child.
+                unsafe { libc::_exit(0) }
+            })
+        }),
+        "fork_exec" | "fork_sh" => {
+            let prog = cstr(&cfg.exec_program)?;
+            let name = cstr(
+                cfg.exec_program
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(&cfg.exec_program),
+            )?;
+            let (sh, dash_c) = (cstr("/bin/sh")?, cstr("-c")?);
+            let shname = cstr("sh")?;
+            if op == "fork_exec" {
+                let argv = [
+                    name.as_ptr(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                ];
+                simple(reps, sn, lo, &mut || {
+                    fork_wait(&|| exec_child(&prog, &argv))
+                })
+            } else {
+                let argv = [
+                    shname.as_ptr(),
+                    dash_c.as_ptr(),
+                    prog.as_ptr(),
+                    std::ptr::null(),
+                ];
+                simple(reps, sn, lo, &mut || fork_wait(&|| exec_child(&sh, &argv)))
+            }
+        }
+        "mmap" => {
+            let size = cfg.mmap_size_bytes.max(1 << 16) as usize;
+            let f = Scratch::new(&plan.scratch_dir, "mmap", size as u64)?;
+            let fd = open_fd(&path_cstr(&f.path)?, libc::O_RDWR)?;
+            // lat_mmap default: touch one byte every 16 KiB over the first tenth of the mapping.
+            let touched = size / 10;
+            let r = simple(reps, sn, lo, &mut || {
+                let p = mmap_file(fd, size, libc::PROT_READ | libc::PROT_WRITE);
+                if p as *mut libc::c_void == libc::MAP_FAILED {
+                    return -1;
+                }
+                let mut off = 0;
+                while off < touched {
+                    // SAFETY: `off` < size, inside the mapping.
+                    unsafe { std::ptr::write_volatile(p.add(off), 1) };
+                    off += 16 << 10;
+                }
+                // SAFETY: unmapping what was mapped above.
+                unsafe { libc::munmap(p.cast(), size) as i64 }
+            });
+            close(fd);
+            r
+        }
+        "page_fault" => {
+            let size = cfg.mmap_size_bytes.max(1 << 20) as usize;
+            let page = 4096usize;
+            let pages = size / page;
+            let f = Scratch::new(&plan.scratch_dir, "fault", size as u64)?;
+            let fd = open_fd(&path_cstr(&f.path)?, libc::O_RDONLY)?;
+            let mut order: Vec<usize> = (0..pages).collect();
+            let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+            for i in (1..pages).rev() {
+                order.swap(i, rng.below(i + 1));
+            }
+            let map = |touch: bool| -> i64 {
+                let p = mmap_file(fd, size, libc::PROT_READ);
+                if p as *mut libc::c_void == libc::MAP_FAILED {
+                    return -1;
+                }
+                // SAFETY: p/size is the mapping just made.
+                unsafe { libc::msync(p.cast(), size, libc::MS_INVALIDATE) };
+                if touch {
+                    let mut sum = 0u8;
+                    for &i in &order {
+                        // SAFETY: i < pages, inside the mapping.
+                        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i * page)) });
+                    }
+                    black_box(sum);
+                }
+                // SAFETY: unmapping what was mapped above.
+                unsafe { libc::munmap(p.cast(), size) as i64 }
+            };
+            let (_, base) = sampled(reps.min(11), sn, &mut || map(false))?;
+            let base_ns = median(&base);
+            let (n, s) = sampled(reps, sn, &mut || map(true))?;
+            close(fd);
+            let per = |x: f64| (x - base_ns) / pages as f64;
+            Ok(Measured {
+                iterations: n * pages as u64,
+                overhead_ns: base_ns / pages as f64,
+                samples_ns: s.into_iter().map(per).collect(),
+            })
+        }
+        "sleep" => {
+            // One sleep per sample: the overshoot, actual − requested (lat_usleep reports the actual mean).
+            let mut out = Vec::with_capacity(reps as usize);
+            for i in 0..reps + 1 {
+                let t0 = clock::now_ns(Clock::Monotonic);
+                let r = clock::sleep_for(Clock::Monotonic, interval_ns);
+                let t1 = clock::now_ns(Clock::Monotonic);
+                if r != 0 {
+                    return Err(format!("clock_nanosleep: error {r}"));
+                }
+                if i > 0 {
+                    out.push(t1.saturating_sub(t0) as f64 - interval_ns as f64);
+                }
+            }
+            Ok(Measured {
+                iterations: 1,
+                overhead_ns: 0.0,
+                samples_ns: out,
+            })
+        }
+        "clock_gettime" => simple(reps, sn, lo, &mut || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: valid out-pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) as i64 }
+        }),
+        "tsc_read" => simple(reps, sn, lo, &mut || {
+            {
+                // The read is kept by black_box; the loop only needs a non-negative status.
+                black_box(crate::counter::read());
+                0
+            }
+        }),
+        other => Err(format!("unknown operation {other}")),
+    }
+}
+
+fn result(op: &str, label: String, m: Measured) -> OpResult {
+    let mut h = new_histogram();
+    let (mut min, mut max, mut sum, mut clamped) = (u64::MAX, 0u64, 0u64, 0u64);
+    for &x in &m.samples_ns {
+        let v = (x.round().max(1.0)) as u64;
+        if v > HIGHEST_NS {
+            clamped += 1;
+        }
+        let v = v.min(HIGHEST_NS);
+        let _ = h.record(v);
+        min = min.min(v);
+        max = max.max(v);
+        sum = sum.saturating_add(v);
+    }
+    OpResult {
+        op: op.to_string(),
+        label,
+        iterations_per_sample: m.iterations,
+        overhead_ns: m.overhead_ns,
+        median_ns: median(&m.samples_ns),
+        latency: LatencyStats::from_parts(&h, min, max, sum, clamped),
+        samples_ns: m.samples_ns,
+    }
+}
+
+fn label_of(op: &str, cfg: &OpsConfig) -> String {
+    let base = OPS
+        .iter()
+        .find(|(n, _)| *n == op)
+        .map_or(op.to_string(), |(_, l)| l.to_string());
+    let kib = |b: u64| b >> 10;
+    match op {
+        "stat" | "open_close" => format!("{base} of a file"),
+        "ctx_switch" => format!(
+            "{base}, {} processes, {} KiB",
+            cfg.ctx_procs,
+            kib(cfg.ctx_size_bytes)
+        ),
+        "fork_exec" | "fork_sh" => format!("{base} {}", cfg.exec_program),
+        "mmap" => format!("{base} {} KiB file", kib(cfg.mmap_size_bytes.max(1 << 16))),
+        "tsc_read" => format!("{base} ({})", crate::counter::SOURCE),
+        _ => base,
+    }
+}
+
+/// Run the plan on a thread of its own, pinned to `plan.cpu` (children inherit the pinning).
+pub fn run(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> Result<OpsResult, ProbeError> {
+    let plan = plan.clone();
+    let stop = stop.clone();
+    std::thread::Builder::new()
+        .name("rtgauge-ops".into())
+        .spawn(move || measure_all(&plan, &stop))
+        .map_err(|source| ProbeError::Spawn { index: 0, source })?
+        .join()
+        .map_err(|_| ProbeError::Thread {
+            index: 0,
+            reason: "panicked".into(),
+        })
+}
+
+fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
+    let cpu = crate::rt::pin_thread(plan.cpu);
+    // lmbench measures unlocked memory. A process that called mlockall(MCL_FUTURE) (the timer probes of
+    // `rtgauge run` do) has every new mapping populated at mmap time, which turns mmap into a full read of
+    // the file, page faults into nothing and fork into a copy of locked page tables: undo it for this probe.
+    // SAFETY: munlockall has no memory-safety preconditions.
+    unsafe { libc::munlockall() };
+    let cfg = &plan.config;
+    let lo = loop_overhead(cfg.repetitions, cfg.sample_ns);
+    let mut ops = Vec::new();
+    let mut skipped = Vec::new();
+    for op in &cfg.ops {
+        if stop.is_set() {
+            skipped.push((op.clone(), "stopped".to_string()));
+            continue;
+        }
+        if op == "sleep" {
+            for &iv in &cfg.sleep_intervals_ns {
+                let name = format!("sleep_{}us", iv / 1000);
+                match measure_one(op, plan, lo, iv) {
+                    Ok(m) => ops.push(result(
+                        &name,
+                        format!("sleep {} µs overshoot", iv / 1000),
+                        m,
+                    )),
+                    Err(e) => skipped.push((name, e)),
+                }
+            }
+            continue;
+        }
+        match measure_one(op, plan, lo, 0) {
+            Ok(m) => ops.push(result(op, label_of(op, cfg), m)),
+            Err(e) => skipped.push((op.clone(), e)),
+        }
+    }
+    OpsResult {
+        config: cfg.clone(),
+        cpu,
+        ops,
+        skipped,
+    }
+}
+
+/// Placement that was asked for, for a result without measurement (tests, errors).
+pub fn unpinned() -> Setting<Option<u32>> {
+    Setting {
+        requested: None,
+        achieved: None,
+        error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(ops: &[&str]) -> OpsPlan {
+        OpsPlan {
+            config: OpsConfig {
+                ops: ops.iter().map(|s| s.to_string()).collect(),
+                repetitions: 5,
+                sample_ns: 200_000,
+                ctx_procs: 2,
+                ctx_size_bytes: 0,
+                mmap_size_bytes: 1 << 20,
+                sleep_intervals_ns: vec![100_000],
+                exec_program: "/bin/true".into(),
+            },
+            cpu: Some(0),
+            scratch_dir: std::env::temp_dir(),
+        }
+    }
+
+    #[test]
+    fn every_operation_measures_a_plausible_cost() {
+        let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
+        let r = run(&plan(&names), &crate::stop::StopFlag::new()).unwrap();
+        assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+        assert_eq!(r.cpu.achieved, Some(0));
+        let get = |n: &str| r.ops.iter().find(|o| o.op == n).unwrap();
+        for o in &r.ops {
+            assert_eq!(o.samples_ns.len(), 5, "{}", o.op);
+            assert!(o.median_ns.is_finite(), "{}", o.op);
+            assert_eq!(o.latency.count, 5);
+        }
+        // Orders of magnitude any Linux machine satisfies.
+        assert!(get("null_syscall").median_ns > 10.0 && get("null_syscall").median_ns < 20_000.0);
+        assert!(get("fork_exec").median_ns > get("fork_exit").median_ns);
+        assert!(get("fork_sh").median_ns > get("fork_exec").median_ns);
+        assert!(get("pipe_rtt").median_ns > get("null_syscall").median_ns);
+        assert!(get("sleep_100us").median_ns >= 0.0);
+        assert!(get("tsc_read").median_ns < get("pipe_rtt").median_ns);
+    }
+
+    #[test]
+    fn a_missing_program_is_skipped_with_a_reason() {
+        let mut p = plan(&["fork_exec"]);
+        p.config.exec_program = "/nonexistent/prog".into();
+        let r = run(&p, &crate::stop::StopFlag::new()).unwrap();
+        assert!(r.ops.is_empty());
+        assert_eq!(r.skipped[0].0, "fork_exec");
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation() {
+        let mut r = XorShift(1);
+        let mut v: Vec<usize> = (0..1000).collect();
+        for i in (1..v.len()).rev() {
+            v.swap(i, r.below(i + 1));
+        }
+        let mut s = v.clone();
+        s.sort_unstable();
+        assert_eq!(s, (0..1000).collect::<Vec<_>>());
+        assert_ne!(v, s);
+    }
+}

@@ -1,0 +1,90 @@
+//! Terminal rendering of NUMA locality (`rtgauge numa`).
+
+use rtgauge_model::numa::{Locality, NumaResult};
+use rtgauge_model::Nanos;
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1 << 20) as f64
+}
+
+fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) {
+    use std::fmt::Write as _;
+    let mut v: Vec<&Locality> = rows.iter().collect();
+    v.sort_by_key(|l| std::cmp::Reverse(l.bytes_per_node.values().sum::<u64>()));
+    let _ = writeln!(s, "  {title} ({} shown of {}):", v.len().min(top), v.len());
+    let _ = writeln!(
+        s,
+        "    {:>8} {:<24} {:>10} {:>8} {:<12} MiB per node",
+        if pid { "PID" } else { "" },
+        if pid { "command" } else { "cgroup" },
+        "RSS MiB",
+        "local %",
+        "local nodes",
+    );
+    for l in v.into_iter().take(top) {
+        let per: Vec<String> = l
+            .bytes_per_node
+            .iter()
+            .map(|(n, b)| format!("N{n}={:.1}", mib(*b)))
+            .collect();
+        let nodes: Vec<String> = l.local_nodes.iter().map(|n| n.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "    {:>8} {:<24} {:>10.1} {:>8.1} {:<12} {}",
+            if pid {
+                l.pid.to_string()
+            } else {
+                String::new()
+            },
+            l.name,
+            mib(l.bytes_per_node.values().sum()),
+            l.local_pct,
+            nodes.join(","),
+            per.join(" ")
+        );
+    }
+}
+
+pub fn render(r: &NumaResult, top: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let nodes: Vec<String> = r
+        .nodes
+        .iter()
+        .map(|n| format!("node {}: CPUs {}", n.node, n.cpus))
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nNUMA locality ({}):",
+        if nodes.is_empty() {
+            "no NUMA nodes".into()
+        } else {
+            nodes.join("; ")
+        }
+    );
+    table(&mut s, "processes", &r.processes, top, true);
+    table(&mut s, "cgroups", &r.cgroups, top, false);
+    let over = if r.interval_ns > 0 {
+        format!("over {}", Nanos(r.interval_ns))
+    } else {
+        "since boot".into()
+    };
+    let _ = writeln!(s, "  allocations {over} (pages):");
+    for c in &r.counters {
+        let x = if r.interval_ns > 0 { c.delta } else { c.total };
+        let _ = writeln!(
+            s,
+            "    node {}: local_node {} other_node {} numa_hit {} numa_miss {} numa_foreign {}",
+            c.node, x.local_node, x.other_node, x.numa_hit, x.numa_miss, x.numa_foreign
+        );
+    }
+    match r.local_alloc_pct() {
+        Some(p) => {
+            let _ = writeln!(s, "  node-local allocations: {p:.2} %");
+        }
+        None => {
+            let _ = writeln!(s, "  node-local allocations: no allocations counted");
+        }
+    }
+    s
+}

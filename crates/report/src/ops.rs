@@ -1,0 +1,42 @@
+//! Terminal rendering of the OS-primitive costs (`rtgauge ops`).
+
+use rtgauge_model::ops::OpsResult;
+
+fn us(ns: f64) -> String {
+    format!("{:.3}", ns / 1000.0)
+}
+
+/// The per-operation table (µs, as lmbench prints).
+pub fn render_table(r: &OpsResult) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let pin = r
+        .cpu
+        .achieved
+        .map_or("not pinned".to_string(), |c| format!("CPU {c}"));
+    let _ = writeln!(
+        s,
+        "\nOS primitives (ops, {pin}, {} samples each):",
+        r.config.repetitions
+    );
+    let _ = writeln!(
+        s,
+        "  {:<44} {:>11} {:>11} {:>11} {:>10}",
+        "operation", "median µs", "p99 µs", "max µs", "ops/sample"
+    );
+    for o in &r.ops {
+        let _ = writeln!(
+            s,
+            "  {:<44} {:>11} {:>11} {:>11} {:>10}",
+            o.label,
+            us(o.median_ns),
+            us(o.latency.percentile(99.0).unwrap_or(o.latency.max_ns) as f64),
+            us(o.latency.max_ns as f64),
+            o.iterations_per_sample
+        );
+    }
+    for (op, why) in &r.skipped {
+        let _ = writeln!(s, "  {op:<44} not measured: {why}");
+    }
+    s
+}
