@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 /// A probe of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeSpec {
-    /// `cyclic`, `oslat`, `ops`, `mem` or `numa`. The profile's duration applies to cyclic and oslat only:
+    /// `cyclic`, `oslat`, `net`, `ops`, `mem` or `numa`. The profile's duration applies to cyclic, oslat and net:
     /// ops and mem run for their repetitions (`-r`, `--sample-time`), numa for its `--interval`.
     pub kind: ProbeKind,
     /// The probe's command-line flags (without `-D`: the duration comes from the profile or `--duration`).
@@ -195,10 +195,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "quick",
         r#"name = "quick"
-description = "A first look: timer latency and OS noise on the measured CPUs, 10 s each"
+description = "A first look: timer latency and OS noise on the measured CPUs, 10 s each; OS-primitive costs, memory latency/bandwidth and NUMA locality (short)"
 duration = "10s"
-description = "A first look: timer latency and OS noise on the measured CPUs, 15 s each; OS-primitive costs, memory latency/bandwidth and NUMA locality (short)"
-duration = "15s"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p95 -i 200 -h 400 -a {cpus} -t --mainaffinity={housekeeping} -q"

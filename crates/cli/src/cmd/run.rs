@@ -306,7 +306,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     for spec in &profile.probes {
         let mut argv = expand(&spec.flags, &place);
         // ops and mem have their own repetition flags and numa its --interval: the duration is not theirs.
-        if matches!(spec.kind, ProbeKind::Cyclic | ProbeKind::Oslat) {
+        if matches!(
+            spec.kind,
+            ProbeKind::Cyclic | ProbeKind::Oslat | ProbeKind::Net
+        ) {
             argv.push("-D".into());
             argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
         }
