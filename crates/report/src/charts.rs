@@ -324,6 +324,78 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
     })
 }
 
+/// A curve over log axes: one named series of (x, y) points per run, e.g. memory load latency (ns)
+/// against the working-set size (bytes), with the sizes of the caches marked as vertical lines.
+pub fn log_curve(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series<[(f64, f64)]>],
+    marks: &[(f64, String)],
+) -> String {
+    let pts = series.iter().flat_map(|s| s.data.iter());
+    let (x0, x1, y0, y1) = pts.fold((f64::MAX, 0.0f64, f64::MAX, 0.0f64), |(a, b, c, d), p| {
+        (a.min(p.0), b.max(p.0), c.min(p.1), d.max(p.1))
+    });
+    if x0 > x1 || y0 > y1 {
+        return svg(|_| Err("no data".into()));
+    }
+    let (x0, x1) = ((x0 / 1.5).max(1e-9), x1 * 1.5);
+    let (y0, y1) = ((y0 / 1.5).max(1e-9), y1 * 1.5);
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d((x0..x1).log_scale().base(4.0), (y0..y1).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| bytes_label(*x))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (x, name) in marks {
+            chart
+                .draw_series(LineSeries::new([(*x, y0), (*x, y1)], BLACK.mix(0.3)))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series([Text::new(name.clone(), (*x, y1 / 1.3), ("sans-serif", 11))])
+                .map_err(|e| e.to_string())?;
+        }
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(s.data.iter().copied(), c.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
+fn bytes_label(b: f64) -> String {
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.0}G", b / (1024.0 * 1024.0 * 1024.0))
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.0}M", b / (1024.0 * 1024.0))
+    } else if b >= 1024.0 {
+        format!("{:.0}K", b / 1024.0)
+    } else {
+        format!("{b:.0}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

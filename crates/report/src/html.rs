@@ -271,16 +271,61 @@ fn setting(requested: &str, achieved: &str, error: Option<&str>) -> Markup {
     }
 }
 
-/// Probes without latency charts (ops, mem, net): their measures as a table.
+/// Probes without latency charts (ops, mem, net): their measures as a table (and mem's latency curve).
 fn generic_section(p: &ProbeResult) -> Markup {
     let ms = p.measures();
+    let title = match p {
+        ProbeResult::Ops(_) => "OS primitives (ops)",
+        ProbeResult::Mem(_) => "Memory (mem)",
+        ProbeResult::Numa(_) => "NUMA locality (numa)",
+        ProbeResult::Net(_) => "Network capacity (net)",
+        _ => "Measures",
+    };
     html! {
-        h2 { "Measures" }
+        h2 { (title) }
+        @if let ProbeResult::Mem(m) = p { (mem_chart(&[("load latency".to_string(), m)])) }
         table {
             tr { th { "measure" } th { "value" } }
             @for m in &ms { tr { td { (m.label) } td.n { (fmt_value(m.value, m.unit)) } } }
         }
     }
+}
+
+/// Load latency against working-set size, one curve per run, the caches sysfs reports marked.
+fn mem_chart(runs: &[(String, &rtgauge_model::mem::MemResult)]) -> Markup {
+    let curves: Vec<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|(_, m)| {
+            m.latency
+                .iter()
+                .map(|p| (p.size_bytes as f64, p.ns_per_load))
+                .collect()
+        })
+        .collect();
+    let series: Vec<Series<[(f64, f64)]>> = runs
+        .iter()
+        .zip(&curves)
+        .map(|((n, _), c)| Series {
+            name: n.clone(),
+            data: c.as_slice(),
+        })
+        .collect();
+    let marks: Vec<(f64, String)> = runs
+        .first()
+        .map(|(_, m)| {
+            m.caches
+                .iter()
+                .map(|c| (c.size_bytes as f64, format!("L{}", c.level)))
+                .collect()
+        })
+        .unwrap_or_default();
+    chart(charts::log_curve(
+        "memory load latency by working set",
+        "working set",
+        "ns per load",
+        &series,
+        &marks,
+    ))
 }
 
 fn audit_section(a: &AuditReport) -> Markup {
@@ -321,6 +366,7 @@ fn kv_table(v: &serde_json::Value) -> Markup {
 
 pub fn fmt_value(v: f64, unit: MeasureUnit) -> String {
     match unit {
+        MeasureUnit::Nanos if v < 100.0 => format!("{v:.1} ns"),
         MeasureUnit::Nanos if v < 1000.0 => format!("{v:.0} ns"),
         MeasureUnit::Nanos => format!("{:.2} µs", v / 1000.0),
         MeasureUnit::Count => format!("{v:.0}"),
@@ -345,15 +391,19 @@ pub fn fmt_ratio(v: &crate::compare::Versus) -> String {
     }
 }
 
-/// The verdict in words, with what would decide an inconclusive one.
-pub fn fmt_verdict(v: &Verdict, duration_ns: u64) -> String {
+/// The verdict in words, with what would decide an inconclusive one: longer runs for probes that measure
+/// over a duration, more repetitions for those that repeat a measurement (ops, mem).
+pub fn fmt_verdict(key: &str, v: &Verdict, duration_ns: u64) -> String {
+    let repeated = key.starts_with("ops.") || key.starts_with("mem.") || key.starts_with("numa.");
     match v {
         Verdict::Inconclusive { longer: Some(f) } if *f < 1e4 => {
-            let d = rtgauge_model::Nanos((duration_ns as f64 * f.max(1.0)) as u64);
-            format!(
-                "inconclusive: ~{:.1}× longer runs ({d}) would decide",
-                f.max(1.0)
-            )
+            let f = f.max(1.0);
+            if repeated || duration_ns == 0 {
+                format!("inconclusive: ~{f:.1}× more repetitions would decide")
+            } else {
+                let d = rtgauge_model::Nanos((duration_ns as f64 * f) as u64);
+                format!("inconclusive: ~{f:.1}× longer runs ({d}) would decide")
+            }
         }
         Verdict::Inconclusive { .. } => "inconclusive: the estimate sits on the margin".into(),
         Verdict::NoInterval { why } => format!("no interval: {why}"),
@@ -392,7 +442,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
                     @for v in &r.values { td.n { (v.map_or("-".to_string(), |x| fmt_value(x, r.unit))) } }
                     @for v in &r.versus {
                         @match v {
-                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (fmt_verdict(&v.verdict, dur)) } }
+                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (fmt_verdict(&r.key, &v.verdict, dur)) } }
                             None => { td { "-" } td { "-" } }
                         }
                     }
@@ -409,6 +459,8 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
             (chart(charts::percentiles(&format!("{k}: percentiles (all CPUs)"), &series)))
             (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
         }
+        @let mems: Vec<(String, &rtgauge_model::mem::MemResult)> = names.iter().zip(runs).filter_map(|(n, d)| d.probes.iter().find_map(|p| match p { ProbeResult::Mem(m) => Some((n.clone(), m)), _ => None })).collect();
+        @if mems.len() == runs.len() { h2 { "mem" } (mem_chart(&mems)) }
         h2 { "Differences in platform and tuning" }
         @if c.differences.is_empty() { p { "None: fingerprints and audit results agree." } }
         @else {

@@ -222,7 +222,14 @@ pub fn render_compare(
         names[0],
         c.margin * 100.0
     );
-    let mut header = format!("{:<28}", "measure");
+    let w = c
+        .rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let mut header = format!("{:<w$}", "measure");
     for n in &names {
         let _ = write!(header, " {n:>14}");
     }
@@ -231,7 +238,7 @@ pub fn render_compare(
     }
     let _ = writeln!(s, "{header}");
     for r in &c.rows {
-        let _ = write!(s, "{:<28}", r.label);
+        let _ = write!(s, "{:<w$}", r.label);
         for v in &r.values {
             let t = v.map_or("-".to_string(), |x| crate::html::fmt_value(x, r.unit));
             let _ = write!(s, " {t:>14}");
@@ -243,7 +250,7 @@ pub fn render_compare(
                         s,
                         "  {:<26} {}",
                         crate::html::fmt_ratio(v),
-                        crate::html::fmt_verdict(&v.verdict, dur)
+                        crate::html::fmt_verdict(&r.key, &v.verdict, dur)
                     );
                 }
                 None => {
