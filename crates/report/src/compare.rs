@@ -6,9 +6,9 @@
 //!   probe keeps), so bursts stay inside a resampled unit. When both runs have the same number of windows
 //!   the same window indices are drawn for both (for independent runs this changes nothing in
 //!   distribution; a run compared with itself gives exactly 1).
-//! - The interval is the *basic* bootstrap interval on the log ratio, `[2r − q97.5, 2r − q2.5]`: resampled
-//!   extremes (max, p99.99) can only fall below the observed one, and the basic interval corrects that
-//!   bias, where the percentile interval would call a single 200 ms stall "maybe nothing".
+//! - The interval is the *basic* bootstrap interval on the log ratio, `[2r − q97.5, 2r − q2.5]`.
+//! - Extremes (min, max, a percentile with fewer than 100 samples beyond it) get no interval: a resample
+//!   cannot go beyond the observed extreme. They are judged on the observed ratio against the margin.
 //! - Results without windows (imported rt-tests files) get distribution-free order-statistic intervals for
 //!   percentiles (assuming independent samples, which latency data is not: they are too narrow, and the
 //!   table says so) and none for max and counts.
@@ -347,6 +347,42 @@ fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
     }
 }
 
+/// Fewer samples than this beyond a percentile (in the smaller run) make it an extreme.
+const EXTREME_TAIL: f64 = 100.0;
+
+/// Whether latency statistic `stat` is an extreme of these runs: min and max always; a percentile when
+/// fewer than [`EXTREME_TAIL`] samples lie beyond it (p99.99 of 5,000 samples is the largest one). The
+/// bootstrap cannot resample beyond an observed extreme, so its intervals there say nothing (a baseline
+/// with one 3 ms spike made a 200 ms stall "inconclusive").
+fn is_extreme(stat: &str, a: &ProbeResult, b: &ProbeResult) -> bool {
+    if stat == "min" || stat == "max" {
+        return true;
+    }
+    let Some(p) = LATENCY_STATISTICS
+        .iter()
+        .find(|(n, _)| *n == stat)
+        .map(|(_, p)| p / 100.0)
+    else {
+        return false;
+    };
+    let n = |x: &ProbeResult| -> f64 {
+        latency_data(x).map_or(0.0, |d| d.pooled.iter().map(|v| v.1).sum::<u64>() as f64)
+    };
+    n(a).min(n(b)) * (1.0 - p) < EXTREME_TAIL
+}
+
+/// The verdict on an observed extreme: within the margin, beyond it one way, or the other.
+fn judge_observed(r: f64, better: Better, margin: f64) -> Verdict {
+    let d = (1.0 + margin).ln();
+    if r.abs() <= d + 1e-12 {
+        Verdict::Equivalent
+    } else if (r > 0.0) == (better == Better::Lower) {
+        Verdict::Worse
+    } else {
+        Verdict::Better
+    }
+}
+
 /// Distribution-free interval of the log of quantile `p` of `s` (independent samples assumed), as
 /// (ln lo, ln hi).
 fn order_statistic_interval(s: &Sparse, p: f64) -> Option<(f64, f64)> {
@@ -459,7 +495,11 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             let mut ci = None;
             let mut method = "";
             let mut why = String::new();
-            if latency_stat {
+            let mut observed = None;
+            if latency_stat && is_extreme(stat, &runs[0].probes[*pa], &runs[r].probes[*pb]) {
+                observed = Some(judge_observed(lr, better, o.margin));
+                method = "observed extreme: verdict from the ratio and the margin (no interval: resampling cannot reach beyond the observed extreme)";
+            } else if latency_stat {
                 let (da, db) = (
                     latency_data(&runs[0].probes[*pa]),
                     latency_data(&runs[r].probes[*pb]),
@@ -509,9 +549,10 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             } else {
                 why = "no repetitions to resample".into();
             }
-            let verdict = match ci {
-                Some(c) => judge(lr, c, better, o.margin),
-                None => Verdict::NoInterval { why },
+            let verdict = match (observed, ci) {
+                (Some(v), _) => v,
+                (None, Some(c)) => judge(lr, c, better, o.margin),
+                (None, None) => Verdict::NoInterval { why },
             };
             versus.push(Some(Versus {
                 ratio,
