@@ -155,7 +155,7 @@ fn render_oslat_table(o: &OslatResult) -> String {
             .map_or(0.0, |x| x.per_second);
         let _ = writeln!(
             s,
-            "{:>4} {:>14} {:>8.1} {:>10.1} {:>10.1} {:>10.2} {:>12.4}",
+            "{:>4} {:>14} {:>8.1} {:>10.3} {:>10.1} {:>10.2} {:>12.4}",
             t.cpu,
             t.iterations,
             t.loop_ns,
