@@ -892,11 +892,24 @@ mod tests {
             assert!(o.median_ns.is_finite(), "{}", o.op);
             assert_eq!(o.latency.count, 5);
         }
-        // Orders of magnitude any Linux machine satisfies.
+        // Orders of magnitude any Linux machine satisfies. Orderings compare the fastest of the five samples:
+        // other tests run beside this one on two vCPUs, and noise only ever adds time (CI once saw a fork+exit
+        // median above fork+execve's with 5 samples of ~1 iteration each).
+        let fastest = |n: &str| {
+            get(n)
+                .samples_ns
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min)
+        };
         assert!(get("null_syscall").median_ns > 10.0 && get("null_syscall").median_ns < 20_000.0);
-        assert!(get("fork_exec").median_ns > get("fork_exit").median_ns);
-        assert!(get("fork_sh").median_ns > get("fork_exec").median_ns);
-        assert!(get("pipe_rtt").median_ns > get("null_syscall").median_ns);
+        assert!(
+            fastest("fork_exec") > fastest("fork_exit"),
+            "{:?}",
+            (get("fork_exec"), get("fork_exit"))
+        );
+        assert!(fastest("fork_sh") > fastest("fork_exec"));
+        assert!(fastest("pipe_rtt") > fastest("null_syscall"));
         assert!(get("sleep_100us").median_ns >= 0.0);
         assert!(get("tsc_read").median_ns < get("pipe_rtt").median_ns);
     }
