@@ -32,7 +32,7 @@ fn short_run_measures_the_requested_operations() {
         .args([
             "ops",
             "--ops",
-            "null_syscall,pipe_rtt,fork_exit,sleep",
+            "null_syscall,pipe_rtt,fork_exit,fork_exec,fork_sh,sleep",
             "-r",
             "7",
             "--sample-time",
@@ -70,18 +70,51 @@ fn short_run_measures_the_requested_operations() {
         .collect();
     assert_eq!(
         names,
-        ["null_syscall", "pipe_rtt", "fork_exit", "sleep_50us"]
+        [
+            "null_syscall",
+            "pipe_rtt",
+            "fork_exit",
+            "fork_exec",
+            "fork_sh",
+            "sleep_50us"
+        ]
     );
     for op in p["ops"].as_array().unwrap() {
         assert_eq!(op["samples_ns"].as_array().unwrap().len(), 7);
         assert_eq!(op["latency"]["count"], 7);
     }
-    // Process creation costs far more than a syscall on any machine.
-    let med = |i: usize| p["ops"][i]["median_ns"].as_f64().unwrap();
+    // Process creation costs far more than a syscall on any machine, and each step adds work: execve loads a
+    // program, sh -c loads the shell and then the program. Compared on the fastest sample (noise only adds).
+    let fastest = |i: usize| {
+        p["ops"][i]["samples_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min)
+    };
     assert!(
-        med(2) > 10.0 * med(0),
+        fastest(2) > 10.0 * fastest(0),
         "fork {} vs syscall {}",
-        med(2),
-        med(0)
+        fastest(2),
+        fastest(0)
+    );
+    assert!(
+        fastest(3) > fastest(2),
+        "fork+execve {} vs fork+exit {}",
+        fastest(3),
+        fastest(2)
+    );
+    assert!(
+        fastest(4) > fastest(3),
+        "sh -c {} vs fork+execve {}",
+        fastest(4),
+        fastest(3)
+    );
+    assert!(
+        fastest(1) > fastest(0),
+        "pipe {} vs syscall {}",
+        fastest(1),
+        fastest(0)
     );
 }

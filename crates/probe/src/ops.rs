@@ -892,9 +892,10 @@ mod tests {
             assert!(o.median_ns.is_finite(), "{}", o.op);
             assert_eq!(o.latency.count, 5);
         }
-        // Orders of magnitude any Linux machine satisfies. Orderings compare the fastest of the five samples:
-        // other tests run beside this one on two vCPUs, and noise only ever adds time (CI once saw a fork+exit
-        // median above fork+execve's with 5 samples of ~1 iteration each).
+        // Orders of magnitude any Linux machine satisfies, compared on the fastest of the five samples: other
+        // tests run beside this one on two vCPUs and noise only ever adds time. Process-creation orderings are
+        // asserted in the CLI test, in a process of its own: here fork copies the page tables of whatever the
+        // tests beside it hold (CI saw fork+exit at 25 ms while the mem test held 256 MiB).
         let fastest = |n: &str| {
             get(n)
                 .samples_ns
@@ -903,12 +904,7 @@ mod tests {
                 .fold(f64::INFINITY, f64::min)
         };
         assert!(get("null_syscall").median_ns > 10.0 && get("null_syscall").median_ns < 20_000.0);
-        assert!(
-            fastest("fork_exec") > fastest("fork_exit"),
-            "{:?}",
-            (get("fork_exec"), get("fork_exit"))
-        );
-        assert!(fastest("fork_sh") > fastest("fork_exec"));
+        assert!(fastest("fork_exit") > fastest("null_syscall"));
         assert!(fastest("pipe_rtt") > fastest("null_syscall"));
         assert!(get("sleep_100us").median_ns >= 0.0);
         assert!(get("tsc_read").median_ns < get("pipe_rtt").median_ns);
