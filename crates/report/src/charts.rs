@@ -58,6 +58,41 @@ fn svg(
     }
 }
 
+/// One line per named series in the palette's colours, then the legend.
+fn lines<'a, 'b, X, Y>(
+    chart: &mut ChartContext<'b, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    named: impl Iterator<Item = (&'a str, &'a [(f64, f64)])>,
+    width: u32,
+    at: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, (name, pts)) in named.enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(width)))
+            .map_err(|e| e.to_string())?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
+    }
+    legend(chart, at)
+}
+
+fn legend<'b, CT: CoordTranslate>(
+    chart: &mut ChartContext<'b, SVGBackend<'b>, CT>,
+    at: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
 /// Histogram: counts per latency bin, log count axis. Bins are linear up to the largest value unless the
 /// range spans more than two decades, where they become logarithmic (a 200 ms stall next to 20 µs
 /// latencies would otherwise squeeze everything into the first bin).
@@ -121,6 +156,8 @@ pub fn histogram(title: &str, series: &[Series<Sparse>]) -> String {
                     .configure_mesh()
                     .x_desc("latency (µs)")
                     .y_desc("samples")
+                    .x_label_formatter(&|x| num_label(*x))
+                    .y_label_formatter(&|y| num_label(*y))
                     .draw()
                     .map_err(|e| e.to_string())?;
                 for (i, (s, bs)) in series.iter().zip(&bins).enumerate() {
@@ -135,12 +172,7 @@ pub fn histogram(title: &str, series: &[Series<Sparse>]) -> String {
                             Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled())
                         });
                 }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
                 Ok(())
             }};
         }
@@ -198,25 +230,38 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
             .x_desc("percentile")
             .y_desc("latency (µs)")
             .x_label_formatter(&|x| percentile_label(*x))
+            .y_label_formatter(&|y| num_label(*y))
             .draw()
             .map_err(|e| e.to_string())?;
-        for (i, (s, pts)) in series.iter().zip(&curves).enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        Ok(())
+        let named = series
+            .iter()
+            .zip(&curves)
+            .map(|(s, pts)| (s.name.as_str(), pts.as_slice()));
+        lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
     })
+}
+
+/// Axis numbers as people write them: 0.02, 1.5, 250, 12k, 3.4M (plotters prints 100000000.0).
+fn num_label(v: f64) -> String {
+    let (v, suffix) = match v.abs() {
+        a if a >= 1e9 => (v / 1e9, "G"),
+        a if a >= 1e6 => (v / 1e6, "M"),
+        a if a >= 1e4 => (v / 1e3, "k"),
+        _ => (v, ""),
+    };
+    let digits = if v.abs() >= 100.0 || v == 0.0 {
+        0
+    } else {
+        // three significant digits at most
+        (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize
+    };
+    let s = format!("{v:.digits$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &s
+    };
+    format!("{s}{suffix}")
 }
 
 fn percentile_label(x: f64) -> String {
@@ -258,7 +303,7 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
     } else {
         ("s", 1e9)
     };
-    let lines: Vec<Vec<(f64, f64)>> = series
+    let points: Vec<Vec<(f64, f64)>> = series
         .iter()
         .map(|s| {
             let span = (end_ns / TIMELINE_POINTS as u64).max(1);
@@ -283,7 +328,7 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
         })
         .collect();
     let xmax = (end_ns as f64 / div).max(1e-3) * 1.02;
-    let (ymin, ymax) = lines
+    let (ymin, ymax) = points
         .iter()
         .flatten()
         .fold((f64::MAX, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
@@ -304,23 +349,14 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
             .configure_mesh()
             .x_desc(format!("time ({unit})"))
             .y_desc("max latency (µs)")
+            .y_label_formatter(&|y| num_label(*y))
             .draw()
             .map_err(|e| e.to_string())?;
-        for (i, (s, pts)) in series.iter().zip(&lines).enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(1)))
-                .map_err(|e| e.to_string())?
-                .label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        Ok(())
+        let named = series
+            .iter()
+            .zip(&points)
+            .map(|(s, pts)| (s.name.as_str(), pts.as_slice()));
+        lines(&mut chart, named, 1, SeriesLabelPosition::MiddleRight)
     })
 }
 
@@ -355,6 +391,7 @@ pub fn log_curve(
             .x_desc(x_desc)
             .y_desc(y_desc)
             .x_label_formatter(&|x| bytes_label(*x))
+            .y_label_formatter(&|y| num_label(*y))
             .draw()
             .map_err(|e| e.to_string())?;
         for (x, name) in marks {
@@ -365,22 +402,8 @@ pub fn log_curve(
                 .draw_series([Text::new(name.clone(), (*x, y1 / 1.3), ("sans-serif", 11))])
                 .map_err(|e| e.to_string())?;
         }
-        for (i, s) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(s.data.iter().copied(), c.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        Ok(())
+        let named = series.iter().map(|s| (s.name.as_str(), s.data));
+        lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
     })
 }
 
@@ -399,6 +422,28 @@ fn bytes_label(b: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_numbers_are_compact() {
+        let l = |v: f64| num_label(v);
+        assert_eq!(
+            [
+                l(0.0),
+                l(0.01),
+                l(0.025),
+                l(1.0),
+                l(1.5),
+                l(10.0),
+                l(250.0),
+                l(1000.0)
+            ],
+            ["0", "0.01", "0.025", "1", "1.5", "10", "250", "1000"]
+        );
+        assert_eq!(
+            [l(10_000.0), l(123_456.0), l(1e8), l(3.4e6), l(2e9)],
+            ["10k", "123k", "100M", "3.4M", "2G"]
+        );
+    }
 
     #[test]
     fn charts_are_svg_with_their_series() {

@@ -15,8 +15,8 @@ use rtgauge_model::verdict::Outcome;
 const CSS: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;vertical-align:top}
-th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;vertical-align:top;overflow-wrap:anywhere}
+th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .pass,.equivalent,.better{color:#17702a;font-weight:600}.fail,.worse{color:#b00020;font-weight:600}
 .warn,.inconclusive{color:#8a5a00;font-weight:600}.muted{color:#777}
 figure.chart{margin:1em 0}figure.chart svg{max-width:100%;height:auto}
