@@ -58,6 +58,29 @@ fn svg(
     }
 }
 
+/// The common frame of every chart: title, margin, room for the axis labels.
+fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(56);
+    b
+}
+
+/// A log axis range around the values with half a step of room (0.001..1 when there are none).
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+    if lo > hi {
+        (0.001, 1.0)
+    } else {
+        ((lo / 1.5).max(0.001), hi * 1.5)
+    }
+}
+
 /// One line per named series in the palette's colours, then the legend.
 fn lines<'a, 'b, X, Y>(
     chart: &mut ChartContext<'b, SVGBackend<'b>, Cartesian2d<X, Y>>,
@@ -142,11 +165,7 @@ pub fn histogram(title: &str, series: &[Series<Sparse>]) -> String {
         .collect();
     let ymax = bins.iter().flatten().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 2.0;
     svg(|root| {
-        let mut b = ChartBuilder::on(root);
-        b.caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56);
+        let mut b = frame(root, title);
         let x = us(lo)..us(hi);
         let y = (0.5f64..ymax).log_scale();
         macro_rules! draw {
@@ -208,21 +227,9 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
         })
         .collect();
     let xmax = curves.iter().flatten().map(|p| p.0).fold(10.0f64, f64::max) * 1.5;
-    let (ymin, ymax) = curves
-        .iter()
-        .flatten()
-        .fold((f64::MAX, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
-    let (ymin, ymax) = if ymin > ymax {
-        (0.001, 1.0)
-    } else {
-        ((ymin / 1.5).max(0.001), ymax * 1.5)
-    };
+    let (ymin, ymax) = log_range(curves.iter().flatten().map(|p| p.1));
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
+        let mut chart = frame(root, title)
             .build_cartesian_2d((1.0f64..xmax).log_scale(), (ymin..ymax).log_scale())
             .map_err(|e| e.to_string())?;
         chart
@@ -328,21 +335,9 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
         })
         .collect();
     let xmax = (end_ns as f64 / div).max(1e-3) * 1.02;
-    let (ymin, ymax) = points
-        .iter()
-        .flatten()
-        .fold((f64::MAX, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
-    let (ymin, ymax) = if ymin > ymax {
-        (0.001, 1.0)
-    } else {
-        ((ymin / 1.5).max(0.001), ymax * 1.5)
-    };
+    let (ymin, ymax) = log_range(points.iter().flatten().map(|p| p.1));
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
+        let mut chart = frame(root, title)
             .build_cartesian_2d(0.0..xmax, (ymin..ymax).log_scale())
             .map_err(|e| e.to_string())?;
         chart
@@ -379,11 +374,7 @@ pub fn log_curve(
     let (x0, x1) = ((x0 / 1.5).max(1e-9), x1 * 1.5);
     let (y0, y1) = ((y0 / 1.5).max(1e-9), y1 * 1.5);
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
+        let mut chart = frame(root, title)
             .build_cartesian_2d((x0..x1).log_scale().base(4.0), (y0..y1).log_scale())
             .map_err(|e| e.to_string())?;
         chart
