@@ -1,7 +1,7 @@
 //! `rtgauge mem`: load-latency curve over a randomised pointer chain (cache and TLB steps, named after the
 //! caches sysfs reports), read/write/copy bandwidth and the NUMA latency/bandwidth matrix.
 
-use super::ops::parse_size_max;
+use super::parse_size_max;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};

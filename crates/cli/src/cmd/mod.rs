@@ -60,3 +60,22 @@ pub fn thread_shortfalls(who: &str, k: &ThreadConditions) -> Vec<String> {
     }
     w
 }
+
+/// Sizes with an optional K, M or G suffix (binary units), at most `max`.
+pub fn parse_size_max(s: &str, max: u64) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 4096, 16K, 1M)"))?;
+    let bytes = n.checked_mul(mult).ok_or("size too large")?;
+    if bytes > max {
+        return Err(format!("at most {}", rtgauge_model::mem::size_label(max)));
+    }
+    Ok(bytes)
+}

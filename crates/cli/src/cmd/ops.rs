@@ -2,6 +2,7 @@
 //! context switch, process creation, mmap, page fault, sleep overshoot, clock and counter reads), resolved
 //! into a plan, measured, rendered as a table and optionally written as a run document.
 
+use super::parse_size_max;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
@@ -93,25 +94,6 @@ fn parse_sleep(s: &str) -> Result<Nanos, String> {
         return Err(format!("'{s}': between 1us and 1s"));
     }
     Ok(d)
-}
-
-/// Sizes with an optional K, M or G suffix (binary units), at most `max`.
-pub fn parse_size_max(s: &str, max: u64) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
-        _ => (t, 1),
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 4096, 16K, 1M)"))?;
-    let bytes = n.checked_mul(mult).ok_or("size too large")?;
-    if bytes > max {
-        return Err(format!("at most {}", rtgauge_model::mem::size_label(max)));
-    }
-    Ok(bytes)
 }
 
 fn parse_small_size(s: &str) -> Result<u64, String> {

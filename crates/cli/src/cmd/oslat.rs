@@ -122,19 +122,9 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
     }
 }
 
-/// Sizes as oslat takes them: a number with an optional K, M or G suffix (binary units).
+/// Sizes as oslat takes them: a number with an optional K, M or G suffix (binary units), at most 1G.
 fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
-        _ => (t, 1),
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 4096, 16K, 1M)"))?;
-    let bytes = n.checked_mul(mult).ok_or("size too large")?;
+    let bytes = super::parse_size_max(s, u64::MAX)?;
     if bytes > 1 << 30 {
         return Err("at most 1G per thread".into());
     }
