@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_usage_errors, interrupt, is_root, read_json, rtgauge};
+use common::{assert_ok, assert_usage_errors, interrupt, is_root, read_json, rtgauge};
 use serde_json::Value;
 
 /// A tree with CPUs 0-31, to resolve the seed documents' 30-CPU command lines on this 2-CPU machine.
@@ -34,11 +34,7 @@ fn issue_command_prints_summary_and_writes_json_whose_counts_add_up() {
         .arg(&native)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let t_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("T:")).collect();
     assert_eq!(t_lines.len(), 2, "{stdout}");
@@ -153,11 +149,7 @@ fn seed_000_command_resolves_as_cyclictest_would() {
         .arg("--dry-run")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &v["config"];
     assert_eq!(c["threads"], 28);
@@ -234,11 +226,7 @@ fn seed_003_command_runs_here() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("I:100 C:  10000"), "{s}");
     assert!(s.contains("# Histogram Overflows:"), "{s}");
@@ -272,11 +260,7 @@ fn sigint_ends_the_run_with_summary_and_files() {
     ];
     let (out, took) = interrupt(&args, std::time::Duration::from_millis(1500));
     assert!(took < std::time::Duration::from_secs(5), "stopped promptly");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.lines().any(|l| l.starts_with("T: 0 (")), "{s}");
     let v = read_json(&json);

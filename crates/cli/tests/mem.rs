@@ -65,11 +65,7 @@ fn small_sweep_finds_the_l1_step() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_ok(&o);
     let doc = read_json(&out);
     let m = &doc["probes"][0];
     assert_eq!(m["probe"], "mem");

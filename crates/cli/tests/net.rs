@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_usage_errors, is_root, read_json, rtgauge, rtgauge_std};
+use common::{assert_ok, assert_usage_errors, is_root, read_json, rtgauge, rtgauge_std};
 use serde_json::Value;
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::{Command, Stdio};
@@ -167,11 +167,7 @@ fn cps_and_throughput_across_a_veth_pair_between_two_namespaces() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(t.elapsed() < Duration::from_secs(7), "{:?}", t.elapsed());
     assert!(
         stdout.contains("connections/s") && stdout.contains("stored: run"),
@@ -229,11 +225,7 @@ fn cps_and_throughput_across_a_veth_pair_between_two_namespaces() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     let doc: Value = serde_json::from_str(&text[text.find("\n{").unwrap()..]).unwrap();
     let p = probe(&doc, 0);
@@ -381,11 +373,7 @@ fn sweep_prints_cps_and_throughput_per_core_count() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(stdout.contains("server CPUs sweep:"), "{stdout}");
     let row = stdout
         .lines()
@@ -493,11 +481,7 @@ fn a_profile_runs_net_probes_and_stores_them() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(
         stdout.contains("connections/s") && stdout.contains("Gbit/s"),
         "{stdout}"

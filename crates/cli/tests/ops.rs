@@ -47,11 +47,7 @@ fn short_run_measures_the_requested_operations() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_ok(&o);
     assert!(text.contains("null syscall (getppid)"), "{text}");
     assert!(text.contains("sleep 50 µs overshoot"), "{text}");
     assert!(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_usage_errors, busy_cpu, interrupt, read_json, rtgauge};
+use common::{assert_ok, assert_usage_errors, busy_cpu, interrupt, read_json, rtgauge};
 
 #[test]
 fn issue_command_writes_json_whose_counts_add_up() {
@@ -19,11 +19,7 @@ fn issue_command_writes_json_whose_counts_add_up() {
         .arg(&native)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = String::from_utf8(out.stdout).unwrap();
     for line in [
         "Pre-heat for 1 seconds...",
@@ -103,11 +99,7 @@ fn sigint_prints_the_summary_and_writes_the_json() {
     ];
     let (out, took) = interrupt(&args, std::time::Duration::from_millis(2500));
     assert!(took < std::time::Duration::from_secs(3), "stopped promptly");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(String::from_utf8(out.stdout)
         .unwrap()
         .contains("    Duration:\t"));
@@ -141,11 +133,7 @@ fn trace_threshold_still_prints_summary_and_json() {
         .arg(&json)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(
         s.contains("Trace threshold (1 us) triggered on cpu 1"),

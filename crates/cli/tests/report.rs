@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{busy_cpu, rtgauge, rtgauge_std, spinner};
+use common::{assert_ok, busy_cpu, rtgauge, rtgauge_std, spinner};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -47,11 +47,7 @@ fn fixture() -> &'static Fixture {
                 .args(["--label", label, "--db", &db])
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_ok(&out);
         };
         run(LABEL);
         let hog = spinner(
@@ -77,11 +73,7 @@ fn compare_json(a: &str, b: &str) -> Value {
         .args(["compare", a, b, "--json", "--db", &f.db])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -181,11 +173,7 @@ addEventListener('load', () => {
         .arg(format!("file://{}", copy.display()))
         .output()
         .expect("chromium (apt-get install chromium)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let console = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter(|l| l.contains("CONSOLE"))
@@ -220,11 +208,7 @@ fn report_and_comparison_render_in_headless_chromium() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let out = rtgauge()
         .args([
             "compare",
@@ -237,11 +221,7 @@ fn report_and_comparison_render_in_headless_chromium() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     // One cyclic thread: its histogram, the percentile plot and the timeline; the comparison overlays
     // the same three.
     for (page, charts) in [(&report, 3), (&cmp, 3)] {
@@ -294,11 +274,7 @@ fn an_exported_run_imports_elsewhere_and_compares_with_its_original() {
         .args(["import", file.to_str().unwrap(), "--db", &other])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let a: Value = serde_json::from_slice(
         &rtgauge()
             .args(["export", "1", "--db", &f.db])

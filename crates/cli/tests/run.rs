@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{busy_cpu, rtgauge, rtgauge_std};
+use common::{assert_ok, busy_cpu, rtgauge, rtgauge_std};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -35,11 +35,7 @@ fn export_json(db: &str, run: &str) -> Value {
         .args(["export", run, "--format", "json", "--db", db])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -289,11 +285,7 @@ fn killed_oslat_run_keeps_its_checkpointed_intervals() {
         .args(["export", "latest", "--format", "rt-tests", "--db", &db])
         .output()
         .unwrap();
-    assert!(
-        rt.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rt.stderr)
-    );
+    assert_ok(&rt);
 }
 
 #[test]
@@ -373,11 +365,7 @@ fn rt_tests_json_import_then_export_keeps_histogram_and_statistics() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let exported = rtgauge()
         .args(["export", "imported", "--format", "rt-tests", "--db", &db])
         .output()
@@ -525,11 +513,7 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let export = |run: &str| -> Value {
         let o = rtgauge()
             .args(["export", run, "--format", "rt-tests", "--db", &db])

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{read_json, rtgauge_std};
+use common::{assert_ok, read_json, rtgauge_std};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -51,11 +51,7 @@ fn run_probe(extra: &[&str]) -> Value {
         .output()
         .unwrap();
     hog.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     read_json(&native)
 }
 
@@ -147,11 +143,7 @@ fn oslat_reports_the_three_stalls_as_worst_gaps_with_their_times() {
         .output()
         .unwrap();
     hog.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let d = read_json(&native);
     let t = &d["probes"][0]["threads"][0];
     let worst = t["worst"].as_array().unwrap();
