@@ -166,6 +166,14 @@ struct Worker<'a> {
     slots: Vec<Slot>,
     buf: Vec<u8>,
     t0: u64,
+    tally: Tally,
+    idle: usize,
+    /// This loop's share of `max_transactions`.
+    budget: u64,
+}
+
+/// What one loop counted; the loops' tallies are merged into the outcome.
+struct Tally {
     connections: u64,
     transactions: u64,
     bytes: u64,
@@ -174,9 +182,37 @@ struct Worker<'a> {
     ttfb: Lat,
     total: Lat,
     per_second: Vec<NetSecond>,
-    idle: usize,
-    /// This loop's share of `max_transactions`.
-    budget: u64,
+}
+
+impl Tally {
+    fn new(secs: usize) -> Self {
+        Tally {
+            connections: 0,
+            transactions: 0,
+            bytes: 0,
+            errors: NetErrors::default(),
+            connect: Lat::new(),
+            ttfb: Lat::new(),
+            total: Lat::new(),
+            per_second: vec![NetSecond::default(); secs],
+        }
+    }
+
+    /// Add another loop's counts; its per-second series is cut to the length of this one.
+    fn merge(&mut self, o: &Tally) {
+        self.connections += o.connections;
+        self.transactions += o.transactions;
+        self.bytes += o.bytes;
+        self.errors.add(&o.errors);
+        self.connect.merge(&o.connect);
+        self.ttfb.merge(&o.ttfb);
+        self.total.merge(&o.total);
+        for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
+            a.transactions += b.transactions;
+            a.bytes += b.bytes;
+            a.errors += b.errors;
+        }
+    }
 }
 
 const RECV_BUF: usize = 256 * 1024;
@@ -185,12 +221,17 @@ impl Worker<'_> {
     #[inline]
     fn second(&mut self, now: u64) -> &mut NetSecond {
         let i = (now.saturating_sub(self.t0) / 1_000_000_000) as usize;
-        let last = self.per_second.len() - 1;
-        &mut self.per_second[i.min(last)]
+        let last = self.tally.per_second.len() - 1;
+        &mut self.tally.per_second[i.min(last)]
     }
 
     fn fail(&mut self, i: usize, kind: ErrKind, now: u64) {
-        let e = &mut self.errors;
+        self.count(kind, now);
+        self.drop_conn(i);
+    }
+
+    fn count(&mut self, kind: ErrKind, now: u64) {
+        let e = &mut self.tally.errors;
         match kind {
             ErrKind::Refused => e.refused += 1,
             ErrKind::Reset => e.reset += 1,
@@ -202,7 +243,6 @@ impl Worker<'_> {
             ErrKind::Other => e.other += 1,
         }
         self.second(now).errors += 1;
-        self.drop_conn(i);
     }
 
     /// Close the slot's socket; it is reopened at the next turn of the loop.
@@ -227,13 +267,10 @@ impl Worker<'_> {
             Ok(fd) => fd,
             Err(e) => {
                 // No socket at all (EMFILE, …): stays idle, counted, retried later.
-                let k = classify(e);
-                self.slots[i].phase = Phase::Connecting;
-                self.idle -= 1;
-                return self.fail(i, k, now);
+                return self.count(classify(e), now);
             }
         };
-        self.connections += 1;
+        self.tally.connections += 1;
         let reset = self.plan.close == CloseMode::Reset;
         if reset {
             let _ = sys::set_linger_reset(fd);
@@ -265,7 +302,7 @@ impl Worker<'_> {
 
     fn on_connected(&mut self, i: usize, now: u64) {
         let t = now.saturating_sub(self.slots[i].t_start);
-        self.connect.record(t);
+        self.tally.connect.record(t);
         let s = &mut self.slots[i];
         s.phase = Phase::Sending;
         s.sent = 0;
@@ -327,7 +364,7 @@ impl Worker<'_> {
             match r {
                 Ok(0) => return self.on_eof(i, now),
                 Ok(n) => {
-                    self.bytes += n as u64;
+                    self.tally.bytes += n as u64;
                     self.second(now).bytes += n as u64;
                     let s = &mut self.slots[i];
                     if s.phase == Phase::Draining {
@@ -336,7 +373,7 @@ impl Worker<'_> {
                     if !s.got_first {
                         s.got_first = true;
                         let t = now.saturating_sub(s.t_sent);
-                        self.ttfb.record(t);
+                        self.tally.ttfb.record(t);
                     }
                     let s = &mut self.slots[i];
                     match s.reader.feed(&self.buf[..n]) {
@@ -389,9 +426,9 @@ impl Worker<'_> {
             NetMode::Cps => s.t_start,
             NetMode::Throughput => s.t_sent,
         };
-        self.total.record(now.saturating_sub(from));
+        self.tally.total.record(now.saturating_sub(from));
         if !ok {
-            self.errors.status += 1;
+            self.tally.errors.status += 1;
         }
         match self.plan.mode {
             NetMode::Cps => {
@@ -406,7 +443,7 @@ impl Worker<'_> {
             }
             NetMode::Throughput => {
                 if ok {
-                    self.transactions += 1;
+                    self.tally.transactions += 1;
                     self.second(now).transactions += 1;
                 } else {
                     self.second(now).errors += 1;
@@ -432,33 +469,25 @@ impl Worker<'_> {
     fn finish(&mut self, i: usize, now: u64) {
         if self.plan.mode == NetMode::Cps {
             if self.slots[i].ok {
-                self.transactions += 1;
+                self.tally.transactions += 1;
                 self.second(now).transactions += 1;
             } else {
                 self.second(now).errors += 1;
             }
         }
         self.drop_conn(i);
-        if self.transactions < self.budget() {
+        if self.tally.transactions < self.budget {
             // Reopen at once: the closed loop's next transaction.
             self.open(i);
         }
     }
 
-    #[inline]
-    fn budget(&self) -> u64 {
-        self.budget
-    }
-
     fn expire(&mut self, now: u64) {
         for i in 0..self.slots.len() {
             let s = &self.slots[i];
+            // Draining included: the response was complete but the server did not close, so the connection
+            // did not end within the bound.
             if s.phase != Phase::Idle && now > s.deadline {
-                if s.phase == Phase::Draining {
-                    // The response was complete; the server did not close: counted as a timeout, since the
-                    // connection did not end within the bound.
-                    self.slots[i].ok = false;
-                }
                 self.fail(i, ErrKind::Timeout, now);
             }
         }
@@ -474,14 +503,7 @@ fn http_kind(e: HttpError) -> ErrKind {
 
 /// Output of one loop.
 struct Part {
-    connections: u64,
-    transactions: u64,
-    bytes: u64,
-    errors: NetErrors,
-    connect: Lat,
-    ttfb: Lat,
-    total: Lat,
-    per_second: Vec<NetSecond>,
+    tally: Tally,
     in_flight: u64,
     pinned: bool,
     cpu: u32,
@@ -525,14 +547,7 @@ fn worker(
                 .collect(),
             buf: vec![0u8; RECV_BUF],
             t0: 0,
-            connections: 0,
-            transactions: 0,
-            bytes: 0,
-            errors: NetErrors::default(),
-            connect: Lat::new(),
-            ttfb: Lat::new(),
-            total: Lat::new(),
-            per_second: vec![NetSecond::default(); secs],
+            tally: Tally::new(secs),
             idle: n,
             budget: plan.max_transactions.div_ceil(plan.cpus.len() as u64),
         })
@@ -549,14 +564,14 @@ fn worker(
     let mut last_scan = t0;
     let mut now = t0;
     loop {
-        if w.idle > 0 && w.transactions < w.budget() {
+        if w.idle > 0 && w.tally.transactions < w.budget {
             for i in 0..w.slots.len() {
                 if w.slots[i].phase == Phase::Idle {
                     w.open(i);
                 }
             }
         }
-        if now >= end || stop.is_set() || w.transactions >= w.budget() {
+        if now >= end || stop.is_set() || w.tally.transactions >= w.budget {
             break;
         }
         let left_ms = ((end - now) / 1_000_000).clamp(1, 10) as i32;
@@ -586,14 +601,7 @@ fn worker(
         }
     }
     Ok(Part {
-        connections: w.connections,
-        transactions: w.transactions,
-        bytes: w.bytes,
-        errors: w.errors,
-        connect: w.connect,
-        ttfb: w.ttfb,
-        total: w.total,
-        per_second: w.per_second,
+        tally: w.tally,
         in_flight,
         pinned: pin.achieved == Some(cpu),
         cpu,
@@ -651,44 +659,28 @@ pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeErr
     let t_end = now_ns(Clock::Monotonic);
     let t0 = t0_cell.get().copied().unwrap_or(t_end);
     let elapsed_ns = t_end.saturating_sub(t0).max(1);
-    let mut connect = Lat::new();
-    let mut ttfb = Lat::new();
-    let mut total = Lat::new();
     let secs = (elapsed_ns.div_ceil(1_000_000_000) as usize).max(1);
-    let mut out = ClientOutcome {
-        elapsed_ns,
-        connections: 0,
-        transactions: 0,
-        bytes: 0,
-        errors: NetErrors::default(),
-        connect: connect.stats(),
-        ttfb: ttfb.stats(),
-        total: total.stats(),
-        per_second: vec![NetSecond::default(); secs],
-        in_flight_at_end: 0,
-        unpinned: Vec::new(),
-    };
+    let mut all = Tally::new(secs);
+    let (mut in_flight_at_end, mut unpinned) = (0, Vec::new());
     for p in parts {
         let p = p?;
-        out.connections += p.connections;
-        out.transactions += p.transactions;
-        out.bytes += p.bytes;
-        out.errors.add(&p.errors);
-        out.in_flight_at_end += p.in_flight;
-        connect.merge(&p.connect);
-        ttfb.merge(&p.ttfb);
-        total.merge(&p.total);
-        for (a, b) in out.per_second.iter_mut().zip(&p.per_second) {
-            a.transactions += b.transactions;
-            a.bytes += b.bytes;
-            a.errors += b.errors;
-        }
+        all.merge(&p.tally);
+        in_flight_at_end += p.in_flight;
         if !p.pinned {
-            out.unpinned.push(p.cpu);
+            unpinned.push(p.cpu);
         }
     }
-    out.connect = connect.stats();
-    out.ttfb = ttfb.stats();
-    out.total = total.stats();
-    Ok(out)
+    Ok(ClientOutcome {
+        elapsed_ns,
+        connections: all.connections,
+        transactions: all.transactions,
+        bytes: all.bytes,
+        errors: all.errors,
+        connect: all.connect.stats(),
+        ttfb: all.ttfb.stats(),
+        total: all.total.stats(),
+        per_second: all.per_second,
+        in_flight_at_end,
+        unpinned,
+    })
 }

@@ -124,14 +124,7 @@ impl ResponseReader {
         let mut chunked = false;
         for h in r.headers.iter() {
             if h.name.eq_ignore_ascii_case("connection") {
-                for token in h.value.split(|&b| b == b',') {
-                    let t = token.trim_ascii();
-                    if t.eq_ignore_ascii_case(b"close") {
-                        keep_alive = false;
-                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                        keep_alive = true;
-                    }
-                }
+                keep_alive = connection_keep_alive(h.value, keep_alive);
             } else if h.name.eq_ignore_ascii_case("content-length") {
                 let v = std::str::from_utf8(h.value)
                     .ok()
@@ -269,6 +262,23 @@ pub fn build_request(path: &str, host: &str, close: bool) -> Vec<u8> {
         if close { "Connection: close\r\n" } else { "" }
     )
     .into_bytes()
+}
+
+/// The keep-alive decision after one `Connection:` header value: `close` ends the connection,
+/// `keep-alive` keeps it, other tokens (e.g. `Upgrade`) leave `current` as it was.
+pub(super) fn connection_keep_alive(value: &[u8], current: bool) -> bool {
+    value
+        .split(|&b| b == b',')
+        .map(<[u8]>::trim_ascii)
+        .fold(current, |keep, t| {
+            if t.eq_ignore_ascii_case(b"close") {
+                false
+            } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                true
+            } else {
+                keep
+            }
+        })
 }
 
 #[cfg(test)]

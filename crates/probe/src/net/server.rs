@@ -232,14 +232,7 @@ impl Loop {
         let mut keep_alive = req.version == Some(1);
         for h in req.headers.iter() {
             if h.name.eq_ignore_ascii_case("connection") {
-                for token in h.value.split(|&b| b == b',') {
-                    let t = token.trim_ascii();
-                    if t.eq_ignore_ascii_case(b"close") {
-                        keep_alive = false;
-                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                        keep_alive = true;
-                    }
-                }
+                keep_alive = super::http::connection_keep_alive(h.value, keep_alive);
             }
         }
         let method = req.method.unwrap_or("");
@@ -258,14 +251,13 @@ impl Loop {
 
     /// Send the queued response; `None` when the connection was closed.
     fn write(&mut self, i: usize) -> Option<Step> {
-        let body = Arc::clone(&self.body);
         let c = &mut self.conns[i];
         while c.head_off < c.head_len || c.body_off < c.body_len {
             let head = &c.head[c.head_off..c.head_len];
             let left = c.body_len - c.body_off;
             let start = (c.body_off % BODY_BUF as u64) as usize;
             let take = (left.min((BODY_BUF - start) as u64)) as usize;
-            match sys::send2(c.fd, head, &body[start..start + take]) {
+            match sys::send2(c.fd, head, &self.body[start..start + take]) {
                 Ok(n) => {
                     self.stats.bytes_sent += n as u64;
                     if n <= head.len() {
@@ -391,48 +383,43 @@ pub fn start(plan: &ServerPlan, stop: &StopFlag) -> Result<ServerHandle, ProbeEr
         let Some(listener) = listeners.next() else {
             break;
         };
-        let ep = match Epoll::new() {
-            Ok(ep) => ep,
-            Err(e) => {
+        let ep = Epoll::new()
+            .map_err(|e| format!("epoll_create1: {e}"))
+            .and_then(|ep| {
+                ep.add(listener, EV_IN | EV_ET, LISTENER)
+                    .map(|()| ep)
+                    .map_err(|e| format!("epoll_ctl: {}", sys::errno_text(e)))
+            });
+        let spawned = match ep {
+            Ok(ep) => {
+                let l = Loop {
+                    ep,
+                    listener,
+                    conns: Vec::with_capacity(1024),
+                    free: Vec::with_capacity(1024),
+                    body: Arc::clone(&body),
+                    stats: ServerStats::default(),
+                };
+                let stop2 = stop.clone();
+                std::thread::Builder::new()
+                    .name(format!("rtgauge-serve-{index}"))
+                    .spawn(move || serve_loop(l, cpu, &stop2, end))
+                    .map_err(|source| ProbeError::Spawn { index, source })
+            }
+            Err(reason) => {
                 sys::close(listener);
-                listeners.for_each(sys::close);
-                stop.set();
-                return Err(ProbeError::Thread {
-                    index,
-                    reason: format!("epoll_create1: {e}"),
-                });
+                Err(ProbeError::Thread { index, reason })
             }
         };
-        if let Err(e) = ep.add(listener, EV_IN | EV_ET, LISTENER) {
-            sys::close(listener);
-            listeners.for_each(sys::close);
-            stop.set();
-            return Err(ProbeError::Thread {
-                index,
-                reason: format!("epoll_ctl: {}", sys::errno_text(e)),
-            });
-        }
-        let l = Loop {
-            ep,
-            listener,
-            conns: Vec::with_capacity(1024),
-            free: Vec::with_capacity(1024),
-            body: Arc::clone(&body),
-            stats: ServerStats::default(),
-        };
-        let stop2 = stop.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("rtgauge-serve-{index}"))
-            .spawn(move || serve_loop(l, cpu, &stop2, end));
         match spawned {
             Ok(t) => threads.push(t),
-            Err(source) => {
+            Err(e) => {
                 listeners.for_each(sys::close);
                 stop.set();
                 for t in threads {
                     let _ = t.join();
                 }
-                return Err(ProbeError::Spawn { index, source });
+                return Err(e);
             }
         }
     }
