@@ -92,15 +92,7 @@ pub struct NetErrors {
 
 impl NetErrors {
     pub fn total(&self) -> u64 {
-        self.refused
-            + self.reset
-            + self.timeout
-            + self.port_exhaustion
-            + self.unreachable
-            + self.closed_early
-            + self.bad_response
-            + self.status
-            + self.other
+        self.kinds().iter().map(|k| k.1).sum()
     }
 
     pub fn add(&mut self, o: &NetErrors) {

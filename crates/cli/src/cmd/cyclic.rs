@@ -7,6 +7,7 @@
 //! - latencies are kept in ns in an HDR histogram that is never truncated; `-h` only shapes the rt-tests view;
 //! - the summary lines are printed at the end even with `-q -h`, followed by percentiles and missed deadlines.
 
+use super::parse_duration_arg;
 use anyhow::{bail, Context as _};
 use clap::{ArgAction, Args};
 use rtgauge_host::cpu::{read_cpu_mask, read_cpu_node, CpuMask};
@@ -14,7 +15,6 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::{CyclicConfig, CyclicResult, StopReason};
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus, SystemInfo};
-use rtgauge_model::units::parse_duration;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
@@ -164,10 +164,6 @@ pub struct CyclicArgs {
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     pub help: Option<bool>,
-}
-
-fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn parse_clock(s: &str) -> Result<Clock, String> {

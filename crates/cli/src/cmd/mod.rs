@@ -14,6 +14,8 @@ pub mod run;
 pub mod runs;
 
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
+use rtgauge_model::units::parse_duration;
+use rtgauge_model::Nanos;
 
 /// One warning per process-wide setting that was requested but not achieved.
 pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
@@ -78,4 +80,17 @@ pub fn parse_size_max(s: &str, max: u64) -> Result<u64, String> {
         return Err(format!("at most {}", rtgauge_model::mem::size_label(max)));
     }
     Ok(bytes)
+}
+
+/// A duration as the verbs take it (`30s`, `200us`, `24h`, …).
+pub fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// `--tag KEY=VALUE`.
+pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
 }

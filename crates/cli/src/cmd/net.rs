@@ -4,13 +4,13 @@
 //! (seed 004's figure 3). Results are stored as a run, like `rtgauge run`, so `compare` can put two
 //! platforms side by side.
 
+use super::{parse_duration_arg, parse_tag};
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::{CloseMode, NetConfig, NetMode, NetResult};
 use rtgauge_model::run::{ProbeResult, RunStatus};
-use rtgauge_model::units::parse_duration;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::net::{client, http, server};
 use rtgauge_probe::stop::StopFlag;
@@ -128,17 +128,6 @@ pub struct ThroughputArgs {
     /// Keep-alive connections in all, spread over the client CPUs.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub connections: u32,
-}
-
-fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
-fn parse_tag(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("'{s}' is not KEY=VALUE")),
-    }
 }
 
 fn parse_close(s: &str) -> Result<CloseMode, String> {
@@ -524,20 +513,33 @@ pub fn outcome(results: &[NetResult], max_errors: u64) -> (ExitCode, Option<Stri
 pub fn run(a: &NetArgs) -> anyhow::Result<ExitCode> {
     match &a.command {
         NetCommand::Serve(s) => serve(s),
-        NetCommand::Cps(c) => load(
-            NetMode::Cps,
-            &c.load,
-            c.concurrency,
-            c.close,
-            c.and_throughput.as_deref(),
-        ),
-        NetCommand::Throughput(t) => load(
-            NetMode::Throughput,
-            &t.load,
-            t.connections,
-            CloseMode::Server,
-            None,
-        ),
+        NetCommand::Cps(CpsArgs { load: l, .. })
+        | NetCommand::Throughput(ThroughputArgs { load: l, .. }) => load(l, &a.command),
+    }
+}
+
+impl NetCommand {
+    /// The measurement `cps` or `throughput` asks for (throughput lets the server close); `serve` is none.
+    pub fn plan(&self, root: &HostRoot) -> anyhow::Result<NetPlan> {
+        match self {
+            NetCommand::Cps(c) => resolve(
+                NetMode::Cps,
+                &c.load,
+                c.concurrency,
+                c.close,
+                c.and_throughput.as_deref(),
+                root,
+            ),
+            NetCommand::Throughput(t) => resolve(
+                NetMode::Throughput,
+                &t.load,
+                t.connections,
+                CloseMode::Server,
+                None,
+                root,
+            ),
+            NetCommand::Serve(_) => bail!("'serve' is not a measurement (use cps or throughput)"),
+        }
     }
 }
 
@@ -582,15 +584,9 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn load(
-    mode: NetMode,
-    a: &LoadArgs,
-    concurrency: u32,
-    close: CloseMode,
-    and_throughput: Option<&str>,
-) -> anyhow::Result<ExitCode> {
+fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
-    let plan = resolve(mode, a, concurrency, close, and_throughput, &root)?;
+    let plan = command.plan(&root)?;
     let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
     let mut store = if a.no_store {
         None

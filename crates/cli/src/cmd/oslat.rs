@@ -6,6 +6,7 @@
 //! overflow sum to every thread); rtgauge adds loop cost, gaps per second above 1/5/10/20 µs, CPU
 //! availability, percentiles and the worst gaps with timestamps.
 
+use super::parse_duration_arg;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, read_cpu_node, CpuMask};
@@ -13,7 +14,6 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::StopReason;
 use rtgauge_model::oslat::{OslatConfig, OslatResult, Workload};
 use rtgauge_model::run::{ProbeResult, RunStatus};
-use rtgauge_model::units::parse_duration;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::oslat::{self, OslatPlan, Phases};
 use rtgauge_probe::stop::StopFlag;
@@ -108,10 +108,6 @@ pub struct OslatArgs {
     /// Write rtgauge's native, versioned run document to FILE.
     #[arg(long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-}
-
-fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {

@@ -7,6 +7,7 @@
 //! through the normal path: the probe stops, the result is stored and reported.
 
 use super::{cyclic, mem, net, numa, ops, oslat};
+use super::{parse_duration_arg, parse_tag};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::audit::AuditOptions;
@@ -16,7 +17,6 @@ use rtgauge_model::cyclic::{CyclicResult, StopReason};
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::profile::{self, ProbeKind, Profile};
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
-use rtgauge_model::units::parse_duration;
 use rtgauge_model::verdict::Outcome;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::cyclic::LiveThread;
@@ -70,17 +70,6 @@ pub struct RunArgs {
     /// Also write the run document as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-}
-
-fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
-fn parse_tag(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("'{s}' is not KEY=VALUE")),
-    }
 }
 
 /// A built-in profile name or a TOML file.
@@ -338,28 +327,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             ProbeKind::Net => {
                 let flags = NetFlags::try_parse_from(&argv)
                     .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?;
-                let plan = match &flags.command {
-                    net::NetCommand::Cps(c) => net::resolve(
-                        rtgauge_model::net::NetMode::Cps,
-                        &c.load,
-                        c.concurrency,
-                        c.close,
-                        c.and_throughput.as_deref(),
-                        &root,
-                    ),
-                    net::NetCommand::Throughput(t) => net::resolve(
-                        rtgauge_model::net::NetMode::Throughput,
-                        &t.load,
-                        t.connections,
-                        rtgauge_model::net::CloseMode::Server,
-                        None,
-                        &root,
-                    ),
-                    net::NetCommand::Serve(_) => {
-                        bail!("{what}: 'serve' is not a measurement (use cps or throughput)")
-                    }
-                }
-                .with_context(|| what.clone())?;
+                let plan = flags.command.plan(&root).with_context(|| what.clone())?;
                 Planned::Net(Box::new(plan))
             }
             ProbeKind::Ops => {
