@@ -34,6 +34,13 @@ pub struct CyclicConfig {
     pub timeline_interval_ns: u64,
 }
 
+impl CyclicConfig {
+    /// The range of the rt-tests histogram (`-h`): samples at or above it are its overflows.
+    pub fn overflow_threshold_ns(&self) -> Option<u64> {
+        self.hist_buckets.map(|b| u64::from(b) * self.unit_ns)
+    }
+}
+
 /// Why the probe ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -116,4 +123,17 @@ pub struct CyclicResult {
     /// What the system did while the probe ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accounting: Option<crate::accounting::Accounting>,
+}
+
+impl CyclicResult {
+    /// `(threshold, samples at or above it over all threads)` when there is an rt-tests histogram.
+    pub fn overflows(&self) -> Option<(u64, u64)> {
+        let thr = self.config.overflow_threshold_ns()?;
+        let n = self
+            .threads
+            .iter()
+            .map(|t| crate::verdict::samples_at_or_above(t, thr))
+            .sum();
+        Some((thr, n))
+    }
 }

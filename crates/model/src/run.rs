@@ -127,6 +127,15 @@ impl ProbeResult {
                 c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>() as f64,
                 crate::measure::Better::Lower,
             )])
+            .chain(c.overflows().map(|(thr, n)| {
+                crate::measure::Measure::new(
+                    "cyclic.overflows",
+                    format!("samples ≥ {} µs (overflows)", thr / 1000),
+                    crate::measure::MeasureUnit::Count,
+                    n as f64,
+                    crate::measure::Better::Lower,
+                )
+            }))
             .collect(),
             ProbeResult::Oslat(o) => crate::measure::latency_measures(
                 "oslat",

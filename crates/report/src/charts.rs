@@ -53,7 +53,7 @@ fn svg(
         Err(e) => format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"40\"><text x=\"4\" y=\"20\">chart not drawn: {}</text></svg>",
             SIZE.0,
-            e.replace('<', "&lt;").replace('&', "&amp;")
+            maud::html! { (e) }.into_string()
         ),
     }
 }

@@ -118,6 +118,8 @@ struct LatencyData {
     missed: Vec<u64>,
     /// Whole distribution (for the no-window method).
     pooled: Sparse,
+    /// Samples in `pooled`.
+    total: u64,
     overflow_threshold: Option<u64>,
 }
 
@@ -128,9 +130,7 @@ fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
                 c.threads.iter().map(|t| &t.latency).collect(),
                 c.threads.iter().map(|t| &t.windows).collect(),
                 c.threads.iter().map(|t| t.timeline.as_slice()).collect(),
-                c.config
-                    .hist_buckets
-                    .map(|b| u64::from(b) * c.config.unit_ns),
+                c.config.overflow_threshold_ns(),
             ),
             ProbeResult::Oslat(o) => (
                 o.threads.iter().map(|t| &t.gaps).collect(),
@@ -166,6 +166,7 @@ fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
     Some(LatencyData {
         windows: pw,
         missed,
+        total: pooled.iter().map(|v| v.1).sum(),
         pooled,
         overflow_threshold: thr,
     })
@@ -354,7 +355,7 @@ const EXTREME_TAIL: f64 = 100.0;
 /// fewer than [`EXTREME_TAIL`] samples lie beyond it (p99.99 of 5,000 samples is the largest one). The
 /// bootstrap cannot resample beyond an observed extreme, so its intervals there say nothing (a baseline
 /// with one 3 ms spike made a 200 ms stall "inconclusive").
-fn is_extreme(stat: &str, a: &ProbeResult, b: &ProbeResult) -> bool {
+fn is_extreme(stat: &str, a: Option<&LatencyData>, b: Option<&LatencyData>) -> bool {
     if stat == "min" || stat == "max" {
         return true;
     }
@@ -365,22 +366,8 @@ fn is_extreme(stat: &str, a: &ProbeResult, b: &ProbeResult) -> bool {
     else {
         return false;
     };
-    let n = |x: &ProbeResult| -> f64 {
-        latency_data(x).map_or(0.0, |d| d.pooled.iter().map(|v| v.1).sum::<u64>() as f64)
-    };
+    let n = |x: Option<&LatencyData>| x.map_or(0.0, |d| d.total as f64);
     n(a).min(n(b)) * (1.0 - p) < EXTREME_TAIL
-}
-
-/// The verdict on an observed extreme: within the margin, beyond it one way, or the other.
-fn judge_observed(r: f64, better: Better, margin: f64) -> Verdict {
-    let d = (1.0 + margin).ln();
-    if r.abs() <= d + 1e-12 {
-        Verdict::Equivalent
-    } else if (r > 0.0) == (better == Better::Lower) {
-        Verdict::Worse
-    } else {
-        Verdict::Better
-    }
 }
 
 /// Distribution-free interval of the log of quantile `p` of `s` (independent samples assumed), as
@@ -418,28 +405,6 @@ fn measures_of(doc: &RunDocument) -> Vec<(usize, Measure)> {
                 out.push((i, m));
             }
         }
-        if let Some(thr) = latency_data(p).and_then(|d| d.overflow_threshold) {
-            if let ProbeResult::Cyclic(c) = p {
-                let n: u64 = c
-                    .threads
-                    .iter()
-                    .map(|t| rtgauge_model::verdict::samples_at_or_above(t, thr))
-                    .sum();
-                let key = "cyclic.overflows".to_string();
-                if seen.insert(key.clone()) {
-                    out.push((
-                        i,
-                        Measure::new(
-                            key,
-                            format!("samples ≥ {} µs (overflows)", thr / 1000),
-                            MeasureUnit::Count,
-                            n as f64,
-                            Better::Lower,
-                        ),
-                    ));
-                }
-            }
-        }
     }
     out
 }
@@ -456,6 +421,11 @@ fn probe_duration_ns(p: &ProbeResult) -> u64 {
 /// Compare `runs[1..]` with `runs[0]`.
 pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
     let per_run: Vec<Vec<(usize, Measure)>> = runs.iter().map(|d| measures_of(d)).collect();
+    // Each latency probe's histograms decoded once, whatever the number of rows that use them.
+    let data: Vec<Vec<Option<LatencyData>>> = runs
+        .iter()
+        .map(|d| d.probes.iter().map(latency_data).collect())
+        .collect();
     let mut keys: Vec<(String, String, MeasureUnit, Better)> = Vec::new();
     for ms in &per_run {
         for (_, m) in ms {
@@ -496,17 +466,15 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             let mut method = "";
             let mut why = String::new();
             let mut observed = None;
-            if latency_stat && is_extreme(stat, &runs[0].probes[*pa], &runs[r].probes[*pb]) {
-                observed = Some(judge_observed(lr, better, o.margin));
+            let (da, db) = (data[0][*pa].as_ref(), data[r][*pb].as_ref());
+            if latency_stat && is_extreme(stat, da, db) {
+                // An extreme is judged on its observed ratio: the interval is the point itself.
+                observed = Some(judge(lr, (lr, lr), better, o.margin));
                 method = "observed extreme: verdict from the ratio and the margin (no interval: resampling cannot reach beyond the observed extreme)";
             } else if latency_stat {
-                let (da, db) = (
-                    latency_data(&runs[0].probes[*pa]),
-                    latency_data(&runs[r].probes[*pb]),
-                );
                 let boot = boots
                     .entry((r, *pa, *pb))
-                    .or_insert_with(|| match (&da, &db) {
+                    .or_insert_with(|| match (da, db) {
                         (Some(a), Some(b)) => boot_latency(a, b, o),
                         _ => None,
                     });
@@ -526,7 +494,7 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                             .iter()
                             .find(|(n, _)| *n == stat)
                             .map(|(_, p)| p / 100.0);
-                        let iid = match (p, &da, &db) {
+                        let iid = match (p, da, db) {
                             (Some(p), Some(a), Some(b)) => order_statistic_interval(&a.pooled, p)
                                 .zip(order_statistic_interval(&b.pooled, p)),
                             _ => None,

@@ -228,8 +228,7 @@ fn probe_section(p: &ProbeResult) -> Markup {
         }
         @if let ProbeResult::Cyclic(c) = p {
             p { "Missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
-                @if let Some(b) = c.config.hist_buckets { "; samples ≥ " (u64::from(b) * c.config.unit_ns / 1000) " µs (overflows): "
-                    (c.threads.iter().map(|t| rtgauge_model::verdict::samples_at_or_above(t, u64::from(b) * c.config.unit_ns)).sum::<u64>()) } "." }
+                @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) } "." }
         }
         @for s in &series {
             (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s))))

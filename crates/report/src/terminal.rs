@@ -61,11 +61,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
     for p in &doc.probes {
         match p {
             ProbeResult::Cyclic(c) => {
-                let range = c
-                    .config
-                    .hist_buckets
-                    .map(|b| u64::from(b) * c.config.unit_ns / 1000)
-                    .unwrap_or(0);
+                let range = c.config.overflow_threshold_ns().unwrap_or(0) / 1000;
                 let _ = writeln!(
                     s,
                     "\ntimer latency (cyclic, interval {} µs):",
