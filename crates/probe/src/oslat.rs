@@ -84,8 +84,10 @@ struct Accum {
     clamped: u64,
     over: [u64; MAX_THRESHOLDS],
     lost: u64,
-    /// The largest gaps (at most `worst.capacity()`), unordered.
+    /// The largest gaps (at most `worst_cap`), unordered.
     worst: Vec<Gap>,
+    /// How many gaps `worst` keeps (`--worst`); not its capacity, which merging can grow.
+    worst_cap: usize,
     worst_min: usize,
     buckets: Vec<u64>,
     overflow_sum: u64,
@@ -106,6 +108,7 @@ impl Accum {
             over: [0; MAX_THRESHOLDS],
             lost: 0,
             worst: Vec::with_capacity(worst),
+            worst_cap: worst,
             worst_min: 0,
             buckets: vec![0; buckets],
             overflow_sum: 0,
@@ -164,10 +167,9 @@ impl Accum {
         self.iterations += o.iterations;
         self.ticks += o.ticks;
         self.until_ns = self.until_ns.max(o.until_ns);
-        let keep = self.worst.capacity().max(o.worst.capacity());
         self.worst.extend_from_slice(&o.worst);
         self.worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
-        self.worst.truncate(keep);
+        self.worst.truncate(self.worst_cap);
         self.worst_min = self.worst.len().saturating_sub(1);
     }
 
@@ -231,7 +233,8 @@ impl Collector {
 /// Thread-owned state, allocated and pre-faulted before measuring.
 struct State {
     conv: TickConverter,
-    acc: Box<Accum>,
+    /// Held inline (not boxed): the loop's fast path reaches `acc.small` without a pointer hop.
+    acc: Accum,
     thresholds: [u64; MAX_THRESHOLDS],
     n_thresholds: usize,
     avail_thr: u64,
@@ -658,7 +661,7 @@ impl State {
         }
         let mut st = State {
             conv,
-            acc,
+            acc: *acc,
             thresholds,
             n_thresholds: cfg.thresholds_ns.len(),
             avail_thr: cfg.availability_threshold_ns,
@@ -758,13 +761,14 @@ impl State {
                     self.tl_index = idx;
                     self.tl_iter_start = n;
                     if let Some(h) = handover.as_deref_mut() {
-                        if let Ok(empty) = h.empty.pop() {
+                        if let Ok(mut spare) = h.empty.pop() {
                             self.acc.iterations = n - acc_n;
                             self.acc.ticks = now - acc_t;
                             self.acc.until_ns = self.tl.start_ns;
-                            let full = std::mem::replace(&mut self.acc, empty);
-                            // `full` always finds room: the rings hold every accumulator there is.
-                            let _ = h.full.push(full);
+                            // Swap contents (a few hundred bytes of headers; the buffers stay put).
+                            std::mem::swap(&mut self.acc, &mut *spare);
+                            // Always finds room: the rings hold every accumulator there is.
+                            let _ = h.full.push(spare);
                             (acc_n, acc_t) = (n, now);
                         }
                     }
@@ -784,7 +788,7 @@ impl State {
     fn slow(&mut self, ticks: u64, began: u64, common: &Common, cpu: u32) {
         let g = self.conv.ns(ticks);
         let (bias, width) = (self.bias, self.width);
-        let a = &mut *self.acc;
+        let a = &mut self.acc;
         if g > latency::HIGHEST_NS {
             a.clamped += 1;
         }
@@ -809,9 +813,9 @@ impl State {
             gap_ns: g,
             monotonic_ns: self.base.1 + self.conv.ns(began.wrapping_sub(self.base.0)),
         };
-        if a.worst.len() < a.worst.capacity() {
+        if a.worst.len() < a.worst_cap {
             a.worst.push(gap);
-            if a.worst.len() == a.worst.capacity() {
+            if a.worst.len() == a.worst_cap {
                 find_worst_min(a);
             }
         } else if let Some(w) = a.worst.get_mut(a.worst_min) {
@@ -960,6 +964,30 @@ fn assemble_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merging_keeps_the_requested_number_of_worst_gaps() {
+        // Merging grows the total's vector past its capacity; the limit must stay --worst (a run with
+        // --worst 2 and 60 hand-overs once reported 110 gaps).
+        let mut total = Accum::new(4, 2, 4);
+        for round in 0..20u64 {
+            let mut part = Accum::new(4, 2, 4);
+            for k in 0..2 {
+                part.worst.push(Gap {
+                    gap_ns: round * 10 + k,
+                    monotonic_ns: 0,
+                });
+            }
+            total.merge(&part);
+            assert!(
+                total.worst.len() <= 2,
+                "round {round}: {}",
+                total.worst.len()
+            );
+        }
+        let kept: Vec<u64> = total.worst.iter().map(|g| g.gap_ns).collect();
+        assert_eq!(kept, [191, 190]);
+    }
 
     pub(crate) fn config(cpus: Vec<u32>, duration_ms: u64) -> OslatConfig {
         OslatConfig {
