@@ -127,10 +127,7 @@ impl Drop for Region {
 fn build_chain(r: &mut Region, size: usize, seed: u64) -> *const usize {
     let lines = (size / LINE).max(1);
     let mut order: Vec<u32> = (0..lines as u32).collect();
-    let mut rng = XorShift(seed | 1);
-    for i in (1..lines).rev() {
-        order.swap(i, rng.below(i + 1));
-    }
+    XorShift(seed | 1).shuffle(&mut order);
     let base = r.ptr;
     for k in 0..lines {
         let from = order[k] as usize * LINE;

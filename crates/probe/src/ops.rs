@@ -17,7 +17,6 @@ use crate::clock::{self, Clock};
 use crate::ProbeError;
 use rtgauge_model::latency::{new_histogram, LatencyStats, HIGHEST_NS};
 use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
-use rtgauge_model::rt::Setting;
 use std::ffi::CString;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,15 +101,18 @@ fn sampled(
     Ok((n, out))
 }
 
+/// The median cost of `op` over at most 11 samples: the part of a measurement that is not the operation.
+fn overhead(reps: u32, sample_ns: u64, op: &mut impl FnMut() -> i64) -> Result<f64, String> {
+    sampled(reps.min(11), sample_ns, op).map(|(_, s)| median(&s))
+}
+
 fn loop_overhead(reps: u32, sample_ns: u64) -> f64 {
     let mut i = 0i64;
     let mut op = || {
         i += 1;
         black_box(i)
     };
-    sampled(reps.min(11), sample_ns, &mut op)
-        .map(|(_, s)| median(&s))
-        .unwrap_or(0.0)
+    overhead(reps, sample_ns, &mut op).unwrap_or(0.0)
 }
 
 fn simple(
@@ -427,7 +429,7 @@ fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, String> {
         t = t.wrapping_add(sum_words(&data) as u32 & 1);
         0
     };
-    let ovr = sampled(cfg.repetitions.min(11), cfg.sample_ns, &mut hop_op).map(|(_, s)| median(&s));
+    let ovr = overhead(cfg.repetitions, cfg.sample_ns, &mut hop_op);
     close(hop[0]);
     close(hop[1]);
     let mut token = 0u32;
@@ -516,6 +518,13 @@ impl XorShift {
     pub(crate) fn below(&mut self, n: usize) -> usize {
         (((self.next() >> 32) * n as u64) >> 32) as usize
     }
+
+    /// Fisher–Yates: every permutation of `v` equally likely.
+    pub(crate) fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i + 1));
+        }
+    }
 }
 
 fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Measured, String> {
@@ -587,18 +596,13 @@ fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Me
                 // SAFETY: signalling our own thread; SIGUSR1 has a handler installed above.
                 unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) }
             };
-            let (_, only_send) = sampled(reps.min(11), sn, &mut || send(0))?;
-            let send_ns = median(&only_send);
+            let send_ns = overhead(reps, sn, &mut || send(0))?;
             let before = CAUGHT.load(Ordering::Relaxed);
-            let (n, s) = sampled(reps, sn, &mut || send(libc::SIGUSR1))?;
+            let m = simple(reps, sn, send_ns, &mut || send(libc::SIGUSR1))?;
             if CAUGHT.load(Ordering::Relaxed) == before {
                 return Err("SIGUSR1 was never delivered".into());
             }
-            Ok(Measured {
-                iterations: n,
-                overhead_ns: send_ns,
-                samples_ns: s.into_iter().map(|x| x - send_ns).collect(),
-            })
+            Ok(m)
         }
         "pipe_rtt" => {
             let e = spawn_pipe_echo()?;
@@ -675,10 +679,7 @@ fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Me
             let f = Scratch::new(&plan.scratch_dir, "fault", size as u64)?;
             let fd = open_fd(&path_cstr(&f.path)?, libc::O_RDONLY)?;
             let mut order: Vec<usize> = (0..pages).collect();
-            let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-            for i in (1..pages).rev() {
-                order.swap(i, rng.below(i + 1));
-            }
+            XorShift(0x9E37_79B9_7F4A_7C15).shuffle(&mut order);
             let map = |touch: bool| -> i64 {
                 let p = mmap_file(fd, size, libc::PROT_READ);
                 if p as *mut libc::c_void == libc::MAP_FAILED {
@@ -697,8 +698,7 @@ fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Me
                 // SAFETY: unmapping what was mapped above.
                 unsafe { libc::munmap(p.cast(), size) as i64 }
             };
-            let (_, base) = sampled(reps.min(11), sn, &mut || map(false))?;
-            let base_ns = median(&base);
+            let base_ns = overhead(reps, sn, &mut || map(false))?;
             let (n, s) = sampled(reps, sn, &mut || map(true))?;
             close(fd);
             let per = |x: f64| (x - base_ns) / pages as f64;
@@ -850,15 +850,6 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
     }
 }
 
-/// Placement that was asked for, for a result without measurement (tests, errors).
-pub fn unpinned() -> Setting<Option<u32>> {
-    Setting {
-        requested: None,
-        achieved: None,
-        error: None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -921,11 +912,8 @@ mod tests {
 
     #[test]
     fn shuffle_is_a_permutation() {
-        let mut r = XorShift(1);
         let mut v: Vec<usize> = (0..1000).collect();
-        for i in (1..v.len()).rev() {
-            v.swap(i, r.below(i + 1));
-        }
+        XorShift(1).shuffle(&mut v);
         let mut s = v.clone();
         s.sort_unstable();
         assert_eq!(s, (0..1000).collect::<Vec<_>>());
