@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, rtgauge, rtgauge_std, spinner};
+use common::{assert_ok, busy_cpu, export_json, rtgauge, rtgauge_std, spinner};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -67,10 +67,13 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-fn compare_json(a: &str, b: &str) -> Value {
+/// `compare SELECTORS… --json` over the fixture's runs.
+fn compare_json(selectors: &[&str]) -> Value {
     let f = fixture();
     let out = rtgauge()
-        .args(["compare", a, b, "--json", "--db", &f.db])
+        .arg("compare")
+        .args(selectors)
+        .args(["--json", "--db", &f.db])
         .output()
         .unwrap();
     assert_ok(&out);
@@ -88,7 +91,7 @@ fn row<'a>(c: &'a Value, key: &str) -> &'a Value {
 
 #[test]
 fn a_run_compared_with_itself_is_equivalent_everywhere() {
-    let c = compare_json("1", "1");
+    let c = compare_json(&["1", "1"]);
     let rows = c["rows"].as_array().unwrap();
     assert!(rows.len() >= 8, "{c}");
     for r in rows {
@@ -100,30 +103,17 @@ fn a_run_compared_with_itself_is_equivalent_everywhere() {
 
 #[test]
 fn a_stall_is_worse_on_max_and_p9999_and_shows_on_the_timeline() {
-    let c = compare_json("1", "2");
+    let c = compare_json(&["1", "2"]);
     for key in ["cyclic.max", "cyclic.p99.99"] {
         let r = row(&c, key);
         assert_eq!(r["versus"][0]["verdict"]["verdict"], "worse", "{r}");
         assert!(r["values"][1].as_f64().unwrap() > 150e6, "{r}");
     }
     // Runs selected by label give the same comparison.
-    let f = fixture();
-    let out = rtgauge()
-        .args([
-            "compare", "--label", LABEL, "--label", "stalled", "--json", "--db", &f.db,
-        ])
-        .output()
-        .unwrap();
-    let by_label: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_label = compare_json(&["--label", LABEL, "--label", "stalled"]);
     assert_eq!(by_label["rows"], c["rows"]);
-    let d: Value = serde_json::from_slice(
-        &rtgauge()
-            .args(["export", "2", "--db", &f.db])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let f = fixture();
+    let d = export_json(&f.db, "2");
     let tl = d["probes"][0]["threads"][0]["timeline"].as_array().unwrap();
     let stalled: Vec<u64> = tl
         .iter()
@@ -269,28 +259,13 @@ fn an_exported_run_imports_elsewhere_and_compares_with_its_original() {
         .args(["export", "1", "-o", file.to_str().unwrap(), "--db", &f.db])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert_ok(&out);
     let out = rtgauge()
         .args(["import", file.to_str().unwrap(), "--db", &other])
         .output()
         .unwrap();
     assert_ok(&out);
-    let a: Value = serde_json::from_slice(
-        &rtgauge()
-            .args(["export", "1", "--db", &f.db])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let b: Value = serde_json::from_slice(
-        &rtgauge()
-            .args(["export", "1", "--db", &other])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let (a, b) = (export_json(&f.db, "1"), export_json(&other, "1"));
     assert_eq!(
         a, b,
         "the document survives the trip whole (label, windows, audit)"

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, rtgauge, rtgauge_std};
+use common::{assert_ok, busy_cpu, export_json, rtgauge, rtgauge_std};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -30,15 +30,6 @@ fn db(dir: &Path) -> String {
     dir.join("runs.db").to_str().unwrap().to_string()
 }
 
-fn export_json(db: &str, run: &str) -> Value {
-    let out = rtgauge()
-        .args(["export", run, "--format", "json", "--db", db])
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn quick_profile_stores_the_run_and_prints_the_summary() {
     let _cpu = busy_cpu();
@@ -59,12 +50,8 @@ fn quick_profile_stores_the_run_and_prints_the_summary() {
         ])
         .output()
         .unwrap();
+    assert_ok(&out);
     let s = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{s}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     for want in [
         "audit:",
         "timer latency (cyclic",
@@ -256,7 +243,7 @@ fn killed_run_is_interrupted_with_its_last_checkpoint_and_exports() {
         .args(["export", "latest", "--format", "rt-tests", "--db", &db])
         .output()
         .unwrap();
-    assert!(rt.status.success());
+    assert_ok(&rt);
     let v: Value = serde_json::from_slice(&rt.stdout).unwrap();
     assert!(v["thread"]["0"]["cycles"].as_u64().unwrap() >= samples);
 }
@@ -315,7 +302,7 @@ fn two_runs_at_once_into_one_database_both_complete() {
     let (a, b) = (spawn(), spawn());
     for c in [a, b] {
         let o = c.wait_with_output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_ok(&o);
     }
     let list = String::from_utf8(
         rtgauge()
@@ -494,14 +481,14 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
         .arg(format!("--json={}", json.display()))
         .output()
         .expect("cyclictest (apt-get install rt-tests)");
-    assert!(ct.status.success());
+    assert_ok(&ct);
     std::fs::write(&text, &ct.stdout).unwrap();
     let os = std::process::Command::new("oslat")
         .args(["-c", "1", "-D", "1", "-q"])
         .arg(format!("--json={}", osl.display()))
         .output()
         .unwrap();
-    assert!(os.status.success());
+    assert_ok(&os);
     let out = rtgauge()
         .args([
             "import",
@@ -519,7 +506,7 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
             .args(["export", run, "--format", "rt-tests", "--db", &db])
             .output()
             .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_ok(&o);
         serde_json::from_slice(&o.stdout).unwrap()
     };
     let orig: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -550,7 +537,7 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
         .args(["compare", "1", "2", "--json", "--db", &db])
         .output()
         .unwrap();
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    assert_ok(&c);
     let c: Value = serde_json::from_slice(&c.stdout).unwrap();
     for r in c["rows"].as_array().unwrap() {
         let v = &r["versus"][0];

@@ -193,6 +193,19 @@ struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
+    /// Whether the checkpoint interval has passed since the last save.
+    fn due(&self) -> bool {
+        self.last.elapsed() >= self.every
+    }
+
+    /// Save `base` plus the running probe's result so far.
+    fn checkpoint(&mut self, base: &RunDocument, probe: ProbeResult) {
+        let mut d = base.clone();
+        d.probes.push(probe);
+        d.ended_at = crate::doc::now_rfc3339();
+        self.save(&d);
+    }
+
     fn save(&mut self, doc: &RunDocument) {
         self.last = Instant::now();
         if let Err(e) = self.store.update(self.id, doc) {
@@ -438,11 +451,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     let mut hook =
                         |e: Duration, live: &[LiveThread], ck: &mut dyn FnMut() -> CyclicResult| {
                             progress.cyclic(e, live);
-                            if rec.last.elapsed() >= rec.every {
-                                let mut d = base.clone();
-                                d.probes.push(ProbeResult::Cyclic(ck()));
-                                d.ended_at = crate::doc::now_rfc3339();
-                                rec.save(&d);
+                            if rec.due() {
+                                rec.checkpoint(base, ProbeResult::Cyclic(ck()));
                             }
                         };
                     cyclic::measure(&r.plan, true, &stop, &mut hook)?
@@ -577,15 +587,12 @@ struct OslatHook<'a, 'b> {
 
 impl rtgauge_probe::oslat::Phases for OslatHook<'_, '_> {
     fn tick(&mut self, elapsed: Duration, checkpoint: &mut dyn FnMut() -> OslatResult) {
-        if self.rec.last.elapsed() >= self.rec.every {
+        if self.rec.due() {
             let r = checkpoint();
             let max = r.threads.iter().map(|t| t.gaps.max_ns).max().unwrap_or(0);
             let iters: u64 = r.threads.iter().map(|t| t.iterations).sum();
             self.last = format!("max gap {:.1} µs, {iters} iterations", max as f64 / 1e3);
-            let mut d = self.base.clone();
-            d.probes.push(ProbeResult::Oslat(r));
-            d.ended_at = crate::doc::now_rfc3339();
-            self.rec.save(&d);
+            self.rec.checkpoint(self.base, ProbeResult::Oslat(r));
         }
         self.progress.update(elapsed, self.last.clone());
     }

@@ -29,6 +29,16 @@ pub fn assert_ok(out: &std::process::Output) {
     );
 }
 
+/// `rtgauge export RUN --format json --db DB`, parsed.
+pub fn export_json(db: &str, run: &str) -> Value {
+    let out = rtgauge()
+        .args(["export", run, "--format", "json", "--db", db])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 pub fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
