@@ -317,7 +317,7 @@ pub fn run(
         for _ in 0..SPARE_ACCUMS {
             let _ = empty_tx.push(new_accum());
         }
-        let interval_ns = cfg.timeline_interval_ns.max(1_000_000);
+        let interval_ns = timeline_interval_ns(cfg);
         collectors.push(Collector {
             full: full_rx,
             empty: empty_tx,
@@ -390,6 +390,7 @@ pub fn run(
                 &common,
                 &collectors,
                 &conditions,
+                bias.unwrap_or(0),
                 elapsed,
             )
         });
@@ -484,6 +485,11 @@ fn fast_limit(cfg: &OslatConfig, conv: &TickConverter) -> usize {
     conv.ticks(smallest_thr).clamp(1, 1 << 16) as usize
 }
 
+/// The timeline interval the loop uses (at least 1 ms).
+fn timeline_interval_ns(cfg: &OslatConfig) -> u64 {
+    cfg.timeline_interval_ns.max(1_000_000)
+}
+
 fn global_preheat_min(common: &Common) -> u64 {
     common
         .preheat_min
@@ -527,6 +533,7 @@ fn started(common: &Common, cfg: &OslatConfig, i: usize) -> (i32, ThreadConditio
 
 /// The result of the intervals handed over so far (a checkpoint). The counter cross-check is only known
 /// at the end and reads 0 here.
+#[allow(clippy::too_many_arguments)]
 fn checkpoint_result(
     plan: &OslatPlan,
     cal: &Calibration,
@@ -534,14 +541,10 @@ fn checkpoint_result(
     common: &Common,
     collectors: &[Collector],
     conditions: &ProcessConditions,
+    bias: u64,
     elapsed: Duration,
 ) -> OslatResult {
     let cfg = &plan.config;
-    let bias = if cfg.bias {
-        global_preheat_min(common)
-    } else {
-        0
-    };
     let threads = collectors
         .iter()
         .enumerate()
@@ -672,7 +675,7 @@ impl State {
             tl_index: 0,
             tl_iter_start: 0,
             tl_dropped: 0,
-            tl_interval_ns: cfg.timeline_interval_ns.max(1_000_000),
+            tl_interval_ns: timeline_interval_ns(cfg),
             iterations: 0,
             ticks: 0,
             raw_ns: 0,
