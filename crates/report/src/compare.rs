@@ -16,7 +16,7 @@
 //!   when it lies wholly beyond the margin; otherwise inconclusive, with the duration that would shrink
 //!   the interval enough (width ∝ 1/√duration).
 
-use rtgauge_model::latency::{self, Sparse, TimelineEntry, Windows};
+use rtgauge_model::latency::{self, Sparse};
 use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use serde::Serialize;
@@ -124,40 +124,31 @@ struct LatencyData {
 }
 
 fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
-    let (stats, windows, timelines, thr): (Vec<_>, Vec<&Windows>, Vec<&[TimelineEntry]>, _) =
-        match p {
-            ProbeResult::Cyclic(c) => (
-                c.threads.iter().map(|t| &t.latency).collect(),
-                c.threads.iter().map(|t| &t.windows).collect(),
-                c.threads.iter().map(|t| t.timeline.as_slice()).collect(),
-                c.config.overflow_threshold_ns(),
-            ),
-            ProbeResult::Oslat(o) => (
-                o.threads.iter().map(|t| &t.gaps).collect(),
-                o.threads.iter().map(|t| &t.windows).collect(),
-                o.threads.iter().map(|t| t.timeline.as_slice()).collect(),
-                None,
-            ),
-            #[allow(unreachable_patterns)]
-            _ => return None,
-        };
-    let mut pooled = Sparse::new();
-    for s in &stats {
-        if let Ok(h) = s.hdr.decode() {
-            pooled = latency::sparse_add(&pooled, &latency::sparse(&h));
+    let thr = match p {
+        ProbeResult::Cyclic(c) => c.config.overflow_threshold_ns(),
+        ProbeResult::Oslat(_) => None,
+        ProbeResult::Net(_) | ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {
+            return None
         }
-    }
-    let n = windows.iter().map(|w| w.hdr.len()).max().unwrap_or(0);
+    };
+    let threads = crate::threads::lat_threads(p);
+    let pooled = crate::threads::pooled_sparse(p);
+    let n = threads
+        .iter()
+        .map(|t| t.windows.hdr.len())
+        .max()
+        .unwrap_or(0);
     let mut pw: Vec<Sparse> = vec![Sparse::new(); n];
     let mut missed = vec![0u64; n];
-    for (w, tl) in windows.iter().zip(&timelines) {
+    for t in &threads {
+        let (w, tl) = (t.windows, t.timeline);
         for (i, b) in w.hdr.iter().enumerate() {
             if let Ok(h) = b.decode() {
                 pw[i] = latency::sparse_add(&pw[i], &latency::sparse(&h));
             }
         }
         if w.window_ns > 0 && n > 0 {
-            for e in *tl {
+            for e in tl {
                 let i = ((e.start_ns / w.window_ns) as usize).min(n - 1);
                 missed[i] += e.missed;
             }

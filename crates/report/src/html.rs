@@ -4,11 +4,12 @@
 
 use crate::charts::{self, Series};
 use crate::compare::{Comparison, Verdict};
+use crate::threads::{lat_threads, pooled_sparse, sparse_of};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use rtgauge_model::audit::AuditReport;
-use rtgauge_model::latency::{self, LatencyStats, Sparse, TimelineEntry};
+use rtgauge_model::latency::{Sparse, TimelineEntry};
 use rtgauge_model::measure::MeasureUnit;
-use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
+use rtgauge_model::rt::ProcessConditions;
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use rtgauge_model::verdict::Outcome;
 
@@ -117,55 +118,6 @@ fn header(doc: &RunDocument) -> Markup {
     }
 }
 
-/// Per-thread view of a latency probe.
-struct LatThread<'a> {
-    name: String,
-    stats: &'a LatencyStats,
-    timeline: &'a [TimelineEntry],
-    conditions: &'a ThreadConditions,
-}
-
-fn lat_threads(p: &ProbeResult) -> Vec<LatThread<'_>> {
-    match p {
-        ProbeResult::Cyclic(c) => c
-            .threads
-            .iter()
-            .map(|t| LatThread {
-                name: cpu_name(t.conditions.cpu.achieved, t.index),
-                stats: &t.latency,
-                timeline: &t.timeline,
-                conditions: &t.conditions,
-            })
-            .collect(),
-        ProbeResult::Oslat(o) => o
-            .threads
-            .iter()
-            .map(|t| LatThread {
-                name: format!("CPU {}", t.cpu),
-                stats: &t.gaps,
-                timeline: &t.timeline,
-                conditions: &t.conditions,
-            })
-            .collect(),
-        #[allow(unreachable_patterns)]
-        _ => Vec::new(),
-    }
-}
-
-fn cpu_name(cpu: Option<u32>, index: u32) -> String {
-    match cpu {
-        Some(c) => format!("CPU {c}"),
-        None => format!("thread {index}"),
-    }
-}
-
-fn sparse_of(s: &LatencyStats) -> Sparse {
-    s.hdr
-        .decode()
-        .map(|h| latency::sparse(&h))
-        .unwrap_or_default()
-}
-
 fn probe_title(p: &ProbeResult) -> (&'static str, String) {
     match p {
         ProbeResult::Cyclic(c) => (
@@ -178,7 +130,6 @@ fn probe_title(p: &ProbeResult) -> (&'static str, String) {
             ),
         ),
         ProbeResult::Oslat(_) => ("busy-loop gap", "OS noise (oslat busy loop)".to_string()),
-        #[allow(unreachable_patterns)]
         _ => ("", String::new()),
     }
 }
@@ -189,7 +140,6 @@ fn probe_section(p: &ProbeResult) -> Markup {
     let process: Option<&ProcessConditions> = match p {
         ProbeResult::Cyclic(c) => Some(&c.conditions),
         ProbeResult::Oslat(o) => Some(&o.conditions),
-        #[allow(unreachable_patterns)]
         _ => None,
     };
     if threads.is_empty() {
@@ -476,15 +426,7 @@ pub fn probe_of<'a>(d: &'a RunDocument, kind: &str) -> Option<&'a ProbeResult> {
     d.probes.iter().find(|p| match p {
         ProbeResult::Cyclic(_) => kind == "cyclic",
         ProbeResult::Oslat(_) => kind == "oslat",
-        #[allow(unreachable_patterns)]
         _ => false,
-    })
-}
-
-/// All threads of a probe as one distribution.
-pub fn pooled_sparse(p: &ProbeResult) -> Sparse {
-    lat_threads(p).iter().fold(Sparse::new(), |acc, t| {
-        latency::sparse_add(&acc, &sparse_of(t.stats))
     })
 }
 

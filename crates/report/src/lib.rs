@@ -10,6 +10,7 @@ pub mod numa;
 pub mod ops;
 pub mod rttests;
 pub mod terminal;
+pub mod threads;
 
 /// A JSON value as `(dotted.path, value)` rows (objects and arrays of objects descend; `null` reads
 /// "none"), for fingerprint tables and differences.
