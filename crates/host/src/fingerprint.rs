@@ -53,15 +53,11 @@ pub fn read_topology(root: &HostRoot, cpus: &CpuSet) -> BTreeMap<u32, CpuTopo> {
 
 /// NUMA nodes (Documentation/ABI/stable/sysfs-devices-node): `nodeN/cpulist` and `nodeN/meminfo`.
 pub fn read_numa(root: &HostRoot) -> Vec<NumaNode> {
-    root.list_dir("/sys/devices/system/node")
-        .iter()
-        .filter_map(|n| n.strip_prefix("node")?.parse::<u32>().ok())
-        .map(|id| {
+    crate::numa::read_nodes(root)
+        .into_iter()
+        .map(|n| {
+            let (id, cpus) = (n.node, n.cpus);
             let base = format!("/sys/devices/system/node/node{id}");
-            let cpus = root
-                .read_optional(&format!("{base}/cpulist"))
-                .and_then(|s| parse_cpu_mask(&s).ok())
-                .unwrap_or_default();
             // Lines read "Node 0 MemTotal:  123 kB": drop the "Node N" prefix before the generic parser.
             let mem: BTreeMap<String, u64> = root
                 .read_optional(&format!("{base}/meminfo"))
