@@ -53,6 +53,20 @@ pub fn document(
     }
 }
 
+/// Write a verb's one-probe run document to its `--output` file.
+pub fn write_output(
+    path: &std::path::Path,
+    started_at: String,
+    system: SystemInfo,
+    probe: ProbeResult,
+    status: RunStatus,
+    warnings: Vec<String>,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let doc = document(started_at, system, vec![probe], status, warnings);
+    write_json(path, &doc).with_context(|| format!("--output {}", path.display()))
+}
+
 /// Write `value` as pretty JSON to `path` (`-` = stdout), atomically for files (temp file + rename) so an
 /// interrupted write never leaves a truncated document behind.
 pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {

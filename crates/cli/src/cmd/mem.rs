@@ -153,15 +153,14 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
         rtgauge_report::mem::render(&result, true)
     )?;
     if let Some(path) = &a.output {
-        let doc = crate::doc::document(
+        crate::doc::write_output(
+            path,
             started,
             rtgauge_host::system::read_system_info(&root),
-            vec![ProbeResult::Mem(result)],
+            ProbeResult::Mem(result),
             RunStatus::Complete,
             warnings,
-        );
-        crate::doc::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))?;
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

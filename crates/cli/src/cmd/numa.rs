@@ -1,7 +1,7 @@
 //! `rtgauge numa`: NUMA locality of what runs (seed 002): per process and per cgroup, the share of resident
 //! memory on the nodes of the CPUs it may run on, and the node allocation counters over an interval.
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use clap::Args;
 use rtgauge_host::HostRoot;
 use rtgauge_model::numa::NumaResult;
@@ -84,15 +84,14 @@ pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
         rtgauge_report::numa::render(&result, a.top as usize)
     )?;
     if let Some(path) = &a.output {
-        let doc = crate::doc::document(
+        crate::doc::write_output(
+            path,
             started,
             rtgauge_host::system::read_system_info(&root),
-            vec![ProbeResult::Numa(result)],
+            ProbeResult::Numa(result),
             RunStatus::Complete,
             Vec::new(),
-        );
-        crate::doc::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))?;
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

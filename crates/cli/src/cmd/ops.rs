@@ -174,19 +174,18 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     write!(out, "{}", rtgauge_report::ops::render_table(&result))?;
     if let Some(path) = &a.output {
-        let doc = crate::doc::document(
+        crate::doc::write_output(
+            path,
             started,
             rtgauge_host::system::read_system_info(&root),
-            vec![ProbeResult::Ops(result)],
+            ProbeResult::Ops(result),
             if stop.is_set() {
                 RunStatus::Interrupted
             } else {
                 RunStatus::Complete
             },
             warnings,
-        );
-        crate::doc::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))?;
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -341,15 +341,14 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         } else {
             RunStatus::Complete
         };
-        let doc = crate::doc::document(
+        crate::doc::write_output(
+            path,
             started,
             system,
-            vec![ProbeResult::Oslat(result)],
+            ProbeResult::Oslat(result),
             status,
             warnings,
-        );
-        crate::doc::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))?;
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
