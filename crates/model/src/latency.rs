@@ -232,6 +232,61 @@ pub fn histogram_of(s: &[(u64, u64)]) -> Histogram {
     h
 }
 
+/// A latency distribution being recorded: the histogram plus exact minimum, maximum and sum (the
+/// histogram clamps at [`HIGHEST_NS`], the side counters do not).
+#[derive(Debug, Clone)]
+pub struct LatencyRecorder {
+    h: Histogram,
+    min: u64,
+    max: u64,
+    sum: u64,
+    clamped: u64,
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyRecorder {
+    pub fn new() -> LatencyRecorder {
+        LatencyRecorder {
+            h: new_histogram(),
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            clamped: 0,
+        }
+    }
+
+    /// Record one value (0 counts as 1 ns, the histogram's lowest).
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        let v = ns.max(1);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum = self.sum.saturating_add(v);
+        if v > HIGHEST_NS {
+            self.clamped += 1;
+        }
+        // Within bounds after the clamp: cannot fail.
+        let _ = self.h.record(v.min(HIGHEST_NS));
+    }
+
+    pub fn merge(&mut self, o: &LatencyRecorder) {
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.sum = self.sum.saturating_add(o.sum);
+        self.clamped += o.clamped;
+        let _ = self.h.add(&o.h);
+    }
+
+    pub fn stats(&self) -> LatencyStats {
+        LatencyStats::from_parts(&self.h, self.min, self.max, self.sum, self.clamped)
+    }
+}
+
 /// Builds [`Windows`] from consecutive interval histograms, on the main thread (it allocates).
 #[derive(Debug, Clone)]
 pub struct WindowRecorder {
@@ -303,6 +358,19 @@ impl WindowRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorder_keeps_exact_side_counters_and_merges() {
+        let (mut a, mut b) = (LatencyRecorder::new(), LatencyRecorder::new());
+        a.record(0);
+        a.record(5_000);
+        b.record(HIGHEST_NS + 7);
+        a.merge(&b);
+        let s = a.stats();
+        assert_eq!((s.count, s.min_ns, s.max_ns), (3, 1, HIGHEST_NS + 7));
+        assert_eq!((s.sum_ns, s.clamped), (1 + 5_000 + HIGHEST_NS + 7, 1));
+        assert_eq!(LatencyRecorder::new().stats().count, 0);
+    }
 
     #[test]
     fn blob_round_trip_keeps_counts() {

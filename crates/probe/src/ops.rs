@@ -15,7 +15,7 @@
 
 use crate::clock::{self, Clock};
 use crate::ProbeError;
-use rtgauge_model::latency::{new_histogram, LatencyStats, HIGHEST_NS};
+use rtgauge_model::latency::LatencyRecorder;
 use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
 use std::ffi::CString;
 use std::hint::black_box;
@@ -748,18 +748,10 @@ fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Me
 }
 
 fn result(op: &str, label: String, m: Measured) -> OpResult {
-    let mut h = new_histogram();
-    let (mut min, mut max, mut sum, mut clamped) = (u64::MAX, 0u64, 0u64, 0u64);
+    let mut lat = LatencyRecorder::new();
     for &x in &m.samples_ns {
-        let v = (x.round().max(1.0)) as u64;
-        if v > HIGHEST_NS {
-            clamped += 1;
-        }
-        let v = v.min(HIGHEST_NS);
-        let _ = h.record(v);
-        min = min.min(v);
-        max = max.max(v);
-        sum = sum.saturating_add(v);
+        // Costs below 1 ns (after subtracting the overhead) count as 1 ns; NaN as 0 → 1 ns.
+        lat.record(x.round().max(0.0) as u64);
     }
     OpResult {
         op: op.to_string(),
@@ -767,7 +759,7 @@ fn result(op: &str, label: String, m: Measured) -> OpResult {
         iterations_per_sample: m.iterations,
         overhead_ns: m.overhead_ns,
         median_ns: median(&m.samples_ns),
-        latency: LatencyStats::from_parts(&h, min, max, sum, clamped),
+        latency: lat.stats(),
         samples_ns: m.samples_ns,
     }
 }

@@ -19,7 +19,7 @@ use super::sys::{self, Epoll, RawAddr, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
 use crate::clock::{now_ns, Clock};
 use crate::stop::StopFlag;
 use crate::ProbeError;
-use rtgauge_model::latency::{new_histogram, Histogram, LatencyStats, HIGHEST_NS};
+use rtgauge_model::latency::{LatencyRecorder as Lat, LatencyStats};
 use rtgauge_model::net::{CloseMode, NetErrors, NetMode, NetSecond};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,52 +56,6 @@ pub struct ClientOutcome {
     pub in_flight_at_end: u64,
     /// CPUs a loop could not be pinned to.
     pub unpinned: Vec<u32>,
-}
-
-/// A latency distribution with exact side counters.
-struct Lat {
-    h: Histogram,
-    min: u64,
-    max: u64,
-    sum: u64,
-    clamped: u64,
-}
-
-impl Lat {
-    fn new() -> Lat {
-        Lat {
-            h: new_histogram(),
-            min: u64::MAX,
-            max: 0,
-            sum: 0,
-            clamped: 0,
-        }
-    }
-
-    #[inline]
-    fn record(&mut self, ns: u64) {
-        let v = ns.max(1);
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-        self.sum = self.sum.saturating_add(v);
-        if v > HIGHEST_NS {
-            self.clamped += 1;
-        }
-        // Within bounds after the clamp: cannot fail.
-        let _ = self.h.record(v.min(HIGHEST_NS));
-    }
-
-    fn merge(&mut self, o: &Lat) {
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-        self.sum = self.sum.saturating_add(o.sum);
-        self.clamped += o.clamped;
-        let _ = self.h.add(&o.h);
-    }
-
-    fn stats(&self) -> LatencyStats {
-        LatencyStats::from_parts(&self.h, self.min, self.max, self.sum, self.clamped)
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
