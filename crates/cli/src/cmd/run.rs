@@ -140,46 +140,19 @@ fn expand(flags: &str, p: &Placement) -> Vec<String> {
         .collect()
 }
 
+/// A verb's flags as a profile writes them (no program name).
 #[derive(Parser)]
 #[command(no_binary_name = true)]
-struct CyclicFlags {
+struct Flags<T: clap::Args> {
     #[command(flatten)]
-    args: cyclic::CyclicArgs,
+    args: T,
 }
 
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct NetFlags {
-    #[command(subcommand)]
-    command: net::NetCommand,
-}
-
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct OslatFlags {
-    #[command(flatten)]
-    args: oslat::OslatArgs,
-}
-
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct OpsFlags {
-    #[command(flatten)]
-    args: ops::OpsArgs,
-}
-
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct MemFlags {
-    #[command(flatten)]
-    args: mem::MemArgs,
-}
-
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct NumaFlags {
-    #[command(flatten)]
-    args: numa::NumaArgs,
+/// Parse a profile probe's flags with the verb's own parser; errors name the probe.
+fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
+    Flags::<T>::try_parse_from(argv)
+        .map(|f| f.args)
+        .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))
 }
 
 /// Stores the document now and then, and shows progress; store errors are warned about once, never fatal
@@ -323,46 +296,35 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         plans.push(match spec.kind {
             ProbeKind::Cyclic => {
-                let args = CyclicFlags::try_parse_from(&argv)
-                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
-                    .args;
+                let args: cyclic::CyclicArgs = flags(&argv, &what)?;
                 let r = cyclic::resolve(&args, &root).with_context(|| what.clone())?;
                 Planned::Cyclic(Box::new(r))
             }
             ProbeKind::Oslat => {
-                let args = OslatFlags::try_parse_from(&argv)
-                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
-                    .args;
+                let args: oslat::OslatArgs = flags(&argv, &what)?;
                 Planned::Oslat(Box::new(
                     oslat::resolve(&args, &root).with_context(|| what.clone())?,
                 ))
             }
             ProbeKind::Net => {
-                let flags = NetFlags::try_parse_from(&argv)
-                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?;
-                let plan = flags.command.plan(&root).with_context(|| what.clone())?;
+                let args: net::NetArgs = flags(&argv, &what)?;
+                let plan = args.command.plan(&root).with_context(|| what.clone())?;
                 Planned::Net(Box::new(plan))
             }
             ProbeKind::Ops => {
-                let args = OpsFlags::try_parse_from(&argv)
-                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
-                    .args;
+                let args: ops::OpsArgs = flags(&argv, &what)?;
                 Planned::Ops(Box::new(
                     ops::resolve(&args, &root).with_context(|| what.clone())?,
                 ))
             }
             ProbeKind::Mem => {
-                let args = MemFlags::try_parse_from(&argv)
-                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
-                    .args;
+                let args: mem::MemArgs = flags(&argv, &what)?;
                 Planned::Mem(Box::new(
                     mem::resolve(&args, &root).with_context(|| what.clone())?,
                 ))
             }
             ProbeKind::Numa => {
-                let args = NumaFlags::try_parse_from(&argv)
-                    .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))?
-                    .args;
+                let args: numa::NumaArgs = flags(&argv, &what)?;
                 Planned::Numa(args.pids, args.interval)
             }
         });
