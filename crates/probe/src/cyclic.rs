@@ -13,6 +13,7 @@
 //! Nothing in [`measure`] allocates, locks, prints or does I/O other than the two clock calls.
 
 use crate::clock::{self, Clock};
+use crate::handover::{self, Emptier, Filler};
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
@@ -141,28 +142,24 @@ struct ThreadParams {
     t0_ns: u64,
 }
 
-/// The rings between one measurement thread and the main thread. Histograms travel as boxes: at each
-/// timeline interval the thread swaps its filled histogram for an empty one (a pointer swap, no copy, no
-/// allocation); the main thread merges the full one into its running total, resets it and sends it back.
-/// If no empty box is back yet the thread simply keeps recording into the one it has: nothing is lost.
+/// The rings between one measurement thread and the main thread: timeline entries, and at each timeline
+/// interval the histogram so far (see [`handover`]); the main thread merges it into its running total.
 struct ThreadRings {
     timeline: rtrb::Producer<TimelineEntry>,
-    full: rtrb::Producer<Box<Histogram>>,
-    empty: rtrb::Consumer<Box<Histogram>>,
+    hist: Filler<Histogram>,
 }
 
 /// Main-thread side of the rings, with everything collected so far.
 struct Collector {
     timeline_rx: Vec<rtrb::Consumer<TimelineEntry>>,
-    full_rx: Vec<rtrb::Consumer<Box<Histogram>>>,
-    empty_tx: Vec<rtrb::Producer<Box<Histogram>>>,
+    hist_rx: Vec<Emptier<Histogram>>,
     timelines: Vec<Vec<TimelineEntry>>,
     merged: Vec<Histogram>,
     windows: Vec<WindowRecorder>,
 }
 
-/// Histogram boxes per thread: one being filled, the others in transit or waiting.
-const HIST_BOXES: usize = 3;
+/// Empty histograms per thread in circulation besides the one being filled.
+const SPARE_HISTS: usize = 2;
 
 impl Collector {
     fn drain(&mut self) {
@@ -170,13 +167,12 @@ impl Collector {
             while let Ok(e) = self.timeline_rx[i].pop() {
                 self.timelines[i].push(e);
             }
-            while let Ok(mut h) = self.full_rx[i].pop() {
+            while let Some(mut h) = self.hist_rx[i].take() {
                 // Both histograms have the same fixed bounds, so adding cannot fail or resize.
                 let _ = self.merged[i].add(&*h);
                 self.windows[i].push(&h, 1);
                 h.reset();
-                // Cannot be full: the ring holds as many slots as there are boxes.
-                let _ = self.empty_tx[i].push(h);
+                self.hist_rx[i].give_back(h);
             }
         }
     }
@@ -255,8 +251,7 @@ pub fn run(
         .collect();
     let mut col = Collector {
         timeline_rx: Vec::with_capacity(n),
-        full_rx: Vec::with_capacity(n),
-        empty_tx: Vec::with_capacity(n),
+        hist_rx: Vec::with_capacity(n),
         timelines: vec![Vec::new(); n],
         merged: (0..n).map(|_| latency::new_histogram()).collect(),
         windows: (0..n)
@@ -269,21 +264,17 @@ pub fn run(
         let cap =
             ((8 * plan.tick.as_nanos() as u64) / cfg.timeline_interval_ns.max(1) + 64) as usize;
         let (timeline, timeline_rx) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
-        let (full, full_rx) = rtrb::RingBuffer::<Box<Histogram>>::new(HIST_BOXES);
-        let (mut empty_tx, empty) = rtrb::RingBuffer::<Box<Histogram>>::new(HIST_BOXES);
-        for _ in 1..HIST_BOXES {
-            let mut h = Box::new(latency::new_histogram());
-            h.reset(); // maps its pages now
-            let _ = empty_tx.push(h);
-        }
+        let spares = (0..SPARE_HISTS)
+            .map(|_| {
+                let mut h = Box::new(latency::new_histogram());
+                h.reset(); // maps its pages now
+                h
+            })
+            .collect();
+        let (hist, hist_rx) = handover::channel(spares);
         col.timeline_rx.push(timeline_rx);
-        col.full_rx.push(full_rx);
-        col.empty_tx.push(empty_tx);
-        let rings = ThreadRings {
-            timeline,
-            full,
-            empty,
-        };
+        col.hist_rx.push(hist_rx);
+        let rings = ThreadRings { timeline, hist };
         let priority = if cfg.priospread {
             (cfg.priority - i as i32).max(1)
         } else {
@@ -693,14 +684,7 @@ impl ThreadState {
                 self.tl_dropped += 1;
             }
             self.tl_cur = TimelineEntry::default();
-            if let Ok(empty) = rings.empty.pop() {
-                let full = std::mem::replace(&mut self.hist, empty);
-                if let Err(rtrb::PushError::Full(back)) = rings.full.push(full) {
-                    // Cannot happen (as many slots as boxes); keep recording into it rather than lose it.
-                    let spare = std::mem::replace(&mut self.hist, back);
-                    let _ = self.hist.add(&*spare);
-                }
-            }
+            rings.hist.hand_over(&mut self.hist, |_| {});
         }
         if self.tl_cur.count == 0 {
             self.tl_index = idx;

@@ -16,6 +16,7 @@
 pub mod clock;
 pub mod counter;
 pub mod cyclic;
+mod handover;
 pub mod mem;
 pub mod net;
 pub mod ops;

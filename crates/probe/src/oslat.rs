@@ -14,6 +14,7 @@
 
 use crate::clock::{self, Clock};
 use crate::counter::{self, Calibration, TickConverter};
+use crate::handover::{self, Emptier, Filler};
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
@@ -56,7 +57,7 @@ pub trait Phases {
 pub struct Silent;
 impl Phases for Silent {}
 
-/// Spare accumulators per thread in circulation (one is always being filled by the thread).
+/// Empty accumulators per thread in circulation besides the one being filled.
 const SPARE_ACCUMS: usize = 3;
 
 struct Common {
@@ -71,10 +72,8 @@ struct Common {
     started: Vec<OnceLock<(i32, ThreadConditions)>>,
 }
 
-/// Everything the loop counts. The thread fills one; at every timeline interval it hands the filled one to
-/// the main thread and takes an empty one (two pointer moves through wait-free rings, no copy), so the
-/// main thread can merge completed intervals for checkpoints while the loop runs. If no empty one is
-/// ready the thread keeps filling the current one: nothing is lost, the hand-over is only later.
+/// Everything the loop counts. The thread fills one and hands it over at every timeline interval (see
+/// [`handover`]), so the main thread can merge completed intervals for checkpoints while the loop runs.
 #[derive(Clone)]
 struct Accum {
     /// Count per gap length in ticks, for gaps below `small.len()` ticks.
@@ -183,16 +182,9 @@ impl Accum {
     }
 }
 
-/// The thread's ends of its accumulator rings.
-struct Handover {
-    full: rtrb::Producer<Box<Accum>>,
-    empty: rtrb::Consumer<Box<Accum>>,
-}
-
 /// The main thread's ends, and what it has merged so far.
 struct Collector {
-    full: rtrb::Consumer<Box<Accum>>,
-    empty: rtrb::Producer<Box<Accum>>,
+    handed: Emptier<Accum>,
     total: Box<Accum>,
     timeline: Vec<TimelineEntry>,
     timeline_rx: rtrb::Consumer<TimelineEntry>,
@@ -217,12 +209,11 @@ impl Collector {
     /// thread pushes an interval's timeline entry before its accumulator, so draining accumulators first
     /// and the timeline second never leaves the timeline behind the histograms.
     fn collect(&mut self) {
-        while let Ok(mut a) = self.full.pop() {
+        while let Some(mut a) = self.handed.take() {
             self.window(&a);
             self.total.merge(&a);
             a.clear();
-            // The ring holds every spare, so there is always room.
-            let _ = self.empty.push(a);
+            self.handed.give_back(a);
         }
         while let Ok(e) = self.timeline_rx.pop() {
             self.timeline.push(e);
@@ -312,15 +303,11 @@ pub fn run(
         let cap =
             ((8 * plan.tick.as_nanos() as u64) / cfg.timeline_interval_ns.max(1) + 64) as usize;
         let (producer, timeline_rx) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
-        let (full_tx, full_rx) = rtrb::RingBuffer::<Box<Accum>>::new(SPARE_ACCUMS);
-        let (mut empty_tx, empty_rx) = rtrb::RingBuffer::<Box<Accum>>::new(SPARE_ACCUMS);
-        for _ in 0..SPARE_ACCUMS {
-            let _ = empty_tx.push(new_accum());
-        }
+        let (handover, handed) =
+            handover::channel((0..SPARE_ACCUMS).map(|_| new_accum()).collect());
         let interval_ns = timeline_interval_ns(cfg);
         collectors.push(Collector {
-            full: full_rx,
-            empty: empty_tx,
+            handed,
             total: new_accum(),
             timeline: Vec::new(),
             timeline_rx,
@@ -328,10 +315,6 @@ pub fn run(
             conv,
             interval_ns,
         });
-        let handover = Handover {
-            full: full_tx,
-            empty: empty_rx,
-        };
         let acc = new_accum();
         let (cfg2, common2, ready2, pre2) = (
             cfg.clone(),
@@ -585,7 +568,7 @@ fn thread_main(
     ready: &Barrier,
     preheated: &Barrier,
     mut timeline: rtrb::Producer<TimelineEntry>,
-    mut handover: Handover,
+    mut handover: Filler<Accum>,
 ) -> Output {
     rt::block_signals();
     let tid = rt::gettid();
@@ -715,7 +698,7 @@ impl State {
         common: &Common,
         cpu: u32,
         timeline: &mut rtrb::Producer<TimelineEntry>,
-        mut handover: Option<&mut Handover>,
+        mut handover: Option<&mut Filler<Accum>>,
     ) {
         self.trace_thr = trace_thr;
         let raw0 = clock::now_ns(Clock::MonotonicRaw);
@@ -764,14 +747,13 @@ impl State {
                     self.tl_index = idx;
                     self.tl_iter_start = n;
                     if let Some(h) = handover.as_deref_mut() {
-                        if let Ok(mut spare) = h.empty.pop() {
-                            self.acc.iterations = n - acc_n;
-                            self.acc.ticks = now - acc_t;
-                            self.acc.until_ns = self.tl.start_ns;
-                            // Swap contents (a few hundred bytes of headers; the buffers stay put).
-                            std::mem::swap(&mut self.acc, &mut *spare);
-                            // Always finds room: the rings hold every accumulator there is.
-                            let _ = h.full.push(spare);
+                        let until = self.tl.start_ns;
+                        let sealed = h.hand_over(&mut self.acc, |a| {
+                            a.iterations = n - acc_n;
+                            a.ticks = now - acc_t;
+                            a.until_ns = until;
+                        });
+                        if sealed {
                             (acc_n, acc_t) = (n, now);
                         }
                     }
