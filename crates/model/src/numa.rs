@@ -108,19 +108,21 @@ impl NumaStat {
 }
 
 impl NumaResult {
+    /// A node's counters over the sampled interval, or since boot when none was sampled.
+    pub fn counts(&self, c: &NodeCounters) -> NumaStat {
+        if self.interval_ns > 0 {
+            c.delta
+        } else {
+            c.total
+        }
+    }
+
     /// Share of allocations that were node-local, over the interval when one was sampled, else since boot.
     pub fn local_alloc_pct(&self) -> Option<f64> {
-        let pick = |c: &NodeCounters| {
-            if self.interval_ns > 0 {
-                c.delta
-            } else {
-                c.total
-            }
-        };
         let (l, o) = self
             .counters
             .iter()
-            .map(pick)
+            .map(|c| self.counts(c))
             .fold((0u64, 0u64), |(l, o), s| {
                 (l + s.local_node, o + s.other_node)
             });

@@ -47,6 +47,13 @@ pub struct OpResult {
     pub latency: LatencyStats,
 }
 
+impl OpResult {
+    /// p99 of the samples (the maximum when there are too few for a percentile).
+    pub fn p99_ns(&self) -> u64 {
+        self.latency.percentile(99.0).unwrap_or(self.latency.max_ns)
+    }
+}
+
 /// Result of the ops probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpsResult {
@@ -90,7 +97,7 @@ impl OpsResult {
                 )
                 .with_replicates(o.samples_ns.clone()),
             );
-            let p99 = o.latency.percentile(99.0).unwrap_or(o.latency.max_ns);
+            let p99 = o.p99_ns();
             out.push(Measure::new(
                 format!("ops.{}.p99", o.op),
                 format!("{} p99", o.label),

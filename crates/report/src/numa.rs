@@ -71,7 +71,7 @@ pub fn render(r: &NumaResult, top: usize) -> String {
     };
     let _ = writeln!(s, "  allocations {over} (pages):");
     for c in &r.counters {
-        let x = if r.interval_ns > 0 { c.delta } else { c.total };
+        let x = r.counts(c);
         let _ = writeln!(
             s,
             "    node {}: local_node {} other_node {} numa_hit {} numa_miss {} numa_foreign {}",

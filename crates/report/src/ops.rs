@@ -30,7 +30,7 @@ pub fn render_table(r: &OpsResult) -> String {
             "  {:<44} {:>11} {:>11} {:>11} {:>10}",
             o.label,
             us(o.median_ns),
-            us(o.latency.percentile(99.0).unwrap_or(o.latency.max_ns) as f64),
+            us(o.p99_ns() as f64),
             us(o.latency.max_ns as f64),
             o.iterations_per_sample
         );
