@@ -190,12 +190,8 @@ pub fn aggregate_cgroups(procs: &[Locality], nodes: &[NodeInfo]) -> Vec<Locality
 }
 
 /// The locality report: `pids` (or every process), per cgroup, and the node counters sampled over
-/// `interval` (none: totals since boot only).
-pub fn read_numa(
-    root: &HostRoot,
-    pids: Option<&[u32]>,
-    interval: Option<std::time::Duration>,
-) -> NumaResult {
+/// `interval_ns` (0: totals since boot only).
+pub fn read_numa(root: &HostRoot, pids: Option<&[u32]>, interval_ns: u64) -> NumaResult {
     let nodes = read_nodes(root);
     let before = read_numastat(root, &nodes);
     let all;
@@ -211,14 +207,11 @@ pub fn read_numa(
         .filter_map(|&p| read_locality(root, p, &nodes))
         .collect();
     let cgroups = aggregate_cgroups(&processes, &nodes);
-    let mut interval_ns = 0;
-    let after = match interval {
-        Some(d) if !d.is_zero() => {
-            std::thread::sleep(d);
-            interval_ns = d.as_nanos() as u64;
-            read_numastat(root, &nodes)
-        }
-        _ => before.clone(),
+    let after = if interval_ns > 0 {
+        std::thread::sleep(std::time::Duration::from_nanos(interval_ns));
+        read_numastat(root, &nodes)
+    } else {
+        before.clone()
     };
     let counters = after
         .iter()

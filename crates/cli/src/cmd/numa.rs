@@ -59,11 +59,7 @@ fn host_root(a: &NumaArgs) -> anyhow::Result<HostRoot> {
 
 /// Measure: the listed PIDs (or every process when `pids` is empty).
 pub fn measure(root: &HostRoot, pids: &[u32], interval: Nanos) -> NumaResult {
-    rtgauge_host::numa::read_numa(
-        root,
-        (!pids.is_empty()).then_some(pids),
-        Some(std::time::Duration::from_nanos(interval.as_ns())),
-    )
+    rtgauge_host::numa::read_numa(root, (!pids.is_empty()).then_some(pids), interval.as_ns())
 }
 
 pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
