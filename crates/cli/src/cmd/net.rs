@@ -459,7 +459,7 @@ pub fn measure(plan: &NetPlan, stop: &StopFlag, root: &HostRoot) -> anyhow::Resu
         out.push(NetResult {
             config: NetConfig {
                 mode: p.mode,
-                target: target.to_string(),
+                target: host,
                 path: p.path.clone(),
                 cpus,
                 concurrency: p.concurrency,

@@ -113,21 +113,7 @@ pub fn tcp_socket(family: i32) -> Result<i32, i32> {
 
 #[inline]
 pub fn set_int(fd: i32, level: i32, opt: i32, val: i32) -> Result<(), i32> {
-    // SAFETY: `val` outlives the call; its size is passed.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            &val as *const i32 as *const libc::c_void,
-            std::mem::size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        Err(errno())
-    } else {
-        Ok(())
-    }
+    setsockopt(fd, level, opt, &val)
 }
 
 /// SO_LINGER {1, 0}: close() sends RST and leaves no TIME_WAIT.
@@ -137,14 +123,20 @@ pub fn set_linger_reset(fd: i32) -> Result<(), i32> {
         l_onoff: 1,
         l_linger: 0,
     };
-    // SAFETY: `l` outlives the call; its size is passed.
+    setsockopt(fd, libc::SOL_SOCKET, libc::SO_LINGER, &l)
+}
+
+/// setsockopt with a plain C value as the option.
+#[inline]
+fn setsockopt<T: Copy>(fd: i32, level: i32, opt: i32, val: &T) -> Result<(), i32> {
+    // SAFETY: `val` outlives the call; its size is passed.
     let r = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &l as *const libc::linger as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            level,
+            opt,
+            val as *const T as *const libc::c_void,
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if r < 0 {
