@@ -737,11 +737,9 @@ fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Me
             unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) as i64 }
         }),
         "tsc_read" => simple(reps, sn, lo, &mut || {
-            {
-                // The read is kept by black_box; the loop only needs a non-negative status.
-                black_box(crate::counter::read());
-                0
-            }
+            // The read is kept by black_box; the loop only needs a non-negative status.
+            black_box(crate::counter::read());
+            0
         }),
         other => Err(format!("unknown operation {other}")),
     }

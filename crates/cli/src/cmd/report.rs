@@ -59,9 +59,9 @@ fn parse_margin(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
-fn write_html(path: &Path, text: &str, flag: &str) -> anyhow::Result<()> {
+fn write_html(path: &Path, text: &str) -> anyhow::Result<()> {
     crate::doc::write_atomic(path, text.as_bytes())
-        .with_context(|| format!("{flag} {}", path.display()))
+        .with_context(|| format!("--html {}", path.display()))
 }
 
 pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
@@ -73,7 +73,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let (id, doc) = resolve(&mut store, &sel)?;
     if let Some(path) = &a.html {
-        write_html(path, &html::render_report(id, &doc), "--html")?;
+        write_html(path, &html::render_report(id, &doc))?;
     }
     let mut out = std::io::stdout().lock();
     write!(out, "{}", rtgauge_report::terminal::render_show(id, &doc))?;
@@ -113,7 +113,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         },
     );
     if let Some(path) = &a.html {
-        write_html(path, &html::render_compare(&ids, &refs, &c), "--html")?;
+        write_html(path, &html::render_compare(&ids, &refs, &c))?;
     }
     let mut out = std::io::stdout().lock();
     if a.json {
