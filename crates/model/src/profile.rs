@@ -217,7 +217,7 @@ flags = "--all --interval 0"
     (
         "ran",
         r#"name = "ran"
-description = "5G RAN (VMware RAN white paper, seed 000): cyclictest and oslat as published; max 20 µs"
+description = "5G RAN (VMware RAN white paper): cyclictest and oslat as published; max 20 µs"
 duration = "1h"
 [[probe]]
 kind = "cyclic"
@@ -236,7 +236,7 @@ max = "20us"
     (
         "vpr",
         r#"name = "vpr"
-description = "Virtual protection relay (VMware vPAC guide, seed 003): max 120 µs, no sample at or above 120 µs, 24 h or more"
+description = "Virtual protection relay (VMware protection-relay guide): max 120 µs, no sample at or above 120 µs, 24 h or more"
 duration = "24h"
 min_duration = "24h"
 [[probe]]

@@ -116,7 +116,7 @@ pub struct CpsArgs {
     #[arg(long, value_name = "WHO", default_value = "server", value_parser = parse_close)]
     pub close: CloseMode,
     /// At each point of --sweep-cpus, also measure keep-alive throughput of this path (e.g. /128k): the two
-    /// columns of seed 004's figure 3.
+    /// columns of the Intel/A10 ADC white paper's figure 3.
     #[arg(long = "and-throughput", value_name = "PATH")]
     pub and_throughput: Option<String>,
 }

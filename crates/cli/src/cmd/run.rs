@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 /// Run a profile of probes, judge the results against its gates and store the run.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Profile: quick (default: timer latency and OS noise, 10 s each), ran (seed 000, 1 h each, max 20 µs),
-    /// vpr (seed 003, 24 h, max 120 µs and no sample ≥ 120 µs), or the path of a TOML profile.
+    /// Profile: quick (default: timer latency and OS noise, 10 s each), ran (VMware RAN white paper, 1 h
+    /// each, max 20 µs), vpr (VMware protection-relay guide, 24 h, max 120 µs and no sample ≥ 120 µs), or the
+    /// path of a TOML profile. The documents are listed in docs/references.md.
     #[arg(long, default_value = "quick")]
     pub profile: String,
 
