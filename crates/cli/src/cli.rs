@@ -47,6 +47,8 @@ pub enum Command {
     Mem(Box<crate::cmd::mem::MemArgs>),
     /// NUMA locality of running processes and cgroups, and node-local allocation counters.
     Numa(crate::cmd::numa::NumaArgs),
+    /// Always-on timer-latency and tuning-drift monitoring with a Prometheus endpoint and textfile output.
+    Monitor(Box<crate::cmd::monitor::MonitorArgs>),
 }
 
 /// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).

@@ -57,6 +57,9 @@ pub struct LiveThread {
     pub sum_ns: u64,
     pub max_ns: u64,
     pub missed: u64,
+    /// Largest sample since the previous tick (0 when none): what a monitor needs to see a spike within one
+    /// tick without rebuilding the histograms.
+    pub peak_ns: u64,
 }
 
 impl LiveThread {
@@ -102,6 +105,8 @@ struct Shared {
     sum: AtomicU64,
     max: AtomicU64,
     missed: AtomicU64,
+    /// Largest sample since the main thread last took it (reset by [`Shared::snapshot`]).
+    peak: AtomicU64,
     /// Set once by the thread before measuring, for checkpoints.
     conditions: std::sync::OnceLock<ThreadConditions>,
 }
@@ -119,6 +124,7 @@ impl Shared {
             sum_ns: r(&self.sum),
             max_ns: r(&self.max),
             missed: r(&self.missed),
+            peak_ns: self.peak.swap(0, Ordering::Relaxed),
         }
     }
 }
@@ -750,6 +756,11 @@ fn measure(
         shared.last.store(lat, Ordering::Relaxed);
         shared.min.store(st.min, Ordering::Relaxed);
         shared.max.store(st.max, Ordering::Relaxed);
+        // One writer: a load and a store, no read-modify-write. A reset by the main thread between the two
+        // only moves this sample into the next tick's peak.
+        if lat > shared.peak.load(Ordering::Relaxed) {
+            shared.peak.store(lat, Ordering::Relaxed);
+        }
         shared.sum.store(st.sum, Ordering::Relaxed);
         shared.missed.store(st.missed, Ordering::Relaxed);
 

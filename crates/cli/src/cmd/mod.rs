@@ -5,6 +5,7 @@ pub mod audit;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod mem;
+pub mod monitor;
 pub mod net;
 pub mod numa;
 pub mod ops;

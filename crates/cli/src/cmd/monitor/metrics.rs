@@ -1,0 +1,478 @@
+//! The monitor's state and its OpenMetrics rendering (prometheus-client's text encoder).
+//!
+//! The state is plain data updated by the monitor's main thread (latency, CPU time) and its audit thread;
+//! a scrape or a textfile write renders a consistent copy of it. Series (all prefixed `rtgauge_`):
+//! - `latency_seconds{cpu}`: histogram of timer wake-up latency, buckets 1 µs–100 ms. Exact (from the
+//!   probe's HDR histograms), updated at the end of each measuring segment (10 s).
+//! - `latency_window_max_seconds{cpu}`: the largest sample of the last `window` (default 15 s, at least a
+//!   scrape interval), updated every probe tick (100 ms), so a spike shows at the next scrape and stays
+//!   visible for a whole window whoever scrapes.
+//! - `missed_deadlines_total{cpu}`, `samples_above_gate_total{cpu}` with `gate_seconds`.
+//! - `cpu_steal_seconds_total{cpu}`, `cpu_irq_seconds_total{cpu}`, `cpu_softirq_seconds_total{cpu}` from
+//!   /proc/stat, for `rate()`.
+//! - `audit_finding{rule,severity,status}` = 1 for each rule's current status, `audit_drift{rule}` = 1 while
+//!   a rule's status differs from the first audit's (the baseline), `audit_runs_total`,
+//!   `audit_last_run_timestamp_seconds`.
+//! - `monitor_info{version,interval,cpus}`, `monitor_start_time_seconds`.
+
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+
+/// Upper bounds of the latency histogram's buckets, ns (1 µs … 100 ms in 1-2-5 steps; +Inf is implicit).
+pub const BUCKETS_NS: [u64; 16] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+];
+
+/// Per-CPU latency series.
+#[derive(Debug, Clone, Default)]
+pub struct CpuSeries {
+    pub cpu: u32,
+    /// Samples per bucket (not cumulative); the last entry is +Inf.
+    pub buckets: [u64; BUCKETS_NS.len() + 1],
+    pub count: u64,
+    pub sum_ns: u128,
+    pub missed: u64,
+    pub above_gate: u64,
+    /// Largest sample per tick over the window, newest last: `(tick end in ns since start, peak)`.
+    pub peaks: VecDeque<(u64, u64)>,
+    pub steal_s: f64,
+    pub irq_s: f64,
+    pub softirq_s: f64,
+}
+
+impl CpuSeries {
+    pub fn new(cpu: u32) -> CpuSeries {
+        CpuSeries {
+            cpu,
+            ..CpuSeries::default()
+        }
+    }
+
+    /// Add `count` samples of value `value_ns` to the histogram's buckets (count and sum are kept apart,
+    /// exact, by the caller).
+    pub fn add_bucket(&mut self, value_ns: u64, count: u64) {
+        let i = BUCKETS_NS.partition_point(|&b| b < value_ns);
+        self.buckets[i] += count;
+    }
+
+    /// Record one tick's peak at `now_ns` and forget peaks older than `window_ns`.
+    pub fn add_peak(&mut self, now_ns: u64, peak_ns: u64, window_ns: u64) {
+        self.peaks.push_back((now_ns, peak_ns));
+        while let Some(&(t, _)) = self.peaks.front() {
+            if now_ns.saturating_sub(t) > window_ns {
+                self.peaks.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    pub fn window_max_ns(&self) -> u64 {
+        self.peaks.iter().map(|&(_, p)| p).max().unwrap_or(0)
+    }
+}
+
+/// One audit rule as the monitor last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleState {
+    pub severity: String,
+    pub status: String,
+    /// Status of the first audit pass.
+    pub baseline: String,
+}
+
+impl RuleState {
+    pub fn drifted(&self) -> bool {
+        self.status != self.baseline
+    }
+}
+
+/// Everything a scrape shows.
+#[derive(Debug, Clone, Default)]
+pub struct MonitorState {
+    pub version: String,
+    pub interval_ns: u64,
+    pub cpus_text: String,
+    pub start_unix_s: f64,
+    pub gate_ns: u64,
+    pub cpus: Vec<CpuSeries>,
+    pub rules: BTreeMap<String, RuleState>,
+    pub audit_runs: u64,
+    pub audit_last_unix_s: f64,
+}
+
+impl MonitorState {
+    /// Fold one audit pass in: `(rule, severity, status)`. Returns the rules whose drift state changed, as
+    /// log lines.
+    pub fn apply_audit(
+        &mut self,
+        findings: impl IntoIterator<Item = (String, String, String)>,
+        now_unix_s: f64,
+    ) -> Vec<String> {
+        let mut log = Vec::new();
+        for (rule, severity, status) in findings {
+            match self.rules.get_mut(&rule) {
+                None => {
+                    self.rules.insert(
+                        rule,
+                        RuleState {
+                            severity,
+                            baseline: status.clone(),
+                            status,
+                        },
+                    );
+                }
+                Some(r) => {
+                    if r.status != status {
+                        let was = r.drifted();
+                        r.status = status;
+                        r.severity = severity;
+                        if r.drifted() {
+                            log.push(format!(
+                                "drift: rule {rule}: {} at start, {} now",
+                                r.baseline, r.status
+                            ));
+                        } else if was {
+                            log.push(format!("drift ended: rule {rule}: {} again", r.status));
+                        }
+                    }
+                }
+            }
+        }
+        self.audit_runs += 1;
+        self.audit_last_unix_s = now_unix_s;
+        log
+    }
+}
+
+const NS_PER_S: f64 = 1e9;
+
+/// Encode a family of constant-valued series, one per label set.
+fn family<M: prometheus_client::encoding::EncodeMetric>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    series: impl IntoIterator<Item = (Vec<(&'static str, String)>, M)>,
+) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, kind)?;
+    for (labels, metric) in series {
+        metric.encode(m.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn cpu_label(c: &CpuSeries) -> Vec<(&'static str, String)> {
+    vec![("cpu", c.cpu.to_string())]
+}
+
+impl prometheus_client::collector::Collector for Snapshot {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let s = &self.0;
+        family(
+            &mut enc,
+            "rtgauge_monitor_info",
+            "The monitor's version and settings.",
+            MetricType::Gauge,
+            [(
+                vec![
+                    ("version", s.version.clone()),
+                    (
+                        "interval_seconds",
+                        format!("{}", s.interval_ns as f64 / NS_PER_S),
+                    ),
+                    ("cpus", s.cpus_text.clone()),
+                ],
+                ConstGauge::new(1i64),
+            )],
+        )?;
+        family(
+            &mut enc,
+            "rtgauge_monitor_start_time_seconds",
+            "When the monitor started, Unix time.",
+            MetricType::Gauge,
+            [(vec![], ConstGauge::new(s.start_unix_s))],
+        )?;
+        {
+            let mut m = enc.encode_descriptor(
+                "rtgauge_latency_seconds",
+                "Timer wake-up latency (actual minus intended wake-up), per measured CPU.",
+                None,
+                MetricType::Histogram,
+            )?;
+            for c in &s.cpus {
+                let buckets: Vec<(f64, u64)> = BUCKETS_NS
+                    .iter()
+                    .map(|&b| b as f64 / NS_PER_S)
+                    .chain([f64::INFINITY])
+                    .zip(c.buckets)
+                    .collect();
+                let labels = cpu_label(c);
+                m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+                    c.sum_ns as f64 / NS_PER_S,
+                    c.count,
+                    &buckets,
+                    None,
+                )?;
+            }
+        }
+        family(
+            &mut enc,
+            "rtgauge_latency_window_max_seconds",
+            "Largest timer wake-up latency in the last window (--window, default 15 s), per CPU.",
+            MetricType::Gauge,
+            s.cpus.iter().map(|c| {
+                (
+                    cpu_label(c),
+                    ConstGauge::new(c.window_max_ns() as f64 / NS_PER_S),
+                )
+            }),
+        )?;
+        family(
+            &mut enc,
+            "rtgauge_missed_deadlines",
+            "Periods that were already over when the measuring thread woke.",
+            MetricType::Counter,
+            s.cpus
+                .iter()
+                .map(|c| (cpu_label(c), ConstCounter::new(c.missed))),
+        )?;
+        family(
+            &mut enc,
+            "rtgauge_samples_above_gate",
+            "Samples at or above the gate (rtgauge_gate_seconds).",
+            MetricType::Counter,
+            s.cpus
+                .iter()
+                .map(|c| (cpu_label(c), ConstCounter::new(c.above_gate))),
+        )?;
+        family(
+            &mut enc,
+            "rtgauge_gate_seconds",
+            "The latency bound samples are counted against (--gate).",
+            MetricType::Gauge,
+            [(vec![], ConstGauge::new(s.gate_ns as f64 / NS_PER_S))],
+        )?;
+        for (name, help, get) in [
+            (
+                "rtgauge_cpu_steal_seconds",
+                "Time the hypervisor ran something else while this CPU's vCPU wanted to run (/proc/stat steal).",
+                (|c: &CpuSeries| c.steal_s) as fn(&CpuSeries) -> f64,
+            ),
+            (
+                "rtgauge_cpu_irq_seconds",
+                "Time in hard interrupt handlers on this CPU (/proc/stat irq).",
+                |c: &CpuSeries| c.irq_s,
+            ),
+            (
+                "rtgauge_cpu_softirq_seconds",
+                "Time in softirqs on this CPU (/proc/stat softirq).",
+                |c: &CpuSeries| c.softirq_s,
+            ),
+        ] {
+            family(
+                &mut enc,
+                name,
+                help,
+                MetricType::Counter,
+                s.cpus
+                    .iter()
+                    .map(|c| (cpu_label(c), ConstCounter::new(get(c)))),
+            )?;
+        }
+        family(
+            &mut enc,
+            "rtgauge_audit_finding",
+            "1 for each audit rule's current status.",
+            MetricType::Gauge,
+            s.rules.iter().map(|(rule, r)| {
+                (
+                    vec![
+                        ("rule", rule.clone()),
+                        ("severity", r.severity.clone()),
+                        ("status", r.status.clone()),
+                    ],
+                    ConstGauge::new(1i64),
+                )
+            }),
+        )?;
+        family(
+            &mut enc,
+            "rtgauge_audit_drift",
+            "1 while an audit rule's status differs from the first audit pass of this monitor.",
+            MetricType::Gauge,
+            s.rules.iter().map(|(rule, r)| {
+                (
+                    vec![
+                        ("rule", rule.clone()),
+                        ("baseline", r.baseline.clone()),
+                        ("status", r.status.clone()),
+                    ],
+                    ConstGauge::new(i64::from(r.drifted())),
+                )
+            }),
+        )?;
+        family(
+            &mut enc,
+            "rtgauge_audit_runs",
+            "Audit passes completed.",
+            MetricType::Counter,
+            [(vec![], ConstCounter::new(s.audit_runs))],
+        )?;
+        family(
+            &mut enc,
+            "rtgauge_audit_last_run_timestamp_seconds",
+            "When the last audit pass ended, Unix time (0 before the first).",
+            MetricType::Gauge,
+            [(vec![], ConstGauge::new(s.audit_last_unix_s))],
+        )?;
+        Ok(())
+    }
+}
+
+/// A copy of the state taken for one rendering.
+#[derive(Debug)]
+pub struct Snapshot(pub MonitorState);
+
+/// The state in the OpenMetrics text format (what `/metrics` serves).
+pub fn render_openmetrics(state: &MonitorState) -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(Snapshot(state.clone())));
+    let mut out = String::new();
+    // Writing into a String cannot fail; an encoder error would only come from our own collector.
+    if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
+        out.clear();
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+/// The same series in the Prometheus text format 0.0.4 that node_exporter's textfile collector parses:
+/// counter families are named with their `_total` suffix, and the OpenMetrics-only `# UNIT`/`# EOF` lines
+/// are dropped. (prometheus-client writes OpenMetrics only; this is the whole difference for our series.)
+pub fn render_textfile(state: &MonitorState) -> String {
+    let om = render_openmetrics(state);
+    let mut counters = std::collections::HashSet::new();
+    for line in om.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            if let Some(name) = rest.strip_suffix(" counter") {
+                counters.insert(name.to_string());
+            }
+        }
+    }
+    let mut out = String::with_capacity(om.len());
+    for line in om.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# TYPE ", "# HELP "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        let _ = writeln!(out, "{}", renamed.as_deref().unwrap_or(line));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn state() -> MonitorState {
+        let mut c = CpuSeries::new(1);
+        c.add_bucket(3_000, 10);
+        c.add_bucket(150_000, 2);
+        c.count = 12;
+        c.sum_ns = 330_000;
+        c.above_gate = 2;
+        c.add_peak(1_000_000_000, 150_000, 15_000_000_000);
+        c.missed = 1;
+        let mut s = MonitorState {
+            version: "0.1.0".into(),
+            interval_ns: 1_000_000,
+            cpus_text: "1".into(),
+            gate_ns: 100_000,
+            cpus: vec![c],
+            ..MonitorState::default()
+        };
+        s.apply_audit([("cstate".into(), "high".into(), "pass".into())], 1.0);
+        s
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_counters_end_in_total() {
+        let t = render_openmetrics(&state());
+        assert!(
+            t.contains("rtgauge_latency_seconds_bucket{cpu=\"1\",le=\"5e-6\"} 10"),
+            "{t}"
+        );
+        assert!(
+            t.contains("rtgauge_latency_seconds_bucket{cpu=\"1\",le=\"0.0002\"} 12"),
+            "{t}"
+        );
+        assert!(
+            t.contains("rtgauge_latency_seconds_count{cpu=\"1\"} 12"),
+            "{t}"
+        );
+        assert!(
+            t.contains("rtgauge_samples_above_gate_total{cpu=\"1\"} 2"),
+            "{t}"
+        );
+        assert!(
+            t.contains("rtgauge_latency_window_max_seconds{cpu=\"1\"} 0.00015"),
+            "{t}"
+        );
+        assert!(t.ends_with("# EOF\n"));
+        let p = render_textfile(&state());
+        assert!(
+            p.contains("# TYPE rtgauge_missed_deadlines_total counter"),
+            "{p}"
+        );
+        assert!(!p.contains("# EOF"));
+    }
+
+    #[test]
+    fn drift_flips_when_a_status_changes_and_back() {
+        let mut s = state();
+        let log = s.apply_audit([("cstate".into(), "high".into(), "fail".into())], 2.0);
+        assert_eq!(log, ["drift: rule cstate: pass at start, fail now"]);
+        assert!(render_openmetrics(&s)
+            .contains("rtgauge_audit_drift{rule=\"cstate\",baseline=\"pass\",status=\"fail\"} 1"));
+        let log = s.apply_audit([("cstate".into(), "high".into(), "pass".into())], 3.0);
+        assert_eq!(log, ["drift ended: rule cstate: pass again"]);
+        assert_eq!(s.audit_runs, 3);
+    }
+
+    #[test]
+    fn window_max_forgets_old_peaks() {
+        let mut c = CpuSeries::new(0);
+        c.add_peak(0, 5_000_000, 15_000_000_000);
+        c.add_peak(10_000_000_000, 20_000, 15_000_000_000);
+        assert_eq!(c.window_max_ns(), 5_000_000);
+        c.add_peak(16_000_000_000, 10_000, 15_000_000_000);
+        assert_eq!(c.window_max_ns(), 20_000);
+    }
+}
