@@ -242,3 +242,104 @@ fn fingerprint_of_fixture_trees() {
     assert_eq!(v["virt"]["platform"], "kvm");
     assert_eq!(run(&["fingerprint", "--root", "/nonexistent/x"]).0, 2);
 }
+
+/// A captured tree that tries to leave itself: absolute and relative links to a sentinel outside it, a link
+/// to /dev/zero, a loop, a FIFO and the whole CPU directory linked to the live machine's. Audit and
+/// fingerprint finish quickly, never open the sentinel (watched with inotify), report the tree's CPUs (none)
+/// instead of this machine's, and name every bad path.
+#[test]
+fn a_root_that_points_outside_itself_is_never_left() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let sentinel = outside.join("sentinel");
+    std::fs::write(&sentinel, b"isolcpus=0-63 nohz_full=0-63\n").unwrap();
+    let tree = dir.path().join("tree");
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(fixture("untuned-server"))
+        .arg(&tree)
+        .status()
+        .unwrap()
+        .success());
+    let put = |rel: &str, target: &std::path::Path| {
+        let p = tree.join(rel);
+        let _ = std::fs::remove_file(&p);
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        symlink(target, &p).unwrap();
+    };
+    put("proc/cmdline", &sentinel);
+    put(
+        "etc/tuned/active_profile",
+        std::path::Path::new("/dev/zero"),
+    );
+    let up = "../".repeat(12) + sentinel.strip_prefix("/").unwrap().to_str().unwrap();
+    put("proc/sys/kernel/osrelease", std::path::Path::new(&up));
+    put("proc/interrupts", std::path::Path::new("softirqs"));
+    put("proc/softirqs", std::path::Path::new("interrupts"));
+    put(
+        "sys/devices/system/cpu",
+        std::path::Path::new("/sys/devices/system/cpu"),
+    );
+    let fifo = tree.join("proc/meminfo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+
+    // SAFETY: inotify on a path we own; the descriptor is read non-blocking and closed at the end.
+    let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    assert!(fd >= 0);
+    let s = std::ffi::CString::new(sentinel.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: as above.
+    let wd = unsafe { libc::inotify_add_watch(fd, s.as_ptr(), libc::IN_OPEN | libc::IN_ACCESS) };
+    assert!(wd >= 0);
+
+    let root = tree.to_str().unwrap();
+    let t = std::time::Instant::now();
+    let (code, out, err) = run(&["audit", "--root", root, "--format", "json"]);
+    let audit_took = t.elapsed();
+    let t = std::time::Instant::now();
+    let (fcode, fout, ferr) = run(&["fingerprint", "--root", root, "--json"]);
+    let fp_took = t.elapsed();
+    eprintln!("audit {audit_took:?}, fingerprint {fp_took:?}");
+    assert!(
+        audit_took < std::time::Duration::from_secs(2),
+        "{audit_took:?}"
+    );
+    assert!(fp_took < std::time::Duration::from_secs(2), "{fp_took:?}");
+    assert!(code == 0 || code == 1, "{code}: {err}");
+    assert_eq!(fcode, 0, "{ferr}");
+    let mut buf = [0u8; 4096];
+    // SAFETY: reading into a buffer we own, from the descriptor opened above.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(fd) };
+    assert!(n <= 0, "the sentinel outside the tree was opened or read");
+
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(!v["findings"].as_array().unwrap().is_empty());
+    let fp: serde_json::Value = serde_json::from_str(&fout).unwrap();
+    let live = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let online = fp["cpu"]["online"].as_str().unwrap();
+    assert_ne!(
+        online,
+        live.trim(),
+        "fingerprint reported the live machine's CPUs: {fout}"
+    );
+    assert_eq!(fp["cpu"]["threads"], 0, "{fout}");
+    for (bad, why) in [
+        ("/proc/cmdline", "points out of the tree"),
+        ("/proc/interrupts", "loop"),
+        ("/proc/meminfo", "a FIFO"),
+        ("/proc/sys/kernel/osrelease", "points out of the tree"),
+    ] {
+        assert!(
+            err.lines().any(|l| l.contains(bad) && l.contains(why)),
+            "{bad} not named ({why}): {err}"
+        );
+    }
+    assert!(ferr.contains("/sys/devices/system/cpu"), "{ferr}");
+}

@@ -122,6 +122,7 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
             sample: (!a.no_sample).then(|| std::time::Duration::from_nanos(a.interval.as_ns())),
         };
         let report = run_audit(&root, &opts);
+        super::warn_refused(&root);
         if let Some(dir) = &a.capture {
             // The fingerprint's reads belong to a capture too, so `fingerprint --root DIR` works on it.
             let _ = rtgauge_host::fingerprint::read_fingerprint(&root);

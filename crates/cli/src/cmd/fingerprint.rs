@@ -27,6 +27,7 @@ pub fn run(a: &FingerprintArgs) -> anyhow::Result<ExitCode> {
         None => HostRoot::live(),
     };
     let fp = read_fingerprint(&root);
+    super::warn_refused(&root);
     let out = if a.json {
         serde_json::to_string_pretty(&fp)? + "\n"
     } else {

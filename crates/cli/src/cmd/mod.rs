@@ -18,6 +18,17 @@ use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;
 
+/// Name every file of a captured tree that was refused (a link out of the tree, a loop, a FIFO or device,
+/// an oversized file): it was read as missing, and the user should know which findings lack it.
+pub fn warn_refused(root: &rtgauge_host::HostRoot) {
+    for (path, why) in root.refused() {
+        eprintln!(
+            "rtgauge: warning: --root {}: {path} was not read: {why}",
+            root.path("/").display()
+        );
+    }
+}
+
 /// One warning per process-wide setting that was requested but not achieved.
 pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
     let why = |e: &Option<String>| e.clone().unwrap_or_else(|| "unknown".into());
