@@ -92,6 +92,21 @@ pub struct Profile {
     pub gates: Vec<Gate>,
 }
 
+/// One line for a TOML error: its message and position. (toml's own display quotes the offending source
+/// line, which for a hostile one-line file is the whole file.)
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim();
+    match e.span() {
+        Some(span) => {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message.to_string(),
+    }
+}
+
 /// Why a profile was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
@@ -186,7 +201,8 @@ impl ProfileSpec {
 
 /// Parse and validate a TOML profile.
 pub fn parse_profile(text: &str) -> Result<Profile, ProfileError> {
-    let spec: ProfileSpec = toml::from_str(text).map_err(|e| ProfileError::Toml(e.to_string()))?;
+    let spec: ProfileSpec =
+        toml::from_str(text).map_err(|e| ProfileError::Toml(toml_error(text, &e)))?;
     spec.validate()
 }
 

@@ -76,7 +76,7 @@ pub struct AuditArgs {
 }
 
 fn read_definition(path: &PathBuf) -> anyhow::Result<(String, String)> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = super::read_user_file(path, "cannot read", super::MAX_DEFINITION_BYTES)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: not UTF-8 text (byte {})",

@@ -18,6 +18,39 @@ use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;
 
+/// Largest definition or profile a verb reads (a .vmx, a domain XML, a manifest, a TOML profile).
+pub const MAX_DEFINITION_BYTES: u64 = 16 << 20;
+/// Largest rt-tests or run document `import` reads (a week of cyclictest with wide histograms on many
+/// CPUs stays far below).
+pub const MAX_IMPORT_BYTES: u64 = 256 << 20;
+
+/// Read a file the user names, refusing one larger than `max` before reading it (regular files) or after
+/// `max` bytes (pipes, devices): nothing unbounded is ever held in memory. The error names the flag or verb
+/// (`what`) and the path.
+pub fn read_user_file(path: &std::path::Path, what: &str, max: u64) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context as _;
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).with_context(|| format!("{what} {}", path.display()))?;
+    let too_large = || {
+        anyhow::anyhow!(
+            "{what} {}: larger than {} MiB, refused",
+            path.display(),
+            max >> 20
+        )
+    };
+    if f.metadata().is_ok_and(|m| m.is_file() && m.len() > max) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{what} {}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
 /// Name every file of a captured tree that was refused (a link out of the tree, a loop, a FIFO or device,
 /// an oversized file): it was read as missing, and the user should know which findings lack it.
 pub fn warn_refused(root: &rtgauge_host::HostRoot) {

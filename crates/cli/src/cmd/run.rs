@@ -86,7 +86,13 @@ pub fn load_profile(name: &str) -> anyhow::Result<Profile> {
             names.join(", ")
         );
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("--profile {name}"))?;
+    let bytes = super::read_user_file(path, "--profile", super::MAX_DEFINITION_BYTES)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "--profile {name}: not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     profile::parse_profile(&text).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))
 }
 

@@ -274,7 +274,7 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::with_capacity(a.files.len());
     for f in &a.files {
         let name = f.display().to_string();
-        let bytes = std::fs::read(f).with_context(|| format!("import {name}"))?;
+        let bytes = super::read_user_file(f, "import", super::MAX_IMPORT_BYTES)?;
         let text = String::from_utf8_lossy(&bytes);
         let mut doc =
             rtgauge_store::import::parse_rt_tests(&text, &name, if a.nsecs { 1 } else { 1000 })

@@ -7,7 +7,70 @@
 use super::{finding, report, LintError, LintRule};
 use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Subject};
 use rtgauge_model::CpuSet;
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
+
+/// Most nodes a YAML stream may hold once its aliases are expanded. A manifest has hundreds; YamlLoader
+/// copies an aliased node at each use, so anchors that reference each other nine levels deep (a 12-line
+/// "billion laughs") would otherwise build billions of nodes.
+pub const MAX_YAML_NODES: u64 = 1_000_000;
+/// Deepest nesting of mappings and sequences (manifests nest about ten deep; the tree built from the text
+/// is dropped recursively).
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// Refuse a YAML stream whose expansion or nesting is beyond the bounds, before anything is built from it:
+/// one pass over the parser's events, counting every alias at the size of the node it names. Syntax errors
+/// are left to the loader, which reports them with their position.
+pub fn check_yaml_bounds(file: &str, text: &str) -> Result<(), LintError> {
+    let mut parser = Parser::new_from_str(text);
+    let mut sizes: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
+    let mut open: Vec<(usize, u64)> = Vec::new();
+    let mut nodes: u64 = 0;
+    loop {
+        let Ok((event, mark)) = parser.next_token() else {
+            return Ok(());
+        };
+        let refuse = |reason: String| LintError::Refused {
+            file: file.to_string(),
+            line: mark.line(),
+            reason,
+        };
+        match event {
+            Event::StreamEnd => return Ok(()),
+            Event::Scalar(_, _, anchor, _) => {
+                nodes += 1;
+                if anchor > 0 {
+                    sizes.insert(anchor, 1);
+                }
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                nodes += 1;
+                open.push((anchor, nodes));
+                if open.len() > MAX_YAML_DEPTH {
+                    return Err(refuse(format!(
+                        "nested more than {MAX_YAML_DEPTH} levels deep"
+                    )));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some((anchor, start)) = open.pop() {
+                    if anchor > 0 {
+                        sizes.insert(anchor, nodes - start + 1);
+                    }
+                }
+            }
+            Event::Alias(anchor) => {
+                nodes = nodes.saturating_add(sizes.get(&anchor).copied().unwrap_or(1));
+            }
+            _ => {}
+        }
+        if nodes > MAX_YAML_NODES {
+            return Err(refuse(format!(
+                "the YAML expands to more than {MAX_YAML_NODES} nodes through its aliases (an alias bomb)"
+            )));
+        }
+    }
+}
 
 macro_rules! rule {
     ($name:ident, $id:expr, $sev:expr, $exp:expr, $fix:expr, $src:expr) => {
@@ -66,6 +129,7 @@ rule!(R_PP, "performanceprofile-lint", Severity::Medium,
 
 /// `reservedSystemCPUs` of a KubeletConfiguration, if the text is one.
 pub fn kubelet_reserved_cpus(text: &str) -> Option<CpuSet> {
+    check_yaml_bounds("", text).ok()?;
     let docs = YamlLoader::load_from_str(text).ok()?;
     docs.iter().find_map(|d| {
         d["reservedSystemCPUs"]
@@ -167,6 +231,7 @@ pub fn parse_quantity(s: &str, milli: bool) -> Option<u128> {
 
 /// Lint a Kubernetes YAML text (all documents).
 pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
+    check_yaml_bounds(file, text)?;
     let docs = YamlLoader::load_from_str(text).map_err(|e| LintError::Malformed {
         file: file.to_string(),
         line: e.marker().line(),

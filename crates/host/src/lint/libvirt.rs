@@ -162,6 +162,73 @@ pub fn lint_libvirt(file: &str, text: &str) -> Result<AuditReport, LintError> {
     lint_libvirt_on_host(file, text, None)
 }
 
+/// Deepest element nesting accepted (a domain definition nests about six deep). roxmltree's tokenizer
+/// recurses once per level, so a file nested thousands deep would exhaust the stack before any limit of
+/// its own applies.
+pub const MAX_XML_DEPTH: usize = 256;
+
+/// Refuse XML nested deeper than [`MAX_XML_DEPTH`], by a scan that knows tags, quoted attribute values,
+/// comments, CDATA, processing instructions and declarations (so that `/>` inside a value cannot hide a
+/// level). Malformed text is left to the parser, which reports it with its position.
+pub fn check_xml_depth(file: &str, text: &str) -> Result<(), LintError> {
+    let b = text.as_bytes();
+    let find = |from: usize, pat: &[u8]| -> usize {
+        b[from.min(b.len())..]
+            .windows(pat.len())
+            .position(|w| w == pat)
+            .map_or(b.len(), |p| from + p + pat.len())
+    };
+    let (mut i, mut depth) = (0usize, 0usize);
+    while i < b.len() {
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let rest = &b[i..];
+        if rest.starts_with(b"<!--") {
+            i = find(i + 4, b"-->");
+        } else if rest.starts_with(b"<![CDATA[") {
+            i = find(i + 9, b"]]>");
+        } else if rest.starts_with(b"<?") {
+            i = find(i + 2, b"?>");
+        } else if rest.starts_with(b"<!") {
+            i = find(i + 2, b">");
+        } else if rest.starts_with(b"</") {
+            depth = depth.saturating_sub(1);
+            i = find(i + 2, b">");
+        } else {
+            // An opening tag: skip quoted values up to its '>'; "/>" closes it at once.
+            let mut j = i + 1;
+            let mut last = b'<';
+            while j < b.len() && b[j] != b'>' {
+                if b[j] == b'"' || b[j] == b'\'' {
+                    let q = b[j];
+                    j += 1;
+                    while j < b.len() && b[j] != q {
+                        j += 1;
+                    }
+                }
+                if j < b.len() && !b[j].is_ascii_whitespace() {
+                    last = b[j];
+                }
+                j += 1;
+            }
+            if last != b'/' {
+                depth += 1;
+                if depth > MAX_XML_DEPTH {
+                    return Err(LintError::Refused {
+                        file: file.to_string(),
+                        line: text[..i].matches('\n').count() + 1,
+                        reason: format!("elements nested more than {MAX_XML_DEPTH} deep"),
+                    });
+                }
+            }
+            i = j + 1;
+        }
+    }
+    Ok(())
+}
+
 /// Lint a domain XML text against the host's RT CPU set `host_isolated` (when known): vCPUs must be pinned
 /// inside it and the emulator and IOThreads outside it ("not in the isolcpus reserved set", kvm-realtime kbase).
 pub fn lint_libvirt_on_host(
@@ -169,7 +236,13 @@ pub fn lint_libvirt_on_host(
     text: &str,
     host_isolated: Option<&CpuSet>,
 ) -> Result<AuditReport, LintError> {
-    let doc = Document::parse(text).map_err(|e| LintError::Malformed {
+    check_xml_depth(file, text)?;
+    // Bounded: a domain definition has hundreds of nodes; DTDs (entity expansion) stay refused.
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: false,
+        nodes_limit: 1_000_000,
+    };
+    let doc = Document::parse_with_options(text, opts).map_err(|e| LintError::Malformed {
         file: file.to_string(),
         line: e.pos().row as usize,
         reason: e.to_string(),

@@ -20,6 +20,13 @@ pub enum LintError {
         line: usize,
         reason: String,
     },
+    /// The input is beyond the bounds a linter accepts (an alias bomb, nesting too deep, too large).
+    #[error("{file}:{line}: refused: {reason}")]
+    Refused {
+        file: String,
+        line: usize,
+        reason: String,
+    },
 }
 
 /// Catalogue metadata of one lint rule.
