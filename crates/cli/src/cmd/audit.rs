@@ -75,7 +75,7 @@ pub struct AuditArgs {
     pub verbose: bool,
 }
 
-fn read_definition(path: &PathBuf) -> anyhow::Result<(String, String)> {
+fn read_definition(path: &std::path::Path) -> anyhow::Result<(String, String)> {
     let bytes = super::read_user_file(path, "cannot read", super::MAX_DEFINITION_BYTES)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
