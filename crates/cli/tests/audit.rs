@@ -41,6 +41,15 @@ fn exit_codes_follow_the_verdict() {
     let (code, out, _) = run(&["audit", "--root", &fixture("untuned-server"), "--no-sample"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("FAIL") && out.contains("fix: "));
+    // A host with no CPU set aside for real-time work fails isolation, with the fix, instead of reading
+    // as n/a everywhere.
+    let iso: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.contains("cmdline-isolcpus"))
+        .take_while(|l| l.starts_with(' ') || l.contains("cmdline-isolcpus"))
+        .collect();
+    assert!(iso[0].starts_with("FAIL") && iso[0].contains("no CPU is set aside for real-time work"), "{iso:?}");
+    assert!(iso.iter().any(|l| l.contains("fix: Add isolcpus=")), "{iso:?}");
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Catalogue §3: CPU isolation, IRQs and housekeeping work. Every rule here is `n/a` without an RT CPU set I.
+//! Catalogue §3: CPU isolation, IRQs and housekeeping work. Without an RT CPU set I, `cmdline-isolcpus` fails
+//! (nothing is set aside for real-time work) and every other rule here is `n/a`.
 
 use super::{Ctx, Rule, Verdict};
 use crate::parse::{
@@ -161,14 +162,32 @@ fn set_or(s: &Option<CpuSet>) -> String {
 }
 
 fn isolcpus(c: &Ctx) -> Verdict {
-    let iso = match c.iso_or_na() {
-        Ok(i) => i,
-        Err(v) => return v,
-    };
     let sev = if c.target.is_guest() {
         Severity::Medium
     } else {
         Severity::High
+    };
+    let Some(iso) = c.iso.as_ref() else {
+        // Not partitioned at all: the one question every other isolation rule assumes answered. This rule
+        // fails (the others stay n/a: they have no set to judge), so the audit never reads as "nothing
+        // wrong" on a host that gives real-time work no CPU of its own.
+        return Verdict::fail(
+            "no CPU is set aside for real-time work: no isolcpus, nohz_full, rcu_nocbs, tuned isolated_cores or \
+             isolated cpuset partition (to audit a planned set before rebooting, pass --isolated LIST)",
+        )
+        .evs(vec![
+            c.cmdline_ev("isolcpus"),
+            c.cmdline_ev("nohz_full"),
+            Evidence::new(
+                "domain-isolated CPUs",
+                "/sys/devices/system/cpu/isolated",
+                c.read("/sys/devices/system/cpu/isolated")
+                    .map(|t| t.trim().to_string())
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or_else(|| "(none)".into()),
+            ),
+        ])
+        .sev(sev);
     };
     let runtime = crate::cpu::parse_cpu_mask(
         &c.read("/sys/devices/system/cpu/isolated")
@@ -1145,10 +1164,14 @@ mod tests {
     const T: Target = Target::BareMetalRtHost;
 
     #[test]
-    fn isolation_rules_are_na_without_a_set() {
+    fn an_unpartitioned_host_fails_isolcpus_and_the_rest_is_na() {
         let fx = Fx::new();
+        let f = fx.finding("cmdline-isolcpus", T);
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.summary.contains("no CPU is set aside for real-time work"), "{}", f.summary);
+        assert!(f.summary.contains("--isolated LIST"), "{}", f.summary);
+        assert!(f.remediation.contains("isolcpus="), "{}", f.remediation);
         for id in [
-            "cmdline-isolcpus",
             "cmdline-nohz-full",
             "irq-affinity-isolated",
             "workqueue-cpumask",
