@@ -48,8 +48,14 @@ fn exit_codes_follow_the_verdict() {
         .skip_while(|l| !l.contains("cmdline-isolcpus"))
         .take_while(|l| l.starts_with(' ') || l.contains("cmdline-isolcpus"))
         .collect();
-    assert!(iso[0].starts_with("FAIL") && iso[0].contains("no CPU is set aside for real-time work"), "{iso:?}");
-    assert!(iso.iter().any(|l| l.contains("fix: Add isolcpus=")), "{iso:?}");
+    assert!(
+        iso[0].starts_with("FAIL") && iso[0].contains("no CPU is set aside for real-time work"),
+        "{iso:?}"
+    );
+    assert!(
+        iso.iter().any(|l| l.contains("fix: Add isolcpus=")),
+        "{iso:?}"
+    );
 }
 
 #[test]
@@ -114,12 +120,7 @@ fn usage_and_runtime_errors_exit_2() {
 fn malformed_definitions_name_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        (
-            "bad.vmx",
-            "--vmx",
-            "numvcpus = \"4\"\nthis is not a key value\n",
-            "bad.vmx:2",
-        ),
+        ("bad.vmx", "--vmx", "this is not a key value\n", "bad.vmx:1"),
         (
             "bad.xml",
             "--libvirt",
@@ -141,6 +142,76 @@ fn malformed_definitions_name_file_and_line() {
         assert!(err.contains(want), "{name}: {err}");
         assert!(!err.contains("panicked"));
     }
+}
+
+/// One malformed line in a .vmx is one failing finding naming file:line; every other rule is still judged
+/// on the rest of the file, and the exit status is 1 (a rule failed), not 2.
+#[test]
+fn a_malformed_vmx_line_is_a_finding_and_the_rest_is_linted() {
+    let dir = tempfile::tempdir().unwrap();
+    let good =
+        std::fs::read_to_string(fixture("vmx/seed003-latency-sensitivity-high.vmx")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(3, "sched.cpu.min 24000");
+    let p = dir.path().join("vpr.vmx");
+    std::fs::write(&p, lines.join("\n")).unwrap();
+    let (code, out, err) = run(&["audit", "--vmx", p.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let syntax: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["id"] == "vmx-syntax")
+        .collect();
+    assert_eq!(syntax.len(), 1, "{out}");
+    assert_eq!(syntax[0]["status"], "fail");
+    let want = format!("{}:4", p.display());
+    assert!(
+        syntax[0]["summary"].as_str().unwrap().contains(&want),
+        "{out}"
+    );
+    // The other rules were judged on the rest of the file (the guide's settings pass).
+    let ls = findings
+        .iter()
+        .find(|f| f["id"] == "vmx-latency-sensitivity")
+        .unwrap();
+    assert_eq!(ls["status"], "pass", "{out}");
+    assert!(findings.len() > 5, "{out}");
+}
+
+/// A syntax error in one document of a multi-document manifest is one finding with its position; the other
+/// documents are linted.
+#[test]
+fn a_broken_yaml_document_is_a_finding_and_the_others_are_linted() {
+    let dir = tempfile::tempdir().unwrap();
+    let pod = std::fs::read_to_string(fixture("k8s/rt-pod.yaml")).unwrap();
+    let text = format!(
+        "{pod}\n---\napiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n   bad: [\n"
+    );
+    let broken_at = pod.lines().count() + 2;
+    let p = dir.path().join("two.yaml");
+    std::fs::write(&p, &text).unwrap();
+    let (code, out, err) = run(&["audit", "--k8s", p.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let syntax: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["id"] == "k8s-yaml-syntax")
+        .collect();
+    assert_eq!(syntax.len(), 1, "{out}");
+    let summary = syntax[0]["summary"].as_str().unwrap();
+    let line: usize = summary.split(':').nth(1).unwrap().parse().unwrap();
+    assert!(
+        line > broken_at && line <= text.lines().count(),
+        "{summary}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["id"] == "k8s-pod-guaranteed-qos" && f["status"] == "pass"),
+        "{out}"
+    );
 }
 
 #[test]

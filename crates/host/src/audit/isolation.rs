@@ -1168,7 +1168,11 @@ mod tests {
         let fx = Fx::new();
         let f = fx.finding("cmdline-isolcpus", T);
         assert_eq!(f.status, Status::Fail);
-        assert!(f.summary.contains("no CPU is set aside for real-time work"), "{}", f.summary);
+        assert!(
+            f.summary.contains("no CPU is set aside for real-time work"),
+            "{}",
+            f.summary
+        );
         assert!(f.summary.contains("--isolated LIST"), "{}", f.summary);
         assert!(f.remediation.contains("isolcpus="), "{}", f.remediation);
         for id in [

@@ -123,6 +123,14 @@ rule!(
     "Align the kubelet reserved set with the host housekeeping set.",
     "[O4]"
 );
+rule!(
+    R_SYNTAX,
+    "k8s-yaml-syntax",
+    Severity::High,
+    "every document of the file is valid YAML (kubectl apply rejects the whole file otherwise)",
+    "Fix the YAML at the line named (indentation, an unclosed bracket or quote).",
+    "[K8s1]"
+);
 rule!(R_PP, "performanceprofile-lint", Severity::Medium,
     "isolated/reserved disjoint and set; realTimeKernel.enabled for hard RT; highPowerConsumption and perPodPowerManagement not both; IRQ load balancing disabled globally or per pod",
     "Fix the PerformanceProfile spec.", "[O4][O1][O6][O3]");
@@ -232,11 +240,6 @@ pub fn parse_quantity(s: &str, milli: bool) -> Option<u128> {
 /// Lint a Kubernetes YAML text (all documents).
 pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
     check_yaml_bounds(file, text)?;
-    let docs = YamlLoader::load_from_str(text).map_err(|e| LintError::Malformed {
-        file: file.to_string(),
-        line: e.marker().line(),
-        reason: e.to_string(),
-    })?;
     let lines: Vec<&str> = text.lines().collect();
     // Document boundaries: lines that are exactly `---` (possibly with a trailing comment).
     let mut starts = vec![0usize];
@@ -252,7 +255,45 @@ pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
     {
         starts.remove(0);
     }
-    let mut findings = Vec::new();
+    // Each document on its own, so that a syntax error in one is one finding and the others are linted.
+    let mut docs = Vec::new();
+    let mut syntax = Vec::new();
+    let mut first_error: Option<(usize, String)> = None;
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(lines.len());
+        let from = if start > 0 { start - 1 } else { 0 };
+        let part = lines[from..end].join("\n");
+        match YamlLoader::load_from_str(&part) {
+            Ok(mut d) => docs.push(if d.is_empty() {
+                Yaml::Null
+            } else {
+                d.remove(0)
+            }),
+            Err(e) => {
+                let line = from + e.marker().line().max(1);
+                first_error.get_or_insert((line, e.info().to_string()));
+                syntax.push(finding(
+                    &R_SYNTAX,
+                    Status::Fail,
+                    format!("{file}:{line}: {}", e.info()),
+                    vec![Evidence::new(
+                        "document",
+                        format!("{file}:{}", start + 1),
+                        format!("YAML syntax error at line {line}"),
+                    )],
+                ));
+                docs.push(Yaml::BadValue);
+            }
+        }
+    }
+    if let (true, Some((line, reason))) = (docs.iter().all(Yaml::is_badvalue), &first_error) {
+        return Err(LintError::Malformed {
+            file: file.to_string(),
+            line: *line,
+            reason: reason.clone(),
+        });
+    }
+    let mut findings = syntax;
     for (i, y) in docs.iter().enumerate() {
         if y.is_null() || y.is_badvalue() {
             continue;
@@ -287,7 +328,7 @@ pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
             k => return Err(err(format!("kind {k} is not linted (Pod, Deployment, StatefulSet, DaemonSet, Job, KubeletConfiguration, PerformanceProfile)"))),
         }
     }
-    if findings.is_empty() {
+    if findings.iter().all(|f| f.id == R_SYNTAX.id) {
         return Err(LintError::Malformed {
             file: file.to_string(),
             line: 1,

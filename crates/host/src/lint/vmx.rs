@@ -9,10 +9,12 @@ use super::{finding, report, LintError, LintRule};
 use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Subject};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Parsed `.vmx`: lower-cased key → (value, 1-based line).
+/// Parsed `.vmx`: lower-cased key → (value, 1-based line), and the lines that are not `key = "value"`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Vmx {
     pub entries: BTreeMap<String, (String, usize)>,
+    /// `(1-based line, why)` of each malformed line; the rest of the file is still read.
+    pub malformed: Vec<(usize, String)>,
 }
 
 impl Vmx {
@@ -33,45 +35,69 @@ impl Vmx {
     }
 }
 
-/// Parse a `.vmx` file's text. `file` names it in errors.
+/// Parse a `.vmx` file's text. A malformed line is kept in [`Vmx::malformed`] and the rest is read; only a
+/// text with no `key = "value"` line at all (not a .vmx) is an error, naming `file` and the first bad line.
 pub fn parse_vmx(file: &str, text: &str) -> Result<Vmx, LintError> {
     let mut vmx = Vmx::default();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
-        let err = |reason: &str| LintError::Malformed {
-            file: file.to_string(),
-            line,
-            reason: reason.to_string(),
-        };
         let l = raw.trim();
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
-        let (k, v) = l
-            .split_once('=')
-            .ok_or_else(|| err("expected key = \"value\""))?;
-        let k = k.trim();
-        if k.is_empty() || k.chars().any(|c| c.is_whitespace() || c == '"') {
-            return Err(err(&format!("invalid key '{k}'")));
-        }
-        let v = v.trim();
-        let value = if let Some(rest) = v.strip_prefix('"') {
-            let end = rest
-                .find('"')
-                .ok_or_else(|| err("unterminated quoted value"))?;
-            let tail = rest[end + 1..].trim();
-            if !tail.is_empty() && !tail.starts_with('#') {
-                return Err(err(&format!("unexpected text after the value: '{tail}'")));
+        match parse_line(l) {
+            Ok((k, value)) => {
+                vmx.entries.insert(k.to_ascii_lowercase(), (value, line));
             }
-            rest[..end].to_string()
-        } else {
-            // Unquoted value, as typed in the UI: up to a comment.
-            v.split('#').next().unwrap_or("").trim().to_string()
-        };
-        vmx.entries.insert(k.to_ascii_lowercase(), (value, line));
+            Err(reason) => vmx.malformed.push((line, reason)),
+        }
     }
-    Ok(vmx)
+    match vmx.malformed.first() {
+        Some((line, reason)) if vmx.entries.is_empty() => Err(LintError::Malformed {
+            file: file.to_string(),
+            line: *line,
+            reason: format!("{reason} (no line of this file is a .vmx setting)"),
+        }),
+        _ => Ok(vmx),
+    }
 }
+
+/// One trimmed, non-comment line: `(key, value)`, or why it is not `key = "value"`.
+fn parse_line(l: &str) -> Result<(&str, String), String> {
+    let (k, v) = l
+        .split_once('=')
+        .ok_or_else(|| "expected key = \"value\"".to_string())?;
+    let k = k.trim();
+    if k.is_empty() || k.chars().any(|c| c.is_whitespace() || c == '"') {
+        return Err(format!("invalid key '{k}'"));
+    }
+    let v = v.trim();
+    let value = if let Some(rest) = v.strip_prefix('"') {
+        let end = rest
+            .find('"')
+            .ok_or_else(|| "unterminated quoted value".to_string())?;
+        let tail = rest[end + 1..].trim();
+        if !tail.is_empty() && !tail.starts_with('#') {
+            return Err(format!("unexpected text after the value: '{tail}'"));
+        }
+        rest[..end].to_string()
+    } else {
+        // Unquoted value, as typed in the UI: up to a comment.
+        v.split('#').next().unwrap_or("").trim().to_string()
+    };
+    Ok((k, value))
+}
+
+/// A line that is not `key = "value"`: ESXi refuses to register or power on a VM whose .vmx it cannot
+/// parse, and whatever the line meant to set is not set.
+const R_SYNTAX: LintRule = LintRule {
+    id: "vmx-syntax",
+    severity: Severity::High,
+    expected: "every line is key = \"value\" or a # comment",
+    remediation:
+        "Fix or remove the line (edit the VM's advanced settings rather than the file by hand).",
+    source: "[V1]",
+};
 
 const R_LS: LintRule = LintRule {
     id: "vmx-latency-sensitivity",
@@ -169,7 +195,24 @@ fn ev(file: &str, vmx: &Vmx, key: &str) -> Evidence {
 /// Lint a `.vmx` text.
 pub fn lint_vmx(file: &str, text: &str) -> Result<AuditReport, LintError> {
     let vmx = parse_vmx(file, text)?;
-    Ok(report(Subject::Vmx, file, lint_parsed(file, &vmx)))
+    let mut findings: Vec<Finding> = vmx
+        .malformed
+        .iter()
+        .map(|(line, reason)| {
+            finding(
+                &R_SYNTAX,
+                Status::Fail,
+                format!("{file}:{line}: {reason}"),
+                vec![Evidence::new(
+                    "line",
+                    format!("{file}:{line}"),
+                    text.lines().nth(line - 1).unwrap_or("").trim().to_string(),
+                )],
+            )
+        })
+        .collect();
+    findings.extend(lint_parsed(file, &vmx));
+    Ok(report(Subject::Vmx, file, findings))
 }
 
 fn lint_parsed(file: &str, v: &Vmx) -> Vec<Finding> {
@@ -527,12 +570,13 @@ mod tests {
         assert!(v.is_true("sched.mem.pin"));
         assert_eq!(v.line("SCHED.MEM.PIN"), Some(3));
         assert!(v.is_true("sched.cpu.affinity.exclusive"));
-        let e = parse_vmx("b.vmx", "a = \"1\"\nbroken line\n").unwrap_err();
-        assert_eq!(e.to_string(), "b.vmx:2: expected key = \"value\"");
-        assert!(parse_vmx("c.vmx", "a = \"open\n")
-            .unwrap_err()
-            .to_string()
-            .contains("c.vmx:1"));
+        // A malformed line is kept with its line number; the rest is read.
+        let b = parse_vmx("b.vmx", "a = \"1\"\nbroken line\nc = \"3\"\n").unwrap();
+        assert_eq!(b.malformed, [(2, "expected key = \"value\"".to_string())]);
+        assert_eq!((b.get("a"), b.get("c")), (Some("1"), Some("3")));
+        // Nothing readable at all: not a .vmx.
+        let e = parse_vmx("c.vmx", "a = \"open\n").unwrap_err().to_string();
+        assert!(e.starts_with("c.vmx:1: unterminated quoted value"), "{e}");
         assert!(parse_vmx("d.vmx", " = \"x\"\n").is_err());
         assert!(parse_vmx("e.vmx", "a = \"x\" y\n").is_err());
     }
