@@ -34,7 +34,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rtgauge: error: {e:#}");
+            // The message may quote input (a file name, a value from a foreign document): no raw escapes.
+            eprintln!(
+                "rtgauge: error: {}",
+                rtgauge_report::escape::visible(&format!("{e:#}"))
+            );
             ExitCode::from(2)
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod escape;
 pub mod html;
 pub mod mem;
 pub mod net;

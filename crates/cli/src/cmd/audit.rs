@@ -10,7 +10,6 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::audit::{AuditReport, Target};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::{CpuSet, Nanos};
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -139,7 +138,7 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
         Format::Text => render_audit_text(&report, a.verbose),
     };
-    std::io::stdout().lock().write_all(out.as_bytes())?;
+    super::print_text(&out)?;
     Ok(if report.failed() {
         ExitCode::from(1)
     } else {

@@ -4,7 +4,6 @@ use anyhow::bail;
 use clap::Args;
 use rtgauge_host::fingerprint::{read_fingerprint, render_fingerprint};
 use rtgauge_host::HostRoot;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,6 +32,6 @@ pub fn run(a: &FingerprintArgs) -> anyhow::Result<ExitCode> {
     } else {
         render_fingerprint(&fp)
     };
-    std::io::stdout().lock().write_all(out.as_bytes())?;
+    super::print_text(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,6 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::mem::{size_label, MemConfig, MemResult};
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_probe::mem::{sweep_sizes, MemPlan};
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -147,11 +146,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
     }
-    write!(
-        std::io::stdout().lock(),
-        "{}",
-        rtgauge_report::mem::render(&result, true)
-    )?;
+    super::print_text(&rtgauge_report::mem::render(&result, true))?;
     if let Some(path) = &a.output {
         crate::doc::write_output(
             path,

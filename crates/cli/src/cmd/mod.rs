@@ -51,14 +51,25 @@ pub fn read_user_file(path: &std::path::Path, what: &str, max: u64) -> anyhow::R
     Ok(bytes)
 }
 
+/// Write rendered text to standard output with every control character made visible (see
+/// [`rtgauge_report::escape`]): what rtgauge prints comes partly from stored runs, imported documents and
+/// foreign trees, and none of it may drive the terminal.
+pub fn print_text(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::io::stdout()
+        .lock()
+        .write_all(rtgauge_report::escape::visible(text).as_bytes())
+}
+
 /// Name every file of a captured tree that was refused (a link out of the tree, a loop, a FIFO or device,
 /// an oversized file): it was read as missing, and the user should know which findings lack it.
 pub fn warn_refused(root: &rtgauge_host::HostRoot) {
     for (path, why) in root.refused() {
-        eprintln!(
+        let line = format!(
             "rtgauge: warning: --root {}: {path} was not read: {why}",
             root.path("/").display()
         );
+        eprintln!("{}", rtgauge_report::escape::visible(&line));
     }
 }
 

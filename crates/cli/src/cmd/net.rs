@@ -601,9 +601,9 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let results = measure(&plan, &stop, &root)?;
     let mut out = std::io::stdout().lock();
     for r in &results {
-        write!(out, "{}", render_result(r))?;
+        super::print_text(&render_result(r))?;
     }
-    write!(out, "{}", render_sweep(&results))?;
+    super::print_text(&render_sweep(&results))?;
     let (code, why) = outcome(&results, plan.max_errors);
     let status = if stop.is_set() || results.len() < plan.points.len() {
         RunStatus::Interrupted

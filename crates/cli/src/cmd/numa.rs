@@ -8,7 +8,6 @@ use rtgauge_model::numa::NumaResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -74,11 +73,7 @@ pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
     }
     let started = crate::doc::now_rfc3339();
     let result = measure(&root, &a.pids, a.interval);
-    write!(
-        std::io::stdout().lock(),
-        "{}",
-        rtgauge_report::numa::render(&result, a.top as usize)
-    )?;
+    super::print_text(&rtgauge_report::numa::render(&result, a.top as usize))?;
     if let Some(path) = &a.output {
         crate::doc::write_output(
             path,

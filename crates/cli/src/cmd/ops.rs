@@ -12,7 +12,6 @@ use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;
 use rtgauge_probe::ops::{OpsPlan, OPS};
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -171,8 +170,7 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
     }
-    let mut out = std::io::stdout().lock();
-    write!(out, "{}", rtgauge_report::ops::render_table(&result))?;
+    super::print_text(&rtgauge_report::ops::render_table(&result))?;
     if let Some(path) = &a.output {
         crate::doc::write_output(
             path,

@@ -76,7 +76,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         write_html(path, &html::render_report(id, &doc))?;
     }
     let mut out = std::io::stdout().lock();
-    write!(out, "{}", rtgauge_report::terminal::render_show(id, &doc))?;
+    super::print_text(&rtgauge_report::terminal::render_show(id, &doc))?;
     if let Some(p) = &a.html {
         writeln!(out, "report: {}", p.display())?;
     }
@@ -120,11 +120,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &c)?;
         writeln!(out)?;
     } else {
-        write!(
-            out,
-            "{}",
-            rtgauge_report::terminal::render_compare(&ids, &refs, &c)
-        )?;
+        super::print_text(&rtgauge_report::terminal::render_compare(&ids, &refs, &c))?;
         if let Some(p) = &a.html {
             writeln!(out, "report: {}", p.display())?;
         }

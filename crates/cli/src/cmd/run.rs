@@ -522,7 +522,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         });
 
     let mut out = std::io::stdout().lock();
-    write!(out, "{}", rtgauge_report::terminal::render_summary(&doc))?;
+    super::print_text(&rtgauge_report::terminal::render_summary(&doc))?;
     writeln!(
         out,
         "stored: run {id} ({}) in {}",

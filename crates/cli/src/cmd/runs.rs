@@ -90,14 +90,15 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
     match &a.action {
         RunsAction::List => {
             let (mut store, _) = a.db.open()?;
-            let mut out = std::io::stdout().lock();
-            writeln!(
+            use std::fmt::Write as _;
+            let mut out = String::new();
+            let _ = writeln!(
                 out,
                 "{:>5}  {:<24}  {:<11}  {:<8}  {:<16}  {:<14}  host",
                 "id", "started", "status", "profile", "label", "probes"
-            )?;
+            );
             for r in store.list()? {
-                writeln!(
+                let _ = writeln!(
                     out,
                     "{:>5}  {:<24}  {:<11}  {:<8}  {:<16}  {:<14}  {}",
                     r.id,
@@ -107,14 +108,15 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
                     r.label.as_deref().unwrap_or("-"),
                     if r.probes.is_empty() { "-" } else { &r.probes },
                     r.host
-                )?;
+                );
             }
+            super::print_text(&out)?;
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Show { run } => {
             let (mut store, _) = a.db.open()?;
             let (id, doc) = resolve(&mut store, run)?;
-            print!("{}", rtgauge_report::terminal::render_show(id, &doc));
+            super::print_text(&rtgauge_report::terminal::render_show(id, &doc))?;
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Delete { run } => {

@@ -1,0 +1,54 @@
+//! Stored strings cannot drive the terminal: a label holding escape sequences (colour, window title, bell)
+//! prints as visible text in `runs list`, `report` and `compare`, and is stored unchanged.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{assert_ok, rtgauge_std};
+
+#[test]
+fn escape_sequences_in_a_label_print_as_visible_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let txt = dir.path().join("c.txt");
+    std::fs::write(
+        &txt,
+        "T: 0 ( 1234) P:99 I:1000 C:   1000 Min:      2 Act:    3 Avg:    3 Max:      10\n",
+    )
+    .unwrap();
+    let label = "\u{1b}[31mRED\u{1b}]0;title\u{7}\u{202e}";
+    assert_ok(
+        &rtgauge_std()
+            .args([
+                "import",
+                txt.to_str().unwrap(),
+                "--label",
+                label,
+                "--db",
+                db,
+            ])
+            .output()
+            .unwrap(),
+    );
+    for args in [
+        vec!["runs", "list", "--db", db],
+        vec!["report", "latest", "--db", db],
+        vec!["compare", "1", "1", "--db", db],
+    ] {
+        let out = rtgauge_std().args(&args).output().unwrap();
+        assert_ok(&out);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains("\\x1b[31mRED\\x1b]0;title\\x07\\u{202e}"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+            "{args:?}: a control character reached the terminal"
+        );
+    }
+    // The stored value is the one given.
+    let doc = common::export_json(db, "latest");
+    assert_eq!(doc["label"], label);
+}
