@@ -52,3 +52,23 @@ fn escape_sequences_in_a_label_print_as_visible_text() {
     let doc = common::export_json(db, "latest");
     assert_eq!(doc["label"], label);
 }
+
+/// A corrupt database is refused with its cause said once.
+#[test]
+fn a_database_error_names_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bad.db");
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.extend((0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
+    std::fs::write(&db, bytes).unwrap();
+    let out = rtgauge_std()
+        .args(["runs", "list", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let cause = err.rsplit(": ").next().unwrap().trim();
+    assert!(!cause.is_empty(), "{err}");
+    assert_eq!(err.matches(cause).count(), 1, "cause repeated: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

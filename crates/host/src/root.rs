@@ -58,11 +58,9 @@ pub struct ReadLog {
 /// A host file could not be read or understood. Always names the path.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    // The cause is in the message, not a `source` (a chained report would print it twice).
+    #[error("cannot read {path}: {cause}")]
+    Read { path: String, cause: std::io::Error },
     #[error("cannot parse {path}: {reason}")]
     Parse { path: String, reason: String },
 }
@@ -133,7 +131,7 @@ impl HostRoot {
         }
         HostError::Read {
             path: kernel_path.to_string(),
-            source,
+            cause: source,
         }
     }
     /// Resolve `kernel_path` inside the root (see the module comment); the live root resolves as the kernel
@@ -228,9 +226,9 @@ impl HostRoot {
     /// were read, and every name of every listed directory (as an empty directory when it was not itself read).
     pub fn write_capture(&self, dir: &Path) -> Result<usize, HostError> {
         let log = self.read_log();
-        let werr = |p: &Path, source| HostError::Read {
+        let werr = |p: &Path, cause| HostError::Read {
             path: p.display().to_string(),
-            source,
+            cause,
         };
         let target = |k: &str| dir.join(k.trim_start_matches('/'));
         let mut n = 0;

@@ -302,7 +302,10 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("rtgauge-cyc{i}"))
             .spawn(move || thread_main(&plan2, params, &common2, &shared2[i], &barrier2, rings))
-            .map_err(|source| ProbeError::Spawn { index: i, source })?;
+            .map_err(|source| ProbeError::Spawn {
+                index: i,
+                cause: source,
+            })?;
         handles.push(h);
     }
 

@@ -29,11 +29,9 @@ pub mod stop;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProbeError {
-    #[error("cannot start measurement thread {index}: {source}")]
-    Spawn {
-        index: usize,
-        source: std::io::Error,
-    },
+    // The cause is in the message, not a `source` (a chained report would print it twice).
+    #[error("cannot start measurement thread {index}: {cause}")]
+    Spawn { index: usize, cause: std::io::Error },
     #[error("measurement thread {index} failed: {reason}")]
     Thread { index: usize, reason: String },
     #[error("invalid probe configuration: {0}")]

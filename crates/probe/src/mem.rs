@@ -404,7 +404,10 @@ pub fn run(plan: &MemPlan) -> Result<MemResult, ProbeError> {
     std::thread::Builder::new()
         .name("rtgauge-mem".into())
         .spawn(move || measure_all(&plan))
-        .map_err(|source| ProbeError::Spawn { index: 0, source })?
+        .map_err(|source| ProbeError::Spawn {
+            index: 0,
+            cause: source,
+        })?
         .join()
         .map_err(|_| ProbeError::Thread {
             index: 0,

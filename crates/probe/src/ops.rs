@@ -789,7 +789,10 @@ pub fn run(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> Result<OpsResult, Pr
     std::thread::Builder::new()
         .name("rtgauge-ops".into())
         .spawn(move || measure_all(&plan, &stop))
-        .map_err(|source| ProbeError::Spawn { index: 0, source })?
+        .map_err(|source| ProbeError::Spawn {
+            index: 0,
+            cause: source,
+        })?
         .join()
         .map_err(|_| ProbeError::Thread {
             index: 0,

@@ -329,7 +329,10 @@ pub fn run(
                     &cfg2, i, conv, acc, t0_ns, &common2, &ready2, &pre2, producer, handover,
                 )
             })
-            .map_err(|source| ProbeError::Spawn { index: i, source })?;
+            .map_err(|source| ProbeError::Spawn {
+                index: i,
+                cause: source,
+            })?;
         handles.push(h);
     }
     let main_affinity = match cfg.main_cpu {

@@ -20,16 +20,15 @@ use rtgauge_model::run::{RunDocument, RunStatus};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    #[error("database {path}: {source}")]
+    // The cause is part of the message and deliberately not an error `source`: with both, a chained
+    // report (anyhow's `{:#}`) printed it twice ("… is malformed: … is malformed").
+    #[error("database {path}: {cause}")]
     Sqlite {
         path: String,
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
-    #[error("cannot create {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot create {path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
     #[error("run {0} not found")]
     NotFound(String),
     #[error("stored run {id} is not a valid run document: {reason}")]

@@ -141,14 +141,14 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let p = path.display().to_string();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            std::fs::create_dir_all(dir).map_err(|cause| StoreError::Io {
                 path: dir.display().to_string(),
-                source,
+                cause,
             })?;
         }
-        let sq = |source| StoreError::Sqlite {
+        let sq = |cause| StoreError::Sqlite {
             path: p.clone(),
-            source,
+            cause,
         };
         let conn = Connection::open(path).map_err(sq)?;
         conn.busy_timeout(BUSY_WAIT).map_err(sq)?;
@@ -164,17 +164,17 @@ impl SqliteStore {
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Sqlite {
+        move |cause| StoreError::Sqlite {
             path: self.path.clone(),
-            source,
+            cause,
         }
     }
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let path = self.path.clone();
-        let sq = |source| StoreError::Sqlite {
+        let sq = |cause| StoreError::Sqlite {
             path: path.clone(),
-            source,
+            cause,
         };
         let tx = self
             .conn
@@ -269,9 +269,9 @@ impl RunStore for SqliteStore {
             reason: e.to_string(),
         })?;
         let path = self.path.clone();
-        let sq = |source| StoreError::Sqlite {
+        let sq = |cause| StoreError::Sqlite {
             path: path.clone(),
-            source,
+            cause,
         };
         let tx = self
             .conn
@@ -307,9 +307,9 @@ impl RunStore for SqliteStore {
             reason: e.to_string(),
         })?;
         let path = self.path.clone();
-        let sq = |source| StoreError::Sqlite {
+        let sq = |cause| StoreError::Sqlite {
             path: path.clone(),
-            source,
+            cause,
         };
         let tx = self
             .conn
@@ -347,14 +347,14 @@ impl RunStore for SqliteStore {
                     probes: r.get(7)?,
                 })
             })
-            .map_err(|source| StoreError::Sqlite {
+            .map_err(|cause| StoreError::Sqlite {
                 path: self.path.clone(),
-                source,
+                cause,
             })?;
         it.collect::<Result<_, _>>()
-            .map_err(|source| StoreError::Sqlite {
+            .map_err(|cause| StoreError::Sqlite {
                 path: self.path.clone(),
-                source,
+                cause,
             })
     }
 

@@ -81,9 +81,13 @@ pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
         w.push(format!("mlockall not achieved: {}", why(&c.mlockall.error)));
     }
     if !c.cpu_dma_latency_us.ok() {
+        let request = c
+            .cpu_dma_latency_us
+            .requested
+            .map(|us| format!(" {us} µs"))
+            .unwrap_or_default();
         w.push(format!(
-            "/dev/cpu_dma_latency {:?} µs not held: {}",
-            c.cpu_dma_latency_us.requested,
+            "/dev/cpu_dma_latency{request} not held: {}",
             why(&c.cpu_dma_latency_us.error)
         ));
     }
@@ -148,5 +152,33 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtgauge_model::rt::Setting;
+
+    fn setting<T: Clone>(requested: T, achieved: T, error: Option<&str>) -> Setting<T> {
+        Setting {
+            requested,
+            achieved,
+            error: error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_shortfall_reads_as_a_sentence_not_a_debug_dump() {
+        let c = ProcessConditions {
+            mlockall: setting(true, true, None),
+            cpu_dma_latency_us: setting(Some(0), None, Some("Permission denied (os error 13)")),
+            cpu_dma_latency_before_us: None,
+            main_affinity: setting(None, None, None),
+        };
+        assert_eq!(
+            process_shortfalls(&c),
+            ["/dev/cpu_dma_latency 0 µs not held: Permission denied (os error 13)"]
+        );
     }
 }

@@ -587,7 +587,10 @@ pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeErr
                 Err(source) => {
                     // The threads already started see the stop flag and end at once.
                     stop.set();
-                    failed = Some(ProbeError::Spawn { index, source });
+                    failed = Some(ProbeError::Spawn {
+                        index,
+                        cause: source,
+                    });
                     break;
                 }
             }

@@ -404,7 +404,10 @@ pub fn start(plan: &ServerPlan, stop: &StopFlag) -> Result<ServerHandle, ProbeEr
                 std::thread::Builder::new()
                     .name(format!("rtgauge-serve-{index}"))
                     .spawn(move || serve_loop(l, cpu, &stop2, end))
-                    .map_err(|source| ProbeError::Spawn { index, source })
+                    .map_err(|source| ProbeError::Spawn {
+                        index,
+                        cause: source,
+                    })
             }
             Err(reason) => {
                 sys::close(listener);
