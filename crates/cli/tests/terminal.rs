@@ -72,3 +72,58 @@ fn a_database_error_names_its_cause_once() {
     assert_eq!(err.matches(cause).count(), 1, "cause repeated: {err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Two runs on one CPU at once both carry a "contended" condition naming the other; a run alone does not,
+/// and a claim left by a killed run does not make the next run contended.
+#[test]
+fn two_runs_on_one_cpu_both_know_they_were_contended() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let out = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let cyclic = |file: &str, secs: &str| {
+        rtgauge_std()
+            .args([
+                "cyclic", "-m", "-p", "80", "-i", "1000", "-a", "1", "-q", "-D", secs,
+            ])
+            .args(["--output", file])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = cyclic(&out("a.json"), "3");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let second = cyclic(&out("b.json"), "1").wait_with_output().unwrap();
+    let first = first.wait_with_output().unwrap();
+    assert_ok(&first);
+    assert_ok(&second);
+    let a = common::read_json(std::path::Path::new(&out("a.json")));
+    let b = common::read_json(std::path::Path::new(&out("b.json")));
+    let ca = &a["probes"][0]["conditions"]["contended"];
+    let cb = &b["probes"][0]["conditions"]["contended"];
+    assert_eq!(ca.as_array().map(Vec::len), Some(1), "{a}");
+    assert_eq!(cb.as_array().map(Vec::len), Some(1), "{b}");
+    assert_eq!(ca[0]["cpus"], "1");
+    assert!(
+        ca[0]["command"].as_str().unwrap().contains("b.json"),
+        "{ca}"
+    );
+    assert!(
+        cb[0]["command"].as_str().unwrap().contains("a.json"),
+        "{cb}"
+    );
+    assert!(String::from_utf8_lossy(&second.stderr).contains("disturbed each other"));
+
+    // A killed run leaves its claim behind; the next run alone is not contended.
+    let mut killed = cyclic(&out("k.json"), "30");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let alone = cyclic(&out("c.json"), "1").wait_with_output().unwrap();
+    assert_ok(&alone);
+    let c = common::read_json(std::path::Path::new(&out("c.json")));
+    assert!(
+        c["probes"][0]["conditions"].get("contended").is_none(),
+        "{c}"
+    );
+}

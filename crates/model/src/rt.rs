@@ -79,6 +79,20 @@ pub struct ProcessConditions {
     pub cpu_dma_latency_before_us: Option<i32>,
     /// Affinity of the main (reporting) thread.
     pub main_affinity: Setting<Option<CpuSet>>,
+    /// Other runs that measured some of the same CPUs at the same time: each disturbed the other, so
+    /// neither result describes the platform alone. Empty (and absent from the document) when alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contended: Vec<Contender>,
+}
+
+/// Another run that held a claim on some of the measured CPUs during this one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contender {
+    pub pid: u32,
+    /// Its command line, as it wrote it into its claim.
+    pub command: String,
+    /// The CPUs both measured.
+    pub cpus: CpuSet,
 }
 
 /// Conditions of one measurement thread.

@@ -13,6 +13,7 @@
 //! Nothing in [`measure`] allocates, locks, prints or does I/O other than the two clock calls.
 
 use crate::clock::{self, Clock};
+use crate::contention::CpuClaim;
 use crate::handover::{self, Emptier, Filler};
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
@@ -235,6 +236,8 @@ pub fn run(
             cfg.interval_ns
         )));
     }
+    // Another run measuring these CPUs at the same time disturbs this one and is disturbed by it.
+    let mut claim = CpuClaim::claim(&CpuSet::new(cfg.cpus.iter().flatten().copied()));
     let mlock = rt::lock_memory(plan.mlockall);
     let dma = DmaLatencyGuard::hold(plan.dma_latency_us);
 
@@ -324,11 +327,12 @@ pub fn run(
             error: None,
         },
     };
-    let conditions = ProcessConditions {
+    let mut conditions = ProcessConditions {
         mlockall: mlock,
         cpu_dma_latency_us: dma.setting.clone(),
         cpu_dma_latency_before_us: dma.before,
         main_affinity,
+        contended: Vec::new(),
     };
     barrier.wait();
     let start = std::time::Instant::now();
@@ -373,6 +377,7 @@ pub fn run(
     } else {
         StopReason::Duration
     };
+    conditions.contended = claim.contenders();
     Ok(assemble(
         plan,
         outputs,

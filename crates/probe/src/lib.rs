@@ -14,6 +14,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod clock;
+pub mod contention;
 pub mod counter;
 pub mod cyclic;
 mod handover;

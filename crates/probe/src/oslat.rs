@@ -13,6 +13,7 @@
 //! As in `cyclic`, nothing in the loop allocates, locks, prints or does I/O.
 
 use crate::clock::{self, Clock};
+use crate::contention::CpuClaim;
 use crate::counter::{self, Calibration, TickConverter};
 use crate::handover::{self, Emptier, Filler};
 use crate::rt::{self, DmaLatencyGuard};
@@ -273,6 +274,8 @@ pub fn run(
     let cal = counter::calibrate();
     let conv = TickConverter::new(cal.frequency_hz);
     let small_len = fast_limit(cfg, &conv);
+    // Another run measuring these CPUs at the same time disturbs this one and is disturbed by it.
+    let mut claim = CpuClaim::claim(&CpuSet::new(cfg.cpus.iter().copied()));
     let mlock = rt::lock_memory(true);
     // oslat never touches /dev/cpu_dma_latency: the busy loop keeps its CPU out of idle anyway.
     let dma = DmaLatencyGuard::hold(None);
@@ -350,11 +353,12 @@ pub fn run(
             error: None,
         },
     };
-    let conditions = ProcessConditions {
+    let mut conditions = ProcessConditions {
         mlockall: mlock,
         cpu_dma_latency_us: dma.setting.clone(),
         cpu_dma_latency_before_us: dma.before,
         main_affinity,
+        contended: Vec::new(),
     };
 
     ready.wait();
@@ -437,6 +441,7 @@ pub fn run(
         .iter()
         .copied()
         .fold(0.0f64, |a, b| if b.abs() > a.abs() { b } else { a });
+    conditions.contended = claim.contenders();
     Ok(OslatResult {
         config: cfg.clone(),
         counter: counter_info(&cal, cross_check_ppm),

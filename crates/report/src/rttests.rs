@@ -568,6 +568,7 @@ mod tests {
                     achieved: Some(CpuSet::new([0])),
                     error: None,
                 },
+                contended: Vec::new(),
             },
             threads: vec![
                 thread(0, &[3_100, 3_900, 5_000, 12_500], 10),

@@ -670,6 +670,7 @@ fn not_recorded() -> ProcessConditions {
             achieved: None,
             error: None,
         },
+        contended: Vec::new(),
     }
 }
 

@@ -91,6 +91,18 @@ pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
             why(&c.cpu_dma_latency_us.error)
         ));
     }
+    for other in &c.contended {
+        w.push(format!(
+            "CPU {} measured at the same time by pid {} ({}): the two runs disturbed each other",
+            other.cpus,
+            other.pid,
+            if other.command.is_empty() {
+                "?"
+            } else {
+                &other.command
+            }
+        ));
+    }
     if let Some(e) = &c.main_affinity.error {
         w.push(format!("main thread affinity not achieved: {e}"));
     }
@@ -175,6 +187,7 @@ mod tests {
             cpu_dma_latency_us: setting(Some(0), None, Some("Permission denied (os error 13)")),
             cpu_dma_latency_before_us: None,
             main_affinity: setting(None, None, None),
+            contended: Vec::new(),
         };
         assert_eq!(
             process_shortfalls(&c),
