@@ -426,11 +426,11 @@ mod tests {
     fn histogram_buckets_are_cumulative_and_counters_end_in_total() {
         let t = render_openmetrics(&state());
         assert!(
-            t.contains("rtgauge_latency_seconds_bucket{cpu=\"1\",le=\"5e-6\"} 10"),
+            t.contains("rtgauge_latency_seconds_bucket{le=\"0.000005\",cpu=\"1\"} 10"),
             "{t}"
         );
         assert!(
-            t.contains("rtgauge_latency_seconds_bucket{cpu=\"1\",le=\"0.0002\"} 12"),
+            t.contains("rtgauge_latency_seconds_bucket{le=\"0.0002\",cpu=\"1\"} 12"),
             "{t}"
         );
         assert!(
