@@ -19,7 +19,7 @@
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, StopReason,
 };
-use rtgauge_model::latency::{new_histogram, LatencyStats};
+use rtgauge_model::latency::{limit_warning, new_histogram, Beyond, LatencyStats};
 use rtgauge_model::oslat::{
     CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, Workload,
 };
@@ -513,6 +513,7 @@ fn cyclic_document(
             t.max.checked_mul(unit_ns).ok_or_else(too_large)?,
         );
         let mut hist = new_histogram();
+        let mut beyond = None;
         let linear = match t.buckets {
             None => {
                 if t.cycles > 0 {
@@ -555,9 +556,13 @@ fn cyclic_document(
                 if overflows > 0 {
                     hist.saturating_record_n(n * unit_ns, overflows);
                     warnings.push(format!(
-                        "thread {}: {overflows} samples were beyond the histogram range ({n} buckets); stored at its edge: percentiles there are lower bounds (max is exact)",
+                        "thread {}: {overflows} samples were beyond the histogram range ({n} buckets); stored at its edge: percentiles among them are unknown, shown as lower bounds \"> limit\" (max is exact)",
                         t.index
                     ));
+                    beyond = Some(Beyond {
+                        limit_ns: n.saturating_mul(unit_ns),
+                        count: overflows,
+                    });
                 }
                 Some(LinearHistogram {
                     unit_ns,
@@ -573,6 +578,17 @@ fn cyclic_document(
         let mut latency = LatencyStats::from_parts(&hist, min_ns, max_ns, sum_ns, 0);
         latency.count = t.cycles;
         latency.mean_ns = t.avg.map_or(0.0, |a| a * unit_ns as f64);
+        latency.beyond = beyond;
+        if let Some(w) = beyond.and_then(|b| {
+            limit_warning(
+                &format!("thread {}", t.index),
+                &latency,
+                b.limit_ns,
+                b.count,
+            )
+        }) {
+            warnings.push(w);
+        }
         threads.push(CyclicThread {
             windows: Default::default(),
             index: t.index,
@@ -964,6 +980,7 @@ mod tests {
         assert_eq!(d.started_at, "2026-11-22T11:08:50+00:00");
         assert_eq!(d.imported_from.as_ref().unwrap().resolution_ns, 1000);
         assert!(d.warnings.iter().any(|w| w.contains("lower bounds")));
+        assert!(d.warnings.iter().any(|w| w.contains("unknown")));
     }
 
     #[test]

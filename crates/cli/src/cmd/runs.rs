@@ -252,6 +252,37 @@ pub fn render_csv(doc: &RunDocument) -> String {
     s
 }
 
+/// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
+pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |what: String, s: &rtgauge_model::latency::LatencyStats| {
+        if let Some(b) = s.beyond {
+            out.extend(rtgauge_model::latency::limit_warning(
+                &what, s, b.limit_ns, b.count,
+            ));
+        }
+    };
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                for t in &c.threads {
+                    check(format!("thread {}", t.index), &t.latency);
+                }
+            }
+            ProbeResult::Oslat(o) => {
+                for t in &o.threads {
+                    check(format!("CPU {}", t.cpu), &t.gaps);
+                }
+            }
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => {}
+        }
+    }
+    out
+}
+
 /// Bring rt-tests results into the store.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
@@ -281,6 +312,10 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
         if a.label.is_some() {
             doc.label = a.label.clone();
+        }
+        // A histogram too narrow for the samples loses their values: said on stderr, not only stored.
+        for w in limit_warnings(&doc) {
+            eprintln!("warning: {name}: {w}");
         }
         docs.push((name, doc));
     }
