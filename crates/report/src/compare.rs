@@ -477,6 +477,9 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                 } else {
                     f64::INFINITY
                 }
+            } else if mb.value == ma.value {
+                // Both 0 (an imported bucket's lower edge) are equal, not a ratio of 0.
+                1.0
             } else {
                 mb.value / ma.value.max(f64::MIN_POSITIVE)
             };

@@ -9,7 +9,11 @@
 //!   (every bucket, `# Total:`) and v2.7+ (zero buckets omitted) — with the `-H` sum column, overflow
 //!   counts and overflow cycle lists. Text carries no unit: µs unless the caller says ns (`-N`);
 //! - oslat JSON (`write_summary_json()`): per thread `cpu`, `freq`, `min`, `avg`, `max`, `duration` and a
-//!   histogram keyed by bucket upper edges.
+//!   histogram keyed by bucket upper edges;
+//! - oslat text (`write_summary()`, rt-tests 2.x): `Core:`, `Counter Freq:`, the `NNN (us):` bucket rows
+//!   (the last `(including overflows)`), `Minimum`, `Average`, `Maximum`, `Max-Min`, `Duration`, one
+//!   column per core. It is read into the JSON's shape and imported by the same code, so the text and the
+//!   JSON of one run store the same result (the text's average has 3 decimals).
 //!
 //! The interval, priority and `-h` range are read from the command line when the file has one. What the
 //! tools do not keep is not invented: samples beyond a histogram's range are known only by their count (and
@@ -71,7 +75,97 @@ pub fn parse_rt_tests(
         }
         return cyclictest_json(&v, file);
     }
+    if text.lines().any(|l| l.trim_start().starts_with("Counter Freq:")) {
+        return parse_oslat_text(text, file);
+    }
     parse_cyclictest_text(text, file, text_unit_ns)
+}
+
+/// oslat's text summary: read into the shape of its JSON (same keys, same units) and imported as such.
+pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportError> {
+    use serde_json::{json, Map};
+    // The whitespace-separated columns after `label:`, without a trailing `(unit)`/`(including …)`.
+    fn cols<'a>(line: &'a str, label: &str) -> Option<Vec<&'a str>> {
+        let rest = line.trim_start().strip_prefix(label)?;
+        let rest = rest.split('(').next().unwrap_or("");
+        Some(rest.split_whitespace().collect())
+    }
+    let mut cores: Option<Vec<u64>> = None;
+    let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
+    let mut fields: Map<String, Value> = Map::new();
+    let mut version = String::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = |what: &str| bad(format!("line {}", n + 1), what.to_string());
+        let ints = |v: Vec<&str>| -> Result<Vec<u64>, ImportError> {
+            v.iter()
+                .map(|x| x.parse::<u64>().map_err(|_| at("expected whole numbers")))
+                .collect()
+        };
+        let t = line.trim();
+        if let Some(v) = t.strip_prefix("oslat V ") {
+            version = v.trim().to_string();
+        } else if let Some(c) = cols(line, "Core:") {
+            cores = Some(ints(c)?);
+        } else if let Some(c) = cols(line, "Counter Freq:") {
+            fields.insert("freq".into(), json!(ints(c)?));
+        } else if let Some((edge, rest)) = t.split_once(" (us):") {
+            if edge.is_empty() || !edge.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return Err(at("bucket label must be a number of µs"));
+            }
+            let counts = ints(rest.split('(').next().unwrap_or("").split_whitespace().collect())?;
+            rows.push((edge.to_string(), counts));
+        } else {
+            for (label, key) in [
+                ("Minimum:", "min"),
+                ("Average:", "avg"),
+                ("Maximum:", "max"),
+                ("Duration:", "duration"),
+            ] {
+                if let Some(c) = cols(line, label) {
+                    let v: Vec<Value> = c
+                        .iter()
+                        .map(|x| match (x.parse::<u64>(), x.parse::<f64>()) {
+                            (Ok(i), _) => Ok(json!(i)),
+                            (_, Ok(f)) if f.is_finite() => Ok(json!(f)),
+                            _ => Err(at("expected numbers")),
+                        })
+                        .collect::<Result<_, _>>()?;
+                    fields.insert(key.into(), Value::Array(v));
+                }
+            }
+        }
+    }
+    let cores = cores.ok_or_else(|| bad("Core:", "missing (not oslat's text summary)"))?;
+    if cores.len() > MAX_THREADS {
+        return Err(bad("Core:", "more than 4096 cores"));
+    }
+    let mut threads = Map::new();
+    for (i, cpu) in cores.iter().enumerate() {
+        let mut t = Map::new();
+        t.insert("cpu".into(), json!(cpu));
+        for key in ["freq", "min", "avg", "max", "duration"] {
+            let v = fields
+                .get(key)
+                .and_then(|v| v.get(i))
+                .ok_or_else(|| bad(key, format!("no value for core {cpu}")))?;
+            t.insert(key.into(), v.clone());
+        }
+        let mut h = Map::new();
+        for (edge, counts) in &rows {
+            let c = counts
+                .get(i)
+                .ok_or_else(|| bad(format!("{edge} (us)"), format!("no count for core {cpu}")))?;
+            h.insert(edge.clone(), json!(c));
+        }
+        t.insert("histogram".into(), Value::Object(h));
+        threads.insert(i.to_string(), Value::Object(t));
+    }
+    let v = json!({ "rt_test_version:": version, "thread": threads });
+    let mut doc = oslat_json(&v, file)?;
+    if let Some(src) = doc.imported_from.as_mut() {
+        src.format = "oslat-text".into();
+    }
+    Ok(doc)
 }
 
 /// An rtgauge run document (`export --format json`, `run --output`), e.g. moved from another machine.
@@ -805,6 +899,14 @@ fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportError> {
             .filter(|d| d.is_finite() && *d >= 0.0)
             .map_or(0, |d| (d * 1e9) as u64);
         let mut gaps = LatencyStats::from_parts(&hist, min_ns, max_ns, duration_ns, 0);
+        // oslat's last bucket holds its overflows too: the gaps there are known only to be beyond its
+        // lower edge, so percentiles among them are unknown.
+        if let Some(&last) = counts.last().filter(|&&c| c > 0) {
+            gaps.beyond = Some(Beyond {
+                limit_ns: (counts.len() as u64 - 1).saturating_mul(width),
+                count: last,
+            });
+        }
         gaps.mean_ns = t
             .get("avg")
             .and_then(Value::as_f64)
