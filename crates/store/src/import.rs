@@ -75,7 +75,10 @@ pub fn parse_rt_tests(
         }
         return cyclictest_json(&v, file);
     }
-    if text.lines().any(|l| l.trim_start().starts_with("Counter Freq:")) {
+    if text
+        .lines()
+        .any(|l| l.trim_start().starts_with("Counter Freq:"))
+    {
         return parse_oslat_text(text, file);
     }
     parse_cyclictest_text(text, file, text_unit_ns)
@@ -112,7 +115,13 @@ pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportErr
             if edge.is_empty() || !edge.chars().all(|c| c.is_ascii_digit() || c == '.') {
                 return Err(at("bucket label must be a number of µs"));
             }
-            let counts = ints(rest.split('(').next().unwrap_or("").split_whitespace().collect())?;
+            let counts = ints(
+                rest.split('(')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect(),
+            )?;
             rows.push((edge.to_string(), counts));
         } else {
             for (label, key) in [

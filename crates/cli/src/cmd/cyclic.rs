@@ -471,7 +471,9 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
             let over = t.linear.as_ref().map_or(0, |l| l.overflows);
             let what = format!("thread {}", t.index);
             if let Some(w) = rtgauge_model::latency::limit_warning(&what, &t.latency, limit, over) {
-                let w = format!("rt-tests histogram output: {w} there (rtgauge's own percentiles are exact)");
+                let w = format!(
+                    "rt-tests histogram output: {w} there (rtgauge's own percentiles are exact)"
+                );
                 eprintln!("rtgauge: warning: {w}");
                 warnings.push(w);
             }
