@@ -116,6 +116,39 @@ fn a_histogram_below_every_sample_gives_unknown_percentiles_not_its_limit() {
     assert_ok(&out);
     let show = String::from_utf8(out.stdout).unwrap();
     assert!(show.contains(">0.050"), "{show}");
+    // The comparison page: imported runs have no timeline, so no empty "largest per interval" chart; the
+    // verdicts without an interval say "n/a [k]", their reason given once under the table.
+    let page = dir.path().join("cmp.html");
+    let out = rtgauge()
+        .args([
+            "compare",
+            "1",
+            "2",
+            "--html",
+            page.to_str().unwrap(),
+            "--db",
+            &db,
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("largest per interval"), "an empty chart");
+    assert_eq!(
+        html.matches("<figure").count(),
+        2,
+        "histograms and percentiles"
+    );
+    assert!(html.contains("n/a [1]"));
+    assert_eq!(html.matches("per-window maxima").count(), 1, "one footnote");
+    let out = rtgauge()
+        .args(["report", "2", "--html", page.to_str().unwrap(), "--db", &db])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("per interval"), "an empty chart");
+    assert!(html.contains("&gt; 0.050"), "p99 shown as > limit");
     // Exported as rt-tests JSON, the histogram is still empty and every sample an overflow.
     let out = rtgauge()
         .args(["export", "2", "--format", "rt-tests", "--db", &db])
