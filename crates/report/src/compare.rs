@@ -490,7 +490,12 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             let mut why = String::new();
             let mut observed = None;
             let (da, db) = (data[0][*pa].as_ref(), data[r][*pb].as_ref());
-            let extreme = latency_stat && is_extreme(stat, da, db);
+            // Counts of rare events (missed deadlines, overflows: samples beyond a bound) are extremes too
+            // while fewer than EXTREME_TAIL happened in either run: a few events in one window are one
+            // observation, and the basic interval around them is as blind as around a max.
+            let rare =
+                matches!(stat, "missed" | "overflows") && ma.value.min(mb.value) < EXTREME_TAIL;
+            let extreme = latency_stat && (is_extreme(stat, da, db) || rare);
             if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
                 observed = Some(Verdict::Unknown {
                     why: format!(
