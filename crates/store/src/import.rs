@@ -1146,6 +1146,46 @@ mod tests {
         assert_eq!(d.tool.name, "oslat");
     }
 
+    /// oslat 2.40's text summary of a 2-core run (tests/fixtures/rt-tests/oslat-2core.txt, shortened).
+    const OSLAT_TEXT: &str = "oslat V 2.40
+Total runtime: \t\t3 seconds
+
+        Core:\t 0 1
+Counter Freq:\t 2597 2597 (Mhz)
+    001 (us):\t 123892660 121388384
+    002 (us):\t 184 322
+    003 (us):\t 0 0
+    004 (us):\t 425 1865 (including overflows)
+     Minimum:\t 1 1 (us)
+     Average:\t 1.003 1.004 (us)
+     Maximum:\t 5058 4140 (us)
+     Max-Min:\t 5057 4139 (us)
+    Duration:\t 3.005 3.005 (sec)
+";
+
+    #[test]
+    fn imports_oslat_text_with_its_overflow_bucket_unknown() {
+        let d = parse_rt_tests(OSLAT_TEXT, "os.txt", 1000).unwrap();
+        assert_eq!(d.imported_from.as_ref().unwrap().format, "oslat-text");
+        let ProbeResult::Oslat(o) = &d.probes[0] else {
+            panic!("not oslat")
+        };
+        assert_eq!(o.config.cpus, vec![0, 1]);
+        let t = &o.threads[1];
+        assert_eq!(t.buckets.counts, vec![121388384, 322, 0, 1865]);
+        assert_eq!((t.gaps.min_ns, t.gaps.max_ns), (1000, 4_140_000));
+        assert_eq!(t.iterations, 121388384 + 322 + 1865);
+        // The last bucket holds the overflows: gaps there are only known to be ≥ 3 µs.
+        let b = t.gaps.beyond.unwrap();
+        assert_eq!((b.limit_ns, b.count), (3000, 1865));
+        assert_eq!(t.gaps.unknown_above(99.9999), Some(3000));
+        assert_eq!(t.gaps.unknown_above(99.0), None);
+        // A row with a count missing for a core is an error naming the row.
+        let bad_row = OSLAT_TEXT.replace("184 322", "184");
+        let e = parse_rt_tests(&bad_row, "os.txt", 1000).unwrap_err();
+        assert!(e.to_string().contains("002 (us)"), "{e}");
+    }
+
     #[test]
     fn flags_are_found_in_any_spelling() {
         assert_eq!(
@@ -1191,8 +1231,8 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
         /// 500 mutated or truncated versions of each real file: never a panic.
         #[test]
-        fn mutated_files_never_panic(which in 0usize..4, cut in 0usize..2000, pos in 0usize..2000, byte in proptest::num::u8::ANY) {
-            let src = [SAMPLE, TEXT_V24, TEXT_V27, OSLAT][which];
+        fn mutated_files_never_panic(which in 0usize..5, cut in 0usize..2000, pos in 0usize..2000, byte in proptest::num::u8::ANY) {
+            let src = [SAMPLE, TEXT_V24, TEXT_V27, OSLAT, OSLAT_TEXT][which];
             let mut b = src.as_bytes().to_vec();
             let pos = pos % b.len();
             b[pos] = byte;
