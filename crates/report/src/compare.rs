@@ -832,6 +832,7 @@ mod tests {
                 }
             }
         }
+        eprintln!("synthetic A/A: {decided} of 80 extreme verdicts decided");
         assert!(decided <= 4, "{decided} of 80 A/A verdicts decided");
         // One 6 ms spike in the baseline's 20 windows: the clean run is not "better" on max.
         let a = synthetic(&mut rng, 20, 1.0, &[(7, 6_000_000)]);
