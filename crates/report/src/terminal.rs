@@ -151,11 +151,17 @@ fn render_oslat_table(o: &OslatResult) -> String {
             .map_or(0.0, |x| x.per_second);
         let _ = writeln!(
             s,
-            "{:>4} {:>14} {:>8.1} {:>10.3} {:>10.1} {:>10.2} {:>12.4}",
+            "{:>4} {:>14} {:>8.1} {:>10} {:>10.1} {:>10.2} {:>12.4}",
             t.cpu,
             t.iterations,
             t.loop_ns,
-            t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0,
+            match t.gaps.unknown_above(99.99) {
+                Some(l) => format!(">{:.3}", l as f64 / 1000.0),
+                None => format!(
+                    "{:.3}",
+                    t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0
+                ),
+            },
             t.gaps.max_ns as f64 / 1000.0,
             over20,
             t.availability_pct

@@ -203,10 +203,12 @@ pub fn render_csv(doc: &RunDocument) -> String {
             l.mean_ns
         ));
         for p in ps {
-            s.push_str(&format!(
-                ",{}",
-                l.percentile(*p).map_or(String::new(), |v| v.to_string())
-            ));
+            // A percentile beyond an imported histogram's limit is unknown: left empty, never the limit.
+            let v = match l.unknown_above(*p) {
+                Some(_) => None,
+                None => l.percentile(*p),
+            };
+            s.push_str(&format!(",{}", v.map_or(String::new(), |v| v.to_string())));
         }
         s.push_str(&format!(
             ",{},{missed},{}\n",
