@@ -79,6 +79,11 @@ fn assert_all_percentiles_unknown(db: &str, fully: &str, limit: &str) {
         assert!(v["ratio"].is_null(), "{r}");
         assert_eq!(r["unknown_above"][1].as_f64(), Some(50.0), "{r}");
     }
+    // Its overflow count is above 50 ns, the normal run's above its own range: not compared.
+    let o = row(&c, "cyclic.overflows");
+    let why = o["versus"][0]["verdict"]["why"].as_str().unwrap();
+    assert!(why.starts_with("different histogram ranges"), "{o}");
+    assert!(why.contains("samples ≥ 50 ns (overflows)"), "{o}");
     let text = compare(db, &["1", fully], false);
     assert!(text.contains("> 50.0 ns"), "{text}");
     assert!(

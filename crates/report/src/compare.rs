@@ -496,7 +496,11 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             let rare =
                 matches!(stat, "missed" | "overflows") && ma.value.min(mb.value) < EXTREME_TAIL;
             let extreme = latency_stat && (is_extreme(stat, da, db) || rare);
-            if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
+            if key.ends_with(".overflows") && ma.label != mb.label {
+                // Counts above different histogram ranges are not the same measure.
+                why = format!("different histogram ranges ({} / {})", ma.label, mb.label);
+                method = "not comparable";
+            } else if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
                 observed = Some(Verdict::Unknown {
                     why: format!(
                         "histogram limit {} below the samples",
