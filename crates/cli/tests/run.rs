@@ -541,6 +541,12 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
     let c: Value = serde_json::from_slice(&c.stdout).unwrap();
     for r in c["rows"].as_array().unwrap() {
         let v = &r["versus"][0];
+        // A percentile beyond the 60 µs range (this VM has spikes) is unknown in both, and not compared.
+        if v["verdict"]["verdict"] == "unknown" {
+            assert_eq!(r["unknown_above"][0], r["unknown_above"][1], "{r}");
+            assert!(v["ratio"].is_null(), "{r}");
+            continue;
+        }
         assert_eq!(v["ratio"].as_f64().unwrap(), 1.0, "{r}");
         match r["key"].as_str().unwrap() {
             "cyclic.p50" => {

@@ -6,10 +6,11 @@
 //!   probe keeps), so bursts stay inside a resampled unit. When both runs have the same number of windows
 //!   the same window indices are drawn for both (for independent runs this changes nothing in
 //!   distribution; a run compared with itself gives exactly 1).
-//! - The interval is the *basic* bootstrap interval on the log ratio, `[2r − q97.5, 2r − q2.5]`.
-//! - Extremes (min, max, a percentile with fewer than 100 samples beyond it) get the *percentile* interval
-//!   of the same window resamples: a resample cannot go beyond the observed extreme, so the basic interval
-//!   (which mirrors the replicates around the estimate) says nothing there, but the share of resamples
+//! - The interval is the *percentile* bootstrap interval of the log ratio, `[q2.5, q97.5]` of the
+//!   replicates (the basic interval, `[2r − q97.5, 2r − q2.5]`, is kept for the median of repetitions).
+//! - Extremes (min, max, a percentile with fewer than 100 samples beyond it, counts of fewer than 100
+//!   events) are why: a resample cannot go beyond the observed extreme, so the basic interval (which
+//!   mirrors the replicates around the estimate) says nothing there, but the share of resamples
 //!   that keep or drop a run's worst windows does: one spike in one window of twenty is dropped by a third
 //!   of the resamples, so it cannot decide; a stall in several windows is kept by nearly all.
 //! - Results without windows (imported rt-tests files) get distribution-free order-statistic intervals for
@@ -365,6 +366,26 @@ fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
     }
 }
 
+/// Windows beyond the other run's worst that make an extreme decide: a resample drops all k of them with
+/// probability ≈ e^−k, below 2.5 % from k = 4.
+const DECIDING_WINDOWS: f64 = 4.0;
+
+/// For an undecided extreme: how much longer the runs would have to be for the higher run's windows beyond
+/// the other run's worst (× the margin) to recur [`DECIDING_WINDOWS`] times at the rate seen. None when
+/// no window lies beyond (the estimate is within the margin's reach: the usual formula applies).
+fn recurrences_needed(a: &LatencyData, b: &LatencyData, lr: f64, margin: f64) -> Option<f64> {
+    let maxima = |d: &LatencyData| -> Vec<u64> {
+        d.windows
+            .iter()
+            .filter_map(|w| w.last().map(|x| x.0))
+            .collect()
+    };
+    let (hi, lo) = if lr > 0.0 { (b, a) } else { (a, b) };
+    let bound = maxima(lo).into_iter().max()? as f64 * (1.0 + margin);
+    let k = maxima(hi).iter().filter(|&&m| m as f64 > bound).count() as f64;
+    (k > 0.0 && k < DECIDING_WINDOWS).then(|| DECIDING_WINDOWS / k)
+}
+
 /// Fewer samples than this beyond a percentile (in the smaller run) make it an extreme.
 const EXTREME_TAIL: f64 = 100.0;
 
@@ -527,9 +548,13 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                         method = "extreme: percentile interval of the block bootstrap over time windows (how often resamples keep each run's worst windows)";
                     }
                     (Some(b), Some(i)) => {
+                        // The percentile interval here too: a tail statistic such as p99 can be set by
+                        // the samples of one burst (one 200 ms stall is 200 late samples at 1 kHz, p99 of
+                        // 20 s), and the basic interval, mirroring the replicates around the estimate,
+                        // then called one stall "worse" exactly as it did for the max.
                         let mut reps = b.log_ratios[i].clone();
-                        ci = Some(basic_interval(lr, &mut reps));
-                        method = "block bootstrap over time windows";
+                        ci = Some(percentile_interval(&mut reps));
+                        method = "block bootstrap over time windows (percentile interval)";
                     }
                     _ if extreme => {
                         why = "no time windows (imported result): an extreme needs per-window maxima for an interval".into();
@@ -564,7 +589,23 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             }
             let verdict = match (observed, ci) {
                 (Some(v), _) => v,
-                (None, Some(c)) => judge(lr, c, better, o.margin),
+                (None, Some(c)) => match judge(lr, c, better, o.margin) {
+                    Verdict::Inconclusive { longer }
+                        if extreme
+                            && matches!(
+                                stat,
+                                "max" | "p99.9" | "p99.99" | "missed" | "overflows"
+                            ) =>
+                    {
+                        Verdict::Inconclusive {
+                            longer: da
+                                .zip(db)
+                                .and_then(|(a, b)| recurrences_needed(a, b, lr, o.margin))
+                                .or(longer),
+                        }
+                    }
+                    v => v,
+                },
                 (None, None) => Verdict::NoInterval { why },
             };
             let unknown = matches!(verdict, Verdict::Unknown { .. });
@@ -843,6 +884,8 @@ mod tests {
         let c = synthetic(&mut rng, 20, 1.0, &[]);
         let v = extreme_verdict(&a, &c, 5);
         assert!(matches!(v, Verdict::Inconclusive { .. }), "{v:?}");
+        // What would decide: the spike seen 4 times, i.e. runs 4× as long if it recurs at this rate.
+        assert_eq!(recurrences_needed(&a, &c, -4.4, 0.1), Some(4.0));
         // A clear shift of every window's max (×3) is worse; so are 200 ms stalls in 4 windows of 20.
         let b = synthetic(&mut rng, 20, 3.0, &[]);
         assert_eq!(extreme_verdict(&c, &b, 5), Verdict::Worse);
