@@ -541,17 +541,24 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
     let c: Value = serde_json::from_slice(&c.stdout).unwrap();
     for r in c["rows"].as_array().unwrap() {
         let v = &r["versus"][0];
+        // A percentile beyond the 60 µs range (this VM has spikes) is unknown in both, and not compared.
+        if v["verdict"]["verdict"] == "unknown" {
+            assert_eq!(r["unknown_above"][0], r["unknown_above"][1], "{r}");
+            assert!(v["ratio"].is_null(), "{r}");
+            continue;
+        }
         assert_eq!(v["ratio"].as_f64().unwrap(), 1.0, "{r}");
         match r["key"].as_str().unwrap() {
             "cyclic.p50" => {
                 let m = v["method"].as_str().unwrap();
                 assert!(m.starts_with("order statistics"), "{r}")
             }
-            // 800 samples: fewer than 100 beyond p99, so p99 and the max are extremes, judged as observed.
+            // 800 samples: fewer than 100 beyond p99, so p99 and the max are extremes; without time windows
+            // there is nothing to give them an interval from ("n/a", not a verdict from one observation).
             "cyclic.p99" | "cyclic.max" => {
-                let m = v["method"].as_str().unwrap();
-                assert!(m.starts_with("observed extreme"), "{r}");
-                assert_eq!(v["verdict"]["verdict"], "equivalent", "{r}");
+                assert_eq!(v["verdict"]["verdict"], "no_interval", "{r}");
+                let why = v["verdict"]["why"].as_str().unwrap();
+                assert!(why.contains("per-window maxima"), "{r}");
             }
             _ => {}
         }

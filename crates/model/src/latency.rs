@@ -58,6 +58,11 @@ pub struct LatencyStats {
     /// Samples above [`HIGHEST_NS`], clamped into the top bucket.
     #[serde(default)]
     pub clamped: u64,
+    /// Samples known only by their count: beyond an imported rt-tests histogram's range. They are stored
+    /// in `hdr` at the range's edge, so any percentile that falls among them is unknown (see
+    /// [`LatencyStats::unknown_above`]). None for rtgauge's own runs, which record every value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beyond: Option<Beyond>,
     /// Percentiles derived from `hdr` (a cache; recompute from `hdr` for others).
     pub percentiles: Vec<Percentile>,
     /// The whole distribution, HdrHistogram V2 + DEFLATE, base64.
@@ -85,9 +90,17 @@ impl LatencyStats {
                 sum_ns as f64 / count as f64
             },
             clamped,
+            beyond: None,
             percentiles: percentiles(hist, DEFAULT_PERCENTILES, max_ns),
             hdr: HdrBlob::encode(hist),
         }
+    }
+
+    /// The histogram limit when percentile `p` falls among the samples beyond it (its value is then
+    /// unknown: only "> limit", and at most the exact max, can be said); None when it is known.
+    pub fn unknown_above(&self, p: f64) -> Option<u64> {
+        let b = self.beyond.filter(|b| b.count > 0)?;
+        unknown_rank(p, self.count, b.count).then_some(b.limit_ns)
     }
 
     /// Value of a stored percentile, if it was stored.
@@ -97,6 +110,52 @@ impl LatencyStats {
             .find(|x| (x.percentile - p).abs() < 1e-9)
             .map(|x| x.value_ns)
     }
+}
+
+/// Samples at or above an rt-tests histogram's limit, whose values are lost (only counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Beyond {
+    /// The histogram's range, ns: every lost sample is at or above it.
+    pub limit_ns: u64,
+    pub count: u64,
+}
+
+/// Whether percentile `p` of `total` samples lies among the `beyond` highest, whose values are unknown.
+pub fn unknown_rank(p: f64, total: u64, beyond: u64) -> bool {
+    if beyond == 0 || total == 0 {
+        return false;
+    }
+    let rank = ((p / 100.0 * total as f64).ceil() as u64).max(1);
+    rank > total.saturating_sub(beyond)
+}
+
+/// The warning for a histogram whose limit loses samples: when the limit is below the recorded min (every
+/// percentile unknown) or more than 0.1 % of the samples overflow it. `what` names the thread.
+pub fn limit_warning(
+    what: &str,
+    s: &LatencyStats,
+    limit_ns: u64,
+    overflows: u64,
+) -> Option<String> {
+    if s.count == 0 || overflows == 0 {
+        return None;
+    }
+    let lim = crate::units::Nanos(limit_ns);
+    if limit_ns <= s.min_ns {
+        return Some(format!(
+            "{what}: histogram limit {lim} is below the recorded min {}: all {overflows} samples overflow, every percentile is unknown (> {lim})",
+            crate::units::Nanos(s.min_ns)
+        ));
+    }
+    let share = overflows as f64 / s.count as f64;
+    (share > 0.001).then(|| {
+        format!(
+            "{what}: {overflows} of {} samples ({:.2} %) overflow the histogram limit {lim}: percentiles above p{:.2} are unknown (> {lim})",
+            s.count,
+            share * 100.0,
+            (1.0 - share) * 100.0
+        )
+    })
 }
 
 /// Percentiles of `hist`; values are clipped to the exact `max_ns` so that p100 never exceeds the real max.

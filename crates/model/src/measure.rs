@@ -42,6 +42,11 @@ pub struct Measure {
     /// max) are resampled from the probe's stored histograms instead, so they leave this empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicates: Vec<f64>,
+    /// Set when the value is unknown beyond a lower bound: a percentile among the samples an rt-tests
+    /// histogram only counted. It holds the histogram's limit; `value` is then only a lower bound
+    /// (the larger of the limit and the min), shown as "> limit", and no comparison judges it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_above: Option<f64>,
 }
 
 impl Measure {
@@ -59,6 +64,7 @@ impl Measure {
             value,
             better,
             replicates: Vec::new(),
+            unknown_above: None,
         }
     }
 
@@ -84,6 +90,8 @@ pub fn latency_measures<'a>(
 ) -> Vec<Measure> {
     let mut pooled = crate::latency::new_histogram();
     let (mut min, mut max, mut any) = (u64::MAX, 0u64, false);
+    // Samples only counted beyond an imported histogram's range, and the lowest such range.
+    let (mut total, mut beyond, mut limit) = (0u64, 0u64, u64::MAX);
     for s in stats {
         if s.count == 0 {
             continue;
@@ -91,6 +99,11 @@ pub fn latency_measures<'a>(
         any = true;
         min = min.min(s.min_ns);
         max = max.max(s.max_ns);
+        total += s.count;
+        if let Some(b) = s.beyond.filter(|b| b.count > 0) {
+            beyond += b.count;
+            limit = limit.min(b.limit_ns);
+        }
         if let Ok(h) = s.hdr.decode() {
             // Same bounds on both sides: adding cannot fail.
             let _ = pooled.add(&h);
@@ -110,7 +123,13 @@ pub fn latency_measures<'a>(
     };
     let mut out = vec![m("min", min)];
     for (name, p) in LATENCY_STATISTICS {
-        out.push(m(name, pooled.value_at_percentile(*p).min(max)));
+        if crate::latency::unknown_rank(*p, total, beyond) {
+            let mut u = m(name, limit.max(min).min(max));
+            u.unknown_above = Some(limit as f64);
+            out.push(u);
+        } else {
+            out.push(m(name, pooled.value_at_percentile(*p).min(max)));
+        }
     }
     out.push(m("max", max));
     out

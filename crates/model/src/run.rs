@@ -130,7 +130,12 @@ impl ProbeResult {
             .chain(c.overflows().map(|(thr, n)| {
                 crate::measure::Measure::new(
                     "cyclic.overflows",
-                    format!("samples ≥ {} µs (overflows)", thr / 1000),
+                    if thr % 1000 == 0 {
+                        format!("samples ≥ {} µs (overflows)", thr / 1000)
+                    } else {
+                        // A -N histogram's range is in ns (`-N -H 50`: 50 ns, not "0 µs").
+                        format!("samples ≥ {thr} ns (overflows)")
+                    },
                     crate::measure::MeasureUnit::Count,
                     n as f64,
                     crate::measure::Better::Lower,

@@ -6,12 +6,18 @@
 //!   probe keeps), so bursts stay inside a resampled unit. When both runs have the same number of windows
 //!   the same window indices are drawn for both (for independent runs this changes nothing in
 //!   distribution; a run compared with itself gives exactly 1).
-//! - The interval is the *basic* bootstrap interval on the log ratio, `[2r − q97.5, 2r − q2.5]`.
-//! - Extremes (min, max, a percentile with fewer than 100 samples beyond it) get no interval: a resample
-//!   cannot go beyond the observed extreme. They are judged on the observed ratio against the margin.
+//! - The interval is the *percentile* bootstrap interval of the log ratio, `[q2.5, q97.5]` of the
+//!   replicates (the basic interval, `[2r − q97.5, 2r − q2.5]`, is kept for the median of repetitions).
+//! - Extremes (min, max, a percentile with fewer than 100 samples beyond it, counts of fewer than 100
+//!   events) are why: a resample cannot go beyond the observed extreme, so the basic interval (which
+//!   mirrors the replicates around the estimate) says nothing there, but the share of resamples
+//!   that keep or drop a run's worst windows does: one spike in one window of twenty is dropped by a third
+//!   of the resamples, so it cannot decide; a stall in several windows is kept by nearly all.
 //! - Results without windows (imported rt-tests files) get distribution-free order-statistic intervals for
 //!   percentiles (assuming independent samples, which latency data is not: they are too narrow, and the
-//!   table says so) and none for max and counts.
+//!   table says so) and none for extremes and counts.
+//! - A value that is unknown (a percentile among the samples an imported histogram only counted) gets
+//!   no verdict: "unknown".
 //! - Verdict with margin m (δ = ln(1+m)): equivalent when the interval lies inside ±δ; worse or better
 //!   when it lies wholly beyond the margin; otherwise inconclusive, with the duration that would shrink
 //!   the interval enough (width ∝ 1/√duration).
@@ -55,6 +61,10 @@ pub enum Verdict {
     NoInterval {
         why: String,
     },
+    /// A run's value is unknown (beyond its histogram's limit): nothing can be said.
+    Unknown {
+        why: String,
+    },
 }
 
 impl Verdict {
@@ -65,6 +75,7 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::Inconclusive { .. } => "inconclusive",
             Verdict::NoInterval { .. } => "no interval",
+            Verdict::Unknown { .. } => "unknown",
         }
     }
 }
@@ -89,8 +100,16 @@ pub struct Row {
     pub better: Better,
     /// Value per run (None where the run lacks it).
     pub values: Vec<Option<f64>>,
+    /// Per run, the histogram limit when its value is unknown beyond it ("> limit"; the value is then a
+    /// lower bound). Left out of the JSON when every value is known.
+    #[serde(skip_serializing_if = "all_known")]
+    pub unknown_above: Vec<Option<f64>>,
     /// Per run after the baseline (index 0 of this is run 1).
     pub versus: Vec<Option<Versus>>,
+}
+
+fn all_known(v: &[Option<f64>]) -> bool {
+    v.iter().all(Option::is_none)
 }
 
 /// A setting that differs between runs: `(run index, value)` for every run.
@@ -311,6 +330,14 @@ fn basic_interval(r: f64, reps: &mut [f64]) -> (f64, f64) {
     (2.0 * r - hi, 2.0 * r - lo)
 }
 
+/// Percentile bootstrap interval `[q2.5, q97.5]` of the log-ratio replicates: for extremes, where the
+/// replicates can only fall at or below the observed value, this is the interval that says how often the
+/// resampled windows keep each run's worst ones.
+fn percentile_interval(reps: &mut [f64]) -> (f64, f64) {
+    reps.sort_by(f64::total_cmp);
+    (quantile(reps, 0.025), quantile(reps, 0.975))
+}
+
 fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
     let d = (1.0 + margin).ln();
     let (lo, hi) = ci;
@@ -337,6 +364,26 @@ fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
     Verdict::Inconclusive {
         longer: (need > 1e-9 && half > 0.0).then(|| (half / need).powi(2)),
     }
+}
+
+/// Windows beyond the other run's worst that make an extreme decide: a resample drops all k of them with
+/// probability ≈ e^−k, below 2.5 % from k = 4.
+const DECIDING_WINDOWS: f64 = 4.0;
+
+/// For an undecided extreme: how much longer the runs would have to be for the higher run's windows beyond
+/// the other run's worst (× the margin) to recur [`DECIDING_WINDOWS`] times at the rate seen. None when
+/// no window lies beyond (the estimate is within the margin's reach: the usual formula applies).
+fn recurrences_needed(a: &LatencyData, b: &LatencyData, lr: f64, margin: f64) -> Option<f64> {
+    let maxima = |d: &LatencyData| -> Vec<u64> {
+        d.windows
+            .iter()
+            .filter_map(|w| w.last().map(|x| x.0))
+            .collect()
+    };
+    let (hi, lo) = if lr > 0.0 { (b, a) } else { (a, b) };
+    let bound = maxima(lo).into_iter().max()? as f64 * (1.0 + margin);
+    let k = maxima(hi).iter().filter(|&&m| m as f64 > bound).count() as f64;
+    (k > 0.0 && k < DECIDING_WINDOWS).then(|| DECIDING_WINDOWS / k)
 }
 
 /// Fewer samples than this beyond a percentile (in the smaller run) make it an extreme.
@@ -434,6 +481,9 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
         let values: Vec<Option<f64>> = (0..runs.len())
             .map(|r| find(r, &key).map(|(_, m)| m.value))
             .collect();
+        let unknown_above: Vec<Option<f64>> = (0..runs.len())
+            .map(|r| find(r, &key).and_then(|(_, m)| m.unknown_above))
+            .collect();
         let mut versus = Vec::new();
         for r in 1..runs.len() {
             let (Some((pa, ma)), Some((pb, mb))) = (find(0, &key), find(r, &key)) else {
@@ -448,6 +498,9 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                 } else {
                     f64::INFINITY
                 }
+            } else if mb.value == ma.value {
+                // Both 0 (an imported bucket's lower edge) are equal, not a ratio of 0.
+                1.0
             } else {
                 mb.value / ma.value.max(f64::MIN_POSITIVE)
             };
@@ -458,10 +511,24 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             let mut why = String::new();
             let mut observed = None;
             let (da, db) = (data[0][*pa].as_ref(), data[r][*pb].as_ref());
-            if latency_stat && is_extreme(stat, da, db) {
-                // An extreme is judged on its observed ratio: the interval is the point itself.
-                observed = Some(judge(lr, (lr, lr), better, o.margin));
-                method = "observed extreme: verdict from the ratio and the margin (no interval: resampling cannot reach beyond the observed extreme)";
+            // Counts of rare events (missed deadlines, overflows: samples beyond a bound) are extremes too
+            // while fewer than EXTREME_TAIL happened in either run: a few events in one window are one
+            // observation, and the basic interval around them is as blind as around a max.
+            let rare =
+                matches!(stat, "missed" | "overflows") && ma.value.min(mb.value) < EXTREME_TAIL;
+            let extreme = latency_stat && (is_extreme(stat, da, db) || rare);
+            if key.ends_with(".overflows") && ma.label != mb.label {
+                // Counts above different histogram ranges are not the same measure.
+                why = format!("different histogram ranges ({} / {})", ma.label, mb.label);
+                method = "not comparable";
+            } else if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
+                observed = Some(Verdict::Unknown {
+                    why: format!(
+                        "histogram limit {} below the samples",
+                        rtgauge_model::Nanos(limit as u64)
+                    ),
+                });
+                method = "unknown value: beyond an rt-tests histogram's range";
             } else if latency_stat {
                 let boot = boots
                     .entry((r, *pa, *pb))
@@ -475,10 +542,22 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                     s => LATENCY_KEYS.iter().position(|k| *k == s),
                 };
                 match (boot, idx) {
-                    (Some(b), Some(i)) => {
+                    (Some(b), Some(i)) if extreme => {
                         let mut reps = b.log_ratios[i].clone();
-                        ci = Some(basic_interval(lr, &mut reps));
-                        method = "block bootstrap over time windows";
+                        ci = Some(percentile_interval(&mut reps));
+                        method = "extreme: percentile interval of the block bootstrap over time windows (how often resamples keep each run's worst windows)";
+                    }
+                    (Some(b), Some(i)) => {
+                        // The percentile interval here too: a tail statistic such as p99 can be set by
+                        // the samples of one burst (one 200 ms stall is 200 late samples at 1 kHz, p99 of
+                        // 20 s), and the basic interval, mirroring the replicates around the estimate,
+                        // then called one stall "worse" exactly as it did for the max.
+                        let mut reps = b.log_ratios[i].clone();
+                        ci = Some(percentile_interval(&mut reps));
+                        method = "block bootstrap over time windows (percentile interval)";
+                    }
+                    _ if extreme => {
+                        why = "no time windows (imported result): an extreme needs per-window maxima for an interval".into();
                     }
                     _ => {
                         let p = LATENCY_STATISTICS
@@ -510,11 +589,28 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             }
             let verdict = match (observed, ci) {
                 (Some(v), _) => v,
-                (None, Some(c)) => judge(lr, c, better, o.margin),
+                (None, Some(c)) => match judge(lr, c, better, o.margin) {
+                    Verdict::Inconclusive { longer }
+                        if extreme
+                            && matches!(
+                                stat,
+                                "max" | "p99.9" | "p99.99" | "missed" | "overflows"
+                            ) =>
+                    {
+                        Verdict::Inconclusive {
+                            longer: da
+                                .zip(db)
+                                .and_then(|(a, b)| recurrences_needed(a, b, lr, o.margin))
+                                .or(longer),
+                        }
+                    }
+                    v => v,
+                },
                 (None, None) => Verdict::NoInterval { why },
             };
+            let unknown = matches!(verdict, Verdict::Unknown { .. });
             versus.push(Some(Versus {
-                ratio,
+                ratio: if unknown { f64::NAN } else { ratio },
                 ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
                 verdict,
                 method,
@@ -526,6 +622,7 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             unit,
             better,
             values,
+            unknown_above,
             versus,
         });
     }
@@ -703,6 +800,107 @@ mod tests {
             lo.exp(),
             hi.exp()
         );
+    }
+
+    /// A run of `n` windows of 1,000 samples each: a body of 10–20 µs and one largest sample per window
+    /// drawn from 40–80 µs (times `scale`); `spikes` lists (window, value) to overwrite a window's max.
+    fn synthetic(
+        rng: &mut fastrand::Rng,
+        n: usize,
+        scale: f64,
+        spikes: &[(usize, u64)],
+    ) -> LatencyData {
+        let windows: Vec<Sparse> = (0..n)
+            .map(|i| {
+                let mut h = latency::new_histogram();
+                for _ in 0..999 {
+                    h.saturating_record(10_000 + rng.u64(0..10_000));
+                }
+                let max = spikes
+                    .iter()
+                    .find(|s| s.0 == i)
+                    .map_or((40_000.0 + rng.f64() * 40_000.0) * scale, |s| s.1 as f64);
+                h.saturating_record(max as u64);
+                latency::sparse(&h)
+            })
+            .collect();
+        let pooled = windows
+            .iter()
+            .fold(Sparse::new(), |acc, w| latency::sparse_add(&acc, w));
+        LatencyData {
+            missed: vec![0; n],
+            total: pooled.iter().map(|v| v.1).sum(),
+            pooled,
+            windows,
+            overflow_threshold: None,
+        }
+    }
+
+    /// The verdicts on statistics `ks` of LATENCY_KEYS (extremes here: 20,000 samples) of B against A.
+    fn extreme_verdicts(a: &LatencyData, b: &LatencyData, ks: &[usize]) -> Vec<Verdict> {
+        let o = Options {
+            resamples: 1000,
+            ..Options::default()
+        };
+        let boot = boot_latency(a, b, &o).unwrap();
+        let full = |d: &LatencyData| {
+            let g = grid(&d.windows);
+            g.stats(&vec![1; d.windows.len()], &mut Vec::new(), None).0
+        };
+        let (fa, fb) = (full(a), full(b));
+        ks.iter()
+            .map(|&k| {
+                let lr = log_ratio(fb[k], fa[k], false);
+                let mut reps = boot.log_ratios[k].clone();
+                judge(lr, percentile_interval(&mut reps), Better::Lower, o.margin)
+            })
+            .collect()
+    }
+
+    fn extreme_verdict(a: &LatencyData, b: &LatencyData, k: usize) -> Verdict {
+        extreme_verdicts(a, b, &[k]).remove(0)
+    }
+
+    #[test]
+    fn extremes_need_more_than_one_spike_to_decide() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        // A/A: 40 pairs of runs drawn alike; "better" or "worse" on max or p99.99 at most at the nominal 5 %.
+        let mut decided = 0;
+        for _ in 0..40 {
+            let (a, b) = (
+                synthetic(&mut rng, 20, 1.0, &[]),
+                synthetic(&mut rng, 20, 1.0, &[]),
+            );
+            for v in extreme_verdicts(&a, &b, &[4, 5]) {
+                if matches!(v, Verdict::Better | Verdict::Worse) {
+                    decided += 1;
+                }
+            }
+        }
+        eprintln!("synthetic A/A: {decided} of 80 extreme verdicts decided");
+        assert!(decided <= 4, "{decided} of 80 A/A verdicts decided");
+        // One 6 ms spike in the baseline's 20 windows: the clean run is not "better" on max.
+        let a = synthetic(&mut rng, 20, 1.0, &[(7, 6_000_000)]);
+        let c = synthetic(&mut rng, 20, 1.0, &[]);
+        let v = extreme_verdict(&a, &c, 5);
+        assert!(matches!(v, Verdict::Inconclusive { .. }), "{v:?}");
+        // What would decide: the spike seen 4 times, i.e. runs 4× as long if it recurs at this rate.
+        assert_eq!(recurrences_needed(&a, &c, -4.4, 0.1), Some(4.0));
+        // A clear shift of every window's max (×3) is worse; so are 200 ms stalls in 4 windows of 20.
+        let b = synthetic(&mut rng, 20, 3.0, &[]);
+        assert_eq!(extreme_verdict(&c, &b, 5), Verdict::Worse);
+        let s = synthetic(
+            &mut rng,
+            20,
+            1.0,
+            &[
+                (2, 2e8 as u64),
+                (7, 2e8 as u64),
+                (12, 2e8 as u64),
+                (17, 2e8 as u64),
+            ],
+        );
+        assert_eq!(extreme_verdict(&c, &s, 5), Verdict::Worse);
     }
 
     #[test]

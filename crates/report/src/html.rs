@@ -169,9 +169,9 @@ fn probe_section(p: &ProbeResult) -> Markup {
                 tr {
                     td { (t.name) } td.n { (t.stats.count) } td.n { (us(t.stats.min_ns)) }
                     td.n { (us(t.stats.mean_ns as u64)) }
-                    td.n { (us(t.stats.percentile(99.0).unwrap_or(0))) }
-                    td.n { (us(t.stats.percentile(99.9).unwrap_or(0))) }
-                    td.n { (us(t.stats.percentile(99.99).unwrap_or(0))) }
+                    td.n { (pct_us(t.stats, 99.0)) }
+                    td.n { (pct_us(t.stats, 99.9)) }
+                    td.n { (pct_us(t.stats, 99.99)) }
                     td.n { (us(t.stats.max_ns)) }
                 }
             }
@@ -184,7 +184,9 @@ fn probe_section(p: &ProbeResult) -> Markup {
             (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s))))
         }
         (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
-        (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
+        @if tl.iter().any(|t| !t.data.is_empty()) {
+            (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
+        }
         h3 { "Conditions (requested → achieved)" }
         table {
             tr { th { "thread" } th { "policy" } th { "priority" } th { "CPU" } }
@@ -203,6 +205,14 @@ fn probe_section(p: &ProbeResult) -> Markup {
                 tr { th { "cpu_dma_latency µs" } (setting(&fmt_opt(pc.cpu_dma_latency_us.requested), &fmt_opt(pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
             }
         }
+    }
+}
+
+/// A stored percentile in µs, or "> limit" when it lies beyond an imported histogram's range.
+pub fn pct_us(s: &rtgauge_model::latency::LatencyStats, p: f64) -> String {
+    match s.unknown_above(p) {
+        Some(l) => format!("> {}", us(l)),
+        None => us(s.percentile(p).unwrap_or(0)),
     }
 }
 
@@ -329,7 +339,10 @@ pub fn fmt_value(v: f64, unit: MeasureUnit) -> String {
 
 /// `ratio [lo–hi]`, or `—`.
 pub fn fmt_ratio(v: &crate::compare::Versus) -> String {
-    let r = if v.ratio.is_finite() {
+    let r = if v.ratio.is_nan() {
+        // An unknown value (beyond a histogram's limit) has no ratio.
+        "-".into()
+    } else if v.ratio.is_finite() {
         format!("{:.3}", v.ratio)
     } else {
         "∞".into()
@@ -355,8 +368,42 @@ pub fn fmt_verdict(key: &str, v: &Verdict, duration_ns: u64) -> String {
             }
         }
         Verdict::Inconclusive { .. } => "inconclusive: the estimate sits on the margin".into(),
-        Verdict::NoInterval { why } => format!("no interval: {why}"),
+        Verdict::NoInterval { .. } => "n/a".into(),
+        Verdict::Unknown { why } => format!("unknown: {why}"),
         v => v.word().to_string(),
+    }
+}
+
+/// Why some verdicts are "n/a": each reason once, in the order of the table, for the footnotes under it
+/// (the same sentence in every cell of an imported run's rows was noise).
+pub fn no_interval_notes(c: &Comparison) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for v in c.rows.iter().flat_map(|r| r.versus.iter().flatten()) {
+        if let Verdict::NoInterval { why } = &v.verdict {
+            if !notes.contains(why) {
+                notes.push(why.clone());
+            }
+        }
+    }
+    notes
+}
+
+/// A verdict cell: the verdict in words, "n/a [k]" pointing at footnote k for one without an interval.
+pub fn verdict_cell(key: &str, v: &Verdict, duration_ns: u64, notes: &[String]) -> String {
+    match v {
+        Verdict::NoInterval { why } => match notes.iter().position(|n| n == why) {
+            Some(i) => format!("n/a [{}]", i + 1),
+            None => "n/a".into(),
+        },
+        v => fmt_verdict(key, v, duration_ns),
+    }
+}
+
+/// A value of the table: "> limit" when it is unknown beyond a histogram's limit.
+pub fn fmt_measure(v: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
+    match unknown_above {
+        Some(l) => format!("> {}", fmt_value(l, unit)),
+        None => fmt_value(v, unit),
     }
 }
 
@@ -368,6 +415,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
         .map(|(id, d)| run_name(*id, d))
         .collect();
     let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
+    let notes = no_interval_notes(c);
     // Overlays per latency probe kind present in every run.
     let kinds: Vec<&str> = ["cyclic", "oslat"]
         .into_iter()
@@ -388,16 +436,17 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
             @for r in &c.rows {
                 tr {
                     td { (r.label) }
-                    @for v in &r.values { td.n { (v.map_or("-".to_string(), |x| fmt_value(x, r.unit))) } }
+                    @for (i, v) in r.values.iter().enumerate() { td.n { (v.map_or("-".to_string(), |x| fmt_measure(x, r.unknown_above.get(i).copied().flatten(), r.unit))) } }
                     @for v in &r.versus {
                         @match v {
-                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (fmt_verdict(&r.key, &v.verdict, dur)) } }
+                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (verdict_cell(&r.key, &v.verdict, dur, &notes)) } }
                             None => { td { "-" } td { "-" } }
                         }
                     }
                 }
             }
         }
+        @for (i, n) in notes.iter().enumerate() { p.note { "[" (i + 1) "] n/a: " (n) } }
         @for k in &kinds {
             @let pooled: Vec<Sparse> = runs.iter().map(|d| probe_of(d, k).map(pooled_sparse).unwrap_or_default()).collect();
             @let series: Vec<Series<Sparse>> = names.iter().zip(&pooled).map(|(n, s)| Series { name: n.clone(), data: s }).collect();
@@ -406,7 +455,10 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
             h2 { (k) }
             (chart(charts::histogram(&format!("{k}: histograms (all CPUs)"), &series)))
             (chart(charts::percentiles(&format!("{k}: percentiles (all CPUs)"), &series)))
-            (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
+            // Imported runs have no timeline: a chart with no data is left out rather than drawn empty.
+            @if tl.iter().any(|t| !t.data.is_empty()) {
+                (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
+            }
         }
         @let mems: Vec<(String, &rtgauge_model::mem::MemResult)> = names.iter().zip(runs).filter_map(|(n, d)| d.probes.iter().find_map(|p| match p { ProbeResult::Mem(m) => Some((n.clone(), m)), _ => None })).collect();
         @if mems.len() == runs.len() { h2 { "mem" } (mem_chart(&mems)) }

@@ -83,7 +83,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
                 for t in &c.threads {
                     let _ = writeln!(
                         s,
-                        "{:>4} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>14} {:>10.1} {:>10.1} {:>8}",
+                        "{:>4} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>14} {:>10} {:>10} {:>8}",
                         t.conditions
                             .cpu
                             .achieved
@@ -95,8 +95,8 @@ pub fn render_summary(doc: &RunDocument) -> String {
                         t.linear
                             .as_ref()
                             .map_or("-".into(), |l| l.overflows.to_string()),
-                        us(t.latency.percentile(99.9).unwrap_or(0)),
-                        us(t.latency.percentile(99.99).unwrap_or(0)),
+                        pct(&t.latency, 99.9),
+                        pct(&t.latency, 99.99),
                         t.missed_deadlines
                     );
                 }
@@ -151,11 +151,17 @@ fn render_oslat_table(o: &OslatResult) -> String {
             .map_or(0.0, |x| x.per_second);
         let _ = writeln!(
             s,
-            "{:>4} {:>14} {:>8.1} {:>10.3} {:>10.1} {:>10.2} {:>12.4}",
+            "{:>4} {:>14} {:>8.1} {:>10} {:>10.1} {:>10.2} {:>12.4}",
             t.cpu,
             t.iterations,
             t.loop_ns,
-            t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0,
+            match t.gaps.unknown_above(99.99) {
+                Some(l) => format!(">{:.3}", l as f64 / 1000.0),
+                None => format!(
+                    "{:.3}",
+                    t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0
+                ),
+            },
             t.gaps.max_ns as f64 / 1000.0,
             over20,
             t.availability_pct
@@ -213,6 +219,7 @@ pub fn render_compare(
         })
         .collect();
     let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
+    let notes = crate::html::no_interval_notes(c);
     let mut s = format!(
         "baseline: run {}; margin ±{:.0} %; 95 % intervals\n\n",
         names[0],
@@ -235,8 +242,9 @@ pub fn render_compare(
     let _ = writeln!(s, "{header}");
     for r in &c.rows {
         let _ = write!(s, "{:<w$}", r.label);
-        for v in &r.values {
-            let t = v.map_or("-".to_string(), |x| crate::html::fmt_value(x, r.unit));
+        for (i, v) in r.values.iter().enumerate() {
+            let u = r.unknown_above.get(i).copied().flatten();
+            let t = v.map_or("-".to_string(), |x| crate::html::fmt_measure(x, u, r.unit));
             let _ = write!(s, " {t:>14}");
         }
         for v in &r.versus {
@@ -246,7 +254,7 @@ pub fn render_compare(
                         s,
                         "  {:<26} {}",
                         crate::html::fmt_ratio(v),
-                        crate::html::fmt_verdict(&r.key, &v.verdict, dur)
+                        crate::html::verdict_cell(&r.key, &v.verdict, dur, &notes)
                     );
                 }
                 None => {
@@ -255,6 +263,9 @@ pub fn render_compare(
             }
         }
         let _ = writeln!(s);
+    }
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(s, "[{}] n/a: {n}", i + 1);
     }
     if !c.differences.is_empty() {
         let _ = writeln!(s, "\ndifferences in platform and tuning:");
@@ -268,4 +279,14 @@ pub fn render_compare(
         }
     }
     s
+}
+
+/// A percentile in µs with one decimal, or "> limit" when it lies beyond an imported histogram's range.
+fn pct(l: &rtgauge_model::latency::LatencyStats, p: f64) -> String {
+    match l.unknown_above(p) {
+        // Below 10 µs three decimals, so that a 50 ns limit does not read as ">0.1".
+        Some(lim) if lim < 10_000 => format!(">{:.3}", lim as f64 / 1000.0),
+        Some(lim) => format!(">{:.1}", lim as f64 / 1000.0),
+        None => format!("{:.1}", l.percentile(p).unwrap_or(0) as f64 / 1000.0),
+    }
 }

@@ -9,7 +9,11 @@
 //!   (every bucket, `# Total:`) and v2.7+ (zero buckets omitted) — with the `-H` sum column, overflow
 //!   counts and overflow cycle lists. Text carries no unit: µs unless the caller says ns (`-N`);
 //! - oslat JSON (`write_summary_json()`): per thread `cpu`, `freq`, `min`, `avg`, `max`, `duration` and a
-//!   histogram keyed by bucket upper edges.
+//!   histogram keyed by bucket upper edges;
+//! - oslat text (`write_summary()`, rt-tests 2.x): `Core:`, `Counter Freq:`, the `NNN (us):` bucket rows
+//!   (the last `(including overflows)`), `Minimum`, `Average`, `Maximum`, `Max-Min`, `Duration`, one
+//!   column per core. It is read into the JSON's shape and imported by the same code, so the text and the
+//!   JSON of one run store the same result (the text's average has 3 decimals).
 //!
 //! The interval, priority and `-h` range are read from the command line when the file has one. What the
 //! tools do not keep is not invented: samples beyond a histogram's range are known only by their count (and
@@ -19,7 +23,7 @@
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, StopReason,
 };
-use rtgauge_model::latency::{new_histogram, LatencyStats};
+use rtgauge_model::latency::{limit_warning, new_histogram, Beyond, LatencyStats};
 use rtgauge_model::oslat::{
     CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, Workload,
 };
@@ -71,7 +75,106 @@ pub fn parse_rt_tests(
         }
         return cyclictest_json(&v, file);
     }
+    if text
+        .lines()
+        .any(|l| l.trim_start().starts_with("Counter Freq:"))
+    {
+        return parse_oslat_text(text, file);
+    }
     parse_cyclictest_text(text, file, text_unit_ns)
+}
+
+/// oslat's text summary: read into the shape of its JSON (same keys, same units) and imported as such.
+pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportError> {
+    use serde_json::{json, Map};
+    // The whitespace-separated columns after `label:`, without a trailing `(unit)`/`(including …)`.
+    fn cols<'a>(line: &'a str, label: &str) -> Option<Vec<&'a str>> {
+        let rest = line.trim_start().strip_prefix(label)?;
+        let rest = rest.split('(').next().unwrap_or("");
+        Some(rest.split_whitespace().collect())
+    }
+    let mut cores: Option<Vec<u64>> = None;
+    let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
+    let mut fields: Map<String, Value> = Map::new();
+    let mut version = String::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = |what: &str| bad(format!("line {}", n + 1), what.to_string());
+        let ints = |v: Vec<&str>| -> Result<Vec<u64>, ImportError> {
+            v.iter()
+                .map(|x| x.parse::<u64>().map_err(|_| at("expected whole numbers")))
+                .collect()
+        };
+        let t = line.trim();
+        if let Some(v) = t.strip_prefix("oslat V ") {
+            version = v.trim().to_string();
+        } else if let Some(c) = cols(line, "Core:") {
+            cores = Some(ints(c)?);
+        } else if let Some(c) = cols(line, "Counter Freq:") {
+            fields.insert("freq".into(), json!(ints(c)?));
+        } else if let Some((edge, rest)) = t.split_once(" (us):") {
+            if edge.is_empty() || !edge.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return Err(at("bucket label must be a number of µs"));
+            }
+            let counts = ints(
+                rest.split('(')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect(),
+            )?;
+            rows.push((edge.to_string(), counts));
+        } else {
+            for (label, key) in [
+                ("Minimum:", "min"),
+                ("Average:", "avg"),
+                ("Maximum:", "max"),
+                ("Duration:", "duration"),
+            ] {
+                if let Some(c) = cols(line, label) {
+                    let v: Vec<Value> = c
+                        .iter()
+                        .map(|x| match (x.parse::<u64>(), x.parse::<f64>()) {
+                            (Ok(i), _) => Ok(json!(i)),
+                            (_, Ok(f)) if f.is_finite() => Ok(json!(f)),
+                            _ => Err(at("expected numbers")),
+                        })
+                        .collect::<Result<_, _>>()?;
+                    fields.insert(key.into(), Value::Array(v));
+                }
+            }
+        }
+    }
+    let cores = cores.ok_or_else(|| bad("Core:", "missing (not oslat's text summary)"))?;
+    if cores.len() > MAX_THREADS {
+        return Err(bad("Core:", "more than 4096 cores"));
+    }
+    let mut threads = Map::new();
+    for (i, cpu) in cores.iter().enumerate() {
+        let mut t = Map::new();
+        t.insert("cpu".into(), json!(cpu));
+        for key in ["freq", "min", "avg", "max", "duration"] {
+            let v = fields
+                .get(key)
+                .and_then(|v| v.get(i))
+                .ok_or_else(|| bad(key, format!("no value for core {cpu}")))?;
+            t.insert(key.into(), v.clone());
+        }
+        let mut h = Map::new();
+        for (edge, counts) in &rows {
+            let c = counts
+                .get(i)
+                .ok_or_else(|| bad(format!("{edge} (us)"), format!("no count for core {cpu}")))?;
+            h.insert(edge.clone(), json!(c));
+        }
+        t.insert("histogram".into(), Value::Object(h));
+        threads.insert(i.to_string(), Value::Object(t));
+    }
+    let v = json!({ "rt_test_version:": version, "thread": threads });
+    let mut doc = oslat_json(&v, file)?;
+    if let Some(src) = doc.imported_from.as_mut() {
+        src.format = "oslat-text".into();
+    }
+    Ok(doc)
 }
 
 /// An rtgauge run document (`export --format json`, `run --output`), e.g. moved from another machine.
@@ -513,6 +616,7 @@ fn cyclic_document(
             t.max.checked_mul(unit_ns).ok_or_else(too_large)?,
         );
         let mut hist = new_histogram();
+        let mut beyond = None;
         let linear = match t.buckets {
             None => {
                 if t.cycles > 0 {
@@ -555,9 +659,13 @@ fn cyclic_document(
                 if overflows > 0 {
                     hist.saturating_record_n(n * unit_ns, overflows);
                     warnings.push(format!(
-                        "thread {}: {overflows} samples were beyond the histogram range ({n} buckets); stored at its edge: percentiles there are lower bounds (max is exact)",
+                        "thread {}: {overflows} samples were beyond the histogram range ({n} buckets); stored at its edge: percentiles among them are unknown, shown as lower bounds \"> limit\" (max is exact)",
                         t.index
                     ));
+                    beyond = Some(Beyond {
+                        limit_ns: n.saturating_mul(unit_ns),
+                        count: overflows,
+                    });
                 }
                 Some(LinearHistogram {
                     unit_ns,
@@ -573,6 +681,17 @@ fn cyclic_document(
         let mut latency = LatencyStats::from_parts(&hist, min_ns, max_ns, sum_ns, 0);
         latency.count = t.cycles;
         latency.mean_ns = t.avg.map_or(0.0, |a| a * unit_ns as f64);
+        latency.beyond = beyond;
+        if let Some(w) = beyond.and_then(|b| {
+            limit_warning(
+                &format!("thread {}", t.index),
+                &latency,
+                b.limit_ns,
+                b.count,
+            )
+        }) {
+            warnings.push(w);
+        }
         threads.push(CyclicThread {
             windows: Default::default(),
             index: t.index,
@@ -790,6 +909,14 @@ fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportError> {
             .filter(|d| d.is_finite() && *d >= 0.0)
             .map_or(0, |d| (d * 1e9) as u64);
         let mut gaps = LatencyStats::from_parts(&hist, min_ns, max_ns, duration_ns, 0);
+        // oslat's last bucket holds its overflows too: the gaps there are known only to be beyond its
+        // lower edge, so percentiles among them are unknown.
+        if let Some(&last) = counts.last().filter(|&&c| c > 0) {
+            gaps.beyond = Some(Beyond {
+                limit_ns: (counts.len() as u64 - 1).saturating_mul(width),
+                count: last,
+            });
+        }
         gaps.mean_ns = t
             .get("avg")
             .and_then(Value::as_f64)
@@ -965,6 +1092,7 @@ mod tests {
         assert_eq!(d.started_at, "2026-11-22T11:08:50+00:00");
         assert_eq!(d.imported_from.as_ref().unwrap().resolution_ns, 1000);
         assert!(d.warnings.iter().any(|w| w.contains("lower bounds")));
+        assert!(d.warnings.iter().any(|w| w.contains("unknown")));
     }
 
     #[test]
@@ -1019,6 +1147,46 @@ mod tests {
         assert_eq!(d.tool.name, "oslat");
     }
 
+    /// oslat 2.40's text summary of a 2-core run (tests/fixtures/rt-tests/oslat-2core.txt, shortened).
+    const OSLAT_TEXT: &str = "oslat V 2.40
+Total runtime: \t\t3 seconds
+
+        Core:\t 0 1
+Counter Freq:\t 2597 2597 (Mhz)
+    001 (us):\t 123892660 121388384
+    002 (us):\t 184 322
+    003 (us):\t 0 0
+    004 (us):\t 425 1865 (including overflows)
+     Minimum:\t 1 1 (us)
+     Average:\t 1.003 1.004 (us)
+     Maximum:\t 5058 4140 (us)
+     Max-Min:\t 5057 4139 (us)
+    Duration:\t 3.005 3.005 (sec)
+";
+
+    #[test]
+    fn imports_oslat_text_with_its_overflow_bucket_unknown() {
+        let d = parse_rt_tests(OSLAT_TEXT, "os.txt", 1000).unwrap();
+        assert_eq!(d.imported_from.as_ref().unwrap().format, "oslat-text");
+        let ProbeResult::Oslat(o) = &d.probes[0] else {
+            panic!("not oslat")
+        };
+        assert_eq!(o.config.cpus, vec![0, 1]);
+        let t = &o.threads[1];
+        assert_eq!(t.buckets.counts, vec![121388384, 322, 0, 1865]);
+        assert_eq!((t.gaps.min_ns, t.gaps.max_ns), (1000, 4_140_000));
+        assert_eq!(t.iterations, 121388384 + 322 + 1865);
+        // The last bucket holds the overflows: gaps there are only known to be ≥ 3 µs.
+        let b = t.gaps.beyond.unwrap();
+        assert_eq!((b.limit_ns, b.count), (3000, 1865));
+        assert_eq!(t.gaps.unknown_above(99.9999), Some(3000));
+        assert_eq!(t.gaps.unknown_above(99.0), None);
+        // A row with a count missing for a core is an error naming the row.
+        let bad_row = OSLAT_TEXT.replace("184 322", "184");
+        let e = parse_rt_tests(&bad_row, "os.txt", 1000).unwrap_err();
+        assert!(e.to_string().contains("002 (us)"), "{e}");
+    }
+
     #[test]
     fn flags_are_found_in_any_spelling() {
         assert_eq!(
@@ -1064,8 +1232,8 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
         /// 500 mutated or truncated versions of each real file: never a panic.
         #[test]
-        fn mutated_files_never_panic(which in 0usize..4, cut in 0usize..2000, pos in 0usize..2000, byte in proptest::num::u8::ANY) {
-            let src = [SAMPLE, TEXT_V24, TEXT_V27, OSLAT][which];
+        fn mutated_files_never_panic(which in 0usize..5, cut in 0usize..2000, pos in 0usize..2000, byte in proptest::num::u8::ANY) {
+            let src = [SAMPLE, TEXT_V24, TEXT_V27, OSLAT, OSLAT_TEXT][which];
             let mut b = src.as_bytes().to_vec();
             let pos = pos % b.len();
             b[pos] = byte;

@@ -464,6 +464,21 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
         eprintln!("rtgauge: warning: {w}");
         warnings.push(w);
     }
+    // The rt-tests histogram (-h/-H) loses what lies beyond its range; its text and JSON, and any tool
+    // that reads them, see only a count there. Said like `import` says it; our own percentiles are exact.
+    if let Some(limit) = result.config.overflow_threshold_ns() {
+        for t in &result.threads {
+            let over = t.linear.as_ref().map_or(0, |l| l.overflows);
+            let what = format!("thread {}", t.index);
+            if let Some(w) = rtgauge_model::latency::limit_warning(&what, &t.latency, limit, over) {
+                let w = format!(
+                    "rt-tests histogram output: {w} there (rtgauge's own percentiles are exact)"
+                );
+                eprintln!("rtgauge: warning: {w}");
+                warnings.push(w);
+            }
+        }
+    }
     print_text(&result, a)?;
 
     if let Some(path) = &a.json {

@@ -205,10 +205,12 @@ pub fn render_csv(doc: &RunDocument) -> String {
             l.mean_ns
         ));
         for p in ps {
-            s.push_str(&format!(
-                ",{}",
-                l.percentile(*p).map_or(String::new(), |v| v.to_string())
-            ));
+            // A percentile beyond an imported histogram's limit is unknown: left empty, never the limit.
+            let v = match l.unknown_above(*p) {
+                Some(_) => None,
+                None => l.percentile(*p),
+            };
+            s.push_str(&format!(",{}", v.map_or(String::new(), |v| v.to_string())));
         }
         s.push_str(&format!(
             ",{},{missed},{}\n",
@@ -254,6 +256,37 @@ pub fn render_csv(doc: &RunDocument) -> String {
     s
 }
 
+/// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
+pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |what: String, s: &rtgauge_model::latency::LatencyStats| {
+        if let Some(b) = s.beyond {
+            out.extend(rtgauge_model::latency::limit_warning(
+                &what, s, b.limit_ns, b.count,
+            ));
+        }
+    };
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                for t in &c.threads {
+                    check(format!("thread {}", t.index), &t.latency);
+                }
+            }
+            ProbeResult::Oslat(o) => {
+                for t in &o.threads {
+                    check(format!("CPU {}", t.cpu), &t.gaps);
+                }
+            }
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => {}
+        }
+    }
+    out
+}
+
 /// Bring rt-tests results into the store.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
@@ -283,6 +316,10 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
         if a.label.is_some() {
             doc.label = a.label.clone();
+        }
+        // A histogram too narrow for the samples loses their values: said on stderr, not only stored.
+        for w in limit_warnings(&doc) {
+            eprintln!("warning: {name}: {w}");
         }
         docs.push((name, doc));
     }
