@@ -201,14 +201,26 @@ mod tests {
     #[test]
     fn live_delta_sees_our_own_cpu_time() {
         let root = HostRoot::live();
+        // Spin until this process has used 50 ms of CPU (not 50 ms of wall time: on a busy machine the
+        // spinning thread may get half of that).
+        let cpu_ns = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime fills a timespec we own.
+            unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
         let a = read_snapshot(&root);
-        let t = std::time::Instant::now();
+        let start = cpu_ns();
         let mut x = 0u64;
-        while t.elapsed() < std::time::Duration::from_millis(50) {
+        while cpu_ns() - start < 50_000_000 {
             x = x.wrapping_add(std::hint::black_box(1));
         }
         let b = read_snapshot(&root);
         let d = delta(&a, &b);
+        // getrusage counts in scheduler ticks: allow a few of them.
         assert!(d.tool_user_ns + d.tool_system_ns >= 30_000_000, "{d:?} {x}");
         assert!(!d.cpus.is_empty());
         assert!(d.wall_ns >= 50_000_000);
