@@ -113,6 +113,38 @@ fn two_runs_on_one_cpu_both_know_they_were_contended() {
         "{cb}"
     );
     assert!(String::from_utf8_lossy(&second.stderr).contains("disturbed each other"));
+    // compare says which run was contended.
+    let db = out("r.db");
+    let clean = out("clean.json");
+    assert_ok(&cyclic(&clean, "1").wait_with_output().unwrap());
+    for f in [&clean, &out("a.json")] {
+        assert_ok(
+            &rtgauge_std()
+                .args(["import", f, "--db", &db])
+                .output()
+                .unwrap(),
+        );
+    }
+    let cmp = rtgauge_std()
+        .args(["compare", "1", "2", "--json", "--db", &db])
+        .output()
+        .unwrap();
+    assert_ok(&cmp);
+    let c: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
+    let diff = c["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["what"].as_str().unwrap_or("").starts_with("contended"))
+        .unwrap_or_else(|| panic!("no contention difference: {c}"));
+    assert_eq!(diff["values"][0], "no");
+    assert!(
+        diff["values"][1]
+            .as_str()
+            .unwrap()
+            .starts_with("yes, with pid"),
+        "{diff}"
+    );
 
     // A killed run leaves its claim behind; the next run alone is not contended.
     let mut killed = cyclic(&out("k.json"), "30");

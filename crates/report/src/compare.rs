@@ -670,6 +670,34 @@ fn boot_replicates(a: &[f64], b: &[f64], lr: f64, o: &Options) -> (f64, f64) {
 /// `audit nohz_full: pass (nohz_full=2-5) / fail (none)`.
 fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
     let mut out = Vec::new();
+    // A run that shared its CPUs with another measuring run measured that run too, not the platform alone.
+    let contended: Vec<String> = runs
+        .iter()
+        .map(|d| {
+            let with: Vec<String> = d
+                .probes
+                .iter()
+                .filter_map(|p| match p {
+                    ProbeResult::Cyclic(c) => Some(&c.conditions.contended),
+                    ProbeResult::Oslat(o) => Some(&o.conditions.contended),
+                    _ => None,
+                })
+                .flatten()
+                .map(|c| format!("pid {} on CPU {}", c.pid, c.cpus))
+                .collect();
+            if with.is_empty() {
+                "no".to_string()
+            } else {
+                format!("yes, with {}", with.join(", "))
+            }
+        })
+        .collect();
+    if contended.iter().any(|c| c != "no") {
+        out.push(Difference {
+            what: "contended (another run measured the same CPUs)".into(),
+            values: contended,
+        });
+    }
     let flat: Vec<Vec<(String, String)>> = runs
         .iter()
         .map(|d| {
