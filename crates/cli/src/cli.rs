@@ -47,6 +47,8 @@ pub enum Command {
     Mem(Box<crate::cmd::mem::MemArgs>),
     /// NUMA locality of running processes and cgroups, and node-local allocation counters.
     Numa(crate::cmd::numa::NumaArgs),
+    /// Measured, bounded load generators (cpu, memory, io, fork, timer) alone, for use beside another tool.
+    Load(Box<crate::cmd::load::LoadArgs>),
     /// Always-on timer-latency and tuning-drift monitoring with a Prometheus endpoint and textfile output.
     Monitor(Box<crate::cmd::monitor::MonitorArgs>),
 }

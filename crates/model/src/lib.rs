@@ -13,6 +13,7 @@ pub mod cpuset;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod latency;
+pub mod load;
 pub mod measure;
 pub mod mem;
 pub mod net;

@@ -129,4 +129,7 @@ pub struct OslatResult {
     /// What the system did while the probe ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accounting: Option<crate::accounting::Accounting>,
+    /// The load generated while the probe measured (`--load`), as achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::LoadResult>,
 }

@@ -463,6 +463,7 @@ fn assemble(
         break_hit,
         elapsed_ns,
         accounting: None,
+        load: None,
     }
 }
 
@@ -535,6 +536,7 @@ fn checkpoint_result(
         break_hit: None,
         elapsed_ns: elapsed.as_nanos() as u64,
         accounting: None,
+        load: None,
     }
 }
 

@@ -18,6 +18,7 @@ pub mod contention;
 pub mod counter;
 pub mod cyclic;
 mod handover;
+pub mod load;
 pub mod mem;
 pub mod net;
 pub mod ops;

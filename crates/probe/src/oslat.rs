@@ -451,6 +451,7 @@ pub fn run(
         trace_hit,
         elapsed_ns,
         accounting: None,
+        load: None,
     })
 }
 
@@ -562,6 +563,7 @@ fn checkpoint_result(
         trace_hit: None,
         elapsed_ns: elapsed.as_nanos() as u64,
         accounting: None,
+        load: None,
     }
 }
 

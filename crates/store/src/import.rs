@@ -761,6 +761,7 @@ fn cyclic_document(
         break_hit: None,
         elapsed_ns: 0,
         accounting: None,
+        load: None,
     };
     Ok(imported_document(
         meta,
@@ -1007,6 +1008,7 @@ fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportError> {
         trace_hit: None,
         elapsed_ns: duration_ns,
         accounting: None,
+        load: None,
     };
     let meta = Meta {
         file,

@@ -113,6 +113,11 @@ pub struct CyclicArgs {
     #[arg(long = "priospread")]
     pub priospread: bool,
 
+    /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
+    /// (kinds cpu, memory, io, fork, timer; e.g. cpu,memory@housekeeping). Achieved load is recorded.
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub load: Option<rtgauge_model::load::LoadSpec>,
+
     /// Print only the summary at exit (no live lines).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -453,8 +458,13 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     let stop = StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
+    let measured = CpuSet::new(plan.config.cpus.iter().flatten().copied());
+    let load = super::load::start(a.load.as_ref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
-    let mut result = measure(&plan, a.quiet, &stop, &mut |_, _, _| {})?;
+    let measured_result = measure(&plan, a.quiet, &stop, &mut |_, _, _| {});
+    let load = super::load::finish(load);
+    let mut result = measured_result?;
+    result.load = load;
     result.accounting = Some(rtgauge_host::accounting::delta(
         &before,
         &rtgauge_host::accounting::read_snapshot(&root),

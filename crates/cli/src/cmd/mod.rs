@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod cyclic;
 pub mod fingerprint;
+pub mod load;
 pub mod mem;
 pub mod monitor;
 pub mod net;

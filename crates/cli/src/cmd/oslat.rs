@@ -64,6 +64,11 @@ pub struct OslatArgs {
     #[arg(short = 'm', long = "workload-mem", value_name = "SIZE", default_value = "16K", value_parser = parse_size)]
     pub workload_mem: u64,
 
+    /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
+    /// (kinds cpu, memory, io, fork, timer). Achieved load is recorded.
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub load: Option<rtgauge_model::load::LoadSpec>,
+
     /// Print only the summary.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -299,8 +304,13 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         preheat_s: a.preheat.as_secs_f64(),
         started_ns: 0,
     };
+    let measured = rtgauge_model::CpuSet::new(plan.config.cpus.iter().copied());
+    let load = super::load::start(a.load.as_ref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
-    let mut result = oslat::run(&plan, &stop, &mut announce)?;
+    let measured_result = oslat::run(&plan, &stop, &mut announce);
+    let load = super::load::finish(load);
+    let mut result = measured_result?;
+    result.load = load;
     result.accounting = Some(rtgauge_host::accounting::delta(
         &before,
         &rtgauge_host::accounting::read_snapshot(&root),

@@ -1,0 +1,225 @@
+//! Load generators for real: the achieved duty cycle matches the level (the generator's own CPU time and
+//! /proc/stat), a SCHED_FIFO probe keeps its median under load on its own CPU at lower priority, the
+//! achieved load is recorded with the latency, and no load outlives rtgauge (SIGINT, kill -9) while its
+//! scratch files go (at once, or at the next start after a kill).
+//!
+//! Needs root (SCHED_FIFO); CI runs as root. CPU 0 is the housekeeping CPU, CPU 1 the measured one.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{assert_ok, read_json, rtgauge_std};
+use std::path::Path;
+use std::time::Duration;
+
+/// Busy and total ticks of `cpu` from /proc/stat.
+fn cpu_ticks(cpu: u32) -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = stat
+        .lines()
+        .find(|l| l.starts_with(&format!("cpu{cpu} ")))
+        .unwrap();
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let idle = v[3] + v[4];
+    let total: u64 = v.iter().take(8).sum();
+    (total - idle, total)
+}
+
+#[test]
+fn cpu_load_at_level_50_holds_half_a_cpu() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("load.json");
+    let (b0, t0) = cpu_ticks(0);
+    let o = rtgauge_std()
+        .args(["load", "cpu:50", "--cpus", "0", "-D", "4s", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (b1, t1) = cpu_ticks(0);
+    assert_ok(&o);
+    let r = read_json(&out);
+    let g = &r["generators"][0];
+    let achieved = g["cpu_percent"].as_f64().unwrap();
+    let busy = (b1 - b0) as f64 / (t1 - t0).max(1) as f64 * 100.0;
+    eprintln!(
+        "cpu:50 achieved {achieved:.1} % (thread CPU time); CPU 0 busy {busy:.1} % (/proc/stat)"
+    );
+    assert!((45.0..=55.0).contains(&achieved), "{r}");
+    assert!(busy >= 45.0, "/proc/stat says CPU 0 was busy {busy:.1} %");
+    assert!(g["rate"].as_f64().unwrap() > 0.0);
+}
+
+fn cyclic_p50(extra: &[&str], out: &Path) -> (f64, serde_json::Value) {
+    let o = rtgauge_std()
+        .args([
+            "cyclic", "-m", "-p", "80", "-i", "500", "-a", "1", "-q", "-D", "2s", "--output",
+        ])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_ok(&o);
+    let doc = read_json(out);
+    let p = &doc["probes"][0];
+    let p50 = p["threads"][0]["latency"]["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["percentile"].as_f64() == Some(50.0))
+        .unwrap()["value_ns"]
+        .as_f64()
+        .unwrap();
+    (p50, p.clone())
+}
+
+#[test]
+fn a_fifo_probe_keeps_its_median_under_load_on_its_own_cpu() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let f = |n: &str| dir.path().join(n);
+    // Alternate idle and loaded twice; each side's least disturbed run is compared.
+    let mut idle = Vec::new();
+    let mut loaded = Vec::new();
+    let mut last = serde_json::Value::Null;
+    for i in 0..2 {
+        idle.push(cyclic_p50(&[], &f(&format!("idle{i}.json"))).0);
+        let (p, probe) = cyclic_p50(
+            &["--load", "cpu,memory@measured"],
+            &f(&format!("load{i}.json")),
+        );
+        loaded.push(p);
+        last = probe;
+    }
+    let (i, l) = (
+        idle.iter().copied().fold(f64::MAX, f64::min),
+        loaded.iter().copied().fold(f64::MAX, f64::min),
+    );
+    eprintln!(
+        "p50 idle {idle:?} ns, with cpu,memory@measured {loaded:?} ns: ratio {:.3}",
+        l / i
+    );
+    assert!(
+        l <= 1.2 * i,
+        "p50 {l} ns under co-located load vs {i} ns idle"
+    );
+    // The run document holds the load achieved beside the latency.
+    let load = &last["load"];
+    assert_eq!(load["spec"], "cpu,memory:100@measured", "{last}");
+    assert_eq!(load["cpus"], "1");
+    for g in load["generators"].as_array().unwrap() {
+        assert!(g["ops"].as_u64().unwrap() > 0, "{g}");
+    }
+}
+
+#[test]
+fn housekeeping_load_is_recorded_with_the_latency() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, probe) = cyclic_p50(
+        &["--load", "cpu,memory@housekeeping"],
+        &dir.path().join("hk.json"),
+    );
+    let load = &probe["load"];
+    assert_eq!(load["cpus"], "0", "{probe}");
+    let kinds: Vec<&str> = load["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["cpu", "memory"]);
+    assert!(probe["threads"][0]["latency"]["count"].as_u64().unwrap() > 1000);
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // Fields after the command's closing parenthesis: state, ppid, …
+        let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+        if after.split_whitespace().nth(1) == Some(pid.to_string().as_str()) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_load_outlives_rtgauge() {
+    let _cpu = common::busy_cpu();
+    let scratch = std::env::temp_dir();
+    // SIGINT: the run ends cleanly and removes its scratch directory.
+    let (o, took) = common::interrupt(
+        &["load", "io,fork,cpu:50", "--cpus", "0"],
+        Duration::from_millis(1500),
+    );
+    assert_ok(&o);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // kill -9: threads die with the process; the fork generator's children die with it too.
+    let mut child = rtgauge_std()
+        .args(["load", "io,fork", "--cpus", "0"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(1500));
+    let dir = scratch.join(format!("rtgauge-load-{pid}"));
+    assert!(dir.exists(), "no scratch directory while loading");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        children_of(pid).is_empty(),
+        "children of the killed rtgauge remain"
+    );
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+    // Its scratch directory is a leftover until the next start, which removes it.
+    assert_ok(
+        &rtgauge_std()
+            .args(["load", "io", "--cpus", "0", "-D", "200ms"])
+            .output()
+            .unwrap(),
+    );
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
+
+#[test]
+fn bad_load_specs_are_usage_errors() {
+    common::assert_usage_errors(
+        "load",
+        &[],
+        &[
+            (&["gpu"], "'gpu' is not a load kind"),
+            (&["cpu:0"], "level '0'"),
+            (&["cpu@moon"], "placement 'moon'"),
+        ],
+    );
+    let o = rtgauge_std()
+        .args([
+            "cyclic",
+            "-a",
+            "0-1",
+            "-t",
+            "-D",
+            "1",
+            "--load",
+            "cpu@housekeeping",
+        ])
+        .output()
+        .unwrap();
+    // Both CPUs of this machine measured: no housekeeping CPU is left to load.
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no CPU to load"), "{err}");
+}

@@ -1,0 +1,391 @@
+//! Load generators: measured, bounded, pinned workloads that run while a probe measures (or alone, for
+//! `rtgauge load`), each counting the work it did so the achieved load is recorded, not just the requested.
+//!
+//! Every generator is a thread of this process, pinned to one CPU, SCHED_OTHER (nice 19 when it shares a
+//! measured CPU with a real-time probe, so the probe's class must win), working in a duty cycle: busy for
+//! `level` % of each 10 ms period, asleep for the rest. Threads die with the process, so a load never
+//! outlives rtgauge — also after kill -9. The two exceptions hold to the same rule: `fork` children ask the
+//! kernel for SIGKILL when their parent dies (PR_SET_PDEATHSIG) and exit at once anyway; `io` writes a
+//! scratch file in a directory named after the pid, removed at the end, and a directory left by a killed
+//! run is removed by the next start.
+
+use crate::stop::StopFlag;
+use rtgauge_model::load::{GeneratorResult, LoadKind, LoadResult};
+use rtgauge_model::CpuSet;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Largest buffer of the memory generator: three of them stay under 400 MiB per loaded CPU even where
+/// sysfs reports a huge shared L3 (480 MiB on the EPYC guests here), which 4 × would turn into gigabytes.
+pub const MAX_MEMORY_BYTES: usize = 128 << 20;
+
+/// Length of one duty cycle.
+const PERIOD: Duration = Duration::from_millis(10);
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// The request as the user wrote it, for the result.
+    pub spec: String,
+    pub kinds: Vec<LoadKind>,
+    /// Duty cycle, percent (1–100).
+    pub level: u8,
+    pub cpus: CpuSet,
+    /// Generators share CPUs with a real-time probe: run them at nice 19.
+    pub nice: bool,
+    /// Bytes per buffer of the memory generator (three buffers; ≥ 4 × the last-level cache makes every
+    /// pass go to DRAM; see [`MAX_MEMORY_BYTES`]).
+    pub memory_bytes: usize,
+    /// Where the io generator writes its scratch file.
+    pub scratch: PathBuf,
+}
+
+/// Running generators.
+#[derive(Debug)]
+pub struct Load {
+    spec: String,
+    cpus: CpuSet,
+    stop: StopFlag,
+    started: Instant,
+    threads: Vec<JoinHandle<GeneratorResult>>,
+    scratch: Option<PathBuf>,
+}
+
+/// Remove scratch directories of runs that are gone (`rtgauge-load-PID` whose PID is not alive).
+pub fn clean_leftovers(scratch: &Path) {
+    let Ok(rd) = std::fs::read_dir(scratch) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("rtgauge-load-")
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+impl Load {
+    /// Start one generator per kind and CPU.
+    pub fn start(plan: &LoadPlan) -> std::io::Result<Load> {
+        clean_leftovers(&plan.scratch);
+        let scratch = plan.kinds.contains(&LoadKind::Io).then(|| {
+            plan.scratch
+                .join(format!("rtgauge-load-{}", std::process::id()))
+        });
+        if let Some(dir) = &scratch {
+            std::fs::create_dir_all(dir)?;
+        }
+        let stop = StopFlag::new();
+        let mut threads = Vec::new();
+        // Each generator says when its buffers are ready, so the load is on before the probe starts.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        for cpu in plan.cpus.iter() {
+            for &kind in &plan.kinds {
+                let g = Generator {
+                    kind,
+                    cpu,
+                    level: plan.level,
+                    nice: plan.nice,
+                    memory_bytes: plan.memory_bytes,
+                    file: scratch.as_ref().map(|d| d.join(format!("{kind}-{cpu}"))),
+                };
+                let s = stop.clone();
+                let ready = ready_tx.clone();
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("rtg-load-{kind}"))
+                        .spawn(move || g.run(&s, &ready))?,
+                );
+            }
+        }
+        drop(ready_tx);
+        for _ in 0..threads.len() {
+            if ready_rx.recv().is_err() {
+                break;
+            }
+        }
+        Ok(Load {
+            spec: plan.spec.clone(),
+            cpus: plan.cpus.clone(),
+            stop,
+            started: Instant::now(),
+            threads,
+            scratch,
+        })
+    }
+
+    /// Stop every generator and report what each achieved.
+    pub fn stop(self) -> LoadResult {
+        self.stop.set();
+        let elapsed = self.started.elapsed();
+        let mut generators: Vec<GeneratorResult> = self
+            .threads
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .collect();
+        generators.sort_by_key(|g| (g.kind, g.cpu));
+        if let Some(dir) = &self.scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        LoadResult {
+            spec: self.spec,
+            cpus: self.cpus,
+            elapsed_ns: elapsed.as_nanos() as u64,
+            generators,
+        }
+    }
+}
+
+/// One generator thread's parameters.
+struct Generator {
+    kind: LoadKind,
+    cpu: u32,
+    level: u8,
+    nice: bool,
+    memory_bytes: usize,
+    file: Option<PathBuf>,
+}
+
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills a timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+impl Generator {
+    fn run(self, stop: &StopFlag, ready: &std::sync::mpsc::Sender<()>) -> GeneratorResult {
+        crate::rt::pin_thread(Some(self.cpu));
+        if self.nice {
+            // SAFETY: setpriority on the calling thread (who = 0 is this thread on Linux).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+        }
+        let mut work = Work::new(self.kind, self.memory_bytes, self.file.as_deref());
+        let _ = ready.send(());
+        // The busy part of each period is counted in this thread's CPU time, not wall time: preempted time
+        // is not load, so the achieved CPU share is the level even on a CPU shared with others.
+        let busy = PERIOD * u32::from(self.level) / 100;
+        let cpu0 = thread_cpu_time();
+        let t0 = Instant::now();
+        let mut ops: u64 = 0;
+        let mut next = t0;
+        while !stop.is_set() {
+            let cycle = Instant::now();
+            let cycle_cpu = thread_cpu_time();
+            while thread_cpu_time() - cycle_cpu < busy && cycle.elapsed() < PERIOD && !stop.is_set()
+            {
+                ops += work.chunk();
+            }
+            if self.level < 100 {
+                next += PERIOD;
+                let now = Instant::now();
+                if next > now {
+                    std::thread::sleep(next - now);
+                } else {
+                    next = now;
+                }
+            }
+        }
+        let wall = t0.elapsed().as_secs_f64().max(1e-9);
+        let cpu = (thread_cpu_time() - cpu0).as_secs_f64();
+        let scale = match self.kind {
+            LoadKind::Cpu => 1e-6,
+            LoadKind::Memory => 1e-6,
+            _ => 1.0,
+        };
+        drop(work);
+        GeneratorResult {
+            kind: self.kind,
+            cpu: self.cpu,
+            ops,
+            rate: ops as f64 * scale / wall,
+            cpu_percent: cpu / wall * 100.0,
+        }
+    }
+}
+
+/// The work of one generator, in small chunks (tens of µs) so the duty cycle is kept.
+enum Work {
+    Cpu {
+        x: u64,
+        f: f64,
+    },
+    /// STREAM triad a = b + s·c over three buffers; counts bytes moved (3 × 8 per element, as STREAM).
+    Memory {
+        a: Vec<f64>,
+        b: Vec<f64>,
+        c: Vec<f64>,
+        at: usize,
+    },
+    Io {
+        file: Option<std::fs::File>,
+        block: Vec<u8>,
+        written: u64,
+    },
+    Fork,
+    Timer,
+}
+
+/// Elements of the memory generator per chunk (64 KiB of each buffer).
+const MEM_CHUNK: usize = 8192;
+/// Rounds of the cpu generator per chunk.
+const CPU_CHUNK: u64 = 2_000;
+/// The io generator's file is rewritten from its start after this many bytes.
+const IO_WRAP: u64 = 64 << 20;
+
+impl Work {
+    fn new(kind: LoadKind, memory_bytes: usize, file: Option<&Path>) -> Work {
+        match kind {
+            LoadKind::Cpu => Work::Cpu {
+                x: 0x9e37_79b9_7f4a_7c15,
+                f: 1.0,
+            },
+            LoadKind::Memory => {
+                let n = (memory_bytes.min(MAX_MEMORY_BYTES) / 8).max(MEM_CHUNK);
+                Work::Memory {
+                    a: vec![0.0; n],
+                    b: vec![1.0; n],
+                    c: vec![2.0; n],
+                    at: 0,
+                }
+            }
+            LoadKind::Io => Work::Io {
+                file: file.and_then(|p| {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(true)
+                        .write(true)
+                        .open(p)
+                        .ok()
+                }),
+                block: vec![0x5a; 4096],
+                written: 0,
+            },
+            LoadKind::Fork => Work::Fork,
+            LoadKind::Timer => Work::Timer,
+        }
+    }
+
+    /// Do one chunk of work; the operations it counted.
+    fn chunk(&mut self) -> u64 {
+        match self {
+            Work::Cpu { x, f } => {
+                // Integer (xorshift), floating point (a contracting map) and a data-dependent branch.
+                for _ in 0..CPU_CHUNK {
+                    *x ^= *x << 13;
+                    *x ^= *x >> 7;
+                    *x ^= *x << 17;
+                    *f = (*f * 1.000_001 + (*x & 0xff) as f64 * 1e-9).sqrt() + 0.5;
+                    if *x & 1 == 0 {
+                        *x = x.wrapping_add(0x9e37);
+                    }
+                }
+                std::hint::black_box((*x, *f));
+                CPU_CHUNK
+            }
+            Work::Memory { a, b, c, at } => {
+                let n = a.len();
+                let end = (*at + MEM_CHUNK).min(n);
+                let s = 3.0;
+                for i in *at..end {
+                    a[i] = b[i] + s * c[i];
+                }
+                std::hint::black_box(&a[*at]);
+                let done = (end - *at) as u64;
+                *at = if end >= n { 0 } else { end };
+                done * 24
+            }
+            Work::Io {
+                file,
+                block,
+                written,
+            } => {
+                use std::io::{Seek as _, Write as _};
+                let Some(f) = file.as_mut() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    return 0;
+                };
+                if *written >= IO_WRAP {
+                    let _ = f.seek(std::io::SeekFrom::Start(0));
+                    *written = 0;
+                }
+                if f.write_all(block).is_err() || f.sync_data().is_err() {
+                    return 0;
+                }
+                *written += block.len() as u64;
+                1
+            }
+            Work::Fork => {
+                // SAFETY: the child only calls async-signal-safe functions (prctl, _exit).
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    // SAFETY: in the child; never returns.
+                    unsafe {
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        libc::_exit(0)
+                    }
+                }
+                if pid < 0 {
+                    return 0;
+                }
+                let mut status = 0;
+                // SAFETY: waiting for the child we just forked.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                1
+            }
+            Work::Timer => {
+                // A short relative sleep: one hrtimer interrupt and one wake-up on this CPU.
+                std::thread::sleep(Duration::from_micros(20));
+                1
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_generator_does_work_and_stops_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        // A leftover of a run that is gone (pid 2^22 + 1 is above the default pid_max).
+        std::fs::create_dir_all(dir.path().join("rtgauge-load-4194305")).unwrap();
+        let plan = LoadPlan {
+            spec: "all".into(),
+            kinds: LoadKind::ALL.to_vec(),
+            level: 50,
+            cpus: CpuSet::new([0]),
+            nice: true,
+            memory_bytes: 1 << 20,
+            scratch: dir.path().to_path_buf(),
+        };
+        let load = Load::start(&plan).unwrap();
+        assert!(!dir.path().join("rtgauge-load-4194305").exists());
+        std::thread::sleep(Duration::from_millis(300));
+        let r = load.stop();
+        assert_eq!(r.generators.len(), 5);
+        for g in &r.generators {
+            assert!(g.ops > 0, "{g:?}");
+            assert!(g.rate > 0.0, "{g:?}");
+        }
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+}
