@@ -135,6 +135,38 @@ fn housekeeping_load_is_recorded_with_the_latency() {
         .collect();
     assert_eq!(kinds, ["cpu", "memory"]);
     assert!(probe["threads"][0]["latency"]["count"].as_u64().unwrap() > 1000);
+    // compare puts the loads side by side: an idle run and a loaded one are not alike.
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let (_, _) = cyclic_p50(&[], &dir.path().join("idle.json"));
+    for f in ["idle.json", "hk.json"] {
+        assert_ok(
+            &rtgauge_std()
+                .args(["import", dir.path().join(f).to_str().unwrap(), "--db", db])
+                .output()
+                .unwrap(),
+        );
+    }
+    let cmp = rtgauge_std()
+        .args(["compare", "1", "2", "--json", "--db", db])
+        .output()
+        .unwrap();
+    assert_ok(&cmp);
+    let c: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
+    let row = c["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["what"].as_str().unwrap_or("").starts_with("load"))
+        .unwrap_or_else(|| panic!("no load difference: {c}"));
+    assert_eq!(row["values"][0], "none (idle)");
+    assert!(
+        row["values"][1]
+            .as_str()
+            .unwrap()
+            .starts_with("cpu,memory:100@housekeeping on CPU 0"),
+        "{row}"
+    );
 }
 
 fn children_of(pid: u32) -> Vec<u32> {

@@ -692,6 +692,33 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
             }
         })
         .collect();
+    // Runs are comparable as loaded alike only when their achieved loads are: show them side by side.
+    let loads: Vec<String> = runs
+        .iter()
+        .map(|d| {
+            let l: Vec<String> = d
+                .probes
+                .iter()
+                .filter_map(|p| match p {
+                    ProbeResult::Cyclic(c) => c.load.as_ref(),
+                    ProbeResult::Oslat(o) => o.load.as_ref(),
+                    _ => None,
+                })
+                .map(|l| l.summary())
+                .collect();
+            if l.is_empty() {
+                "none (idle)".to_string()
+            } else {
+                l.join(" | ")
+            }
+        })
+        .collect();
+    if loads.iter().any(|l| l != "none (idle)") {
+        out.push(Difference {
+            what: "load (achieved; runs compare alike only under alike loads)".into(),
+            values: loads,
+        });
+    }
     if contended.iter().any(|c| c != "no") {
         out.push(Difference {
             what: "contended (another run measured the same CPUs)".into(),
