@@ -84,16 +84,20 @@ impl CpuClaim {
             if std::fs::create_dir_all(&dir).is_err() {
                 continue;
             }
+            // Created under a dot name, locked and filled, then renamed: no other run can see our claim
+            // before it is locked (it would take it for a killed run's leftover and remove it).
             let mine = dir.join(pid.to_string());
+            let staging = dir.join(format!(".{pid}"));
             let Ok(mut f) = OpenOptions::new()
                 .create(true)
                 .truncate(true)
                 .write(true)
-                .open(&mine)
+                .open(&staging)
             else {
                 continue;
             };
-            if !lock(&f, true) {
+            if !lock(&f, true) || std::fs::rename(&staging, &mine).is_err() {
+                let _ = std::fs::remove_file(&staging);
                 continue;
             }
             let _ = writeln!(f, "{pid}\n{command}");

@@ -33,6 +33,15 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// One field of a table row (a label, a host name): like [`visible`], and newlines and tabs too, so a
+/// stored value cannot break the row into lines of its own.
+pub fn visible_field(text: &str) -> Cow<'_, str> {
+    if !text.contains(['\n', '\t']) {
+        return visible(text);
+    }
+    Cow::Owned(visible(text).replace('\n', "\\x0a").replace('\t', "\\x09"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,6 +58,10 @@ mod tests {
         );
         assert_eq!(visible("a\rb\u{9b}c\u{7f}"), "a\\x0db\\x9bc\\x7f");
         assert_eq!(visible("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(
+            visible_field("two\nlines\t\u{1b}"),
+            "two\\x0alines\\x09\\x1b"
+        );
     }
 
     proptest::proptest! {

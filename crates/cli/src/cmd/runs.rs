@@ -90,6 +90,7 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
     match &a.action {
         RunsAction::List => {
             let (mut store, _) = a.db.open()?;
+            use rtgauge_report::escape::visible_field;
             use std::fmt::Write as _;
             let mut out = String::new();
             let _ = writeln!(
@@ -104,10 +105,10 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
                     r.id,
                     r.started_at,
                     r.status.as_str(),
-                    r.profile.as_deref().unwrap_or("-"),
-                    r.label.as_deref().unwrap_or("-"),
+                    visible_field(r.profile.as_deref().unwrap_or("-")),
+                    visible_field(r.label.as_deref().unwrap_or("-")),
                     if r.probes.is_empty() { "-" } else { &r.probes },
-                    r.host
+                    visible_field(&r.host)
                 );
             }
             super::print_text(&out)?;
