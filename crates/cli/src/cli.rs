@@ -49,6 +49,8 @@ pub enum Command {
     Numa(crate::cmd::numa::NumaArgs),
     /// Measured, bounded load generators (cpu, memory, io, fork, timer) alone, for use beside another tool.
     Load(Box<crate::cmd::load::LoadArgs>),
+    /// The highest load level at which a latency gate still holds, with the latency-vs-load curve.
+    Capacity(Box<crate::cmd::capacity::CapacityArgs>),
     /// Always-on timer-latency and tuning-drift monitoring with a Prometheus endpoint and textfile output.
     Monitor(Box<crate::cmd::monitor::MonitorArgs>),
 }

@@ -15,6 +15,7 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         cli::Command::Cyclic(a) => cmd::cyclic::run(a),
+        cli::Command::Capacity(a) => cmd::capacity::run(a),
         cli::Command::Oslat(a) => cmd::oslat::run(a),
         cli::Command::Net(a) => cmd::net::run(a),
         cli::Command::Run(a) => cmd::run::run(a),

@@ -2,6 +2,7 @@
 //! probe and renders the outputs.
 
 pub mod audit;
+pub mod capacity;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod load;

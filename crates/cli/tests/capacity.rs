@@ -1,0 +1,82 @@
+//! `rtgauge capacity` for real on this machine: a gate it can meet gives a level and the curve, a gate it
+//! cannot gives "no level holds" and exit 1, each with one point per level and the achieved load per run.
+//!
+//! Needs root (SCHED_FIFO); CI runs as root. CPU 1 (the last) is measured, the load goes to CPU 0.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{read_json, rtgauge_std};
+
+fn capacity(gate: &str, out: &std::path::Path) -> (std::process::Output, serde_json::Value) {
+    let o = rtgauge_std()
+        .args([
+            "capacity",
+            "--gate",
+            gate,
+            "--load",
+            "cpu,memory@housekeeping",
+            "--levels",
+            "0,50,100",
+            "--repeat",
+            "2",
+            "-D",
+            "500ms",
+            "--output",
+        ])
+        .arg(out)
+        .output()
+        .unwrap();
+    let doc = read_json(out);
+    (o, doc)
+}
+
+#[test]
+fn a_gate_that_holds_gives_the_highest_level_and_the_curve() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let (o, doc) = capacity("cyclic.p50<=20ms", &dir.path().join("c.json"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{stdout}");
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert_eq!(doc["capacity_level"], 100, "{doc}");
+    assert!(stdout.contains("capacity: the gate holds up to load level 100 %"));
+    let curve = doc["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 3);
+    for (p, level) in curve.iter().zip([0, 50, 100]) {
+        assert_eq!(p["level"], level);
+        assert_eq!(p["runs"].as_array().unwrap().len(), 2);
+        let run = &p["runs"][0];
+        assert!(run["p50_ns"].as_u64().unwrap() > 0, "{run}");
+        // The idle baseline has no load; every loaded run records what the generators achieved.
+        assert_eq!(run["load"].is_null(), level == 0, "{run}");
+    }
+    let cpu = &curve[1]["runs"][0]["load"]["generators"][0];
+    assert_eq!(cpu["kind"], "cpu");
+    assert!(cpu["ops"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_gate_that_cannot_hold_says_no_level_holds() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let (o, doc) = capacity("cyclic.max<=1us", &dir.path().join("c.json"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("capacity: no level holds"), "{stdout}");
+    assert!(doc["capacity_level"].is_null());
+    assert_eq!(doc["curve"].as_array().unwrap().len(), 3, "the whole curve is kept");
+}
+
+#[test]
+fn a_bad_gate_is_one_line_and_exit_2() {
+    let o = rtgauge_std()
+        .args(["capacity", "--gate", "cyclic.max<120us", "--load", "cpu"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--gate"), "{err}");
+}
