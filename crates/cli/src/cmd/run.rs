@@ -31,8 +31,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Profile: quick (default: timer latency and OS noise, 10 s each), ran (VMware RAN white paper, 1 h
-    /// each, max 20 µs), vpr (VMware protection-relay guide, 24 h, max 120 µs and no sample ≥ 120 µs), or the
-    /// path of a TOML profile. The documents are listed in docs/references.md.
+    /// each, max 20 µs), vpr (VMware protection-relay guide, 24 h, max 120 µs and no sample ≥ 120 µs),
+    /// ran-loaded and vpr-loaded (the same under load on the housekeeping CPUs, docs/load.md), or the path of
+    /// a TOML profile (a probe's flags may hold --load MIX). The documents are listed in docs/references.md.
     #[arg(long, default_value = "quick")]
     pub profile: String,
 
@@ -285,6 +286,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
 
     // Resolve every probe before measuring anything, so that bad flags fail fast.
     let mut plans = Vec::new();
+    let mut loads = Vec::new();
     for spec in &profile.probes {
         let mut argv = expand(&spec.flags, &place);
         // ops and mem have their own repetition flags and numa its --interval: the duration is not theirs.
@@ -301,14 +303,18 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             spec.kind,
             argv.join(" ")
         );
+        // A profile probe's `--load MIX` runs beside that probe only (see docs/load.md).
+        let mut load_spec = None;
         plans.push(match spec.kind {
             ProbeKind::Cyclic => {
                 let args: cyclic::CyclicArgs = flags(&argv, &what)?;
+                load_spec = args.load.clone();
                 let r = cyclic::resolve(&args, &root).with_context(|| what.clone())?;
                 Planned::Cyclic(Box::new(r))
             }
             ProbeKind::Oslat => {
                 let args: oslat::OslatArgs = flags(&argv, &what)?;
+                load_spec = args.load.clone();
                 Planned::Oslat(Box::new(
                     oslat::resolve(&args, &root).with_context(|| what.clone())?,
                 ))
@@ -335,6 +341,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 Planned::Numa(args.pids, args.interval)
             }
         });
+        loads.push(load_spec);
     }
 
     let stop = StopFlag::new();
@@ -395,7 +402,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     rec.save(&doc);
 
-    for plan in plans {
+    for (plan, load_spec) in plans.into_iter().zip(loads) {
         if stop.is_set() {
             break;
         }
@@ -413,6 +420,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     doc.warnings.push(n.clone());
                 }
                 let mut progress = Progress::new("cyclic", Duration::from_nanos(duration.as_ns()));
+                let measured = CpuSet::new(r.plan.config.cpus.iter().flatten().copied());
+                let load = super::load::start(load_spec.as_ref(), &measured, &root)?;
                 let result = {
                     let base = &doc;
                     let rec = &mut rec;
@@ -424,9 +433,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                                 rec.checkpoint(base, ProbeResult::Cyclic(ck()));
                             }
                         };
-                    cyclic::measure(&r.plan, true, &stop, &mut hook)?
+                    cyclic::measure(&r.plan, true, &stop, &mut hook)
                 };
-                let mut result = result;
+                let load = super::load::finish(load);
+                let mut result = result?;
+                result.load = load;
                 result.accounting = account();
                 progress.finish();
                 doc.warnings.extend(cyclic::shortfalls(&result));
@@ -444,7 +455,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     progress: Progress::new("oslat", Duration::from_nanos(duration.as_ns())),
                     last: String::new(),
                 };
-                let mut result = rtgauge_probe::oslat::run(&p, &stop, &mut hook)?;
+                let measured = CpuSet::new(p.config.cpus.iter().copied());
+                let load = super::load::start(load_spec.as_ref(), &measured, &root)?;
+                let result = rtgauge_probe::oslat::run(&p, &stop, &mut hook);
+                let load = super::load::finish(load);
+                let mut result = result?;
+                result.load = load;
                 hook.progress.finish();
                 result.accounting = account();
                 doc.warnings.extend(oslat::shortfalls(&result));
