@@ -66,7 +66,11 @@ fn a_gate_that_cannot_hold_says_no_level_holds() {
     assert_eq!(o.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("capacity: no level holds"), "{stdout}");
     assert!(doc["capacity_level"].is_null());
-    assert_eq!(doc["curve"].as_array().unwrap().len(), 3, "the whole curve is kept");
+    assert_eq!(
+        doc["curve"].as_array().unwrap().len(),
+        3,
+        "the whole curve is kept"
+    );
 }
 
 #[test]
@@ -105,7 +109,10 @@ fn the_loaded_profile_stores_the_load_beside_the_latency() {
     let d = common::export_json(db, "latest");
     assert_eq!(d["profile"], "vpr-loaded");
     let load = &d["probes"][0]["load"];
-    assert_eq!(load["spec"], "cpu,memory,io,fork,timer:100@housekeeping", "{d}");
+    assert_eq!(
+        load["spec"], "cpu,memory,io,fork,timer:100@housekeeping",
+        "{d}"
+    );
     let kinds: Vec<&str> = load["generators"]
         .as_array()
         .unwrap()

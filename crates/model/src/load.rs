@@ -181,6 +181,23 @@ pub struct LoadResult {
     pub cpus: CpuSet,
     pub elapsed_ns: u64,
     pub generators: Vec<GeneratorResult>,
+    /// An external load command (`--load-cmd`) and the CPU it used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandLoad>,
+}
+
+/// What an external load command (`--load-cmd 'stress-ng --cpu 4'`) did while the probe measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandLoad {
+    pub command: String,
+    /// User + system CPU time of the command and the children it waited for (wait4's rusage), ns.
+    pub cpu_ns: u64,
+    /// That CPU time over the wall time the command ran, percent of one CPU (400 = four CPUs busy).
+    pub cpu_percent: f64,
+    /// The command ended by itself before the probe did (its load did not cover the whole run).
+    pub exited_early: bool,
+    /// Exit code, or 128 + the signal that ended it.
+    pub status: i32,
 }
 
 impl LoadResult {
@@ -209,7 +226,24 @@ impl LoadResult {
             .into_iter()
             .map(|(k, rate, cpu)| format!("{k} {rate:.1} {} at {cpu:.1} % CPU", k.unit()))
             .collect();
-        format!("{} on CPU {}: {}", self.spec, self.cpus, parts.join("; "))
+        let command = self.command.as_ref().map(|c| {
+            format!(
+                "command '{}' {:.1} % CPU{}",
+                c.command,
+                c.cpu_percent,
+                if c.exited_early { " (ended early)" } else { "" }
+            )
+        });
+        match (self.generators.is_empty(), command) {
+            (true, Some(c)) => c,
+            (false, Some(c)) => format!(
+                "{} on CPU {}: {}; {c}",
+                self.spec,
+                self.cpus,
+                parts.join("; ")
+            ),
+            (_, None) => format!("{} on CPU {}: {}", self.spec, self.cpus, parts.join("; ")),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ pub mod counter;
 pub mod cyclic;
 mod handover;
 pub mod load;
+pub mod load_cmd;
 pub mod mem;
 pub mod net;
 pub mod ops;

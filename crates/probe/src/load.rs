@@ -54,6 +54,8 @@ pub struct Load {
 
 /// Remove scratch directories of runs that are gone (`rtgauge-load-PID` whose PID is not alive).
 pub fn clean_leftovers(scratch: &Path) {
+    // A killed run's external command group goes before its directory (which names the group).
+    crate::load_cmd::kill_leftover_groups(scratch);
     let Ok(rd) = std::fs::read_dir(scratch) else {
         return;
     };
@@ -142,6 +144,7 @@ impl Load {
             cpus: self.cpus,
             elapsed_ns: elapsed.as_nanos() as u64,
             generators,
+            command: None,
         }
     }
 }

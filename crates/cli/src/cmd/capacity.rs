@@ -245,10 +245,10 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
                 level,
                 ..a.load.clone()
             });
-            let load = super::load::start(spec.as_ref(), &measured, &root)?;
+            let load = super::load::start(spec.as_ref(), None, &measured, &root)?;
             let measured_result =
                 super::cyclic::measure(&resolved.plan, true, &stop, &mut |_, _, _| {});
-            let achieved = load.map(|l| l.stop());
+            let achieved = load.map(super::load::stop);
             let mut r = measured_result?;
             r.load = achieved;
             runs.push(sample(&r, &a.gate)?);

@@ -118,6 +118,11 @@ pub struct CyclicArgs {
     #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
     pub load: Option<rtgauge_model::load::LoadSpec>,
 
+    /// Run an external load command beside the probe (e.g. 'stress-ng --cpu 1'), on the CPUs not measured;
+    /// stopped with the probe (its whole process group), its CPU use recorded with the result.
+    #[arg(long = "load-cmd", value_name = "COMMAND")]
+    pub load_cmd: Option<String>,
+
     /// Print only the summary at exit (no live lines).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -459,7 +464,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
     let measured = CpuSet::new(plan.config.cpus.iter().flatten().copied());
-    let load = super::load::start(a.load.as_ref(), &measured, &root)?;
+    let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
     let measured_result = measure(&plan, a.quiet, &stop, &mut |_, _, _| {});
     let load = super::load::finish(load);

@@ -10,6 +10,7 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::load::{LoadResult, LoadSpec, Placement};
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::load::{Load, LoadPlan};
+use rtgauge_probe::load_cmd::CommandLoad;
 use rtgauge_probe::stop::StopFlag;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -91,24 +92,73 @@ pub fn plan(spec: &LoadSpec, measured: &CpuSet, root: &HostRoot) -> anyhow::Resu
     })
 }
 
-/// Start `spec`'s generators beside a probe on `measured` (None when no `--load`).
-pub fn start(
-    spec: Option<&LoadSpec>,
-    measured: &CpuSet,
-    root: &HostRoot,
-) -> anyhow::Result<Option<Load>> {
-    let Some(spec) = spec else {
-        return Ok(None);
-    };
-    let p = plan(spec, measured, root)?;
-    let load =
-        Load::start(&p).with_context(|| format!("--load {spec}: starting the generators"))?;
-    Ok(Some(load))
+/// Load running beside a probe: the generators, an external command, or both.
+pub struct Running {
+    generators: Option<Load>,
+    command: Option<CommandLoad>,
 }
 
-/// Stop the generators and print what they achieved (stderr, one line).
-pub fn finish(load: Option<Load>) -> Option<LoadResult> {
-    let r = load?.stop();
+/// Start `spec`'s generators and the `--load-cmd` command beside a probe on `measured` (None when neither
+/// was asked for). The command runs on the CPUs not measured (all CPUs when every one is measured); call
+/// from the main thread (see rtgauge_probe::load_cmd on PR_SET_PDEATHSIG).
+pub fn start(
+    spec: Option<&LoadSpec>,
+    command: Option<&str>,
+    measured: &CpuSet,
+    root: &HostRoot,
+) -> anyhow::Result<Option<Running>> {
+    if spec.is_none() && command.is_none() {
+        return Ok(None);
+    }
+    let command = match command {
+        None => None,
+        Some(c) => {
+            let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+            let rest = online.difference(measured);
+            let cpus = (!rest.is_empty()).then_some(&rest);
+            Some(
+                CommandLoad::start(c, cpus, &std::env::temp_dir())
+                    .with_context(|| format!("--load-cmd '{c}': starting the command"))?,
+            )
+        }
+    };
+    let generators = match spec {
+        None => None,
+        Some(spec) => {
+            let p = plan(spec, measured, root)?;
+            Some(
+                Load::start(&p)
+                    .with_context(|| format!("--load {spec}: starting the generators"))?,
+            )
+        }
+    };
+    Ok(Some(Running {
+        generators,
+        command,
+    }))
+}
+
+/// Stop the load and report what it achieved (without printing).
+pub fn stop(running: Running) -> LoadResult {
+    let mut r = match running.generators {
+        Some(g) => g.stop(),
+        None => LoadResult {
+            spec: String::new(),
+            cpus: CpuSet::default(),
+            elapsed_ns: 0,
+            generators: Vec::new(),
+            command: None,
+        },
+    };
+    if let Some(c) = running.command {
+        r.command = Some(c.stop());
+    }
+    r
+}
+
+/// Stop the load and print what it achieved (stderr, one line).
+pub fn finish(load: Option<Running>) -> Option<LoadResult> {
+    let r = stop(load?);
     eprintln!("rtgauge: load achieved: {}", r.summary());
     Some(r)
 }

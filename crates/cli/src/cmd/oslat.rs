@@ -69,6 +69,11 @@ pub struct OslatArgs {
     #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
     pub load: Option<rtgauge_model::load::LoadSpec>,
 
+    /// Run an external load command beside the probe (e.g. 'stress-ng --cpu 1'), on the CPUs not measured;
+    /// stopped with the probe (its whole process group), its CPU use recorded with the result.
+    #[arg(long = "load-cmd", value_name = "COMMAND")]
+    pub load_cmd: Option<String>,
+
     /// Print only the summary.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -305,7 +310,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         started_ns: 0,
     };
     let measured = rtgauge_model::CpuSet::new(plan.config.cpus.iter().copied());
-    let load = super::load::start(a.load.as_ref(), &measured, &root)?;
+    let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
     let measured_result = oslat::run(&plan, &stop, &mut announce);
     let load = super::load::finish(load);

@@ -303,18 +303,18 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             spec.kind,
             argv.join(" ")
         );
-        // A profile probe's `--load MIX` runs beside that probe only (see docs/load.md).
-        let mut load_spec = None;
+        // A profile probe's `--load MIX` and `--load-cmd` run beside that probe only (see docs/load.md).
+        let mut load_spec = (None, None);
         plans.push(match spec.kind {
             ProbeKind::Cyclic => {
                 let args: cyclic::CyclicArgs = flags(&argv, &what)?;
-                load_spec = args.load.clone();
+                load_spec = (args.load.clone(), args.load_cmd.clone());
                 let r = cyclic::resolve(&args, &root).with_context(|| what.clone())?;
                 Planned::Cyclic(Box::new(r))
             }
             ProbeKind::Oslat => {
                 let args: oslat::OslatArgs = flags(&argv, &what)?;
-                load_spec = args.load.clone();
+                load_spec = (args.load.clone(), args.load_cmd.clone());
                 Planned::Oslat(Box::new(
                     oslat::resolve(&args, &root).with_context(|| what.clone())?,
                 ))
@@ -421,7 +421,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 }
                 let mut progress = Progress::new("cyclic", Duration::from_nanos(duration.as_ns()));
                 let measured = CpuSet::new(r.plan.config.cpus.iter().flatten().copied());
-                let load = super::load::start(load_spec.as_ref(), &measured, &root)?;
+                let load = super::load::start(
+                    load_spec.0.as_ref(),
+                    load_spec.1.as_deref(),
+                    &measured,
+                    &root,
+                )?;
                 let result = {
                     let base = &doc;
                     let rec = &mut rec;
@@ -456,7 +461,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     last: String::new(),
                 };
                 let measured = CpuSet::new(p.config.cpus.iter().copied());
-                let load = super::load::start(load_spec.as_ref(), &measured, &root)?;
+                let load = super::load::start(
+                    load_spec.0.as_ref(),
+                    load_spec.1.as_deref(),
+                    &measured,
+                    &root,
+                )?;
                 let result = rtgauge_probe::oslat::run(&p, &stop, &mut hook);
                 let load = super::load::finish(load);
                 let mut result = result?;
