@@ -128,18 +128,8 @@ fn two_runs_on_one_cpu_both_know_they_were_contended() {
                 .unwrap(),
         );
     }
-    let cmp = rtgauge_std()
-        .args(["compare", "1", "2", "--json", "--db", &db])
-        .output()
-        .unwrap();
-    assert_ok(&cmp);
-    let c: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
-    let diff = c["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["what"].as_str().unwrap_or("").starts_with("contended"))
-        .unwrap_or_else(|| panic!("no contention difference: {c}"));
+    let c = common::compare_in(&db, &["1", "2"]);
+    let diff = common::difference(&c, "contended");
     assert_eq!(diff["values"][0], "no");
     assert!(
         diff["values"][1]
