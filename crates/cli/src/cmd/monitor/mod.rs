@@ -110,7 +110,7 @@ struct Setup {
     listen: Option<SocketAddr>,
 }
 
-fn resolve(a: &MonitorArgs, audit_root: &HostRoot) -> anyhow::Result<Setup> {
+fn resolve(a: &MonitorArgs) -> anyhow::Result<Setup> {
     let live = HostRoot::live();
     let online = read_cpu_mask(&live, CpuMask::Online).context("reading the online CPUs")?;
     let cpus = match &a.cpus {
@@ -123,7 +123,8 @@ fn resolve(a: &MonitorArgs, audit_root: &HostRoot) -> anyhow::Result<Setup> {
             set
         }
         None => {
-            let cmdline = rtgauge_host::fingerprint::read_cmdline(audit_root);
+            // The measured CPUs are this machine's, whatever tree the audit reads.
+            let cmdline = rtgauge_host::fingerprint::read_cmdline(&live);
             rtgauge_host::audit::derive_isolated(&live, &cmdline, &online, None)
                 .map(|(s, _)| s.intersection(&online))
                 .filter(|s| !s.is_empty())
@@ -185,7 +186,7 @@ fn lock(state: &Mutex<MonitorState>) -> std::sync::MutexGuard<'_, MonitorState> 
 /// `rtgauge monitor`.
 pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
     let audit_root = a.root.as_ref().map_or_else(HostRoot::live, HostRoot::at);
-    let setup = resolve(a, &audit_root)?;
+    let setup = resolve(a)?;
     let listener = match setup.listen {
         Some(addr) => Some(
             TcpListener::bind(addr).with_context(|| format!("--listen {addr}: cannot listen"))?,
