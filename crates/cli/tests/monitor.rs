@@ -118,6 +118,8 @@ fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrap
         "1",
         "--priority",
         "40",
+        "--interval",
+        "1ms",
         "--listen",
         &format!("127.0.0.1:{mport}"),
         "--audit-every",
@@ -298,6 +300,8 @@ fn sigterm_stops_within_a_second_and_stores_the_last_snapshot() {
     let mut monitor = start_monitor(&[
         "--cpus",
         "1",
+        "--interval",
+        "1ms",
         "--listen",
         "off",
         "--textfile",
