@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, export_json, rtgauge};
+use common::{assert_ok, busy_cpu, export_json, row, rtgauge};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -52,15 +52,6 @@ fn compare(db: &str, runs: &[&str], json: bool) -> String {
         .unwrap();
     assert_ok(&out);
     String::from_utf8(out.stdout).unwrap()
-}
-
-fn row<'a>(c: &'a Value, key: &str) -> &'a Value {
-    c["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["key"] == key)
-        .unwrap_or_else(|| panic!("no row {key} in {c}"))
 }
 
 /// Run 1 is a normal run; run `fully` lost every sample beyond a 50 ns limit: every percentile is unknown,

@@ -147,18 +147,8 @@ fn housekeeping_load_is_recorded_with_the_latency() {
                 .unwrap(),
         );
     }
-    let cmp = rtgauge_std()
-        .args(["compare", "1", "2", "--json", "--db", db])
-        .output()
-        .unwrap();
-    assert_ok(&cmp);
-    let c: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
-    let row = c["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["what"].as_str().unwrap_or("").starts_with("load"))
-        .unwrap_or_else(|| panic!("no load difference: {c}"));
+    let c = common::compare_in(db, &["1", "2"]);
+    let row = common::difference(&c, "load");
     assert_eq!(row["values"][0], "none (idle)");
     assert!(
         row["values"][1]

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, export_json, rtgauge, rtgauge_std, spinner};
+use common::{assert_ok, busy_cpu, export_json, row, rtgauge, rtgauge_std, spinner};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -72,24 +72,7 @@ fn fixture() -> &'static Fixture {
 
 /// `compare SELECTORS… --json` over the fixture's runs.
 fn compare_json(selectors: &[&str]) -> Value {
-    let f = fixture();
-    let out = rtgauge()
-        .arg("compare")
-        .args(selectors)
-        .args(["--json", "--db", &f.db])
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn row<'a>(c: &'a Value, key: &str) -> &'a Value {
-    c["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["key"] == key)
-        .unwrap_or_else(|| panic!("no row {key} in {c}"))
+    common::compare_in(&fixture().db, selectors)
 }
 
 #[test]

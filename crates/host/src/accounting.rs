@@ -201,15 +201,15 @@ mod tests {
     #[test]
     fn live_delta_sees_our_own_cpu_time() {
         let root = HostRoot::live();
-        // Spin until this process has used 50 ms of CPU (not 50 ms of wall time: on a busy machine the
-        // spinning thread may get half of that).
+        // Spin until this thread has used 50 ms of CPU (not 50 ms of wall time: on a busy machine the
+        // spinning thread may get half of that; not the process's CPU time, which other tests add to).
         let cpu_ns = || {
             let mut ts = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             };
             // SAFETY: clock_gettime fills a timespec we own.
-            unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
         };
         let a = read_snapshot(&root);

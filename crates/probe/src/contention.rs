@@ -31,8 +31,12 @@ pub struct CpuClaim {
     seen: BTreeMap<u32, Contender>,
 }
 
-/// The directory of claims: /run when it is ours to write (root), else the user's runtime directory.
+/// The directory of claims: `$RTGAUGE_RUN_DIR` when set (tests, or separate claim spaces), /run when it
+/// is ours to write (root), else the user's runtime directory.
 fn base_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("RTGAUGE_RUN_DIR") {
+        return PathBuf::from(d).join("cpu");
+    }
     let run = Path::new("/run/rtgauge/cpu");
     if std::fs::create_dir_all(run).is_ok() {
         return run.to_path_buf();

@@ -135,3 +135,35 @@ pub fn spinner(
         }
     })
 }
+
+/// `rtgauge compare RUNS… --json --db DB`, parsed.
+pub fn compare_in(db: &str, runs: &[&str]) -> Value {
+    let out = rtgauge_std()
+        .arg("compare")
+        .args(runs)
+        .args(["--json", "--db", db])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The row of measure `key` in a comparison.
+pub fn row<'a>(c: &'a Value, key: &str) -> &'a Value {
+    c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == key)
+        .unwrap_or_else(|| panic!("no row {key} in {c}"))
+}
+
+/// The difference of a comparison whose `what` starts with `prefix`.
+pub fn difference<'a>(c: &'a Value, prefix: &str) -> &'a Value {
+    c["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["what"].as_str().unwrap_or("").starts_with(prefix))
+        .unwrap_or_else(|| panic!("no difference '{prefix}…' in {c}"))
+}
