@@ -168,6 +168,20 @@ pub struct NetResult {
     pub sysctls: BTreeMap<String, String>,
     /// Connections still in flight when the time ran out (not errors: cut off by the end of the run).
     pub in_flight_at_end: u64,
+    /// CPS at a fixed offered rate (`net cps --rate`), absent for the closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
+}
+
+/// An open-loop (fixed-rate) CPS measurement: what was offered against what was achieved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    /// New connections per second offered, in all.
+    pub offered_per_s: f64,
+    /// Starts the schedule called for during the run.
+    pub scheduled: u64,
+    /// Scheduled starts not made because every connection slot was busy (raise --concurrency).
+    pub missed_starts: u64,
 }
 
 impl NetResult {
@@ -302,6 +316,7 @@ mod tests {
             ],
             sysctls: BTreeMap::new(),
             in_flight_at_end: 0,
+            open_loop: None,
         }
     }
 

@@ -248,6 +248,7 @@ mod tests {
             per_second: Vec::new(),
             sysctls: Default::default(),
             in_flight_at_end: 0,
+            open_loop: None,
         }
     }
 

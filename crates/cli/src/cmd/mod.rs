@@ -9,6 +9,7 @@ pub mod load;
 pub mod mem;
 pub mod monitor;
 pub mod net;
+pub mod net_rate;
 pub mod numa;
 pub mod ops;
 pub mod oslat;

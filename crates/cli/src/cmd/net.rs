@@ -119,6 +119,15 @@ pub struct CpsArgs {
     /// columns of the Intel/A10 ADC white paper's figure 3.
     #[arg(long = "and-throughput", value_name = "PATH")]
     pub and_throughput: Option<String>,
+    /// Open loop: offer new connections at this fixed rate per second in all (whatever the server's pace;
+    /// latency counts from each scheduled start), one measurement per rate of the list, e.g. 500,1000,2000.
+    /// --concurrency is then the pool of slots per CPU; a start due with every slot busy is missed.
+    #[arg(long, value_name = "RATE[,RATE…]", value_parser = super::net_rate::parse_rates)]
+    pub rate: Option<super::net_rate::Rates>,
+    /// With --rate: the capacity is the highest offered rate whose p99 connection latency stays within this
+    /// bound (and that missed no start); exit 1 if none does.
+    #[arg(long = "p99-max", value_name = "TIME", requires = "rate", value_parser = parse_duration_arg)]
+    pub p99_max: Option<Nanos>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -190,6 +199,8 @@ pub struct Point {
     pub concurrency: u32,
     pub server_cpus: Option<Vec<u32>>,
     pub sweep: Option<u32>,
+    /// Open-loop offered rate (CPS `--rate`), else closed loop.
+    pub rate: Option<f64>,
 }
 
 /// Everything resolved before anything runs.
@@ -283,6 +294,7 @@ pub fn resolve(
             concurrency,
             server_cpus: server_cpus.clone(),
             sweep: k,
+            rate: None,
         });
         if let Some(p) = &and_throughput {
             points.push(Point {
@@ -293,6 +305,7 @@ pub fn resolve(
                     * server_cpus.as_ref().map_or(1, |s| s.len() as u32),
                 server_cpus,
                 sweep: k,
+                rate: None,
             });
         }
     };
@@ -449,6 +462,7 @@ pub fn measure(plan: &NetPlan, stop: &StopFlag, root: &HostRoot) -> anyhow::Resu
             timeout_ns: plan.timeout_ns,
             close: plan.close,
             max_transactions: plan.max_transactions,
+            rate_per_s: p.rate,
         };
         let r = client::run(&cplan, stop);
         if let Some(s) = server {
@@ -483,6 +497,11 @@ pub fn measure(plan: &NetPlan, stop: &StopFlag, root: &HostRoot) -> anyhow::Resu
             per_second: r.per_second,
             sysctls: sysctls.clone(),
             in_flight_at_end: r.in_flight_at_end,
+            open_loop: p.rate.map(|offered_per_s| rtgauge_model::net::OpenLoop {
+                offered_per_s,
+                scheduled: r.scheduled,
+                missed_starts: r.missed_starts,
+            }),
         });
     }
     Ok(out)
@@ -529,7 +548,8 @@ impl NetCommand {
                 c.close,
                 c.and_throughput.as_deref(),
                 root,
-            ),
+            )
+            .map(|p| super::net_rate::expand(p, c.rate.as_ref())),
             NetCommand::Throughput(t) => resolve(
                 NetMode::Throughput,
                 &t.load,
@@ -605,6 +625,10 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     }
     super::print_text(&render_sweep(&results))?;
     let (code, why) = outcome(&results, plan.max_errors);
+    let code = match command {
+        NetCommand::Cps(c) => super::net_rate::report(&results, c.p99_max, code)?,
+        _ => code,
+    };
     let status = if stop.is_set() || results.len() < plan.points.len() {
         RunStatus::Interrupted
     } else {

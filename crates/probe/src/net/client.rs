@@ -39,6 +39,9 @@ pub struct ClientPlan {
     pub timeout_ns: u64,
     pub close: CloseMode,
     pub max_transactions: u64,
+    /// Open loop (CPS only): new connections offered at this fixed rate in all, spread evenly over the loops,
+    /// whatever the server's pace; `None` = closed loop (each slot reopens as soon as its connection ends).
+    pub rate_per_s: Option<f64>,
 }
 
 /// What the loops measured, merged.
@@ -56,6 +59,10 @@ pub struct ClientOutcome {
     pub in_flight_at_end: u64,
     /// CPUs a loop could not be pinned to.
     pub unpinned: Vec<u32>,
+    /// Open loop: connection starts the schedule called for, and those not made because every slot was
+    /// busy (the generator's pool, not the server, was the limit for those).
+    pub scheduled: u64,
+    pub missed_starts: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +131,11 @@ struct Worker<'a> {
     idle: usize,
     /// This loop's share of `max_transactions`.
     budget: u64,
+    /// Open loop: ns between this loop's scheduled starts (0 = closed loop), the next start, and counts.
+    gap_ns: u64,
+    next_start: u64,
+    scheduled: u64,
+    missed: u64,
 }
 
 /// What one loop counted; the loops' tallies are merged into the outcome.
@@ -214,6 +226,13 @@ impl Worker<'_> {
 
     /// Open a new connection in slot `i` (which must be idle).
     fn open(&mut self, i: usize) {
+        self.open_at(i, 0);
+    }
+
+    /// Open a connection in idle slot `i`; an open loop passes the scheduled start (`due`, else 0), from
+    /// which its latencies count: a start made late because the loop was busy is charged to the latency,
+    /// not hidden (no coordinated omission).
+    fn open_at(&mut self, i: usize, due: u64) {
         // A fresh timestamp: a slot reopened late in a batch of events must not be charged the time spent
         // on the events before it (one vDSO clock read, ~20 ns).
         let now = now_ns(Clock::Monotonic);
@@ -236,7 +255,7 @@ impl Worker<'_> {
         s.fd = fd;
         s.gen = s.gen.wrapping_add(1);
         s.phase = Phase::Connecting;
-        s.t_start = now;
+        s.t_start = if due > 0 { due.min(now) } else { now };
         s.deadline = now.saturating_add(self.plan.timeout_ns);
         s.got_first = false;
         s.ok = false;
@@ -430,8 +449,8 @@ impl Worker<'_> {
             }
         }
         self.drop_conn(i);
-        if self.tally.transactions < self.budget {
-            // Reopen at once: the closed loop's next transaction.
+        if self.gap_ns == 0 && self.tally.transactions < self.budget {
+            // Reopen at once: the closed loop's next transaction (the open loop opens on its schedule).
             self.open(i);
         }
     }
@@ -461,6 +480,8 @@ struct Part {
     in_flight: u64,
     pinned: bool,
     cpu: u32,
+    scheduled: u64,
+    missed: u64,
 }
 
 fn worker(
@@ -504,6 +525,15 @@ fn worker(
             tally: Tally::new(secs),
             idle: n,
             budget: plan.max_transactions.div_ceil(plan.cpus.len() as u64),
+            gap_ns: match (plan.mode, plan.rate_per_s) {
+                (NetMode::Cps, Some(r)) if r > 0.0 => {
+                    ((1e9 * plan.cpus.len() as f64 / r) as u64).max(1)
+                }
+                _ => 0,
+            },
+            next_start: 0,
+            scheduled: 0,
+            missed: 0,
         })
     })();
     // Start together, once every loop is prepared (or the run was called off).
@@ -513,12 +543,34 @@ fn worker(
     let mut w = prepared?;
     let t0 = *t0_cell.get_or_init(|| now_ns(Clock::Monotonic));
     w.t0 = t0;
+    // Loops start their schedules evenly staggered, so the offered load is smooth in all.
+    w.next_start = t0 + w.gap_ns * index as u64 / plan.cpus.len() as u64;
     let end = t0.saturating_add(plan.duration_ns);
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
     let mut last_scan = t0;
     let mut now = t0;
+    let mut free_hint = 0usize;
     loop {
-        if w.idle > 0 && w.tally.transactions < w.budget {
+        if w.gap_ns > 0 {
+            // Open loop: every start that is due, each in a free slot; a due start with no free slot is
+            // missed (counted) rather than queued, so the offered rate never bends to the server's pace.
+            while w.next_start <= now && w.next_start < end && w.tally.transactions < w.budget {
+                let due = w.next_start;
+                w.next_start += w.gap_ns;
+                w.scheduled += 1;
+                let n = w.slots.len();
+                match (0..n)
+                    .map(|k| (free_hint + k) % n)
+                    .find(|&i| w.slots[i].phase == Phase::Idle)
+                {
+                    Some(i) => {
+                        free_hint = i + 1;
+                        w.open_at(i, due);
+                    }
+                    None => w.missed += 1,
+                }
+            }
+        } else if w.idle > 0 && w.tally.transactions < w.budget {
             for i in 0..w.slots.len() {
                 if w.slots[i].phase == Phase::Idle {
                     w.open(i);
@@ -529,7 +581,14 @@ fn worker(
             break;
         }
         let left_ms = ((end - now) / 1_000_000).clamp(1, 10) as i32;
-        let timeout = if w.idle > 0 { 1 } else { left_ms };
+        let timeout = if w.gap_ns > 0 {
+            // Until the next scheduled start (epoll's timeout is in ms: 0 polls when it is under 1 ms).
+            (w.next_start.saturating_sub(now) / 1_000_000).min(left_ms as u64) as i32
+        } else if w.idle > 0 {
+            1
+        } else {
+            left_ms
+        };
         let n = w.ep.wait(&mut events, timeout);
         now = now_ns(Clock::Monotonic);
         for ev in &events[..n] {
@@ -559,6 +618,8 @@ fn worker(
         in_flight,
         pinned: pin.achieved == Some(cpu),
         cpu,
+        scheduled: w.scheduled,
+        missed: w.missed,
     })
 }
 
@@ -619,10 +680,13 @@ pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeErr
     let secs = (elapsed_ns.div_ceil(1_000_000_000) as usize).max(1);
     let mut all = Tally::new(secs);
     let (mut in_flight_at_end, mut unpinned) = (0, Vec::new());
+    let (mut scheduled, mut missed_starts) = (0, 0);
     for p in parts {
         let p = p?;
         all.merge(&p.tally);
         in_flight_at_end += p.in_flight;
+        scheduled += p.scheduled;
+        missed_starts += p.missed;
         if !p.pinned {
             unpinned.push(p.cpu);
         }
@@ -639,5 +703,7 @@ pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeErr
         per_second: all.per_second,
         in_flight_at_end,
         unpinned,
+        scheduled,
+        missed_starts,
     })
 }
