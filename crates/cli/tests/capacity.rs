@@ -23,8 +23,10 @@ fn capacity(gate: &str, out: &std::path::Path) -> (std::process::Output, serde_j
             "2",
             "-D",
             "500ms",
-            "--output",
+            "--html",
         ])
+        .arg(out.with_extension("html"))
+        .arg("--output")
         .arg(out)
         .output()
         .unwrap();
@@ -52,6 +54,17 @@ fn a_gate_that_holds_gives_the_highest_level_and_the_curve() {
         // The idle baseline has no load; every loaded run records what the generators achieved.
         assert_eq!(run["load"].is_null(), level == 0, "{run}");
     }
+    let page = std::fs::read_to_string(dir.path().join("c.html")).unwrap();
+    assert!(
+        page.contains("<svg") && page.contains("latency vs load"),
+        "no chart"
+    );
+    assert!(page.contains("capacity: the gate holds up to load level 100 %"));
+    assert_eq!(
+        page.matches("<tr>").count(),
+        4,
+        "a header and one row per level"
+    );
     let cpu = &curve[1]["runs"][0]["load"]["generators"][0];
     assert_eq!(cpu["kind"], "cpu");
     assert!(cpu["ops"].as_u64().unwrap() > 0);

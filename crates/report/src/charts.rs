@@ -398,6 +398,62 @@ pub fn log_curve(
     })
 }
 
+/// A latency-vs-load curve: one named series of (load, latency ns) points per figure (p50, p99, …) on a
+/// linear load axis and a log latency axis, with the gate's bound as a dashed horizontal line.
+pub fn load_curve(
+    title: &str,
+    x_desc: &str,
+    series: &[Series<[(f64, f64)]>],
+    bound: Option<(f64, String)>,
+) -> String {
+    let pts: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.data.iter().map(|&(x, y)| (x, us(y))))
+        .collect();
+    let bound = bound.map(|(ns, name)| (us(ns), name));
+    let ys = pts.iter().map(|p| p.1).chain(bound.iter().map(|b| b.0));
+    let (y0, y1) = ys.fold((f64::MAX, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    if pts.is_empty() || y0 > y1 {
+        return svg(|_| Err("no data".into()));
+    }
+    let x1 = pts.iter().map(|p| p.0).fold(0.0f64, f64::max).max(1.0);
+    let (y0, y1) = ((y0 / 1.5).max(1e-3), y1 * 1.5);
+    let in_us: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|s| s.data.iter().map(|&(x, y)| (x, us(y))).collect())
+        .collect();
+    svg(|root| {
+        let mut chart = frame(root, title)
+            .build_cartesian_2d(0.0..x1 * 1.05, (y0..y1).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc("latency (µs)")
+            .y_label_formatter(&|y| num_label(*y))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        if let Some((b, name)) = &bound {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, *b), (x1 * 1.05, *b)],
+                    6,
+                    4,
+                    BLACK.mix(0.6).stroke_width(1),
+                ))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series([Text::new(name.clone(), (0.0, *b * 1.1), ("sans-serif", 11))])
+                .map_err(|e| e.to_string())?;
+        }
+        let named = series
+            .iter()
+            .zip(&in_us)
+            .map(|(s, d)| (s.name.as_str(), d.as_slice()));
+        lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
+    })
+}
+
 fn bytes_label(b: f64) -> String {
     if b >= 1024.0 * 1024.0 * 1024.0 {
         format!("{:.0}G", b / (1024.0 * 1024.0 * 1024.0))

@@ -65,6 +65,44 @@ fn run_name(id: i64, d: &RunDocument) -> String {
     }
 }
 
+/// A latency-vs-load page (`rtgauge capacity --html`): the answer, the curve as a chart, and the table.
+/// `series` are (figure name, points of (load level %, latency ns)); `rows` are the table's cells as text.
+pub fn render_load_curve(
+    title: &str,
+    answer: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    bound: Option<(f64, String)>,
+    header: &[&str],
+    rows: &[Vec<String>],
+) -> String {
+    let named: Vec<Series<[(f64, f64)]>> = series
+        .iter()
+        .map(|(n, d)| Series {
+            name: n.clone(),
+            data: d.as_slice(),
+        })
+        .collect();
+    let svg = charts::load_curve("latency vs load", "load level (%)", &named, bound);
+    page(
+        title,
+        html! {
+            p { strong { (answer) } }
+            (chart(svg))
+            table {
+                tr { @for h in header { th { (h) } } }
+                // Figures right-aligned; the last column (the load achieved) is text and may wrap.
+                @for r in rows {
+                    tr {
+                        @for (i, c) in r.iter().enumerate() {
+                            @if i + 1 < r.len() { td.n { (c) } } @else { td { (c) } }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
 /// The HTML report of one run.
 pub fn render_report(id: i64, doc: &RunDocument) -> String {
     let body = html! {

@@ -59,6 +59,10 @@ pub struct CapacityArgs {
     /// Write the curve and the answer as JSON to FILE ('-' = stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Write a self-contained HTML page with the latency-vs-load chart and the table to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Which latency figure a gate bounds.
@@ -281,11 +285,84 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
         crate::doc::write_json(path, &answer)
             .with_context(|| format!("--output {}", path.display()))?;
     }
+    if let Some(path) = &a.html {
+        std::fs::write(path, html_page(&answer))
+            .with_context(|| format!("--html {}", path.display()))?;
+    }
     Ok(if answer.capacity_level.is_some() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// One line saying what was found.
+fn answer_line(c: &Capacity) -> String {
+    match c.capacity_level {
+        Some(l) => format!("capacity: the gate holds up to load level {l} %"),
+        None => format!("capacity: no level holds ({})", c.gate.text),
+    }
+}
+
+/// The worst run of each level (by the gated figure).
+fn worst_runs(c: &Capacity) -> Vec<(&Point, &Sample)> {
+    c.curve
+        .iter()
+        .filter_map(|p| p.runs.iter().max_by_key(|s| s.value_ns).map(|s| (p, s)))
+        .collect()
+}
+
+fn html_page(c: &Capacity) -> String {
+    let worst = worst_runs(c);
+    let curve = |f: fn(&Sample) -> u64| -> Vec<(f64, f64)> {
+        worst
+            .iter()
+            .map(|(p, s)| (f64::from(p.level), f(s) as f64))
+            .collect()
+    };
+    let series = vec![
+        ("p50".to_string(), curve(|s| s.p50_ns)),
+        ("p99".to_string(), curve(|s| s.p99_ns)),
+        ("p99.9".to_string(), curve(|s| s.p999_ns)),
+        ("max".to_string(), curve(|s| s.max_ns)),
+    ];
+    let rows: Vec<Vec<String>> = worst
+        .iter()
+        .map(|(p, s)| {
+            vec![
+                format!("{} %", p.level),
+                us(s.p50_ns),
+                us(s.p99_ns),
+                us(s.p999_ns),
+                us(s.max_ns),
+                us(p.worst_ns),
+                if p.holds { "holds" } else { "FAILS" }.to_string(),
+                s.load
+                    .as_ref()
+                    .map_or_else(|| "none".to_string(), |l| l.summary()),
+            ]
+        })
+        .collect();
+    rtgauge_report::html::render_load_curve(
+        &format!(
+            "capacity of CPU {} under {} for {}",
+            c.cpu, c.load, c.gate.text
+        ),
+        &answer_line(c),
+        &series,
+        Some((c.gate.max_ns as f64, c.gate.text.clone())),
+        &[
+            "level",
+            "p50 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "max µs",
+            "gated µs",
+            "gate",
+            "load achieved",
+        ],
+        &rows,
+    )
 }
 
 fn us(ns: u64) -> String {
@@ -308,12 +385,7 @@ fn print_table(c: &Capacity) -> anyhow::Result<()> {
         "{:>5}  {:>9} {:>9} {:>9} {:>9}  {:>9}  {:<5}  load achieved (µs; the run with the worst gated figure)",
         "level", "p50", "p99", "p99.9", "max", "gated", "gate"
     )?;
-    for p in &c.curve {
-        let worst = p
-            .runs
-            .iter()
-            .max_by_key(|s| s.value_ns)
-            .context("a level without runs")?;
+    for (p, worst) in worst_runs(c) {
         let load = worst
             .load
             .as_ref()
@@ -330,10 +402,7 @@ fn print_table(c: &Capacity) -> anyhow::Result<()> {
             if p.holds { "holds" } else { "FAILS" },
         )?;
     }
-    match c.capacity_level {
-        Some(l) => writeln!(out, "capacity: the gate holds up to load level {l} %")?,
-        None => writeln!(out, "capacity: no level holds ({})", c.gate.text)?,
-    }
+    writeln!(out, "{}", answer_line(c))?;
     if let Some(l) = c.capacity_level {
         if let Some(p) = c.curve.iter().find(|p| p.level > l && p.holds) {
             writeln!(
