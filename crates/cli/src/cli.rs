@@ -47,7 +47,7 @@ pub enum Command {
     Mem(Box<crate::cmd::mem::MemArgs>),
     /// NUMA locality of running processes and cgroups, and node-local allocation counters.
     Numa(crate::cmd::numa::NumaArgs),
-    /// Measured, bounded load generators (cpu, memory, io, fork, timer) alone, for use beside another tool.
+    /// Measured, bounded load generators (cpu, memory, io, fork, timer, msg, ipi) alone, for use beside another tool.
     Load(Box<crate::cmd::load::LoadArgs>),
     /// The highest load level at which a latency gate still holds, with the latency-vs-load curve.
     Capacity(Box<crate::cmd::capacity::CapacityArgs>),

@@ -20,15 +20,23 @@ pub enum LoadKind {
     Fork,
     /// A timer storm: 20 µs sleeps back to back (a timer interrupt each).
     Timer,
+    /// hackbench-style messaging: 100-byte messages ping-ponged with an echo thread on the same CPU over
+    /// a Unix socket pair (socket buffers, wake-ups, context switches).
+    Msg,
+    /// An IPI storm: expedited membarrier, which interrupts every CPU running a thread of rtgauge — the
+    /// measured CPUs included, as TLB shootdowns of a busy multi-threaded process do.
+    Ipi,
 }
 
 impl LoadKind {
-    pub const ALL: [LoadKind; 5] = [
+    pub const ALL: [LoadKind; 7] = [
         LoadKind::Cpu,
         LoadKind::Memory,
         LoadKind::Io,
         LoadKind::Fork,
         LoadKind::Timer,
+        LoadKind::Msg,
+        LoadKind::Ipi,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -37,6 +45,8 @@ impl LoadKind {
             LoadKind::Io => "io",
             LoadKind::Fork => "fork",
             LoadKind::Timer => "timer",
+            LoadKind::Msg => "msg",
+            LoadKind::Ipi => "ipi",
         }
     }
     /// Unit of the achieved rate.
@@ -47,6 +57,8 @@ impl LoadKind {
             LoadKind::Io => "fsyncs/s",
             LoadKind::Fork => "forks/s",
             LoadKind::Timer => "wakeups/s",
+            LoadKind::Msg => "round trips/s",
+            LoadKind::Ipi => "broadcasts/s",
         }
     }
 }
@@ -83,7 +95,7 @@ pub struct LoadSpec {
 /// Why a load specification was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadSpecError {
-    #[error("'{0}' is not a load kind (cpu, memory, io, fork, timer)")]
+    #[error("'{0}' is not a load kind (cpu, memory, io, fork, timer, msg, ipi)")]
     Kind(String),
     #[error("level '{0}' is not a whole percentage from 1 to 100")]
     Level(String),

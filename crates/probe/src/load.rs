@@ -179,7 +179,7 @@ impl Generator {
             // SAFETY: setpriority on the calling thread (who = 0 is this thread on Linux).
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
         }
-        let mut work = Work::new(self.kind, self.memory_bytes, self.file.as_deref());
+        let mut work = Work::new(self.kind, self.cpu, self.memory_bytes, self.file.as_deref());
         let _ = ready.send(());
         // The busy part of each period is counted in this thread's CPU time, not wall time: preempted time
         // is not load, so the achieved CPU share is the level even on a CPU shared with others.
@@ -243,7 +243,24 @@ enum Work {
     },
     Fork,
     Timer,
+    /// One end of a socket pair; an echo thread pinned to the same CPU holds the other and ends when this
+    /// end is closed (the Work is dropped).
+    Msg {
+        sock: Option<std::os::unix::net::UnixStream>,
+        buf: [u8; MSG_BYTES],
+    },
+    /// Whether expedited membarrier (Linux ≥ 4.14) could be registered; without it the generator idles
+    /// and counts nothing, so the achieved load says there was none.
+    Ipi {
+        membarrier: bool,
+    },
 }
+
+/// hackbench's default message size.
+const MSG_BYTES: usize = 100;
+/// Linux membarrier commands (include/uapi/linux/membarrier.h).
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
 /// Elements of the memory generator per chunk (64 KiB of each buffer).
 const MEM_CHUNK: usize = 8192;
@@ -253,7 +270,7 @@ const CPU_CHUNK: u64 = 2_000;
 const IO_WRAP: u64 = 64 << 20;
 
 impl Work {
-    fn new(kind: LoadKind, memory_bytes: usize, file: Option<&Path>) -> Work {
+    fn new(kind: LoadKind, cpu: u32, memory_bytes: usize, file: Option<&Path>) -> Work {
         match kind {
             LoadKind::Cpu => Work::Cpu {
                 x: 0x9e37_79b9_7f4a_7c15,
@@ -282,6 +299,20 @@ impl Work {
             },
             LoadKind::Fork => Work::Fork,
             LoadKind::Timer => Work::Timer,
+            LoadKind::Msg => Work::Msg {
+                sock: echo_pair(cpu),
+                buf: [0x5a; MSG_BYTES],
+            },
+            LoadKind::Ipi => Work::Ipi {
+                // SAFETY: membarrier with a command and flags 0 has no memory effects on our side.
+                membarrier: unsafe {
+                    libc::syscall(
+                        libc::SYS_membarrier,
+                        MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                        0,
+                    )
+                } == 0,
+            },
         }
     }
 
@@ -357,8 +388,48 @@ impl Work {
                 std::thread::sleep(Duration::from_micros(20));
                 1
             }
+            Work::Msg { sock, buf } => {
+                use std::io::{Read as _, Write as _};
+                let Some(s) = sock.as_mut() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    return 0;
+                };
+                if s.write_all(&buf[..]).is_err() || s.read_exact(&mut buf[..]).is_err() {
+                    *sock = None;
+                    return 0;
+                }
+                1
+            }
+            Work::Ipi { membarrier } => {
+                if !*membarrier {
+                    std::thread::sleep(Duration::from_millis(1));
+                    return 0;
+                }
+                // SAFETY: as above; an IPI to every CPU currently running a thread of this process.
+                let r = unsafe {
+                    libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0)
+                };
+                u64::from(r == 0)
+            }
         }
     }
+}
+
+/// A socket pair whose far end is echoed by a thread pinned to `cpu` (hackbench's sender and receiver on
+/// one CPU); None if the pair or the thread cannot be had (the generator then counts nothing).
+fn echo_pair(cpu: u32) -> Option<std::os::unix::net::UnixStream> {
+    use std::io::{Read as _, Write as _};
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().ok()?;
+    std::thread::Builder::new()
+        .name("rtg-load-echo".into())
+        .spawn(move || {
+            crate::rt::pin_thread(Some(cpu));
+            let mut buf = [0u8; MSG_BYTES];
+            // Ends when the generator's end closes (read_exact fails on EOF).
+            while b.read_exact(&mut buf).is_ok() && b.write_all(&buf).is_ok() {}
+        })
+        .ok()?;
+    Some(a)
 }
 
 #[cfg(test)]
@@ -384,7 +455,7 @@ mod tests {
         assert!(!dir.path().join("rtgauge-load-4194305").exists());
         std::thread::sleep(Duration::from_millis(300));
         let r = load.stop();
-        assert_eq!(r.generators.len(), 5);
+        assert_eq!(r.generators.len(), LoadKind::ALL.len());
         for g in &r.generators {
             assert!(g.ops > 0, "{g:?}");
             assert!(g.rate > 0.0, "{g:?}");

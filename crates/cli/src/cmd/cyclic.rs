@@ -114,7 +114,7 @@ pub struct CyclicArgs {
     pub priospread: bool,
 
     /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
-    /// (kinds cpu, memory, io, fork, timer; e.g. cpu,memory@housekeeping). Achieved load is recorded.
+    /// (kinds cpu, memory, io, fork, timer, msg, ipi; e.g. cpu,memory@housekeeping). Achieved load is recorded.
     #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
     pub load: Option<rtgauge_model::load::LoadSpec>,
 

@@ -24,7 +24,7 @@ pub fn parse_load(s: &str) -> Result<LoadSpec, String> {
 /// Run measured, bounded load generators alone (e.g. beside cyclictest), then report what they achieved.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
-    /// Generators and placement: cpu, memory, io, fork, timer, comma-separated, with an optional
+    /// Generators and placement: cpu, memory, io, fork, timer, msg, ipi, comma-separated, with an optional
     /// ':LEVEL' (duty cycle %, default 100) and '@CPUS' (a CPU list; default: every online CPU).
     #[arg(value_name = "MIX", value_parser = parse_load)]
     pub mix: LoadSpec,

@@ -65,7 +65,7 @@ pub struct OslatArgs {
     pub workload_mem: u64,
 
     /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
-    /// (kinds cpu, memory, io, fork, timer). Achieved load is recorded.
+    /// (kinds cpu, memory, io, fork, timer, msg, ipi). Achieved load is recorded.
     #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
     pub load: Option<rtgauge_model::load::LoadSpec>,
 
