@@ -171,6 +171,9 @@ pub struct NetResult {
     /// CPS at a fixed offered rate (`net cps --rate`), absent for the closed loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoop>,
+    /// Background load while the point was measured (`--load`, `--load-cmd`), as achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::LoadResult>,
 }
 
 /// An open-loop (fixed-rate) CPS measurement: what was offered against what was achieved.
@@ -317,6 +320,7 @@ mod tests {
             sysctls: BTreeMap::new(),
             in_flight_at_end: 0,
             open_loop: None,
+            load: None,
         }
     }
 

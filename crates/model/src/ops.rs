@@ -64,6 +64,9 @@ pub struct OpsResult {
     /// Operations that could not be measured, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<(String, String)>,
+    /// The load generated while the probe measured (`--load`), as achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::LoadResult>,
 }
 
 /// Median of values (mean of the middle two for an even count); 0 for none.

@@ -840,6 +840,7 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
         cpu,
         ops,
         skipped,
+        load: None,
     }
 }
 

@@ -249,6 +249,7 @@ mod tests {
             sysctls: Default::default(),
             in_flight_at_end: 0,
             open_loop: None,
+            load: None,
         }
     }
 

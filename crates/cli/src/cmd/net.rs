@@ -102,6 +102,13 @@ pub struct LoadArgs {
     /// Also write the run document as JSON to FILE ('-' = stdout).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Background load on the CPUs not used by the client or the server (or @CPUS, …), as for cyclic
+    /// (docs/load.md); the achieved load is stored with each point.
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub bg_load: Option<rtgauge_model::load::LoadSpec>,
+    /// An external load command beside the measurement, on the CPUs not used by it (docs/load.md).
+    #[arg(long = "load-cmd", value_name = "COMMAND")]
+    pub load_cmd: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -502,6 +509,7 @@ pub fn measure(plan: &NetPlan, stop: &StopFlag, root: &HostRoot) -> anyhow::Resu
                 scheduled: r.scheduled,
                 missed_starts: r.missed_starts,
             }),
+            load: None,
         });
     }
     Ok(out)
@@ -618,7 +626,20 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         .context("installing SIGINT/SIGTERM handlers")?;
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::doc::now_rfc3339();
-    let results = measure(&plan, &stop, &root)?;
+    // The CPUs the measurement uses (client and server loops) are the "measured" ones for --load.
+    let busy = CpuSet::new(plan.points.iter().flat_map(|p| {
+        p.client_cpus
+            .iter()
+            .chain(p.server_cpus.iter().flatten())
+            .copied()
+    }));
+    let bg = super::load::start(a.bg_load.as_ref(), a.load_cmd.as_deref(), &busy, &root)?;
+    let results = measure(&plan, &stop, &root);
+    let bg = super::load::finish(bg);
+    let mut results = results?;
+    for r in &mut results {
+        r.load = bg.clone();
+    }
     let mut out = std::io::stdout().lock();
     for r in &results {
         super::print_text(&render_result(r))?;

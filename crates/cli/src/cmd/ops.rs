@@ -19,6 +19,15 @@ use std::process::ExitCode;
 /// what lmbench subtracts for that operation) taken off; median, p99 and max per operation.
 #[derive(Debug, Clone, Args)]
 pub struct OpsArgs {
+    /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
+    /// (kinds cpu, memory, io, fork, timer, msg, ipi; see docs/load.md). Achieved load is recorded.
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub load: Option<rtgauge_model::load::LoadSpec>,
+
+    /// Run an external load command beside the probe, on the CPUs not measured (docs/load.md).
+    #[arg(long = "load-cmd", value_name = "COMMAND")]
+    pub load_cmd: Option<String>,
+
     /// Operations to measure, comma-separated (default: all): null_syscall, read, write, stat, open_close,
     /// sig_install, sig_catch, pipe_rtt, unix_rtt, ctx_switch, fork_exit, fork_exec, fork_sh, mmap,
     /// page_fault, sleep, clock_gettime, tsc_read.
@@ -165,7 +174,12 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
     let started = crate::doc::now_rfc3339();
-    let result = rtgauge_probe::ops::run(&plan, &stop)?;
+    let measured = rtgauge_model::CpuSet::new(plan.cpu);
+    let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
+    let result = rtgauge_probe::ops::run(&plan, &stop);
+    let load = super::load::finish(load);
+    let mut result = result?;
+    result.load = load;
     let warnings = shortfalls(&result);
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");

@@ -1,0 +1,71 @@
+//! `--load` on the probes beyond cyclic and oslat: ops and net store the load achieved beside their
+//! figures, like the latency probes do.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{assert_ok, read_json, rtgauge_std};
+
+fn load_of(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.json");
+    let o = rtgauge_std()
+        .args(args)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_ok(&o);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("rtgauge: load achieved:"));
+    read_json(&out)["probes"][0]["load"].clone()
+}
+
+#[test]
+fn ops_records_its_load() {
+    let _cpu = common::busy_cpu();
+    let l = load_of(&[
+        "ops",
+        "--ops",
+        "null_syscall",
+        "-r",
+        "5",
+        "--cpu",
+        "1",
+        "--load",
+        "cpu",
+    ]);
+    assert_eq!(l["spec"], "cpu:100@housekeeping", "{l}");
+    assert_eq!(
+        l["cpus"], "0",
+        "the housekeeping CPU is the one ops does not use"
+    );
+    assert!(l["generators"][0]["ops"].as_u64().unwrap() > 0, "{l}");
+}
+
+#[test]
+fn net_records_its_load() {
+    let _cpu = common::busy_cpu();
+    let l = load_of(&[
+        "net",
+        "cps",
+        "--serve-cpus",
+        "0",
+        "--cpus",
+        "1",
+        "-D",
+        "1s",
+        "--no-store",
+        "--load",
+        "timer@all",
+    ]);
+    assert_eq!(l["spec"], "timer:100@all", "{l}");
+    assert_eq!(
+        l["generators"].as_array().unwrap().len(),
+        2,
+        "one timer per CPU: {l}"
+    );
+    for g in l["generators"].as_array().unwrap() {
+        assert!(g["ops"].as_u64().unwrap() > 0, "{g}");
+    }
+}
