@@ -137,3 +137,36 @@ fn the_loaded_profile_stores_the_load_beside_the_latency() {
         assert!(g["ops"].as_u64().unwrap() > 0, "{g}");
     }
 }
+
+#[test]
+fn a_search_measures_only_the_levels_it_needs() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let run = |gate: &str| {
+        let o = rtgauge_std()
+            .args([
+                "capacity", "--gate", gate, "--load", "cpu", "--search", "25", "--repeat", "1",
+                "-D", "300ms", "--output",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        (o.status.code(), read_json(&out))
+    };
+    // Full load holds: nothing else to measure.
+    let (code, doc) = run("cyclic.p50<=20ms");
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(doc["capacity_level"], 100);
+    assert_eq!(doc["curve"].as_array().unwrap().len(), 1, "{doc}");
+    // Nothing can hold: full load fails, then idle fails, and the search stops there.
+    let (code, doc) = run("cyclic.max<=1us");
+    assert_eq!(code, Some(1), "{doc}");
+    let levels: Vec<u64> = doc["curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["level"].as_u64().unwrap())
+        .collect();
+    assert_eq!(levels, [0, 100]);
+}

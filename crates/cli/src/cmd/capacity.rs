@@ -36,6 +36,11 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "LIST", default_value = "0,25,50,75,100", value_parser = parse_levels)]
     pub levels: Levels,
 
+    /// Search instead of --levels: bisect 0..100 % until the highest level that holds and the lowest that
+    /// fails are STEP apart (e.g. --search 5).
+    #[arg(long, value_name = "STEP", conflicts_with = "levels", value_parser = clap::value_parser!(u8).range(1..=50))]
+    pub search: Option<u8>,
+
     /// Runs per level; the level holds only if the gate holds in every run.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
@@ -232,12 +237,12 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
 
-    let mut curve = Vec::new();
-    'levels: for &level in &a.levels.0 {
+    // One level: its runs, or None when a signal stopped the measurement.
+    let measure_level = |level: u8| -> anyhow::Result<Option<Point>> {
         let mut runs = Vec::new();
         for rep in 0..a.repeat {
             if stop.is_set() {
-                break 'levels;
+                return Ok(None);
             }
             eprintln!(
                 "capacity: level {level} %, run {}/{} ({})…",
@@ -257,16 +262,49 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
             r.load = achieved;
             runs.push(sample(&r, &a.gate)?);
         }
-        if runs.is_empty() {
-            break;
-        }
         let worst_ns = runs.iter().map(|s| s.value_ns).max().unwrap_or(0);
-        curve.push(Point {
+        Ok(Some(Point {
             level,
             holds: runs.iter().all(|s| s.holds),
             worst_ns,
             runs,
-        });
+        }))
+    };
+    let mut curve: Vec<Point> = Vec::new();
+    match a.search {
+        None => {
+            for &level in &a.levels.0 {
+                match measure_level(level)? {
+                    Some(p) => curve.push(p),
+                    None => break,
+                }
+            }
+        }
+        Some(step) => {
+            // Bisection over 0..=100: the bound between the highest level seen to hold and the lowest seen
+            // to fail narrows until they are `step` apart (about log2(100 / step) + 2 levels measured).
+            let (mut lo, mut hi) = (None::<u8>, None::<u8>);
+            let mut next = Some(100u8);
+            while let Some(level) = next {
+                let Some(p) = measure_level(level)? else {
+                    break;
+                };
+                if p.holds {
+                    lo = Some(level);
+                } else {
+                    hi = Some(level);
+                }
+                curve.push(p);
+                next = match (lo, hi) {
+                    (Some(_), None) => None,      // 100 % holds
+                    (None, Some(100)) => Some(0), // then try idle
+                    (None, Some(_)) => None,      // idle fails: nothing holds
+                    (Some(l), Some(h)) if h > l && h - l > step => Some(l + (h - l) / 2),
+                    _ => None,
+                };
+            }
+            curve.sort_by_key(|p| p.level);
+        }
     }
     let answer = Capacity {
         gate: a.gate.clone(),
