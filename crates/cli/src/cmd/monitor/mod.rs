@@ -285,7 +285,10 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &a.textfile {
             write_textfile(dir, &lock(&state))?;
         }
-        snapshot.absorb(result);
+        // Segments are kept (merged) only for the store's snapshots: without --store-every nothing grows.
+        if store.is_some() {
+            snapshot.absorb(result);
+        }
         let stopping = stop.is_set() || deadline.is_some_and(|d| Instant::now() >= d);
         if let (Some((s, db)), Some(every)) = (store.as_mut(), store_every) {
             if stopping || snapshot.started.elapsed() >= every {
