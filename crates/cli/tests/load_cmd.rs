@@ -70,9 +70,13 @@ fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
     eprintln!("{c}");
     assert_eq!(c["command"], "stress-ng --cpu 1 --quiet");
     assert_eq!(c["exited_early"], false);
-    // One stress-ng worker spins on CPU 0 for the whole run.
+    // One stress-ng worker spins on CPU 0 for the whole run: its share is recorded (what it gets depends
+    // on what else CPU 0 runs, so only a spinning share is required, not a full CPU).
     let pct = c["cpu_percent"].as_f64().unwrap();
-    assert!(pct > 50.0, "stress-ng --cpu 1 used {pct:.1} % CPU");
+    assert!(
+        pct > 20.0 && pct < 110.0,
+        "stress-ng --cpu 1 used {pct:.1} % CPU"
+    );
     assert!(String::from_utf8_lossy(&o.stderr).contains("command 'stress-ng --cpu 1 --quiet'"));
     assert!(
         gone("stress-ng --cpu 1 --quiet"),
