@@ -4,6 +4,7 @@
 
 pub mod accounting;
 pub mod audit;
+pub mod counters;
 pub mod cpu;
 pub mod fingerprint;
 pub mod lint;

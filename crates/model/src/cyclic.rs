@@ -123,6 +123,9 @@ pub struct CyclicResult {
     /// What the system did while the probe ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accounting: Option<crate::accounting::Accounting>,
+    /// Why the spikes happened: per-interval counters and, with `--trace`, each spike's breakdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::attribution::Why>,
     /// The load generated while the probe measured (`--load`), as achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::load::LoadResult>,

@@ -8,6 +8,7 @@
 //!   percentile derived later; the percentiles stored beside them are a convenience, never the source.
 
 pub mod accounting;
+pub mod attribution;
 pub mod audit;
 pub mod cpuset;
 pub mod cyclic;

@@ -129,6 +129,9 @@ pub struct OslatResult {
     /// What the system did while the probe ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accounting: Option<crate::accounting::Accounting>,
+    /// Why the gaps happened: per-interval counters and, with `--trace`, each worst gap's breakdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::attribution::Why>,
     /// The load generated while the probe measured (`--load`), as achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::load::LoadResult>,

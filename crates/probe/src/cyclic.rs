@@ -463,6 +463,7 @@ fn assemble(
         break_hit,
         elapsed_ns,
         accounting: None,
+        why: None,
         load: None,
     }
 }
@@ -536,6 +537,7 @@ fn checkpoint_result(
         break_hit: None,
         elapsed_ns: elapsed.as_nanos() as u64,
         accounting: None,
+        why: None,
         load: None,
     }
 }

@@ -26,6 +26,7 @@ pub mod ops;
 pub mod oslat;
 pub mod rt;
 pub mod stop;
+pub mod trace;
 
 /// Why a probe could not run at all (as opposed to a setting that could not be had, which is recorded in the
 /// result and does not stop the probe).

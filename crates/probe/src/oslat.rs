@@ -451,6 +451,7 @@ pub fn run(
         trace_hit,
         elapsed_ns,
         accounting: None,
+        why: None,
         load: None,
     })
 }
@@ -563,6 +564,7 @@ fn checkpoint_result(
         trace_hit: None,
         elapsed_ns: elapsed.as_nanos() as u64,
         accounting: None,
+        why: None,
         load: None,
     }
 }

@@ -225,6 +225,7 @@ fn probe_section(p: &ProbeResult) -> Markup {
         @if tl.iter().any(|t| !t.data.is_empty()) {
             (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
         }
+        (crate::spikes::html(p))
         h3 { "Conditions (requested → achieved)" }
         table {
             tr { th { "thread" } th { "policy" } th { "priority" } th { "CPU" } }
@@ -500,6 +501,8 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
         }
         @let mems: Vec<(String, &rtgauge_model::mem::MemResult)> = names.iter().zip(runs).filter_map(|(n, d)| d.probes.iter().find_map(|p| match p { ProbeResult::Mem(m) => Some((n.clone(), m)), _ => None })).collect();
         @if mems.len() == runs.len() { h2 { "mem" } (mem_chart(&mems)) }
+        @let why = crate::spikes::compare_sentences(&names, runs);
+        @if !why.is_empty() { h2 { "Why the spikes" } ul { @for s in &why { li { (s) } } } }
         h2 { "Differences in platform and tuning" }
         @if c.differences.is_empty() { p { "None: fingerprints and audit results agree." } }
         @else {

@@ -10,6 +10,7 @@ pub mod net;
 pub mod numa;
 pub mod ops;
 pub mod rttests;
+pub mod spikes;
 pub mod terminal;
 pub mod threads;
 

@@ -580,6 +580,7 @@ mod tests {
             break_hit: None,
             elapsed_ns: 1_000_000_000,
             accounting: None,
+            why: None,
             load: None,
         }
     }

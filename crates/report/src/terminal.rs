@@ -126,6 +126,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
         if let Some(l) = load {
             let _ = writeln!(s, "load achieved: {}", l.summary());
         }
+        s.push_str(&crate::spikes::render_why(p));
     }
     if !doc.verdicts.is_empty() {
         let _ = writeln!(
@@ -284,6 +285,13 @@ pub fn render_compare(
                 .map(|(n, v)| format!("{n}: {v}"))
                 .collect();
             let _ = writeln!(s, "  {}: {}", d.what, vals.join("; "));
+        }
+    }
+    let why = crate::spikes::compare_sentences(&names, runs);
+    if !why.is_empty() {
+        let _ = writeln!(s, "\nwhy the spikes:");
+        for w in why {
+            let _ = writeln!(s, "  {w}");
         }
     }
     s

@@ -761,6 +761,7 @@ fn cyclic_document(
         break_hit: None,
         elapsed_ns: 0,
         accounting: None,
+        why: None,
         load: None,
     };
     Ok(imported_document(
@@ -1008,6 +1009,7 @@ fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportError> {
         trace_hit: None,
         elapsed_ns: duration_ns,
         accounting: None,
+        why: None,
         load: None,
     };
     let meta = Meta {

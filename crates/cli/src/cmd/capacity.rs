@@ -255,8 +255,13 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
                 ..a.load.clone()
             });
             let load = super::load::start(spec.as_ref(), None, &measured, &root)?;
-            let measured_result =
-                super::cyclic::measure(&resolved.plan, true, &stop, &mut |_, _, _| {});
+            let measured_result = super::cyclic::measure(
+                &resolved.plan,
+                resolved.why,
+                true,
+                &stop,
+                &mut |_, _, _| {},
+            );
             let achieved = load.map(super::load::stop);
             let mut r = measured_result?;
             r.load = achieved;

@@ -139,6 +139,20 @@ pub struct CyclicArgs {
     #[arg(long = "spike", value_name = "US")]
     pub spike: Option<u64>,
 
+    /// Trace the measured CPUs' kernel events and break each spike (above --spike, else p99.99) down into
+    /// IRQs, softirqs, threads, kernel work and an unattributed remainder. Needs root and tracefs.
+    #[arg(long = "trace")]
+    pub trace: bool,
+
+    /// Do not sample the interval counters (for the overhead bench only).
+    #[arg(long = "no-counters", hide = true)]
+    pub no_counters: bool,
+
+    /// Stop at the first sample above US (µs), like -b, with --trace: the trace of the 20 ms before it is
+    /// stored with the run and the sample's breakdown printed.
+    #[arg(long = "break-above", value_name = "US", value_parser = clap::value_parser!(u64).range(1..))]
+    pub break_above: Option<u64>,
+
     /// Capacity of the spike list per thread.
     #[arg(long = "spike-nodes", value_name = "N", default_value_t = 1024)]
     pub spike_nodes: usize,
@@ -210,6 +224,8 @@ pub struct Resolved {
     pub plan: CyclicPlan,
     /// Settings rejected before running that the user should know about.
     pub notes: Vec<String>,
+    /// `--trace`: break spikes down (above `trace_threshold_ns`, else p99.99).
+    pub why: super::why::WhyOpts,
 }
 
 /// Apply cyclictest's rules to the flags: thread count and placement, policy and priority, histogram and
@@ -262,10 +278,22 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
                 .filter(|c| online.contains(*c))
         })
         .collect();
-    let main_cpus = match &a.mainaffinity {
+    let mut main_cpus = match &a.mainaffinity {
         Some(t) => Some(parse_cpus("--mainaffinity", t, &possible)?),
         None => affinity.clone(),
     };
+    if (a.trace || a.break_above.is_some()) && a.mainaffinity.is_none() {
+        // The main thread drains the trace: keep it off the measured CPUs when there is anywhere else to go.
+        let measured = CpuSet::new(cpus.iter().flatten().copied());
+        let rest = online.difference(&measured);
+        if rest.is_empty() {
+            notes.push(
+                "--trace: every online CPU is measured; the trace is read on a measured CPU".into(),
+            );
+        } else {
+            main_cpus = Some(rest);
+        }
+    }
 
     let policy = a.policy.unwrap_or(if a.priority.is_some() {
         SchedPolicy::Fifo
@@ -315,8 +343,16 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
         skip_missed: a.skip_missed,
         hist_buckets,
         unit_ns: if a.nsecs { 1 } else { 1000 },
-        spike_threshold_ns: a.spike.map(|us| us.saturating_mul(1000)),
-        break_threshold_ns: a.breaktrace.map(|us| us.saturating_mul(1000)),
+        // --trace records spikes from a low floor so that the p99.99 tail known at the end is in the list.
+        spike_threshold_ns: a
+            .spike
+            .map(|us| us.saturating_mul(1000))
+            .or(a.break_above.map(|us| us.saturating_mul(1000)))
+            .or(a.trace.then_some(TRACE_SPIKE_FLOOR_NS)),
+        break_threshold_ns: a
+            .breaktrace
+            .or(a.break_above)
+            .map(|us| us.saturating_mul(1000)),
         timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
     };
     Ok(Resolved {
@@ -326,13 +362,25 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
             mlockall: a.mlockall,
             dma_latency_us: (!a.default_system).then_some(a.latency),
             main_cpus,
-            spike_nodes: a.spike_nodes.min(1 << 20),
+            spike_nodes: if (a.trace || a.break_above.is_some()) && a.spike.is_none() {
+                1 << 16
+            } else {
+                a.spike_nodes.min(1 << 20)
+            },
             nodes,
             tick: Duration::from_millis(100),
         },
         notes,
+        why: super::why::WhyOpts {
+            counters: !a.no_counters,
+            trace: a.trace || a.break_above.is_some(),
+            threshold_ns: a.spike.map(|us| us.saturating_mul(1000)),
+        },
     })
 }
+
+/// Lowest latency `--trace` keeps in the spike list when no `--spike` is given (20 µs).
+const TRACE_SPIKE_FLOOR_NS: u64 = 20_000;
 
 /// Describe every setting that was requested but not achieved, one line each.
 pub fn shortfalls(r: &CyclicResult) -> Vec<String> {
@@ -398,6 +446,7 @@ pub type Hook<'a> = &'a mut dyn FnMut(Duration, &[LiveThread], &mut dyn FnMut() 
 /// Run the probe with live display (unless quiet or not a terminal), stopping on `stop`.
 pub fn measure(
     plan: &CyclicPlan,
+    opts: super::why::WhyOpts,
     quiet: bool,
     stop: &StopFlag,
     hook: Hook<'_>,
@@ -406,6 +455,8 @@ pub fn measure(
         live: bool,
         screen: LiveScreen,
         hook: &'h mut Hook<'a>,
+        why: super::why::WhyRun,
+        tids: Vec<i32>,
     }
     impl cyclic::Observer for Screen<'_, '_> {
         fn tick(
@@ -417,6 +468,10 @@ pub fn measure(
             if self.live {
                 self.screen.draw(t);
             }
+            self.tids.clear();
+            self.tids.extend(t.iter().map(|t| t.tid));
+            let max = t.iter().map(|t| t.max_ns).max().unwrap_or(0);
+            self.why.tick(e, &self.tids, max);
             (self.hook)(e, t, checkpoint);
         }
     }
@@ -430,9 +485,19 @@ pub fn measure(
             root: HostRoot::live(),
         },
         hook: &mut hook,
+        why: super::why::WhyRun::start(
+            &CpuSet::new(plan.config.cpus.iter().flatten().copied()),
+            plan.config.timeline_interval_ns,
+            opts.counters,
+            opts.trace,
+        ),
+        tids: Vec::new(),
     };
-    let r = cyclic::run(plan, stop, &mut obs)?;
-    if obs.screen.drawn {
+    let r = cyclic::run(plan, stop, &mut obs);
+    let Screen { why, screen, .. } = obs;
+    let mut r = r?;
+    why.finish_cyclic(&mut r, opts.threshold_ns);
+    if screen.drawn {
         // Replace the live block by the final summary rather than printing the lines twice.
         print!("\x1b[{}A\x1b[J", plan.config.threads + 2);
     }
@@ -442,7 +507,7 @@ pub fn measure(
 /// `rtgauge cyclic`.
 pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     let root = a.root.as_ref().map_or_else(HostRoot::live, HostRoot::at);
-    let Resolved { plan, notes } = resolve(a, &root)?;
+    let Resolved { plan, notes, why } = resolve(a, &root)?;
     for n in &notes {
         eprintln!("rtgauge: warning: {n}");
     }
@@ -466,7 +531,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     let measured = CpuSet::new(plan.config.cpus.iter().flatten().copied());
     let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
-    let measured_result = measure(&plan, a.quiet, &stop, &mut |_, _, _| {});
+    let measured_result = measure(&plan, why, a.quiet, &stop, &mut |_, _, _| {});
     let load = super::load::finish(load);
     let mut result = measured_result?;
     result.load = load;
@@ -495,6 +560,11 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
         }
     }
     print_text(&result, a)?;
+    if why.trace {
+        // Only with --trace: without it the output stays cyclictest's, byte for byte.
+        let p = ProbeResult::Cyclic(result.clone());
+        print!("{}", rtgauge_report::spikes::render_why(&p));
+    }
 
     if let Some(path) = &a.json {
         crate::doc::write_rt_tests_json(path, &started_2822, &system, |env| {
@@ -538,7 +608,7 @@ fn print_text(r: &CyclicResult, a: &CyclicArgs) -> anyhow::Result<()> {
         writeln!(out, "{}", rttests::render_summary_line(t, unit_ns))?;
     }
     write!(out, "{}", rttests::render_percentile_table(r))?;
-    if r.config.spike_threshold_ns.is_some() {
+    if a.spike.is_some() {
         for s in &r.spikes {
             writeln!(
                 out,

@@ -82,6 +82,11 @@ pub struct OslatArgs {
     #[arg(short = 's', long = "single-preheat")]
     pub single_preheat: bool,
 
+    /// Trace the measured CPUs' kernel events and break the worst gaps down into IRQs, softirqs, threads,
+    /// kernel work and an unattributed remainder (hypervisor, SMI/firmware). Needs root and tracefs.
+    #[arg(long = "trace")]
+    pub trace: bool,
+
     /// Stop at the first gap ≥ US µs and write a marker into the ftrace buffer, then stop tracing. Unlike
     /// oslat, the summary and the JSON are still written.
     #[arg(short = 'T', long = "trace-threshold", value_name = "US", value_parser = clap::value_parser!(u64).range(1..))]
@@ -312,9 +317,11 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     let measured = rtgauge_model::CpuSet::new(plan.config.cpus.iter().copied());
     let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
-    let measured_result = oslat::run(&plan, &stop, &mut announce);
+    let mut why = super::why::OslatWhy::new(&mut announce, &plan, a.trace);
+    let measured_result = oslat::run(&plan, &stop, &mut why);
     let load = super::load::finish(load);
     let mut result = measured_result?;
+    why.finish(&mut result);
     result.load = load;
     result.accounting = Some(rtgauge_host::accounting::delta(
         &before,
@@ -343,6 +350,11 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         "{}",
         rttests::render_oslat_extras(&result, announce.started_ns)
     )?;
+    if a.trace {
+        // Only with --trace: without it the output stays oslat's.
+        let p = ProbeResult::Oslat(result.clone());
+        write!(out, "{}", rtgauge_report::spikes::render_why(&p))?;
+    }
     out.flush()?;
 
     if let Some(path) = &a.json {

@@ -72,6 +72,11 @@ pub struct RunArgs {
     /// Also write the run document as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Trace the measured CPUs during the timer and noise probes and break their spikes down (adds
+    /// `--trace` to the profile's cyclic and oslat flags). Needs root and tracefs.
+    #[arg(long)]
+    pub trace: bool,
 }
 
 /// A built-in profile name or a TOML file.
@@ -297,6 +302,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             argv.push("-D".into());
             argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
         }
+        if a.trace
+            && matches!(spec.kind, ProbeKind::Cyclic | ProbeKind::Oslat)
+            && !argv.iter().any(|f| f == "--trace")
+        {
+            argv.push("--trace".into());
+        }
         let what = format!(
             "profile {} {:?} flags '{}'",
             profile.name,
@@ -315,9 +326,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             ProbeKind::Oslat => {
                 let args: oslat::OslatArgs = flags(&argv, &what)?;
                 load_spec = (args.load.clone(), args.load_cmd.clone());
-                Planned::Oslat(Box::new(
-                    oslat::resolve(&args, &root).with_context(|| what.clone())?,
-                ))
+                Planned::Oslat(
+                    Box::new(oslat::resolve(&args, &root).with_context(|| what.clone())?),
+                    args.trace,
+                )
             }
             ProbeKind::Net => {
                 let args: net::NetArgs = flags(&argv, &what)?;
@@ -438,7 +450,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                                 rec.checkpoint(base, ProbeResult::Cyclic(ck()));
                             }
                         };
-                    cyclic::measure(&r.plan, true, &stop, &mut hook)
+                    cyclic::measure(&r.plan, r.why, true, &stop, &mut hook)
                 };
                 let load = super::load::finish(load);
                 let mut result = result?;
@@ -448,7 +460,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 doc.warnings.extend(cyclic::shortfalls(&result));
                 doc.probes.push(ProbeResult::Cyclic(result));
             }
-            Planned::Oslat(p) => {
+            Planned::Oslat(p, trace) => {
                 eprintln!(
                     "oslat on CPUs {} for {duration} (after a {} preheat)…",
                     place.cpus,
@@ -467,9 +479,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     &measured,
                     &root,
                 )?;
-                let result = rtgauge_probe::oslat::run(&p, &stop, &mut hook);
+                let mut why = super::why::OslatWhy::new(&mut hook, &p, trace);
+                let result = rtgauge_probe::oslat::run(&p, &stop, &mut why);
                 let load = super::load::finish(load);
                 let mut result = result?;
+                why.finish(&mut result);
                 result.load = load;
                 hook.progress.finish();
                 result.accounting = account();
@@ -595,7 +609,8 @@ impl rtgauge_probe::oslat::Phases for OslatHook<'_, '_> {
 
 enum Planned {
     Cyclic(Box<cyclic::Resolved>),
-    Oslat(Box<rtgauge_probe::oslat::OslatPlan>),
+    /// The plan and `--trace`.
+    Oslat(Box<rtgauge_probe::oslat::OslatPlan>, bool),
     Net(Box<net::NetPlan>),
     Ops(Box<rtgauge_probe::ops::OpsPlan>),
     Mem(Box<rtgauge_probe::mem::MemPlan>),

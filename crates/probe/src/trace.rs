@@ -1,0 +1,662 @@
+//! Kernel trace events of the measured CPUs, for `--trace`: a private tracefs instance
+//! (`instances/rtgauge-<pid>`, so the global buffer and other users are never disturbed), per-CPU ring
+//! buffers with `trace_clock mono` (CLOCK_MONOTONIC, the probes' clock), read as text from
+//! `per_cpu/cpuN/trace_pipe` by the main thread on its housekeeping CPU, never by a measured CPU.
+//!
+//! Why text trace_pipe and not trace_pipe_raw, perf_event_open or eBPF: it needs no event-format decoder, no
+//! BPF toolchain or kernel BTF, and works on every kernel with tracefs; the events are recorded by the kernel
+//! into the measured CPU's own ring buffer (tens of ns per event there), the formatting cost (~1 µs per
+//! event) is paid by the reader on the housekeeping CPU. Per-CPU buffers also scale: each CPU has its own
+//! ring, so the collection does not funnel every CPU through one reader the way rtla's single tracefs pass
+//! does. The timestamp printed is µs-resolution, which bounds the breakdown's resolution to 1 µs.
+//!
+//! The events are folded into [`Span`]s as they arrive (entry/exit pairs, sched_switch → running thread),
+//! kept for a rolling window plus any range [`TraceSession::pin`]ned, and broken down per spike with
+//! [`rtgauge_model::attribution::breakdown`].
+//!
+//! Cleanup: dropping the session turns tracing off and removes the instance (and unmounts tracefs if it
+//! was mounted here). A killed run leaves its instance behind; [`TraceSession::start`] removes instances
+//! of dead `rtgauge-<pid>` processes first.
+
+use rtgauge_model::attribution::{CauseKind, Span};
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+/// Where tracefs is (or is mounted).
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Why tracing could not start; the probe then runs with counters only.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("tracefs at {TRACEFS} is not readable and mounting it failed ({0}): needs root")]
+    NoTracefs(std::io::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TraceError + '_ {
+    move |source| TraceError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// The events enabled: (subsystem, event). Missing ones are skipped (older kernels, other architectures).
+const EVENTS: &[(&str, &str)] = &[
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
+    ("sched", "sched_switch"),
+    ("workqueue", "workqueue_execute_start"),
+    ("workqueue", "workqueue_execute_end"),
+    ("nmi", "nmi_handler"),
+    ("irq_vectors", "local_timer_entry"),
+    ("irq_vectors", "local_timer_exit"),
+    ("irq_vectors", "call_function_entry"),
+    ("irq_vectors", "call_function_exit"),
+    ("irq_vectors", "call_function_single_entry"),
+    ("irq_vectors", "call_function_single_exit"),
+    ("irq_vectors", "reschedule_entry"),
+    ("irq_vectors", "reschedule_exit"),
+    ("irq_vectors", "irq_work_entry"),
+    ("irq_vectors", "irq_work_exit"),
+    ("irq_vectors", "x86_platform_ipi_entry"),
+    ("irq_vectors", "x86_platform_ipi_exit"),
+    ("irq_vectors", "thermal_apic_entry"),
+    ("irq_vectors", "thermal_apic_exit"),
+];
+
+/// Which tracers the kernel offers beyond events (`available_tracers`): timerlat/osnoise split latency into
+/// IRQ and thread context and report hardware (hypervisor) noise.
+pub fn kernel_tracers(tracefs: &Path) -> (bool, bool) {
+    let t = std::fs::read_to_string(tracefs.join("available_tracers")).unwrap_or_default();
+    let has = |n: &str| t.split_whitespace().any(|x| x == n);
+    (has("timerlat"), has("osnoise"))
+}
+
+/// Instances named `rtgauge-<pid>` whose process is gone (a killed run), from a directory listing.
+pub fn stale_instances(names: &[String], alive: impl Fn(u32) -> bool) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| {
+            n.strip_prefix("rtgauge-")
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| !alive(pid))
+        })
+        .cloned()
+        .collect()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Remove the instances of dead rtgauge runs under `tracefs`; returns how many.
+pub fn clean_stale(tracefs: &Path) -> usize {
+    let dir = tracefs.join("instances");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    stale_instances(&names, pid_alive)
+        .iter()
+        .filter(|n| {
+            let d = dir.join(n);
+            // Tracing off first: rmdir fails while the buffer is busy, and a leftover must not keep recording.
+            let _ = std::fs::write(d.join("tracing_on"), "0");
+            std::fs::remove_dir(d).is_ok()
+        })
+        .count()
+}
+
+/// One parsed trace line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event<'a> {
+    pub ts_ns: u64,
+    pub name: &'a str,
+    pub fields: &'a str,
+}
+
+/// Parse one text line of trace_pipe: `comm-pid [cpu] flags secs.usecs: event: fields`. The timestamp is the
+/// first `digits.digits:` word after the `[cpu]` field (a comm may hold spaces and colons).
+pub fn parse_line(line: &str) -> Option<Event<'_>> {
+    let after_cpu = line.find("] ")? + 2;
+    let rest = line.get(after_cpu..)?;
+    let mut pos = 0;
+    for word in rest.split(' ') {
+        let start = pos;
+        pos += word.len() + 1;
+        let Some(ts) = word.strip_suffix(':') else {
+            continue;
+        };
+        let Some((s, frac)) = ts.split_once('.') else {
+            continue;
+        };
+        if s.is_empty() || frac.is_empty() || frac.len() > 9 {
+            continue;
+        }
+        let (Ok(secs), Ok(f)) = (s.parse::<u64>(), frac.parse::<u64>()) else {
+            continue;
+        };
+        let scale = 10u64.pow(9 - frac.len() as u32);
+        let ts_ns = secs.checked_mul(1_000_000_000)?.checked_add(f * scale)?;
+        let tail = rest.get(start + word.len()..)?.trim_start();
+        let (name, fields) = tail.split_once(':')?;
+        return Some(Event {
+            ts_ns,
+            name: name.trim(),
+            fields: fields.trim(),
+        });
+    }
+    None
+}
+
+/// `key=value` from an event's fields (value up to the next space, or to `until` when given).
+fn field<'a>(fields: &'a str, key: &str, until: Option<&str>) -> Option<&'a str> {
+    let at = fields.find(key)? + key.len();
+    let v = fields.get(at..)?;
+    let end = match until {
+        Some(u) => v.find(u).unwrap_or(v.len()),
+        None => v.find(' ').unwrap_or(v.len()),
+    };
+    v.get(..end)
+}
+
+/// Kernel priority (0–139) as a policy word: below 100 is real-time (rt priority 99 − prio).
+pub fn prio_name(prio: i64) -> String {
+    if (0..100).contains(&prio) {
+        format!("RT {}", 99 - prio)
+    } else {
+        "CFS".to_string()
+    }
+}
+
+/// Folds one CPU's events into spans.
+#[derive(Debug, Default)]
+pub struct Folder {
+    /// Open entry events: kind, name, start.
+    stack: Vec<(CauseKind, String, u64)>,
+    /// The running thread since: (name, pid, since).
+    running: Option<(String, i64, u64)>,
+    /// Threads not to charge (the probe's own) and the idle task (pid 0) are left out.
+    pub exclude: Vec<i64>,
+    pub events: u64,
+}
+
+impl Folder {
+    /// Feed one event; finished spans are pushed to `out`.
+    pub fn feed(&mut self, e: &Event<'_>, out: &mut Vec<Span>) {
+        self.events += 1;
+        let t = e.ts_ns;
+        fn close(
+            stack: &mut Vec<(CauseKind, String, u64)>,
+            kind: CauseKind,
+            t: u64,
+            out: &mut Vec<Span>,
+        ) {
+            if let Some(i) = stack.iter().rposition(|(k, _, _)| *k == kind) {
+                let (k, name, start) = stack.remove(i);
+                out.push(Span {
+                    start_ns: start,
+                    end_ns: t,
+                    kind: k,
+                    name,
+                });
+            }
+        }
+        match e.name {
+            "irq_handler_entry" => {
+                let irq = field(e.fields, "irq=", None).unwrap_or("?");
+                let name = field(e.fields, "name=", Some("\u{0}")).unwrap_or("");
+                self.stack
+                    .push((CauseKind::Irq, format!("{irq} {name}"), t));
+            }
+            "irq_handler_exit" => close(&mut self.stack, CauseKind::Irq, t, out),
+            "softirq_entry" => {
+                let name = field(e.fields, "action=", Some("]")).unwrap_or("?");
+                self.stack.push((CauseKind::Softirq, name.to_string(), t));
+            }
+            "softirq_exit" => close(&mut self.stack, CauseKind::Softirq, t, out),
+            "workqueue_execute_start" => {
+                let name = field(e.fields, "function ", None).unwrap_or("?");
+                self.stack.push((CauseKind::Work, name.to_string(), t));
+            }
+            "workqueue_execute_end" => close(&mut self.stack, CauseKind::Work, t, out),
+            "nmi_handler" => {
+                let d: u64 = field(e.fields, "delta_ns=", None)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let name = field(e.fields, "handler=", None).unwrap_or("?");
+                out.push(Span {
+                    start_ns: t.saturating_sub(d),
+                    end_ns: t,
+                    kind: CauseKind::Vector,
+                    name: format!("NMI {name}"),
+                });
+            }
+            "sched_switch" => {
+                if let Some((name, pid, since)) = self.running.take() {
+                    if pid != 0 && !self.exclude.contains(&pid) {
+                        out.push(Span {
+                            start_ns: since,
+                            end_ns: t,
+                            kind: CauseKind::Thread,
+                            name,
+                        });
+                    }
+                }
+                let comm = field(e.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
+                let pid: i64 = field(e.fields, "next_pid=", None)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let prio: i64 = field(e.fields, "next_prio=", None)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(120);
+                self.running = Some((format!("{comm}/{pid} {}", prio_name(prio)), pid, t));
+            }
+            n => {
+                if let Some(v) = n.strip_suffix("_entry") {
+                    self.stack.push((CauseKind::Vector, v.to_string(), t));
+                } else if n.ends_with("_exit") {
+                    close(&mut self.stack, CauseKind::Vector, t, out);
+                }
+            }
+        }
+    }
+
+    /// The thread running now as a span up to `now` (for windows that end before its switch-out).
+    fn running_span(&self, now: u64) -> Option<Span> {
+        let (name, pid, since) = self.running.as_ref()?;
+        (*pid != 0 && !self.exclude.contains(pid)).then(|| Span {
+            start_ns: *since,
+            end_ns: now,
+            kind: CauseKind::Thread,
+            name: name.clone(),
+        })
+    }
+}
+
+/// One measured CPU's reader.
+struct CpuTrace {
+    cpu: u32,
+    pipe: std::fs::File,
+    partial: Vec<u8>,
+    folder: Folder,
+    spans: VecDeque<Span>,
+    kept: Vec<Span>,
+    last_ts: u64,
+    /// Unpinned spans ending before this were dropped.
+    pruned_before: u64,
+}
+
+/// A running trace of the measured CPUs.
+pub struct TraceSession {
+    dir: PathBuf,
+    mounted: bool,
+    cpus: Vec<CpuTrace>,
+    buf: Vec<u8>,
+    /// Spans older than this (ns before the newest event) are dropped unless pinned.
+    pub keep_ns: u64,
+    pins: Vec<(u64, u64)>,
+    /// Instances of killed runs removed at start.
+    pub cleaned: usize,
+    started_ns: u64,
+}
+
+impl TraceSession {
+    /// Mount tracefs if needed, remove stale instances, create ours and start recording on `cpus`.
+    pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<TraceSession, TraceError> {
+        let root = PathBuf::from(TRACEFS);
+        let mut mounted = false;
+        if !root.join("instances").exists() {
+            let src = c"tracefs";
+            let target = c"/sys/kernel/tracing";
+            // SAFETY: NUL-terminated constant strings; no data argument.
+            let rc = unsafe {
+                libc::mount(
+                    src.as_ptr(),
+                    target.as_ptr(),
+                    src.as_ptr(),
+                    0,
+                    std::ptr::null(),
+                )
+            };
+            if rc != 0 {
+                return Err(TraceError::NoTracefs(std::io::Error::last_os_error()));
+            }
+            mounted = true;
+        }
+        let cleaned = clean_stale(&root);
+        let dir = root
+            .join("instances")
+            .join(format!("rtgauge-{}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(io(&dir))?;
+        let mut s = TraceSession {
+            dir: dir.clone(),
+            mounted,
+            cpus: Vec::new(),
+            buf: vec![0; 1 << 16],
+            keep_ns: 60_000_000_000,
+            pins: Vec::new(),
+            cleaned,
+            started_ns: crate::clock::now_ns(crate::clock::Clock::Monotonic),
+        };
+        // From here on, Drop removes the instance whatever fails.
+        let w = |p: &str, v: &str| -> Result<(), TraceError> {
+            let path = dir.join(p);
+            std::fs::write(&path, v).map_err(io(&path))
+        };
+        w("tracing_on", "0")?;
+        w("trace_clock", "mono")?;
+        w("buffer_size_kb", &buffer_kb.to_string())?;
+        for (sys, ev) in EVENTS {
+            let _ = std::fs::write(dir.join("events").join(sys).join(ev).join("enable"), "1");
+        }
+        for &cpu in cpus {
+            let p = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"));
+            let pipe = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&p)
+                .map_err(io(&p))?;
+            s.cpus.push(CpuTrace {
+                cpu,
+                pipe,
+                partial: Vec::new(),
+                folder: Folder::default(),
+                spans: VecDeque::new(),
+                kept: Vec::new(),
+                last_ts: 0,
+                pruned_before: 0,
+            });
+        }
+        w("tracing_on", "1")?;
+        Ok(s)
+    }
+
+    /// The instance directory (for tests and messages).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Threads never charged (the probe's own).
+    pub fn exclude(&mut self, tids: &[i64]) {
+        for c in &mut self.cpus {
+            c.folder.exclude = tids.to_vec();
+        }
+    }
+
+    /// Keep the spans in `[from, to]` (CLOCK_MONOTONIC ns) past the rolling window.
+    pub fn pin(&mut self, from: u64, to: u64) {
+        self.pins.push((from, to));
+    }
+
+    /// Read what the kernel has buffered on every CPU (non-blocking) and fold it.
+    pub fn drain(&mut self) {
+        for c in &mut self.cpus {
+            loop {
+                match c.pipe.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        c.partial.extend_from_slice(&self.buf[..n]);
+                        let end = c
+                            .partial
+                            .iter()
+                            .rposition(|&b| b == b'\n')
+                            .map_or(0, |i| i + 1);
+                        let mut out = Vec::new();
+                        for line in String::from_utf8_lossy(&c.partial[..end]).lines() {
+                            if let Some(e) = parse_line(line) {
+                                c.last_ts = c.last_ts.max(e.ts_ns);
+                                c.folder.feed(&e, &mut out);
+                            }
+                        }
+                        c.partial.drain(..end);
+                        c.spans.extend(out);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let horizon = c.last_ts.saturating_sub(self.keep_ns);
+            while c.spans.front().is_some_and(|s| s.end_ns < horizon) {
+                if let Some(s) = c.spans.pop_front() {
+                    c.pruned_before = c.pruned_before.max(s.end_ns);
+                    if self
+                        .pins
+                        .iter()
+                        .any(|&(a, b)| s.end_ns >= a && s.start_ns <= b)
+                    {
+                        c.kept.push(s);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop recording and return every CPU's retained spans (the running thread closed at the last event),
+    /// the events read and the events the kernel lost, then remove the instance.
+    pub fn finish(mut self) -> TraceData {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        self.drain();
+        let mut data = TraceData::default();
+        for c in &mut self.cpus {
+            let stats =
+                std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{}/stats", c.cpu)))
+                    .unwrap_or_default();
+            data.lost += parse_overrun(&stats);
+            data.events += c.folder.events;
+            let mut spans: Vec<Span> = std::mem::take(&mut c.kept);
+            spans.extend(c.spans.drain(..));
+            spans.extend(c.folder.running_span(c.last_ts));
+            data.pruned_before.insert(c.cpu, c.pruned_before);
+            data.spans.insert(c.cpu, spans);
+        }
+        data.started_ns = self.started_ns;
+        data.pins = std::mem::take(&mut self.pins);
+        data
+    }
+}
+
+/// `overrun:` (events overwritten before being read) of a per-CPU stats file.
+pub fn parse_overrun(stats: &str) -> u64 {
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("overrun:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// What a finished session hands back.
+#[derive(Debug, Default)]
+pub struct TraceData {
+    pub spans: BTreeMap<u32, Vec<Span>>,
+    /// CLOCK_MONOTONIC time tracing started.
+    pub started_ns: u64,
+    /// Per CPU: unpinned spans ending before this time were dropped by the rolling window.
+    pub pruned_before: BTreeMap<u32, u64>,
+    /// Ranges kept past the rolling window.
+    pub pins: Vec<(u64, u64)>,
+    pub events: u64,
+    pub lost: u64,
+}
+
+impl TraceData {
+    /// Whether the trace of `cpu` covers the window `[start, end]` whole.
+    pub fn covers(&self, cpu: u32, start: u64, end: u64) -> bool {
+        let Some(&pruned) = self.pruned_before.get(&cpu) else {
+            return false;
+        };
+        start >= self.started_ns
+            && (start >= pruned || self.pins.iter().any(|&(a, b)| a <= start && end <= b))
+    }
+}
+
+impl Drop for TraceSession {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        for (sys, ev) in EVENTS {
+            let _ = std::fs::write(
+                self.dir.join("events").join(sys).join(ev).join("enable"),
+                "0",
+            );
+        }
+        // The pipes must be closed before the instance can be removed.
+        self.cpus.clear();
+        let _ = std::fs::remove_dir(&self.dir);
+        if self.mounted {
+            let target = c"/sys/kernel/tracing";
+            // SAFETY: NUL-terminated constant path.
+            unsafe { libc::umount(target.as_ptr()) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtgauge_model::attribution::breakdown;
+
+    const LINES: &str = "\
+            bash-6488    [001] d..2.  4718.530003: sched_switch: prev_comm=bash prev_pid=6488 prev_prio=120 prev_state=R ==> next_comm=rtg culprit next_pid=77 next_prio=4
+     rtg culprit-77      [001] d.h1.  4718.530100: local_timer_entry: vector=236
+     rtg culprit-77      [001] d.h1.  4718.530110: local_timer_exit: vector=236
+     rtg culprit-77      [001] d.h1.  4718.530200: irq_handler_entry: irq=24 name=virtio0-input.0
+     rtg culprit-77      [001] d.h1.  4718.530210: irq_handler_exit: irq=24 ret=handled
+     rtg culprit-77      [001] ..s1.  4718.530210: softirq_entry: vec=3 [action=NET_RX]
+     rtg culprit-77      [001] ..s1.  4718.530230: softirq_exit: vec=3 [action=NET_RX]
+     rtg culprit-77      [001] d..2.  4718.535003: sched_switch: prev_comm=rtg culprit prev_pid=77 prev_prio=4 prev_state=S ==> next_comm=probe next_pid=9 next_prio=1
+";
+
+    #[test]
+    fn lines_fold_into_spans_and_break_down() {
+        let mut f = Folder {
+            exclude: vec![9],
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in LINES.lines() {
+            let e = parse_line(l).expect(l);
+            f.feed(&e, &mut out);
+        }
+        assert_eq!(f.events, 8);
+        let names: Vec<&str> = out.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "local_timer",
+                "24 virtio0-input.0",
+                "NET_RX",
+                "rtg culprit/77 RT 95"
+            ],
+            "bash ran before the first event: no span"
+        );
+        assert!(
+            f.running_span(4_718_540_000_000).is_none(),
+            "the probe itself is excluded"
+        );
+        // Window: expected wake-up at .530050, observed at .535010.
+        let c = breakdown(4_718_530_050_000, 4_718_535_010_000, &out);
+        assert_eq!(c[0].name, "rtg culprit/77 RT 95");
+        let total: u64 = c.iter().map(|c| c.ns).sum();
+        assert_eq!(total, 4_960_000);
+        assert!(c[0].ns * 100 / total >= 98);
+        let net = c
+            .iter()
+            .find(|c| c.kind == CauseKind::Softirq)
+            .map(|c| c.ns);
+        assert_eq!(net, Some(20_000));
+        let rest = c
+            .iter()
+            .find(|c| c.kind == CauseKind::Unattributed)
+            .map(|c| c.ns);
+        assert_eq!(rest, Some(7_000), "switch at .535003, observed at .535010");
+    }
+
+    #[test]
+    fn hostile_lines_and_helpers() {
+        for l in [
+            "",
+            "x",
+            "] : :",
+            "a [001] 1.: x",
+            "a [001] .5: x: y",
+            "a [0] 99999999999999999999.1: e: f",
+        ] {
+            let _ = parse_line(l);
+        }
+        let e = parse_line("a-1 [000] .... 12.5: ev: f=1").expect("short fraction");
+        assert_eq!(e.ts_ns, 12_500_000_000);
+        assert_eq!(prio_name(4), "RT 95");
+        assert_eq!(prio_name(120), "CFS");
+        assert_eq!(parse_overrun("entries: 1\noverrun: 42\n"), 42);
+        let names = vec![
+            "rtgauge-1".to_string(),
+            "rtgauge-2".into(),
+            "other".into(),
+            "rtgauge-x".into(),
+        ];
+        assert_eq!(
+            stale_instances(&names, |p| p == 1),
+            vec!["rtgauge-2".to_string()]
+        );
+    }
+
+    #[test]
+    fn timerlat_and_osnoise_are_detected_where_offered() {
+        let dir = std::env::temp_dir().join(format!("rtgauge-tracers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("available_tracers"),
+            "timerlat osnoise hwlat function nop\n",
+        )
+        .unwrap();
+        assert_eq!(kernel_tracers(&dir), (true, true));
+        std::fs::write(dir.join("available_tracers"), "blk function nop\n").unwrap();
+        assert_eq!(kernel_tracers(&dir), (false, false));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            kernel_tracers(&dir),
+            (false, false),
+            "no tracefs: nothing offered"
+        );
+        // This machine's kernel (the development VM) offers neither; where it does, say so.
+        let (t, o) = kernel_tracers(Path::new(TRACEFS));
+        let offered = std::fs::read_to_string(Path::new(TRACEFS).join("available_tracers"))
+            .unwrap_or_default();
+        assert_eq!(t, offered.split_whitespace().any(|x| x == "timerlat"));
+        assert_eq!(o, offered.split_whitespace().any(|x| x == "osnoise"));
+    }
+
+    #[test]
+    fn live_session_records_the_cpu_and_cleans_up() {
+        let mut s = TraceSession::start(&[0], 1024).expect("tracefs (the tests run as root)");
+        let dir = s.dir().to_path_buf();
+        assert!(dir.exists());
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        while std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            s.drain();
+        }
+        let d = s.finish();
+        assert!(d.events > 0, "some events on CPU 0 in 200 ms");
+        assert!(!dir.exists(), "the instance is removed");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,200}") {
+            if let Some(e) = parse_line(&s) {
+                Folder::default().feed(&e, &mut Vec::new());
+            }
+        }
+    }
+}
