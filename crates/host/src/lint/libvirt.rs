@@ -4,6 +4,7 @@
 use super::{report, run_rules, LintError, LintRule, Outcome};
 use roxmltree::{Document, Node};
 use rtgauge_model::audit::{AuditReport, Evidence, Severity, Subject};
+use rtgauge_model::cpuset::CpuSetError;
 use rtgauge_model::CpuSet;
 use std::collections::BTreeSet;
 
@@ -80,15 +81,15 @@ fn path<'a, 'i>(n: Node<'a, 'i>, names: &[&str]) -> Option<Node<'a, 'i>> {
 }
 
 /// libvirt cpusets accept `^N` exclusions (formatdomain.rst, "cpuset").
-pub fn parse_libvirt_cpuset(s: &str) -> Result<CpuSet, String> {
+pub fn parse_libvirt_cpuset(s: &str) -> Result<CpuSet, CpuSetError> {
     let mut inc = Vec::new();
     let mut exc = Vec::new();
     for item in s.split(',') {
         let item = item.trim();
         if let Some(x) = item.strip_prefix('^') {
-            exc.extend(CpuSet::parse(x).map_err(|e| e.to_string())?.iter());
+            exc.extend(CpuSet::parse(x)?.iter());
         } else {
-            inc.extend(CpuSet::parse(item).map_err(|e| e.to_string())?.iter());
+            inc.extend(CpuSet::parse(item)?.iter());
         }
     }
     Ok(CpuSet::new(inc).difference(&CpuSet::new(exc)))
@@ -329,7 +330,7 @@ impl<'a, 'i> Facts<'a, 'i> {
     /// Read the `<vcpupin>`s: one single, distinct host CPU per vCPU.
     fn pinning(&self) -> Pinning {
         let (n, vcpu) = (self.vcpus, child(self.domain, "vcpu"));
-        let pins: Vec<(u32, Result<CpuSet, String>, Node)> = self
+        let pins: Vec<(u32, Result<CpuSet, CpuSetError>, Node)> = self
             .cputune
             .map(|ct| {
                 children(ct, "vcpupin")
