@@ -21,27 +21,136 @@ use std::ffi::CString;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Every operation, in the order measured: (name, label).
-pub const OPS: &[(&str, &str)] = &[
-    ("null_syscall", "null syscall (getppid)"),
-    ("read", "read 1 byte /dev/zero"),
-    ("write", "write 1 byte /dev/null"),
-    ("stat", "stat"),
-    ("open_close", "open+close"),
-    ("sig_install", "signal handler install"),
-    ("sig_catch", "signal catch"),
-    ("pipe_rtt", "pipe round trip"),
-    ("unix_rtt", "AF_UNIX stream round trip"),
-    ("ctx_switch", "context switch"),
-    ("fork_exit", "fork+exit"),
-    ("fork_exec", "fork+execve"),
-    ("fork_sh", "fork+/bin/sh -c"),
-    ("mmap", "mmap+touch+munmap"),
-    ("page_fault", "page fault (per page)"),
-    ("sleep", "sleep overshoot"),
-    ("clock_gettime", "clock_gettime(MONOTONIC)"),
-    ("tsc_read", "counter read"),
-];
+/// One OS primitive. Its name is the one the CLI takes and the run document records; its label is the
+/// report's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    NullSyscall,
+    Read,
+    Write,
+    Stat,
+    OpenClose,
+    SigInstall,
+    SigCatch,
+    PipeRtt,
+    UnixRtt,
+    CtxSwitch,
+    ForkExit,
+    ForkExec,
+    ForkSh,
+    Mmap,
+    PageFault,
+    Sleep,
+    ClockGettime,
+    TscRead,
+}
+
+impl Op {
+    /// Every operation, in the order measured.
+    pub const ALL: [Op; 18] = [
+        Op::NullSyscall,
+        Op::Read,
+        Op::Write,
+        Op::Stat,
+        Op::OpenClose,
+        Op::SigInstall,
+        Op::SigCatch,
+        Op::PipeRtt,
+        Op::UnixRtt,
+        Op::CtxSwitch,
+        Op::ForkExit,
+        Op::ForkExec,
+        Op::ForkSh,
+        Op::Mmap,
+        Op::PageFault,
+        Op::Sleep,
+        Op::ClockGettime,
+        Op::TscRead,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Op::NullSyscall => "null_syscall",
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Stat => "stat",
+            Op::OpenClose => "open_close",
+            Op::SigInstall => "sig_install",
+            Op::SigCatch => "sig_catch",
+            Op::PipeRtt => "pipe_rtt",
+            Op::UnixRtt => "unix_rtt",
+            Op::CtxSwitch => "ctx_switch",
+            Op::ForkExit => "fork_exit",
+            Op::ForkExec => "fork_exec",
+            Op::ForkSh => "fork_sh",
+            Op::Mmap => "mmap",
+            Op::PageFault => "page_fault",
+            Op::Sleep => "sleep",
+            Op::ClockGettime => "clock_gettime",
+            Op::TscRead => "tsc_read",
+        }
+    }
+
+    pub const fn label(self) -> &'static str {
+        match self {
+            Op::NullSyscall => "null syscall (getppid)",
+            Op::Read => "read 1 byte /dev/zero",
+            Op::Write => "write 1 byte /dev/null",
+            Op::Stat => "stat",
+            Op::OpenClose => "open+close",
+            Op::SigInstall => "signal handler install",
+            Op::SigCatch => "signal catch",
+            Op::PipeRtt => "pipe round trip",
+            Op::UnixRtt => "AF_UNIX stream round trip",
+            Op::CtxSwitch => "context switch",
+            Op::ForkExit => "fork+exit",
+            Op::ForkExec => "fork+execve",
+            Op::ForkSh => "fork+/bin/sh -c",
+            Op::Mmap => "mmap+touch+munmap",
+            Op::PageFault => "page fault (per page)",
+            Op::Sleep => "sleep overshoot",
+            Op::ClockGettime => "clock_gettime(MONOTONIC)",
+            Op::TscRead => "counter read",
+        }
+    }
+
+    /// The operation of a name, `None` for a name that is none.
+    pub fn from_name(name: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| op.name() == name)
+    }
+}
+
+/// Every operation, in the order measured: (name, label), as the CLI lists them.
+pub const OPS: &[(&str, &str)] = &{
+    let mut out = [("", ""); Op::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = (Op::ALL[i].name(), Op::ALL[i].label());
+        i += 1;
+    }
+    out
+};
+
+/// Why an operation could not be measured (recorded as the reason it was skipped).
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    // The cause is in the message, not a `source` (a chained report would print it twice).
+    #[error("{what}: {cause}")]
+    Os { what: String, cause: std::io::Error },
+    #[error("{}: {cause}", path.display())]
+    Scratch {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{0:?} contains a NUL byte")]
+    Nul(String),
+    #[error("SIGUSR1 was never delivered")]
+    SignalLost,
+    #[error("clock_nanosleep: error {0}")]
+    Sleep(i32),
+    #[error("unknown operation {0}")]
+    Unknown(String),
+}
 
 /// What to measure and how.
 #[derive(Debug, Clone)]
@@ -59,8 +168,12 @@ struct Measured {
     samples_ns: Vec<f64>,
 }
 
-fn os_err(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+/// The error of the OS call that just failed.
+fn os_err(what: &str) -> OpError {
+    OpError::Os {
+        what: what.to_string(),
+        cause: std::io::Error::last_os_error(),
+    }
 }
 
 /// Time `iterations` calls of `op`, ns; `None` if any call failed (returned a negative value).
@@ -80,7 +193,7 @@ fn sampled(
     reps: u32,
     sample_ns: u64,
     op: &mut impl FnMut() -> i64,
-) -> Result<(u64, Vec<f64>), String> {
+) -> Result<(u64, Vec<f64>), OpError> {
     let mut n: u64 = 1;
     loop {
         let t = batch(n, op).ok_or_else(|| os_err("operation failed"))?;
@@ -102,7 +215,7 @@ fn sampled(
 }
 
 /// The median cost of `op` over at most 11 samples: the part of a measurement that is not the operation.
-fn overhead(reps: u32, sample_ns: u64, op: &mut impl FnMut() -> i64) -> Result<f64, String> {
+fn overhead(reps: u32, sample_ns: u64, op: &mut impl FnMut() -> i64) -> Result<f64, OpError> {
     sampled(reps.min(11), sample_ns, op).map(|(_, s)| median(&s))
 }
 
@@ -120,7 +233,7 @@ fn simple(
     sample_ns: u64,
     lo: f64,
     op: &mut impl FnMut() -> i64,
-) -> Result<Measured, String> {
+) -> Result<Measured, OpError> {
     let (n, s) = sampled(reps, sample_ns, op)?;
     Ok(Measured {
         iterations: n,
@@ -129,12 +242,19 @@ fn simple(
     })
 }
 
-fn cstr(s: &str) -> Result<CString, String> {
-    CString::new(s).map_err(|_| format!("{s:?} contains a NUL byte"))
+fn cstr(s: &str) -> Result<CString, OpError> {
+    CString::new(s).map_err(|_| OpError::Nul(s.to_string()))
 }
 
-fn path_cstr(p: &std::path::Path) -> Result<CString, String> {
+fn path_cstr(p: &std::path::Path) -> Result<CString, OpError> {
     cstr(&p.to_string_lossy())
+}
+
+fn scratch_err(path: &std::path::Path, cause: std::io::Error) -> OpError {
+    OpError::Scratch {
+        path: path.to_path_buf(),
+        cause,
+    }
 }
 
 /// A scratch file of `size` bytes of data (not sparse, so its pages are in the page cache), removed on drop.
@@ -143,20 +263,19 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(dir: &std::path::Path, tag: &str, size: u64) -> Result<Scratch, String> {
+    fn new(dir: &std::path::Path, tag: &str, size: u64) -> Result<Scratch, OpError> {
         use std::io::Write as _;
         let path = dir.join(format!("rtgauge-ops-{}-{tag}", std::process::id()));
-        let mut f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut f = std::fs::File::create(&path).map_err(|cause| scratch_err(&path, cause))?;
         let block = vec![0x5au8; 1 << 16];
         let mut left = size;
         while left > 0 {
             let n = left.min(block.len() as u64) as usize;
             f.write_all(&block[..n])
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+                .map_err(|cause| scratch_err(&path, cause))?;
             left -= n as u64;
         }
-        f.sync_all()
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        f.sync_all().map_err(|cause| scratch_err(&path, cause))?;
         Ok(Scratch { path })
     }
 }
@@ -167,7 +286,7 @@ impl Drop for Scratch {
     }
 }
 
-fn open_fd(path: &CString, flags: libc::c_int) -> Result<libc::c_int, String> {
+fn open_fd(path: &CString, flags: libc::c_int) -> Result<libc::c_int, OpError> {
     // SAFETY: valid NUL-terminated path.
     let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
@@ -205,7 +324,7 @@ impl Drop for Usr1Restore {
     }
 }
 
-fn install_usr1() -> Result<Usr1Restore, String> {
+fn install_usr1() -> Result<Usr1Restore, OpError> {
     let sa = usr1_action();
     // SAFETY: zeroed sigaction is a valid out-parameter.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -248,7 +367,7 @@ fn reap(pid: libc::pid_t) {
     unsafe { libc::waitpid(pid, &mut status, 0) };
 }
 
-fn pipe_pair() -> Result<[libc::c_int; 2], String> {
+fn pipe_pair() -> Result<[libc::c_int; 2], OpError> {
     let mut p = [0; 2];
     // SAFETY: valid out-array of two ints.
     if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -275,7 +394,7 @@ fn echo_child(r: libc::c_int, w: libc::c_int) -> ! {
     unsafe { libc::_exit(0) }
 }
 
-fn spawn_pipe_echo() -> Result<Echo, String> {
+fn spawn_pipe_echo() -> Result<Echo, OpError> {
     let to_child = pipe_pair()?;
     let to_parent = pipe_pair()?;
     // SAFETY: the child only runs echo_child (async-signal-safe calls).
@@ -297,7 +416,7 @@ fn spawn_pipe_echo() -> Result<Echo, String> {
     })
 }
 
-fn spawn_unix_echo() -> Result<Echo, String> {
+fn spawn_unix_echo() -> Result<Echo, OpError> {
     let mut sv = [0; 2];
     // SAFETY: valid out-array.
     if unsafe {
@@ -348,7 +467,7 @@ fn sum_words(data: &[u64]) -> u64 {
 
 /// lat_ctx: `procs` processes in a ring of pipes; the token goes round, each process sums its own working
 /// set on receipt. Result per switch = ring time / procs − the hot single-process hop (write, read, sum).
-fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, String> {
+fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError> {
     let procs = cfg.ctx_procs.clamp(2, 64) as usize;
     let words = (cfg.ctx_size_bytes / 8) as usize;
     let mut pipes: Vec<[libc::c_int; 2]> = Vec::with_capacity(procs);
@@ -527,59 +646,18 @@ impl XorShift {
     }
 }
 
-fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Measured, String> {
+/// Measure one operation; `interval_ns` is the sleep of [`Op::Sleep`].
+fn measure_one(op: Op, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Measured, OpError> {
     let cfg = &plan.config;
     let (reps, sn) = (cfg.repetitions, cfg.sample_ns);
     match op {
-        "null_syscall" => simple(reps, sn, lo, &mut || {
+        Op::NullSyscall => simple(reps, sn, lo, &mut || {
             // SAFETY: getppid has no preconditions (glibc does not cache it: a real syscall).
             unsafe { libc::getppid() as i64 }
         }),
-        "read" | "write" => {
-            let (path, flags) = if op == "read" {
-                (c"/dev/zero", libc::O_RDONLY)
-            } else {
-                (c"/dev/null", libc::O_WRONLY)
-            };
-            let fd = open_fd(&path.to_owned(), flags)?;
-            let mut b = 0u8;
-            let r = if op == "read" {
-                simple(reps, sn, lo, &mut || {
-                    // SAFETY: one byte into a local.
-                    unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) as i64 }
-                })
-            } else {
-                simple(reps, sn, lo, &mut || {
-                    // SAFETY: one byte from a local.
-                    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) as i64 }
-                })
-            };
-            close(fd);
-            r
-        }
-        "stat" | "open_close" => {
-            let f = Scratch::new(&plan.scratch_dir, "stat", 512)?;
-            let p = path_cstr(&f.path)?;
-            if op == "stat" {
-                // SAFETY: zeroed stat is a valid out-parameter.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                simple(reps, sn, lo, &mut || {
-                    // SAFETY: valid path and out-pointer.
-                    unsafe { libc::stat(p.as_ptr(), &mut st) as i64 }
-                })
-            } else {
-                simple(reps, sn, lo, &mut || {
-                    // SAFETY: valid path; the descriptor is closed at once.
-                    let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) };
-                    if fd < 0 {
-                        return -1;
-                    }
-                    // SAFETY: our descriptor.
-                    unsafe { libc::close(fd) as i64 }
-                })
-            }
-        }
-        "sig_install" => {
+        Op::Read | Op::Write => read_write(op == Op::Read, reps, sn, lo),
+        Op::Stat | Op::OpenClose => stat_open(op == Op::Stat, plan, lo),
+        Op::SigInstall => {
             let _restore = install_usr1()?;
             let sa = usr1_action();
             simple(reps, sn, lo, &mut || {
@@ -587,148 +665,27 @@ fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Me
                 unsafe { libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()) as i64 }
             })
         }
-        "sig_catch" => {
-            let _restore = install_usr1()?;
-            let (pid, tid) = (std::process::id() as libc::pid_t, crate::rt::gettid());
-            // tgkill to this thread, not kill to the process: the probe runs on a thread of a multi-threaded
-            // process, and kill() could deliver to another thread. Same kernel send path as lat_sig's kill.
-            let send = |sig: libc::c_int| {
-                // SAFETY: signalling our own thread; SIGUSR1 has a handler installed above.
-                unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) }
-            };
-            let send_ns = overhead(reps, sn, &mut || send(0))?;
-            let before = CAUGHT.load(Ordering::Relaxed);
-            let m = simple(reps, sn, send_ns, &mut || send(libc::SIGUSR1))?;
-            if CAUGHT.load(Ordering::Relaxed) == before {
-                return Err("SIGUSR1 was never delivered".into());
-            }
-            Ok(m)
-        }
-        "pipe_rtt" => {
+        Op::SigCatch => sig_catch(reps, sn),
+        Op::PipeRtt => {
             let e = spawn_pipe_echo()?;
             simple(reps, sn, lo, &mut || round_trip(&e))
         }
-        "unix_rtt" => {
+        Op::UnixRtt => {
             let e = spawn_unix_echo()?;
             simple(reps, sn, lo, &mut || round_trip(&e))
         }
-        "ctx_switch" => ctx_switch(cfg, lo),
-        "fork_exit" => simple(reps, sn, lo, &mut || {
+        Op::CtxSwitch => ctx_switch(cfg, lo),
+        Op::ForkExit => simple(reps, sn, lo, &mut || {
             fork_wait(&|| {
                 // SAFETY: async-signal-safe exit of the child.
                 unsafe { libc::_exit(0) }
             })
         }),
-        "fork_exec" | "fork_sh" => {
-            let prog = cstr(&cfg.exec_program)?;
-            let name = cstr(
-                cfg.exec_program
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or(&cfg.exec_program),
-            )?;
-            let (sh, dash_c) = (cstr("/bin/sh")?, cstr("-c")?);
-            let shname = cstr("sh")?;
-            if op == "fork_exec" {
-                let argv = [
-                    name.as_ptr(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                ];
-                simple(reps, sn, lo, &mut || {
-                    fork_wait(&|| exec_child(&prog, &argv))
-                })
-            } else {
-                let argv = [
-                    shname.as_ptr(),
-                    dash_c.as_ptr(),
-                    prog.as_ptr(),
-                    std::ptr::null(),
-                ];
-                simple(reps, sn, lo, &mut || fork_wait(&|| exec_child(&sh, &argv)))
-            }
-        }
-        "mmap" => {
-            let size = cfg.mmap_size_bytes.max(1 << 16) as usize;
-            let f = Scratch::new(&plan.scratch_dir, "mmap", size as u64)?;
-            let fd = open_fd(&path_cstr(&f.path)?, libc::O_RDWR)?;
-            // lat_mmap default: touch one byte every 16 KiB over the first tenth of the mapping.
-            let touched = size / 10;
-            let r = simple(reps, sn, lo, &mut || {
-                let p = mmap_file(fd, size, libc::PROT_READ | libc::PROT_WRITE);
-                if p as *mut libc::c_void == libc::MAP_FAILED {
-                    return -1;
-                }
-                let mut off = 0;
-                while off < touched {
-                    // SAFETY: `off` < size, inside the mapping.
-                    unsafe { std::ptr::write_volatile(p.add(off), 1) };
-                    off += 16 << 10;
-                }
-                // SAFETY: unmapping what was mapped above.
-                unsafe { libc::munmap(p.cast(), size) as i64 }
-            });
-            close(fd);
-            r
-        }
-        "page_fault" => {
-            let size = cfg.mmap_size_bytes.max(1 << 20) as usize;
-            let page = 4096usize;
-            let pages = size / page;
-            let f = Scratch::new(&plan.scratch_dir, "fault", size as u64)?;
-            let fd = open_fd(&path_cstr(&f.path)?, libc::O_RDONLY)?;
-            let mut order: Vec<usize> = (0..pages).collect();
-            XorShift(0x9E37_79B9_7F4A_7C15).shuffle(&mut order);
-            let map = |touch: bool| -> i64 {
-                let p = mmap_file(fd, size, libc::PROT_READ);
-                if p as *mut libc::c_void == libc::MAP_FAILED {
-                    return -1;
-                }
-                // SAFETY: p/size is the mapping just made.
-                unsafe { libc::msync(p.cast(), size, libc::MS_INVALIDATE) };
-                if touch {
-                    let mut sum = 0u8;
-                    for &i in &order {
-                        // SAFETY: i < pages, inside the mapping.
-                        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i * page)) });
-                    }
-                    black_box(sum);
-                }
-                // SAFETY: unmapping what was mapped above.
-                unsafe { libc::munmap(p.cast(), size) as i64 }
-            };
-            let base_ns = overhead(reps, sn, &mut || map(false))?;
-            let (n, s) = sampled(reps, sn, &mut || map(true))?;
-            close(fd);
-            let per = |x: f64| (x - base_ns) / pages as f64;
-            Ok(Measured {
-                iterations: n * pages as u64,
-                overhead_ns: base_ns / pages as f64,
-                samples_ns: s.into_iter().map(per).collect(),
-            })
-        }
-        "sleep" => {
-            // One sleep per sample: the overshoot, actual − requested (lat_usleep reports the actual mean).
-            let mut out = Vec::with_capacity(reps as usize);
-            for i in 0..reps + 1 {
-                let t0 = clock::now_ns(Clock::Monotonic);
-                let r = clock::sleep_for(Clock::Monotonic, interval_ns);
-                let t1 = clock::now_ns(Clock::Monotonic);
-                if r != 0 {
-                    return Err(format!("clock_nanosleep: error {r}"));
-                }
-                if i > 0 {
-                    out.push(t1.saturating_sub(t0) as f64 - interval_ns as f64);
-                }
-            }
-            Ok(Measured {
-                iterations: 1,
-                overhead_ns: 0.0,
-                samples_ns: out,
-            })
-        }
-        "clock_gettime" => simple(reps, sn, lo, &mut || {
+        Op::ForkExec | Op::ForkSh => fork_exec(op == Op::ForkSh, cfg, lo),
+        Op::Mmap => mmap(plan, lo),
+        Op::PageFault => page_fault(plan),
+        Op::Sleep => sleep(reps, interval_ns),
+        Op::ClockGettime => simple(reps, sn, lo, &mut || {
             let mut ts = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
@@ -736,13 +693,200 @@ fn measure_one(op: &str, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Me
             // SAFETY: valid out-pointer.
             unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) as i64 }
         }),
-        "tsc_read" => simple(reps, sn, lo, &mut || {
+        Op::TscRead => simple(reps, sn, lo, &mut || {
             // The read is kept by black_box; the loop only needs a non-negative status.
             black_box(crate::counter::read());
             0
         }),
-        other => Err(format!("unknown operation {other}")),
     }
+}
+
+/// lat_syscall read (1 byte of /dev/zero) or write (1 byte to /dev/null).
+fn read_write(read: bool, reps: u32, sn: u64, lo: f64) -> Result<Measured, OpError> {
+    let (path, flags) = if read {
+        (c"/dev/zero", libc::O_RDONLY)
+    } else {
+        (c"/dev/null", libc::O_WRONLY)
+    };
+    let fd = open_fd(&path.to_owned(), flags)?;
+    let mut b = 0u8;
+    let r = if read {
+        simple(reps, sn, lo, &mut || {
+            // SAFETY: one byte into a local.
+            unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) as i64 }
+        })
+    } else {
+        simple(reps, sn, lo, &mut || {
+            // SAFETY: one byte from a local.
+            unsafe { libc::write(fd, (&b as *const u8).cast(), 1) as i64 }
+        })
+    };
+    close(fd);
+    r
+}
+
+/// lat_syscall stat, or open+close, of a scratch file.
+fn stat_open(stat: bool, plan: &OpsPlan, lo: f64) -> Result<Measured, OpError> {
+    let (reps, sn) = (plan.config.repetitions, plan.config.sample_ns);
+    let f = Scratch::new(&plan.scratch_dir, "stat", 512)?;
+    let p = path_cstr(&f.path)?;
+    if stat {
+        // SAFETY: zeroed stat is a valid out-parameter.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        simple(reps, sn, lo, &mut || {
+            // SAFETY: valid path and out-pointer.
+            unsafe { libc::stat(p.as_ptr(), &mut st) as i64 }
+        })
+    } else {
+        simple(reps, sn, lo, &mut || {
+            // SAFETY: valid path; the descriptor is closed at once.
+            let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) };
+            if fd < 0 {
+                return -1;
+            }
+            // SAFETY: our descriptor.
+            unsafe { libc::close(fd) as i64 }
+        })
+    }
+}
+
+/// lat_sig catch: send SIGUSR1 to this thread and handle it, less the send-only cost.
+fn sig_catch(reps: u32, sn: u64) -> Result<Measured, OpError> {
+    let _restore = install_usr1()?;
+    let (pid, tid) = (std::process::id() as libc::pid_t, crate::rt::gettid());
+    // tgkill to this thread, not kill to the process: the probe runs on a thread of a multi-threaded
+    // process, and kill() could deliver to another thread. Same kernel send path as lat_sig's kill.
+    let send = |sig: libc::c_int| {
+        // SAFETY: signalling our own thread; SIGUSR1 has a handler installed above.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) }
+    };
+    let send_ns = overhead(reps, sn, &mut || send(0))?;
+    let before = CAUGHT.load(Ordering::Relaxed);
+    let m = simple(reps, sn, send_ns, &mut || send(libc::SIGUSR1))?;
+    if CAUGHT.load(Ordering::Relaxed) == before {
+        return Err(OpError::SignalLost);
+    }
+    Ok(m)
+}
+
+/// lat_proc exec (fork, execve of the program) or shell (fork, /bin/sh -c program).
+fn fork_exec(shell: bool, cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError> {
+    let (reps, sn) = (cfg.repetitions, cfg.sample_ns);
+    let prog = cstr(&cfg.exec_program)?;
+    let name = cstr(
+        cfg.exec_program
+            .rsplit('/')
+            .next()
+            .unwrap_or(&cfg.exec_program),
+    )?;
+    let (sh, dash_c) = (cstr("/bin/sh")?, cstr("-c")?);
+    let shname = cstr("sh")?;
+    if !shell {
+        let argv = [
+            name.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null(),
+        ];
+        simple(reps, sn, lo, &mut || {
+            fork_wait(&|| exec_child(&prog, &argv))
+        })
+    } else {
+        let argv = [
+            shname.as_ptr(),
+            dash_c.as_ptr(),
+            prog.as_ptr(),
+            std::ptr::null(),
+        ];
+        simple(reps, sn, lo, &mut || fork_wait(&|| exec_child(&sh, &argv)))
+    }
+}
+
+/// lat_mmap: map a scratch file, touch it, unmap.
+fn mmap(plan: &OpsPlan, lo: f64) -> Result<Measured, OpError> {
+    let cfg = &plan.config;
+    let size = cfg.mmap_size_bytes.max(1 << 16) as usize;
+    let f = Scratch::new(&plan.scratch_dir, "mmap", size as u64)?;
+    let fd = open_fd(&path_cstr(&f.path)?, libc::O_RDWR)?;
+    // lat_mmap default: touch one byte every 16 KiB over the first tenth of the mapping.
+    let touched = size / 10;
+    let r = simple(cfg.repetitions, cfg.sample_ns, lo, &mut || {
+        let p = mmap_file(fd, size, libc::PROT_READ | libc::PROT_WRITE);
+        if p as *mut libc::c_void == libc::MAP_FAILED {
+            return -1;
+        }
+        let mut off = 0;
+        while off < touched {
+            // SAFETY: `off` < size, inside the mapping.
+            unsafe { std::ptr::write_volatile(p.add(off), 1) };
+            off += 16 << 10;
+        }
+        // SAFETY: unmapping what was mapped above.
+        unsafe { libc::munmap(p.cast(), size) as i64 }
+    });
+    close(fd);
+    r
+}
+
+/// lat_pagefault: per page, in a random order, of a mapping whose pages were invalidated; less the
+/// map/invalidate/unmap cost.
+fn page_fault(plan: &OpsPlan) -> Result<Measured, OpError> {
+    let (reps, sn) = (plan.config.repetitions, plan.config.sample_ns);
+    let size = plan.config.mmap_size_bytes.max(1 << 20) as usize;
+    let page = 4096usize;
+    let pages = size / page;
+    let f = Scratch::new(&plan.scratch_dir, "fault", size as u64)?;
+    let fd = open_fd(&path_cstr(&f.path)?, libc::O_RDONLY)?;
+    let mut order: Vec<usize> = (0..pages).collect();
+    XorShift(0x9E37_79B9_7F4A_7C15).shuffle(&mut order);
+    let map = |touch: bool| -> i64 {
+        let p = mmap_file(fd, size, libc::PROT_READ);
+        if p as *mut libc::c_void == libc::MAP_FAILED {
+            return -1;
+        }
+        // SAFETY: p/size is the mapping just made.
+        unsafe { libc::msync(p.cast(), size, libc::MS_INVALIDATE) };
+        if touch {
+            let mut sum = 0u8;
+            for &i in &order {
+                // SAFETY: i < pages, inside the mapping.
+                sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i * page)) });
+            }
+            black_box(sum);
+        }
+        // SAFETY: unmapping what was mapped above.
+        unsafe { libc::munmap(p.cast(), size) as i64 }
+    };
+    let base_ns = overhead(reps, sn, &mut || map(false))?;
+    let (n, s) = sampled(reps, sn, &mut || map(true))?;
+    close(fd);
+    let per = |x: f64| (x - base_ns) / pages as f64;
+    Ok(Measured {
+        iterations: n * pages as u64,
+        overhead_ns: base_ns / pages as f64,
+        samples_ns: s.into_iter().map(per).collect(),
+    })
+}
+
+/// lat_usleep: one sleep per sample, the overshoot, actual − requested (lat_usleep reports the actual mean).
+fn sleep(reps: u32, interval_ns: u64) -> Result<Measured, OpError> {
+    let mut out = Vec::with_capacity(reps as usize);
+    for i in 0..reps + 1 {
+        let t0 = clock::now_ns(Clock::Monotonic);
+        let r = clock::sleep_for(Clock::Monotonic, interval_ns);
+        let t1 = clock::now_ns(Clock::Monotonic);
+        if r != 0 {
+            return Err(OpError::Sleep(r));
+        }
+        if i > 0 {
+            out.push(t1.saturating_sub(t0) as f64 - interval_ns as f64);
+        }
+    }
+    Ok(Measured {
+        iterations: 1,
+        overhead_ns: 0.0,
+        samples_ns: out,
+    })
 }
 
 fn result(op: &str, label: String, m: Measured) -> OpResult {
@@ -762,23 +906,20 @@ fn result(op: &str, label: String, m: Measured) -> OpResult {
     }
 }
 
-fn label_of(op: &str, cfg: &OpsConfig) -> String {
-    let base = OPS
-        .iter()
-        .find(|(n, _)| *n == op)
-        .map_or(op.to_string(), |(_, l)| l.to_string());
+fn label_of(op: Op, cfg: &OpsConfig) -> String {
+    let base = op.label();
     let kib = |b: u64| b >> 10;
     match op {
-        "stat" | "open_close" => format!("{base} of a file"),
-        "ctx_switch" => format!(
+        Op::Stat | Op::OpenClose => format!("{base} of a file"),
+        Op::CtxSwitch => format!(
             "{base}, {} processes, {} KiB",
             cfg.ctx_procs,
             kib(cfg.ctx_size_bytes)
         ),
-        "fork_exec" | "fork_sh" => format!("{base} {}", cfg.exec_program),
-        "mmap" => format!("{base} {} KiB file", kib(cfg.mmap_size_bytes.max(1 << 16))),
-        "tsc_read" => format!("{base} ({})", crate::counter::SOURCE),
-        _ => base,
+        Op::ForkExec | Op::ForkSh => format!("{base} {}", cfg.exec_program),
+        Op::Mmap => format!("{base} {} KiB file", kib(cfg.mmap_size_bytes.max(1 << 16))),
+        Op::TscRead => format!("{base} ({})", crate::counter::SOURCE),
+        _ => base.to_string(),
     }
 }
 
@@ -811,12 +952,16 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
     let lo = loop_overhead(cfg.repetitions, cfg.sample_ns);
     let mut ops = Vec::new();
     let mut skipped = Vec::new();
-    for op in &cfg.ops {
+    for name in &cfg.ops {
         if stop.is_set() {
-            skipped.push((op.clone(), "stopped".to_string()));
+            skipped.push((name.clone(), "stopped".to_string()));
             continue;
         }
-        if op == "sleep" {
+        let Some(op) = Op::from_name(name) else {
+            skipped.push((name.clone(), OpError::Unknown(name.clone()).to_string()));
+            continue;
+        };
+        if op == Op::Sleep {
             for &iv in &cfg.sleep_intervals_ns {
                 let name = format!("sleep_{}us", iv / 1000);
                 match measure_one(op, plan, lo, iv) {
@@ -825,14 +970,14 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
                         format!("sleep {} µs overshoot", iv / 1000),
                         m,
                     )),
-                    Err(e) => skipped.push((name, e)),
+                    Err(e) => skipped.push((name, e.to_string())),
                 }
             }
             continue;
         }
         match measure_one(op, plan, lo, 0) {
-            Ok(m) => ops.push(result(op, label_of(op, cfg), m)),
-            Err(e) => skipped.push((op.clone(), e)),
+            Ok(m) => ops.push(result(op.name(), label_of(op, cfg), m)),
+            Err(e) => skipped.push((name.clone(), e.to_string())),
         }
     }
     OpsResult {
@@ -902,6 +1047,44 @@ mod tests {
         let r = run(&p, &crate::stop::StopFlag::new()).unwrap();
         assert!(r.ops.is_empty());
         assert_eq!(r.skipped[0].0, "fork_exec");
+    }
+
+    #[test]
+    fn every_operation_is_found_by_its_name() {
+        for (op, (name, label)) in Op::ALL.into_iter().zip(OPS) {
+            assert_eq!(Op::from_name(name), Some(op));
+            assert_eq!((op.name(), op.label()), (*name, *label));
+        }
+        assert_eq!(OPS.len(), 18);
+        assert_eq!(OPS[0], ("null_syscall", "null syscall (getppid)"));
+        assert_eq!(Op::from_name("Read"), None);
+    }
+
+    #[test]
+    fn an_unknown_operation_is_skipped_with_a_reason() {
+        let r = run(&plan(&["nope", "tsc_read"]), &crate::stop::StopFlag::new()).unwrap();
+        assert_eq!(
+            r.skipped,
+            [("nope".to_string(), "unknown operation nope".to_string())]
+        );
+        assert_eq!(r.ops[0].op, "tsc_read");
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        assert_eq!(
+            cstr("a\0b").unwrap_err().to_string(),
+            "\"a\\0b\" contains a NUL byte"
+        );
+        let Err(e) = Scratch::new(std::path::Path::new("/nonexistent-dir"), "t", 1) else {
+            panic!("a file in a missing directory was made");
+        };
+        assert!(
+            e.to_string().starts_with("/nonexistent-dir/rtgauge-ops-")
+                && e.to_string().contains(": No such file"),
+            "{e}"
+        );
+        assert_eq!(OpError::Sleep(22).to_string(), "clock_nanosleep: error 22");
     }
 
     #[test]
