@@ -13,13 +13,18 @@
 //! processes are forked from the measuring thread and inherit its CPU affinity (so `cpu` pins them too);
 //! a child only calls read/write/_exit/execve (async-signal-safe: the parent has other threads).
 
+mod os;
+
 use crate::clock::{self, Clock};
 use crate::ProbeError;
+use os::{
+    close, cstr, exec_child, fork_wait, install_usr1, mmap_file, open_fd, path_cstr, pipe_pair,
+    reap, round_trip, spawn_pipe_echo, spawn_unix_echo, usr1_action, Scratch, CAUGHT,
+};
 use rtgauge_model::latency::LatencyRecorder;
 use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
-use std::ffi::CString;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// One OS primitive. Its name is the one the CLI takes and the run document records; its label is the
 /// report's.
@@ -242,223 +247,6 @@ fn simple(
     })
 }
 
-fn cstr(s: &str) -> Result<CString, OpError> {
-    CString::new(s).map_err(|_| OpError::Nul(s.to_string()))
-}
-
-fn path_cstr(p: &std::path::Path) -> Result<CString, OpError> {
-    cstr(&p.to_string_lossy())
-}
-
-fn scratch_err(path: &std::path::Path, cause: std::io::Error) -> OpError {
-    OpError::Scratch {
-        path: path.to_path_buf(),
-        cause,
-    }
-}
-
-/// A scratch file of `size` bytes of data (not sparse, so its pages are in the page cache), removed on drop.
-struct Scratch {
-    path: std::path::PathBuf,
-}
-
-impl Scratch {
-    fn new(dir: &std::path::Path, tag: &str, size: u64) -> Result<Scratch, OpError> {
-        use std::io::Write as _;
-        let path = dir.join(format!("rtgauge-ops-{}-{tag}", std::process::id()));
-        let mut f = std::fs::File::create(&path).map_err(|cause| scratch_err(&path, cause))?;
-        let block = vec![0x5au8; 1 << 16];
-        let mut left = size;
-        while left > 0 {
-            let n = left.min(block.len() as u64) as usize;
-            f.write_all(&block[..n])
-                .map_err(|cause| scratch_err(&path, cause))?;
-            left -= n as u64;
-        }
-        f.sync_all().map_err(|cause| scratch_err(&path, cause))?;
-        Ok(Scratch { path })
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn open_fd(path: &CString, flags: libc::c_int) -> Result<libc::c_int, OpError> {
-    // SAFETY: valid NUL-terminated path.
-    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        Err(os_err(&format!("open {}", path.to_string_lossy())))
-    } else {
-        Ok(fd)
-    }
-}
-
-fn close(fd: libc::c_int) {
-    // SAFETY: closing a descriptor this module opened.
-    unsafe { libc::close(fd) };
-}
-
-static CAUGHT: AtomicU64 = AtomicU64::new(0);
-
-extern "C" fn on_usr1(_: libc::c_int) {
-    CAUGHT.fetch_add(1, Ordering::Relaxed);
-}
-
-fn usr1_action() -> libc::sigaction {
-    // SAFETY: sigaction is plain data; zeroed is a valid empty mask and no flags.
-    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-    sa.sa_sigaction = on_usr1 as extern "C" fn(libc::c_int) as usize;
-    sa
-}
-
-/// Restores SIGUSR1's previous disposition when dropped.
-struct Usr1Restore(libc::sigaction);
-
-impl Drop for Usr1Restore {
-    fn drop(&mut self) {
-        // SAFETY: restoring a disposition read from the kernel.
-        unsafe { libc::sigaction(libc::SIGUSR1, &self.0, std::ptr::null_mut()) };
-    }
-}
-
-fn install_usr1() -> Result<Usr1Restore, OpError> {
-    let sa = usr1_action();
-    // SAFETY: zeroed sigaction is a valid out-parameter.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers.
-    if unsafe { libc::sigaction(libc::SIGUSR1, &sa, &mut old) } != 0 {
-        return Err(os_err("sigaction"));
-    }
-    // The measuring thread may inherit a mask that blocks SIGUSR1 (see rt::block_signals): unblock it here.
-    // SAFETY: the set is initialised before use.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGUSR1);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-    }
-    Ok(Usr1Restore(old))
-}
-
-/// A pair of pipes (or a socket pair) and an echoing child; the child ends when its read sees EOF.
-struct Echo {
-    pid: libc::pid_t,
-    /// Parent's write and read ends.
-    w: libc::c_int,
-    r: libc::c_int,
-}
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        close(self.w);
-        if self.r != self.w {
-            close(self.r);
-        }
-        reap(self.pid);
-    }
-}
-
-fn reap(pid: libc::pid_t) {
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-}
-
-fn pipe_pair() -> Result<[libc::c_int; 2], OpError> {
-    let mut p = [0; 2];
-    // SAFETY: valid out-array of two ints.
-    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(os_err("pipe"));
-    }
-    Ok(p)
-}
-
-/// Child side of an echo: read one byte, write it back, until EOF. Only async-signal-safe calls.
-fn echo_child(r: libc::c_int, w: libc::c_int) -> ! {
-    let mut b = 0u8;
-    loop {
-        // SAFETY: one byte into a local.
-        let n = unsafe { libc::read(r, (&mut b as *mut u8).cast(), 1) };
-        if n <= 0 {
-            break;
-        }
-        // SAFETY: one byte from a local.
-        if unsafe { libc::write(w, (&b as *const u8).cast(), 1) } != 1 {
-            break;
-        }
-    }
-    // SAFETY: _exit is async-signal-safe and skips the parent's atexit handlers.
-    unsafe { libc::_exit(0) }
-}
-
-fn spawn_pipe_echo() -> Result<Echo, OpError> {
-    let to_child = pipe_pair()?;
-    let to_parent = pipe_pair()?;
-    // SAFETY: the child only runs echo_child (async-signal-safe calls).
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(os_err("fork"));
-    }
-    if pid == 0 {
-        close(to_child[1]);
-        close(to_parent[0]);
-        echo_child(to_child[0], to_parent[1]);
-    }
-    close(to_child[0]);
-    close(to_parent[1]);
-    Ok(Echo {
-        pid,
-        w: to_child[1],
-        r: to_parent[0],
-    })
-}
-
-fn spawn_unix_echo() -> Result<Echo, OpError> {
-    let mut sv = [0; 2];
-    // SAFETY: valid out-array.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            sv.as_mut_ptr(),
-        )
-    } != 0
-    {
-        return Err(os_err("socketpair"));
-    }
-    // SAFETY: as in spawn_pipe_echo.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(os_err("fork"));
-    }
-    if pid == 0 {
-        close(sv[0]);
-        echo_child(sv[1], sv[1]);
-    }
-    close(sv[1]);
-    Ok(Echo {
-        pid,
-        w: sv[0],
-        r: sv[0],
-    })
-}
-
-#[inline(always)]
-fn round_trip(e: &Echo) -> i64 {
-    let mut b = 1u8;
-    // SAFETY: one byte to/from a local over descriptors owned by `e`.
-    unsafe {
-        if libc::write(e.w, (&b as *const u8).cast(), 1) != 1 {
-            return -1;
-        }
-        libc::read(e.r, (&mut b as *mut u8).cast(), 1) as i64 - 1
-    }
-}
-
 /// Sum a working set (lat_ctx's `bread`): every 8-byte word.
 #[inline(always)]
 fn sum_words(data: &[u64]) -> u64 {
@@ -578,47 +366,6 @@ fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError> {
         overhead_ns: ovr + lo,
         samples_ns: s.into_iter().map(|x| x / procs as f64 - ovr - lo).collect(),
     })
-}
-
-/// fork, then in the child `then` (which must not return normally), and wait: 0 when the child exited 0.
-#[inline(always)]
-fn fork_wait(then: &impl Fn()) -> i64 {
-    // SAFETY: the child only calls _exit or execve (async-signal-safe).
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return -1;
-    }
-    if pid == 0 {
-        then();
-        // SAFETY: `then` does not return; should it, the child must still not run the parent's code.
-        unsafe { libc::_exit(127) }
-    }
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        0
-    } else {
-        -1
-    }
-}
-
-fn exec_child(path: &CString, argv: &[*const libc::c_char; 4]) -> ! {
-    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-    // SAFETY: NUL-terminated path and NULL-terminated argv/envp arrays that outlive the call.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-        if null >= 0 {
-            libc::dup2(null, 1);
-        }
-        libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
-        libc::_exit(127)
-    }
-}
-
-fn mmap_file(fd: libc::c_int, len: usize, prot: libc::c_int) -> *mut u8 {
-    // SAFETY: mapping a file this module created and sized; failure is MAP_FAILED, checked by callers.
-    unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) as *mut u8 }
 }
 
 /// xorshift64*: a tiny deterministic generator for shuffles; a crate would add a dependency for 5 lines.
