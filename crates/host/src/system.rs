@@ -100,14 +100,23 @@ fn live_uname() -> (String, String, String, String, String) {
 mod tests {
     use super::*;
 
+    /// A captured tree holding these files.
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
     #[test]
     fn captured_tree_reads_proc_sys_kernel() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = dir.path().join("proc/sys/kernel");
-        std::fs::create_dir_all(&k).unwrap();
-        std::fs::write(k.join("osrelease"), "6.1.0-rt5\n").unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/kernel")).unwrap();
-        std::fs::write(dir.path().join("sys/kernel/realtime"), "1\n").unwrap();
+        let dir = tree(&[
+            ("proc/sys/kernel/osrelease", "6.1.0-rt5\n"),
+            ("sys/kernel/realtime", "1\n"),
+        ]);
         let s = read_system_info(&HostRoot::at(dir.path()));
         assert_eq!(s.release, "6.1.0-rt5");
         assert!(s.realtime);
@@ -115,11 +124,10 @@ mod tests {
 
     #[test]
     fn net_sysctls_are_named_with_dots_and_folded() {
-        let dir = tempfile::tempdir().unwrap();
-        let v4 = dir.path().join("proc/sys/net/ipv4");
-        std::fs::create_dir_all(&v4).unwrap();
-        std::fs::write(v4.join("ip_local_port_range"), "32768\t60999\n").unwrap();
-        std::fs::write(v4.join("tcp_tw_reuse"), "2\n").unwrap();
+        let dir = tree(&[
+            ("proc/sys/net/ipv4/ip_local_port_range", "32768\t60999\n"),
+            ("proc/sys/net/ipv4/tcp_tw_reuse", "2\n"),
+        ]);
         let s = read_net_sysctls(&HostRoot::at(dir.path()));
         let got: Vec<(&str, &str)> = s.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(

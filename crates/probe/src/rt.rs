@@ -228,6 +228,23 @@ pub fn raise_nofile() -> u64 {
     r.rlim_cur
 }
 
+/// Run `work` on a thread of its own, named `name`, and wait for its result: what a probe sets up for
+/// itself (pinning, scheduling, unlocked memory) stays with that thread and ends with it.
+pub fn on_own_thread<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, crate::ProbeError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(work)
+        .map_err(|cause| crate::ProbeError::Spawn { index: 0, cause })?
+        .join()
+        .map_err(|_| crate::ProbeError::Thread {
+            index: 0,
+            reason: "panicked".into(),
+        })
+}
+
 /// Kernel thread id of the calling thread (cyclictest prints it in `T: 0 (tid)`).
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.

@@ -672,20 +672,8 @@ fn label_of(op: Op, cfg: &OpsConfig) -> String {
 
 /// Run the plan on a thread of its own, pinned to `plan.cpu` (children inherit the pinning).
 pub fn run(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> Result<OpsResult, ProbeError> {
-    let plan = plan.clone();
-    let stop = stop.clone();
-    std::thread::Builder::new()
-        .name("rtgauge-ops".into())
-        .spawn(move || measure_all(&plan, &stop))
-        .map_err(|source| ProbeError::Spawn {
-            index: 0,
-            cause: source,
-        })?
-        .join()
-        .map_err(|_| ProbeError::Thread {
-            index: 0,
-            reason: "panicked".into(),
-        })
+    let (plan, stop) = (plan.clone(), stop.clone());
+    crate::rt::on_own_thread("rtgauge-ops", move || measure_all(&plan, &stop))
 }
 
 fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
