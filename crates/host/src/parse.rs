@@ -1,8 +1,26 @@
 //! Pure parsers of kernel text files. Nothing here does I/O; each function takes the file's text and never panics,
 //! whatever the bytes (property-tested). Each parser names the kernel document that defines its format.
 
+use rtgauge_model::cpuset::CpuSetError;
 use rtgauge_model::CpuSet;
 use std::collections::BTreeMap;
+
+/// Why a kernel parameter or mask was refused (the text is the audit's evidence: it names the bad part).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("unknown isolcpus flag '{0}'")]
+    IsolcpusFlag(String),
+    #[error(transparent)]
+    CpuList(#[from] CpuSetError),
+    #[error("empty mask")]
+    EmptyMask,
+    #[error("'{0}' is not a 32-bit hex word")]
+    MaskWord(String),
+    #[error("'{0}' is not hex")]
+    NotHex(String),
+    #[error("mask wider than the supported CPU maximum")]
+    MaskTooWide,
+}
 
 /// The kernel command line (`/proc/cmdline`, Documentation/admin-guide/kernel-parameters.rst), split into
 /// `key[=value]` tokens. Double quotes group a value containing spaces, as the kernel's `next_arg` does.
@@ -67,7 +85,7 @@ pub fn parse_cmdline(text: &str) -> Cmdline {
 
 /// `isolcpus=[flag,...,]<cpu-list>` (kernel-parameters.txt: flags `nohz`, `domain`, `managed_irq`): the flags and
 /// the CPU list. Leading alphabetic items are flags; an unknown flag is refused as the kernel refuses it.
-pub fn parse_isolcpus(value: &str) -> Result<(Vec<String>, CpuSet), String> {
+pub fn parse_isolcpus(value: &str) -> Result<(Vec<String>, CpuSet), ParseError> {
     let mut flags = Vec::new();
     let mut rest: &str = value.trim();
     loop {
@@ -77,7 +95,7 @@ pub fn parse_isolcpus(value: &str) -> Result<(Vec<String>, CpuSet), String> {
         };
         if head.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
             if !matches!(head, "nohz" | "domain" | "managed_irq") {
-                return Err(format!("unknown isolcpus flag '{head}'"));
+                return Err(ParseError::IsolcpusFlag(head.to_string()));
             }
             flags.push(head.to_string());
             match tail {
@@ -91,38 +109,37 @@ pub fn parse_isolcpus(value: &str) -> Result<(Vec<String>, CpuSet), String> {
             break;
         }
     }
-    let set = CpuSet::parse(rest).map_err(|e| e.to_string())?;
-    Ok((flags, set))
+    Ok((flags, CpuSet::parse(rest)?))
 }
 
 /// A CPU list from a parameter that may be `all` or `none` (e.g. `rcu_nocbs=all`, kernel-parameters.txt).
-pub fn parse_cpu_list_param(value: &str, online: &CpuSet) -> Result<CpuSet, String> {
+pub fn parse_cpu_list_param(value: &str, online: &CpuSet) -> Result<CpuSet, ParseError> {
     match value.trim() {
         "all" => Ok(online.clone()),
         "none" | "" => Ok(CpuSet::default()),
-        v => CpuSet::parse(v).map_err(|e| e.to_string()),
+        v => Ok(CpuSet::parse(v)?),
     }
 }
 
 /// A hex CPU mask as in `/proc/irq/*/smp_affinity` and workqueue `cpumask` (Documentation/core-api/irq/
 /// irq-affinity.rst): comma-separated 32-bit words, most significant first, leading zeros allowed.
-pub fn parse_hex_mask(text: &str) -> Result<CpuSet, String> {
+pub fn parse_hex_mask(text: &str) -> Result<CpuSet, ParseError> {
     let t = text.trim();
     if t.is_empty() {
-        return Err("empty mask".into());
+        return Err(ParseError::EmptyMask);
     }
     let words: Vec<&str> = t.split(',').collect();
     let mut cpus = Vec::new();
     for (i, w) in words.iter().rev().enumerate() {
         let w = w.trim();
         if w.is_empty() || w.len() > 8 {
-            return Err(format!("'{w}' is not a 32-bit hex word"));
+            return Err(ParseError::MaskWord(w.to_string()));
         }
-        let v = u32::from_str_radix(w, 16).map_err(|_| format!("'{w}' is not hex"))?;
+        let v = u32::from_str_radix(w, 16).map_err(|_| ParseError::NotHex(w.to_string()))?;
         let base = (i as u64) * 32;
         if base > u64::from(rtgauge_model::cpuset::MAX_CPU) {
             if v != 0 {
-                return Err("mask wider than the supported CPU maximum".into());
+                return Err(ParseError::MaskTooWide);
             }
             continue;
         }
@@ -415,6 +432,31 @@ pub fn parse_int(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_name_the_bad_part() {
+        // The audit prints these as evidence ("isolcpus unparsable: …"): the text is part of the output.
+        let e = |r: Result<CpuSet, ParseError>| r.unwrap_err().to_string();
+        assert_eq!(
+            parse_isolcpus("nohz,bogus,2-3").unwrap_err().to_string(),
+            "unknown isolcpus flag 'bogus'"
+        );
+        assert_eq!(
+            parse_isolcpus("domain,5-2").unwrap_err(),
+            ParseError::CpuList(CpuSetError::Reversed(5, 2))
+        );
+        let online = CpuSet::parse("0-3").unwrap();
+        assert_eq!(
+            e(parse_cpu_list_param("3-1", &online)),
+            "range 3-1 is reversed"
+        );
+        assert_eq!(e(parse_hex_mask(" ")), "empty mask");
+        assert_eq!(
+            e(parse_hex_mask("f,123456789")),
+            "'123456789' is not a 32-bit hex word"
+        );
+        assert_eq!(e(parse_hex_mask("xyz")), "'xyz' is not hex");
+    }
 
     #[test]
     fn cmdline_tokens_last_wins_and_quotes() {

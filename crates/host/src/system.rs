@@ -1,8 +1,10 @@
-//! The minimal system facts every result carries: uname, the PREEMPT_RT flag, online CPUs, clocksource.
+//! The minimal system facts every result carries: uname, the PREEMPT_RT flag, online CPUs, clocksource; and
+//! the network sysctls a network result carries.
 
 use crate::cpu::{read_cpu_mask, CpuMask};
 use crate::root::HostRoot;
 use rtgauge_model::run::SystemInfo;
+use std::collections::BTreeMap;
 
 /// uname(2) of the running kernel. For a captured root the values come from `/proc/sys/kernel/*` instead.
 pub fn read_system_info(root: &HostRoot) -> SystemInfo {
@@ -48,6 +50,28 @@ pub fn read_loadavg(root: &HostRoot) -> String {
         .unwrap_or_default()
 }
 
+/// The kernel settings that bound a CPS measurement (see docs/net.md), as read: `net.ipv4.…` → value with
+/// its white space folded to single spaces. Absent or unreadable keys are left out.
+pub fn read_net_sysctls(root: &HostRoot) -> BTreeMap<String, String> {
+    const KEYS: &[&str] = &[
+        "net/ipv4/ip_local_port_range",
+        "net/ipv4/tcp_tw_reuse",
+        "net/ipv4/tcp_max_tw_buckets",
+        "net/ipv4/tcp_max_syn_backlog",
+        "net/ipv4/tcp_syncookies",
+        "net/core/somaxconn",
+    ];
+    KEYS.iter()
+        .filter_map(|k| {
+            let v = root.read_text(&format!("/proc/sys/{k}")).ok()?;
+            Some((
+                k.replace('/', "."),
+                v.split_whitespace().collect::<Vec<_>>().join(" "),
+            ))
+        })
+        .collect()
+}
+
 fn live_uname() -> (String, String, String, String, String) {
     // SAFETY: utsname is plain old data; uname fills it with NUL-terminated strings.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -76,17 +100,43 @@ fn live_uname() -> (String, String, String, String, String) {
 mod tests {
     use super::*;
 
+    /// A captured tree holding these files.
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
     #[test]
     fn captured_tree_reads_proc_sys_kernel() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = dir.path().join("proc/sys/kernel");
-        std::fs::create_dir_all(&k).unwrap();
-        std::fs::write(k.join("osrelease"), "6.1.0-rt5\n").unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/kernel")).unwrap();
-        std::fs::write(dir.path().join("sys/kernel/realtime"), "1\n").unwrap();
+        let dir = tree(&[
+            ("proc/sys/kernel/osrelease", "6.1.0-rt5\n"),
+            ("sys/kernel/realtime", "1\n"),
+        ]);
         let s = read_system_info(&HostRoot::at(dir.path()));
         assert_eq!(s.release, "6.1.0-rt5");
         assert!(s.realtime);
+    }
+
+    #[test]
+    fn net_sysctls_are_named_with_dots_and_folded() {
+        let dir = tree(&[
+            ("proc/sys/net/ipv4/ip_local_port_range", "32768\t60999\n"),
+            ("proc/sys/net/ipv4/tcp_tw_reuse", "2\n"),
+        ]);
+        let s = read_net_sysctls(&HostRoot::at(dir.path()));
+        let got: Vec<(&str, &str)> = s.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("net.ipv4.ip_local_port_range", "32768 60999"),
+                ("net.ipv4.tcp_tw_reuse", "2")
+            ]
+        );
     }
 
     #[test]

@@ -401,19 +401,7 @@ fn measure_all(plan: &MemPlan) -> Result<MemResult, String> {
 /// Run the plan on a thread of its own, pinned to `config.cpu`.
 pub fn run(plan: &MemPlan) -> Result<MemResult, ProbeError> {
     let plan = plan.clone();
-    std::thread::Builder::new()
-        .name("rtgauge-mem".into())
-        .spawn(move || measure_all(&plan))
-        .map_err(|source| ProbeError::Spawn {
-            index: 0,
-            cause: source,
-        })?
-        .join()
-        .map_err(|_| ProbeError::Thread {
-            index: 0,
-            reason: "panicked".into(),
-        })?
-        .map_err(ProbeError::Config)
+    crate::rt::on_own_thread("rtgauge-mem", move || measure_all(&plan))?.map_err(ProbeError::Config)
 }
 
 #[cfg(test)]

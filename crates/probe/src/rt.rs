@@ -1,4 +1,5 @@
-//! Real-time setup: memory locking, scheduling policy and priority, CPU affinity, `/dev/cpu_dma_latency`.
+//! Real-time and process setup: memory locking, scheduling policy and priority, CPU affinity,
+//! `/dev/cpu_dma_latency`, signal masks, the open-file limit.
 //! Each function applies a request, reads the result back from the kernel and returns a
 //! [`Setting`] with requested versus achieved, so a probe can run (and say so) when a setting cannot be had.
 //! Everything changed here is held only for the run: the latency guard restores the previous PM QoS request
@@ -203,6 +204,47 @@ pub fn block_signals() {
     }
 }
 
+/// Raise the soft RLIMIT_NOFILE to the hard limit (every load generator does: its slots are file
+/// descriptors); returns the soft limit then in force (1024, the usual default, if it cannot be read).
+pub fn raise_nofile() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 1024;
+    }
+    if r.rlim_cur < r.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: `want` is a valid rlimit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            r.rlim_cur = r.rlim_max;
+        }
+    }
+    r.rlim_cur
+}
+
+/// Run `work` on a thread of its own, named `name`, and wait for its result: what a probe sets up for
+/// itself (pinning, scheduling, unlocked memory) stays with that thread and ends with it.
+pub fn on_own_thread<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, crate::ProbeError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(work)
+        .map_err(|cause| crate::ProbeError::Spawn { index: 0, cause })?
+        .join()
+        .map_err(|_| crate::ProbeError::Thread {
+            index: 0,
+            reason: "panicked".into(),
+        })
+}
+
 /// Kernel thread id of the calling thread (cyclictest prints it in `T: 0 (tid)`).
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
@@ -313,6 +355,18 @@ impl DmaLatencyGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raise_nofile_reaches_the_hard_limit() {
+        let soft = raise_nofile();
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `r` is a valid out-pointer.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) }, 0);
+        assert_eq!((soft, r.rlim_cur), (r.rlim_max, r.rlim_max));
+    }
 
     #[test]
     fn affinity_round_trip_on_cpu0() {

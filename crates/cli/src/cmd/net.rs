@@ -9,14 +9,15 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
-use rtgauge_model::net::{CloseMode, NetConfig, NetMode, NetResult};
+use rtgauge_model::net::{CloseMode, NetMode, NetResult};
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::{CpuSet, Nanos};
-use rtgauge_probe::net::{client, http, server};
+pub use rtgauge_probe::net::plan::NetPlan;
+use rtgauge_probe::net::plan::PointsSpec;
+use rtgauge_probe::net::{server, NetError};
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_report::net::{render_result, render_sweep};
 use rtgauge_store::{RunStore, SqliteStore};
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::path::PathBuf;
@@ -196,32 +197,6 @@ fn resolve_addr(flag: &str, text: &str) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow::anyhow!("{flag} {text}: no address"))
 }
 
-/// One measurement: mode, path, client CPUs and slots, and (optionally) the reference server's CPUs.
-#[derive(Debug, Clone)]
-pub struct Point {
-    pub mode: NetMode,
-    pub path: String,
-    pub client_cpus: Vec<u32>,
-    /// CPS: in flight per CPU; throughput: connections in all.
-    pub concurrency: u32,
-    pub server_cpus: Option<Vec<u32>>,
-    pub sweep: Option<u32>,
-    /// Open-loop offered rate (CPS `--rate`), else closed loop.
-    pub rate: Option<f64>,
-}
-
-/// Everything resolved before anything runs.
-#[derive(Debug, Clone)]
-pub struct NetPlan {
-    pub target: Option<SocketAddr>,
-    pub points: Vec<Point>,
-    pub duration_ns: u64,
-    pub timeout_ns: u64,
-    pub close: CloseMode,
-    pub max_transactions: u64,
-    pub max_errors: u64,
-}
-
 fn default_path(mode: NetMode) -> &'static str {
     match mode {
         NetMode::Cps => "/2b",
@@ -259,25 +234,7 @@ pub fn resolve(
         .as_deref()
         .map(|t| cpu_list("--serve-cpus", t, &online))
         .transpose()?;
-    let client = match &a.cpus {
-        Some(t) => cpu_list("--cpus", t, &online)?,
-        None => {
-            let usable = rtgauge_probe::rt::current_affinity().intersection(&online);
-            let free = match &serve {
-                Some(s) => usable.difference(s),
-                None => usable.clone(),
-            };
-            // One loop per CPU that does not serve; a client sweep grows over them.
-            if free.is_empty() {
-                usable
-            } else {
-                free
-            }
-        }
-    };
-    if client.is_empty() {
-        bail!("--cpus: no CPU available to the load generator");
-    }
+    let client = client_cpus(a.cpus.as_deref(), serve.as_ref(), &online)?;
     if a.duration.as_ns() == 0 {
         bail!("-D/--duration: must be longer than 0");
     }
@@ -290,229 +247,87 @@ pub fn resolve(
         bail!("--and-throughput: only with --sweep-cpus");
     }
     let sweep = a.sweep_cpus.as_deref().map(parse_sweep).transpose()?;
-    // Slots are file descriptors: check them against RLIMIT_NOFILE (raised to the hard limit).
-    let nofile = raise_nofile();
-    let mut points = Vec::new();
-    let mut push = |client_cpus: Vec<u32>, server_cpus: Option<Vec<u32>>, k: Option<u32>| {
-        points.push(Point {
-            mode,
-            path: path.clone(),
-            client_cpus: client_cpus.clone(),
-            concurrency,
-            server_cpus: server_cpus.clone(),
-            sweep: k,
-            rate: None,
-        });
-        if let Some(p) = &and_throughput {
-            points.push(Point {
-                mode: NetMode::Throughput,
-                path: p.clone(),
-                client_cpus,
-                concurrency: (concurrency / 2).max(1)
-                    * server_cpus.as_ref().map_or(1, |s| s.len() as u32),
-                server_cpus,
-                sweep: k,
-                rate: None,
-            });
-        }
-    };
-    match (&sweep, &serve) {
-        (None, _) => push(
-            client.as_slice().to_vec(),
-            serve.as_ref().map(|s| s.as_slice().to_vec()),
-            None,
-        ),
-        (Some(ks), Some(s)) => {
-            for &k in ks {
-                if k as usize > s.len() {
-                    bail!("--sweep-cpus: {k} CPUs asked, --serve-cpus has {}", s.len());
-                }
-                push(
-                    client.as_slice().to_vec(),
-                    Some(s.as_slice()[..k as usize].to_vec()),
-                    Some(k),
-                );
-            }
-        }
-        (Some(ks), None) => {
-            for &k in ks {
-                if k as usize > client.len() {
-                    bail!(
-                        "--sweep-cpus: {k} CPUs asked, the client has {} (--cpus {client})",
-                        client.len()
-                    );
-                }
-                push(client.as_slice()[..k as usize].to_vec(), None, Some(k));
-            }
+    // A sweep grows over the server's CPUs when rtgauge serves, else over the client's.
+    if let Some(k) = sweep.iter().flatten().copied().find(|&k| match &serve {
+        Some(s) => k as usize > s.len(),
+        None => k as usize > client.len(),
+    }) {
+        match &serve {
+            Some(s) => bail!("--sweep-cpus: {k} CPUs asked, --serve-cpus has {}", s.len()),
+            None => bail!(
+                "--sweep-cpus: {k} CPUs asked, the client has {} (--cpus {client})",
+                client.len()
+            ),
         }
     }
-    for p in &points {
-        let fds = match p.mode {
-            NetMode::Cps => u64::from(p.concurrency) * p.client_cpus.len() as u64,
-            NetMode::Throughput => u64::from(p.concurrency),
-        };
-        let server_fds = if p.server_cpus.is_some() { fds } else { 0 };
-        if fds + server_fds + 64 > nofile {
-            let flag = match mode {
-                NetMode::Cps => "--concurrency",
-                NetMode::Throughput => "--connections",
-            };
-            bail!("{flag}: {fds} connections need more file descriptors than RLIMIT_NOFILE ({nofile}) allows");
-        }
-    }
-    Ok(NetPlan {
+    let plan = NetPlan {
         target,
-        points,
+        points: rtgauge_probe::net::plan::points(&PointsSpec {
+            mode,
+            path,
+            client_cpus: client.as_slice().to_vec(),
+            server_cpus: serve.as_ref().map(|s| s.as_slice().to_vec()),
+            sweep,
+            concurrency,
+            and_throughput,
+        }),
         duration_ns: a.duration.as_ns(),
         timeout_ns: a.timeout.as_ns(),
         close,
         max_transactions: a.max_transactions,
         max_errors: a.max_errors,
-    })
-}
-
-/// Raise the soft RLIMIT_NOFILE to the hard limit (every load generator does); returns the soft limit.
-fn raise_nofile() -> u64 {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
     };
-    // SAFETY: `r` is a valid out-pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-        return 1024;
-    }
-    if r.rlim_cur < r.rlim_max {
-        let want = libc::rlimit {
-            rlim_cur: r.rlim_max,
-            rlim_max: r.rlim_max,
+    // Slots are file descriptors: check them against RLIMIT_NOFILE (raised to the hard limit).
+    let nofile = rtgauge_probe::rt::raise_nofile();
+    if let Some(fds) = plan.short_of_descriptors(nofile) {
+        let flag = match mode {
+            NetMode::Cps => "--concurrency",
+            NetMode::Throughput => "--connections",
         };
-        // SAFETY: `want` is a valid rlimit.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
-            r.rlim_cur = r.rlim_max;
-        }
+        bail!("{flag}: {fds} connections need more file descriptors than RLIMIT_NOFILE ({nofile}) allows");
     }
-    r.rlim_cur
+    Ok(plan)
 }
 
-/// The kernel settings that bound a CPS measurement, as read (see docs/net.md).
-fn read_sysctls(root: &HostRoot) -> BTreeMap<String, String> {
-    const KEYS: &[&str] = &[
-        "net/ipv4/ip_local_port_range",
-        "net/ipv4/tcp_tw_reuse",
-        "net/ipv4/tcp_max_tw_buckets",
-        "net/ipv4/tcp_max_syn_backlog",
-        "net/ipv4/tcp_syncookies",
-        "net/core/somaxconn",
-    ];
-    KEYS.iter()
-        .filter_map(|k| {
-            let v = root.read_text(&format!("/proc/sys/{k}")).ok()?;
-            Some((
-                k.replace('/', "."),
-                v.split_whitespace().collect::<Vec<_>>().join(" "),
-            ))
-        })
-        .collect()
+/// The load generator's CPUs: `--cpus`, else every usable CPU that does not serve (all of them if none is
+/// left); a client sweep grows over them.
+fn client_cpus(
+    cpus: Option<&str>,
+    serve: Option<&CpuSet>,
+    online: &CpuSet,
+) -> anyhow::Result<CpuSet> {
+    let client = match cpus {
+        Some(t) => cpu_list("--cpus", t, online)?,
+        None => {
+            let usable = rtgauge_probe::rt::current_affinity().intersection(online);
+            let free = match serve {
+                Some(s) => usable.difference(s),
+                None => usable.clone(),
+            };
+            if free.is_empty() {
+                usable
+            } else {
+                free
+            }
+        }
+    };
+    if client.is_empty() {
+        bail!("--cpus: no CPU available to the load generator");
+    }
+    Ok(client)
 }
 
-/// Run every point of the plan, in order; stops early when the stop flag is set.
+/// Run every point of the plan, in order; stops early when the stop flag is set. The network sysctls of
+/// `root` are recorded with each result.
 pub fn measure(plan: &NetPlan, stop: &StopFlag, root: &HostRoot) -> anyhow::Result<Vec<NetResult>> {
-    let sysctls = read_sysctls(root);
-    let mut out = Vec::new();
-    for p in &plan.points {
-        if stop.is_set() {
-            break;
+    let sysctls = rtgauge_host::system::read_net_sysctls(root);
+    rtgauge_probe::net::measure(plan, stop, &sysctls).map_err(|e| match e {
+        NetError::Server(e) => {
+            anyhow::Error::new(e).context("--serve-cpus: starting the reference server")
         }
-        // The reference server, when asked for, lives for this point only: its CPU set is the point's.
-        let server_stop = StopFlag::new();
-        let server = match &p.server_cpus {
-            Some(cpus) => Some(
-                server::start(
-                    &server::ServerPlan {
-                        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-                        cpus: cpus.clone(),
-                        duration_ns: Some(plan.duration_ns.saturating_add(10_000_000_000)),
-                    },
-                    &server_stop,
-                )
-                .context("--serve-cpus: starting the reference server")?,
-            ),
-            None => None,
-        };
-        let target = match (&server, plan.target) {
-            (Some(s), _) => s.addr,
-            (None, Some(t)) => t,
-            (None, None) => bail!("--target: required"),
-        };
-        let loops = p.client_cpus.len() as u32;
-        let slots: Vec<u32> = match p.mode {
-            NetMode::Cps => vec![p.concurrency; loops as usize],
-            NetMode::Throughput => (0..loops)
-                .map(|i| p.concurrency / loops + u32::from(i < p.concurrency % loops))
-                .collect(),
-        };
-        let (cpus, slots): (Vec<u32>, Vec<u32>) = p
-            .client_cpus
-            .iter()
-            .zip(slots)
-            .filter(|(_, n)| *n > 0)
-            .map(|(c, n)| (*c, n))
-            .unzip();
-        let host = target.to_string();
-        let cplan = client::ClientPlan {
-            mode: p.mode,
-            target,
-            request: http::build_request(&p.path, &host, p.mode == NetMode::Cps),
-            cpus: cpus.clone(),
-            slots,
-            duration_ns: plan.duration_ns,
-            timeout_ns: plan.timeout_ns,
-            close: plan.close,
-            max_transactions: plan.max_transactions,
-            rate_per_s: p.rate,
-        };
-        let r = client::run(&cplan, stop);
-        if let Some(s) = server {
-            s.stop();
-        }
-        let r = r?;
-        let secs = r.elapsed_ns as f64 / 1e9;
-        out.push(NetResult {
-            config: NetConfig {
-                mode: p.mode,
-                target: host,
-                path: p.path.clone(),
-                cpus,
-                concurrency: p.concurrency,
-                duration_ns: plan.duration_ns,
-                timeout_ns: plan.timeout_ns,
-                close: plan.close,
-                max_transactions: plan.max_transactions,
-                server_cpus: p.server_cpus.clone(),
-            },
-            sweep_cpus: p.sweep,
-            elapsed_ns: r.elapsed_ns,
-            connections: r.connections,
-            transactions: r.transactions,
-            bytes: r.bytes,
-            rate_per_s: r.transactions as f64 / secs,
-            bits_per_s: r.bytes as f64 * 8.0 / secs,
-            errors: r.errors,
-            connect: r.connect,
-            ttfb: r.ttfb,
-            total: r.total,
-            per_second: r.per_second,
-            sysctls: sysctls.clone(),
-            in_flight_at_end: r.in_flight_at_end,
-            open_loop: p.rate.map(|offered_per_s| rtgauge_model::net::OpenLoop {
-                offered_per_s,
-                scheduled: r.scheduled,
-                missed_starts: r.missed_starts,
-            }),
-            load: None,
-        });
-    }
-    Ok(out)
+        NetError::NoTarget => anyhow::anyhow!("--target: required"),
+        NetError::Client(e) => anyhow::Error::new(e),
+    })
 }
 
 /// Process-exit outcome of a set of results: 2 when nothing succeeded, 1 when errors exceed the tolerance.
@@ -701,6 +516,71 @@ mod tests {
         assert!(parse_sweep("0,1").is_err());
         assert!(parse_sweep("1,,2").is_err());
         assert!(parse_sweep("x").is_err());
+    }
+
+    fn plan(args: &[&str]) -> anyhow::Result<NetPlan> {
+        #[derive(clap::Parser)]
+        struct Net {
+            #[command(subcommand)]
+            command: NetCommand,
+        }
+        let net = <Net as clap::Parser>::try_parse_from(
+            std::iter::once("net").chain(args.iter().copied()),
+        )?;
+        net.command.plan(&HostRoot::live())
+    }
+
+    #[test]
+    fn a_sweep_beyond_its_cpus_names_them() {
+        let e = plan(&["cps", "--serve-cpus", "0", "--sweep-cpus", "1,2,3"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--sweep-cpus: 2 CPUs asked, --serve-cpus has 1"
+        );
+        let e = plan(&[
+            "cps",
+            "--target",
+            "127.0.0.1:1",
+            "--cpus",
+            "0",
+            "--sweep-cpus",
+            "1,2",
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--sweep-cpus: 2 CPUs asked, the client has 1 (--cpus 0)"
+        );
+    }
+
+    #[test]
+    fn flags_resolve_into_points() {
+        let p = plan(&[
+            "cps",
+            "--serve-cpus",
+            "0",
+            "--sweep-cpus",
+            "1",
+            "--and-throughput",
+            "/64k",
+            "--concurrency",
+            "6",
+        ])
+        .unwrap();
+        assert_eq!(p.target, None);
+        let modes: Vec<_> = p
+            .points
+            .iter()
+            .map(|q| (q.mode, q.path.as_str(), q.concurrency))
+            .collect();
+        assert_eq!(
+            modes,
+            [(NetMode::Cps, "/2b", 6), (NetMode::Throughput, "/64k", 3)]
+        );
+        assert!(p
+            .points
+            .iter()
+            .all(|q| q.server_cpus.as_deref() == Some(&[0][..])));
     }
 
     #[test]

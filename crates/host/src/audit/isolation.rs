@@ -4,7 +4,7 @@
 use super::{Ctx, Rule, Verdict};
 use crate::parse::{
     key_value, parse_counter_table, parse_cpu_list_param, parse_hex_mask, parse_isolcpus,
-    parse_key_values, render_hex_mask,
+    parse_key_values, render_hex_mask, ParseError,
 };
 use rtgauge_model::audit::{Evidence, Severity, Target};
 use rtgauge_model::CpuSet;
@@ -361,7 +361,7 @@ fn sets_consistent(c: &Ctx) -> Verdict {
         Ok(i) => i,
         Err(v) => return v,
     };
-    let mut sets: Vec<(String, String, Result<CpuSet, String>)> = Vec::new();
+    let mut sets: Vec<(String, String, Result<CpuSet, ParseError>)> = Vec::new();
     if let Some(v) = c.cmdline.get("isolcpus") {
         sets.push((
             "isolcpus".into(),
@@ -388,7 +388,7 @@ fn sets_consistent(c: &Ctx) -> Verdict {
         sets.push((
             "tuned isolated_cores".into(),
             "/etc/tuned/<profile>-variables.conf".into(),
-            CpuSet::parse(v).map_err(|e| e.to_string()),
+            CpuSet::parse(v).map_err(ParseError::from),
         ));
     }
     let mut problems = Vec::new();

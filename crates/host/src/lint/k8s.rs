@@ -4,8 +4,8 @@
 //! The YAML tree carries no positions, so evidence lines come from locating `key:` in the text after the
 //! document's first line (good enough for hand-written manifests; "absent" when the key is not there).
 
-use super::{finding, report, LintError, LintRule};
-use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Subject};
+use super::{report, run_rules, LintError, LintRule, Outcome};
+use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Subject};
 use rtgauge_model::CpuSet;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -72,68 +72,105 @@ pub fn check_yaml_bounds(file: &str, text: &str) -> Result<(), LintError> {
     }
 }
 
-macro_rules! rule {
-    ($name:ident, $id:expr, $sev:expr, $exp:expr, $fix:expr, $src:expr) => {
-        const $name: LintRule = LintRule {
-            id: $id,
-            severity: $sev,
-            expected: $exp,
-            remediation: $fix,
-            source: $src,
-        };
-    };
-}
+/// A check of the rules of one Kubernetes object.
+type Check = fn(&Object<'_>) -> Vec<Outcome>;
+/// A check of the whole file.
+type FileCheck = fn(&Stream<'_>) -> Vec<Outcome>;
 
-rule!(R_QOS, "k8s-pod-guaranteed-qos", Severity::High,
-    "Guaranteed QoS: every container has cpu and memory limits equal to requests",
-    "Set resources.requests == resources.limits for cpu and memory in every container (and init container).", "[K8s1][C1]");
-rule!(
-    R_WHOLE,
-    "k8s-pod-whole-cpus",
-    Severity::High,
-    "integer CPU requests (\"4\" or \"4000m\") so the static CPU manager grants exclusive CPUs",
-    "Request whole cores: resources.requests.cpu: \"4\".",
-    "[K8s1][C1][O2]"
-);
-rule!(
-    R_HUGE,
-    "k8s-pod-hugepages",
-    Severity::Medium,
-    "hugepages-* requests == limits and a HugePages emptyDir volume",
-    "Request hugepages-1Gi (requests == limits) and mount an emptyDir with medium: HugePages-1Gi.",
-    "[K8s2][O1]"
-);
-rule!(R_RC, "k8s-pod-runtimeclass", Severity::High,
-    "spec.runtimeClassName naming a high-performance handler whenever crio.io annotations are used",
-    "Set spec.runtimeClassName: performance-<profile> (a handler whose allowed_annotations list the crio.io keys).", "[O3]");
-rule!(R_ANN, "k8s-pod-crio-annotations", Severity::Medium,
-    "cpu-load-balancing.crio.io, cpu-quota.crio.io, irq-load-balancing.crio.io = \"disable\"; cpu-c-states.crio.io disable or max_latency:N; cpu-freq-governor.crio.io performance",
-    "Add the annotations under metadata.annotations (pod template metadata for workloads).", "[C1][O3]");
-rule!(R_CPUMGR, "kubelet-cpu-manager", Severity::High,
-    "cpuManagerPolicy: static with reservedSystemCPUs = H (full-pcpus-only with SMT)",
-    "Set cpuManagerPolicy: static and reservedSystemCPUs; drain the node, remove cpu_manager_state, restart kubelet.", "[O2][K8s1]");
-rule!(R_TOPO, "kubelet-topology-memory-manager", Severity::Medium,
-    "topologyManagerPolicy single-numa-node (or restricted); memoryManagerPolicy Static needs reservedMemory",
-    "Set topologyManagerPolicy: single-numa-node, memoryManagerPolicy: Static with reservedMemory.", "[O2][K8s2][K8s3]");
-rule!(
-    R_RESV,
-    "kubelet-reserved-vs-host",
-    Severity::Medium,
-    "reservedSystemCPUs ∩ I = ∅ and reservedSystemCPUs ∪ I = all online CPUs",
-    "Align the kubelet reserved set with the host housekeeping set.",
-    "[O4]"
-);
-rule!(
-    R_SYNTAX,
-    "k8s-yaml-syntax",
-    Severity::High,
-    "every document of the file is valid YAML (kubectl apply rejects the whole file otherwise)",
-    "Fix the YAML at the line named (indentation, an unclosed bracket or quote).",
-    "[K8s1]"
-);
-rule!(R_PP, "performanceprofile-lint", Severity::Medium,
-    "isolated/reserved disjoint and set; realTimeKernel.enabled for hard RT; highPowerConsumption and perPodPowerManagement not both; IRQ load balancing disabled globally or per pod",
-    "Fix the PerformanceProfile spec.", "[O4][O1][O6][O3]");
+/// The file's rules: one finding per document that is not YAML.
+const FILE_RULES: &[LintRule<FileCheck>] = &[LintRule {
+    id: "k8s-yaml-syntax",
+    severity: Severity::High,
+    expected:
+        "every document of the file is valid YAML (kubectl apply rejects the whole file otherwise)",
+    remediation: "Fix the YAML at the line named (indentation, an unclosed bracket or quote).",
+    source: "[K8s1]",
+    check: syntax,
+}];
+
+/// The rules of a pod or a workload's pod template.
+const POD_RULES: &[LintRule<Check>] = &[
+    LintRule {
+        id: "k8s-pod-guaranteed-qos",
+        severity: Severity::High,
+        expected: "Guaranteed QoS: every container has cpu and memory limits equal to requests",
+        remediation: "Set resources.requests == resources.limits for cpu and memory in every container (and init container).",
+        source: "[K8s1][C1]",
+        check: guaranteed_qos,
+    },
+    LintRule {
+        id: "k8s-pod-whole-cpus",
+        severity: Severity::High,
+        expected: "integer CPU requests (\"4\" or \"4000m\") so the static CPU manager grants exclusive CPUs",
+        remediation: "Request whole cores: resources.requests.cpu: \"4\".",
+        source: "[K8s1][C1][O2]",
+        check: whole_cpus,
+    },
+    LintRule {
+        id: "k8s-pod-hugepages",
+        severity: Severity::Medium,
+        expected: "hugepages-* requests == limits and a HugePages emptyDir volume",
+        remediation: "Request hugepages-1Gi (requests == limits) and mount an emptyDir with medium: HugePages-1Gi.",
+        source: "[K8s2][O1]",
+        check: hugepages,
+    },
+    LintRule {
+        id: "k8s-pod-runtimeclass",
+        severity: Severity::High,
+        expected: "spec.runtimeClassName naming a high-performance handler whenever crio.io annotations are used",
+        remediation: "Set spec.runtimeClassName: performance-<profile> (a handler whose allowed_annotations list the crio.io keys).",
+        source: "[O3]",
+        check: runtime_class,
+    },
+    LintRule {
+        id: "k8s-pod-crio-annotations",
+        severity: Severity::Medium,
+        expected: "cpu-load-balancing.crio.io, cpu-quota.crio.io, irq-load-balancing.crio.io = \"disable\"; cpu-c-states.crio.io disable or max_latency:N; cpu-freq-governor.crio.io performance",
+        remediation: "Add the annotations under metadata.annotations (pod template metadata for workloads).",
+        source: "[C1][O3]",
+        check: crio_annotations,
+    },
+];
+
+/// The rules of a KubeletConfiguration (or an OpenShift KubeletConfig's kubeletConfig).
+const KUBELET_RULES: &[LintRule<Check>] = &[
+    LintRule {
+        id: "kubelet-cpu-manager",
+        severity: Severity::High,
+        expected: "cpuManagerPolicy: static with reservedSystemCPUs = H (full-pcpus-only with SMT)",
+        remediation: "Set cpuManagerPolicy: static and reservedSystemCPUs; drain the node, remove cpu_manager_state, restart kubelet.",
+        source: "[O2][K8s1]",
+        check: cpu_manager,
+    },
+    LintRule {
+        id: "kubelet-topology-memory-manager",
+        severity: Severity::Medium,
+        expected: "topologyManagerPolicy single-numa-node (or restricted); memoryManagerPolicy Static needs reservedMemory",
+        remediation: "Set topologyManagerPolicy: single-numa-node, memoryManagerPolicy: Static with reservedMemory.",
+        source: "[O2][K8s2][K8s3]",
+        check: topology_memory_manager,
+    },
+    LintRule {
+        id: "kubelet-reserved-vs-host",
+        severity: Severity::Medium,
+        expected: "reservedSystemCPUs ∩ I = ∅ and reservedSystemCPUs ∪ I = all online CPUs",
+        remediation: "Align the kubelet reserved set with the host housekeeping set.",
+        source: "[O4]",
+        check: reserved_vs_host,
+    },
+];
+
+/// The rules of a PerformanceProfile.
+const PROFILE_RULES: &[LintRule<Check>] = &[
+    LintRule {
+        id: "performanceprofile-lint",
+        severity: Severity::Medium,
+        expected: "isolated/reserved disjoint and set; realTimeKernel.enabled for hard RT; highPowerConsumption and perPodPowerManagement not both; IRQ load balancing disabled globally or per pod",
+        remediation: "Fix the PerformanceProfile spec.",
+        source: "[O4][O1][O6][O3]",
+        check: performance_profile,
+    },
+];
 
 /// `reservedSystemCPUs` of a KubeletConfiguration, if the text is one.
 pub fn kubelet_reserved_cpus(text: &str) -> Option<CpuSet> {
@@ -148,7 +185,7 @@ pub fn kubelet_reserved_cpus(text: &str) -> Option<CpuSet> {
 
 struct Doc<'a> {
     file: &'a str,
-    lines: Vec<&'a str>,
+    lines: &'a [&'a str],
     /// 0-based index of the document's first line.
     start: usize,
     end: usize,
@@ -241,7 +278,68 @@ pub fn parse_quantity(s: &str, milli: bool) -> Option<u128> {
 pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
     check_yaml_bounds(file, text)?;
     let lines: Vec<&str> = text.lines().collect();
-    // Document boundaries: lines that are exactly `---` (possibly with a trailing comment).
+    let starts = document_starts(&lines);
+    // Each document on its own, so that a syntax error in one is one finding and the others are linted.
+    let mut docs = Vec::new();
+    let mut stream = Stream {
+        file,
+        errors: Vec::new(),
+    };
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(lines.len());
+        let from = if start > 0 { start - 1 } else { 0 };
+        let part = lines[from..end].join("\n");
+        match YamlLoader::load_from_str(&part) {
+            Ok(mut d) => docs.push(if d.is_empty() {
+                Yaml::Null
+            } else {
+                d.remove(0)
+            }),
+            Err(e) => {
+                stream.errors.push(SyntaxError {
+                    line: from + e.marker().line().max(1),
+                    reason: e.info().to_string(),
+                    start,
+                });
+                docs.push(Yaml::BadValue);
+            }
+        }
+    }
+    if let (true, Some(first)) = (docs.iter().all(Yaml::is_badvalue), stream.errors.first()) {
+        return Err(LintError::Malformed {
+            file: file.to_string(),
+            line: first.line,
+            reason: first.reason.clone(),
+        });
+    }
+    let mut objects = Vec::new();
+    for (i, y) in docs.iter().enumerate() {
+        if y.is_null() || y.is_badvalue() {
+            continue;
+        }
+        let doc = Doc {
+            file,
+            lines: &lines,
+            start: starts.get(i).copied().unwrap_or(0),
+            end: starts.get(i + 1).copied().unwrap_or(lines.len()),
+        };
+        objects.extend(lint_object(&doc, y)?);
+    }
+    if objects.is_empty() {
+        return Err(LintError::Malformed {
+            file: file.to_string(),
+            line: 1,
+            reason: "no Kubernetes object in the file".into(),
+        });
+    }
+    let mut findings = run_rules(FILE_RULES, |check| check(&stream));
+    findings.extend(objects);
+    Ok(report(Subject::K8s, file, findings))
+}
+
+/// 0-based first line of each document: after each line that is exactly `---` (possibly with a trailing
+/// comment); a first document of only comments and blank lines before the first `---` is none.
+fn document_starts(lines: &[&str]) -> Vec<usize> {
     let mut starts = vec![0usize];
     for (i, l) in lines.iter().enumerate() {
         if l.trim_end() == "---" || l.starts_with("--- ") {
@@ -255,87 +353,74 @@ pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
     {
         starts.remove(0);
     }
-    // Each document on its own, so that a syntax error in one is one finding and the others are linted.
-    let mut docs = Vec::new();
-    let mut syntax = Vec::new();
-    let mut first_error: Option<(usize, String)> = None;
-    for (i, &start) in starts.iter().enumerate() {
-        let end = starts.get(i + 1).copied().unwrap_or(lines.len());
-        let from = if start > 0 { start - 1 } else { 0 };
-        let part = lines[from..end].join("\n");
-        match YamlLoader::load_from_str(&part) {
-            Ok(mut d) => docs.push(if d.is_empty() {
-                Yaml::Null
-            } else {
-                d.remove(0)
-            }),
-            Err(e) => {
-                let line = from + e.marker().line().max(1);
-                first_error.get_or_insert((line, e.info().to_string()));
-                syntax.push(finding(
-                    &R_SYNTAX,
-                    Status::Fail,
-                    format!("{file}:{line}: {}", e.info()),
-                    vec![Evidence::new(
-                        "document",
-                        format!("{file}:{}", start + 1),
-                        format!("YAML syntax error at line {line}"),
-                    )],
-                ));
-                docs.push(Yaml::BadValue);
+    starts
+}
+
+/// The findings of one document, by its kind.
+fn lint_object(d: &Doc, y: &Yaml) -> Result<Vec<Finding>, LintError> {
+    let kind = y["kind"].as_str().unwrap_or("");
+    let err = |reason: String| LintError::Malformed {
+        file: d.file.to_string(),
+        line: d.start + 1,
+        reason,
+    };
+    let (rules, meta, spec) = match kind {
+        "Pod" => (POD_RULES, &y["metadata"], &y["spec"]),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
+            let t = &y["spec"]["template"];
+            if t.is_badvalue() {
+                return Err(err(format!("{kind} without spec.template")));
             }
+            (POD_RULES, &t["metadata"], &t["spec"])
         }
-    }
-    if let (true, Some((line, reason))) = (docs.iter().all(Yaml::is_badvalue), &first_error) {
-        return Err(LintError::Malformed {
-            file: file.to_string(),
-            line: *line,
-            reason: reason.clone(),
-        });
-    }
-    let mut findings = syntax;
-    for (i, y) in docs.iter().enumerate() {
-        if y.is_null() || y.is_badvalue() {
-            continue;
-        }
-        let start = starts.get(i).copied().unwrap_or(0);
-        let end = starts.get(i + 1).copied().unwrap_or(lines.len());
-        let d = Doc {
-            file,
-            lines: lines.clone(),
-            start,
-            end,
-        };
-        let kind = y["kind"].as_str().unwrap_or("");
-        let err = |reason: String| LintError::Malformed {
-            file: file.to_string(),
-            line: start + 1,
-            reason,
-        };
-        match kind {
-            "Pod" => findings.extend(lint_pod(&d, &y["metadata"], &y["spec"])),
-            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
-                let t = &y["spec"]["template"];
-                if t.is_badvalue() {
-                    return Err(err(format!("{kind} without spec.template")));
-                }
-                findings.extend(lint_pod(&d, &t["metadata"], &t["spec"]));
-            }
-            "KubeletConfiguration" => findings.extend(lint_kubelet(&d, y)),
-            "KubeletConfig" => findings.extend(lint_kubelet(&d, &y["spec"]["kubeletConfig"])),
-            "PerformanceProfile" => findings.push(lint_pp(&d, &y["spec"])),
-            "" => return Err(err("document without kind".into())),
-            k => return Err(err(format!("kind {k} is not linted (Pod, Deployment, StatefulSet, DaemonSet, Job, KubeletConfiguration, PerformanceProfile)"))),
-        }
-    }
-    if findings.iter().all(|f| f.id == R_SYNTAX.id) {
-        return Err(LintError::Malformed {
-            file: file.to_string(),
-            line: 1,
-            reason: "no Kubernetes object in the file".into(),
-        });
-    }
-    Ok(report(Subject::K8s, file, findings))
+        "KubeletConfiguration" => (KUBELET_RULES, &Yaml::BadValue, y),
+        "KubeletConfig" => (KUBELET_RULES, &Yaml::BadValue, &y["spec"]["kubeletConfig"]),
+        "PerformanceProfile" => (PROFILE_RULES, &Yaml::BadValue, &y["spec"]),
+        "" => return Err(err("document without kind".into())),
+        k => return Err(err(format!("kind {k} is not linted (Pod, Deployment, StatefulSet, DaemonSet, Job, KubeletConfiguration, PerformanceProfile)"))),
+    };
+    let object = Object { d, meta, spec };
+    Ok(run_rules(rules, |check| check(&object)))
+}
+
+/// A document that is not YAML.
+struct SyntaxError {
+    /// 1-based line of the error in the file.
+    line: usize,
+    reason: String,
+    /// 0-based first line of the document.
+    start: usize,
+}
+
+/// What the file rules read: the documents that are not YAML.
+struct Stream<'a> {
+    file: &'a str,
+    errors: Vec<SyntaxError>,
+}
+
+/// What an object's rules read: the document, and the object's metadata (pods) and spec (the pod spec, the
+/// kubelet configuration, the PerformanceProfile spec).
+struct Object<'a> {
+    d: &'a Doc<'a>,
+    meta: &'a Yaml,
+    spec: &'a Yaml,
+}
+
+fn syntax(s: &Stream) -> Vec<Outcome> {
+    let file = s.file;
+    s.errors
+        .iter()
+        .map(|e| {
+            Outcome::fail(
+                format!("{file}:{}: {}", e.line, e.reason),
+                vec![Evidence::new(
+                    "document",
+                    format!("{file}:{}", e.start + 1),
+                    format!("YAML syntax error at line {}", e.line),
+                )],
+            )
+        })
+        .collect()
 }
 
 fn containers(spec: &Yaml) -> Vec<(&'static str, &Yaml)> {
@@ -351,12 +436,26 @@ fn containers(spec: &Yaml) -> Vec<(&'static str, &Yaml)> {
     v
 }
 
-fn lint_pod(d: &Doc, meta: &Yaml, spec: &Yaml) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let conts = containers(spec);
-    let name = |c: &Yaml| c["name"].as_str().unwrap_or("?").to_string();
+/// `metadata.annotations` as (key, value) pairs.
+fn annotations(meta: &Yaml) -> Vec<(String, String)> {
+    meta["annotations"]
+        .as_hash()
+        .map(|h| {
+            h.iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), scalar(v)?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
-    // Guaranteed QoS
+/// Name of a container.
+fn name(c: &Yaml) -> String {
+    c["name"].as_str().unwrap_or("?").to_string()
+}
+
+fn guaranteed_qos(o: &Object) -> Vec<Outcome> {
+    let (d, spec) = (o.d, o.spec);
+    let conts = containers(spec);
     let mut problems = Vec::new();
     let mut ev = Vec::new();
     for (label, c) in &conts {
@@ -390,25 +489,24 @@ fn lint_pod(d: &Doc, meta: &Yaml, spec: &Yaml) -> Vec<Finding> {
             }
         }
     }
-    out.push(if conts.is_empty() {
-        finding(
-            &R_QOS,
-            Status::Fail,
+    vec![if conts.is_empty() {
+        Outcome::fail(
             "no containers",
             vec![d.ev("containers", &["containers"], None)],
         )
     } else if problems.is_empty() {
-        finding(
-            &R_QOS,
-            Status::Pass,
+        Outcome::pass(
             "Guaranteed QoS: limits == requests for cpu and memory everywhere",
             ev,
         )
     } else {
-        finding(&R_QOS, Status::Fail, problems.join("; "), ev)
-    });
+        Outcome::fail(problems.join("; "), ev)
+    }]
+}
 
-    // Whole CPUs
+fn whole_cpus(o: &Object) -> Vec<Outcome> {
+    let (d, spec) = (o.d, o.spec);
+    let conts = containers(spec);
     let mut problems = Vec::new();
     let mut ev = Vec::new();
     for (label, c) in conts.iter().filter(|(l, _)| *l == "container") {
@@ -425,12 +523,10 @@ fn lint_pod(d: &Doc, meta: &Yaml, spec: &Yaml) -> Vec<Finding> {
             _ => {}
         }
     }
-    out.push(if problems.is_empty() && !ev.is_empty() {
-        finding(&R_WHOLE, Status::Pass, "integer CPU requests", ev)
+    vec![if problems.is_empty() && !ev.is_empty() {
+        Outcome::pass("integer CPU requests", ev)
     } else {
-        finding(
-            &R_WHOLE,
-            Status::Fail,
+        Outcome::fail(
             if problems.is_empty() {
                 "no containers".into()
             } else {
@@ -438,9 +534,12 @@ fn lint_pod(d: &Doc, meta: &Yaml, spec: &Yaml) -> Vec<Finding> {
             },
             ev,
         )
-    });
+    }]
+}
 
-    // Hugepages
+fn hugepages(o: &Object) -> Vec<Outcome> {
+    let (d, spec) = (o.d, o.spec);
+    let conts = containers(spec);
     let mut hp = Vec::new();
     let mut problems = Vec::new();
     for (_, c) in &conts {
@@ -483,61 +582,40 @@ fn lint_pod(d: &Doc, meta: &Yaml, spec: &Yaml) -> Vec<Finding> {
             vol.then(|| "HugePages".to_string()),
         ),
     ];
-    out.push(if hp.is_empty() {
-        finding(
-            &R_HUGE,
-            Status::NotApplicable,
-            "no huge pages requested",
-            ev,
-        )
+    vec![if hp.is_empty() {
+        Outcome::na("no huge pages requested", ev)
     } else if !problems.is_empty() {
-        finding(&R_HUGE, Status::Fail, problems.join("; "), ev)
+        Outcome::fail(problems.join("; "), ev)
     } else if !vol {
-        finding(
-            &R_HUGE,
-            Status::Warn,
-            "huge pages requested but no HugePages emptyDir mounted",
-            ev,
-        )
+        Outcome::warn("huge pages requested but no HugePages emptyDir mounted", ev)
     } else {
-        finding(
-            &R_HUGE,
-            Status::Pass,
-            format!("{} requested and mounted", hp.join(", ")),
-            ev,
-        )
-    });
+        Outcome::pass(format!("{} requested and mounted", hp.join(", ")), ev)
+    }]
+}
 
-    // Runtime class + annotations
-    let anns: Vec<(String, String)> = meta["annotations"]
-        .as_hash()
-        .map(|h| {
-            h.iter()
-                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), scalar(v)?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let crio: Vec<&(String, String)> = anns
+fn runtime_class(o: &Object) -> Vec<Outcome> {
+    let (d, spec) = (o.d, o.spec);
+    let has_crio = annotations(o.meta)
         .iter()
-        .filter(|(k, _)| k.ends_with(".crio.io"))
-        .collect();
+        .any(|(k, _)| k.ends_with(".crio.io"));
     let rc = spec["runtimeClassName"].as_str().map(str::to_string);
     let ev = vec![d.ev("runtimeClassName", &["runtimeClassName"], rc.clone())];
-    out.push(match (&rc, crio.is_empty()) {
-        (Some(r), _) => finding(
-            &R_RC,
-            Status::Pass,
+    vec![match (&rc, !has_crio) {
+        (Some(r), _) => Outcome::pass(
             format!("runtime class {r} (its handler must allow the crio.io annotations)"),
             ev,
         ),
-        (None, false) => finding(
-            &R_RC,
-            Status::Fail,
+        (None, false) => Outcome::fail(
             "crio.io annotations without a runtime class: ignored by CRI-O",
             ev,
         ),
-        (None, true) => finding(&R_RC, Status::Warn, "no high-performance runtime class", ev),
-    });
+        (None, true) => Outcome::warn("no high-performance runtime class", ev),
+    }]
+}
+
+fn crio_annotations(o: &Object) -> Vec<Outcome> {
+    let d = o.d;
+    let anns = annotations(o.meta);
     let get = |k: &str| anns.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
     let mut ev = Vec::new();
     let mut fails = Vec::new();
@@ -579,20 +657,12 @@ fn lint_pod(d: &Doc, meta: &Yaml, spec: &Yaml) -> Vec<Finding> {
     if let Some(g) = gov.filter(|g| g != "performance") {
         warns.push(format!("cpu-freq-governor.crio.io: {g}"));
     }
-    out.push(if !fails.is_empty() {
-        fails.extend(warns);
-        finding(&R_ANN, Status::Fail, fails.join("; "), ev)
-    } else if !warns.is_empty() {
-        finding(&R_ANN, Status::Warn, warns.join("; "), ev)
-    } else {
-        finding(
-            &R_ANN,
-            Status::Pass,
-            "CPU and IRQ load balancing and CFS quota disabled for the pod",
-            ev,
-        )
-    });
-    out
+    vec![Outcome::of_problems(
+        fails,
+        warns,
+        "CPU and IRQ load balancing and CFS quota disabled for the pod",
+        ev,
+    )]
 }
 
 impl Doc<'_> {
@@ -608,8 +678,8 @@ impl Doc<'_> {
     }
 }
 
-fn lint_kubelet(d: &Doc, k: &Yaml) -> Vec<Finding> {
-    let mut out = Vec::new();
+fn cpu_manager(o: &Object) -> Vec<Outcome> {
+    let (d, k) = (o.d, o.spec);
     let pol = k["cpuManagerPolicy"].as_str().map(str::to_string);
     let reserved = k["reservedSystemCPUs"].as_str().map(str::to_string);
     let opts = k["cpuManagerPolicyOptions"]["full-pcpus-only"]
@@ -625,10 +695,8 @@ fn lint_kubelet(d: &Doc, k: &Yaml) -> Vec<Finding> {
         ),
         d.ev("full-pcpus-only", &["full-pcpus-only"], opts.clone()),
     ];
-    out.push(match (pol.as_deref(), &reserved) {
-        (Some("static"), Some(r)) if CpuSet::parse(r).is_ok() => finding(
-            &R_CPUMGR,
-            Status::Pass,
+    vec![match (pol.as_deref(), &reserved) {
+        (Some("static"), Some(r)) if CpuSet::parse(r).is_ok() => Outcome::pass(
             format!(
                 "static CPU manager, reserved {r}{}",
                 if opts.as_deref() == Some("true") {
@@ -639,25 +707,21 @@ fn lint_kubelet(d: &Doc, k: &Yaml) -> Vec<Finding> {
             ),
             ev,
         ),
-        (Some("static"), Some(r)) => finding(
-            &R_CPUMGR,
-            Status::Fail,
-            format!("reservedSystemCPUs '{r}' is not a CPU list"),
-            ev,
-        ),
-        (Some("static"), None) => finding(
-            &R_CPUMGR,
-            Status::Fail,
-            "static CPU manager without reservedSystemCPUs",
-            ev,
-        ),
-        (p, _) => finding(
-            &R_CPUMGR,
-            Status::Fail,
+        (Some("static"), Some(r)) => {
+            Outcome::fail(format!("reservedSystemCPUs '{r}' is not a CPU list"), ev)
+        }
+        (Some("static"), None) => {
+            Outcome::fail("static CPU manager without reservedSystemCPUs", ev)
+        }
+        (p, _) => Outcome::fail(
             format!("cpuManagerPolicy {}", p.unwrap_or("none (default)")),
             ev,
         ),
-    });
+    }]
+}
+
+fn topology_memory_manager(o: &Object) -> Vec<Outcome> {
+    let (d, k) = (o.d, o.spec);
     let topo = k["topologyManagerPolicy"].as_str().map(str::to_string);
     let mem = k["memoryManagerPolicy"].as_str().map(str::to_string);
     let has_resv_mem = k["reservedMemory"].as_vec().is_some_and(|v| !v.is_empty());
@@ -679,36 +743,33 @@ fn lint_kubelet(d: &Doc, k: &Yaml) -> Vec<Finding> {
             has_resv_mem.then(|| "present".to_string()),
         ),
     ];
-    out.push(match (topo.as_deref(), mem.as_deref()) {
-        (_, Some("Static")) if !has_resv_mem => finding(
-            &R_TOPO,
-            Status::Fail,
-            "memoryManagerPolicy Static without reservedMemory",
-            ev,
-        ),
-        (Some("single-numa-node" | "restricted"), _) => finding(
-            &R_TOPO,
-            Status::Pass,
+    vec![match (topo.as_deref(), mem.as_deref()) {
+        (_, Some("Static")) if !has_resv_mem => {
+            Outcome::fail("memoryManagerPolicy Static without reservedMemory", ev)
+        }
+        (Some("single-numa-node" | "restricted"), _) => Outcome::pass(
             format!("topology manager {}", topo.clone().unwrap_or_default()),
             ev,
         ),
-        (t, _) => finding(
-            &R_TOPO,
-            Status::Fail,
+        (t, _) => Outcome::fail(
             format!("topologyManagerPolicy {}", t.unwrap_or("none (default)")),
             ev,
         ),
-    });
-    out.push(finding(
-        &R_RESV,
-        Status::NotApplicable,
-        "needs the host's isolated and online CPUs, which a definition file does not carry",
-        vec![d.ev("reservedSystemCPUs", &["reservedSystemCPUs"], reserved)],
-    ));
-    out
+    }]
 }
 
-fn lint_pp(d: &Doc, s: &Yaml) -> Finding {
+fn reserved_vs_host(o: &Object) -> Vec<Outcome> {
+    let reserved = o.spec["reservedSystemCPUs"].as_str().map(str::to_string);
+    vec![Outcome::na(
+        "needs the host's isolated and online CPUs, which a definition file does not carry",
+        vec![o
+            .d
+            .ev("reservedSystemCPUs", &["reservedSystemCPUs"], reserved)],
+    )]
+}
+
+fn performance_profile(o: &Object) -> Vec<Outcome> {
+    let (d, s) = (o.d, o.spec);
     let iso = s["cpu"]["isolated"].as_str().map(str::to_string);
     let res = s["cpu"]["reserved"].as_str().map(str::to_string);
     let rt = s["realTimeKernel"]["enabled"].as_bool();
@@ -772,19 +833,12 @@ fn lint_pp(d: &Doc, s: &Yaml) -> Finding {
                 .to_string(),
         );
     }
-    if !fails.is_empty() {
-        fails.extend(warns);
-        finding(&R_PP, Status::Fail, fails.join("; "), ev)
-    } else if !warns.is_empty() {
-        finding(&R_PP, Status::Warn, warns.join("; "), ev)
-    } else {
-        finding(
-            &R_PP,
-            Status::Pass,
-            "isolated/reserved disjoint, RT kernel, IRQ balancing disabled",
-            ev,
-        )
-    }
+    vec![Outcome::of_problems(
+        fails,
+        warns,
+        "isolated/reserved disjoint, RT kernel, IRQ balancing disabled",
+        ev,
+    )]
 }
 
 #[cfg(test)]

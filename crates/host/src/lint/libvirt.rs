@@ -1,101 +1,39 @@
 //! libvirt domain XML linter (catalogue §9; element names from libvirt docs/formatdomain.rst and the
 //! kvm-realtime kbase). Evidence names `file:line` of the element read.
 
-use super::{finding, report, LintError, LintRule};
+use super::{report, run_rules, LintError, LintRule, Outcome};
 use roxmltree::{Document, Node};
-use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Subject};
+use rtgauge_model::audit::{AuditReport, Evidence, Severity, Subject};
+use rtgauge_model::cpuset::CpuSetError;
 use rtgauge_model::CpuSet;
 use std::collections::BTreeSet;
 
-macro_rules! rule {
-    ($name:ident, $id:expr, $sev:expr, $exp:expr, $fix:expr, $src:expr) => {
-        const $name: LintRule = LintRule {
-            id: $id,
-            severity: $sev,
-            expected: $exp,
-            remediation: $fix,
-            source: $src,
-        };
-    };
-}
-
-rule!(
-    R_PIN,
-    "libvirt-vcpupin",
-    Severity::High,
-    "one <vcpupin> per vCPU 0..N-1, each a single distinct host CPU; no placement='auto'",
-    "Add <vcpupin vcpu='k' cpuset='<pcpu>'/> for every vCPU under <cputune>.",
-    "[L1][L2]"
-);
-rule!(R_EMU, "libvirt-emulator-iothread-pin", Severity::High,
-    "<emulatorpin> present and disjoint from the vCPU pCPUs; every IOThread pinned off the RT pCPUs",
-    "Add <emulatorpin cpuset='<housekeeping CPUs>'/> and <iothreadpin iothread='n' cpuset='…'/>.", "[L1][L2]");
-rule!(
-    R_SCHED,
-    "libvirt-vcpusched",
-    Severity::Medium,
-    "<vcpusched vcpus='<rt vcpus>' scheduler='fifo' priority='1'/> with vcpus inside 0..N-1",
-    "Add <vcpusched vcpus='<rt vcpus>' scheduler='fifo' priority='1'/> under <cputune>.",
-    "[L1][L2][R3]"
-);
-rule!(R_HUGE, "libvirt-hugepages", Severity::Medium,
-    "guest RAM on huge pages (<memoryBacking><hugepages>), ideally 1 GiB on the pinned NUMA node",
-    "Add <memoryBacking><hugepages><page size='1' unit='G' nodeset='…'/></hugepages></memoryBacking>.", "[L1][L2][R1]");
-rule!(
-    R_LOCK,
-    "libvirt-locked-noshare",
-    Severity::Medium,
-    "<locked/> and <nosharepages/> in <memoryBacking>, with a sized <memtune><hard_limit>",
-    "Add <locked/>, <nosharepages/> and <memtune><hard_limit unit='KiB'>…</hard_limit></memtune>.",
-    "[L1][L2]"
-);
-rule!(
-    R_NUMA,
-    "libvirt-numatune",
-    Severity::Medium,
-    "<numatune><memory mode='strict' nodeset='N'/></numatune>, not placement='auto'",
-    "Add <numatune><memory mode='strict' nodeset='N'/></numatune> (N = node of the pinned pCPUs).",
-    "[L1][L2]"
-);
-rule!(R_CPU, "libvirt-cpu-model-tsc", Severity::Medium,
-    "<cpu mode='host-passthrough' migratable='off'> with topology threads='1' and <feature policy='require' name='tsc-deadline'/> (invtsc for a tsc clocksource)",
-    "Set <cpu mode='host-passthrough' migratable='off'>, threads='1', <feature policy='require' name='tsc-deadline'/> and name='invtsc'.", "[L1][L2][R1]");
-rule!(
-    R_PMU,
-    "libvirt-pmu-off",
-    Severity::Medium,
-    "<features><pmu state='off'/></features> (default is on)",
-    "Add <pmu state='off'/> under <features>.",
-    "[L1][L3][R3][L2]"
-);
-rule!(R_HINT, "libvirt-hint-dedicated", Severity::Low,
-    "<features><kvm><hint-dedicated state='on'/></kvm></features> with 1:1 pinning and host-passthrough",
-    "Add <kvm><hint-dedicated state='on'/></kvm> under <features> (only with 1:1 pinning).", "[L3][L4]");
-rule!(
-    R_BALLOON,
-    "libvirt-memballoon-none",
-    Severity::Low,
-    "<memballoon model='none'/>",
-    "Set <memballoon model='none'/> under <devices>.",
-    "[L1]"
-);
-rule!(
-    R_STRIP,
-    "libvirt-strip-devices",
-    Severity::Low,
-    "<controller type='usb' model='none'/>, no <graphics>, no <rng>, no USB <hostdev>",
-    "Remove graphics, RNG and USB host devices; set the USB controller model to none.",
-    "[L1][R1]"
-);
-
-struct Ctx<'a, 'i> {
+/// What the rules read: the domain and the facts several rules share.
+struct Facts<'a, 'i> {
     file: &'a str,
     doc: &'a Document<'i>,
+    /// The `<domain>` element.
+    domain: Node<'a, 'i>,
     /// The host's RT CPU set, when the operator gave it.
     host_isolated: Option<&'a CpuSet>,
+    /// `<vcpu>` count (1 when absent).
+    vcpus: u32,
+    cputune: Option<Node<'a, 'i>>,
+    pins: Pinning,
+    /// `<cpu mode>`.
+    cpu_mode: &'a str,
 }
 
-impl<'a, 'i> Ctx<'a, 'i> {
+/// `<vcpupin>` read against the vCPU count.
+struct Pinning {
+    /// Why the pinning is not 1:1 (empty when it is).
+    problems: Vec<String>,
+    evidence: Vec<Evidence>,
+    /// Every host CPU a vCPU is pinned to.
+    vcpu_pcpus: CpuSet,
+}
+
+impl<'a, 'i> Facts<'a, 'i> {
     fn line(&self, n: Node) -> u32 {
         self.doc.text_pos_at(n.range().start).row
     }
@@ -143,15 +81,15 @@ fn path<'a, 'i>(n: Node<'a, 'i>, names: &[&str]) -> Option<Node<'a, 'i>> {
 }
 
 /// libvirt cpusets accept `^N` exclusions (formatdomain.rst, "cpuset").
-pub fn parse_libvirt_cpuset(s: &str) -> Result<CpuSet, String> {
+pub fn parse_libvirt_cpuset(s: &str) -> Result<CpuSet, CpuSetError> {
     let mut inc = Vec::new();
     let mut exc = Vec::new();
     for item in s.split(',') {
         let item = item.trim();
         if let Some(x) = item.strip_prefix('^') {
-            exc.extend(CpuSet::parse(x).map_err(|e| e.to_string())?.iter());
+            exc.extend(CpuSet::parse(x)?.iter());
         } else {
-            inc.extend(CpuSet::parse(item).map_err(|e| e.to_string())?.iter());
+            inc.extend(CpuSet::parse(item)?.iter());
         }
     }
     Ok(CpuSet::new(inc).difference(&CpuSet::new(exc)))
@@ -258,81 +196,209 @@ pub fn lint_libvirt_on_host(
             ),
         });
     }
-    let c = Ctx {
-        file,
-        doc: &doc,
-        host_isolated,
-    };
-    Ok(report(Subject::Libvirt, file, lint_domain(&c, root)))
+    let facts = Facts::of(file, &doc, root, host_isolated);
+    let findings = run_rules(RULES, |check| check(&facts));
+    Ok(report(Subject::Libvirt, file, findings))
 }
 
-fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let vcpu = child(d, "vcpu");
-    let n: u32 = vcpu
-        .and_then(|v| v.text())
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(1);
-    let cputune = child(d, "cputune");
+/// A check of the libvirt rules.
+type Check = fn(&Facts<'_, '_>) -> Vec<Outcome>;
 
-    // vcpupin
-    let mut pins: Vec<(u32, Result<CpuSet, String>, Node)> = Vec::new();
-    if let Some(ct) = cputune {
-        for p in children(ct, "vcpupin") {
-            let v = p
-                .attribute("vcpu")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(u32::MAX);
-            pins.push((
-                v,
-                parse_libvirt_cpuset(p.attribute("cpuset").unwrap_or("")),
-                p,
-            ));
+/// The libvirt domain rules, in report order.
+const RULES: &[LintRule<Check>] = &[
+    LintRule {
+        id: "libvirt-vcpupin",
+        severity: Severity::High,
+        expected: "one <vcpupin> per vCPU 0..N-1, each a single distinct host CPU; no placement='auto'",
+        remediation: "Add <vcpupin vcpu='k' cpuset='<pcpu>'/> for every vCPU under <cputune>.",
+        source: "[L1][L2]",
+        check: vcpupin,
+    },
+    LintRule {
+        id: "libvirt-emulator-iothread-pin",
+        severity: Severity::High,
+        expected: "<emulatorpin> present and disjoint from the vCPU pCPUs; every IOThread pinned off the RT pCPUs",
+        remediation: "Add <emulatorpin cpuset='<housekeeping CPUs>'/> and <iothreadpin iothread='n' cpuset='…'/>.",
+        source: "[L1][L2]",
+        check: emulator_iothread_pin,
+    },
+    LintRule {
+        id: "libvirt-vcpusched",
+        severity: Severity::Medium,
+        expected: "<vcpusched vcpus='<rt vcpus>' scheduler='fifo' priority='1'/> with vcpus inside 0..N-1",
+        remediation: "Add <vcpusched vcpus='<rt vcpus>' scheduler='fifo' priority='1'/> under <cputune>.",
+        source: "[L1][L2][R3]",
+        check: vcpusched,
+    },
+    LintRule {
+        id: "libvirt-hugepages",
+        severity: Severity::Medium,
+        expected: "guest RAM on huge pages (<memoryBacking><hugepages>), ideally 1 GiB on the pinned NUMA node",
+        remediation: "Add <memoryBacking><hugepages><page size='1' unit='G' nodeset='…'/></hugepages></memoryBacking>.",
+        source: "[L1][L2][R1]",
+        check: hugepages,
+    },
+    LintRule {
+        id: "libvirt-locked-noshare",
+        severity: Severity::Medium,
+        expected: "<locked/> and <nosharepages/> in <memoryBacking>, with a sized <memtune><hard_limit>",
+        remediation: "Add <locked/>, <nosharepages/> and <memtune><hard_limit unit='KiB'>…</hard_limit></memtune>.",
+        source: "[L1][L2]",
+        check: locked_noshare,
+    },
+    LintRule {
+        id: "libvirt-numatune",
+        severity: Severity::Medium,
+        expected: "<numatune><memory mode='strict' nodeset='N'/></numatune>, not placement='auto'",
+        remediation: "Add <numatune><memory mode='strict' nodeset='N'/></numatune> (N = node of the pinned pCPUs).",
+        source: "[L1][L2]",
+        check: numatune,
+    },
+    LintRule {
+        id: "libvirt-cpu-model-tsc",
+        severity: Severity::Medium,
+        expected: "<cpu mode='host-passthrough' migratable='off'> with topology threads='1' and <feature policy='require' name='tsc-deadline'/> (invtsc for a tsc clocksource)",
+        remediation: "Set <cpu mode='host-passthrough' migratable='off'>, threads='1', <feature policy='require' name='tsc-deadline'/> and name='invtsc'.",
+        source: "[L1][L2][R1]",
+        check: cpu_model_tsc,
+    },
+    LintRule {
+        id: "libvirt-pmu-off",
+        severity: Severity::Medium,
+        expected: "<features><pmu state='off'/></features> (default is on)",
+        remediation: "Add <pmu state='off'/> under <features>.",
+        source: "[L1][L3][R3][L2]",
+        check: pmu_off,
+    },
+    LintRule {
+        id: "libvirt-hint-dedicated",
+        severity: Severity::Low,
+        expected: "<features><kvm><hint-dedicated state='on'/></kvm></features> with 1:1 pinning and host-passthrough",
+        remediation: "Add <kvm><hint-dedicated state='on'/></kvm> under <features> (only with 1:1 pinning).",
+        source: "[L3][L4]",
+        check: hint_dedicated,
+    },
+    LintRule {
+        id: "libvirt-memballoon-none",
+        severity: Severity::Low,
+        expected: "<memballoon model='none'/>",
+        remediation: "Set <memballoon model='none'/> under <devices>.",
+        source: "[L1]",
+        check: memballoon_none,
+    },
+    LintRule {
+        id: "libvirt-strip-devices",
+        severity: Severity::Low,
+        expected: "<controller type='usb' model='none'/>, no <graphics>, no <rng>, no USB <hostdev>",
+        remediation: "Remove graphics, RNG and USB host devices; set the USB controller model to none.",
+        source: "[L1][R1]",
+        check: strip_devices,
+    },
+];
+
+impl<'a, 'i> Facts<'a, 'i> {
+    fn of(
+        file: &'a str,
+        doc: &'a Document<'i>,
+        domain: Node<'a, 'i>,
+        host_isolated: Option<&'a CpuSet>,
+    ) -> Facts<'a, 'i> {
+        let vcpus = child(domain, "vcpu")
+            .and_then(|v| v.text())
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(1);
+        let mut facts = Facts {
+            file,
+            doc,
+            domain,
+            host_isolated,
+            vcpus,
+            cputune: child(domain, "cputune"),
+            pins: Pinning {
+                problems: Vec::new(),
+                evidence: Vec::new(),
+                vcpu_pcpus: CpuSet::default(),
+            },
+            cpu_mode: child(domain, "cpu")
+                .and_then(|x| x.attribute("mode"))
+                .unwrap_or("custom (default)"),
+        };
+        facts.pins = facts.pinning();
+        facts
+    }
+
+    /// Read the `<vcpupin>`s: one single, distinct host CPU per vCPU.
+    fn pinning(&self) -> Pinning {
+        let (n, vcpu) = (self.vcpus, child(self.domain, "vcpu"));
+        let pins: Vec<(u32, Result<CpuSet, CpuSetError>, Node)> = self
+            .cputune
+            .map(|ct| {
+                children(ct, "vcpupin")
+                    .map(|p| {
+                        let v = p
+                            .attribute("vcpu")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(u32::MAX);
+                        (
+                            v,
+                            parse_libvirt_cpuset(p.attribute("cpuset").unwrap_or("")),
+                            p,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut evidence = vec![self.ev("vcpu", vcpu)];
+        evidence.extend(pins.iter().map(|(_, _, p)| self.ev("vcpupin", Some(*p))));
+        let mut problems = Vec::new();
+        if vcpu.and_then(|v| v.attribute("placement")) == Some("auto") {
+            problems.push("placement='auto'".to_string());
         }
-    }
-    let mut ev = vec![c.ev("vcpu", vcpu)];
-    ev.extend(pins.iter().map(|(_, _, p)| c.ev("vcpupin", Some(*p))));
-    let mut problems = Vec::new();
-    if vcpu.and_then(|v| v.attribute("placement")) == Some("auto") {
-        problems.push("placement='auto'".to_string());
-    }
-    let mut used = BTreeSet::new();
-    let mut vcpu_pcpus = CpuSet::default();
-    for k in 0..n {
-        match pins.iter().find(|(v, _, _)| *v == k) {
-            None => problems.push(format!("vCPU {k} not pinned")),
-            Some((_, Err(e), p)) => problems.push(format!(
-                "vCPU {k} cpuset invalid at line {}: {e}",
-                c.line(*p)
-            )),
-            Some((_, Ok(s), _)) if s.len() != 1 => {
-                problems.push(format!("vCPU {k} pinned to {s}, not one CPU"))
-            }
-            Some((_, Ok(s), _)) => {
-                let p = s.as_slice()[0];
-                if !used.insert(p) {
-                    problems.push(format!("vCPU {k} shares host CPU {p}"));
+        let mut used = BTreeSet::new();
+        for k in 0..n {
+            match pins.iter().find(|(v, _, _)| *v == k) {
+                None => problems.push(format!("vCPU {k} not pinned")),
+                Some((_, Err(e), p)) => problems.push(format!(
+                    "vCPU {k} cpuset invalid at line {}: {e}",
+                    self.line(*p)
+                )),
+                Some((_, Ok(s), _)) if s.len() != 1 => {
+                    problems.push(format!("vCPU {k} pinned to {s}, not one CPU"))
+                }
+                Some((_, Ok(s), _)) => {
+                    let p = s.as_slice()[0];
+                    if !used.insert(p) {
+                        problems.push(format!("vCPU {k} shares host CPU {p}"));
+                    }
                 }
             }
         }
-    }
-    for (v, s, _) in &pins {
-        if *v >= n {
-            problems.push(format!(
-                "vcpupin for vCPU {} beyond {} vCPU(s)",
-                if *v == u32::MAX {
+        let mut vcpu_pcpus = CpuSet::default();
+        for (v, s, _) in &pins {
+            if *v >= n {
+                let v = if *v == u32::MAX {
                     "?".to_string()
                 } else {
                     v.to_string()
-                },
-                n
-            ));
+                };
+                problems.push(format!("vcpupin for vCPU {v} beyond {n} vCPU(s)"));
+            }
+            if let Ok(s) = s {
+                vcpu_pcpus = CpuSet::new(vcpu_pcpus.iter().chain(s.iter()));
+            }
         }
-        if let Ok(s) = s {
-            vcpu_pcpus = CpuSet::new(vcpu_pcpus.iter().chain(s.iter()));
+        Pinning {
+            problems,
+            evidence,
+            vcpu_pcpus,
         }
     }
-    let one_to_one = problems.is_empty();
+}
+
+fn vcpupin(c: &Facts) -> Vec<Outcome> {
+    let mut ev = c.pins.evidence.clone();
+    let mut problems = c.pins.problems.clone();
+    let vcpu_pcpus = &c.pins.vcpu_pcpus;
     if let Some(iso) = c.host_isolated {
         ev.push(Evidence::new(
             "host RT CPU set",
@@ -346,27 +412,28 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             ));
         }
     }
-    out.push(if problems.is_empty() {
-        finding(
-            &R_PIN,
-            Status::Pass,
+    let n = c.vcpus;
+    vec![if problems.is_empty() {
+        Outcome::pass(
             format!("{n} vCPU(s) pinned 1:1 to host CPUs {vcpu_pcpus}"),
             ev,
         )
     } else {
-        finding(&R_PIN, Status::Fail, problems.join("; "), ev)
-    });
+        Outcome::fail(problems.join("; "), ev)
+    }]
+}
 
-    // emulatorpin / iothreads
+fn emulator_iothread_pin(c: &Facts) -> Vec<Outcome> {
+    let (d, cputune, vcpu_pcpus) = (c.domain, c.cputune, &c.pins.vcpu_pcpus);
     let emu = cputune.and_then(|ct| child(ct, "emulatorpin"));
     let mut ev = vec![c.ev("emulatorpin", emu)];
     let mut problems = Vec::new();
     match emu.map(|e| parse_libvirt_cpuset(e.attribute("cpuset").unwrap_or(""))) {
         None => problems.push("no <emulatorpin>: QEMU threads may run on the RT pCPUs".to_string()),
         Some(Err(e)) => problems.push(format!("emulatorpin cpuset invalid: {e}")),
-        Some(Ok(s)) if !s.intersection(&vcpu_pcpus).is_empty() => problems.push(format!(
+        Some(Ok(s)) if !s.intersection(vcpu_pcpus).is_empty() => problems.push(format!(
             "emulatorpin overlaps the vCPU pCPUs on {}",
-            s.intersection(&vcpu_pcpus)
+            s.intersection(vcpu_pcpus)
         )),
         Some(Ok(s)) => {
             if let Some(on) = c
@@ -392,7 +459,7 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             ev.push(c.ev("iothreadpin", pin));
             match pin.map(|p| parse_libvirt_cpuset(p.attribute("cpuset").unwrap_or(""))) {
                 None => problems.push(format!("IOThread {i} not pinned")),
-                Some(Ok(s)) if !s.intersection(&vcpu_pcpus).is_empty() => {
+                Some(Ok(s)) if !s.intersection(vcpu_pcpus).is_empty() => {
                     problems.push(format!("IOThread {i} on vCPU pCPUs"))
                 }
                 Some(Err(e)) => problems.push(format!("IOThread {i} cpuset invalid: {e}")),
@@ -400,18 +467,15 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             }
         }
     }
-    out.push(if problems.is_empty() {
-        finding(
-            &R_EMU,
-            Status::Pass,
-            "emulator (and IOThreads) pinned off the vCPU pCPUs",
-            ev,
-        )
+    vec![if problems.is_empty() {
+        Outcome::pass("emulator (and IOThreads) pinned off the vCPU pCPUs", ev)
     } else {
-        finding(&R_EMU, Status::Fail, problems.join("; "), ev)
-    });
+        Outcome::fail(problems.join("; "), ev)
+    }]
+}
 
-    // vcpusched
+fn vcpusched(c: &Facts) -> Vec<Outcome> {
+    let (cputune, n) = (c.cputune, c.vcpus);
     let scheds: Vec<Node> = cputune
         .map(|ct| children(ct, "vcpusched").collect())
         .unwrap_or_default();
@@ -452,51 +516,44 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             }
         }
     }
-    out.push(if scheds.is_empty() {
-        finding(
-            &R_SCHED,
-            Status::Fail,
-            "no <vcpusched>: vCPU threads run SCHED_OTHER",
-            ev,
-        )
+    vec![if scheds.is_empty() {
+        Outcome::fail("no <vcpusched>: vCPU threads run SCHED_OTHER", ev)
     } else if problems.is_empty() {
-        finding(&R_SCHED, Status::Pass, "RT vCPUs scheduled fifo/rr", ev)
+        Outcome::pass("RT vCPUs scheduled fifo/rr", ev)
     } else {
-        finding(&R_SCHED, Status::Fail, problems.join("; "), ev)
-    });
+        Outcome::fail(problems.join("; "), ev)
+    }]
+}
 
-    // hugepages
+fn hugepages(c: &Facts) -> Vec<Outcome> {
+    let d = c.domain;
     let mb = child(d, "memoryBacking");
     let hp = mb.and_then(|m| child(m, "hugepages"));
     let page = hp.and_then(|h| child(h, "page"));
     let ev = vec![c.ev("hugepages", hp), c.ev("page", page)];
-    out.push(match (hp, page) {
-        (None, _) => finding(&R_HUGE, Status::Fail, "guest RAM on small pages", ev),
+    vec![match (hp, page) {
+        (None, _) => Outcome::fail("guest RAM on small pages", ev),
         (Some(_), Some(p)) => {
             let size = p.attribute("size").unwrap_or("");
             let unit = p.attribute("unit").unwrap_or("KiB");
             let gig = (size == "1" && unit.eq_ignore_ascii_case("G"))
                 || (size == "1048576" && unit.eq_ignore_ascii_case("KiB"));
             if gig {
-                finding(&R_HUGE, Status::Pass, "guest RAM on 1 GiB pages", ev)
+                Outcome::pass("guest RAM on 1 GiB pages", ev)
             } else {
-                finding(
-                    &R_HUGE,
-                    Status::Pass,
+                Outcome::pass(
                     format!("guest RAM on {size} {unit} pages (1 GiB preferred)"),
                     ev,
                 )
             }
         }
-        (Some(_), None) => finding(
-            &R_HUGE,
-            Status::Pass,
-            "guest RAM on default-size huge pages",
-            ev,
-        ),
-    });
+        (Some(_), None) => Outcome::pass("guest RAM on default-size huge pages", ev),
+    }]
+}
 
-    // locked / nosharepages / hard_limit
+fn locked_noshare(c: &Facts) -> Vec<Outcome> {
+    let d = c.domain;
+    let mb = child(d, "memoryBacking");
     let locked = mb.and_then(|m| child(m, "locked"));
     let noshare = mb.and_then(|m| child(m, "nosharepages"));
     let hard = path(d, &["memtune", "hard_limit"]);
@@ -505,48 +562,31 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
         c.ev("nosharepages", noshare),
         c.ev("hard_limit", hard),
     ];
-    out.push(match (locked, noshare, hard) {
-        (Some(_), Some(_), Some(_)) => finding(
-            &R_LOCK,
-            Status::Pass,
-            "memory locked, KSM off, hard_limit set",
-            ev,
-        ),
-        (Some(_), Some(_), None) => finding(
-            &R_LOCK,
-            Status::Warn,
+    vec![match (locked, noshare, hard) {
+        (Some(_), Some(_), Some(_)) => Outcome::pass("memory locked, KSM off, hard_limit set", ev),
+        (Some(_), Some(_), None) => Outcome::warn(
             "<locked/> without <hard_limit>: memlock limit removed entirely",
             ev,
         ),
-        (None, _, _) => finding(&R_LOCK, Status::Fail, "guest memory not locked", ev),
-        (_, None, _) => finding(
-            &R_LOCK,
-            Status::Fail,
-            "no <nosharepages/>: KSM may merge guest pages",
-            ev,
-        ),
-    });
+        (None, _, _) => Outcome::fail("guest memory not locked", ev),
+        (_, None, _) => Outcome::fail("no <nosharepages/>: KSM may merge guest pages", ev),
+    }]
+}
 
-    // numatune
+fn numatune(c: &Facts) -> Vec<Outcome> {
+    let d = c.domain;
     let mem = path(d, &["numatune", "memory"]);
     let ev = vec![c.ev("numatune memory", mem)];
-    out.push(match mem {
-        None => finding(
-            &R_NUMA,
-            Status::Fail,
-            "no <numatune>: guest memory may come from any node",
-            ev,
-        ),
+    vec![match mem {
+        None => Outcome::fail("no <numatune>: guest memory may come from any node", ev),
         Some(m) if m.attribute("placement") == Some("auto") => {
-            finding(&R_NUMA, Status::Fail, "placement='auto'", ev)
+            Outcome::fail("placement='auto'", ev)
         }
         Some(m)
             if m.attribute("mode").unwrap_or("strict") == "strict"
                 && m.attribute("nodeset").is_some() =>
         {
-            finding(
-                &R_NUMA,
-                Status::Pass,
+            Outcome::pass(
                 format!(
                     "memory strict on node(s) {}",
                     m.attribute("nodeset").unwrap_or("")
@@ -554,9 +594,7 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
                 ev,
             )
         }
-        Some(m) => finding(
-            &R_NUMA,
-            Status::Warn,
+        Some(m) => Outcome::warn(
             format!(
                 "mode '{}' / nodeset {}",
                 m.attribute("mode").unwrap_or("strict"),
@@ -564,9 +602,11 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             ),
             ev,
         ),
-    });
+    }]
+}
 
-    // cpu model / tsc
+fn cpu_model_tsc(c: &Facts) -> Vec<Outcome> {
+    let d = c.domain;
     let cpu = child(d, "cpu");
     let topo = cpu.and_then(|x| child(x, "topology"));
     let feat = |name: &str| {
@@ -580,9 +620,6 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
         c.ev("feature tsc-deadline", tscd),
         c.ev("feature invtsc", invtsc),
     ];
-    let mode = cpu
-        .and_then(|x| x.attribute("mode"))
-        .unwrap_or("custom (default)");
     let required = |f: Option<Node>| {
         f.is_some_and(|f| {
             matches!(
@@ -593,7 +630,7 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
     };
     let mut problems = Vec::new();
     let mut warns = Vec::new();
-    match mode {
+    match c.cpu_mode {
         "host-passthrough" => {
             if cpu.and_then(|x| x.attribute("migratable")) != Some("off") {
                 warns.push("migratable is not 'off': invariant TSC is stripped".to_string());
@@ -613,75 +650,60 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             warns.push(format!("topology threads='{t}'"));
         }
     }
-    out.push(if !problems.is_empty() {
-        problems.extend(warns);
-        finding(&R_CPU, Status::Fail, problems.join("; "), ev)
-    } else if !warns.is_empty() {
-        finding(&R_CPU, Status::Warn, warns.join("; "), ev)
-    } else {
-        finding(
-            &R_CPU,
-            Status::Pass,
-            "host-passthrough, migratable off, tsc-deadline and invtsc required",
-            ev,
-        )
-    });
+    vec![Outcome::of_problems(
+        problems,
+        warns,
+        "host-passthrough, migratable off, tsc-deadline and invtsc required",
+        ev,
+    )]
+}
 
-    // pmu
+fn pmu_off(c: &Facts) -> Vec<Outcome> {
+    let d = c.domain;
     let pmu = path(d, &["features", "pmu"]);
     let ev = vec![c.ev("pmu", pmu)];
-    out.push(match pmu.and_then(|p| p.attribute("state")) {
-        Some("off") => finding(&R_PMU, Status::Pass, "vPMU off", ev),
-        Some(s) => finding(&R_PMU, Status::Fail, format!("vPMU {s}"), ev),
-        None => finding(&R_PMU, Status::Fail, "vPMU on (default when absent)", ev),
-    });
+    vec![match pmu.and_then(|p| p.attribute("state")) {
+        Some("off") => Outcome::pass("vPMU off", ev),
+        Some(s) => Outcome::fail(format!("vPMU {s}"), ev),
+        None => Outcome::fail("vPMU on (default when absent)", ev),
+    }]
+}
 
-    // hint-dedicated
+fn hint_dedicated(c: &Facts) -> Vec<Outcome> {
+    let (d, mode, one_to_one) = (c.domain, c.cpu_mode, c.pins.problems.is_empty());
     let hint = path(d, &["features", "kvm", "hint-dedicated"]);
     let ev = vec![c.ev("hint-dedicated", hint)];
-    out.push(match hint.and_then(|h| h.attribute("state")) {
-        Some("on") if mode != "host-passthrough" => finding(
-            &R_HINT,
-            Status::Fail,
+    vec![match hint.and_then(|h| h.attribute("state")) {
+        Some("on") if mode != "host-passthrough" => Outcome::fail(
             "hint-dedicated needs cpu mode host-passthrough (libvirt rejects it)",
             ev,
         ),
-        Some("on") if !one_to_one => finding(
-            &R_HINT,
-            Status::Warn,
-            "hint-dedicated without 1:1 pinning",
-            ev,
-        ),
-        Some("on") => finding(
-            &R_HINT,
-            Status::Pass,
-            "hint-dedicated on with 1:1 pinning",
-            ev,
-        ),
-        _ => finding(
-            &R_HINT,
-            Status::Fail,
+        Some("on") if !one_to_one => Outcome::warn("hint-dedicated without 1:1 pinning", ev),
+        Some("on") => Outcome::pass("hint-dedicated on with 1:1 pinning", ev),
+        _ => Outcome::fail(
             "hint-dedicated not on: guest cannot use haltpoll / drops no PV spinlocks",
             ev,
         ),
-    });
+    }]
+}
 
-    // memballoon
+fn memballoon_none(c: &Facts) -> Vec<Outcome> {
+    let d = c.domain;
     let devices = child(d, "devices");
     let balloon = devices.and_then(|x| child(x, "memballoon"));
     let ev = vec![c.ev("memballoon", balloon)];
-    out.push(match balloon.and_then(|b| b.attribute("model")) {
-        Some("none") => finding(&R_BALLOON, Status::Pass, "no balloon device", ev),
-        Some(m) => finding(&R_BALLOON, Status::Fail, format!("balloon model {m}"), ev),
-        None => finding(
-            &R_BALLOON,
-            Status::Fail,
+    vec![match balloon.and_then(|b| b.attribute("model")) {
+        Some("none") => Outcome::pass("no balloon device", ev),
+        Some(m) => Outcome::fail(format!("balloon model {m}"), ev),
+        None => Outcome::fail(
             "no <memballoon model='none'/>: libvirt adds a virtio balloon",
             ev,
         ),
-    });
+    }]
+}
 
-    // strip devices
+fn strip_devices(c: &Facts) -> Vec<Outcome> {
+    let devices = child(c.domain, "devices");
     let mut ev = Vec::new();
     let mut found = Vec::new();
     if let Some(dev) = devices {
@@ -702,22 +724,17 @@ fn lint_domain(c: &Ctx, d: Node) -> Vec<Finding> {
             found.push(format!("USB hostdev (line {})", c.line(h)));
         }
     }
-    out.push(if found.is_empty() {
-        finding(
-            &R_STRIP,
-            Status::Pass,
-            "no graphics, RNG or USB devices",
-            ev,
-        )
+    vec![if found.is_empty() {
+        Outcome::pass("no graphics, RNG or USB devices", ev)
     } else {
-        finding(&R_STRIP, Status::Fail, found.join(", "), ev)
-    });
-    out
+        Outcome::fail(found.join(", "), ev)
+    }]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtgauge_model::audit::Status;
 
     #[test]
     fn malformed_xml_names_the_line() {

@@ -29,36 +29,97 @@ pub enum LintError {
     },
 }
 
-/// Catalogue metadata of one lint rule.
-pub(crate) struct LintRule {
+/// One lint rule, the shape the three linters share: catalogue metadata and the check that judges it. `F` is
+/// the linter's check type, `fn(&Facts) -> Vec<Outcome>` over what that linter parsed; the audit's rules
+/// (crate::audit::Rule) have the same shape over host facts.
+pub(crate) struct LintRule<F> {
     pub id: &'static str,
     pub severity: Severity,
     pub expected: &'static str,
     pub remediation: &'static str,
     pub source: &'static str,
+    pub check: F,
 }
 
-/// Builds one finding of a lint rule.
-pub(crate) fn finding(
-    rule: &LintRule,
-    status: Status,
-    summary: impl Into<String>,
-    evidence: Vec<Evidence>,
-) -> Finding {
-    Finding {
-        id: rule.id.to_string(),
-        status: if rule.severity == Severity::Info && status == Status::Fail {
-            Status::Warn
-        } else {
-            status
-        },
-        severity: rule.severity,
-        summary: summary.into(),
-        evidence,
-        expected: rule.expected.to_string(),
-        remediation: rule.remediation.to_string(),
-        source: rule.source.to_string(),
+/// What a check found (most rules find one thing; a syntax rule finds one per bad line or document); the
+/// rule adds its id, severity, expectation and source.
+pub(crate) struct Outcome {
+    pub status: Status,
+    pub summary: String,
+    pub evidence: Vec<Evidence>,
+}
+
+impl Outcome {
+    pub fn new(status: Status, summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
+        Outcome {
+            status,
+            summary: summary.into(),
+            evidence,
+        }
     }
+    pub fn pass(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
+        Outcome::new(Status::Pass, summary, evidence)
+    }
+    pub fn warn(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
+        Outcome::new(Status::Warn, summary, evidence)
+    }
+    pub fn fail(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
+        Outcome::new(Status::Fail, summary, evidence)
+    }
+    pub fn na(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
+        Outcome::new(Status::NotApplicable, summary, evidence)
+    }
+    /// Fail with every problem, the warnings after them; warn with the warnings; else pass with `ok`.
+    pub fn of_problems(
+        mut fails: Vec<String>,
+        warns: Vec<String>,
+        ok: &str,
+        evidence: Vec<Evidence>,
+    ) -> Outcome {
+        if !fails.is_empty() {
+            fails.extend(warns);
+            Outcome::fail(fails.join("; "), evidence)
+        } else if !warns.is_empty() {
+            Outcome::warn(warns.join("; "), evidence)
+        } else {
+            Outcome::pass(ok, evidence)
+        }
+    }
+}
+
+impl<F> LintRule<F> {
+    /// The finding of one outcome of this rule; an `info` rule never fails (it warns).
+    pub fn finding(&self, outcome: Outcome) -> Finding {
+        Finding {
+            id: self.id.to_string(),
+            status: if self.severity == Severity::Info && outcome.status == Status::Fail {
+                Status::Warn
+            } else {
+                outcome.status
+            },
+            severity: self.severity,
+            summary: outcome.summary,
+            evidence: outcome.evidence,
+            expected: self.expected.to_string(),
+            remediation: self.remediation.to_string(),
+            source: self.source.to_string(),
+        }
+    }
+}
+
+/// Every rule of a table in order, each through `check` (which calls the rule's check on the linter's facts).
+pub(crate) fn run_rules<F>(
+    rules: &[LintRule<F>],
+    check: impl Fn(&F) -> Vec<Outcome>,
+) -> Vec<Finding> {
+    rules
+        .iter()
+        .flat_map(|rule| {
+            check(&rule.check)
+                .into_iter()
+                .map(move |outcome| rule.finding(outcome))
+        })
+        .collect()
 }
 
 pub(crate) fn report(subject: Subject, file: &str, findings: Vec<Finding>) -> AuditReport {
@@ -72,5 +133,38 @@ pub(crate) fn report(subject: Subject, file: &str, findings: Vec<Finding>) -> Au
         sample_interval: None,
         summary: Summary::of(&findings),
         findings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_info_rule_warns_where_its_check_fails() {
+        let rule = |severity| LintRule {
+            id: "x",
+            severity,
+            expected: "e",
+            remediation: "r",
+            source: "[s]",
+            check: (),
+        };
+        let failed = || Outcome::fail("bad", Vec::new());
+        assert_eq!(rule(Severity::Info).finding(failed()).status, Status::Warn);
+        assert_eq!(rule(Severity::Low).finding(failed()).status, Status::Fail);
+        let f = rule(Severity::Low).finding(Outcome::pass("ok", Vec::new()));
+        assert_eq!((f.id.as_str(), f.summary.as_str()), ("x", "ok"));
+        assert_eq!((f.expected.as_str(), f.source.as_str()), ("e", "[s]"));
+    }
+
+    #[test]
+    fn problems_fail_before_warnings() {
+        let o = Outcome::of_problems(vec!["a".into()], vec!["b".into()], "ok", Vec::new());
+        assert_eq!((o.status, o.summary.as_str()), (Status::Fail, "a; b"));
+        let o = Outcome::of_problems(Vec::new(), vec!["b".into()], "ok", Vec::new());
+        assert_eq!((o.status, o.summary.as_str()), (Status::Warn, "b"));
+        let o = Outcome::of_problems(Vec::new(), Vec::new(), "ok", Vec::new());
+        assert_eq!((o.status, o.summary.as_str()), (Status::Pass, "ok"));
     }
 }

@@ -5,8 +5,8 @@
 //! Settings of the seed documents (VMware RAN guides) that are dropped or set to another value fail their
 //! rule; keys whose semantics VMware does not document publicly are reported, not over-claimed.
 
-use super::{finding, report, LintError, LintRule};
-use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Subject};
+use super::{report, run_rules, LintError, LintRule, Outcome};
+use rtgauge_model::audit::{AuditReport, Evidence, Severity, Subject};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Parsed `.vmx`: lower-cased key → (value, 1-based line), and the lines that are not `key = "value"`.
@@ -88,101 +88,221 @@ fn parse_line(l: &str) -> Result<(&str, String), String> {
     Ok((k, value))
 }
 
-/// A line that is not `key = "value"`: ESXi refuses to register or power on a VM whose .vmx it cannot
-/// parse, and whatever the line meant to set is not set.
-const R_SYNTAX: LintRule = LintRule {
-    id: "vmx-syntax",
-    severity: Severity::High,
-    expected: "every line is key = \"value\" or a # comment",
-    remediation:
-        "Fix or remove the line (edit the VM's advanced settings rather than the file by hand).",
-    source: "[V1]",
-};
+/// A check of the `.vmx` rules.
+type Check = fn(&Facts<'_>) -> Vec<Outcome>;
 
-const R_LS: LintRule = LintRule {
-    id: "vmx-latency-sensitivity",
-    severity: Severity::High,
-    expected: "sched.cpu.latencySensitivity = \"high\" (or exclusive manual pinning of every vCPU)",
-    remediation: "Edit Settings → VM Options → Advanced → Latency Sensitivity = High (sched.cpu.latencySensitivity = \"high\").",
-    source: "[V2][V1][V8]",
-};
-const R_CPU: LintRule = LintRule {
-    id: "vmx-cpu-reservation",
-    severity: Severity::High,
-    expected: "sched.cpu.min = numvcpus × core MHz, no CPU limit (sched.cpu.max absent)",
-    remediation: "Edit Settings → CPU → Reservation = full MHz of every vCPU, Limit = Unlimited.",
-    source: "[V1][V7]",
-};
-const R_MEM: LintRule = LintRule {
-    id: "vmx-mem-reservation",
-    severity: Severity::High,
-    expected: "sched.mem.min = memSize and/or sched.mem.pin = \"TRUE\" (reserve all guest memory, locked)",
-    remediation: "Edit Settings → Memory → Reservation → Reserve all guest memory (All locked): sched.mem.min = <memSize>, sched.mem.pin = \"TRUE\".",
-    source: "[V1][V7][seed]",
-};
-const R_AFF: LintRule = LintRule {
-    id: "vmx-vcpu-affinity",
-    severity: Severity::Medium,
-    expected: "with manual pinning: sched.vcpuN.affinity for every vCPU, distinct single pCPUs, sched.cpu.affinity.exclusive = \"TRUE\"",
-    remediation: "Prefer Latency Sensitivity High; if pinning, set sched.vcpuN.affinity = \"<pcpu>\" for every vCPU (one per core) and sched.cpu.affinity.exclusive = \"TRUE\".",
-    source: "[V9][V1][seed]",
-};
-const R_NOSTATS: LintRule = LintRule {
-    id: "vmx-exclusive-nostats",
-    severity: Severity::Low,
-    expected: "sched.cpu.affinity.exclusiveNoStats = \"TRUE\"",
-    remediation: "Add sched.cpu.affinity.exclusiveNoStats = \"TRUE\" (power-cycle the VM).",
-    source: "[V5][V4][seed]",
-};
-const R_MPTI: LintRule = LintRule {
-    id: "vmx-force-mpti",
-    severity: Severity::Low,
-    expected: "monitor.forceEnableMPTI = \"TRUE\"",
-    remediation: "Add monitor.forceEnableMPTI = \"TRUE\".",
-    source: "[V5][seed]",
-};
-const R_TT: LintRule = LintRule {
-    id: "vmx-timetracker-lowlatency",
-    severity: Severity::Low,
-    expected: "timeTracker.lowLatency = \"TRUE\"",
-    remediation: "Add timeTracker.lowLatency = \"TRUE\" (power-cycle the VM).",
-    source: "[V5][V4][seed]",
-};
-const R_PREALLOC: LintRule = LintRule {
-    id: "vmx-mem-prealloc",
-    severity: Severity::Low,
-    expected: "sched.mem.prealloc = \"TRUE\" and sched.mem.prealloc.pinnedMainMem (or sched.mem.pinnedMainMem) = \"TRUE\"",
-    remediation: "Add sched.mem.prealloc = \"TRUE\" and sched.mem.prealloc.pinnedMainMem = \"TRUE\".",
-    source: "[V10][seed]",
-};
-const R_1G: LintRule = LintRule {
-    id: "vmx-1g-pages",
-    severity: Severity::Medium,
-    expected: "sched.mem.lpage.enable1GPage = \"TRUE\" with full memory reservation",
-    remediation: "Reserve all guest memory, then add sched.mem.lpage.enable1GPage = \"TRUE\" (power-off needed).",
-    source: "[V3][V4][seed]",
-};
-const R_TOPO: LintRule = LintRule {
-    id: "vmx-vtopology",
-    severity: Severity::Low,
-    expected: "CPU and memory hot-add off; VM inside one NUMA node (numa.nodeAffinity); coresPerSocket reported",
-    remediation: "Disable CPU/memory hot-add (vcpu.hotadd = \"FALSE\", mem.hotadd = \"FALSE\"), size to one NUMA node, set numa.nodeAffinity.",
-    source: "[V5][seed]",
-};
-const R_NIC: LintRule = LintRule {
-    id: "vmx-vnic-coalescing",
-    severity: Severity::Low,
-    expected: "ethernetX.virtualDev = \"vmxnet3\", ethernetX.coalescingScheme = \"disabled\" (automatic with Latency Sensitivity High)",
-    remediation: "Set ethernetX.coalescingScheme = \"disabled\" on every vmxnet3 NIC.",
-    source: "[V6][V1]",
-};
-const R_MISC: LintRule = LintRule {
-    id: "vmx-misc",
-    severity: Severity::Info,
-    expected: "evidence: logging = \"FALSE\", sched.swap.vmxSwapEnabled = \"FALSE\", recent virtualHW.version",
-    remediation: "Adjust the keys (Edit Settings → VM Options → Advanced).",
-    source: "[V4][V7][seed]",
-};
+/// The `.vmx` rules, in report order.
+const RULES: &[LintRule<Check>] = &[
+    // A line that is not `key = "value"`: ESXi refuses to register or power on a VM whose .vmx it cannot
+    // parse, and whatever the line meant to set is not set.
+    LintRule {
+        id: "vmx-syntax",
+        severity: Severity::High,
+        expected: "every line is key = \"value\" or a # comment",
+        remediation:
+            "Fix or remove the line (edit the VM's advanced settings rather than the file by hand).",
+        source: "[V1]",
+        check: syntax,
+    },
+    LintRule {
+        id: "vmx-latency-sensitivity",
+        severity: Severity::High,
+        expected: "sched.cpu.latencySensitivity = \"high\" (or exclusive manual pinning of every vCPU)",
+        remediation: "Edit Settings → VM Options → Advanced → Latency Sensitivity = High (sched.cpu.latencySensitivity = \"high\").",
+        source: "[V2][V1][V8]",
+        check: latency_sensitivity,
+    },
+    LintRule {
+        id: "vmx-cpu-reservation",
+        severity: Severity::High,
+        expected: "sched.cpu.min = numvcpus × core MHz, no CPU limit (sched.cpu.max absent)",
+        remediation: "Edit Settings → CPU → Reservation = full MHz of every vCPU, Limit = Unlimited.",
+        source: "[V1][V7]",
+        check: cpu_reservation,
+    },
+    LintRule {
+        id: "vmx-mem-reservation",
+        severity: Severity::High,
+        expected: "sched.mem.min = memSize and/or sched.mem.pin = \"TRUE\" (reserve all guest memory, locked)",
+        remediation: "Edit Settings → Memory → Reservation → Reserve all guest memory (All locked): sched.mem.min = <memSize>, sched.mem.pin = \"TRUE\".",
+        source: "[V1][V7][seed]",
+        check: mem_reservation,
+    },
+    LintRule {
+        id: "vmx-vcpu-affinity",
+        severity: Severity::Medium,
+        expected: "with manual pinning: sched.vcpuN.affinity for every vCPU, distinct single pCPUs, sched.cpu.affinity.exclusive = \"TRUE\"",
+        remediation: "Prefer Latency Sensitivity High; if pinning, set sched.vcpuN.affinity = \"<pcpu>\" for every vCPU (one per core) and sched.cpu.affinity.exclusive = \"TRUE\".",
+        source: "[V9][V1][seed]",
+        check: vcpu_affinity,
+    },
+    LintRule {
+        id: "vmx-exclusive-nostats",
+        severity: Severity::Low,
+        expected: "sched.cpu.affinity.exclusiveNoStats = \"TRUE\"",
+        remediation: "Add sched.cpu.affinity.exclusiveNoStats = \"TRUE\" (power-cycle the VM).",
+        source: "[V5][V4][seed]",
+        check: |f| seed_switch(f, "sched.cpu.affinity.exclusiveNoStats"),
+    },
+    LintRule {
+        id: "vmx-force-mpti",
+        severity: Severity::Low,
+        expected: "monitor.forceEnableMPTI = \"TRUE\"",
+        remediation: "Add monitor.forceEnableMPTI = \"TRUE\".",
+        source: "[V5][seed]",
+        check: |f| seed_switch(f, "monitor.forceEnableMPTI"),
+    },
+    LintRule {
+        id: "vmx-timetracker-lowlatency",
+        severity: Severity::Low,
+        expected: "timeTracker.lowLatency = \"TRUE\"",
+        remediation: "Add timeTracker.lowLatency = \"TRUE\" (power-cycle the VM).",
+        source: "[V5][V4][seed]",
+        check: |f| seed_switch(f, "timeTracker.lowLatency"),
+    },
+    LintRule {
+        id: "vmx-mem-prealloc",
+        severity: Severity::Low,
+        expected: "sched.mem.prealloc = \"TRUE\" and sched.mem.prealloc.pinnedMainMem (or sched.mem.pinnedMainMem) = \"TRUE\"",
+        remediation: "Add sched.mem.prealloc = \"TRUE\" and sched.mem.prealloc.pinnedMainMem = \"TRUE\".",
+        source: "[V10][seed]",
+        check: mem_prealloc,
+    },
+    LintRule {
+        id: "vmx-1g-pages",
+        severity: Severity::Medium,
+        expected: "sched.mem.lpage.enable1GPage = \"TRUE\" with full memory reservation",
+        remediation: "Reserve all guest memory, then add sched.mem.lpage.enable1GPage = \"TRUE\" (power-off needed).",
+        source: "[V3][V4][seed]",
+        check: gig_pages,
+    },
+    LintRule {
+        id: "vmx-vtopology",
+        severity: Severity::Low,
+        expected: "CPU and memory hot-add off; VM inside one NUMA node (numa.nodeAffinity); coresPerSocket reported",
+        remediation: "Disable CPU/memory hot-add (vcpu.hotadd = \"FALSE\", mem.hotadd = \"FALSE\"), size to one NUMA node, set numa.nodeAffinity.",
+        source: "[V5][seed]",
+        check: vtopology,
+    },
+    LintRule {
+        id: "vmx-vnic-coalescing",
+        severity: Severity::Low,
+        expected: "ethernetX.virtualDev = \"vmxnet3\", ethernetX.coalescingScheme = \"disabled\" (automatic with Latency Sensitivity High)",
+        remediation: "Set ethernetX.coalescingScheme = \"disabled\" on every vmxnet3 NIC.",
+        source: "[V6][V1]",
+        check: vnic_coalescing,
+    },
+    LintRule {
+        id: "vmx-misc",
+        severity: Severity::Info,
+        expected: "evidence: logging = \"FALSE\", sched.swap.vmxSwapEnabled = \"FALSE\", recent virtualHW.version",
+        remediation: "Adjust the keys (Edit Settings → VM Options → Advanced).",
+        source: "[V4][V7][seed]",
+        check: misc,
+    },
+];
+
+/// Lint a `.vmx` text.
+pub fn lint_vmx(file: &str, text: &str) -> Result<AuditReport, LintError> {
+    let vmx = parse_vmx(file, text)?;
+    let facts = Facts::of(file, text, &vmx);
+    let findings = run_rules(RULES, |check| check(&facts));
+    Ok(report(Subject::Vmx, file, findings))
+}
+
+/// What the rules read: the parsed file and the facts several rules share.
+struct Facts<'a> {
+    file: &'a str,
+    text: &'a str,
+    vmx: &'a Vmx,
+    /// `sched.cpu.latencySensitivity = "high"`.
+    ls_high: bool,
+    /// `numvcpus`, at least 1.
+    nvcpu: i64,
+    pins: Pinning,
+    /// All guest memory reserved (needed by the 1 GiB pages rule too).
+    full_mem: bool,
+}
+
+/// Manual vCPU pinning (`sched.vcpuN.affinity`).
+struct Pinning {
+    /// vCPUs pinned to a single pCPU.
+    pinned: Vec<i64>,
+    problems: Vec<String>,
+    evidence: Vec<Evidence>,
+    /// `sched.cpu.affinity.exclusive = "TRUE"`.
+    exclusive: bool,
+    all_pinned: bool,
+}
+
+impl Pinning {
+    fn of(file: &str, v: &Vmx, nvcpu: i64) -> Pinning {
+        let mut pinned = Vec::new();
+        let mut problems = Vec::new();
+        let mut pcpus = BTreeSet::new();
+        let mut evidence = Vec::new();
+        for n in 0..nvcpu {
+            let key = format!("sched.vcpu{n}.affinity");
+            evidence.push(ev(file, v, &key));
+            if let Some(a) = v.get(&key) {
+                match a.trim().parse::<u32>() {
+                    Ok(p) => {
+                        if !pcpus.insert(p) {
+                            problems.push(format!("vCPU {n} shares pCPU {p}"));
+                        }
+                        pinned.push(n);
+                    }
+                    Err(_) => {
+                        problems.push(format!("vCPU {n} affinity '{a}' is not a single pCPU"))
+                    }
+                }
+            }
+        }
+        let all_pinned = pinned.len() as i64 == nvcpu && problems.is_empty();
+        Pinning {
+            pinned,
+            problems,
+            evidence,
+            exclusive: v.is_true("sched.cpu.affinity.exclusive"),
+            all_pinned,
+        }
+    }
+    /// Every vCPU pinned to its own pCPU, exclusively.
+    fn manual_exclusive(&self) -> bool {
+        self.all_pinned && self.exclusive
+    }
+}
+
+impl<'a> Facts<'a> {
+    fn of(file: &'a str, text: &'a str, v: &'a Vmx) -> Facts<'a> {
+        let nvcpu = v.num("numvcpus").unwrap_or(1).max(1);
+        let mem_size = v.num("memSize");
+        let mem_min = v.num("sched.mem.min");
+        // A minimum below memSize is a partial reservation even with pin set (the pin then locks only part).
+        let partial = matches!((mem_min, mem_size), (Some(a), Some(b)) if a < b);
+        let full_mem =
+            !partial && (v.is_true("sched.mem.pin") || (mem_size.is_some() && mem_min == mem_size));
+        Facts {
+            file,
+            text,
+            vmx: v,
+            ls_high: v
+                .get("sched.cpu.latencySensitivity")
+                .is_some_and(|s| s.eq_ignore_ascii_case("high")),
+            nvcpu,
+            pins: Pinning::of(file, v, nvcpu),
+            full_mem,
+        }
+    }
+    /// Evidence for one key.
+    fn e(&self, key: &str) -> Evidence {
+        ev(self.file, self.vmx, key)
+    }
+    /// Evidence for several keys.
+    fn es(&self, keys: &[&str]) -> Vec<Evidence> {
+        keys.iter().map(|k| self.e(k)).collect()
+    }
+}
 
 /// Evidence for one key: `file:line` or `file (absent)`.
 fn ev(file: &str, vmx: &Vmx, key: &str) -> Evidence {
@@ -192,322 +312,217 @@ fn ev(file: &str, vmx: &Vmx, key: &str) -> Evidence {
     }
 }
 
-/// Lint a `.vmx` text.
-pub fn lint_vmx(file: &str, text: &str) -> Result<AuditReport, LintError> {
-    let vmx = parse_vmx(file, text)?;
-    let mut findings: Vec<Finding> = vmx
+fn syntax(f: &Facts) -> Vec<Outcome> {
+    let file = f.file;
+    f.vmx
         .malformed
         .iter()
         .map(|(line, reason)| {
-            finding(
-                &R_SYNTAX,
-                Status::Fail,
+            Outcome::fail(
                 format!("{file}:{line}: {reason}"),
                 vec![Evidence::new(
                     "line",
                     format!("{file}:{line}"),
-                    text.lines().nth(line - 1).unwrap_or("").trim().to_string(),
+                    f.text
+                        .lines()
+                        .nth(line - 1)
+                        .unwrap_or("")
+                        .trim()
+                        .to_string(),
                 )],
             )
         })
-        .collect();
-    findings.extend(lint_parsed(file, &vmx));
-    Ok(report(Subject::Vmx, file, findings))
+        .collect()
 }
 
-fn lint_parsed(file: &str, v: &Vmx) -> Vec<Finding> {
-    let e = |k: &str| ev(file, v, k);
-    let mut out = Vec::new();
-    let ls_high = v
-        .get("sched.cpu.latencySensitivity")
-        .is_some_and(|s| s.eq_ignore_ascii_case("high"));
-    let nvcpu = v.num("numvcpus").unwrap_or(1).max(1);
-
-    // vCPU pinning, needed by several rules.
-    let mut pinned = Vec::new();
-    let mut pin_problems = Vec::new();
-    let mut pcpus = BTreeSet::new();
-    let mut pin_ev = Vec::new();
-    for n in 0..nvcpu {
-        let key = format!("sched.vcpu{n}.affinity");
-        pin_ev.push(e(&key));
-        if let Some(a) = v.get(&key) {
-            match a.trim().parse::<u32>() {
-                Ok(p) => {
-                    if !pcpus.insert(p) {
-                        pin_problems.push(format!("vCPU {n} shares pCPU {p}"));
-                    }
-                    pinned.push(n);
-                }
-                Err(_) => {
-                    pin_problems.push(format!("vCPU {n} affinity '{a}' is not a single pCPU"))
-                }
-            }
-        }
-    }
-    let exclusive = v.is_true("sched.cpu.affinity.exclusive");
-    let all_pinned = pinned.len() as i64 == nvcpu && pin_problems.is_empty();
-    let manual_exclusive = all_pinned && exclusive;
-
-    // Latency sensitivity.
-    let ls_val = v
-        .get("sched.cpu.latencySensitivity")
-        .unwrap_or("normal (absent)")
-        .to_string();
-    out.push(if ls_high {
-        finding(
-            &R_LS,
-            Status::Pass,
-            "latency sensitivity high",
-            vec![e("sched.cpu.latencySensitivity")],
-        )
-    } else if manual_exclusive {
-        finding(
-            &R_LS,
-            Status::Pass,
+fn latency_sensitivity(f: &Facts) -> Vec<Outcome> {
+    let key = "sched.cpu.latencySensitivity";
+    let ls_val = f.vmx.get(key).unwrap_or("normal (absent)");
+    vec![if f.ls_high {
+        Outcome::pass("latency sensitivity high", vec![f.e(key)])
+    } else if f.pins.manual_exclusive() {
+        Outcome::pass(
             format!("latency sensitivity {ls_val}, but every vCPU is exclusively pinned"),
-            vec![
-                e("sched.cpu.latencySensitivity"),
-                e("sched.cpu.affinity.exclusive"),
-            ],
+            f.es(&[key, "sched.cpu.affinity.exclusive"]),
         )
     } else {
-        finding(
-            &R_LS,
-            Status::Fail,
+        Outcome::fail(
             format!("latency sensitivity {ls_val} and no exclusive pinning"),
-            vec![e("sched.cpu.latencySensitivity")],
+            vec![f.e(key)],
         )
-    });
+    }]
+}
 
-    // CPU reservation.
-    let cpu_min = v.num("sched.cpu.min");
-    let cpu_max = v.get("sched.cpu.max").map(str::to_string);
-    let cpu_ev = vec![
-        e("sched.cpu.min"),
-        e("sched.cpu.max"),
-        e("sched.cpu.units"),
-        e("numvcpus"),
-    ];
-    let limited = cpu_max
-        .as_deref()
-        .is_some_and(|m| m.trim() != "-1" && !m.eq_ignore_ascii_case("unlimited"));
-    out.push(if limited {
-        finding(&R_CPU, Status::Fail, format!("CPU limit {} set", cpu_max.unwrap_or_default()), cpu_ev)
+fn cpu_reservation(f: &Facts) -> Vec<Outcome> {
+    let cpu_max = f.vmx.get("sched.cpu.max");
+    let ev = f.es(&[
+        "sched.cpu.min",
+        "sched.cpu.max",
+        "sched.cpu.units",
+        "numvcpus",
+    ]);
+    let limited = cpu_max.is_some_and(|m| m.trim() != "-1" && !m.eq_ignore_ascii_case("unlimited"));
+    let nvcpu = f.nvcpu;
+    vec![if limited {
+        Outcome::fail(format!("CPU limit {} set", cpu_max.unwrap_or_default()), ev)
     } else {
-        match cpu_min {
-            Some(m) if m > 0 => finding(&R_CPU, Status::Pass, format!("CPU reservation {m} MHz for {nvcpu} vCPU(s) (host MHz not known here: check it is the full amount)"), cpu_ev),
-            _ if manual_exclusive && !ls_high => finding(&R_CPU, Status::Warn, "no CPU reservation (exclusive manual pinning holds the pCPUs)", cpu_ev),
-            _ => finding(&R_CPU, Status::Fail, "no CPU reservation (Latency Sensitivity High requires a full one)", cpu_ev),
+        match f.vmx.num("sched.cpu.min") {
+            Some(m) if m > 0 => Outcome::pass(format!("CPU reservation {m} MHz for {nvcpu} vCPU(s) (host MHz not known here: check it is the full amount)"), ev),
+            _ if f.pins.manual_exclusive() && !f.ls_high => Outcome::warn("no CPU reservation (exclusive manual pinning holds the pCPUs)", ev),
+            _ => Outcome::fail("no CPU reservation (Latency Sensitivity High requires a full one)", ev),
         }
-    });
+    }]
+}
 
-    // Memory reservation.
-    let mem_size = v.num("memSize");
-    let mem_min = v.num("sched.mem.min");
-    let pin = v.is_true("sched.mem.pin");
-    // A minimum below memSize is a partial reservation even with pin set (the pin then locks only part).
-    let partial = matches!((mem_min, mem_size), (Some(a), Some(b)) if a < b);
-    let full_mem = !partial && (pin || (mem_size.is_some() && mem_min == mem_size));
-    let mem_ev = vec![e("memSize"), e("sched.mem.min"), e("sched.mem.pin")];
-    out.push(if full_mem {
-        finding(&R_MEM, Status::Pass, "all guest memory reserved", mem_ev)
+fn mem_reservation(f: &Facts) -> Vec<Outcome> {
+    let ev = f.es(&["memSize", "sched.mem.min", "sched.mem.pin"]);
+    vec![if f.full_mem {
+        Outcome::pass("all guest memory reserved", ev)
     } else {
-        let s = match (mem_min, mem_size) {
+        let s = match (f.vmx.num("sched.mem.min"), f.vmx.num("memSize")) {
             (Some(a), Some(b)) => format!("memory reservation {a} MB of {b} MB"),
             (None, _) => "no memory reservation".to_string(),
             (Some(a), None) => format!("memory reservation {a} MB, memSize absent"),
         };
-        finding(&R_MEM, Status::Fail, s, mem_ev)
-    });
+        Outcome::fail(s, ev)
+    }]
+}
 
-    // vCPU affinity.
-    let mut aff_ev = pin_ev;
-    aff_ev.push(e("sched.cpu.affinity.exclusive"));
-    aff_ev.push(e("sched.cpu.affinity.exclusiveType"));
-    out.push(if pinned.is_empty() && pin_problems.is_empty() {
-        if ls_high {
-            finding(
-                &R_AFF,
-                Status::Pass,
+fn vcpu_affinity(f: &Facts) -> Vec<Outcome> {
+    let p = &f.pins;
+    let mut ev = p.evidence.clone();
+    ev.push(f.e("sched.cpu.affinity.exclusive"));
+    ev.push(f.e("sched.cpu.affinity.exclusiveType"));
+    let nvcpu = f.nvcpu;
+    vec![if p.pinned.is_empty() && p.problems.is_empty() {
+        if f.ls_high {
+            Outcome::pass(
                 "no manual pinning; Latency Sensitivity High grants exclusive affinity",
-                aff_ev,
+                ev,
             )
         } else {
-            finding(
-                &R_AFF,
-                Status::Fail,
-                "no manual pinning and Latency Sensitivity not high",
-                aff_ev,
-            )
+            Outcome::fail("no manual pinning and Latency Sensitivity not high", ev)
         }
-    } else if !pin_problems.is_empty() {
-        finding(&R_AFF, Status::Fail, pin_problems.join("; "), aff_ev)
-    } else if !all_pinned {
+    } else if !p.problems.is_empty() {
+        Outcome::fail(p.problems.join("; "), ev)
+    } else if !p.all_pinned {
         let missing: Vec<String> = (0..nvcpu)
-            .filter(|n| !pinned.contains(n))
+            .filter(|n| !p.pinned.contains(n))
             .map(|n| n.to_string())
             .collect();
-        finding(
-            &R_AFF,
-            Status::Fail,
-            format!("vCPU(s) {} not pinned", missing.join(",")),
-            aff_ev,
-        )
-    } else if !exclusive {
-        finding(
-            &R_AFF,
-            Status::Fail,
+        Outcome::fail(format!("vCPU(s) {} not pinned", missing.join(",")), ev)
+    } else if !p.exclusive {
+        Outcome::fail(
             "every vCPU pinned but sched.cpu.affinity.exclusive is not TRUE",
-            aff_ev,
+            ev,
         )
     } else {
-        let t = v
+        let t = f
+            .vmx
             .get("sched.cpu.affinity.exclusiveType")
             .map(|t| format!(" (exclusiveType {t}: reported, not judged)"))
             .unwrap_or_default();
-        finding(
-            &R_AFF,
-            Status::Pass,
+        Outcome::pass(
             format!("{nvcpu} vCPU(s) pinned to distinct pCPUs, exclusive{t}"),
-            aff_ev,
+            ev,
         )
-    });
+    }]
+}
 
-    // Seed switches: dropped or not TRUE fails.
-    for (rule, key) in [
-        (&R_NOSTATS, "sched.cpu.affinity.exclusiveNoStats"),
-        (&R_MPTI, "monitor.forceEnableMPTI"),
-        (&R_TT, "timeTracker.lowLatency"),
-    ] {
-        out.push(match v.get(key) {
-            Some(_) if v.is_true(key) => {
-                finding(rule, Status::Pass, format!("{key} = TRUE"), vec![e(key)])
-            }
-            Some(x) => finding(rule, Status::Fail, format!("{key} = {x}"), vec![e(key)]),
-            None => finding(rule, Status::Fail, format!("{key} absent"), vec![e(key)]),
-        });
-    }
+/// A switch of the seed documents: dropped or not TRUE fails.
+fn seed_switch(f: &Facts, key: &str) -> Vec<Outcome> {
+    let ev = vec![f.e(key)];
+    vec![match f.vmx.get(key) {
+        Some(_) if f.vmx.is_true(key) => Outcome::pass(format!("{key} = TRUE"), ev),
+        Some(x) => Outcome::fail(format!("{key} = {x}"), ev),
+        None => Outcome::fail(format!("{key} absent"), ev),
+    }]
+}
 
-    // Memory preallocation: the seed 000 keys; spelling varies, so any present form counts.
+/// Memory preallocation: the seed 000 keys; spelling varies, so any present form counts.
+fn mem_prealloc(f: &Facts) -> Vec<Outcome> {
+    let v = f.vmx;
     let pre = "sched.mem.prealloc";
     let pinned_keys = [
         "sched.mem.prealloc.pinnedMainMem",
         "sched.mem.pinnedMainMem",
     ];
-    let mut pre_ev = vec![e(pre)];
-    pre_ev.extend(pinned_keys.iter().map(|k| e(k)));
+    let ev = f.es(&[pre, pinned_keys[0], pinned_keys[1]]);
     let falses: Vec<&str> = std::iter::once(pre)
         .chain(pinned_keys)
         .filter(|k| v.get(k).is_some() && !v.is_true(k))
         .collect();
     let pinned_main = pinned_keys.iter().any(|k| v.is_true(k));
-    out.push(if !falses.is_empty() {
-        finding(
-            &R_PREALLOC,
-            Status::Fail,
-            format!("{} not TRUE", falses.join(", ")),
-            pre_ev,
-        )
+    vec![if !falses.is_empty() {
+        Outcome::fail(format!("{} not TRUE", falses.join(", ")), ev)
     } else if v.is_true(pre) && pinned_main {
-        finding(
-            &R_PREALLOC,
-            Status::Pass,
-            "guest memory preallocated and pinned",
-            pre_ev,
-        )
+        Outcome::pass("guest memory preallocated and pinned", ev)
     } else if v.is_true(pre) || pinned_main {
-        finding(
-            &R_PREALLOC,
-            Status::Warn,
-            "only one of prealloc / pinnedMainMem set",
-            pre_ev,
-        )
+        Outcome::warn("only one of prealloc / pinnedMainMem set", ev)
     } else {
-        finding(
-            &R_PREALLOC,
-            Status::Warn,
-            "memory preallocation keys absent",
-            pre_ev,
-        )
-    });
+        Outcome::warn("memory preallocation keys absent", ev)
+    }]
+}
 
-    // 1 GiB pages.
-    let key1g = "sched.mem.lpage.enable1GPage";
-    let mut ev1g = vec![e(key1g)];
-    ev1g.extend([e("sched.mem.min"), e("sched.mem.pin")]);
-    out.push(match v.get(key1g) {
-        Some(_) if v.is_true(key1g) && full_mem => finding(
-            &R_1G,
-            Status::Pass,
-            "1 GiB pages with full memory reservation",
-            ev1g,
-        ),
-        Some(_) if v.is_true(key1g) => finding(
-            &R_1G,
-            Status::Fail,
+fn gig_pages(f: &Facts) -> Vec<Outcome> {
+    let key = "sched.mem.lpage.enable1GPage";
+    let ev = f.es(&[key, "sched.mem.min", "sched.mem.pin"]);
+    let on = f.vmx.is_true(key);
+    vec![match f.vmx.get(key) {
+        Some(_) if on && f.full_mem => {
+            Outcome::pass("1 GiB pages with full memory reservation", ev)
+        }
+        Some(_) if on => Outcome::fail(
             "1 GiB pages without full memory reservation: the VM will not power on",
-            ev1g,
+            ev,
         ),
-        Some(x) => finding(&R_1G, Status::Fail, format!("{key1g} = {x}"), ev1g),
-        None => finding(
-            &R_1G,
-            Status::Fail,
-            format!("{key1g} absent: guest RAM on small pages"),
-            ev1g,
-        ),
-    });
+        Some(x) => Outcome::fail(format!("{key} = {x}"), ev),
+        None => Outcome::fail(format!("{key} absent: guest RAM on small pages"), ev),
+    }]
+}
 
-    // vTopology.
-    let topo_ev = vec![
-        e("cpuid.coresPerSocket"),
-        e("numa.nodeAffinity"),
-        e("numa.vcpu.preferHT"),
-        e("vcpu.hotadd"),
-        e("mem.hotadd"),
-    ];
+fn vtopology(f: &Facts) -> Vec<Outcome> {
+    let ev = f.es(&[
+        "cpuid.coresPerSocket",
+        "numa.nodeAffinity",
+        "numa.vcpu.preferHT",
+        "vcpu.hotadd",
+        "mem.hotadd",
+    ]);
     let hot: Vec<&str> = ["vcpu.hotadd", "mem.hotadd"]
         .into_iter()
-        .filter(|k| v.is_true(k))
+        .filter(|k| f.vmx.is_true(k))
         .collect();
-    out.push(if hot.is_empty() {
-        finding(
-            &R_TOPO,
-            Status::Pass,
+    vec![if hot.is_empty() {
+        Outcome::pass(
             format!(
                 "hot-add off; coresPerSocket {}",
-                v.get("cpuid.coresPerSocket").unwrap_or("default")
+                f.vmx.get("cpuid.coresPerSocket").unwrap_or("default")
             ),
-            topo_ev,
+            ev,
         )
     } else {
-        finding(
-            &R_TOPO,
-            Status::Fail,
-            format!("{} on: hides vNUMA", hot.join(", ")),
-            topo_ev,
-        )
-    });
+        Outcome::fail(format!("{} on: hides vNUMA", hot.join(", ")), ev)
+    }]
+}
 
-    // vNICs.
-    let mut nics = Vec::new();
-    for (k, _) in v.entries.iter() {
-        if let Some(n) = k
-            .strip_prefix("ethernet")
-            .and_then(|r| r.strip_suffix(".present"))
-        {
-            if n.chars().all(|c| c.is_ascii_digit()) && v.is_true(k) {
-                nics.push(n.to_string());
-            }
-        }
-    }
-    let mut nic_ev = Vec::new();
-    let mut nic_bad = Vec::new();
+fn vnic_coalescing(f: &Facts) -> Vec<Outcome> {
+    let v = f.vmx;
+    let nics: Vec<&str> = v
+        .entries
+        .keys()
+        .filter_map(|k| {
+            let n = k.strip_prefix("ethernet")?.strip_suffix(".present")?;
+            (n.chars().all(|c| c.is_ascii_digit()) && v.is_true(k)).then_some(n)
+        })
+        .collect();
+    let mut ev = Vec::new();
+    let mut bad = Vec::new();
     for n in &nics {
         let dev = format!("ethernet{n}.virtualDev");
         let co = format!("ethernet{n}.coalescingScheme");
-        nic_ev.push(e(&dev));
-        nic_ev.push(e(&co));
+        ev.push(f.e(&dev));
+        ev.push(f.e(&co));
         let is_vmxnet3 = v
             .get(&dev)
             .is_some_and(|d| d.eq_ignore_ascii_case("vmxnet3"));
@@ -515,49 +530,43 @@ fn lint_parsed(file: &str, v: &Vmx) -> Vec<Finding> {
             .get(&co)
             .is_some_and(|d| d.eq_ignore_ascii_case("disabled"));
         if !is_vmxnet3 {
-            nic_bad.push(format!("ethernet{n} not vmxnet3"));
-        } else if !off && !ls_high {
-            nic_bad.push(format!("ethernet{n} interrupt coalescing on"));
+            bad.push(format!("ethernet{n} not vmxnet3"));
+        } else if !off && !f.ls_high {
+            bad.push(format!("ethernet{n} interrupt coalescing on"));
         }
     }
-    out.push(if nics.is_empty() {
-        finding(&R_NIC, Status::NotApplicable, "no virtual NIC", nic_ev)
-    } else if nic_bad.is_empty() {
-        finding(
-            &R_NIC,
-            Status::Pass,
+    vec![if nics.is_empty() {
+        Outcome::na("no virtual NIC", ev)
+    } else if bad.is_empty() {
+        Outcome::pass(
             format!("{} vNIC(s) vmxnet3 without coalescing", nics.len()),
-            nic_ev,
+            ev,
         )
     } else {
-        finding(&R_NIC, Status::Warn, nic_bad.join("; "), nic_ev)
-    });
+        Outcome::warn(bad.join("; "), ev)
+    }]
+}
 
-    // Misc (info).
-    let misc_ev = vec![
-        e("logging"),
-        e("sched.swap.vmxSwapEnabled"),
-        e("virtualHW.version"),
-    ];
+/// Evidence only (info): logging and VMX swap.
+fn misc(f: &Facts) -> Vec<Outcome> {
+    let ev = f.es(&["logging", "sched.swap.vmxSwapEnabled", "virtualHW.version"]);
+    let off = |k: &str| {
+        f.vmx
+            .get(k)
+            .is_some_and(|l| l.eq_ignore_ascii_case("false"))
+    };
     let mut notes = Vec::new();
-    if !v
-        .get("logging")
-        .is_some_and(|l| l.eq_ignore_ascii_case("false"))
-    {
+    if !off("logging") {
         notes.push("logging on");
     }
-    if !v
-        .get("sched.swap.vmxSwapEnabled")
-        .is_some_and(|l| l.eq_ignore_ascii_case("false"))
-    {
+    if !off("sched.swap.vmxSwapEnabled") {
         notes.push("VMX swap on");
     }
-    out.push(if notes.is_empty() {
-        finding(&R_MISC, Status::Pass, "logging and VMX swap off", misc_ev)
+    vec![if notes.is_empty() {
+        Outcome::pass("logging and VMX swap off", ev)
     } else {
-        finding(&R_MISC, Status::Warn, notes.join(", "), misc_ev)
-    });
-    out
+        Outcome::warn(notes.join(", "), ev)
+    }]
 }
 
 #[cfg(test)]
@@ -579,6 +588,14 @@ mod tests {
         assert!(e.starts_with("c.vmx:1: unterminated quoted value"), "{e}");
         assert!(parse_vmx("d.vmx", " = \"x\"\n").is_err());
         assert!(parse_vmx("e.vmx", "a = \"x\" y\n").is_err());
+    }
+
+    #[test]
+    fn every_rule_reports_once_in_table_order() {
+        let r = lint_vmx("a.vmx", "numvcpus = \"2\"\nbroken\n").unwrap();
+        let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+        let table: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        assert_eq!(ids, table);
     }
 
     proptest::proptest! {

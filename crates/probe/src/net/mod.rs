@@ -8,12 +8,19 @@
 //! measurement. No allocation in the loops: connection slots, header buffers, histograms and the
 //! per-second table are allocated before the start; requests are built once.
 //!
+//! [`plan`] expands what a load command asks for into points; [`measure`] runs them (the reference server,
+//! when asked for, per point) into results.
+//!
 //! HTTP parsing uses `httparse` (header block only, zero-copy); body framing (Content-Length, chunked,
 //! until close) is a small state machine in [`http`].
 
 pub mod client;
 pub mod http;
+mod measure;
+pub mod plan;
 pub mod server;
 mod sys;
 
+pub use measure::{measure, NetError};
+pub use plan::{NetPlan, Point};
 pub use sys::errno_text;
