@@ -653,8 +653,18 @@ pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
     let mut vm_cores: BTreeMap<String, (u32, Vec<usize>)> = BTreeMap::new();
     for vm in order {
         let cores_needed = vm.vcpus.div_ceil(tpc) as usize;
+        // Per VM: the NIC's node first, then the node with most free cores now (VMs spread over nodes
+        // rather than share a last-level cache and memory controller).
+        let mut order_now = node_order.clone();
+        order_now.sort_by_key(|n| {
+            (
+                Some(*n) != nic_node,
+                std::cmp::Reverse(free_on(*n, &rt_idx).len()),
+                *n,
+            )
+        });
         let mut placed = false;
-        for n in &node_order {
+        for n in &order_now {
             let avail = free_on(*n, &rt_idx);
             if avail.len() >= cores_needed {
                 let take: Vec<usize> = avail.into_iter().take(cores_needed).collect();
@@ -835,7 +845,8 @@ pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
                     .filter(|c| c.node == *n)
                     .map(|c| c.cpus.intersection(&isolated).len() as u64)
                     .sum::<u64>();
-                ((m as u64 * on) / total_rt) as u32
+                // Rounded to the nearest page; the last node takes the remainder.
+                ((m as u64 * on * 2 + total_rt) / (2 * total_rt)).min(u64::from(m - given)) as u32
             };
             given += share;
             *pages.entry(*n).or_default() += share;

@@ -37,7 +37,27 @@ pub enum MatrixSource {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Matrix {
     pub source: MatrixSource,
+    #[serde(serialize_with = "cells_as_list")]
     pub cells: BTreeMap<(u32, u32), Cost>,
+}
+
+/// JSON object keys are strings: the cells serialize as a list of `{cpu_node, mem_node, latency_ns, ...}`.
+fn cells_as_list<S: serde::Serializer>(
+    cells: &BTreeMap<(u32, u32), Cost>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Cell<'a> {
+        cpu_node: u32,
+        mem_node: u32,
+        #[serde(flatten)]
+        cost: &'a Cost,
+    }
+    s.collect_seq(cells.iter().map(|((c, m), cost)| Cell {
+        cpu_node: *c,
+        mem_node: *m,
+        cost,
+    }))
 }
 
 impl Matrix {
@@ -240,7 +260,7 @@ pub fn render_numa_plan(p: &NumaPlan) -> String {
     );
     match &p.matrix.source {
         MatrixSource::Measured(f) => {
-            s.push_str(&format!("matrix: measured ({f})\n"));
+            s.push_str(&format!("matrix: rtgauge mem NUMA cells from {f}\n"));
             for ((c, m), cost) in &p.matrix.cells {
                 s.push_str(&format!(
                     "  cpu node {c} → mem node {m}: {:.1} ns{}\n",
