@@ -201,6 +201,6 @@ fn twenty_on_eight_is_an_error() {
     let e = partition(&topology(&s, None), &need).expect_err("impossible");
     assert_eq!(
         e.to_string(),
-        "cannot place 20 RT CPUs on this 8-CPU machine: at most 6 remain after housekeeping (2 CPUs kept: CPU 0's core (the boot CPU keeps the tick))"
+        "cannot place 20 RT CPUs on this 8-CPU machine: at most 6 remain after housekeeping (2 CPU(s) kept: CPU 0's core (the boot CPU keeps the tick))"
     );
 }

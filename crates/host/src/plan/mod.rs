@@ -325,7 +325,7 @@ impl Need {
 /// Why no plan could be made. Each message is one line naming the request and what the machine has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("cannot place {asked} RT CPUs on this {online}-CPU machine: at most {free} remain after housekeeping ({hk} CPUs kept: {why})")]
+    #[error("cannot place {asked} RT CPUs on this {online}-CPU machine: at most {free} remain after housekeeping ({hk} CPU(s) kept: {why})")]
     TooManyRt {
         asked: u32,
         online: usize,
