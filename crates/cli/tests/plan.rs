@@ -260,6 +260,35 @@ fn impossible_requests_are_one_line_exit_2() {
         std::fs::read_to_string(tmp.path().join("keep")).unwrap(),
         "x"
     );
+    // A copy inside the tree it copies is refused (it would copy itself without end).
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(src.path().join("sys/devices/system/cpu")).unwrap();
+    std::fs::write(src.path().join("sys/devices/system/cpu/online"), "0-3\n").unwrap();
+    let inside = src.path().join("after");
+    let (code, _, err) = run(&[
+        "plan",
+        "--root",
+        src.path().to_str().unwrap(),
+        "--apply-to-tree",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("inside the --root tree"), "{err}");
+    assert!(!inside.exists());
+    // A tree without topology files: each CPU is a core, no panic.
+    let (code, out, err) = run(&[
+        "plan",
+        "--root",
+        src.path().to_str().unwrap(),
+        "--rt-cpus",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("RT CPUs (I)           1-3"), "{out}");
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(&["plan", "--root", empty.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no online CPU found"), "{err}");
 }
 
 #[test]

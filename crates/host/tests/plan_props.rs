@@ -204,3 +204,38 @@ fn twenty_on_eight_is_an_error() {
         "cannot place 20 RT CPUs on this 8-CPU machine: at most 6 remain after housekeeping (2 CPU(s) kept: CPU 0's core (the boot CPU keeps the tick))"
     );
 }
+
+proptest! {
+    /// Inconsistent topology files (siblings naming CPUs that name others, offline CPUs, missing entries)
+    /// still give every online CPU exactly one core, and the partition does not panic on them.
+    #[test]
+    fn hostile_sibling_lists(
+        online in proptest::collection::btree_set(0u32..64, 1..40),
+        sibs in proptest::collection::vec(proptest::collection::btree_set(0u32..70, 0..4), 0..64),
+        packages in proptest::collection::vec(proptest::option::of(0u32..4), 0..64),
+    ) {
+        use rtgauge_host::fingerprint::CpuTopo;
+        use rtgauge_model::fingerprint::{Fingerprint, NumaNode};
+        let online = CpuSet::new(online);
+        let mut fp = Fingerprint::default();
+        fp.cpu.online = online.clone();
+        fp.numa = vec![NumaNode { id: 0, cpus: CpuSet::new(online.iter().filter(|c| c % 2 == 0)), ..Default::default() },
+                       NumaNode { id: 1, cpus: CpuSet::new(online.iter().filter(|c| c % 2 == 1)), ..Default::default() }];
+        let topo = online
+            .iter()
+            .enumerate()
+            .filter_map(|(k, c)| {
+                let s = sibs.get(k)?;
+                Some((c, CpuTopo { package: packages.get(k).copied().flatten(), core: None, siblings: CpuSet::new(s.iter().copied()) }))
+            })
+            .collect();
+        let t = Topology::from_fingerprint(&fp, &topo, Vec::new());
+        let mut seen: Vec<u32> = t.cores.iter().flat_map(|c| c.cpus.iter().collect::<Vec<_>>()).collect();
+        let n = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        prop_assert_eq!(n, seen.len(), "a CPU in two cores");
+        prop_assert_eq!(CpuSet::new(seen), online);
+        let _ = partition(&t, &Need::new(PlanTarget::Host));
+    }
+}

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 pub enum ApplyError {
     #[error("--apply-to-tree {0}: exists and is not empty (give a new directory)")]
     NotEmpty(String),
+    #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
+    InsideSource(String),
     #[error("--apply-to-tree {path}: {source}")]
     Io {
         path: String,
@@ -150,6 +152,23 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             return Err(ApplyError::NotEmpty(dst.display().to_string()));
         }
     }
+    // A copy inside its own source would copy itself without end.
+    let src_abs = std::fs::canonicalize(src).map_err(io(src))?;
+    let dst_abs = match std::fs::canonicalize(dst) {
+        Ok(p) => p,
+        Err(_) => {
+            let parent = dst
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            std::fs::canonicalize(parent)
+                .map_err(io(parent))?
+                .join(dst.file_name().unwrap_or_default())
+        }
+    };
+    if dst_abs.starts_with(&src_abs) {
+        return Err(ApplyError::InsideSource(dst.display().to_string()));
+    }
     let mut out = Applied::default();
     copy_tree(src, dst, &mut out)?;
     let sample2 = dst.join(".rtgauge/sample2");
@@ -237,7 +256,10 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             .and_then(|s| CpuSet::parse(s.trim()).ok());
         let new_eff = match eff {
             Some(e) if !e.is_empty() && e.intersection(i).is_empty() => e,
-            _ => CpuSet::new([hk[k % hk.len().max(1)]]),
+            _ => match hk.get(k % hk.len().max(1)) {
+                Some(c) => CpuSet::new([*c]),
+                None => continue,
+            },
         };
         t.write(
             &format!("/proc/irq/{irq}/smp_affinity_list"),
