@@ -174,6 +174,15 @@ fn smt_k8s_golden_and_closed_loop() {
 
 #[test]
 fn smt_off_and_guests_close_the_loop() {
+    // A KVM host whose tree has the kvm module: its parameters follow the command line.
+    let (files, findings, _t) = closed_loop(
+        "untuned-server",
+        &["--for", "kvm-host", "--vm", "rt1:4"],
+        "kvm-rt-host",
+    );
+    assert!(files.contains("kvm.nx_huge_pages=N"), "{files}");
+    assert_addressed_pass(&findings, &[]);
+    assert!(findings.contains(&("kvm-host-params".to_string(), "pass".to_string())));
     let (files, findings, _t) =
         closed_loop("untuned-server", &["--smt", "off"], "bare-metal-rt-host");
     assert!(files.contains(" nosmt "), "{files}");

@@ -403,6 +403,18 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
         }
     }
 
+    // module.param=value on the command line is the parameter of a loaded (or built-in) module.
+    for (k, v) in &params.tokens {
+        let (Some((module, param)), Some(v)) = (k.split_once('.'), v) else {
+            continue;
+        };
+        if t.path(&format!("/sys/module/{module}")).is_dir() {
+            t.write(
+                &format!("/sys/module/{module}/parameters/{param}"),
+                &format!("{v}\n"),
+            )?;
+        }
+    }
     if params.get("mce") == Some("ignore_ce") {
         for m in t.list("/sys/devices/system/machinecheck") {
             let f = format!("/sys/devices/system/machinecheck/{m}/ignore_ce");

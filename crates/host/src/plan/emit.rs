@@ -140,6 +140,12 @@ pub fn kernel_params(plan: &Plan) -> Vec<Param> {
             "kvm.nx_huge_pages=N",
             "no huge-page splitting and recovery thread (iTLB multihit mitigation off: trusted guests only)",
         ));
+        if plan.vendor == Vendor::Intel {
+            v.push(p(
+                "kvm_intel.ple_gap=0",
+                "no pause-loop exits: a spinning RT vCPU is not descheduled",
+            ));
+        }
     }
     if plan.target == PlanTarget::K8s {
         v.push(p(
