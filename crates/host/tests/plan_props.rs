@@ -69,6 +69,7 @@ fn topology(s: &Shape, nic_node: Option<u32>) -> Topology {
         }],
         vendor: Vendor::Intel,
         threads_per_core: s.tpc,
+        irqs: Vec::new(),
     }
 }
 

@@ -120,6 +120,16 @@ pub struct NodeMem {
     pub mem_total_kib: Option<u64>,
 }
 
+/// One device IRQ as it is routed now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Irq {
+    pub irq: u32,
+    /// The device column of `/proc/interrupts` (`PCI-MSI 524288-edge eth0-TxRx-0`).
+    pub desc: String,
+    /// `effective_affinity_list` (else `smp_affinity_list`).
+    pub effective: CpuSet,
+}
+
 /// The partition's input: the machine's cores (with siblings, sockets, nodes), nodes, NICs and vendor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Topology {
@@ -130,6 +140,8 @@ pub struct Topology {
     pub vendor: Vendor,
     /// Threads per core (1 without SMT).
     pub threads_per_core: u32,
+    /// Device IRQs and where they fire today (for the reasoning: which move off the RT CPUs).
+    pub irqs: Vec<Irq>,
 }
 
 impl Topology {
@@ -201,6 +213,7 @@ impl Topology {
             nics,
             vendor,
             threads_per_core,
+            irqs: Vec::new(),
         }
     }
 
@@ -231,11 +244,43 @@ pub fn read_nics(root: &HostRoot) -> Vec<Nic> {
     nics
 }
 
+/// Device IRQs: `/proc/irq/<n>/effective_affinity_list` (else `smp_affinity_list`) and their names from
+/// `/proc/interrupts`.
+pub fn read_irqs(root: &HostRoot) -> Vec<Irq> {
+    let names: BTreeMap<String, String> = root
+        .read_optional("/proc/interrupts")
+        .map(|t| {
+            crate::parse::parse_counter_table(&t)
+                .into_iter()
+                .map(|r| (r.name, r.desc))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut irqs: Vec<Irq> = root
+        .list_dir("/proc/irq")
+        .into_iter()
+        .filter_map(|n| {
+            let irq = n.parse::<u32>().ok()?;
+            let eff = root
+                .read_optional(&format!("/proc/irq/{irq}/effective_affinity_list"))
+                .or_else(|| root.read_optional(&format!("/proc/irq/{irq}/smp_affinity_list")))?;
+            Some(Irq {
+                irq,
+                desc: names.get(&n).cloned().unwrap_or_default(),
+                effective: CpuSet::parse(eff.trim()).ok()?,
+            })
+        })
+        .collect();
+    irqs.sort_by_key(|i| i.irq);
+    irqs
+}
+
 /// Read everything the partition needs through the root.
 pub fn read_topology_input(root: &HostRoot) -> (Fingerprint, Topology) {
     let fp = read_fingerprint(root);
     let topo = read_topology(root, &fp.cpu.online);
-    let t = Topology::from_fingerprint(&fp, &topo, read_nics(root));
+    let mut t = Topology::from_fingerprint(&fp, &topo, read_nics(root));
+    t.irqs = read_irqs(root);
     (fp, t)
 }
 
@@ -917,6 +962,70 @@ pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
         "IRQs: every device IRQ and the default affinity go to housekeeping {housekeeping} (irqaffinity=, \
          isolcpus managed_irq, irqbalance banned list {isolated})"
     ));
+    let moving: Vec<String> = topo
+        .irqs
+        .iter()
+        .filter(|q| !q.effective.intersection(&isolated).is_empty())
+        .map(|q| {
+            let name = q.desc.split_whitespace().last().unwrap_or_default();
+            format!(
+                "{}{} on {}",
+                q.irq,
+                if name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({name})")
+                },
+                q.effective
+            )
+        })
+        .collect();
+    if !topo.irqs.is_empty() {
+        why.push(if moving.is_empty() {
+            format!(
+                "IRQs today: none of the {} device IRQs fires on the planned RT CPUs",
+                topo.irqs.len()
+            )
+        } else {
+            format!(
+                "IRQs today: {} of {} device IRQs fire on the planned RT CPUs and move: {}{}",
+                moving.len(),
+                topo.irqs.len(),
+                moving
+                    .iter()
+                    .take(8)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if moving.len() > 8 { ", …" } else { "" }
+            )
+        });
+    }
+    if let Some(n) = &nic {
+        let queues = topo
+            .irqs
+            .iter()
+            .filter(|q| q.desc.contains(n.name.as_str()))
+            .count();
+        if queues > 0 {
+            let hk_on_node = nic_node
+                .map(|nn| {
+                    cores
+                        .iter()
+                        .filter(|c| c.node == nn)
+                        .map(|c| c.cpus.intersection(&housekeeping).len())
+                        .sum::<usize>()
+                })
+                .unwrap_or(housekeeping.len());
+            why.push(format!(
+                "NIC {}: {queues} queue IRQ(s); with {hk_on_node} housekeeping CPU(s) on its node, `ethtool -L {} combined {}` \
+                 keeps one queue per housekeeping CPU (tuned's netdev_queue_count)",
+                n.name,
+                n.name,
+                hk_on_node.max(1)
+            ));
+        }
+    }
     if tpc > 1 {
         why.push(
             "siblings: the sibling of each RT CPU is RT too (same consumer); housekeeping siblings carry OS work. \
@@ -991,6 +1100,7 @@ mod tests {
             }],
             vendor: Vendor::Intel,
             threads_per_core: tpc,
+            irqs: Vec::new(),
         }
     }
 
