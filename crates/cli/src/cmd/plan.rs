@@ -202,6 +202,13 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|| "this system".into())
         );
     }
+    if fp.virt.platform != "none" && !target.is_guest() && target != PlanTarget::K8s {
+        eprintln!(
+            "rtgauge: warning: this system is a {} guest: --for vmware-guest or kvm-guest fits it (planning for {})",
+            fp.virt.platform,
+            target.as_str()
+        );
+    }
     let need = Need {
         target,
         rt_cpus: a.rt_cpus,

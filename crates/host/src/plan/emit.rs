@@ -5,7 +5,6 @@
 
 use super::{Plan, PlanTarget, Smt, Vendor, VmPlan};
 use crate::parse::render_hex_mask;
-use rtgauge_model::CpuSet;
 
 /// One emitted file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -573,21 +572,7 @@ pub const NOT_ADDRESSED: [(&str, &str); 6] = [
         "sampled: measure after the reboot (rtgauge audit without --no-sample)",
     ),
     (
-        "swap, fwupd-refresh, time-sync",
+        "swap, fwupd, time-sync",
         "site choices: mlockall / swapoff, disable fwupd-refresh.timer, PTP/chrony",
     ),
 ];
-
-/// Housekeeping mask helper for the closed loop.
-pub fn hk_mask(plan: &Plan) -> String {
-    render_hex_mask(&plan.housekeeping)
-}
-
-/// An empty set renders as "" in the kernel's list syntax; the files want a CPU or a clear "none".
-pub fn list_or_none(s: &CpuSet) -> String {
-    if s.is_empty() {
-        "none".into()
-    } else {
-        s.to_string()
-    }
-}
