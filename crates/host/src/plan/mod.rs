@@ -830,6 +830,15 @@ pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
     let isolated = cpus_of(&rt_idx.iter().map(|i| &cores[*i]).collect::<Vec<_>>());
     let housekeeping = online.difference(&isolated);
 
+    if need.target == PlanTarget::K8s && housekeeping.len() > reserved_cpus {
+        why.push(format!(
+            "k8s: reservedSystemCPUs = H ({} CPUs): pods run only on the isolated CPUs, so the {} CPUs beyond the \
+             kept housekeeping serve system daemons only (leave out --rt-cpus to give them to pods)",
+            housekeeping.len(),
+            housekeeping.len() - reserved_cpus
+        ));
+    }
+
     // VM pins and emulator threads.
     for vm in &need.vms {
         let Some((node, idx)) = vm_cores.get(&vm.name) else {
