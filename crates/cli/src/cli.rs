@@ -47,6 +47,9 @@ pub enum Command {
     Mem(Box<crate::cmd::mem::MemArgs>),
     /// NUMA locality of running processes and cgroups, and node-local allocation counters.
     Numa(crate::cmd::numa::NumaArgs),
+    /// Compute the real-time CPU partition from the topology and write its configuration (kernel, tuned,
+    /// irqbalance, systemd, libvirt, .vmx, Kubernetes); --numa advises bindings for non-local memory.
+    Plan(Box<crate::cmd::plan::PlanArgs>),
     /// Measured, bounded load generators (cpu, memory, io, fork, timer, msg, ipi) alone, for use beside another tool.
     Load(Box<crate::cmd::load::LoadArgs>),
     /// The highest load level at which a latency gate still holds, with the latency-vs-load curve.

@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         cli::Command::Ops(a) => cmd::ops::run(a),
         cli::Command::Mem(a) => cmd::mem::run(a),
         cli::Command::Numa(a) => cmd::numa::run(a),
+        cli::Command::Plan(a) => cmd::plan::run(a),
         cli::Command::Monitor(a) => cmd::monitor::run(a),
         cli::Command::Load(a) => cmd::load::run(a),
     };

@@ -10,6 +10,7 @@ pub mod fingerprint;
 pub mod lint;
 pub mod numa;
 pub mod parse;
+pub mod plan;
 pub mod root;
 pub mod system;
 

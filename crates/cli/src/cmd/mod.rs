@@ -13,6 +13,7 @@ pub mod net_rate;
 pub mod numa;
 pub mod ops;
 pub mod oslat;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod runs;

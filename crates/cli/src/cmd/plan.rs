@@ -1,0 +1,260 @@
+//! `rtgauge plan`: compute the real-time partition of this host (or a captured tree) for a stated need, print
+//! the reasoning, write every configuration file into `--output DIR`, and with `--apply-to-tree DIR` write
+//! the plan into a copy of the captured tree for `rtgauge audit --root DIR` (the closed loop). `--numa`
+//! instead advises bindings for running work whose memory is not local. Exit: 0 planned, 2 impossible
+//! request or bad input (one line naming it).
+
+use anyhow::{bail, Context as _};
+use clap::{Args, ValueEnum};
+use rtgauge_host::plan::{
+    apply::apply_to_tree, emit, numa, parse_vm, partition, read_topology_input, render_plan_text,
+    Need, PlanTarget, Smt, VmNeed,
+};
+use rtgauge_host::HostRoot;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// What to do with SMT siblings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SmtArg {
+    Keep,
+    Off,
+}
+
+/// Output format of the plan on standard output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+const AFTER_HELP: &str = "Files written into --output DIR: cmdline.txt, tuned/<profile>-variables.conf, \
+tuned/bootcmdline, irqbalance, systemd/system.conf.d/50-rtgauge-cpuaffinity.conf, irq-affinity.sh, plan.txt, \
+plan.json; with --for kvm-host libvirt/<vm>.xml, vmware-guest vmx/*.vmx, k8s k8s/performanceprofile.yaml and \
+k8s/kubelet-config.yaml.\nExit status: 0 planned, 2 impossible request or bad input.";
+
+/// Compute the real-time CPU partition and write its configuration (kernel, tuned, irqbalance, systemd,
+/// libvirt, .vmx, Kubernetes).
+#[derive(Debug, Clone, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct PlanArgs {
+    /// Read a captured tree (DIR/proc, DIR/sys, DIR/etc) instead of this system.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// RT CPUs in total (rounded up to whole cores); default: every core not kept for housekeeping.
+    #[arg(long, value_name = "N", conflicts_with = "rt_per_node", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub rt_cpus: Option<u32>,
+
+    /// RT CPUs on each NUMA node.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub rt_per_node: Option<u32>,
+
+    /// At least N housekeeping CPUs (default: one core per socket and per NUMA node, CPU 0's core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub housekeeping: Option<u32>,
+
+    /// Keep the RT CPUs and their memory on this NIC's NUMA node.
+    #[arg(long, value_name = "NAME")]
+    pub nic: Option<String>,
+
+    /// SMT: keep (RT CPUs are whole cores) or off (nosmt).
+    #[arg(long, value_enum, default_value = "keep")]
+    pub smt: SmtArg,
+
+    /// What the machine is for.
+    #[arg(long = "for", value_name = "TARGET", default_value = "host", value_parser = ["host", "kvm-host", "vmware-guest", "kvm-guest", "k8s"])]
+    pub target: String,
+
+    /// A VM to place (hypervisor targets): NAME:VCPUS[:MEM_GIB] (default memory 2 GiB per vCPU, at least 4).
+    #[arg(long = "vm", value_name = "NAME:VCPUS[:GIB]", value_parser = parse_vm)]
+    pub vms: Vec<VmNeed>,
+
+    /// Huge-page memory for the RT workload (host, k8s), GiB in total, spread over the RT nodes.
+    #[arg(long, value_name = "GIB", value_parser = clap::value_parser!(u32).range(1..=1048576))]
+    pub mem: Option<u32>,
+
+    /// Write every configuration file (and plan.txt, plan.json) into DIR.
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Write the plan into a copy of the --root tree at DIR (new or empty), for `rtgauge audit --root DIR`.
+    #[arg(long, value_name = "DIR", requires = "root")]
+    pub apply_to_tree: Option<PathBuf>,
+
+    /// Instead of a partition: processes and cgroups whose memory is not local, their binding, the gain.
+    #[arg(long, conflicts_with_all = ["rt_cpus", "rt_per_node", "housekeeping", "nic", "vms", "mem", "apply_to_tree"])]
+    pub numa: bool,
+
+    /// With --numa: a run document of `rtgauge mem --output` holding the NUMA matrix.
+    #[arg(long, value_name = "FILE", requires = "numa")]
+    pub matrix: Option<PathBuf>,
+
+    /// With --numa: advise on what has less than PCT % of its memory local.
+    #[arg(long, value_name = "PCT", default_value_t = 90.0, requires = "numa", value_parser = parse_pct)]
+    pub below: f64,
+
+    /// Output format on standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err("a percentage 0-100".into()),
+    }
+}
+
+fn host_root(root: &Option<PathBuf>) -> anyhow::Result<HostRoot> {
+    match root {
+        Some(d) if !d.is_dir() => bail!("--root {}: not a directory", d.display()),
+        Some(d) => Ok(HostRoot::at(d)),
+        None => Ok(HostRoot::live()),
+    }
+}
+
+fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
+    let p = dir.join(rel);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("--output {}", d.display()))?;
+    }
+    crate::doc::write_atomic(&p, text.as_bytes())
+        .with_context(|| format!("--output {}", dir.display()))
+}
+
+/// Read the NUMA cells of a `rtgauge mem` run document (or a bare `{"numa": [...]}`).
+fn read_matrix(path: &Path) -> anyhow::Result<numa::Matrix> {
+    let bytes = super::read_user_file(path, "--matrix", super::MAX_IMPORT_BYTES)?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .with_context(|| format!("--matrix {}: not JSON", path.display()))?;
+    let cells = v
+        .get("probes")
+        .and_then(|p| p.as_array())
+        .and_then(|probes| {
+            probes
+                .iter()
+                .filter(|p| p.get("probe").and_then(|x| x.as_str()) == Some("mem"))
+                .find_map(|p| p.get("numa").filter(|n| n.as_array().is_some_and(|a| !a.is_empty())))
+        })
+        .or_else(|| v.get("numa"))
+        .cloned()
+        .with_context(|| {
+            format!(
+                "--matrix {}: no NUMA matrix (run `rtgauge mem --output FILE` on a multi-node machine)",
+                path.display()
+            )
+        })?;
+    let cells: Vec<rtgauge_model::mem::NumaCell> = serde_json::from_value(cells)
+        .with_context(|| format!("--matrix {}: malformed NUMA cells", path.display()))?;
+    if cells.is_empty() {
+        bail!("--matrix {}: the NUMA matrix is empty", path.display());
+    }
+    Ok(numa::Matrix::from_cells(
+        &path.display().to_string(),
+        &cells,
+    ))
+}
+
+fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
+    let result = rtgauge_host::numa::read_numa(root, None, 0);
+    super::warn_refused(root);
+    let matrix = match &a.matrix {
+        Some(p) => read_matrix(p)?,
+        None => numa::Matrix::from_slit(root, &result.nodes),
+    };
+    let plan = numa::numa_plan(&result, matrix, a.below);
+    let text = match a.format {
+        Format::Text => numa::render_numa_plan(&plan),
+        Format::Json => serde_json::to_string_pretty(&plan)? + "\n",
+    };
+    super::print_text(&text)?;
+    if let Some(dir) = &a.output {
+        write_file(dir, "numa.txt", &numa::render_numa_plan(&plan))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
+    let root = host_root(&a.root)?;
+    if a.numa {
+        return run_numa(a, &root);
+    }
+    let target = PlanTarget::parse(&a.target)
+        .with_context(|| format!("--for {}: unknown target", a.target))?;
+    if !a.vms.is_empty() && !matches!(target, PlanTarget::KvmHost | PlanTarget::VmwareGuest) {
+        bail!("--vm: VMs are placed only with --for kvm-host (libvirt) or vmware-guest (.vmx)");
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for v in &a.vms {
+        if !names.insert(v.name.as_str()) {
+            bail!("--vm {}: the name is given twice", v.name);
+        }
+    }
+    let (fp, topo) = read_topology_input(&root);
+    super::warn_refused(&root);
+    if topo.cores.is_empty() {
+        bail!(
+            "{}: no online CPU found (/sys/devices/system/cpu/online)",
+            a.root
+                .as_ref()
+                .map(|r| format!("--root {}", r.display()))
+                .unwrap_or_else(|| "this system".into())
+        );
+    }
+    if fp.virt.platform != "none" && !target.is_guest() && target != PlanTarget::K8s {
+        eprintln!(
+            "rtgauge: warning: this system is a {} guest: --for vmware-guest or kvm-guest fits it (planning for {})",
+            fp.virt.platform,
+            target.as_str()
+        );
+    }
+    let need = Need {
+        target,
+        rt_cpus: a.rt_cpus,
+        rt_per_node: a.rt_per_node,
+        housekeeping: a.housekeeping,
+        nic: a.nic.clone(),
+        smt: match a.smt {
+            SmtArg::Keep => Smt::Keep,
+            SmtArg::Off => Smt::Off,
+        },
+        vms: a.vms.clone(),
+        mem_gib: a.mem,
+    };
+    let plan = partition(&topo, &need).map_err(|e| anyhow::anyhow!("plan: {e}"))?;
+    let guest_mem_mib = fp.memory.total_kib.map(|k| k / 1024);
+    let files = emit::files(&plan, guest_mem_mib);
+    let text = render_plan_text(&plan) + &emit::explain(&plan, &files);
+    let json = serde_json::to_string_pretty(&plan)? + "\n";
+    match a.format {
+        Format::Text => super::print_text(&text)?,
+        Format::Json => super::print_text(&json)?,
+    }
+    if let Some(dir) = &a.output {
+        std::fs::create_dir_all(dir).with_context(|| format!("--output {}", dir.display()))?;
+        for f in &files {
+            write_file(dir, &f.path, &f.text)?;
+        }
+        write_file(dir, "plan.txt", &text)?;
+        write_file(dir, "plan.json", &json)?;
+        eprintln!(
+            "rtgauge: wrote {} files into {}",
+            files.len() + 2,
+            dir.display()
+        );
+    }
+    if let (Some(dst), Some(src)) = (&a.apply_to_tree, &a.root) {
+        let applied = apply_to_tree(src, dst, &plan)?;
+        eprintln!(
+            "rtgauge: copied {} files into {}, wrote {} ({} symlinks not copied); check it with: rtgauge audit --root {} --target {} --no-sample",
+            applied.copied,
+            dst.display(),
+            applied.written.len(),
+            applied.skipped_links,
+            dst.display(),
+            target.audit_target()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

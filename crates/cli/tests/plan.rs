@@ -1,0 +1,372 @@
+//! End-to-end tests of `rtgauge plan`: golden outputs on the 2-socket, 4-node and SMT fixture trees, the
+//! closed loop (plan → --apply-to-tree → audit --root passes every rule the plan addresses), the generated
+//! libvirt, .vmx and Kubernetes files pass rtgauge's own linters, impossible requests exit 2 with one line,
+//! and `plan --numa` on the 2-node fixture.
+#![allow(clippy::unwrap_used)]
+
+use rtgauge_host::plan::emit::ADDRESSED;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn rtgauge() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
+}
+
+fn fixture(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = rtgauge().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Every file of an output directory, sorted by path, as one text for a snapshot.
+fn dump(dir: &Path) -> String {
+    fn walk(base: &Path, d: &Path, out: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                out.push((rel, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter(|(p, _)| p != "plan.json")
+        .map(|(p, t)| format!("===== {p}\n{t}"))
+        .collect()
+}
+
+/// Plan `fixture` with `args` into a temp dir, apply it to a copy, audit the copy with `target`; return the
+/// output dir's dump, the audit findings and the isolated set.
+fn closed_loop(
+    name: &str,
+    args: &[&str],
+    target: &str,
+) -> (String, Vec<(String, String)>, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let tree = tmp.path().join("tree");
+    let root = fixture(name);
+    let mut a = vec!["plan", "--root", &root, "-o", out.to_str().unwrap()];
+    a.extend_from_slice(&["--apply-to-tree", tree.to_str().unwrap()]);
+    a.extend_from_slice(args);
+    let (code, stdout, stderr) = run(&a);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains("rtgauge audit --root"), "{stderr}");
+    let (code, json, err) = run(&[
+        "audit",
+        "--root",
+        tree.to_str().unwrap(),
+        "--target",
+        target,
+        "--no-sample",
+        "--format",
+        "json",
+    ]);
+    assert!(code == 0 || code == 1, "{err}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let findings = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().to_string(),
+                f["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (dump(&out), findings, tmp)
+}
+
+fn assert_addressed_pass(findings: &[(String, String)], allow_na: &[&str]) {
+    for id in ADDRESSED {
+        let (_, st) = findings
+            .iter()
+            .find(|(i, _)| i == id)
+            .unwrap_or_else(|| panic!("rule {id} missing"));
+        assert!(
+            st == "pass" || (st == "n/a" && allow_na.contains(&id)),
+            "{id}: {st} (all: {findings:?})"
+        );
+    }
+}
+
+#[test]
+fn two_socket_kvm_host_golden_and_closed_loop() {
+    let (files, findings, tmp) = closed_loop(
+        "tuned-rt-2socket",
+        &["--for", "kvm-host", "--vm", "vdu:8:16", "--vm", "cu:4"],
+        "kvm-rt-host",
+    );
+    insta::assert_snapshot!("plan-2socket-kvm-host", files);
+    assert_addressed_pass(&findings, &[]);
+    // The libvirt domains pass the linter against the planned RT set.
+    let iso = files
+        .lines()
+        .find_map(|l| l.strip_prefix("isolated_cores="))
+        .unwrap()
+        .to_string();
+    for vm in ["vdu", "cu"] {
+        let p = tmp.path().join(format!("out/libvirt/{vm}.xml"));
+        let (code, out, err) = run(&[
+            "audit",
+            "--libvirt",
+            p.to_str().unwrap(),
+            "--isolated",
+            &iso,
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("11 pass, 0 warn, 0 fail"), "{out}");
+    }
+}
+
+#[test]
+fn four_node_nic_golden_and_closed_loop() {
+    let (files, findings, _tmp) = closed_loop(
+        "plan-4node-nic",
+        &["--nic", "ens1f0", "--rt-cpus", "12", "--mem", "8"],
+        "bare-metal-rt-host",
+    );
+    insta::assert_snapshot!("plan-4node-nic-host", files);
+    assert_addressed_pass(&findings, &[]);
+    // The NIC is on node 2 (CPUs 16-23): 7 RT cores there (16 stays housekeeping), the rest on node 3, the
+    // other node of the same socket; huge pages follow the RT CPUs.
+    assert!(files.contains("isolated_cores=17-23,25-29\n"), "{files}");
+    assert!(files.contains("hugepages=2:5,3:3"), "{files}");
+}
+
+#[test]
+fn smt_k8s_golden_and_closed_loop() {
+    let (files, findings, tmp) = closed_loop(
+        "untuned-server",
+        &["--for", "k8s", "--rt-cpus", "8", "--mem", "4"],
+        "k8s-rt-node",
+    );
+    insta::assert_snapshot!("plan-smt-k8s", files);
+    assert_addressed_pass(&findings, &[]);
+    // Whole cores: 4 cores and their siblings (c, c+8).
+    assert!(files.contains("isolated: \"1-4,9-12\""), "{files}");
+    for f in ["k8s/performanceprofile.yaml", "k8s/kubelet-config.yaml"] {
+        let p = tmp.path().join("out").join(f);
+        let (code, out, err) = run(&["audit", "--k8s", p.to_str().unwrap()]);
+        assert_eq!(code, 0, "{f}: {out}{err}");
+        assert!(out.contains(" 0 fail"), "{out}");
+    }
+}
+
+#[test]
+fn smt_off_and_guests_close_the_loop() {
+    // A KVM host whose tree has the kvm module: its parameters follow the command line.
+    let (files, findings, _t) = closed_loop(
+        "untuned-server",
+        &["--for", "kvm-host", "--vm", "rt1:4"],
+        "kvm-rt-host",
+    );
+    assert!(files.contains("kvm.nx_huge_pages=N"), "{files}");
+    assert_addressed_pass(&findings, &[]);
+    assert!(findings.contains(&("kvm-host-params".to_string(), "pass".to_string())));
+    let (files, findings, _t) =
+        closed_loop("untuned-server", &["--smt", "off"], "bare-metal-rt-host");
+    assert!(files.contains(" nosmt "), "{files}");
+    assert_addressed_pass(&findings, &[]);
+    let guest_na = [
+        "pstate-driver",
+        "cpufreq-governor-epb",
+        "mce-corrected-errors",
+        "hugepages-pool",
+        "numa-balancing",
+        "smt-siblings",
+        "cpuidle-states",
+    ];
+    let (files, findings, tmp) = closed_loop(
+        "photon-rt-esxi-guest",
+        &["--for", "vmware-guest"],
+        "rt-guest",
+    );
+    assert_addressed_pass(&findings, &guest_na);
+    assert!(files.contains("numvcpus = \"4\""), "{files}");
+    let vmx = tmp.path().join("out/vmx/guest.vmx");
+    let (code, out, err) = run(&["audit", "--vmx", vmx.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(" 0 fail"), "{out}");
+    let (_, findings, _t) = closed_loop("kvm-guest", &["--for", "kvm-guest"], "rt-guest");
+    assert_addressed_pass(&findings, &guest_na);
+}
+
+#[test]
+fn impossible_requests_are_one_line_exit_2() {
+    let root = fixture("openshift-rt-node");
+    let (code, out, err) = run(&["plan", "--root", &root, "--rt-cpus", "20"]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot place 20 RT CPUs on this 8-CPU machine: at most 7 remain"),
+        "{err}"
+    );
+    assert!(out.is_empty());
+    for (args, want) in [
+        (
+            vec!["--rt-per-node", "9"],
+            "--rt-per-node 9: node 0 has 7 CPUs left",
+        ),
+        (vec!["--nic", "eth9"], "--nic eth9: no such interface"),
+        (
+            vec!["--housekeeping", "8"],
+            "--housekeeping 8: leaves no CPU",
+        ),
+        (
+            vec!["--for", "kvm-host", "--vm", "big:12"],
+            "VM big needs 12 vCPUs on one NUMA node",
+        ),
+        (
+            vec!["--vm", "x:2"],
+            "--vm: VMs are placed only with --for kvm-host",
+        ),
+        (
+            vec!["--for", "kvm-host", "--vm", "a b:2"],
+            "the VM name must be",
+        ),
+        (vec!["--mem", "100"], "needs 100 GiB of huge pages"),
+    ] {
+        let mut a = vec!["plan", "--root", &root];
+        a.extend(args.iter().copied());
+        let (code, _, err) = run(&a);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    // A tree that already exists is not overwritten.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("keep"), "x").unwrap();
+    let (code, _, err) = run(&[
+        "plan",
+        "--root",
+        &root,
+        "--apply-to-tree",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exists and is not empty"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("keep")).unwrap(),
+        "x"
+    );
+    // A copy inside the tree it copies is refused (it would copy itself without end).
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(src.path().join("sys/devices/system/cpu")).unwrap();
+    std::fs::write(src.path().join("sys/devices/system/cpu/online"), "0-3\n").unwrap();
+    let inside = src.path().join("after");
+    let (code, _, err) = run(&[
+        "plan",
+        "--root",
+        src.path().to_str().unwrap(),
+        "--apply-to-tree",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("inside the --root tree"), "{err}");
+    assert!(!inside.exists());
+    // A tree without topology files: each CPU is a core, no panic.
+    let (code, out, err) = run(&[
+        "plan",
+        "--root",
+        src.path().to_str().unwrap(),
+        "--rt-cpus",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("RT CPUs (I)           1-3"), "{out}");
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(&["plan", "--root", empty.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no online CPU found"), "{err}");
+}
+
+#[test]
+fn numa_names_non_local_work_and_the_gain() {
+    let (code, out, err) = run(&[
+        "plan",
+        "--numa",
+        "--root",
+        &fixture("numa-2node"),
+        "--matrix",
+        &fixture("plan-numa/matrix-2node.json"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // dbserver: 3 MiB on node 0, 1 MiB on node 1, runs on node 0: 75 % local; 0.75·90 + 0.25·145 = 103.75 ns
+    // → 90 ns is −13.3 %; bandwidth 1/(0.75/11 + 0.25/7) = 9.625 GB/s → 11 is +14.3 %.
+    assert!(out.contains("pid 100 dbserver — 75.0 % local"), "{out}");
+    assert!(
+        out.contains("memory stall time −13.3 %, read bandwidth +14.3 %"),
+        "{out}"
+    );
+    // dbworker: all of its memory on node 1, runs on node 0.
+    assert!(out.contains("pid 101 dbworker — 0.0 % local"), "{out}");
+    assert!(out.contains("migratepages 101 all 0"), "{out}");
+    assert!(
+        out.contains("memory stall time −37.9 %, read bandwidth +57.1 %"),
+        "{out}"
+    );
+    assert!(out.contains("pid 200 vdu — 89.0 % local"), "{out}");
+    assert!(
+        out.contains("cgroup /kubepods/podA/c1 — 37.5 % local"),
+        "{out}"
+    );
+    assert!(
+        out.contains("echo 0 > /sys/fs/cgroup/kubepods/podA/c1/cpuset.mems"),
+        "{out}"
+    );
+    // spread may run on both nodes: its memory is local wherever it is.
+    assert!(!out.contains("spread"), "{out}");
+    // Without a matrix and without SLIT distances: named, gain not estimated.
+    let (code, out, _) = run(&["plan", "--numa", "--root", &fixture("numa-2node")]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("gains not estimated") && out.contains("dbworker"),
+        "{out}"
+    );
+    // SLIT distances of the 4-node fixture give a relative estimate.
+    let (code, out, _) = run(&[
+        "plan",
+        "--numa",
+        "--root",
+        &fixture("plan-4node-nic"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["matrix"]["source"], "Slit", "{out}");
+    // A matrix file without NUMA cells is one clear line, exit 2.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("m.json");
+    std::fs::write(&bad, "{\"probes\": []}").unwrap();
+    let (code, _, err) = run(&[
+        "plan",
+        "--numa",
+        "--root",
+        &fixture("numa-2node"),
+        "--matrix",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no NUMA matrix"), "{err}");
+}

@@ -1,0 +1,449 @@
+//! The closed loop: write a [`Plan`] into a copy of a captured host tree, as the machine would look after
+//! the plan's files were installed and it rebooted: the command line, the isolation files the kernel derives
+//! from it, tuned's files, IRQ and workqueue affinity, irqbalance's banned list, systemd's CPU affinity
+//! (PID 1 and every service restarted on housekeeping CPUs), RPS masks and the huge-page pools.
+//! `rtgauge audit --root COPY` then judges the plan with the same rules as a real host.
+//!
+//! What is not written: measurements. The second sample of the sampled rules (`.rtgauge/sample2`) describes
+//! the machine before the plan and is dropped, so the sampled rules are `n/a` until measured again. No
+//! process is invented (tuned, stalld): rules about running daemons keep the source tree's truth.
+//! Symbolic links are not copied: every write then lands on a plain file inside the copy.
+
+use super::emit::{cmdline, files};
+use super::{Plan, Smt};
+use crate::parse::{parse_cmdline, parse_hex_mask, render_hex_mask};
+use rtgauge_model::CpuSet;
+use std::path::{Path, PathBuf};
+
+/// Why the copy could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("--apply-to-tree {0}: exists and is not empty (give a new directory)")]
+    NotEmpty(String),
+    #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
+    InsideSource(String),
+    #[error("--apply-to-tree {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ApplyError + '_ {
+    move |source| ApplyError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// What was done, for the report.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub copied: usize,
+    pub skipped_links: usize,
+    pub written: Vec<String>,
+}
+
+fn copy_tree(src: &Path, dst: &Path, out: &mut Applied) -> Result<(), ApplyError> {
+    std::fs::create_dir_all(dst).map_err(io(dst))?;
+    let mut entries: Vec<_> = std::fs::read_dir(src)
+        .map_err(io(src))?
+        .collect::<Result<_, _>>()
+        .map_err(io(src))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let from = e.path();
+        let to = dst.join(e.file_name());
+        let ft = e.file_type().map_err(io(&from))?;
+        if ft.is_symlink() {
+            out.skipped_links += 1;
+        } else if ft.is_dir() {
+            copy_tree(&from, &to, out)?;
+        } else if ft.is_file() {
+            std::fs::copy(&from, &to).map_err(io(&from))?;
+            out.copied += 1;
+        }
+    }
+    Ok(())
+}
+
+struct Tree<'a> {
+    base: &'a Path,
+    out: &'a mut Applied,
+}
+
+impl Tree<'_> {
+    fn path(&self, kernel_path: &str) -> PathBuf {
+        self.base.join(kernel_path.trim_start_matches('/'))
+    }
+    fn read(&self, kernel_path: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(kernel_path)).ok()
+    }
+    fn exists(&self, kernel_path: &str) -> bool {
+        self.path(kernel_path).exists()
+    }
+    fn list(&self, kernel_path: &str) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.path(kernel_path))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+    fn write(&mut self, kernel_path: &str, text: &str) -> Result<(), ApplyError> {
+        let p = self.path(kernel_path);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).map_err(io(d))?;
+        }
+        std::fs::write(&p, text).map_err(io(&p))?;
+        self.out.written.push(kernel_path.to_string());
+        Ok(())
+    }
+}
+
+/// Kernel parameters the plan decides: an old value of any of them is dropped from the command line.
+fn replaced_key(key: &str, planned: &[String]) -> bool {
+    planned.iter().any(|k| k == key)
+        || matches!(
+            key,
+            "isolcpus"
+                | "nohz_full"
+                | "rcu_nocbs"
+                | "irqaffinity"
+                | "tuned.non_isolcpus"
+                | "systemd.cpu_affinity"
+                | "hugepages"
+                | "hugepagesz"
+                | "default_hugepagesz"
+        )
+}
+
+/// Rewrite the `Cpus_allowed_list` (and `Cpus_allowed`) lines of a status file.
+fn rewrite_status(text: &str, allowed: &CpuSet) -> String {
+    let mut s = String::new();
+    for l in text.lines() {
+        if l.starts_with("Cpus_allowed_list:") {
+            s.push_str(&format!("Cpus_allowed_list:\t{allowed}\n"));
+        } else if l.starts_with("Cpus_allowed:") {
+            s.push_str(&format!("Cpus_allowed:\t{}\n", render_hex_mask(allowed)));
+        } else {
+            s.push_str(l);
+            s.push('\n');
+        }
+    }
+    s
+}
+
+fn allowed_of(text: &str) -> Option<CpuSet> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .and_then(|v| CpuSet::parse(v.trim()).ok())
+}
+
+/// Copy `src` to `dst` (which must not exist or be empty) and write the plan into the copy.
+pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, ApplyError> {
+    if dst.exists() {
+        let empty = std::fs::read_dir(dst).map_err(io(dst))?.next().is_none();
+        if !empty {
+            return Err(ApplyError::NotEmpty(dst.display().to_string()));
+        }
+    }
+    // A copy inside its own source would copy itself without end.
+    let src_abs = std::fs::canonicalize(src).map_err(io(src))?;
+    let dst_abs = match std::fs::canonicalize(dst) {
+        Ok(p) => p,
+        Err(_) => {
+            let parent = dst
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            std::fs::canonicalize(parent)
+                .map_err(io(parent))?
+                .join(dst.file_name().unwrap_or_default())
+        }
+    };
+    if dst_abs.starts_with(&src_abs) {
+        return Err(ApplyError::InsideSource(dst.display().to_string()));
+    }
+    let mut out = Applied::default();
+    copy_tree(src, dst, &mut out)?;
+    let sample2 = dst.join(".rtgauge/sample2");
+    if sample2.exists() {
+        std::fs::remove_dir_all(&sample2).map_err(io(&sample2))?;
+    }
+    let mut t = Tree {
+        base: dst,
+        out: &mut out,
+    };
+    let i = &plan.isolated;
+    let h = &plan.housekeeping;
+    let hmask = render_hex_mask(h);
+
+    // Command line: the old one without the keys the plan decides, then the plan's parameters.
+    let old = parse_cmdline(&t.read("/proc/cmdline").unwrap_or_default());
+    let line = cmdline(plan);
+    let planned: Vec<String> = parse_cmdline(&line)
+        .tokens
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    let mut tokens: Vec<String> = old
+        .tokens
+        .iter()
+        .filter(|(k, _)| !replaced_key(k, &planned))
+        .map(|(k, v)| match v {
+            Some(v) => format!("{k}={v}"),
+            None => k.clone(),
+        })
+        .collect();
+    tokens.push(line.clone());
+    t.write("/proc/cmdline", &(tokens.join(" ") + "\n"))?;
+
+    // What the kernel derives from it.
+    t.write("/sys/devices/system/cpu/isolated", &format!("{i}\n"))?;
+    // The boot CPU is never nohz_full (no_hz.rst); CPU 0 is housekeeping in every plan anyway.
+    t.write(
+        "/sys/devices/system/cpu/nohz_full",
+        &format!("{}\n", i.difference(&CpuSet::new([0]))),
+    )?;
+    t.write("/sys/kernel/rcu_normal", "1\n")?;
+    t.write("/proc/irq/default_smp_affinity", &format!("{hmask}\n"))?;
+    if plan.smt == Smt::Off && !plan.offline.is_empty() {
+        t.write("/sys/devices/system/cpu/smt/control", "off\n")?;
+        t.write("/sys/devices/system/cpu/smt/active", "0\n")?;
+        t.write(
+            "/sys/devices/system/cpu/online",
+            &format!("{}\n", plan.online),
+        )?;
+    }
+
+    // The plan's files where the system reads them.
+    let profile = plan.target.tuned_profile();
+    for f in files(plan, None) {
+        let dest = match f.path.as_str() {
+            "tuned/bootcmdline" => "/etc/tuned/bootcmdline".to_string(),
+            p if p.starts_with("tuned/") => format!("/etc/{p}"),
+            "irqbalance" => {
+                if t.exists("/etc/default/irqbalance") {
+                    "/etc/default/irqbalance".into()
+                } else {
+                    "/etc/sysconfig/irqbalance".into()
+                }
+            }
+            p if p.starts_with("systemd/") || p.starts_with("sysctl.d/") => format!("/etc/{p}"),
+            "k8s/kubelet-config.yaml" => "/var/lib/kubelet/config.yaml".into(),
+            _ => continue,
+        };
+        t.write(&dest, &f.text)?;
+    }
+    t.write("/etc/tuned/active_profile", &format!("{profile}\n"))?;
+    t.write("/etc/tuned/profile_mode", "manual\n")?;
+
+    // IRQs: requested affinity H; the effective CPU spread over H as the kernel's matrix allocator does.
+    let hk: Vec<u32> = h.iter().collect();
+    let irqs: Vec<u32> = t
+        .list("/proc/irq")
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    for (k, irq) in irqs.iter().enumerate() {
+        let eff = t
+            .read(&format!("/proc/irq/{irq}/effective_affinity_list"))
+            .and_then(|s| CpuSet::parse(s.trim()).ok());
+        let new_eff = match eff {
+            Some(e) if !e.is_empty() && e.intersection(i).is_empty() => e,
+            _ => match hk.get(k % hk.len().max(1)) {
+                Some(c) => CpuSet::new([*c]),
+                None => continue,
+            },
+        };
+        t.write(
+            &format!("/proc/irq/{irq}/smp_affinity_list"),
+            &format!("{h}\n"),
+        )?;
+        t.write(
+            &format!("/proc/irq/{irq}/smp_affinity"),
+            &format!("{hmask}\n"),
+        )?;
+        t.write(
+            &format!("/proc/irq/{irq}/effective_affinity_list"),
+            &format!("{new_eff}\n"),
+        )?;
+    }
+
+    // Workqueues (tuned's [sysfs] plugin / workqueue.unbound_cpus).
+    let mut wq = vec![
+        "/sys/devices/virtual/workqueue/cpumask".to_string(),
+        "/sys/bus/workqueue/devices/writeback/cpumask".to_string(),
+    ];
+    for d in t.list("/sys/devices/virtual/workqueue") {
+        let p = format!("/sys/devices/virtual/workqueue/{d}/cpumask");
+        if t.exists(&p) {
+            wq.push(p);
+        }
+    }
+    wq.sort();
+    wq.dedup();
+    for p in wq {
+        if p == "/sys/devices/virtual/workqueue/cpumask" || t.exists(&p) {
+            t.write(&p, &format!("{hmask}\n"))?;
+        }
+    }
+
+    // Every task allowed on I but not confined to it restarts on H (systemd CPUAffinity; tuned's scheduler
+    // plugin moves the unbound kthreads). Tasks pinned inside I and per-CPU kthreads keep their affinity.
+    let moves = |a: &CpuSet| !a.intersection(i).is_empty() && !a.difference(i).is_empty();
+    for pid in t
+        .list("/proc")
+        .into_iter()
+        .filter(|p| p.parse::<u32>().is_ok())
+    {
+        // A capture may hold only the main thread's status: the process's is the same file.
+        let main = format!("/proc/{pid}/status");
+        if !t.exists(&main) {
+            if let Some(text) = t.read(&format!("/proc/{pid}/task/{pid}/status")) {
+                t.write(&main, &text)?;
+            }
+        }
+        let mut paths = vec![main];
+        for tid in t.list(&format!("/proc/{pid}/task")) {
+            paths.push(format!("/proc/{pid}/task/{tid}/status"));
+        }
+        for p in paths {
+            let Some(text) = t.read(&p) else { continue };
+            if allowed_of(&text).is_some_and(|a| moves(&a)) {
+                t.write(&p, &rewrite_status(&text, h))?;
+            }
+        }
+        // irqbalance's environment, where a capture kept it.
+        let env_path = format!("/proc/{pid}/environ");
+        if let Ok(env) = std::fs::read(t.path(&env_path)) {
+            if env
+                .split(|b| *b == 0)
+                .any(|v| v.starts_with(b"IRQBALANCE_BANNED_CPU"))
+            {
+                let mut kept: Vec<u8> = env
+                    .split(|b| *b == 0)
+                    .filter(|v| !v.is_empty() && !v.starts_with(b"IRQBALANCE_BANNED_CPU"))
+                    .flat_map(|v| v.iter().copied().chain([0]))
+                    .collect();
+                kept.extend_from_slice(format!("IRQBALANCE_BANNED_CPULIST={i}").as_bytes());
+                kept.push(0);
+                let pth = t.path(&env_path);
+                std::fs::write(&pth, kept).map_err(io(&pth))?;
+                t.out.written.push(env_path);
+            }
+        }
+    }
+
+    // RPS: no receive steering onto I.
+    for dev in t.list("/sys/class/net") {
+        for q in t.list(&format!("/sys/class/net/{dev}/queues")) {
+            let p = format!("/sys/class/net/{dev}/queues/{q}/rps_cpus");
+            if let Some(m) = t.read(&p).and_then(|s| parse_hex_mask(s.trim()).ok()) {
+                if !m.intersection(i).is_empty() {
+                    t.write(&p, &format!("{}\n", render_hex_mask(&m.difference(i))))?;
+                }
+            }
+        }
+    }
+
+    // sysctl.d applied at boot.
+    for (_, path, v, _) in super::emit::sysctls() {
+        t.write(path, &format!("{v}\n"))?;
+    }
+    t.write(
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+        "always madvise [never]\n",
+    )?;
+
+    // Frequency and idle on a host: with intel_pstate/amd_pstate=disable the kernel registers acpi-cpufreq
+    // (no intel_pstate/amd_pstate directory), tuned sets the performance governor; max_cstate=1 leaves
+    // cpuidle states 0 (POLL) and 1 (C1) registered.
+    let planned_line = cmdline(plan);
+    let params = parse_cmdline(&planned_line);
+    if params.get("intel_pstate") == Some("disable") || params.get("amd_pstate") == Some("disable")
+    {
+        for d in [
+            "/sys/devices/system/cpu/intel_pstate",
+            "/sys/devices/system/cpu/amd_pstate",
+        ] {
+            let p = t.path(d);
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).map_err(io(&p))?;
+                t.out.written.push(format!("{d} (removed)"));
+            }
+        }
+        for pol in t.list("/sys/devices/system/cpu/cpufreq") {
+            if pol.starts_with("policy") {
+                let b = format!("/sys/devices/system/cpu/cpufreq/{pol}");
+                t.write(&format!("{b}/scaling_driver"), "acpi-cpufreq\n")?;
+                t.write(&format!("{b}/scaling_governor"), "performance\n")?;
+            }
+        }
+    }
+    if params.get("processor.max_cstate") == Some("1") {
+        for cpu in plan.online.iter() {
+            let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+            for st in t.list(&base) {
+                let deep = st
+                    .strip_prefix("state")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_some_and(|n| n >= 2);
+                if deep {
+                    let p = t.path(&format!("{base}/{st}"));
+                    std::fs::remove_dir_all(&p).map_err(io(&p))?;
+                    t.out.written.push(format!("{base}/{st} (removed)"));
+                }
+            }
+        }
+    }
+
+    // module.param=value on the command line is the parameter of a loaded (or built-in) module.
+    for (k, v) in &params.tokens {
+        let (Some((module, param)), Some(v)) = (k.split_once('.'), v) else {
+            continue;
+        };
+        if t.path(&format!("/sys/module/{module}")).is_dir() {
+            t.write(
+                &format!("/sys/module/{module}/parameters/{param}"),
+                &format!("{v}\n"),
+            )?;
+        }
+    }
+    if params.get("mce") == Some("ignore_ce") {
+        for m in t.list("/sys/devices/system/machinecheck") {
+            let f = format!("/sys/devices/system/machinecheck/{m}/ignore_ce");
+            if t.exists(&f) {
+                t.write(&f, "1\n")?;
+            }
+        }
+    }
+
+    // Huge pages reserved at boot, per node.
+    let total = plan.total_hugepages_1g();
+    if total > 0 {
+        let base = "/sys/kernel/mm/hugepages/hugepages-1048576kB";
+        t.write(&format!("{base}/nr_hugepages"), &format!("{total}\n"))?;
+        t.write(&format!("{base}/free_hugepages"), &format!("{total}\n"))?;
+        for n in &plan.nodes {
+            let nb = format!(
+                "/sys/devices/system/node/node{}/hugepages/hugepages-1048576kB",
+                n.id
+            );
+            t.write(
+                &format!("{nb}/nr_hugepages"),
+                &format!("{}\n", n.hugepages_1g),
+            )?;
+            t.write(
+                &format!("{nb}/free_hugepages"),
+                &format!("{}\n", n.hugepages_1g),
+            )?;
+        }
+    }
+    Ok(out)
+}

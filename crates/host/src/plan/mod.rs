@@ -1,0 +1,1156 @@
+//! `rtgauge plan`: from the machine's real topology and the operator's need, the real-time partition (which
+//! CPUs are isolated, which keep housekeeping work, where each RT consumer's memory lives) and, in
+//! [`emit`], every configuration file that realises it; [`apply`] writes the plan into a copy of a captured
+//! tree so that the audit can judge the result (the closed loop); [`numa`] advises bindings for running work.
+//!
+//! Invariants of [`partition`] (property-tested in `tests/plan_props.rs`):
+//! - RT CPUs are whole cores: no RT CPU shares a core with a housekeeping CPU;
+//! - every socket and every NUMA node keeps at least one housekeeping core (the audit's
+//!   `housekeeping-capacity`), and CPU 0's core is always housekeeping (the boot CPU cannot be nohz_full);
+//! - with `--nic`, RT CPUs go to the NIC's node first and leave it only when it is full;
+//! - a request that cannot be met is a [`PlanError`], never a silently smaller plan.
+//!
+//! The partition is pure: its input is a [`Topology`] built from the fingerprint model plus the per-CPU
+//! topology files ([`read_topology_input`] does that I/O).
+
+pub mod apply;
+pub mod emit;
+pub mod numa;
+
+use crate::fingerprint::{read_fingerprint, read_topology, CpuTopo};
+use crate::root::HostRoot;
+use rtgauge_model::fingerprint::Fingerprint;
+use rtgauge_model::CpuSet;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the planned machine is for; decides the tuned profile, the files emitted and whether sockets count
+/// (a guest's sockets are virtual).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanTarget {
+    Host,
+    KvmHost,
+    VmwareGuest,
+    KvmGuest,
+    K8s,
+}
+
+impl PlanTarget {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanTarget::Host => "host",
+            PlanTarget::KvmHost => "kvm-host",
+            PlanTarget::VmwareGuest => "vmware-guest",
+            PlanTarget::KvmGuest => "kvm-guest",
+            PlanTarget::K8s => "k8s",
+        }
+    }
+    pub fn parse(s: &str) -> Option<PlanTarget> {
+        [
+            PlanTarget::Host,
+            PlanTarget::KvmHost,
+            PlanTarget::VmwareGuest,
+            PlanTarget::KvmGuest,
+            PlanTarget::K8s,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
+    }
+    pub fn is_guest(self) -> bool {
+        matches!(self, PlanTarget::VmwareGuest | PlanTarget::KvmGuest)
+    }
+    /// The tuned profile that applies the plan's variables on this target.
+    pub fn tuned_profile(self) -> &'static str {
+        match self {
+            PlanTarget::Host | PlanTarget::K8s => "realtime",
+            PlanTarget::KvmHost => "realtime-virtual-host",
+            PlanTarget::VmwareGuest | PlanTarget::KvmGuest => "realtime-virtual-guest",
+        }
+    }
+    /// The audit target that judges a tree the plan was applied to.
+    pub fn audit_target(self) -> &'static str {
+        match self {
+            PlanTarget::Host => "bare-metal-rt-host",
+            PlanTarget::KvmHost => "kvm-rt-host",
+            PlanTarget::VmwareGuest | PlanTarget::KvmGuest => "rt-guest",
+            PlanTarget::K8s => "k8s-rt-node",
+        }
+    }
+}
+
+/// What to do with SMT siblings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Smt {
+    /// Keep SMT; RT CPUs are whole cores (both threads isolated, given to the same consumer).
+    Keep,
+    /// Boot with `nosmt`: one thread per core stays online.
+    Off,
+}
+
+/// CPU vendor, for the C-state and frequency parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Vendor {
+    Intel,
+    Amd,
+    Other,
+}
+
+/// One physical core: its online threads, socket and NUMA node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Core {
+    pub cpus: CpuSet,
+    pub package: u32,
+    pub node: u32,
+}
+
+/// One network interface and the NUMA node of its device (`None`: no device or `numa_node` = -1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Nic {
+    pub name: String,
+    pub node: Option<u32>,
+}
+
+/// One NUMA node's memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeMem {
+    pub id: u32,
+    pub mem_total_kib: Option<u64>,
+}
+
+/// One device IRQ as it is routed now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Irq {
+    pub irq: u32,
+    /// The device column of `/proc/interrupts` (`PCI-MSI 524288-edge eth0-TxRx-0`).
+    pub desc: String,
+    /// `effective_affinity_list` (else `smp_affinity_list`).
+    pub effective: CpuSet,
+}
+
+/// The partition's input: the machine's cores (with siblings, sockets, nodes), nodes, NICs and vendor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Topology {
+    /// Cores in ascending order of their lowest CPU.
+    pub cores: Vec<Core>,
+    pub nodes: Vec<NodeMem>,
+    pub nics: Vec<Nic>,
+    pub vendor: Vendor,
+    /// Threads per core (1 without SMT).
+    pub threads_per_core: u32,
+    /// Device IRQs and where they fire today (for the reasoning: which move off the RT CPUs).
+    pub irqs: Vec<Irq>,
+}
+
+impl Topology {
+    /// Build from the fingerprint model and the per-CPU topology files. CPUs without topology files (a
+    /// container, an old kernel) are one core each; CPUs outside every node are on node 0.
+    pub fn from_fingerprint(
+        fp: &Fingerprint,
+        topo: &BTreeMap<u32, CpuTopo>,
+        nics: Vec<Nic>,
+    ) -> Topology {
+        let online = &fp.cpu.online;
+        let node_of = |cpu: u32| {
+            fp.numa
+                .iter()
+                .find(|n| n.cpus.contains(cpu))
+                .map(|n| n.id)
+                .unwrap_or(0)
+        };
+        let mut seen: BTreeSet<u32> = BTreeSet::new();
+        let mut cores = Vec::new();
+        for cpu in online.iter() {
+            if seen.contains(&cpu) {
+                continue;
+            }
+            let t = topo.get(&cpu);
+            let mut sibs = t
+                .map(|t| t.siblings.intersection(online))
+                .unwrap_or_default();
+            if !sibs.contains(cpu) {
+                sibs = CpuSet::new([cpu]);
+            }
+            // A sibling list naming a CPU already placed (inconsistent files) must not put it in two cores.
+            let sibs = CpuSet::new(sibs.iter().filter(|c| !seen.contains(c)));
+            seen.extend(sibs.iter());
+            cores.push(Core {
+                cpus: sibs,
+                package: t.and_then(|t| t.package).unwrap_or(0),
+                node: node_of(cpu),
+            });
+        }
+        let mut nodes: Vec<NodeMem> = fp
+            .numa
+            .iter()
+            .map(|n| NodeMem {
+                id: n.id,
+                mem_total_kib: n.mem_total_kib,
+            })
+            .collect();
+        if nodes.is_empty() {
+            nodes.push(NodeMem {
+                id: 0,
+                mem_total_kib: fp.memory.total_kib,
+            });
+        }
+        let vendor = match fp.cpu.vendor.as_deref() {
+            Some("GenuineIntel") => Vendor::Intel,
+            Some("AuthenticAMD") => Vendor::Amd,
+            _ => Vendor::Other,
+        };
+        let threads_per_core = cores
+            .iter()
+            .map(|c| c.cpus.len() as u32)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        Topology {
+            cores,
+            nodes,
+            nics,
+            vendor,
+            threads_per_core,
+            irqs: Vec::new(),
+        }
+    }
+
+    pub fn online(&self) -> CpuSet {
+        CpuSet::new(
+            self.cores
+                .iter()
+                .flat_map(|c| c.cpus.iter().collect::<Vec<_>>()),
+        )
+    }
+}
+
+/// The NICs under `/sys/class/net` with a device, and the device's `numa_node`.
+pub fn read_nics(root: &HostRoot) -> Vec<Nic> {
+    let mut nics: Vec<Nic> = root
+        .list_dir("/sys/class/net")
+        .into_iter()
+        .filter(|n| n != "lo")
+        .map(|name| {
+            let node = root
+                .read_optional(&format!("/sys/class/net/{name}/device/numa_node"))
+                .and_then(|t| t.trim().parse::<i64>().ok())
+                .and_then(|n| u32::try_from(n).ok());
+            Nic { name, node }
+        })
+        .collect();
+    nics.sort_by(|a, b| a.name.cmp(&b.name));
+    nics
+}
+
+/// Device IRQs: `/proc/irq/<n>/effective_affinity_list` (else `smp_affinity_list`) and their names from
+/// `/proc/interrupts`.
+pub fn read_irqs(root: &HostRoot) -> Vec<Irq> {
+    let names: BTreeMap<String, String> = root
+        .read_optional("/proc/interrupts")
+        .map(|t| {
+            crate::parse::parse_counter_table(&t)
+                .into_iter()
+                .map(|r| (r.name, r.desc))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut irqs: Vec<Irq> = root
+        .list_dir("/proc/irq")
+        .into_iter()
+        .filter_map(|n| {
+            let irq = n.parse::<u32>().ok()?;
+            let eff = root
+                .read_optional(&format!("/proc/irq/{irq}/effective_affinity_list"))
+                .or_else(|| root.read_optional(&format!("/proc/irq/{irq}/smp_affinity_list")))?;
+            Some(Irq {
+                irq,
+                desc: names.get(&n).cloned().unwrap_or_default(),
+                effective: CpuSet::parse(eff.trim()).ok()?,
+            })
+        })
+        .collect();
+    irqs.sort_by_key(|i| i.irq);
+    irqs
+}
+
+/// Read everything the partition needs through the root.
+pub fn read_topology_input(root: &HostRoot) -> (Fingerprint, Topology) {
+    let fp = read_fingerprint(root);
+    let topo = read_topology(root, &fp.cpu.online);
+    let mut t = Topology::from_fingerprint(&fp, &topo, read_nics(root));
+    t.irqs = read_irqs(root);
+    (fp, t)
+}
+
+/// One VM (hypervisor targets): name, vCPUs, memory in GiB (backed by 1 GiB huge pages).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VmNeed {
+    pub name: String,
+    pub vcpus: u32,
+    pub mem_gib: u32,
+}
+
+/// Default memory of a VM given as `name:vcpus`: 2 GiB per vCPU, at least 4 GiB.
+pub fn default_vm_mem_gib(vcpus: u32) -> u32 {
+    vcpus.saturating_mul(2).max(4)
+}
+
+/// Parse `name:vcpus[:mem_gib]`.
+pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
+    let mut it = s.split(':');
+    let name = it.next().unwrap_or_default().trim();
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    if !valid {
+        return Err(format!(
+            "'{s}': the VM name must be 1-64 characters of A-Z a-z 0-9 - _ ."
+        ));
+    }
+    let vcpus = it
+        .next()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|v| (1..=4096).contains(v))
+        .ok_or_else(|| format!("'{s}': expected NAME:VCPUS[:MEM_GIB] with 1-4096 vCPUs"))?;
+    let mem_gib = match it.next() {
+        None => default_vm_mem_gib(vcpus),
+        Some(m) => m
+            .trim_end_matches(['G', 'g'])
+            .parse::<u32>()
+            .ok()
+            .filter(|m| (1..=65536).contains(m))
+            .ok_or_else(|| format!("'{s}': memory must be 1-65536 GiB"))?,
+    };
+    if it.next().is_some() {
+        return Err(format!("'{s}': expected NAME:VCPUS[:MEM_GIB]"));
+    }
+    Ok(VmNeed {
+        name: name.to_string(),
+        vcpus,
+        mem_gib,
+    })
+}
+
+/// The operator's need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Need {
+    pub target: PlanTarget,
+    /// Total RT CPUs (rounded up to whole cores); `None` with no `rt_per_node`: every core not kept for
+    /// housekeeping.
+    pub rt_cpus: Option<u32>,
+    pub rt_per_node: Option<u32>,
+    /// Minimum housekeeping CPUs (default: one core per socket and per node).
+    pub housekeeping: Option<u32>,
+    pub nic: Option<String>,
+    pub smt: Smt,
+    pub vms: Vec<VmNeed>,
+    /// Huge-page memory for the RT workload on host and k8s targets, GiB in total (spread over RT nodes).
+    pub mem_gib: Option<u32>,
+}
+
+impl Need {
+    pub fn new(target: PlanTarget) -> Need {
+        Need {
+            target,
+            rt_cpus: None,
+            rt_per_node: None,
+            housekeeping: None,
+            nic: None,
+            smt: Smt::Keep,
+            vms: Vec::new(),
+            mem_gib: None,
+        }
+    }
+}
+
+/// Why no plan could be made. Each message is one line naming the request and what the machine has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("cannot place {asked} RT CPUs on this {online}-CPU machine: at most {free} remain after housekeeping ({hk} CPU(s) kept: {why})")]
+    TooManyRt {
+        asked: u32,
+        online: usize,
+        free: usize,
+        hk: usize,
+        why: String,
+    },
+    #[error("--rt-per-node {asked}: node {node} has {free} CPUs left after housekeeping")]
+    NodeTooSmall { asked: u32, node: u32, free: usize },
+    #[error(
+        "--housekeeping {asked}: leaves no CPU for real-time work on this {online}-CPU machine"
+    )]
+    HousekeepingTooLarge { asked: u32, online: usize },
+    #[error("VM {vm} needs {vcpus} vCPUs on one NUMA node; the largest free node has {free} CPUs")]
+    VmTooLarge { vm: String, vcpus: u32, free: usize },
+    #[error("--rt-cpus {asked} is fewer than the {vcpus} vCPUs of the VMs")]
+    RtBelowVms { asked: u32, vcpus: u32 },
+    #[error("--nic {nic}: no such interface under /sys/class/net (found: {found})")]
+    UnknownNic { nic: String, found: String },
+    #[error("node {node} needs {need_gib} GiB of huge pages but has {have_gib} GiB of memory")]
+    NodeMemory {
+        node: u32,
+        need_gib: u64,
+        have_gib: u64,
+    },
+    #[error("no online CPU in the topology")]
+    NoCpus,
+    #[error("only {online} online CPU(s): a real-time partition needs at least 2 cores")]
+    TooSmall { online: usize },
+}
+
+/// The partition of one NUMA node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodePlan {
+    pub id: u32,
+    pub rt: CpuSet,
+    pub housekeeping: CpuSet,
+    /// 1 GiB huge pages to reserve on this node.
+    pub hugepages_1g: u32,
+}
+
+/// One VM's placement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VmPlan {
+    pub name: String,
+    pub node: u32,
+    /// Host CPU of vCPU i.
+    pub vcpu_pins: Vec<u32>,
+    /// Housekeeping CPUs of the same node for the emulator and I/O threads.
+    pub emulator: CpuSet,
+    pub mem_gib: u32,
+}
+
+/// The computed plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub target: PlanTarget,
+    pub smt: Smt,
+    pub vendor: Vendor,
+    pub threads_per_core: u32,
+    /// Online CPUs after the plan (without the siblings `nosmt` takes offline).
+    pub online: CpuSet,
+    /// I: isolated, for real-time work.
+    pub isolated: CpuSet,
+    /// H = online − I: housekeeping (OS, IRQs, services).
+    pub housekeeping: CpuSet,
+    /// SMT siblings taken offline by `nosmt`.
+    pub offline: CpuSet,
+    pub nodes: Vec<NodePlan>,
+    pub vms: Vec<VmPlan>,
+    pub nic: Option<Nic>,
+    /// Why each choice was made, in order, one sentence per line.
+    pub reasoning: Vec<String>,
+}
+
+impl Plan {
+    /// Nodes holding RT CPUs.
+    pub fn rt_nodes(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.rt.is_empty())
+            .map(|n| n.id)
+            .collect()
+    }
+    pub fn total_hugepages_1g(&self) -> u32 {
+        self.nodes.iter().map(|n| n.hugepages_1g).sum()
+    }
+}
+
+fn cpus_of(cores: &[&Core]) -> CpuSet {
+    CpuSet::new(cores.iter().flat_map(|c| c.cpus.iter().collect::<Vec<_>>()))
+}
+
+/// Compute the partition. Pure; see the module invariants.
+pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
+    let mut why: Vec<String> = Vec::new();
+    // SMT off: the lowest thread of each core stays online.
+    let mut offline = Vec::new();
+    let cores: Vec<Core> = topo
+        .cores
+        .iter()
+        .map(|c| {
+            if need.smt == Smt::Off && c.cpus.len() > 1 {
+                let first = c.cpus.iter().next().unwrap_or(0);
+                offline.extend(c.cpus.iter().filter(|x| *x != first));
+                Core {
+                    cpus: CpuSet::new([first]),
+                    ..c.clone()
+                }
+            } else {
+                c.clone()
+            }
+        })
+        .collect();
+    let offline = CpuSet::new(offline);
+    let online = CpuSet::new(cores.iter().flat_map(|c| c.cpus.iter().collect::<Vec<_>>()));
+    if online.is_empty() {
+        return Err(PlanError::NoCpus);
+    }
+    if cores.len() < 2 {
+        return Err(PlanError::TooSmall {
+            online: online.len(),
+        });
+    }
+    let tpc = cores.iter().map(|c| c.cpus.len()).max().unwrap_or(1).max(1) as u32;
+    let sockets: BTreeSet<u32> = cores.iter().map(|c| c.package).collect();
+    let node_ids: BTreeSet<u32> = cores.iter().map(|c| c.node).collect();
+    why.push(format!(
+        "topology: {} online CPUs, {} cores × {} thread(s), {} socket(s), {} NUMA node(s) with CPUs{}",
+        online.len(),
+        cores.len(),
+        tpc,
+        sockets.len(),
+        node_ids.len(),
+        if offline.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; --smt off: siblings {offline} go offline with nosmt (one thread per core)"
+            )
+        }
+    ));
+    if need.smt == Smt::Keep && topo.threads_per_core > 1 {
+        why.push(format!(
+            "SMT kept: RT CPUs are whole cores ({} threads each), both threads go to the same RT consumer, so no RT \
+             CPU shares a core (and its L1/L2 and execution units) with housekeeping work",
+            topo.threads_per_core
+        ));
+    }
+
+    // NIC and the preferred node.
+    let nic = match &need.nic {
+        None => None,
+        Some(name) => {
+            let Some(n) = topo.nics.iter().find(|n| &n.name == name) else {
+                let found: Vec<&str> = topo.nics.iter().map(|n| n.name.as_str()).collect();
+                return Err(PlanError::UnknownNic {
+                    nic: name.clone(),
+                    found: if found.is_empty() {
+                        "none".into()
+                    } else {
+                        found.join(", ")
+                    },
+                });
+            };
+            match n.node {
+                Some(node) if node_ids.contains(&node) => why.push(format!(
+                    "NIC {}: on NUMA node {node}; RT CPUs and their memory go there first (seed 002: NUMA-local \
+                     placement is worth 8-17 %)",
+                    n.name
+                )),
+                _ => why.push(format!(
+                    "NIC {}: its NUMA node is unknown (no device/numa_node, or -1): no node preference",
+                    n.name
+                )),
+            }
+            Some(n.clone())
+        }
+    };
+    let nic_node = nic
+        .as_ref()
+        .and_then(|n| n.node)
+        .filter(|n| node_ids.contains(n));
+
+    // Housekeeping: one core per socket (hosts) and per node, CPU 0's core always.
+    let mut hk_idx: BTreeSet<usize> = BTreeSet::new();
+    let mut reasons = Vec::new();
+    if let Some(i) = cores.iter().position(|c| c.cpus.contains(0)) {
+        hk_idx.insert(i);
+        reasons.push("CPU 0's core (the boot CPU keeps the tick)".to_string());
+    }
+    if !need.target.is_guest() {
+        for s in &sockets {
+            if !hk_idx.iter().any(|i| cores[*i].package == *s) {
+                if let Some(i) = cores.iter().position(|c| c.package == *s) {
+                    hk_idx.insert(i);
+                }
+            }
+        }
+        if sockets.len() > 1 {
+            reasons.push("the first core of every socket".into());
+        }
+    }
+    for n in &node_ids {
+        if !hk_idx.iter().any(|i| cores[*i].node == *n) {
+            if let Some(i) = cores.iter().position(|c| c.node == *n) {
+                hk_idx.insert(i);
+            }
+        }
+    }
+    if node_ids.len() > 1 {
+        reasons.push(
+            "the first core of every NUMA node (IRQs, kthreads and the RT consumers' emulator threads stay \
+             node-local)"
+                .into(),
+        );
+    }
+    let hk_cpus = |idx: &BTreeSet<usize>| idx.iter().map(|i| cores[*i].cpus.len()).sum::<usize>();
+    if let Some(want) = need.housekeeping {
+        if want as usize >= online.len() {
+            return Err(PlanError::HousekeepingTooLarge {
+                asked: want,
+                online: online.len(),
+            });
+        }
+        // Extra housekeeping cores round-robin over the nodes, the NIC's node last: it keeps RT capacity.
+        let mut order: Vec<u32> = node_ids.iter().copied().collect();
+        order.sort_by_key(|n| (Some(*n) == nic_node, *n));
+        let mut added = false;
+        while hk_cpus(&hk_idx) < want as usize {
+            let mut progressed = false;
+            for n in &order {
+                if hk_cpus(&hk_idx) >= want as usize {
+                    break;
+                }
+                if let Some(i) =
+                    (0..cores.len()).find(|i| cores[*i].node == *n && !hk_idx.contains(i))
+                {
+                    hk_idx.insert(i);
+                    progressed = true;
+                    added = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if added {
+            reasons.push(format!(
+                "more cores round-robin over the nodes (NIC node last) until --housekeeping {want} is met"
+            ));
+        }
+        if hk_cpus(&hk_idx) >= online.len() {
+            return Err(PlanError::HousekeepingTooLarge {
+                asked: want,
+                online: online.len(),
+            });
+        }
+    }
+    let reserved_cpus = hk_cpus(&hk_idx);
+    why.push(format!(
+        "housekeeping kept: {} CPUs = {}",
+        reserved_cpus,
+        reasons.join("; ")
+    ));
+    let free: Vec<usize> = (0..cores.len()).filter(|i| !hk_idx.contains(i)).collect();
+    let free_cpus: usize = free.iter().map(|i| cores[*i].cpus.len()).sum();
+    if free.is_empty() {
+        return Err(PlanError::TooManyRt {
+            asked: need.rt_cpus.unwrap_or(1),
+            online: online.len(),
+            free: 0,
+            hk: reserved_cpus,
+            why: reasons.join("; "),
+        });
+    }
+    // Node order for RT placement: the NIC's node first, then the nodes with most free CPUs.
+    let free_on = |n: u32, taken: &BTreeSet<usize>| -> Vec<usize> {
+        free.iter()
+            .copied()
+            .filter(|i| cores[*i].node == n && !taken.contains(i))
+            .collect()
+    };
+    // After the first node, the nodes of the same socket (one interconnect hop less), then the others.
+    let pkg_of = |n: u32| {
+        cores
+            .iter()
+            .find(|c| c.node == n)
+            .map(|c| c.package)
+            .unwrap_or(0)
+    };
+    let mut node_order: Vec<u32> = node_ids.iter().copied().collect();
+    node_order.sort_by_key(|n| {
+        (
+            Some(*n) != nic_node,
+            std::cmp::Reverse(free_on(*n, &BTreeSet::new()).len()),
+            *n,
+        )
+    });
+    if let Some(first) = node_order.first().copied() {
+        let p0 = pkg_of(first);
+        node_order[1..].sort_by_key(|n| {
+            (
+                pkg_of(*n) != p0,
+                std::cmp::Reverse(free_on(*n, &BTreeSet::new()).len()),
+                *n,
+            )
+        });
+    }
+
+    let mut rt_idx: BTreeSet<usize> = BTreeSet::new();
+    let mut vms: Vec<VmPlan> = Vec::new();
+    // VMs first, largest first, each on one node.
+    let vm_vcpus: u32 = need.vms.iter().map(|v| v.vcpus).sum();
+    if let Some(asked) = need.rt_cpus {
+        if !need.vms.is_empty() && asked < vm_vcpus {
+            return Err(PlanError::RtBelowVms {
+                asked,
+                vcpus: vm_vcpus,
+            });
+        }
+    }
+    let mut order: Vec<&VmNeed> = need.vms.iter().collect();
+    order.sort_by_key(|v| (std::cmp::Reverse(v.vcpus), v.name.clone()));
+    let mut vm_cores: BTreeMap<String, (u32, Vec<usize>)> = BTreeMap::new();
+    for vm in order {
+        let cores_needed = vm.vcpus.div_ceil(tpc) as usize;
+        // Per VM: the NIC's node first, then the node with most free cores now (VMs spread over nodes
+        // rather than share a last-level cache and memory controller).
+        let mut order_now = node_order.clone();
+        order_now.sort_by_key(|n| {
+            (
+                Some(*n) != nic_node,
+                std::cmp::Reverse(free_on(*n, &rt_idx).len()),
+                *n,
+            )
+        });
+        let mut placed = false;
+        for n in &order_now {
+            let avail = free_on(*n, &rt_idx);
+            if avail.len() >= cores_needed {
+                let take: Vec<usize> = avail.into_iter().take(cores_needed).collect();
+                rt_idx.extend(take.iter().copied());
+                vm_cores.insert(vm.name.clone(), (*n, take));
+                placed = true;
+                break;
+            }
+        }
+        if !placed {
+            let best = node_order
+                .iter()
+                .map(|n| {
+                    free_on(*n, &rt_idx)
+                        .iter()
+                        .map(|i| cores[*i].cpus.len())
+                        .sum::<usize>()
+                })
+                .max()
+                .unwrap_or(0);
+            return Err(PlanError::VmTooLarge {
+                vm: vm.name.clone(),
+                vcpus: vm.vcpus,
+                free: best,
+            });
+        }
+    }
+    let take_cpus = |rt_idx: &mut BTreeSet<usize>, n: u32, want: usize| -> usize {
+        let mut got = 0;
+        for i in free_on(n, rt_idx) {
+            if got >= want {
+                break;
+            }
+            rt_idx.insert(i);
+            got += cores[i].cpus.len();
+        }
+        got
+    };
+    if let Some(per) = need.rt_per_node {
+        for n in &node_ids {
+            let have: usize = free_on(*n, &BTreeSet::new())
+                .iter()
+                .map(|i| cores[*i].cpus.len())
+                .sum();
+            if have < per as usize {
+                return Err(PlanError::NodeTooSmall {
+                    asked: per,
+                    node: *n,
+                    free: have,
+                });
+            }
+            let already: usize = rt_idx
+                .iter()
+                .filter(|i| cores[**i].node == *n)
+                .map(|i| cores[*i].cpus.len())
+                .sum();
+            take_cpus(&mut rt_idx, *n, (per as usize).saturating_sub(already));
+        }
+        why.push(format!(
+            "RT CPUs: --rt-per-node {per} on each of the {} node(s), whole cores from the lowest free",
+            node_ids.len()
+        ));
+    } else if let Some(asked) = need.rt_cpus {
+        if asked as usize > free_cpus {
+            return Err(PlanError::TooManyRt {
+                asked,
+                online: online.len(),
+                free: free_cpus,
+                hk: reserved_cpus,
+                why: reasons.join("; "),
+            });
+        }
+        let already: usize = rt_idx.iter().map(|i| cores[*i].cpus.len()).sum();
+        let mut left = (asked as usize).saturating_sub(already);
+        let mut used_nodes = Vec::new();
+        for n in &node_order {
+            if left == 0 {
+                break;
+            }
+            let got = take_cpus(&mut rt_idx, *n, left);
+            if got > 0 {
+                used_nodes.push(*n);
+            }
+            left = left.saturating_sub(got);
+        }
+        let got: usize = rt_idx.iter().map(|i| cores[*i].cpus.len()).sum();
+        why.push(format!(
+            "RT CPUs: --rt-cpus {asked} → {got} CPUs as whole cores{} on node(s) {}{}",
+            if got > asked as usize {
+                format!(" (rounded up from {asked} to fill the last core)")
+            } else {
+                String::new()
+            },
+            used_nodes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            if used_nodes.len() > 1 {
+                " (the first node was full: the RT work spans nodes, keep each consumer's threads and memory on one)"
+            } else {
+                ""
+            }
+        ));
+    } else if need.vms.is_empty() {
+        rt_idx.extend(free.iter().copied());
+        why.push(
+            "RT CPUs: every core not kept for housekeeping (no --rt-cpus/--rt-per-node)"
+                .to_string(),
+        );
+    } else {
+        why.push(format!(
+            "RT CPUs: the cores of the {} VM(s) only, {vm_vcpus} vCPUs (give --rt-cpus to isolate more)",
+            need.vms.len()
+        ));
+    }
+
+    let isolated = cpus_of(&rt_idx.iter().map(|i| &cores[*i]).collect::<Vec<_>>());
+    let housekeeping = online.difference(&isolated);
+
+    if need.target == PlanTarget::K8s && housekeeping.len() > reserved_cpus {
+        why.push(format!(
+            "k8s: reservedSystemCPUs = H ({} CPUs): pods run only on the isolated CPUs, so the {} CPUs beyond the \
+             kept housekeeping serve system daemons only (leave out --rt-cpus to give them to pods)",
+            housekeeping.len(),
+            housekeeping.len() - reserved_cpus
+        ));
+    }
+
+    // VM pins and emulator threads.
+    for vm in &need.vms {
+        let Some((node, idx)) = vm_cores.get(&vm.name) else {
+            continue;
+        };
+        let cpus: Vec<u32> = idx
+            .iter()
+            .flat_map(|i| cores[*i].cpus.iter().collect::<Vec<_>>())
+            .collect();
+        let emulator = CpuSet::new(
+            cores
+                .iter()
+                .filter(|c| c.node == *node)
+                .flat_map(|c| c.cpus.iter().collect::<Vec<_>>())
+                .filter(|c| housekeeping.contains(*c)),
+        );
+        why.push(format!(
+            "VM {}: {} vCPUs pinned 1:1 to {} on node {node}, emulator and I/O threads on housekeeping {emulator}, \
+             {} GiB in 1 GiB huge pages on node {node}",
+            vm.name,
+            vm.vcpus,
+            CpuSet::new(cpus.iter().take(vm.vcpus as usize).copied()),
+            vm.mem_gib
+        ));
+        vms.push(VmPlan {
+            name: vm.name.clone(),
+            node: *node,
+            vcpu_pins: cpus.into_iter().take(vm.vcpus as usize).collect(),
+            emulator,
+            mem_gib: vm.mem_gib,
+        });
+    }
+
+    // Memory: huge pages per node.
+    let mut pages: BTreeMap<u32, u32> = BTreeMap::new();
+    for v in &vms {
+        *pages.entry(v.node).or_default() += v.mem_gib;
+    }
+    let rt_nodes: Vec<u32> = node_ids
+        .iter()
+        .copied()
+        .filter(|n| {
+            cores
+                .iter()
+                .any(|c| c.node == *n && !c.cpus.intersection(&isolated).is_empty())
+        })
+        .collect();
+    if let Some(m) = need.mem_gib.filter(|_| vms.is_empty()) {
+        // Spread by each node's share of I: memory follows the RT threads that touch it.
+        let total_rt = isolated.len().max(1) as u64;
+        let mut given = 0u32;
+        for (k, n) in rt_nodes.iter().enumerate() {
+            let share = if k + 1 == rt_nodes.len() {
+                m - given
+            } else {
+                let on = cores
+                    .iter()
+                    .filter(|c| c.node == *n)
+                    .map(|c| c.cpus.intersection(&isolated).len() as u64)
+                    .sum::<u64>();
+                // Rounded to the nearest page; the last node takes the remainder.
+                ((m as u64 * on * 2 + total_rt) / (2 * total_rt)).min(u64::from(m - given)) as u32
+            };
+            given += share;
+            *pages.entry(*n).or_default() += share;
+        }
+        why.push(format!(
+            "memory: {m} GiB of 1 GiB huge pages for the RT workload, split over node(s) {} by their share of I",
+            rt_nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+        ));
+    } else if vms.is_empty() {
+        why.push(
+            "memory: no huge pages reserved (give --mem GIB for the RT workload's memory)".into(),
+        );
+    }
+    for (n, p) in &pages {
+        if let Some(kib) = topo
+            .nodes
+            .iter()
+            .find(|x| x.id == *n)
+            .and_then(|x| x.mem_total_kib)
+        {
+            let have = kib / (1 << 20);
+            // Leave the node at least 1 GiB or an eighth for the kernel and housekeeping.
+            if u64::from(*p) + (have / 8).max(1) > have {
+                return Err(PlanError::NodeMemory {
+                    node: *n,
+                    need_gib: u64::from(*p),
+                    have_gib: have,
+                });
+            }
+        }
+    }
+
+    let nodes: Vec<NodePlan> = node_ids
+        .iter()
+        .map(|n| {
+            let cpus = CpuSet::new(
+                cores
+                    .iter()
+                    .filter(|c| c.node == *n)
+                    .flat_map(|c| c.cpus.iter().collect::<Vec<_>>()),
+            );
+            NodePlan {
+                id: *n,
+                rt: cpus.intersection(&isolated),
+                housekeeping: cpus.intersection(&housekeeping),
+                hugepages_1g: pages.get(n).copied().unwrap_or(0),
+            }
+        })
+        .collect();
+    for n in &nodes {
+        why.push(format!(
+            "node {}: RT {} | housekeeping {}{}",
+            n.id,
+            if n.rt.is_empty() {
+                "-".to_string()
+            } else {
+                n.rt.to_string()
+            },
+            n.housekeeping,
+            if n.hugepages_1g > 0 {
+                format!(" | {} × 1 GiB huge pages", n.hugepages_1g)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    why.push(format!(
+        "IRQs: every device IRQ and the default affinity go to housekeeping {housekeeping} (irqaffinity=, \
+         isolcpus managed_irq, irqbalance banned list {isolated})"
+    ));
+    let moving: Vec<String> = topo
+        .irqs
+        .iter()
+        .filter(|q| !q.effective.intersection(&isolated).is_empty())
+        .map(|q| {
+            let name = q.desc.split_whitespace().last().unwrap_or_default();
+            format!(
+                "{}{} on {}",
+                q.irq,
+                if name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({name})")
+                },
+                q.effective
+            )
+        })
+        .collect();
+    if !topo.irqs.is_empty() {
+        why.push(if moving.is_empty() {
+            format!(
+                "IRQs today: none of the {} device IRQs fires on the planned RT CPUs",
+                topo.irqs.len()
+            )
+        } else {
+            format!(
+                "IRQs today: {} of {} device IRQs fire on the planned RT CPUs and move: {}{}",
+                moving.len(),
+                topo.irqs.len(),
+                moving
+                    .iter()
+                    .take(8)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if moving.len() > 8 { ", …" } else { "" }
+            )
+        });
+    }
+    if let Some(n) = &nic {
+        let queues = topo
+            .irqs
+            .iter()
+            .filter(|q| q.desc.contains(n.name.as_str()))
+            .count();
+        if queues > 0 {
+            let hk_on_node = nic_node
+                .map(|nn| {
+                    cores
+                        .iter()
+                        .filter(|c| c.node == nn)
+                        .map(|c| c.cpus.intersection(&housekeeping).len())
+                        .sum::<usize>()
+                })
+                .unwrap_or(housekeeping.len());
+            why.push(format!(
+                "NIC {}: {queues} queue IRQ(s); with {hk_on_node} housekeeping CPU(s) on its node, `ethtool -L {} combined {}` \
+                 keeps one queue per housekeeping CPU (tuned's netdev_queue_count)",
+                n.name,
+                n.name,
+                hk_on_node.max(1)
+            ));
+        }
+    }
+    if tpc > 1 {
+        why.push(
+            "siblings: the sibling of each RT CPU is RT too (same consumer); housekeeping siblings carry OS work. \
+             Give an RT thread a whole core by leaving its sibling idle, or boot with --smt off"
+                .into(),
+        );
+    }
+    Ok(Plan {
+        target: need.target,
+        smt: need.smt,
+        vendor: topo.vendor,
+        threads_per_core: tpc,
+        online,
+        isolated,
+        housekeeping,
+        offline,
+        nodes,
+        vms,
+        nic,
+        reasoning: why,
+    })
+}
+
+/// Render the reasoning and the partition as text.
+pub fn render_plan_text(plan: &Plan) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "rtgauge plan for {} ({} tuned profile)\n\n",
+        plan.target.as_str(),
+        plan.target.tuned_profile()
+    ));
+    s.push_str(&format!("  RT CPUs (I)           {}\n", plan.isolated));
+    s.push_str(&format!("  housekeeping (H)      {}\n", plan.housekeeping));
+    if !plan.offline.is_empty() {
+        s.push_str(&format!("  offline (nosmt)       {}\n", plan.offline));
+    }
+    s.push_str("\nreasoning\n");
+    for r in &plan.reasoning {
+        s.push_str(&format!("  - {r}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sockets` × `nodes_per_socket` nodes, `cores` cores per node, `tpc` threads; Linux numbering
+    /// (sibling k of core c is c + k × total cores).
+    pub(crate) fn synth(sockets: u32, nodes_per_socket: u32, cores: u32, tpc: u32) -> Topology {
+        let total = sockets * nodes_per_socket * cores;
+        let mut out = Vec::new();
+        for c in 0..total {
+            let node = c / cores;
+            out.push(Core {
+                cpus: CpuSet::new((0..tpc).map(|k| c + k * total)),
+                package: node / nodes_per_socket,
+                node,
+            });
+        }
+        Topology {
+            cores: out,
+            nodes: (0..sockets * nodes_per_socket)
+                .map(|id| NodeMem {
+                    id,
+                    mem_total_kib: Some(64 << 20),
+                })
+                .collect(),
+            nics: vec![Nic {
+                name: "eno1".into(),
+                node: Some(sockets * nodes_per_socket - 1),
+            }],
+            vendor: Vendor::Intel,
+            threads_per_core: tpc,
+            irqs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn two_socket_default_keeps_a_core_per_socket() {
+        let t = synth(2, 1, 8, 2);
+        let p = partition(&t, &Need::new(PlanTarget::Host)).expect("plan");
+        assert_eq!(p.housekeeping.to_string(), "0,8,16,24");
+        assert_eq!(p.isolated.len(), 28);
+    }
+
+    #[test]
+    fn nic_node_first_and_whole_cores() {
+        let t = synth(2, 1, 8, 2);
+        let mut n = Need::new(PlanTarget::Host);
+        n.rt_cpus = Some(5);
+        n.nic = Some("eno1".into());
+        let p = partition(&t, &n).expect("plan");
+        // 5 → 6 CPUs (3 cores) on node 1: cores 9,10,11 and siblings 25,26,27.
+        assert_eq!(p.isolated.to_string(), "9-11,25-27");
+    }
+
+    #[test]
+    fn impossible_request_is_an_error() {
+        let t = synth(1, 1, 4, 2);
+        let mut n = Need::new(PlanTarget::Host);
+        n.rt_cpus = Some(20);
+        let e = partition(&t, &n).expect_err("20 on 8");
+        assert!(
+            e.to_string()
+                .contains("cannot place 20 RT CPUs on this 8-CPU machine"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn vm_parse() {
+        assert_eq!(parse_vm("vdu:8").expect("ok").mem_gib, 16);
+        assert_eq!(parse_vm("cu:4:6").expect("ok").mem_gib, 6);
+        assert!(parse_vm("x:0").is_err());
+        assert!(parse_vm("a b:2").is_err());
+        assert!(parse_vm("a:2:3:4").is_err());
+    }
+}

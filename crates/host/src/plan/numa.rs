@@ -1,0 +1,343 @@
+//! `rtgauge plan --numa` (seed 002: NUMA-local placement is worth 8–17 %): which running processes and
+//! cgroups keep memory away from the CPUs they run on, the binding that makes them local, and the gain the
+//! measured NUMA matrix predicts.
+//!
+//! The gain model: a workload whose memory accesses go a fraction `r` to a remote node waits on average
+//! `(1−r)·L_local + r·L_remote` per miss; bound local it waits `L_local`. The predicted reduction of memory
+//! stall time is `r·(L_remote − L_local) / ((1−r)·L_local + r·L_remote)`; bandwidth likewise with the
+//! harmonic mean. Latencies come from `rtgauge mem`'s matrix when given, else from the firmware's SLIT
+//! distances (`/sys/devices/system/node/nodeN/distance`, 10 = local), which are relative only.
+
+use crate::root::HostRoot;
+use rtgauge_model::mem::NumaCell;
+use rtgauge_model::numa::{Locality, NodeInfo, NumaResult};
+use rtgauge_model::CpuSet;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Local and remote cost between two nodes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cost {
+    pub latency_ns: f64,
+    /// Bytes per second; `None` from SLIT distances.
+    pub read_bytes_per_sec: Option<f64>,
+}
+
+/// Where the costs came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum MatrixSource {
+    /// Measured by `rtgauge mem` (file named).
+    Measured(String),
+    /// Firmware SLIT distances: latency in units of the local distance (10 = 1.0).
+    Slit,
+    None,
+}
+
+/// Cost of (cpu node, memory node).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Matrix {
+    pub source: MatrixSource,
+    #[serde(serialize_with = "cells_as_list")]
+    pub cells: BTreeMap<(u32, u32), Cost>,
+}
+
+/// JSON object keys are strings: the cells serialize as a list of `{cpu_node, mem_node, latency_ns, ...}`.
+fn cells_as_list<S: serde::Serializer>(
+    cells: &BTreeMap<(u32, u32), Cost>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Cell<'a> {
+        cpu_node: u32,
+        mem_node: u32,
+        #[serde(flatten)]
+        cost: &'a Cost,
+    }
+    s.collect_seq(cells.iter().map(|((c, m), cost)| Cell {
+        cpu_node: *c,
+        mem_node: *m,
+        cost,
+    }))
+}
+
+impl Matrix {
+    pub fn from_cells(name: &str, cells: &[NumaCell]) -> Matrix {
+        Matrix {
+            source: MatrixSource::Measured(name.to_string()),
+            cells: cells
+                .iter()
+                .filter(|c| c.error.is_none() && c.latency_ns > 0.0)
+                .map(|c| {
+                    (
+                        (c.cpu_node, c.mem_node),
+                        Cost {
+                            latency_ns: c.latency_ns,
+                            read_bytes_per_sec: (c.read_bytes_per_sec > 0.0)
+                                .then_some(c.read_bytes_per_sec),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+    /// SLIT distances through the root; an empty matrix when the files are absent.
+    pub fn from_slit(root: &HostRoot, nodes: &[NodeInfo]) -> Matrix {
+        let mut cells = BTreeMap::new();
+        for n in nodes {
+            let Some(t) =
+                root.read_optional(&format!("/sys/devices/system/node/node{}/distance", n.node))
+            else {
+                continue;
+            };
+            for (m, d) in nodes.iter().zip(t.split_whitespace()) {
+                if let Ok(d) = d.parse::<f64>() {
+                    if d > 0.0 {
+                        cells.insert(
+                            (n.node, m.node),
+                            Cost {
+                                latency_ns: d / 10.0,
+                                read_bytes_per_sec: None,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Matrix {
+            source: if cells.is_empty() {
+                MatrixSource::None
+            } else {
+                MatrixSource::Slit
+            },
+            cells,
+        }
+    }
+}
+
+/// One binding to make.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Advice {
+    /// `pid 200 vdu` or `cgroup /kubepods/podB/c1`.
+    pub who: String,
+    pub cgroup: String,
+    pub cpus_allowed: CpuSet,
+    pub local_pct: f64,
+    /// Resident bytes per node.
+    pub bytes_per_node: BTreeMap<u32, u64>,
+    /// The node to bind to: the one holding most of its memory among those it should run on.
+    pub node: u32,
+    pub node_cpus: CpuSet,
+    /// Commands that make it local.
+    pub binding: Vec<String>,
+    /// Predicted reduction of memory stall time, percent (None: no matrix).
+    pub latency_gain_pct: Option<f64>,
+    /// Predicted bandwidth increase, percent.
+    pub bandwidth_gain_pct: Option<f64>,
+}
+
+/// The whole `--numa` answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NumaPlan {
+    pub matrix: Matrix,
+    pub threshold_pct: f64,
+    pub advice: Vec<Advice>,
+    /// Processes looked at (with resident memory).
+    pub looked_at: usize,
+}
+
+fn gains(m: &Matrix, bytes: &BTreeMap<u32, u64>, node: u32) -> (Option<f64>, Option<f64>) {
+    let total: u64 = bytes.values().sum();
+    if total == 0 {
+        return (None, None);
+    }
+    let Some(local) = m.cells.get(&(node, node)) else {
+        return (None, None);
+    };
+    let mut lat = 0.0;
+    let mut inv_bw = 0.0;
+    let mut bw_known = local.read_bytes_per_sec.is_some();
+    for (mn, b) in bytes {
+        let share = *b as f64 / total as f64;
+        let Some(c) = m.cells.get(&(node, *mn)) else {
+            return (None, None);
+        };
+        lat += share * c.latency_ns;
+        match c.read_bytes_per_sec {
+            Some(bw) if bw > 0.0 => inv_bw += share / bw,
+            _ => bw_known = false,
+        }
+    }
+    let lat_gain = (lat > 0.0).then(|| 100.0 * (lat - local.latency_ns) / lat);
+    let bw_gain = match (bw_known, local.read_bytes_per_sec) {
+        (true, Some(lbw)) if inv_bw > 0.0 => Some(100.0 * (lbw * inv_bw - 1.0)),
+        _ => None,
+    };
+    (lat_gain, bw_gain)
+}
+
+fn advise(l: &Locality, who: String, nodes: &[NodeInfo], m: &Matrix) -> Option<Advice> {
+    // Candidate nodes: those it may run on (a binding keeps it where it is allowed); the one with most
+    // of its memory wins (fewest pages to migrate), ties to the lower id.
+    let allowed_nodes: Vec<&NodeInfo> = nodes
+        .iter()
+        .filter(|n| !n.cpus.intersection(&l.cpus_allowed).is_empty())
+        .collect();
+    let best = allowed_nodes.iter().max_by_key(|n| {
+        (
+            l.bytes_per_node.get(&n.node).copied().unwrap_or(0),
+            std::cmp::Reverse(n.node),
+        )
+    })?;
+    let node = best.node;
+    let node_cpus = best.cpus.intersection(&l.cpus_allowed);
+    let (lat, bw) = gains(m, &l.bytes_per_node, node);
+    let binding = if who.starts_with("cgroup") {
+        vec![
+            format!("echo {node_cpus} > /sys/fs/cgroup{}/cpuset.cpus", l.cgroup),
+            format!(
+                "echo {node} > /sys/fs/cgroup{}/cpuset.mems   # cgroup v2 migrates the pages",
+                l.cgroup
+            ),
+        ]
+    } else {
+        vec![
+            format!("taskset -a -cp {node_cpus} {}", l.pid),
+            format!("migratepages {} all {node}", l.pid),
+            format!(
+                "at restart: numactl --cpunodebind={node} --membind={node} {}",
+                l.name
+            ),
+        ]
+    };
+    Some(Advice {
+        who,
+        cgroup: l.cgroup.clone(),
+        cpus_allowed: l.cpus_allowed.clone(),
+        local_pct: l.local_pct,
+        bytes_per_node: l.bytes_per_node.clone(),
+        node,
+        node_cpus,
+        binding,
+        latency_gain_pct: lat,
+        bandwidth_gain_pct: bw,
+    })
+}
+
+/// Advice for every process and cgroup below `threshold_pct` local memory.
+pub fn numa_plan(r: &NumaResult, m: Matrix, threshold_pct: f64) -> NumaPlan {
+    let mut advice = Vec::new();
+    let with_mem = |l: &&Locality| l.bytes_per_node.values().sum::<u64>() > 0;
+    for l in r.processes.iter().filter(with_mem) {
+        if l.local_pct < threshold_pct {
+            if let Some(a) = advise(l, format!("pid {} {}", l.pid, l.name), &r.nodes, &m) {
+                advice.push(a);
+            }
+        }
+    }
+    for l in r.cgroups.iter().filter(with_mem) {
+        if l.local_pct < threshold_pct {
+            if let Some(a) = advise(l, format!("cgroup {}", l.cgroup), &r.nodes, &m) {
+                advice.push(a);
+            }
+        }
+    }
+    NumaPlan {
+        matrix: m,
+        threshold_pct,
+        advice,
+        looked_at: r.processes.iter().filter(with_mem).count(),
+    }
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1}", b as f64 / (1 << 20) as f64)
+}
+
+/// Text rendering.
+pub fn render_numa_plan(p: &NumaPlan) -> String {
+    let mut s = String::from(
+        "rtgauge plan --numa: non-local memory and the binding that makes it local\n\n",
+    );
+    match &p.matrix.source {
+        MatrixSource::Measured(f) => {
+            s.push_str(&format!("matrix: rtgauge mem NUMA cells from {f}\n"));
+            for ((c, m), cost) in &p.matrix.cells {
+                s.push_str(&format!(
+                    "  cpu node {c} → mem node {m}: {:.1} ns{}\n",
+                    cost.latency_ns,
+                    cost.read_bytes_per_sec
+                        .map(|b| format!(", {:.2} GB/s", b / 1e9))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        MatrixSource::Slit => s.push_str(
+            "matrix: firmware SLIT distances (relative latency only; measure with `rtgauge mem --output F` and pass --matrix F)\n",
+        ),
+        MatrixSource::None => s.push_str(
+            "matrix: none (no --matrix and no SLIT distances): gains not estimated\n",
+        ),
+    }
+    s.push_str(&format!(
+        "\n{} process(es) with resident memory; {} process(es)/cgroup(s) below {:.0} % local:\n",
+        p.looked_at,
+        p.advice.len(),
+        p.threshold_pct
+    ));
+    for a in &p.advice {
+        let spread: Vec<String> = a
+            .bytes_per_node
+            .iter()
+            .map(|(n, b)| format!("N{n}={} MiB", mib(*b)))
+            .collect();
+        s.push_str(&format!(
+            "\n  {} — {:.1} % local, runs on {}, memory {}\n",
+            a.who,
+            a.local_pct,
+            a.cpus_allowed,
+            spread.join(" ")
+        ));
+        s.push_str(&format!(
+            "    bind to node {} (CPUs {}):\n",
+            a.node, a.node_cpus
+        ));
+        for b in &a.binding {
+            s.push_str(&format!("      {b}\n"));
+        }
+        match (a.latency_gain_pct, a.bandwidth_gain_pct) {
+            (Some(l), Some(b)) => s.push_str(&format!(
+                "    expected: memory stall time −{l:.1} %, read bandwidth +{b:.1} %\n"
+            )),
+            (Some(l), None) => s.push_str(&format!(
+                "    expected: memory stall time −{l:.1} % (relative, from distances)\n"
+            )),
+            _ => s.push_str("    expected: not estimated (no matrix)\n"),
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gain_model() {
+        let mut cells = BTreeMap::new();
+        let c = |l: f64, b: f64| Cost {
+            latency_ns: l,
+            read_bytes_per_sec: Some(b),
+        };
+        cells.insert((0, 0), c(100.0, 10e9));
+        cells.insert((0, 1), c(200.0, 5e9));
+        let m = Matrix {
+            source: MatrixSource::Slit,
+            cells,
+        };
+        let bytes: BTreeMap<u32, u64> = [(0, 50), (1, 50)].into_iter().collect();
+        let (l, b) = gains(&m, &bytes, 0);
+        // 150 ns → 100 ns: −33.3 %; 1/(0.5/10 + 0.5/5) = 6.67 GB/s → 10: +50 %.
+        assert!((l.expect("lat") - 33.333).abs() < 0.01);
+        assert!((b.expect("bw") - 50.0).abs() < 0.01);
+    }
+}
