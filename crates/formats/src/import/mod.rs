@@ -20,17 +20,40 @@
 //! the exact max), so they are stored at the range's edge with a warning that percentiles there are lower
 //! bounds; cyclictest's skipped periods (missed deadlines) are unknown.
 
-use rtgauge_model::cyclic::{
-    CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, StopReason,
+mod cyclictest;
+mod oslat;
+
+pub use cyclictest::{
+    parse_cyclictest_json, parse_cyclictest_text, CyclictestJson, CyclictestText,
 };
-use rtgauge_model::latency::{limit_warning, new_histogram, Beyond, LatencyStats};
-use rtgauge_model::oslat::{
-    CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, Workload,
-};
-use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};
+pub use oslat::{parse_oslat_text, OslatJson, OslatText};
+
+use cyclictest::cyclictest_json;
+use oslat::oslat_json;
+use rtgauge_model::latency::LatencyStats;
+use rtgauge_model::rt::{ProcessConditions, Setting};
 use rtgauge_model::run::{ImportSource, ProbeResult, RunDocument, RunStatus, SystemInfo, ToolInfo};
 use rtgauge_model::CpuSet;
 use serde_json::Value;
+
+/// One input format: text in, run document out. Pure; every error names what was wrong and where.
+pub trait Importer {
+    /// The run `text` holds; `file` names it in errors and in the document's import source.
+    fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError>;
+}
+
+/// Any format below, told apart by its content (what `rtgauge import` reads).
+#[derive(Debug, Clone, Copy)]
+pub struct AnyRtTests {
+    /// The unit of cyclictest text output: 1000 (µs), or 1 for a run with `-N`.
+    pub text_unit_ns: u64,
+}
+
+impl Importer for AnyRtTests {
+    fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
+        parse_rt_tests(text, file, self.text_unit_ns)
+    }
+}
 
 /// Why a file could not be imported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,7 +66,7 @@ pub enum ImportError {
     Unrecognised,
 }
 
-fn bad(field: impl Into<String>, reason: impl Into<String>) -> ImportError {
+pub(crate) fn bad(field: impl Into<String>, reason: impl Into<String>) -> ImportError {
     ImportError::Field {
         field: field.into(),
         reason: reason.into(),
@@ -64,7 +87,7 @@ pub fn parse_rt_tests(
     if text.trim_start().starts_with('{') {
         let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
         if v.get("schema_version").is_some() && v.get("probes").is_some() {
-            return native(v);
+            return crate::native::from_value(v);
         }
         let first = v
             .get("thread")
@@ -82,121 +105,6 @@ pub fn parse_rt_tests(
         return parse_oslat_text(text, file);
     }
     parse_cyclictest_text(text, file, text_unit_ns)
-}
-
-/// oslat's text summary: read into the shape of its JSON (same keys, same units) and imported as such.
-pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportError> {
-    use serde_json::{json, Map};
-    // The whitespace-separated columns after `label:`, without a trailing `(unit)`/`(including …)`.
-    fn cols<'a>(line: &'a str, label: &str) -> Option<Vec<&'a str>> {
-        let rest = line.trim_start().strip_prefix(label)?;
-        let rest = rest.split('(').next().unwrap_or("");
-        Some(rest.split_whitespace().collect())
-    }
-    let mut cores: Option<Vec<u64>> = None;
-    let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
-    let mut fields: Map<String, Value> = Map::new();
-    let mut version = String::new();
-    for (n, line) in text.lines().enumerate() {
-        let at = |what: &str| bad(format!("line {}", n + 1), what.to_string());
-        let ints = |v: Vec<&str>| -> Result<Vec<u64>, ImportError> {
-            v.iter()
-                .map(|x| x.parse::<u64>().map_err(|_| at("expected whole numbers")))
-                .collect()
-        };
-        let t = line.trim();
-        if let Some(v) = t.strip_prefix("oslat V ") {
-            version = v.trim().to_string();
-        } else if let Some(c) = cols(line, "Core:") {
-            cores = Some(ints(c)?);
-        } else if let Some(c) = cols(line, "Counter Freq:") {
-            fields.insert("freq".into(), json!(ints(c)?));
-        } else if let Some((edge, rest)) = t.split_once(" (us):") {
-            if edge.is_empty() || !edge.chars().all(|c| c.is_ascii_digit() || c == '.') {
-                return Err(at("bucket label must be a number of µs"));
-            }
-            let counts = ints(
-                rest.split('(')
-                    .next()
-                    .unwrap_or("")
-                    .split_whitespace()
-                    .collect(),
-            )?;
-            rows.push((edge.to_string(), counts));
-        } else {
-            for (label, key) in [
-                ("Minimum:", "min"),
-                ("Average:", "avg"),
-                ("Maximum:", "max"),
-                ("Duration:", "duration"),
-            ] {
-                if let Some(c) = cols(line, label) {
-                    let v: Vec<Value> = c
-                        .iter()
-                        .map(|x| match (x.parse::<u64>(), x.parse::<f64>()) {
-                            (Ok(i), _) => Ok(json!(i)),
-                            (_, Ok(f)) if f.is_finite() => Ok(json!(f)),
-                            _ => Err(at("expected numbers")),
-                        })
-                        .collect::<Result<_, _>>()?;
-                    fields.insert(key.into(), Value::Array(v));
-                }
-            }
-        }
-    }
-    let cores = cores.ok_or_else(|| bad("Core:", "missing (not oslat's text summary)"))?;
-    if cores.len() > MAX_THREADS {
-        return Err(bad("Core:", "more than 4096 cores"));
-    }
-    let mut threads = Map::new();
-    for (i, cpu) in cores.iter().enumerate() {
-        let mut t = Map::new();
-        t.insert("cpu".into(), json!(cpu));
-        for key in ["freq", "min", "avg", "max", "duration"] {
-            let v = fields
-                .get(key)
-                .and_then(|v| v.get(i))
-                .ok_or_else(|| bad(key, format!("no value for core {cpu}")))?;
-            t.insert(key.into(), v.clone());
-        }
-        let mut h = Map::new();
-        for (edge, counts) in &rows {
-            let c = counts
-                .get(i)
-                .ok_or_else(|| bad(format!("{edge} (us)"), format!("no count for core {cpu}")))?;
-            h.insert(edge.clone(), json!(c));
-        }
-        t.insert("histogram".into(), Value::Object(h));
-        threads.insert(i.to_string(), Value::Object(t));
-    }
-    let v = json!({ "rt_test_version:": version, "thread": threads });
-    let mut doc = oslat_json(&v, file)?;
-    if let Some(src) = doc.imported_from.as_mut() {
-        src.format = "oslat-text".into();
-    }
-    Ok(doc)
-}
-
-/// An rtgauge run document (`export --format json`, `run --output`), e.g. moved from another machine.
-fn native(v: Value) -> Result<RunDocument, ImportError> {
-    let version = v.get("schema_version").and_then(Value::as_u64).unwrap_or(0);
-    if version > u64::from(rtgauge_model::SCHEMA_VERSION) {
-        return Err(bad(
-            "schema_version",
-            format!(
-                "{version} is newer than this rtgauge reads ({})",
-                rtgauge_model::SCHEMA_VERSION
-            ),
-        ));
-    }
-    serde_json::from_value(v)
-        .map_err(|e| ImportError::Json(format!("not a valid run document: {e}")))
-}
-
-/// Import a cyclictest `--json` file.
-pub fn parse_cyclictest_json(text: &str, file: &str) -> Result<RunDocument, ImportError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
-    cyclictest_json(&v, file)
 }
 
 /// The value of a flag in a cyclictest command line (`-i 200`, `-i200`, `--interval=200`).
@@ -257,107 +165,6 @@ struct Meta<'a> {
     system: SystemInfo,
 }
 
-fn cyclictest_json(v: &Value, file: &str) -> Result<RunDocument, ImportError> {
-    let threads = v
-        .get("thread")
-        .and_then(Value::as_object)
-        .ok_or(ImportError::Unrecognised)?;
-    if threads
-        .values()
-        .next()
-        .is_some_and(|t| t.get("cycles").is_none())
-    {
-        return Err(ImportError::Unrecognised);
-    }
-    let unit_ns: u64 = match v.get("resolution_in_ns").and_then(Value::as_u64) {
-        Some(1) => 1,
-        Some(0) | None => 1000,
-        Some(other) => {
-            return Err(bad(
-                "resolution_in_ns",
-                format!("{other} is neither 0 nor 1"),
-            ))
-        }
-    };
-    let mut out = Vec::with_capacity(threads.len());
-    for (k, t) in threads {
-        let index: u32 = k
-            .parse()
-            .map_err(|_| bad(format!("thread.{k}"), "thread keys must be numbers"))?;
-        let path = format!("thread.{k}");
-        let num = |f: &str| {
-            t.get(f).and_then(Value::as_u64).ok_or_else(|| {
-                bad(
-                    format!("{path}.{f}"),
-                    "missing or not a non-negative integer",
-                )
-            })
-        };
-        let buckets = match t.get("histogram") {
-            None => None,
-            Some(h) => {
-                let h = h
-                    .as_object()
-                    .ok_or_else(|| bad(format!("{path}.histogram"), "not an object"))?;
-                let mut pairs = Vec::with_capacity(h.len());
-                for (b, c) in h {
-                    let at = format!("{path}.histogram.{b}");
-                    let b: u64 = b
-                        .parse()
-                        .map_err(|_| bad(&at, "bucket keys must be numbers"))?;
-                    pairs.push((
-                        b,
-                        c.as_u64()
-                            .ok_or_else(|| bad(&at, "count must be a non-negative integer"))?,
-                    ));
-                }
-                Some(pairs)
-            }
-        };
-        out.push(ImportedThread {
-            index,
-            cycles: num("cycles")?,
-            min: num("min")?,
-            max: num("max")?,
-            avg: t
-                .get("avg")
-                .and_then(Value::as_f64)
-                .filter(|a| a.is_finite() && *a >= 0.0),
-            cpu: t
-                .get("cpu")
-                .and_then(Value::as_i64)
-                .and_then(|c| u32::try_from(c).ok()),
-            node: t
-                .get("node")
-                .and_then(Value::as_i64)
-                .and_then(|c| u32::try_from(c).ok()),
-            tid: 0,
-            buckets,
-            overflows: t.get("overflows").and_then(Value::as_u64),
-            overflow_cycles: Vec::new(),
-        });
-    }
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let cmdline = s("cmdline:");
-    let meta = Meta {
-        file,
-        format: "cyclictest-json",
-        unit_ns,
-        interval_us: flag_value(&cmdline, "-i", "--interval").unwrap_or(1000),
-        priority: flag_value(&cmdline, "-p", "--priority")
-            .unwrap_or(0)
-            .min(99) as i32,
-        hist_range: flag_value(&cmdline, "-h", "--histogram")
-            .or_else(|| flag_value(&cmdline, "-H", "--histofall")),
-        cmdline,
-        tool_version: s("rt_test_version:"),
-        started_at: rfc2822_to_3339(&s("start_time")),
-        ended_at: rfc2822_to_3339(&s("end_time")),
-        system: sysinfo(v.get("sysinfo")),
-    };
-    cyclic_document(out, meta)
-}
-
 fn sysinfo(sys: Option<&Value>) -> SystemInfo {
     let ss = |k: &str| {
         sys.and_then(|x| x.get(k))
@@ -378,399 +185,6 @@ fn sysinfo(sys: Option<&Value>) -> SystemInfo {
 }
 
 /// Numbers after a `# Label:` prefix (`# Max Latencies: 00601 00012`).
-fn hash_values(line: &str, label: &str) -> Option<Vec<u64>> {
-    let rest = line.strip_prefix(label)?;
-    Some(
-        rest.split_whitespace()
-            .map_while(|w| w.parse().ok())
-            .collect(),
-    )
-}
-
-/// `T: 0 ( 1234) P:80 I:200 C:  25000 Min:      8 Act:   15 Avg:   14 Max:     601`
-/// One cyclictest status line.
-#[derive(Debug, Clone, Copy)]
-struct TLine {
-    index: u32,
-    tid: i32,
-    priority: i32,
-    interval_us: u64,
-    cycles: u64,
-    min: u64,
-    avg: u64,
-    max: u64,
-}
-
-fn parse_t_line(line: &str) -> Option<TLine> {
-    let rest = line.strip_prefix("T:")?;
-    let (idx, rest) = rest.split_once('(')?;
-    let (tid, rest) = rest.split_once(')')?;
-    let field = |name: &str| -> Option<u64> {
-        let at = rest.find(name)? + name.len();
-        rest[at..].split_whitespace().next()?.parse().ok()
-    };
-    Some(TLine {
-        index: idx.trim().parse().ok()?,
-        tid: tid.trim().parse().ok()?,
-        priority: field("P:")? as i32,
-        interval_us: field("I:")?,
-        cycles: field("C:")?,
-        min: field("Min:")?,
-        avg: field("Avg:")?,
-        max: field("Max:")?,
-    })
-}
-
-/// Import cyclictest's text output. `unit_ns`: 1000 (µs), or 1 when the run used `-N`.
-pub fn parse_cyclictest_text(
-    text: &str,
-    file: &str,
-    unit_ns: u64,
-) -> Result<RunDocument, ImportError> {
-    let mut t_lines = Vec::new();
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
-    let (mut mins, mut avgs, mut maxs, mut oflows) = (None, None, None, None);
-    let mut oflow_cycles: Vec<(u32, Vec<u64>)> = Vec::new();
-    let mut in_hist = false;
-    for (n, raw) in text.lines().enumerate() {
-        let line = raw.trim_end();
-        let at = |what: &str| bad(format!("line {}", n + 1), what.to_string());
-        if let Some(t) = parse_t_line(line.trim_start()) {
-            t_lines.push(t);
-        } else if line == "# Histogram" {
-            in_hist = true;
-        } else if let Some(v) = hash_values(line, "# Min Latencies:") {
-            mins = Some(v);
-            in_hist = false;
-        } else if let Some(v) = hash_values(line, "# Avg Latencies:") {
-            avgs = Some(v);
-        } else if let Some(v) = hash_values(line, "# Max Latencies:") {
-            maxs = Some(v);
-        } else if let Some(v) = hash_values(line, "# Histogram Overflows:") {
-            oflows = Some(v);
-        } else if let Some(rest) = line.strip_prefix("# Thread ") {
-            if let Some((i, list)) = rest.split_once(':') {
-                let i: u32 = i.trim().parse().map_err(|_| at("thread number"))?;
-                let cycles = list
-                    .split('#')
-                    .next()
-                    .unwrap_or("")
-                    .split_whitespace()
-                    .filter_map(|w| w.parse().ok())
-                    .collect();
-                oflow_cycles.push((i, cycles));
-            }
-        } else if in_hist && !line.starts_with('#') && !line.trim().is_empty() {
-            let mut f = line.split_whitespace();
-            let bucket: u64 = f
-                .next()
-                .and_then(|b| b.parse().ok())
-                .ok_or_else(|| at("histogram line without a bucket number"))?;
-            let counts: Vec<u64> = f
-                .map(|c| c.parse().map_err(|_| at("histogram count is not a number")))
-                .collect::<Result<_, _>>()?;
-            if bucket >= MAX_BUCKETS {
-                return Err(at("bucket beyond 1,000,000"));
-            }
-            rows.push((bucket, counts));
-        }
-    }
-    let n = mins
-        .as_ref()
-        .map(Vec::len)
-        .filter(|&n| n > 0)
-        .unwrap_or(t_lines.len());
-    if n == 0 {
-        return Err(ImportError::Unrecognised);
-    }
-    if n > MAX_THREADS {
-        return Err(bad("# Min Latencies", "more than 4096 threads"));
-    }
-    let have_hist = mins.is_some();
-    let mut threads: Vec<ImportedThread> = (0..n as u32)
-        .map(|index| ImportedThread {
-            index,
-            ..ImportedThread::default()
-        })
-        .collect();
-    if have_hist {
-        let col = |v: &Option<Vec<u64>>, name: &str| -> Result<Vec<u64>, ImportError> {
-            let v = v.clone().ok_or_else(|| bad(name, "missing"))?;
-            if v.len() < n {
-                return Err(bad(name, format!("{} values for {n} threads", v.len())));
-            }
-            Ok(v)
-        };
-        let (mi, av, ma, of) = (
-            col(&mins, "# Min Latencies")?,
-            col(&avgs, "# Avg Latencies")?,
-            col(&maxs, "# Max Latencies")?,
-            col(&oflows, "# Histogram Overflows")?,
-        );
-        for (i, t) in threads.iter_mut().enumerate() {
-            let mut pairs = Vec::new();
-            for (b, counts) in &rows {
-                // -H adds a sum column: only the first n columns are threads.
-                let c = counts.get(i).copied().ok_or_else(|| {
-                    bad(
-                        format!("histogram bucket {b}"),
-                        format!("{} columns for {n} threads", counts.len()),
-                    )
-                })?;
-                if c > 0 {
-                    pairs.push((*b, c));
-                }
-            }
-            let sum = pairs
-                .iter()
-                .try_fold(0u64, |a, (_, c)| a.checked_add(*c))
-                .ok_or_else(|| bad("# Histogram", "counts overflow"))?;
-            t.min = mi[i];
-            t.avg = Some(av[i] as f64);
-            t.max = ma[i];
-            t.overflows = Some(of[i]);
-            t.cycles = sum.saturating_add(of[i]);
-            t.buckets = Some(pairs);
-        }
-        for (i, c) in oflow_cycles {
-            if let Some(t) = threads.get_mut(i as usize) {
-                t.overflow_cycles = c;
-            }
-        }
-    }
-    let mut interval_us = 1000;
-    let mut priority = 0;
-    for &TLine {
-        index: i,
-        tid,
-        priority: prio,
-        interval_us: intv,
-        cycles,
-        min,
-        avg,
-        max,
-    } in &t_lines
-    {
-        let Some(t) = threads.get_mut(i as usize) else {
-            continue;
-        };
-        t.tid = tid;
-        interval_us = intv;
-        priority = prio;
-        if !have_hist {
-            (t.cycles, t.min, t.max, t.avg) = (cycles, min, max, Some(avg as f64));
-        } else if cycles != t.cycles {
-            return Err(bad(
-                format!("T:{i:2} line"),
-                format!(
-                    "C: {cycles} but the histogram holds {} samples with its overflows",
-                    t.cycles
-                ),
-            ));
-        }
-    }
-    let meta = Meta {
-        file,
-        format: "cyclictest-text",
-        unit_ns,
-        interval_us,
-        priority: priority.clamp(0, 99),
-        hist_range: rows.iter().map(|(b, _)| b + 1).max(),
-        cmdline: String::new(),
-        tool_version: String::new(),
-        started_at: String::new(),
-        ended_at: String::new(),
-        system: sysinfo(None),
-    };
-    let mut doc = cyclic_document(threads, meta)?;
-    doc.warnings
-        .push("cyclictest's text prints whole units: averages are truncated".into());
-    Ok(doc)
-}
-
-/// Build the run document of an imported cyclictest run.
-fn cyclic_document(
-    mut imported: Vec<ImportedThread>,
-    meta: Meta<'_>,
-) -> Result<RunDocument, ImportError> {
-    if imported.len() > MAX_THREADS {
-        return Err(bad("thread", "more than 4096 threads"));
-    }
-    imported.sort_by_key(|t| t.index);
-    let unit_ns = meta.unit_ns;
-    let policy = if meta.priority > 0 {
-        SchedPolicy::Fifo
-    } else {
-        SchedPolicy::Other
-    };
-    let mut warnings = Vec::new();
-    let mut threads = Vec::with_capacity(imported.len());
-    for t in imported {
-        let path = format!("thread.{}", t.index);
-        if t.min > t.max && t.cycles > 0 {
-            return Err(bad(&path, format!("min {} > max {}", t.min, t.max)));
-        }
-        let too_large = || bad(&path, "value too large");
-        let (min_ns, max_ns) = (
-            t.min.checked_mul(unit_ns).ok_or_else(too_large)?,
-            t.max.checked_mul(unit_ns).ok_or_else(too_large)?,
-        );
-        let mut hist = new_histogram();
-        let mut beyond = None;
-        let linear = match t.buckets {
-            None => {
-                if t.cycles > 0 {
-                    // Only min, avg and max are known: keep the extremes so percentiles are bounded by them.
-                    hist.saturating_record(min_ns);
-                    if t.cycles > 1 {
-                        hist.saturating_record(max_ns);
-                    }
-                }
-                warnings.push(format!("thread {}: no histogram (cyclictest ran without -h): only min, avg and max are known", t.index));
-                None
-            }
-            Some(pairs) => {
-                let top = pairs.iter().map(|(b, _)| b + 1).max().unwrap_or(0);
-                let n = meta.hist_range.unwrap_or(top).max(top);
-                if n > MAX_BUCKETS {
-                    return Err(bad(
-                        format!("{path}.histogram"),
-                        "more than 1,000,000 buckets",
-                    ));
-                }
-                let mut buckets = vec![0u64; n as usize];
-                let mut sum: u64 = 0;
-                for (b, c) in pairs {
-                    buckets[b as usize] = c;
-                    sum = sum
-                        .checked_add(c)
-                        .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
-                    hist.saturating_record_n(b * unit_ns, c);
-                }
-                let overflows = match t.overflows {
-                    Some(o) => o,
-                    None => t.cycles.checked_sub(sum).ok_or_else(|| {
-                        bad(
-                            format!("{path}.histogram"),
-                            format!("holds {sum} samples but cycles is {}", t.cycles),
-                        )
-                    })?,
-                };
-                if overflows > 0 {
-                    hist.saturating_record_n(n * unit_ns, overflows);
-                    warnings.push(format!(
-                        "thread {}: {overflows} samples were beyond the histogram range ({n} buckets); stored at its edge: percentiles among them are unknown, shown as lower bounds \"> limit\" (max is exact)",
-                        t.index
-                    ));
-                    beyond = Some(Beyond {
-                        limit_ns: n.saturating_mul(unit_ns),
-                        count: overflows,
-                    });
-                }
-                Some(LinearHistogram {
-                    unit_ns,
-                    buckets,
-                    overflows,
-                    overflow_cycles: t.overflow_cycles,
-                })
-            }
-        };
-        let sum_ns = t
-            .avg
-            .map_or(0, |a| (a * unit_ns as f64 * t.cycles as f64).round() as u64);
-        let mut latency = LatencyStats::from_parts(&hist, min_ns, max_ns, sum_ns, 0);
-        latency.count = t.cycles;
-        latency.mean_ns = t.avg.map_or(0.0, |a| a * unit_ns as f64);
-        latency.beyond = beyond;
-        if let Some(w) = beyond.and_then(|b| {
-            limit_warning(
-                &format!("thread {}", t.index),
-                &latency,
-                b.limit_ns,
-                b.count,
-            )
-        }) {
-            warnings.push(w);
-        }
-        threads.push(CyclicThread {
-            windows: Default::default(),
-            index: t.index,
-            tid: t.tid,
-            interval_ns: meta.interval_us * 1000,
-            conditions: ThreadConditions {
-                policy: Setting {
-                    requested: policy,
-                    achieved: policy,
-                    error: None,
-                },
-                priority: Setting {
-                    requested: meta.priority,
-                    achieved: meta.priority,
-                    error: None,
-                },
-                cpu: Setting {
-                    requested: t.cpu,
-                    achieved: t.cpu,
-                    error: None,
-                },
-            },
-            node: t.node,
-            cycles: t.cycles,
-            missed_deadlines: 0,
-            skipped_periods: 0,
-            early_wakeups: 0,
-            last_ns: 0,
-            latency,
-            linear,
-            timeline: Vec::new(),
-            timeline_dropped: 0,
-        });
-    }
-    warnings.push(
-        "cyclictest skips periods that were already over at wake-up: missed deadlines are unknown"
-            .into(),
-    );
-    let result = CyclicResult {
-        config: CyclicConfig {
-            threads: threads.len() as u32,
-            interval_ns: meta.interval_us * 1000,
-            distance_ns: 0,
-            policy,
-            priority: meta.priority,
-            priospread: false,
-            cpus: threads.iter().map(|t| t.conditions.cpu.achieved).collect(),
-            duration_ns: None,
-            loops: None,
-            relative: false,
-            skip_missed: true,
-            hist_buckets: threads
-                .iter()
-                .filter_map(|t| t.linear.as_ref())
-                .map(|l| l.buckets.len() as u32)
-                .max(),
-            unit_ns,
-            spike_threshold_ns: None,
-            break_threshold_ns: None,
-            timeline_interval_ns: 1_000_000_000,
-        },
-        conditions: not_recorded(),
-        threads,
-        spikes: Vec::new(),
-        spikes_total: 0,
-        stop_reason: StopReason::Duration,
-        break_hit: None,
-        elapsed_ns: 0,
-        accounting: None,
-        why: None,
-        load: None,
-    };
-    Ok(imported_document(
-        meta,
-        "cyclictest",
-        ProbeResult::Cyclic(result),
-        warnings,
-    ))
-}
 
 fn not_recorded() -> ProcessConditions {
     let why = Some("not recorded by rt-tests".to_string());
@@ -801,241 +215,62 @@ fn imported_document(
     probe: ProbeResult,
     warnings: Vec<String>,
 ) -> RunDocument {
-    RunDocument {
-        schema_version: rtgauge_model::SCHEMA_VERSION,
-        tool: ToolInfo {
+    let mut doc = RunDocument::new(
+        ToolInfo {
             name: tool.into(),
             version: meta.tool_version,
         },
-        command_line: meta.cmdline.split_whitespace().map(String::from).collect(),
-        started_at: meta.started_at,
-        ended_at: meta.ended_at,
-        system: meta.system,
-        probes: vec![probe],
-        status: RunStatus::Complete,
-        warnings,
-        label: None,
-        tags: Default::default(),
-        profile: None,
-        fingerprint: None,
-        audit: None,
-        verdicts: Vec::new(),
-        imported_from: Some(ImportSource {
-            format: meta.format.into(),
-            file: meta.file.into(),
-            resolution_ns: meta.unit_ns,
-        }),
-    }
+        meta.cmdline.split_whitespace().map(String::from).collect(),
+        meta.started_at,
+        meta.ended_at,
+        meta.system,
+        vec![probe],
+        RunStatus::Complete,
+    );
+    doc.warnings = warnings;
+    doc.imported_from = Some(ImportSource {
+        format: meta.format.into(),
+        file: meta.file.into(),
+        resolution_ns: meta.unit_ns,
+    });
+    doc
 }
 
-/// oslat `--json`: histogram keys are bucket upper edges in µs (3 decimals when the width is not a whole µs);
-/// `min`/`max` are whole µs, or ns when the keys have decimals.
-fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportError> {
-    let threads = v
-        .get("thread")
-        .and_then(Value::as_object)
-        .ok_or(ImportError::Unrecognised)?;
-    if threads.len() > MAX_THREADS {
-        return Err(bad("thread", "more than 4096 threads"));
-    }
-    let mut out = Vec::with_capacity(threads.len());
-    let mut freq_mhz = 0;
-    let mut warnings = Vec::new();
-    let mut width_ns_all = 1000;
-    for (k, t) in threads {
-        let path = format!("thread.{k}");
-        let index: u32 = k
-            .parse()
-            .map_err(|_| bad(&path, "thread keys must be numbers"))?;
-        let num = |f: &str| {
-            t.get(f).and_then(Value::as_u64).ok_or_else(|| {
-                bad(
-                    format!("{path}.{f}"),
-                    "missing or not a non-negative integer",
-                )
-            })
-        };
-        let cpu =
-            u32::try_from(num("cpu")?).map_err(|_| bad(format!("{path}.cpu"), "too large"))?;
-        freq_mhz = num("freq")?;
-        let h = t
-            .get("histogram")
-            .and_then(Value::as_object)
-            .ok_or_else(|| bad(format!("{path}.histogram"), "missing or not an object"))?;
-        let mut edges = Vec::with_capacity(h.len());
-        let mut precise = false;
-        for (e, c) in h {
-            let at = format!("{path}.histogram.{e}");
-            let us: f64 = e
-                .parse()
-                .map_err(|_| bad(&at, "bucket keys must be numbers"))?;
-            if !(us.is_finite() && us > 0.0 && us < 1e9) {
-                return Err(bad(&at, "bucket edge out of range"));
-            }
-            precise |= e.contains('.');
-            edges.push((
-                (us * 1000.0).round() as u64,
-                c.as_u64()
-                    .ok_or_else(|| bad(&at, "count must be a non-negative integer"))?,
+/// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
+pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |what: String, s: &LatencyStats| {
+        if let Some(b) = s.beyond {
+            out.extend(rtgauge_model::latency::limit_warning(
+                &what, s, b.limit_ns, b.count,
             ));
         }
-        edges.sort_unstable();
-        // Bucket width: the smallest edge (oslat's first bucket ends at one width, without bias).
-        let width = edges.first().map_or(1000, |e| e.0).max(1);
-        width_ns_all = width;
-        let unit = if precise { 1 } else { 1000 };
-        let n = edges.last().map_or(0, |e| e.0 / width);
-        if n > 1024 {
-            return Err(bad(format!("{path}.histogram"), "more than 1024 buckets"));
-        }
-        let mut counts = vec![0u64; n as usize];
-        let mut hist = new_histogram();
-        let mut iterations: u64 = 0;
-        for (edge, c) in &edges {
-            let b = (edge / width).saturating_sub(1) as usize;
-            if let Some(slot) = counts.get_mut(b) {
-                *slot += c;
+    };
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                for t in &c.threads {
+                    check(format!("thread {}", t.index), &t.latency);
+                }
             }
-            hist.saturating_record_n(edge.saturating_sub(width), *c);
-            iterations = iterations
-                .checked_add(*c)
-                .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
+            ProbeResult::Oslat(o) => {
+                for t in &o.threads {
+                    check(format!("CPU {}", t.cpu), &t.gaps);
+                }
+            }
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => {}
         }
-        let (min_ns, max_ns) = (
-            num("min")?.saturating_mul(unit),
-            num("max")?.saturating_mul(unit),
-        );
-        let duration_ns = t
-            .get("duration")
-            .and_then(Value::as_f64)
-            .filter(|d| d.is_finite() && *d >= 0.0)
-            .map_or(0, |d| (d * 1e9) as u64);
-        let mut gaps = LatencyStats::from_parts(&hist, min_ns, max_ns, duration_ns, 0);
-        // oslat's last bucket holds its overflows too: the gaps there are known only to be beyond its
-        // lower edge, so percentiles among them are unknown.
-        if let Some(&last) = counts.last().filter(|&&c| c > 0) {
-            gaps.beyond = Some(Beyond {
-                limit_ns: (counts.len() as u64 - 1).saturating_mul(width),
-                count: last,
-            });
-        }
-        gaps.mean_ns = t
-            .get("avg")
-            .and_then(Value::as_f64)
-            .filter(|a| a.is_finite())
-            .map_or(0.0, |a| a * 1000.0);
-        warnings.push(format!(
-            "CPU {cpu}: oslat keeps {} {}-ns buckets only: gaps are stored at their bucket's lower edge, the last bucket includes overflows, and oslat's average is biased up by up to a bucket",
-            counts.len(),
-            width
-        ));
-        out.push(OslatThread {
-            windows: Default::default(),
-            index,
-            cpu,
-            tid: 0,
-            node: None,
-            conditions: ThreadConditions {
-                policy: Setting {
-                    requested: SchedPolicy::Other,
-                    achieved: SchedPolicy::Other,
-                    error: Some("not recorded by oslat".into()),
-                },
-                priority: Setting {
-                    requested: 0,
-                    achieved: 0,
-                    error: Some("not recorded by oslat".into()),
-                },
-                cpu: Setting {
-                    requested: Some(cpu),
-                    achieved: Some(cpu),
-                    error: None,
-                },
-            },
-            iterations,
-            duration_ns,
-            loop_ns: if iterations == 0 {
-                0.0
-            } else {
-                duration_ns as f64 / iterations as f64
-            },
-            gaps,
-            buckets: OslatBuckets {
-                width_ns: width,
-                bias_ns: 0,
-                counts,
-                overflow_sum: 0,
-            },
-            over_thresholds: Vec::new(),
-            lost_ns: 0,
-            availability_pct: 0.0,
-            worst: Vec::new(),
-            timeline: Vec::new(),
-            timeline_dropped: 0,
-        });
     }
-    out.sort_by_key(|t| t.index);
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let duration_ns = out.iter().map(|t| t.duration_ns).max().unwrap_or(0);
-    let result = OslatResult {
-        config: OslatConfig {
-            cpus: out.iter().map(|t| t.cpu).collect(),
-            main_cpu: None,
-            duration_ns,
-            rtprio: None,
-            preheat_ns: 1_000_000_000,
-            single_preheat: false,
-            bucket_count: out.first().map_or(0, |t| t.buckets.counts.len() as u32),
-            bucket_width_ns: width_ns_all,
-            bias: false,
-            workload: Workload::No,
-            workload_mem_bytes: 0,
-            trace_threshold_ns: None,
-            availability_threshold_ns: 5_000,
-            thresholds_ns: Vec::new(),
-            worst_count: 0,
-            timeline_interval_ns: 1_000_000_000,
-        },
-        counter: CounterInfo {
-            source: "oslat".into(),
-            frequency_hz: freq_mhz.saturating_mul(1_000_000),
-            calibration: "reported by oslat (MHz)".into(),
-            calibration_spread_ppm: 0.0,
-            cross_check_ppm: 0.0,
-        },
-        conditions: not_recorded(),
-        threads: out,
-        stop_reason: StopReason::Duration,
-        trace_hit: None,
-        elapsed_ns: duration_ns,
-        accounting: None,
-        why: None,
-        load: None,
-    };
-    let meta = Meta {
-        file,
-        format: "oslat-json",
-        unit_ns: width_ns_all,
-        interval_us: 0,
-        priority: 0,
-        hist_range: None,
-        cmdline: s("cmdline:"),
-        tool_version: s("rt_test_version:"),
-        started_at: rfc2822_to_3339(&s("start_time")),
-        ended_at: rfc2822_to_3339(&s("end_time")),
-        system: sysinfo(v.get("sysinfo")),
-    };
-    Ok(imported_document(
-        meta,
-        "oslat",
-        ProbeResult::Oslat(result),
-        warnings,
-    ))
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtgauge_model::cyclic::CyclicResult;
 
     pub const SAMPLE: &str = r##"{
   "file_version": 1,
@@ -1073,6 +308,35 @@ mod tests {
             ProbeResult::Cyclic(c) => c,
             _ => panic!("expected cyclic"),
         }
+    }
+
+    #[test]
+    fn every_format_goes_through_one_importer_and_exporter_shape() {
+        use crate::{csv::Csv, native::NativeJson, rttests::RtTestsJson, ExportError, Exporter};
+        let any = AnyRtTests { text_unit_ns: 1000 };
+        let d = CyclictestJson.import(SAMPLE, "ct.json").unwrap();
+        assert_eq!(any.import(SAMPLE, "ct.json").unwrap(), d);
+        assert_eq!(
+            OslatJson.import(OSLAT, "o.json").unwrap(),
+            any.import(OSLAT, "o.json").unwrap()
+        );
+        let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+        // The native document reads back as it was written.
+        let native = text(NativeJson.export(&d).unwrap());
+        assert_eq!(NativeJson.import(&native, "d.json").unwrap(), d);
+        // rt-tests JSON out reads back in with the same figures.
+        let rt = text(RtTestsJson.export(&d).unwrap());
+        let again = CyclictestJson.import(&rt, "rt.json").unwrap();
+        assert_eq!(cyclic(&again).threads[0].latency.max_ns, 601_000);
+        assert_eq!(cyclic(&again).threads[1].cycles, 100);
+        // CSV: a header and one row per thread.
+        assert_eq!(text(Csv.export(&d).unwrap()).lines().count(), 3);
+        let mut none = d.clone();
+        none.probes.clear();
+        assert!(matches!(
+            RtTestsJson.export(&none),
+            Err(ExportError::NoRtTestsResult)
+        ));
     }
 
     #[test]
