@@ -51,7 +51,28 @@ pub struct AnyRtTests {
 
 impl Importer for AnyRtTests {
     fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
-        parse_rt_tests(text, file, self.text_unit_ns)
+        if text.trim_start().starts_with('{') {
+            let v: Value =
+                serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+            if v.get("schema_version").is_some() && v.get("probes").is_some() {
+                return crate::native::from_value(v);
+            }
+            let first = v
+                .get("thread")
+                .and_then(Value::as_object)
+                .and_then(|t| t.values().next());
+            if first.is_some_and(|t| t.get("freq").is_some() && t.get("cycles").is_none()) {
+                return oslat_json(&v, file);
+            }
+            return cyclictest_json(&v, file);
+        }
+        if text
+            .lines()
+            .any(|l| l.trim_start().starts_with("Counter Freq:"))
+        {
+            return parse_oslat_text(text, file);
+        }
+        parse_cyclictest_text(text, file, self.text_unit_ns)
     }
 }
 
@@ -84,27 +105,7 @@ pub fn parse_rt_tests(
     file: &str,
     text_unit_ns: u64,
 ) -> Result<RunDocument, ImportError> {
-    if text.trim_start().starts_with('{') {
-        let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
-        if v.get("schema_version").is_some() && v.get("probes").is_some() {
-            return crate::native::from_value(v);
-        }
-        let first = v
-            .get("thread")
-            .and_then(Value::as_object)
-            .and_then(|t| t.values().next());
-        if first.is_some_and(|t| t.get("freq").is_some() && t.get("cycles").is_none()) {
-            return oslat_json(&v, file);
-        }
-        return cyclictest_json(&v, file);
-    }
-    if text
-        .lines()
-        .any(|l| l.trim_start().starts_with("Counter Freq:"))
-    {
-        return parse_oslat_text(text, file);
-    }
-    parse_cyclictest_text(text, file, text_unit_ns)
+    AnyRtTests { text_unit_ns }.import(text, file)
 }
 
 /// The value of a flag in a cyclictest command line (`-i 200`, `-i200`, `--interval=200`).
