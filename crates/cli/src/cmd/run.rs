@@ -1,5 +1,6 @@
 //! `rtgauge run`: the main job. profile → host facts (fingerprint, audit) → probes → run document → store →
-//! summary and verdicts.
+//! summary and verdicts. [`run`] reads as that pipeline, a function per stage: load → plan → measure →
+//! judge → store → report.
 //!
 //! The run is stored as `running` before the first probe starts and checkpointed (histograms of completed
 //! intervals, timeline) every `--checkpoint` while the timer probe runs, so a run killed with SIGKILL or by a

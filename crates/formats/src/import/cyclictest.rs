@@ -130,6 +130,7 @@ pub(super) fn cyclictest_json(v: &Value, file: &str) -> Result<RunDocument, Impo
     cyclic_document(out, meta)
 }
 
+/// Numbers after a `# Label:` prefix (`# Max Latencies: 00601 00012`).
 fn hash_values(line: &str, label: &str) -> Option<Vec<u64>> {
     let rest = line.strip_prefix(label)?;
     Some(

@@ -185,8 +185,6 @@ fn sysinfo(sys: Option<&Value>) -> SystemInfo {
     }
 }
 
-/// Numbers after a `# Label:` prefix (`# Max Latencies: 00601 00012`).
-
 fn not_recorded() -> ProcessConditions {
     let why = Some("not recorded by rt-tests".to_string());
     ProcessConditions {
