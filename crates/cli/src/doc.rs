@@ -1,57 +1,9 @@
-//! Building the run document around probe results: tool, command line, timestamps, system facts.
+//! Writing a verb's documents to files: the run document (`--output`), rt-tests JSON (`--json`), atomically.
 
-use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus, SystemInfo, ToolInfo};
+use rtgauge_model::run::{ProbeResult, RunStatus, SystemInfo};
 
-pub fn tool_info() -> ToolInfo {
-    ToolInfo {
-        name: "rtgauge".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-    }
-}
-
-/// The command line as the user typed it, one argument per element.
-pub fn command_line() -> Vec<String> {
-    std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
-}
-
-/// RFC 3339 UTC timestamp of now.
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// RFC 2822 local timestamp of now, as rt-tests writes it.
-pub fn now_rfc2822() -> String {
-    chrono::Local::now().to_rfc2822()
-}
-
-pub fn document(
-    started_at: String,
-    system: SystemInfo,
-    probes: Vec<ProbeResult>,
-    status: RunStatus,
-    warnings: Vec<String>,
-) -> RunDocument {
-    RunDocument {
-        schema_version: rtgauge_model::SCHEMA_VERSION,
-        tool: tool_info(),
-        command_line: command_line(),
-        started_at,
-        ended_at: now_rfc3339(),
-        system,
-        probes,
-        status,
-        warnings,
-        label: None,
-        tags: Default::default(),
-        profile: None,
-        fingerprint: None,
-        audit: None,
-        verdicts: Vec::new(),
-        imported_from: None,
-    }
-}
+// The envelope itself (tool, command line, timestamps) is a format: it lives in rtgauge-formats.
+pub use rtgauge_formats::envelope::{command_line, document, now_rfc2822, now_rfc3339};
 
 /// Write a verb's one-probe run document to its `--output` file.
 pub fn write_output(
@@ -109,12 +61,12 @@ pub fn write_rt_tests_json(
     path: &std::path::Path,
     start_rfc2822: &str,
     system: &SystemInfo,
-    render: impl FnOnce(&rtgauge_report::rttests::Envelope<'_>) -> serde_json::Value,
+    render: impl FnOnce(&rtgauge_formats::rttests::Envelope<'_>) -> serde_json::Value,
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let cmdline = command_line().join(" ");
     let end = now_rfc2822();
-    let env = rtgauge_report::rttests::Envelope {
+    let env = rtgauge_formats::rttests::Envelope {
         cmdline: &cmdline,
         version: env!("CARGO_PKG_VERSION"),
         start_time: start_rfc2822,

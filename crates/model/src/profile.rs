@@ -34,7 +34,8 @@ pub struct ProbeSpec {
     /// `cyclic`, `oslat`, `net`, `ops`, `mem` or `numa`. The profile's duration applies to cyclic, oslat and net:
     /// ops and mem run for their repetitions (`-r`, `--sample-time`), numa for its `--interval`.
     pub kind: ProbeKind,
-    /// The probe's command-line flags (without `-D`: the duration comes from the profile or `--duration`).
+    /// The probe's flags, as its verb reads them. The duration is not among them: the run hands the
+    /// profile's (or `--duration`'s) to the probe as a duration.
     pub flags: String,
 }
 
@@ -131,17 +132,6 @@ impl ProfileSpec {
     pub fn validate(&self) -> Result<Profile, ProfileError> {
         if self.probes.is_empty() {
             return Err(field("probe", "a profile needs at least one [[probe]]"));
-        }
-        for p in &self.probes {
-            if p.flags
-                .split_whitespace()
-                .any(|f| f == "-D" || f.starts_with("--duration"))
-            {
-                return Err(field(
-                    "probe.flags",
-                    "no -D/--duration in flags: the profile's duration applies",
-                ));
-            }
         }
         let d = duration("duration", &self.duration)?;
         if d.as_ns() == 0 {
@@ -347,7 +337,6 @@ mod tests {
         let cases = [
             ("name = 'x'\nduration = '1s'\n", "probe"),
             ("name = 'x'\nduration = 'soon'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "duration"),
-            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = '-D 5'\n", "probe.flags"),
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'oslat.max'\nmax = '1us'\n", "gate.metric"),
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.max'\nmax = 'big'\n", "gate.max"),
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.samples_at_or_above'\nmax = '0'\n", "gate.threshold"),

@@ -110,7 +110,68 @@ pub struct RunDocument {
     pub imported_from: Option<ImportSource>,
 }
 
+impl RunDocument {
+    /// A document of the current schema around `probes`; label, tags, profile, fingerprint, audit,
+    /// verdicts, warnings and import source empty, for the caller to fill. The one constructor, so a new
+    /// field has one place to get its default.
+    pub fn new(
+        tool: ToolInfo,
+        command_line: Vec<String>,
+        started_at: String,
+        ended_at: String,
+        system: SystemInfo,
+        probes: Vec<ProbeResult>,
+        status: RunStatus,
+    ) -> RunDocument {
+        RunDocument {
+            schema_version: crate::SCHEMA_VERSION,
+            tool,
+            command_line,
+            started_at,
+            ended_at,
+            system,
+            probes,
+            status,
+            warnings: Vec::new(),
+            label: None,
+            tags: BTreeMap::new(),
+            profile: None,
+            fingerprint: None,
+            audit: None,
+            verdicts: Vec::new(),
+            imported_from: None,
+        }
+    }
+}
+
+impl RunStatus {
+    /// The one rule from how probes ended to how the run did: `complete` when every planned probe ran
+    /// (`all_ran`) and none was stopped by a signal, else `interrupted`.
+    pub fn of_probes(probes: &[ProbeResult], all_ran: bool) -> RunStatus {
+        let signalled = probes
+            .iter()
+            .any(|p| p.stop_reason() == Some(crate::cyclic::StopReason::Signal));
+        if all_ran && !signalled {
+            RunStatus::Complete
+        } else {
+            RunStatus::Interrupted
+        }
+    }
+}
+
 impl ProbeResult {
+    /// Why a timed probe (timer latency, OS noise) ended; `None` for the others.
+    pub fn stop_reason(&self) -> Option<crate::cyclic::StopReason> {
+        match self {
+            ProbeResult::Cyclic(c) => Some(c.stop_reason),
+            ProbeResult::Oslat(o) => Some(o.stop_reason),
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => None,
+        }
+    }
+
     /// The probe's comparable figures (see [`crate::measure`]).
     pub fn measures(&self) -> Vec<crate::measure::Measure> {
         match self {

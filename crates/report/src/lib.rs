@@ -1,5 +1,6 @@
-//! Rendering: every output of rtgauge is a pure function of model data (`render_*`), so it can be
-//! golden-tested and re-rendered from stored runs.
+//! The views: terminal tables, HTML pages and charts, comparisons; each a pure function of model data
+//! (`render_*`), so it can be golden-tested and re-rendered from stored runs. File formats (rt-tests, CSV)
+//! are rtgauge-formats'.
 
 pub mod charts;
 pub mod compare;
@@ -9,7 +10,6 @@ pub mod mem;
 pub mod net;
 pub mod numa;
 pub mod ops;
-pub mod rttests;
 pub mod spikes;
 pub mod terminal;
 pub mod threads;

@@ -9,7 +9,6 @@
 //!   data of its last checkpoint;
 //! - deleting is explicit (`runs delete`); nothing else removes a stored run.
 
-pub mod import;
 mod sqlite;
 
 pub use sqlite::SqliteStore;

@@ -10,16 +10,16 @@
 use super::parse_duration_arg;
 use anyhow::{bail, Context as _};
 use clap::{ArgAction, Args};
+use rtgauge_formats::rttests;
 use rtgauge_host::cpu::{read_cpu_mask, read_cpu_node, CpuMask};
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::{CyclicConfig, CyclicResult, StopReason};
+use rtgauge_model::cyclic::{CyclicConfig, CyclicResult};
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus, SystemInfo};
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_report::rttests;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -586,18 +586,9 @@ pub fn document(
     result: CyclicResult,
     warnings: Vec<String>,
 ) -> RunDocument {
-    let status = if result.stop_reason == StopReason::Signal {
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Complete
-    };
-    crate::doc::document(
-        started,
-        system,
-        vec![ProbeResult::Cyclic(result)],
-        status,
-        warnings,
-    )
+    let probes = vec![ProbeResult::Cyclic(result)];
+    let status = RunStatus::of_probes(&probes, true);
+    crate::doc::document(started, system, probes, status, warnings)
 }
 
 /// Summary lines, percentiles, spikes, histogram and break information, in cyclictest's order of output.

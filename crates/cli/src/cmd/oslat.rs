@@ -9,15 +9,14 @@
 use super::parse_duration_arg;
 use anyhow::{bail, Context as _};
 use clap::Args;
+use rtgauge_formats::rttests;
 use rtgauge_host::cpu::{read_cpu_mask, read_cpu_node, CpuMask};
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::StopReason;
 use rtgauge_model::oslat::{OslatConfig, OslatResult, Workload};
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::oslat::{self, OslatPlan, Phases};
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_report::rttests;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -363,19 +362,9 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
     if let Some(path) = &a.output {
-        let status = if result.stop_reason == StopReason::Signal {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
-        };
-        crate::doc::write_output(
-            path,
-            started,
-            system,
-            ProbeResult::Oslat(result),
-            status,
-            warnings,
-        )?;
+        let probe = ProbeResult::Oslat(result);
+        let status = RunStatus::of_probes(std::slice::from_ref(&probe), true);
+        crate::doc::write_output(path, started, system, probe, status, warnings)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `rtgauge run`: the main job. profile → host facts (fingerprint, audit) → probes → run document → store →
-//! summary and verdicts.
+//! summary and verdicts. [`run`] reads as that pipeline, a function per stage: load → plan → measure →
+//! judge → store → report.
 //!
 //! The run is stored as `running` before the first probe starts and checkpointed (histograms of completed
 //! intervals, timeline) every `--checkpoint` while the timer probe runs, so a run killed with SIGKILL or by a
@@ -13,7 +14,7 @@ use clap::{Args, Parser};
 use rtgauge_host::audit::AuditOptions;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::{CyclicResult, StopReason};
+use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::profile::{self, ProbeKind, Profile};
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
@@ -99,7 +100,26 @@ pub fn load_profile(name: &str) -> anyhow::Result<Profile> {
             e.utf8_error().valid_up_to()
         )
     })?;
-    profile::parse_profile(&text).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))
+    let profile =
+        profile::parse_profile(&text).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))?;
+    check_flags(&profile).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))?;
+    Ok(profile)
+}
+
+/// A profile's flags hold no duration: the profile's (or `--duration`'s) is handed to the probes as a
+/// duration, so a `-D` in the flags would be silently overridden.
+fn check_flags(profile: &Profile) -> Result<(), String> {
+    let has_duration = |p: &profile::ProbeSpec| {
+        p.flags
+            .split_whitespace()
+            .any(|f| f == "-D" || f.starts_with("--duration"))
+    };
+    match profile.probes.iter().any(has_duration) {
+        true => {
+            Err("probe.flags: no -D/--duration in flags: the profile's duration applies".into())
+        }
+        false => Ok(()),
+    }
 }
 
 /// The measured CPUs and a housekeeping CPU for the main threads.
@@ -178,7 +198,18 @@ struct Recorder<'a> {
     warned: bool,
 }
 
-impl Recorder<'_> {
+impl<'a> Recorder<'a> {
+    /// Checkpoints of run `id` every `every` (at least 1 s).
+    fn new(store: &'a mut SqliteStore, id: i64, every: Nanos) -> Recorder<'a> {
+        Recorder {
+            store,
+            id,
+            every: Duration::from_nanos(every.as_ns().max(1_000_000_000)),
+            last: Instant::now(),
+            warned: false,
+        }
+    }
+
     /// Whether the checkpoint interval has passed since the last save.
     fn due(&self) -> bool {
         self.last.elapsed() >= self.every
@@ -282,84 +313,153 @@ impl Progress {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    // Load: the profile, where to measure, the store.
     let profile = load_profile(&a.profile)?;
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
     let place = placement(&root, a.cpus.as_deref())?;
     let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
     let mut store = SqliteStore::open(&db).with_context(|| format!("--db {}", db.display()))?;
-
-    // Resolve every probe before measuring anything, so that bad flags fail fast.
-    let mut plans = Vec::new();
-    let mut loads = Vec::new();
-    for spec in &profile.probes {
-        let mut argv = expand(&spec.flags, &place);
-        // ops and mem have their own repetition flags and numa its --interval: the duration is not theirs.
-        if matches!(
-            spec.kind,
-            ProbeKind::Cyclic | ProbeKind::Oslat | ProbeKind::Net
-        ) {
-            argv.push("-D".into());
-            argv.push(format!("{}ms", (duration.as_ns() / 1_000_000).max(1)));
-        }
-        if a.trace
-            && matches!(spec.kind, ProbeKind::Cyclic | ProbeKind::Oslat)
-            && !argv.iter().any(|f| f == "--trace")
-        {
-            argv.push("--trace".into());
-        }
-        let what = format!(
-            "profile {} {:?} flags '{}'",
-            profile.name,
-            spec.kind,
-            argv.join(" ")
-        );
-        // A profile probe's `--load MIX` and `--load-cmd` run beside that probe only (see docs/load.md).
-        let mut load_spec = (None, None);
-        plans.push(match spec.kind {
-            ProbeKind::Cyclic => {
-                let args: cyclic::CyclicArgs = flags(&argv, &what)?;
-                load_spec = (args.load.clone(), args.load_cmd.clone());
-                let r = cyclic::resolve(&args, &root).with_context(|| what.clone())?;
-                Planned::Cyclic(Box::new(r))
-            }
-            ProbeKind::Oslat => {
-                let args: oslat::OslatArgs = flags(&argv, &what)?;
-                load_spec = (args.load.clone(), args.load_cmd.clone());
-                Planned::Oslat(
-                    Box::new(oslat::resolve(&args, &root).with_context(|| what.clone())?),
-                    args.trace,
-                )
-            }
-            ProbeKind::Net => {
-                let args: net::NetArgs = flags(&argv, &what)?;
-                let plan = args.command.plan(&root).with_context(|| what.clone())?;
-                Planned::Net(Box::new(plan))
-            }
-            ProbeKind::Ops => {
-                let args: ops::OpsArgs = flags(&argv, &what)?;
-                Planned::Ops(Box::new(
-                    ops::resolve(&args, &root).with_context(|| what.clone())?,
-                ))
-            }
-            ProbeKind::Mem => {
-                let args: mem::MemArgs = flags(&argv, &what)?;
-                Planned::Mem(Box::new(
-                    mem::resolve(&args, &root).with_context(|| what.clone())?,
-                ))
-            }
-            ProbeKind::Numa => {
-                let args: numa::NumaArgs = flags(&argv, &what)?;
-                Planned::Numa(args.pids, args.interval)
-            }
-        });
-        loads.push(load_spec);
-    }
-
+    // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
+    let stages = plan(&profile, duration, a.trace, &place, &root)?;
     let stop = StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
-    let system = rtgauge_host::system::read_system_info(&root);
+    let cx = Context {
+        root,
+        place,
+        duration,
+        stop,
+    };
+    // Host facts, then measure, checkpointing into the stored run.
+    let mut doc = begin(a, &profile, &cx);
+    let id = store
+        .insert(&doc)
+        .with_context(|| format!("storing the run in {}", db.display()))?;
+    announce(id, &profile, &doc, &cx);
+    doc.audit = Some(audit(&cx.root, a.no_sample));
+    let mut rec = Recorder::new(&mut store, id, a.checkpoint);
+    rec.save(&doc);
+    measure(stages, &mut doc, &mut rec, &cx)?;
+    // Judge, store, report.
+    judge(&mut doc, &profile, &cx.stop);
+    for w in &doc.warnings {
+        eprintln!("rtgauge: warning: {w}");
+    }
+    rec.store
+        .update(id, &doc)
+        .with_context(|| format!("storing run {id} in {}", db.display()))?;
+    if let Some(path) = &a.output {
+        crate::doc::write_json(path, &doc)
+            .with_context(|| format!("--output {}", path.display()))?;
+    }
+    report(a, id, &db, &doc)
+}
+
+/// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
+struct Context {
+    root: HostRoot,
+    place: Placement,
+    duration: Nanos,
+    stop: StopFlag,
+}
+
+/// `--load MIX` and `--load-cmd` of one profile probe: they run beside that probe only (docs/load.md).
+type LoadFlags = (Option<rtgauge_model::load::LoadSpec>, Option<String>);
+
+/// A profile probe, resolved, and the load beside it.
+struct Stage {
+    probe: Planned,
+    load: LoadFlags,
+}
+
+/// Resolve every probe of the profile with its verb's own flag parser. The profile's duration is handed to
+/// the timed probes (cyclic, oslat, net) as a duration: ops and mem have their own repetition flags and
+/// numa its --interval.
+fn plan(
+    profile: &Profile,
+    duration: Nanos,
+    trace: bool,
+    place: &Placement,
+    root: &HostRoot,
+) -> anyhow::Result<Vec<Stage>> {
+    profile
+        .probes
+        .iter()
+        .map(|spec| {
+            let argv = expand(&spec.flags, place);
+            let what = format!(
+                "profile {} {:?} flags '{}'",
+                profile.name,
+                spec.kind,
+                argv.join(" ")
+            );
+            plan_probe(spec.kind, &argv, &what, duration, trace, root)
+        })
+        .collect()
+}
+
+/// One profile probe: its flags parsed and resolved as its verb does, `duration` and `--trace` set.
+fn plan_probe(
+    kind: ProbeKind,
+    argv: &[String],
+    what: &str,
+    duration: Nanos,
+    trace: bool,
+    root: &HostRoot,
+) -> anyhow::Result<Stage> {
+    let mut load = (None, None);
+    let probe = match kind {
+        ProbeKind::Cyclic => {
+            let mut args: cyclic::CyclicArgs = flags(argv, what)?;
+            args.duration = Some(duration);
+            args.trace |= trace;
+            load = (args.load.clone(), args.load_cmd.clone());
+            let r = cyclic::resolve(&args, root).with_context(|| what.to_string())?;
+            Planned::Cyclic(Box::new(r))
+        }
+        ProbeKind::Oslat => {
+            let mut args: oslat::OslatArgs = flags(argv, what)?;
+            args.duration = duration;
+            args.trace |= trace;
+            load = (args.load.clone(), args.load_cmd.clone());
+            let p = oslat::resolve(&args, root).with_context(|| what.to_string())?;
+            Planned::Oslat(Box::new(p), args.trace)
+        }
+        ProbeKind::Net => {
+            let mut args: net::NetArgs = flags(argv, what)?;
+            match &mut args.command {
+                net::NetCommand::Cps(c) => c.load.duration = duration,
+                net::NetCommand::Throughput(t) => t.load.duration = duration,
+                net::NetCommand::Serve(s) => s.duration = Some(duration),
+            }
+            let plan = args.command.plan(root).with_context(|| what.to_string())?;
+            Planned::Net(Box::new(plan))
+        }
+        ProbeKind::Ops => {
+            let args: ops::OpsArgs = flags(argv, what)?;
+            Planned::Ops(Box::new(
+                ops::resolve(&args, root).with_context(|| what.to_string())?,
+            ))
+        }
+        ProbeKind::Mem => {
+            let args: mem::MemArgs = flags(argv, what)?;
+            Planned::Mem(Box::new(
+                mem::resolve(&args, root).with_context(|| what.to_string())?,
+            ))
+        }
+        ProbeKind::Numa => {
+            let args: numa::NumaArgs = flags(argv, what)?;
+            Planned::Numa(args.pids, args.interval)
+        }
+    };
+    Ok(Stage { probe, load })
+}
+
+/// The run document before the first probe: system facts, profile, label, tags, fingerprint, and a warning
+/// when the run is shorter than the profile's qualification asks.
+fn begin(a: &RunArgs, profile: &Profile, cx: &Context) -> RunDocument {
+    let system = rtgauge_host::system::read_system_info(&cx.root);
     let mut doc = crate::doc::document(
         crate::doc::now_rfc3339(),
         system,
@@ -370,16 +470,18 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     doc.profile = Some(profile.name.clone());
     doc.label = a.label.clone();
     doc.tags = a.tags.iter().cloned().collect();
+    let duration = cx.duration;
     if let Some(min) = profile.min_duration.filter(|m| duration < *m) {
         let w = format!("profile {} asks for at least {min} per probe; this run measures {duration}: not a qualification", profile.name);
         eprintln!("rtgauge: warning: {w}");
         doc.warnings.push(w);
     }
-    doc.fingerprint = Some(rtgauge_host::fingerprint::read_fingerprint(&root));
-    let id = store
-        .insert(&doc)
-        .with_context(|| format!("storing the run in {}", db.display()))?;
+    doc.fingerprint = Some(rtgauge_host::fingerprint::read_fingerprint(&cx.root));
+    doc
+}
 
+/// The run's first line: what is measured where.
+fn announce(id: i64, profile: &Profile, doc: &RunDocument, cx: &Context) {
     println!(
         "rtgauge run {id}: profile {} ({}), {} {} {}, measuring CPUs {} (housekeeping CPU {}), {} per probe",
         profile.name,
@@ -387,16 +489,20 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         doc.system.nodename,
         doc.system.release,
         if doc.system.realtime { "PREEMPT_RT" } else { "not PREEMPT_RT" },
-        place.cpus,
-        place.housekeeping,
-        duration
+        cx.place.cpus,
+        cx.place.housekeeping,
+        cx.duration
     );
+}
+
+/// The tuning audit, its summary printed.
+fn audit(root: &HostRoot, no_sample: bool) -> rtgauge_model::audit::AuditReport {
     let audit = rtgauge_host::audit::run_audit(
-        &root,
+        root,
         &AuditOptions {
             target: None,
             isolated: None,
-            sample: (!a.no_sample).then(|| Duration::from_secs(1)),
+            sample: (!no_sample).then(|| Duration::from_secs(1)),
         },
     );
     let s = &audit.summary;
@@ -404,101 +510,49 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         "audit: {} pass, {} warn, {} fail, {} n/a, {} unavailable",
         s.pass, s.warn, s.fail, s.not_applicable, s.unavailable
     );
-    doc.audit = Some(audit);
-    let mut rec = Recorder {
-        store: &mut store,
-        id,
-        every: Duration::from_nanos(a.checkpoint.as_ns().max(1_000_000_000)),
-        last: Instant::now(),
-        warned: false,
-    };
-    rec.save(&doc);
+    audit
+}
 
-    for (plan, load_spec) in plans.into_iter().zip(loads) {
-        if stop.is_set() {
+/// Run the stages in order until one is stopped, storing the document after each.
+fn measure(
+    stages: Vec<Stage>,
+    doc: &mut RunDocument,
+    rec: &mut Recorder<'_>,
+    cx: &Context,
+) -> anyhow::Result<()> {
+    for stage in stages {
+        if cx.stop.is_set() {
             break;
         }
-        let before = rtgauge_host::accounting::read_snapshot(&root);
+        let before = rtgauge_host::accounting::read_snapshot(&cx.root);
         let account = || {
             Some(rtgauge_host::accounting::delta(
                 &before,
-                &rtgauge_host::accounting::read_snapshot(&root),
+                &rtgauge_host::accounting::read_snapshot(&cx.root),
             ))
         };
-        match plan {
+        match stage.probe {
             Planned::Cyclic(r) => {
-                for n in &r.notes {
-                    eprintln!("rtgauge: warning: {n}");
-                    doc.warnings.push(n.clone());
-                }
-                let mut progress = Progress::new("cyclic", Duration::from_nanos(duration.as_ns()));
-                let measured = CpuSet::new(r.plan.config.cpus.iter().flatten().copied());
-                let load = super::load::start(
-                    load_spec.0.as_ref(),
-                    load_spec.1.as_deref(),
-                    &measured,
-                    &root,
-                )?;
-                let result = {
-                    let base = &doc;
-                    let rec = &mut rec;
-                    let progress = &mut progress;
-                    let mut hook =
-                        |e: Duration, live: &[LiveThread], ck: &mut dyn FnMut() -> CyclicResult| {
-                            progress.cyclic(e, live);
-                            if rec.due() {
-                                rec.checkpoint(base, ProbeResult::Cyclic(ck()));
-                            }
-                        };
-                    cyclic::measure(&r.plan, r.why, true, &stop, &mut hook)
-                };
-                let load = super::load::finish(load);
-                let mut result = result?;
-                result.load = load;
+                let mut result = measure_cyclic(&r, &stage.load, doc, rec, cx)?;
                 result.accounting = account();
-                progress.finish();
                 doc.warnings.extend(cyclic::shortfalls(&result));
                 doc.probes.push(ProbeResult::Cyclic(result));
             }
             Planned::Oslat(p, trace) => {
-                eprintln!(
-                    "oslat on CPUs {} for {duration} (after a {} preheat)…",
-                    place.cpus,
-                    Nanos(p.config.preheat_ns)
-                );
-                let mut hook = OslatHook {
-                    base: &doc,
-                    rec: &mut rec,
-                    progress: Progress::new("oslat", Duration::from_nanos(duration.as_ns())),
-                    last: String::new(),
-                };
-                let measured = CpuSet::new(p.config.cpus.iter().copied());
-                let load = super::load::start(
-                    load_spec.0.as_ref(),
-                    load_spec.1.as_deref(),
-                    &measured,
-                    &root,
-                )?;
-                let mut why = super::why::OslatWhy::new(&mut hook, &p, trace);
-                let result = rtgauge_probe::oslat::run(&p, &stop, &mut why);
-                let load = super::load::finish(load);
-                let mut result = result?;
-                why.finish(&mut result);
-                result.load = load;
-                hook.progress.finish();
+                let mut result = measure_oslat(&p, trace, &stage.load, doc, rec, cx)?;
                 result.accounting = account();
                 doc.warnings.extend(oslat::shortfalls(&result));
                 doc.probes.push(ProbeResult::Oslat(result));
             }
             Planned::Net(p) => {
-                eprintln!("net for {duration} per measurement…");
-                for r in net::measure(&p, &stop, &root)? {
+                eprintln!("net for {} per measurement…", cx.duration);
+                for r in net::measure(&p, &cx.stop, &cx.root)? {
                     doc.probes.push(ProbeResult::Net(r));
                 }
             }
             Planned::Ops(p) => {
                 eprintln!("ops: {} operations…", p.config.ops.len());
-                let result = rtgauge_probe::ops::run(&p, &stop)?;
+                let result = rtgauge_probe::ops::run(&p, &cx.stop)?;
                 doc.warnings.extend(ops::shortfalls(&result));
                 doc.probes.push(ProbeResult::Ops(result));
             }
@@ -513,37 +567,96 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             }
             Planned::Numa(pids, interval) => {
                 doc.probes
-                    .push(ProbeResult::Numa(numa::measure(&root, &pids, interval)));
+                    .push(ProbeResult::Numa(numa::measure(&cx.root, &pids, interval)));
             }
         }
         doc.ended_at = crate::doc::now_rfc3339();
-        rec.save(&doc);
+        rec.save(doc);
     }
+    Ok(())
+}
 
-    let interrupted = stop.is_set()
-        || doc.probes.len() < profile.probes.len()
-        || doc
-            .probes
-            .iter()
-            .any(|p| matches!(p, ProbeResult::Cyclic(c) if c.stop_reason == StopReason::Signal));
-    doc.status = if interrupted {
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Complete
+/// The timer probe with its load beside it, progress on stderr and checkpoints into the stored run.
+fn measure_cyclic(
+    r: &cyclic::Resolved,
+    load: &LoadFlags,
+    doc: &mut RunDocument,
+    rec: &mut Recorder<'_>,
+    cx: &Context,
+) -> anyhow::Result<CyclicResult> {
+    for n in &r.notes {
+        eprintln!("rtgauge: warning: {n}");
+        doc.warnings.push(n.clone());
+    }
+    let mut progress = Progress::new("cyclic", Duration::from_nanos(cx.duration.as_ns()));
+    let measured = CpuSet::new(r.plan.config.cpus.iter().flatten().copied());
+    let running = super::load::start(load.0.as_ref(), load.1.as_deref(), &measured, &cx.root)?;
+    let result = {
+        let base = &*doc;
+        let progress = &mut progress;
+        let mut hook = |e: Duration, live: &[LiveThread], ck: &mut dyn FnMut() -> CyclicResult| {
+            progress.cyclic(e, live);
+            if rec.due() {
+                rec.checkpoint(base, ProbeResult::Cyclic(ck()));
+            }
+        };
+        cyclic::measure(&r.plan, r.why, true, &cx.stop, &mut hook)
     };
-    doc.verdicts = profile.gates.iter().map(|g| g.judge(&doc)).collect();
-    doc.ended_at = crate::doc::now_rfc3339();
-    for w in &doc.warnings {
-        eprintln!("rtgauge: warning: {w}");
-    }
-    rec.store
-        .update(id, &doc)
-        .with_context(|| format!("storing run {id} in {}", db.display()))?;
-    if let Some(path) = &a.output {
-        crate::doc::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))?;
-    }
+    let achieved = super::load::finish(running);
+    let mut result = result?;
+    result.load = achieved;
+    progress.finish();
+    Ok(result)
+}
 
+/// The OS-noise probe with its load beside it, progress on stderr and checkpoints into the stored run.
+fn measure_oslat(
+    p: &rtgauge_probe::oslat::OslatPlan,
+    trace: bool,
+    load: &LoadFlags,
+    doc: &RunDocument,
+    rec: &mut Recorder<'_>,
+    cx: &Context,
+) -> anyhow::Result<OslatResult> {
+    eprintln!(
+        "oslat on CPUs {} for {} (after a {} preheat)…",
+        cx.place.cpus,
+        cx.duration,
+        Nanos(p.config.preheat_ns)
+    );
+    let mut hook = OslatHook {
+        base: doc,
+        rec,
+        progress: Progress::new("oslat", Duration::from_nanos(cx.duration.as_ns())),
+        last: String::new(),
+    };
+    let measured = CpuSet::new(p.config.cpus.iter().copied());
+    let running = super::load::start(load.0.as_ref(), load.1.as_deref(), &measured, &cx.root)?;
+    let mut why = super::why::OslatWhy::new(&mut hook, p, trace);
+    let result = rtgauge_probe::oslat::run(p, &cx.stop, &mut why);
+    let achieved = super::load::finish(running);
+    let mut result = result?;
+    why.finish(&mut result);
+    result.load = achieved;
+    hook.progress.finish();
+    Ok(result)
+}
+
+/// The run's status (every probe ran, none stopped by a signal) and the profile's verdicts.
+fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
+    let all_ran = !stop.is_set() && doc.probes.len() >= profile.probes.len();
+    doc.status = RunStatus::of_probes(&doc.probes, all_ran);
+    doc.verdicts = profile.gates.iter().map(|g| g.judge(doc)).collect();
+    doc.ended_at = crate::doc::now_rfc3339();
+}
+
+/// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
+fn report(
+    a: &RunArgs,
+    id: i64,
+    db: &std::path::Path,
+    doc: &RunDocument,
+) -> anyhow::Result<ExitCode> {
     let html = a.html.clone().unwrap_or_else(|| {
         db.parent()
             .unwrap_or(std::path::Path::new("."))
@@ -557,12 +670,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .and_then(|_| {
             crate::doc::write_atomic(
                 &html,
-                rtgauge_report::html::render_report(id, &doc).as_bytes(),
+                rtgauge_report::html::render_report(id, doc).as_bytes(),
             )
         });
 
     let mut out = std::io::stdout().lock();
-    super::print_text(&rtgauge_report::terminal::render_summary(&doc))?;
+    super::print_text(&rtgauge_report::terminal::render_summary(doc))?;
     writeln!(
         out,
         "stored: run {id} ({}) in {}",
@@ -624,4 +737,42 @@ fn first_line(e: &clap::Error) -> String {
         .unwrap_or("invalid flags")
         .trim_start_matches("error: ")
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(flags: &str) -> Profile {
+        let text =
+            format!("name = 'x'\nduration = '2s'\n[[probe]]\nkind = 'oslat'\nflags = '{flags}'\n");
+        profile::parse_profile(&text).unwrap()
+    }
+
+    #[test]
+    fn a_duration_in_a_profiles_flags_is_refused() {
+        for flags in ["-c 0 -D 5", "-c 0 --duration=5", "--duration 5"] {
+            let e = check_flags(&profile(flags)).unwrap_err();
+            assert!(
+                e.starts_with("probe.flags: no -D/--duration"),
+                "{flags}: {e}"
+            );
+        }
+        assert_eq!(check_flags(&profile("-c 0 -q")), Ok(()));
+    }
+
+    #[test]
+    fn the_profiles_duration_reaches_the_probe_as_a_duration() {
+        let root = HostRoot::live();
+        let place = placement(&root, None).unwrap();
+        let p = profile("-c {cpu} -q");
+        let stages = plan(&p, Nanos::from_secs(7), true, &place, &root).unwrap();
+        match &stages[0].probe {
+            Planned::Oslat(plan, trace) => {
+                assert_eq!(plan.config.duration_ns, 7_000_000_000);
+                assert!(*trace, "run --trace reaches the probe");
+            }
+            _ => panic!("expected an oslat stage"),
+        }
+    }
 }

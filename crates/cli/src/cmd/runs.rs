@@ -3,8 +3,12 @@
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
-use rtgauge_model::run::{ProbeResult, RunDocument};
-use rtgauge_report::rttests;
+use rtgauge_formats::csv::Csv;
+use rtgauge_formats::import::{limit_warnings, AnyRtTests};
+use rtgauge_formats::native::NativeJson;
+use rtgauge_formats::rttests::RtTestsJson;
+use rtgauge_formats::{Exporter, Importer};
+use rtgauge_model::run::RunDocument;
 use rtgauge_store::{RunStore, Selector, SqliteStore};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -62,6 +66,23 @@ pub enum Format {
     Csv,
     /// rt-tests JSON (cyclictest's schema, or oslat's for a run with only oslat).
     RtTests,
+}
+
+impl Format {
+    /// The format's writer.
+    fn exporter(self) -> &'static dyn Exporter {
+        match self {
+            Format::Json => &NativeJson,
+            Format::Csv => &Csv,
+            Format::RtTests => &RtTestsJson,
+        }
+    }
+
+    /// The format as `--format` spells it.
+    fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_string())
+    }
 }
 
 /// Export one run.
@@ -136,156 +157,16 @@ pub fn export(e: &ExportArgs, outer: &DbArg) -> anyhow::Result<ExitCode> {
     let db = if e.db.db.is_some() { &e.db } else { outer };
     let (mut store, _) = db.open()?;
     let (_, doc) = resolve(&mut store, &e.run)?;
-    let text = match e.format {
-        Format::Json => serde_json::to_string_pretty(&doc)? + "\n",
-        Format::Csv => render_csv(&doc),
-        Format::RtTests => serde_json::to_string_pretty(&render_rt_tests(&doc)?)? + "\n",
-    };
+    let text = e
+        .format
+        .exporter()
+        .export(&doc)
+        .map_err(|err| anyhow::anyhow!("--format {}: {err}", e.format.name()))?;
     match &e.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("--output {}", p.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        None => std::io::stdout().lock().write_all(&text)?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn rfc2822(rfc3339: &str) -> String {
-    chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map(|t| t.to_rfc2822())
-        .unwrap_or_else(|_| rfc3339.to_string())
-}
-
-/// rt-tests JSON of the run's first cyclic probe (or first oslat probe).
-pub fn render_rt_tests(doc: &RunDocument) -> anyhow::Result<serde_json::Value> {
-    let cmdline = doc.command_line.join(" ");
-    let (start, end) = (rfc2822(&doc.started_at), rfc2822(&doc.ended_at));
-    let env = rttests::Envelope {
-        cmdline: &cmdline,
-        version: &doc.tool.version,
-        start_time: &start,
-        end_time: &end,
-        return_code: 0,
-        system: &doc.system,
-    };
-    let cyclic = doc.probes.iter().find_map(|p| match p {
-        ProbeResult::Cyclic(c) => Some(c),
-        _ => None,
-    });
-    if let Some(c) = cyclic {
-        return Ok(rttests::render_cyclictest_json(c, &env));
-    }
-    let oslat = doc.probes.iter().find_map(|p| match p {
-        ProbeResult::Oslat(o) => Some(o),
-        _ => None,
-    });
-    match oslat {
-        Some(o) => Ok(rttests::render_oslat_json(o, &env)),
-        None => anyhow::bail!("--format rt-tests: the run has no cyclic or oslat result"),
-    }
-}
-
-/// CSV, one row per probe thread.
-pub fn render_csv(doc: &RunDocument) -> String {
-    let ps = rtgauge_model::latency::DEFAULT_PERCENTILES;
-    let mut s = String::from("probe,thread,cpu,samples,min_ns,mean_ns");
-    for p in ps {
-        s.push_str(&format!(",p{p}_ns"));
-    }
-    s.push_str(",max_ns,missed_deadlines,overflows\n");
-    let row = |s: &mut String,
-               probe: &str,
-               idx: u32,
-               cpu: Option<u32>,
-               l: &rtgauge_model::latency::LatencyStats,
-               missed: u64,
-               over: Option<u64>| {
-        s.push_str(&format!(
-            "{probe},{idx},{},{},{},{:.1}",
-            cpu.map_or(String::new(), |c| c.to_string()),
-            l.count,
-            l.min_ns,
-            l.mean_ns
-        ));
-        for p in ps {
-            // A percentile beyond an imported histogram's limit is unknown: left empty, never the limit.
-            let v = match l.unknown_above(*p) {
-                Some(_) => None,
-                None => l.percentile(*p),
-            };
-            s.push_str(&format!(",{}", v.map_or(String::new(), |v| v.to_string())));
-        }
-        s.push_str(&format!(
-            ",{},{missed},{}\n",
-            l.max_ns,
-            over.map_or(String::new(), |o| o.to_string())
-        ));
-    };
-    for p in &doc.probes {
-        match p {
-            ProbeResult::Cyclic(c) => {
-                for t in &c.threads {
-                    row(
-                        &mut s,
-                        "cyclic",
-                        t.index,
-                        t.conditions.cpu.achieved,
-                        &t.latency,
-                        t.missed_deadlines,
-                        t.linear.as_ref().map(|l| l.overflows),
-                    );
-                }
-            }
-            ProbeResult::Oslat(o) => {
-                for t in &o.threads {
-                    let over = t.over_thresholds.last().map(|x| x.count);
-                    row(&mut s, "oslat", t.index, Some(t.cpu), &t.gaps, 0, over);
-                }
-            }
-            // One row per net result: the transaction-time distribution, failed attempts as "missed".
-            ProbeResult::Net(n) => row(
-                &mut s,
-                &n.key_prefix(),
-                0,
-                None,
-                &n.total,
-                n.errors.total(),
-                None,
-            ),
-            // Not per-thread latency distributions: their figures leave through `measures()`.
-            ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {}
-        }
-    }
-    s
-}
-
-/// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
-pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |what: String, s: &rtgauge_model::latency::LatencyStats| {
-        if let Some(b) = s.beyond {
-            out.extend(rtgauge_model::latency::limit_warning(
-                &what, s, b.limit_ns, b.count,
-            ));
-        }
-    };
-    for p in &doc.probes {
-        match p {
-            ProbeResult::Cyclic(c) => {
-                for t in &c.threads {
-                    check(format!("thread {}", t.index), &t.latency);
-                }
-            }
-            ProbeResult::Oslat(o) => {
-                for t in &o.threads {
-                    check(format!("CPU {}", t.cpu), &t.gaps);
-                }
-            }
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => {}
-        }
-    }
-    out
 }
 
 /// Bring rt-tests results into the store.
@@ -312,9 +193,11 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         let name = f.display().to_string();
         let bytes = super::read_user_file(f, "import", super::MAX_IMPORT_BYTES)?;
         let text = String::from_utf8_lossy(&bytes);
-        let mut doc =
-            rtgauge_store::import::parse_rt_tests(&text, &name, if a.nsecs { 1 } else { 1000 })
-                .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
+        let mut doc = AnyRtTests {
+            text_unit_ns: if a.nsecs { 1 } else { 1000 },
+        }
+        .import(&text, &name)
+        .map_err(|e| anyhow::anyhow!("import {name}: {e}"))?;
         if a.label.is_some() {
             doc.label = a.label.clone();
         }

@@ -2,11 +2,11 @@
 //! (rt-tests ≥ 2.7 layout: all-zero buckets omitted, no `# Total:`) and its `--json` schema — the same keys,
 //! including the odd `"cmdline:"` and `"rt_test_version:"`, but written by a JSON serialiser, so the output is
 //! always valid JSON. Values are in the unit rt-tests would use: whole µs (truncated, as `calcdiff` does) or
-//! ns with `-N`.
+//! ns with `-N`. [`RtTestsJson`] exports a stored run this way.
 
 use rtgauge_model::cyclic::{CyclicResult, CyclicThread};
 use rtgauge_model::oslat::{OslatResult, OslatThread};
-use rtgauge_model::run::SystemInfo;
+use rtgauge_model::run::{ProbeResult, RunDocument, SystemInfo};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
@@ -464,6 +464,48 @@ pub fn render_oslat_extras(r: &OslatResult, run_start_monotonic_ns: u64) -> Stri
         }
     }
     out
+}
+
+/// `export --format rt-tests`: the rt-tests JSON of a stored run's first cyclic probe (or first oslat probe).
+#[derive(Debug, Clone, Copy)]
+pub struct RtTestsJson;
+
+impl crate::Exporter for RtTestsJson {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, crate::ExportError> {
+        Ok((serde_json::to_string_pretty(&render_rt_tests(doc)?)? + "\n").into_bytes())
+    }
+}
+
+/// rt-tests JSON of the run's first cyclic probe (or first oslat probe).
+pub fn render_rt_tests(doc: &RunDocument) -> Result<Value, crate::ExportError> {
+    let cmdline = doc.command_line.join(" ");
+    let (start, end) = (
+        crate::envelope::rfc2822(&doc.started_at),
+        crate::envelope::rfc2822(&doc.ended_at),
+    );
+    let env = Envelope {
+        cmdline: &cmdline,
+        version: &doc.tool.version,
+        start_time: &start,
+        end_time: &end,
+        return_code: 0,
+        system: &doc.system,
+    };
+    let cyclic = doc.probes.iter().find_map(|p| match p {
+        ProbeResult::Cyclic(c) => Some(c),
+        _ => None,
+    });
+    if let Some(c) = cyclic {
+        return Ok(render_cyclictest_json(c, &env));
+    }
+    let oslat = doc.probes.iter().find_map(|p| match p {
+        ProbeResult::Oslat(o) => Some(o),
+        _ => None,
+    });
+    match oslat {
+        Some(o) => Ok(render_oslat_json(o, &env)),
+        None => Err(crate::ExportError::NoRtTestsResult),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,89 @@
+//! CSV: one row per probe thread (per net measurement) — samples, min, mean, percentiles, max (ns), missed
+//! deadlines, overflows — for spreadsheets.
+
+use crate::{ExportError, Exporter};
+use rtgauge_model::run::{ProbeResult, RunDocument};
+
+/// `export --format csv`.
+#[derive(Debug, Clone, Copy)]
+pub struct Csv;
+
+impl Exporter for Csv {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, ExportError> {
+        Ok(render_csv(doc).into_bytes())
+    }
+}
+
+/// CSV, one row per probe thread.
+pub fn render_csv(doc: &RunDocument) -> String {
+    let ps = rtgauge_model::latency::DEFAULT_PERCENTILES;
+    let mut s = String::from("probe,thread,cpu,samples,min_ns,mean_ns");
+    for p in ps {
+        s.push_str(&format!(",p{p}_ns"));
+    }
+    s.push_str(",max_ns,missed_deadlines,overflows\n");
+    let row = |s: &mut String,
+               probe: &str,
+               idx: u32,
+               cpu: Option<u32>,
+               l: &rtgauge_model::latency::LatencyStats,
+               missed: u64,
+               over: Option<u64>| {
+        s.push_str(&format!(
+            "{probe},{idx},{},{},{},{:.1}",
+            cpu.map_or(String::new(), |c| c.to_string()),
+            l.count,
+            l.min_ns,
+            l.mean_ns
+        ));
+        for p in ps {
+            // A percentile beyond an imported histogram's limit is unknown: left empty, never the limit.
+            let v = match l.unknown_above(*p) {
+                Some(_) => None,
+                None => l.percentile(*p),
+            };
+            s.push_str(&format!(",{}", v.map_or(String::new(), |v| v.to_string())));
+        }
+        s.push_str(&format!(
+            ",{},{missed},{}\n",
+            l.max_ns,
+            over.map_or(String::new(), |o| o.to_string())
+        ));
+    };
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                for t in &c.threads {
+                    row(
+                        &mut s,
+                        "cyclic",
+                        t.index,
+                        t.conditions.cpu.achieved,
+                        &t.latency,
+                        t.missed_deadlines,
+                        t.linear.as_ref().map(|l| l.overflows),
+                    );
+                }
+            }
+            ProbeResult::Oslat(o) => {
+                for t in &o.threads {
+                    let over = t.over_thresholds.last().map(|x| x.count);
+                    row(&mut s, "oslat", t.index, Some(t.cpu), &t.gaps, 0, over);
+                }
+            }
+            // One row per net result: the transaction-time distribution, failed attempts as "missed".
+            ProbeResult::Net(n) => row(
+                &mut s,
+                &n.key_prefix(),
+                0,
+                None,
+                &n.total,
+                n.errors.total(),
+                None,
+            ),
+            // Not per-thread latency distributions: their figures leave through `measures()`.
+            ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {}
+        }
+    }
+    s
+}

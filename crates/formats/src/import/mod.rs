@@ -1,0 +1,511 @@
+//! Importing rt-tests results into run documents, so that runs taken with cyclictest or oslat elsewhere can
+//! be stored, reported and compared like rtgauge's own. Pure: text in, document out; every error names what
+//! was wrong and where.
+//!
+//! Accepted:
+//! - cyclictest JSON (rt-tests ≥ 2.0, `rt_write_json()` + `write_stats()`): per thread `cycles`, `min`,
+//!   `max`, `avg` in µs (ns with `resolution_in_ns: 1`), optional `histogram` of non-zero 1-unit buckets;
+//! - cyclictest text: the `T:` summary lines and/or the `-h`/`-H` histogram block, in both layouts — v2.4
+//!   (every bucket, `# Total:`) and v2.7+ (zero buckets omitted) — with the `-H` sum column, overflow
+//!   counts and overflow cycle lists. Text carries no unit: µs unless the caller says ns (`-N`);
+//! - oslat JSON (`write_summary_json()`): per thread `cpu`, `freq`, `min`, `avg`, `max`, `duration` and a
+//!   histogram keyed by bucket upper edges;
+//! - oslat text (`write_summary()`, rt-tests 2.x): `Core:`, `Counter Freq:`, the `NNN (us):` bucket rows
+//!   (the last `(including overflows)`), `Minimum`, `Average`, `Maximum`, `Max-Min`, `Duration`, one
+//!   column per core. It is read into the JSON's shape and imported by the same code, so the text and the
+//!   JSON of one run store the same result (the text's average has 3 decimals).
+//!
+//! The interval, priority and `-h` range are read from the command line when the file has one. What the
+//! tools do not keep is not invented: samples beyond a histogram's range are known only by their count (and
+//! the exact max), so they are stored at the range's edge with a warning that percentiles there are lower
+//! bounds; cyclictest's skipped periods (missed deadlines) are unknown.
+
+mod cyclictest;
+mod oslat;
+
+pub use cyclictest::{
+    parse_cyclictest_json, parse_cyclictest_text, CyclictestJson, CyclictestText,
+};
+pub use oslat::{parse_oslat_text, OslatJson, OslatText};
+
+use cyclictest::cyclictest_json;
+use oslat::oslat_json;
+use rtgauge_model::latency::LatencyStats;
+use rtgauge_model::rt::{ProcessConditions, Setting};
+use rtgauge_model::run::{ImportSource, ProbeResult, RunDocument, RunStatus, SystemInfo, ToolInfo};
+use rtgauge_model::CpuSet;
+use serde_json::Value;
+
+/// One input format: text in, run document out. Pure; every error names what was wrong and where.
+pub trait Importer {
+    /// The run `text` holds; `file` names it in errors and in the document's import source.
+    fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError>;
+}
+
+/// Any format below, told apart by its content (what `rtgauge import` reads).
+#[derive(Debug, Clone, Copy)]
+pub struct AnyRtTests {
+    /// The unit of cyclictest text output: 1000 (µs), or 1 for a run with `-N`.
+    pub text_unit_ns: u64,
+}
+
+impl Importer for AnyRtTests {
+    fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
+        if text.trim_start().starts_with('{') {
+            let v: Value =
+                serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+            if v.get("schema_version").is_some() && v.get("probes").is_some() {
+                return crate::native::from_value(v);
+            }
+            let first = v
+                .get("thread")
+                .and_then(Value::as_object)
+                .and_then(|t| t.values().next());
+            if first.is_some_and(|t| t.get("freq").is_some() && t.get("cycles").is_none()) {
+                return oslat_json(&v, file);
+            }
+            return cyclictest_json(&v, file);
+        }
+        if text
+            .lines()
+            .any(|l| l.trim_start().starts_with("Counter Freq:"))
+        {
+            return parse_oslat_text(text, file);
+        }
+        parse_cyclictest_text(text, file, self.text_unit_ns)
+    }
+}
+
+/// Why a file could not be imported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    #[error("not JSON: {0}")]
+    Json(String),
+    #[error("{field}: {reason}")]
+    Field { field: String, reason: String },
+    #[error("not a cyclictest or oslat result (JSON with a \"thread\" object, or cyclictest's text output)")]
+    Unrecognised,
+}
+
+pub(crate) fn bad(field: impl Into<String>, reason: impl Into<String>) -> ImportError {
+    ImportError::Field {
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Most threads and buckets accepted (cyclictest's own limits).
+const MAX_THREADS: usize = 4096;
+const MAX_BUCKETS: u64 = 1_000_000;
+
+/// Import any supported rt-tests result: JSON (cyclictest or oslat) or cyclictest text.
+/// `text_unit_ns` is the unit of cyclictest text output (1000, or 1 for `-N`).
+pub fn parse_rt_tests(
+    text: &str,
+    file: &str,
+    text_unit_ns: u64,
+) -> Result<RunDocument, ImportError> {
+    AnyRtTests { text_unit_ns }.import(text, file)
+}
+
+/// The value of a flag in a cyclictest command line (`-i 200`, `-i200`, `--interval=200`).
+fn flag_value(cmdline: &str, short: &str, long: &str) -> Option<u64> {
+    let words: Vec<&str> = cmdline.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate() {
+        let v = if *w == short || *w == long {
+            words.get(i + 1).copied()
+        } else if let Some(rest) = w.strip_prefix(&format!("{long}=")) {
+            Some(rest)
+        } else if short.len() == 2 && w.starts_with(short) && w.len() > 2 && !w.starts_with("--") {
+            Some(&w[2..])
+        } else {
+            None
+        };
+        if let Some(n) = v.and_then(|v| v.parse().ok()) {
+            return Some(n);
+        }
+    }
+    None
+}
+
+fn rfc2822_to_3339(s: &str) -> String {
+    chrono::DateTime::parse_from_rfc2822(s)
+        .map(|t| t.to_rfc3339())
+        .unwrap_or_else(|_| s.to_string())
+}
+
+/// One cyclictest thread as any format gives it, in the file's unit.
+#[derive(Debug, Default)]
+struct ImportedThread {
+    index: u32,
+    cycles: u64,
+    min: u64,
+    max: u64,
+    avg: Option<f64>,
+    cpu: Option<u32>,
+    node: Option<u32>,
+    tid: i32,
+    /// (bucket, count) pairs, if a histogram was kept.
+    buckets: Option<Vec<(u64, u64)>>,
+    overflows: Option<u64>,
+    overflow_cycles: Vec<u64>,
+}
+
+/// What the whole file says about the run.
+struct Meta<'a> {
+    file: &'a str,
+    format: &'a str,
+    unit_ns: u64,
+    interval_us: u64,
+    priority: i32,
+    hist_range: Option<u64>,
+    cmdline: String,
+    tool_version: String,
+    started_at: String,
+    ended_at: String,
+    system: SystemInfo,
+}
+
+fn sysinfo(sys: Option<&Value>) -> SystemInfo {
+    let ss = |k: &str| {
+        sys.and_then(|x| x.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    SystemInfo {
+        sysname: ss("sysname"),
+        nodename: ss("nodename"),
+        release: ss("release"),
+        version: ss("version"),
+        machine: ss("machine"),
+        realtime: sys.and_then(|x| x.get("realtime")).and_then(Value::as_i64) == Some(1),
+        cpus_online: CpuSet::default(),
+        clocksource: None,
+    }
+}
+
+fn not_recorded() -> ProcessConditions {
+    let why = Some("not recorded by rt-tests".to_string());
+    ProcessConditions {
+        mlockall: Setting {
+            requested: false,
+            achieved: false,
+            error: why.clone(),
+        },
+        cpu_dma_latency_us: Setting {
+            requested: None,
+            achieved: None,
+            error: why,
+        },
+        cpu_dma_latency_before_us: None,
+        main_affinity: Setting {
+            requested: None,
+            achieved: None,
+            error: None,
+        },
+        contended: Vec::new(),
+    }
+}
+
+fn imported_document(
+    meta: Meta<'_>,
+    tool: &str,
+    probe: ProbeResult,
+    warnings: Vec<String>,
+) -> RunDocument {
+    let mut doc = RunDocument::new(
+        ToolInfo {
+            name: tool.into(),
+            version: meta.tool_version,
+        },
+        meta.cmdline.split_whitespace().map(String::from).collect(),
+        meta.started_at,
+        meta.ended_at,
+        meta.system,
+        vec![probe],
+        RunStatus::Complete,
+    );
+    doc.warnings = warnings;
+    doc.imported_from = Some(ImportSource {
+        format: meta.format.into(),
+        file: meta.file.into(),
+        resolution_ns: meta.unit_ns,
+    });
+    doc
+}
+
+/// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
+pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |what: String, s: &LatencyStats| {
+        if let Some(b) = s.beyond {
+            out.extend(rtgauge_model::latency::limit_warning(
+                &what, s, b.limit_ns, b.count,
+            ));
+        }
+    };
+    for p in &doc.probes {
+        match p {
+            ProbeResult::Cyclic(c) => {
+                for t in &c.threads {
+                    check(format!("thread {}", t.index), &t.latency);
+                }
+            }
+            ProbeResult::Oslat(o) => {
+                for t in &o.threads {
+                    check(format!("CPU {}", t.cpu), &t.gaps);
+                }
+            }
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtgauge_model::cyclic::CyclicResult;
+
+    pub const SAMPLE: &str = r##"{
+  "file_version": 1,
+  "cmdline:": "cyclictest -m -p 80 -t 2 -a -i 200 -D 5 -h 50 -H 50 --json=ct.json -q --spike=30",
+  "rt_test_version:": "2.40",
+  "start_time": "Sun, 22 Nov 2026 11:08:50 +0000",
+  "end_time": "Sun, 22 Nov 2026 11:08:55 +0000",
+  "return_code": 0,
+  "sysinfo": { "sysname": "Linux", "nodename": "vm", "release": "6.18.44-fc-v669",
+               "version": "#1 SMP PREEMPT_DYNAMIC @0", "machine": "x86_64", "realtime": 0 },
+  "num_threads": 2,
+  "resolution_in_ns": 0,
+  "thread": {
+    "0": { "histogram": { "8": 1, "10": 1, "11": 9, "13": 2204 },
+           "cycles": 2216, "min": 8, "max": 601, "avg": 14.69, "cpu": 0, "node": 0 },
+    "1": { "histogram": { "9": 100 }, "cycles": 100, "min": 9, "max": 9, "avg": 9.0, "cpu": 1, "node": 0 }
+  }
+}"##;
+
+    /// rt-tests 2.4 layout: every bucket, `# Total:`, `-H` sum column and max-of-max.
+    const TEXT_V24: &str = "# /dev/cpu_dma_latency set to 0us\n# Histogram\n000000 000000\t000000\t000000\n000001 000000\t000000\t000000\n000002 000003\t000001\t000004\n000003 000001\t000002\t000003\n# Total: 000000004 000000003 000000007\n# Min Latencies: 00002 00002\n# Avg Latencies: 00002 00002\n# Max Latencies: 00007 00003 00007\n# Histogram Overflows: 00001 00000 00001\n# Histogram Overflow at cycle number:\n# Thread 0: 00003\n# Thread 1:\n";
+
+    /// rt-tests ≥ 2.7 layout (zero buckets omitted) with the T: lines printed by a non-histogram run too.
+    const TEXT_V27: &str = "policy: fifo: loadavg: 0.10 0.05 0.01 1/123 4567\n\nT: 0 ( 4242) P:90 I:200 C:      5 Min:      2 Act:    3 Avg:    2 Max:       7\n# Histogram\n000002 000003\n000003 000001\n# Min Latencies: 00002\n# Avg Latencies: 00002\n# Max Latencies: 00007\n# Histogram Overflows: 00001\n# Histogram Overflow at cycle number:\n# Thread 0: 00003\n";
+
+    const OSLAT: &str = r#"{ "file_version": 1, "cmdline:": "oslat -c 1 -D 5", "rt_test_version:": "2.40",
+      "start_time": "Sun, 22 Nov 2026 11:08:50 +0000", "end_time": "Sun, 22 Nov 2026 11:08:55 +0000",
+      "return_code": 0, "sysinfo": { "sysname": "Linux", "nodename": "vm", "release": "6", "version": "v", "machine": "x86_64", "realtime": 0 },
+      "num_threads": 1,
+      "thread": { "0": { "cpu": 1, "freq": 2597, "min": 1, "avg": 1.001361, "max": 50038, "duration": 4.998,
+                         "histogram": { "1": 215793394, "2": 3506, "32": 472 } } } }"#;
+
+    fn cyclic(d: &RunDocument) -> &CyclicResult {
+        match &d.probes[0] {
+            ProbeResult::Cyclic(c) => c,
+            _ => panic!("expected cyclic"),
+        }
+    }
+
+    #[test]
+    fn every_format_goes_through_one_importer_and_exporter_shape() {
+        use crate::{csv::Csv, native::NativeJson, rttests::RtTestsJson, ExportError, Exporter};
+        let any = AnyRtTests { text_unit_ns: 1000 };
+        let d = CyclictestJson.import(SAMPLE, "ct.json").unwrap();
+        assert_eq!(any.import(SAMPLE, "ct.json").unwrap(), d);
+        assert_eq!(
+            OslatJson.import(OSLAT, "o.json").unwrap(),
+            any.import(OSLAT, "o.json").unwrap()
+        );
+        let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+        // The native document reads back as it was written.
+        let native = text(NativeJson.export(&d).unwrap());
+        assert_eq!(NativeJson.import(&native, "d.json").unwrap(), d);
+        // rt-tests JSON out reads back in with the same figures.
+        let rt = text(RtTestsJson.export(&d).unwrap());
+        let again = CyclictestJson.import(&rt, "rt.json").unwrap();
+        assert_eq!(cyclic(&again).threads[0].latency.max_ns, 601_000);
+        assert_eq!(cyclic(&again).threads[1].cycles, 100);
+        // CSV: a header and one row per thread.
+        assert_eq!(text(Csv.export(&d).unwrap()).lines().count(), 3);
+        let mut none = d.clone();
+        none.probes.clear();
+        assert!(matches!(
+            RtTestsJson.export(&none),
+            Err(ExportError::NoRtTestsResult)
+        ));
+    }
+
+    #[test]
+    fn imports_the_published_json_sample() {
+        let d = parse_cyclictest_json(SAMPLE, "ct.json").unwrap();
+        let c = cyclic(&d);
+        assert_eq!(c.config.interval_ns, 200_000);
+        assert_eq!(c.config.hist_buckets, Some(50));
+        assert_eq!(c.config.priority, 80);
+        let t = &c.threads[0];
+        assert_eq!(t.cycles, 2216);
+        assert_eq!(t.latency.min_ns, 8_000);
+        assert_eq!(t.latency.max_ns, 601_000);
+        assert_eq!(
+            t.linear.as_ref().unwrap().overflows,
+            1,
+            "2216 cycles, 2215 in the histogram"
+        );
+        assert_eq!(t.latency.hdr.decode().unwrap().len(), 2216);
+        assert!((t.latency.mean_ns - 14_690.0).abs() < 1e-6);
+        assert_eq!(d.started_at, "2026-11-22T11:08:50+00:00");
+        assert_eq!(d.imported_from.as_ref().unwrap().resolution_ns, 1000);
+        assert!(d.warnings.iter().any(|w| w.contains("lower bounds")));
+        assert!(d.warnings.iter().any(|w| w.contains("unknown")));
+    }
+
+    #[test]
+    fn imports_both_text_layouts() {
+        let d = parse_cyclictest_text(TEXT_V24, "v24.txt", 1000).unwrap();
+        let c = cyclic(&d);
+        assert_eq!(c.threads.len(), 2, "the -H sum column is not a thread");
+        let t0 = &c.threads[0];
+        assert_eq!(t0.cycles, 5, "4 in the histogram + 1 overflow");
+        assert_eq!(t0.latency.max_ns, 7_000);
+        let l = t0.linear.as_ref().unwrap();
+        assert_eq!((l.buckets[2], l.buckets[3], l.overflows), (3, 1, 1));
+        assert_eq!(l.overflow_cycles, vec![3]);
+        assert_eq!(c.threads[1].cycles, 3);
+        let d = parse_cyclictest_text(TEXT_V27, "v27.txt", 1000).unwrap();
+        let c = cyclic(&d);
+        assert_eq!(c.threads.len(), 1);
+        assert_eq!((c.threads[0].cycles, c.threads[0].tid), (5, 4242));
+        assert_eq!((c.config.interval_ns, c.config.priority), (200_000, 90));
+        // The same run in both layouts gives the same thread 0.
+        let a = parse_cyclictest_text(TEXT_V24, "a", 1000).unwrap();
+        assert_eq!(cyclic(&a).threads[0].linear, c.threads[0].linear);
+    }
+
+    #[test]
+    fn text_with_only_summary_lines_and_nsecs() {
+        let text =
+            "T: 0 ( 99) P:80 I:1000 C:   1000 Min:   2500 Act:   3000 Avg:   3100 Max:   15000\n";
+        let d = parse_cyclictest_text(text, "n.txt", 1).unwrap();
+        let t = &cyclic(&d).threads[0];
+        assert_eq!(
+            (t.cycles, t.latency.min_ns, t.latency.max_ns),
+            (1000, 2_500, 15_000)
+        );
+        assert!(d.warnings.iter().any(|w| w.contains("no histogram")));
+    }
+
+    #[test]
+    fn imports_oslat_json() {
+        let d = parse_rt_tests(OSLAT, "o.json", 1000).unwrap();
+        let ProbeResult::Oslat(o) = &d.probes[0] else {
+            panic!()
+        };
+        let t = &o.threads[0];
+        assert_eq!(t.cpu, 1);
+        assert_eq!(t.iterations, 215_793_394 + 3_506 + 472);
+        assert_eq!(t.buckets.counts.len(), 32);
+        assert_eq!(t.buckets.counts[31], 472);
+        assert_eq!(t.gaps.max_ns, 50_038_000);
+        assert_eq!(o.counter.frequency_hz, 2_597_000_000);
+        assert_eq!(t.duration_ns, 4_998_000_000);
+        assert_eq!(d.tool.name, "oslat");
+    }
+
+    /// oslat 2.40's text summary of a 2-core run (tests/fixtures/rt-tests/oslat-2core.txt, shortened).
+    const OSLAT_TEXT: &str = "oslat V 2.40
+Total runtime: \t\t3 seconds
+
+        Core:\t 0 1
+Counter Freq:\t 2597 2597 (Mhz)
+    001 (us):\t 123892660 121388384
+    002 (us):\t 184 322
+    003 (us):\t 0 0
+    004 (us):\t 425 1865 (including overflows)
+     Minimum:\t 1 1 (us)
+     Average:\t 1.003 1.004 (us)
+     Maximum:\t 5058 4140 (us)
+     Max-Min:\t 5057 4139 (us)
+    Duration:\t 3.005 3.005 (sec)
+";
+
+    #[test]
+    fn imports_oslat_text_with_its_overflow_bucket_unknown() {
+        let d = parse_rt_tests(OSLAT_TEXT, "os.txt", 1000).unwrap();
+        assert_eq!(d.imported_from.as_ref().unwrap().format, "oslat-text");
+        let ProbeResult::Oslat(o) = &d.probes[0] else {
+            panic!("not oslat")
+        };
+        assert_eq!(o.config.cpus, vec![0, 1]);
+        let t = &o.threads[1];
+        assert_eq!(t.buckets.counts, vec![121388384, 322, 0, 1865]);
+        assert_eq!((t.gaps.min_ns, t.gaps.max_ns), (1000, 4_140_000));
+        assert_eq!(t.iterations, 121388384 + 322 + 1865);
+        // The last bucket holds the overflows: gaps there are only known to be ≥ 3 µs.
+        let b = t.gaps.beyond.unwrap();
+        assert_eq!((b.limit_ns, b.count), (3000, 1865));
+        assert_eq!(t.gaps.unknown_above(99.9999), Some(3000));
+        assert_eq!(t.gaps.unknown_above(99.0), None);
+        // A row with a count missing for a core is an error naming the row.
+        let bad_row = OSLAT_TEXT.replace("184 322", "184");
+        let e = parse_rt_tests(&bad_row, "os.txt", 1000).unwrap_err();
+        assert!(e.to_string().contains("002 (us)"), "{e}");
+    }
+
+    #[test]
+    fn flags_are_found_in_any_spelling() {
+        assert_eq!(
+            flag_value("cyclictest -i200 -h 10", "-i", "--interval"),
+            Some(200)
+        );
+        assert_eq!(
+            flag_value("cyclictest --interval=300", "-i", "--interval"),
+            Some(300)
+        );
+        assert_eq!(flag_value("cyclictest -h 7", "-h", "--histogram"), Some(7));
+        assert_eq!(
+            flag_value("cyclictest --histfile=x", "-h", "--histogram"),
+            None
+        );
+    }
+
+    #[test]
+    fn hostile_inputs_are_errors_naming_the_field() {
+        let cases = [
+            ("{", "not JSON"),
+            ("[]", "not a cyclictest"),
+            (r#"{"thread": {"0": {"cycles": 1}}}"#, "thread.0.min"),
+            (r#"{"thread": {"x": {"cycles": 1, "min": 1, "max": 1}}}"#, "thread.x"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"1": 5}}}}"#, "holds 5 samples"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"a": 1}}}}"#, "histogram.a"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"99999999": 1}}}}"#, "buckets"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 9, "max": 1}}}"#, "min 9 > max 1"),
+            (r#"{"resolution_in_ns": 7, "thread": {"0": {"cycles": 1, "min": 1, "max": 1}}}"#, "resolution_in_ns"),
+            (r#"{"thread": {"0": {"cpu": 1, "freq": 2000, "min": 1, "max": 1, "histogram": {"-3": 1}}}}"#, "out of range"),
+            ("hello\n", "not a cyclictest"),
+            ("# Histogram\n000001 x\n# Min Latencies: 00001\n", "line 2"),
+            ("# Histogram\n000001 000001\n# Min Latencies: 00001\n", "# Avg Latencies"),
+            ("# Histogram\n000001\n# Min Latencies: 00001\n# Avg Latencies: 1\n# Max Latencies: 1\n# Histogram Overflows: 0\n", "histogram bucket 1"),
+        ];
+        for (text, what) in cases {
+            let e = parse_rt_tests(text, "f", 1000).unwrap_err().to_string();
+            assert!(e.contains(what), "{what}: {e}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// 500 mutated or truncated versions of each real file: never a panic.
+        #[test]
+        fn mutated_files_never_panic(which in 0usize..5, cut in 0usize..2000, pos in 0usize..2000, byte in proptest::num::u8::ANY) {
+            let src = [SAMPLE, TEXT_V24, TEXT_V27, OSLAT, OSLAT_TEXT][which];
+            let mut b = src.as_bytes().to_vec();
+            let pos = pos % b.len();
+            b[pos] = byte;
+            b.truncate((cut % b.len()).max(1));
+            let _ = parse_rt_tests(&String::from_utf8_lossy(&b), "f", 1000);
+        }
+    }
+}

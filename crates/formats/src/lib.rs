@@ -1,0 +1,31 @@
+//! The file formats at the edges of the pipeline, pure functions of model data: the run document's envelope
+//! (tool, command line, timestamps) and its native JSON, CSV, and rt-tests' cyclictest and oslat text and
+//! JSON — rendered out ([`rttests`]) and read in ([`import`]). Every output format is an [`Exporter`] and
+//! every input format an [`import::Importer`], one small module each, so a new format is one module and one
+//! line where the CLI names it.
+
+pub mod csv;
+pub mod envelope;
+pub mod import;
+pub mod native;
+pub mod rttests;
+
+pub use import::{ImportError, Importer};
+
+use rtgauge_model::run::RunDocument;
+
+/// Why a run could not be written in a format.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// rt-tests JSON holds one cyclictest or oslat run.
+    #[error("the run has no cyclic or oslat result")]
+    NoRtTestsResult,
+    #[error("serialising JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// One output format of a stored run: the document in, the file's bytes out.
+pub trait Exporter {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, ExportError>;
+}
