@@ -35,6 +35,7 @@ pub fn document(
 ) -> RunDocument {
     RunDocument {
         schema_version: rtgauge_model::SCHEMA_VERSION,
+        uuid: Some(rtgauge_model::run::new_uuid()),
         tool: tool_info(),
         command_line: command_line(),
         started_at,

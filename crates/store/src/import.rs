@@ -802,6 +802,7 @@ fn imported_document(
 ) -> RunDocument {
     RunDocument {
         schema_version: rtgauge_model::SCHEMA_VERSION,
+        uuid: None,
         tool: ToolInfo {
             name: tool.into(),
             version: meta.tool_version,
