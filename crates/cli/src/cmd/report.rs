@@ -71,7 +71,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         (None, Some(l)) => format!("label:{l}"),
         (None, None) => "latest".into(),
     };
-    let (id, doc) = resolve(&mut store, &sel)?;
+    let (id, doc) = resolve(store.as_mut(), &sel)?;
     if let Some(path) = &a.html {
         write_html(path, &html::render_report(id, &doc))?;
     }
@@ -100,7 +100,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let mut ids = Vec::new();
     let mut docs: Vec<RunDocument> = Vec::new();
     for s in &sels {
-        let (id, d) = resolve(&mut store, s)?;
+        let (id, d) = resolve(store.as_mut(), s)?;
         ids.push(id);
         docs.push(d);
     }

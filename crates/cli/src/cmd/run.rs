@@ -21,7 +21,7 @@ use rtgauge_model::verdict::Outcome;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::cyclic::LiveThread;
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_store::{RunStore, SqliteStore};
+use rtgauge_store::RunStore;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,8 +53,9 @@ pub struct RunArgs {
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tags: Vec<(String, String)>,
 
-    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH")]
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
     /// How often a long probe is checkpointed into the database.
@@ -72,6 +73,11 @@ pub struct RunArgs {
     /// Also write the run document as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// After storing the run, push it to this central store (postgresql:// URL), as `rtgauge push` does.
+    /// The run stays in the local database whether or not the push succeeds.
+    #[arg(long, value_name = "URL")]
+    pub push: Option<PathBuf>,
 }
 
 /// A built-in profile name or a TOML file.
@@ -166,7 +172,7 @@ fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
 /// Stores the document now and then, and shows progress; store errors are warned about once, never fatal
 /// to the measurement.
 struct Recorder<'a> {
-    store: &'a mut SqliteStore,
+    store: &'a mut dyn RunStore,
     id: i64,
     every: Duration,
     last: Instant,
@@ -281,8 +287,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
     let place = placement(&root, a.cpus.as_deref())?;
-    let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
-    let mut store = SqliteStore::open(&db).with_context(|| format!("--db {}", db.display()))?;
+    let (mut store, db) = super::open_store(a.db.as_deref())?;
 
     // Resolve every probe before measuring anything, so that bad flags fail fast.
     let mut plans = Vec::new();
@@ -366,7 +371,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     doc.fingerprint = Some(rtgauge_host::fingerprint::read_fingerprint(&root));
     let id = store
         .insert(&doc)
-        .with_context(|| format!("storing the run in {}", db.display()))?;
+        .with_context(|| format!("storing the run in {db}"))?;
 
     println!(
         "rtgauge run {id}: profile {} ({}), {} {} {}, measuring CPUs {} (housekeeping CPU {}), {} per probe",
@@ -394,7 +399,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     doc.audit = Some(audit);
     let mut rec = Recorder {
-        store: &mut store,
+        store: store.as_mut(),
         id,
         every: Duration::from_nanos(a.checkpoint.as_ns().max(1_000_000_000)),
         last: Instant::now(),
@@ -524,15 +529,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     rec.store
         .update(id, &doc)
-        .with_context(|| format!("storing run {id} in {}", db.display()))?;
+        .with_context(|| format!("storing run {id} in {db}"))?;
     if let Some(path) = &a.output {
         crate::doc::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))?;
     }
 
     let html = a.html.clone().unwrap_or_else(|| {
-        db.parent()
-            .unwrap_or(std::path::Path::new("."))
+        super::store_dir(a.db.as_deref())
             .join("reports")
             .join(format!("run-{id}.html"))
     });
@@ -551,9 +555,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     super::print_text(&rtgauge_report::terminal::render_summary(&doc))?;
     writeln!(
         out,
-        "stored: run {id} ({}) in {}",
+        "stored: run {id} ({}) in {db}",
         doc.status.as_str(),
-        db.display()
     )?;
     match report {
         Ok(()) => writeln!(out, "report: {}", html.display())?,
@@ -562,6 +565,15 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             "rtgauge: warning: report not written to {}: {e:#}",
             html.display()
         ),
+    }
+    drop(out);
+    if let Some(to) = &a.push {
+        // A failed push is a runtime error (exit 2) even when the gates passed: the fleet's store lacks
+        // the run. It stays stored here, and `rtgauge push` sends it later.
+        let p = super::push::push(&mut *rec.store, Some(&[id]), to)?;
+        if p.stored == 0 && p.already == 1 {
+            println!("push: run {id} was in {} already", rtgauge_store::display_spec(to));
+        }
     }
     let failed = doc.verdicts.iter().any(|v| v.outcome != Outcome::Pass);
     Ok(if failed {
