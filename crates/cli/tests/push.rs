@@ -109,9 +109,11 @@ fn push_to_a_stopped_server_fails_in_one_line_and_keeps_the_local_runs() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("rtgauge: error: push --to postgresql://rtgauge@127.0.0.1:"), "{err}");
-    assert!(err.contains("nothing pushed; the local runs are untouched"), "{err}");
-    assert!(err.contains("cannot connect"), "{err}");
+    assert!(
+        err.starts_with("rtgauge: error: push: nothing pushed; the local runs are untouched: database postgresql://rtgauge@127.0.0.1:"),
+        "{err}"
+    );
+    assert!(err.contains("cannot connect: error connecting to server: Connection refused"), "{err}");
     assert_eq!(export_json(local.to_str().unwrap(), "node-b-1"), before);
     assert_eq!(
         rtgauge_store::SqliteStore::open(&local).unwrap().list().unwrap().len(),

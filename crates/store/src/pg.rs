@@ -115,28 +115,15 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
-        let mut tls = native_tls::TlsConnector::builder();
-        if let Some(ca) = std::env::var_os("RTGAUGE_DB_CA").filter(|v| !v.is_empty()) {
-            let pem = std::fs::read(&ca).map_err(|e| {
-                fail(format!(
-                    "RTGAUGE_DB_CA {}: {e}",
-                    std::path::Path::new(&ca).display()
-                ))
-            })?;
-            let cert = native_tls::Certificate::from_pem(&pem).map_err(|e| {
-                fail(format!(
-                    "RTGAUGE_DB_CA {}: not a PEM certificate: {e}",
-                    std::path::Path::new(&ca).display()
-                ))
-            })?;
-            tls.add_root_certificate(cert);
-        }
-        let tls = tls
-            .build()
-            .map_err(|e| fail(format!("TLS setup: {e}")))?;
-        let client = config
-            .connect(postgres_native_tls::MakeTlsConnector::new(tls))
-            .map_err(|e| fail(format!("cannot connect: {e}")))?;
+        let connected = if config.get_ssl_mode() == postgres::config::SslMode::Disable {
+            // No TLS wanted: skip loading the system's CA store (most of a short push's CPU time).
+            config.connect(postgres::NoTls)
+        } else {
+            config.connect(postgres_native_tls::MakeTlsConnector::new(tls_connector(
+                &fail,
+            )?))
+        };
+        let client = connected.map_err(|e| fail(format!("cannot connect: {}", with_sources(&e))))?;
         let mut store = PgStore {
             client,
             url: shown,
@@ -151,6 +138,29 @@ impl PgStore {
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let url = self.url.clone();
+        let supported = MIGRATIONS.len() as i64;
+        // Fast path, one round trip and no lock: a store at our version (the common case; every push opens
+        // one) needs nothing. Any error here (no table yet) takes the locked path, which decides.
+        if let Ok(rows) = self
+            .client
+            .simple_query("SELECT max(version) FROM schema_version")
+        {
+            let found = rows.iter().find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
+                _ => None,
+            });
+            match found {
+                Some(v) if v == supported => return Ok(()),
+                Some(v) if v > supported => {
+                    return Err(StoreError::TooNew {
+                        path: url,
+                        found: v,
+                        supported,
+                    })
+                }
+                _ => {}
+            }
+        }
         let pg = |e: postgres::Error| pg_error(&url, &e);
         let mut tx = self.client.transaction().map_err(pg)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
@@ -162,7 +172,6 @@ impl PgStore {
             .map_err(pg)?
             .get(0);
         let version = version.unwrap_or(0);
-        let supported = MIGRATIONS.len() as i64;
         if version > supported {
             return Err(StoreError::TooNew {
                 path: url.clone(),
@@ -314,12 +323,43 @@ impl PgStore {
 fn pg_error(url: &str, e: &postgres::Error) -> StoreError {
     let cause = match e.as_db_error() {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => e.to_string(),
+        None => with_sources(e),
     };
     StoreError::Postgres {
         url: url.to_string(),
         cause,
     }
+}
+
+/// The TLS side: the system's CA store, plus `RTGAUGE_DB_CA` when set.
+fn tls_connector(
+    fail: &impl Fn(String) -> StoreError,
+) -> Result<native_tls::TlsConnector, StoreError> {
+    let mut tls = native_tls::TlsConnector::builder();
+    if let Some(ca) = std::env::var_os("RTGAUGE_DB_CA").filter(|v| !v.is_empty()) {
+        let shown = std::path::Path::new(&ca).display().to_string();
+        let pem = std::fs::read(&ca).map_err(|e| fail(format!("RTGAUGE_DB_CA {shown}: {e}")))?;
+        let cert = native_tls::Certificate::from_pem(&pem)
+            .map_err(|e| fail(format!("RTGAUGE_DB_CA {shown}: not a PEM certificate: {e}")))?;
+        tls.add_root_certificate(cert);
+    }
+    tls.build().map_err(|e| fail(format!("TLS setup: {e}")))
+}
+
+/// An error and its sources on one line: the client's own message is generic ("error connecting to
+/// server", "connection closed"); the reason ("Connection refused", "timed out") is in its source.
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
+        }
+        src = s.source();
+    }
+    text
 }
 
 impl RunStore for PgStore {

@@ -379,3 +379,31 @@ fn bad_postgres_url_is_named() {
     assert!(e.contains("not a valid PostgreSQL URL"), "{e}");
     assert!(!e.contains("pw"), "the password is not printed: {e}");
 }
+
+/// TLS: `sslmode=require` connects through TLS when the server's certificate is trusted (here through
+/// `RTGAUGE_DB_CA`), and is refused, in one line, when it is not. One test, since it sets the variable.
+#[test]
+fn postgres_over_tls_verifies_the_server_certificate() {
+    let srv = pg::PgServer::start_tls();
+    let url = srv.url().replace("sslmode=disable", "sslmode=require");
+    std::env::remove_var("RTGAUGE_DB_CA");
+    let e = match open_store(Path::new(&url)) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("trusted a self-signed certificate without being told to"),
+    };
+    assert!(e.contains("cannot connect") && e.contains("certificate"), "{e}");
+    std::env::set_var("RTGAUGE_DB_CA", srv.ca());
+    let mut s = open_store(Path::new(&url)).expect("TLS connection with the CA");
+    std::env::remove_var("RTGAUGE_DB_CA");
+    s.insert(&doc("over-tls")).unwrap();
+    let ssl: i64 = srv
+        .client(&srv.url())
+        .query_one(
+            "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE s.ssl AND a.backend_type = 'client backend'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(ssl, 1, "the store's connection is the one encrypted");
+    assert_eq!(s.list().unwrap()[0].label.as_deref(), Some("over-tls"));
+}

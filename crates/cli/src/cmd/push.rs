@@ -41,10 +41,9 @@ pub fn push(
     ids: Option<&[i64]>,
     to: &std::path::Path,
 ) -> anyhow::Result<Pushed> {
-    let shown = rtgauge_store::display_spec(to);
     let mut done = Pushed::default();
     let mut central = rtgauge_store::open_store(to)
-        .with_context(|| format!("push --to {shown}: nothing pushed; the local runs are untouched"))?;
+        .context("push: nothing pushed; the local runs are untouched")?;
     let summaries = local.list().context("reading the local runs")?;
     let mut todo = Vec::new();
     for s in summaries {
@@ -66,7 +65,7 @@ pub fn push(
     let uuids: Vec<String> = todo.iter().map(|s| s.uuid.clone()).collect();
     let known = central
         .known_uuids(&uuids)
-        .with_context(|| format!("push --to {shown}: nothing pushed; the local runs are untouched"))?;
+        .context("push: nothing pushed; the local runs are untouched")?;
     for s in todo {
         if known.contains(&s.uuid) {
             done.already += 1;
@@ -77,7 +76,7 @@ pub fn push(
             .with_context(|| format!("reading local run {}", s.id))?;
         let resume = || {
             format!(
-                "push --to {shown}: run {} not pushed ({} pushed before it); the local runs are untouched, push again to resume",
+                "push: run {} not pushed ({} pushed before it); the local runs are untouched, push again to resume",
                 s.id, done.stored
             )
         };

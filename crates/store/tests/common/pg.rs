@@ -17,6 +17,7 @@ pub struct PgServer {
     port: u16,
     bin: PathBuf,
     ids: Option<(u32, u32)>,
+    tls: bool,
     child: Option<Child>,
 }
 
@@ -65,6 +66,21 @@ fn chown(path: &Path, ids: Option<(u32, u32)>) {
 impl PgServer {
     /// initdb and start; returns once the server accepts connections.
     pub fn start() -> PgServer {
+        Self::start_with(false)
+    }
+
+    /// Like [`start`](Self::start), with TLS on: a self-signed certificate for 127.0.0.1 (made with the
+    /// openssl command), which is also the CA to trust: [`ca`](Self::ca).
+    pub fn start_tls() -> PgServer {
+        Self::start_with(true)
+    }
+
+    /// The certificate a TLS server presents (self-signed: its own CA).
+    pub fn ca(&self) -> PathBuf {
+        self.data.join("server.crt")
+    }
+
+    fn start_with(tls: bool) -> PgServer {
         let ids = (unsafe { libc::geteuid() } == 0).then(postgres_ids);
         let dir = tempfile::Builder::new()
             .prefix("rtgauge-pg")
@@ -87,12 +103,37 @@ impl PgServer {
             "initdb: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if tls {
+            let out = Command::new("openssl")
+                .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+                .args(["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+                .arg("-keyout")
+                .arg(data.join("server.key"))
+                .arg("-out")
+                .arg(data.join("server.crt"))
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "openssl: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            for f in ["server.key", "server.crt"] {
+                chown(&data.join(f), ids);
+            }
+            std::fs::set_permissions(
+                data.join("server.key"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )
+            .expect("chmod server.key");
+        }
         let mut s = PgServer {
             _dir: dir,
             data,
             port: free_port(),
             bin,
             ids,
+            tls,
             child: None,
         };
         s.resume();
@@ -146,6 +187,7 @@ impl PgServer {
                 "-c",
                 "shared_buffers=16MB",
             ])
+            .args(["-c", if self.tls { "ssl=on" } else { "ssl=off" }])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if let Some((u, g)) = self.ids {
