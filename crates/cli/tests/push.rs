@@ -2,6 +2,8 @@
 //! (../../store/tests/common/pg.rs): idempotence, a server stopped in the middle of a push, 20 concurrent
 //! pushers, and the store verbs on the central store.
 
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
 mod common;
 #[path = "../../store/tests/common/pg.rs"]
 mod pg;
@@ -80,7 +82,10 @@ fn push_twice_stores_each_run_once_and_skips_running_runs() {
     let again = push(&local, &url, &[]);
     assert_ok(&again);
     let s = String::from_utf8_lossy(&again.stdout);
-    assert!(s.contains("push: 0 runs pushed") && s.contains("3 there already"), "{s}");
+    assert!(
+        s.contains("push: 0 runs pushed") && s.contains("3 there already"),
+        "{s}"
+    );
     assert_eq!(count(&srv, &url, "SELECT count(*) FROM runs"), 3);
 
     // Named runs: one already there, nothing new.
@@ -113,10 +118,17 @@ fn push_to_a_stopped_server_fails_in_one_line_and_keeps_the_local_runs() {
         err.starts_with("rtgauge: error: push: nothing pushed; the local runs are untouched: database postgresql://rtgauge@127.0.0.1:"),
         "{err}"
     );
-    assert!(err.contains("cannot connect: error connecting to server: Connection refused"), "{err}");
+    assert!(
+        err.contains("cannot connect: error connecting to server: Connection refused"),
+        "{err}"
+    );
     assert_eq!(export_json(local.to_str().unwrap(), "node-b-1"), before);
     assert_eq!(
-        rtgauge_store::SqliteStore::open(&local).unwrap().list().unwrap().len(),
+        rtgauge_store::SqliteStore::open(&local)
+            .unwrap()
+            .list()
+            .unwrap()
+            .len(),
         2
     );
 }
@@ -193,9 +205,15 @@ fn server_stopped_during_a_push_then_the_push_resumes_and_stores_each_run_once()
     let out = push(&local, &url, &[]);
     assert_ok(&out);
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("push: 4 runs pushed") && s.contains("2 there already"), "{s}");
+    assert!(
+        s.contains("push: 4 runs pushed") && s.contains("2 there already"),
+        "{s}"
+    );
     assert_eq!(count(&srv, &url, "SELECT count(*) FROM runs"), 6);
-    assert_eq!(count(&srv, &url, "SELECT count(DISTINCT uuid) FROM runs"), 6);
+    assert_eq!(
+        count(&srv, &url, "SELECT count(DISTINCT uuid) FROM runs"),
+        6
+    );
     for b in &before {
         let u = b["uuid"].as_str().unwrap();
         let n: i64 = srv
@@ -242,8 +260,14 @@ fn twenty_concurrent_pushers_of_five_runs_store_one_hundred() {
             assert!(String::from_utf8_lossy(&out.stdout).contains(want));
         }
         assert_eq!(count(&srv, &url, "SELECT count(*) FROM runs"), 100);
-        assert_eq!(count(&srv, &url, "SELECT count(DISTINCT uuid) FROM runs"), 100);
-        assert_eq!(count(&srv, &url, "SELECT count(DISTINCT host) FROM runs"), 20);
+        assert_eq!(
+            count(&srv, &url, "SELECT count(DISTINCT uuid) FROM runs"),
+            100
+        );
+        assert_eq!(
+            count(&srv, &url, "SELECT count(DISTINCT host) FROM runs"),
+            20
+        );
     }
 }
 
@@ -274,7 +298,10 @@ fn store_verbs_work_on_postgresql_by_flag_and_by_rtgauge_db() {
         .unwrap();
     assert_ok(&out);
     let list = String::from_utf8_lossy(&out.stdout);
-    assert!(list.contains("imported") && list.contains("second"), "{list}");
+    assert!(
+        list.contains("imported") && list.contains("second"),
+        "{list}"
+    );
     for args in [
         vec!["runs", "show", "imported"],
         vec!["report", "latest"],
@@ -299,12 +326,20 @@ fn store_verbs_work_on_postgresql_by_flag_and_by_rtgauge_db() {
     assert_eq!(count(&srv, &url, "SELECT count(*) FROM runs"), 1);
     // A bad URL is one line naming --db, exit 2.
     let out = rtgauge()
-        .args(["runs", "list", "--db", "postgresql://u:secret@127.0.0.1:notaport/x"])
+        .args([
+            "runs",
+            "list",
+            "--db",
+            "postgresql://u:secret@127.0.0.1:notaport/x",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("rtgauge: error: --db postgresql://u:***@127.0.0.1:notaport/x"), "{err}");
+    assert!(
+        err.starts_with("rtgauge: error: --db postgresql://u:***@127.0.0.1:notaport/x"),
+        "{err}"
+    );
     assert!(!err.contains("secret"), "{err}");
 }
 
@@ -316,13 +351,23 @@ fn run_push_stores_locally_then_pushes() {
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("local.db");
     let out = rtgauge()
-        .args(["run", "--db", local.to_str().unwrap(), "--duration", "1s", "--no-sample"])
+        .args([
+            "run",
+            "--db",
+            local.to_str().unwrap(),
+            "--duration",
+            "1s",
+            "--no-sample",
+        ])
         .args(["--label", "pushed", "--push", &url])
         .output()
         .unwrap();
     assert!(out.status.code().is_some_and(|c| c <= 1), "{out:?}");
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("stored: run 1 (complete)") && s.contains("pushed run 1 ("), "{s}");
+    assert!(
+        s.contains("stored: run 1 (complete)") && s.contains("pushed run 1 ("),
+        "{s}"
+    );
     let l = export_json(local.to_str().unwrap(), "pushed");
     assert_eq!(export_json(&url, "pushed"), l);
     // Pushing it again adds nothing.

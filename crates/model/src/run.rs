@@ -117,7 +117,8 @@ pub struct RunDocument {
 
 /// Namespace of the name-based (v5) ids derived for documents that carry no `uuid` (a fixed random UUID:
 /// changing it would give every old run a new id, and a second copy in each central store).
-const DERIVED_UUID_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x5c0e_4a4f_9d2b_4c61_8f3e_27a1_b0d4_e915);
+const DERIVED_UUID_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x5c0e_4a4f_9d2b_4c61_8f3e_27a1_b0d4_e915);
 
 /// A new random run id (UUID v4).
 pub fn new_uuid() -> String {

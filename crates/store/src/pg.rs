@@ -52,7 +52,7 @@ CREATE TABLE tags (
 const UUID_INDEX: &str = "CREATE UNIQUE INDEX runs_uuid ON runs(uuid);";
 
 /// Advisory lock key that serialises migrations (any fixed number; "rtgauge" in ASCII).
-const MIGRATION_LOCK: i64 = 0x7274_6761_7567_65;
+const MIGRATION_LOCK: i64 = 0x0072_7467_6175_6765;
 
 /// How long a connection attempt waits when the URL says nothing (`connect_timeout=`): a site whose uplink is
 /// down should hear so in seconds, not after the kernel's TCP retries (minutes).
@@ -123,11 +123,9 @@ impl PgStore {
                 &fail,
             )?))
         };
-        let client = connected.map_err(|e| fail(format!("cannot connect: {}", with_sources(&e))))?;
-        let mut store = PgStore {
-            client,
-            url: shown,
-        };
+        let client =
+            connected.map_err(|e| fail(format!("cannot connect: {}", with_sources(&e))))?;
+        let mut store = PgStore { client, url: shown };
         store.migrate()?;
         Ok(store)
     }
@@ -146,7 +144,9 @@ impl PgStore {
             .simple_query("SELECT max(version) FROM schema_version")
         {
             let found = rows.iter().find_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
+                postgres::SimpleQueryMessage::Row(r) => {
+                    r.get(0).and_then(|v| v.parse::<i64>().ok())
+                }
                 _ => None,
             });
             match found {

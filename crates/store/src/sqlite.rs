@@ -420,4 +420,3 @@ impl RunStore for SqliteStore {
         Ok(())
     }
 }
-

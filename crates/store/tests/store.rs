@@ -1,6 +1,8 @@
 //! The store's behaviour, run on both backends: every test takes a [`Backend`] and is instantiated for
 //! SQLite (a temp file) and PostgreSQL (a real server started by the test, see common/pg.rs).
 
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
 #[path = "common/pg.rs"]
 mod pg;
 
@@ -87,11 +89,7 @@ impl Backend {
                 .expect("open")
                 .query_row(query, [], |r| r.get(0))
                 .expect("count"),
-            Backend::Postgres(s, url) => s
-                .client(url)
-                .query_one(query, &[])
-                .expect("count")
-                .get(0),
+            Backend::Postgres(s, url) => s.client(url).query_one(query, &[]).expect("count").get(0),
         }
     }
 }
@@ -391,7 +389,10 @@ fn postgres_over_tls_verifies_the_server_certificate() {
         Err(e) => e.to_string(),
         Ok(_) => panic!("trusted a self-signed certificate without being told to"),
     };
-    assert!(e.contains("cannot connect") && e.contains("certificate"), "{e}");
+    assert!(
+        e.contains("cannot connect") && e.contains("certificate"),
+        "{e}"
+    );
     std::env::set_var("RTGAUGE_DB_CA", srv.ca());
     let mut s = open_store(Path::new(&url)).expect("TLS connection with the CA");
     std::env::remove_var("RTGAUGE_DB_CA");

@@ -553,11 +553,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
 
     let mut out = std::io::stdout().lock();
     super::print_text(&rtgauge_report::terminal::render_summary(&doc))?;
-    writeln!(
-        out,
-        "stored: run {id} ({}) in {db}",
-        doc.status.as_str(),
-    )?;
+    writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str(),)?;
     match report {
         Ok(()) => writeln!(out, "report: {}", html.display())?,
         // The run is stored; a report that cannot be written is worth a warning, not a failed run.
@@ -572,7 +568,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         // the run. It stays stored here, and `rtgauge push` sends it later.
         let p = super::push::push(&mut *rec.store, Some(&[id]), to)?;
         if p.stored == 0 && p.already == 1 {
-            println!("push: run {id} was in {} already", rtgauge_store::display_spec(to));
+            println!(
+                "push: run {id} was in {} already",
+                rtgauge_store::display_spec(to)
+            );
         }
     }
     let failed = doc.verdicts.iter().any(|v| v.outcome != Outcome::Pass);

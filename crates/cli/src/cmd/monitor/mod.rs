@@ -292,9 +292,8 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         if let (Some((s, db)), Some(every)) = (store.as_mut(), store_every) {
             if stopping || snapshot.started.elapsed() >= every {
                 if let Some(doc) = snapshot.document(a) {
-                    s.insert(&doc).with_context(|| {
-                        format!("storing a monitor snapshot in {db}")
-                    })?;
+                    s.insert(&doc)
+                        .with_context(|| format!("storing a monitor snapshot in {db}"))?;
                 }
                 snapshot = Snapshot::new(&plan.config);
             }
