@@ -374,3 +374,32 @@ fn run_push_stores_locally_then_pushes() {
     assert_ok(&push(&local, &url, &[]));
     assert_eq!(count(&srv, &url, "SELECT count(*) FROM runs"), 1);
 }
+
+#[test]
+fn run_writes_straight_into_postgresql() {
+    let _cpu = busy_cpu();
+    let srv = pg::PgServer::start();
+    let url = srv.url();
+    let dir = tempfile::tempdir().unwrap();
+    let out = rtgauge()
+        .env("XDG_DATA_HOME", dir.path())
+        .args(["run", "--db", &url, "--duration", "1s", "--no-sample"])
+        .args(["--label", "central", "--checkpoint", "200ms"])
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{out:?}");
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("stored: run 1 (complete) in postgresql://rtgauge@127.0.0.1:"),
+        "{s}"
+    );
+    // The report goes beside the default local database, not into a directory named after the URL.
+    assert!(
+        dir.path().join("rtgauge/reports/run-1.html").exists(),
+        "{s}"
+    );
+    let d = export_json(&url, "central");
+    assert_eq!(d["status"], "complete");
+    assert!(d["probes"].as_array().is_some_and(|p| !p.is_empty()));
+    assert_eq!(count(&srv, &url, "SELECT count(*) FROM runs"), 1);
+}

@@ -5,7 +5,8 @@
 //! store is asked which of the candidate runs it holds, and each missing one is inserted in its own
 //! transaction with "insert unless the uuid is there" (the unique constraint decides, even against another
 //! pusher of the same run). So pushing twice stores nothing twice, and a push cut off half-way (server
-//! stopped, link lost) resumes where it stopped when run again. The local store is only read.
+//! stopped, link lost) resumes where it stopped when run again. The local store is only read (its listing
+//! marks runs whose writer died as interrupted, as every listing does).
 
 use anyhow::Context as _;
 use clap::Args;
