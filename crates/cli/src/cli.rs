@@ -32,6 +32,8 @@ pub enum Command {
     Export(crate::cmd::runs::ExportArgs),
     /// Import rt-tests results (cyclictest JSON or text, oslat JSON) as runs.
     Import(crate::cmd::runs::ImportArgs),
+    /// Copy local runs to a central store (PostgreSQL): idempotent, resumable.
+    Push(crate::cmd::push::PushArgs),
     /// Render a stored run: on the terminal, and as a self-contained HTML page with charts (--html).
     Report(crate::cmd::report::ReportArgs),
     /// Compare stored runs with the first: ratios with 95 % intervals and a verdict per measure.

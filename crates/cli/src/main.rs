@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         cli::Command::Runs(a) => cmd::runs::run(a),
         cli::Command::Export(a) => cmd::runs::export(a, &a.db),
         cli::Command::Import(a) => cmd::runs::import(a),
+        cli::Command::Push(a) => cmd::push::run(a),
         cli::Command::Report(a) => cmd::report::report(a),
         cli::Command::Compare(a) => cmd::report::compare(a),
         cli::Command::Audit(a) => cmd::audit::run(a),

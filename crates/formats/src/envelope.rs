@@ -52,6 +52,8 @@ pub fn document(
         probes,
         status,
     );
+    // A run of this machine gets its globally unique id at birth (push to a central store relies on it).
+    doc.uuid = Some(rtgauge_model::run::new_uuid());
     doc.warnings = warnings;
     doc
 }

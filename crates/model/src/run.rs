@@ -79,6 +79,11 @@ pub struct ImportSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDocument {
     pub schema_version: u32,
+    /// Globally unique id of the run (UUID v4, given when the run starts), so a run pushed to a central store
+    /// twice, or from a resumed push, is stored once. Documents written before it existed have none; stores
+    /// give them [`RunDocument::derived_uuid`] when they first open them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
     pub tool: ToolInfo,
     /// The command line, one element per argument (no quoting ambiguity).
     pub command_line: Vec<String>,
@@ -125,6 +130,7 @@ impl RunDocument {
     ) -> RunDocument {
         RunDocument {
             schema_version: crate::SCHEMA_VERSION,
+            uuid: None,
             tool,
             command_line,
             started_at,
@@ -156,6 +162,29 @@ impl RunStatus {
         } else {
             RunStatus::Interrupted
         }
+    }
+}
+
+/// Namespace of the name-based (v5) ids derived for documents that carry no `uuid` (a fixed random UUID:
+/// changing it would give every old run a new id, and a second copy in each central store).
+const DERIVED_UUID_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x5c0e_4a4f_9d2b_4c61_8f3e_27a1_b0d4_e915);
+
+/// A new random run id (UUID v4).
+pub fn new_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl RunDocument {
+    /// The id of an old document without `uuid`: UUID v5 of its stored JSON text (`stored_json`, the exact
+    /// bytes the store holds), so the same stored run gets the same id in every store and on every push. Two
+    /// byte-identical documents get the same id: the store that backfills ids separates them with `salt`.
+    pub fn derived_uuid(stored_json: &str, salt: Option<i64>) -> String {
+        let name = match salt {
+            None => stored_json.to_string(),
+            Some(s) => format!("{stored_json}#{s}"),
+        };
+        uuid::Uuid::new_v5(&DERIVED_UUID_NAMESPACE, name.as_bytes()).to_string()
     }
 }
 

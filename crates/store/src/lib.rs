@@ -1,16 +1,26 @@
 //! The run store. A run is stored as its whole run document (JSON, the same bytes `--output` writes) plus a
 //! few indexed columns for listing and selection. Every view is rendered from what is stored.
 //!
+//! Two backends implement [`RunStore`]: SQLite (one file, the default on a host) and PostgreSQL (a central
+//! store a fleet pushes to). [`open_store`] picks one from `--db` / `RTGAUGE_DB`.
+//!
 //! Invariants:
-//! - the schema is versioned with `PRAGMA user_version` and migrated forward on open, never backward;
-//! - WAL journal and a busy timeout, so several rtgauge processes can write one database at once;
+//! - the schema is versioned (SQLite: `PRAGMA user_version`; PostgreSQL: the `schema_version` table; the
+//!   same numbered migrations) and migrated forward on open, never backward; a newer schema is refused;
+//! - several rtgauge processes can write one store at once (SQLite: WAL and a busy timeout; PostgreSQL: row
+//!   inserts, migrations under an advisory lock);
+//! - every run has a globally unique `uuid`, unique in each store: [`RunStore::insert_if_absent`] makes a
+//!   push idempotent and resumable;
 //! - a run is inserted as `running` when it starts and overwritten by each checkpoint; a `running` run whose
 //!   writer process is gone (killed, machine rebooted) is reported — and marked — `interrupted`, with the
 //!   data of its last checkpoint;
 //! - deleting is explicit (`runs delete`); nothing else removes a stored run.
 
+mod common;
+mod pg;
 mod sqlite;
 
+pub use pg::PgStore;
 pub use sqlite::SqliteStore;
 
 use rtgauge_model::run::{RunDocument, RunStatus};
@@ -26,8 +36,13 @@ pub enum StoreError {
         path: String,
         cause: rusqlite::Error,
     },
+    /// `cause` is the client's message (with its source, e.g. "connection refused"); `url` has no password.
+    #[error("database {url}: {cause}")]
+    Postgres { url: String, cause: String },
     #[error("cannot create {path}: {cause}")]
     Io { path: String, cause: std::io::Error },
+    #[error("a run with uuid {0} is stored already")]
+    Duplicate(String),
     #[error("run {0} not found")]
     NotFound(String),
     #[error("stored run {id} is not a valid run document: {reason}")]
@@ -44,6 +59,8 @@ pub enum StoreError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
     pub id: i64,
+    /// The run's globally unique id (see [`RunStore::insert_if_absent`]).
+    pub uuid: String,
     pub started_at: String,
     pub ended_at: String,
     pub status: RunStatus,
@@ -75,14 +92,60 @@ impl Selector {
     }
 }
 
-/// The operations rtgauge needs from a run store (SQLite today; PostgreSQL can implement the same).
-pub trait RunStore {
-    /// Store a new run (usually `running`) and return its id.
+/// The operations rtgauge needs from a run store (SQLite and PostgreSQL).
+pub trait RunStore: Send {
+    /// Where the store is, for messages (a file path, or a URL without its password).
+    fn location(&self) -> &str;
+    /// Store a new run (usually `running`) and return its id. A document without `uuid` is given a new one;
+    /// a `uuid` already stored is an error.
     fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError>;
-    /// Replace a run's document (a checkpoint, or the final result).
+    /// Store a run unless a run with its `uuid` is already stored: `Some(new id)`, or `None` when it was there.
+    /// What makes `push` idempotent: the unique constraint on `uuid` decides, even between concurrent pushers.
+    /// A document without `uuid` is given the derived one ([`RunDocument::derived_uuid`]).
+    fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError>;
+    /// Which of `uuids` are stored.
+    fn known_uuids(
+        &mut self,
+        uuids: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError>;
+    /// Replace a run's document (a checkpoint, or the final result). The run keeps its `uuid`.
     fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError>;
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
     fn get(&mut self, id: i64) -> Result<RunDocument, StoreError>;
     fn resolve(&mut self, sel: &Selector) -> Result<i64, StoreError>;
     fn delete(&mut self, id: i64) -> Result<(), StoreError>;
+}
+
+/// Whether a `--db` value names a PostgreSQL server rather than a file.
+pub fn is_postgres_url(spec: &str) -> bool {
+    spec.starts_with("postgresql://") || spec.starts_with("postgres://")
+}
+
+/// The store a `--db` value names: a `postgresql://` / `postgres://` URL, otherwise a SQLite file path.
+/// Without `--db`, the `RTGAUGE_DB` environment variable, then the default SQLite file
+/// ([`SqliteStore::default_path`]).
+pub fn store_spec(db: Option<&std::path::Path>) -> std::path::PathBuf {
+    db.map(std::path::Path::to_path_buf)
+        .or_else(|| {
+            std::env::var_os("RTGAUGE_DB")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+        })
+        .unwrap_or_else(SqliteStore::default_path)
+}
+
+/// Open the store `spec` names (see [`store_spec`]), creating and migrating it as needed.
+pub fn open_store(spec: &std::path::Path) -> Result<Box<dyn RunStore>, StoreError> {
+    match spec.to_str().filter(|s| is_postgres_url(s)) {
+        Some(url) => Ok(Box::new(PgStore::connect(url)?)),
+        None => Ok(Box::new(SqliteStore::open(spec)?)),
+    }
+}
+
+/// `spec` for messages: a URL loses its password.
+pub fn display_spec(spec: &std::path::Path) -> String {
+    match spec.to_str().filter(|s| is_postgres_url(s)) {
+        Some(url) => pg::redact_url(url),
+        None => spec.display().to_string(),
+    }
 }

@@ -1,12 +1,15 @@
 //! SQLite implementation of [`RunStore`](crate::RunStore).
 
+use crate::common::{backfill_uuid, probes_of, status_from, to_json, with_uuid, Writer};
 use crate::{RunStore, RunSummary, Selector, StoreError};
-use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
+use rtgauge_model::run::{RunDocument, RunStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
-/// Schema migrations, applied in order; index + 1 is the `user_version` after each.
-const MIGRATIONS: &[&str] = &[r"
+/// Schema migrations, applied in order; index + 1 is the `user_version` after each. The same steps, in the
+/// same order, as PostgreSQL's (pg.rs), so a version number means one schema on both.
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE runs (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     started_at    TEXT NOT NULL,
@@ -28,7 +31,13 @@ CREATE TABLE tags (
     value  TEXT NOT NULL,
     PRIMARY KEY (run_id, key)
 );
-"];
+",
+    // 2: the run's globally unique id; existing rows get theirs from `backfill_uuid` before the index.
+    "ALTER TABLE runs ADD COLUMN uuid TEXT;",
+];
+
+/// SQL run after migration 2's column is filled in.
+const UUID_INDEX: &str = "CREATE UNIQUE INDEX runs_uuid ON runs(uuid);";
 
 /// How long a writer waits for another one before giving up.
 const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -55,75 +64,6 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
 pub struct SqliteStore {
     conn: Connection,
     path: String,
-}
-
-/// Identity of the writing process: pid, its start time (so a reused pid is not mistaken for it) and the
-/// boot id (so a reboot is detected).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Writer {
-    pid: i64,
-    start: i64,
-    boot: String,
-}
-
-/// Start time of a live process: field 22 of /proc/PID/stat (proc(5)), counted after the last ')' since
-/// comm may contain spaces. A zombie (state Z or X: killed, not yet reaped — common under a container init
-/// that does not reap) is not alive.
-fn parse_live_start_time(stat: &str) -> Option<i64> {
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let mut f = rest.split_whitespace();
-    if matches!(f.next()?, "Z" | "X" | "x") {
-        return None;
-    }
-    f.nth(18)?.parse().ok()
-}
-
-fn proc_start_time(pid: i64) -> Option<i64> {
-    parse_live_start_time(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
-fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
-impl Writer {
-    fn current() -> Writer {
-        let pid = i64::from(std::process::id());
-        Writer {
-            pid,
-            start: proc_start_time(pid).unwrap_or(0),
-            boot: boot_id(),
-        }
-    }
-    fn is_alive(&self) -> bool {
-        self.boot == boot_id() && proc_start_time(self.pid) == Some(self.start)
-    }
-}
-
-fn probes_of(doc: &RunDocument) -> String {
-    let names: Vec<&str> = doc
-        .probes
-        .iter()
-        .map(|p| match p {
-            ProbeResult::Cyclic(_) => "cyclic",
-            ProbeResult::Oslat(_) => "oslat",
-            ProbeResult::Net(_) => "net",
-            ProbeResult::Ops(_) => "ops",
-            ProbeResult::Mem(_) => "mem",
-            ProbeResult::Numa(_) => "numa",
-        })
-        .collect();
-    names.join(",")
-}
-
-fn status_from(s: &str) -> RunStatus {
-    match s {
-        "running" => RunStatus::Running,
-        "complete" => RunStatus::Complete,
-        _ => RunStatus::Interrupted,
-    }
 }
 
 impl SqliteStore {
@@ -193,6 +133,27 @@ impl SqliteStore {
         }
         for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(m).map_err(sq)?;
+            if i == 1 {
+                let rows: Vec<(i64, String)> = {
+                    let mut st = tx
+                        .prepare("SELECT id, document FROM runs ORDER BY id")
+                        .map_err(sq)?;
+                    let it = st
+                        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .map_err(sq)?;
+                    it.collect::<Result<_, _>>().map_err(sq)?
+                };
+                let mut taken = std::collections::HashSet::new();
+                for (id, text) in rows {
+                    let (uuid, json) = backfill_uuid(id, &text, &mut taken)?;
+                    tx.execute(
+                        "UPDATE runs SET uuid = ?2, document = ?3 WHERE id = ?1",
+                        params![id, uuid, json],
+                    )
+                    .map_err(sq)?;
+                }
+                tx.execute_batch(UUID_INDEX).map_err(sq)?;
+            }
             tx.pragma_update(None, "user_version", i as i64 + 1)
                 .map_err(sq)?;
         }
@@ -231,16 +192,69 @@ impl SqliteStore {
                 let mut doc = self.get_raw(id)?;
                 doc.status = RunStatus::Interrupted;
                 doc.warnings.push("the measuring process ended without finishing the run; data up to its last checkpoint".into());
-                let json = serde_json::to_string(&doc).map_err(|e| StoreError::Corrupt {
-                    id,
-                    reason: e.to_string(),
-                })?;
+                let json = to_json(&doc, id)?;
                 self.conn
                     .execute("UPDATE runs SET status = 'interrupted', document = ?2 WHERE id = ?1 AND status = 'running'", params![id, json])
                     .map_err(self.err())?;
             }
         }
         Ok(())
+    }
+
+    /// Insert a run with its `uuid` and JSON text; `None` when `if_absent` and the uuid is stored already.
+    fn insert_row(
+        &mut self,
+        doc: &RunDocument,
+        uuid: &str,
+        json: &str,
+        if_absent: bool,
+    ) -> Result<Option<i64>, StoreError> {
+        let w = Writer::current();
+        let path = self.path.clone();
+        let sq = |cause| StoreError::Sqlite {
+            path: path.clone(),
+            cause,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sq)?;
+        let n = tx.execute(
+            &format!(
+                "INSERT INTO runs (started_at, ended_at, status, profile, label, host, probes, document, writer_pid, writer_start, writer_boot, uuid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12){}",
+                if if_absent { " ON CONFLICT(uuid) DO NOTHING" } else { "" }
+            ),
+            params![
+                doc.started_at,
+                doc.ended_at,
+                doc.status.as_str(),
+                doc.profile,
+                doc.label,
+                doc.system.nodename,
+                probes_of(doc),
+                json,
+                w.pid,
+                w.start,
+                w.boot,
+                uuid
+            ],
+        );
+        let n = match n {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
+            {
+                return Err(StoreError::Duplicate(uuid.to_string()))
+            }
+            other => other.map_err(sq)?,
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        let id = tx.last_insert_rowid();
+        Self::write_tags(&tx, id, doc).map_err(sq)?;
+        tx.commit().map_err(sq)?;
+        Ok(Some(id))
     }
 
     fn get_raw(&mut self, id: i64) -> Result<RunDocument, StoreError> {
@@ -262,50 +276,59 @@ impl SqliteStore {
 }
 
 impl RunStore for SqliteStore {
+    fn location(&self) -> &str {
+        &self.path
+    }
+
     fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError> {
-        let w = Writer::current();
-        let json = serde_json::to_string(doc).map_err(|e| StoreError::Corrupt {
-            id: 0,
-            reason: e.to_string(),
+        let (uuid, json) = with_uuid(doc, 0, rtgauge_model::run::new_uuid)?;
+        self.insert_row(doc, &uuid, &json, false)?
+            .ok_or_else(|| StoreError::Duplicate(uuid))
+    }
+
+    fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError> {
+        let (uuid, json) = with_uuid(doc, 0, || {
+            RunDocument::derived_uuid(&to_json(doc, 0).unwrap_or_default(), None)
         })?;
-        let path = self.path.clone();
-        let sq = |cause| StoreError::Sqlite {
-            path: path.clone(),
-            cause,
-        };
-        let tx = self
+        self.insert_row(doc, &uuid, &json, true)
+    }
+
+    fn known_uuids(
+        &mut self,
+        uuids: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let mut st = self
             .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sq)?;
-        tx.execute(
-            "INSERT INTO runs (started_at, ended_at, status, profile, label, host, probes, document, writer_pid, writer_start, writer_boot)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                doc.started_at,
-                doc.ended_at,
-                doc.status.as_str(),
-                doc.profile,
-                doc.label,
-                doc.system.nodename,
-                probes_of(doc),
-                json,
-                w.pid,
-                w.start,
-                w.boot
-            ],
-        )
-        .map_err(sq)?;
-        let id = tx.last_insert_rowid();
-        Self::write_tags(&tx, id, doc).map_err(sq)?;
-        tx.commit().map_err(sq)?;
-        Ok(id)
+            .prepare_cached("SELECT 1 FROM runs WHERE uuid = ?1")
+            .map_err(|cause| StoreError::Sqlite {
+                path: self.path.clone(),
+                cause,
+            })?;
+        let mut found = std::collections::HashSet::new();
+        for u in uuids {
+            if st.exists(params![u]).map_err(|cause| StoreError::Sqlite {
+                path: self.path.clone(),
+                cause,
+            })? {
+                found.insert(u.clone());
+            }
+        }
+        Ok(found)
     }
 
     fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError> {
-        let json = serde_json::to_string(doc).map_err(|e| StoreError::Corrupt {
-            id,
-            reason: e.to_string(),
-        })?;
+        // The run keeps the id it was stored with, whatever the caller's copy says.
+        let uuid: Option<String> = self
+            .conn
+            .query_row("SELECT uuid FROM runs WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())?;
+        let uuid = uuid.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+        let mut d = doc.clone();
+        d.uuid = Some(uuid);
+        let json = to_json(&d, id)?;
         let path = self.path.clone();
         let sq = |cause| StoreError::Sqlite {
             path: path.clone(),
@@ -332,19 +355,20 @@ impl RunStore for SqliteStore {
         self.reap()?;
         let mut st = self
             .conn
-            .prepare("SELECT id, started_at, ended_at, status, profile, label, host, probes FROM runs ORDER BY id")
+            .prepare("SELECT id, uuid, started_at, ended_at, status, profile, label, host, probes FROM runs ORDER BY id")
             .map_err(self.err())?;
         let it = st
             .query_map([], |r| {
                 Ok(RunSummary {
                     id: r.get(0)?,
-                    started_at: r.get(1)?,
-                    ended_at: r.get(2)?,
-                    status: status_from(&r.get::<_, String>(3)?),
-                    profile: r.get(4)?,
-                    label: r.get(5)?,
-                    host: r.get(6)?,
-                    probes: r.get(7)?,
+                    uuid: r.get(1)?,
+                    started_at: r.get(2)?,
+                    ended_at: r.get(3)?,
+                    status: status_from(&r.get::<_, String>(4)?),
+                    profile: r.get(5)?,
+                    label: r.get(6)?,
+                    host: r.get(7)?,
+                    probes: r.get(8)?,
                 })
             })
             .map_err(|cause| StoreError::Sqlite {
@@ -394,177 +418,5 @@ impl RunStore for SqliteStore {
             return Err(StoreError::NotFound(id.to_string()));
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rtgauge_model::run::{SystemInfo, ToolInfo};
-
-    fn doc(label: &str) -> RunDocument {
-        RunDocument {
-            schema_version: 1,
-            tool: ToolInfo {
-                name: "rtgauge".into(),
-                version: "0".into(),
-            },
-            command_line: vec!["rtgauge".into(), "run".into()],
-            started_at: "2026-11-22T00:00:00Z".into(),
-            ended_at: "2026-11-22T00:00:10Z".into(),
-            system: SystemInfo {
-                sysname: "Linux".into(),
-                nodename: "h".into(),
-                release: "6".into(),
-                version: "#1".into(),
-                machine: "x86_64".into(),
-                realtime: false,
-                cpus_online: rtgauge_model::CpuSet::new([0, 1]),
-                clocksource: None,
-            },
-            probes: vec![],
-            status: RunStatus::Running,
-            warnings: vec![],
-            label: Some(label.into()),
-            tags: [("site".to_string(), "lab".to_string())].into(),
-            profile: Some("quick".into()),
-            fingerprint: None,
-            audit: None,
-            verdicts: vec![],
-            imported_from: None,
-        }
-    }
-
-    #[test]
-    fn insert_update_list_select_delete() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("sub/r.db")).unwrap();
-        let a = s.insert(&doc("bare-metal")).unwrap();
-        let mut d = doc("guest");
-        let b = s.insert(&d).unwrap();
-        d.status = RunStatus::Complete;
-        s.update(b, &d).unwrap();
-        let l = s.list().unwrap();
-        assert_eq!(l.len(), 2);
-        assert_eq!(
-            l[0].status,
-            RunStatus::Running,
-            "our own process is alive: still running"
-        );
-        assert_eq!(l[1].status, RunStatus::Complete);
-        assert_eq!(s.resolve(&Selector::Latest).unwrap(), b);
-        assert_eq!(s.resolve(&Selector::parse("bare-metal")).unwrap(), a);
-        assert_eq!(s.resolve(&Selector::parse(&a.to_string())).unwrap(), a);
-        assert!(matches!(
-            s.resolve(&Selector::Label("nope".into())),
-            Err(StoreError::NotFound(_))
-        ));
-        assert_eq!(s.get(b).unwrap().tags["site"], "lab");
-        s.delete(a).unwrap();
-        assert!(matches!(s.get(a), Err(StoreError::NotFound(_))));
-        assert_eq!(s.list().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn zombies_and_odd_comms_in_proc_stat() {
-        let live = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 3 0 777 1000 10";
-        assert_eq!(parse_live_start_time(live), Some(777));
-        assert_eq!(parse_live_start_time(&live.replace(") S ", ") Z ")), None);
-        assert_eq!(parse_live_start_time("42 (x) R 1"), None);
-        assert_eq!(parse_live_start_time(""), None);
-        assert_eq!(parse_live_start_time("(("), None);
-    }
-
-    #[test]
-    fn dead_writer_means_interrupted() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        let mut s = SqliteStore::open(&path).unwrap();
-        let id = s.insert(&doc("x")).unwrap();
-        // Pretend the writer was another process that is gone.
-        s.conn
-            .execute(
-                "UPDATE runs SET writer_pid = 999999999 WHERE id = ?1",
-                params![id],
-            )
-            .unwrap();
-        let l = s.list().unwrap();
-        assert_eq!(l[0].status, RunStatus::Interrupted);
-        let d = s.get(id).unwrap();
-        assert_eq!(d.status, RunStatus::Interrupted);
-        assert!(d.warnings.iter().any(|w| w.contains("last checkpoint")));
-    }
-
-    #[test]
-    fn newer_schema_is_refused_and_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        drop(SqliteStore::open(&path).unwrap());
-        Connection::open(&path)
-            .unwrap()
-            .pragma_update(None, "user_version", 99)
-            .unwrap();
-        assert!(matches!(
-            SqliteStore::open(&path),
-            Err(StoreError::TooNew { found: 99, .. })
-        ));
-    }
-
-    #[test]
-    fn concurrent_writers_both_land() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        drop(SqliteStore::open(&path).unwrap());
-        let hs: Vec<_> = (0..4)
-            .map(|i| {
-                let p = path.clone();
-                std::thread::spawn(move || {
-                    let mut s = SqliteStore::open(&p).unwrap();
-                    for _ in 0..20 {
-                        let id = s.insert(&doc(&format!("w{i}"))).unwrap();
-                        s.update(id, &doc(&format!("w{i}"))).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
-        assert_eq!(SqliteStore::open(&path).unwrap().list().unwrap().len(), 80);
-    }
-
-    #[test]
-    fn many_writers_creating_the_same_new_database_all_succeed() {
-        for round in 0..5 {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join(format!("new{round}.db"));
-            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
-            let hs: Vec<_> = (0..6)
-                .map(|i| {
-                    let (p, b) = (path.clone(), barrier.clone());
-                    std::thread::spawn(move || {
-                        b.wait();
-                        let mut s = SqliteStore::open(&p).unwrap();
-                        s.insert(&doc(&format!("w{i}"))).unwrap();
-                    })
-                })
-                .collect();
-            for h in hs {
-                h.join().unwrap();
-            }
-            assert_eq!(SqliteStore::open(&path).unwrap().list().unwrap().len(), 6);
-        }
-    }
-
-    #[test]
-    fn garbage_file_is_an_error_not_a_panic() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        std::fs::write(
-            &path,
-            b"this is not a database, just text that is long enough to be a header.....",
-        )
-        .unwrap();
-        assert!(SqliteStore::open(&path).is_err());
     }
 }

@@ -14,6 +14,7 @@ pub mod numa;
 pub mod ops;
 pub mod oslat;
 pub mod plan;
+pub mod push;
 pub mod report;
 pub mod run;
 pub mod runs;
@@ -22,6 +23,40 @@ pub mod why;
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;
+
+/// Open the store `--db` names, or `RTGAUGE_DB`, or the default SQLite file: a SQLite path or a
+/// `postgresql://` URL. Returns the store and its name for messages (a URL without its password). An error
+/// names where the store came from (`--db`, `RTGAUGE_DB`).
+pub fn open_store(
+    db: Option<&std::path::Path>,
+) -> anyhow::Result<(Box<dyn rtgauge_store::RunStore>, String)> {
+    use anyhow::Context as _;
+    let spec = rtgauge_store::store_spec(db);
+    let shown = rtgauge_store::display_spec(&spec);
+    let from = if db.is_some() {
+        "--db"
+    } else if std::env::var_os("RTGAUGE_DB").is_some_and(|v| !v.is_empty()) {
+        "RTGAUGE_DB"
+    } else {
+        "the default database"
+    };
+    let store = rtgauge_store::open_store(&spec).with_context(|| format!("{from} {shown}"))?;
+    Ok((store, shown))
+}
+
+/// The directory reports go to by default: beside a SQLite file, or beside the default one when the store
+/// is a PostgreSQL server.
+pub fn store_dir(db: Option<&std::path::Path>) -> std::path::PathBuf {
+    let spec = rtgauge_store::store_spec(db);
+    let file = if spec.to_str().is_some_and(rtgauge_store::is_postgres_url) {
+        rtgauge_store::SqliteStore::default_path()
+    } else {
+        spec
+    };
+    file.parent()
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf()
+}
 
 /// Largest definition or profile a verb reads (a .vmx, a domain XML, a manifest, a TOML profile).
 pub const MAX_DEFINITION_BYTES: u64 = 16 << 20;

@@ -17,7 +17,6 @@ use rtgauge_probe::net::plan::PointsSpec;
 use rtgauge_probe::net::{server, NetError};
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_report::net::{render_result, render_sweep};
-use rtgauge_store::{RunStore, SqliteStore};
 use std::io::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::path::PathBuf;
@@ -94,8 +93,9 @@ pub struct LoadArgs {
     /// KEY=VALUE to store with the run (repeatable).
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tags: Vec<(String, String)>,
-    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH")]
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     /// Do not store the run.
     #[arg(long = "no-store")]
@@ -430,11 +430,11 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
 fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
     let plan = command.plan(&root)?;
-    let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
-    let mut store = if a.no_store {
-        None
+    let (mut store, db) = if a.no_store {
+        (None, String::new())
     } else {
-        Some(SqliteStore::open(&db).with_context(|| format!("--db {}", db.display()))?)
+        let (s, name) = super::open_store(a.db.as_deref())?;
+        (Some(s), name)
     };
     let stop = StopFlag::new();
     stop.on_termination_signals()
@@ -485,13 +485,8 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     if let Some(store) = store.as_mut() {
         let id = store
             .insert(&doc)
-            .with_context(|| format!("storing the run in {}", db.display()))?;
-        writeln!(
-            out,
-            "stored: run {id} ({}) in {}",
-            doc.status.as_str(),
-            db.display()
-        )?;
+            .with_context(|| format!("storing the run in {db}"))?;
+        writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
     }
     out.flush()?;
     drop(out);

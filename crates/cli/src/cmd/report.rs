@@ -7,7 +7,6 @@ use clap::Args;
 use rtgauge_model::run::RunDocument;
 use rtgauge_report::compare::{self, Options};
 use rtgauge_report::html;
-use rtgauge_store::RunStore as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -76,7 +75,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         (None, Some(l)) => format!("label:{l}"),
         (None, None) => "latest".into(),
     };
-    let (id, doc) = resolve(&mut store, &sel)?;
+    let (id, doc) = resolve(store.as_mut(), &sel)?;
     if let Some(path) = &a.html {
         write_html(path, &html::render_report(id, &doc))?;
     }
@@ -110,7 +109,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             if part.is_empty() {
                 bail!("run set '{s}': an empty entry (write runs as 1,2,3)");
             }
-            set.push(resolve(&mut store, part)?);
+            set.push(resolve(store.as_mut(), part)?);
         }
         sets.push(set);
     }
@@ -127,11 +126,11 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             }
             let set = ids
                 .into_iter()
-                .map(|id| resolve(&mut store, &id.to_string()))
+                .map(|id| resolve(store.as_mut(), &id.to_string()))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             sets.push(set);
         } else {
-            sets.push(vec![resolve(&mut store, &format!("label:{l}"))?]);
+            sets.push(vec![resolve(store.as_mut(), &format!("label:{l}"))?]);
         }
     }
     let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();

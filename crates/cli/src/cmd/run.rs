@@ -22,7 +22,7 @@ use rtgauge_model::verdict::Outcome;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::cyclic::LiveThread;
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_store::{RunStore, SqliteStore};
+use rtgauge_store::RunStore;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,8 +54,9 @@ pub struct RunArgs {
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tags: Vec<(String, String)>,
 
-    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH")]
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
     /// How often a long probe is checkpointed into the database.
@@ -78,6 +79,11 @@ pub struct RunArgs {
     /// `--trace` to the profile's cyclic and oslat flags). Needs root and tracefs.
     #[arg(long)]
     pub trace: bool,
+
+    /// After storing the run, push it to this central store (postgresql:// URL), as `rtgauge push` does.
+    /// The run stays in the local database whether or not the push succeeds.
+    #[arg(long, value_name = "URL")]
+    pub push: Option<PathBuf>,
 }
 
 /// A built-in profile name or a TOML file.
@@ -191,7 +197,7 @@ fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
 /// Stores the document now and then, and shows progress; store errors are warned about once, never fatal
 /// to the measurement.
 struct Recorder<'a> {
-    store: &'a mut SqliteStore,
+    store: &'a mut dyn RunStore,
     id: i64,
     every: Duration,
     last: Instant,
@@ -200,7 +206,7 @@ struct Recorder<'a> {
 
 impl<'a> Recorder<'a> {
     /// Checkpoints of run `id` every `every` (at least 1 s).
-    fn new(store: &'a mut SqliteStore, id: i64, every: Nanos) -> Recorder<'a> {
+    fn new(store: &'a mut dyn RunStore, id: i64, every: Nanos) -> Recorder<'a> {
         Recorder {
             store,
             id,
@@ -318,8 +324,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
     let place = placement(&root, a.cpus.as_deref())?;
-    let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
-    let mut store = SqliteStore::open(&db).with_context(|| format!("--db {}", db.display()))?;
+    let (mut store, db) = super::open_store(a.db.as_deref())?;
     // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
     let stages = plan(&profile, duration, a.trace, &place, &root)?;
     let stop = StopFlag::new();
@@ -335,10 +340,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut doc = begin(a, &profile, &cx);
     let id = store
         .insert(&doc)
-        .with_context(|| format!("storing the run in {}", db.display()))?;
+        .with_context(|| format!("storing the run in {db}"))?;
     announce(id, &profile, &doc, &cx);
     doc.audit = Some(audit(&cx.root, a.no_sample));
-    let mut rec = Recorder::new(&mut store, id, a.checkpoint);
+    let mut rec = Recorder::new(store.as_mut(), id, a.checkpoint);
     rec.save(&doc);
     measure(stages, &mut doc, &mut rec, &cx)?;
     // Judge, store, report.
@@ -348,12 +353,24 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     rec.store
         .update(id, &doc)
-        .with_context(|| format!("storing run {id} in {}", db.display()))?;
+        .with_context(|| format!("storing run {id} in {db}"))?;
     if let Some(path) = &a.output {
         crate::doc::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))?;
     }
-    report(a, id, &db, &doc)
+    let code = report(a, id, &db, &doc)?;
+    if let Some(to) = &a.push {
+        // A failed push is a runtime error (exit 2) even when the gates passed: the fleet's store lacks
+        // the run. It stays stored here, and `rtgauge push` sends it later.
+        let p = super::push::push(store.as_mut(), Some(&[id]), to)?;
+        if p.stored == 0 && p.already == 1 {
+            println!(
+                "push: run {id} was in {} already",
+                rtgauge_store::display_spec(to)
+            );
+        }
+    }
+    Ok(code)
 }
 
 /// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
@@ -651,15 +668,9 @@ fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
 }
 
 /// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
-fn report(
-    a: &RunArgs,
-    id: i64,
-    db: &std::path::Path,
-    doc: &RunDocument,
-) -> anyhow::Result<ExitCode> {
+fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<ExitCode> {
     let html = a.html.clone().unwrap_or_else(|| {
-        db.parent()
-            .unwrap_or(std::path::Path::new("."))
+        super::store_dir(a.db.as_deref())
             .join("reports")
             .join(format!("run-{id}.html"))
     });
@@ -676,12 +687,7 @@ fn report(
 
     let mut out = std::io::stdout().lock();
     super::print_text(&rtgauge_report::terminal::render_summary(doc))?;
-    writeln!(
-        out,
-        "stored: run {id} ({}) in {}",
-        doc.status.as_str(),
-        db.display()
-    )?;
+    writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
     match report {
         Ok(()) => writeln!(out, "report: {}", html.display())?,
         // The run is stored; a report that cannot be written is worth a warning, not a failed run.

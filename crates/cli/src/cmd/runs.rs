@@ -9,7 +9,7 @@ use rtgauge_formats::native::NativeJson;
 use rtgauge_formats::rttests::RtTestsJson;
 use rtgauge_formats::{Exporter, Importer};
 use rtgauge_model::run::RunDocument;
-use rtgauge_store::{RunStore, Selector, SqliteStore};
+use rtgauge_store::{RunStore, Selector};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,16 +17,16 @@ use std::process::ExitCode;
 /// Which database.
 #[derive(Debug, Clone, Args)]
 pub struct DbArg {
-    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH", global = true)]
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL", global = true)]
     pub db: Option<PathBuf>,
 }
 
 impl DbArg {
-    pub fn open(&self) -> anyhow::Result<(SqliteStore, PathBuf)> {
-        let path = self.db.clone().unwrap_or_else(SqliteStore::default_path);
-        let s = SqliteStore::open(&path).with_context(|| format!("--db {}", path.display()))?;
-        Ok((s, path))
+    /// The store and its name for messages (see [`super::open_store`]).
+    pub fn open(&self) -> anyhow::Result<(Box<dyn RunStore>, String)> {
+        super::open_store(self.db.as_deref())
     }
 }
 
@@ -99,7 +99,7 @@ pub struct ExportArgs {
     pub db: DbArg,
 }
 
-pub fn resolve(store: &mut SqliteStore, run: &str) -> anyhow::Result<(i64, RunDocument)> {
+pub fn resolve(store: &mut dyn RunStore, run: &str) -> anyhow::Result<(i64, RunDocument)> {
     let id = store
         .resolve(&Selector::parse(run))
         .with_context(|| format!("run {run}"))?;
@@ -137,15 +137,15 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
         }
         RunsAction::Show { run } => {
             let (mut store, _) = a.db.open()?;
-            let (id, doc) = resolve(&mut store, run)?;
+            let (id, doc) = resolve(store.as_mut(), run)?;
             super::print_text(&rtgauge_report::terminal::render_show(id, &doc))?;
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Delete { run } => {
             let (mut store, path) = a.db.open()?;
-            let (id, _) = resolve(&mut store, run)?;
+            let (id, _) = resolve(store.as_mut(), run)?;
             store.delete(id)?;
-            println!("deleted run {id} from {}", path.display());
+            println!("deleted run {id} from {path}");
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Export(e) => export(e, &a.db),
@@ -156,7 +156,7 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
 pub fn export(e: &ExportArgs, outer: &DbArg) -> anyhow::Result<ExitCode> {
     let db = if e.db.db.is_some() { &e.db } else { outer };
     let (mut store, _) = db.open()?;
-    let (_, doc) = resolve(&mut store, &e.run)?;
+    let (_, doc) = resolve(store.as_mut(), &e.run)?;
     let text = e
         .format
         .exporter()
@@ -212,7 +212,7 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         let id = store
             .insert(&doc)
             .with_context(|| format!("storing {name}"))?;
-        println!("imported {name} as run {id} into {}", path.display());
+        println!("imported {name} as run {id} into {path}");
     }
     Ok(ExitCode::SUCCESS)
 }

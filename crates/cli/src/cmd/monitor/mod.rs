@@ -32,7 +32,6 @@ use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_store::{RunStore as _, SqliteStore};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -93,8 +92,9 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
-    /// Results database (default: $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH")]
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
     /// Audit a captured tree instead of this host (latency is always measured here).
@@ -203,8 +203,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
     }
     let mut store = match a.store_every {
         Some(_) => {
-            let db = a.db.clone().unwrap_or_else(SqliteStore::default_path);
-            let s = SqliteStore::open(&db).with_context(|| format!("--db {}", db.display()))?;
+            let (s, db) = super::open_store(a.db.as_deref())?;
             Some((s, db))
         }
         None => None,
@@ -293,9 +292,8 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         if let (Some((s, db)), Some(every)) = (store.as_mut(), store_every) {
             if stopping || snapshot.started.elapsed() >= every {
                 if let Some(doc) = snapshot.document(a) {
-                    s.insert(&doc).with_context(|| {
-                        format!("storing a monitor snapshot in {}", db.display())
-                    })?;
+                    s.insert(&doc)
+                        .with_context(|| format!("storing a monitor snapshot in {db}"))?;
                 }
                 snapshot = Snapshot::new(&plan.config);
             }

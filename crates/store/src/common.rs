@@ -1,0 +1,131 @@
+//! What both backends share: the identity of a writing process (to tell a live `running` run from one
+//! whose writer died), the indexed columns derived from a document, and the run id (`uuid`) rules.
+
+use crate::StoreError;
+use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
+
+/// Identity of the writing process: pid, its start time (so a reused pid is not mistaken for it) and the
+/// boot id (so a reboot is detected).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Writer {
+    pub pid: i64,
+    pub start: i64,
+    pub boot: String,
+}
+
+/// Start time of a live process: field 22 of /proc/PID/stat (proc(5)), counted after the last ')' since
+/// comm may contain spaces. A zombie (state Z or X: killed, not yet reaped — common under a container init
+/// that does not reap) is not alive.
+pub(crate) fn parse_live_start_time(stat: &str) -> Option<i64> {
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut f = rest.split_whitespace();
+    if matches!(f.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
+}
+
+fn proc_start_time(pid: i64) -> Option<i64> {
+    parse_live_start_time(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+pub(crate) fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+impl Writer {
+    pub fn current() -> Writer {
+        let pid = i64::from(std::process::id());
+        Writer {
+            pid,
+            start: proc_start_time(pid).unwrap_or(0),
+            boot: boot_id(),
+        }
+    }
+    pub fn is_alive(&self) -> bool {
+        self.boot == boot_id() && proc_start_time(self.pid) == Some(self.start)
+    }
+}
+
+pub(crate) fn probes_of(doc: &RunDocument) -> String {
+    let names: Vec<&str> = doc
+        .probes
+        .iter()
+        .map(|p| match p {
+            ProbeResult::Cyclic(_) => "cyclic",
+            ProbeResult::Oslat(_) => "oslat",
+            ProbeResult::Net(_) => "net",
+            ProbeResult::Ops(_) => "ops",
+            ProbeResult::Mem(_) => "mem",
+            ProbeResult::Numa(_) => "numa",
+        })
+        .collect();
+    names.join(",")
+}
+
+pub(crate) fn status_from(s: &str) -> RunStatus {
+    match s {
+        "running" => RunStatus::Running,
+        "complete" => RunStatus::Complete,
+        _ => RunStatus::Interrupted,
+    }
+}
+
+/// `doc` with its `uuid` set (kept if it has one, else `fallback()`), and its JSON text.
+pub(crate) fn with_uuid(
+    doc: &RunDocument,
+    id: i64,
+    fallback: impl FnOnce() -> String,
+) -> Result<(String, String), StoreError> {
+    let mut d = doc.clone();
+    let uuid = d.uuid.get_or_insert_with(fallback).clone();
+    Ok((uuid, to_json(&d, id)?))
+}
+
+pub(crate) fn to_json(doc: &RunDocument, id: i64) -> Result<String, StoreError> {
+    serde_json::to_string(doc).map_err(|e| StoreError::Corrupt {
+        id,
+        reason: e.to_string(),
+    })
+}
+
+/// The migration that gives runs stored before `uuid` existed their derived id (in the column and in the
+/// document, so it never has to be derived again). Byte-identical documents get the same derived id; the
+/// second and later are salted with their row id so the unique constraint holds.
+pub(crate) fn backfill_uuid(
+    id: i64,
+    text: &str,
+    taken: &mut std::collections::HashSet<String>,
+) -> Result<(String, String), StoreError> {
+    let mut doc: RunDocument = serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        id,
+        reason: e.to_string(),
+    })?;
+    let mut uuid = doc
+        .uuid
+        .clone()
+        .unwrap_or_else(|| RunDocument::derived_uuid(text, None));
+    if taken.contains(&uuid) {
+        uuid = RunDocument::derived_uuid(text, Some(id));
+    }
+    taken.insert(uuid.clone());
+    doc.uuid = Some(uuid.clone());
+    Ok((uuid, to_json(&doc, id)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zombies_and_odd_comms_in_proc_stat() {
+        let live = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 3 0 777 1000 10";
+        assert_eq!(parse_live_start_time(live), Some(777));
+        assert_eq!(parse_live_start_time(&live.replace(") S ", ") Z ")), None);
+        assert_eq!(parse_live_start_time("42 (x) R 1"), None);
+        assert_eq!(parse_live_start_time(""), None);
+        assert_eq!(parse_live_start_time("(("), None);
+    }
+}
