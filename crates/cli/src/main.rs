@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         cli::Command::Numa(a) => cmd::numa::run(a),
         cli::Command::Monitor(a) => cmd::monitor::run(a),
         cli::Command::Load(a) => cmd::load::run(a),
+        cli::Command::Fleet(a) => cmd::fleet::run(a),
     };
     match result {
         Ok(code) => code,

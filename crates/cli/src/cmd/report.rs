@@ -35,6 +35,9 @@ pub struct CompareArgs {
     /// Select a run by label (repeatable; appended after the positional runs).
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
+    /// Select a host's latest run (repeatable; appended after the labels).
+    #[arg(long = "host", value_name = "NAME")]
+    pub hosts: Vec<String>,
     /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
     #[arg(long, default_value = "10", value_parser = parse_margin)]
     pub margin: f64,
@@ -89,10 +92,11 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .cloned()
         .chain(a.labels.iter().map(|l| format!("label:{l}")))
+        .chain(super::fleet::host_selectors(&a.db, &a.hosts)?)
         .collect();
     if sels.len() < 2 {
         bail!(
-            "compare needs at least two runs (RUN… or --label), got {}",
+            "compare needs at least two runs (RUN…, --label or --host), got {}",
             sels.len()
         );
     }

@@ -77,6 +77,11 @@ pub struct RunArgs {
     /// `--trace` to the profile's cyclic and oslat flags). Needs root and tracefs.
     #[arg(long)]
     pub trace: bool,
+
+    /// Store the run under this host name instead of the kernel's (a fleet's inventory name; `rtgauge fleet`
+    /// groups by it).
+    #[arg(long, value_name = "NAME")]
+    pub host_name: Option<String>,
 }
 
 /// A built-in profile name or a TOML file.
@@ -359,7 +364,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let stop = StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
-    let system = rtgauge_host::system::read_system_info(&root);
+    let mut system = rtgauge_host::system::read_system_info(&root);
+    if let Some(name) = &a.host_name {
+        system.nodename = name.clone();
+    }
     let mut doc = crate::doc::document(
         crate::doc::now_rfc3339(),
         system,
