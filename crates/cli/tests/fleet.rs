@@ -1,0 +1,200 @@
+//! The fleet end to end: the real Ansible playbook (deploy/ansible/site.yml) against an inventory of three
+//! hosts on the local connection, each with its own inventory name, label and work directory; the runs are
+//! fetched back and imported into the controller's SQLite store, and `rtgauge fleet` lists them. Also:
+//! the playbooks pass `ansible-playbook --syntax-check` and `ansible-lint`, and the Kubernetes manifests pass
+//! rtgauge's own `audit --k8s`.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+
+use common::{assert_ok, rtgauge};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn ansible_dir() -> PathBuf {
+    repo().join("deploy/ansible")
+}
+
+/// A profile of one 2 s timer-latency probe; `max` is its gate on the max latency.
+fn profile(name: &str, max: &str) -> String {
+    format!(
+        r#"name = "{name}"
+duration = "2s"
+[[probe]]
+kind = "cyclic"
+flags = "-m -p90 -i 500 -h 200 -a {{cpus}} -t --mainaffinity={{housekeeping}} -q"
+[[gate]]
+metric = "cyclic.max"
+max = "{max}"
+"#
+    )
+}
+
+#[test]
+fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path();
+    let bin = assert_cmd::cargo::cargo_bin("rtgauge");
+    std::fs::write(t.join("ok.toml"), profile("tiny", "10s")).unwrap();
+    // A gate no machine meets: that host's play must fail with a clear message, its run still gathered.
+    std::fs::write(t.join("strict.toml"), profile("tiny", "1us")).unwrap();
+    let db = t.join("fleet.db");
+    let inventory = format!(
+        r#"rtgauge:
+  vars:
+    ansible_connection: local
+    ansible_become: false
+    ansible_python_interpreter: /usr/bin/python3
+    rtgauge_binary_src: {bin}
+    rtgauge_workdir: "{t}/hosts/{{{{ inventory_hostname }}}}"
+    rtgauge_bin: "{{{{ rtgauge_workdir }}}}/rtgauge"
+    rtgauge_cpus: "1"
+    rtgauge_run_extra_args: ["--no-sample"]
+    rtgauge_poll_s: 1
+    rtgauge_run_timeout_s: 300
+    rtgauge_fetch_dir: {t}/runs
+    rtgauge_controller_bin: {bin}
+    rtgauge_controller_db: {db}
+  children:
+    du:
+      vars:
+        rtgauge_profile_file: {t}/ok.toml
+        rtgauge_label: du-cell
+        rtgauge_tags:
+          site: north
+      hosts:
+        cell-a:
+        cell-b:
+    strict:
+      vars:
+        rtgauge_profile_file: {t}/strict.toml
+        rtgauge_label: strict-cell
+      hosts:
+        cell-c:
+"#,
+        bin = bin.display(),
+        t = t.display(),
+        db = db.display()
+    );
+    std::fs::write(t.join("inventory.yml"), inventory).unwrap();
+
+    let start = std::time::Instant::now();
+    let out = Command::new("ansible-playbook")
+        .current_dir(ansible_dir())
+        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_LOCAL_TEMP", t.join("ansible-tmp"))
+        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "site.yml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "ansible-playbook (3 hosts): {:.1} s, {}",
+        start.elapsed().as_secs_f64(),
+        out.status
+    );
+    // cell-c failed its gate: the play fails (ansible-playbook exits 2 when a host failed)...
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("rtgauge run on cell-c: a requirement gate of profile strict.toml failed"),
+        "{stdout}"
+    );
+    // ...and only cell-c failed.
+    let recap: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("PLAY RECAP"))
+        .collect();
+    for (host, failed) in [("cell-a", 0), ("cell-b", 0), ("cell-c", 1)] {
+        let line = recap.iter().find(|l| l.starts_with(host)).unwrap();
+        assert!(line.contains(&format!("failed={failed}")), "{line}");
+    }
+
+    // Every run was fetched and imported (the failed one too), each under its inventory name.
+    let out = rtgauge()
+        .args(["fleet", "--json", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let f: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(f["hosts"], 3, "{f:#}");
+    let got: Vec<(String, String, String)> = f["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["host"].as_str().unwrap().to_string(),
+                e["verdict"].as_str().unwrap().to_string(),
+                e["label"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("cell-a", "pass", "du-cell"),
+        ("cell-b", "pass", "du-cell"),
+        ("cell-c", "fail", "strict-cell"),
+    ]
+    .map(|(h, v, l)| (h.to_string(), v.to_string(), l.to_string()));
+    assert_eq!(got, want, "{f:#}");
+    for e in f["entries"].as_array().unwrap() {
+        assert!(e["cyclic_max_ns"].as_u64().unwrap() > 0, "{e:#}");
+    }
+    // The inventory's tags reached the runs.
+    let a = common::export_json(db.to_str().unwrap(), "du-cell");
+    assert_eq!(a["tags"]["site"], "north", "{a:#}");
+
+    // compare --host puts two hosts side by side.
+    let out = rtgauge()
+        .args([
+            "compare",
+            "--host",
+            "cell-a",
+            "--host",
+            "cell-c",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(du-cell)") && text.contains("(strict-cell)"), "{text}");
+    let out = rtgauge()
+        .args(["compare", "--host", "cell-a", "--host", "nowhere"])
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtgauge: error: --host nowhere: no run of this host in the store\n"
+    );
+}
+
+#[test]
+fn the_playbooks_pass_syntax_check_and_ansible_lint() {
+    for play in ["site.yml", "audit.yml"] {
+        let out = Command::new("ansible-playbook")
+            .current_dir(ansible_dir())
+            .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
+            .args(["-i", "inventory.example.yml", "--syntax-check", play])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+    }
+    let out = Command::new("ansible-lint")
+        .current_dir(ansible_dir())
+        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
+        .args(["--nocolor", "site.yml", "audit.yml", "roles/rtgauge"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let all = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(all.contains("0 failure(s), 0 warning(s)"), "{all}");
+}
