@@ -164,7 +164,10 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
         .unwrap();
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("(du-cell)") && text.contains("(strict-cell)"), "{text}");
+    assert!(
+        text.contains("(du-cell)") && text.contains("(strict-cell)"),
+        "{text}"
+    );
     let out = rtgauge()
         .args(["compare", "--host", "cell-a", "--host", "nowhere"])
         .args(["--db", db.to_str().unwrap()])
@@ -195,6 +198,62 @@ fn the_playbooks_pass_syntax_check_and_ansible_lint() {
         .output()
         .unwrap();
     assert_ok(&out);
-    let all = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let all =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(all.contains("0 failure(s), 0 warning(s)"), "{all}");
+}
+
+#[test]
+fn the_kubernetes_manifests_pass_rtgauge_audit_k8s() {
+    let dir = repo().join("deploy/k8s");
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    manifests.sort();
+    let names: Vec<String> = manifests
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names, ["monitor-daemonset.yaml", "qualify-job.yaml"]);
+    for m in &manifests {
+        let out = rtgauge()
+            .args(["audit", "--k8s", m.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["summary"]["fail"], 0, "{}: {r:#}", m.display());
+        assert_eq!(r["summary"]["warn"], 0, "{}: {r:#}", m.display());
+        for rule in [
+            "k8s-pod-guaranteed-qos",
+            "k8s-pod-whole-cpus",
+            "k8s-pod-runtimeclass",
+            "k8s-pod-crio-annotations",
+        ] {
+            let f = r["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["id"] == rule)
+                .unwrap();
+            assert_eq!(f["status"], "pass", "{}: {f:#}", m.display());
+        }
+        // Capabilities instead of privileged, and no host PID namespace.
+        let text = std::fs::read_to_string(m).unwrap();
+        let keys: Vec<&str> = text
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| !l.starts_with('#'))
+            .collect();
+        assert!(keys.contains(&"privileged: false"), "{}", m.display());
+        assert!(!keys.contains(&"privileged: true"), "{}", m.display());
+        assert!(
+            !keys.iter().any(|l| l.starts_with("hostPID:")),
+            "{}",
+            m.display()
+        );
+        assert!(text.contains(r#"add: ["SYS_NICE", "IPC_LOCK", "SYS_RAWIO"]"#));
+    }
 }

@@ -29,10 +29,7 @@ pub struct FleetArgs {
 }
 
 /// The newest run id per (host, profile) of the store.
-fn latest_per_host(
-    store: &mut dyn RunStore,
-    profile: Option<&str>,
-) -> anyhow::Result<Vec<i64>> {
+fn latest_per_host(store: &mut dyn RunStore, profile: Option<&str>) -> anyhow::Result<Vec<i64>> {
     let mut latest: BTreeMap<(String, Option<String>), i64> = BTreeMap::new();
     for r in store.list()? {
         if profile.is_some_and(|p| r.profile.as_deref() != Some(p)) {
