@@ -88,8 +88,16 @@ pub fn run(a: &FleetArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `compare --host NAME…`: each host's latest run, as run-id selectors for the existing compare code.
-pub fn host_selectors(db: &DbArg, hosts: &[String]) -> anyhow::Result<Vec<String>> {
+/// `compare --host NAME…`: the arguments with each host's latest run appended to the positional runs (as its
+/// id), so the compare code sees only run selectors.
+pub fn with_hosts(a: &super::report::CompareArgs) -> anyhow::Result<super::report::CompareArgs> {
+    let mut a = a.clone();
+    let hosts = std::mem::take(&mut a.hosts);
+    a.runs.extend(host_selectors(&a.db, &hosts)?);
+    Ok(a)
+}
+
+fn host_selectors(db: &DbArg, hosts: &[String]) -> anyhow::Result<Vec<String>> {
     if hosts.is_empty() {
         return Ok(Vec::new());
     }

@@ -35,9 +35,6 @@ pub struct CompareArgs {
     /// Select a run by label (repeatable; appended after the positional runs).
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
-    /// Select a host's latest run (repeatable; appended after the labels).
-    #[arg(long = "host", value_name = "NAME")]
-    pub hosts: Vec<String>,
     /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
     #[arg(long, default_value = "10", value_parser = parse_margin)]
     pub margin: f64,
@@ -47,6 +44,9 @@ pub struct CompareArgs {
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
+    #[arg(long = "host", value_name = "NAME")]
+    pub hosts: Vec<String>,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -87,12 +87,13 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    // --host NAME: each host's latest run, appended to the positional runs as its id.
+    let a = &super::fleet::with_hosts(a)?;
     let sels: Vec<String> = a
         .runs
         .iter()
         .cloned()
         .chain(a.labels.iter().map(|l| format!("label:{l}")))
-        .chain(super::fleet::host_selectors(&a.db, &a.hosts)?)
         .collect();
     if sels.len() < 2 {
         bail!(
