@@ -56,6 +56,10 @@ pub enum Verdict {
     /// for the interval to decide (None when no duration would: the estimate sits on the margin).
     Inconclusive {
         longer: Option<f64>,
+        /// Comparing sets of runs: the runs per platform that would decide (None: no number would, or
+        /// single runs, where `longer` says it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runs: Option<usize>,
     },
     /// No interval could be computed.
     NoInterval {
@@ -127,6 +131,10 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
     /// Duration of each run's longest probe, ns (for "inconclusive: run N× longer").
     pub durations_ns: Vec<u64>,
+    /// Comparing sets of runs (repetitions per platform): the run ids of each column, filled in by the
+    /// caller that knows them; empty when every column is one run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<Vec<i64>>,
 }
 
 /// Resampling material of one latency probe of one run.
@@ -363,6 +371,7 @@ fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
     };
     Verdict::Inconclusive {
         longer: (need > 1e-9 && half > 0.0).then(|| (half / need).powi(2)),
+        runs: None,
     }
 }
 
@@ -590,7 +599,7 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             let verdict = match (observed, ci) {
                 (Some(v), _) => v,
                 (None, Some(c)) => match judge(lr, c, better, o.margin) {
-                    Verdict::Inconclusive { longer }
+                    Verdict::Inconclusive { longer, .. }
                         if extreme
                             && matches!(
                                 stat,
@@ -602,6 +611,7 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                                 .zip(db)
                                 .and_then(|(a, b)| recurrences_needed(a, b, lr, o.margin))
                                 .or(longer),
+                            runs: None,
                         }
                     }
                     v => v,
@@ -634,6 +644,209 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
             .iter()
             .map(|d| d.probes.iter().map(probe_duration_ns).max().unwrap_or(0))
             .collect(),
+        sets: Vec::new(),
+    }
+}
+
+/// Two-sided 97.5 % quantiles of Student's t for 1–30 degrees of freedom (beyond: 1.96 at 2 % error).
+/// Thirty constants rather than a statistics crate for one function.
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+fn t975(df: usize) -> f64 {
+    T975.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
+}
+
+/// A measure of a set of runs on the log scale (latencies floored at 1 ns, counts + 1, as [`log_ratio`]).
+fn log_value(v: f64, count: bool) -> f64 {
+    if count {
+        (v + 1.0).ln()
+    } else {
+        v.max(1.0).ln()
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Set B against set A on the log scale: (log ratio of the geometric means, 95 % t interval with the
+/// run-to-run variance pooled over both sets, degrees of freedom, run-to-run standard deviation).
+fn set_interval(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64), f64)> {
+    let (na, nb) = (a.len(), b.len());
+    if na == 0 || nb == 0 || na + nb < 3 {
+        return None;
+    }
+    let (ma, mb) = (mean(a), mean(b));
+    let ss: f64 = a.iter().map(|x| (x - ma).powi(2)).sum::<f64>()
+        + b.iter().map(|x| (x - mb).powi(2)).sum::<f64>();
+    let df = na + nb - 2;
+    let sd = (ss / df as f64).sqrt();
+    let half = t975(df) * sd * (1.0 / na as f64 + 1.0 / nb as f64).sqrt();
+    let lr = mb - ma;
+    Some((lr, (lr - half, lr + half), sd))
+}
+
+/// Runs per platform (equal sets) at which the interval of a run-to-run spread `sd` would exclude the
+/// margin or fit inside it, for an estimate `lr`; None when the estimate sits on the margin.
+fn runs_needed(lr: f64, sd: f64, margin: f64, now: usize) -> Option<usize> {
+    let need = (lr.abs() - (1.0 + margin).ln()).abs();
+    if need < 1e-9 || sd <= 0.0 {
+        return None;
+    }
+    // half width ≈ t·sd·√(2/n) with t ≈ 2 for the numbers of runs this gives.
+    let n = (2.0 * (2.0 * sd / need).powi(2)).ceil();
+    (n.is_finite() && n < 1e4).then(|| (n as usize).max(now + 1))
+}
+
+/// Compare sets of runs: each column is one platform measured once or several times (repetitions). Where
+/// both sides of a pair are single runs this is [`compare`], whose intervals come from the variation
+/// inside each run. With repetitions the interval comes from the variation between runs — the one a
+/// single run cannot show (timer-latency percentiles of idle runs on one VM differed 2× between runs):
+/// each column's value is the geometric mean of its runs, and the ratio's interval a t interval on the
+/// log values with the run-to-run variance pooled over both sets.
+pub fn compare_sets(sets: &[Vec<&RunDocument>], o: &Options) -> Comparison {
+    let firsts: Vec<&RunDocument> = sets.iter().filter_map(|s| s.first().copied()).collect();
+    if sets.iter().all(|s| s.len() == 1) {
+        return compare(&firsts, o);
+    }
+    let per_run: Vec<Vec<Vec<(usize, Measure)>>> = sets
+        .iter()
+        .map(|s| s.iter().map(|d| measures_of(d)).collect())
+        .collect();
+    let mut keys: Vec<(String, String, MeasureUnit, Better)> = Vec::new();
+    for m in per_run.iter().flatten().flatten().map(|(_, m)| m) {
+        if !keys.iter().any(|k| k.0 == m.key) {
+            keys.push((m.key.clone(), m.label.clone(), m.unit, m.better));
+        }
+    }
+    // Pairs of single runs keep the within-run comparison.
+    let singles: Vec<Option<Comparison>> = (1..sets.len())
+        .map(|r| {
+            (sets[0].len() == 1 && sets[r].len() == 1).then(|| compare(&[firsts[0], firsts[r]], o))
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for (key, label, unit, better) in keys {
+        let count = unit == MeasureUnit::Count;
+        // Per set: the measure of each run that has it.
+        let got: Vec<Vec<&Measure>> = per_run
+            .iter()
+            .map(|runs| {
+                runs.iter()
+                    .filter_map(|ms| ms.iter().find(|(_, m)| m.key == key).map(|(_, m)| m))
+                    .collect()
+            })
+            .collect();
+        let logs: Vec<Vec<f64>> = got
+            .iter()
+            .map(|ms| ms.iter().map(|m| log_value(m.value, count)).collect())
+            .collect();
+        let values: Vec<Option<f64>> = logs
+            .iter()
+            .map(|l| {
+                (!l.is_empty()).then(|| {
+                    let g = mean(l).exp();
+                    if count {
+                        g - 1.0
+                    } else {
+                        g
+                    }
+                })
+            })
+            .collect();
+        let unknown_above: Vec<Option<f64>> = got
+            .iter()
+            .map(|ms| {
+                ms.iter()
+                    .filter_map(|m| m.unknown_above)
+                    .max_by(f64::total_cmp)
+            })
+            .collect();
+        let mut versus = Vec::new();
+        for r in 1..sets.len() {
+            if let Some(c) = &singles[r - 1] {
+                versus.push(
+                    c.rows
+                        .iter()
+                        .find(|row| row.key == key)
+                        .and_then(|row| row.versus[0].clone()),
+                );
+                continue;
+            }
+            if logs[0].is_empty() || logs[r].is_empty() {
+                versus.push(None);
+                continue;
+            }
+            if let Some(limit) = unknown_above[0].or(unknown_above[r]) {
+                versus.push(Some(Versus {
+                    ratio: f64::NAN,
+                    ci: None,
+                    verdict: Verdict::Unknown {
+                        why: format!(
+                            "histogram limit {} below the samples",
+                            rtgauge_model::Nanos(limit as u64)
+                        ),
+                    },
+                    method: "unknown value: beyond an rt-tests histogram's range",
+                }));
+                continue;
+            }
+            let lr = mean(&logs[r]) - mean(&logs[0]);
+            let method =
+                "repetitions: t interval over runs (geometric means, run-to-run variance pooled)";
+            let (ci, verdict) = match set_interval(&logs[0], &logs[r]) {
+                Some((lr, ci, sd)) => (
+                    Some(ci),
+                    match judge(lr, ci, better, o.margin) {
+                        Verdict::Inconclusive { .. } => Verdict::Inconclusive {
+                            longer: None,
+                            runs: runs_needed(lr, sd, o.margin, logs[0].len().max(logs[r].len())),
+                        },
+                        v => v,
+                    },
+                ),
+                None => (
+                    None,
+                    Verdict::NoInterval {
+                        why: "one run on each side: no run-to-run variation to judge by".into(),
+                    },
+                ),
+            };
+            versus.push(Some(Versus {
+                ratio: lr.exp(),
+                ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
+                verdict,
+                method,
+            }));
+        }
+        rows.push(Row {
+            key,
+            label,
+            unit,
+            better,
+            values,
+            unknown_above,
+            versus,
+        });
+    }
+    Comparison {
+        margin: o.margin,
+        rows,
+        differences: differences(&firsts),
+        durations_ns: sets
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .flat_map(|d| d.probes.iter().map(probe_duration_ns))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect(),
+        sets: Vec::new(),
     }
 }
 
@@ -825,7 +1038,9 @@ mod tests {
         assert_eq!(judge(-0.5, (-0.7, -0.3), Better::Lower, m), Verdict::Better);
         // Straddles +δ: inconclusive, and a longer run would decide (half-width 0.1, distance 0.1 − δ).
         match judge(0.1, (0.0, 0.2), Better::Lower, m) {
-            Verdict::Inconclusive { longer: Some(f) } => {
+            Verdict::Inconclusive {
+                longer: Some(f), ..
+            } => {
                 let want = (0.1 / (0.1 - d)).powi(2);
                 assert!((f - want).abs() < 1e-9, "{f} vs {want}");
             }
@@ -970,5 +1185,59 @@ mod tests {
         assert_eq!(over, 1.0);
         let (s, over) = g.stats(&[0, 2], &mut counts, Some(500));
         assert_eq!((s[0], s[5], over), (20.0, 20.0, 0.0));
+    }
+
+    fn judge_sets(a: &[f64], b: &[f64]) -> Verdict {
+        let logs = |v: &[f64]| v.iter().map(|x| log_value(*x, false)).collect::<Vec<_>>();
+        let (lr, ci, sd) = set_interval(&logs(a), &logs(b)).unwrap();
+        match judge(lr, ci, Better::Lower, 0.10) {
+            Verdict::Inconclusive { .. } => Verdict::Inconclusive {
+                longer: None,
+                runs: runs_needed(lr, sd, 0.10, a.len().max(b.len())),
+            },
+            v => v,
+        }
+    }
+
+    #[test]
+    fn sets_are_judged_by_the_variation_between_their_runs() {
+        // Three runs each, 2 % apart inside a set: equal sets are equivalent, a 3× shift is worse.
+        let a = [10_000.0, 10_200.0, 9_900.0];
+        assert_eq!(
+            judge_sets(&a, &[10_100.0, 9_950.0, 10_150.0]),
+            Verdict::Equivalent
+        );
+        assert_eq!(
+            judge_sets(&a, &[30_000.0, 31_000.0, 29_500.0]),
+            Verdict::Worse
+        );
+        assert_eq!(
+            judge_sets(&a, &[3_000.0, 3_100.0, 2_950.0]),
+            Verdict::Better
+        );
+        // Runs that differ 2× among themselves: a 1.5× shift is not decided, and more runs are named.
+        let v = judge_sets(
+            &[20_000.0, 40_000.0, 28_000.0],
+            &[45_000.0, 30_000.0, 60_000.0],
+        );
+        match v {
+            Verdict::Inconclusive { runs: Some(n), .. } => assert!(n > 3, "{n}"),
+            v => panic!("{v:?}"),
+        }
+        // One run against a set: the set's own spread stands for both (pooled), df = 2.
+        let (_, (lo, hi), _) =
+            set_interval(&[10f64.ln()], &[10f64.ln(), 12f64.ln(), 8f64.ln()]).unwrap();
+        assert!(lo < 0.0 && hi > 0.0, "{lo} {hi}");
+        // Two single runs carry no run-to-run variation: no set interval.
+        assert!(set_interval(&[1.0], &[2.0]).is_none());
+    }
+
+    #[test]
+    fn t_quantiles_fall_towards_the_normal_one() {
+        assert_eq!(t975(1), 12.706);
+        assert_eq!(t975(4), 2.776);
+        assert_eq!(t975(30), 2.042);
+        assert_eq!(t975(200), 1.96);
+        assert!(T975.windows(2).all(|w| w[0] > w[1]));
     }
 }

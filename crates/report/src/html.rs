@@ -58,6 +58,25 @@ fn us(ns: u64) -> String {
     }
 }
 
+/// A column of a comparison: the run, or the set of runs (repetitions) it stands for.
+pub fn column_name(i: usize, id: i64, d: &RunDocument, c: &Comparison, prefix: bool) -> String {
+    let ids = match c.sets.get(i) {
+        Some(set) if c.sets.iter().any(|s| s.len() > 1) => {
+            set.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        }
+        _ => id.to_string(),
+    };
+    let what = match (prefix, c.sets.get(i).is_some_and(|s| s.len() > 1)) {
+        (false, _) => ids,
+        (true, true) => format!("runs {ids}"),
+        (true, false) => format!("run {ids}"),
+    };
+    match &d.label {
+        Some(l) => format!("{what} ({l})"),
+        None => what,
+    }
+}
+
 fn run_name(id: i64, d: &RunDocument) -> String {
     match &d.label {
         Some(l) => format!("run {id} ({l})"),
@@ -397,7 +416,12 @@ pub fn fmt_ratio(v: &crate::compare::Versus) -> String {
 pub fn fmt_verdict(key: &str, v: &Verdict, duration_ns: u64) -> String {
     let repeated = key.starts_with("ops.") || key.starts_with("mem.") || key.starts_with("numa.");
     match v {
-        Verdict::Inconclusive { longer: Some(f) } if *f < 1e4 => {
+        Verdict::Inconclusive { runs: Some(n), .. } => {
+            format!("inconclusive: ~{n} runs per platform would decide")
+        }
+        Verdict::Inconclusive {
+            longer: Some(f), ..
+        } if *f < 1e4 => {
             let f = f.max(1.0);
             if repeated || duration_ns == 0 {
                 format!("inconclusive: ~{f:.1}× more repetitions would decide")
@@ -451,7 +475,8 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
     let names: Vec<String> = ids
         .iter()
         .zip(runs)
-        .map(|(id, d)| run_name(*id, d))
+        .enumerate()
+        .map(|(i, (id, d))| column_name(i, *id, d, c, true))
         .collect();
     let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
     let notes = no_interval_notes(c);

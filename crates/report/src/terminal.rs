@@ -222,10 +222,8 @@ pub fn render_compare(
     let names: Vec<String> = ids
         .iter()
         .zip(runs)
-        .map(|(id, d)| match &d.label {
-            Some(l) => format!("{id} ({l})"),
-            None => id.to_string(),
-        })
+        .enumerate()
+        .map(|(i, (id, d))| crate::html::column_name(i, *id, d, c, false))
         .collect();
     let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
     let notes = crate::html::no_interval_notes(c);

@@ -7,6 +7,7 @@ use clap::Args;
 use rtgauge_model::run::RunDocument;
 use rtgauge_report::compare::{self, Options};
 use rtgauge_report::html;
+use rtgauge_store::RunStore as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,12 +30,16 @@ pub struct ReportArgs {
 /// Compare stored runs with the first (the baseline).
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Runs: id, label, or `latest`; the first is the baseline.
+    /// Runs: id, label, or `latest`; the first is the baseline. `1,2,3` is one platform measured three
+    /// times: a set of repetitions, judged by the variation between its runs.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
     /// Select a run by label (repeatable; appended after the positional runs).
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
+    /// Each --label selects every run with that label, as a set of repetitions (not only the newest).
+    #[arg(long, requires = "labels")]
+    pub every: bool,
     /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
     #[arg(long, default_value = "10", value_parser = parse_margin)]
     pub margin: f64,
@@ -102,21 +107,57 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let (mut store, _) = a.db.open()?;
-    let mut ids = Vec::new();
-    let mut docs: Vec<RunDocument> = Vec::new();
-    for s in &sels {
-        let (id, d) = resolve(&mut store, s)?;
-        ids.push(id);
-        docs.push(d);
+    // One set of (id, document) per column: a single run, or the repetitions of one platform.
+    let mut sets: Vec<Vec<(i64, RunDocument)>> = Vec::new();
+    for s in &a.runs {
+        let mut set = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            if part.is_empty() {
+                bail!("run set '{s}': an empty entry (write runs as 1,2,3)");
+            }
+            set.push(resolve(&mut store, part)?);
+        }
+        sets.push(set);
     }
-    let refs: Vec<&RunDocument> = docs.iter().collect();
-    let c = compare::compare(
-        &refs,
+    for l in &a.labels {
+        if a.every {
+            let ids: Vec<i64> = store
+                .list()?
+                .into_iter()
+                .filter(|r| r.label.as_deref() == Some(l.as_str()))
+                .map(|r| r.id)
+                .collect();
+            if ids.is_empty() {
+                bail!("--label {l}: no stored run has this label");
+            }
+            let set = ids
+                .into_iter()
+                .map(|id| resolve(&mut store, &id.to_string()))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            sets.push(set);
+        } else {
+            sets.push(vec![resolve(&mut store, &format!("label:{l}"))?]);
+        }
+    }
+    let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();
+    let refs: Vec<&RunDocument> = sets.iter().map(|s| &s[0].1).collect();
+    let set_refs: Vec<Vec<&RunDocument>> = sets
+        .iter()
+        .map(|s| s.iter().map(|(_, d)| d).collect())
+        .collect();
+    let mut c = compare::compare_sets(
+        &set_refs,
         &Options {
             margin: a.margin,
             ..Options::default()
         },
     );
+    if sets.iter().any(|s| s.len() > 1) {
+        c.sets = sets
+            .iter()
+            .map(|s| s.iter().map(|(id, _)| *id).collect())
+            .collect();
+    }
     if let Some(path) = &a.html {
         write_html(path, &html::render_compare(&ids, &refs, &c))?;
     }
