@@ -116,11 +116,17 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
     }
 
     // Every run was fetched and imported (the failed one too), each under its inventory name.
+    let html = t.join("fleet.html");
     let out = rtgauge()
         .args(["fleet", "--json", "--db", db.to_str().unwrap()])
+        .args(["--html", html.to_str().unwrap()])
         .output()
         .unwrap();
     assert_ok(&out);
+    let page = std::fs::read_to_string(&html).unwrap();
+    for h in ["cell-a", "cell-b", "cell-c"] {
+        assert!(page.contains(&format!("<td>{h}</td>")), "{page}");
+    }
     let f: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(f["hosts"], 3, "{f:#}");
     let got: Vec<(String, String, String)> = f["entries"]
@@ -177,6 +183,39 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "rtgauge: error: --host nowhere: no run of this host in the store\n"
+    );
+}
+
+#[test]
+fn an_empty_store_is_an_empty_fleet_and_a_bad_store_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("empty.db");
+    let out = rtgauge()
+        .args(["fleet", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "0 hosts, 0 latest runs (one per host and profile)\n\n\
+         host  profile       run  status       verdict    cyclic µs    oslat µs       age  audit fail\n\n\
+         outliers: none (needs at least 3 hosts)\n"
+    );
+    let bad = dir.path().join("not-a-db");
+    std::fs::write(
+        &bad,
+        "this is not SQLite, nothing like it at all, not even close",
+    )
+    .unwrap();
+    let out = rtgauge()
+        .args(["fleet", "--db", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("rtgauge: error: --db ") && err.lines().count() == 1,
+        "{err}"
     );
 }
 
