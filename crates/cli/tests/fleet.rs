@@ -187,6 +187,71 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
 }
 
 #[test]
+fn the_audit_playbook_fails_the_hosts_with_failed_rules_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path();
+    let bin = assert_cmd::cargo::cargo_bin("rtgauge");
+    // The rules this machine fails, from the audit itself: the playbook must name each (an untuned VM fails
+    // isolation at least; on a host whose audit passes, the play must pass).
+    let out = rtgauge()
+        .args(["audit", "--no-sample", "--format", "json"])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed: Vec<String> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "fail")
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        out.status.code(),
+        Some(if failed.is_empty() { 0 } else { 1 })
+    );
+    let inventory = format!(
+        r#"rtgauge:
+  vars:
+    ansible_connection: local
+    ansible_become: false
+    ansible_python_interpreter: /usr/bin/python3
+    rtgauge_binary_src: {bin}
+    rtgauge_workdir: "{t}/hosts/{{{{ inventory_hostname }}}}"
+    rtgauge_bin: "{{{{ rtgauge_workdir }}}}/rtgauge"
+    rtgauge_audit_extra_args: ["--no-sample"]
+  hosts:
+    relay-1:
+    relay-2:
+"#,
+        bin = bin.display(),
+        t = t.display(),
+    );
+    std::fs::write(t.join("inventory.yml"), inventory).unwrap();
+    let out = Command::new("ansible-playbook")
+        .current_dir(ansible_dir())
+        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
+        .env("ANSIBLE_NOCOLOR", "1")
+        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "audit.yml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if failed.is_empty() {
+        assert_ok(&out);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    for host in ["relay-1", "relay-2"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(&format!("\"msg\": \"rtgauge audit on {host} failed (")))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        for id in &failed {
+            assert!(line.contains(&format!("{id}: ")), "{id} not named: {line}");
+        }
+    }
+}
+
+#[test]
 fn an_empty_store_is_an_empty_fleet_and_a_bad_store_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("empty.db");
