@@ -251,6 +251,84 @@ fn the_audit_playbook_fails_the_hosts_with_failed_rules_naming_them() {
     }
 }
 
+/// The run is detached from the controller: kill ansible-playbook (its whole process group, as a dropped SSH
+/// session or a dead controller would end it) while the host measures, and the run still completes and is
+/// stored on the host.
+#[test]
+fn a_run_outlives_the_controller_killed_mid_run() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path();
+    let bin = assert_cmd::cargo::cargo_bin("rtgauge");
+    std::fs::write(t.join("p.toml"), profile("tiny", "10s").replace("2s", "6s")).unwrap();
+    let host_db = t.join("hosts/far-1/rtgauge.db");
+    let inventory = format!(
+        r#"rtgauge:
+  vars:
+    ansible_connection: local
+    ansible_become: false
+    ansible_python_interpreter: /usr/bin/python3
+    rtgauge_binary_src: {bin}
+    rtgauge_workdir: "{t}/hosts/{{{{ inventory_hostname }}}}"
+    rtgauge_bin: "{{{{ rtgauge_workdir }}}}/rtgauge"
+    rtgauge_profile_file: {t}/p.toml
+    rtgauge_cpus: "1"
+    rtgauge_audit: false
+    rtgauge_run_extra_args: ["--no-sample"]
+    rtgauge_poll_s: 1
+    rtgauge_fetch_dir: {t}/runs
+    rtgauge_controller_bin: {bin}
+    rtgauge_controller_db: {t}/fleet.db
+  hosts:
+    far-1:
+"#,
+        bin = bin.display(),
+        t = t.display(),
+    );
+    std::fs::write(t.join("inventory.yml"), inventory).unwrap();
+    let mut child = Command::new("ansible-playbook")
+        .current_dir(ansible_dir())
+        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
+        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "site.yml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let list = || {
+        let out = rtgauge()
+            .args(["runs", "list", "--db", host_db.to_str().unwrap()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    // Wait until the host measures (its run is stored as running), then kill the controller.
+    let start = std::time::Instant::now();
+    while !(host_db.exists() && list().contains(" running ")) {
+        assert!(start.elapsed().as_secs() < 60, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // SAFETY: signalling the process group of our own child.
+    unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let killed_at = std::time::Instant::now();
+    while !list().contains(" complete ") {
+        assert!(
+            killed_at.elapsed().as_secs() < 60,
+            "the run did not complete: {}",
+            list()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    // Nothing was gathered (the controller died first), and the host's run is whole: push or the next play
+    // gathers it.
+    assert!(!t.join("fleet.db").exists());
+    let doc = common::export_json(host_db.to_str().unwrap(), "latest");
+    assert_eq!(doc["status"], "complete");
+    assert_eq!(doc["system"]["nodename"], "far-1");
+    assert_eq!(doc["verdicts"][0]["outcome"], "pass");
+}
+
 #[test]
 fn an_empty_store_is_an_empty_fleet_and_a_bad_store_one_line() {
     let dir = tempfile::tempdir().unwrap();
