@@ -151,6 +151,17 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
     for e in f["entries"].as_array().unwrap() {
         assert!(e["cyclic_max_ns"].as_u64().unwrap() > 0, "{e:#}");
     }
+    // --profile keeps that profile's runs only.
+    for (profile, hosts) in [("tiny", 3), ("ran", 0)] {
+        let out = rtgauge()
+            .args(["fleet", "--json", "--profile", profile])
+            .args(["--db", db.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let f: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(f["hosts"], hosts, "--profile {profile}: {f:#}");
+    }
     // The inventory's tags reached the runs.
     let a = common::export_json(db.to_str().unwrap(), "du-cell");
     assert_eq!(a["tags"]["site"], "north", "{a:#}");
