@@ -6,7 +6,7 @@ use super::runs::DbArg;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use rtgauge_report::fleet::{self, FleetRun};
-use rtgauge_store::RunStore;
+use rtgauge_store::{RunStore as _, RunSummary};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -28,17 +28,18 @@ pub struct FleetArgs {
     pub db: DbArg,
 }
 
-/// The newest run id per (host, profile) of the store.
-fn latest_per_host(store: &mut dyn RunStore, profile: Option<&str>) -> anyhow::Result<Vec<i64>> {
+/// The newest run id per (host, profile) of the store's runs. Takes the list rather than the store so that it
+/// is the same code whatever box the store comes in.
+fn latest_per_host(runs: Vec<RunSummary>, profile: Option<&str>) -> Vec<i64> {
     let mut latest: BTreeMap<(String, Option<String>), i64> = BTreeMap::new();
-    for r in store.list()? {
+    for r in runs {
         if profile.is_some_and(|p| r.profile.as_deref() != Some(p)) {
             continue;
         }
         let e = latest.entry((r.host, r.profile)).or_insert(r.id);
         *e = (*e).max(r.id);
     }
-    Ok(latest.into_values().collect())
+    latest.into_values().collect()
 }
 
 /// Seconds from `at` (RFC 3339) to `now`.
@@ -49,7 +50,7 @@ fn age(at: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64> {
 
 pub fn run(a: &FleetArgs) -> anyhow::Result<ExitCode> {
     let (mut store, _) = a.db.open()?;
-    let ids = latest_per_host(&mut store, a.profile.as_deref())?;
+    let ids = latest_per_host(store.list()?, a.profile.as_deref());
     let mut docs = Vec::with_capacity(ids.len());
     for id in ids {
         docs.push((id, store.get(id).with_context(|| format!("run {id}"))?));
