@@ -56,6 +56,8 @@ pub enum Command {
     Load(Box<crate::cmd::load::LoadArgs>),
     /// The highest load level at which a latency gate still holds, with the latency-vs-load curve.
     Capacity(Box<crate::cmd::capacity::CapacityArgs>),
+    /// Every host of the store with its latest run per profile, and the hosts that differ from the majority.
+    Fleet(crate::cmd::fleet::FleetArgs),
     /// Always-on timer-latency and tuning-drift monitoring with a Prometheus endpoint and textfile output.
     Monitor(Box<crate::cmd::monitor::MonitorArgs>),
 }

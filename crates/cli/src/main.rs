@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         cli::Command::Plan(a) => cmd::plan::run(a),
         cli::Command::Monitor(a) => cmd::monitor::run(a),
         cli::Command::Load(a) => cmd::load::run(a),
+        cli::Command::Fleet(a) => cmd::fleet::run(a),
     };
     match result {
         Ok(code) => code,

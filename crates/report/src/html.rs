@@ -24,7 +24,7 @@ figure.chart{margin:1em 0}figure.chart svg{max-width:100%;height:auto}
 code{background:#f4f4f4;padding:0 3px}
 "#;
 
-fn page(title: &str, body: Markup) -> String {
+pub(crate) fn page(title: &str, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {

@@ -5,6 +5,7 @@
 pub mod charts;
 pub mod compare;
 pub mod escape;
+pub mod fleet;
 pub mod html;
 pub mod mem;
 pub mod net;

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod capacity;
 pub mod cyclic;
 pub mod fingerprint;
+pub mod fleet;
 pub mod load;
 pub mod mem;
 pub mod monitor;

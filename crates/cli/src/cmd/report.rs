@@ -48,6 +48,9 @@ pub struct CompareArgs {
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
+    #[arg(long = "host", value_name = "NAME")]
+    pub hosts: Vec<String>,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -88,6 +91,8 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    // --host NAME: each host's latest run, appended to the positional runs as its id.
+    let a = &super::fleet::with_hosts(a)?;
     let sels: Vec<String> = a
         .runs
         .iter()
@@ -96,7 +101,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         .collect();
     if sels.len() < 2 {
         bail!(
-            "compare needs at least two runs (RUN… or --label), got {}",
+            "compare needs at least two runs (RUN…, --label or --host), got {}",
             sels.len()
         );
     }

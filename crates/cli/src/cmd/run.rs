@@ -84,6 +84,11 @@ pub struct RunArgs {
     /// The run stays in the local database whether or not the push succeeds.
     #[arg(long, value_name = "URL")]
     pub push: Option<PathBuf>,
+
+    /// Store the run under this host name instead of the kernel's (a fleet's inventory name; `rtgauge fleet`
+    /// groups by it).
+    #[arg(long, value_name = "NAME")]
+    pub host_name: Option<String>,
 }
 
 /// A built-in profile name or a TOML file.
@@ -476,7 +481,10 @@ fn plan_probe(
 /// The run document before the first probe: system facts, profile, label, tags, fingerprint, and a warning
 /// when the run is shorter than the profile's qualification asks.
 fn begin(a: &RunArgs, profile: &Profile, cx: &Context) -> RunDocument {
-    let system = rtgauge_host::system::read_system_info(&cx.root);
+    let mut system = rtgauge_host::system::read_system_info(&cx.root);
+    if let Some(name) = &a.host_name {
+        system.nodename = name.clone();
+    }
     let mut doc = crate::doc::document(
         crate::doc::now_rfc3339(),
         system,

@@ -1,0 +1,115 @@
+//! `rtgauge fleet`: every host of the store with its latest run per profile and the hosts that differ from the
+//! fleet's majority (the aggregation is `rtgauge_report::fleet`); and `compare --host NAME`, which picks a
+//! host's latest run. Works on the `RunStore` trait only, so any backend serves.
+
+use super::runs::DbArg;
+use anyhow::{bail, Context as _};
+use clap::Args;
+use rtgauge_report::fleet::{self, FleetRun};
+use rtgauge_store::RunSummary;
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Every host with its latest run per profile, and the outliers.
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// Print the fleet as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the fleet as a self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Only runs of this profile.
+    #[arg(long)]
+    pub profile: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// The newest run id per (host, profile) of the store's runs. Takes the list rather than the store so that it
+/// is the same code whatever box the store comes in.
+fn latest_per_host(runs: Vec<RunSummary>, profile: Option<&str>) -> Vec<i64> {
+    let mut latest: BTreeMap<(String, Option<String>), i64> = BTreeMap::new();
+    for r in runs {
+        if profile.is_some_and(|p| r.profile.as_deref() != Some(p)) {
+            continue;
+        }
+        let e = latest.entry((r.host, r.profile)).or_insert(r.id);
+        *e = (*e).max(r.id);
+    }
+    latest.into_values().collect()
+}
+
+/// Seconds from `at` (RFC 3339) to `now`.
+fn age(at: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64> {
+    let t = chrono::DateTime::parse_from_rfc3339(at).ok()?;
+    Some((now - t.with_timezone(&chrono::Utc)).num_seconds())
+}
+
+pub fn run(a: &FleetArgs) -> anyhow::Result<ExitCode> {
+    let (mut store, _) = a.db.open()?;
+    let ids = latest_per_host(store.list()?, a.profile.as_deref());
+    let mut docs = Vec::with_capacity(ids.len());
+    for id in ids {
+        docs.push((id, store.get(id).with_context(|| format!("run {id}"))?));
+    }
+    let now = chrono::Utc::now();
+    let runs: Vec<FleetRun<'_>> = docs
+        .iter()
+        .map(|(id, doc)| FleetRun {
+            id: *id,
+            doc,
+            age_s: age(
+                if doc.ended_at.is_empty() {
+                    &doc.started_at
+                } else {
+                    &doc.ended_at
+                },
+                now,
+            ),
+        })
+        .collect();
+    let f = fleet::aggregate(&runs);
+    if let Some(path) = &a.html {
+        crate::doc::write_atomic(path, fleet::render_html(&f).as_bytes())
+            .with_context(|| format!("--html {}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &f)?;
+        writeln!(out)?;
+    } else {
+        super::print_text(&fleet::render_text(&f))?;
+        if let Some(p) = &a.html {
+            writeln!(out, "report: {}", p.display())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `compare --host NAME…`: the arguments with each host's latest run appended to the positional runs (as its
+/// id), so the compare code sees only run selectors.
+pub fn with_hosts(a: &super::report::CompareArgs) -> anyhow::Result<super::report::CompareArgs> {
+    let mut a = a.clone();
+    let hosts = std::mem::take(&mut a.hosts);
+    a.runs.extend(host_selectors(&a.db, &hosts)?);
+    Ok(a)
+}
+
+fn host_selectors(db: &DbArg, hosts: &[String]) -> anyhow::Result<Vec<String>> {
+    if hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (mut store, _) = db.open()?;
+    let runs = store.list()?;
+    let mut sels = Vec::with_capacity(hosts.len());
+    for h in hosts {
+        let Some(id) = runs.iter().filter(|r| &r.host == h).map(|r| r.id).max() else {
+            bail!("--host {h}: no run of this host in the store");
+        };
+        sels.push(id.to_string());
+    }
+    Ok(sels)
+}
