@@ -13,6 +13,7 @@ pub mod audit;
 pub mod cpuset;
 pub mod cyclic;
 pub mod fingerprint;
+pub mod judge;
 pub mod latency;
 pub mod load;
 pub mod measure;
