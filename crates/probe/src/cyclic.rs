@@ -814,12 +814,13 @@ fn measure(
 mod tests {
     use super::*;
     use rtgauge_model::rt::SchedPolicy;
+    use rtgauge_model::Nanos;
 
     fn plan(threads: u32, interval_us: u64, loops: u64) -> CyclicPlan {
         CyclicPlan {
             config: CyclicConfig {
                 threads,
-                interval_ns: interval_us * 1000,
+                interval_ns: Nanos::from_us(interval_us).as_ns(),
                 distance_ns: 0,
                 policy: SchedPolicy::Other,
                 priority: 0,

@@ -316,10 +316,10 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
     } else {
         a.distance
     };
-    let interval_ns = a.interval * 1000;
+    let interval_ns = Nanos::from_us(a.interval).as_ns();
     let last_interval = interval_ns.saturating_add(
-        distance_us
-            .saturating_mul(1000)
+        Nanos::from_us(distance_us)
+            .as_ns()
             .saturating_mul(u64::from(threads - 1)),
     );
     if last_interval > 3_600_000_000_000 {
@@ -332,7 +332,7 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
     let config = CyclicConfig {
         threads,
         interval_ns,
-        distance_ns: distance_us * 1000,
+        distance_ns: Nanos::from_us(distance_us).as_ns(),
         policy,
         priority,
         priospread: a.priospread,
@@ -346,13 +346,10 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
         // --trace records spikes from a low floor so that the p99.99 tail known at the end is in the list.
         spike_threshold_ns: a
             .spike
-            .map(|us| us.saturating_mul(1000))
-            .or(a.break_above.map(|us| us.saturating_mul(1000)))
+            .map(us_to_ns)
+            .or(a.break_above.map(us_to_ns))
             .or(a.trace.then_some(TRACE_SPIKE_FLOOR_NS)),
-        break_threshold_ns: a
-            .breaktrace
-            .or(a.break_above)
-            .map(|us| us.saturating_mul(1000)),
+        break_threshold_ns: a.breaktrace.or(a.break_above).map(us_to_ns),
         timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
     };
     Ok(Resolved {
@@ -374,9 +371,14 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
         why: super::why::WhyOpts {
             counters: !a.no_counters,
             trace: a.trace || a.break_above.is_some(),
-            threshold_ns: a.spike.map(|us| us.saturating_mul(1000)),
+            threshold_ns: a.spike.map(us_to_ns),
         },
     })
+}
+
+/// A flag given in µs, in ns (saturating, as every flag conversion here).
+fn us_to_ns(us: u64) -> u64 {
+    Nanos::from_us(us).as_ns()
 }
 
 /// Lowest latency `--trace` keeps in the spike list when no `--spike` is given (20 µs).
@@ -425,7 +427,7 @@ impl LiveScreen {
                 i,
                 t.tid,
                 t.priority,
-                t.interval_ns / 1000,
+                Nanos(t.interval_ns).as_us_trunc(),
                 t.cycles,
                 min,
                 u(t.last_ns),
@@ -615,7 +617,7 @@ fn print_text(r: &CyclicResult, a: &CyclicArgs) -> anyhow::Result<()> {
                 "T:{:2} Spike:{:8}: TS: {:12}",
                 s.thread,
                 s.latency_ns / unit_ns,
-                s.monotonic_ns / 1000
+                Nanos(s.monotonic_ns).as_us_trunc()
             )?;
         }
         writeln!(out, "spikes = {}", r.spikes_total)?;

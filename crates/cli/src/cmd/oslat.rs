@@ -194,7 +194,7 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<OslatPlan> {
             } else {
                 0
             },
-            trace_threshold_ns: a.trace_threshold.map(|us| us.saturating_mul(1000)),
+            trace_threshold_ns: a.trace_threshold.map(|us| Nanos::from_us(us).as_ns()),
             availability_threshold_ns: a.availability_threshold.as_ns(),
             thresholds_ns: vec![1_000, 5_000, 10_000, 20_000],
             worst_count: a.worst,

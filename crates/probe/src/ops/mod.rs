@@ -23,6 +23,7 @@ use os::{
 };
 use rtgauge_model::latency::LatencyRecorder;
 use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
+use rtgauge_model::Nanos;
 use std::hint::black_box;
 use std::sync::atomic::Ordering;
 
@@ -698,11 +699,11 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
         };
         if op == Op::Sleep {
             for &iv in &cfg.sleep_intervals_ns {
-                let name = format!("sleep_{}us", iv / 1000);
+                let name = format!("sleep_{}us", Nanos(iv).as_us_trunc());
                 match measure_one(op, plan, lo, iv) {
                     Ok(m) => ops.push(result(
                         &name,
-                        format!("sleep {} µs overshoot", iv / 1000),
+                        format!("sleep {} µs overshoot", Nanos(iv).as_us_trunc()),
                         m,
                     )),
                     Err(e) => skipped.push((name, e.to_string())),
