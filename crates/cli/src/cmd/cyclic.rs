@@ -18,6 +18,7 @@ use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus, SystemInfo};
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
+use rtgauge_probe::observe::Observer;
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_report::rttests;
 use std::io::{IsTerminal as _, Write as _};
@@ -460,7 +461,7 @@ pub fn measure(
         why: super::why::WhyRun,
         tids: Vec<i32>,
     }
-    impl cyclic::Observer for Screen<'_, '_> {
+    impl Observer<CyclicResult, [LiveThread]> for Screen<'_, '_> {
         fn tick(
             &mut self,
             e: Duration,

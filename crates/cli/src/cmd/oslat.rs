@@ -15,7 +15,8 @@ use rtgauge_model::cyclic::StopReason;
 use rtgauge_model::oslat::{OslatConfig, OslatResult, Workload};
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::{CpuSet, Nanos};
-use rtgauge_probe::oslat::{self, OslatPlan, Phases};
+use rtgauge_probe::observe::Observer;
+use rtgauge_probe::oslat::{self, OslatPlan};
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_report::rttests;
 use std::io::Write as _;
@@ -217,7 +218,7 @@ struct Announce {
     started_ns: u64,
 }
 
-impl Phases for Announce {
+impl Observer<OslatResult> for Announce {
     fn preheat(&mut self) {
         if !self.quiet {
             println!("Pre-heat for {} seconds...", self.preheat_s);
