@@ -7,6 +7,8 @@
 //! - histograms are stored whole (HdrHistogram V2 + DEFLATE, base64) so that they can be merged and any
 //!   percentile derived later; the percentiles stored beside them are a convenience, never the source.
 
+#![forbid(unsafe_code)]
+
 pub mod accounting;
 pub mod attribution;
 pub mod audit;

@@ -1,6 +1,8 @@
 //! Rendering: every output of rtgauge is a pure function of model data (`render_*`), so it can be
 //! golden-tested and re-rendered from stored runs.
 
+#![forbid(unsafe_code)]
+
 pub mod charts;
 pub mod compare;
 pub mod escape;

@@ -9,6 +9,8 @@
 //!   data of its last checkpoint;
 //! - deleting is explicit (`runs delete`); nothing else removes a stored run.
 
+#![forbid(unsafe_code)]
+
 pub mod import;
 mod sqlite;
 

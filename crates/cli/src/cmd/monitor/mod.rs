@@ -368,8 +368,8 @@ fn read_cpu_times(state: &mut MonitorState) {
         return;
     };
     let (ticks, _) = rtgauge_host::accounting::parse_stat_times(&text);
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    // USER_HZ from the host crate, so that the binary needs no unsafe code of its own.
+    let hz = 1e9 / rtgauge_host::accounting::tick_ns() as f64;
     for c in &mut state.cpus {
         if let Some(t) = ticks.get(&c.cpu) {
             c.steal_s = t.steal as f64 / hz;
