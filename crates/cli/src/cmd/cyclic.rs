@@ -642,3 +642,256 @@ fn print_text(r: &CyclicResult, a: &CyclicArgs) -> anyhow::Result<()> {
     out.flush()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! cyclictest command lines, parsed by the verb's own parser and resolved against a captured CPU tree,
+    //! field by field: each flag's meaning is tested here, beside its definition.
+
+    use super::*;
+    use std::fs;
+
+    /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-15 on node 0, 16-31 on node 1.
+    fn tree(online: &str, possible: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu = dir.path().join("sys/devices/system/cpu");
+        for c in 0..32 {
+            fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / 16))).unwrap();
+        }
+        fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
+        fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
+        dir
+    }
+
+    #[derive(clap::Parser)]
+    #[command(no_binary_name = true, disable_help_flag = true)]
+    struct Line {
+        #[command(flatten)]
+        args: CyclicArgs,
+    }
+
+    fn args(line: &str) -> CyclicArgs {
+        <Line as clap::Parser>::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .args
+    }
+
+    /// Resolve a command line on a machine with 32 CPUs, all online.
+    fn resolved(line: &str) -> Resolved {
+        let t = tree("0-31", "0-31");
+        match resolve(&args(line), &HostRoot::at(t.path())) {
+            Ok(r) => r,
+            Err(e) => panic!("{line}: {e:#}"),
+        }
+    }
+
+    fn refused(line: &str) -> String {
+        let t = tree("0-31", "0-31");
+        match resolve(&args(line), &HostRoot::at(t.path())) {
+            Ok(_) => panic!("{line}: accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn set(text: &str) -> CpuSet {
+        CpuSet::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_seed_command_line() {
+        let r = resolved("-m -p99 -D 1h -i 100 -h 100 -a 2-29 -t 28 --mainaffinity=1");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 28);
+        assert_eq!(c.interval_ns, 100_000);
+        assert_eq!(c.distance_ns, 0, "-h forces the distance to 0");
+        assert_eq!(c.policy, SchedPolicy::Fifo, "-p selects FIFO");
+        assert_eq!(c.priority, 99);
+        assert!(!c.priospread);
+        let cpus: Vec<Option<u32>> = (2..=29).map(Some).collect();
+        assert_eq!(c.cpus, cpus);
+        assert_eq!(c.duration_ns, Some(3_600_000_000_000));
+        assert_eq!(c.loops, None);
+        assert!(!c.relative && !c.skip_missed);
+        assert_eq!(c.hist_buckets, Some(100));
+        assert_eq!(c.unit_ns, 1000);
+        assert_eq!(c.spike_threshold_ns, None);
+        assert_eq!(c.break_threshold_ns, None);
+        assert_eq!(c.timeline_interval_ns, 1_000_000_000);
+        assert_eq!(r.plan.clock, Clock::Monotonic);
+        assert!(r.plan.mlockall);
+        assert_eq!(r.plan.dma_latency_us, Some(0));
+        assert_eq!(r.plan.main_cpus, Some(set("1")));
+        assert_eq!(r.plan.spike_nodes, 1024);
+        let nodes: Vec<Option<u32>> = (2..=29).map(|c| Some(c / 16)).collect();
+        assert_eq!(r.plan.nodes, nodes);
+        assert!(r.notes.is_empty());
+        assert!(r.why.counters && !r.why.trace);
+        assert_eq!(r.why.threshold_ns, None);
+    }
+
+    #[test]
+    fn defaults_are_cyclictests() {
+        let r = resolved("");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 1);
+        assert_eq!(c.interval_ns, 1_000_000);
+        assert_eq!(c.distance_ns, 500_000);
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Other, 0));
+        assert_eq!(c.cpus, vec![None]);
+        assert_eq!((c.duration_ns, c.loops, c.hist_buckets), (None, None, None));
+        assert!(!r.plan.mlockall);
+        assert_eq!(r.plan.main_cpus, None);
+        assert_eq!(r.plan.nodes, vec![None]);
+    }
+
+    #[test]
+    fn smp_is_one_pinned_thread_per_cpu() {
+        let r = resolved("-S -p 80");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 32);
+        let cpus: Vec<Option<u32>> = (0..32).map(Some).collect();
+        assert_eq!(c.cpus, cpus);
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Fifo, 80));
+        assert!(!c.priospread, "-S keeps one priority");
+        assert_eq!(
+            r.plan.main_cpus,
+            Some(set("0-31")),
+            "the main thread follows -a"
+        );
+    }
+
+    #[test]
+    fn threads_without_a_number_take_one_per_cpu() {
+        let c = resolved("-t").plan.config;
+        assert_eq!(c.threads, 32);
+        assert_eq!(c.cpus, vec![None; 32], "-t alone does not pin");
+        let c = resolved("-t -a 4-7").plan.config;
+        assert_eq!(c.threads, 4);
+        assert_eq!(c.cpus, vec![Some(4), Some(5), Some(6), Some(7)]);
+        let c = resolved("-a -t 2").plan.config;
+        assert_eq!(c.cpus, vec![Some(0), Some(1)], "-a alone is every CPU");
+        let c = resolved("-t 3 -a 8-9").plan.config;
+        assert_eq!(
+            c.cpus,
+            vec![Some(8), Some(9), Some(8)],
+            "threads round-robin over -a"
+        );
+    }
+
+    #[test]
+    fn distance_spreads_the_intervals() {
+        let c = resolved("-t 3 -i 200 -d 100").plan.config;
+        assert_eq!((c.interval_ns, c.distance_ns), (200_000, 100_000));
+        let c = resolved("-t 3 -d 100 -H 50").plan.config;
+        assert_eq!(c.distance_ns, 0, "-H forces the distance to 0 like -h");
+        assert_eq!(c.hist_buckets, Some(50));
+        assert_eq!(
+            refused("-t 3 -d 2000000000"),
+            "-d/--distance 2000000000: the last thread's interval would exceed 1 h"
+        );
+    }
+
+    #[test]
+    fn policy_and_priority() {
+        let c = resolved("--policy rr -p 50").plan.config;
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Rr, 50));
+        let c = resolved("--policy fifo -t 3").plan.config;
+        assert_eq!(
+            (c.policy, c.priority),
+            (SchedPolicy::Fifo, 4),
+            "without -p: threads + 1"
+        );
+        let c = resolved("--policy batch").plan.config;
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Batch, 0));
+        let c = resolved("-p 90 -t 3 --priospread").plan.config;
+        assert!(c.priospread);
+        assert_eq!(
+            refused("-p 0"),
+            "-p/--priority 0: fifo needs a priority of 1-99"
+        );
+        assert_eq!(
+            refused("--policy other -p 5"),
+            "-p/--priority 5: --policy other takes no real-time priority"
+        );
+    }
+
+    #[test]
+    fn nsecs_loops_duration_and_clock() {
+        let r = resolved("-N -h 50 -l 1000 -c 1 -r --skip-missed");
+        let c = &r.plan.config;
+        assert_eq!(c.unit_ns, 1, "-N: buckets and output in ns");
+        assert_eq!(c.loops, Some(1000));
+        assert!(c.relative && c.skip_missed);
+        assert_eq!(r.plan.clock, Clock::Realtime);
+        let c = resolved("-l 0 -D 0").plan.config;
+        assert_eq!((c.loops, c.duration_ns), (None, None), "0 = unlimited");
+        let c = resolved("-D 90 --timeline-interval 100ms").plan.config;
+        assert_eq!(c.duration_ns, Some(90_000_000_000));
+        assert_eq!(c.timeline_interval_ns, 100_000_000);
+        let c = resolved("--timeline-interval 10us").plan.config;
+        assert_eq!(c.timeline_interval_ns, 1_000_000, "at least 1 ms");
+    }
+
+    #[test]
+    fn break_spike_and_trace_thresholds() {
+        let r = resolved("-b 150");
+        assert_eq!(r.plan.config.break_threshold_ns, Some(150_000));
+        assert_eq!(r.plan.config.spike_threshold_ns, None);
+        assert!(!r.why.trace);
+        let r = resolved("--spike 30 -b 150 --spike-nodes 10");
+        assert_eq!(r.plan.config.spike_threshold_ns, Some(30_000));
+        assert_eq!(r.why.threshold_ns, Some(30_000));
+        assert_eq!(r.plan.spike_nodes, 10);
+        let r = resolved("--break-above 40 -a 0-3 -t 4");
+        let c = &r.plan.config;
+        assert_eq!(c.break_threshold_ns, Some(40_000));
+        assert_eq!(c.spike_threshold_ns, Some(40_000));
+        assert!(r.why.trace);
+        assert_eq!(r.plan.spike_nodes, 1 << 16);
+        assert_eq!(
+            r.plan.main_cpus,
+            Some(set("4-31")),
+            "the trace is read off the measured CPUs"
+        );
+        let r = resolved("--trace -t 1 -a 5");
+        assert_eq!(r.plan.config.spike_threshold_ns, Some(TRACE_SPIKE_FLOOR_NS));
+        assert_eq!(r.plan.config.break_threshold_ns, None);
+        let r = resolved("--trace -S");
+        assert_eq!(
+            r.notes,
+            vec!["--trace: every online CPU is measured; the trace is read on a measured CPU"]
+        );
+        assert_eq!(r.plan.main_cpus, Some(set("0-31")));
+    }
+
+    #[test]
+    fn pm_qos() {
+        assert_eq!(resolved("--latency 10").plan.dma_latency_us, Some(10));
+        assert_eq!(resolved("--default-system").plan.dma_latency_us, None);
+        assert_eq!(resolved("--laptop").plan.dma_latency_us, None);
+    }
+
+    #[test]
+    fn cpus_that_do_not_exist_or_are_offline() {
+        assert_eq!(
+            refused("-a 40"),
+            "-a/--affinity 40: CPU 40 does not exist on this machine (CPUs 0-31)"
+        );
+        assert_eq!(
+            refused("--mainaffinity 33"),
+            "--mainaffinity 33: CPU 33 does not exist on this machine (CPUs 0-31)"
+        );
+        assert_eq!(
+            refused("-t 5000"),
+            "-t/--threads 5000: at most 4096 threads"
+        );
+        let t = tree("0-29", "0-31");
+        let r = resolve(&args("-a 29-31 -t 3"), &HostRoot::at(t.path()))
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(r.plan.config.cpus, vec![Some(29), None, None]);
+        assert_eq!(
+            r.notes,
+            vec!["-a/--affinity: CPU 30-31 is offline; its threads run unpinned"]
+        );
+    }
+}
