@@ -30,6 +30,9 @@ use std::time::Duration;
 /// intended wake-up, in ns. Accepts cyclictest's options with cyclictest's meaning.
 #[derive(Debug, Clone, Args)]
 #[command(disable_help_flag = true)]
+#[command(mut_arg("root", |a| a
+    .help("Read the CPU topology from a captured tree instead of the live system (with --dry-run)")
+    .requires("dry_run")))]
 pub struct CyclicArgs {
     /// Pin thread N to CPU N, or round-robin over CPUSET (kernel list syntax). Without --mainaffinity the
     /// main thread is pinned to the same set, as cyclictest does.
@@ -178,9 +181,8 @@ pub struct CyclicArgs {
     #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
     pub timeline_interval: Nanos,
 
-    /// Read the CPU topology from a captured tree instead of the live system (with --dry-run).
-    #[arg(long = "root", value_name = "DIR", requires = "dry_run")]
-    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub root: super::RootArg,
 
     /// Resolve the flags as for a run and print the resulting probe configuration as JSON; measure nothing.
     #[arg(long = "dry-run")]
@@ -509,7 +511,7 @@ pub fn measure(
 
 /// `rtgauge cyclic`.
 pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
-    let root = a.root.as_ref().map_or_else(HostRoot::live, HostRoot::at);
+    let root = a.root.open()?;
     let Resolved { plan, notes, why } = resolve(a, &root)?;
     for n in &notes {
         eprintln!("rtgauge: warning: {n}");

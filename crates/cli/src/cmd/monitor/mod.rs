@@ -44,6 +44,7 @@ const SEGMENT: Duration = Duration::from_secs(10);
 
 /// Watch timer latency and tuning continuously; serve them to Prometheus.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("root", |a| a.help("Audit a captured tree instead of this host (latency is always measured here)")))]
 pub struct MonitorArgs {
     /// CPUs to measure (kernel list syntax); default: the RT CPU set the audit finds (tuned isolated_cores,
     /// nohz_full, isolcpus), else every online CPU.
@@ -97,9 +98,8 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
-    /// Audit a captured tree instead of this host (latency is always measured here).
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub root: super::RootArg,
 
     /// Stop after this long (default: run until SIGINT/SIGTERM).
     #[arg(short = 'D', long, value_name = "TIME", value_parser = parse_duration_arg)]
@@ -188,7 +188,7 @@ fn lock(state: &Mutex<MonitorState>) -> std::sync::MutexGuard<'_, MonitorState> 
 
 /// `rtgauge monitor`.
 pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
-    let audit_root = a.root.as_ref().map_or_else(HostRoot::live, HostRoot::at);
+    let audit_root = a.root.open()?;
     let setup = resolve(a)?;
     let listener = match setup.listen {
         Some(addr) => Some(
