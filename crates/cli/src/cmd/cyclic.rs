@@ -787,6 +787,12 @@ mod tests {
         let c = resolved("-t 3 -d 100 -H 50").plan.config;
         assert_eq!(c.distance_ns, 0, "-H forces the distance to 0 like -h");
         assert_eq!(c.hist_buckets, Some(50));
+        let c = resolved("-t 1 -d 20000000000000000").plan.config;
+        assert_eq!(
+            c.distance_ns,
+            u64::MAX,
+            "one thread: unused, saturated, no overflow"
+        );
         assert_eq!(
             refused("-t 3 -d 2000000000"),
             "-d/--distance 2000000000: the last thread's interval would exceed 1 h"
