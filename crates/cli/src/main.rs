@@ -1,6 +1,8 @@
 //! `rtgauge`: thin entry point. Parse, dispatch, map the outcome to an exit code:
 //! 0 = ok, 1 = a requirement or audit failed, 2 = usage or runtime error. A closed pipe is not an error.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod cmd;
 mod doc;

@@ -115,8 +115,8 @@ pub fn read_snapshot(root: &HostRoot) -> Snapshot {
     }
 }
 
-/// Nanoseconds per USER_HZ tick.
-fn tick_ns() -> u64 {
+/// Nanoseconds per USER_HZ tick (the unit of /proc/stat's CPU times); 100 Hz if sysconf cannot say.
+pub fn tick_ns() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     1_000_000_000 / if hz > 0 { hz as u64 } else { 100 }

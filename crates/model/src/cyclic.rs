@@ -131,6 +131,32 @@ pub struct CyclicResult {
     pub load: Option<crate::load::LoadResult>,
 }
 
+impl CyclicThread {
+    /// Samples ≥ `threshold_ns` of one cyclic thread: exact from the rt-tests buckets when they resolve the
+    /// threshold, else from the HDR histogram (3 significant digits).
+    pub fn samples_at_or_above(&self, threshold_ns: u64) -> u64 {
+        if self.latency.max_ns < threshold_ns {
+            return 0;
+        }
+        if let Some(l) = &self.linear {
+            if l.unit_ns > 0 && threshold_ns.is_multiple_of(l.unit_ns) {
+                let first = (threshold_ns / l.unit_ns) as usize;
+                if first <= l.buckets.len() {
+                    return l.buckets[first..].iter().sum::<u64>() + l.overflows;
+                }
+            }
+        }
+        match self.latency.hdr.decode() {
+            Ok(h) => h
+                .iter_recorded()
+                .filter(|v| v.value_iterated_to() >= threshold_ns)
+                .map(|v| v.count_at_value())
+                .sum(),
+            Err(_) => u64::from(self.latency.max_ns >= threshold_ns),
+        }
+    }
+}
+
 impl CyclicResult {
     /// `(threshold, samples at or above it over all threads)` when there is an rt-tests histogram.
     pub fn overflows(&self) -> Option<(u64, u64)> {
@@ -138,7 +164,7 @@ impl CyclicResult {
         let n = self
             .threads
             .iter()
-            .map(|t| crate::verdict::samples_at_or_above(t, thr))
+            .map(|t| t.samples_at_or_above(thr))
             .sum();
         Some((thr, n))
     }

@@ -7,12 +7,15 @@
 //! - histograms are stored whole (HdrHistogram V2 + DEFLATE, base64) so that they can be merged and any
 //!   percentile derived later; the percentiles stored beside them are a convenience, never the source.
 
+#![forbid(unsafe_code)]
+
 pub mod accounting;
 pub mod attribution;
 pub mod audit;
 pub mod cpuset;
 pub mod cyclic;
 pub mod fingerprint;
+pub mod judge;
 pub mod latency;
 pub mod load;
 pub mod measure;

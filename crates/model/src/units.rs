@@ -11,7 +11,6 @@ use std::fmt;
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    pub const ZERO: Nanos = Nanos(0);
     pub const fn from_us(us: u64) -> Nanos {
         Nanos(us.saturating_mul(1_000))
     }

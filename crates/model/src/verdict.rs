@@ -1,8 +1,7 @@
 //! Requirement gates and their verdicts: a gate names a metric of the run and a bound; a verdict records
-//! what was observed against it. Metrics are computed from stored data only, so a stored or imported run
-//! can be judged again.
+//! what was observed against it. These are plain types, a leaf module (the run document holds verdicts);
+//! the metrics are computed from a run in [`crate::judge`].
 
-use crate::run::{ProbeResult, RunDocument};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -39,67 +38,6 @@ impl Metric {
     pub fn is_latency(self) -> bool {
         matches!(self, Metric::CyclicMaxNs | Metric::OslatMaxNs)
     }
-
-    /// The metric's value in a run, `None` if the run has no probe that measures it.
-    pub fn observe(self, doc: &RunDocument) -> Option<u64> {
-        let cyclic = doc.probes.iter().filter_map(|p| match p {
-            ProbeResult::Cyclic(c) => Some(c),
-            _ => None,
-        });
-        let oslat = doc.probes.iter().filter_map(|p| match p {
-            ProbeResult::Oslat(o) => Some(o),
-            _ => None,
-        });
-        match self {
-            Metric::CyclicMaxNs => cyclic
-                .flat_map(|c| c.threads.iter().map(|t| t.latency.max_ns))
-                .max(),
-            Metric::CyclicMissed => {
-                let v: Vec<u64> = cyclic
-                    .flat_map(|c| c.threads.iter().map(|t| t.missed_deadlines))
-                    .collect();
-                (!v.is_empty()).then(|| v.iter().sum())
-            }
-            Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
-                let mut any = false;
-                let mut n = 0;
-                for c in cyclic {
-                    for t in &c.threads {
-                        any = true;
-                        n += samples_at_or_above(t, threshold_ns);
-                    }
-                }
-                any.then_some(n)
-            }
-            Metric::OslatMaxNs => oslat
-                .flat_map(|o| o.threads.iter().map(|t| t.gaps.max_ns))
-                .max(),
-        }
-    }
-}
-
-/// Samples ≥ `threshold_ns` of one cyclic thread: exact from the rt-tests buckets when they resolve the
-/// threshold, else from the HDR histogram (3 significant digits).
-pub fn samples_at_or_above(t: &crate::cyclic::CyclicThread, threshold_ns: u64) -> u64 {
-    if t.latency.max_ns < threshold_ns {
-        return 0;
-    }
-    if let Some(l) = &t.linear {
-        if l.unit_ns > 0 && threshold_ns.is_multiple_of(l.unit_ns) {
-            let first = (threshold_ns / l.unit_ns) as usize;
-            if first <= l.buckets.len() {
-                return l.buckets[first..].iter().sum::<u64>() + l.overflows;
-            }
-        }
-    }
-    match t.latency.hdr.decode() {
-        Ok(h) => h
-            .iter_recorded()
-            .filter(|v| v.value_iterated_to() >= threshold_ns)
-            .map(|v| v.count_at_value())
-            .sum(),
-        Err(_) => u64::from(t.latency.max_ns >= threshold_ns),
-    }
 }
 
 /// A requirement: `metric ≤ max`.
@@ -126,22 +64,6 @@ pub struct Verdict {
     pub gate: Gate,
     pub observed: Option<u64>,
     pub outcome: Outcome,
-}
-
-impl Gate {
-    pub fn judge(&self, doc: &RunDocument) -> Verdict {
-        let observed = self.metric.observe(doc);
-        let outcome = match observed {
-            None => Outcome::NoData,
-            Some(v) if v <= self.max => Outcome::Pass,
-            Some(_) => Outcome::Fail,
-        };
-        Verdict {
-            gate: self.clone(),
-            observed,
-            outcome,
-        }
-    }
 }
 
 impl fmt::Display for Verdict {

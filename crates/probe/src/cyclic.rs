@@ -15,6 +15,7 @@
 use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::handover::{self, Emptier, Filler};
+use crate::observe::Observer;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
@@ -66,30 +67,6 @@ pub struct LiveThread {
 impl LiveThread {
     pub fn avg_ns(&self) -> u64 {
         self.sum_ns.checked_div(self.cycles).unwrap_or(0)
-    }
-}
-
-/// Receives live figures from the main thread of the probe (never from a measurement thread).
-pub trait Observer {
-    /// Called once per tick with one entry per thread. `checkpoint` builds the result so far (whole
-    /// histograms of every completed interval, the timeline, the live figures), for storing long runs; it
-    /// costs a histogram merge per thread, so call it every few seconds, not every tick.
-    fn tick(
-        &mut self,
-        elapsed: Duration,
-        threads: &[LiveThread],
-        checkpoint: &mut dyn FnMut() -> CyclicResult,
-    );
-}
-
-impl<F: FnMut(Duration, &[LiveThread])> Observer for F {
-    fn tick(
-        &mut self,
-        elapsed: Duration,
-        threads: &[LiveThread],
-        _: &mut dyn FnMut() -> CyclicResult,
-    ) {
-        self(elapsed, threads)
     }
 }
 
@@ -225,7 +202,7 @@ struct ThreadOutput {
 pub fn run(
     plan: &CyclicPlan,
     stop: &StopFlag,
-    observer: &mut dyn Observer,
+    observer: &mut dyn Observer<CyclicResult, [LiveThread]>,
 ) -> Result<CyclicResult, ProbeError> {
     let cfg = &plan.config;
     let n = cfg.threads as usize;
@@ -814,12 +791,13 @@ fn measure(
 mod tests {
     use super::*;
     use rtgauge_model::rt::SchedPolicy;
+    use rtgauge_model::Nanos;
 
     fn plan(threads: u32, interval_us: u64, loops: u64) -> CyclicPlan {
         CyclicPlan {
             config: CyclicConfig {
                 threads,
-                interval_ns: interval_us * 1000,
+                interval_ns: Nanos::from_us(interval_us).as_ns(),
                 distance_ns: 0,
                 policy: SchedPolicy::Other,
                 priority: 0,
@@ -919,7 +897,7 @@ mod tests {
     }
 
     struct Checkpoints(Vec<(u64, u64)>);
-    impl Observer for Checkpoints {
+    impl Observer<CyclicResult, [LiveThread]> for Checkpoints {
         fn tick(
             &mut self,
             _: Duration,

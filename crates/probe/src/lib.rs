@@ -22,6 +22,7 @@ pub mod load;
 pub mod load_cmd;
 pub mod mem;
 pub mod net;
+pub mod observe;
 pub mod ops;
 pub mod oslat;
 pub mod rt;

@@ -11,7 +11,7 @@
 //! be called from a thread that lives as long as the load (the verbs call it from the main thread).
 
 use rtgauge_model::load::CommandLoad as CommandResult;
-use rtgauge_model::CpuSet;
+use rtgauge_model::{CpuSet, Nanos};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -169,7 +169,8 @@ impl CommandLoad {
         // SAFETY: a zeroed rusage is a valid value (no CPU time known).
         let (status, ru) = ended.unwrap_or((-1, unsafe { std::mem::zeroed() }));
         let tv = |t: libc::timeval| {
-            t.tv_sec.max(0) as u64 * 1_000_000_000 + t.tv_usec.max(0) as u64 * 1000
+            Nanos::from_secs(t.tv_sec.max(0) as u64).as_ns()
+                + Nanos::from_us(t.tv_usec.max(0) as u64).as_ns()
         };
         let cpu_ns = (tv(ru.ru_utime) + tv(ru.ru_stime)).max(group_ns);
         CommandResult {

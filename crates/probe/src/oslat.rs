@@ -16,6 +16,7 @@ use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::counter::{self, Calibration, TickConverter};
 use crate::handover::{self, Emptier, Filler};
+use crate::observe::Observer;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
@@ -43,20 +44,6 @@ pub struct OslatPlan {
     /// How often the main thread wakes to drain timelines and look for the end.
     pub tick: Duration,
 }
-
-/// What the caller sees of a running probe: the phases oslat announces ("Pre-heat…", "Test starts…") and,
-/// every tick, the result so far (for checkpoints and progress).
-pub trait Phases {
-    fn preheat(&mut self) {}
-    fn start(&mut self, _bias_ns: Option<u64>) {}
-    /// Called every plan tick while measuring. `checkpoint` builds the result of the completed timeline
-    /// intervals (it merges histograms; call it only when a checkpoint is due).
-    fn tick(&mut self, _elapsed: Duration, _checkpoint: &mut dyn FnMut() -> OslatResult) {}
-}
-
-/// No announcements.
-pub struct Silent;
-impl Phases for Silent {}
 
 /// Empty accumulators per thread in circulation besides the one being filled.
 const SPARE_ACCUMS: usize = 3;
@@ -255,7 +242,7 @@ struct Output {
 pub fn run(
     plan: &OslatPlan,
     stop: &StopFlag,
-    phases: &mut dyn Phases,
+    observer: &mut dyn Observer<OslatResult>,
 ) -> Result<OslatResult, ProbeError> {
     let cfg = &plan.config;
     let n = cfg.cpus.len();
@@ -362,17 +349,17 @@ pub fn run(
     };
 
     ready.wait();
-    phases.preheat();
+    observer.preheat();
     preheated.wait();
     let bias = cfg.bias.then(|| global_preheat_min(&common));
-    phases.start(bias);
+    observer.start(bias);
     let start = std::time::Instant::now();
 
     loop {
         std::thread::sleep(plan.tick);
         collectors.iter_mut().for_each(Collector::collect);
         let elapsed = start.elapsed();
-        phases.tick(elapsed, &mut || {
+        observer.tick(elapsed, &(), &mut || {
             checkpoint_result(
                 plan,
                 &cal,
@@ -961,6 +948,7 @@ fn assemble_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::Silent;
 
     #[test]
     fn merging_keeps_the_requested_number_of_worst_gaps() {
@@ -1077,8 +1065,8 @@ mod tests {
     #[test]
     fn checkpoints_hold_the_handed_over_intervals() {
         struct Checkpoints(Vec<(u64, u64, u64)>);
-        impl Phases for Checkpoints {
-            fn tick(&mut self, _: Duration, checkpoint: &mut dyn FnMut() -> OslatResult) {
+        impl Observer<OslatResult> for Checkpoints {
+            fn tick(&mut self, _: Duration, _: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
                 let r = checkpoint();
                 let t = &r.threads[0];
                 let tl: u64 = t.timeline.iter().map(|e| e.count).sum();

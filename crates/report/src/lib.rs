@@ -2,6 +2,8 @@
 //! (`render_*`), so it can be golden-tested and re-rendered from stored runs. File formats (rt-tests, CSV)
 //! are rtgauge-formats'.
 
+#![forbid(unsafe_code)]
+
 pub mod charts;
 pub mod compare;
 pub mod escape;

@@ -16,6 +16,8 @@
 //!   data of its last checkpoint;
 //! - deleting is explicit (`runs delete`); nothing else removes a stored run.
 
+#![forbid(unsafe_code)]
+
 mod common;
 mod pg;
 mod sqlite;

@@ -2,11 +2,10 @@
 //! `--capture DIR` to save every file it read, and the linters of VM and pod definitions
 //! (`--vmx`, `--libvirt`, `--k8s`). Exit code: 0 nothing failed, 1 a rule failed, 2 usage or runtime error.
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rtgauge_host::audit::{render_audit_text, run_audit, AuditOptions};
 use rtgauge_host::lint::{k8s, libvirt, vmx};
-use rtgauge_host::HostRoot;
 use rtgauge_model::audit::{AuditReport, Target};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::{CpuSet, Nanos};
@@ -28,9 +27,8 @@ definition names its file and line).";
 #[derive(Debug, Clone, Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct AuditArgs {
-    /// Read a captured tree (DIR/proc, DIR/sys, DIR/etc, DIR/dev) instead of this system.
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub root: super::RootArg,
 
     /// What the system is meant to be; several verdicts depend on it.
     #[arg(long, default_value = "auto", value_parser = ["auto", "bare-metal-rt-host", "kvm-rt-host", "rt-guest", "k8s-rt-node"])]
@@ -97,15 +95,7 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
         let (name, text) = read_definition(p)?;
         k8s::lint_k8s(&name, &text)?
     } else {
-        let base = match &a.root {
-            Some(dir) => {
-                if !dir.is_dir() {
-                    bail!("--root {}: not a directory", dir.display());
-                }
-                HostRoot::at(dir)
-            }
-            None => HostRoot::live(),
-        };
+        let base = a.root.open()?;
         let root = if a.capture.is_some() {
             base.recording()
         } else {

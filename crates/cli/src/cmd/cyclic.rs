@@ -19,6 +19,7 @@ use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus, SystemInfo};
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
+use rtgauge_probe::observe::Observer;
 use rtgauge_probe::stop::StopFlag;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -29,6 +30,9 @@ use std::time::Duration;
 /// intended wake-up, in ns. Accepts cyclictest's options with cyclictest's meaning.
 #[derive(Debug, Clone, Args)]
 #[command(disable_help_flag = true)]
+#[command(mut_arg("root", |a| a
+    .help("Read the CPU topology from a captured tree instead of the live system (with --dry-run)")
+    .requires("dry_run")))]
 pub struct CyclicArgs {
     /// Pin thread N to CPU N, or round-robin over CPUSET (kernel list syntax). Without --mainaffinity the
     /// main thread is pinned to the same set, as cyclictest does.
@@ -177,9 +181,8 @@ pub struct CyclicArgs {
     #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
     pub timeline_interval: Nanos,
 
-    /// Read the CPU topology from a captured tree instead of the live system (with --dry-run).
-    #[arg(long = "root", value_name = "DIR", requires = "dry_run")]
-    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub root: super::RootArg,
 
     /// Resolve the flags as for a run and print the resulting probe configuration as JSON; measure nothing.
     #[arg(long = "dry-run")]
@@ -316,10 +319,10 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
     } else {
         a.distance
     };
-    let interval_ns = a.interval * 1000;
+    let interval_ns = Nanos::from_us(a.interval).as_ns();
     let last_interval = interval_ns.saturating_add(
-        distance_us
-            .saturating_mul(1000)
+        Nanos::from_us(distance_us)
+            .as_ns()
             .saturating_mul(u64::from(threads - 1)),
     );
     if last_interval > 3_600_000_000_000 {
@@ -332,7 +335,7 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
     let config = CyclicConfig {
         threads,
         interval_ns,
-        distance_ns: distance_us * 1000,
+        distance_ns: Nanos::from_us(distance_us).as_ns(),
         policy,
         priority,
         priospread: a.priospread,
@@ -346,13 +349,10 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
         // --trace records spikes from a low floor so that the p99.99 tail known at the end is in the list.
         spike_threshold_ns: a
             .spike
-            .map(|us| us.saturating_mul(1000))
-            .or(a.break_above.map(|us| us.saturating_mul(1000)))
+            .map(us_to_ns)
+            .or(a.break_above.map(us_to_ns))
             .or(a.trace.then_some(TRACE_SPIKE_FLOOR_NS)),
-        break_threshold_ns: a
-            .breaktrace
-            .or(a.break_above)
-            .map(|us| us.saturating_mul(1000)),
+        break_threshold_ns: a.breaktrace.or(a.break_above).map(us_to_ns),
         timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
     };
     Ok(Resolved {
@@ -374,9 +374,14 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
         why: super::why::WhyOpts {
             counters: !a.no_counters,
             trace: a.trace || a.break_above.is_some(),
-            threshold_ns: a.spike.map(|us| us.saturating_mul(1000)),
+            threshold_ns: a.spike.map(us_to_ns),
         },
     })
+}
+
+/// A flag given in µs, in ns (saturating, as every flag conversion here).
+fn us_to_ns(us: u64) -> u64 {
+    Nanos::from_us(us).as_ns()
 }
 
 /// Lowest latency `--trace` keeps in the spike list when no `--spike` is given (20 µs).
@@ -425,7 +430,7 @@ impl LiveScreen {
                 i,
                 t.tid,
                 t.priority,
-                t.interval_ns / 1000,
+                Nanos(t.interval_ns).as_us_trunc(),
                 t.cycles,
                 min,
                 u(t.last_ns),
@@ -458,7 +463,7 @@ pub fn measure(
         why: super::why::WhyRun,
         tids: Vec<i32>,
     }
-    impl cyclic::Observer for Screen<'_, '_> {
+    impl Observer<CyclicResult, [LiveThread]> for Screen<'_, '_> {
         fn tick(
             &mut self,
             e: Duration,
@@ -506,7 +511,7 @@ pub fn measure(
 
 /// `rtgauge cyclic`.
 pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
-    let root = a.root.as_ref().map_or_else(HostRoot::live, HostRoot::at);
+    let root = a.root.open()?;
     let Resolved { plan, notes, why } = resolve(a, &root)?;
     for n in &notes {
         eprintln!("rtgauge: warning: {n}");
@@ -606,7 +611,7 @@ fn print_text(r: &CyclicResult, a: &CyclicArgs) -> anyhow::Result<()> {
                 "T:{:2} Spike:{:8}: TS: {:12}",
                 s.thread,
                 s.latency_ns / unit_ns,
-                s.monotonic_ns / 1000
+                Nanos(s.monotonic_ns).as_us_trunc()
             )?;
         }
         writeln!(out, "spikes = {}", r.spikes_total)?;
@@ -629,4 +634,263 @@ fn print_text(r: &CyclicResult, a: &CyclicArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! cyclictest command lines, parsed by the verb's own parser and resolved against a captured CPU tree,
+    //! field by field: each flag's meaning is tested here, beside its definition.
+
+    use super::*;
+    use std::fs;
+
+    /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-15 on node 0, 16-31 on node 1.
+    fn tree(online: &str, possible: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu = dir.path().join("sys/devices/system/cpu");
+        for c in 0..32 {
+            fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / 16))).unwrap();
+        }
+        fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
+        fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
+        dir
+    }
+
+    #[derive(clap::Parser)]
+    #[command(no_binary_name = true, disable_help_flag = true)]
+    struct Line {
+        #[command(flatten)]
+        args: CyclicArgs,
+    }
+
+    fn args(line: &str) -> CyclicArgs {
+        <Line as clap::Parser>::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .args
+    }
+
+    /// Resolve a command line on a machine with 32 CPUs, all online.
+    fn resolved(line: &str) -> Resolved {
+        let t = tree("0-31", "0-31");
+        match resolve(&args(line), &HostRoot::at(t.path())) {
+            Ok(r) => r,
+            Err(e) => panic!("{line}: {e:#}"),
+        }
+    }
+
+    fn refused(line: &str) -> String {
+        let t = tree("0-31", "0-31");
+        match resolve(&args(line), &HostRoot::at(t.path())) {
+            Ok(_) => panic!("{line}: accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn set(text: &str) -> CpuSet {
+        CpuSet::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_seed_command_line() {
+        let r = resolved("-m -p99 -D 1h -i 100 -h 100 -a 2-29 -t 28 --mainaffinity=1");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 28);
+        assert_eq!(c.interval_ns, 100_000);
+        assert_eq!(c.distance_ns, 0, "-h forces the distance to 0");
+        assert_eq!(c.policy, SchedPolicy::Fifo, "-p selects FIFO");
+        assert_eq!(c.priority, 99);
+        assert!(!c.priospread);
+        let cpus: Vec<Option<u32>> = (2..=29).map(Some).collect();
+        assert_eq!(c.cpus, cpus);
+        assert_eq!(c.duration_ns, Some(3_600_000_000_000));
+        assert_eq!(c.loops, None);
+        assert!(!c.relative && !c.skip_missed);
+        assert_eq!(c.hist_buckets, Some(100));
+        assert_eq!(c.unit_ns, 1000);
+        assert_eq!(c.spike_threshold_ns, None);
+        assert_eq!(c.break_threshold_ns, None);
+        assert_eq!(c.timeline_interval_ns, 1_000_000_000);
+        assert_eq!(r.plan.clock, Clock::Monotonic);
+        assert!(r.plan.mlockall);
+        assert_eq!(r.plan.dma_latency_us, Some(0));
+        assert_eq!(r.plan.main_cpus, Some(set("1")));
+        assert_eq!(r.plan.spike_nodes, 1024);
+        let nodes: Vec<Option<u32>> = (2..=29).map(|c| Some(c / 16)).collect();
+        assert_eq!(r.plan.nodes, nodes);
+        assert!(r.notes.is_empty());
+        assert!(r.why.counters && !r.why.trace);
+        assert_eq!(r.why.threshold_ns, None);
+    }
+
+    #[test]
+    fn defaults_are_cyclictests() {
+        let r = resolved("");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 1);
+        assert_eq!(c.interval_ns, 1_000_000);
+        assert_eq!(c.distance_ns, 500_000);
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Other, 0));
+        assert_eq!(c.cpus, vec![None]);
+        assert_eq!((c.duration_ns, c.loops, c.hist_buckets), (None, None, None));
+        assert!(!r.plan.mlockall);
+        assert_eq!(r.plan.main_cpus, None);
+        assert_eq!(r.plan.nodes, vec![None]);
+    }
+
+    #[test]
+    fn smp_is_one_pinned_thread_per_cpu() {
+        let r = resolved("-S -p 80");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 32);
+        let cpus: Vec<Option<u32>> = (0..32).map(Some).collect();
+        assert_eq!(c.cpus, cpus);
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Fifo, 80));
+        assert!(!c.priospread, "-S keeps one priority");
+        assert_eq!(
+            r.plan.main_cpus,
+            Some(set("0-31")),
+            "the main thread follows -a"
+        );
+    }
+
+    #[test]
+    fn threads_without_a_number_take_one_per_cpu() {
+        let c = resolved("-t").plan.config;
+        assert_eq!(c.threads, 32);
+        assert_eq!(c.cpus, vec![None; 32], "-t alone does not pin");
+        let c = resolved("-t -a 4-7").plan.config;
+        assert_eq!(c.threads, 4);
+        assert_eq!(c.cpus, vec![Some(4), Some(5), Some(6), Some(7)]);
+        let c = resolved("-a -t 2").plan.config;
+        assert_eq!(c.cpus, vec![Some(0), Some(1)], "-a alone is every CPU");
+        let c = resolved("-t 3 -a 8-9").plan.config;
+        assert_eq!(
+            c.cpus,
+            vec![Some(8), Some(9), Some(8)],
+            "threads round-robin over -a"
+        );
+    }
+
+    #[test]
+    fn distance_spreads_the_intervals() {
+        let c = resolved("-t 3 -i 200 -d 100").plan.config;
+        assert_eq!((c.interval_ns, c.distance_ns), (200_000, 100_000));
+        let c = resolved("-t 3 -d 100 -H 50").plan.config;
+        assert_eq!(c.distance_ns, 0, "-H forces the distance to 0 like -h");
+        assert_eq!(c.hist_buckets, Some(50));
+        let c = resolved("-t 1 -d 20000000000000000").plan.config;
+        assert_eq!(
+            c.distance_ns,
+            u64::MAX,
+            "one thread: unused, saturated, no overflow"
+        );
+        assert_eq!(
+            refused("-t 3 -d 2000000000"),
+            "-d/--distance 2000000000: the last thread's interval would exceed 1 h"
+        );
+    }
+
+    #[test]
+    fn policy_and_priority() {
+        let c = resolved("--policy rr -p 50").plan.config;
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Rr, 50));
+        let c = resolved("--policy fifo -t 3").plan.config;
+        assert_eq!(
+            (c.policy, c.priority),
+            (SchedPolicy::Fifo, 4),
+            "without -p: threads + 1"
+        );
+        let c = resolved("--policy batch").plan.config;
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Batch, 0));
+        let c = resolved("-p 90 -t 3 --priospread").plan.config;
+        assert!(c.priospread);
+        assert_eq!(
+            refused("-p 0"),
+            "-p/--priority 0: fifo needs a priority of 1-99"
+        );
+        assert_eq!(
+            refused("--policy other -p 5"),
+            "-p/--priority 5: --policy other takes no real-time priority"
+        );
+    }
+
+    #[test]
+    fn nsecs_loops_duration_and_clock() {
+        let r = resolved("-N -h 50 -l 1000 -c 1 -r --skip-missed");
+        let c = &r.plan.config;
+        assert_eq!(c.unit_ns, 1, "-N: buckets and output in ns");
+        assert_eq!(c.loops, Some(1000));
+        assert!(c.relative && c.skip_missed);
+        assert_eq!(r.plan.clock, Clock::Realtime);
+        let c = resolved("-l 0 -D 0").plan.config;
+        assert_eq!((c.loops, c.duration_ns), (None, None), "0 = unlimited");
+        let c = resolved("-D 90 --timeline-interval 100ms").plan.config;
+        assert_eq!(c.duration_ns, Some(90_000_000_000));
+        assert_eq!(c.timeline_interval_ns, 100_000_000);
+        let c = resolved("--timeline-interval 10us").plan.config;
+        assert_eq!(c.timeline_interval_ns, 1_000_000, "at least 1 ms");
+    }
+
+    #[test]
+    fn break_spike_and_trace_thresholds() {
+        let r = resolved("-b 150");
+        assert_eq!(r.plan.config.break_threshold_ns, Some(150_000));
+        assert_eq!(r.plan.config.spike_threshold_ns, None);
+        assert!(!r.why.trace);
+        let r = resolved("--spike 30 -b 150 --spike-nodes 10");
+        assert_eq!(r.plan.config.spike_threshold_ns, Some(30_000));
+        assert_eq!(r.why.threshold_ns, Some(30_000));
+        assert_eq!(r.plan.spike_nodes, 10);
+        let r = resolved("--break-above 40 -a 0-3 -t 4");
+        let c = &r.plan.config;
+        assert_eq!(c.break_threshold_ns, Some(40_000));
+        assert_eq!(c.spike_threshold_ns, Some(40_000));
+        assert!(r.why.trace);
+        assert_eq!(r.plan.spike_nodes, 1 << 16);
+        assert_eq!(
+            r.plan.main_cpus,
+            Some(set("4-31")),
+            "the trace is read off the measured CPUs"
+        );
+        let r = resolved("--trace -t 1 -a 5");
+        assert_eq!(r.plan.config.spike_threshold_ns, Some(TRACE_SPIKE_FLOOR_NS));
+        assert_eq!(r.plan.config.break_threshold_ns, None);
+        let r = resolved("--trace -S");
+        assert_eq!(
+            r.notes,
+            vec!["--trace: every online CPU is measured; the trace is read on a measured CPU"]
+        );
+        assert_eq!(r.plan.main_cpus, Some(set("0-31")));
+    }
+
+    #[test]
+    fn pm_qos() {
+        assert_eq!(resolved("--latency 10").plan.dma_latency_us, Some(10));
+        assert_eq!(resolved("--default-system").plan.dma_latency_us, None);
+        assert_eq!(resolved("--laptop").plan.dma_latency_us, None);
+    }
+
+    #[test]
+    fn cpus_that_do_not_exist_or_are_offline() {
+        assert_eq!(
+            refused("-a 40"),
+            "-a/--affinity 40: CPU 40 does not exist on this machine (CPUs 0-31)"
+        );
+        assert_eq!(
+            refused("--mainaffinity 33"),
+            "--mainaffinity 33: CPU 33 does not exist on this machine (CPUs 0-31)"
+        );
+        assert_eq!(
+            refused("-t 5000"),
+            "-t/--threads 5000: at most 4096 threads"
+        );
+        let t = tree("0-29", "0-31");
+        let r = resolve(&args("-a 29-31 -t 3"), &HostRoot::at(t.path()))
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(r.plan.config.cpus, vec![Some(29), None, None]);
+        assert_eq!(
+            r.notes,
+            vec!["-a/--affinity: CPU 30-31 is offline; its threads run unpinned"]
+        );
+    }
 }

@@ -102,6 +102,30 @@ pub fn print_text(text: &str) -> std::io::Result<()> {
         .write_all(rtgauge_report::escape::visible(text).as_bytes())
 }
 
+/// `--root DIR`, one definition for every verb that reads the host: /proc, /sys, /etc and /dev are read
+/// under DIR (a captured or fixture tree) instead of this system. A verb flattens it and, where its help
+/// says more (what the tree is used for), rewords the help with `mut_arg("root", …)`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RootArg {
+    /// Read a captured tree (DIR/proc, DIR/sys, DIR/etc, DIR/dev) instead of this system.
+    #[arg(long = "root", value_name = "DIR")]
+    pub root: Option<std::path::PathBuf>,
+}
+
+impl RootArg {
+    /// The tree to read: DIR, or the live system without `--root`. A DIR that is not a directory is refused
+    /// here, naming it, rather than read as an empty system.
+    pub fn open(&self) -> anyhow::Result<rtgauge_host::HostRoot> {
+        match &self.root {
+            Some(dir) if !dir.is_dir() => {
+                anyhow::bail!("--root {}: not a directory", dir.display())
+            }
+            Some(dir) => Ok(rtgauge_host::HostRoot::at(dir)),
+            None => Ok(rtgauge_host::HostRoot::live()),
+        }
+    }
+}
+
 /// Name every file of a captured tree that was refused (a link out of the tree, a loop, a FIFO or device,
 /// an oversized file): it was read as missing, and the user should know which findings lack it.
 pub fn warn_refused(root: &rtgauge_host::HostRoot) {
@@ -212,6 +236,33 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
 mod tests {
     use super::*;
     use rtgauge_model::rt::Setting;
+
+    #[test]
+    fn root_opens_a_directory_and_refuses_anything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = RootArg::default().open().unwrap();
+        assert!(live.is_live());
+        let at = RootArg {
+            root: Some(dir.path().to_path_buf()),
+        }
+        .open()
+        .unwrap();
+        assert!(!at.is_live());
+        assert_eq!(at.path("/proc/stat"), dir.path().join("proc/stat"));
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        for bad in [file, dir.path().join("missing")] {
+            let e = RootArg {
+                root: Some(bad.clone()),
+            }
+            .open()
+            .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("--root {}: not a directory", bad.display())
+            );
+        }
+    }
 
     fn setting<T: Clone>(requested: T, achieved: T, error: Option<&str>) -> Setting<T> {
         Setting {

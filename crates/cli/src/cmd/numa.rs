@@ -14,6 +14,7 @@ use std::process::ExitCode;
 /// Share of each process's (and cgroup's) resident memory on its local NUMA nodes, from
 /// /proc/PID/numa_maps and status; node-local vs remote allocations (numastat) over an interval.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("root", |a| a.help("Read /proc and /sys under DIR (a captured or fixture tree) instead of the running system")))]
 pub struct NumaArgs {
     /// Processes to show.
     #[arg(value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
@@ -31,9 +32,8 @@ pub struct NumaArgs {
     #[arg(long = "top", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub top: u32,
 
-    /// Read /proc and /sys under DIR (a captured or fixture tree) instead of the running system.
-    #[arg(long = "root", value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub root: super::RootArg,
 
     /// Write rtgauge's native, versioned run document to FILE.
     #[arg(long = "output", value_name = "FILE")]
@@ -48,14 +48,6 @@ fn parse_interval(s: &str) -> Result<Nanos, String> {
     Ok(d)
 }
 
-fn host_root(a: &NumaArgs) -> anyhow::Result<HostRoot> {
-    match &a.root {
-        Some(d) if !d.is_dir() => bail!("--root {}: not a directory", d.display()),
-        Some(d) => Ok(HostRoot::at(d)),
-        None => Ok(HostRoot::live()),
-    }
-}
-
 /// Measure: the listed PIDs (or every process when `pids` is empty).
 pub fn measure(root: &HostRoot, pids: &[u32], interval: Nanos) -> NumaResult {
     rtgauge_host::numa::read_numa(root, (!pids.is_empty()).then_some(pids), interval.as_ns())
@@ -65,7 +57,7 @@ pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
     if a.pids.is_empty() && !a.all {
         bail!("give PIDs or --all");
     }
-    let root = host_root(a)?;
+    let root = a.root.open()?;
     for p in &a.pids {
         if !root.exists(&format!("/proc/{p}")) {
             bail!("PID {p}: no such process");

@@ -11,7 +11,7 @@ use rtgauge_model::ops::{OpsConfig, OpsResult};
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;
-use rtgauge_probe::ops::{OpsPlan, OPS};
+use rtgauge_probe::ops::{Op, OpsPlan};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -78,8 +78,8 @@ pub struct OpsArgs {
 
 fn parse_op(s: &str) -> Result<String, String> {
     let name = s.trim();
-    if !OPS.iter().any(|(n, _)| *n == name) {
-        let all: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
+    if Op::from_name(name).is_none() {
+        let all: Vec<&str> = Op::ALL.iter().map(|op| op.name()).collect();
         return Err(format!(
             "unknown operation '{name}' (one of {})",
             all.join(", ")
@@ -133,9 +133,9 @@ pub fn resolve(a: &OpsArgs, root: &HostRoot) -> anyhow::Result<OpsPlan> {
     }
     Ok(OpsPlan {
         config: OpsConfig {
-            ops: OPS
+            ops: Op::ALL
                 .iter()
-                .map(|(n, _)| n.to_string())
+                .map(|op| op.name().to_string())
                 .filter(|n| a.ops.as_ref().is_none_or(|sel| sel.contains(n)))
                 .collect(),
             repetitions: a.repetitions,

@@ -15,7 +15,8 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::oslat::{OslatConfig, OslatResult, Workload};
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::{CpuSet, Nanos};
-use rtgauge_probe::oslat::{self, OslatPlan, Phases};
+use rtgauge_probe::observe::Observer;
+use rtgauge_probe::oslat::{self, OslatPlan};
 use rtgauge_probe::stop::StopFlag;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -193,7 +194,7 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<OslatPlan> {
             } else {
                 0
             },
-            trace_threshold_ns: a.trace_threshold.map(|us| us.saturating_mul(1000)),
+            trace_threshold_ns: a.trace_threshold.map(|us| Nanos::from_us(us).as_ns()),
             availability_threshold_ns: a.availability_threshold.as_ns(),
             thresholds_ns: vec![1_000, 5_000, 10_000, 20_000],
             worst_count: a.worst,
@@ -216,7 +217,7 @@ struct Announce {
     started_ns: u64,
 }
 
-impl Phases for Announce {
+impl Observer<OslatResult> for Announce {
     fn preheat(&mut self) {
         if !self.quiet {
             println!("Pre-heat for {} seconds...", self.preheat_s);
@@ -371,7 +372,130 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    //! oslat command lines, parsed by the verb's own parser and resolved against a captured CPU tree, field
+    //! by field: each flag's meaning is tested here, beside its definition.
+
     use super::*;
+    use std::fs;
+
+    /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-7 on node 0, 8-15 on node 1.
+    fn tree(online: &str, possible: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu = dir.path().join("sys/devices/system/cpu");
+        for c in 0..16 {
+            fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / 8))).unwrap();
+        }
+        fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
+        fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
+        dir
+    }
+
+    #[derive(clap::Parser)]
+    #[command(no_binary_name = true)]
+    struct Line {
+        #[command(flatten)]
+        args: OslatArgs,
+    }
+
+    fn resolve_on(online: &str, line: &str) -> anyhow::Result<OslatPlan> {
+        let a = <Line as clap::Parser>::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .args;
+        let t = tree(online, "0-15");
+        resolve(&a, &HostRoot::at(t.path()))
+    }
+
+    /// Resolve a command line on a machine with 16 CPUs, all online.
+    fn resolved(line: &str) -> OslatPlan {
+        resolve_on("0-15", line).unwrap_or_else(|e| panic!("{line}: {e:#}"))
+    }
+
+    fn refused(online: &str, line: &str) -> String {
+        match resolve_on(online, line) {
+            Ok(_) => panic!("{line}: accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_seed_command_line() {
+        let p = resolved("-c 2-9 -C 1 -D 20m -f 1 -m 4K -w memmove -B -T 50 -z -q");
+        let c = &p.config;
+        assert_eq!(c.cpus, (2..=9).collect::<Vec<u32>>());
+        assert_eq!(c.main_cpu, Some(1));
+        assert_eq!(c.duration_ns, 1_200_000_000_000);
+        assert_eq!(c.rtprio, Some(1));
+        assert_eq!(c.workload, Workload::Memmove);
+        assert_eq!(c.workload_mem_bytes, 4096);
+        assert!(c.bias);
+        assert_eq!(c.trace_threshold_ns, Some(50_000));
+        assert_eq!(p.tick, Duration::from_millis(5), "-T polls the stop often");
+        let nodes: Vec<Option<u32>> = (2..=9).map(|c| Some(c / 8)).collect();
+        assert_eq!(p.nodes, nodes);
+    }
+
+    #[test]
+    fn defaults_are_oslats() {
+        let p = resolved("-c 3");
+        let c = &p.config;
+        assert_eq!(c.cpus, vec![3]);
+        assert_eq!(c.main_cpu, Some(0));
+        assert_eq!(c.duration_ns, 1_000_000_000);
+        assert_eq!(c.rtprio, None);
+        assert_eq!(c.preheat_ns, 1_000_000_000);
+        assert!(!c.single_preheat && !c.bias);
+        assert_eq!((c.bucket_count, c.bucket_width_ns), (32, 1000));
+        assert_eq!(c.workload, Workload::No);
+        assert_eq!(c.workload_mem_bytes, 0, "memory only for memmove");
+        assert_eq!(c.trace_threshold_ns, None);
+        assert_eq!(c.availability_threshold_ns, 5_000);
+        assert_eq!(c.thresholds_ns, vec![1_000, 5_000, 10_000, 20_000]);
+        assert_eq!(c.worst_count, 16);
+        assert_eq!(c.timeline_interval_ns, 1_000_000_000);
+        assert_eq!(p.tick, Duration::from_millis(100));
+        assert_eq!(p.nodes, vec![Some(0)]);
+    }
+
+    #[test]
+    fn buckets_preheat_and_thresholds() {
+        let c = resolved(
+            "-c 8 -b 64 -W 250 -s --preheat 2s --availability-threshold 10us --worst 4 \
+             --timeline-interval 100ms",
+        )
+        .config;
+        assert_eq!((c.bucket_count, c.bucket_width_ns), (64, 250));
+        assert!(c.single_preheat);
+        assert_eq!(c.preheat_ns, 2_000_000_000);
+        assert_eq!(c.availability_threshold_ns, 10_000);
+        assert_eq!(c.worst_count, 4);
+        assert_eq!(c.timeline_interval_ns, 100_000_000);
+        let c = resolved("-c 8 --timeline-interval 1us").config;
+        assert_eq!(c.timeline_interval_ns, 1_000_000, "at least 1 ms");
+    }
+
+    #[test]
+    fn refusals_name_the_flag() {
+        assert_eq!(
+            refused("0-15", "-c 20"),
+            "-c/--cpu-list 20: CPU 20 does not exist on this machine (CPUs 0-15)"
+        );
+        assert_eq!(
+            refused("0-11", "-c 10-13"),
+            "-c/--cpu-list 10-13: CPU 12-13 is offline (online: 0-11)"
+        );
+        assert_eq!(
+            refused("0-15", "-c 1 -C 16"),
+            "-C/--cpu-main-thread 16: CPU does not exist on this machine (CPUs 0-15)"
+        );
+        assert_eq!(
+            refused("0-15", "-c 1 -D 0"),
+            "-D/--duration: must be longer than 0"
+        );
+        assert_eq!(
+            refused("0-15", "-c 1 --availability-threshold 0"),
+            "--availability-threshold: at least 1us"
+        );
+    }
 
     #[test]
     fn sizes_as_oslat_takes_them() {

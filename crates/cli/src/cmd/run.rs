@@ -721,8 +721,8 @@ struct OslatHook<'a, 'b> {
     last: String,
 }
 
-impl rtgauge_probe::oslat::Phases for OslatHook<'_, '_> {
-    fn tick(&mut self, elapsed: Duration, checkpoint: &mut dyn FnMut() -> OslatResult) {
+impl rtgauge_probe::observe::Observer<OslatResult> for OslatHook<'_, '_> {
+    fn tick(&mut self, elapsed: Duration, _: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
         if self.rec.due() {
             let r = checkpoint();
             let max = r.threads.iter().map(|t| t.gaps.max_ns).max().unwrap_or(0);

@@ -10,7 +10,7 @@ use rtgauge_model::attribution::{
 use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::CpuSet;
-use rtgauge_probe::oslat::Phases;
+use rtgauge_probe::observe::Observer;
 use rtgauge_probe::trace::{kernel_tracers, TraceData, TraceSession, TRACEFS};
 use std::time::Duration;
 
@@ -226,7 +226,7 @@ impl WhyRun {
 /// Wraps an oslat probe's phases: the counters (and the trace) start with the measurement, after the preheat,
 /// so their intervals line up with the timeline's.
 pub struct OslatWhy<'a> {
-    pub inner: &'a mut dyn Phases,
+    pub inner: &'a mut dyn Observer<OslatResult>,
     cpus: CpuSet,
     interval_ns: u64,
     trace: bool,
@@ -235,7 +235,7 @@ pub struct OslatWhy<'a> {
 
 impl<'a> OslatWhy<'a> {
     pub fn new(
-        inner: &'a mut dyn Phases,
+        inner: &'a mut dyn Observer<OslatResult>,
         r: &rtgauge_probe::oslat::OslatPlan,
         trace: bool,
     ) -> Self {
@@ -256,7 +256,7 @@ impl<'a> OslatWhy<'a> {
     }
 }
 
-impl Phases for OslatWhy<'_> {
+impl Observer<OslatResult> for OslatWhy<'_> {
     fn preheat(&mut self) {
         self.inner.preheat();
     }
@@ -269,12 +269,12 @@ impl Phases for OslatWhy<'_> {
         ));
         self.inner.start(bias_ns);
     }
-    fn tick(&mut self, elapsed: Duration, checkpoint: &mut dyn FnMut() -> OslatResult) {
+    fn tick(&mut self, elapsed: Duration, live: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
         if let Some(w) = self.why.as_mut() {
             // The busy loops' own threads are left out at the end (their tids are in the result).
             w.tick(elapsed, &[], 0);
         }
-        self.inner.tick(elapsed, checkpoint);
+        self.inner.tick(elapsed, live, checkpoint);
     }
 }
 

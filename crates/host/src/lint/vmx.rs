@@ -14,7 +14,20 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Vmx {
     pub entries: BTreeMap<String, (String, usize)>,
     /// `(1-based line, why)` of each malformed line; the rest of the file is still read.
-    pub malformed: Vec<(usize, String)>,
+    pub malformed: Vec<(usize, LineError)>,
+}
+
+/// Why a `.vmx` line is not `key = "value"`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("expected key = \"value\"")]
+    NoEquals,
+    #[error("invalid key '{0}'")]
+    InvalidKey(String),
+    #[error("unterminated quoted value")]
+    Unterminated,
+    #[error("unexpected text after the value: '{0}'")]
+    TextAfterValue(String),
 }
 
 impl Vmx {
@@ -63,22 +76,18 @@ pub fn parse_vmx(file: &str, text: &str) -> Result<Vmx, LintError> {
 }
 
 /// One trimmed, non-comment line: `(key, value)`, or why it is not `key = "value"`.
-fn parse_line(l: &str) -> Result<(&str, String), String> {
-    let (k, v) = l
-        .split_once('=')
-        .ok_or_else(|| "expected key = \"value\"".to_string())?;
+fn parse_line(l: &str) -> Result<(&str, String), LineError> {
+    let (k, v) = l.split_once('=').ok_or(LineError::NoEquals)?;
     let k = k.trim();
     if k.is_empty() || k.chars().any(|c| c.is_whitespace() || c == '"') {
-        return Err(format!("invalid key '{k}'"));
+        return Err(LineError::InvalidKey(k.to_string()));
     }
     let v = v.trim();
     let value = if let Some(rest) = v.strip_prefix('"') {
-        let end = rest
-            .find('"')
-            .ok_or_else(|| "unterminated quoted value".to_string())?;
+        let end = rest.find('"').ok_or(LineError::Unterminated)?;
         let tail = rest[end + 1..].trim();
         if !tail.is_empty() && !tail.starts_with('#') {
-            return Err(format!("unexpected text after the value: '{tail}'"));
+            return Err(LineError::TextAfterValue(tail.to_string()));
         }
         rest[..end].to_string()
     } else {
@@ -581,13 +590,19 @@ mod tests {
         assert!(v.is_true("sched.cpu.affinity.exclusive"));
         // A malformed line is kept with its line number; the rest is read.
         let b = parse_vmx("b.vmx", "a = \"1\"\nbroken line\nc = \"3\"\n").unwrap();
-        assert_eq!(b.malformed, [(2, "expected key = \"value\"".to_string())]);
+        assert_eq!(b.malformed, [(2, LineError::NoEquals)]);
+        assert_eq!(LineError::NoEquals.to_string(), "expected key = \"value\"");
         assert_eq!((b.get("a"), b.get("c")), (Some("1"), Some("3")));
         // Nothing readable at all: not a .vmx.
         let e = parse_vmx("c.vmx", "a = \"open\n").unwrap_err().to_string();
         assert!(e.starts_with("c.vmx:1: unterminated quoted value"), "{e}");
-        assert!(parse_vmx("d.vmx", " = \"x\"\n").is_err());
-        assert!(parse_vmx("e.vmx", "a = \"x\" y\n").is_err());
+        let e = parse_vmx("d.vmx", " = \"x\"\n").unwrap_err().to_string();
+        assert!(e.starts_with("d.vmx:1: invalid key ''"), "{e}");
+        let e = parse_vmx("e.vmx", "a = \"x\" y\n").unwrap_err().to_string();
+        assert!(
+            e.starts_with("e.vmx:1: unexpected text after the value: 'y'"),
+            "{e}"
+        );
     }
 
     #[test]

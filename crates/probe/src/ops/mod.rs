@@ -23,6 +23,7 @@ use os::{
 };
 use rtgauge_model::latency::LatencyRecorder;
 use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
+use rtgauge_model::Nanos;
 use std::hint::black_box;
 use std::sync::atomic::Ordering;
 
@@ -124,17 +125,6 @@ impl Op {
         Op::ALL.into_iter().find(|op| op.name() == name)
     }
 }
-
-/// Every operation, in the order measured: (name, label), as the CLI lists them.
-pub const OPS: &[(&str, &str)] = &{
-    let mut out = [("", ""); Op::ALL.len()];
-    let mut i = 0;
-    while i < out.len() {
-        out[i] = (Op::ALL[i].name(), Op::ALL[i].label());
-        i += 1;
-    }
-    out
-};
 
 /// Why an operation could not be measured (recorded as the reason it was skipped).
 #[derive(Debug, thiserror::Error)]
@@ -698,11 +688,11 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
         };
         if op == Op::Sleep {
             for &iv in &cfg.sleep_intervals_ns {
-                let name = format!("sleep_{}us", iv / 1000);
+                let name = format!("sleep_{}us", Nanos(iv).as_us_trunc());
                 match measure_one(op, plan, lo, iv) {
                     Ok(m) => ops.push(result(
                         &name,
-                        format!("sleep {} µs overshoot", iv / 1000),
+                        format!("sleep {} µs overshoot", Nanos(iv).as_us_trunc()),
                         m,
                     )),
                     Err(e) => skipped.push((name, e.to_string())),
@@ -747,7 +737,7 @@ mod tests {
 
     #[test]
     fn every_operation_measures_a_plausible_cost() {
-        let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
+        let names: Vec<&str> = Op::ALL.iter().map(|op| op.name()).collect();
         let r = run(&plan(&names), &crate::stop::StopFlag::new()).unwrap();
         assert!(r.skipped.is_empty(), "{:?}", r.skipped);
         assert_eq!(r.cpu.achieved, Some(0));
@@ -786,12 +776,14 @@ mod tests {
 
     #[test]
     fn every_operation_is_found_by_its_name() {
-        for (op, (name, label)) in Op::ALL.into_iter().zip(OPS) {
-            assert_eq!(Op::from_name(name), Some(op));
-            assert_eq!((op.name(), op.label()), (*name, *label));
+        for op in Op::ALL {
+            assert_eq!(Op::from_name(op.name()), Some(op));
         }
-        assert_eq!(OPS.len(), 18);
-        assert_eq!(OPS[0], ("null_syscall", "null syscall (getppid)"));
+        assert_eq!(Op::ALL.len(), 18);
+        assert_eq!(
+            (Op::ALL[0].name(), Op::ALL[0].label()),
+            ("null_syscall", "null syscall (getppid)")
+        );
         assert_eq!(Op::from_name("Read"), None);
     }
 

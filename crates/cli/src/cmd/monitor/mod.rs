@@ -43,6 +43,7 @@ const SEGMENT: Duration = Duration::from_secs(10);
 
 /// Watch timer latency and tuning continuously; serve them to Prometheus.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("root", |a| a.help("Audit a captured tree instead of this host (latency is always measured here)")))]
 pub struct MonitorArgs {
     /// CPUs to measure (kernel list syntax); default: the RT CPU set the audit finds (tuned isolated_cores,
     /// nohz_full, isolcpus), else every online CPU.
@@ -97,9 +98,8 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
-    /// Audit a captured tree instead of this host (latency is always measured here).
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub root: super::RootArg,
 
     /// Stop after this long (default: run until SIGINT/SIGTERM).
     #[arg(short = 'D', long, value_name = "TIME", value_parser = parse_duration_arg)]
@@ -188,7 +188,7 @@ fn lock(state: &Mutex<MonitorState>) -> std::sync::MutexGuard<'_, MonitorState> 
 
 /// `rtgauge monitor`.
 pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
-    let audit_root = a.root.as_ref().map_or_else(HostRoot::live, HostRoot::at);
+    let audit_root = a.root.open()?;
     let setup = resolve(a)?;
     let listener = match setup.listen {
         Some(addr) => Some(
@@ -366,8 +366,8 @@ fn read_cpu_times(state: &mut MonitorState) {
         return;
     };
     let (ticks, _) = rtgauge_host::accounting::parse_stat_times(&text);
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    // USER_HZ from the host crate, so that the binary needs no unsafe code of its own.
+    let hz = 1e9 / rtgauge_host::accounting::tick_ns() as f64;
     for c in &mut state.cpus {
         if let Some(t) = ticks.get(&c.cpu) {
             c.steal_s = t.steal as f64 / hz;
