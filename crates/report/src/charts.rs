@@ -347,9 +347,10 @@ pub fn heatmap(title: &str, series: &[Series<Sparse>]) -> String {
     let row_px = (240 / n as u32).clamp(5, 24);
     let size = (SIZE.0, 90 + row_px * n as u32);
     let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+    // Row i spans i−½..i+½, so a tick at i names it.
     let label = |y: f64| -> String {
-        let i = y.floor();
-        if i < 0.0 || (y - i - 0.5).abs() > 0.26 {
+        let i = y.round();
+        if i < 0.0 || (y - i).abs() > 0.01 {
             return String::new();
         }
         names
@@ -359,7 +360,7 @@ pub fn heatmap(title: &str, series: &[Series<Sparse>]) -> String {
     svg_sized(size, |root| {
         let mut b = frame(root, title);
         let x = us(axis.lo)..us(axis.hi);
-        let y = 0.0..n as f64;
+        let y = -0.5..n as f64 - 0.5;
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart.map_err(|e| e.to_string())?;
@@ -367,13 +368,13 @@ pub fn heatmap(title: &str, series: &[Series<Sparse>]) -> String {
                     .configure_mesh()
                     .disable_y_mesh()
                     .x_desc("latency (µs)")
-                    .y_labels((2 * n).min(32))
+                    .y_labels(n.min(32))
                     .x_label_formatter(&|x| num_label(*x))
                     .y_label_formatter(&|y| label(*y))
                     .draw()
                     .map_err(|e| e.to_string())?;
                 for (i, r) in rows.iter().enumerate() {
-                    let y0 = i as f64;
+                    let y0 = i as f64 - 0.5;
                     chart
                         .draw_series(r.iter().map(|&(x0, x1, c)| {
                             // Shade: light for one sample, dark for the largest count (log scale).

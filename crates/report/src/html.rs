@@ -11,7 +11,6 @@ use rtgauge_model::latency::{Sparse, TimelineEntry};
 use rtgauge_model::measure::MeasureUnit;
 use rtgauge_model::rt::ProcessConditions;
 use rtgauge_model::run::{ProbeResult, RunDocument};
-use rtgauge_model::verdict::Outcome;
 
 const CSS: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1800px;color:#222;padding:0 1.5em}
@@ -27,7 +26,7 @@ code{background:#f4f4f4;padding:0 3px}
 section.verdict{border:2px solid #ccc;border-radius:6px;padding:.2em 1em .6em;margin:1em 0}
 section.verdict h2{border:none;margin-top:.4em;font-size:1.35em}
 details{margin:.4em 0}summary{cursor:pointer;color:#225}
-td.n.worst{background:#fde8e8}
+td.n.worst{background:#fde8e8}table.kv th{overflow-wrap:normal;white-space:nowrap}
 @page{size:A4;margin:12mm}
 @media print{body{max-width:none;margin:0;padding:0;font-size:9pt}.grid{display:block}
 figure.chart{break-inside:avoid}h2,h3{break-after:avoid}tr{break-inside:avoid}summary{list-style:none}
@@ -140,20 +139,6 @@ pub fn render_report_with(id: i64, doc: &RunDocument, o: ReportOptions) -> Strin
         (crate::verdict::html(doc))
         h2 { "Run" }
         (header(doc))
-        @if !doc.verdicts.is_empty() {
-            h2 { "Requirements" }
-            table {
-                tr { th { "outcome" } th { "gate and observation" } }
-                @for v in &doc.verdicts {
-                    @let cls = match v.outcome {
-                        Outcome::Pass => "pass",
-                        Outcome::Fail => "fail",
-                        Outcome::NoData => "warn",
-                    };
-                    tr { td class=(cls) { (cls.to_uppercase()) } td { (v.to_string()) } }
-                }
-            }
-        }
         @for p in &doc.probes { (probe_section(p, o)) }
         @if !doc.warnings.is_empty() {
             h2 { "Warnings" }
@@ -555,7 +540,7 @@ fn kv_table(v: &serde_json::Value) -> Markup {
     let mut rows = Vec::new();
     crate::flatten("", v, &mut rows);
     html! {
-        table { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
+        table.kv { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
     }
 }
 

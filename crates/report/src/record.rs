@@ -97,8 +97,11 @@ pub fn extract(text: &str) -> Option<Embedded> {
         let h = text.get(i + m.len()..i + m.len() + 64)?;
         is_hex(h).then(|| format!("sha256:{}", h.to_ascii_lowercase()))
     })?;
-    let after = text.find(&whole).map_or("", |i| &text[i + whole.len()..]);
-    let run = after.trim_start().strip_prefix("of run ").and_then(|r| {
+    // The visible "sha256:… of run N" (the <meta> before it carries the hash alone).
+    let run = text.match_indices(&whole).find_map(|(i, _)| {
+        let r = text[i + whole.len()..]
+            .trim_start()
+            .strip_prefix("of run ")?;
         let d: String = r.chars().take_while(char::is_ascii_digit).collect();
         d.parse().ok()
     });
@@ -159,7 +162,11 @@ mod tests {
                 ("probes[0]".into(), "fedcba9876543210".into()),
             ],
         };
-        let page = html(7, &h).into_string();
+        let page = format!(
+            "<meta name=\"{META_HASH}\" content=\"{}\">{}",
+            h.whole,
+            html(7, &h).into_string()
+        );
         let e = extract(&page).unwrap_or_else(|| panic!("no hash in {page}"));
         assert_eq!(e.run, Some(7));
         assert_eq!(e.hashes, h);

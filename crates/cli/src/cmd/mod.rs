@@ -16,6 +16,7 @@ pub mod oslat;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod verify;
 pub mod why;
 
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
