@@ -620,6 +620,97 @@ pub fn verdict_cell(key: &str, v: &Verdict, duration_ns: u64, notes: &[String]) 
     }
 }
 
+/// The long forms of the comparison page's verdicts (why a verdict has no interval, what would decide an
+/// inconclusive one), each once, in the order of the table: the cells hold a word and "[k]".
+pub fn verdict_notes(c: &Comparison, duration_ns: u64) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for r in &c.rows {
+        for v in r.versus.iter().flatten() {
+            let n = match &v.verdict {
+                Verdict::NoInterval { why } => format!("n/a: {why}"),
+                Verdict::Inconclusive { .. } | Verdict::Unknown { .. } => {
+                    fmt_verdict(&r.key, &v.verdict, duration_ns)
+                }
+                _ => continue,
+            };
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    notes
+}
+
+/// A verdict cell of the comparison page: its word, with "[k]" pointing at the footnote that says more.
+pub fn short_verdict(key: &str, v: &Verdict, duration_ns: u64, notes: &[String]) -> String {
+    let long = match v {
+        Verdict::NoInterval { why } => format!("n/a: {why}"),
+        v => fmt_verdict(key, v, duration_ns),
+    };
+    let word = match v {
+        Verdict::NoInterval { .. } => "n/a",
+        Verdict::Inconclusive { .. } => "inconclusive",
+        Verdict::Unknown { .. } => "unknown",
+        v => return v.word().to_string(),
+    };
+    match notes.iter().position(|n| *n == long) {
+        Some(i) => format!("{word} [{}]", i + 1),
+        None => word.to_string(),
+    }
+}
+
+/// Per CPU, side by side: each run's p99 and max, and each later run's ratio to the baseline (CPUs
+/// matched by name; a CPU one run lacks shows "-"). Collapsed beyond a few CPUs.
+fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Markup {
+    let threads: Vec<Vec<crate::threads::LatThread>> = runs
+        .iter()
+        .map(|d| probe_of(d, kind).map(lat_threads).unwrap_or_default())
+        .collect();
+    let mut cpus: Vec<&str> = Vec::new();
+    for t in threads.iter().flatten() {
+        if !cpus.contains(&t.name.as_str()) {
+            cpus.push(&t.name);
+        }
+    }
+    let find = |r: usize, cpu: &str| threads[r].iter().find(|t| t.name == cpu);
+    let fig = |r: usize, cpu: &str, q: Option<f64>| -> Option<u64> {
+        let t = find(r, cpu)?;
+        match q {
+            Some(q) => t.stats.percentile(q),
+            None => Some(t.stats.max_ns),
+        }
+    };
+    let ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) if a > 0 => format!("{:.2}×", b as f64 / a as f64),
+        _ => "-".into(),
+    };
+    let show = |v: Option<u64>| v.map_or("-".to_string(), us);
+    let table = html! {
+        table {
+            tr { th { "CPU" } @for n in names { th { (n) " p99 µs" } th { (n) " max µs" } }
+                 @for n in names.iter().skip(1) { th { (n) " / baseline p99" } th { (n) " / baseline max" } } }
+            @for cpu in &cpus {
+                tr {
+                    td { (cpu) }
+                    @for r in 0..runs.len() { td.n { (show(fig(r, cpu, Some(99.0)))) } td.n { (show(fig(r, cpu, None))) } }
+                    @for r in 1..runs.len() {
+                        td.n { (ratio(fig(0, cpu, Some(99.0)), fig(r, cpu, Some(99.0)))) }
+                        td.n { (ratio(fig(0, cpu, None), fig(r, cpu, None))) }
+                    }
+                }
+            }
+        }
+    };
+    html! {
+        h3 { (kind) " per CPU" }
+        @if cpus.len() > OPEN_ROWS {
+            (details(false, html! { (cpus.len()) " CPUs: p99 and max per run, ratios to the baseline" }, table))
+        } @else {
+            (table)
+        }
+    }
+}
+
 /// A value of the table: "> limit" when it is unknown beyond a histogram's limit.
 pub fn fmt_measure(v: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
     match unknown_above {
@@ -636,7 +727,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
         .map(|(id, d)| run_name(*id, d))
         .collect();
     let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
-    let notes = no_interval_notes(c);
+    let notes = verdict_notes(c, dur);
     // Overlays per latency probe kind present in every run.
     let kinds: Vec<&str> = ["cyclic", "oslat"]
         .into_iter()
@@ -660,26 +751,29 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
                     @for (i, v) in r.values.iter().enumerate() { td.n { (v.map_or("-".to_string(), |x| fmt_measure(x, r.unknown_above.get(i).copied().flatten(), r.unit))) } }
                     @for v in &r.versus {
                         @match v {
-                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (verdict_cell(&r.key, &v.verdict, dur, &notes)) } }
+                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (short_verdict(&r.key, &v.verdict, dur, &notes)) } }
                             None => { td { "-" } td { "-" } }
                         }
                     }
                 }
             }
         }
-        @for (i, n) in notes.iter().enumerate() { p.note { "[" (i + 1) "] n/a: " (n) } }
+        @for (i, n) in notes.iter().enumerate() { p.note { "[" (i + 1) "] " (n) } }
         @for k in &kinds {
             @let pooled: Vec<Sparse> = runs.iter().map(|d| probe_of(d, k).map(pooled_sparse).unwrap_or_default()).collect();
             @let series: Vec<Series<Sparse>> = names.iter().zip(&pooled).map(|(n, s)| Series { name: n.clone(), data: s }).collect();
             @let tls: Vec<Vec<TimelineEntry>> = runs.iter().map(|d| probe_of(d, k).map(pooled_timeline).unwrap_or_default()).collect();
             @let tl: Vec<Series<[TimelineEntry]>> = names.iter().zip(&tls).map(|(n, t)| Series { name: n.clone(), data: t.as_slice() }).collect();
             h2 { (k) }
-            (chart(charts::histogram(&format!("{k}: histograms (all CPUs)"), &series)))
-            (chart(charts::percentiles(&format!("{k}: percentiles (all CPUs)"), &series)))
-            // Imported runs have no timeline: a chart with no data is left out rather than drawn empty.
-            @if tl.iter().any(|t| !t.data.is_empty()) {
-                (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
+            div.grid {
+                (chart(charts::histogram(&format!("{k}: histograms (all CPUs)"), &series)))
+                (chart(charts::percentiles(&format!("{k}: percentiles (all CPUs)"), &series)))
+                // Imported runs have no timeline: a chart with no data is left out rather than drawn empty.
+                @if tl.iter().any(|t| !t.data.is_empty()) {
+                    (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
+                }
             }
+            (per_cpu_compare(&names, runs, k))
         }
         @let mems: Vec<(String, &rtgauge_model::mem::MemResult)> = names.iter().zip(runs).filter_map(|(n, d)| d.probes.iter().find_map(|p| match p { ProbeResult::Mem(m) => Some((n.clone(), m)), _ => None })).collect();
         @if mems.len() == runs.len() { h2 { "mem" } (mem_chart(&mems)) }
