@@ -66,6 +66,13 @@ fn fixture() -> &'static Fixture {
             .collect();
         doc["probes"][0]["threads"] = Value::Array(many);
         doc["label"] = "sixty-four".into();
+        // A gate the run fails (1 µs): the verdict block answers NOT FIT with the figures.
+        let max = threads.iter().map(|t| t["latency"]["max_ns"].as_u64().unwrap()).max();
+        doc["verdicts"] = serde_json::json!([{
+            "gate": {"metric": "cyclic_max_ns", "max": 1000},
+            "observed": max,
+            "outcome": "fail"
+        }]);
         let path = dir.path().join("64.json");
         std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
         let out = rtgauge()
@@ -211,6 +218,9 @@ fn verdict_first_and_64_cpus_stay_within_3x_the_height_of_2() {
         m2.dom.contains("&lt;b&gt;two&lt;/b&gt;-cpus"),
         "the label is text"
     );
+    // Gate-less: the headline figure against the seeds' references; gated: the answer and the gate.
+    assert!(m2.dom.contains("NO GATES") && m2.dom.contains("RAN (seed 000) ≤ 20.0 µs"));
+    assert!(m64.dom.contains("NOT FIT") && m64.dom.contains("cyclic max latency"));
     // The many-CPU views are drawn, the per-CPU histograms collapsed.
     assert!(m64.dom.contains("CPU × latency"), "heatmap");
     assert!(m64.dom.contains("64 CPUs overlaid"), "overlaid histograms");

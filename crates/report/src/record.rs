@@ -37,31 +37,34 @@ fn sha(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// The whole-document hash and the part hashes.
+/// The whole-document hash and the part hashes. The document is serialized once; its parts are read
+/// back from those bytes as raw JSON (no value tree: a week-long run is ~100 MB of JSON).
 pub fn hashes(doc: &RunDocument) -> Hashes {
-    let value = serde_json::to_value(doc).unwrap_or_default();
-    let whole = format!(
-        "sha256:{}",
-        sha(&serde_json::to_vec(&value).unwrap_or_default())
-    );
+    use serde_json::value::RawValue;
+    let bytes = serde_json::to_vec(doc).unwrap_or_default();
+    let whole = format!("sha256:{}", sha(&bytes));
     let mut parts = Vec::new();
-    if let serde_json::Value::Object(m) = &value {
-        for (k, v) in m {
-            match v {
-                serde_json::Value::Array(a) if k == "probes" => {
-                    for (i, p) in a.iter().enumerate() {
-                        parts.push((format!("probes[{i}]"), part_hash(p)));
-                    }
+    // Top-level fields in name order (a map, so a field added to the model is covered without a list).
+    let fields: std::collections::BTreeMap<String, &RawValue> =
+        serde_json::from_slice(&bytes).unwrap_or_default();
+    for (k, v) in &fields {
+        let probes: Option<Vec<&RawValue>> = (k == "probes")
+            .then(|| serde_json::from_str(v.get()).ok())
+            .flatten();
+        match probes {
+            Some(ps) => {
+                for (i, p) in ps.iter().enumerate() {
+                    parts.push((format!("probes[{i}]"), part_hash(p.get())));
                 }
-                v => parts.push((k.clone(), part_hash(v))),
             }
+            None => parts.push((k.clone(), part_hash(v.get()))),
         }
     }
     Hashes { whole, parts }
 }
 
-fn part_hash(v: &serde_json::Value) -> String {
-    let mut h = sha(&serde_json::to_vec(v).unwrap_or_default());
+fn part_hash(json: &str) -> String {
+    let mut h = sha(json.as_bytes());
     h.truncate(PART_HEX);
     h
 }
