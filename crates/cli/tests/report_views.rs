@@ -67,7 +67,10 @@ fn fixture() -> &'static Fixture {
         doc["probes"][0]["threads"] = Value::Array(many);
         doc["label"] = "sixty-four".into();
         // A gate the run fails (1 µs): the verdict block answers NOT FIT with the figures.
-        let max = threads.iter().map(|t| t["latency"]["max_ns"].as_u64().unwrap()).max();
+        let max = threads
+            .iter()
+            .map(|t| t["latency"]["max_ns"].as_u64().unwrap())
+            .max();
         doc["verdicts"] = serde_json::json!([{
             "gate": {"metric": "cyclic_max_ns", "max": 1000},
             "observed": max,
@@ -239,7 +242,10 @@ fn verdict_first_and_64_cpus_stay_within_3x_the_height_of_2() {
         m64.height,
         m2.height
     );
-    for (page, m, name) in [(&two, &m2, "run-2-cpus.png"), (&many, &m64, "run-64-cpus.png")] {
+    for (page, m, name) in [
+        (&two, &m2, "run-2-cpus.png"),
+        (&many, &m64, "run-64-cpus.png"),
+    ] {
         let (w, h, size) = screenshot(page, m.height, name);
         eprintln!("{name}: {w}×{h}, {size} bytes");
         assert_eq!((w, h), (1400, m.height.min(16_000)), "{name}");
@@ -296,7 +302,9 @@ fn the_pdf_record_holds_the_result_table_and_verify_catches_a_changed_byte() {
         .output()
         .expect("pdftoppm (poppler-utils)");
     assert_ok(&out);
-    let page = std::fs::metadata(prefix.with_extension("png")).unwrap().len();
+    let page = std::fs::metadata(prefix.with_extension("png"))
+        .unwrap()
+        .len();
     assert!(page > 10_000, "first page of the record: {page} bytes");
     // Its text holds the requirement, the conditions, the command line, the version, the hash, and seed
     // 003's table: samples, min, avg, max, overflows of each CPU.
@@ -358,7 +366,12 @@ fn the_pdf_record_holds_the_result_table_and_verify_catches_a_changed_byte() {
     .unwrap();
     drop(c);
     let out = rtgauge()
-        .args(["verify", pdf.to_str().unwrap(), "--db", db2.to_str().unwrap()])
+        .args([
+            "verify",
+            pdf.to_str().unwrap(),
+            "--db",
+            db2.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -370,7 +383,12 @@ fn the_pdf_record_holds_the_result_table_and_verify_catches_a_changed_byte() {
     // The HTML page is verified the same way.
     let page = render(&["report", "1"], "verify.html");
     let out = rtgauge()
-        .args(["verify", page.to_str().unwrap(), "--db", db2.to_str().unwrap()])
+        .args([
+            "verify",
+            page.to_str().unwrap(),
+            "--db",
+            db2.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -401,9 +419,6 @@ fn bad_input_to_verify_and_pdf_without_chromium_are_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("--pdf") && err.contains("Chromium"),
-        "{err}"
-    );
+    assert!(err.contains("--pdf") && err.contains("Chromium"), "{err}");
     assert!(!pdf.exists());
 }
