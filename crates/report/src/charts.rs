@@ -690,6 +690,50 @@ mod tests {
     }
 
     #[test]
+    fn many_cpu_charts_stay_bounded_and_name_the_cpus() {
+        let data: Vec<Sparse> = (0..64u64)
+            .map(|i| vec![(2_000 + i * 10, 1000), (30_000, 5), (200_000 + i, 1)])
+            .collect();
+        let s: Vec<Series<Sparse>> = data
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Series {
+                name: format!("CPU {i}"),
+                data: d,
+            })
+            .collect();
+        let heat = heatmap("h", &s);
+        assert!(!heat.contains("chart not drawn"), "{heat}");
+        // 64 rows of 5 px under the frame: the chart grows a few pixels per CPU, not a chart per CPU.
+        assert!(heat.contains(r#"height="410""#), "{}", &heat[..200]);
+        assert!(heat.contains(">\nCPU 0\n<") && heat.contains(">\nCPU 62\n<"));
+        let two = heatmap("h", &s[..2]);
+        assert!(two.contains(r#"height="138""#), "{}", &two[..200]);
+        let over = histogram_overlay("o", &s);
+        assert!(!over.contains("chart not drawn"));
+        assert!(!over.contains("CPU 5\n"), "no legend of 64 names");
+        assert!(
+            histogram_overlay("o", &s[..2]).contains("CPU 1\n"),
+            "a legend for two"
+        );
+        let names: Vec<String> = s.iter().map(|x| x.name.clone()).collect();
+        let st = strip(
+            "s",
+            &names,
+            &[("max".into(), (0..64).map(|i| 10_000 + i * 100).collect())],
+        );
+        assert!(!st.contains("chart not drawn"));
+        assert_eq!(
+            st.matches("<circle").count(),
+            64 + 1,
+            "a dot per CPU and the legend's"
+        );
+        for svg in [heat, over, st] {
+            assert!(svg.len() < 300_000, "{} bytes", svg.len());
+        }
+    }
+
+    #[test]
     fn charts_are_svg_with_their_series() {
         let a: Sparse = vec![(2_000, 10), (3_000, 1000), (9_000, 3)];
         let b: Sparse = vec![(2_500, 12), (4_000, 900), (200_000_000, 1)];
