@@ -26,11 +26,12 @@ code{background:#f4f4f4;padding:0 3px}
 section.verdict{border:2px solid #ccc;border-radius:6px;padding:.2em 1em .6em;margin:1em 0}
 section.verdict h2{border:none;margin-top:.4em;font-size:1.35em}
 details{margin:.4em 0}summary{cursor:pointer;color:#225}
-td.n.worst{background:#fde8e8}table.kv th{overflow-wrap:normal;white-space:nowrap}
+td.n.worst{background:#fde8e8}td.fail,td.warn,td.pass,td.unavailable{white-space:nowrap}
+ul.parts{columns:4 16em;font-size:.85em;color:#555}table.kv th{overflow-wrap:normal;white-space:nowrap}
 @page{size:A4;margin:12mm}
 @media print{body{max-width:none;margin:0;padding:0;font-size:9pt}.grid{display:block}
 figure.chart{break-inside:avoid}h2,h3{break-after:avoid}tr{break-inside:avoid}summary{list-style:none}
-section.verdict{break-inside:avoid}}
+section.verdict{break-inside:avoid}ul.parts{columns:1}}
 "#;
 
 fn page(title: &str, body: Markup) -> String {
@@ -146,9 +147,12 @@ pub fn render_report_with(id: i64, doc: &RunDocument, o: ReportOptions) -> Strin
         }
         @if let Some(f) = &doc.fingerprint {
             h2 { "Platform fingerprint" }
-            (kv_table(&serde_json::to_value(f).unwrap_or_default()))
+            // A hundred settings: collapsed on the page (what differs between runs is on the compare
+            // page), open in the record, which must hold them all.
+            (details(o.record, html! { "CPU, topology, NUMA, kernel, clocksource, virtualization, tuning" },
+                kv_table(&serde_json::to_value(f).unwrap_or_default())))
         }
-        @if let Some(a) = &doc.audit { (audit_section(a)) }
+        @if let Some(a) = &doc.audit { (audit_section(a, o.record)) }
         (crate::record::html(id, &hashes))
     };
     let title = if o.record {
@@ -168,7 +172,7 @@ pub fn render_report_with(id: i64, doc: &RunDocument, o: ReportOptions) -> Strin
 
 fn header(doc: &RunDocument) -> Markup {
     html! {
-        table {
+        table.kv {
             tr { th { "status" } td { (doc.status.as_str()) } }
             tr { th { "label" } td { (doc.label.as_deref().unwrap_or("-")) } }
             @if !doc.tags.is_empty() {
@@ -508,7 +512,9 @@ fn mem_chart(runs: &[(String, &rtgauge_model::mem::MemResult)]) -> Markup {
     ))
 }
 
-fn audit_section(a: &AuditReport) -> Markup {
+/// The audit: failures and warnings open; the rules that pass, do not apply or could not be read in a
+/// collapsed table (open in the record, which must hold the complete audit).
+fn audit_section(a: &AuditReport, record: bool) -> Markup {
     let mut findings: Vec<_> = a.findings.iter().collect();
     findings.sort_by_key(|f| match f.status.as_str() {
         "fail" => 0,
@@ -517,21 +523,32 @@ fn audit_section(a: &AuditReport) -> Markup {
         "pass" => 3,
         _ => 4,
     });
+    let (open, rest): (Vec<_>, Vec<_>) = findings
+        .into_iter()
+        .partition(|f| matches!(f.status.as_str(), "fail" | "warn"));
+    let table = |fs: &[&rtgauge_model::audit::Finding]| {
+        html! {
+            table {
+                tr { th { "rule" } th { "status" } th { "finding" } th { "evidence" } th { "remediation" } }
+                @for f in fs {
+                    tr {
+                        td { code { (f.id) } }
+                        td class=(f.status.as_str()) { (f.status.as_str()) }
+                        td { (f.summary) }
+                        td { @for e in &f.evidence { (e.what) ": " code { (e.value) } " (" (e.source) ")" br; } }
+                        td { (f.remediation) }
+                    }
+                }
+            }
+        }
+    };
     let s = &a.summary;
     html! {
         h2 { "Real-time readiness audit" }
         p { (s.pass) " pass, " (s.warn) " warn, " (s.fail) " fail, " (s.not_applicable) " not applicable, " (s.unavailable) " unavailable." }
-        table {
-            tr { th { "rule" } th { "status" } th { "finding" } th { "evidence" } th { "remediation" } }
-            @for f in findings {
-                tr {
-                    td { code { (f.id) } }
-                    td class=(f.status.as_str()) { (f.status.as_str()) }
-                    td { (f.summary) }
-                    td { @for e in &f.evidence { (e.what) ": " code { (e.value) } " (" (e.source) ")" br; } }
-                    td { (f.remediation) }
-                }
-            }
+        @if !open.is_empty() { (table(&open)) }
+        @if !rest.is_empty() {
+            (details(record, html! { "The other " (rest.len()) " rules (unavailable, pass, not applicable)" }, table(&rest)))
         }
     }
 }
