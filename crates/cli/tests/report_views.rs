@@ -411,7 +411,9 @@ fn bad_input_to_verify_and_pdf_without_chromium_are_one_line_and_exit_2() {
     let junk = f.dir.join("junk.html");
     std::fs::write(&junk, "<html>no hash</html>").unwrap();
     let missing = f.dir.join("missing.pdf");
-    for file in [&junk, &missing] {
+    let broken = f.dir.join("broken.pdf");
+    std::fs::write(&broken, "%PDF-1.4 not really").unwrap();
+    for file in [&junk, &missing, &broken] {
         let out = rtgauge()
             .args(["verify", file.to_str().unwrap(), "--db", &f.db])
             .output()
@@ -432,4 +434,19 @@ fn bad_input_to_verify_and_pdf_without_chromium_are_one_line_and_exit_2() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--pdf") && err.contains("Chromium"), "{err}");
     assert!(!pdf.exists());
+    let out = rtgauge()
+        .args([
+            "report",
+            "1",
+            "--pdf",
+            "/nonexistent-dir/r.pdf",
+            "--db",
+            &f.db,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no directory /nonexistent-dir"), "{err}");
 }

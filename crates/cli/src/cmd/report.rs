@@ -93,6 +93,13 @@ fn write_pdf(path: &Path, html_text: &str) -> anyhow::Result<()> {
             what()
         );
     };
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        bail!("{}: no directory {}", what(), parent.display());
+    }
     let dir = std::env::temp_dir().join(format!("rtgauge-pdf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: {}", what(), dir.display()))?;
     let result = (|| -> anyhow::Result<()> {
