@@ -137,7 +137,13 @@ fn legend<'b, CT: CoordTranslate>(
 /// range spans more than two decades, where they become logarithmic (a 200 ms stall next to 20 µs
 /// latencies would otherwise squeeze everything into the first bin).
 pub fn histogram(title: &str, series: &[Series<Sparse>]) -> String {
-    let axis = Axis::of(series);
+    histogram_within(title, series, series)
+}
+
+/// [`histogram`] of `series` on the latency axis of `all` (the CPUs of a run drawn side by side on the
+/// same axis, so their charts compare at a glance).
+pub fn histogram_within(title: &str, series: &[Series<Sparse>], all: &[Series<Sparse>]) -> String {
+    let axis = Axis::of(all);
     let (lo, hi, log) = (axis.lo, axis.hi, axis.log);
     let bins: Vec<Vec<(f64, f64, u64)>> = series.iter().map(|s| axis.bin(s.data)).collect();
     let ymax = bins.iter().flatten().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 2.0;

@@ -364,7 +364,7 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
         } @else {
             div.grid {
                 @for s in &series {
-                    (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s))))
+                    (chart(charts::histogram_within(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s), &series)))
                 }
                 (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
                 @if tl.iter().any(|t| !t.data.is_empty()) {
