@@ -38,6 +38,8 @@ pub enum Command {
     Report(crate::cmd::report::ReportArgs),
     /// Compare stored runs with the first: ratios with 95 % intervals and a verdict per measure.
     Compare(crate::cmd::report::CompareArgs),
+    /// Check a report page or PDF record against the stored run (its embedded content hash).
+    Verify(crate::cmd::verify::VerifyArgs),
     /// Real-time readiness audit of this host or guest (or a captured tree), or lint of a .vmx, libvirt XML or
     /// Kubernetes YAML definition.
     Audit(crate::cmd::audit::AuditArgs),

@@ -39,9 +39,16 @@ fn us(ns: f64) -> f64 {
 fn svg(
     draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), String>,
 ) -> String {
+    svg_sized(SIZE, draw)
+}
+
+fn svg_sized(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), String>,
+) -> String {
     let mut out = String::new();
     let result = {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         let r = root
             .fill(&WHITE)
             .map_err(|e| e.to_string())
@@ -52,7 +59,7 @@ fn svg(
         Ok(()) => out,
         Err(e) => format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"40\"><text x=\"4\" y=\"20\">chart not drawn: {}</text></svg>",
-            SIZE.0,
+            size.0,
             maud::html! { (e) }.into_string()
         ),
     }
@@ -92,7 +99,9 @@ where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
+    let mut n = 0;
     for (i, (name, pts)) in named.enumerate() {
+        n += 1;
         let c = color(i);
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(width)))
@@ -100,13 +109,21 @@ where
             .label(name)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 12, y)], c.stroke_width(2)));
     }
-    legend(chart, at)
+    legend(chart, at, n)
 }
+
+/// Series beyond which a chart draws no legend (64 names would cover the plot; the heatmap and the strip
+/// chart name the CPUs instead).
+pub const LEGEND_MAX: usize = 8;
 
 fn legend<'b, CT: CoordTranslate>(
     chart: &mut ChartContext<'b, SVGBackend<'b>, CT>,
     at: SeriesLabelPosition,
+    n: usize,
 ) -> Result<(), String> {
+    if n > LEGEND_MAX {
+        return Ok(());
+    }
     chart
         .configure_series_labels()
         .position(at)
@@ -120,49 +137,15 @@ fn legend<'b, CT: CoordTranslate>(
 /// range spans more than two decades, where they become logarithmic (a 200 ms stall next to 20 µs
 /// latencies would otherwise squeeze everything into the first bin).
 pub fn histogram(title: &str, series: &[Series<Sparse>]) -> String {
-    let lo = series
-        .iter()
-        .filter_map(|s| s.data.first())
-        .map(|x| x.0)
-        .min()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let hi = series
-        .iter()
-        .filter_map(|s| s.data.last())
-        .map(|x| x.0)
-        .max()
-        .unwrap_or(2)
-        .max(lo as u64 + 1) as f64;
-    let log = hi / lo > 100.0;
-    let edge = |i: usize| -> f64 {
-        let f = i as f64 / BINS as f64;
-        if log {
-            lo * (hi / lo).powf(f)
-        } else {
-            lo + (hi - lo) * f
-        }
-    };
-    let bins: Vec<Vec<(f64, f64, u64)>> = series
-        .iter()
-        .map(|s| {
-            let mut c = vec![0u64; BINS];
-            for &(v, n) in s.data.iter() {
-                let f = if log {
-                    ((v.max(1) as f64) / lo).ln() / (hi / lo).ln()
-                } else {
-                    (v as f64 - lo) / (hi - lo)
-                };
-                let i = ((f * BINS as f64) as usize).min(BINS - 1);
-                c[i] += n;
-            }
-            c.iter()
-                .enumerate()
-                .filter(|(_, &n)| n > 0)
-                .map(|(i, &n)| (us(edge(i)), us(edge(i + 1)), n))
-                .collect()
-        })
-        .collect();
+    histogram_within(title, series, series)
+}
+
+/// [`histogram`] of `series` on the latency axis of `all` (the CPUs of a run drawn side by side on the
+/// same axis, so their charts compare at a glance).
+pub fn histogram_within(title: &str, series: &[Series<Sparse>], all: &[Series<Sparse>]) -> String {
+    let axis = Axis::of(all);
+    let (lo, hi, log) = (axis.lo, axis.hi, axis.log);
+    let bins: Vec<Vec<(f64, f64, u64)>> = series.iter().map(|s| axis.bin(s.data)).collect();
     let ymax = bins.iter().flatten().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 2.0;
     svg(|root| {
         let mut b = frame(root, title);
@@ -191,7 +174,7 @@ pub fn histogram(title: &str, series: &[Series<Sparse>]) -> String {
                             Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled())
                         });
                 }
-                legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
+                legend(&mut chart, SeriesLabelPosition::MiddleRight, series.len())?;
                 Ok(())
             }};
         }
@@ -245,6 +228,226 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
             .zip(&curves)
             .map(|(s, pts)| (s.name.as_str(), pts.as_slice()));
         lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
+    })
+}
+
+/// The latency bins shared by the series of a chart: [`BINS`] bins from the smallest to the largest value,
+/// linear, or logarithmic when the values span more than two decades.
+struct Axis {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl Axis {
+    fn of(series: &[Series<Sparse>]) -> Axis {
+        let lo = series
+            .iter()
+            .filter_map(|s| s.data.first())
+            .map(|x| x.0)
+            .min()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let hi = series
+            .iter()
+            .filter_map(|s| s.data.last())
+            .map(|x| x.0)
+            .max()
+            .unwrap_or(2)
+            .max(lo as u64 + 1) as f64;
+        Axis {
+            lo,
+            hi,
+            log: hi / lo > 100.0,
+        }
+    }
+
+    fn edge(&self, i: usize) -> f64 {
+        let f = i as f64 / BINS as f64;
+        if self.log {
+            self.lo * (self.hi / self.lo).powf(f)
+        } else {
+            self.lo + (self.hi - self.lo) * f
+        }
+    }
+
+    fn counts(&self, data: &Sparse) -> Vec<u64> {
+        let mut c = vec![0u64; BINS];
+        for &(v, n) in data.iter() {
+            let f = if self.log {
+                ((v.max(1) as f64) / self.lo).ln() / (self.hi / self.lo).ln()
+            } else {
+                (v as f64 - self.lo) / (self.hi - self.lo)
+            };
+            let i = ((f.max(0.0) * BINS as f64) as usize).min(BINS - 1);
+            c[i] += n;
+        }
+        c
+    }
+
+    /// The non-empty bins as (from µs, to µs, count).
+    fn bin(&self, data: &Sparse) -> Vec<(f64, f64, u64)> {
+        self.counts(data)
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| (us(self.edge(i)), us(self.edge(i + 1)), n))
+            .collect()
+    }
+}
+
+/// Many histograms in one chart, each a thin line through its bins' counts (log count axis): the plot of
+/// long-term latency monitoring, where 64 CPUs read as one band and an outlying CPU stands out. Filled bars
+/// ([`histogram`]) would hide each other.
+pub fn histogram_overlay(title: &str, series: &[Series<Sparse>]) -> String {
+    let axis = Axis::of(series);
+    let curves: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|s| {
+            axis.counts(s.data)
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(i, &n)| (us((axis.edge(i) + axis.edge(i + 1)) / 2.0), n as f64))
+                .collect()
+        })
+        .collect();
+    let ymax = curves.iter().flatten().map(|p| p.1).fold(1.0f64, f64::max) * 2.0;
+    svg(|root| {
+        let mut b = frame(root, title);
+        let x = us(axis.lo)..us(axis.hi);
+        let y = (0.5f64..ymax).log_scale();
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart.map_err(|e| e.to_string())?;
+                chart
+                    .configure_mesh()
+                    .x_desc("latency (µs)")
+                    .y_desc("samples")
+                    .x_label_formatter(&|x| num_label(*x))
+                    .y_label_formatter(&|y| num_label(*y))
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                let named = series
+                    .iter()
+                    .zip(&curves)
+                    .map(|(s, c)| (s.name.as_str(), c.as_slice()));
+                lines(&mut chart, named, 1, SeriesLabelPosition::UpperRight)
+            }};
+        }
+        if axis.log {
+            draw!(b.build_cartesian_2d(x.log_scale(), y))
+        } else {
+            draw!(b.build_cartesian_2d(x, y))
+        }
+    })
+}
+
+/// CPU × latency heatmap: one row per CPU, one cell per latency bin, shaded by the log of its count, so 64
+/// CPUs' distributions fit in one chart whose height grows by a few pixels per CPU.
+pub fn heatmap(title: &str, series: &[Series<Sparse>]) -> String {
+    let axis = Axis::of(series);
+    let rows: Vec<Vec<(f64, f64, u64)>> = series.iter().map(|s| axis.bin(s.data)).collect();
+    let n = series.len().max(1);
+    let cmax = rows.iter().flatten().map(|c| c.2).max().unwrap_or(1).max(2) as f64;
+    let row_px = (240 / n as u32).clamp(5, 24);
+    let size = (SIZE.0, 90 + row_px * n as u32);
+    let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+    // Row i spans i−½..i+½, so a tick at i names it.
+    let label = |y: f64| -> String {
+        let i = y.round();
+        if i < 0.0 || (y - i).abs() > 0.01 {
+            return String::new();
+        }
+        names
+            .get(i as usize)
+            .map_or(String::new(), |s| s.to_string())
+    };
+    svg_sized(size, |root| {
+        let mut b = frame(root, title);
+        let x = us(axis.lo)..us(axis.hi);
+        let y = -0.5..n as f64 - 0.5;
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart.map_err(|e| e.to_string())?;
+                chart
+                    .configure_mesh()
+                    .disable_y_mesh()
+                    .x_desc("latency (µs)")
+                    .y_labels(n.min(32))
+                    .x_label_formatter(&|x| num_label(*x))
+                    .y_label_formatter(&|y| label(*y))
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                for (i, r) in rows.iter().enumerate() {
+                    let y0 = i as f64 - 0.5;
+                    chart
+                        .draw_series(r.iter().map(|&(x0, x1, c)| {
+                            // Shade: light for one sample, dark for the largest count (log scale).
+                            let t = ((c as f64).ln() / cmax.ln()).clamp(0.0, 1.0);
+                            let shade = RGBColor(
+                                (222.0 - 214.0 * t) as u8,
+                                (235.0 - 187.0 * t) as u8,
+                                (247.0 - 140.0 * t) as u8,
+                            );
+                            Rectangle::new([(x0, y0), (x1, y0 + 1.0)], shade.filled())
+                        }))
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            }};
+        }
+        if axis.log {
+            draw!(b.build_cartesian_2d(x.log_scale(), y))
+        } else {
+            draw!(b.build_cartesian_2d(x, y))
+        }
+    })
+}
+
+/// Per-CPU strip chart: for each CPU (x) its figures (e.g. p99, p99.9, max) as dots on a log latency axis;
+/// `figures` are (name, one value in ns per CPU, in the order of `cpus`).
+pub fn strip(title: &str, cpus: &[String], figures: &[(String, Vec<u64>)]) -> String {
+    let (ymin, ymax) = log_range(
+        figures
+            .iter()
+            .flat_map(|f| f.1.iter().map(|&v| us(v.max(1) as f64))),
+    );
+    let n = cpus.len().max(1);
+    let label = |x: f64| -> String {
+        let i = x.round();
+        if i < 0.0 || (x - i).abs() > 0.01 {
+            return String::new();
+        }
+        cpus.get(i as usize)
+            .map_or(String::new(), |s| s.trim_start_matches("CPU ").to_string())
+    };
+    svg(|root| {
+        let mut chart = frame(root, title)
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, (ymin..ymax).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("CPU")
+            .y_desc("latency (µs)")
+            .x_labels(n.min(32))
+            .x_label_formatter(&|x| label(*x))
+            .y_label_formatter(&|y| num_label(*y))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (k, (name, vals)) in figures.iter().enumerate() {
+            let c = color(k);
+            chart
+                .draw_series(
+                    vals.iter()
+                        .enumerate()
+                        .map(|(i, &v)| Circle::new((i as f64, us(v.max(1) as f64)), 3, c.filled())),
+                )
+                .map_err(|e| e.to_string())?
+                .label(name.clone())
+                .legend(move |(x, y)| Circle::new((x + 5, y), 3, c.filled()));
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight, figures.len())
     })
 }
 
@@ -490,6 +693,50 @@ mod tests {
             [l(10_000.0), l(123_456.0), l(1e8), l(3.4e6), l(2e9)],
             ["10k", "123k", "100M", "3.4M", "2G"]
         );
+    }
+
+    #[test]
+    fn many_cpu_charts_stay_bounded_and_name_the_cpus() {
+        let data: Vec<Sparse> = (0..64u64)
+            .map(|i| vec![(2_000 + i * 10, 1000), (30_000, 5), (200_000 + i, 1)])
+            .collect();
+        let s: Vec<Series<Sparse>> = data
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Series {
+                name: format!("CPU {i}"),
+                data: d,
+            })
+            .collect();
+        let heat = heatmap("h", &s);
+        assert!(!heat.contains("chart not drawn"), "{heat}");
+        // 64 rows of 5 px under the frame: the chart grows a few pixels per CPU, not a chart per CPU.
+        assert!(heat.contains(r#"height="410""#), "{}", &heat[..200]);
+        assert!(heat.contains(">\nCPU 0\n<") && heat.contains(">\nCPU 62\n<"));
+        let two = heatmap("h", &s[..2]);
+        assert!(two.contains(r#"height="138""#), "{}", &two[..200]);
+        let over = histogram_overlay("o", &s);
+        assert!(!over.contains("chart not drawn"));
+        assert!(!over.contains("CPU 5\n"), "no legend of 64 names");
+        assert!(
+            histogram_overlay("o", &s[..2]).contains("CPU 1\n"),
+            "a legend for two"
+        );
+        let names: Vec<String> = s.iter().map(|x| x.name.clone()).collect();
+        let st = strip(
+            "s",
+            &names,
+            &[("max".into(), (0..64).map(|i| 10_000 + i * 100).collect())],
+        );
+        assert!(!st.contains("chart not drawn"));
+        assert_eq!(
+            st.matches("<circle").count(),
+            64 + 1,
+            "a dot per CPU and the legend's"
+        );
+        for svg in [heat, over, st] {
+            assert!(svg.len() < 300_000, "{} bytes", svg.len());
+        }
     }
 
     #[test]

@@ -11,10 +11,9 @@ use rtgauge_model::latency::{Sparse, TimelineEntry};
 use rtgauge_model::measure::MeasureUnit;
 use rtgauge_model::rt::ProcessConditions;
 use rtgauge_model::run::{ProbeResult, RunDocument};
-use rtgauge_model::verdict::Outcome;
 
 const CSS: &str = r#"
-body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1800px;color:#222;padding:0 1.5em}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -22,15 +21,32 @@ th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric
 .warn,.inconclusive{color:#8a5a00;font-weight:600}.muted{color:#777}
 figure.chart{margin:1em 0}figure.chart svg{max-width:100%;height:auto}
 code{background:#f4f4f4;padding:0 3px}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:0 2em;align-items:start}
+.grid>figure.chart,.grid>table{margin:.5em 0}
+section.verdict{border:2px solid #ccc;border-radius:6px;padding:.2em 1em .6em;margin:1em 0}
+section.verdict h2{border:none;margin-top:.4em;font-size:1.35em}
+details{margin:.4em 0}summary{cursor:pointer;color:#225}
+td.n.worst{background:#fde8e8}td.fail,td.warn,td.pass,td.unavailable{white-space:nowrap}
+ul.parts{columns:4 16em;font-size:.85em;color:#555}table.kv th{overflow-wrap:normal;white-space:nowrap}
+@page{size:A4;margin:12mm}
+@media print{body{max-width:none;margin:0;padding:0;font-size:9pt}.grid{display:block}
+figure.chart{break-inside:avoid}h2,h3{break-after:avoid}tr{break-inside:avoid}summary{list-style:none}
+section.verdict{break-inside:avoid}ul.parts{columns:1}}
 "#;
 
 pub(crate) fn page(title: &str, body: Markup) -> String {
+    page_meta(title, &[], body)
+}
+
+/// A page with extra `<meta name content>` (the content hash of a run page).
+fn page_meta(title: &str, metas: &[(&str, String)], body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
+                @for (n, c) in metas { meta name=(n) content=(c); }
                 title { (title) }
                 style { (PreEscaped(CSS)) }
             }
@@ -122,41 +138,60 @@ pub fn render_load_curve(
     )
 }
 
+/// How a run page is rendered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReportOptions {
+    /// The qualification record (`report --pdf`): every collapsed table open, so the printed record holds
+    /// them all.
+    pub record: bool,
+}
+
 /// The HTML report of one run.
 pub fn render_report(id: i64, doc: &RunDocument) -> String {
+    render_report_with(id, doc, ReportOptions::default())
+}
+
+/// The HTML report of one run: the verdict first, then the run, the probes, warnings, fingerprint, audit,
+/// and the content hash that `rtgauge verify` checks.
+pub fn render_report_with(id: i64, doc: &RunDocument, o: ReportOptions) -> String {
+    let hashes = crate::record::hashes(doc);
     let body = html! {
+        (crate::verdict::html(doc))
+        h2 { "Run" }
         (header(doc))
-        @if !doc.verdicts.is_empty() {
-            h2 { "Requirements" }
-            table {
-                tr { th { "outcome" } th { "gate and observation" } }
-                @for v in &doc.verdicts {
-                    @let cls = match v.outcome {
-                        Outcome::Pass => "pass",
-                        Outcome::Fail => "fail",
-                        Outcome::NoData => "warn",
-                    };
-                    tr { td class=(cls) { (cls.to_uppercase()) } td { (v.to_string()) } }
-                }
-            }
-        }
-        @for p in &doc.probes { (probe_section(p)) }
+        @for p in &doc.probes { (probe_section(p, o)) }
         @if !doc.warnings.is_empty() {
             h2 { "Warnings" }
             ul { @for w in &doc.warnings { li { (w) } } }
         }
         @if let Some(f) = &doc.fingerprint {
             h2 { "Platform fingerprint" }
-            (kv_table(&serde_json::to_value(f).unwrap_or_default()))
+            // A hundred settings: collapsed on the page (what differs between runs is on the compare
+            // page), open in the record, which must hold them all.
+            (details(o.record, html! { "CPU, topology, NUMA, kernel, clocksource, virtualization, tuning" },
+                kv_table(&serde_json::to_value(f).unwrap_or_default())))
         }
-        @if let Some(a) = &doc.audit { (audit_section(a)) }
+        @if let Some(a) = &doc.audit { (audit_section(a, o.record)) }
+        (crate::record::html(id, &hashes))
     };
-    page(&format!("rtgauge {}", run_name(id, doc)), body)
+    let title = if o.record {
+        format!("rtgauge qualification record: {}", run_name(id, doc))
+    } else {
+        format!("rtgauge {}", run_name(id, doc))
+    };
+    page_meta(
+        &title,
+        &[
+            (crate::record::META_HASH, hashes.whole.clone()),
+            (crate::record::META_RUN, id.to_string()),
+        ],
+        body,
+    )
 }
 
 fn header(doc: &RunDocument) -> Markup {
     html! {
-        table {
+        table.kv {
             tr { th { "status" } td { (doc.status.as_str()) } }
             tr { th { "label" } td { (doc.label.as_deref().unwrap_or("-")) } }
             @if !doc.tags.is_empty() {
@@ -168,6 +203,7 @@ fn header(doc: &RunDocument) -> Markup {
                 (if doc.system.realtime { " (PREEMPT_RT)" } else { "" }) ", CPUs " (doc.system.cpus_online.to_string())
                 ", clocksource " (doc.system.clocksource.as_deref().unwrap_or("?")) } }
             tr { th { "command" } td { code { (doc.command_line.join(" ")) } } }
+            tr { th { "measured by" } td { (doc.tool.name) " " (doc.tool.version) } }
             @if let Some(src) = &doc.imported_from {
                 tr { th { "imported" } td { (src.file) " (" (src.format) ", resolution " (src.resolution_ns) " ns)" } }
             }
@@ -191,7 +227,18 @@ fn probe_title(p: &ProbeResult) -> (&'static str, String) {
     }
 }
 
-fn probe_section(p: &ProbeResult) -> Markup {
+/// CPUs up to which a probe's per-CPU tables are shown open and its histograms drawn one per CPU; above,
+/// the many-CPU views (overlay, heatmap, strip chart) carry the page and the per-CPU detail is collapsed.
+pub const FEW_CPUS: usize = 4;
+/// Per-CPU tables longer than this are collapsed (in `<details>`, readable without script).
+const OPEN_ROWS: usize = 8;
+
+/// `<details>`, open in the record (a collapsed section does not print).
+fn details(open: bool, summary: Markup, body: Markup) -> Markup {
+    html! { details open[open] { summary { (summary) } (body) } }
+}
+
+fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
     let threads = lat_threads(p);
     let (what, title) = probe_title(p);
     let process: Option<&ProcessConditions> = match p {
@@ -211,41 +258,60 @@ fn probe_section(p: &ProbeResult) -> Markup {
             data: s,
         })
         .collect();
-    let tl: Vec<Series<[TimelineEntry]>> = threads
+    let many = threads.len() > FEW_CPUS;
+    // Many CPUs: the timeline of the largest value over all of them (64 lines would be a smear).
+    let pooled_tl;
+    let tl: Vec<Series<[TimelineEntry]>> = if many {
+        pooled_tl = pooled_timeline(p);
+        vec![Series {
+            name: format!("all {} CPUs", threads.len()),
+            data: pooled_tl.as_slice(),
+        }]
+    } else {
+        threads
+            .iter()
+            .map(|t| Series {
+                name: t.name.clone(),
+                data: t.timeline,
+            })
+            .collect()
+    };
+    // Per-thread samples over the -h range (seed 003's "overflows" column).
+    let overflows: Option<(u64, Vec<u64>)> = match p {
+        ProbeResult::Cyclic(c) => c.config.overflow_threshold_ns().map(|thr| {
+            (
+                thr,
+                c.threads
+                    .iter()
+                    .map(|t| t.samples_at_or_above(thr))
+                    .collect(),
+            )
+        }),
+        _ => None,
+    };
+    let worst = threads
         .iter()
-        .map(|t| Series {
-            name: t.name.clone(),
-            data: t.timeline,
-        })
-        .collect();
-    html! {
-        h2 { (title) }
+        .enumerate()
+        .max_by_key(|(_, t)| t.stats.max_ns)
+        .map_or(0, |(i, _)| i);
+    let table = html! {
         table {
-            tr { th { "CPU" } th { "samples" } th { "min µs" } th { "avg µs" } th { "p99 µs" } th { "p99.9 µs" } th { "p99.99 µs" } th { "max µs" } }
-            @for t in &threads {
+            tr { th { "CPU" } th { "samples" } th { "min µs" } th { "avg µs" } th { "p99 µs" } th { "p99.9 µs" } th { "p99.99 µs" } th { "max µs" }
+                 @if let Some((thr, _)) = &overflows { th { "overflows (≥ " (thr / 1000) " µs)" } } }
+            @for (i, t) in threads.iter().enumerate() {
                 tr {
                     td { (t.name) } td.n { (t.stats.count) } td.n { (us(t.stats.min_ns)) }
                     td.n { (us(t.stats.mean_ns as u64)) }
                     td.n { (pct_us(t.stats, 99.0)) }
                     td.n { (pct_us(t.stats, 99.9)) }
                     td.n { (pct_us(t.stats, 99.99)) }
-                    td.n { (us(t.stats.max_ns)) }
+                    td.n.worst[many && i == worst] { (us(t.stats.max_ns)) }
+                    @if let Some((_, n)) = &overflows { td.n { (n.get(i).copied().unwrap_or(0)) } }
                 }
             }
         }
-        @if let ProbeResult::Cyclic(c) = p {
-            p { "Missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
-                @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) } "." }
-        }
-        @for s in &series {
-            (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s))))
-        }
-        (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
-        @if tl.iter().any(|t| !t.data.is_empty()) {
-            (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
-        }
-        (crate::spikes::html(p))
-        h3 { "Conditions (requested → achieved)" }
+    };
+    let conditions = html! {
         table {
             tr { th { "thread" } th { "policy" } th { "priority" } th { "CPU" } }
             @for t in &threads {
@@ -256,6 +322,81 @@ fn probe_section(p: &ProbeResult) -> Markup {
                     (setting(&fmt_opt(t.conditions.cpu.requested), &fmt_opt(t.conditions.cpu.achieved), t.conditions.cpu.error.as_deref()))
                 }
             }
+        }
+    };
+    let shortfalls = threads
+        .iter()
+        .filter(|t| {
+            let c = t.conditions;
+            c.policy.error.is_some() || c.priority.error.is_some() || c.cpu.error.is_some()
+        })
+        .count();
+    let names: Vec<String> = threads.iter().map(|t| t.name.clone()).collect();
+    let figures: Vec<(String, Vec<u64>)> = [99.0, 99.9]
+        .iter()
+        .map(|&q| {
+            (
+                format!("p{q}"),
+                threads
+                    .iter()
+                    .map(|t| t.stats.percentile(q).unwrap_or(0))
+                    .collect(),
+            )
+        })
+        .chain(std::iter::once((
+            "max".to_string(),
+            threads.iter().map(|t| t.stats.max_ns).collect(),
+        )))
+        .collect();
+    html! {
+        h2 { (title) }
+        @if let Some(t) = threads.get(worst) {
+            p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
+                strong { (us(t.stats.max_ns)) " µs" } " on " (t.name)
+                @if let ProbeResult::Cyclic(c) = p {
+                    "; missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
+                    @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
+                }
+                "." }
+        }
+        @if threads.len() > OPEN_ROWS {
+            (details(o.record, html! { "Result per CPU (" (threads.len()) " CPUs: samples, min, avg, percentiles, max" @if overflows.is_some() { ", overflows" } ")" }, table))
+        } @else {
+            (table)
+        }
+        @if many {
+            div.grid {
+                (chart(charts::heatmap(&format!("{what}: CPU × latency (shade: log samples)"), &series)))
+                (chart(charts::histogram_overlay(&format!("{what} histograms, {} CPUs overlaid", series.len()), &series)))
+                (chart(charts::strip(&format!("{what} per CPU"), &names, &figures)))
+                (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
+                @if tl.iter().any(|t| !t.data.is_empty()) {
+                    (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
+                }
+            }
+            (details(false, html! { "Histogram of each CPU (" (series.len()) ")" }, html! {
+                @for s in &series {
+                    details { summary { (s.name) ": max " (threads.iter().find(|t| t.name == s.name).map_or(String::new(), |t| us(t.stats.max_ns))) " µs" }
+                        (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s)))) }
+                }
+            }))
+        } @else {
+            div.grid {
+                @for s in &series {
+                    (chart(charts::histogram_within(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s), &series)))
+                }
+                (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
+                @if tl.iter().any(|t| !t.data.is_empty()) {
+                    (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
+                }
+            }
+        }
+        (crate::spikes::html(p))
+        h3 { "Conditions (requested → achieved)" }
+        @if threads.len() > OPEN_ROWS {
+            (details(o.record || shortfalls > 0, html! { "Per thread (" (threads.len()) "; " (shortfalls) " with a shortfall)" }, conditions))
+        } @else {
+            (conditions)
         }
         @if let Some(pc) = process {
             table {
@@ -298,12 +439,57 @@ fn generic_section(p: &ProbeResult) -> Markup {
         ProbeResult::Net(_) => "Network capacity (net)",
         _ => "Measures",
     };
+    let ns = |v: f64| fmt_value(v, MeasureUnit::Nanos);
     html! {
         h2 { (title) }
-        @if let ProbeResult::Mem(m) = p { (mem_chart(&[("load latency".to_string(), m)])) }
+        @match p {
+            // One row per operation (median, p99, max) rather than three measure/value rows each.
+            ProbeResult::Ops(r) => {
+                table {
+                    tr { th { "operation" } th { "median" } th { "p99" } th { "max" } th { "ops/sample" } }
+                    @for o in &r.ops {
+                        tr { td { (o.label) } td.n { (ns(o.median_ns)) } td.n { (ns(o.p99_ns() as f64)) }
+                             td.n { (ns(o.latency.max_ns as f64)) } td.n { (o.iterations_per_sample) } }
+                    }
+                    @for (op, why) in &r.skipped { tr { td { (op) } td colspan="4" { "not measured: " (why) } } }
+                }
+            }
+            ProbeResult::Mem(m) => {
+                div.grid {
+                    (mem_chart(&[("load latency".to_string(), m)]))
+                    div {
+                        @if !m.steps.is_empty() {
+                            table {
+                                tr { th { "step at" } th { "plateau" } th { "next" } th { "matches" } }
+                                @for st in &m.steps {
+                                    tr { td.n { (rtgauge_model::mem::size_label(st.capacity_bytes)) } td.n { (ns(st.plateau_ns)) }
+                                         td.n { (ns(st.next_ns)) } td { (st.matches.as_deref().unwrap_or("-")) } }
+                                }
+                            }
+                        }
+                        @if !m.bandwidth.is_empty() {
+                            table {
+                                tr { th { "bandwidth" } th { "working set" } th { "GB/s" } }
+                                @for b in &m.bandwidth {
+                                    tr { td { (b.kind) } td.n { (rtgauge_model::mem::size_label(b.size_bytes)) }
+                                         td.n { (fmt_value(b.bytes_per_sec, MeasureUnit::BytesPerSecond)) } }
+                                }
+                            }
+                        }
+                    }
+                }
+                (details(false, html! { "All measures (" (ms.len()) ")" }, measures_table(&ms)))
+            }
+            _ => { (measures_table(&ms)) }
+        }
+    }
+}
+
+fn measures_table(ms: &[rtgauge_model::measure::Measure]) -> Markup {
+    html! {
         table {
             tr { th { "measure" } th { "value" } }
-            @for m in &ms { tr { td { (m.label) } td.n { (fmt_value(m.value, m.unit)) } } }
+            @for m in ms { tr { td { (m.label) } td.n { (fmt_value(m.value, m.unit)) } } }
         }
     }
 }
@@ -345,7 +531,9 @@ fn mem_chart(runs: &[(String, &rtgauge_model::mem::MemResult)]) -> Markup {
     ))
 }
 
-fn audit_section(a: &AuditReport) -> Markup {
+/// The audit: failures and warnings open; the rules that pass, do not apply or could not be read in a
+/// collapsed table (open in the record, which must hold the complete audit).
+fn audit_section(a: &AuditReport, record: bool) -> Markup {
     let mut findings: Vec<_> = a.findings.iter().collect();
     findings.sort_by_key(|f| match f.status.as_str() {
         "fail" => 0,
@@ -354,21 +542,32 @@ fn audit_section(a: &AuditReport) -> Markup {
         "pass" => 3,
         _ => 4,
     });
+    let (open, rest): (Vec<_>, Vec<_>) = findings
+        .into_iter()
+        .partition(|f| matches!(f.status.as_str(), "fail" | "warn"));
+    let table = |fs: &[&rtgauge_model::audit::Finding]| {
+        html! {
+            table {
+                tr { th { "rule" } th { "status" } th { "finding" } th { "evidence" } th { "remediation" } }
+                @for f in fs {
+                    tr {
+                        td { code { (f.id) } }
+                        td class=(f.status.as_str()) { (f.status.as_str()) }
+                        td { (f.summary) }
+                        td { @for e in &f.evidence { (e.what) ": " code { (e.value) } " (" (e.source) ")" br; } }
+                        td { (f.remediation) }
+                    }
+                }
+            }
+        }
+    };
     let s = &a.summary;
     html! {
         h2 { "Real-time readiness audit" }
         p { (s.pass) " pass, " (s.warn) " warn, " (s.fail) " fail, " (s.not_applicable) " not applicable, " (s.unavailable) " unavailable." }
-        table {
-            tr { th { "rule" } th { "status" } th { "finding" } th { "evidence" } th { "remediation" } }
-            @for f in findings {
-                tr {
-                    td { code { (f.id) } }
-                    td class=(f.status.as_str()) { (f.status.as_str()) }
-                    td { (f.summary) }
-                    td { @for e in &f.evidence { (e.what) ": " code { (e.value) } " (" (e.source) ")" br; } }
-                    td { (f.remediation) }
-                }
-            }
+        @if !open.is_empty() { (table(&open)) }
+        @if !rest.is_empty() {
+            (details(record, html! { "The other " (rest.len()) " rules (unavailable, pass, not applicable)" }, table(&rest)))
         }
     }
 }
@@ -377,7 +576,7 @@ fn kv_table(v: &serde_json::Value) -> Markup {
     let mut rows = Vec::new();
     crate::flatten("", v, &mut rows);
     html! {
-        table { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
+        table.kv { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
     }
 }
 
@@ -462,6 +661,97 @@ pub fn verdict_cell(key: &str, v: &Verdict, duration_ns: u64, notes: &[String]) 
     }
 }
 
+/// The long forms of the comparison page's verdicts (why a verdict has no interval, what would decide an
+/// inconclusive one), each once, in the order of the table: the cells hold a word and "[k]".
+pub fn verdict_notes(c: &Comparison, duration_ns: u64) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for r in &c.rows {
+        for v in r.versus.iter().flatten() {
+            let n = match &v.verdict {
+                Verdict::NoInterval { why } => format!("n/a: {why}"),
+                Verdict::Inconclusive { .. } | Verdict::Unknown { .. } => {
+                    fmt_verdict(&r.key, &v.verdict, duration_ns)
+                }
+                _ => continue,
+            };
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    notes
+}
+
+/// A verdict cell of the comparison page: its word, with "[k]" pointing at the footnote that says more.
+pub fn short_verdict(key: &str, v: &Verdict, duration_ns: u64, notes: &[String]) -> String {
+    let long = match v {
+        Verdict::NoInterval { why } => format!("n/a: {why}"),
+        v => fmt_verdict(key, v, duration_ns),
+    };
+    let word = match v {
+        Verdict::NoInterval { .. } => "n/a",
+        Verdict::Inconclusive { .. } => "inconclusive",
+        Verdict::Unknown { .. } => "unknown",
+        v => return v.word().to_string(),
+    };
+    match notes.iter().position(|n| *n == long) {
+        Some(i) => format!("{word} [{}]", i + 1),
+        None => word.to_string(),
+    }
+}
+
+/// Per CPU, side by side: each run's p99 and max, and each later run's ratio to the baseline (CPUs
+/// matched by name; a CPU one run lacks shows "-"). Collapsed beyond a few CPUs.
+fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Markup {
+    let threads: Vec<Vec<crate::threads::LatThread>> = runs
+        .iter()
+        .map(|d| probe_of(d, kind).map(lat_threads).unwrap_or_default())
+        .collect();
+    let mut cpus: Vec<&str> = Vec::new();
+    for t in threads.iter().flatten() {
+        if !cpus.contains(&t.name.as_str()) {
+            cpus.push(&t.name);
+        }
+    }
+    let find = |r: usize, cpu: &str| threads[r].iter().find(|t| t.name == cpu);
+    let fig = |r: usize, cpu: &str, q: Option<f64>| -> Option<u64> {
+        let t = find(r, cpu)?;
+        match q {
+            Some(q) => t.stats.percentile(q),
+            None => Some(t.stats.max_ns),
+        }
+    };
+    let ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) if a > 0 => format!("{:.2}×", b as f64 / a as f64),
+        _ => "-".into(),
+    };
+    let show = |v: Option<u64>| v.map_or("-".to_string(), us);
+    let table = html! {
+        table {
+            tr { th { "CPU" } @for n in names { th { (n) " p99 µs" } th { (n) " max µs" } }
+                 @for n in names.iter().skip(1) { th { (n) " / baseline p99" } th { (n) " / baseline max" } } }
+            @for cpu in &cpus {
+                tr {
+                    td { (cpu) }
+                    @for r in 0..runs.len() { td.n { (show(fig(r, cpu, Some(99.0)))) } td.n { (show(fig(r, cpu, None))) } }
+                    @for r in 1..runs.len() {
+                        td.n { (ratio(fig(0, cpu, Some(99.0)), fig(r, cpu, Some(99.0)))) }
+                        td.n { (ratio(fig(0, cpu, None), fig(r, cpu, None))) }
+                    }
+                }
+            }
+        }
+    };
+    html! {
+        h3 { (kind) " per CPU" }
+        @if cpus.len() > OPEN_ROWS {
+            (details(false, html! { (cpus.len()) " CPUs: p99 and max per run, ratios to the baseline" }, table))
+        } @else {
+            (table)
+        }
+    }
+}
+
 /// A value of the table: "> limit" when it is unknown beyond a histogram's limit.
 pub fn fmt_measure(v: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
     match unknown_above {
@@ -479,7 +769,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
         .map(|(i, (id, d))| column_name(i, *id, d, c, true))
         .collect();
     let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
-    let notes = no_interval_notes(c);
+    let notes = verdict_notes(c, dur);
     // Overlays per latency probe kind present in every run.
     let kinds: Vec<&str> = ["cyclic", "oslat"]
         .into_iter()
@@ -503,26 +793,29 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
                     @for (i, v) in r.values.iter().enumerate() { td.n { (v.map_or("-".to_string(), |x| fmt_measure(x, r.unknown_above.get(i).copied().flatten(), r.unit))) } }
                     @for v in &r.versus {
                         @match v {
-                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (verdict_cell(&r.key, &v.verdict, dur, &notes)) } }
+                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (short_verdict(&r.key, &v.verdict, dur, &notes)) } }
                             None => { td { "-" } td { "-" } }
                         }
                     }
                 }
             }
         }
-        @for (i, n) in notes.iter().enumerate() { p.note { "[" (i + 1) "] n/a: " (n) } }
+        @for (i, n) in notes.iter().enumerate() { p.note { "[" (i + 1) "] " (n) } }
         @for k in &kinds {
             @let pooled: Vec<Sparse> = runs.iter().map(|d| probe_of(d, k).map(pooled_sparse).unwrap_or_default()).collect();
             @let series: Vec<Series<Sparse>> = names.iter().zip(&pooled).map(|(n, s)| Series { name: n.clone(), data: s }).collect();
             @let tls: Vec<Vec<TimelineEntry>> = runs.iter().map(|d| probe_of(d, k).map(pooled_timeline).unwrap_or_default()).collect();
             @let tl: Vec<Series<[TimelineEntry]>> = names.iter().zip(&tls).map(|(n, t)| Series { name: n.clone(), data: t.as_slice() }).collect();
             h2 { (k) }
-            (chart(charts::histogram(&format!("{k}: histograms (all CPUs)"), &series)))
-            (chart(charts::percentiles(&format!("{k}: percentiles (all CPUs)"), &series)))
-            // Imported runs have no timeline: a chart with no data is left out rather than drawn empty.
-            @if tl.iter().any(|t| !t.data.is_empty()) {
-                (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
+            div.grid {
+                (chart(charts::histogram(&format!("{k}: histograms (all CPUs)"), &series)))
+                (chart(charts::percentiles(&format!("{k}: percentiles (all CPUs)"), &series)))
+                // Imported runs have no timeline: a chart with no data is left out rather than drawn empty.
+                @if tl.iter().any(|t| !t.data.is_empty()) {
+                    (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
+                }
             }
+            (per_cpu_compare(&names, runs, k))
         }
         @let mems: Vec<(String, &rtgauge_model::mem::MemResult)> = names.iter().zip(runs).filter_map(|(n, d)| d.probes.iter().find_map(|p| match p { ProbeResult::Mem(m) => Some((n.clone(), m)), _ => None })).collect();
         @if mems.len() == runs.len() { h2 { "mem" } (mem_chart(&mems)) }

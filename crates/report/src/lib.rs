@@ -13,9 +13,11 @@ pub mod mem;
 pub mod net;
 pub mod numa;
 pub mod ops;
+pub mod record;
 pub mod spikes;
 pub mod terminal;
 pub mod threads;
+pub mod verdict;
 
 /// A JSON value as `(dotted.path, value)` rows (objects and arrays of objects descend; `null` reads
 /// "none"), for fingerprint tables and differences.

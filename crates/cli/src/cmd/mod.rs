@@ -19,6 +19,7 @@ pub mod push;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod verify;
 pub mod why;
 
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions};

@@ -1,0 +1,193 @@
+//! The content hash of a run document, embedded in every report page and PDF record so that a filed record
+//! can be checked against the stored run later (`rtgauge verify`).
+//!
+//! The hash is SHA-256 of the canonical JSON of the document (serde's serialization of the parsed run: field
+//! order fixed by the model, no whitespace), so re-storing or re-exporting a run keeps it while any changed
+//! value changes it. Beside it go short hashes of each part (top-level field, each probe on its own), so a
+//! mismatch can say what differs without the original at hand. Everything is written as plain visible text
+//! (one line per item) as well as in `<meta>`: `pdftotext` of the PDF gives the same lines back.
+
+use rtgauge_model::run::RunDocument;
+use sha2::{Digest as _, Sha256};
+
+/// `<meta name=…>` of the whole-document hash and of the run id.
+pub const META_HASH: &str = "rtgauge-content-hash";
+pub const META_RUN: &str = "rtgauge-run";
+/// Hex digits of a part hash (64 bits: enough to tell parts apart, short enough to print).
+const PART_HEX: usize = 16;
+
+/// The hashes of a run document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashes {
+    /// `sha256:` and 64 hex digits.
+    pub whole: String,
+    /// (part name, 16 hex digits), in document order.
+    pub parts: Vec<(String, String)>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn sha(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The whole-document hash and the part hashes. The document is serialized once; its parts are read
+/// back from those bytes as raw JSON (no value tree: a week-long run is ~100 MB of JSON).
+pub fn hashes(doc: &RunDocument) -> Hashes {
+    use serde_json::value::RawValue;
+    let bytes = serde_json::to_vec(doc).unwrap_or_default();
+    let whole = format!("sha256:{}", sha(&bytes));
+    let mut parts = Vec::new();
+    // Top-level fields in name order (a map, so a field added to the model is covered without a list).
+    let fields: std::collections::BTreeMap<String, &RawValue> =
+        serde_json::from_slice(&bytes).unwrap_or_default();
+    for (k, v) in &fields {
+        let probes: Option<Vec<&RawValue>> = (k == "probes")
+            .then(|| serde_json::from_str(v.get()).ok())
+            .flatten();
+        match probes {
+            Some(ps) => {
+                for (i, p) in ps.iter().enumerate() {
+                    parts.push((format!("probes[{i}]"), part_hash(p.get())));
+                }
+            }
+            None => parts.push((k.clone(), part_hash(v.get()))),
+        }
+    }
+    Hashes { whole, parts }
+}
+
+fn part_hash(json: &str) -> String {
+    let mut h = sha(json.as_bytes());
+    h.truncate(PART_HEX);
+    h
+}
+
+/// What a report page or a PDF's text says about the run it shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Embedded {
+    pub run: Option<i64>,
+    pub hashes: Hashes,
+}
+
+/// The visible lines that [`extract`] reads back: "Content hash sha256:… of run N" and one
+/// "part NAME: HEX" per part.
+pub fn html(id: i64, h: &Hashes) -> maud::Markup {
+    maud::html! {
+        section #record {
+            h2 { "Record integrity" }
+            p { "Content hash " code.hash { (h.whole) " of run " (id) } }
+            p.muted { "SHA-256 of the run document's canonical JSON; check a filed copy with "
+                code { "rtgauge verify FILE" } ". Parts:" }
+            ul.parts { @for (n, x) in &h.parts { li { "part " (n) ": " (x) } } }
+        }
+    }
+}
+
+fn is_hex(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Read the hashes back from a report page or the text of a PDF record; `None` when there is no hash.
+pub fn extract(text: &str) -> Option<Embedded> {
+    let whole = text.match_indices("sha256:").find_map(|(i, m)| {
+        let h = text.get(i + m.len()..i + m.len() + 64)?;
+        is_hex(h).then(|| format!("sha256:{}", h.to_ascii_lowercase()))
+    })?;
+    // The visible "sha256:… of run N" (the <meta> before it carries the hash alone).
+    let run = text.match_indices(&whole).find_map(|(i, _)| {
+        let r = text[i + whole.len()..]
+            .trim_start()
+            .strip_prefix("of run ")?;
+        let d: String = r.chars().take_while(char::is_ascii_digit).collect();
+        d.parse().ok()
+    });
+    let mut parts = Vec::new();
+    for (i, m) in text.match_indices("part ") {
+        let rest = &text[i + m.len()..];
+        let Some(colon) = rest.find(": ") else {
+            continue;
+        };
+        let name = &rest[..colon];
+        let valid = !name.is_empty()
+            && name.len() < 40
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_[]".contains(&b));
+        let Some(x) = rest.get(colon + 2..colon + 2 + PART_HEX) else {
+            continue;
+        };
+        if valid && is_hex(x) && !parts.iter().any(|(n, _)| n == name) {
+            parts.push((name.to_string(), x.to_ascii_lowercase()));
+        }
+    }
+    Some(Embedded {
+        run,
+        hashes: Hashes { whole, parts },
+    })
+}
+
+/// The parts that differ between a record's hashes and a document's, in words ("probes[0] changed",
+/// "label added"); empty when the parts agree.
+pub fn differences(record: &Hashes, now: &Hashes) -> Vec<String> {
+    let mut out = Vec::new();
+    for (n, x) in &record.parts {
+        match now.parts.iter().find(|(m, _)| m == n) {
+            Some((_, y)) if y == x => {}
+            Some(_) => out.push(format!("{n} changed")),
+            None => out.push(format!("{n} removed")),
+        }
+    }
+    for (n, _) in &now.parts {
+        if !record.parts.iter().any(|(m, _)| m == n) {
+            out.push(format!("{n} added"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_round_trip_through_the_visible_text() {
+        let h = Hashes {
+            whole: format!("sha256:{}", "ab".repeat(32)),
+            parts: vec![
+                ("label".into(), "0123456789abcdef".into()),
+                ("probes[0]".into(), "fedcba9876543210".into()),
+            ],
+        };
+        let page = format!(
+            "<meta name=\"{META_HASH}\" content=\"{}\">{}",
+            h.whole,
+            html(7, &h).into_string()
+        );
+        let e = extract(&page).unwrap_or_else(|| panic!("no hash in {page}"));
+        assert_eq!(e.run, Some(7));
+        assert_eq!(e.hashes, h);
+        // pdftotext gives the list items as lines with a bullet.
+        let text = format!(
+            "Content hash {} of run 7\n• part label: 0123456789abcdef\n• part probes[0]: fedcba9876543210\n",
+            h.whole
+        );
+        assert_eq!(extract(&text).map(|e| e.hashes), Some(h.clone()));
+        let mut other = h.clone();
+        other.parts[1].1 = "ffffffffffffffff".into();
+        other
+            .parts
+            .push(("audit".into(), "0000000000000000".into()));
+        assert_eq!(
+            differences(&h, &other),
+            ["probes[0] changed", "audit added"]
+        );
+        assert!(extract("no hash here").is_none());
+    }
+}

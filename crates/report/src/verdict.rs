@@ -1,0 +1,165 @@
+//! The verdict-first block at the top of a run page: "is this platform fit for <profile>?" answered with
+//! the gates and their figures, the three most important audit failures with their fix, and the worst
+//! spike with its cause, before any detail. A profile without gates gets its headline figures set against
+//! the seeds' reference requirements (20 µs for RAN, seed 000; 120 µs for a virtual protection relay,
+//! seed 003), so the quick profile's page still says where the platform stands.
+
+use crate::spikes::{spike_line, why_of};
+use maud::{html, Markup};
+use rtgauge_model::audit::{Finding, Status};
+use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
+use rtgauge_model::verdict::Outcome;
+
+/// Reference requirements for gate-less profiles: (name, bound ns).
+pub const REFERENCES: [(&str, u64); 2] = [("RAN (seed 000)", 20_000), ("VPR (seed 003)", 120_000)];
+/// Audit failures named in the block.
+pub const TOP_FINDINGS: usize = 3;
+
+/// The overall answer: a word and its CSS class.
+pub fn answer(doc: &RunDocument) -> (&'static str, &'static str) {
+    let v = &doc.verdicts;
+    if v.iter().any(|v| v.outcome == Outcome::Fail) {
+        ("NOT FIT", "fail")
+    } else if v.is_empty() {
+        ("NO GATES", "warn")
+    } else if v.iter().any(|v| v.outcome == Outcome::NoData) || doc.status != RunStatus::Complete {
+        ("INCONCLUSIVE", "warn")
+    } else {
+        ("FIT", "pass")
+    }
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1} µs", ns as f64 / 1000.0)
+}
+
+/// The headline latency figures of a run: (what, largest value ns).
+pub fn headlines(doc: &RunDocument) -> Vec<(String, u64)> {
+    doc.probes
+        .iter()
+        .filter_map(|p| match p {
+            ProbeResult::Cyclic(c) => c
+                .threads
+                .iter()
+                .map(|t| t.latency.max_ns)
+                .max()
+                .map(|m| ("timer latency max (cyclic)".to_string(), m)),
+            ProbeResult::Oslat(o) => o
+                .threads
+                .iter()
+                .map(|t| t.gaps.max_ns)
+                .max()
+                .map(|m| ("busy-loop gap max (oslat)".to_string(), m)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Failed audit findings, most severe first (the catalogue's order among equals).
+pub fn top_failures(doc: &RunDocument) -> Vec<&Finding> {
+    let mut f: Vec<&Finding> = doc
+        .audit
+        .iter()
+        .flat_map(|a| &a.findings)
+        .filter(|f| f.status == Status::Fail)
+        .collect();
+    f.sort_by_key(|f| f.severity);
+    f
+}
+
+/// The worst spike of the run in words, when its latency probes carry attribution: the largest traced
+/// spike's breakdown, else what rose with the worst timeline interval.
+pub fn worst_spike(doc: &RunDocument) -> Option<String> {
+    let mut best: Option<(u64, String)> = None;
+    let mut keep = |ns: u64, s: String| {
+        if best.as_ref().is_none_or(|b| ns > b.0) {
+            best = Some((ns, s));
+        }
+    };
+    for p in &doc.probes {
+        let Some((why, timelines)) = why_of(p) else {
+            continue;
+        };
+        if let Some(b) = why.spikes.iter().max_by_key(|b| b.window_ns) {
+            keep(b.window_ns, spike_line(b));
+            continue;
+        }
+        for (cpu, tl) in &timelines {
+            let Some(w) = tl.iter().max_by_key(|e| e.max_ns) else {
+                continue;
+            };
+            if let Some(c) = why.interval(*cpu, w.start_ns) {
+                keep(
+                    w.max_ns,
+                    format!(
+                        "CPU {cpu}, interval at {:.0} s, max {}: {}",
+                        w.start_ns as f64 / 1e9,
+                        us(w.max_ns),
+                        c.summary()
+                    ),
+                );
+            }
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// The block itself: `<section id="verdict">`, the first section of every run page.
+pub fn html(doc: &RunDocument) -> Markup {
+    let profile = doc.profile.as_deref().unwrap_or("this run");
+    let (word, cls) = answer(doc);
+    let fails = top_failures(doc);
+    let heads = headlines(doc);
+    html! {
+        section #verdict .verdict {
+            h2 { "Is this platform fit for " (profile) "? " span class=(cls) { (word) } }
+            @if doc.status != RunStatus::Complete {
+                p.warn { "The run is " (doc.status.as_str()) ": its figures cover only the time measured." }
+            }
+            @if !doc.verdicts.is_empty() {
+                table {
+                    tr { th { "gate" } th { "bound" } th { "observed" } th { "outcome" } }
+                    @for v in &doc.verdicts {
+                        @let show = |x: u64| if v.gate.metric.is_latency() { us(x) } else { x.to_string() };
+                        @let (w, c) = match v.outcome {
+                            Outcome::Pass => ("PASS", "pass"),
+                            Outcome::Fail => ("FAIL", "fail"),
+                            Outcome::NoData => ("NO DATA", "warn"),
+                        };
+                        tr { td { (v.gate.metric.to_string()) } td.n { "≤ " (show(v.gate.max)) }
+                             td.n { (v.observed.map_or("nothing".to_string(), show)) } td class=(c) { (w) } }
+                    }
+                }
+            } @else if heads.is_empty() {
+                p { "The profile sets no latency gate and the run measured no latency." }
+            } @else {
+                p { "The profile sets no gate; its headline figures against the reference requirements:" }
+                table {
+                    tr { th { "figure" } th.n { "observed" } @for (n, b) in &REFERENCES { th { (n) " ≤ " (us(*b)) } } }
+                    @for (what, ns) in &heads {
+                        tr { td { (what) } td.n { (us(*ns)) }
+                             @for (_, b) in &REFERENCES {
+                                 @if ns <= b { td.pass { "within" } } @else { td.fail { "exceeds" } }
+                             } }
+                    }
+                }
+            }
+            @if doc.audit.is_some() {
+                @if fails.is_empty() {
+                    p { "Audit: no failed rule." }
+                } @else {
+                    p { "Audit: " (fails.len()) " failed rule" (if fails.len() == 1 { "" } else { "s" })
+                        @if fails.len() > TOP_FINDINGS { "; the " (TOP_FINDINGS) " most severe" } ":" }
+                    ol.findings {
+                        @for f in fails.iter().take(TOP_FINDINGS) {
+                            li { code { (f.id) } " (" (f.severity.as_str()) ") " (f.summary) " " strong { "Fix:" } " " (f.remediation) }
+                        }
+                    }
+                }
+            }
+            @if let Some(s) = worst_spike(doc) {
+                p { strong { "Worst spike: " } (s) }
+            }
+        }
+    }
+}
