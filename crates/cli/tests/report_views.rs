@@ -66,6 +66,8 @@ fn fixture() -> &'static Fixture {
             .collect();
         doc["probes"][0]["threads"] = Value::Array(many);
         doc["label"] = "sixty-four".into();
+        // A different run: without the source run's id (the store derives one), or import refuses it.
+        doc.as_object_mut().unwrap().remove("uuid");
         // A gate the run fails (1 µs): the verdict block answers NOT FIT with the figures.
         let max = threads
             .iter()
