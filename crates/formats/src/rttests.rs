@@ -143,12 +143,17 @@ pub fn render_histogram(r: &CyclicResult, with_sum: bool) -> String {
 
 /// The rt-tests JSON envelope (`rt_write_json`), shared by cyclictest and oslat.
 pub struct Envelope<'a> {
+    /// The command line, space-separated, as rt-tests writes it.
     pub cmdline: &'a str,
+    /// rt-tests version the output claims to be from.
     pub version: &'a str,
     /// RFC 2822 local times, as rt-tests writes them.
     pub start_time: &'a str,
+    /// End time, RFC 2822 local time.
     pub end_time: &'a str,
+    /// The program's exit status, as rt-tests records it.
     pub return_code: i32,
+    /// uname facts for the `sysinfo` object.
     pub system: &'a SystemInfo,
 }
 

@@ -46,6 +46,7 @@ impl Metric {
 }
 
 impl Gate {
+    /// Judge `doc` against the gate: pass when the observed value is at most `max`, no data when the metric is absent.
     pub fn judge(&self, doc: &RunDocument) -> Verdict {
         let observed = self.metric.observe(doc);
         let outcome = match observed {

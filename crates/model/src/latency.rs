@@ -117,6 +117,7 @@ impl LatencyStats {
 pub struct Beyond {
     /// The histogram's range, ns: every lost sample is at or above it.
     pub limit_ns: u64,
+    /// How many samples were at or above the limit.
     pub count: u64,
 }
 
@@ -180,13 +181,16 @@ pub struct HdrBlob(pub String);
 /// Why a stored histogram could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum HdrError {
+    /// The stored text is not base64.
     #[error("histogram is not valid base64: {0}")]
     Base64(#[from] base64::DecodeError),
+    /// The bytes are not an HdrHistogram V2 + DEFLATE serialisation (the decoder's message).
     #[error("histogram is not a valid HdrHistogram V2 blob: {0}")]
     Decode(String),
 }
 
 impl HdrBlob {
+    /// Serialise `hist` for storage (an empty blob if serialisation fails: it decodes as an error, the run goes on).
     pub fn encode(hist: &Histogram) -> HdrBlob {
         let mut bytes = Vec::new();
         // Serialising into a Vec cannot fail for I/O reasons; a failure would mean a corrupt histogram, in
@@ -200,6 +204,7 @@ impl HdrBlob {
         HdrBlob(base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
+    /// Read the histogram back, re-bounded to the standard 1 ns–[`HIGHEST_NS`] range so merges never resize.
     pub fn decode(&self) -> Result<Histogram, HdrError> {
         let bytes = base64::engine::general_purpose::STANDARD.decode(self.0.as_bytes())?;
         let mut cursor = std::io::Cursor::new(bytes);
@@ -248,6 +253,7 @@ pub struct Windows {
 /// hundred buckets).
 pub type Sparse = Vec<(u64, u64)>;
 
+/// The non-empty buckets of `h`, `(value, count)` in value order.
 pub fn sparse(h: &Histogram) -> Sparse {
     h.iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
@@ -283,6 +289,7 @@ pub fn sparse_add(a: &[(u64, u64)], b: &[(u64, u64)]) -> Sparse {
     out
 }
 
+/// A full histogram from sparse buckets (counts beyond the range saturate at the highest value).
 pub fn histogram_of(s: &[(u64, u64)]) -> Histogram {
     let mut h = new_histogram();
     for &(v, c) in s {
@@ -309,6 +316,7 @@ impl Default for LatencyRecorder {
 }
 
 impl LatencyRecorder {
+    /// An empty recorder.
     pub fn new() -> LatencyRecorder {
         LatencyRecorder {
             h: new_histogram(),
@@ -333,6 +341,7 @@ impl LatencyRecorder {
         let _ = self.h.record(v.min(HIGHEST_NS));
     }
 
+    /// Add everything `o` recorded (histogram and exact side counters).
     pub fn merge(&mut self, o: &LatencyRecorder) {
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
@@ -341,6 +350,7 @@ impl LatencyRecorder {
         let _ = self.h.add(&o.h);
     }
 
+    /// The statistics of everything recorded: exact count, min, max, mean and the default percentiles.
     pub fn stats(&self) -> LatencyStats {
         LatencyStats::from_parts(&self.h, self.min, self.max, self.sum, self.clamped)
     }
@@ -356,12 +366,14 @@ pub struct WindowRecorder {
 }
 
 impl Windows {
+    /// Whether no window was recorded.
     pub fn is_empty(&self) -> bool {
         self.hdr.is_empty()
     }
 }
 
 impl WindowRecorder {
+    /// A recorder for timeline intervals of `interval_ns` each (one window per interval to start with).
     pub fn new(interval_ns: u64) -> WindowRecorder {
         WindowRecorder {
             interval_ns: interval_ns.max(1),
@@ -402,6 +414,7 @@ impl WindowRecorder {
         }
     }
 
+    /// The windows so far, each serialised as a histogram.
     pub fn windows(&self) -> Windows {
         Windows {
             window_ns: self.interval_ns * self.per_window,

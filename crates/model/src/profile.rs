@@ -39,15 +39,21 @@ pub struct ProbeSpec {
     pub flags: String,
 }
 
+/// The probes a profile can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
+    /// The timer wake-up latency probe (`rtgauge cyclic` flags).
     Cyclic,
+    /// The busy-loop OS-noise probe (`rtgauge oslat` flags).
     Oslat,
     /// `rtgauge net` flags: `cps …` or `throughput …`.
     Net,
+    /// The OS-primitive latency probe (`rtgauge ops` flags).
     Ops,
+    /// The memory latency and bandwidth probe (`rtgauge mem` flags).
     Mem,
+    /// The NUMA locality probe (`rtgauge numa` flags).
     Numa,
 }
 
@@ -68,7 +74,9 @@ pub struct GateSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileSpec {
+    /// Profile name, as `run --profile` names it.
     pub name: String,
+    /// One or two sentences on what the profile qualifies for; empty when not given.
     #[serde(default)]
     pub description: String,
     /// Duration of each probe (rt-tests syntax: `90`, `15m`, `24h`).
@@ -76,8 +84,10 @@ pub struct ProfileSpec {
     /// Runs shorter than this are warned about (the requirement asks for a longer qualification).
     #[serde(default)]
     pub min_duration: Option<String>,
+    /// The probes to run, in order (`[[probe]]` tables).
     #[serde(rename = "probe")]
     pub probes: Vec<ProbeSpec>,
+    /// The requirements to judge the run against (`[[gate]]` tables); empty = no gates.
     #[serde(rename = "gate", default)]
     pub gates: Vec<GateSpec>,
 }
@@ -85,11 +95,17 @@ pub struct ProfileSpec {
 /// A validated profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
+    /// Profile name.
     pub name: String,
+    /// What the profile qualifies for; may be empty.
     pub description: String,
+    /// Duration of each probe.
     pub duration: Nanos,
+    /// Runs shorter than this are warned about; `None` = no minimum.
     pub min_duration: Option<Nanos>,
+    /// The probes to run, in order.
     pub probes: Vec<ProbeSpec>,
+    /// The requirements, parsed; empty = no gates.
     pub gates: Vec<Gate>,
 }
 
@@ -111,10 +127,17 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 /// Why a profile was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
+    /// The file is not valid TOML, or does not have a profile's shape (message with line and column).
     #[error("invalid TOML: {0}")]
     Toml(String),
+    /// A field's value was refused: which field, and why.
     #[error("{field}: {reason}")]
-    Field { field: String, reason: String },
+    Field {
+        /// The field, as written in the profile (`duration`, `gate.threshold`).
+        field: String,
+        /// What was wrong with its value.
+        reason: String,
+    },
 }
 
 fn field(field: &str, reason: impl ToString) -> ProfileError {
@@ -129,6 +152,7 @@ fn duration(name: &str, s: &str) -> Result<Nanos, ProfileError> {
 }
 
 impl ProfileSpec {
+    /// Check every field and parse durations, probe flags and gates into a [`Profile`].
     pub fn validate(&self) -> Result<Profile, ProfileError> {
         if self.probes.is_empty() {
             return Err(field("probe", "a profile needs at least one [[probe]]"));

@@ -79,10 +79,18 @@ impl Importer for AnyRtTests {
 /// Why a file could not be imported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImportError {
+    /// The file looked like JSON but does not parse (the parser's message).
     #[error("not JSON: {0}")]
     Json(String),
+    /// A field is missing or holds a value that cannot be read.
     #[error("{field}: {reason}")]
-    Field { field: String, reason: String },
+    Field {
+        /// The field or section of the input (`thread`, `# Histogram`).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The file is neither rt-tests JSON nor cyclictest text.
     #[error("not a cyclictest or oslat result (JSON with a \"thread\" object, or cyclictest's text output)")]
     Unrecognised,
 }
