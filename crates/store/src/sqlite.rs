@@ -1,8 +1,11 @@
 //! SQLite implementation of [`RunStore`](crate::RunStore).
 
-use crate::common::{backfill_uuid, probes_of, status_from, to_json, with_uuid, Writer};
+use crate::common::{
+    backfill_uuid, mark_interrupted, new_row, not_found, parse_document, probes_of, pushed_row,
+    status_from, to_json, updated_json, Writer, LIST_SQL,
+};
 use crate::{RunStore, RunSummary, Selector, StoreError};
-use rtgauge_model::run::{RunDocument, RunStatus};
+use rtgauge_model::run::RunDocument;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
@@ -60,6 +63,24 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
     }
 }
 
+/// A SQLite error as a store error naming the database file.
+fn sqlite_error(path: &str) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |cause| StoreError::Sqlite {
+        path: path.to_string(),
+        cause,
+    }
+}
+
+/// Begin an IMMEDIATE transaction (the write lock at once, so two writers wait on the busy timeout rather
+/// than failing at their first write).
+fn begin_immediate<'c>(
+    conn: &'c mut Connection,
+    path: &str,
+) -> Result<rusqlite::Transaction<'c>, StoreError> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sqlite_error(path))
+}
+
 /// A run store in one SQLite file.
 pub struct SqliteStore {
     conn: Connection,
@@ -86,10 +107,7 @@ impl SqliteStore {
                 cause,
             })?;
         }
-        let sq = |cause| StoreError::Sqlite {
-            path: p.clone(),
-            cause,
-        };
+        let sq = sqlite_error(&p);
         let conn = Connection::open(path).map_err(sq)?;
         conn.busy_timeout(BUSY_WAIT).map_err(sq)?;
         // Switching to WAL needs an exclusive lock and SQLite may answer BUSY without calling the busy
@@ -103,30 +121,20 @@ impl SqliteStore {
         Ok(store)
     }
 
-    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |cause| StoreError::Sqlite {
-            path: self.path.clone(),
-            cause,
-        }
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+        sqlite_error(&self.path)
     }
 
     fn migrate(&mut self) -> Result<(), StoreError> {
-        let path = self.path.clone();
-        let sq = |cause| StoreError::Sqlite {
-            path: path.clone(),
-            cause,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sq)?;
+        let sq = sqlite_error(&self.path);
+        let tx = begin_immediate(&mut self.conn, &self.path)?;
         let version: i64 = tx
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sq)?;
         let supported = MIGRATIONS.len() as i64;
         if version > supported {
             return Err(StoreError::TooNew {
-                path,
+                path: self.path.clone(),
                 found: version,
                 supported,
             });
@@ -190,8 +198,7 @@ impl SqliteStore {
         for (id, pid, start, boot) in rows {
             if !(Writer { pid, start, boot }).is_alive() {
                 let mut doc = self.get_raw(id)?;
-                doc.status = RunStatus::Interrupted;
-                doc.warnings.push("the measuring process ended without finishing the run; data up to its last checkpoint".into());
+                mark_interrupted(&mut doc);
                 let json = to_json(&doc, id)?;
                 self.conn
                     .execute("UPDATE runs SET status = 'interrupted', document = ?2 WHERE id = ?1 AND status = 'running'", params![id, json])
@@ -210,15 +217,8 @@ impl SqliteStore {
         if_absent: bool,
     ) -> Result<Option<i64>, StoreError> {
         let w = Writer::current();
-        let path = self.path.clone();
-        let sq = |cause| StoreError::Sqlite {
-            path: path.clone(),
-            cause,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sq)?;
+        let sq = sqlite_error(&self.path);
+        let tx = begin_immediate(&mut self.conn, &self.path)?;
         let n = tx.execute(
             &format!(
                 "INSERT INTO runs (started_at, ended_at, status, profile, label, host, probes, document, writer_pid, writer_start, writer_boot, uuid)
@@ -268,10 +268,7 @@ impl SqliteStore {
             .optional()
             .map_err(self.err())?;
         let text = text.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-            id,
-            reason: e.to_string(),
-        })
+        parse_document(id, &text)
     }
 }
 
@@ -281,15 +278,13 @@ impl RunStore for SqliteStore {
     }
 
     fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError> {
-        let (uuid, json) = with_uuid(doc, 0, rtgauge_model::run::new_uuid)?;
+        let (uuid, json) = new_row(doc)?;
         self.insert_row(doc, &uuid, &json, false)?
             .ok_or_else(|| StoreError::Duplicate(uuid))
     }
 
     fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError> {
-        let (uuid, json) = with_uuid(doc, 0, || {
-            RunDocument::derived_uuid(&to_json(doc, 0).unwrap_or_default(), None)
-        })?;
+        let (uuid, json) = pushed_row(doc)?;
         self.insert_row(doc, &uuid, &json, true)
     }
 
@@ -300,16 +295,10 @@ impl RunStore for SqliteStore {
         let mut st = self
             .conn
             .prepare_cached("SELECT 1 FROM runs WHERE uuid = ?1")
-            .map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })?;
+            .map_err(sqlite_error(&self.path))?;
         let mut found = std::collections::HashSet::new();
         for u in uuids {
-            if st.exists(params![u]).map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })? {
+            if st.exists(params![u]).map_err(sqlite_error(&self.path))? {
                 found.insert(u.clone());
             }
         }
@@ -326,18 +315,9 @@ impl RunStore for SqliteStore {
             .optional()
             .map_err(self.err())?;
         let uuid = uuid.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        let mut d = doc.clone();
-        d.uuid = Some(uuid);
-        let json = to_json(&d, id)?;
-        let path = self.path.clone();
-        let sq = |cause| StoreError::Sqlite {
-            path: path.clone(),
-            cause,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sq)?;
+        let json = updated_json(doc, id, uuid)?;
+        let sq = sqlite_error(&self.path);
+        let tx = begin_immediate(&mut self.conn, &self.path)?;
         let n = tx
             .execute(
                 "UPDATE runs SET ended_at = ?2, status = ?3, profile = ?4, label = ?5, probes = ?6, document = ?7 WHERE id = ?1",
@@ -355,7 +335,7 @@ impl RunStore for SqliteStore {
         self.reap()?;
         let mut st = self
             .conn
-            .prepare("SELECT id, uuid, started_at, ended_at, status, profile, label, host, probes FROM runs ORDER BY id")
+            .prepare(LIST_SQL)
             .map_err(self.err())?;
         let it = st
             .query_map([], |r| {
@@ -371,15 +351,9 @@ impl RunStore for SqliteStore {
                     probes: r.get(8)?,
                 })
             })
-            .map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })?;
+            .map_err(sqlite_error(&self.path))?;
         it.collect::<Result<_, _>>()
-            .map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })
+            .map_err(sqlite_error(&self.path))
     }
 
     fn get(&mut self, id: i64) -> Result<RunDocument, StoreError> {
@@ -387,8 +361,8 @@ impl RunStore for SqliteStore {
         self.get_raw(id)
     }
 
-    fn resolve(&mut self, sel: &Selector) -> Result<i64, StoreError> {
-        let (sql, arg): (&str, Option<String>) = match sel {
+    fn resolve(&mut self, selector: &Selector) -> Result<i64, StoreError> {
+        let (sql, arg): (&str, Option<String>) = match selector {
             Selector::Latest => ("SELECT max(id) FROM runs", None),
             Selector::Id(id) => ("SELECT id FROM runs WHERE id = ?1", Some(id.to_string())),
             Selector::Label(l) => ("SELECT max(id) FROM runs WHERE label = ?1", Some(l.clone())),
@@ -400,13 +374,7 @@ impl RunStore for SqliteStore {
         .optional()
         .map_err(self.err())?
         .flatten();
-        found.ok_or_else(|| {
-            StoreError::NotFound(match sel {
-                Selector::Latest => "latest (the store is empty)".into(),
-                Selector::Id(id) => id.to_string(),
-                Selector::Label(l) => format!("with label '{l}'"),
-            })
-        })
+        found.ok_or_else(|| not_found(selector))
     }
 
     fn delete(&mut self, id: i64) -> Result<(), StoreError> {
