@@ -220,6 +220,35 @@ pub fn parse_profile(text: &str) -> Result<Profile, ProfileError> {
     spec.validate()
 }
 
+/// The gates of the `ran` profiles: max 20 µs for timer latency and OS noise. One text for the quiet and
+/// the loaded profile, which judge by the same requirement.
+macro_rules! ran_gates {
+    () => {
+        r#"[[gate]]
+metric = "cyclic.max"
+max = "20us"
+[[gate]]
+metric = "oslat.max"
+max = "20us"
+"#
+    };
+}
+
+/// The gates of the `vpr` profiles: max 120 µs and no sample at or above 120 µs, for the quiet and the
+/// loaded profile alike.
+macro_rules! vpr_gates {
+    () => {
+        r#"[[gate]]
+metric = "cyclic.max"
+max = "120us"
+[[gate]]
+metric = "cyclic.samples_at_or_above"
+threshold = "120us"
+max = "0"
+"#
+    };
+}
+
 /// The built-in profiles, as TOML (so that `rtgauge` can show them and users can copy one as a start).
 pub const BUILTIN: &[(&str, &str)] = &[
     (
@@ -246,7 +275,8 @@ flags = "--all --interval 0"
     ),
     (
         "ran",
-        r#"name = "ran"
+        concat!(
+            r#"name = "ran"
 description = "5G RAN (VMware RAN white paper): cyclictest and oslat as published; max 20 µs"
 duration = "1h"
 [[probe]]
@@ -255,31 +285,23 @@ flags = "-m -p99 -i 100 -h 100 -a {cpus} -t --mainaffinity={housekeeping} -q"
 [[probe]]
 kind = "oslat"
 flags = "-c {cpus} -f 99 -C {housekeeping} -q"
-[[gate]]
-metric = "cyclic.max"
-max = "20us"
-[[gate]]
-metric = "oslat.max"
-max = "20us"
 "#,
+            ran_gates!()
+        ),
     ),
     (
         "vpr",
-        r#"name = "vpr"
+        concat!(
+            r#"name = "vpr"
 description = "Virtual protection relay (VMware protection-relay guide): max 120 µs, no sample at or above 120 µs, 24 h or more"
 duration = "24h"
 min_duration = "24h"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q"
-[[gate]]
-metric = "cyclic.max"
-max = "120us"
-[[gate]]
-metric = "cyclic.samples_at_or_above"
-threshold = "120us"
-max = "0"
 "#,
+            vpr_gates!()
+        ),
     ),
     // The loaded variants: the source documents measure on otherwise quiet systems and state no load, so
     // the load is rteval's practice (a busy rest of the machine: compute, memory traffic, disk syncs,
@@ -287,7 +309,8 @@ max = "0"
     // (docs/load.md).
     (
         "ran-loaded",
-        r#"name = "ran-loaded"
+        concat!(
+            r#"name = "ran-loaded"
 description = "5G RAN as 'ran', with cpu, memory, io, fork and timer load on the housekeeping CPUs (rteval practice); max 20 µs"
 duration = "1h"
 [[probe]]
@@ -296,31 +319,23 @@ flags = "-m -p99 -i 100 -h 100 -a {cpus} -t --mainaffinity={housekeeping} -q --l
 [[probe]]
 kind = "oslat"
 flags = "-c {cpus} -f 99 -C {housekeeping} -q --load cpu,memory,io,fork,timer@housekeeping"
-[[gate]]
-metric = "cyclic.max"
-max = "20us"
-[[gate]]
-metric = "oslat.max"
-max = "20us"
 "#,
+            ran_gates!()
+        ),
     ),
     (
         "vpr-loaded",
-        r#"name = "vpr-loaded"
+        concat!(
+            r#"name = "vpr-loaded"
 description = "Virtual protection relay as 'vpr', with cpu, memory, io, fork and timer load on the housekeeping CPUs (rteval practice): max 120 µs, none ≥ 120 µs, 24 h or more"
 duration = "24h"
 min_duration = "24h"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q --load cpu,memory,io,fork,timer@housekeeping"
-[[gate]]
-metric = "cyclic.max"
-max = "120us"
-[[gate]]
-metric = "cyclic.samples_at_or_above"
-threshold = "120us"
-max = "0"
 "#,
+            vpr_gates!()
+        ),
     ),
 ];
 

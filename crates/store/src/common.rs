@@ -106,7 +106,8 @@ pub(crate) fn updated_json(
 pub(crate) fn mark_interrupted(document: &mut RunDocument) {
     document.status = RunStatus::Interrupted;
     document.warnings.push(
-        "the measuring process ended without finishing the run; data up to its last checkpoint".into(),
+        "the measuring process ended without finishing the run; data up to its last checkpoint"
+            .into(),
     );
 }
 

@@ -409,10 +409,7 @@ impl RunStore for PgStore {
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
         self.reap()?;
-        let rows = self
-            .client
-            .query(LIST_SQL, &[])
-            .map_err(self.err())?;
+        let rows = self.client.query(LIST_SQL, &[]).map_err(self.err())?;
         Ok(rows
             .into_iter()
             .map(|r| RunSummary {

@@ -333,10 +333,7 @@ impl RunStore for SqliteStore {
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
         self.reap()?;
-        let mut st = self
-            .conn
-            .prepare(LIST_SQL)
-            .map_err(self.err())?;
+        let mut st = self.conn.prepare(LIST_SQL).map_err(self.err())?;
         let it = st
             .query_map([], |r| {
                 Ok(RunSummary {
