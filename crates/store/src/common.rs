@@ -78,17 +78,31 @@ pub(crate) fn status_from(s: &str) -> RunStatus {
     }
 }
 
-/// The uuid and JSON text of a new run: its own uuid, or a fresh one (`insert`).
-pub(crate) fn new_row(document: &RunDocument) -> Result<(String, String), StoreError> {
-    with_uuid(document, 0, rtgauge_model::run::new_uuid)
+/// A backend's row insert: the run's uuid, its JSON text and whether a stored uuid is skipped (`true`) or
+/// an error; the new id, or `None` when skipped.
+pub(crate) type InsertRow<'a> =
+    &'a mut dyn FnMut(&str, &str, bool) -> Result<Option<i64>, StoreError>;
+
+/// [`crate::RunStore::insert`] over a backend's row insert: the run keeps its own uuid or gets a fresh
+/// one; a uuid already stored is [`StoreError::Duplicate`].
+pub(crate) fn insert_new(
+    document: &RunDocument,
+    insert_row: InsertRow<'_>,
+) -> Result<i64, StoreError> {
+    let (uuid, json) = with_uuid(document, 0, rtgauge_model::run::new_uuid)?;
+    insert_row(&uuid, &json, false)?.ok_or_else(|| StoreError::Duplicate(uuid))
 }
 
-/// The uuid and JSON text of a pushed run: its own uuid, or the one derived from its text, so pushing the
-/// same document twice stores it once (`insert_if_absent`).
-pub(crate) fn pushed_row(document: &RunDocument) -> Result<(String, String), StoreError> {
-    with_uuid(document, 0, || {
+/// [`crate::RunStore::insert_if_absent`] over a backend's row insert: the run keeps its own uuid or gets
+/// the one derived from its text, so pushing the same document twice stores it once.
+pub(crate) fn insert_pushed(
+    document: &RunDocument,
+    insert_row: InsertRow<'_>,
+) -> Result<Option<i64>, StoreError> {
+    let (uuid, json) = with_uuid(document, 0, || {
         RunDocument::derived_uuid(&to_json(document, 0).unwrap_or_default(), None)
-    })
+    })?;
+    insert_row(&uuid, &json, true)
 }
 
 /// The JSON text of run `id`'s new document, which keeps the `uuid` it was stored with (`update`).

@@ -1,8 +1,8 @@
 //! SQLite implementation of [`RunStore`](crate::RunStore).
 
 use crate::common::{
-    backfill_uuid, mark_interrupted, new_row, not_found, parse_document, probes_of, pushed_row,
-    status_from, to_json, updated_json, Writer, LIST_SQL,
+    backfill_uuid, insert_new, insert_pushed, mark_interrupted, not_found, parse_document,
+    probes_of, status_from, to_json, updated_json, Writer, LIST_SQL,
 };
 use crate::{RunStore, RunSummary, Selector, StoreError};
 use rtgauge_model::run::RunDocument;
@@ -277,15 +277,16 @@ impl RunStore for SqliteStore {
         &self.path
     }
 
-    fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError> {
-        let (uuid, json) = new_row(doc)?;
-        self.insert_row(doc, &uuid, &json, false)?
-            .ok_or_else(|| StoreError::Duplicate(uuid))
+    fn insert(&mut self, document: &RunDocument) -> Result<i64, StoreError> {
+        insert_new(document, &mut |uuid, json, if_absent| {
+            self.insert_row(document, uuid, json, if_absent)
+        })
     }
 
-    fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError> {
-        let (uuid, json) = pushed_row(doc)?;
-        self.insert_row(doc, &uuid, &json, true)
+    fn insert_if_absent(&mut self, document: &RunDocument) -> Result<Option<i64>, StoreError> {
+        insert_pushed(document, &mut |uuid, json, if_absent| {
+            self.insert_row(document, uuid, json, if_absent)
+        })
     }
 
     fn known_uuids(
