@@ -30,6 +30,6 @@ pub enum ExportError {
 
 /// One output format of a stored run: the document in, the file's bytes out.
 pub trait Exporter {
-    /// The file's bytes for `doc`.
-    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, ExportError>;
+    /// The file's bytes for `document`.
+    fn export(&self, document: &RunDocument) -> Result<Vec<u8>, ExportError>;
 }

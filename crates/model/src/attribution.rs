@@ -55,11 +55,11 @@ fn add_named(a: &[(String, u64)], b: &[(String, u64)], keep: usize) -> Vec<(Stri
     out
 }
 
-/// Merge each CPU's adjacent intervals pairwise (`v` in time order, CPUs interleaved).
-pub fn merge_pairs(v: &mut Vec<IntervalCounters>) {
-    let mut out: Vec<IntervalCounters> = Vec::with_capacity(v.len() / 2 + 1);
+/// Merge each CPU's adjacent intervals pairwise (`counters` in time order, CPUs interleaved).
+pub fn merge_pairs(counters: &mut Vec<IntervalCounters>) {
+    let mut out: Vec<IntervalCounters> = Vec::with_capacity(counters.len() / 2 + 1);
     let mut open: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
-    for c in v.drain(..) {
+    for c in counters.drain(..) {
         match open.remove(&c.cpu) {
             Some(i) => {
                 let a = &mut out[i];
@@ -77,7 +77,7 @@ pub fn merge_pairs(v: &mut Vec<IntervalCounters>) {
             }
         }
     }
-    *v = out;
+    *counters = out;
 }
 
 impl IntervalCounters {
@@ -180,11 +180,11 @@ impl SpikeBreakdown {
             .find(|c| c.kind != CauseKind::Unattributed)
     }
     /// Share of the window, %.
-    pub fn pct(&self, c: &Cause) -> f64 {
+    pub fn pct(&self, cause: &Cause) -> f64 {
         if self.window_ns == 0 {
             0.0
         } else {
-            c.ns as f64 * 100.0 / self.window_ns as f64
+            cause.ns as f64 * 100.0 / self.window_ns as f64
         }
     }
     /// "78 % thread rtg-culprit/1234 FIFO 95, 12 % IRQ 24 virtio0-input, 10 % unattributed".

@@ -103,8 +103,8 @@ impl Target {
             Target::K8sRtNode => "k8s-rt-node",
         }
     }
-    /// The target named `s` (as [`Target::as_str`] writes it), or `None` for an unknown name.
-    pub fn parse(s: &str) -> Option<Target> {
+    /// The target named `name` (as [`Target::as_str`] writes it), or `None` for an unknown name.
+    pub fn parse(name: &str) -> Option<Target> {
         [
             Target::BareMetalRtHost,
             Target::KvmRtHost,
@@ -112,7 +112,7 @@ impl Target {
             Target::K8sRtNode,
         ]
         .into_iter()
-        .find(|t| t.as_str() == s)
+        .find(|t| t.as_str() == name)
     }
     /// Whether the target is a guest (VM), where guest-only rules apply.
     pub fn is_guest(self) -> bool {

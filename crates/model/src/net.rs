@@ -100,17 +100,17 @@ impl NetErrors {
         self.kinds().iter().map(|k| k.1).sum()
     }
 
-    /// Add the counts of `o` to these.
-    pub fn add(&mut self, o: &NetErrors) {
-        self.refused += o.refused;
-        self.reset += o.reset;
-        self.timeout += o.timeout;
-        self.port_exhaustion += o.port_exhaustion;
-        self.unreachable += o.unreachable;
-        self.closed_early += o.closed_early;
-        self.bad_response += o.bad_response;
-        self.status += o.status;
-        self.other += o.other;
+    /// Add the counts of `other` to these.
+    pub fn add(&mut self, other: &NetErrors) {
+        self.refused += other.refused;
+        self.reset += other.reset;
+        self.timeout += other.timeout;
+        self.port_exhaustion += other.port_exhaustion;
+        self.unreachable += other.unreachable;
+        self.closed_early += other.closed_early;
+        self.bad_response += other.bad_response;
+        self.status += other.status;
+        self.other += other.other;
     }
 
     /// `(name, count)` of every kind, in a fixed order.

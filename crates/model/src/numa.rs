@@ -83,15 +83,22 @@ mod node_pairs {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::collections::BTreeMap;
 
-    pub fn serialize<S: Serializer>(m: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
-        m.iter()
+    pub fn serialize<S: Serializer>(
+        map: &BTreeMap<u32, u64>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        map.iter()
             .map(|(k, v)| (*k, *v))
             .collect::<Vec<_>>()
-            .serialize(s)
+            .serialize(serializer)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
-        Ok(Vec::<(u32, u64)>::deserialize(d)?.into_iter().collect())
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<u32, u64>, D::Error> {
+        Ok(Vec::<(u32, u64)>::deserialize(deserializer)?
+            .into_iter()
+            .collect())
     }
 }
 
@@ -125,11 +132,11 @@ impl NumaStat {
 
 impl NumaResult {
     /// A node's counters over the sampled interval, or since boot when none was sampled.
-    pub fn counts(&self, c: &NodeCounters) -> NumaStat {
+    pub fn counts(&self, counters: &NodeCounters) -> NumaStat {
         if self.interval_ns > 0 {
-            c.delta
+            counters.delta
         } else {
-            c.total
+            counters.total
         }
     }
 

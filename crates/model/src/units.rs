@@ -11,13 +11,13 @@ use std::fmt;
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    /// `us` microseconds (saturating).
-    pub const fn from_us(us: u64) -> Nanos {
-        Nanos(us.saturating_mul(1_000))
+    /// `microseconds` microseconds (saturating).
+    pub const fn from_us(microseconds: u64) -> Nanos {
+        Nanos(microseconds.saturating_mul(1_000))
     }
-    /// `s` seconds (saturating).
-    pub const fn from_secs(s: u64) -> Nanos {
-        Nanos(s.saturating_mul(1_000_000_000))
+    /// `seconds` seconds (saturating).
+    pub const fn from_secs(seconds: u64) -> Nanos {
+        Nanos(seconds.saturating_mul(1_000_000_000))
     }
     /// The value in nanoseconds.
     pub const fn as_ns(self) -> u64 {

@@ -54,8 +54,8 @@ impl Writer {
     }
 }
 
-pub(crate) fn probes_of(doc: &RunDocument) -> String {
-    let names: Vec<&str> = doc
+pub(crate) fn probes_of(document: &RunDocument) -> String {
+    let names: Vec<&str> = document
         .probes
         .iter()
         .map(|p| match p {
@@ -70,8 +70,8 @@ pub(crate) fn probes_of(doc: &RunDocument) -> String {
     names.join(",")
 }
 
-pub(crate) fn status_from(s: &str) -> RunStatus {
-    match s {
+pub(crate) fn status_from(text: &str) -> RunStatus {
+    match text {
         "running" => RunStatus::Running,
         "complete" => RunStatus::Complete,
         _ => RunStatus::Interrupted,
@@ -153,8 +153,8 @@ fn with_uuid(
     Ok((uuid, to_json(&d, id)?))
 }
 
-pub(crate) fn to_json(doc: &RunDocument, id: i64) -> Result<String, StoreError> {
-    serde_json::to_string(doc).map_err(|e| StoreError::Corrupt {
+pub(crate) fn to_json(document: &RunDocument, id: i64) -> Result<String, StoreError> {
+    serde_json::to_string(document).map_err(|e| StoreError::Corrupt {
         id,
         reason: e.to_string(),
     })

@@ -120,13 +120,13 @@ pub enum Selector {
 
 impl Selector {
     /// `latest`, `42`, or `label:NAME` / any other text as a label.
-    pub fn parse(s: &str) -> Selector {
-        if s == "latest" {
+    pub fn parse(text: &str) -> Selector {
+        if text == "latest" {
             Selector::Latest
-        } else if let Ok(id) = s.parse() {
+        } else if let Ok(id) = text.parse() {
             Selector::Id(id)
         } else {
-            Selector::Label(s.strip_prefix("label:").unwrap_or(s).to_string())
+            Selector::Label(text.strip_prefix("label:").unwrap_or(text).to_string())
         }
     }
 }
@@ -137,18 +137,18 @@ pub trait RunStore: Send {
     fn location(&self) -> &str;
     /// Store a new run (usually `running`) and return its id. A document without `uuid` is given a new one;
     /// a `uuid` already stored is an error.
-    fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError>;
+    fn insert(&mut self, document: &RunDocument) -> Result<i64, StoreError>;
     /// Store a run unless a run with its `uuid` is already stored: `Some(new id)`, or `None` when it was there.
     /// What makes `push` idempotent: the unique constraint on `uuid` decides, even between concurrent pushers.
     /// A document without `uuid` is given the derived one ([`RunDocument::derived_uuid`]).
-    fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError>;
+    fn insert_if_absent(&mut self, document: &RunDocument) -> Result<Option<i64>, StoreError>;
     /// Which of `uuids` are stored.
     fn known_uuids(
         &mut self,
         uuids: &[String],
     ) -> Result<std::collections::HashSet<String>, StoreError>;
     /// Replace a run's document (a checkpoint, or the final result). The run keeps its `uuid`.
-    fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError>;
+    fn update(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError>;
     /// Every stored run, in id (insertion) order.
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
     /// The document of run `id` (a `running` run whose writer is gone comes back `interrupted`).
@@ -167,8 +167,9 @@ pub fn is_postgres_url(spec: &str) -> bool {
 /// The store a `--db` value names: a `postgresql://` / `postgres://` URL, otherwise a SQLite file path.
 /// Without `--db`, the `RTGAUGE_DB` environment variable, then the default SQLite file
 /// ([`SqliteStore::default_path`]).
-pub fn store_spec(db: Option<&std::path::Path>) -> std::path::PathBuf {
-    db.map(std::path::Path::to_path_buf)
+pub fn store_spec(database: Option<&std::path::Path>) -> std::path::PathBuf {
+    database
+        .map(std::path::Path::to_path_buf)
         .or_else(|| {
             std::env::var_os("RTGAUGE_DB")
                 .filter(|v| !v.is_empty())

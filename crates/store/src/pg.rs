@@ -389,7 +389,7 @@ impl RunStore for PgStore {
         Ok(rows.into_iter().map(|r| r.get(0)).collect())
     }
 
-    fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError> {
+    fn update(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError> {
         let pg = pg_errors(&self.url);
         let mut tx = self.client.transaction().map_err(pg)?;
         // The run keeps the id it was stored with, whatever the caller's copy says.
@@ -398,13 +398,13 @@ impl RunStore for PgStore {
             .map_err(pg)?
             .map(|r| r.get(0));
         let uuid = uuid.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        let json = updated_json(doc, id, uuid)?;
+        let json = updated_json(document, id, uuid)?;
         tx.execute(
             "UPDATE runs SET ended_at = $2, status = $3, profile = $4, label = $5, probes = $6, document = $7 WHERE id = $1",
-            &[&id, &doc.ended_at, &doc.status.as_str(), &doc.profile, &doc.label, &probes_of(doc), &json],
+            &[&id, &document.ended_at, &document.status.as_str(), &document.profile, &document.label, &probes_of(document), &json],
         )
         .map_err(pg)?;
-        Self::write_tags(&mut tx, id, doc).map_err(pg)?;
+        Self::write_tags(&mut tx, id, document).map_err(pg)?;
         tx.commit().map_err(pg)
     }
 

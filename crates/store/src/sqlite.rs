@@ -306,7 +306,7 @@ impl RunStore for SqliteStore {
         Ok(found)
     }
 
-    fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError> {
+    fn update(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError> {
         // The run keeps the id it was stored with, whatever the caller's copy says.
         let uuid: Option<String> = self
             .conn
@@ -316,19 +316,19 @@ impl RunStore for SqliteStore {
             .optional()
             .map_err(self.err())?;
         let uuid = uuid.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        let json = updated_json(doc, id, uuid)?;
+        let json = updated_json(document, id, uuid)?;
         let sq = sqlite_error(&self.path);
         let tx = begin_immediate(&mut self.conn, &self.path)?;
         let n = tx
             .execute(
                 "UPDATE runs SET ended_at = ?2, status = ?3, profile = ?4, label = ?5, probes = ?6, document = ?7 WHERE id = ?1",
-                params![id, doc.ended_at, doc.status.as_str(), doc.profile, doc.label, probes_of(doc), json],
+                params![id, document.ended_at, document.status.as_str(), document.profile, document.label, probes_of(document), json],
             )
             .map_err(sq)?;
         if n == 0 {
             return Err(StoreError::NotFound(id.to_string()));
         }
-        Self::write_tags(&tx, id, doc).map_err(sq)?;
+        Self::write_tags(&tx, id, document).map_err(sq)?;
         tx.commit().map_err(sq)
     }
 

@@ -244,7 +244,7 @@ fn imported_document(
 }
 
 /// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
-pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
+pub fn limit_warnings(document: &RunDocument) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |what: String, s: &LatencyStats| {
         if let Some(b) = s.beyond {
@@ -253,7 +253,7 @@ pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
             ));
         }
     };
-    for p in &doc.probes {
+    for p in &document.probes {
         match p {
             ProbeResult::Cyclic(c) => {
                 for t in &c.threads {
