@@ -149,7 +149,7 @@ pub fn render_histogram(result: &CyclicResult, with_sum: bool) -> String {
 pub struct Envelope<'a> {
     /// The command line, space-separated, as rt-tests writes it.
     pub cmdline: &'a str,
-    /// rt-tests version the output claims to be from.
+    /// Version of the tool that measured the run, written as `rt_test_version:`.
     pub version: &'a str,
     /// RFC 2822 local times, as rt-tests writes them.
     pub start_time: &'a str,

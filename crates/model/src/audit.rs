@@ -14,7 +14,7 @@ pub enum Status {
     /// The system meets the rule.
     #[serde(rename = "pass")]
     Pass,
-    /// The system does not meet the rule, but the cost is usually small or the case arguable.
+    /// Acceptable only with a caveat (a weaker setting, or a risk the rule cannot rule out); not a failure.
     #[serde(rename = "warn")]
     Warn,
     /// The system does not meet the rule.
@@ -51,13 +51,13 @@ impl fmt::Display for Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
-    /// Breaks real-time guarantees outright (latency spikes of tens of µs or more).
+    /// Usually breaks isolation or causes spikes of tens of µs or more.
     High,
-    /// Costs latency or determinism under some loads.
+    /// Measurable jitter.
     Medium,
-    /// A small or rare cost.
+    /// Hygiene, or a small effect.
     Low,
-    /// Worth knowing; no cost on its own.
+    /// Evidence only; such a rule never fails.
     Info,
 }
 

@@ -94,7 +94,7 @@ pub struct Spike {
 pub struct CyclicThread {
     /// Thread index, from 0 (cyclictest's `T:`).
     pub index: u32,
-    /// Kernel thread id (cyclictest's `P:` column shows it).
+    /// Kernel thread id (in parentheses after cyclictest's `T:`).
     pub tid: i32,
     /// This thread's period, ns.
     pub interval_ns: u64,
