@@ -138,7 +138,7 @@ pub struct ClockInfo {
 pub struct VirtInfo {
     /// Platform name, systemd-detect-virt style (`none` on bare metal).
     pub platform: String,
-    /// `hypervisor` flag in `/proc/cpuinfo` (CPUID.1:ECX[31]).
+    /// `hypervisor` flag in `/proc/cpuinfo` (`CPUID.1:ECX[31]`).
     pub hypervisor_flag: bool,
     /// CPUID leaf 0x40000000 vendor string, when read live on x86_64.
     pub cpuid_vendor: Option<String>,

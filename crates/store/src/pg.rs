@@ -1,4 +1,4 @@
-//! PostgreSQL implementation of [`RunStore`](crate::RunStore): the central store a fleet pushes its runs to
+//! PostgreSQL implementation of [`RunStore`]: the central store a fleet pushes its runs to
 //! (`--db postgresql://…`). Same tables, columns and numbered migrations as the SQLite store; the schema
 //! version is kept in a `schema_version` table. Documents are stored as the same JSON text (TEXT, not JSONB:
 //! JSONB reorders keys, and the stored bytes are what `export` gives back).

@@ -1,4 +1,4 @@
-//! SQLite implementation of [`RunStore`](crate::RunStore).
+//! SQLite implementation of [`RunStore`].
 
 use crate::common::{
     backfill_uuid, insert_new, insert_pushed, mark_interrupted, not_found, parse_document,
