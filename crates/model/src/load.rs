@@ -88,7 +88,7 @@ pub enum Placement {
 /// A requested load: `cpu,memory:50@housekeeping`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadSpec {
-    /// The kinds of load, one generator of each per CPU.
+    /// The kinds of load to generate.
     pub kinds: Vec<LoadKind>,
     /// Duty cycle of each generator, percent of each 10 ms period (1–100).
     pub level: u8,

@@ -20,7 +20,7 @@ pub enum Workload {
 pub struct OslatConfig {
     /// The measured CPUs, one polling thread each (`-c`).
     pub cpus: Vec<u32>,
-    /// CPU of the main (non-measuring) thread (`-m`); `None` = not pinned.
+    /// CPU of the main (non-measuring) thread (`-C`); `None` = not pinned (imported runs).
     pub main_cpu: Option<u32>,
     /// How long the measurement runs after preheat (`-D`), ns.
     pub duration_ns: u64,
@@ -38,7 +38,7 @@ pub struct OslatConfig {
     pub bias: bool,
     /// Extra work in every iteration (`-w`).
     pub workload: Workload,
-    /// Bytes moved per iteration by the memmove workload (`-M`).
+    /// Bytes moved per iteration by the memmove workload (`-m`); 0 without it.
     pub workload_mem_bytes: u64,
     /// Stop at the first gap above this (`-T`).
     pub trace_threshold_ns: Option<u64>,
