@@ -5,7 +5,7 @@
 
 mod cli;
 mod cmd;
-mod doc;
+mod output;
 
 use clap::Parser as _;
 use std::process::ExitCode;

@@ -9,13 +9,13 @@ use rtgauge_model::run::{ProbeResult, RunDocument};
 pub struct Csv;
 
 impl Exporter for Csv {
-    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, ExportError> {
-        Ok(render_csv(doc).into_bytes())
+    fn export(&self, document: &RunDocument) -> Result<Vec<u8>, ExportError> {
+        Ok(render_csv(document).into_bytes())
     }
 }
 
 /// CSV, one row per probe thread.
-pub fn render_csv(doc: &RunDocument) -> String {
+pub fn render_csv(document: &RunDocument) -> String {
     let ps = rtgauge_model::latency::DEFAULT_PERCENTILES;
     let mut s = String::from("probe,thread,cpu,samples,min_ns,mean_ns");
     for p in ps {
@@ -50,7 +50,7 @@ pub fn render_csv(doc: &RunDocument) -> String {
             over.map_or(String::new(), |o| o.to_string())
         ));
     };
-    for p in &doc.probes {
+    for p in &document.probes {
         match p {
             ProbeResult::Cyclic(c) => {
                 for t in &c.threads {

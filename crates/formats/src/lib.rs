@@ -4,6 +4,8 @@
 //! every input format an [`import::Importer`], one small module each, so a new format is one module and one
 //! line where the CLI names it.
 
+#![deny(missing_docs)]
+
 pub mod csv;
 pub mod envelope;
 pub mod import;
@@ -21,11 +23,13 @@ pub enum ExportError {
     /// rt-tests JSON holds one cyclictest or oslat run.
     #[error("the run has no cyclic or oslat result")]
     NoRtTestsResult,
+    /// serde_json refused to serialise the document.
     #[error("serialising JSON: {0}")]
     Json(#[from] serde_json::Error),
 }
 
 /// One output format of a stored run: the document in, the file's bytes out.
 pub trait Exporter {
-    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, ExportError>;
+    /// The file's bytes for `document`.
+    fn export(&self, document: &RunDocument) -> Result<Vec<u8>, ExportError>;
 }

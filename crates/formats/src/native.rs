@@ -11,8 +11,8 @@ use serde_json::Value;
 pub struct NativeJson;
 
 impl Exporter for NativeJson {
-    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, ExportError> {
-        Ok((serde_json::to_string_pretty(doc)? + "\n").into_bytes())
+    fn export(&self, document: &RunDocument) -> Result<Vec<u8>, ExportError> {
+        Ok((serde_json::to_string_pretty(document)? + "\n").into_bytes())
     }
 }
 
@@ -24,8 +24,11 @@ impl Importer for NativeJson {
 }
 
 /// An rtgauge run document (`export --format json`, `run --output`), e.g. moved from another machine.
-pub(crate) fn from_value(v: Value) -> Result<RunDocument, ImportError> {
-    let version = v.get("schema_version").and_then(Value::as_u64).unwrap_or(0);
+pub(crate) fn from_value(value: Value) -> Result<RunDocument, ImportError> {
+    let version = value
+        .get("schema_version")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     if version > u64::from(rtgauge_model::SCHEMA_VERSION) {
         return Err(bad(
             "schema_version",
@@ -35,6 +38,6 @@ pub(crate) fn from_value(v: Value) -> Result<RunDocument, ImportError> {
             ),
         ));
     }
-    serde_json::from_value(v)
+    serde_json::from_value(value)
         .map_err(|e| ImportError::Json(format!("not a valid run document: {e}")))
 }

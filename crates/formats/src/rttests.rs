@@ -17,40 +17,44 @@ fn unit(ns: u64, unit_ns: u64) -> u64 {
 
 /// One cyclictest status line: `T: 0 ( 1234) P:90 I:200 C:  50000 Min:      3 Act:    5 Avg:    4 Max:      40`.
 /// `interval` is printed in µs as cyclictest does, whatever the output unit.
-pub fn render_summary_line(t: &CyclicThread, unit_ns: u64) -> String {
-    let min = unit(t.latency.min_ns, unit_ns);
-    let act = unit(t.last_ns, unit_ns);
+pub fn render_summary_line(thread: &CyclicThread, unit_ns: u64) -> String {
+    let min = unit(thread.latency.min_ns, unit_ns);
+    let act = unit(thread.last_ns, unit_ns);
     let avg = unit(
-        t.latency.sum_ns.checked_div(t.latency.count).unwrap_or(0),
+        thread
+            .latency
+            .sum_ns
+            .checked_div(thread.latency.count)
+            .unwrap_or(0),
         unit_ns,
     );
-    let max = unit(t.latency.max_ns, unit_ns);
-    let prio = t.conditions.priority.achieved;
-    let interval_us = t.interval_ns / 1000;
+    let max = unit(thread.latency.max_ns, unit_ns);
+    let prio = thread.conditions.priority.achieved;
+    let interval_us = thread.interval_ns / 1000;
     if unit_ns == 1 {
         format!(
             "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}",
-            t.index, t.tid, prio, interval_us, t.cycles, min, act, avg, max
+            thread.index, thread.tid, prio, interval_us, thread.cycles, min, act, avg, max
         )
     } else {
         format!(
             "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
-            t.index, t.tid, prio, interval_us, t.cycles, min, act, avg, max
+            thread.index, thread.tid, prio, interval_us, thread.cycles, min, act, avg, max
         )
     }
 }
 
 /// cyclictest's `-h`/`-H` text histogram block, from `# Histogram` to the overflow cycle lists.
-pub fn render_histogram(r: &CyclicResult, with_sum: bool) -> String {
+pub fn render_histogram(result: &CyclicResult, with_sum: bool) -> String {
     let mut out = String::new();
-    let threads = &r.threads;
+    let threads = &result.threads;
     let nbuckets = threads
         .iter()
         .filter_map(|t| t.linear.as_ref())
         .map(|l| l.buckets.len())
         .max()
         .unwrap_or(0);
-    let unit_ns = r.config.unit_ns;
+    let unit_ns = result.config.unit_ns;
     out.push_str("# Histogram\n");
     for b in 0..nbuckets {
         let counts: Vec<u64> = threads
@@ -143,12 +147,17 @@ pub fn render_histogram(r: &CyclicResult, with_sum: bool) -> String {
 
 /// The rt-tests JSON envelope (`rt_write_json`), shared by cyclictest and oslat.
 pub struct Envelope<'a> {
+    /// The command line, space-separated, as rt-tests writes it.
     pub cmdline: &'a str,
+    /// Version of the tool that measured the run, written as `rt_test_version:`.
     pub version: &'a str,
     /// RFC 2822 local times, as rt-tests writes them.
     pub start_time: &'a str,
+    /// End time, RFC 2822 local time.
     pub end_time: &'a str,
+    /// The program's exit status, as rt-tests records it.
     pub return_code: i32,
+    /// uname facts for the `sysinfo` object.
     pub system: &'a SystemInfo,
 }
 
@@ -176,13 +185,13 @@ fn envelope(e: &Envelope<'_>) -> Map<String, Value> {
 
 /// cyclictest's `--json` document. Per thread, beyond rt-tests' keys, `"overflows"` is added when a histogram
 /// was kept, so that `sum(histogram) + overflows == cycles` can be checked.
-pub fn render_cyclictest_json(r: &CyclicResult, env: &Envelope<'_>) -> Value {
-    let unit_ns = r.config.unit_ns.max(1);
-    let mut m = envelope(env);
-    m.insert("num_threads".into(), json!(r.threads.len()));
+pub fn render_cyclictest_json(result: &CyclicResult, run_envelope: &Envelope<'_>) -> Value {
+    let unit_ns = result.config.unit_ns.max(1);
+    let mut m = envelope(run_envelope);
+    m.insert("num_threads".into(), json!(result.threads.len()));
     m.insert("resolution_in_ns".into(), json!(u32::from(unit_ns == 1)));
     let mut threads = Map::new();
-    for t in &r.threads {
+    for t in &result.threads {
         let mut o = Map::new();
         if let Some(l) = &t.linear {
             let h: Map<String, Value> = l
@@ -217,7 +226,7 @@ pub fn render_cyclictest_json(r: &CyclicResult, env: &Envelope<'_>) -> Value {
 
 /// rtgauge's own addition to the text summary: percentiles and missed deadlines per thread, in µs with
 /// three decimals (ns precision).
-pub fn render_percentile_table(r: &CyclicResult) -> String {
+pub fn render_percentile_table(result: &CyclicResult) -> String {
     let ps = rtgauge_model::latency::DEFAULT_PERCENTILES;
     let mut out = String::from("# Latency (µs)");
     out.push_str(&" ".repeat(2));
@@ -225,7 +234,7 @@ pub fn render_percentile_table(r: &CyclicResult) -> String {
         let _ = write!(out, "{:>10}", format!("p{p}"));
     }
     let _ = writeln!(out, "{:>10}{:>10}", "max", "missed");
-    for t in &r.threads {
+    for t in &result.threads {
         let _ = write!(out, "# T:{:2}          ", t.index);
         for p in ps {
             let v = t.latency.percentile(*p).unwrap_or(0);
@@ -266,8 +275,8 @@ fn oslat_label(t: &OslatThread, b: usize) -> f64 {
 
 /// oslat's final summary (`write_summary`), one column per CPU. The average is the exact mean of the gaps,
 /// not oslat's mean of bucket upper edges (which is biased up by up to one bucket).
-pub fn render_oslat_summary(r: &OslatResult, zero_omit: bool) -> String {
-    let prec = oslat_precision(r);
+pub fn render_oslat_summary(result: &OslatResult, zero_omit: bool) -> String {
+    let prec = oslat_precision(result);
     let mut out = String::new();
     let field = |out: &mut String, label: &str, vals: Vec<String>, end: &str| {
         let _ = write!(out, "{label:>12}:\t");
@@ -276,14 +285,14 @@ pub fn render_oslat_summary(r: &OslatResult, zero_omit: bool) -> String {
         }
         let _ = writeln!(out, "{end}");
     };
-    let ts = &r.threads;
+    let ts = &result.threads;
     field(
         &mut out,
         "Core",
         ts.iter().map(|t| t.cpu.to_string()).collect(),
         "",
     );
-    let mhz = r.counter.frequency_hz / 1_000_000;
+    let mhz = result.counter.frequency_hz / 1_000_000;
     field(
         &mut out,
         "Counter Freq",
@@ -365,16 +374,19 @@ pub fn render_oslat_summary(r: &OslatResult, zero_omit: bool) -> String {
 
 /// oslat's `--json` document. Beyond oslat's keys each thread has `"iterations"`, so that
 /// `sum(histogram) == iterations` can be checked.
-pub fn render_oslat_json(r: &OslatResult, env: &Envelope<'_>) -> Value {
-    let prec = oslat_precision(r);
-    let mut m = envelope(env);
-    m.insert("num_threads".into(), json!(r.threads.len()));
+pub fn render_oslat_json(result: &OslatResult, run_envelope: &Envelope<'_>) -> Value {
+    let prec = oslat_precision(result);
+    let mut m = envelope(run_envelope);
+    m.insert("num_threads".into(), json!(result.threads.len()));
     let mut threads = Map::new();
     let unit = |ns: u64| if prec == 0 { ns / 1000 } else { ns };
-    for t in &r.threads {
+    for t in &result.threads {
         let mut o = Map::new();
         o.insert("cpu".into(), json!(t.cpu));
-        o.insert("freq".into(), json!(r.counter.frequency_hz / 1_000_000));
+        o.insert(
+            "freq".into(),
+            json!(result.counter.frequency_hz / 1_000_000),
+        );
         o.insert("min".into(), json!(unit(t.gaps.min_ns)));
         o.insert("avg".into(), json!(t.gaps.mean_ns / 1000.0));
         o.insert("max".into(), json!(unit(t.gaps.max_ns)));
@@ -400,9 +412,9 @@ pub fn render_oslat_json(r: &OslatResult, env: &Envelope<'_>) -> Value {
 
 /// rtgauge's additions to oslat's summary: counter calibration, loop cost, gaps per second above the
 /// thresholds, CPU availability, tail percentiles and the worst gaps with their times.
-pub fn render_oslat_extras(r: &OslatResult, run_start_monotonic_ns: u64) -> String {
+pub fn render_oslat_extras(result: &OslatResult, run_start_monotonic_ns: u64) -> String {
     let mut out = String::new();
-    let c = &r.counter;
+    let c = &result.counter;
     let _ = writeln!(
         out,
         "# Counter: {} at {:.3} MHz ({}; spread {:.0} ppm; whole-run cross-check {:+.1} ppm)",
@@ -412,7 +424,7 @@ pub fn render_oslat_extras(r: &OslatResult, run_start_monotonic_ns: u64) -> Stri
         c.calibration_spread_ppm,
         c.cross_check_ppm
     );
-    let thr: Vec<String> = r
+    let thr: Vec<String> = result
         .config
         .thresholds_ns
         .iter()
@@ -425,11 +437,14 @@ pub fn render_oslat_extras(r: &OslatResult, run_start_monotonic_ns: u64) -> Stri
     let _ = writeln!(
         out,
         " {:>11} {:>10} {:>10}",
-        format!("avail(>{}µs)", r.config.availability_threshold_ns / 1000),
+        format!(
+            "avail(>{}µs)",
+            result.config.availability_threshold_ns / 1000
+        ),
         "p99.99 µs",
         "max µs"
     );
-    for t in &r.threads {
+    for t in &result.threads {
         let _ = write!(
             out,
             "# {:>4} {:>13} {:>8.2}",
@@ -446,7 +461,7 @@ pub fn render_oslat_extras(r: &OslatResult, run_start_monotonic_ns: u64) -> Stri
             t.gaps.max_ns as f64 / 1000.0
         );
     }
-    for t in &r.threads {
+    for t in &result.threads {
         let shown: Vec<String> = t
             .worst
             .iter()
@@ -471,34 +486,34 @@ pub fn render_oslat_extras(r: &OslatResult, run_start_monotonic_ns: u64) -> Stri
 pub struct RtTestsJson;
 
 impl crate::Exporter for RtTestsJson {
-    fn export(&self, doc: &RunDocument) -> Result<Vec<u8>, crate::ExportError> {
-        Ok((serde_json::to_string_pretty(&render_rt_tests(doc)?)? + "\n").into_bytes())
+    fn export(&self, document: &RunDocument) -> Result<Vec<u8>, crate::ExportError> {
+        Ok((serde_json::to_string_pretty(&render_rt_tests(document)?)? + "\n").into_bytes())
     }
 }
 
 /// rt-tests JSON of the run's first cyclic probe (or first oslat probe).
-pub fn render_rt_tests(doc: &RunDocument) -> Result<Value, crate::ExportError> {
-    let cmdline = doc.command_line.join(" ");
+pub fn render_rt_tests(document: &RunDocument) -> Result<Value, crate::ExportError> {
+    let cmdline = document.command_line.join(" ");
     let (start, end) = (
-        crate::envelope::rfc2822(&doc.started_at),
-        crate::envelope::rfc2822(&doc.ended_at),
+        crate::envelope::rfc2822(&document.started_at),
+        crate::envelope::rfc2822(&document.ended_at),
     );
     let env = Envelope {
         cmdline: &cmdline,
-        version: &doc.tool.version,
+        version: &document.tool.version,
         start_time: &start,
         end_time: &end,
         return_code: 0,
-        system: &doc.system,
+        system: &document.system,
     };
-    let cyclic = doc.probes.iter().find_map(|p| match p {
+    let cyclic = document.probes.iter().find_map(|p| match p {
         ProbeResult::Cyclic(c) => Some(c),
         _ => None,
     });
     if let Some(c) = cyclic {
         return Ok(render_cyclictest_json(c, &env));
     }
-    let oslat = doc.probes.iter().find_map(|p| match p {
+    let oslat = document.probes.iter().find_map(|p| match p {
         ProbeResult::Oslat(o) => Some(o),
         _ => None,
     });

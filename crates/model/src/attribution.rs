@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// What rose on one measured CPU during one timeline interval (deltas over the interval).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct IntervalCounters {
+    /// The measured CPU these counters are for.
     pub cpu: u32,
     /// Start of the interval, ns after the probe's start (matches the timeline's `start_ns`).
     pub start_ns: u64,
@@ -27,7 +28,9 @@ pub struct IntervalCounters {
     pub sched_calls: Option<u64>,
     /// Time the CPU spent in hard IRQ, softirq and stolen by the hypervisor (`/proc/stat`, tick resolution).
     pub irq_ns: u64,
+    /// Time the CPU spent in softirqs over the interval (`/proc/stat`, tick resolution), ns.
     pub softirq_ns: u64,
+    /// Time the hypervisor stole from the CPU over the interval (`/proc/stat`, tick resolution), ns.
     pub steal_ns: u64,
 }
 
@@ -52,11 +55,11 @@ fn add_named(a: &[(String, u64)], b: &[(String, u64)], keep: usize) -> Vec<(Stri
     out
 }
 
-/// Merge each CPU's adjacent intervals pairwise (`v` in time order, CPUs interleaved).
-pub fn merge_pairs(v: &mut Vec<IntervalCounters>) {
-    let mut out: Vec<IntervalCounters> = Vec::with_capacity(v.len() / 2 + 1);
+/// Merge each CPU's adjacent intervals pairwise (`counters` in time order, CPUs interleaved).
+pub fn merge_pairs(counters: &mut Vec<IntervalCounters>) {
+    let mut out: Vec<IntervalCounters> = Vec::with_capacity(counters.len() / 2 + 1);
     let mut open: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
-    for c in v.drain(..) {
+    for c in counters.drain(..) {
         match open.remove(&c.cpu) {
             Some(i) => {
                 let a = &mut out[i];
@@ -74,7 +77,7 @@ pub fn merge_pairs(v: &mut Vec<IntervalCounters>) {
             }
         }
     }
-    *v = out;
+    *counters = out;
 }
 
 impl IntervalCounters {
@@ -125,6 +128,7 @@ pub enum CauseKind {
 }
 
 impl CauseKind {
+    /// The name used in sentences and tables ("IRQ", "softirq", "unattributed", ...).
     pub fn label(self) -> &'static str {
         match self {
             CauseKind::Irq => "IRQ",
@@ -140,7 +144,9 @@ impl CauseKind {
 /// One named share of a spike.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
+    /// The kind of activity.
     pub kind: CauseKind,
+    /// The activity's name: IRQ source, softirq type, "comm/pid prio" of a thread, work function; empty for the remainder.
     pub name: String,
     /// Time of the window spent in it, ns.
     pub ns: u64,
@@ -151,6 +157,7 @@ pub struct Cause {
 /// One spike and what filled its window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpikeBreakdown {
+    /// The CPU the spike was measured on.
     pub cpu: u32,
     /// Thread index of the probe (cyclic) or 0 (oslat).
     pub thread: u32,
@@ -173,11 +180,11 @@ impl SpikeBreakdown {
             .find(|c| c.kind != CauseKind::Unattributed)
     }
     /// Share of the window, %.
-    pub fn pct(&self, c: &Cause) -> f64 {
+    pub fn pct(&self, cause: &Cause) -> f64 {
         if self.window_ns == 0 {
             0.0
         } else {
-            c.ns as f64 * 100.0 / self.window_ns as f64
+            cause.ns as f64 * 100.0 / self.window_ns as f64
         }
     }
     /// "78 % thread rtg-culprit/1234 FIFO 95, 12 % IRQ 24 virtio0-input, 10 % unattributed".
@@ -231,6 +238,7 @@ pub struct Why {
     /// Counters per measured CPU and timeline interval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<IntervalCounters>,
+    /// How the spikes were traced and what was lost; `None` without `--trace`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceInfo>,
     /// The traced spikes, worst first.
@@ -259,7 +267,9 @@ impl Why {
 /// [`BREAK_TRACE_NS`] before it (the trace a user would otherwise dig out of trace-cmd).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BreakTrace {
+    /// The breaking sample's window, broken down.
     pub breakdown: SpikeBreakdown,
+    /// The CPU's activity spans over the [`BREAK_TRACE_NS`] before the sample, in time order.
     pub spans: Vec<Span>,
 }
 
@@ -269,9 +279,13 @@ pub const BREAK_TRACE_NS: u64 = 20_000_000;
 /// A stretch of time on one CPU spent in one activity (from trace events), CLOCK_MONOTONIC ns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
+    /// Start of the span, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
+    /// End of the span (exclusive), CLOCK_MONOTONIC ns.
     pub end_ns: u64,
+    /// The kind of activity that ran.
     pub kind: CauseKind,
+    /// The activity's name, as in [`Cause::name`].
     pub name: String,
 }
 

@@ -11,10 +11,13 @@ use std::fmt;
 /// Verdict of one rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Status {
+    /// The system meets the rule.
     #[serde(rename = "pass")]
     Pass,
+    /// Acceptable only with a caveat (a weaker setting, or a risk the rule cannot rule out); not a failure.
     #[serde(rename = "warn")]
     Warn,
+    /// The system does not meet the rule.
     #[serde(rename = "fail")]
     Fail,
     /// The rule does not apply here (e.g. no RT CPU set declared, guest-only rule on a host).
@@ -26,6 +29,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// The serialised name: "pass", "warn", "fail", "n/a" or "unavailable".
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "pass",
@@ -47,13 +51,18 @@ impl fmt::Display for Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
+    /// Usually breaks isolation or causes spikes of tens of µs or more.
     High,
+    /// Measurable jitter.
     Medium,
+    /// Hygiene, or a small effect.
     Low,
+    /// Evidence only; such a rule never fails.
     Info,
 }
 
 impl Severity {
+    /// The serialised name: "high", "medium", "low" or "info".
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::High => "high",
@@ -74,13 +83,18 @@ impl fmt::Display for Severity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Target {
+    /// A bare-metal host running real-time workloads itself.
     BareMetalRtHost,
+    /// A KVM host whose guests run real-time workloads.
     KvmRtHost,
+    /// A virtual machine running a real-time workload.
     RtGuest,
+    /// A Kubernetes node running real-time pods.
     K8sRtNode,
 }
 
 impl Target {
+    /// The name used on the command line and in documents ("bare-metal-rt-host", ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Target::BareMetalRtHost => "bare-metal-rt-host",
@@ -89,7 +103,8 @@ impl Target {
             Target::K8sRtNode => "k8s-rt-node",
         }
     }
-    pub fn parse(s: &str) -> Option<Target> {
+    /// The target named `name` (as [`Target::as_str`] writes it), or `None` for an unknown name.
+    pub fn parse(name: &str) -> Option<Target> {
         [
             Target::BareMetalRtHost,
             Target::KvmRtHost,
@@ -97,8 +112,9 @@ impl Target {
             Target::K8sRtNode,
         ]
         .into_iter()
-        .find(|t| t.as_str() == s)
+        .find(|t| t.as_str() == name)
     }
+    /// Whether the target is a guest (VM), where guest-only rules apply.
     pub fn is_guest(self) -> bool {
         self == Target::RtGuest
     }
@@ -113,12 +129,16 @@ impl fmt::Display for Target {
 /// One thing that was read: what it is, where (kernel path, `file:line`, or `cpuid`), and the value seen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
+    /// What was read ("isolcpus", "clocksource", ...).
     pub what: String,
+    /// Where it was read: kernel path, `file:line`, or `cpuid`.
     pub source: String,
+    /// The value seen, verbatim.
     pub value: String,
 }
 
 impl Evidence {
+    /// Evidence that `what` read from `source` was `value`.
     pub fn new(
         what: impl Into<String>,
         source: impl Into<String>,
@@ -137,11 +157,15 @@ impl Evidence {
 pub struct Finding {
     /// Catalogue rule id, verbatim.
     pub id: String,
+    /// The rule's verdict.
     pub status: Status,
+    /// How much failing this rule usually costs.
     pub severity: Severity,
     /// One line: why this status.
     pub summary: String,
+    /// What was read to reach the status.
     pub evidence: Vec<Evidence>,
+    /// What the rule expects to see, in one line.
     pub expected: String,
     /// The exact parameter, key or command that fixes it.
     pub remediation: String,
@@ -153,23 +177,33 @@ pub struct Finding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Subject {
+    /// This host, live or a captured tree (`--root`).
     Host,
+    /// A VMware .vmx file.
     Vmx,
+    /// A libvirt domain XML file.
     Libvirt,
+    /// A Kubernetes pod or kubelet definition (YAML).
     K8s,
 }
 
 /// Counts per status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Summary {
+    /// Rules that passed.
     pub pass: u32,
+    /// Rules that warned.
     pub warn: u32,
+    /// Rules that failed.
     pub fail: u32,
+    /// Rules that do not apply here.
     pub not_applicable: u32,
+    /// Rules whose inputs could not be read.
     pub unavailable: u32,
 }
 
 impl Summary {
+    /// Count the findings per status.
     pub fn of(findings: &[Finding]) -> Summary {
         let mut s = Summary::default();
         for f in findings {
@@ -188,9 +222,11 @@ impl Summary {
 /// A whole audit: of a host (live or captured tree) or of one definition file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditReport {
+    /// What kind of thing was audited.
     pub subject: Subject,
     /// Host root directory or definition file path.
     pub location: String,
+    /// What the system is meant to be; `None` when neither given nor detected.
     pub target: Option<Target>,
     /// `operator`, or how the target was detected (`auto: …`).
     pub target_source: Option<String>,
@@ -200,7 +236,9 @@ pub struct AuditReport {
     pub isolated_source: Option<String>,
     /// Interval between the two samples of sampled rules; `None` when sampling was skipped.
     pub sample_interval: Option<Nanos>,
+    /// One finding per rule, in catalogue order.
     pub findings: Vec<Finding>,
+    /// The findings counted per status.
     pub summary: Summary,
 }
 

@@ -17,15 +17,19 @@ pub struct CpuSet(Vec<u32>);
 /// Why a CPU list was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CpuSetError {
+    /// A piece of the list is neither a number nor a range.
     #[error("'{0}' is not a CPU number or range")]
     Syntax(String),
+    /// A range whose start is above its end.
     #[error("range {0}-{1} is reversed")]
     Reversed(u32, u32),
+    /// A CPU number above the supported maximum.
     #[error("CPU {0} is above the supported maximum {MAX_CPU}")]
     TooLarge(u64),
 }
 
 impl CpuSet {
+    /// The set of `cpus`, sorted and without duplicates.
     pub fn new(cpus: impl IntoIterator<Item = u32>) -> CpuSet {
         let mut v: Vec<u32> = cpus.into_iter().collect();
         v.sort_unstable();
@@ -83,18 +87,23 @@ impl CpuSet {
         Ok(CpuSet::new(cpus))
     }
 
+    /// The CPUs in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().copied()
     }
+    /// How many CPUs the set holds.
     pub fn len(&self) -> usize {
         self.0.len()
     }
+    /// Whether the set holds no CPU.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Whether `cpu` is in the set.
     pub fn contains(&self, cpu: u32) -> bool {
         self.0.binary_search(&cpu).is_ok()
     }
+    /// The CPUs in ascending order, as a slice.
     pub fn as_slice(&self) -> &[u32] {
         &self.0
     }
@@ -108,6 +117,7 @@ impl CpuSet {
                 .collect(),
         )
     }
+    /// The CPUs in both `self` and `other`.
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
         CpuSet(
             self.0

@@ -7,17 +7,21 @@ use serde::{Deserialize, Serialize};
 /// How the probe was configured (after defaults and cyclictest's rules were applied).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CyclicConfig {
+    /// Measurement threads (cyclictest `-t`).
     pub threads: u32,
     /// Base interval of thread 0.
     pub interval_ns: u64,
     /// Interval increment per thread (cyclictest `-d`; forced to 0 with a histogram).
     pub distance_ns: u64,
+    /// Scheduling policy of the measurement threads (cyclictest `-p`/`--policy`).
     pub policy: SchedPolicy,
     /// Priority of thread 0 (decremented per thread with `priospread`).
     pub priority: i32,
+    /// Whether priorities decrease by one per thread (cyclictest `-Q`/`--priospread`).
     pub priospread: bool,
     /// CPU of each thread, in thread order (`None` = not pinned).
     pub cpus: Vec<Option<u32>>,
+    /// How long the probe runs (cyclictest `-D`); `None` = until `loops`, a signal or a break.
     pub duration_ns: Option<u64>,
     /// Cycles per thread (cyclictest `-l`).
     pub loops: Option<u64>,
@@ -29,8 +33,11 @@ pub struct CyclicConfig {
     pub hist_buckets: Option<u32>,
     /// Width of one rt-tests bucket and unit of rt-tests output: 1000 (µs) or 1 (ns, `-N`).
     pub unit_ns: u64,
+    /// Samples at or above this are listed as spikes (`--spike`); `None` = no spike list.
     pub spike_threshold_ns: Option<u64>,
+    /// The run stops at the first sample above this (cyclictest `-b`); `None` = never.
     pub break_threshold_ns: Option<u64>,
+    /// Length of one timeline interval, ns.
     pub timeline_interval_ns: u64,
 }
 
@@ -45,9 +52,13 @@ impl CyclicConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The requested duration (`-D`) elapsed.
     Duration,
+    /// Every thread completed its cycles (`-l`).
     Loops,
+    /// SIGINT or SIGTERM ended it.
     Signal,
+    /// A sample crossed the break threshold (`-b`).
     Break,
 }
 
@@ -55,9 +66,11 @@ pub enum StopReason {
 /// the cycle numbers of the first overflows, exactly as cyclictest keeps them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinearHistogram {
+    /// Width of one bucket, ns (1000 for µs buckets, 1 with `-N`).
     pub unit_ns: u64,
     /// Count per bucket; bucket i holds samples with `value / unit_ns == i`.
     pub buckets: Vec<u64>,
+    /// Samples at or above the last bucket's upper bound.
     pub overflows: u64,
     /// Cycle numbers of the first `buckets.len()` overflows (cyclictest's list).
     pub overflow_cycles: Vec<u64>,
@@ -66,8 +79,11 @@ pub struct LinearHistogram {
 /// A sample above the spike threshold (`--spike`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spike {
+    /// Index of the thread that saw the spike.
     pub thread: u32,
+    /// Cycle number of the spike within its thread, from 0.
     pub cycle: u64,
+    /// The spike's latency, ns.
     pub latency_ns: u64,
     /// CLOCK_MONOTONIC time of the wake-up, ns.
     pub monotonic_ns: u64,
@@ -76,9 +92,13 @@ pub struct Spike {
 /// One measurement thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CyclicThread {
+    /// Thread index, from 0 (cyclictest's `T:`).
     pub index: u32,
+    /// Kernel thread id (in parentheses after cyclictest's `T:`).
     pub tid: i32,
+    /// This thread's period, ns.
     pub interval_ns: u64,
+    /// What the thread actually got: policy, priority, affinity.
     pub conditions: ThreadConditions,
     /// NUMA node of the thread's CPU, if known.
     pub node: Option<u32>,
@@ -93,12 +113,15 @@ pub struct CyclicThread {
     pub early_wakeups: u64,
     /// Last sample (cyclictest's `Act:`).
     pub last_ns: u64,
+    /// The latency distribution: exact count, min, max, mean, histogram and percentiles.
     pub latency: LatencyStats,
+    /// The rt-tests linear histogram (`-h`); `None` without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linear: Option<LinearHistogram>,
     /// The distribution per time window (for comparisons); empty in imported results.
     #[serde(default, skip_serializing_if = "crate::latency::Windows::is_empty")]
     pub windows: crate::latency::Windows,
+    /// Count, max and missed deadlines per timeline interval, in time order.
     pub timeline: Vec<TimelineEntry>,
     /// Timeline intervals lost because the reader fell behind (should be 0).
     #[serde(default)]
@@ -108,12 +131,17 @@ pub struct CyclicThread {
 /// The whole probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CyclicResult {
+    /// How the probe was configured.
     pub config: CyclicConfig,
+    /// What the process got: mlockall, cpu_dma_latency, and the like.
     pub conditions: ProcessConditions,
+    /// One entry per measurement thread, in thread order.
     pub threads: Vec<CyclicThread>,
+    /// The spikes kept (the first `--spike-nodes`), in the order they happened.
     pub spikes: Vec<Spike>,
     /// Spikes seen in total (the list keeps only the first `--spike-nodes`).
     pub spikes_total: u64,
+    /// Why the probe ended.
     pub stop_reason: StopReason,
     /// Thread index and value (ns) that hit the `-b` threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]

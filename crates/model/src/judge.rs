@@ -8,12 +8,12 @@ use crate::verdict::{Gate, Metric, Outcome, Verdict};
 
 impl Metric {
     /// The metric's value in a run, `None` if the run has no probe that measures it.
-    pub fn observe(self, doc: &RunDocument) -> Option<u64> {
-        let cyclic = doc.probes.iter().filter_map(|p| match p {
+    pub fn observe(self, document: &RunDocument) -> Option<u64> {
+        let cyclic = document.probes.iter().filter_map(|p| match p {
             ProbeResult::Cyclic(c) => Some(c),
             _ => None,
         });
-        let oslat = doc.probes.iter().filter_map(|p| match p {
+        let oslat = document.probes.iter().filter_map(|p| match p {
             ProbeResult::Oslat(o) => Some(o),
             _ => None,
         });
@@ -46,8 +46,9 @@ impl Metric {
 }
 
 impl Gate {
-    pub fn judge(&self, doc: &RunDocument) -> Verdict {
-        let observed = self.metric.observe(doc);
+    /// Judge `document` against the gate: pass when the observed value is at most `max`, no data when the metric is absent.
+    pub fn judge(&self, document: &RunDocument) -> Verdict {
+        let observed = self.metric.observe(document);
         let outcome = match observed {
             None => Outcome::NoData,
             Some(v) if v <= self.max => Outcome::Pass,

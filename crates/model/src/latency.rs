@@ -72,13 +72,13 @@ pub struct LatencyStats {
 impl LatencyStats {
     /// Build the summary from exact side counters and the histogram.
     pub fn from_parts(
-        hist: &Histogram,
+        histogram: &Histogram,
         min_ns: u64,
         max_ns: u64,
         sum_ns: u64,
         clamped: u64,
     ) -> LatencyStats {
-        let count = hist.len();
+        let count = histogram.len();
         LatencyStats {
             count,
             min_ns: if count == 0 { 0 } else { min_ns },
@@ -91,23 +91,23 @@ impl LatencyStats {
             },
             clamped,
             beyond: None,
-            percentiles: percentiles(hist, DEFAULT_PERCENTILES, max_ns),
-            hdr: HdrBlob::encode(hist),
+            percentiles: percentiles(histogram, DEFAULT_PERCENTILES, max_ns),
+            hdr: HdrBlob::encode(histogram),
         }
     }
 
-    /// The histogram limit when percentile `p` falls among the samples beyond it (its value is then
+    /// The histogram limit when `percentile` falls among the samples beyond it (its value is then
     /// unknown: only "> limit", and at most the exact max, can be said); None when it is known.
-    pub fn unknown_above(&self, p: f64) -> Option<u64> {
+    pub fn unknown_above(&self, percentile: f64) -> Option<u64> {
         let b = self.beyond.filter(|b| b.count > 0)?;
-        unknown_rank(p, self.count, b.count).then_some(b.limit_ns)
+        unknown_rank(percentile, self.count, b.count).then_some(b.limit_ns)
     }
 
     /// Value of a stored percentile, if it was stored.
-    pub fn percentile(&self, p: f64) -> Option<u64> {
+    pub fn percentile(&self, percentile: f64) -> Option<u64> {
         self.percentiles
             .iter()
-            .find(|x| (x.percentile - p).abs() < 1e-9)
+            .find(|x| (x.percentile - percentile).abs() < 1e-9)
             .map(|x| x.value_ns)
     }
 }
@@ -117,15 +117,16 @@ impl LatencyStats {
 pub struct Beyond {
     /// The histogram's range, ns: every lost sample is at or above it.
     pub limit_ns: u64,
+    /// How many samples were at or above the limit.
     pub count: u64,
 }
 
-/// Whether percentile `p` of `total` samples lies among the `beyond` highest, whose values are unknown.
-pub fn unknown_rank(p: f64, total: u64, beyond: u64) -> bool {
+/// Whether `percentile` of `total` samples lies among the `beyond` highest, whose values are unknown.
+pub fn unknown_rank(percentile: f64, total: u64, beyond: u64) -> bool {
     if beyond == 0 || total == 0 {
         return false;
     }
-    let rank = ((p / 100.0 * total as f64).ceil() as u64).max(1);
+    let rank = ((percentile / 100.0 * total as f64).ceil() as u64).max(1);
     rank > total.saturating_sub(beyond)
 }
 
@@ -133,40 +134,41 @@ pub fn unknown_rank(p: f64, total: u64, beyond: u64) -> bool {
 /// percentile unknown) or more than 0.1 % of the samples overflow it. `what` names the thread.
 pub fn limit_warning(
     what: &str,
-    s: &LatencyStats,
+    stats: &LatencyStats,
     limit_ns: u64,
     overflows: u64,
 ) -> Option<String> {
-    if s.count == 0 || overflows == 0 {
+    if stats.count == 0 || overflows == 0 {
         return None;
     }
     let lim = crate::units::Nanos(limit_ns);
-    if limit_ns <= s.min_ns {
+    if limit_ns <= stats.min_ns {
         return Some(format!(
             "{what}: histogram limit {lim} is below the recorded min {}: all {overflows} samples overflow, every percentile is unknown (> {lim})",
-            crate::units::Nanos(s.min_ns)
+            crate::units::Nanos(stats.min_ns)
         ));
     }
-    let share = overflows as f64 / s.count as f64;
+    let share = overflows as f64 / stats.count as f64;
     (share > 0.001).then(|| {
         format!(
             "{what}: {overflows} of {} samples ({:.2} %) overflow the histogram limit {lim}: percentiles above p{:.2} are unknown (> {lim})",
-            s.count,
+            stats.count,
             share * 100.0,
             (1.0 - share) * 100.0
         )
     })
 }
 
-/// Percentiles of `hist`; values are clipped to the exact `max_ns` so that p100 never exceeds the real max.
-pub fn percentiles(hist: &Histogram, ps: &[f64], max_ns: u64) -> Vec<Percentile> {
-    ps.iter()
+/// Percentiles of `histogram`; values are clipped to the exact `max_ns` so that p100 never exceeds the real max.
+pub fn percentiles(histogram: &Histogram, percentiles: &[f64], max_ns: u64) -> Vec<Percentile> {
+    percentiles
+        .iter()
         .map(|&p| Percentile {
             percentile: p,
-            value_ns: if hist.is_empty() {
+            value_ns: if histogram.is_empty() {
                 0
             } else {
-                hist.value_at_percentile(p).min(max_ns)
+                histogram.value_at_percentile(p).min(max_ns)
             },
         })
         .collect()
@@ -180,19 +182,22 @@ pub struct HdrBlob(pub String);
 /// Why a stored histogram could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum HdrError {
+    /// The stored text is not base64.
     #[error("histogram is not valid base64: {0}")]
     Base64(#[from] base64::DecodeError),
+    /// The bytes are not an HdrHistogram V2 + DEFLATE serialisation (the decoder's message).
     #[error("histogram is not a valid HdrHistogram V2 blob: {0}")]
     Decode(String),
 }
 
 impl HdrBlob {
-    pub fn encode(hist: &Histogram) -> HdrBlob {
+    /// Serialise `histogram` for storage (an empty blob if serialisation fails: it decodes as an error, the run goes on).
+    pub fn encode(histogram: &Histogram) -> HdrBlob {
         let mut bytes = Vec::new();
         // Serialising into a Vec cannot fail for I/O reasons; a failure would mean a corrupt histogram, in
         // which case an empty blob (that decodes as an error) is stored rather than aborting the run.
         if V2DeflateSerializer::new()
-            .serialize(hist, &mut bytes)
+            .serialize(histogram, &mut bytes)
             .is_err()
         {
             bytes.clear();
@@ -200,6 +205,7 @@ impl HdrBlob {
         HdrBlob(base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
+    /// Read the histogram back, re-bounded to the standard 1 ns–[`HIGHEST_NS`] range so merges never resize.
     pub fn decode(&self) -> Result<Histogram, HdrError> {
         let bytes = base64::engine::general_purpose::STANDARD.decode(self.0.as_bytes())?;
         let mut cursor = std::io::Cursor::new(bytes);
@@ -248,18 +254,20 @@ pub struct Windows {
 /// hundred buckets).
 pub type Sparse = Vec<(u64, u64)>;
 
-pub fn sparse(h: &Histogram) -> Sparse {
-    h.iter_recorded()
+/// The non-empty buckets of `histogram`, `(value, count)` in value order.
+pub fn sparse(histogram: &Histogram) -> Sparse {
+    histogram
+        .iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
         .collect()
 }
 
 /// Sum of two sparse histograms.
-pub fn sparse_add(a: &[(u64, u64)], b: &[(u64, u64)]) -> Sparse {
-    let mut out = Vec::with_capacity(a.len() + b.len());
+pub fn sparse_add(first: &[(u64, u64)], second: &[(u64, u64)]) -> Sparse {
+    let mut out = Vec::with_capacity(first.len() + second.len());
     let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        match (a.get(i), b.get(j)) {
+    while i < first.len() || j < second.len() {
+        match (first.get(i), second.get(j)) {
             (Some(x), Some(y)) if x.0 == y.0 => {
                 out.push((x.0, x.1 + y.1));
                 i += 1;
@@ -283,9 +291,10 @@ pub fn sparse_add(a: &[(u64, u64)], b: &[(u64, u64)]) -> Sparse {
     out
 }
 
-pub fn histogram_of(s: &[(u64, u64)]) -> Histogram {
+/// A full histogram from sparse buckets (counts beyond the range saturate at the highest value).
+pub fn histogram_of(buckets: &[(u64, u64)]) -> Histogram {
     let mut h = new_histogram();
-    for &(v, c) in s {
+    for &(v, c) in buckets {
         h.saturating_record_n(v, c);
     }
     h
@@ -309,6 +318,7 @@ impl Default for LatencyRecorder {
 }
 
 impl LatencyRecorder {
+    /// An empty recorder.
     pub fn new() -> LatencyRecorder {
         LatencyRecorder {
             h: new_histogram(),
@@ -321,8 +331,8 @@ impl LatencyRecorder {
 
     /// Record one value (0 counts as 1 ns, the histogram's lowest).
     #[inline]
-    pub fn record(&mut self, ns: u64) {
-        let v = ns.max(1);
+    pub fn record(&mut self, value_ns: u64) {
+        let v = value_ns.max(1);
         self.min = self.min.min(v);
         self.max = self.max.max(v);
         self.sum = self.sum.saturating_add(v);
@@ -333,14 +343,16 @@ impl LatencyRecorder {
         let _ = self.h.record(v.min(HIGHEST_NS));
     }
 
-    pub fn merge(&mut self, o: &LatencyRecorder) {
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-        self.sum = self.sum.saturating_add(o.sum);
-        self.clamped += o.clamped;
-        let _ = self.h.add(&o.h);
+    /// Add everything `other` recorded (histogram and exact side counters).
+    pub fn merge(&mut self, other: &LatencyRecorder) {
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum = self.sum.saturating_add(other.sum);
+        self.clamped += other.clamped;
+        let _ = self.h.add(&other.h);
     }
 
+    /// The statistics of everything recorded: exact count, min, max, mean and the default percentiles.
     pub fn stats(&self) -> LatencyStats {
         LatencyStats::from_parts(&self.h, self.min, self.max, self.sum, self.clamped)
     }
@@ -356,12 +368,14 @@ pub struct WindowRecorder {
 }
 
 impl Windows {
+    /// Whether no window was recorded.
     pub fn is_empty(&self) -> bool {
         self.hdr.is_empty()
     }
 }
 
 impl WindowRecorder {
+    /// A recorder for timeline intervals of `interval_ns` each (one window per interval to start with).
     pub fn new(interval_ns: u64) -> WindowRecorder {
         WindowRecorder {
             interval_ns: interval_ns.max(1),
@@ -372,11 +386,11 @@ impl WindowRecorder {
     }
 
     /// Add the next `intervals` timeline intervals' histogram.
-    pub fn push(&mut self, h: &Histogram, intervals: u64) {
-        if h.is_empty() && intervals == 0 {
+    pub fn push(&mut self, histogram: &Histogram, intervals: u64) {
+        if histogram.is_empty() && intervals == 0 {
             return;
         }
-        let s = sparse(h);
+        let s = sparse(histogram);
         match (self.windows.last_mut(), self.fill.last_mut()) {
             (Some(w), Some(f)) if *f < self.per_window => {
                 *w = sparse_add(w, &s);
@@ -402,6 +416,7 @@ impl WindowRecorder {
         }
     }
 
+    /// The windows so far, each serialised as a histogram.
     pub fn windows(&self) -> Windows {
         Windows {
             window_ns: self.interval_ns * self.per_window,

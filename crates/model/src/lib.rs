@@ -8,6 +8,7 @@
 //!   percentile derived later; the percentiles stored beside them are a convenience, never the source.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod accounting;
 pub mod attribution;

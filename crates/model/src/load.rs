@@ -29,6 +29,7 @@ pub enum LoadKind {
 }
 
 impl LoadKind {
+    /// Every kind, in the order help texts and reports list them.
     pub const ALL: [LoadKind; 7] = [
         LoadKind::Cpu,
         LoadKind::Memory,
@@ -38,6 +39,7 @@ impl LoadKind {
         LoadKind::Msg,
         LoadKind::Ipi,
     ];
+    /// The name used in `--load` and in documents ("cpu", "memory", ...).
     pub fn as_str(self) -> &'static str {
         match self {
             LoadKind::Cpu => "cpu",
@@ -86,21 +88,27 @@ pub enum Placement {
 /// A requested load: `cpu,memory:50@housekeeping`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadSpec {
+    /// The kinds of load to generate.
     pub kinds: Vec<LoadKind>,
     /// Duty cycle of each generator, percent of each 10 ms period (1–100).
     pub level: u8,
+    /// Where the generators run.
     pub placement: Placement,
 }
 
 /// Why a load specification was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadSpecError {
+    /// A name that is not a load kind.
     #[error("'{0}' is not a load kind (cpu, memory, io, fork, timer, msg, ipi)")]
     Kind(String),
+    /// A level that is not a whole percentage from 1 to 100.
     #[error("level '{0}' is not a whole percentage from 1 to 100")]
     Level(String),
+    /// A placement that is neither a keyword nor a CPU list.
     #[error("placement '{0}' is not housekeeping, measured, all or a CPU list")]
     Placement(String),
+    /// The specification names no kind.
     #[error("no load kind given")]
     Empty,
 }
@@ -174,7 +182,9 @@ impl fmt::Display for LoadSpec {
 /// What one generator thread achieved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GeneratorResult {
+    /// The kind of load the thread generated.
     pub kind: LoadKind,
+    /// The CPU the thread was pinned to.
     pub cpu: u32,
     /// Operations done (kind-specific: arithmetic rounds, bytes, fsyncs, forks, wake-ups).
     pub ops: u64,
@@ -191,7 +201,9 @@ pub struct LoadResult {
     pub spec: String,
     /// The CPUs the generators ran on.
     pub cpus: CpuSet,
+    /// How long the generators ran, ns.
     pub elapsed_ns: u64,
+    /// One entry per generator thread.
     pub generators: Vec<GeneratorResult>,
     /// An external load command (`--load-cmd`) and the CPU it used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -201,6 +213,7 @@ pub struct LoadResult {
 /// What an external load command (`--load-cmd 'stress-ng --cpu 4'`) did while the probe measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandLoad {
+    /// The command line, as given to `--load-cmd`.
     pub command: String,
     /// User + system CPU time of the command and the children it waited for (wait4's rusage), ns.
     pub cpu_ns: u64,

@@ -8,12 +8,19 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MeasureUnit {
+    /// Nanoseconds.
     Nanos,
+    /// A plain count (events, samples).
     Count,
+    /// Events per second.
     PerSecond,
+    /// Bytes per second.
     BytesPerSecond,
+    /// Bits per second.
     BitsPerSecond,
+    /// Bytes.
     Bytes,
+    /// Percent.
     Percent,
 }
 
@@ -21,7 +28,9 @@ pub enum MeasureUnit {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
+    /// A smaller value is better (latencies, noise).
     Lower,
+    /// A larger value is better (rates, bandwidths).
     Higher,
 }
 
@@ -33,8 +42,11 @@ pub struct Measure {
     pub key: String,
     /// What a reader sees: "timer latency p99".
     pub label: String,
+    /// Unit of `value` and `replicates`.
     pub unit: MeasureUnit,
+    /// The figure, in `unit`.
     pub value: f64,
+    /// Which direction of change is an improvement.
     pub better: Better,
     /// Independent estimates of the same quantity (one per repetition or per time window), from which a
     /// comparison bootstraps a confidence interval. Empty when the probe has none: the comparison then
@@ -50,6 +62,7 @@ pub struct Measure {
 }
 
 impl Measure {
+    /// A measure without replicates, known exactly.
     pub fn new(
         key: impl Into<String>,
         label: impl Into<String>,
@@ -68,6 +81,7 @@ impl Measure {
         }
     }
 
+    /// The same measure with independent estimates to bootstrap a confidence interval from.
     pub fn with_replicates(mut self, replicates: Vec<f64>) -> Measure {
         self.replicates = replicates;
         self

@@ -7,11 +7,13 @@ use serde::{Deserialize, Serialize};
 /// How the memory probe was run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemConfig {
+    /// CPU the probe was pinned to; `None` = not pinned.
     pub cpu: Option<u32>,
     /// Working sets of the latency curve, bytes.
     pub sizes_bytes: Vec<u64>,
     /// Loads timed per repetition of one point (at least one whole lap of the chain).
     pub loads_per_repetition: u64,
+    /// Repetitions of each point; the latency curve keeps their minimum, bandwidth their median.
     pub repetitions: u32,
     /// Buffer size of the bandwidth kernels, bytes.
     pub bw_size_bytes: u64,
@@ -24,15 +26,18 @@ pub struct MemConfig {
 /// A cache as sysfs describes it (`/sys/devices/system/cpu/cpuN/cache/indexM`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheInfo {
+    /// Cache level (1 for L1, ...).
     pub level: u32,
     /// `Data`, `Unified` (instruction caches are left out).
     pub kind: String,
+    /// Capacity, bytes.
     pub size_bytes: u64,
 }
 
 /// One point of the latency curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyPoint {
+    /// Working set, bytes.
     pub size_bytes: u64,
     /// Minimum over the repetitions, ns per dependent load (lmbench's lat_mem_rd reports the minimum).
     pub ns_per_load: f64,
@@ -45,6 +50,7 @@ pub struct LatencyPoint {
 pub struct Step {
     /// Largest working set still on the plateau: the capacity this level appears to have.
     pub capacity_bytes: u64,
+    /// Latency on the plateau, ns per dependent load.
     pub plateau_ns: f64,
     /// The next plateau (or the last point), ns.
     pub next_ns: f64,
@@ -58,23 +64,30 @@ pub struct Step {
 pub struct Bandwidth {
     /// `read` (sum every 8-byte word), `write` (store every word), `copy` (memcpy).
     pub kind: String,
+    /// Buffer size, bytes.
     pub size_bytes: u64,
     /// Median over the repetitions, bytes per second (bytes = buffer size per pass, as bw_mem counts).
     pub bytes_per_sec: f64,
+    /// Every repetition, bytes per second.
     pub samples: Vec<f64>,
 }
 
 /// One cell of the NUMA matrix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NumaCell {
+    /// NUMA node of the measuring CPU.
     pub cpu_node: u32,
+    /// NUMA node the buffer was bound to.
     pub mem_node: u32,
     /// CPU the measuring thread was pinned to (first CPU of `cpu_node`).
     pub cpu: u32,
     /// Node the buffer's first page is on, as the kernel reports it (get_mempolicy MPOL_F_ADDR).
     pub verified_node: Option<u32>,
+    /// Latency of a dependent load, ns (0 when the cell failed).
     pub latency_ns: f64,
+    /// Read bandwidth, bytes per second (0 when the cell failed).
     pub read_bytes_per_sec: f64,
+    /// Why the cell could not be measured (binding refused, node without memory); `None` when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -82,11 +95,17 @@ pub struct NumaCell {
 /// Result of the memory probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemResult {
+    /// How the probe was run.
     pub config: MemConfig,
+    /// The caches of the measuring CPU, as sysfs describes them.
     pub caches: Vec<CacheInfo>,
+    /// The latency curve, one point per working set, smallest first.
     pub latency: Vec<LatencyPoint>,
+    /// The steps found in the curve, smallest first.
     pub steps: Vec<Step>,
+    /// One entry per bandwidth kernel (read, write, copy).
     pub bandwidth: Vec<Bandwidth>,
+    /// The NUMA latency/bandwidth matrix, one cell per (CPU node, memory node); empty without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub numa: Vec<NumaCell>,
 }

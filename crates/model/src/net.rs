@@ -22,6 +22,7 @@ pub enum NetMode {
 }
 
 impl NetMode {
+    /// The name used on the command line and in documents ("cps", "throughput").
     pub fn as_str(self) -> &'static str {
         match self {
             NetMode::Cps => "cps",
@@ -47,6 +48,7 @@ pub enum CloseMode {
 /// How the probe was configured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetConfig {
+    /// What is measured: new connections per second, or keep-alive throughput.
     pub mode: NetMode,
     /// The address loaded, `IP:PORT`.
     pub target: String,
@@ -56,9 +58,11 @@ pub struct NetConfig {
     pub cpus: Vec<u32>,
     /// CPS: connections in flight per CPU. Throughput: keep-alive connections in all.
     pub concurrency: u32,
+    /// How long the load ran, ns.
     pub duration_ns: u64,
     /// A connection (CPS) or a request (throughput) that takes longer counts as a timeout.
     pub timeout_ns: u64,
+    /// Who ends a CPS connection.
     pub close: CloseMode,
     /// Upper bound on completed transactions (the run also stops at `duration_ns`).
     pub max_transactions: u64,
@@ -91,20 +95,22 @@ pub struct NetErrors {
 }
 
 impl NetErrors {
+    /// Failed attempts of every kind together.
     pub fn total(&self) -> u64 {
         self.kinds().iter().map(|k| k.1).sum()
     }
 
-    pub fn add(&mut self, o: &NetErrors) {
-        self.refused += o.refused;
-        self.reset += o.reset;
-        self.timeout += o.timeout;
-        self.port_exhaustion += o.port_exhaustion;
-        self.unreachable += o.unreachable;
-        self.closed_early += o.closed_early;
-        self.bad_response += o.bad_response;
-        self.status += o.status;
-        self.other += o.other;
+    /// Add the counts of `other` to these.
+    pub fn add(&mut self, other: &NetErrors) {
+        self.refused += other.refused;
+        self.reset += other.reset;
+        self.timeout += other.timeout;
+        self.port_exhaustion += other.port_exhaustion;
+        self.unreachable += other.unreachable;
+        self.closed_early += other.closed_early;
+        self.bad_response += other.bad_response;
+        self.status += other.status;
+        self.other += other.other;
     }
 
     /// `(name, count)` of every kind, in a fixed order.
@@ -130,12 +136,14 @@ pub struct NetSecond {
     pub transactions: u64,
     /// Response bytes received (headers and body).
     pub bytes: u64,
+    /// Failed attempts (every kind).
     pub errors: u64,
 }
 
 /// The whole probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetResult {
+    /// How the probe was configured.
     pub config: NetConfig,
     /// Number of CPUs of this point of a `--sweep-cpus` run (server CPUs when rtgauge served, else client
     /// CPUs); `None` outside a sweep. Measure keys carry it (`net.cps.cpus4.rate`).
@@ -154,6 +162,7 @@ pub struct NetResult {
     pub rate_per_s: f64,
     /// bytes · 8 / elapsed.
     pub bits_per_s: f64,
+    /// Failed attempts, by kind.
     pub errors: NetErrors,
     /// From connect() to the connection being established.
     pub connect: LatencyStats,
@@ -162,6 +171,7 @@ pub struct NetResult {
     /// CPS: from connect() to the response complete; throughput: from the request written to the
     /// response complete.
     pub total: LatencyStats,
+    /// Transactions, bytes and errors per second, in time order.
     pub per_second: Vec<NetSecond>,
     /// Kernel settings that bound CPS (ip_local_port_range, tcp_tw_reuse, somaxconn, …), as read.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 /// A NUMA node: its CPUs and whether it has memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInfo {
+    /// Node number.
     pub node: u32,
+    /// CPUs of the node.
     pub cpus: CpuSet,
 }
 
@@ -35,30 +37,43 @@ pub struct Locality {
 /// One node's allocation counters (`/sys/devices/system/node/nodeN/numastat`), pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct NumaStat {
+    /// Pages allocated on this node as intended (`numa_hit`).
     pub numa_hit: u64,
+    /// Pages allocated on this node although another was intended (`numa_miss`).
     pub numa_miss: u64,
+    /// Pages intended for this node but allocated on another (`numa_foreign`).
     pub numa_foreign: u64,
+    /// Interleaved pages allocated on this node as intended (`interleave_hit`).
     pub interleave_hit: u64,
+    /// Pages allocated on this node while the process ran on it (`local_node`).
     pub local_node: u64,
+    /// Pages allocated on this node while the process ran on another (`other_node`).
     pub other_node: u64,
 }
 
 /// Counters of one node: totals since boot and the change over the sampled interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeCounters {
+    /// Node number.
     pub node: u32,
+    /// Counters since boot.
     pub total: NumaStat,
+    /// Change over the sampled interval (zero when `interval_ns` is 0).
     pub delta: NumaStat,
 }
 
 /// Result of the NUMA locality probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NumaResult {
+    /// The nodes and their CPUs.
     pub nodes: Vec<NodeInfo>,
+    /// Per-process memory locality.
     pub processes: Vec<Locality>,
+    /// Per-cgroup memory locality (aggregates of the processes).
     pub cgroups: Vec<Locality>,
     /// Length of the counter sample, ns (0: totals only).
     pub interval_ns: u64,
+    /// Allocation counters, one entry per node.
     pub counters: Vec<NodeCounters>,
 }
 
@@ -68,15 +83,22 @@ mod node_pairs {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::collections::BTreeMap;
 
-    pub fn serialize<S: Serializer>(m: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
-        m.iter()
+    pub fn serialize<S: Serializer>(
+        map: &BTreeMap<u32, u64>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        map.iter()
             .map(|(k, v)| (*k, *v))
             .collect::<Vec<_>>()
-            .serialize(s)
+            .serialize(serializer)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
-        Ok(Vec::<(u32, u64)>::deserialize(d)?.into_iter().collect())
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<u32, u64>, D::Error> {
+        Ok(Vec::<(u32, u64)>::deserialize(deserializer)?
+            .into_iter()
+            .collect())
     }
 }
 
@@ -95,6 +117,7 @@ pub fn local_pct(bytes_per_node: &BTreeMap<u32, u64>, local: &[u32]) -> f64 {
 }
 
 impl NumaStat {
+    /// The change since `earlier` (each counter saturates at 0).
     pub fn minus(&self, earlier: &NumaStat) -> NumaStat {
         NumaStat {
             numa_hit: self.numa_hit.saturating_sub(earlier.numa_hit),
@@ -109,11 +132,11 @@ impl NumaStat {
 
 impl NumaResult {
     /// A node's counters over the sampled interval, or since boot when none was sampled.
-    pub fn counts(&self, c: &NodeCounters) -> NumaStat {
+    pub fn counts(&self, counters: &NodeCounters) -> NumaStat {
         if self.interval_ns > 0 {
-            c.delta
+            counters.delta
         } else {
-            c.total
+            counters.total
         }
     }
 

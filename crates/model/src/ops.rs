@@ -57,9 +57,11 @@ impl OpResult {
 /// Result of the ops probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpsResult {
+    /// How the probe was configured.
     pub config: OpsConfig,
     /// CPU the measuring process (and every process it starts) was pinned to.
     pub cpu: Setting<Option<u32>>,
+    /// One result per measured operation, in the order run.
     pub ops: Vec<OpResult>,
     /// Operations that could not be measured, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

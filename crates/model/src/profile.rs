@@ -39,15 +39,21 @@ pub struct ProbeSpec {
     pub flags: String,
 }
 
+/// The probes a profile can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
+    /// The timer wake-up latency probe (`rtgauge cyclic` flags).
     Cyclic,
+    /// The busy-loop OS-noise probe (`rtgauge oslat` flags).
     Oslat,
     /// `rtgauge net` flags: `cps …` or `throughput …`.
     Net,
+    /// The OS-primitive latency probe (`rtgauge ops` flags).
     Ops,
+    /// The memory latency and bandwidth probe (`rtgauge mem` flags).
     Mem,
+    /// The NUMA locality probe (`rtgauge numa` flags).
     Numa,
 }
 
@@ -68,7 +74,9 @@ pub struct GateSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileSpec {
+    /// Profile name, as `run --profile` names it.
     pub name: String,
+    /// One or two sentences on what the profile qualifies for; empty when not given.
     #[serde(default)]
     pub description: String,
     /// Duration of each probe (rt-tests syntax: `90`, `15m`, `24h`).
@@ -76,8 +84,10 @@ pub struct ProfileSpec {
     /// Runs shorter than this are warned about (the requirement asks for a longer qualification).
     #[serde(default)]
     pub min_duration: Option<String>,
+    /// The probes to run, in order (`[[probe]]` tables).
     #[serde(rename = "probe")]
     pub probes: Vec<ProbeSpec>,
+    /// The requirements to judge the run against (`[[gate]]` tables); empty = no gates.
     #[serde(rename = "gate", default)]
     pub gates: Vec<GateSpec>,
 }
@@ -85,11 +95,17 @@ pub struct ProfileSpec {
 /// A validated profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
+    /// Profile name.
     pub name: String,
+    /// What the profile qualifies for; may be empty.
     pub description: String,
+    /// Duration of each probe.
     pub duration: Nanos,
+    /// Runs shorter than this are warned about; `None` = no minimum.
     pub min_duration: Option<Nanos>,
+    /// The probes to run, in order.
     pub probes: Vec<ProbeSpec>,
+    /// The requirements, parsed; empty = no gates.
     pub gates: Vec<Gate>,
 }
 
@@ -111,10 +127,17 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 /// Why a profile was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
+    /// The file is not valid TOML, or does not have a profile's shape (message with line and column).
     #[error("invalid TOML: {0}")]
     Toml(String),
+    /// A field's value was refused: which field, and why.
     #[error("{field}: {reason}")]
-    Field { field: String, reason: String },
+    Field {
+        /// The field, as written in the profile (`duration`, `gate.threshold`).
+        field: String,
+        /// What was wrong with its value.
+        reason: String,
+    },
 }
 
 fn field(field: &str, reason: impl ToString) -> ProfileError {
@@ -129,6 +152,7 @@ fn duration(name: &str, s: &str) -> Result<Nanos, ProfileError> {
 }
 
 impl ProfileSpec {
+    /// Check every field and parse durations, probe flags and gates into a [`Profile`].
     pub fn validate(&self) -> Result<Profile, ProfileError> {
         if self.probes.is_empty() {
             return Err(field("probe", "a profile needs at least one [[probe]]"));
@@ -196,6 +220,35 @@ pub fn parse_profile(text: &str) -> Result<Profile, ProfileError> {
     spec.validate()
 }
 
+/// The gates of the `ran` profiles: max 20 µs for timer latency and OS noise. One text for the quiet and
+/// the loaded profile, which judge by the same requirement.
+macro_rules! ran_gates {
+    () => {
+        r#"[[gate]]
+metric = "cyclic.max"
+max = "20us"
+[[gate]]
+metric = "oslat.max"
+max = "20us"
+"#
+    };
+}
+
+/// The gates of the `vpr` profiles: max 120 µs and no sample at or above 120 µs, for the quiet and the
+/// loaded profile alike.
+macro_rules! vpr_gates {
+    () => {
+        r#"[[gate]]
+metric = "cyclic.max"
+max = "120us"
+[[gate]]
+metric = "cyclic.samples_at_or_above"
+threshold = "120us"
+max = "0"
+"#
+    };
+}
+
 /// The built-in profiles, as TOML (so that `rtgauge` can show them and users can copy one as a start).
 pub const BUILTIN: &[(&str, &str)] = &[
     (
@@ -222,7 +275,8 @@ flags = "--all --interval 0"
     ),
     (
         "ran",
-        r#"name = "ran"
+        concat!(
+            r#"name = "ran"
 description = "5G RAN (VMware RAN white paper): cyclictest and oslat as published; max 20 µs"
 duration = "1h"
 [[probe]]
@@ -231,31 +285,23 @@ flags = "-m -p99 -i 100 -h 100 -a {cpus} -t --mainaffinity={housekeeping} -q"
 [[probe]]
 kind = "oslat"
 flags = "-c {cpus} -f 99 -C {housekeeping} -q"
-[[gate]]
-metric = "cyclic.max"
-max = "20us"
-[[gate]]
-metric = "oslat.max"
-max = "20us"
 "#,
+            ran_gates!()
+        ),
     ),
     (
         "vpr",
-        r#"name = "vpr"
+        concat!(
+            r#"name = "vpr"
 description = "Virtual protection relay (VMware protection-relay guide): max 120 µs, no sample at or above 120 µs, 24 h or more"
 duration = "24h"
 min_duration = "24h"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q"
-[[gate]]
-metric = "cyclic.max"
-max = "120us"
-[[gate]]
-metric = "cyclic.samples_at_or_above"
-threshold = "120us"
-max = "0"
 "#,
+            vpr_gates!()
+        ),
     ),
     // The loaded variants: the source documents measure on otherwise quiet systems and state no load, so
     // the load is rteval's practice (a busy rest of the machine: compute, memory traffic, disk syncs,
@@ -263,7 +309,8 @@ max = "0"
     // (docs/load.md).
     (
         "ran-loaded",
-        r#"name = "ran-loaded"
+        concat!(
+            r#"name = "ran-loaded"
 description = "5G RAN as 'ran', with cpu, memory, io, fork and timer load on the housekeeping CPUs (rteval practice); max 20 µs"
 duration = "1h"
 [[probe]]
@@ -272,31 +319,23 @@ flags = "-m -p99 -i 100 -h 100 -a {cpus} -t --mainaffinity={housekeeping} -q --l
 [[probe]]
 kind = "oslat"
 flags = "-c {cpus} -f 99 -C {housekeeping} -q --load cpu,memory,io,fork,timer@housekeeping"
-[[gate]]
-metric = "cyclic.max"
-max = "20us"
-[[gate]]
-metric = "oslat.max"
-max = "20us"
 "#,
+            ran_gates!()
+        ),
     ),
     (
         "vpr-loaded",
-        r#"name = "vpr-loaded"
+        concat!(
+            r#"name = "vpr-loaded"
 description = "Virtual protection relay as 'vpr', with cpu, memory, io, fork and timer load on the housekeeping CPUs (rteval practice): max 120 µs, none ≥ 120 µs, 24 h or more"
 duration = "24h"
 min_duration = "24h"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q --load cpu,memory,io,fork,timer@housekeeping"
-[[gate]]
-metric = "cyclic.max"
-max = "120us"
-[[gate]]
-metric = "cyclic.samples_at_or_above"
-threshold = "120us"
-max = "0"
 "#,
+            vpr_gates!()
+        ),
     ),
 ];
 

@@ -8,7 +8,9 @@ use std::fmt;
 /// A setting the probe asked for and what it actually got (read back from the kernel after setting it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Setting<T> {
+    /// What the probe asked for.
     pub requested: T,
+    /// What it got, read back from the kernel.
     pub achieved: T,
     /// Why `achieved` differs from `requested` (the OS error), if it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -26,11 +28,17 @@ impl<T: PartialEq> Setting<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SchedPolicy {
+    /// SCHED_OTHER: the default time-sharing policy.
     Other,
+    /// SCHED_BATCH: time-sharing for CPU-bound batch work.
     Batch,
+    /// SCHED_IDLE: runs only when nothing else wants the CPU.
     Idle,
+    /// SCHED_FIFO: real-time, first in first out at a priority.
     Fifo,
+    /// SCHED_RR: real-time, round robin at a priority.
     Rr,
+    /// SCHED_DEADLINE: earliest-deadline-first with a runtime budget.
     Deadline,
 }
 
@@ -88,6 +96,7 @@ pub struct ProcessConditions {
 /// Another run that held a claim on some of the measured CPUs during this one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Contender {
+    /// Process id of the other run.
     pub pid: u32,
     /// Its command line, as it wrote it into its claim.
     pub command: String,
@@ -98,7 +107,9 @@ pub struct Contender {
 /// Conditions of one measurement thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadConditions {
+    /// Scheduling policy.
     pub policy: Setting<SchedPolicy>,
+    /// Real-time priority (0 for non-real-time policies).
     pub priority: Setting<i32>,
     /// CPU the thread was pinned to (`None` = not pinned).
     pub cpu: Setting<Option<u32>>,

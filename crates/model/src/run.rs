@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 /// Name and version of the tool that wrote a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolInfo {
+    /// Tool name ("rtgauge", or "cyclictest"/"oslat" for imported runs).
     pub name: String,
+    /// Tool version.
     pub version: String,
 }
 
@@ -21,14 +23,21 @@ pub struct ToolInfo {
 /// fingerprint is added by the host crate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemInfo {
+    /// Kernel name (`uname -s`).
     pub sysname: String,
+    /// Host name (`uname -n`).
     pub nodename: String,
+    /// Kernel release (`uname -r`).
     pub release: String,
+    /// Kernel build version (`uname -v`).
     pub version: String,
+    /// Hardware name (`uname -m`).
     pub machine: String,
     /// `/sys/kernel/realtime` is 1 (PREEMPT_RT kernel).
     pub realtime: bool,
+    /// Online logical CPUs.
     pub cpus_online: CpuSet,
+    /// Clocksource in use; `None` if unreadable.
     pub clocksource: Option<String>,
 }
 
@@ -36,11 +45,17 @@ pub struct SystemInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "probe", rename_all = "snake_case")]
 pub enum ProbeResult {
+    /// Timer wake-up latency (`rtgauge cyclic`, or imported cyclictest).
     Cyclic(CyclicResult),
+    /// Busy-loop OS noise (`rtgauge oslat`, or imported oslat).
     Oslat(OslatResult),
+    /// Network-function capacity (`rtgauge net`).
     Net(crate::net::NetResult),
+    /// OS-primitive latencies (`rtgauge ops`).
     Ops(crate::ops::OpsResult),
+    /// Memory latency curve, bandwidth and NUMA matrix (`rtgauge mem`).
     Mem(crate::mem::MemResult),
+    /// NUMA memory locality (`rtgauge numa`).
     Numa(crate::numa::NumaResult),
 }
 
@@ -50,12 +65,14 @@ pub enum ProbeResult {
 pub enum RunStatus {
     /// Still being measured (a stored checkpoint).
     Running,
+    /// Measured to its end.
     Complete,
     /// Ended early: by a signal, or the process died and the run holds its last checkpoint.
     Interrupted,
 }
 
 impl RunStatus {
+    /// The serialised name: "running", "complete" or "interrupted".
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
@@ -70,6 +87,7 @@ impl RunStatus {
 pub struct ImportSource {
     /// `cyclictest-json`, `cyclictest-text`, `oslat-json`, …
     pub format: String,
+    /// The file it was read from, as named on the command line.
     pub file: String,
     /// Resolution of the imported values, ns (1000 for µs histograms).
     pub resolution_ns: u64,
@@ -78,20 +96,26 @@ pub struct ImportSource {
 /// A run document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDocument {
+    /// Schema version of the document ([`crate::SCHEMA_VERSION`] when written).
     pub schema_version: u32,
     /// Globally unique id of the run (UUID v4, given when the run starts), so a run pushed to a central store
     /// twice, or from a resumed push, is stored once. Documents written before it existed have none; stores
     /// give them [`RunDocument::derived_uuid`] when they first open them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// The tool that wrote the document.
     pub tool: ToolInfo,
     /// The command line, one element per argument (no quoting ambiguity).
     pub command_line: Vec<String>,
     /// RFC 3339 timestamps.
     pub started_at: String,
+    /// RFC 3339 timestamp of the end (of the last checkpoint while running).
     pub ended_at: String,
+    /// The minimum system facts.
     pub system: SystemInfo,
+    /// One result per probe run, in the order run.
     pub probes: Vec<ProbeResult>,
+    /// Whether the run finished.
     pub status: RunStatus,
     /// Warnings the run printed (settings not achieved, …), kept with the result.
     #[serde(default)]
@@ -99,18 +123,22 @@ pub struct RunDocument {
     /// Free-form name for comparisons (`bare-metal`, `esxi-guest`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Free-form `key=value` tags (`--tag`); empty when none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
     /// Profile that was run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The full platform fingerprint; `None` for imported runs and single-probe verbs without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<Fingerprint>,
+    /// The tuning audit taken with the run; `None` when not audited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditReport>,
     /// One verdict per requirement gate of the profile.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<Verdict>,
+    /// Where the run came from when it was imported; `None` when rtgauge measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<ImportSource>,
 }

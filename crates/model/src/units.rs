@@ -11,12 +11,15 @@ use std::fmt;
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    pub const fn from_us(us: u64) -> Nanos {
-        Nanos(us.saturating_mul(1_000))
+    /// `microseconds` microseconds (saturating).
+    pub const fn from_us(microseconds: u64) -> Nanos {
+        Nanos(microseconds.saturating_mul(1_000))
     }
-    pub const fn from_secs(s: u64) -> Nanos {
-        Nanos(s.saturating_mul(1_000_000_000))
+    /// `seconds` seconds (saturating).
+    pub const fn from_secs(seconds: u64) -> Nanos {
+        Nanos(seconds.saturating_mul(1_000_000_000))
     }
+    /// The value in nanoseconds.
     pub const fn as_ns(self) -> u64 {
         self.0
     }
@@ -24,6 +27,7 @@ impl Nanos {
     pub const fn as_us_trunc(self) -> u64 {
         self.0 / 1_000
     }
+    /// The value in seconds, as a float.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
@@ -52,12 +56,16 @@ impl fmt::Display for Nanos {
 /// Why a duration string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
+    /// The text is empty.
     #[error("empty duration")]
     Empty,
+    /// The text starts with a minus sign.
     #[error("duration must not be negative")]
     Negative,
+    /// The text is not a number with an optional unit.
     #[error("'{0}' is not a number followed by an optional unit (s, m, h, d, ms, us)")]
     Syntax(String),
+    /// The duration does not fit 64-bit nanoseconds.
     #[error("duration is too long")]
     Overflow,
 }

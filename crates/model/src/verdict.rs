@@ -13,7 +13,10 @@ pub enum Metric {
     CyclicMaxNs,
     /// Timer-latency samples at or above `threshold_ns`, all threads (rt-tests "overflows" when the
     /// threshold is the `-h` range).
-    CyclicSamplesAtOrAbove { threshold_ns: u64 },
+    CyclicSamplesAtOrAbove {
+        /// The threshold, ns.
+        threshold_ns: u64,
+    },
     /// Missed deadlines, all threads.
     CyclicMissed,
     /// Largest busy-loop gap over all CPUs.
@@ -43,8 +46,10 @@ impl Metric {
 /// A requirement: `metric ≤ max`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gate {
+    /// The metric bounded.
     #[serde(flatten)]
     pub metric: Metric,
+    /// The bound, inclusive: ns for latencies, a count for counts.
     pub max: u64,
 }
 
@@ -52,7 +57,9 @@ pub struct Gate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The observed value is at most the bound.
     Pass,
+    /// The observed value is above the bound.
     Fail,
     /// The run has no data for the metric.
     NoData,
@@ -61,8 +68,11 @@ pub enum Outcome {
 /// A gate with what was observed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// The requirement judged.
     pub gate: Gate,
+    /// The metric's value in the run; `None` when the run has no data for it.
     pub observed: Option<u64>,
+    /// Whether the requirement holds.
     pub outcome: Outcome,
 }
 

@@ -1,8 +1,13 @@
 //! What both backends share: the identity of a writing process (to tell a live `running` run from one
-//! whose writer died), the indexed columns derived from a document, and the run id (`uuid`) rules.
+//! whose writer died), the indexed columns derived from a document, the run id (`uuid`) rules, and the
+//! SQL and messages that do not depend on the database's dialect.
 
-use crate::StoreError;
+use crate::{Selector, StoreError};
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
+
+/// The columns of `runs list`, in [`crate::RunSummary`]'s order (plain SQL both databases read alike).
+pub(crate) const LIST_SQL: &str =
+    "SELECT id, uuid, started_at, ended_at, status, profile, label, host, probes FROM runs ORDER BY id";
 
 /// Identity of the writing process: pid, its start time (so a reused pid is not mistaken for it) and the
 /// boot id (so a reboot is detected).
@@ -49,8 +54,8 @@ impl Writer {
     }
 }
 
-pub(crate) fn probes_of(doc: &RunDocument) -> String {
-    let names: Vec<&str> = doc
+pub(crate) fn probes_of(document: &RunDocument) -> String {
+    let names: Vec<&str> = document
         .probes
         .iter()
         .map(|p| match p {
@@ -65,16 +70,80 @@ pub(crate) fn probes_of(doc: &RunDocument) -> String {
     names.join(",")
 }
 
-pub(crate) fn status_from(s: &str) -> RunStatus {
-    match s {
+pub(crate) fn status_from(text: &str) -> RunStatus {
+    match text {
         "running" => RunStatus::Running,
         "complete" => RunStatus::Complete,
         _ => RunStatus::Interrupted,
     }
 }
 
+/// A backend's row insert: the run's uuid, its JSON text and whether a stored uuid is skipped (`true`) or
+/// an error; the new id, or `None` when skipped.
+pub(crate) type InsertRow<'a> =
+    &'a mut dyn FnMut(&str, &str, bool) -> Result<Option<i64>, StoreError>;
+
+/// [`crate::RunStore::insert`] over a backend's row insert: the run keeps its own uuid or gets a fresh
+/// one; a uuid already stored is [`StoreError::Duplicate`].
+pub(crate) fn insert_new(
+    document: &RunDocument,
+    insert_row: InsertRow<'_>,
+) -> Result<i64, StoreError> {
+    let (uuid, json) = with_uuid(document, 0, rtgauge_model::run::new_uuid)?;
+    insert_row(&uuid, &json, false)?.ok_or_else(|| StoreError::Duplicate(uuid))
+}
+
+/// [`crate::RunStore::insert_if_absent`] over a backend's row insert: the run keeps its own uuid or gets
+/// the one derived from its text, so pushing the same document twice stores it once.
+pub(crate) fn insert_pushed(
+    document: &RunDocument,
+    insert_row: InsertRow<'_>,
+) -> Result<Option<i64>, StoreError> {
+    let (uuid, json) = with_uuid(document, 0, || {
+        RunDocument::derived_uuid(&to_json(document, 0).unwrap_or_default(), None)
+    })?;
+    insert_row(&uuid, &json, true)
+}
+
+/// The JSON text of run `id`'s new document, which keeps the `uuid` it was stored with (`update`).
+pub(crate) fn updated_json(
+    document: &RunDocument,
+    id: i64,
+    uuid: String,
+) -> Result<String, StoreError> {
+    let mut d = document.clone();
+    d.uuid = Some(uuid);
+    to_json(&d, id)
+}
+
+/// Mark a `running` run whose writer is gone as interrupted; its data are those of its last checkpoint.
+pub(crate) fn mark_interrupted(document: &mut RunDocument) {
+    document.status = RunStatus::Interrupted;
+    document.warnings.push(
+        "the measuring process ended without finishing the run; data up to its last checkpoint"
+            .into(),
+    );
+}
+
+/// Stored run `id`'s JSON text as a document.
+pub(crate) fn parse_document(id: i64, text: &str) -> Result<RunDocument, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        id,
+        reason: e.to_string(),
+    })
+}
+
+/// The error for a selector that matched no run, naming what was asked for.
+pub(crate) fn not_found(selector: &Selector) -> StoreError {
+    StoreError::NotFound(match selector {
+        Selector::Latest => "latest (the store is empty)".into(),
+        Selector::Id(id) => id.to_string(),
+        Selector::Label(l) => format!("with label '{l}'"),
+    })
+}
+
 /// `doc` with its `uuid` set (kept if it has one, else `fallback()`), and its JSON text.
-pub(crate) fn with_uuid(
+fn with_uuid(
     doc: &RunDocument,
     id: i64,
     fallback: impl FnOnce() -> String,
@@ -84,8 +153,8 @@ pub(crate) fn with_uuid(
     Ok((uuid, to_json(&d, id)?))
 }
 
-pub(crate) fn to_json(doc: &RunDocument, id: i64) -> Result<String, StoreError> {
-    serde_json::to_string(doc).map_err(|e| StoreError::Corrupt {
+pub(crate) fn to_json(document: &RunDocument, id: i64) -> Result<String, StoreError> {
+    serde_json::to_string(document).map_err(|e| StoreError::Corrupt {
         id,
         reason: e.to_string(),
     })
@@ -99,10 +168,7 @@ pub(crate) fn backfill_uuid(
     text: &str,
     taken: &mut std::collections::HashSet<String>,
 ) -> Result<(String, String), StoreError> {
-    let mut doc: RunDocument = serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-        id,
-        reason: e.to_string(),
-    })?;
+    let mut doc = parse_document(id, text)?;
     let mut uuid = doc
         .uuid
         .clone()

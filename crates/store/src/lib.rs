@@ -17,6 +17,7 @@
 //! - deleting is explicit (`runs delete`); nothing else removes a stored run.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod common;
 mod pg;
@@ -33,26 +34,52 @@ use rtgauge_model::run::{RunDocument, RunStatus};
 pub enum StoreError {
     // The cause is part of the message and deliberately not an error `source`: with both, a chained
     // report (anyhow's `{:#}`) printed it twice ("… is malformed: … is malformed").
+    /// SQLite refused an operation.
     #[error("database {path}: {cause}")]
     Sqlite {
+        /// The database file.
         path: String,
+        /// SQLite's error.
         cause: rusqlite::Error,
     },
-    /// `cause` is the client's message (with its source, e.g. "connection refused"); `url` has no password.
+    /// The PostgreSQL server or client refused an operation.
     #[error("database {url}: {cause}")]
-    Postgres { url: String, cause: String },
+    Postgres {
+        /// The server's URL, without its password.
+        url: String,
+        /// The client's message, with its source (e.g. "connection refused").
+        cause: String,
+    },
+    /// The database file's directory could not be created.
     #[error("cannot create {path}: {cause}")]
-    Io { path: String, cause: std::io::Error },
+    Io {
+        /// The directory.
+        path: String,
+        /// The OS error.
+        cause: std::io::Error,
+    },
+    /// A run with this uuid is stored already (the uuid is the payload).
     #[error("a run with uuid {0} is stored already")]
     Duplicate(String),
+    /// No run matches the id or label given (the payload, as given).
     #[error("run {0} not found")]
     NotFound(String),
+    /// A stored document does not parse as a run document.
     #[error("stored run {id} is not a valid run document: {reason}")]
-    Corrupt { id: i64, reason: String },
+    Corrupt {
+        /// The run's id in the store.
+        id: i64,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The store was migrated by a newer rtgauge; it is not opened rather than misread.
     #[error("database {path} has schema version {found}, newer than this rtgauge understands ({supported})")]
     TooNew {
+        /// The store (file path, or URL without its password).
         path: String,
+        /// The store's schema version.
         found: i64,
+        /// The newest schema version this rtgauge knows.
         supported: i64,
     },
 }
@@ -60,14 +87,21 @@ pub enum StoreError {
 /// One line of `runs list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
+    /// The run's id in this store (not shared across stores; see `uuid`).
     pub id: i64,
     /// The run's globally unique id (see [`RunStore::insert_if_absent`]).
     pub uuid: String,
+    /// RFC 3339 timestamp of the start.
     pub started_at: String,
+    /// RFC 3339 timestamp of the end (of the last checkpoint while running).
     pub ended_at: String,
+    /// Whether the run finished (a `running` run whose writer is gone reads `interrupted`).
     pub status: RunStatus,
+    /// Profile that was run; `None` for single-probe verbs and imports.
     pub profile: Option<String>,
+    /// The run's label (`--label`); `None` when not given.
     pub label: Option<String>,
+    /// Host name of the machine measured (`uname -n`).
     pub host: String,
     /// The probes in the run (`cyclic,oslat`).
     pub probes: String,
@@ -76,20 +110,23 @@ pub struct RunSummary {
 /// How a run is chosen on the command line: `latest`, a numeric id, or a label (the newest run with it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
+    /// The newest run.
     Latest,
+    /// The run with this id.
     Id(i64),
+    /// The newest run with this label.
     Label(String),
 }
 
 impl Selector {
     /// `latest`, `42`, or `label:NAME` / any other text as a label.
-    pub fn parse(s: &str) -> Selector {
-        if s == "latest" {
+    pub fn parse(text: &str) -> Selector {
+        if text == "latest" {
             Selector::Latest
-        } else if let Ok(id) = s.parse() {
+        } else if let Ok(id) = text.parse() {
             Selector::Id(id)
         } else {
-            Selector::Label(s.strip_prefix("label:").unwrap_or(s).to_string())
+            Selector::Label(text.strip_prefix("label:").unwrap_or(text).to_string())
         }
     }
 }
@@ -100,21 +137,25 @@ pub trait RunStore: Send {
     fn location(&self) -> &str;
     /// Store a new run (usually `running`) and return its id. A document without `uuid` is given a new one;
     /// a `uuid` already stored is an error.
-    fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError>;
+    fn insert(&mut self, document: &RunDocument) -> Result<i64, StoreError>;
     /// Store a run unless a run with its `uuid` is already stored: `Some(new id)`, or `None` when it was there.
     /// What makes `push` idempotent: the unique constraint on `uuid` decides, even between concurrent pushers.
     /// A document without `uuid` is given the derived one ([`RunDocument::derived_uuid`]).
-    fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError>;
+    fn insert_if_absent(&mut self, document: &RunDocument) -> Result<Option<i64>, StoreError>;
     /// Which of `uuids` are stored.
     fn known_uuids(
         &mut self,
         uuids: &[String],
     ) -> Result<std::collections::HashSet<String>, StoreError>;
     /// Replace a run's document (a checkpoint, or the final result). The run keeps its `uuid`.
-    fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError>;
+    fn update(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError>;
+    /// Every stored run, in id (insertion) order.
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
+    /// The document of run `id` (a `running` run whose writer is gone comes back `interrupted`).
     fn get(&mut self, id: i64) -> Result<RunDocument, StoreError>;
-    fn resolve(&mut self, sel: &Selector) -> Result<i64, StoreError>;
+    /// The id of the run `selector` names; [`StoreError::NotFound`] when none does.
+    fn resolve(&mut self, selector: &Selector) -> Result<i64, StoreError>;
+    /// Remove run `id`; [`StoreError::NotFound`] when there is none.
     fn delete(&mut self, id: i64) -> Result<(), StoreError>;
 }
 
@@ -126,8 +167,9 @@ pub fn is_postgres_url(spec: &str) -> bool {
 /// The store a `--db` value names: a `postgresql://` / `postgres://` URL, otherwise a SQLite file path.
 /// Without `--db`, the `RTGAUGE_DB` environment variable, then the default SQLite file
 /// ([`SqliteStore::default_path`]).
-pub fn store_spec(db: Option<&std::path::Path>) -> std::path::PathBuf {
-    db.map(std::path::Path::to_path_buf)
+pub fn store_spec(database: Option<&std::path::Path>) -> std::path::PathBuf {
+    database
+        .map(std::path::Path::to_path_buf)
         .or_else(|| {
             std::env::var_os("RTGAUGE_DB")
                 .filter(|v| !v.is_empty())

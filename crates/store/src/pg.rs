@@ -1,4 +1,4 @@
-//! PostgreSQL implementation of [`RunStore`](crate::RunStore): the central store a fleet pushes its runs to
+//! PostgreSQL implementation of [`RunStore`]: the central store a fleet pushes its runs to
 //! (`--db postgresql://…`). Same tables, columns and numbered migrations as the SQLite store; the schema
 //! version is kept in a `schema_version` table. Documents are stored as the same JSON text (TEXT, not JSONB:
 //! JSONB reorders keys, and the stored bytes are what `export` gives back).
@@ -12,11 +12,14 @@
 //! `RTGAUGE_DB_CA=FILE` adds a PEM CA certificate to trust (a private CA), since the client does not read
 //! libpq's `sslrootcert`.
 
-use crate::common::{backfill_uuid, probes_of, status_from, to_json, with_uuid, Writer};
+use crate::common::{
+    backfill_uuid, insert_new, insert_pushed, mark_interrupted, not_found, parse_document,
+    probes_of, status_from, to_json, updated_json, Writer, LIST_SQL,
+};
 use crate::{RunStore, RunSummary, Selector, StoreError};
 use postgres::error::SqlState;
 use postgres::{Client, GenericClient};
-use rtgauge_model::run::{RunDocument, RunStatus};
+use rtgauge_model::run::RunDocument;
 use std::collections::HashSet;
 use std::str::FromStr as _;
 
@@ -130,12 +133,11 @@ impl PgStore {
         Ok(store)
     }
 
-    fn err(&self) -> impl Fn(postgres::Error) -> StoreError + '_ {
-        move |e| pg_error(&self.url, &e)
+    fn err(&self) -> impl Fn(postgres::Error) -> StoreError + Copy + '_ {
+        pg_errors(&self.url)
     }
 
     fn migrate(&mut self) -> Result<(), StoreError> {
-        let url = self.url.clone();
         let supported = MIGRATIONS.len() as i64;
         // Fast path, one round trip and no lock: a store at our version (the common case; every push opens
         // one) needs nothing. Any error here (no table yet) takes the locked path, which decides.
@@ -153,7 +155,7 @@ impl PgStore {
                 Some(v) if v == supported => return Ok(()),
                 Some(v) if v > supported => {
                     return Err(StoreError::TooNew {
-                        path: url,
+                        path: self.url.clone(),
                         found: v,
                         supported,
                     })
@@ -161,7 +163,7 @@ impl PgStore {
                 _ => {}
             }
         }
-        let pg = |e: postgres::Error| pg_error(&url, &e);
+        let pg = pg_errors(&self.url);
         let mut tx = self.client.transaction().map_err(pg)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .map_err(pg)?;
@@ -174,7 +176,7 @@ impl PgStore {
         let version = version.unwrap_or(0);
         if version > supported {
             return Err(StoreError::TooNew {
-                path: url.clone(),
+                path: self.url.clone(),
                 found: version,
                 supported,
             });
@@ -231,8 +233,7 @@ impl PgStore {
         if_absent: bool,
     ) -> Result<Option<i64>, StoreError> {
         let w = Writer::current();
-        let url = self.url.clone();
-        let pg = |e: postgres::Error| pg_error(&url, &e);
+        let pg = pg_errors(&self.url);
         let mut tx = self.client.transaction().map_err(pg)?;
         let sql = format!(
             "INSERT INTO runs (started_at, ended_at, status, profile, label, host, probes, document, writer_pid, writer_start, writer_boot, uuid)
@@ -292,8 +293,7 @@ impl PgStore {
             };
             if !w.is_alive() {
                 let mut doc = self.get_raw(id)?;
-                doc.status = RunStatus::Interrupted;
-                doc.warnings.push("the measuring process ended without finishing the run; data up to its last checkpoint".into());
+                mark_interrupted(&mut doc);
                 let json = to_json(&doc, id)?;
                 self.client
                     .execute("UPDATE runs SET status = 'interrupted', document = $2 WHERE id = $1 AND status = 'running'", &[&id, &json])
@@ -311,10 +311,7 @@ impl PgStore {
         let text: String = row
             .ok_or_else(|| StoreError::NotFound(id.to_string()))?
             .get(0);
-        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-            id,
-            reason: e.to_string(),
-        })
+        parse_document(id, &text)
     }
 }
 
@@ -329,6 +326,11 @@ fn pg_error(url: &str, e: &postgres::Error) -> StoreError {
         url: url.to_string(),
         cause,
     }
+}
+
+/// [`pg_error`] for the server at `url` (without its password), as a `map_err` argument.
+fn pg_errors(url: &str) -> impl Fn(postgres::Error) -> StoreError + Copy + '_ {
+    move |e| pg_error(url, &e)
 }
 
 /// The TLS side: the system's CA store, plus `RTGAUGE_DB_CA` when set.
@@ -367,17 +369,16 @@ impl RunStore for PgStore {
         &self.url
     }
 
-    fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError> {
-        let (uuid, json) = with_uuid(doc, 0, rtgauge_model::run::new_uuid)?;
-        self.insert_row(doc, &uuid, &json, false)?
-            .ok_or_else(|| StoreError::Duplicate(uuid))
+    fn insert(&mut self, document: &RunDocument) -> Result<i64, StoreError> {
+        insert_new(document, &mut |uuid, json, if_absent| {
+            self.insert_row(document, uuid, json, if_absent)
+        })
     }
 
-    fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError> {
-        let (uuid, json) = with_uuid(doc, 0, || {
-            RunDocument::derived_uuid(&to_json(doc, 0).unwrap_or_default(), None)
-        })?;
-        self.insert_row(doc, &uuid, &json, true)
+    fn insert_if_absent(&mut self, document: &RunDocument) -> Result<Option<i64>, StoreError> {
+        insert_pushed(document, &mut |uuid, json, if_absent| {
+            self.insert_row(document, uuid, json, if_absent)
+        })
     }
 
     fn known_uuids(&mut self, uuids: &[String]) -> Result<HashSet<String>, StoreError> {
@@ -388,9 +389,8 @@ impl RunStore for PgStore {
         Ok(rows.into_iter().map(|r| r.get(0)).collect())
     }
 
-    fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError> {
-        let url = self.url.clone();
-        let pg = |e: postgres::Error| pg_error(&url, &e);
+    fn update(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError> {
+        let pg = pg_errors(&self.url);
         let mut tx = self.client.transaction().map_err(pg)?;
         // The run keeps the id it was stored with, whatever the caller's copy says.
         let uuid: Option<String> = tx
@@ -398,24 +398,19 @@ impl RunStore for PgStore {
             .map_err(pg)?
             .map(|r| r.get(0));
         let uuid = uuid.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        let mut d = doc.clone();
-        d.uuid = Some(uuid);
-        let json = to_json(&d, id)?;
+        let json = updated_json(document, id, uuid)?;
         tx.execute(
             "UPDATE runs SET ended_at = $2, status = $3, profile = $4, label = $5, probes = $6, document = $7 WHERE id = $1",
-            &[&id, &doc.ended_at, &doc.status.as_str(), &doc.profile, &doc.label, &probes_of(doc), &json],
+            &[&id, &document.ended_at, &document.status.as_str(), &document.profile, &document.label, &probes_of(document), &json],
         )
         .map_err(pg)?;
-        Self::write_tags(&mut tx, id, doc).map_err(pg)?;
+        Self::write_tags(&mut tx, id, document).map_err(pg)?;
         tx.commit().map_err(pg)
     }
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
         self.reap()?;
-        let rows = self
-            .client
-            .query("SELECT id, uuid, started_at, ended_at, status, profile, label, host, probes FROM runs ORDER BY id", &[])
-            .map_err(self.err())?;
+        let rows = self.client.query(LIST_SQL, &[]).map_err(self.err())?;
         Ok(rows
             .into_iter()
             .map(|r| RunSummary {
@@ -437,8 +432,8 @@ impl RunStore for PgStore {
         self.get_raw(id)
     }
 
-    fn resolve(&mut self, sel: &Selector) -> Result<i64, StoreError> {
-        let found: Option<i64> = match sel {
+    fn resolve(&mut self, selector: &Selector) -> Result<i64, StoreError> {
+        let found: Option<i64> = match selector {
             Selector::Latest => self.client.query_one("SELECT max(id) FROM runs", &[]),
             Selector::Id(id) => self
                 .client
@@ -449,13 +444,7 @@ impl RunStore for PgStore {
         }
         .map_err(self.err())?
         .get(0);
-        found.ok_or_else(|| {
-            StoreError::NotFound(match sel {
-                Selector::Latest => "latest (the store is empty)".into(),
-                Selector::Id(id) => id.to_string(),
-                Selector::Label(l) => format!("with label '{l}'"),
-            })
-        })
+        found.ok_or_else(|| not_found(selector))
     }
 
     fn delete(&mut self, id: i64) -> Result<(), StoreError> {

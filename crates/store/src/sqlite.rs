@@ -1,8 +1,11 @@
-//! SQLite implementation of [`RunStore`](crate::RunStore).
+//! SQLite implementation of [`RunStore`].
 
-use crate::common::{backfill_uuid, probes_of, status_from, to_json, with_uuid, Writer};
+use crate::common::{
+    backfill_uuid, insert_new, insert_pushed, mark_interrupted, not_found, parse_document,
+    probes_of, status_from, to_json, updated_json, Writer, LIST_SQL,
+};
 use crate::{RunStore, RunSummary, Selector, StoreError};
-use rtgauge_model::run::{RunDocument, RunStatus};
+use rtgauge_model::run::RunDocument;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
@@ -60,6 +63,24 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
     }
 }
 
+/// A SQLite error as a store error naming the database file.
+fn sqlite_error(path: &str) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |cause| StoreError::Sqlite {
+        path: path.to_string(),
+        cause,
+    }
+}
+
+/// Begin an IMMEDIATE transaction (the write lock at once, so two writers wait on the busy timeout rather
+/// than failing at their first write).
+fn begin_immediate<'c>(
+    conn: &'c mut Connection,
+    path: &str,
+) -> Result<rusqlite::Transaction<'c>, StoreError> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sqlite_error(path))
+}
+
 /// A run store in one SQLite file.
 pub struct SqliteStore {
     conn: Connection,
@@ -86,10 +107,7 @@ impl SqliteStore {
                 cause,
             })?;
         }
-        let sq = |cause| StoreError::Sqlite {
-            path: p.clone(),
-            cause,
-        };
+        let sq = sqlite_error(&p);
         let conn = Connection::open(path).map_err(sq)?;
         conn.busy_timeout(BUSY_WAIT).map_err(sq)?;
         // Switching to WAL needs an exclusive lock and SQLite may answer BUSY without calling the busy
@@ -103,30 +121,20 @@ impl SqliteStore {
         Ok(store)
     }
 
-    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |cause| StoreError::Sqlite {
-            path: self.path.clone(),
-            cause,
-        }
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+        sqlite_error(&self.path)
     }
 
     fn migrate(&mut self) -> Result<(), StoreError> {
-        let path = self.path.clone();
-        let sq = |cause| StoreError::Sqlite {
-            path: path.clone(),
-            cause,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sq)?;
+        let sq = sqlite_error(&self.path);
+        let tx = begin_immediate(&mut self.conn, &self.path)?;
         let version: i64 = tx
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sq)?;
         let supported = MIGRATIONS.len() as i64;
         if version > supported {
             return Err(StoreError::TooNew {
-                path,
+                path: self.path.clone(),
                 found: version,
                 supported,
             });
@@ -190,8 +198,7 @@ impl SqliteStore {
         for (id, pid, start, boot) in rows {
             if !(Writer { pid, start, boot }).is_alive() {
                 let mut doc = self.get_raw(id)?;
-                doc.status = RunStatus::Interrupted;
-                doc.warnings.push("the measuring process ended without finishing the run; data up to its last checkpoint".into());
+                mark_interrupted(&mut doc);
                 let json = to_json(&doc, id)?;
                 self.conn
                     .execute("UPDATE runs SET status = 'interrupted', document = ?2 WHERE id = ?1 AND status = 'running'", params![id, json])
@@ -210,15 +217,8 @@ impl SqliteStore {
         if_absent: bool,
     ) -> Result<Option<i64>, StoreError> {
         let w = Writer::current();
-        let path = self.path.clone();
-        let sq = |cause| StoreError::Sqlite {
-            path: path.clone(),
-            cause,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sq)?;
+        let sq = sqlite_error(&self.path);
+        let tx = begin_immediate(&mut self.conn, &self.path)?;
         let n = tx.execute(
             &format!(
                 "INSERT INTO runs (started_at, ended_at, status, profile, label, host, probes, document, writer_pid, writer_start, writer_boot, uuid)
@@ -268,10 +268,7 @@ impl SqliteStore {
             .optional()
             .map_err(self.err())?;
         let text = text.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-            id,
-            reason: e.to_string(),
-        })
+        parse_document(id, &text)
     }
 }
 
@@ -280,17 +277,16 @@ impl RunStore for SqliteStore {
         &self.path
     }
 
-    fn insert(&mut self, doc: &RunDocument) -> Result<i64, StoreError> {
-        let (uuid, json) = with_uuid(doc, 0, rtgauge_model::run::new_uuid)?;
-        self.insert_row(doc, &uuid, &json, false)?
-            .ok_or_else(|| StoreError::Duplicate(uuid))
+    fn insert(&mut self, document: &RunDocument) -> Result<i64, StoreError> {
+        insert_new(document, &mut |uuid, json, if_absent| {
+            self.insert_row(document, uuid, json, if_absent)
+        })
     }
 
-    fn insert_if_absent(&mut self, doc: &RunDocument) -> Result<Option<i64>, StoreError> {
-        let (uuid, json) = with_uuid(doc, 0, || {
-            RunDocument::derived_uuid(&to_json(doc, 0).unwrap_or_default(), None)
-        })?;
-        self.insert_row(doc, &uuid, &json, true)
+    fn insert_if_absent(&mut self, document: &RunDocument) -> Result<Option<i64>, StoreError> {
+        insert_pushed(document, &mut |uuid, json, if_absent| {
+            self.insert_row(document, uuid, json, if_absent)
+        })
     }
 
     fn known_uuids(
@@ -300,23 +296,17 @@ impl RunStore for SqliteStore {
         let mut st = self
             .conn
             .prepare_cached("SELECT 1 FROM runs WHERE uuid = ?1")
-            .map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })?;
+            .map_err(sqlite_error(&self.path))?;
         let mut found = std::collections::HashSet::new();
         for u in uuids {
-            if st.exists(params![u]).map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })? {
+            if st.exists(params![u]).map_err(sqlite_error(&self.path))? {
                 found.insert(u.clone());
             }
         }
         Ok(found)
     }
 
-    fn update(&mut self, id: i64, doc: &RunDocument) -> Result<(), StoreError> {
+    fn update(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError> {
         // The run keeps the id it was stored with, whatever the caller's copy says.
         let uuid: Option<String> = self
             .conn
@@ -326,37 +316,25 @@ impl RunStore for SqliteStore {
             .optional()
             .map_err(self.err())?;
         let uuid = uuid.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        let mut d = doc.clone();
-        d.uuid = Some(uuid);
-        let json = to_json(&d, id)?;
-        let path = self.path.clone();
-        let sq = |cause| StoreError::Sqlite {
-            path: path.clone(),
-            cause,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sq)?;
+        let json = updated_json(document, id, uuid)?;
+        let sq = sqlite_error(&self.path);
+        let tx = begin_immediate(&mut self.conn, &self.path)?;
         let n = tx
             .execute(
                 "UPDATE runs SET ended_at = ?2, status = ?3, profile = ?4, label = ?5, probes = ?6, document = ?7 WHERE id = ?1",
-                params![id, doc.ended_at, doc.status.as_str(), doc.profile, doc.label, probes_of(doc), json],
+                params![id, document.ended_at, document.status.as_str(), document.profile, document.label, probes_of(document), json],
             )
             .map_err(sq)?;
         if n == 0 {
             return Err(StoreError::NotFound(id.to_string()));
         }
-        Self::write_tags(&tx, id, doc).map_err(sq)?;
+        Self::write_tags(&tx, id, document).map_err(sq)?;
         tx.commit().map_err(sq)
     }
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
         self.reap()?;
-        let mut st = self
-            .conn
-            .prepare("SELECT id, uuid, started_at, ended_at, status, profile, label, host, probes FROM runs ORDER BY id")
-            .map_err(self.err())?;
+        let mut st = self.conn.prepare(LIST_SQL).map_err(self.err())?;
         let it = st
             .query_map([], |r| {
                 Ok(RunSummary {
@@ -371,15 +349,9 @@ impl RunStore for SqliteStore {
                     probes: r.get(8)?,
                 })
             })
-            .map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })?;
+            .map_err(sqlite_error(&self.path))?;
         it.collect::<Result<_, _>>()
-            .map_err(|cause| StoreError::Sqlite {
-                path: self.path.clone(),
-                cause,
-            })
+            .map_err(sqlite_error(&self.path))
     }
 
     fn get(&mut self, id: i64) -> Result<RunDocument, StoreError> {
@@ -387,8 +359,8 @@ impl RunStore for SqliteStore {
         self.get_raw(id)
     }
 
-    fn resolve(&mut self, sel: &Selector) -> Result<i64, StoreError> {
-        let (sql, arg): (&str, Option<String>) = match sel {
+    fn resolve(&mut self, selector: &Selector) -> Result<i64, StoreError> {
+        let (sql, arg): (&str, Option<String>) = match selector {
             Selector::Latest => ("SELECT max(id) FROM runs", None),
             Selector::Id(id) => ("SELECT id FROM runs WHERE id = ?1", Some(id.to_string())),
             Selector::Label(l) => ("SELECT max(id) FROM runs WHERE label = ?1", Some(l.clone())),
@@ -400,13 +372,7 @@ impl RunStore for SqliteStore {
         .optional()
         .map_err(self.err())?
         .flatten();
-        found.ok_or_else(|| {
-            StoreError::NotFound(match sel {
-                Selector::Latest => "latest (the store is empty)".into(),
-                Selector::Id(id) => id.to_string(),
-                Selector::Label(l) => format!("with label '{l}'"),
-            })
-        })
+        found.ok_or_else(|| not_found(selector))
     }
 
     fn delete(&mut self, id: i64) -> Result<(), StoreError> {

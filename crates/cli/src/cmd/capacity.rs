@@ -325,7 +325,7 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
         print_table(&answer)?;
     }
     if let Some(path) = &a.output {
-        crate::doc::write_json(path, &answer)
+        crate::output::write_json(path, &answer)
             .with_context(|| format!("--output {}", path.display()))?;
     }
     if let Some(path) = &a.html {

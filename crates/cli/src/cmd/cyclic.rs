@@ -524,12 +524,12 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
             "main_cpus": plan.main_cpus,
             "clock": plan.clock.name(),
         });
-        crate::doc::write_json(std::path::Path::new("-"), &v)?;
+        crate::output::write_json(std::path::Path::new("-"), &v)?;
         return Ok(ExitCode::SUCCESS);
     }
     let system = rtgauge_host::system::read_system_info(&root);
-    let started = crate::doc::now_rfc3339();
-    let started_2822 = crate::doc::now_rfc2822();
+    let started = crate::output::now_rfc3339();
+    let started_2822 = crate::output::now_rfc2822();
     let stop = StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
@@ -572,13 +572,13 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     }
 
     if let Some(path) = &a.json {
-        crate::doc::write_rt_tests_json(path, &started_2822, &system, |env| {
+        crate::output::write_rt_tests_json(path, &started_2822, &system, |env| {
             rttests::render_cyclictest_json(&result, env)
         })?;
     }
     if let Some(path) = &a.output {
         let doc = document(started, system, result, warnings);
-        crate::doc::write_json(path, &doc)
+        crate::output::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
@@ -593,7 +593,7 @@ pub fn document(
 ) -> RunDocument {
     let probes = vec![ProbeResult::Cyclic(result)];
     let status = RunStatus::of_probes(&probes, true);
-    crate::doc::document(started, system, probes, status, warnings)
+    crate::output::document(started, system, probes, status, warnings)
 }
 
 /// Summary lines, percentiles, spikes, histogram and break information, in cyclictest's order of output.

@@ -73,7 +73,7 @@ pub fn run(a: &FleetArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let f = fleet::aggregate(&runs);
     if let Some(path) = &a.html {
-        crate::doc::write_atomic(path, fleet::render_html(&f).as_bytes())
+        crate::output::write_atomic(path, fleet::render_html(&f).as_bytes())
             .with_context(|| format!("--html {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();

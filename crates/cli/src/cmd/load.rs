@@ -198,7 +198,8 @@ pub fn run(a: &LoadArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(path) = &a.output {
-        crate::doc::write_json(path, &r).with_context(|| format!("--output {}", path.display()))?;
+        crate::output::write_json(path, &r)
+            .with_context(|| format!("--output {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

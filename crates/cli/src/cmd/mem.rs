@@ -140,7 +140,7 @@ pub fn shortfalls(r: &MemResult) -> Vec<String> {
 pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
     let plan = resolve(a, &root)?;
-    let started = crate::doc::now_rfc3339();
+    let started = crate::output::now_rfc3339();
     let result = rtgauge_probe::mem::run(&plan)?;
     let warnings = shortfalls(&result);
     for w in &warnings {
@@ -148,7 +148,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     }
     super::print_text(&rtgauge_report::mem::render(&result, true))?;
     if let Some(path) = &a.output {
-        crate::doc::write_output(
+        crate::output::write_output(
             path,
             started,
             rtgauge_host::system::read_system_info(&root),

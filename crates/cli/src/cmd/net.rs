@@ -440,7 +440,7 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
     let system = rtgauge_host::system::read_system_info(&root);
-    let started = crate::doc::now_rfc3339();
+    let started = crate::output::now_rfc3339();
     // The CPUs the measurement uses (client and server loops) are the "measured" ones for --load.
     let busy = CpuSet::new(plan.points.iter().flat_map(|p| {
         p.client_cpus
@@ -470,7 +470,7 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     } else {
         RunStatus::Complete
     };
-    let mut doc = crate::doc::document(
+    let mut doc = crate::output::document(
         started,
         system,
         results.into_iter().map(ProbeResult::Net).collect(),
@@ -491,7 +491,7 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     out.flush()?;
     drop(out);
     if let Some(path) = &a.output {
-        crate::doc::write_json(path, &doc)
+        crate::output::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))?;
     }
     if let Some(w) = why {

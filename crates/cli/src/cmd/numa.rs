@@ -63,11 +63,11 @@ pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
             bail!("PID {p}: no such process");
         }
     }
-    let started = crate::doc::now_rfc3339();
+    let started = crate::output::now_rfc3339();
     let result = measure(&root, &a.pids, a.interval);
     super::print_text(&rtgauge_report::numa::render(&result, a.top as usize))?;
     if let Some(path) = &a.output {
-        crate::doc::write_output(
+        crate::output::write_output(
             path,
             started,
             rtgauge_host::system::read_system_info(&root),

@@ -173,7 +173,7 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
     let stop = rtgauge_probe::stop::StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
-    let started = crate::doc::now_rfc3339();
+    let started = crate::output::now_rfc3339();
     let measured = rtgauge_model::CpuSet::new(plan.cpu);
     let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
     let result = rtgauge_probe::ops::run(&plan, &stop);
@@ -186,7 +186,7 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
     }
     super::print_text(&rtgauge_report::ops::render_table(&result))?;
     if let Some(path) = &a.output {
-        crate::doc::write_output(
+        crate::output::write_output(
             path,
             started,
             rtgauge_host::system::read_system_info(&root),

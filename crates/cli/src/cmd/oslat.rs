@@ -304,8 +304,8 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let system = rtgauge_host::system::read_system_info(&root);
-    let started = crate::doc::now_rfc3339();
-    let started_2822 = crate::doc::now_rfc2822();
+    let started = crate::output::now_rfc3339();
+    let started_2822 = crate::output::now_rfc2822();
     let stop = StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
@@ -358,14 +358,14 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
 
     if let Some(path) = &a.json {
-        crate::doc::write_rt_tests_json(path, &started_2822, &system, |env| {
+        crate::output::write_rt_tests_json(path, &started_2822, &system, |env| {
             rttests::render_oslat_json(&result, env)
         })?;
     }
     if let Some(path) = &a.output {
         let probe = ProbeResult::Oslat(result);
         let status = RunStatus::of_probes(std::slice::from_ref(&probe), true);
-        crate::doc::write_output(path, started, system, probe, status, warnings)?;
+        crate::output::write_output(path, started, system, probe, status, warnings)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -119,7 +119,7 @@ fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
     if let Some(d) = p.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("--output {}", d.display()))?;
     }
-    crate::doc::write_atomic(&p, text.as_bytes())
+    crate::output::write_atomic(&p, text.as_bytes())
         .with_context(|| format!("--output {}", dir.display()))
 }
 

@@ -71,7 +71,7 @@ fn parse_margin(s: &str) -> Result<f64, String> {
 }
 
 fn write_html(path: &Path, text: &str) -> anyhow::Result<()> {
-    crate::doc::write_atomic(path, text.as_bytes())
+    crate::output::write_atomic(path, text.as_bytes())
         .with_context(|| format!("--html {}", path.display()))
 }
 

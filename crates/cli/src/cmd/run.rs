@@ -230,7 +230,7 @@ impl<'a> Recorder<'a> {
     fn checkpoint(&mut self, base: &RunDocument, probe: ProbeResult) {
         let mut d = base.clone();
         d.probes.push(probe);
-        d.ended_at = crate::doc::now_rfc3339();
+        d.ended_at = crate::output::now_rfc3339();
         self.save(&d);
     }
 
@@ -360,7 +360,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .update(id, &doc)
         .with_context(|| format!("storing run {id} in {db}"))?;
     if let Some(path) = &a.output {
-        crate::doc::write_json(path, &doc)
+        crate::output::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))?;
     }
     let code = report(a, id, &db, &doc)?;
@@ -485,8 +485,8 @@ fn begin(a: &RunArgs, profile: &Profile, cx: &Context) -> RunDocument {
     if let Some(name) = &a.host_name {
         system.nodename = name.clone();
     }
-    let mut doc = crate::doc::document(
-        crate::doc::now_rfc3339(),
+    let mut doc = crate::output::document(
+        crate::output::now_rfc3339(),
         system,
         Vec::new(),
         RunStatus::Running,
@@ -595,7 +595,7 @@ fn measure(
                     .push(ProbeResult::Numa(numa::measure(&cx.root, &pids, interval)));
             }
         }
-        doc.ended_at = crate::doc::now_rfc3339();
+        doc.ended_at = crate::output::now_rfc3339();
         rec.save(doc);
     }
     Ok(())
@@ -672,7 +672,7 @@ fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
     let all_ran = !stop.is_set() && doc.probes.len() >= profile.probes.len();
     doc.status = RunStatus::of_probes(&doc.probes, all_ran);
     doc.verdicts = profile.gates.iter().map(|g| g.judge(doc)).collect();
-    doc.ended_at = crate::doc::now_rfc3339();
+    doc.ended_at = crate::output::now_rfc3339();
 }
 
 /// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
@@ -687,7 +687,7 @@ fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<E
         .map_or(Ok(()), std::fs::create_dir_all)
         .map_err(anyhow::Error::from)
         .and_then(|_| {
-            crate::doc::write_atomic(
+            crate::output::write_atomic(
                 &html,
                 rtgauge_report::html::render_report(id, doc).as_bytes(),
             )

@@ -79,10 +79,18 @@ impl Importer for AnyRtTests {
 /// Why a file could not be imported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImportError {
+    /// The file looked like JSON but does not parse (the parser's message).
     #[error("not JSON: {0}")]
     Json(String),
+    /// A field is missing or holds a value that cannot be read.
     #[error("{field}: {reason}")]
-    Field { field: String, reason: String },
+    Field {
+        /// The field or section of the input (`thread`, `# Histogram`).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The file is neither rt-tests JSON nor cyclictest text.
     #[error("not a cyclictest or oslat result (JSON with a \"thread\" object, or cyclictest's text output)")]
     Unrecognised,
 }
@@ -236,7 +244,7 @@ fn imported_document(
 }
 
 /// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
-pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
+pub fn limit_warnings(document: &RunDocument) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |what: String, s: &LatencyStats| {
         if let Some(b) = s.beyond {
@@ -245,7 +253,7 @@ pub fn limit_warnings(doc: &RunDocument) -> Vec<String> {
             ));
         }
     };
-    for p in &doc.probes {
+    for p in &document.probes {
         match p {
             ProbeResult::Cyclic(c) => {
                 for t in &c.threads {

@@ -381,7 +381,7 @@ fn read_cpu_times(state: &mut MonitorState) {
 /// half a file.
 fn write_textfile(dir: &Path, state: &MonitorState) -> anyhow::Result<()> {
     let path = dir.join("rtgauge.prom");
-    crate::doc::write_atomic(&path, metrics::render_textfile(state).as_bytes())
+    crate::output::write_atomic(&path, metrics::render_textfile(state).as_bytes())
         .with_context(|| format!("--textfile {}", dir.display()))
 }
 
@@ -428,7 +428,7 @@ impl Snapshot {
     fn new(config: &CyclicConfig) -> Snapshot {
         Snapshot {
             started: Instant::now(),
-            started_at: crate::doc::now_rfc3339(),
+            started_at: crate::output::now_rfc3339(),
             before: rtgauge_host::accounting::read_snapshot(&HostRoot::live()),
             merged: None,
             windows: (0..config.threads)
@@ -476,7 +476,7 @@ impl Snapshot {
             &self.before,
             &rtgauge_host::accounting::read_snapshot(&root),
         ));
-        let mut doc = crate::doc::document(
+        let mut doc = crate::output::document(
             self.started_at.clone(),
             rtgauge_host::system::read_system_info(&root),
             vec![ProbeResult::Cyclic(r)],
