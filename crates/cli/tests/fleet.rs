@@ -211,7 +211,11 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path();
     let bin = assert_cmd::cargo::cargo_bin("rtgauge");
-    let hosts = [("edge-1", "edge-north"), ("edge-2", "edge-south"), ("edge-3", "edge-west")];
+    let hosts = [
+        ("edge-1", "edge-north"),
+        ("edge-2", "edge-south"),
+        ("edge-3", "edge-west"),
+    ];
     let host_lines: String = hosts
         .iter()
         .map(|(h, l)| format!("    {h}:\n      rtgauge_label: {l}\n"))
@@ -277,16 +281,28 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
     for (host, _) in hosts {
         let line = recap.iter().find(|l| l.starts_with(host)).unwrap();
         assert!(line.contains("failed=0"), "{line}");
-        assert!(pushed.contains(&format!("changed: [{host}]").as_str()), "{pushed:?}");
-        assert!(fetched.contains(&format!("skipping: [{host}]").as_str()), "{fetched:?}");
+        assert!(
+            pushed.contains(&format!("changed: [{host}]").as_str()),
+            "{pushed:?}"
+        );
+        assert!(
+            fetched.contains(&format!("skipping: [{host}]").as_str()),
+            "{fetched:?}"
+        );
     }
 
     // The central store holds exactly the three runs, one per host, each under its inventory name.
     let mut c = srv.client(&url);
-    let n: i64 = c.query_one("SELECT count(*) FROM runs", &[]).unwrap().get(0);
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
     assert_eq!(n, 3);
     let rows = c
-        .query("SELECT host, label, profile, status FROM runs ORDER BY host", &[])
+        .query(
+            "SELECT host, label, profile, status FROM runs ORDER BY host",
+            &[],
+        )
         .unwrap();
     let got: Vec<(String, String, String, String)> = rows
         .iter()
@@ -294,7 +310,14 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
         .collect();
     let want: Vec<(String, String, String, String)> = hosts
         .iter()
-        .map(|(h, l)| (h.to_string(), l.to_string(), "quick".into(), "complete".into()))
+        .map(|(h, l)| {
+            (
+                h.to_string(),
+                l.to_string(),
+                "quick".into(),
+                "complete".into(),
+            )
+        })
         .collect();
     assert_eq!(got, want);
 
@@ -331,7 +354,10 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
         assert_eq!(local["entries"][0]["verdict"], v, "{host}: {local:#}");
         // The pushed document is the host's, whole, measured for rtgauge_duration.
         let central = common::export_json(&url, label);
-        assert_eq!(central, common::export_json(host_db.to_str().unwrap(), "latest"));
+        assert_eq!(
+            central,
+            common::export_json(host_db.to_str().unwrap(), "latest")
+        );
         assert_eq!(central["system"]["nodename"], *host);
         let argv: Vec<&str> = central["command_line"]
             .as_array()
@@ -339,8 +365,14 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
             .iter()
             .map(|a| a.as_str().unwrap())
             .collect();
-        assert!(argv.windows(2).any(|w| w == ["--duration", "2s"]), "{argv:?}");
-        assert!(argv.windows(2).any(|w| w == ["--profile", "quick"]), "{argv:?}");
+        assert!(
+            argv.windows(2).any(|w| w == ["--duration", "2s"]),
+            "{argv:?}"
+        );
+        assert!(
+            argv.windows(2).any(|w| w == ["--profile", "quick"]),
+            "{argv:?}"
+        );
     }
 
     // Pushing again from a host stores nothing twice.
@@ -355,7 +387,10 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let n: i64 = c.query_one("SELECT count(*) FROM runs", &[]).unwrap().get(0);
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
     assert_eq!(n, 3);
 }
 
