@@ -2,11 +2,15 @@
 //! hosts on the local connection, each with its own inventory name, label and work directory; the runs are
 //! fetched back and imported into the controller's SQLite store, and `rtgauge fleet` lists them. Also:
 //! the playbooks pass `ansible-playbook --syntax-check` and `ansible-lint`, and the Kubernetes manifests pass
-//! rtgauge's own `audit --k8s`.
+//! rtgauge's own `audit --k8s`. Push mode: the same playbook with `rtgauge_push_url` set to a real
+//! PostgreSQL server started by the test (../../store/tests/common/pg.rs), each host running the built-in
+//! `quick` profile and pushing its run there itself.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
+#[path = "../../store/tests/common/pg.rs"]
+mod pg;
 
 use common::{assert_ok, rtgauge};
 use serde_json::Value;
@@ -195,6 +199,199 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
         String::from_utf8_lossy(&out.stderr),
         "rtgauge: error: --host nowhere: no run of this host in the store\n"
     );
+}
+
+/// Push mode end to end: a real PostgreSQL, the real site.yml against three local hosts (distinct inventory
+/// names and labels), each running the built-in `quick` profile shortened by `rtgauge_duration` and pushing
+/// its run with `rtgauge push`; `rtgauge fleet` on the central store lists the three with their verdicts.
+#[test]
+fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
+    let srv = pg::PgServer::start();
+    let url = srv.url();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path();
+    let bin = assert_cmd::cargo::cargo_bin("rtgauge");
+    let hosts = [
+        ("edge-1", "edge-north"),
+        ("edge-2", "edge-south"),
+        ("edge-3", "edge-west"),
+    ];
+    let host_lines: String = hosts
+        .iter()
+        .map(|(h, l)| format!("    {h}:\n      rtgauge_label: {l}\n"))
+        .collect();
+    let inventory = format!(
+        r#"rtgauge:
+  vars:
+    ansible_connection: local
+    ansible_become: false
+    ansible_python_interpreter: /usr/bin/python3
+    rtgauge_binary_src: {bin}
+    rtgauge_workdir: "{t}/hosts/{{{{ inventory_hostname }}}}"
+    rtgauge_bin: "{{{{ rtgauge_workdir }}}}/rtgauge"
+    rtgauge_profile: quick
+    rtgauge_duration: 2s
+    rtgauge_cpus: "1"
+    rtgauge_run_extra_args: ["--no-sample"]
+    rtgauge_audit_extra_args: ["--no-sample"]
+    rtgauge_poll_s: 1
+    rtgauge_run_timeout_s: 300
+    rtgauge_push_url: "{url}"
+    # Push mode must not need these: a fetch or an import would fail on them.
+    rtgauge_fetch_dir: /nonexistent/runs
+    rtgauge_controller_bin: /nonexistent/rtgauge
+  hosts:
+{host_lines}"#,
+        bin = bin.display(),
+        t = t.display(),
+    );
+    std::fs::write(t.join("inventory.yml"), inventory).unwrap();
+
+    let start = std::time::Instant::now();
+    let out = Command::new("ansible-playbook")
+        .current_dir(ansible_dir())
+        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_LOCAL_TEMP", t.join("ansible-tmp"))
+        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "site.yml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "ansible-playbook (3 hosts, quick 2 s, push): {:.1} s, {}",
+        start.elapsed().as_secs_f64(),
+        out.status
+    );
+    assert_ok(&out);
+    let recap: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("PLAY RECAP"))
+        .collect();
+    // Each host's push task ran and reported a change (a run went); the fetch and import were skipped.
+    let task = |name: &str| -> Vec<&str> {
+        stdout
+            .lines()
+            .skip_while(|l| !l.starts_with(&format!("TASK [rtgauge : {name}]")))
+            .skip(1)
+            .take_while(|l| !l.starts_with("TASK ") && !l.starts_with("PLAY "))
+            .collect()
+    };
+    let pushed = task("Push the host's runs to the central store");
+    let fetched = task("Fetch the run document to the controller");
+    for (host, _) in hosts {
+        let line = recap.iter().find(|l| l.starts_with(host)).unwrap();
+        assert!(line.contains("failed=0"), "{line}");
+        assert!(
+            pushed.contains(&format!("changed: [{host}]").as_str()),
+            "{pushed:?}"
+        );
+        assert!(
+            fetched.contains(&format!("skipping: [{host}]").as_str()),
+            "{fetched:?}"
+        );
+    }
+
+    // The central store holds exactly the three runs, one per host, each under its inventory name.
+    let mut c = srv.client(&url);
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 3);
+    let rows = c
+        .query(
+            "SELECT host, label, profile, status FROM runs ORDER BY host",
+            &[],
+        )
+        .unwrap();
+    let got: Vec<(String, String, String, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    let want: Vec<(String, String, String, String)> = hosts
+        .iter()
+        .map(|(h, l)| {
+            (
+                h.to_string(),
+                l.to_string(),
+                "quick".into(),
+                "complete".into(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    let out = rtgauge()
+        .args(["fleet", "--json", "--db", &url])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let f: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(f["hosts"], 3, "{f:#}");
+    let entries = f["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{f:#}");
+    for ((host, label), e) in hosts.iter().zip(entries) {
+        assert_eq!(e["host"], *host, "{e:#}");
+        assert_eq!(e["label"], *label, "{e:#}");
+        assert_eq!(e["profile"], "quick", "{e:#}");
+        assert_eq!(e["status"], "complete", "{e:#}");
+        assert!(e["cyclic_max_ns"].as_u64().unwrap() > 0, "{e:#}");
+        assert!(e["oslat_max_ns"].as_u64().unwrap() > 0, "{e:#}");
+        // The verdict is the run's own: the host's store, read by the same verb, gives the same one.
+        let host_db = t.join(format!("hosts/{host}/rtgauge.db"));
+        let out = rtgauge()
+            .args(["fleet", "--json", "--db", host_db.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let local: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(local["hosts"], 1, "{local:#}");
+        let v = e["verdict"].as_str().unwrap();
+        assert!(
+            ["pass", "fail", "no data", "no gates"].contains(&v),
+            "{e:#}"
+        );
+        assert_eq!(local["entries"][0]["verdict"], v, "{host}: {local:#}");
+        // The pushed document is the host's, whole, measured for rtgauge_duration.
+        let central = common::export_json(&url, label);
+        assert_eq!(
+            central,
+            common::export_json(host_db.to_str().unwrap(), "latest")
+        );
+        assert_eq!(central["system"]["nodename"], *host);
+        let argv: Vec<&str> = central["command_line"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(
+            argv.windows(2).any(|w| w == ["--duration", "2s"]),
+            "{argv:?}"
+        );
+        assert!(
+            argv.windows(2).any(|w| w == ["--profile", "quick"]),
+            "{argv:?}"
+        );
+    }
+
+    // Pushing again from a host stores nothing twice.
+    let host_db = t.join("hosts/edge-1/rtgauge.db");
+    let out = rtgauge()
+        .args(["push", "--to", &url, "--db", host_db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("push: 0 runs pushed to "),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 3);
 }
 
 #[test]

@@ -50,6 +50,9 @@ CREATE TABLE tags (
 ",
     // 2: the run's globally unique id; existing rows get theirs from `backfill_uuid` before the index.
     "ALTER TABLE runs ADD COLUMN uuid TEXT;",
+    // 3: every read first looks for `running` runs whose writer died (`reap`); without an index on `status`
+    // that is a scan of the table per read, so `fleet` (one read per host) was quadratic in the runs.
+    "CREATE INDEX runs_status ON runs(status);",
 ];
 
 const UUID_INDEX: &str = "CREATE UNIQUE INDEX runs_uuid ON runs(uuid);";

@@ -114,6 +114,7 @@ both!(
     uuid_is_unique_and_kept_by_updates,
     insert_if_absent_is_idempotent_under_concurrency,
     version_1_store_gets_derived_uuids,
+    version_2_store_gets_the_status_index,
 );
 
 fn insert_update_list_select_delete(b: Backend) {
@@ -340,6 +341,79 @@ fn version_1_store_gets_derived_uuids(b: Backend) {
     // Idempotent: opening again changes nothing.
     let l2 = b.open().list().unwrap();
     assert_eq!(l, l2);
+}
+
+/// Whether the index `name` exists.
+fn has_index(b: &Backend, name: &str) -> bool {
+    let q = match b {
+        Backend::Sqlite(_) => {
+            format!("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '{name}'")
+        }
+        Backend::Postgres(..) => {
+            format!("SELECT count(*) FROM pg_indexes WHERE indexname = '{name}'")
+        }
+    };
+    b.count(&q) == 1
+}
+
+fn schema_version(b: &Backend) -> i64 {
+    match b {
+        Backend::Sqlite(_) => b.count("SELECT user_version FROM pragma_user_version"),
+        Backend::Postgres(..) => b.count("SELECT max(version) FROM schema_version"),
+    }
+}
+
+/// Migration 3 (index on `runs(status)`, which the reaping of dead writers reads on every access): a store
+/// at version 2 — today's schema without that index — gets it on open, its runs intact, and reaping works.
+fn version_2_store_gets_the_status_index(b: Backend) {
+    let mut s = b.open();
+    let done = s.insert(&doc("done")).unwrap();
+    let mut d = s.get(done).unwrap();
+    d.status = RunStatus::Complete;
+    s.update(done, &d).unwrap();
+    let dead = s.insert(&doc("dead")).unwrap();
+    drop(s);
+    assert_eq!(schema_version(&b), 3);
+    assert!(has_index(&b, "runs_status"));
+    // Back to version 2: what a store written by the previous release looks like.
+    b.sql("DROP INDEX runs_status");
+    match &b {
+        Backend::Sqlite(_) => b.sql("PRAGMA user_version = 2"),
+        Backend::Postgres(..) => b.sql("UPDATE schema_version SET version = 2"),
+    }
+    b.sql(&format!(
+        "UPDATE runs SET writer_pid = 999999999 WHERE id = {dead}"
+    ));
+    assert!(!has_index(&b, "runs_status"));
+
+    let mut s = b.open();
+    assert_eq!(schema_version(&b), 3);
+    assert!(has_index(&b, "runs_status"));
+    let l = s.list().unwrap();
+    assert_eq!(l.len(), 2);
+    assert_eq!(l[0].status, RunStatus::Complete);
+    assert_eq!(
+        l[1].status,
+        RunStatus::Interrupted,
+        "the dead writer is reaped"
+    );
+    assert_eq!(s.get(done).unwrap(), d);
+    drop(s);
+    if let Backend::Sqlite(_) = b {
+        // The reaping query uses the index instead of scanning the table.
+        let plan: String = rusqlite::Connection::open(b.spec())
+            .unwrap()
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT id, writer_pid, writer_start, writer_boot FROM runs WHERE status = 'running'",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("USING INDEX runs_status"), "{plan}");
+    }
+    // Idempotent: opening again changes nothing.
+    drop(b.open());
+    assert_eq!(schema_version(&b), 3);
 }
 
 #[test]
