@@ -10,13 +10,15 @@
 //! - sampled rules read their files twice, `interval` apart; the second sample is recorded under
 //!   [`SAMPLE2_PREFIX`] so a captured tree replays the same deltas.
 
+mod background;
 mod env;
 mod guest;
+mod irq;
 mod isolation;
 mod kubelet;
-mod misc;
 mod power;
 mod sched;
+mod tasks;
 mod time;
 
 use crate::cpu::{read_cpu_mask, CpuMask};
@@ -123,7 +125,7 @@ pub fn rules() -> Vec<&'static Rule> {
     v.extend(sched::RULES.iter());
     v.extend(power::RULES.iter());
     v.extend(time::RULES.iter());
-    v.extend(misc::RULES.iter());
+    v.extend(background::RULES.iter());
     v.extend(guest::RULES.iter());
     v.extend(kubelet::RULES.iter());
     v
