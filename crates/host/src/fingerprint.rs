@@ -21,8 +21,11 @@ pub const CPUID_PATH: &str = "/.rtgauge/cpuid-hypervisor-vendor";
 /// Topology of one CPU (Documentation/ABI/stable/sysfs-devices-system-cpu, `topology/*`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuTopo {
+    /// Physical package (socket) id, `topology/physical_package_id`; `None` when the file is absent.
     pub package: Option<u32>,
+    /// Core id within the package, `topology/core_id`; `None` when the file is absent.
     pub core: Option<u32>,
+    /// The SMT threads sharing this CPU's core (itself included), `topology/thread_siblings_list`.
     pub siblings: CpuSet,
 }
 

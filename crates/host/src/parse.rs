@@ -8,16 +8,22 @@ use std::collections::BTreeMap;
 /// Why a kernel parameter or mask was refused (the text is the audit's evidence: it names the bad part).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
+    /// An `isolcpus=` flag the kernel does not know (known: `domain`, `managed_irq`, `nohz`).
     #[error("unknown isolcpus flag '{0}'")]
     IsolcpusFlag(String),
+    /// A CPU list that does not parse.
     #[error(transparent)]
     CpuList(#[from] CpuSetError),
+    /// A hex mask with no digits.
     #[error("empty mask")]
     EmptyMask,
+    /// A comma-separated word of a mask that is not 1-8 hex digits.
     #[error("'{0}' is not a 32-bit hex word")]
     MaskWord(String),
+    /// A word of a mask that is not hex.
     #[error("'{0}' is not hex")]
     NotHex(String),
+    /// A mask wider than the largest CPU number rtgauge handles.
     #[error("mask wider than the supported CPU maximum")]
     MaskTooWide,
 }
@@ -26,7 +32,9 @@ pub enum ParseError {
 /// `key[=value]` tokens. Double quotes group a value containing spaces, as the kernel's `next_arg` does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cmdline {
+    /// The line as read, surrounding white space trimmed.
     pub raw: String,
+    /// `key[=value]` tokens in command-line order; a bare `key` has no value.
     pub tokens: Vec<(String, Option<String>)>,
 }
 
@@ -171,16 +179,25 @@ pub fn render_hex_mask(set: &CpuSet) -> String {
 /// processor block is kept: the fields are identical across CPUs on every platform we judge.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CpuinfoFirst {
+    /// `vendor_id` (x86) or `CPU implementer` (Arm) of the first processor.
     pub vendor: Option<String>,
+    /// `model name` of the first processor.
     pub model_name: Option<String>,
+    /// `cpu family`, decimal.
     pub family: Option<u32>,
+    /// `model`, decimal.
     pub model: Option<u32>,
+    /// `stepping`, decimal.
     pub stepping: Option<u32>,
+    /// `microcode` revision as printed (hex text).
     pub microcode: Option<String>,
+    /// `flags` (x86) or `Features` (Arm): the CPU feature names.
     pub flags: Vec<String>,
+    /// Number of `processor` blocks: the CPUs the kernel lists.
     pub processors: u32,
 }
 
+/// Parse `/proc/cpuinfo`: the first processor block's fields and the number of processors.
 pub fn parse_cpuinfo(text: &str) -> CpuinfoFirst {
     let mut c = CpuinfoFirst::default();
     let mut block = 0u32;

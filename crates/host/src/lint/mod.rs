@@ -14,17 +14,24 @@ use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Sub
 /// A definition file that cannot be linted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LintError {
+    /// The file does not parse as the format the linter reads.
     #[error("{file}:{line}: {reason}")]
     Malformed {
+        /// The file as the operator named it.
         file: String,
+        /// 1-based line of the fault (0 when the whole file is at fault).
         line: usize,
+        /// What is wrong, in one line.
         reason: String,
     },
     /// The input is beyond the bounds a linter accepts (an alias bomb, nesting too deep, too large).
     #[error("{file}:{line}: refused: {reason}")]
     Refused {
+        /// The file as the operator named it.
         file: String,
+        /// 1-based line where the bound was passed.
         line: usize,
+        /// Which bound, in one line.
         reason: String,
     },
 }

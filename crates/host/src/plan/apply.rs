@@ -18,13 +18,18 @@ use std::path::{Path, PathBuf};
 /// Why the copy could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
+    /// The destination directory already holds files.
     #[error("--apply-to-tree {0}: exists and is not empty (give a new directory)")]
     NotEmpty(String),
+    /// The destination lies inside the source tree.
     #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
     InsideSource(String),
+    /// A file or directory of the copy could not be read or written.
     #[error("--apply-to-tree {path}: {source}")]
     Io {
+        /// The file or directory, as on this machine.
         path: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -40,8 +45,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ApplyError + '_ {
 /// What was done, for the report.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Applied {
+    /// Files copied from the source tree.
     pub copied: usize,
+    /// Symbolic links not copied.
     pub skipped_links: usize,
+    /// Kernel paths written (or removed, marked so) after the copy, in order.
     pub written: Vec<String>,
 }
 

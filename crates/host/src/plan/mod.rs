@@ -32,14 +32,20 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlanTarget {
+    /// A bare-metal real-time host.
     Host,
+    /// A KVM host running real-time VMs.
     KvmHost,
+    /// A real-time guest on VMware ESXi.
     VmwareGuest,
+    /// A real-time guest on KVM.
     KvmGuest,
+    /// A Kubernetes node running real-time pods.
     K8s,
 }
 
 impl PlanTarget {
+    /// The name `--target` takes and reports print.
     pub fn as_str(self) -> &'static str {
         match self {
             PlanTarget::Host => "host",
@@ -49,7 +55,8 @@ impl PlanTarget {
             PlanTarget::K8s => "k8s",
         }
     }
-    pub fn parse(s: &str) -> Option<PlanTarget> {
+    /// The target named `name` (as [`PlanTarget::as_str`] writes it); `None` for an unknown name.
+    pub fn parse(name: &str) -> Option<PlanTarget> {
         [
             PlanTarget::Host,
             PlanTarget::KvmHost,
@@ -58,8 +65,9 @@ impl PlanTarget {
             PlanTarget::K8s,
         ]
         .into_iter()
-        .find(|t| t.as_str() == s)
+        .find(|t| t.as_str() == name)
     }
+    /// Whether the target is a virtual machine (its sockets are virtual and do not count).
     pub fn is_guest(self) -> bool {
         matches!(self, PlanTarget::VmwareGuest | PlanTarget::KvmGuest)
     }
@@ -96,36 +104,47 @@ pub enum Smt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Vendor {
+    /// `GenuineIntel`: intel_pstate and intel_idle parameters.
     Intel,
+    /// `AuthenticAMD`: amd_pstate parameters.
     Amd,
+    /// Any other vendor, or none known: vendor-neutral parameters only.
     Other,
 }
 
 /// One physical core: its online threads, socket and NUMA node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Core {
+    /// The core's online threads.
     pub cpus: CpuSet,
+    /// Its socket (physical package id).
     pub package: u32,
+    /// Its NUMA node.
     pub node: u32,
 }
 
 /// One network interface and the NUMA node of its device (`None`: no device or `numa_node` = -1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Nic {
+    /// Interface name (`eth0`).
     pub name: String,
+    /// NUMA node of its device.
     pub node: Option<u32>,
 }
 
 /// One NUMA node's memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeMem {
+    /// Node number.
     pub id: u32,
+    /// `MemTotal` of the node, KiB; `None` when unknown.
     pub mem_total_kib: Option<u64>,
 }
 
 /// One device IRQ as it is routed now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Irq {
+    /// IRQ number.
     pub irq: u32,
     /// The device column of `/proc/interrupts` (`PCI-MSI 524288-edge eth0-TxRx-0`).
     pub desc: String,
@@ -138,8 +157,11 @@ pub struct Irq {
 pub struct Topology {
     /// Cores in ascending order of their lowest CPU.
     pub cores: Vec<Core>,
+    /// NUMA nodes and their memory (one node 0 when the machine shows none).
     pub nodes: Vec<NodeMem>,
+    /// Network interfaces with a device.
     pub nics: Vec<Nic>,
+    /// CPU vendor.
     pub vendor: Vendor,
     /// Threads per core (1 without SMT).
     pub threads_per_core: u32,
@@ -220,6 +242,7 @@ impl Topology {
         }
     }
 
+    /// Every online CPU of every core.
     pub fn online(&self) -> CpuSet {
         CpuSet::new(
             self.cores
@@ -290,8 +313,11 @@ pub fn read_topology_input(root: &HostRoot) -> (Fingerprint, Topology) {
 /// One VM (hypervisor targets): name, vCPUs, memory in GiB (backed by 1 GiB huge pages).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VmNeed {
+    /// The VM's name (1-64 characters of A-Z a-z 0-9 - _ .).
     pub name: String,
+    /// Its vCPUs, each pinned to one host CPU.
     pub vcpus: u32,
+    /// Its memory, GiB.
     pub mem_gib: u32,
 }
 
@@ -301,8 +327,8 @@ pub fn default_vm_mem_gib(vcpus: u32) -> u32 {
 }
 
 /// Parse `name:vcpus[:mem_gib]`.
-pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
-    let mut it = s.split(':');
+pub fn parse_vm(spec: &str) -> Result<VmNeed, String> {
+    let mut it = spec.split(':');
     let name = it.next().unwrap_or_default().trim();
     let valid = !name.is_empty()
         && name.len() <= 64
@@ -311,14 +337,14 @@ pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
     if !valid {
         return Err(format!(
-            "'{s}': the VM name must be 1-64 characters of A-Z a-z 0-9 - _ ."
+            "'{spec}': the VM name must be 1-64 characters of A-Z a-z 0-9 - _ ."
         ));
     }
     let vcpus = it
         .next()
         .and_then(|v| v.parse::<u32>().ok())
         .filter(|v| (1..=4096).contains(v))
-        .ok_or_else(|| format!("'{s}': expected NAME:VCPUS[:MEM_GIB] with 1-4096 vCPUs"))?;
+        .ok_or_else(|| format!("'{spec}': expected NAME:VCPUS[:MEM_GIB] with 1-4096 vCPUs"))?;
     let mem_gib = match it.next() {
         None => default_vm_mem_gib(vcpus),
         Some(m) => m
@@ -326,10 +352,10 @@ pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
             .parse::<u32>()
             .ok()
             .filter(|m| (1..=65536).contains(m))
-            .ok_or_else(|| format!("'{s}': memory must be 1-65536 GiB"))?,
+            .ok_or_else(|| format!("'{spec}': memory must be 1-65536 GiB"))?,
     };
     if it.next().is_some() {
-        return Err(format!("'{s}': expected NAME:VCPUS[:MEM_GIB]"));
+        return Err(format!("'{spec}': expected NAME:VCPUS[:MEM_GIB]"));
     }
     Ok(VmNeed {
         name: name.to_string(),
@@ -341,21 +367,27 @@ pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
 /// The operator's need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Need {
+    /// What the machine is for.
     pub target: PlanTarget,
     /// Total RT CPUs (rounded up to whole cores); `None` with no `rt_per_node`: every core not kept for
     /// housekeeping.
     pub rt_cpus: Option<u32>,
+    /// RT CPUs on each NUMA node (`--rt-per-node`), instead of a total.
     pub rt_per_node: Option<u32>,
     /// Minimum housekeeping CPUs (default: one core per socket and per node).
     pub housekeeping: Option<u32>,
+    /// The interface whose node RT CPUs and memory go to first (`--nic`).
     pub nic: Option<String>,
+    /// What to do with SMT siblings.
     pub smt: Smt,
+    /// The VMs to place (hypervisor targets).
     pub vms: Vec<VmNeed>,
     /// Huge-page memory for the RT workload on host and k8s targets, GiB in total (spread over RT nodes).
     pub mem_gib: Option<u32>,
 }
 
 impl Need {
+    /// The default need for `target`: every free core RT, SMT kept, no VM, no NIC, no huge pages.
     pub fn new(target: PlanTarget) -> Need {
         Need {
             target,
@@ -373,43 +405,95 @@ impl Need {
 /// Why no plan could be made. Each message is one line naming the request and what the machine has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    /// `--rt-cpus` asks for more CPUs than housekeeping leaves.
     #[error("cannot place {asked} RT CPUs on this {online}-CPU machine: at most {free} remain after housekeeping ({hk} CPU(s) kept: {why})")]
     TooManyRt {
+        /// RT CPUs asked for.
         asked: u32,
+        /// Online CPUs of the machine.
         online: usize,
+        /// CPUs left after housekeeping.
         free: usize,
+        /// CPUs kept for housekeeping.
         hk: usize,
+        /// Why those housekeeping CPUs are kept.
         why: String,
     },
+    /// `--rt-per-node` asks for more CPUs than one node has left after housekeeping.
     #[error("--rt-per-node {asked}: node {node} has {free} CPUs left after housekeeping")]
-    NodeTooSmall { asked: u32, node: u32, free: usize },
+    NodeTooSmall {
+        /// RT CPUs asked for per node.
+        asked: u32,
+        /// The node that is too small.
+        node: u32,
+        /// CPUs left on it after housekeeping.
+        free: usize,
+    },
+    /// `--housekeeping` keeps every CPU.
     #[error(
         "--housekeeping {asked}: leaves no CPU for real-time work on this {online}-CPU machine"
     )]
-    HousekeepingTooLarge { asked: u32, online: usize },
+    HousekeepingTooLarge {
+        /// Housekeeping CPUs asked for.
+        asked: u32,
+        /// Online CPUs of the machine.
+        online: usize,
+    },
+    /// A VM does not fit on any one NUMA node.
     #[error("VM {vm} needs {vcpus} vCPUs on one NUMA node; the largest free node has {free} CPUs")]
-    VmTooLarge { vm: String, vcpus: u32, free: usize },
+    VmTooLarge {
+        /// The VM's name.
+        vm: String,
+        /// Its vCPUs.
+        vcpus: u32,
+        /// Free CPUs of the largest free node.
+        free: usize,
+    },
+    /// `--rt-cpus` is below the VMs' vCPUs.
     #[error("--rt-cpus {asked} is fewer than the {vcpus} vCPUs of the VMs")]
-    RtBelowVms { asked: u32, vcpus: u32 },
+    RtBelowVms {
+        /// RT CPUs asked for.
+        asked: u32,
+        /// vCPUs of all VMs together.
+        vcpus: u32,
+    },
+    /// `--nic` names no interface of the machine.
     #[error("--nic {nic}: no such interface under /sys/class/net (found: {found})")]
-    UnknownNic { nic: String, found: String },
+    UnknownNic {
+        /// The name given.
+        nic: String,
+        /// The interfaces found, comma-separated, or `none`.
+        found: String,
+    },
+    /// A node's huge pages would leave it too little memory.
     #[error("node {node} needs {need_gib} GiB of huge pages but has {have_gib} GiB of memory")]
     NodeMemory {
+        /// The node.
         node: u32,
+        /// Huge-page memory planned on it, GiB.
         need_gib: u64,
+        /// Its total memory, GiB.
         have_gib: u64,
     },
+    /// The topology lists no online CPU.
     #[error("no online CPU in the topology")]
     NoCpus,
+    /// Fewer than two cores: nothing to split.
     #[error("only {online} online CPU(s): a real-time partition needs at least 2 cores")]
-    TooSmall { online: usize },
+    TooSmall {
+        /// Online CPUs of the machine.
+        online: usize,
+    },
 }
 
 /// The partition of one NUMA node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodePlan {
+    /// Node number.
     pub id: u32,
+    /// The node's RT (isolated) CPUs.
     pub rt: CpuSet,
+    /// The node's housekeeping CPUs.
     pub housekeeping: CpuSet,
     /// 1 GiB huge pages to reserve on this node.
     pub hugepages_1g: u32,
@@ -418,21 +502,28 @@ pub struct NodePlan {
 /// One VM's placement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VmPlan {
+    /// The VM's name.
     pub name: String,
+    /// The NUMA node holding its vCPUs and memory.
     pub node: u32,
     /// Host CPU of vCPU i.
     pub vcpu_pins: Vec<u32>,
     /// Housekeeping CPUs of the same node for the emulator and I/O threads.
     pub emulator: CpuSet,
+    /// Its memory in 1 GiB huge pages on its node, GiB.
     pub mem_gib: u32,
 }
 
 /// The computed plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Plan {
+    /// What the machine is for.
     pub target: PlanTarget,
+    /// The SMT choice.
     pub smt: Smt,
+    /// CPU vendor (for the C-state and frequency parameters).
     pub vendor: Vendor,
+    /// Threads per core after the SMT choice.
     pub threads_per_core: u32,
     /// Online CPUs after the plan (without the siblings `nosmt` takes offline).
     pub online: CpuSet,
@@ -442,8 +533,11 @@ pub struct Plan {
     pub housekeeping: CpuSet,
     /// SMT siblings taken offline by `nosmt`.
     pub offline: CpuSet,
+    /// The partition of each NUMA node that has CPUs.
     pub nodes: Vec<NodePlan>,
+    /// Each VM's placement, in the order of the need.
     pub vms: Vec<VmPlan>,
+    /// The NIC of `--nic`, with its node.
     pub nic: Option<Nic>,
     /// Why each choice was made, in order, one sentence per line.
     pub reasoning: Vec<String>,
@@ -458,6 +552,7 @@ impl Plan {
             .map(|n| n.id)
             .collect()
     }
+    /// 1 GiB huge pages to reserve, all nodes together.
     pub fn total_hugepages_1g(&self) -> u32 {
         self.nodes.iter().map(|n| n.hugepages_1g).sum()
     }

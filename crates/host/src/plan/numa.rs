@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 /// Local and remote cost between two nodes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cost {
+    /// Memory access latency from a CPU of one node to memory of the other: ns when measured, SLIT units (1.0 = local) otherwise.
     pub latency_ns: f64,
     /// Bytes per second; `None` from SLIT distances.
     pub read_bytes_per_sec: Option<f64>,
@@ -30,13 +31,16 @@ pub enum MatrixSource {
     Measured(String),
     /// Firmware SLIT distances: latency in units of the local distance (10 = 1.0).
     Slit,
+    /// No cost known (no measurement, no SLIT): advice without predicted gains.
     None,
 }
 
 /// Cost of (cpu node, memory node).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Matrix {
+    /// Where the costs came from.
     pub source: MatrixSource,
+    /// Cost by (CPU node, memory node).
     #[serde(serialize_with = "cells_as_list")]
     pub cells: BTreeMap<(u32, u32), Cost>,
 }
@@ -61,6 +65,7 @@ fn cells_as_list<S: serde::Serializer>(
 }
 
 impl Matrix {
+    /// The matrix of a `rtgauge mem` run's cells, named `name`; failed or empty cells are left out.
     pub fn from_cells(name: &str, cells: &[NumaCell]) -> Matrix {
         Matrix {
             source: MatrixSource::Measured(name.to_string()),
@@ -119,13 +124,17 @@ impl Matrix {
 pub struct Advice {
     /// `pid 200 vdu` or `cgroup /kubepods/podB/c1`.
     pub who: String,
+    /// The cgroup the process or group runs in.
     pub cgroup: String,
+    /// The CPUs it may run on now.
     pub cpus_allowed: CpuSet,
+    /// Percent of its resident memory on the nodes of its CPUs.
     pub local_pct: f64,
     /// Resident bytes per node.
     pub bytes_per_node: BTreeMap<u32, u64>,
     /// The node to bind to: the one holding most of its memory among those it should run on.
     pub node: u32,
+    /// The CPUs of that node.
     pub node_cpus: CpuSet,
     /// Commands that make it local.
     pub binding: Vec<String>,
@@ -138,8 +147,11 @@ pub struct Advice {
 /// The whole `--numa` answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NumaPlan {
+    /// The costs behind the predicted gains.
     pub matrix: Matrix,
+    /// Local share (percent) below which a process or cgroup gets advice.
     pub threshold_pct: f64,
+    /// One binding per process, then per cgroup, under the threshold.
     pub advice: Vec<Advice>,
     /// Processes looked at (with resident memory).
     pub looked_at: usize,
