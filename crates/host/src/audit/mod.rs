@@ -313,11 +313,14 @@ pub fn read_tasks(root: &HostRoot) -> Vec<Task> {
 }
 
 /// Detect the target when the operator gave none.
-pub fn detect_target(root: &HostRoot, fp: &Fingerprint) -> (Target, String) {
-    if fp.virt.platform != "none" {
+pub fn detect_target(root: &HostRoot, fingerprint: &Fingerprint) -> (Target, String) {
+    if fingerprint.virt.platform != "none" {
         return (
             Target::RtGuest,
-            format!("auto: virtualization platform {}", fp.virt.platform),
+            format!(
+                "auto: virtualization platform {}",
+                fingerprint.virt.platform
+            ),
         );
     }
     if root.exists(kubelet::KUBELET_CONFIG) || root.exists("/etc/kubernetes/kubelet.conf") {
@@ -558,27 +561,27 @@ pub fn evaluate(rule: &Rule, ctx: &Ctx) -> Finding {
 }
 
 /// Text report: one line per finding, evidence and remediation under every finding that is not a pass.
-pub fn render_audit_text(r: &AuditReport, verbose: bool) -> String {
+pub fn render_audit_text(report: &AuditReport, verbose: bool) -> String {
     let mut out = String::new();
-    out.push_str(&format!("audit of {} ({:?})\n", r.location, r.subject).to_lowercase());
-    if let Some(t) = r.target {
+    out.push_str(&format!("audit of {} ({:?})\n", report.location, report.subject).to_lowercase());
+    if let Some(t) = report.target {
         out.push_str(&format!(
             "target: {} ({})\n",
             t,
-            r.target_source.as_deref().unwrap_or("-")
+            report.target_source.as_deref().unwrap_or("-")
         ));
     }
-    if r.subject == Subject::Host {
+    if report.subject == Subject::Host {
         out.push_str(&format!(
             "RT CPU set: {}\n",
-            match (&r.isolated, &r.isolated_source) {
+            match (&report.isolated, &report.isolated_source) {
                 (Some(s), Some(src)) => format!("{s} (from {src})"),
                 _ => "none declared".into(),
             }
         ));
     }
     out.push('\n');
-    for f in &r.findings {
+    for f in &report.findings {
         out.push_str(&format!(
             "{:<11} {:<6} {:<32} {}\n",
             f.status.as_str().to_uppercase(),
@@ -600,7 +603,7 @@ pub fn render_audit_text(r: &AuditReport, verbose: bool) -> String {
             }
         }
     }
-    let s = &r.summary;
+    let s = &report.summary;
     out.push_str(&format!(
         "\n{} pass, {} warn, {} fail, {} n/a, {} unavailable\n",
         s.pass, s.warn, s.fail, s.not_applicable, s.unavailable

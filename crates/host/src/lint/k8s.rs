@@ -235,12 +235,12 @@ fn scalar(y: &Yaml) -> Option<String> {
 }
 
 /// Kubernetes quantity → number of base units (CPU: millicores when `milli`; memory: bytes).
-pub fn parse_quantity(s: &str, milli: bool) -> Option<u128> {
-    let s = s.trim();
-    let split = s
+pub fn parse_quantity(text: &str, milli: bool) -> Option<u128> {
+    let text = text.trim();
+    let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, suf) = s.split_at(split);
+        .unwrap_or(text.len());
+    let (num, suf) = text.split_at(split);
     let v: f64 = num.parse().ok()?;
     if !v.is_finite() || v < 0.0 {
         return None;

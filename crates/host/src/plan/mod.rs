@@ -173,13 +173,14 @@ impl Topology {
     /// Build from the fingerprint model and the per-CPU topology files. CPUs without topology files (a
     /// container, an old kernel) are one core each; CPUs outside every node are on node 0.
     pub fn from_fingerprint(
-        fp: &Fingerprint,
+        fingerprint: &Fingerprint,
         topo: &BTreeMap<u32, CpuTopo>,
         nics: Vec<Nic>,
     ) -> Topology {
-        let online = &fp.cpu.online;
+        let online = &fingerprint.cpu.online;
         let node_of = |cpu: u32| {
-            fp.numa
+            fingerprint
+                .numa
                 .iter()
                 .find(|n| n.cpus.contains(cpu))
                 .map(|n| n.id)
@@ -207,7 +208,7 @@ impl Topology {
                 node: node_of(cpu),
             });
         }
-        let mut nodes: Vec<NodeMem> = fp
+        let mut nodes: Vec<NodeMem> = fingerprint
             .numa
             .iter()
             .map(|n| NodeMem {
@@ -218,10 +219,10 @@ impl Topology {
         if nodes.is_empty() {
             nodes.push(NodeMem {
                 id: 0,
-                mem_total_kib: fp.memory.total_kib,
+                mem_total_kib: fingerprint.memory.total_kib,
             });
         }
-        let vendor = match fp.cpu.vendor.as_deref() {
+        let vendor = match fingerprint.cpu.vendor.as_deref() {
             Some("GenuineIntel") => Vendor::Intel,
             Some("AuthenticAMD") => Vendor::Amd,
             _ => Vendor::Other,

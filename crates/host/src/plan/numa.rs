@@ -236,28 +236,33 @@ fn advise(l: &Locality, who: String, nodes: &[NodeInfo], m: &Matrix) -> Option<A
 }
 
 /// Advice for every process and cgroup below `threshold_pct` local memory.
-pub fn numa_plan(r: &NumaResult, m: Matrix, threshold_pct: f64) -> NumaPlan {
+pub fn numa_plan(result: &NumaResult, matrix: Matrix, threshold_pct: f64) -> NumaPlan {
     let mut advice = Vec::new();
     let with_mem = |l: &&Locality| l.bytes_per_node.values().sum::<u64>() > 0;
-    for l in r.processes.iter().filter(with_mem) {
+    for l in result.processes.iter().filter(with_mem) {
         if l.local_pct < threshold_pct {
-            if let Some(a) = advise(l, format!("pid {} {}", l.pid, l.name), &r.nodes, &m) {
+            if let Some(a) = advise(
+                l,
+                format!("pid {} {}", l.pid, l.name),
+                &result.nodes,
+                &matrix,
+            ) {
                 advice.push(a);
             }
         }
     }
-    for l in r.cgroups.iter().filter(with_mem) {
+    for l in result.cgroups.iter().filter(with_mem) {
         if l.local_pct < threshold_pct {
-            if let Some(a) = advise(l, format!("cgroup {}", l.cgroup), &r.nodes, &m) {
+            if let Some(a) = advise(l, format!("cgroup {}", l.cgroup), &result.nodes, &matrix) {
                 advice.push(a);
             }
         }
     }
     NumaPlan {
-        matrix: m,
+        matrix,
         threshold_pct,
         advice,
-        looked_at: r.processes.iter().filter(with_mem).count(),
+        looked_at: result.processes.iter().filter(with_mem).count(),
     }
 }
 
@@ -266,14 +271,14 @@ fn mib(b: u64) -> String {
 }
 
 /// Text rendering.
-pub fn render_numa_plan(p: &NumaPlan) -> String {
+pub fn render_numa_plan(plan: &NumaPlan) -> String {
     let mut s = String::from(
         "rtgauge plan --numa: non-local memory and the binding that makes it local\n\n",
     );
-    match &p.matrix.source {
+    match &plan.matrix.source {
         MatrixSource::Measured(f) => {
             s.push_str(&format!("matrix: rtgauge mem NUMA cells from {f}\n"));
-            for ((c, m), cost) in &p.matrix.cells {
+            for ((c, m), cost) in &plan.matrix.cells {
                 s.push_str(&format!(
                     "  cpu node {c} → mem node {m}: {:.1} ns{}\n",
                     cost.latency_ns,
@@ -292,11 +297,11 @@ pub fn render_numa_plan(p: &NumaPlan) -> String {
     }
     s.push_str(&format!(
         "\n{} process(es) with resident memory; {} process(es)/cgroup(s) below {:.0} % local:\n",
-        p.looked_at,
-        p.advice.len(),
-        p.threshold_pct
+        plan.looked_at,
+        plan.advice.len(),
+        plan.threshold_pct
     ));
-    for a in &p.advice {
+    for a in &plan.advice {
         let spread: Vec<String> = a
             .bytes_per_node
             .iter()
