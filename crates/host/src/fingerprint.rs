@@ -137,12 +137,6 @@ pub fn read_fingerprint(root: &HostRoot) -> Fingerprint {
         .map(|f| f.to_string())
         .collect();
     let cpu = CpuInfo {
-        vendor: cpuinfo.vendor.clone(),
-        model_name: cpuinfo.model_name.clone(),
-        family: cpuinfo.family,
-        model: cpuinfo.model,
-        stepping: cpuinfo.stepping,
-        microcode: cpuinfo.microcode.clone(),
         sockets: sockets.len().max(usize::from(!online.is_empty())) as u32,
         cores: ncores,
         threads,
@@ -151,6 +145,7 @@ pub fn read_fingerprint(root: &HostRoot) -> Fingerprint {
         smt_control,
         smt_active,
         timing_flags,
+        ..cpuinfo.identity.clone()
     };
     let cmdline = read_cmdline(root);
     let kernel = KernelInfo {

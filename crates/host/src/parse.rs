@@ -2,6 +2,7 @@
 //! whatever the bytes (property-tested). Each parser names the kernel document that defines its format.
 
 use rtgauge_model::cpuset::CpuSetError;
+use rtgauge_model::fingerprint::CpuInfo;
 use rtgauge_model::CpuSet;
 use std::collections::BTreeMap;
 
@@ -177,20 +178,11 @@ pub fn render_hex_mask(set: &CpuSet) -> String {
 
 /// Per-processor facts of `/proc/cpuinfo` (Documentation/filesystems/proc.rst; x86 field names). Only the first
 /// processor block is kept: the fields are identical across CPUs on every platform we judge.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CpuinfoFirst {
-    /// `vendor_id` (x86) or `CPU implementer` (Arm) of the first processor.
-    pub vendor: Option<String>,
-    /// `model name` of the first processor.
-    pub model_name: Option<String>,
-    /// `cpu family`, decimal.
-    pub family: Option<u32>,
-    /// `model`, decimal.
-    pub model: Option<u32>,
-    /// `stepping`, decimal.
-    pub stepping: Option<u32>,
-    /// `microcode` revision as printed (hex text).
-    pub microcode: Option<String>,
+    /// The first processor's identity (vendor, model name, family, model, stepping, microcode) in the
+    /// fingerprint model's own type; its topology fields stay at their defaults (sysfs fills them).
+    pub identity: CpuInfo,
     /// `flags` (x86) or `Features` (Arm): the CPU feature names.
     pub flags: Vec<String>,
     /// Number of `processor` blocks: the CPUs the kernel lists.
@@ -214,15 +206,18 @@ pub fn parse_cpuinfo(text: &str) -> CpuinfoFirst {
         if block > 1 {
             continue;
         }
+        let id = &mut c.identity;
         match k {
-            "vendor_id" | "CPU implementer" if c.vendor.is_none() => c.vendor = Some(v.to_string()),
-            "model name" | "Model Name" if c.model_name.is_none() => {
-                c.model_name = Some(v.to_string())
+            "vendor_id" | "CPU implementer" if id.vendor.is_none() => {
+                id.vendor = Some(v.to_string())
             }
-            "cpu family" => c.family = v.parse().ok(),
-            "model" => c.model = v.parse().ok(),
-            "stepping" => c.stepping = v.parse().ok(),
-            "microcode" => c.microcode = Some(v.to_string()),
+            "model name" | "Model Name" if id.model_name.is_none() => {
+                id.model_name = Some(v.to_string())
+            }
+            "cpu family" => id.family = v.parse().ok(),
+            "model" => id.model = v.parse().ok(),
+            "stepping" => id.stepping = v.parse().ok(),
+            "microcode" => id.microcode = Some(v.to_string()),
             "flags" | "Features" if c.flags.is_empty() => {
                 c.flags = v.split_whitespace().map(str::to_string).collect()
             }
@@ -517,8 +512,8 @@ mod tests {
         let c = parse_cpuinfo(
             "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\nmodel name\t: Xeon\nflags\t\t: fpu tsc constant_tsc\n\nprocessor\t: 1\nvendor_id\t: Other\n",
         );
-        assert_eq!(c.vendor.as_deref(), Some("GenuineIntel"));
-        assert_eq!(c.family, Some(6));
+        assert_eq!(c.identity.vendor.as_deref(), Some("GenuineIntel"));
+        assert_eq!(c.identity.family, Some(6));
         assert_eq!(c.flags, vec!["fpu", "tsc", "constant_tsc"]);
         assert_eq!(c.processors, 2);
     }

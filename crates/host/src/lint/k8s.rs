@@ -205,7 +205,11 @@ impl Doc<'_> {
     }
     /// Line of a path of keys, each searched after the previous one.
     fn line_of(&self, path: &[&str]) -> Option<usize> {
-        let mut at = self.start;
+        self.line_of_from(path, self.start)
+    }
+    /// Line of a path of keys, the first searched after line `from`.
+    fn line_of_from(&self, path: &[&str], from: usize) -> Option<usize> {
+        let mut at = from;
         let mut found = None;
         for k in path {
             let l = self.find(k, at)?;
@@ -663,19 +667,6 @@ fn crio_annotations(o: &Object) -> Vec<Outcome> {
         "CPU and IRQ load balancing and CFS quota disabled for the pod",
         ev,
     )]
-}
-
-impl Doc<'_> {
-    fn line_of_from(&self, path: &[&str], from: usize) -> Option<usize> {
-        let mut at = from;
-        let mut found = None;
-        for k in path {
-            let l = self.find(k, at)?;
-            at = l;
-            found = Some(l);
-        }
-        found
-    }
 }
 
 fn cpu_manager(o: &Object) -> Vec<Outcome> {

@@ -497,7 +497,16 @@ fn choose_rt(
             shape.node_ids.len()
         ));
     } else if let Some(asked) = need.rt_cpus {
-        choose_rt_cpus(asked, shape, kept, free, rt_idx, why)?;
+        if asked as usize > free.cpus {
+            return Err(PlanError::TooManyRt {
+                asked,
+                online: shape.online.len(),
+                free: free.cpus,
+                hk: kept.cpus,
+                why: kept.reasons.join("; "),
+            });
+        }
+        choose_rt_cpus(asked, shape, free, rt_idx, why);
     } else if need.vms.is_empty() {
         rt_idx.extend(free.idx.iter().copied());
         why.push(
@@ -518,20 +527,10 @@ fn choose_rt(
 fn choose_rt_cpus(
     asked: u32,
     shape: &Shape,
-    kept: &Kept,
     free: &Free<'_>,
     rt_idx: &mut BTreeSet<usize>,
     why: &mut Vec<String>,
-) -> Result<(), PlanError> {
-    if asked as usize > free.cpus {
-        return Err(PlanError::TooManyRt {
-            asked,
-            online: shape.online.len(),
-            free: free.cpus,
-            hk: kept.cpus,
-            why: kept.reasons.join("; "),
-        });
-    }
+) {
     let already = shape.cpus_in(rt_idx);
     let mut left = (asked as usize).saturating_sub(already);
     let mut used_nodes = Vec::new();
@@ -564,7 +563,6 @@ fn choose_rt_cpus(
             ""
         }
     ));
-    Ok(())
 }
 
 /// Stage 7: each VM's vCPU pins (1:1 onto its cores) and emulator threads (its node's housekeeping CPUs).
