@@ -278,8 +278,9 @@ pub fn parse_key_values(text: &str) -> Vec<(String, String, usize)> {
 }
 
 /// The last value of `key` in a `KEY=value` file.
-pub fn key_value<'a>(kvs: &'a [(String, String, usize)], key: &str) -> Option<&'a str> {
-    kvs.iter()
+pub fn key_value<'a>(entries: &'a [(String, String, usize)], key: &str) -> Option<&'a str> {
+    entries
+        .iter()
         .rev()
         .find(|(k, _, _)| k == key)
         .map(|(_, v, _)| v.as_str())

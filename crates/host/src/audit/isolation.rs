@@ -155,10 +155,10 @@ pub static RULES: [Rule; 14] = [
 ];
 
 /// A CPU set for a summary: the list, `(empty)`, or `absent`.
-pub(super) fn set_or(s: &Option<CpuSet>) -> String {
-    match s {
-        Some(s) if s.is_empty() => "(empty)".into(),
-        Some(s) => s.to_string(),
+pub(super) fn set_or(set: &Option<CpuSet>) -> String {
+    match set {
+        Some(set) if set.is_empty() => "(empty)".into(),
+        Some(set) => set.to_string(),
         None => "absent".into(),
     }
 }

@@ -484,15 +484,15 @@ fn take_samples(root: &HostRoot, online: &CpuSet, interval: Duration) -> Samples
 }
 
 /// Run every host/guest rule.
-pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
+pub fn run_audit(root: &HostRoot, options: &AuditOptions) -> AuditReport {
     let fp = read_fingerprint(root);
     let cmdline = read_cmdline(root);
     let online = read_cpu_mask(root, CpuMask::Online).unwrap_or_default();
-    let (target, target_source) = match opts.target {
+    let (target, target_source) = match options.target {
         Some(t) => (t, "operator".to_string()),
         None => detect_target(root, &fp),
     };
-    let derived = derive_isolated(root, &cmdline, &online, opts.isolated.as_ref());
+    let derived = derive_isolated(root, &cmdline, &online, options.isolated.as_ref());
     let (iso, iso_source) = match derived {
         Some((s, src)) => (Some(s), Some(src)),
         None => (None, None),
@@ -504,7 +504,7 @@ pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
     // A captured tree replays samples only if it was captured with sampling (it then holds the second sample
     // and its interval); otherwise the sampled rules are n/a rather than judged on zero deltas.
     let replayable = root.is_live() || root.exists(&format!("{SAMPLE2_PREFIX}/interval_ns"));
-    let samples = opts
+    let samples = options
         .sample
         .filter(|_| replayable)
         .map(|d| take_samples(root, &online, d));
@@ -536,11 +536,11 @@ pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
 }
 
 /// Apply one rule, enforcing the invariants (sampling, `info` never fails).
-pub fn evaluate(rule: &Rule, ctx: &Ctx) -> Finding {
-    let v = if rule.sampled && ctx.samples.is_none() {
+pub fn evaluate(rule: &Rule, context: &Ctx) -> Finding {
+    let v = if rule.sampled && context.samples.is_none() {
         Verdict::na(NOT_SAMPLED)
     } else {
-        (rule.check)(ctx)
+        (rule.check)(context)
     };
     let severity = v.severity.unwrap_or(rule.severity);
     let status = if severity == Severity::Info && v.status == Status::Fail {

@@ -76,11 +76,11 @@ impl Outcome {
     pub fn na(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
         Outcome::new(Status::NotApplicable, summary, evidence)
     }
-    /// Fail with every problem, the warnings after them; warn with the warnings; else pass with `ok`.
+    /// Fail with every problem, the warnings after them; warn with the warnings; else pass with `passed`.
     pub fn of_problems(
         mut fails: Vec<String>,
         warns: Vec<String>,
-        ok: &str,
+        passed: &str,
         evidence: Vec<Evidence>,
     ) -> Outcome {
         if !fails.is_empty() {
@@ -89,7 +89,7 @@ impl Outcome {
         } else if !warns.is_empty() {
             Outcome::warn(warns.join("; "), evidence)
         } else {
-            Outcome::pass(ok, evidence)
+            Outcome::pass(passed, evidence)
         }
     }
 }

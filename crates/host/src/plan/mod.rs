@@ -174,7 +174,7 @@ impl Topology {
     /// container, an old kernel) are one core each; CPUs outside every node are on node 0.
     pub fn from_fingerprint(
         fingerprint: &Fingerprint,
-        topo: &BTreeMap<u32, CpuTopo>,
+        topology: &BTreeMap<u32, CpuTopo>,
         nics: Vec<Nic>,
     ) -> Topology {
         let online = &fingerprint.cpu.online;
@@ -192,7 +192,7 @@ impl Topology {
             if seen.contains(&cpu) {
                 continue;
             }
-            let t = topo.get(&cpu);
+            let t = topology.get(&cpu);
             let mut sibs = t
                 .map(|t| t.siblings.intersection(online))
                 .unwrap_or_default();

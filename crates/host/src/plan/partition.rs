@@ -74,10 +74,10 @@ impl Free<'_> {
 }
 
 /// Compute the partition. Pure; see the module invariants.
-pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
+pub fn partition(topology: &Topology, need: &Need) -> Result<Plan, PlanError> {
     let mut why: Vec<String> = Vec::new();
-    let shape = summarise_topology(topo, need, &mut why)?;
-    let (nic, nic_node) = choose_nic(topo, need, &shape, &mut why)?;
+    let shape = summarise_topology(topology, need, &mut why)?;
+    let (nic, nic_node) = choose_nic(topology, need, &shape, &mut why)?;
     let kept = choose_housekeeping(need, &shape, nic_node)?;
     why.push(format!(
         "housekeeping kept: {} CPUs = {}",
@@ -100,10 +100,10 @@ pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
         ));
     }
     let vms = pin_vms(need, &shape, &vm_cores, &housekeeping, &mut why);
-    let pages = huge_pages(topo, need, &shape, &vms, &isolated, &mut why)?;
+    let pages = huge_pages(topology, need, &shape, &vms, &isolated, &mut why)?;
     let nodes = node_plans(&shape, &pages, &isolated, &housekeeping, &mut why);
     explain_irqs(
-        topo,
+        topology,
         &shape,
         nic.as_ref(),
         nic_node,
@@ -114,7 +114,7 @@ pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
     Ok(Plan {
         target: need.target,
         smt: need.smt,
-        vendor: topo.vendor,
+        vendor: topology.vendor,
         threads_per_core: shape.tpc,
         online: shape.online,
         isolated,
