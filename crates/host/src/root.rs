@@ -308,7 +308,7 @@ fn read_capped(f: std::fs::File) -> std::io::Result<Vec<u8>> {
 
 /// The file path of `kernel_path` inside `base`, resolved as if `base` were `/`: symlinks are followed by
 /// reading them (never by the kernel), an absolute target restarts at `base`, `..` stops at `base`, and
-/// more than [`MAX_LINKS`] links is a loop (ELOOP). The result holds no symlink when this returns; the last
+/// more than `MAX_LINKS` links is a loop (ELOOP). The result holds no symlink when this returns; the last
 /// component is opened with O_NOFOLLOW by the caller. (openat2's RESOLVE_IN_ROOT does the same in the
 /// kernel but needs Linux 5.6, later than the enterprise kernels this tool must run on, and is blocked by
 /// older container seccomp profiles.)

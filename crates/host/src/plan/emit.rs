@@ -167,7 +167,7 @@ pub fn cmdline(plan: &Plan) -> String {
         .join(" ")
 }
 
-/// Runtime settings the plan needs beside the command line (tuned realtime's [sysctl] and [vm] groups),
+/// Runtime settings the plan needs beside the command line (tuned realtime's `[sysctl]` and `[vm]` groups),
 /// as `(sysctl key, /proc/sys path, value, why)`.
 pub fn sysctls() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
     vec![
