@@ -10,9 +10,13 @@ use std::collections::BTreeMap;
 /// Per-CPU times from one `cpuN` line of /proc/stat, in ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CpuTicks {
+    /// Ticks spent idle (the `idle` column).
     pub idle: u64,
+    /// Ticks spent serving hardware interrupts.
     pub irq: u64,
+    /// Ticks spent serving softirqs.
     pub softirq: u64,
+    /// Ticks stolen by the hypervisor while this vCPU wanted to run.
     pub steal: u64,
 }
 
@@ -63,9 +67,13 @@ pub fn parse_counter_totals(text: &str) -> BTreeMap<u32, u64> {
 /// The process's own CPU time and context switches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SelfUsage {
+    /// User CPU time of the process, nanoseconds.
     pub user_ns: u64,
+    /// System (kernel) CPU time of the process, nanoseconds.
     pub system_ns: u64,
+    /// Voluntary context switches (the process blocked).
     pub voluntary: u64,
+    /// Involuntary context switches (the process was preempted).
     pub involuntary: u64,
 }
 
@@ -92,11 +100,17 @@ fn read_self_usage() -> SelfUsage {
 /// Everything needed for one side of a delta.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
+    /// When the snapshot was taken (monotonic).
     pub at: std::time::Instant,
+    /// Per-CPU times by CPU number.
     pub cpus: BTreeMap<u32, CpuTicks>,
+    /// Context switches since boot, all CPUs (`ctxt`).
     pub ctxt: u64,
+    /// Device interrupts per CPU since boot, summed over every `/proc/interrupts` row.
     pub interrupts: BTreeMap<u32, u64>,
+    /// Softirqs per CPU since boot, summed over every `/proc/softirqs` row.
     pub softirqs: BTreeMap<u32, u64>,
+    /// The process's own usage at that moment.
     pub usage: SelfUsage,
 }
 

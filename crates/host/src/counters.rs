@@ -25,9 +25,9 @@ pub fn parse_schedstat(text: &str) -> BTreeMap<u32, u64> {
 
 /// The name an interrupt row is shown under: the label for architecture rows (`LOC`, `RES`, `CAL`, `NMI`),
 /// "`24 virtio0-input`" (number and device, the description's last word) for numbered IRQs.
-pub fn source_name(label: &str, desc: &str) -> String {
+pub fn source_name(label: &str, description: &str) -> String {
     if label.chars().all(|c| c.is_ascii_digit()) {
-        match desc.split_whitespace().last() {
+        match description.split_whitespace().last() {
             Some(dev) => format!("{label} {dev}"),
             None => label.to_string(),
         }

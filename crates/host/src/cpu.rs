@@ -20,6 +20,7 @@ pub enum CpuMask {
 }
 
 impl CpuMask {
+    /// The kernel file that holds this mask (an absolute path, read through a [`HostRoot`]).
     pub fn kernel_path(self) -> &'static str {
         match self {
             CpuMask::Online => "/sys/devices/system/cpu/online",

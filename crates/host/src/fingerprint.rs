@@ -21,8 +21,11 @@ pub const CPUID_PATH: &str = "/.rtgauge/cpuid-hypervisor-vendor";
 /// Topology of one CPU (Documentation/ABI/stable/sysfs-devices-system-cpu, `topology/*`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuTopo {
+    /// Physical package (socket) id, `topology/physical_package_id`; `None` when the file is absent.
     pub package: Option<u32>,
+    /// Core id within the package, `topology/core_id`; `None` when the file is absent.
     pub core: Option<u32>,
+    /// The SMT threads sharing this CPU's core (itself included), `topology/thread_siblings_list`.
     pub siblings: CpuSet,
 }
 
@@ -134,12 +137,6 @@ pub fn read_fingerprint(root: &HostRoot) -> Fingerprint {
         .map(|f| f.to_string())
         .collect();
     let cpu = CpuInfo {
-        vendor: cpuinfo.vendor.clone(),
-        model_name: cpuinfo.model_name.clone(),
-        family: cpuinfo.family,
-        model: cpuinfo.model,
-        stepping: cpuinfo.stepping,
-        microcode: cpuinfo.microcode.clone(),
         sockets: sockets.len().max(usize::from(!online.is_empty())) as u32,
         cores: ncores,
         threads,
@@ -148,6 +145,7 @@ pub fn read_fingerprint(root: &HostRoot) -> Fingerprint {
         smt_control,
         smt_active,
         timing_flags,
+        ..cpuinfo.identity.clone()
     };
     let cmdline = read_cmdline(root);
     let kernel = KernelInfo {
@@ -582,7 +580,7 @@ pub fn read_memory(root: &HostRoot) -> MemoryInfo {
 }
 
 /// Human-readable fingerprint, one fact per line.
-pub fn render_fingerprint(f: &Fingerprint) -> String {
+pub fn render_fingerprint(fingerprint: &Fingerprint) -> String {
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     let set = |v: &Option<CpuSet>| {
         v.as_ref()
@@ -599,24 +597,35 @@ pub fn render_fingerprint(f: &Fingerprint) -> String {
     let mut line = |k: &str, v: String| out.push_str(&format!("{k:<16} {v}\n"));
     line(
         "cpu",
-        format!("{} ({})", o(&f.cpu.model_name), o(&f.cpu.vendor)),
+        format!(
+            "{} ({})",
+            o(&fingerprint.cpu.model_name),
+            o(&fingerprint.cpu.vendor)
+        ),
     );
     line(
         "topology",
         format!(
             "{} socket(s), {} core(s), {} thread(s), {} per core; online {}",
-            f.cpu.sockets, f.cpu.cores, f.cpu.threads, f.cpu.threads_per_core, f.cpu.online
+            fingerprint.cpu.sockets,
+            fingerprint.cpu.cores,
+            fingerprint.cpu.threads,
+            fingerprint.cpu.threads_per_core,
+            fingerprint.cpu.online
         ),
     );
     line(
         "smt",
         format!(
             "control {}, active {}",
-            o(&f.cpu.smt_control),
-            f.cpu.smt_active.map_or("-".into(), |a| a.to_string())
+            o(&fingerprint.cpu.smt_control),
+            fingerprint
+                .cpu
+                .smt_active
+                .map_or("-".into(), |a| a.to_string())
         ),
     );
-    for n in &f.numa {
+    for n in &fingerprint.numa {
         line(
             &format!("numa node{}", n.id),
             format!(
@@ -629,70 +638,74 @@ pub fn render_fingerprint(f: &Fingerprint) -> String {
     }
     line(
         "kernel",
-        format!("{} {}", f.kernel.release, f.kernel.version),
+        format!(
+            "{} {}",
+            fingerprint.kernel.release, fingerprint.kernel.version
+        ),
     );
     line(
         "preemption",
         format!(
             "{:?}{}{} (from {})",
-            f.kernel.preempt.model,
-            if f.kernel.preempt.dynamic {
+            fingerprint.kernel.preempt.model,
+            if fingerprint.kernel.preempt.dynamic {
                 ", PREEMPT_DYNAMIC"
             } else {
                 ""
             },
-            f.kernel
+            fingerprint
+                .kernel
                 .preempt
                 .dynamic_mode
                 .as_ref()
                 .map_or(String::new(), |m| format!(" mode {m}")),
-            if f.kernel.preempt.source.is_empty() {
+            if fingerprint.kernel.preempt.source.is_empty() {
                 "-"
             } else {
-                &f.kernel.preempt.source
+                &fingerprint.kernel.preempt.source
             }
         )
         .to_lowercase(),
     );
-    line("cmdline", f.kernel.cmdline.clone());
+    line("cmdline", fingerprint.kernel.cmdline.clone());
     line(
         "clocksource",
         format!(
             "{} (available: {})",
-            o(&f.clock.current),
-            f.clock.available.join(" ")
+            o(&fingerprint.clock.current),
+            fingerprint.clock.available.join(" ")
         ),
     );
-    line("tsc flags", f.cpu.timing_flags.join(" "));
+    line("tsc flags", fingerprint.cpu.timing_flags.join(" "));
     line(
         "virtualization",
         format!(
             "{} (by {}; cpuid {}; dmi {} / {})",
-            f.virt.platform,
-            f.virt.decided_by,
-            o(&f.virt.cpuid_vendor),
-            o(&f.virt.dmi.sys_vendor),
-            o(&f.virt.dmi.product_name)
+            fingerprint.virt.platform,
+            fingerprint.virt.decided_by,
+            o(&fingerprint.virt.cpuid_vendor),
+            o(&fingerprint.virt.dmi.sys_vendor),
+            o(&fingerprint.virt.dmi.product_name)
         ),
     );
     line(
         "container",
-        match &f.container.cpus_effective {
-            Some(c) => format!("{} (cgroup cpuset {c})", f.container.kind),
-            None => f.container.kind.clone(),
+        match &fingerprint.container.cpus_effective {
+            Some(c) => format!("{} (cgroup cpuset {c})", fingerprint.container.kind),
+            None => fingerprint.container.kind.clone(),
         },
     );
     line(
         "tuned",
         format!(
             "{} (isolated_cores {})",
-            o(&f.tuned.active_profile),
-            o(&f.tuned.isolated_cores)
+            o(&fingerprint.tuned.active_profile),
+            o(&fingerprint.tuned.isolated_cores)
         ),
     );
-    line("isolated", set(&f.isolation.isolated));
-    line("nohz_full", set(&f.isolation.nohz_full));
-    let mem = &f.memory;
+    line("isolated", set(&fingerprint.isolation.isolated));
+    line("nohz_full", set(&fingerprint.isolation.nohz_full));
+    let mem = &fingerprint.memory;
     line(
         "memory",
         format!(

@@ -2,6 +2,8 @@
 //! (default `/`), so a tree captured from another machine can be replayed with `--root DIR`.
 //! Functions named `read_*` do I/O through the root; `parse_*` functions are pure and tested with hostile input.
 
+#![deny(missing_docs)]
+
 pub mod accounting;
 pub mod audit;
 pub mod counters;

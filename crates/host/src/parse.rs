@@ -2,22 +2,29 @@
 //! whatever the bytes (property-tested). Each parser names the kernel document that defines its format.
 
 use rtgauge_model::cpuset::CpuSetError;
+use rtgauge_model::fingerprint::CpuInfo;
 use rtgauge_model::CpuSet;
 use std::collections::BTreeMap;
 
 /// Why a kernel parameter or mask was refused (the text is the audit's evidence: it names the bad part).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
+    /// An `isolcpus=` flag the kernel does not know (known: `domain`, `managed_irq`, `nohz`).
     #[error("unknown isolcpus flag '{0}'")]
     IsolcpusFlag(String),
+    /// A CPU list that does not parse.
     #[error(transparent)]
     CpuList(#[from] CpuSetError),
+    /// A hex mask with no digits.
     #[error("empty mask")]
     EmptyMask,
+    /// A comma-separated word of a mask that is not 1-8 hex digits.
     #[error("'{0}' is not a 32-bit hex word")]
     MaskWord(String),
+    /// A word of a mask that is not hex.
     #[error("'{0}' is not hex")]
     NotHex(String),
+    /// A mask wider than the largest CPU number rtgauge handles.
     #[error("mask wider than the supported CPU maximum")]
     MaskTooWide,
 }
@@ -26,7 +33,9 @@ pub enum ParseError {
 /// `key[=value]` tokens. Double quotes group a value containing spaces, as the kernel's `next_arg` does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cmdline {
+    /// The line as read, surrounding white space trimmed.
     pub raw: String,
+    /// `key[=value]` tokens in command-line order; a bare `key` has no value.
     pub tokens: Vec<(String, Option<String>)>,
 }
 
@@ -169,18 +178,18 @@ pub fn render_hex_mask(set: &CpuSet) -> String {
 
 /// Per-processor facts of `/proc/cpuinfo` (Documentation/filesystems/proc.rst; x86 field names). Only the first
 /// processor block is kept: the fields are identical across CPUs on every platform we judge.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CpuinfoFirst {
-    pub vendor: Option<String>,
-    pub model_name: Option<String>,
-    pub family: Option<u32>,
-    pub model: Option<u32>,
-    pub stepping: Option<u32>,
-    pub microcode: Option<String>,
+    /// The first processor's identity (vendor, model name, family, model, stepping, microcode) in the
+    /// fingerprint model's own type; its topology fields stay at their defaults (sysfs fills them).
+    pub identity: CpuInfo,
+    /// `flags` (x86) or `Features` (Arm): the CPU feature names.
     pub flags: Vec<String>,
+    /// Number of `processor` blocks: the CPUs the kernel lists.
     pub processors: u32,
 }
 
+/// Parse `/proc/cpuinfo`: the first processor block's fields and the number of processors.
 pub fn parse_cpuinfo(text: &str) -> CpuinfoFirst {
     let mut c = CpuinfoFirst::default();
     let mut block = 0u32;
@@ -197,15 +206,18 @@ pub fn parse_cpuinfo(text: &str) -> CpuinfoFirst {
         if block > 1 {
             continue;
         }
+        let id = &mut c.identity;
         match k {
-            "vendor_id" | "CPU implementer" if c.vendor.is_none() => c.vendor = Some(v.to_string()),
-            "model name" | "Model Name" if c.model_name.is_none() => {
-                c.model_name = Some(v.to_string())
+            "vendor_id" | "CPU implementer" if id.vendor.is_none() => {
+                id.vendor = Some(v.to_string())
             }
-            "cpu family" => c.family = v.parse().ok(),
-            "model" => c.model = v.parse().ok(),
-            "stepping" => c.stepping = v.parse().ok(),
-            "microcode" => c.microcode = Some(v.to_string()),
+            "model name" | "Model Name" if id.model_name.is_none() => {
+                id.model_name = Some(v.to_string())
+            }
+            "cpu family" => id.family = v.parse().ok(),
+            "model" => id.model = v.parse().ok(),
+            "stepping" => id.stepping = v.parse().ok(),
+            "microcode" => id.microcode = Some(v.to_string()),
             "flags" | "Features" if c.flags.is_empty() => {
                 c.flags = v.split_whitespace().map(str::to_string).collect()
             }
@@ -266,8 +278,9 @@ pub fn parse_key_values(text: &str) -> Vec<(String, String, usize)> {
 }
 
 /// The last value of `key` in a `KEY=value` file.
-pub fn key_value<'a>(kvs: &'a [(String, String, usize)], key: &str) -> Option<&'a str> {
-    kvs.iter()
+pub fn key_value<'a>(entries: &'a [(String, String, usize)], key: &str) -> Option<&'a str> {
+    entries
+        .iter()
         .rev()
         .find(|(k, _, _)| k == key)
         .map(|(_, v, _)| v.as_str())
@@ -500,8 +513,8 @@ mod tests {
         let c = parse_cpuinfo(
             "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\nmodel name\t: Xeon\nflags\t\t: fpu tsc constant_tsc\n\nprocessor\t: 1\nvendor_id\t: Other\n",
         );
-        assert_eq!(c.vendor.as_deref(), Some("GenuineIntel"));
-        assert_eq!(c.family, Some(6));
+        assert_eq!(c.identity.vendor.as_deref(), Some("GenuineIntel"));
+        assert_eq!(c.identity.family, Some(6));
         assert_eq!(c.flags, vec!["fpu", "tsc", "constant_tsc"]);
         assert_eq!(c.processors, 2);
     }

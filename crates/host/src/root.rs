@@ -51,7 +51,9 @@ impl Eq for HostRoot {}
 /// What a recording root saw: file contents (raw bytes) and directory listings, by kernel path.
 #[derive(Debug, Default, Clone)]
 pub struct ReadLog {
+    /// Every file read, by kernel path, as raw bytes.
     pub files: BTreeMap<String, Vec<u8>>,
+    /// Every directory listed, by kernel path: the names of its entries.
     pub dirs: BTreeMap<String, Vec<String>>,
 }
 
@@ -59,10 +61,22 @@ pub struct ReadLog {
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     // The cause is in the message, not a `source` (a chained report would print it twice).
+    /// The file could not be read.
     #[error("cannot read {path}: {cause}")]
-    Read { path: String, cause: std::io::Error },
+    Read {
+        /// The kernel path (as seen by the platform, not the root's directory).
+        path: String,
+        /// Why the read failed.
+        cause: std::io::Error,
+    },
+    /// The file was read but its content is not what the kernel writes there.
     #[error("cannot parse {path}: {reason}")]
-    Parse { path: String, reason: String },
+    Parse {
+        /// The kernel path.
+        path: String,
+        /// What was wrong, in one line.
+        reason: String,
+    },
 }
 
 impl Default for HostRoot {
@@ -294,7 +308,7 @@ fn read_capped(f: std::fs::File) -> std::io::Result<Vec<u8>> {
 
 /// The file path of `kernel_path` inside `base`, resolved as if `base` were `/`: symlinks are followed by
 /// reading them (never by the kernel), an absolute target restarts at `base`, `..` stops at `base`, and
-/// more than [`MAX_LINKS`] links is a loop (ELOOP). The result holds no symlink when this returns; the last
+/// more than `MAX_LINKS` links is a loop (ELOOP). The result holds no symlink when this returns; the last
 /// component is opened with O_NOFOLLOW by the caller. (openat2's RESOLVE_IN_ROOT does the same in the
 /// kernel but needs Linux 5.6, later than the enterprise kernels this tool must run on, and is blocked by
 /// older container seccomp profiles.)

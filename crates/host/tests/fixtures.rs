@@ -185,6 +185,17 @@ fn variation_fails(
     );
 }
 
+/// Every case `(old, new, id)` of a table: the edit must fail its rule.
+fn variations_fail(
+    lint: fn(&str, &str) -> Result<AuditReport, rtgauge_host::lint::LintError>,
+    base: &str,
+    cases: &[(&str, &str, &str)],
+) {
+    for (old, new, id) in cases {
+        variation_fails(lint, base, old, new, id);
+    }
+}
+
 #[test]
 fn seed_vmx_files_pass() {
     for f in [
@@ -268,9 +279,7 @@ fn seed000_vmx_variations_fail_their_rule() {
             "vmx-vtopology",
         ),
     ];
-    for (old, new, id) in cases {
-        variation_fails(lint_vmx, &base, old, new, id);
-    }
+    variations_fail(lint_vmx, &base, &cases);
 }
 
 #[test]
@@ -320,9 +329,7 @@ fn seed003_vmx_variations_fail_their_rule() {
             "vmx-vtopology",
         ),
     ];
-    for (old, new, id) in cases {
-        variation_fails(lint_vmx, &base, old, new, id);
-    }
+    variations_fail(lint_vmx, &base, &cases);
 }
 
 #[test]
@@ -407,9 +414,7 @@ fn libvirt_rt_guest_passes_and_variations_fail() {
             "libvirt-strip-devices",
         ),
     ];
-    for (old, new, id) in cases {
-        variation_fails(lint_libvirt, &base, old, new, id);
-    }
+    variations_fail(lint_libvirt, &base, &cases);
     // migratable on is a warning, not a failure.
     let r = lint_libvirt(
         "x",
@@ -468,9 +473,7 @@ fn k8s_definitions_pass_and_variations_fail() {
             "k8s-pod-crio-annotations",
         ),
     ];
-    for (old, new, id) in cases {
-        variation_fails(lint_k8s, &pod, old, new, id);
-    }
+    variations_fail(lint_k8s, &pod, &cases);
     let kubelet = read("k8s/kubelet-config.yaml");
     let cases = [
         (
@@ -490,9 +493,7 @@ fn k8s_definitions_pass_and_variations_fail() {
             "kubelet-topology-memory-manager",
         ),
     ];
-    for (old, new, id) in cases {
-        variation_fails(lint_k8s, &kubelet, old, new, id);
-    }
+    variations_fail(lint_k8s, &kubelet, &cases);
     let pp = read("k8s/performanceprofile.yaml");
     let cases = [
         (
@@ -511,9 +512,7 @@ fn k8s_definitions_pass_and_variations_fail() {
             "performanceprofile-lint",
         ),
     ];
-    for (old, new, id) in cases {
-        variation_fails(lint_k8s, &pp, old, new, id);
-    }
+    variations_fail(lint_k8s, &pp, &cases);
 }
 
 #[test]

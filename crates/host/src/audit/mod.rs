@@ -10,13 +10,15 @@
 //! - sampled rules read their files twice, `interval` apart; the second sample is recorded under
 //!   [`SAMPLE2_PREFIX`] so a captured tree replays the same deltas.
 
+mod background;
 mod env;
 mod guest;
+mod irq;
 mod isolation;
 mod kubelet;
-mod misc;
 mod power;
 mod sched;
+mod tasks;
 mod time;
 
 use crate::cpu::{read_cpu_mask, CpuMask};
@@ -55,9 +57,13 @@ pub struct AuditOptions {
 /// The verdict a rule function returns; the registry adds id, default severity, expectation and source.
 #[derive(Debug, Clone)]
 pub struct Verdict {
+    /// Pass, warn, fail, n/a or unavailable.
     pub status: Status,
+    /// One line saying what was found.
     pub summary: String,
+    /// The values read and where they came from.
     pub evidence: Vec<Evidence>,
+    /// A severity that overrides the rule's default for this finding; `None` keeps the default.
     pub severity: Option<Severity>,
 }
 
@@ -70,48 +76,60 @@ impl Verdict {
             severity: None,
         }
     }
-    pub fn pass(s: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Pass, s)
+    /// A passing verdict with this summary.
+    pub fn pass(summary: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Pass, summary)
     }
-    pub fn warn(s: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Warn, s)
+    /// A warning: not failing, but worth a look.
+    pub fn warn(summary: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Warn, summary)
     }
-    pub fn fail(s: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Fail, s)
+    /// A failing verdict with this summary.
+    pub fn fail(summary: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Fail, summary)
     }
-    pub fn na(s: impl Into<String>) -> Verdict {
-        Verdict::new(Status::NotApplicable, s)
+    /// Not applicable to this target or configuration; the summary says why.
+    pub fn na(summary: impl Into<String>) -> Verdict {
+        Verdict::new(Status::NotApplicable, summary)
     }
-    pub fn unavailable(s: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Unavailable, s)
+    /// The facts needed to judge are not readable here; the summary says which.
+    pub fn unavailable(summary: impl Into<String>) -> Verdict {
+        Verdict::new(Status::Unavailable, summary)
     }
     /// Add one piece of evidence.
     pub fn ev(mut self, what: &str, source: &str, value: impl Into<String>) -> Verdict {
         self.evidence.push(Evidence::new(what, source, value));
         self
     }
-    pub fn evs(mut self, ev: Vec<Evidence>) -> Verdict {
-        self.evidence.extend(ev);
+    /// Add several pieces of evidence, in order.
+    pub fn evs(mut self, evidence: Vec<Evidence>) -> Verdict {
+        self.evidence.extend(evidence);
         self
     }
     /// Override the rule's default severity (several rules depend on the target).
-    pub fn sev(mut self, s: Severity) -> Verdict {
-        self.severity = Some(s);
+    pub fn sev(mut self, severity: Severity) -> Verdict {
+        self.severity = Some(severity);
         self
     }
 }
 
 /// One catalogue rule.
 pub struct Rule {
+    /// Stable rule id (`cmdline-isolcpus`), as reports and profiles name it.
     pub id: &'static str,
     /// Catalogue section (1–8).
     pub section: u8,
+    /// Default severity of a failure.
     pub severity: Severity,
+    /// What a passing system looks like, in one line.
     pub expected: &'static str,
+    /// How to fix a failure, in one line.
     pub remediation: &'static str,
+    /// The source documents behind the rule (`[T1][K8]`), as listed in the catalogue.
     pub source: &'static str,
     /// Needs two samples; `n/a` with `--no-sample`.
     pub sampled: bool,
+    /// The function that judges the rule on one host.
     pub check: fn(&Ctx) -> Verdict,
 }
 
@@ -123,7 +141,7 @@ pub fn rules() -> Vec<&'static Rule> {
     v.extend(sched::RULES.iter());
     v.extend(power::RULES.iter());
     v.extend(time::RULES.iter());
-    v.extend(misc::RULES.iter());
+    v.extend(background::RULES.iter());
     v.extend(guest::RULES.iter());
     v.extend(kubelet::RULES.iter());
     v
@@ -132,39 +150,56 @@ pub fn rules() -> Vec<&'static Rule> {
 /// One thread of `/proc/<pid>/task/<tid>`.
 #[derive(Debug, Clone)]
 pub struct Task {
+    /// Process id (thread group id).
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// Command name (`comm`), as the kernel truncates it.
     pub comm: String,
+    /// `Cpus_allowed_list` of the thread; `None` when absent or malformed.
     pub allowed: Option<CpuSet>,
+    /// A kernel thread: `Kthread: 1` in its status, or kthreadd (PID 2) or one of its children.
     pub kthread: bool,
     /// Scheduling policy (proc(5) field 41: 0 OTHER, 1 FIFO, 2 RR, 3 BATCH, 5 IDLE, 6 DEADLINE).
     pub policy: Option<u32>,
+    /// Real-time priority (proc(5) field 40: `rt_priority`), 0 for normal policies.
     pub rt_priority: Option<u32>,
 }
 
 /// Two samples of the sampled files.
 #[derive(Debug, Clone)]
 pub struct Samples {
+    /// Time between the two samples.
     pub interval: Nanos,
+    /// Each sampled file's content at the first sample, by kernel path.
     pub first: BTreeMap<String, String>,
+    /// Each sampled file's content at the second sample, by kernel path.
     pub second: BTreeMap<String, String>,
-    /// cpuidle `usage` per (cpu, state) at each sample.
+    /// cpuidle `usage` per (cpu, state) at the first sample.
     pub idle_first: BTreeMap<(u32, String), u64>,
+    /// cpuidle `usage` per (cpu, state) at the second sample.
     pub idle_second: BTreeMap<(u32, String), u64>,
 }
 
 /// Everything rules share: the root, the target, the RT set I and housekeeping set H, and lazily read facts.
 pub struct Ctx<'a> {
+    /// The root every read goes through.
     pub root: &'a HostRoot,
+    /// The target being judged (rules differ between hosts, guests and containers).
     pub target: Target,
+    /// The machine's fingerprint, read once before the rules run.
     pub fp: Fingerprint,
+    /// The kernel command line.
     pub cmdline: Cmdline,
+    /// The online CPUs.
     pub online: CpuSet,
     /// I: `None` when no RT CPU set is declared (isolation rules are then n/a).
     pub iso: Option<CpuSet>,
+    /// Where I came from (`--isolated`, tuned, isolcpus, …), for the evidence.
     pub iso_source: Option<String>,
     /// H = online − I.
     pub hk: CpuSet,
+    /// The two samples of the sampled files; `None` with `--no-sample` or a tree captured without them.
     pub samples: Option<Samples>,
     tasks: OnceCell<Vec<Task>>,
     topo: OnceCell<BTreeMap<u32, CpuTopo>>,
@@ -179,12 +214,15 @@ impl<'a> Ctx<'a> {
     pub fn read_int(&self, path: &str) -> Option<i64> {
         self.read(path).and_then(|s| crate::parse::parse_int(&s))
     }
+    /// Whether the fingerprint detected a hypervisor (the machine is a guest).
     pub fn is_guest(&self) -> bool {
         self.fp.virt.platform != "none"
     }
+    /// Whether the fingerprint detected a container.
     pub fn in_container(&self) -> bool {
         self.fp.container.kind != "none"
     }
+    /// Whether the kernel is PREEMPT_RT.
     pub fn is_rt_kernel(&self) -> bool {
         self.fp.kernel.preempt.model == rtgauge_model::fingerprint::PreemptModel::Rt
     }
@@ -212,6 +250,7 @@ impl<'a> Ctx<'a> {
             .iter()
             .any(|t| t.pid == t.tid && t.comm == comm)
     }
+    /// CPU topology by CPU number (read once).
     pub fn topology(&self) -> &BTreeMap<u32, CpuTopo> {
         self.topo
             .get_or_init(|| read_topology(self.root, &self.online))
@@ -274,11 +313,14 @@ pub fn read_tasks(root: &HostRoot) -> Vec<Task> {
 }
 
 /// Detect the target when the operator gave none.
-pub fn detect_target(root: &HostRoot, fp: &Fingerprint) -> (Target, String) {
-    if fp.virt.platform != "none" {
+pub fn detect_target(root: &HostRoot, fingerprint: &Fingerprint) -> (Target, String) {
+    if fingerprint.virt.platform != "none" {
         return (
             Target::RtGuest,
-            format!("auto: virtualization platform {}", fp.virt.platform),
+            format!(
+                "auto: virtualization platform {}",
+                fingerprint.virt.platform
+            ),
         );
     }
     if root.exists(kubelet::KUBELET_CONFIG) || root.exists("/etc/kubernetes/kubelet.conf") {
@@ -442,15 +484,15 @@ fn take_samples(root: &HostRoot, online: &CpuSet, interval: Duration) -> Samples
 }
 
 /// Run every host/guest rule.
-pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
+pub fn run_audit(root: &HostRoot, options: &AuditOptions) -> AuditReport {
     let fp = read_fingerprint(root);
     let cmdline = read_cmdline(root);
     let online = read_cpu_mask(root, CpuMask::Online).unwrap_or_default();
-    let (target, target_source) = match opts.target {
+    let (target, target_source) = match options.target {
         Some(t) => (t, "operator".to_string()),
         None => detect_target(root, &fp),
     };
-    let derived = derive_isolated(root, &cmdline, &online, opts.isolated.as_ref());
+    let derived = derive_isolated(root, &cmdline, &online, options.isolated.as_ref());
     let (iso, iso_source) = match derived {
         Some((s, src)) => (Some(s), Some(src)),
         None => (None, None),
@@ -462,7 +504,7 @@ pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
     // A captured tree replays samples only if it was captured with sampling (it then holds the second sample
     // and its interval); otherwise the sampled rules are n/a rather than judged on zero deltas.
     let replayable = root.is_live() || root.exists(&format!("{SAMPLE2_PREFIX}/interval_ns"));
-    let samples = opts
+    let samples = options
         .sample
         .filter(|_| replayable)
         .map(|d| take_samples(root, &online, d));
@@ -494,11 +536,11 @@ pub fn run_audit(root: &HostRoot, opts: &AuditOptions) -> AuditReport {
 }
 
 /// Apply one rule, enforcing the invariants (sampling, `info` never fails).
-pub fn evaluate(rule: &Rule, ctx: &Ctx) -> Finding {
-    let v = if rule.sampled && ctx.samples.is_none() {
+pub fn evaluate(rule: &Rule, context: &Ctx) -> Finding {
+    let v = if rule.sampled && context.samples.is_none() {
         Verdict::na(NOT_SAMPLED)
     } else {
-        (rule.check)(ctx)
+        (rule.check)(context)
     };
     let severity = v.severity.unwrap_or(rule.severity);
     let status = if severity == Severity::Info && v.status == Status::Fail {
@@ -519,27 +561,27 @@ pub fn evaluate(rule: &Rule, ctx: &Ctx) -> Finding {
 }
 
 /// Text report: one line per finding, evidence and remediation under every finding that is not a pass.
-pub fn render_audit_text(r: &AuditReport, verbose: bool) -> String {
+pub fn render_audit_text(report: &AuditReport, verbose: bool) -> String {
     let mut out = String::new();
-    out.push_str(&format!("audit of {} ({:?})\n", r.location, r.subject).to_lowercase());
-    if let Some(t) = r.target {
+    out.push_str(&format!("audit of {} ({:?})\n", report.location, report.subject).to_lowercase());
+    if let Some(t) = report.target {
         out.push_str(&format!(
             "target: {} ({})\n",
             t,
-            r.target_source.as_deref().unwrap_or("-")
+            report.target_source.as_deref().unwrap_or("-")
         ));
     }
-    if r.subject == Subject::Host {
+    if report.subject == Subject::Host {
         out.push_str(&format!(
             "RT CPU set: {}\n",
-            match (&r.isolated, &r.isolated_source) {
+            match (&report.isolated, &report.isolated_source) {
                 (Some(s), Some(src)) => format!("{s} (from {src})"),
                 _ => "none declared".into(),
             }
         ));
     }
     out.push('\n');
-    for f in &r.findings {
+    for f in &report.findings {
         out.push_str(&format!(
             "{:<11} {:<6} {:<32} {}\n",
             f.status.as_str().to_uppercase(),
@@ -561,7 +603,7 @@ pub fn render_audit_text(r: &AuditReport, verbose: bool) -> String {
             }
         }
     }
-    let s = &r.summary;
+    let s = &report.summary;
     out.push_str(&format!(
         "\n{} pass, {} warn, {} fail, {} n/a, {} unavailable\n",
         s.pass, s.warn, s.fail, s.not_applicable, s.unavailable

@@ -205,7 +205,11 @@ impl Doc<'_> {
     }
     /// Line of a path of keys, each searched after the previous one.
     fn line_of(&self, path: &[&str]) -> Option<usize> {
-        let mut at = self.start;
+        self.line_of_from(path, self.start)
+    }
+    /// Line of a path of keys, the first searched after line `from`.
+    fn line_of_from(&self, path: &[&str], from: usize) -> Option<usize> {
+        let mut at = from;
         let mut found = None;
         for k in path {
             let l = self.find(k, at)?;
@@ -235,12 +239,12 @@ fn scalar(y: &Yaml) -> Option<String> {
 }
 
 /// Kubernetes quantity → number of base units (CPU: millicores when `milli`; memory: bytes).
-pub fn parse_quantity(s: &str, milli: bool) -> Option<u128> {
-    let s = s.trim();
-    let split = s
+pub fn parse_quantity(text: &str, milli: bool) -> Option<u128> {
+    let text = text.trim();
+    let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, suf) = s.split_at(split);
+        .unwrap_or(text.len());
+    let (num, suf) = text.split_at(split);
     let v: f64 = num.parse().ok()?;
     if !v.is_finite() || v < 0.0 {
         return None;
@@ -663,19 +667,6 @@ fn crio_annotations(o: &Object) -> Vec<Outcome> {
         "CPU and IRQ load balancing and CFS quota disabled for the pod",
         ev,
     )]
-}
-
-impl Doc<'_> {
-    fn line_of_from(&self, path: &[&str], from: usize) -> Option<usize> {
-        let mut at = from;
-        let mut found = None;
-        for k in path {
-            let l = self.find(k, at)?;
-            at = l;
-            found = Some(l);
-        }
-        found
-    }
 }
 
 fn cpu_manager(o: &Object) -> Vec<Outcome> {

@@ -81,10 +81,10 @@ fn path<'a, 'i>(n: Node<'a, 'i>, names: &[&str]) -> Option<Node<'a, 'i>> {
 }
 
 /// libvirt cpusets accept `^N` exclusions (formatdomain.rst, "cpuset").
-pub fn parse_libvirt_cpuset(s: &str) -> Result<CpuSet, CpuSetError> {
+pub fn parse_libvirt_cpuset(text: &str) -> Result<CpuSet, CpuSetError> {
     let mut inc = Vec::new();
     let mut exc = Vec::new();
-    for item in s.split(',') {
+    for item in text.split(',') {
         let item = item.trim();
         if let Some(x) = item.strip_prefix('^') {
             exc.extend(CpuSet::parse(x)?.iter());

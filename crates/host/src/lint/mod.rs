@@ -14,17 +14,24 @@ use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Status, Sub
 /// A definition file that cannot be linted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LintError {
+    /// The file does not parse as the format the linter reads.
     #[error("{file}:{line}: {reason}")]
     Malformed {
+        /// The file as the operator named it.
         file: String,
+        /// 1-based line of the fault (0 when the whole file is at fault).
         line: usize,
+        /// What is wrong, in one line.
         reason: String,
     },
     /// The input is beyond the bounds a linter accepts (an alias bomb, nesting too deep, too large).
     #[error("{file}:{line}: refused: {reason}")]
     Refused {
+        /// The file as the operator named it.
         file: String,
+        /// 1-based line where the bound was passed.
         line: usize,
+        /// Which bound, in one line.
         reason: String,
     },
 }
@@ -69,11 +76,11 @@ impl Outcome {
     pub fn na(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
         Outcome::new(Status::NotApplicable, summary, evidence)
     }
-    /// Fail with every problem, the warnings after them; warn with the warnings; else pass with `ok`.
+    /// Fail with every problem, the warnings after them; warn with the warnings; else pass with `passed`.
     pub fn of_problems(
         mut fails: Vec<String>,
         warns: Vec<String>,
-        ok: &str,
+        passed: &str,
         evidence: Vec<Evidence>,
     ) -> Outcome {
         if !fails.is_empty() {
@@ -82,7 +89,7 @@ impl Outcome {
         } else if !warns.is_empty() {
             Outcome::warn(warns.join("; "), evidence)
         } else {
-            Outcome::pass(ok, evidence)
+            Outcome::pass(passed, evidence)
         }
     }
 }

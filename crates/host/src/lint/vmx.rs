@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Parsed `.vmx`: lower-cased key → (value, 1-based line), and the lines that are not `key = "value"`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Vmx {
+    /// Lower-cased key → (value, 1-based line); a later line with the same key replaces an earlier one.
     pub entries: BTreeMap<String, (String, usize)>,
     /// `(1-based line, why)` of each malformed line; the rest of the file is still read.
     pub malformed: Vec<(usize, LineError)>,
@@ -20,29 +21,37 @@ pub struct Vmx {
 /// Why a `.vmx` line is not `key = "value"`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
+    /// No `=` on the line.
     #[error("expected key = \"value\"")]
     NoEquals,
+    /// The key holds characters a `.vmx` key cannot.
     #[error("invalid key '{0}'")]
     InvalidKey(String),
+    /// The quoted value has no closing quote.
     #[error("unterminated quoted value")]
     Unterminated,
+    /// Text follows the closing quote.
     #[error("unexpected text after the value: '{0}'")]
     TextAfterValue(String),
 }
 
 impl Vmx {
+    /// The value of `key` (case-insensitive), if set.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.entries
             .get(&key.to_ascii_lowercase())
             .map(|(v, _)| v.as_str())
     }
+    /// The 1-based line that sets `key` (case-insensitive).
     pub fn line(&self, key: &str) -> Option<usize> {
         self.entries.get(&key.to_ascii_lowercase()).map(|(_, l)| *l)
     }
+    /// Whether `key` is set to `TRUE` (any case).
     pub fn is_true(&self, key: &str) -> bool {
         self.get(key)
             .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     }
+    /// The value of `key` as an integer, if set and numeric.
     pub fn num(&self, key: &str) -> Option<i64> {
         self.get(key).and_then(|v| v.trim().parse().ok())
     }

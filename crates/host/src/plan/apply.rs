@@ -18,13 +18,18 @@ use std::path::{Path, PathBuf};
 /// Why the copy could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
+    /// The destination directory already holds files.
     #[error("--apply-to-tree {0}: exists and is not empty (give a new directory)")]
     NotEmpty(String),
+    /// The destination lies inside the source tree.
     #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
     InsideSource(String),
+    /// A file or directory of the copy could not be read or written.
     #[error("--apply-to-tree {path}: {source}")]
     Io {
+        /// The file or directory, as on this machine.
         path: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -40,8 +45,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ApplyError + '_ {
 /// What was done, for the report.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Applied {
+    /// Files copied from the source tree.
     pub copied: usize,
+    /// Symbolic links not copied.
     pub skipped_links: usize,
+    /// Kernel paths written (or removed, marked so) after the copy, in order.
     pub written: Vec<String>,
 }
 
@@ -179,11 +187,22 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
         base: dst,
         out: &mut out,
     };
-    let i = &plan.isolated;
-    let h = &plan.housekeeping;
-    let hmask = render_hex_mask(h);
+    write_cmdline(&mut t, plan)?;
+    write_derived(&mut t, plan)?;
+    install_files(&mut t, plan)?;
+    write_irqs(&mut t, plan)?;
+    write_workqueues(&mut t, plan)?;
+    write_tasks(&mut t, plan)?;
+    write_rps(&mut t, plan)?;
+    write_sysctls(&mut t)?;
+    write_freq_idle(&mut t, plan)?;
+    write_module_params(&mut t, plan)?;
+    write_hugepages(&mut t, plan)?;
+    Ok(out)
+}
 
-    // Command line: the old one without the keys the plan decides, then the plan's parameters.
+/// The command line: the old one without the keys the plan decides, then the plan's parameters.
+fn write_cmdline(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
     let old = parse_cmdline(&t.read("/proc/cmdline").unwrap_or_default());
     let line = cmdline(plan);
     let planned: Vec<String> = parse_cmdline(&line)
@@ -202,8 +221,13 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
         .collect();
     tokens.push(line.clone());
     t.write("/proc/cmdline", &(tokens.join(" ") + "\n"))?;
+    Ok(())
+}
 
-    // What the kernel derives from it.
+/// What the kernel derives from the command line: isolation files, RCU, default IRQ affinity, SMT.
+fn write_derived(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
+    let i = &plan.isolated;
+    let hmask = render_hex_mask(&plan.housekeeping);
     t.write("/sys/devices/system/cpu/isolated", &format!("{i}\n"))?;
     // The boot CPU is never nohz_full (no_hz.rst); CPU 0 is housekeeping in every plan anyway.
     t.write(
@@ -220,8 +244,11 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             &format!("{}\n", plan.online),
         )?;
     }
+    Ok(())
+}
 
-    // The plan's files where the system reads them.
+/// The plan's files where the system reads them (tuned, irqbalance, systemd, sysctl.d, kubelet).
+fn install_files(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
     let profile = plan.target.tuned_profile();
     for f in files(plan, None) {
         let dest = match f.path.as_str() {
@@ -242,8 +269,14 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
     }
     t.write("/etc/tuned/active_profile", &format!("{profile}\n"))?;
     t.write("/etc/tuned/profile_mode", "manual\n")?;
+    Ok(())
+}
 
-    // IRQs: requested affinity H; the effective CPU spread over H as the kernel's matrix allocator does.
+/// IRQs: requested affinity H; the effective CPU spread over H as the kernel's matrix allocator does.
+fn write_irqs(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
+    let i = &plan.isolated;
+    let h = &plan.housekeeping;
+    let hmask = render_hex_mask(&plan.housekeeping);
     let hk: Vec<u32> = h.iter().collect();
     let irqs: Vec<u32> = t
         .list("/proc/irq")
@@ -274,8 +307,12 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             &format!("{new_eff}\n"),
         )?;
     }
+    Ok(())
+}
 
-    // Workqueues (tuned's [sysfs] plugin / workqueue.unbound_cpus).
+/// Workqueues (tuned's [sysfs] plugin / workqueue.unbound_cpus) confined to H.
+fn write_workqueues(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
+    let hmask = render_hex_mask(&plan.housekeeping);
     let mut wq = vec![
         "/sys/devices/virtual/workqueue/cpumask".to_string(),
         "/sys/bus/workqueue/devices/writeback/cpumask".to_string(),
@@ -293,9 +330,15 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             t.write(&p, &format!("{hmask}\n"))?;
         }
     }
+    Ok(())
+}
 
-    // Every task allowed on I but not confined to it restarts on H (systemd CPUAffinity; tuned's scheduler
-    // plugin moves the unbound kthreads). Tasks pinned inside I and per-CPU kthreads keep their affinity.
+/// Every task allowed on I but not confined to it restarts on H (systemd CPUAffinity; tuned's scheduler
+/// plugin moves the unbound kthreads). Tasks pinned inside I and per-CPU kthreads keep their affinity;
+/// irqbalance's environment, where a capture kept it, bans I.
+fn write_tasks(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
+    let i = &plan.isolated;
+    let h = &plan.housekeeping;
     let moves = |a: &CpuSet| !a.intersection(i).is_empty() && !a.difference(i).is_empty();
     for pid in t
         .list("/proc")
@@ -339,8 +382,12 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             }
         }
     }
+    Ok(())
+}
 
-    // RPS: no receive steering onto I.
+/// RPS: no receive steering onto I.
+fn write_rps(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
+    let i = &plan.isolated;
     for dev in t.list("/sys/class/net") {
         for q in t.list(&format!("/sys/class/net/{dev}/queues")) {
             let p = format!("/sys/class/net/{dev}/queues/{q}/rps_cpus");
@@ -351,8 +398,11 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             }
         }
     }
+    Ok(())
+}
 
-    // sysctl.d applied at boot.
+/// The sysctl.d settings as applied at boot, and transparent huge pages off.
+fn write_sysctls(t: &mut Tree<'_>) -> Result<(), ApplyError> {
     for (_, path, v, _) in super::emit::sysctls() {
         t.write(path, &format!("{v}\n"))?;
     }
@@ -360,10 +410,13 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
         "/sys/kernel/mm/transparent_hugepage/enabled",
         "always madvise [never]\n",
     )?;
+    Ok(())
+}
 
-    // Frequency and idle on a host: with intel_pstate/amd_pstate=disable the kernel registers acpi-cpufreq
-    // (no intel_pstate/amd_pstate directory), tuned sets the performance governor; max_cstate=1 leaves
-    // cpuidle states 0 (POLL) and 1 (C1) registered.
+/// Frequency and idle on a host: with intel_pstate/amd_pstate=disable the kernel registers acpi-cpufreq
+/// (no intel_pstate/amd_pstate directory), tuned sets the performance governor; max_cstate=1 leaves
+/// cpuidle states 0 (POLL) and 1 (C1) registered.
+fn write_freq_idle(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
     let planned_line = cmdline(plan);
     let params = parse_cmdline(&planned_line);
     if params.get("intel_pstate") == Some("disable") || params.get("amd_pstate") == Some("disable")
@@ -402,8 +455,13 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             }
         }
     }
+    Ok(())
+}
 
-    // module.param=value on the command line is the parameter of a loaded (or built-in) module.
+/// module.param=value on the command line is the parameter of a loaded (or built-in) module; `mce=ignore_ce`
+/// shows in every machine-check bank.
+fn write_module_params(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
+    let params = parse_cmdline(&cmdline(plan));
     for (k, v) in &params.tokens {
         let (Some((module, param)), Some(v)) = (k.split_once('.'), v) else {
             continue;
@@ -423,8 +481,11 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             }
         }
     }
+    Ok(())
+}
 
-    // Huge pages reserved at boot, per node.
+/// Huge pages reserved at boot, per node.
+fn write_hugepages(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
     let total = plan.total_hugepages_1g();
     if total > 0 {
         let base = "/sys/kernel/mm/hugepages/hugepages-1048576kB";
@@ -445,5 +506,5 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
             )?;
         }
     }
-    Ok(out)
+    Ok(())
 }

@@ -11,6 +11,7 @@ use crate::parse::render_hex_mask;
 pub struct OutFile {
     /// Relative to the output directory.
     pub path: String,
+    /// The file's whole content.
     pub text: String,
     /// Where it goes and what it does.
     pub about: String,
@@ -19,7 +20,9 @@ pub struct OutFile {
 /// One kernel parameter and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Param {
+    /// The parameter as it goes on the command line (`key=value` or `key`).
     pub token: String,
+    /// Why the plan sets it, one sentence.
     pub why: &'static str,
 }
 
@@ -164,7 +167,7 @@ pub fn cmdline(plan: &Plan) -> String {
         .join(" ")
 }
 
-/// Runtime settings the plan needs beside the command line (tuned realtime's [sysctl] and [vm] groups),
+/// Runtime settings the plan needs beside the command line (tuned realtime's `[sysctl]` and `[vm]` groups),
 /// as `(sysctl key, /proc/sys path, value, why)`.
 pub fn sysctls() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
     vec![

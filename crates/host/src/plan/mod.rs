@@ -3,7 +3,7 @@
 //! [`emit`], every configuration file that realises it; [`apply`] writes the plan into a copy of a captured
 //! tree so that the audit can judge the result (the closed loop); [`numa`] advises bindings for running work.
 //!
-//! Invariants of [`partition`] (property-tested in `tests/plan_props.rs`):
+//! Invariants of [`partition()`] (property-tested in `tests/plan_props.rs`):
 //! - RT CPUs are whole cores: no RT CPU shares a core with a housekeeping CPU;
 //! - every socket and every NUMA node keeps at least one housekeeping core (the audit's
 //!   `housekeeping-capacity`), and CPU 0's core is always housekeeping (the boot CPU cannot be nohz_full);
@@ -16,6 +16,9 @@
 pub mod apply;
 pub mod emit;
 pub mod numa;
+mod partition;
+
+pub use partition::partition;
 
 use crate::fingerprint::{read_fingerprint, read_topology, CpuTopo};
 use crate::root::HostRoot;
@@ -29,14 +32,20 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlanTarget {
+    /// A bare-metal real-time host.
     Host,
+    /// A KVM host running real-time VMs.
     KvmHost,
+    /// A real-time guest on VMware ESXi.
     VmwareGuest,
+    /// A real-time guest on KVM.
     KvmGuest,
+    /// A Kubernetes node running real-time pods.
     K8s,
 }
 
 impl PlanTarget {
+    /// The name `--target` takes and reports print.
     pub fn as_str(self) -> &'static str {
         match self {
             PlanTarget::Host => "host",
@@ -46,7 +55,8 @@ impl PlanTarget {
             PlanTarget::K8s => "k8s",
         }
     }
-    pub fn parse(s: &str) -> Option<PlanTarget> {
+    /// The target named `name` (as [`PlanTarget::as_str`] writes it); `None` for an unknown name.
+    pub fn parse(name: &str) -> Option<PlanTarget> {
         [
             PlanTarget::Host,
             PlanTarget::KvmHost,
@@ -55,8 +65,9 @@ impl PlanTarget {
             PlanTarget::K8s,
         ]
         .into_iter()
-        .find(|t| t.as_str() == s)
+        .find(|t| t.as_str() == name)
     }
+    /// Whether the target is a virtual machine (its sockets are virtual and do not count).
     pub fn is_guest(self) -> bool {
         matches!(self, PlanTarget::VmwareGuest | PlanTarget::KvmGuest)
     }
@@ -93,36 +104,47 @@ pub enum Smt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Vendor {
+    /// `GenuineIntel`: intel_pstate and intel_idle parameters.
     Intel,
+    /// `AuthenticAMD`: amd_pstate parameters.
     Amd,
+    /// Any other vendor, or none known: vendor-neutral parameters only.
     Other,
 }
 
 /// One physical core: its online threads, socket and NUMA node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Core {
+    /// The core's online threads.
     pub cpus: CpuSet,
+    /// Its socket (physical package id).
     pub package: u32,
+    /// Its NUMA node.
     pub node: u32,
 }
 
 /// One network interface and the NUMA node of its device (`None`: no device or `numa_node` = -1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Nic {
+    /// Interface name (`eth0`).
     pub name: String,
+    /// NUMA node of its device.
     pub node: Option<u32>,
 }
 
 /// One NUMA node's memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeMem {
+    /// Node number.
     pub id: u32,
+    /// `MemTotal` of the node, KiB; `None` when unknown.
     pub mem_total_kib: Option<u64>,
 }
 
 /// One device IRQ as it is routed now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Irq {
+    /// IRQ number.
     pub irq: u32,
     /// The device column of `/proc/interrupts` (`PCI-MSI 524288-edge eth0-TxRx-0`).
     pub desc: String,
@@ -135,8 +157,11 @@ pub struct Irq {
 pub struct Topology {
     /// Cores in ascending order of their lowest CPU.
     pub cores: Vec<Core>,
+    /// NUMA nodes and their memory (one node 0 when the machine shows none).
     pub nodes: Vec<NodeMem>,
+    /// Network interfaces with a device.
     pub nics: Vec<Nic>,
+    /// CPU vendor.
     pub vendor: Vendor,
     /// Threads per core (1 without SMT).
     pub threads_per_core: u32,
@@ -148,13 +173,14 @@ impl Topology {
     /// Build from the fingerprint model and the per-CPU topology files. CPUs without topology files (a
     /// container, an old kernel) are one core each; CPUs outside every node are on node 0.
     pub fn from_fingerprint(
-        fp: &Fingerprint,
-        topo: &BTreeMap<u32, CpuTopo>,
+        fingerprint: &Fingerprint,
+        topology: &BTreeMap<u32, CpuTopo>,
         nics: Vec<Nic>,
     ) -> Topology {
-        let online = &fp.cpu.online;
+        let online = &fingerprint.cpu.online;
         let node_of = |cpu: u32| {
-            fp.numa
+            fingerprint
+                .numa
                 .iter()
                 .find(|n| n.cpus.contains(cpu))
                 .map(|n| n.id)
@@ -166,7 +192,7 @@ impl Topology {
             if seen.contains(&cpu) {
                 continue;
             }
-            let t = topo.get(&cpu);
+            let t = topology.get(&cpu);
             let mut sibs = t
                 .map(|t| t.siblings.intersection(online))
                 .unwrap_or_default();
@@ -182,7 +208,7 @@ impl Topology {
                 node: node_of(cpu),
             });
         }
-        let mut nodes: Vec<NodeMem> = fp
+        let mut nodes: Vec<NodeMem> = fingerprint
             .numa
             .iter()
             .map(|n| NodeMem {
@@ -193,10 +219,10 @@ impl Topology {
         if nodes.is_empty() {
             nodes.push(NodeMem {
                 id: 0,
-                mem_total_kib: fp.memory.total_kib,
+                mem_total_kib: fingerprint.memory.total_kib,
             });
         }
-        let vendor = match fp.cpu.vendor.as_deref() {
+        let vendor = match fingerprint.cpu.vendor.as_deref() {
             Some("GenuineIntel") => Vendor::Intel,
             Some("AuthenticAMD") => Vendor::Amd,
             _ => Vendor::Other,
@@ -217,6 +243,7 @@ impl Topology {
         }
     }
 
+    /// Every online CPU of every core.
     pub fn online(&self) -> CpuSet {
         CpuSet::new(
             self.cores
@@ -287,8 +314,11 @@ pub fn read_topology_input(root: &HostRoot) -> (Fingerprint, Topology) {
 /// One VM (hypervisor targets): name, vCPUs, memory in GiB (backed by 1 GiB huge pages).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VmNeed {
+    /// The VM's name (1-64 characters of A-Z a-z 0-9 - _ .).
     pub name: String,
+    /// Its vCPUs, each pinned to one host CPU.
     pub vcpus: u32,
+    /// Its memory, GiB.
     pub mem_gib: u32,
 }
 
@@ -298,8 +328,8 @@ pub fn default_vm_mem_gib(vcpus: u32) -> u32 {
 }
 
 /// Parse `name:vcpus[:mem_gib]`.
-pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
-    let mut it = s.split(':');
+pub fn parse_vm(spec: &str) -> Result<VmNeed, String> {
+    let mut it = spec.split(':');
     let name = it.next().unwrap_or_default().trim();
     let valid = !name.is_empty()
         && name.len() <= 64
@@ -308,14 +338,14 @@ pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
     if !valid {
         return Err(format!(
-            "'{s}': the VM name must be 1-64 characters of A-Z a-z 0-9 - _ ."
+            "'{spec}': the VM name must be 1-64 characters of A-Z a-z 0-9 - _ ."
         ));
     }
     let vcpus = it
         .next()
         .and_then(|v| v.parse::<u32>().ok())
         .filter(|v| (1..=4096).contains(v))
-        .ok_or_else(|| format!("'{s}': expected NAME:VCPUS[:MEM_GIB] with 1-4096 vCPUs"))?;
+        .ok_or_else(|| format!("'{spec}': expected NAME:VCPUS[:MEM_GIB] with 1-4096 vCPUs"))?;
     let mem_gib = match it.next() {
         None => default_vm_mem_gib(vcpus),
         Some(m) => m
@@ -323,10 +353,10 @@ pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
             .parse::<u32>()
             .ok()
             .filter(|m| (1..=65536).contains(m))
-            .ok_or_else(|| format!("'{s}': memory must be 1-65536 GiB"))?,
+            .ok_or_else(|| format!("'{spec}': memory must be 1-65536 GiB"))?,
     };
     if it.next().is_some() {
-        return Err(format!("'{s}': expected NAME:VCPUS[:MEM_GIB]"));
+        return Err(format!("'{spec}': expected NAME:VCPUS[:MEM_GIB]"));
     }
     Ok(VmNeed {
         name: name.to_string(),
@@ -338,21 +368,27 @@ pub fn parse_vm(s: &str) -> Result<VmNeed, String> {
 /// The operator's need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Need {
+    /// What the machine is for.
     pub target: PlanTarget,
     /// Total RT CPUs (rounded up to whole cores); `None` with no `rt_per_node`: every core not kept for
     /// housekeeping.
     pub rt_cpus: Option<u32>,
+    /// RT CPUs on each NUMA node (`--rt-per-node`), instead of a total.
     pub rt_per_node: Option<u32>,
     /// Minimum housekeeping CPUs (default: one core per socket and per node).
     pub housekeeping: Option<u32>,
+    /// The interface whose node RT CPUs and memory go to first (`--nic`).
     pub nic: Option<String>,
+    /// What to do with SMT siblings.
     pub smt: Smt,
+    /// The VMs to place (hypervisor targets).
     pub vms: Vec<VmNeed>,
     /// Huge-page memory for the RT workload on host and k8s targets, GiB in total (spread over RT nodes).
     pub mem_gib: Option<u32>,
 }
 
 impl Need {
+    /// The default need for `target`: every free core RT, SMT kept, no VM, no NIC, no huge pages.
     pub fn new(target: PlanTarget) -> Need {
         Need {
             target,
@@ -370,43 +406,95 @@ impl Need {
 /// Why no plan could be made. Each message is one line naming the request and what the machine has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    /// `--rt-cpus` asks for more CPUs than housekeeping leaves.
     #[error("cannot place {asked} RT CPUs on this {online}-CPU machine: at most {free} remain after housekeeping ({hk} CPU(s) kept: {why})")]
     TooManyRt {
+        /// RT CPUs asked for.
         asked: u32,
+        /// Online CPUs of the machine.
         online: usize,
+        /// CPUs left after housekeeping.
         free: usize,
+        /// CPUs kept for housekeeping.
         hk: usize,
+        /// Why those housekeeping CPUs are kept.
         why: String,
     },
+    /// `--rt-per-node` asks for more CPUs than one node has left after housekeeping.
     #[error("--rt-per-node {asked}: node {node} has {free} CPUs left after housekeeping")]
-    NodeTooSmall { asked: u32, node: u32, free: usize },
+    NodeTooSmall {
+        /// RT CPUs asked for per node.
+        asked: u32,
+        /// The node that is too small.
+        node: u32,
+        /// CPUs left on it after housekeeping.
+        free: usize,
+    },
+    /// `--housekeeping` keeps every CPU.
     #[error(
         "--housekeeping {asked}: leaves no CPU for real-time work on this {online}-CPU machine"
     )]
-    HousekeepingTooLarge { asked: u32, online: usize },
+    HousekeepingTooLarge {
+        /// Housekeeping CPUs asked for.
+        asked: u32,
+        /// Online CPUs of the machine.
+        online: usize,
+    },
+    /// A VM does not fit on any one NUMA node.
     #[error("VM {vm} needs {vcpus} vCPUs on one NUMA node; the largest free node has {free} CPUs")]
-    VmTooLarge { vm: String, vcpus: u32, free: usize },
+    VmTooLarge {
+        /// The VM's name.
+        vm: String,
+        /// Its vCPUs.
+        vcpus: u32,
+        /// Free CPUs of the largest free node.
+        free: usize,
+    },
+    /// `--rt-cpus` is below the VMs' vCPUs.
     #[error("--rt-cpus {asked} is fewer than the {vcpus} vCPUs of the VMs")]
-    RtBelowVms { asked: u32, vcpus: u32 },
+    RtBelowVms {
+        /// RT CPUs asked for.
+        asked: u32,
+        /// vCPUs of all VMs together.
+        vcpus: u32,
+    },
+    /// `--nic` names no interface of the machine.
     #[error("--nic {nic}: no such interface under /sys/class/net (found: {found})")]
-    UnknownNic { nic: String, found: String },
+    UnknownNic {
+        /// The name given.
+        nic: String,
+        /// The interfaces found, comma-separated, or `none`.
+        found: String,
+    },
+    /// A node's huge pages would leave it too little memory.
     #[error("node {node} needs {need_gib} GiB of huge pages but has {have_gib} GiB of memory")]
     NodeMemory {
+        /// The node.
         node: u32,
+        /// Huge-page memory planned on it, GiB.
         need_gib: u64,
+        /// Its total memory, GiB.
         have_gib: u64,
     },
+    /// The topology lists no online CPU.
     #[error("no online CPU in the topology")]
     NoCpus,
+    /// Fewer than two cores: nothing to split.
     #[error("only {online} online CPU(s): a real-time partition needs at least 2 cores")]
-    TooSmall { online: usize },
+    TooSmall {
+        /// Online CPUs of the machine.
+        online: usize,
+    },
 }
 
 /// The partition of one NUMA node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodePlan {
+    /// Node number.
     pub id: u32,
+    /// The node's RT (isolated) CPUs.
     pub rt: CpuSet,
+    /// The node's housekeeping CPUs.
     pub housekeeping: CpuSet,
     /// 1 GiB huge pages to reserve on this node.
     pub hugepages_1g: u32,
@@ -415,21 +503,28 @@ pub struct NodePlan {
 /// One VM's placement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VmPlan {
+    /// The VM's name.
     pub name: String,
+    /// The NUMA node holding its vCPUs and memory.
     pub node: u32,
     /// Host CPU of vCPU i.
     pub vcpu_pins: Vec<u32>,
     /// Housekeeping CPUs of the same node for the emulator and I/O threads.
     pub emulator: CpuSet,
+    /// Its memory in 1 GiB huge pages on its node, GiB.
     pub mem_gib: u32,
 }
 
 /// The computed plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Plan {
+    /// What the machine is for.
     pub target: PlanTarget,
+    /// The SMT choice.
     pub smt: Smt,
+    /// CPU vendor (for the C-state and frequency parameters).
     pub vendor: Vendor,
+    /// Threads per core after the SMT choice.
     pub threads_per_core: u32,
     /// Online CPUs after the plan (without the siblings `nosmt` takes offline).
     pub online: CpuSet,
@@ -439,8 +534,11 @@ pub struct Plan {
     pub housekeeping: CpuSet,
     /// SMT siblings taken offline by `nosmt`.
     pub offline: CpuSet,
+    /// The partition of each NUMA node that has CPUs.
     pub nodes: Vec<NodePlan>,
+    /// Each VM's placement, in the order of the need.
     pub vms: Vec<VmPlan>,
+    /// The NIC of `--nic`, with its node.
     pub nic: Option<Nic>,
     /// Why each choice was made, in order, one sentence per line.
     pub reasoning: Vec<String>,
@@ -455,607 +553,10 @@ impl Plan {
             .map(|n| n.id)
             .collect()
     }
+    /// 1 GiB huge pages to reserve, all nodes together.
     pub fn total_hugepages_1g(&self) -> u32 {
         self.nodes.iter().map(|n| n.hugepages_1g).sum()
     }
-}
-
-fn cpus_of(cores: &[&Core]) -> CpuSet {
-    CpuSet::new(cores.iter().flat_map(|c| c.cpus.iter().collect::<Vec<_>>()))
-}
-
-/// Compute the partition. Pure; see the module invariants.
-pub fn partition(topo: &Topology, need: &Need) -> Result<Plan, PlanError> {
-    let mut why: Vec<String> = Vec::new();
-    // SMT off: the lowest thread of each core stays online.
-    let mut offline = Vec::new();
-    let cores: Vec<Core> = topo
-        .cores
-        .iter()
-        .map(|c| {
-            if need.smt == Smt::Off && c.cpus.len() > 1 {
-                let first = c.cpus.iter().next().unwrap_or(0);
-                offline.extend(c.cpus.iter().filter(|x| *x != first));
-                Core {
-                    cpus: CpuSet::new([first]),
-                    ..c.clone()
-                }
-            } else {
-                c.clone()
-            }
-        })
-        .collect();
-    let offline = CpuSet::new(offline);
-    let online = CpuSet::new(cores.iter().flat_map(|c| c.cpus.iter().collect::<Vec<_>>()));
-    if online.is_empty() {
-        return Err(PlanError::NoCpus);
-    }
-    if cores.len() < 2 {
-        return Err(PlanError::TooSmall {
-            online: online.len(),
-        });
-    }
-    let tpc = cores.iter().map(|c| c.cpus.len()).max().unwrap_or(1).max(1) as u32;
-    let sockets: BTreeSet<u32> = cores.iter().map(|c| c.package).collect();
-    let node_ids: BTreeSet<u32> = cores.iter().map(|c| c.node).collect();
-    why.push(format!(
-        "topology: {} online CPUs, {} cores × {} thread(s), {} socket(s), {} NUMA node(s) with CPUs{}",
-        online.len(),
-        cores.len(),
-        tpc,
-        sockets.len(),
-        node_ids.len(),
-        if offline.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; --smt off: siblings {offline} go offline with nosmt (one thread per core)"
-            )
-        }
-    ));
-    if need.smt == Smt::Keep && topo.threads_per_core > 1 {
-        why.push(format!(
-            "SMT kept: RT CPUs are whole cores ({} threads each), both threads go to the same RT consumer, so no RT \
-             CPU shares a core (and its L1/L2 and execution units) with housekeeping work",
-            topo.threads_per_core
-        ));
-    }
-
-    // NIC and the preferred node.
-    let nic = match &need.nic {
-        None => None,
-        Some(name) => {
-            let Some(n) = topo.nics.iter().find(|n| &n.name == name) else {
-                let found: Vec<&str> = topo.nics.iter().map(|n| n.name.as_str()).collect();
-                return Err(PlanError::UnknownNic {
-                    nic: name.clone(),
-                    found: if found.is_empty() {
-                        "none".into()
-                    } else {
-                        found.join(", ")
-                    },
-                });
-            };
-            match n.node {
-                Some(node) if node_ids.contains(&node) => why.push(format!(
-                    "NIC {}: on NUMA node {node}; RT CPUs and their memory go there first (NUMA-local placement is worth 8-17 % \
-                     in the VMware Project Pacific blog)",
-                    n.name
-                )),
-                _ => why.push(format!(
-                    "NIC {}: its NUMA node is unknown (no device/numa_node, or -1): no node preference",
-                    n.name
-                )),
-            }
-            Some(n.clone())
-        }
-    };
-    let nic_node = nic
-        .as_ref()
-        .and_then(|n| n.node)
-        .filter(|n| node_ids.contains(n));
-
-    // Housekeeping: one core per socket (hosts) and per node, CPU 0's core always.
-    let mut hk_idx: BTreeSet<usize> = BTreeSet::new();
-    let mut reasons = Vec::new();
-    if let Some(i) = cores.iter().position(|c| c.cpus.contains(0)) {
-        hk_idx.insert(i);
-        reasons.push("CPU 0's core (the boot CPU keeps the tick)".to_string());
-    }
-    if !need.target.is_guest() {
-        for s in &sockets {
-            if !hk_idx.iter().any(|i| cores[*i].package == *s) {
-                if let Some(i) = cores.iter().position(|c| c.package == *s) {
-                    hk_idx.insert(i);
-                }
-            }
-        }
-        if sockets.len() > 1 {
-            reasons.push("the first core of every socket".into());
-        }
-    }
-    for n in &node_ids {
-        if !hk_idx.iter().any(|i| cores[*i].node == *n) {
-            if let Some(i) = cores.iter().position(|c| c.node == *n) {
-                hk_idx.insert(i);
-            }
-        }
-    }
-    if node_ids.len() > 1 {
-        reasons.push(
-            "the first core of every NUMA node (IRQs, kthreads and the RT consumers' emulator threads stay \
-             node-local)"
-                .into(),
-        );
-    }
-    let hk_cpus = |idx: &BTreeSet<usize>| idx.iter().map(|i| cores[*i].cpus.len()).sum::<usize>();
-    if let Some(want) = need.housekeeping {
-        if want as usize >= online.len() {
-            return Err(PlanError::HousekeepingTooLarge {
-                asked: want,
-                online: online.len(),
-            });
-        }
-        // Extra housekeeping cores round-robin over the nodes, the NIC's node last: it keeps RT capacity.
-        let mut order: Vec<u32> = node_ids.iter().copied().collect();
-        order.sort_by_key(|n| (Some(*n) == nic_node, *n));
-        let mut added = false;
-        while hk_cpus(&hk_idx) < want as usize {
-            let mut progressed = false;
-            for n in &order {
-                if hk_cpus(&hk_idx) >= want as usize {
-                    break;
-                }
-                if let Some(i) =
-                    (0..cores.len()).find(|i| cores[*i].node == *n && !hk_idx.contains(i))
-                {
-                    hk_idx.insert(i);
-                    progressed = true;
-                    added = true;
-                }
-            }
-            if !progressed {
-                break;
-            }
-        }
-        if added {
-            reasons.push(format!(
-                "more cores round-robin over the nodes (NIC node last) until --housekeeping {want} is met"
-            ));
-        }
-        if hk_cpus(&hk_idx) >= online.len() {
-            return Err(PlanError::HousekeepingTooLarge {
-                asked: want,
-                online: online.len(),
-            });
-        }
-    }
-    let reserved_cpus = hk_cpus(&hk_idx);
-    why.push(format!(
-        "housekeeping kept: {} CPUs = {}",
-        reserved_cpus,
-        reasons.join("; ")
-    ));
-    let free: Vec<usize> = (0..cores.len()).filter(|i| !hk_idx.contains(i)).collect();
-    let free_cpus: usize = free.iter().map(|i| cores[*i].cpus.len()).sum();
-    if free.is_empty() {
-        return Err(PlanError::TooManyRt {
-            asked: need.rt_cpus.unwrap_or(1),
-            online: online.len(),
-            free: 0,
-            hk: reserved_cpus,
-            why: reasons.join("; "),
-        });
-    }
-    // Node order for RT placement: the NIC's node first, then the nodes with most free CPUs.
-    let free_on = |n: u32, taken: &BTreeSet<usize>| -> Vec<usize> {
-        free.iter()
-            .copied()
-            .filter(|i| cores[*i].node == n && !taken.contains(i))
-            .collect()
-    };
-    // After the first node, the nodes of the same socket (one interconnect hop less), then the others.
-    let pkg_of = |n: u32| {
-        cores
-            .iter()
-            .find(|c| c.node == n)
-            .map(|c| c.package)
-            .unwrap_or(0)
-    };
-    let mut node_order: Vec<u32> = node_ids.iter().copied().collect();
-    node_order.sort_by_key(|n| {
-        (
-            Some(*n) != nic_node,
-            std::cmp::Reverse(free_on(*n, &BTreeSet::new()).len()),
-            *n,
-        )
-    });
-    if let Some(first) = node_order.first().copied() {
-        let p0 = pkg_of(first);
-        node_order[1..].sort_by_key(|n| {
-            (
-                pkg_of(*n) != p0,
-                std::cmp::Reverse(free_on(*n, &BTreeSet::new()).len()),
-                *n,
-            )
-        });
-    }
-
-    let mut rt_idx: BTreeSet<usize> = BTreeSet::new();
-    let mut vms: Vec<VmPlan> = Vec::new();
-    // VMs first, largest first, each on one node.
-    let vm_vcpus: u32 = need.vms.iter().map(|v| v.vcpus).sum();
-    if let Some(asked) = need.rt_cpus {
-        if !need.vms.is_empty() && asked < vm_vcpus {
-            return Err(PlanError::RtBelowVms {
-                asked,
-                vcpus: vm_vcpus,
-            });
-        }
-    }
-    let mut order: Vec<&VmNeed> = need.vms.iter().collect();
-    order.sort_by_key(|v| (std::cmp::Reverse(v.vcpus), v.name.clone()));
-    let mut vm_cores: BTreeMap<String, (u32, Vec<usize>)> = BTreeMap::new();
-    for vm in order {
-        let cores_needed = vm.vcpus.div_ceil(tpc) as usize;
-        // Per VM: the NIC's node first, then the node with most free cores now (VMs spread over nodes
-        // rather than share a last-level cache and memory controller).
-        let mut order_now = node_order.clone();
-        order_now.sort_by_key(|n| {
-            (
-                Some(*n) != nic_node,
-                std::cmp::Reverse(free_on(*n, &rt_idx).len()),
-                *n,
-            )
-        });
-        let mut placed = false;
-        for n in &order_now {
-            let avail = free_on(*n, &rt_idx);
-            if avail.len() >= cores_needed {
-                let take: Vec<usize> = avail.into_iter().take(cores_needed).collect();
-                rt_idx.extend(take.iter().copied());
-                vm_cores.insert(vm.name.clone(), (*n, take));
-                placed = true;
-                break;
-            }
-        }
-        if !placed {
-            let best = node_order
-                .iter()
-                .map(|n| {
-                    free_on(*n, &rt_idx)
-                        .iter()
-                        .map(|i| cores[*i].cpus.len())
-                        .sum::<usize>()
-                })
-                .max()
-                .unwrap_or(0);
-            return Err(PlanError::VmTooLarge {
-                vm: vm.name.clone(),
-                vcpus: vm.vcpus,
-                free: best,
-            });
-        }
-    }
-    let take_cpus = |rt_idx: &mut BTreeSet<usize>, n: u32, want: usize| -> usize {
-        let mut got = 0;
-        for i in free_on(n, rt_idx) {
-            if got >= want {
-                break;
-            }
-            rt_idx.insert(i);
-            got += cores[i].cpus.len();
-        }
-        got
-    };
-    if let Some(per) = need.rt_per_node {
-        for n in &node_ids {
-            let have: usize = free_on(*n, &BTreeSet::new())
-                .iter()
-                .map(|i| cores[*i].cpus.len())
-                .sum();
-            if have < per as usize {
-                return Err(PlanError::NodeTooSmall {
-                    asked: per,
-                    node: *n,
-                    free: have,
-                });
-            }
-            let already: usize = rt_idx
-                .iter()
-                .filter(|i| cores[**i].node == *n)
-                .map(|i| cores[*i].cpus.len())
-                .sum();
-            take_cpus(&mut rt_idx, *n, (per as usize).saturating_sub(already));
-        }
-        why.push(format!(
-            "RT CPUs: --rt-per-node {per} on each of the {} node(s), whole cores from the lowest free",
-            node_ids.len()
-        ));
-    } else if let Some(asked) = need.rt_cpus {
-        if asked as usize > free_cpus {
-            return Err(PlanError::TooManyRt {
-                asked,
-                online: online.len(),
-                free: free_cpus,
-                hk: reserved_cpus,
-                why: reasons.join("; "),
-            });
-        }
-        let already: usize = rt_idx.iter().map(|i| cores[*i].cpus.len()).sum();
-        let mut left = (asked as usize).saturating_sub(already);
-        let mut used_nodes = Vec::new();
-        for n in &node_order {
-            if left == 0 {
-                break;
-            }
-            let got = take_cpus(&mut rt_idx, *n, left);
-            if got > 0 {
-                used_nodes.push(*n);
-            }
-            left = left.saturating_sub(got);
-        }
-        let got: usize = rt_idx.iter().map(|i| cores[*i].cpus.len()).sum();
-        why.push(format!(
-            "RT CPUs: --rt-cpus {asked} → {got} CPUs as whole cores{} on node(s) {}{}",
-            if got > asked as usize {
-                format!(" (rounded up from {asked} to fill the last core)")
-            } else {
-                String::new()
-            },
-            used_nodes
-                .iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-            if used_nodes.len() > 1 {
-                " (the first node was full: the RT work spans nodes, keep each consumer's threads and memory on one)"
-            } else {
-                ""
-            }
-        ));
-    } else if need.vms.is_empty() {
-        rt_idx.extend(free.iter().copied());
-        why.push(
-            "RT CPUs: every core not kept for housekeeping (no --rt-cpus/--rt-per-node)"
-                .to_string(),
-        );
-    } else {
-        why.push(format!(
-            "RT CPUs: the cores of the {} VM(s) only, {vm_vcpus} vCPUs (give --rt-cpus to isolate more)",
-            need.vms.len()
-        ));
-    }
-
-    let isolated = cpus_of(&rt_idx.iter().map(|i| &cores[*i]).collect::<Vec<_>>());
-    let housekeeping = online.difference(&isolated);
-
-    if need.target == PlanTarget::K8s && housekeeping.len() > reserved_cpus {
-        why.push(format!(
-            "k8s: reservedSystemCPUs = H ({} CPUs): pods run only on the isolated CPUs, so the {} CPUs beyond the \
-             kept housekeeping serve system daemons only (leave out --rt-cpus to give them to pods)",
-            housekeeping.len(),
-            housekeeping.len() - reserved_cpus
-        ));
-    }
-
-    // VM pins and emulator threads.
-    for vm in &need.vms {
-        let Some((node, idx)) = vm_cores.get(&vm.name) else {
-            continue;
-        };
-        let cpus: Vec<u32> = idx
-            .iter()
-            .flat_map(|i| cores[*i].cpus.iter().collect::<Vec<_>>())
-            .collect();
-        let emulator = CpuSet::new(
-            cores
-                .iter()
-                .filter(|c| c.node == *node)
-                .flat_map(|c| c.cpus.iter().collect::<Vec<_>>())
-                .filter(|c| housekeeping.contains(*c)),
-        );
-        why.push(format!(
-            "VM {}: {} vCPUs pinned 1:1 to {} on node {node}, emulator and I/O threads on housekeeping {emulator}, \
-             {} GiB in 1 GiB huge pages on node {node}",
-            vm.name,
-            vm.vcpus,
-            CpuSet::new(cpus.iter().take(vm.vcpus as usize).copied()),
-            vm.mem_gib
-        ));
-        vms.push(VmPlan {
-            name: vm.name.clone(),
-            node: *node,
-            vcpu_pins: cpus.into_iter().take(vm.vcpus as usize).collect(),
-            emulator,
-            mem_gib: vm.mem_gib,
-        });
-    }
-
-    // Memory: huge pages per node.
-    let mut pages: BTreeMap<u32, u32> = BTreeMap::new();
-    for v in &vms {
-        *pages.entry(v.node).or_default() += v.mem_gib;
-    }
-    let rt_nodes: Vec<u32> = node_ids
-        .iter()
-        .copied()
-        .filter(|n| {
-            cores
-                .iter()
-                .any(|c| c.node == *n && !c.cpus.intersection(&isolated).is_empty())
-        })
-        .collect();
-    if let Some(m) = need.mem_gib.filter(|_| vms.is_empty()) {
-        // Spread by each node's share of I: memory follows the RT threads that touch it.
-        let total_rt = isolated.len().max(1) as u64;
-        let mut given = 0u32;
-        for (k, n) in rt_nodes.iter().enumerate() {
-            let share = if k + 1 == rt_nodes.len() {
-                m - given
-            } else {
-                let on = cores
-                    .iter()
-                    .filter(|c| c.node == *n)
-                    .map(|c| c.cpus.intersection(&isolated).len() as u64)
-                    .sum::<u64>();
-                // Rounded to the nearest page; the last node takes the remainder.
-                ((m as u64 * on * 2 + total_rt) / (2 * total_rt)).min(u64::from(m - given)) as u32
-            };
-            given += share;
-            *pages.entry(*n).or_default() += share;
-        }
-        why.push(format!(
-            "memory: {m} GiB of 1 GiB huge pages for the RT workload, split over node(s) {} by their share of I",
-            rt_nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",")
-        ));
-    } else if vms.is_empty() {
-        why.push(
-            "memory: no huge pages reserved (give --mem GIB for the RT workload's memory)".into(),
-        );
-    }
-    for (n, p) in &pages {
-        if let Some(kib) = topo
-            .nodes
-            .iter()
-            .find(|x| x.id == *n)
-            .and_then(|x| x.mem_total_kib)
-        {
-            let have = kib / (1 << 20);
-            // Leave the node at least 1 GiB or an eighth for the kernel and housekeeping.
-            if u64::from(*p) + (have / 8).max(1) > have {
-                return Err(PlanError::NodeMemory {
-                    node: *n,
-                    need_gib: u64::from(*p),
-                    have_gib: have,
-                });
-            }
-        }
-    }
-
-    let nodes: Vec<NodePlan> = node_ids
-        .iter()
-        .map(|n| {
-            let cpus = CpuSet::new(
-                cores
-                    .iter()
-                    .filter(|c| c.node == *n)
-                    .flat_map(|c| c.cpus.iter().collect::<Vec<_>>()),
-            );
-            NodePlan {
-                id: *n,
-                rt: cpus.intersection(&isolated),
-                housekeeping: cpus.intersection(&housekeeping),
-                hugepages_1g: pages.get(n).copied().unwrap_or(0),
-            }
-        })
-        .collect();
-    for n in &nodes {
-        why.push(format!(
-            "node {}: RT {} | housekeeping {}{}",
-            n.id,
-            if n.rt.is_empty() {
-                "-".to_string()
-            } else {
-                n.rt.to_string()
-            },
-            n.housekeeping,
-            if n.hugepages_1g > 0 {
-                format!(" | {} × 1 GiB huge pages", n.hugepages_1g)
-            } else {
-                String::new()
-            }
-        ));
-    }
-    why.push(format!(
-        "IRQs: every device IRQ and the default affinity go to housekeeping {housekeeping} (irqaffinity=, \
-         isolcpus managed_irq, irqbalance banned list {isolated})"
-    ));
-    let moving: Vec<String> = topo
-        .irqs
-        .iter()
-        .filter(|q| !q.effective.intersection(&isolated).is_empty())
-        .map(|q| {
-            let name = q.desc.split_whitespace().last().unwrap_or_default();
-            format!(
-                "{}{} on {}",
-                q.irq,
-                if name.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({name})")
-                },
-                q.effective
-            )
-        })
-        .collect();
-    if !topo.irqs.is_empty() {
-        why.push(if moving.is_empty() {
-            format!(
-                "IRQs today: none of the {} device IRQs fires on the planned RT CPUs",
-                topo.irqs.len()
-            )
-        } else {
-            format!(
-                "IRQs today: {} of {} device IRQs fire on the planned RT CPUs and move: {}{}",
-                moving.len(),
-                topo.irqs.len(),
-                moving
-                    .iter()
-                    .take(8)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if moving.len() > 8 { ", …" } else { "" }
-            )
-        });
-    }
-    if let Some(n) = &nic {
-        let queues = topo
-            .irqs
-            .iter()
-            .filter(|q| q.desc.contains(n.name.as_str()))
-            .count();
-        if queues > 0 {
-            let hk_on_node = nic_node
-                .map(|nn| {
-                    cores
-                        .iter()
-                        .filter(|c| c.node == nn)
-                        .map(|c| c.cpus.intersection(&housekeeping).len())
-                        .sum::<usize>()
-                })
-                .unwrap_or(housekeeping.len());
-            why.push(format!(
-                "NIC {}: {queues} queue IRQ(s); with {hk_on_node} housekeeping CPU(s) on its node, `ethtool -L {} combined {}` \
-                 keeps one queue per housekeeping CPU (tuned's netdev_queue_count)",
-                n.name,
-                n.name,
-                hk_on_node.max(1)
-            ));
-        }
-    }
-    if tpc > 1 {
-        why.push(
-            "siblings: the sibling of each RT CPU is RT too (same consumer); housekeeping siblings carry OS work. \
-             Give an RT thread a whole core by leaving its sibling idle, or boot with --smt off"
-                .into(),
-        );
-    }
-    Ok(Plan {
-        target: need.target,
-        smt: need.smt,
-        vendor: topo.vendor,
-        threads_per_core: tpc,
-        online,
-        isolated,
-        housekeeping,
-        offline,
-        nodes,
-        vms,
-        nic,
-        reasoning: why,
-    })
 }
 
 /// Render the reasoning and the partition as text.

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 /// Local and remote cost between two nodes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cost {
+    /// Memory access latency from a CPU of one node to memory of the other: ns when measured, SLIT units (1.0 = local) otherwise.
     pub latency_ns: f64,
     /// Bytes per second; `None` from SLIT distances.
     pub read_bytes_per_sec: Option<f64>,
@@ -30,13 +31,16 @@ pub enum MatrixSource {
     Measured(String),
     /// Firmware SLIT distances: latency in units of the local distance (10 = 1.0).
     Slit,
+    /// No cost known (no measurement, no SLIT): advice without predicted gains.
     None,
 }
 
 /// Cost of (cpu node, memory node).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Matrix {
+    /// Where the costs came from.
     pub source: MatrixSource,
+    /// Cost by (CPU node, memory node).
     #[serde(serialize_with = "cells_as_list")]
     pub cells: BTreeMap<(u32, u32), Cost>,
 }
@@ -61,6 +65,7 @@ fn cells_as_list<S: serde::Serializer>(
 }
 
 impl Matrix {
+    /// The matrix of a `rtgauge mem` run's cells, named `name`; failed or empty cells are left out.
     pub fn from_cells(name: &str, cells: &[NumaCell]) -> Matrix {
         Matrix {
             source: MatrixSource::Measured(name.to_string()),
@@ -119,13 +124,17 @@ impl Matrix {
 pub struct Advice {
     /// `pid 200 vdu` or `cgroup /kubepods/podB/c1`.
     pub who: String,
+    /// The cgroup the process or group runs in.
     pub cgroup: String,
+    /// The CPUs it may run on now.
     pub cpus_allowed: CpuSet,
+    /// Percent of its resident memory on the nodes of its CPUs.
     pub local_pct: f64,
     /// Resident bytes per node.
     pub bytes_per_node: BTreeMap<u32, u64>,
     /// The node to bind to: the one holding most of its memory among those it should run on.
     pub node: u32,
+    /// The CPUs of that node.
     pub node_cpus: CpuSet,
     /// Commands that make it local.
     pub binding: Vec<String>,
@@ -138,8 +147,11 @@ pub struct Advice {
 /// The whole `--numa` answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NumaPlan {
+    /// The costs behind the predicted gains.
     pub matrix: Matrix,
+    /// Local share (percent) below which a process or cgroup gets advice.
     pub threshold_pct: f64,
+    /// One binding per process, then per cgroup, under the threshold.
     pub advice: Vec<Advice>,
     /// Processes looked at (with resident memory).
     pub looked_at: usize,
@@ -224,28 +236,33 @@ fn advise(l: &Locality, who: String, nodes: &[NodeInfo], m: &Matrix) -> Option<A
 }
 
 /// Advice for every process and cgroup below `threshold_pct` local memory.
-pub fn numa_plan(r: &NumaResult, m: Matrix, threshold_pct: f64) -> NumaPlan {
+pub fn numa_plan(result: &NumaResult, matrix: Matrix, threshold_pct: f64) -> NumaPlan {
     let mut advice = Vec::new();
     let with_mem = |l: &&Locality| l.bytes_per_node.values().sum::<u64>() > 0;
-    for l in r.processes.iter().filter(with_mem) {
+    for l in result.processes.iter().filter(with_mem) {
         if l.local_pct < threshold_pct {
-            if let Some(a) = advise(l, format!("pid {} {}", l.pid, l.name), &r.nodes, &m) {
+            if let Some(a) = advise(
+                l,
+                format!("pid {} {}", l.pid, l.name),
+                &result.nodes,
+                &matrix,
+            ) {
                 advice.push(a);
             }
         }
     }
-    for l in r.cgroups.iter().filter(with_mem) {
+    for l in result.cgroups.iter().filter(with_mem) {
         if l.local_pct < threshold_pct {
-            if let Some(a) = advise(l, format!("cgroup {}", l.cgroup), &r.nodes, &m) {
+            if let Some(a) = advise(l, format!("cgroup {}", l.cgroup), &result.nodes, &matrix) {
                 advice.push(a);
             }
         }
     }
     NumaPlan {
-        matrix: m,
+        matrix,
         threshold_pct,
         advice,
-        looked_at: r.processes.iter().filter(with_mem).count(),
+        looked_at: result.processes.iter().filter(with_mem).count(),
     }
 }
 
@@ -254,14 +271,14 @@ fn mib(b: u64) -> String {
 }
 
 /// Text rendering.
-pub fn render_numa_plan(p: &NumaPlan) -> String {
+pub fn render_numa_plan(plan: &NumaPlan) -> String {
     let mut s = String::from(
         "rtgauge plan --numa: non-local memory and the binding that makes it local\n\n",
     );
-    match &p.matrix.source {
+    match &plan.matrix.source {
         MatrixSource::Measured(f) => {
             s.push_str(&format!("matrix: rtgauge mem NUMA cells from {f}\n"));
-            for ((c, m), cost) in &p.matrix.cells {
+            for ((c, m), cost) in &plan.matrix.cells {
                 s.push_str(&format!(
                     "  cpu node {c} → mem node {m}: {:.1} ns{}\n",
                     cost.latency_ns,
@@ -280,11 +297,11 @@ pub fn render_numa_plan(p: &NumaPlan) -> String {
     }
     s.push_str(&format!(
         "\n{} process(es) with resident memory; {} process(es)/cgroup(s) below {:.0} % local:\n",
-        p.looked_at,
-        p.advice.len(),
-        p.threshold_pct
+        plan.looked_at,
+        plan.advice.len(),
+        plan.threshold_pct
     ));
-    for a in &p.advice {
+    for a in &plan.advice {
         let spread: Vec<String> = a
             .bytes_per_node
             .iter()

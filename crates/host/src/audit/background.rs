@@ -1,4 +1,6 @@
-//! Catalogue §7: miscellaneous host and hypervisor-host rules.
+//! Catalogue §7: background work the host runs on its own and that can reach RT CPUs: machine-check
+//! polling of corrected errors, kernel auditing, the KVM module parameters that start periodic work or exits
+//! on a KVM host, and fwupd's refresh timer.
 
 use super::{Ctx, Rule, Verdict};
 use rtgauge_model::audit::{Evidence, Severity, Target};
