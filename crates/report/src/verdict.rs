@@ -11,7 +11,10 @@ use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
 
 /// Reference requirements for gate-less profiles: (name, bound ns).
-pub const REFERENCES: [(&str, u64); 2] = [("RAN (VMware RAN white paper)", 20_000), ("VPR (VMware protection-relay guide)", 120_000)];
+pub const REFERENCES: [(&str, u64); 2] = [
+    ("RAN (VMware RAN white paper)", 20_000),
+    ("VPR (VMware protection-relay guide)", 120_000),
+];
 /// Audit failures named in the block.
 pub const TOP_FINDINGS: usize = 3;
 
