@@ -4,7 +4,7 @@
 //! see the whole run.
 
 use crate::run::{ProbeResult, RunDocument};
-use crate::verdict::{Gate, Metric, Outcome, Verdict};
+use crate::verdict::{Gate, GateVerdict, Metric, Outcome};
 
 impl Metric {
     /// The metric's value in a run, `None` if the run has no probe that measures it.
@@ -47,14 +47,14 @@ impl Metric {
 
 impl Gate {
     /// Judge `document` against the gate: pass when the observed value is at most `max`, no data when the metric is absent.
-    pub fn judge(&self, document: &RunDocument) -> Verdict {
+    pub fn judge(&self, document: &RunDocument) -> GateVerdict {
         let observed = self.metric.observe(document);
         let outcome = match observed {
             None => Outcome::NoData,
             Some(v) if v <= self.max => Outcome::Pass,
             Some(_) => Outcome::Fail,
         };
-        Verdict {
+        GateVerdict {
             gate: self.clone(),
             observed,
             outcome,

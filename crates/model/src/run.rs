@@ -5,7 +5,7 @@ use crate::audit::AuditReport;
 use crate::cyclic::CyclicResult;
 use crate::fingerprint::Fingerprint;
 use crate::oslat::OslatResult;
-use crate::verdict::Verdict;
+use crate::verdict::GateVerdict;
 use crate::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -137,7 +137,7 @@ pub struct RunDocument {
     pub audit: Option<AuditReport>,
     /// One verdict per requirement gate of the profile.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<GateVerdict>,
     /// Where the run came from when it was imported; `None` when rtgauge measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<ImportSource>,

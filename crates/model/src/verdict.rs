@@ -67,7 +67,7 @@ pub enum Outcome {
 
 /// A gate with what was observed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct GateVerdict {
     /// The requirement judged.
     pub gate: Gate,
     /// The metric's value in the run; `None` when the run has no data for it.
@@ -76,7 +76,7 @@ pub struct Verdict {
     pub outcome: Outcome,
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for GateVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |v: u64| {
             if self.gate.metric.is_latency() {

@@ -2,7 +2,7 @@
 //! polling of corrected errors, kernel auditing, the KVM module parameters that start periodic work or exits
 //! on a KVM host, and fwupd's refresh timer.
 
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use rtgauge_model::audit::{Evidence, Severity, Target};
 
 pub static RULES: [Rule; 4] = [
@@ -48,9 +48,9 @@ pub static RULES: [Rule; 4] = [
     },
 ];
 
-fn mce(c: &Ctx) -> Verdict {
+fn mce(c: &Ctx) -> RuleOutcome {
     if c.target.is_guest() {
-        return Verdict::na("host rule");
+        return RuleOutcome::na("host rule");
     }
     let banks: Vec<String> = c
         .root
@@ -86,24 +86,24 @@ fn mce(c: &Ctx) -> Verdict {
         ),
     ];
     if mce_cmd.is_some_and(|m| m.split(',').any(|x| x == "off")) {
-        return Verdict::warn("mce=off: machine checks are not handled at all").evs(ev);
+        return RuleOutcome::warn("mce=off: machine checks are not handled at all").evs(ev);
     }
     if mce_cmd.is_some_and(|m| m.split(',').any(|x| x == "ignore_ce"))
         || (!vals.is_empty() && off.is_empty())
     {
-        return Verdict::pass("corrected-error polling and CMCI off").evs(ev);
+        return RuleOutcome::pass("corrected-error polling and CMCI off").evs(ev);
     }
     if vals.is_empty() {
-        return Verdict::unavailable("no machinecheck sysfs").evs(ev);
+        return RuleOutcome::unavailable("no machinecheck sysfs").evs(ev);
     }
-    Verdict::warn(format!(
+    RuleOutcome::warn(format!(
         "corrected-error polling active on {} CPU(s)",
         off.len()
     ))
     .evs(ev)
 }
 
-fn audit(c: &Ctx) -> Verdict {
+fn audit(c: &Ctx) -> RuleOutcome {
     let kauditd = c.tasks().iter().any(|t| t.kthread && t.comm == "kauditd");
     let ev = vec![
         c.cmdline_ev("audit"),
@@ -114,16 +114,16 @@ fn audit(c: &Ctx) -> Verdict {
         ),
     ];
     match c.cmdline.get("audit") {
-        Some("0") | Some("off") => Verdict::pass("kernel audit disabled (audit=0)"),
-        _ if kauditd => Verdict::pass("kernel audit enabled (kauditd running)"),
-        _ => Verdict::pass("kernel audit not disabled on the command line"),
+        Some("0") | Some("off") => RuleOutcome::pass("kernel audit disabled (audit=0)"),
+        _ if kauditd => RuleOutcome::pass("kernel audit enabled (kauditd running)"),
+        _ => RuleOutcome::pass("kernel audit not disabled on the command line"),
     }
     .evs(ev)
 }
 
-fn kvm_params(c: &Ctx) -> Verdict {
+fn kvm_params(c: &Ctx) -> RuleOutcome {
     if c.target != Target::KvmRtHost {
-        return Verdict::na(format!("only for kvm-rt-host (target {})", c.target));
+        return RuleOutcome::na(format!("only for kvm-rt-host (target {})", c.target));
     }
     let p = |m: &str, k: &str| c.read(&format!("/sys/module/{m}/parameters/{k}"));
     let sync = p("kvm", "kvmclock_periodic_sync");
@@ -154,7 +154,7 @@ fn kvm_params(c: &Ctx) -> Verdict {
         ),
     ];
     if sync.is_none() && nx.is_none() {
-        return Verdict::unavailable("kvm module not loaded").evs(ev);
+        return RuleOutcome::unavailable("kvm module not loaded").evs(ev);
     }
     let mut bad = Vec::new();
     if sync.as_deref().is_some_and(|v| v != "N" && v != "0") {
@@ -178,15 +178,15 @@ fn kvm_params(c: &Ctx) -> Verdict {
         } else {
             ""
         };
-        Verdict::pass(format!("KVM module parameters tuned for RT{note}")).evs(ev)
+        RuleOutcome::pass(format!("KVM module parameters tuned for RT{note}")).evs(ev)
     } else {
-        Verdict::fail(bad.join(", ")).evs(ev)
+        RuleOutcome::fail(bad.join(", ")).evs(ev)
     }
 }
 
-fn fwupd(c: &Ctx) -> Verdict {
+fn fwupd(c: &Ctx) -> RuleOutcome {
     if c.target.is_guest() {
-        return Verdict::na("host rule");
+        return RuleOutcome::na("host rule");
     }
     let links: Vec<String> = c
         .root
@@ -197,13 +197,13 @@ fn fwupd(c: &Ctx) -> Verdict {
         .filter(|p| c.root.exists(p))
         .collect();
     if links.is_empty() {
-        Verdict::pass("fwupd-refresh.timer not enabled").ev(
+        RuleOutcome::pass("fwupd-refresh.timer not enabled").ev(
             "enablement links",
             "/etc/systemd/system/*.wants/fwupd-refresh.timer",
             "none",
         )
     } else {
-        Verdict::warn("fwupd-refresh.timer enabled").ev(
+        RuleOutcome::warn("fwupd-refresh.timer enabled").ev(
             "enablement links",
             "/etc/systemd/system/*.wants",
             links.join(" "),

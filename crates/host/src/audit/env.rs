@@ -1,6 +1,6 @@
 //! Catalogue §1 (environment detection) and §2 (kernel flavour, tuned state).
 
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use crate::parse::parse_cmdline;
 use rtgauge_model::audit::{Evidence, Severity, Target};
 use rtgauge_model::fingerprint::PreemptModel;
@@ -68,10 +68,10 @@ pub static RULES: [Rule; 6] = [
     },
 ];
 
-fn virt_platform(c: &Ctx) -> Verdict {
+fn virt_platform(c: &Ctx) -> RuleOutcome {
     let v = &c.fp.virt;
     let o = |x: &Option<String>| x.clone().unwrap_or_else(|| "absent".into());
-    let mut verdict = Verdict::pass(format!(
+    let mut verdict = RuleOutcome::pass(format!(
         "platform {} (decided by {})",
         v.platform, v.decided_by
     ))
@@ -104,17 +104,17 @@ fn virt_platform(c: &Ctx) -> Verdict {
     verdict
 }
 
-fn container(c: &Ctx) -> Verdict {
+fn container(c: &Ctx) -> RuleOutcome {
     let k = &c.fp.container;
     let ev = k.evidence.join("; ");
     if k.kind == "none" {
-        Verdict::pass("not in a container").ev(
+        RuleOutcome::pass("not in a container").ev(
             "container markers",
             "/run, /proc/1/environ, /.dockerenv",
             "none",
         )
     } else {
-        Verdict::pass(format!(
+        RuleOutcome::pass(format!(
             "inside a {} container: kernel and sysfs values are host-scope",
             k.kind
         ))
@@ -133,9 +133,9 @@ fn container(c: &Ctx) -> Verdict {
     }
 }
 
-fn preempt_rt(c: &Ctx) -> Verdict {
+fn preempt_rt(c: &Ctx) -> RuleOutcome {
     let p = &c.fp.kernel.preempt;
-    let v = Verdict::pass("")
+    let v = RuleOutcome::pass("")
         .ev(
             "kernel version",
             "/proc/sys/kernel/version",
@@ -155,26 +155,26 @@ fn preempt_rt(c: &Ctx) -> Verdict {
         );
     let (status, summary) = match p.model {
         PreemptModel::Rt => (
-            Verdict::pass as fn(String) -> Verdict,
+            RuleOutcome::pass as fn(String) -> RuleOutcome,
             "PREEMPT_RT kernel".to_string(),
         ),
         PreemptModel::Full | PreemptModel::Lazy => (
-            Verdict::warn as fn(String) -> Verdict,
+            RuleOutcome::warn as fn(String) -> RuleOutcome,
             format!(
                 "{} preemption: soft real time only, not PREEMPT_RT",
                 model_word(p.model)
             ),
         ),
         PreemptModel::Unknown if c.fp.kernel.version.is_empty() => {
-            return Verdict::unavailable("kernel version unreadable").evs(v.evidence)
+            return RuleOutcome::unavailable("kernel version unreadable").evs(v.evidence)
         }
         PreemptModel::Unknown => (
-            Verdict::fail as fn(String) -> Verdict,
+            RuleOutcome::fail as fn(String) -> RuleOutcome,
             "PREEMPT_DYNAMIC kernel, not PREEMPT_RT (active mode unreadable without debugfs)"
                 .to_string(),
         ),
         PreemptModel::Voluntary | PreemptModel::None => (
-            Verdict::fail as fn(String) -> Verdict,
+            RuleOutcome::fail as fn(String) -> RuleOutcome,
             format!("{} preemption kernel, not PREEMPT_RT", model_word(p.model)),
         ),
     };
@@ -206,7 +206,7 @@ fn model_word(m: PreemptModel) -> String {
     format!("{m:?}").to_lowercase()
 }
 
-fn nohz_full_support(c: &Ctx) -> Verdict {
+fn nohz_full_support(c: &Ctx) -> RuleOutcome {
     let runtime = c.read("/sys/devices/system/cpu/nohz_full");
     let ev_rt = runtime.clone().unwrap_or_else(|| "absent".into());
     let kconfig = crate::fingerprint::read_kconfig(c.root);
@@ -227,29 +227,31 @@ fn nohz_full_support(c: &Ctx) -> Verdict {
         && built.as_deref().is_some_and(|b| b != "y")
         && !c.cmdline.has("nohz_full")
     {
-        return Verdict::warn("kernel built without CONFIG_NO_HZ_FULL: nohz_full cannot be used")
-            .ev("nohz_full CPUs", "/sys/devices/system/cpu/nohz_full", ev_rt)
-            .evs(vec![ev_cfg, c.cmdline_ev("nohz_full")]);
+        return RuleOutcome::warn(
+            "kernel built without CONFIG_NO_HZ_FULL: nohz_full cannot be used",
+        )
+        .ev("nohz_full CPUs", "/sys/devices/system/cpu/nohz_full", ev_rt)
+        .evs(vec![ev_cfg, c.cmdline_ev("nohz_full")]);
     }
     match (c.cmdline.get("nohz_full"), runtime) {
-        (Some(_), None) => Verdict::fail("nohz_full= on the command line but the kernel has no CONFIG_NO_HZ_FULL: silently dropped"),
+        (Some(_), None) => RuleOutcome::fail("nohz_full= on the command line but the kernel has no CONFIG_NO_HZ_FULL: silently dropped"),
         (Some(_), Some(r)) if r.is_empty() || r == "(null)" => {
-            Verdict::fail("nohz_full= on the command line but no CPU is nohz_full at run time")
+            RuleOutcome::fail("nohz_full= on the command line but no CPU is nohz_full at run time")
         }
-        (Some(_), Some(_)) => Verdict::pass("nohz_full requested and in force"),
-        (None, Some(_)) => Verdict::pass("kernel supports nohz_full (not requested)"),
-        (None, None) => Verdict::na("nohz_full not requested; kernel support unknown"),
+        (Some(_), Some(_)) => RuleOutcome::pass("nohz_full requested and in force"),
+        (None, Some(_)) => RuleOutcome::pass("kernel supports nohz_full (not requested)"),
+        (None, None) => RuleOutcome::na("nohz_full not requested; kernel support unknown"),
     }
     .ev("nohz_full CPUs", "/sys/devices/system/cpu/nohz_full", ev_rt)
     .evs(vec![ev_cfg, c.cmdline_ev("nohz_full")])
 }
 
-fn tuned_profile(c: &Ctx) -> Verdict {
+fn tuned_profile(c: &Ctx) -> RuleOutcome {
     let t = &c.fp.tuned;
     let running = c.running("tuned");
     let ev_running = if running { "running" } else { "not running" };
     let Some(active) = t.active_profile.clone() else {
-        return Verdict::fail("no active tuned profile")
+        return RuleOutcome::fail("no active tuned profile")
             .ev("active profile", "/etc/tuned/active_profile", "absent")
             .ev("tuned daemon", "/proc/*/comm", ev_running);
     };
@@ -264,7 +266,7 @@ fn tuned_profile(c: &Ctx) -> Verdict {
         accepted.contains(p)
             || (c.target == Target::K8sRtNode && p.starts_with("openshift-node-performance-"))
     });
-    let base = |v: Verdict| {
+    let base = |v: RuleOutcome| {
         v.ev(
             "active profile",
             "/etc/tuned/active_profile",
@@ -287,7 +289,7 @@ fn tuned_profile(c: &Ctx) -> Verdict {
         .contains(p)
     });
     if !ok {
-        return base(Verdict::fail(format!(
+        return base(RuleOutcome::fail(format!(
             "profile '{active}' is not an RT profile for {}",
             c.target
         )));
@@ -297,26 +299,28 @@ fn tuned_profile(c: &Ctx) -> Verdict {
             .as_deref()
             .is_none_or(|s| s.trim().is_empty())
     {
-        return base(Verdict::fail(format!(
+        return base(RuleOutcome::fail(format!(
             "profile '{active}' without isolated_cores"
         )));
     }
     if !running {
-        return base(Verdict::warn(format!(
+        return base(RuleOutcome::warn(format!(
             "profile '{active}' set but tuned is not running (force_latency is not held)"
         )));
     }
     if c.target == Target::RtGuest && profiles.contains(&"realtime") {
-        return base(Verdict::pass(
+        return base(RuleOutcome::pass(
             "profile 'realtime' in a guest (realtime-virtual-guest is the guest variant)",
         ));
     }
-    base(Verdict::pass(format!("profile '{active}' active")))
+    base(RuleOutcome::pass(format!("profile '{active}' active")))
 }
 
-fn tuned_bootcmdline(c: &Ctx) -> Verdict {
+fn tuned_bootcmdline(c: &Ctx) -> RuleOutcome {
     let Some(want) = c.fp.tuned.boot_cmdline.clone() else {
-        return Verdict::na("no /etc/tuned/bootcmdline (tuned has no boot parameters to apply)");
+        return RuleOutcome::na(
+            "no /etc/tuned/bootcmdline (tuned has no boot parameters to apply)",
+        );
     };
     let want_c = parse_cmdline(&want);
     let missing: Vec<String> = want_c
@@ -334,9 +338,9 @@ fn tuned_bootcmdline(c: &Ctx) -> Verdict {
         })
         .collect();
     let v = if missing.is_empty() {
-        Verdict::pass("every tuned boot parameter is in the running command line")
+        RuleOutcome::pass("every tuned boot parameter is in the running command line")
     } else {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "configured but not effective (reboot pending): {}",
             missing.join(" ")
         ))

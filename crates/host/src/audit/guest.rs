@@ -1,6 +1,6 @@
 //! Catalogue §8: guest-only checks (and container privileges).
 
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use crate::parse::{parse_cap_has, parse_stat_steal, parse_status};
 use rtgauge_model::audit::{Evidence, Severity};
 
@@ -47,15 +47,15 @@ pub static RULES: [Rule; 4] = [
     },
 ];
 
-fn min_vcpus(c: &Ctx) -> Verdict {
+fn min_vcpus(c: &Ctx) -> RuleOutcome {
     if !c.target.is_guest() {
-        return Verdict::na("guest rule");
+        return RuleOutcome::na("guest rule");
     }
     let n = c.online.len();
     let v = if n >= 2 {
-        Verdict::pass(format!("{n} vCPUs online"))
+        RuleOutcome::pass(format!("{n} vCPUs online"))
     } else {
-        Verdict::fail(format!("{n} vCPU online: no room for a housekeeping vCPU"))
+        RuleOutcome::fail(format!("{n} vCPU online: no room for a housekeeping vCPU"))
     };
     v.ev(
         "online vCPUs",
@@ -64,15 +64,15 @@ fn min_vcpus(c: &Ctx) -> Verdict {
     )
 }
 
-fn steal(c: &Ctx) -> Verdict {
+fn steal(c: &Ctx) -> RuleOutcome {
     if !c.target.is_guest() {
-        return Verdict::na("guest rule");
+        return RuleOutcome::na("guest rule");
     }
     let Some(s) = &c.samples else {
-        return Verdict::na(super::NOT_SAMPLED);
+        return RuleOutcome::na(super::NOT_SAMPLED);
     };
     let (Some(a), Some(b)) = (s.first.get("/proc/stat"), s.second.get("/proc/stat")) else {
-        return Verdict::unavailable("/proc/stat unreadable");
+        return RuleOutcome::unavailable("/proc/stat unreadable");
     };
     let (a, b) = (parse_stat_steal(a), parse_stat_steal(b));
     let cpus: Vec<u32> = match &c.iso {
@@ -104,9 +104,9 @@ fn steal(c: &Ctx) -> Verdict {
         ),
     ];
     if grew.is_empty() {
-        Verdict::pass("no steal time on the audited vCPUs").evs(ev)
+        RuleOutcome::pass("no steal time on the audited vCPUs").evs(ev)
     } else {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "steal time on {} vCPU(s): not exclusively backed",
             grew.len()
         ))
@@ -114,12 +114,12 @@ fn steal(c: &Ctx) -> Verdict {
     }
 }
 
-fn hint_dedicated(c: &Ctx) -> Verdict {
+fn hint_dedicated(c: &Ctx) -> RuleOutcome {
     if !c.target.is_guest() {
-        return Verdict::na("guest rule");
+        return RuleOutcome::na("guest rule");
     }
     if !matches!(c.fp.virt.platform.as_str(), "kvm" | "qemu" | "other") {
-        return Verdict::na(format!("KVM-only rule (platform {})", c.fp.virt.platform));
+        return RuleOutcome::na(format!("KVM-only rule (platform {})", c.fp.virt.platform));
     }
     let drv = c.read("/sys/devices/system/cpu/cpuidle/current_driver");
     let ev = vec![
@@ -132,23 +132,25 @@ fn hint_dedicated(c: &Ctx) -> Verdict {
         c.cmdline_ev("cpuidle_haltpoll.force"),
     ];
     match drv.as_deref() {
-        Some("haltpoll") if c.cmdline.get("cpuidle_haltpoll.force") == Some("1") => Verdict::pass(
-            "haltpoll loaded by cpuidle_haltpoll.force=1 (says nothing about hint-dedicated)",
-        ),
+        Some("haltpoll") if c.cmdline.get("cpuidle_haltpoll.force") == Some("1") => {
+            RuleOutcome::pass(
+                "haltpoll loaded by cpuidle_haltpoll.force=1 (says nothing about hint-dedicated)",
+            )
+        }
         Some("haltpoll") => {
-            Verdict::pass("haltpoll active: host exposes KVM_HINTS_REALTIME (hint-dedicated)")
+            RuleOutcome::pass("haltpoll active: host exposes KVM_HINTS_REALTIME (hint-dedicated)")
         }
         _ if c.cmdline.has("idle") => {
-            Verdict::pass("idle= given: haltpoll cannot load, hint unknown")
+            RuleOutcome::pass("idle= given: haltpoll cannot load, hint unknown")
         }
-        _ => Verdict::pass("haltpoll not active: hint-dedicated probably not exposed"),
+        _ => RuleOutcome::pass("haltpoll not active: hint-dedicated probably not exposed"),
     }
     .evs(ev)
 }
 
-fn container_privs(c: &Ctx) -> Verdict {
+fn container_privs(c: &Ctx) -> RuleOutcome {
     if !c.in_container() {
-        return Verdict::na("not in a container");
+        return RuleOutcome::na("not in a container");
     }
     let status = c
         .root
@@ -189,7 +191,7 @@ fn container_privs(c: &Ctx) -> Verdict {
         ),
     ];
     let Some(cap) = cap else {
-        return Verdict::unavailable("/proc/self/status unreadable").evs(ev);
+        return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
     };
     let nice = parse_cap_has(&cap, 23).unwrap_or(false);
     let ipc = parse_cap_has(&cap, 14).unwrap_or(false);
@@ -201,15 +203,15 @@ fn container_privs(c: &Ctx) -> Verdict {
         missing.push("CAP_IPC_LOCK");
     }
     if !missing.is_empty() {
-        return Verdict::fail(format!("container lacks {}", missing.join(" and "))).evs(ev);
+        return RuleOutcome::fail(format!("container lacks {}", missing.join(" and "))).evs(ev);
     }
     if rtprio == "0" || (memlock != "unlimited" && memlock != "?") {
-        return Verdict::warn(
+        return RuleOutcome::warn(
             "capabilities present; rtprio/memlock soft limits are low (capabilities override them)",
         )
         .evs(ev);
     }
-    Verdict::pass("container may use SCHED_FIFO and mlockall").evs(ev)
+    RuleOutcome::pass("container may use SCHED_FIFO and mlockall").evs(ev)
 }
 
 #[cfg(test)]

@@ -3,14 +3,14 @@
 //! (catalogue order); like every §3 rule they are `n/a` without an RT CPU set I.
 
 use super::isolation::set_or;
-use super::{Ctx, Verdict};
+use super::{Ctx, RuleOutcome};
 use crate::parse::{
     key_value, parse_counter_table, parse_hex_mask, parse_isolcpus, parse_key_values,
 };
 use rtgauge_model::audit::{Evidence, Target};
 use rtgauge_model::CpuSet;
 
-pub(super) fn irq_affinity(c: &Ctx) -> Verdict {
+pub(super) fn irq_affinity(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -90,7 +90,7 @@ pub(super) fn irq_affinity(c: &Ctx) -> Verdict {
             "/proc/irq/*",
             bad.join("; "),
         ));
-        return Verdict::fail(format!("{} IRQ(s) target isolated CPUs", bad.len())).evs(ev);
+        return RuleOutcome::fail(format!("{} IRQ(s) target isolated CPUs", bad.len())).evs(ev);
     }
     if !managed_only.is_empty() {
         ev.push(Evidence::new(
@@ -98,25 +98,25 @@ pub(super) fn irq_affinity(c: &Ctx) -> Verdict {
             "/proc/irq/*",
             managed_only.join("; "),
         ));
-        return Verdict::warn(format!(
+        return RuleOutcome::warn(format!(
             "{} managed IRQ queue(s) confined to I (fire only when tasks there submit I/O)",
             managed_only.len()
         ))
         .evs(ev);
     }
     if seen == 0 && default.is_none() {
-        return Verdict::unavailable("/proc/irq not readable").evs(ev);
+        return RuleOutcome::unavailable("/proc/irq not readable").evs(ev);
     }
-    Verdict::pass("no IRQ targets I").evs(ev)
+    RuleOutcome::pass("no IRQ targets I").evs(ev)
 }
 
-pub(super) fn irqbalance(c: &Ctx) -> Verdict {
+pub(super) fn irqbalance(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
     };
     if !c.running("irqbalance") {
-        return Verdict::pass("irqbalance is not running").ev(
+        return RuleOutcome::pass("irqbalance is not running").ev(
             "irqbalance daemon",
             "/proc/*/comm",
             "not running",
@@ -170,26 +170,26 @@ pub(super) fn irqbalance(c: &Ctx) -> Verdict {
     match (list, hex) {
         (Some(l), _) => match CpuSet::parse(&l) {
             Ok(s) if iso.difference(&s).is_empty() => {
-                Verdict::pass("irqbalance bans every CPU of I")
+                RuleOutcome::pass("irqbalance bans every CPU of I")
             }
-            Ok(s) => Verdict::fail(format!(
+            Ok(s) => RuleOutcome::fail(format!(
                 "irqbalance may move IRQs onto {}",
                 iso.difference(&s)
             )),
-            Err(e) => Verdict::fail(format!("IRQBALANCE_BANNED_CPULIST unparsable: {e}")),
+            Err(e) => RuleOutcome::fail(format!("IRQBALANCE_BANNED_CPULIST unparsable: {e}")),
         },
         (None, Some(h)) => match parse_hex_mask(&h) {
-            Ok(s) if s.is_empty() && c.target == Target::K8sRtNode => Verdict::warn(
+            Ok(s) if s.is_empty() && c.target == Target::K8sRtNode => RuleOutcome::warn(
                 "IRQBALANCE_BANNED_CPUS=0 (OpenShift style): relies on CRI-O per-pod banning",
             ),
             Ok(s) if iso.difference(&s).is_empty() => {
-                Verdict::warn("IRQBALANCE_BANNED_CPUS (deprecated hex form) covers I")
+                RuleOutcome::warn("IRQBALANCE_BANNED_CPUS (deprecated hex form) covers I")
             }
-            Ok(s) => Verdict::fail(format!(
+            Ok(s) => RuleOutcome::fail(format!(
                 "irqbalance may move IRQs onto {} (a set value disables auto-banning)",
                 iso.difference(&s)
             )),
-            Err(e) => Verdict::fail(format!("IRQBALANCE_BANNED_CPUS unparsable: {e}")),
+            Err(e) => RuleOutcome::fail(format!("IRQBALANCE_BANNED_CPUS unparsable: {e}")),
         },
         (None, None) => {
             // irqbalance then bans isolated ∪ nohz_full by itself (cputree.c setup_banned_cpus).
@@ -204,11 +204,11 @@ pub(super) fn irqbalance(c: &Ctx) -> Verdict {
             }
             let auto = CpuSet::new(auto);
             if iso.difference(&auto).is_empty() {
-                Verdict::pass(format!(
+                RuleOutcome::pass(format!(
                     "irqbalance auto-bans isolated ∪ nohz_full = {auto}"
                 ))
             } else {
-                Verdict::fail(format!(
+                RuleOutcome::fail(format!(
                     "irqbalance runs without a banned list and may move IRQs onto {}",
                     iso.difference(&auto)
                 ))
@@ -267,16 +267,16 @@ fn table_deltas(c: &Ctx, path: &str, cpus: &CpuSet) -> Vec<(String, u32, u64, St
     out
 }
 
-pub(super) fn irq_activity(c: &Ctx) -> Verdict {
+pub(super) fn irq_activity(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
     };
     let Some(s) = c.samples.as_ref() else {
-        return Verdict::na(super::NOT_SAMPLED);
+        return RuleOutcome::na(super::NOT_SAMPLED);
     };
     if !s.first.contains_key("/proc/interrupts") {
-        return Verdict::unavailable("/proc/interrupts not readable");
+        return RuleOutcome::unavailable("/proc/interrupts not readable");
     }
     let secs = (s.interval.as_secs_f64()).max(0.001);
     let irqs = table_deltas(c, "/proc/interrupts", iso);
@@ -321,19 +321,19 @@ pub(super) fn irq_activity(c: &Ctx) -> Verdict {
         ));
     }
     if !device.is_empty() {
-        Verdict::fail(format!("{} device IRQ source(s) fired on I", device.len())).evs(ev)
+        RuleOutcome::fail(format!("{} device IRQ source(s) fired on I", device.len())).evs(ev)
     } else if !noisy.is_empty() {
-        Verdict::warn(format!(
+        RuleOutcome::warn(format!(
             "{} housekeeping interrupt source(s) above {NOISY_PER_S}/s on I",
             noisy.len()
         ))
         .evs(ev)
     } else {
-        Verdict::pass("no device IRQs and little timer/IPI activity on I").evs(ev)
+        RuleOutcome::pass("no device IRQs and little timer/IPI activity on I").evs(ev)
     }
 }
 
-pub(super) fn rps(c: &Ctx) -> Verdict {
+pub(super) fn rps(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -377,13 +377,13 @@ pub(super) fn rps(c: &Ctx) -> Verdict {
         ),
     ];
     if bad.is_empty() {
-        Verdict::pass("no RPS mask steers packets to I").evs(ev)
+        RuleOutcome::pass("no RPS mask steers packets to I").evs(ev)
     } else {
         ev.push(Evidence::new(
             "RPS masks including I",
             "/sys/class/net",
             bad.join("; "),
         ));
-        Verdict::warn(format!("{} RPS mask(s) include isolated CPUs", bad.len())).evs(ev)
+        RuleOutcome::warn(format!("{} RPS mask(s) include isolated CPUs", bad.len())).evs(ev)
     }
 }

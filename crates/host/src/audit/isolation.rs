@@ -5,7 +5,7 @@
 
 use super::irq::{irq_activity, irq_affinity, irqbalance, rps};
 use super::tasks::{kthread_prios, systemd_affinity, tasks_on_isolated, workqueue};
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use crate::parse::{parse_cpu_list_param, parse_isolcpus, ParseError};
 use rtgauge_model::audit::{Evidence, Severity};
 use rtgauge_model::CpuSet;
@@ -163,7 +163,7 @@ pub(super) fn set_or(set: &Option<CpuSet>) -> String {
     }
 }
 
-fn isolcpus(c: &Ctx) -> Verdict {
+fn isolcpus(c: &Ctx) -> RuleOutcome {
     let sev = if c.target.is_guest() {
         Severity::Medium
     } else {
@@ -173,7 +173,7 @@ fn isolcpus(c: &Ctx) -> Verdict {
         // Not partitioned at all: the one question every other isolation rule assumes answered. This rule
         // fails (the others stay n/a: they have no set to judge), so the audit never reads as "nothing
         // wrong" on a host that gives real-time work no CPU of its own.
-        return Verdict::fail(
+        return RuleOutcome::fail(
             "no CPU is set aside for real-time work: no isolcpus, nohz_full, rcu_nocbs, tuned isolated_cores or \
              isolated cpuset partition (to audit a planned set before rebooting, pass --isolated LIST)",
         )
@@ -216,7 +216,7 @@ fn isolcpus(c: &Ctx) -> Verdict {
     ];
     let covers = |s: &Option<CpuSet>| s.as_ref().is_some_and(|s| iso.difference(s).is_empty());
     if covers(&runtime) || covers(&cpuset_iso) {
-        return Verdict::pass(format!("I = {iso} is isolated at run time"))
+        return RuleOutcome::pass(format!("I = {iso} is isolated at run time"))
             .evs(ev)
             .sev(sev);
     }
@@ -224,28 +224,28 @@ fn isolcpus(c: &Ctx) -> Verdict {
         Some(Ok((flags, list))) if iso.difference(&list).is_empty() => {
             if !flags.is_empty() && !flags.iter().any(|f| f == "domain") {
                 // isolcpus=managed_irq,<I> keeps load balancing: the isolated file stays empty by design.
-                Verdict::pass(format!(
+                RuleOutcome::pass(format!(
                     "isolcpus={} covers I without domain isolation (isolated file empty by design)",
                     flags.join(",")
                 ))
             } else {
-                Verdict::fail(
+                RuleOutcome::fail(
                     "isolcpus covers I on the command line but is not effective at run time",
                 )
             }
         }
-        Some(Ok((_, list))) => Verdict::fail(format!(
+        Some(Ok((_, list))) => RuleOutcome::fail(format!(
             "isolcpus={list} does not cover I: missing {}",
             iso.difference(&list)
         )),
-        Some(Err(e)) => Verdict::fail(format!("isolcpus= cannot be parsed: {e}")),
-        None => Verdict::fail("no isolcpus= and no isolated cpuset partition covers I"),
+        Some(Err(e)) => RuleOutcome::fail(format!("isolcpus= cannot be parsed: {e}")),
+        None => RuleOutcome::fail("no isolcpus= and no isolated cpuset partition covers I"),
     }
     .evs(ev)
     .sev(sev)
 }
 
-fn nohz_full(c: &Ctx) -> Verdict {
+fn nohz_full(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -269,24 +269,24 @@ fn nohz_full(c: &Ctx) -> Verdict {
     match missing {
         Some(m) if m.is_empty() => {
             if c.cmdline.get("skew_tick") == Some("1") {
-                Verdict::pass("nohz_full covers I, skew_tick=1")
+                RuleOutcome::pass("nohz_full covers I, skew_tick=1")
             } else {
-                Verdict::warn("nohz_full covers I but skew_tick=1 is missing")
+                RuleOutcome::warn("nohz_full covers I but skew_tick=1 is missing")
             }
         }
-        Some(m) if c.cmdline.has("nohz_full") => Verdict::fail(format!(
+        Some(m) if c.cmdline.has("nohz_full") => RuleOutcome::fail(format!(
             "nohz_full requested but not in force on {m} (configured but not effective)"
         )),
-        Some(m) => Verdict::fail(format!("CPUs of I without nohz_full: {m}")),
-        None if c.cmdline.has("nohz_full") => Verdict::fail(
+        Some(m) => RuleOutcome::fail(format!("CPUs of I without nohz_full: {m}")),
+        None if c.cmdline.has("nohz_full") => RuleOutcome::fail(
             "nohz_full requested but the kernel does not expose it (no CONFIG_NO_HZ_FULL?)",
         ),
-        None => Verdict::fail("no nohz_full: the tick keeps running on I"),
+        None => RuleOutcome::fail("no nohz_full: the tick keeps running on I"),
     }
     .evs(ev)
 }
 
-fn rcu(c: &Ctx) -> Verdict {
+fn rcu(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -344,21 +344,22 @@ fn rcu(c: &Ctx) -> Verdict {
         ));
     }
     if !uncovered.is_empty() {
-        return Verdict::fail(format!(
+        return RuleOutcome::fail(format!(
             "RCU callbacks not offloaded on {uncovered} (no rcu_nocbs / nohz_full)"
         ))
         .evs(ev);
     }
     if !rcuo_off_h.is_empty() {
-        return Verdict::warn(format!("{} rcuo* kthreads may run on I", rcuo_off_h.len())).evs(ev);
+        return RuleOutcome::warn(format!("{} rcuo* kthreads may run on I", rcuo_off_h.len()))
+            .evs(ev);
     }
     if c.is_rt_kernel() && rcu_normal.as_deref() == Some("0") {
-        return Verdict::warn("PREEMPT_RT kernel but rcu_normal = 0").evs(ev);
+        return RuleOutcome::warn("PREEMPT_RT kernel but rcu_normal = 0").evs(ev);
     }
-    Verdict::pass("RCU callbacks offloaded from I").evs(ev)
+    RuleOutcome::pass("RCU callbacks offloaded from I").evs(ev)
 }
 
-fn sets_consistent(c: &Ctx) -> Verdict {
+fn sets_consistent(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -422,16 +423,17 @@ fn sets_consistent(c: &Ctx) -> Verdict {
         }
     }
     if sets.is_empty() && !c.cmdline.has("irqaffinity") {
-        return Verdict::pass("I declared only by the operator; no parameters to compare").evs(ev);
+        return RuleOutcome::pass("I declared only by the operator; no parameters to compare")
+            .evs(ev);
     }
     if problems.is_empty() {
-        Verdict::pass("all isolation parameters describe the same I").evs(ev)
+        RuleOutcome::pass("all isolation parameters describe the same I").evs(ev)
     } else {
-        Verdict::fail(problems.join("; ")).evs(ev)
+        RuleOutcome::fail(problems.join("; ")).evs(ev)
     }
 }
 
-fn housekeeping(c: &Ctx) -> Verdict {
+fn housekeeping(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -445,7 +447,7 @@ fn housekeeping(c: &Ctx) -> Verdict {
         ),
     ];
     if c.hk.is_empty() {
-        return Verdict::fail("no housekeeping CPU left").evs(ev);
+        return RuleOutcome::fail("no housekeeping CPU left").evs(ev);
     }
     let mut problems = Vec::new();
     if !c.hk.contains(0) && c.online.contains(0) {
@@ -469,13 +471,13 @@ fn housekeeping(c: &Ctx) -> Verdict {
         }
     }
     if problems.is_empty() {
-        Verdict::pass(format!("H = {} covers every socket/node hosting I", c.hk)).evs(ev)
+        RuleOutcome::pass(format!("H = {} covers every socket/node hosting I", c.hk)).evs(ev)
     } else {
-        Verdict::fail(problems.join("; ")).evs(ev)
+        RuleOutcome::fail(problems.join("; ")).evs(ev)
     }
 }
 
-fn smt(c: &Ctx) -> Verdict {
+fn smt(c: &Ctx) -> RuleOutcome {
     let control = c.fp.cpu.smt_control.clone();
     let ev = vec![
         Evidence::new(
@@ -494,10 +496,10 @@ fn smt(c: &Ctx) -> Verdict {
         Some("off" | "forceoff" | "notsupported" | "notimplemented")
     ) || c.fp.cpu.threads_per_core <= 1;
     if off {
-        return Verdict::pass("SMT off or not present").evs(ev);
+        return RuleOutcome::pass("SMT off or not present").evs(ev);
     }
     let Some(iso) = c.iso.as_ref() else {
-        return Verdict::warn("SMT on and no RT CPU set declared").evs(ev);
+        return RuleOutcome::warn("SMT on and no RT CPU set declared").evs(ev);
     };
     let topo = c.topology();
     let shared: Vec<String> = iso
@@ -511,9 +513,9 @@ fn smt(c: &Ctx) -> Verdict {
     let mut ev = ev;
     ev.insert(0, c.iso_evidence());
     if shared.is_empty() {
-        Verdict::pass("SMT on, but I is made of whole cores").evs(ev)
+        RuleOutcome::pass("SMT on, but I is made of whole cores").evs(ev)
     } else {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "RT CPUs share a core with housekeeping CPUs: {}",
             shared.join(" ")
         ))

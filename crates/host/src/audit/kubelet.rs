@@ -1,7 +1,7 @@
 //! Catalogue §11, the one Kubernetes rule that needs host facts: the kubelet's reserved CPUs against the host's
 //! isolated and online CPUs (the file linter cannot judge it).
 
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use crate::lint::k8s::kubelet_reserved_cpus;
 use rtgauge_model::audit::{Evidence, Severity, Target};
 
@@ -20,16 +20,16 @@ pub static RULES: [Rule; 1] = [Rule {
     check: reserved_vs_host,
 }];
 
-fn reserved_vs_host(c: &Ctx) -> Verdict {
+fn reserved_vs_host(c: &Ctx) -> RuleOutcome {
     let text = c.root.read_optional(KUBELET_CONFIG);
     if text.is_none() && c.target != Target::K8sRtNode {
-        return Verdict::na("not a Kubernetes node (no kubelet configuration)");
+        return RuleOutcome::na("not a Kubernetes node (no kubelet configuration)");
     }
     let Some(text) = text else {
-        return Verdict::unavailable(format!("{KUBELET_CONFIG} not readable"));
+        return RuleOutcome::unavailable(format!("{KUBELET_CONFIG} not readable"));
     };
     let Some(reserved) = kubelet_reserved_cpus(&text) else {
-        return Verdict::fail("kubelet configuration has no reservedSystemCPUs").ev(
+        return RuleOutcome::fail("kubelet configuration has no reservedSystemCPUs").ev(
             "reservedSystemCPUs",
             KUBELET_CONFIG,
             "absent",
@@ -51,14 +51,14 @@ fn reserved_vs_host(c: &Ctx) -> Verdict {
     let both = reserved.intersection(iso);
     let uncovered = c.online.difference(&reserved).difference(iso);
     if !both.is_empty() {
-        Verdict::fail(format!("reserved CPUs {both} are also isolated")).evs(ev)
+        RuleOutcome::fail(format!("reserved CPUs {both} are also isolated")).evs(ev)
     } else if !uncovered.is_empty() {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "online CPUs {uncovered} are neither reserved nor isolated: pods may land there"
         ))
         .evs(ev)
     } else {
-        Verdict::pass("reserved and isolated CPUs partition the online CPUs").evs(ev)
+        RuleOutcome::pass("reserved and isolated CPUs partition the online CPUs").evs(ev)
     }
 }
 

@@ -56,7 +56,7 @@ pub struct AuditOptions {
 
 /// The verdict a rule function returns; the registry adds id, default severity, expectation and source.
 #[derive(Debug, Clone)]
-pub struct Verdict {
+pub struct RuleOutcome {
     /// Pass, warn, fail, n/a or unavailable.
     pub status: Status,
     /// One line saying what was found.
@@ -67,9 +67,9 @@ pub struct Verdict {
     pub severity: Option<Severity>,
 }
 
-impl Verdict {
-    fn new(status: Status, summary: impl Into<String>) -> Verdict {
-        Verdict {
+impl RuleOutcome {
+    fn new(status: Status, summary: impl Into<String>) -> RuleOutcome {
+        RuleOutcome {
             status,
             summary: summary.into(),
             evidence: Vec::new(),
@@ -77,37 +77,37 @@ impl Verdict {
         }
     }
     /// A passing verdict with this summary.
-    pub fn pass(summary: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Pass, summary)
+    pub fn pass(summary: impl Into<String>) -> RuleOutcome {
+        RuleOutcome::new(Status::Pass, summary)
     }
     /// A warning: not failing, but worth a look.
-    pub fn warn(summary: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Warn, summary)
+    pub fn warn(summary: impl Into<String>) -> RuleOutcome {
+        RuleOutcome::new(Status::Warn, summary)
     }
     /// A failing verdict with this summary.
-    pub fn fail(summary: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Fail, summary)
+    pub fn fail(summary: impl Into<String>) -> RuleOutcome {
+        RuleOutcome::new(Status::Fail, summary)
     }
     /// Not applicable to this target or configuration; the summary says why.
-    pub fn na(summary: impl Into<String>) -> Verdict {
-        Verdict::new(Status::NotApplicable, summary)
+    pub fn na(summary: impl Into<String>) -> RuleOutcome {
+        RuleOutcome::new(Status::NotApplicable, summary)
     }
     /// The facts needed to judge are not readable here; the summary says which.
-    pub fn unavailable(summary: impl Into<String>) -> Verdict {
-        Verdict::new(Status::Unavailable, summary)
+    pub fn unavailable(summary: impl Into<String>) -> RuleOutcome {
+        RuleOutcome::new(Status::Unavailable, summary)
     }
     /// Add one piece of evidence.
-    pub fn ev(mut self, what: &str, source: &str, value: impl Into<String>) -> Verdict {
+    pub fn ev(mut self, what: &str, source: &str, value: impl Into<String>) -> RuleOutcome {
         self.evidence.push(Evidence::new(what, source, value));
         self
     }
     /// Add several pieces of evidence, in order.
-    pub fn evs(mut self, evidence: Vec<Evidence>) -> Verdict {
+    pub fn evs(mut self, evidence: Vec<Evidence>) -> RuleOutcome {
         self.evidence.extend(evidence);
         self
     }
     /// Override the rule's default severity (several rules depend on the target).
-    pub fn sev(mut self, severity: Severity) -> Verdict {
+    pub fn sev(mut self, severity: Severity) -> RuleOutcome {
         self.severity = Some(severity);
         self
     }
@@ -130,7 +130,7 @@ pub struct Rule {
     /// Needs two samples; `n/a` with `--no-sample`.
     pub sampled: bool,
     /// The function that judges the rule on one host.
-    pub check: fn(&Ctx) -> Verdict,
+    pub check: fn(&Ctx) -> RuleOutcome,
 }
 
 /// All host and guest rules, in catalogue order.
@@ -227,9 +227,9 @@ impl<'a> Ctx<'a> {
         self.fp.kernel.preempt.model == rtgauge_model::fingerprint::PreemptModel::Rt
     }
     /// The RT set, or the `n/a` verdict every isolation rule returns without one.
-    pub fn iso_or_na(&self) -> Result<&CpuSet, Verdict> {
+    pub fn iso_or_na(&self) -> Result<&CpuSet, RuleOutcome> {
         self.iso.as_ref().ok_or_else(|| {
-            Verdict::na("no RT CPU set declared (use --isolated, tuned isolated_cores or isolcpus/nohz_full)")
+            RuleOutcome::na("no RT CPU set declared (use --isolated, tuned isolated_cores or isolcpus/nohz_full)")
         })
     }
     /// Evidence line for the RT set.
@@ -538,7 +538,7 @@ pub fn run_audit(root: &HostRoot, options: &AuditOptions) -> AuditReport {
 /// Apply one rule, enforcing the invariants (sampling, `info` never fails).
 pub fn evaluate(rule: &Rule, context: &Ctx) -> Finding {
     let v = if rule.sampled && context.samples.is_none() {
-        Verdict::na(NOT_SAMPLED)
+        RuleOutcome::na(NOT_SAMPLED)
     } else {
         (rule.check)(context)
     };

@@ -1,6 +1,6 @@
 //! Catalogue §5: power management (P-states, C-states, PM QoS).
 
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use rtgauge_model::audit::{Evidence, Severity};
 
 pub static RULES: [Rule; 5] = [
@@ -56,7 +56,7 @@ pub static RULES: [Rule; 5] = [
     },
 ];
 
-fn pstate(c: &Ctx) -> Verdict {
+fn pstate(c: &Ctx) -> RuleOutcome {
     let driver = c.read("/sys/devices/system/cpu/cpufreq/policy0/scaling_driver");
     let intel = c.read("/sys/devices/system/cpu/intel_pstate/status");
     let amd = c.read("/sys/devices/system/cpu/amd_pstate/status");
@@ -80,7 +80,7 @@ fn pstate(c: &Ctx) -> Verdict {
         c.cmdline_ev("amd_pstate"),
     ];
     if driver.is_none() && intel.is_none() && amd.is_none() {
-        return Verdict::na("no cpufreq (typical in guests)").evs(ev);
+        return RuleOutcome::na("no cpufreq (typical in guests)").evs(ev);
     }
     let disabled_cmd = c.cmdline.get("intel_pstate") == Some("disable")
         || c.cmdline.get("amd_pstate") == Some("disable");
@@ -88,15 +88,15 @@ fn pstate(c: &Ctx) -> Verdict {
         .as_deref()
         .is_some_and(|d| d.starts_with("intel_pstate") || d.starts_with("amd-pstate"));
     if disabled_cmd && pstate_active {
-        Verdict::warn("P-state driver disabled on the command line but still active (configured but not effective)").evs(ev)
+        RuleOutcome::warn("P-state driver disabled on the command line but still active (configured but not effective)").evs(ev)
     } else if disabled_cmd {
-        Verdict::pass(format!(
+        RuleOutcome::pass(format!(
             "P-state driver disabled (tuned model); driver {}",
             driver.unwrap_or_default()
         ))
         .evs(ev)
     } else {
-        Verdict::pass(format!(
+        RuleOutcome::pass(format!(
             "P-state driver kept (OpenShift model): {}",
             driver.unwrap_or_else(|| "-".into())
         ))
@@ -104,7 +104,7 @@ fn pstate(c: &Ctx) -> Verdict {
     }
 }
 
-fn governor(c: &Ctx) -> Verdict {
+fn governor(c: &Ctx) -> RuleOutcome {
     let mut govs = Vec::new();
     let mut bad = Vec::new();
     for p in c.root.list_dir("/sys/devices/system/cpu/cpufreq") {
@@ -121,7 +121,7 @@ fn governor(c: &Ctx) -> Verdict {
         }
     }
     if govs.is_empty() {
-        return Verdict::na("no cpufreq policies (typical in guests)");
+        return RuleOutcome::na("no cpufreq policies (typical in guests)");
     }
     let epb: Vec<String> = c
         .online
@@ -154,18 +154,18 @@ fn governor(c: &Ctx) -> Verdict {
         ));
     }
     if !bad.is_empty() {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "{} cpufreq policy(ies) not on the performance governor",
             bad.len()
         ))
         .evs(ev)
     } else if !epb.is_empty() || min_perf.is_some_and(|m| m < 100) {
-        Verdict::warn(
+        RuleOutcome::warn(
             "performance governor, but energy_perf_bias / min_perf_pct allow down-clocking",
         )
         .evs(ev)
     } else {
-        Verdict::pass("performance governor everywhere").evs(ev)
+        RuleOutcome::pass("performance governor everywhere").evs(ev)
     }
 }
 
@@ -177,9 +177,9 @@ pub fn parse_dma_latency(bytes: &[u8]) -> Option<i32> {
     None
 }
 
-fn dma_latency(c: &Ctx) -> Verdict {
+fn dma_latency(c: &Ctx) -> RuleOutcome {
     if c.target.is_guest() {
-        return Verdict::na("host rule (guest C-states are judged by cpuidle-states)");
+        return RuleOutcome::na("host rule (guest C-states are judged by cpuidle-states)");
     }
     let budget = c
         .read_int("/sys/devices/system/cpu/cpu0/cpuidle/state1/latency")
@@ -191,11 +191,11 @@ fn dma_latency(c: &Ctx) -> Verdict {
         format!("{budget} µs"),
     );
     let Ok(bytes) = c.root.read_bytes("/dev/cpu_dma_latency") else {
-        return Verdict::unavailable("/dev/cpu_dma_latency unreadable (root needed)")
+        return RuleOutcome::unavailable("/dev/cpu_dma_latency unreadable (root needed)")
             .evs(vec![ev_budget]);
     };
     let Some(v) = parse_dma_latency(&bytes) else {
-        return Verdict::unavailable("/dev/cpu_dma_latency returned fewer than 4 bytes")
+        return RuleOutcome::unavailable("/dev/cpu_dma_latency returned fewer than 4 bytes")
             .evs(vec![ev_budget]);
     };
     let ev = vec![
@@ -207,18 +207,18 @@ fn dma_latency(c: &Ctx) -> Verdict {
         ev_budget,
     ];
     if i64::from(v) <= budget {
-        Verdict::pass(format!("CPU latency constraint {v} µs held")).evs(ev)
+        RuleOutcome::pass(format!("CPU latency constraint {v} µs held")).evs(ev)
     } else if v >= 2_000_000_000 {
-        Verdict::fail("no CPU latency constraint held (default 2000000000)").evs(ev)
+        RuleOutcome::fail("no CPU latency constraint held (default 2000000000)").evs(ev)
     } else {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "CPU latency constraint {v} µs above the budget {budget} µs"
         ))
         .evs(ev)
     }
 }
 
-fn cpuidle(c: &Ctx) -> Verdict {
+fn cpuidle(c: &Ctx) -> RuleOutcome {
     let driver = c.read("/sys/devices/system/cpu/cpuidle/current_driver");
     let governor = c
         .read("/sys/devices/system/cpu/cpuidle/current_governor")
@@ -279,7 +279,7 @@ fn cpuidle(c: &Ctx) -> Verdict {
                 "/sys/devices/system/cpu/cpu*/cpuidle/state*/usage",
                 grew.join("; "),
             ));
-            return Verdict::fail(format!(
+            return RuleOutcome::fail(format!(
                 "{} deep C-state(s) entered on the audited CPUs",
                 grew.len()
             ))
@@ -292,7 +292,7 @@ fn cpuidle(c: &Ctx) -> Verdict {
         } else {
             "no enabled C-state deeper than the budget"
         };
-        return Verdict::pass(why).evs(ev);
+        return RuleOutcome::pass(why).evs(ev);
     }
     let list: Vec<String> = deep
         .iter()
@@ -305,19 +305,19 @@ fn cpuidle(c: &Ctx) -> Verdict {
         list.join("; "),
     ));
     if c.samples.is_some() {
-        Verdict::pass(
+        RuleOutcome::pass(
             "deep C-states enabled but not entered between samples (PM QoS holds them off)",
         )
         .evs(ev)
     } else {
-        Verdict::warn("deep C-states enabled on the audited CPUs (run with sampling to see whether they are entered)").evs(ev)
+        RuleOutcome::warn("deep C-states enabled on the audited CPUs (run with sampling to see whether they are entered)").evs(ev)
     }
 }
 
-fn pm_qos(c: &Ctx) -> Verdict {
+fn pm_qos(c: &Ctx) -> RuleOutcome {
     let cpus: Vec<u32> = match &c.iso {
         Some(i) => i.iter().collect(),
-        None => return Verdict::na("no RT CPU set declared"),
+        None => return RuleOutcome::na("no RT CPU set declared"),
     };
     let mut vals = Vec::new();
     let mut zero = Vec::new();
@@ -340,12 +340,12 @@ fn pm_qos(c: &Ctx) -> Verdict {
         ),
     ];
     if vals.is_empty() {
-        return Verdict::na("no per-CPU PM QoS files").evs(ev);
+        return RuleOutcome::na("no per-CPU PM QoS files").evs(ev);
     }
     if zero.is_empty() {
-        Verdict::pass("resume latency constrained on I").evs(ev)
+        RuleOutcome::pass("resume latency constrained on I").evs(ev)
     } else {
-        Verdict::warn(format!(
+        RuleOutcome::warn(format!(
             "{} CPU(s) of I have no resume-latency constraint (0 = none)",
             zero.len()
         ))

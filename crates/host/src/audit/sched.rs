@@ -1,6 +1,6 @@
 //! Catalogue §4: scheduler, memory and sysctl knobs.
 
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use crate::parse::{parse_bracketed_choice, parse_swaps};
 use rtgauge_model::audit::{Evidence, Severity, Target};
 
@@ -121,7 +121,7 @@ fn val(c: &Ctx, path: &str) -> String {
     c.read(path).unwrap_or_else(|| "absent".into())
 }
 
-fn lockup(c: &Ctx) -> Verdict {
+fn lockup(c: &Ctx) -> RuleOutcome {
     let nmi = c.read_int("/proc/sys/kernel/nmi_watchdog");
     let soft = c.read_int("/proc/sys/kernel/soft_watchdog");
     let wd = c.read_int("/proc/sys/kernel/watchdog");
@@ -151,22 +151,22 @@ fn lockup(c: &Ctx) -> Verdict {
         c.cmdline_ev("nmi_watchdog"),
     ];
     if nmi.is_none() && soft.is_none() && wd.is_none() {
-        return Verdict::unavailable("no watchdog sysctl readable").evs(ev);
+        return RuleOutcome::unavailable("no watchdog sysctl readable").evs(ev);
     }
     let all_off = wd == Some(0) || c.cmdline.has("nowatchdog");
     let nmi_on = !all_off && nmi.unwrap_or(0) != 0;
     let soft_on = !all_off && soft.unwrap_or(0) != 0 && !c.cmdline.has("nosoftlockup");
     match (nmi_on, soft_on) {
-        (false, false) => Verdict::pass("NMI and soft-lockup detectors off"),
-        (true, _) => Verdict::fail("NMI watchdog on: periodic NMIs on every CPU"),
-        (false, true) => Verdict::warn(
+        (false, false) => RuleOutcome::pass("NMI and soft-lockup detectors off"),
+        (true, _) => RuleOutcome::fail("NMI watchdog on: periodic NMIs on every CPU"),
+        (false, true) => RuleOutcome::warn(
             "soft-lockup detector on (watchdog_cpumask excludes nohz_full CPUs by default)",
         ),
     }
     .evs(ev)
 }
 
-fn hung_vmstat(c: &Ctx) -> Verdict {
+fn hung_vmstat(c: &Ctx) -> RuleOutcome {
     let hung = c.read_int("/proc/sys/kernel/hung_task_timeout_secs");
     let stat = c.read_int("/proc/sys/vm/stat_interval");
     let ev = vec![
@@ -189,17 +189,17 @@ fn hung_vmstat(c: &Ctx) -> Verdict {
     }
     match stat {
         Some(s) if s < 10 => problems.push(format!("stat_interval = {s}")),
-        None => return Verdict::unavailable("/proc/sys/vm/stat_interval unreadable").evs(ev),
+        None => return RuleOutcome::unavailable("/proc/sys/vm/stat_interval unreadable").evs(ev),
         _ => {}
     }
     if problems.is_empty() {
-        Verdict::pass("hung-task and vmstat intervals are long").evs(ev)
+        RuleOutcome::pass("hung-task and vmstat intervals are long").evs(ev)
     } else {
-        Verdict::warn(problems.join(", ")).evs(ev)
+        RuleOutcome::warn(problems.join(", ")).evs(ev)
     }
 }
 
-fn rt_runtime(c: &Ctx) -> Verdict {
+fn rt_runtime(c: &Ctx) -> RuleOutcome {
     let rt = c.read_int("/proc/sys/kernel/sched_rt_runtime_us");
     let stalld = c.running("stalld");
     let ev = vec![
@@ -220,19 +220,19 @@ fn rt_runtime(c: &Ctx) -> Verdict {
         ),
     ];
     match rt {
-        None => Verdict::unavailable("sched_rt_runtime_us unreadable"),
-        Some(-1) if stalld => Verdict::pass("RT throttling off, stalld as safety net"),
-        Some(-1) => {
-            Verdict::warn("RT throttling off without stalld: a runaway RT task can starve the CPU")
-        }
-        Some(v) => Verdict::warn(format!(
+        None => RuleOutcome::unavailable("sched_rt_runtime_us unreadable"),
+        Some(-1) if stalld => RuleOutcome::pass("RT throttling off, stalld as safety net"),
+        Some(-1) => RuleOutcome::warn(
+            "RT throttling off without stalld: a runaway RT task can starve the CPU",
+        ),
+        Some(v) => RuleOutcome::warn(format!(
             "RT throttling on ({v} µs per period): 100 %-busy RT pollers are stopped every period"
         )),
     }
     .evs(ev)
 }
 
-fn fair_server(c: &Ctx) -> Verdict {
+fn fair_server(c: &Ctx) -> RuleOutcome {
     let dir = "/sys/kernel/debug/sched/fair_server";
     let cpus = c.root.list_dir(dir);
     if cpus.is_empty() {
@@ -244,11 +244,11 @@ fn fair_server(c: &Ctx) -> Verdict {
             .collect::<Vec<_>>();
         let newer = matches!(ge_612.as_slice(), [a, b] if *a > 6 || (*a == 6 && *b >= 12));
         return if newer {
-            Verdict::unavailable(
+            RuleOutcome::unavailable(
                 "kernel >= 6.12 but debugfs fair_server not readable (root + debugfs needed)",
             )
         } else {
-            Verdict::na("kernel older than 6.12: no fair server")
+            RuleOutcome::na("kernel older than 6.12: no fair server")
         }
         .ev("kernel release", "/proc/sys/kernel/osrelease", rel.clone());
     }
@@ -266,14 +266,14 @@ fn fair_server(c: &Ctx) -> Verdict {
             .unwrap_or_else(|| "?".into());
         vals.push(format!("cpu{cpu} {r}/{p} ns"));
     }
-    Verdict::pass("fair server present: CFS tasks on I still get their share under RT load").ev(
+    RuleOutcome::pass("fair server present: CFS tasks on I still get their share under RT load").ev(
         "runtime/period",
         dir,
         vals.join("; "),
     )
 }
 
-fn stalld(c: &Ctx) -> Verdict {
+fn stalld(c: &Ctx) -> RuleOutcome {
     let running = c.running("stalld");
     let rt = c.read_int("/proc/sys/kernel/sched_rt_runtime_us");
     let ev = vec![
@@ -289,14 +289,14 @@ fn stalld(c: &Ctx) -> Verdict {
         ),
     ];
     match (running, rt) {
-        (true, _) => Verdict::pass("stalld running"),
-        (false, Some(-1)) => Verdict::fail("sched_rt_runtime_us = -1 without stalld"),
-        (false, _) => Verdict::na("RT throttling in force; stalld optional"),
+        (true, _) => RuleOutcome::pass("stalld running"),
+        (false, Some(-1)) => RuleOutcome::fail("sched_rt_runtime_us = -1 without stalld"),
+        (false, _) => RuleOutcome::na("RT throttling in force; stalld optional"),
     }
     .evs(ev)
 }
 
-fn timer_migration(c: &Ctx) -> Verdict {
+fn timer_migration(c: &Ctx) -> RuleOutcome {
     let v = c.read_int("/proc/sys/kernel/timer_migration");
     let ev = vec![Evidence::new(
         "timer_migration",
@@ -304,17 +304,17 @@ fn timer_migration(c: &Ctx) -> Verdict {
         val(c, "/proc/sys/kernel/timer_migration"),
     )];
     match v {
-        None => Verdict::unavailable("timer_migration unreadable"),
-        Some(0) => Verdict::pass("timers stay on the CPU that armed them"),
+        None => RuleOutcome::unavailable("timer_migration unreadable"),
+        Some(0) => RuleOutcome::pass("timers stay on the CPU that armed them"),
         Some(_) if c.target == Target::K8sRtNode => {
-            Verdict::pass("timer_migration = 1 (dynamic partitioning on Kubernetes needs it)")
+            RuleOutcome::pass("timer_migration = 1 (dynamic partitioning on Kubernetes needs it)")
         }
-        Some(_) => Verdict::warn("timer_migration = 1 on a static partition"),
+        Some(_) => RuleOutcome::warn("timer_migration = 1 on a static partition"),
     }
     .evs(ev)
 }
 
-fn numa_balancing(c: &Ctx) -> Verdict {
+fn numa_balancing(c: &Ctx) -> RuleOutcome {
     let v = c.read_int("/proc/sys/kernel/numa_balancing");
     let nodes = c.fp.numa.len();
     let ev = vec![
@@ -326,17 +326,19 @@ fn numa_balancing(c: &Ctx) -> Verdict {
         Evidence::new("NUMA nodes", "/sys/devices/system/node", nodes.to_string()),
     ];
     match v {
-        None => Verdict::na("numa_balancing absent (kernel without NUMA balancing)"),
-        Some(0) => Verdict::pass("automatic NUMA balancing off"),
+        None => RuleOutcome::na("numa_balancing absent (kernel without NUMA balancing)"),
+        Some(0) => RuleOutcome::pass("automatic NUMA balancing off"),
         Some(_) if nodes <= 1 => {
-            Verdict::warn("automatic NUMA balancing on (single node: little effect)")
+            RuleOutcome::warn("automatic NUMA balancing on (single node: little effect)")
         }
-        Some(_) => Verdict::fail("automatic NUMA balancing on: periodic unmapping for hint faults"),
+        Some(_) => {
+            RuleOutcome::fail("automatic NUMA balancing on: periodic unmapping for hint faults")
+        }
     }
     .evs(ev)
 }
 
-fn thp(c: &Ctx) -> Verdict {
+fn thp(c: &Ctx) -> RuleOutcome {
     let raw = c.read("/sys/kernel/mm/transparent_hugepage/enabled");
     let active = raw.as_deref().and_then(parse_bracketed_choice);
     let ev = vec![
@@ -348,19 +350,19 @@ fn thp(c: &Ctx) -> Verdict {
         c.cmdline_ev("transparent_hugepage"),
     ];
     match active.as_deref() {
-        None => Verdict::na("no transparent huge page support"),
-        Some("never") => Verdict::pass("THP never"),
-        Some("madvise") => {
-            Verdict::warn("THP madvise: only applications that ask get huge pages (and khugepaged)")
-        }
-        Some(a) => Verdict::fail(format!(
+        None => RuleOutcome::na("no transparent huge page support"),
+        Some("never") => RuleOutcome::pass("THP never"),
+        Some("madvise") => RuleOutcome::warn(
+            "THP madvise: only applications that ask get huge pages (and khugepaged)",
+        ),
+        Some(a) => RuleOutcome::fail(format!(
             "THP {a}: khugepaged and compaction can stall RT tasks"
         )),
     }
     .evs(ev)
 }
 
-fn ksm(c: &Ctx) -> Verdict {
+fn ksm(c: &Ctx) -> RuleOutcome {
     let run = c.read_int("/sys/kernel/mm/ksm/run");
     let ev = vec![
         Evidence::new(
@@ -380,16 +382,16 @@ fn ksm(c: &Ctx) -> Verdict {
         Severity::Medium
     };
     match run {
-        None => Verdict::na("kernel without KSM"),
-        Some(0) | Some(2) => Verdict::pass("KSM stopped"),
-        Some(_) if c.target.is_guest() => Verdict::warn("KSM merging pages in the guest"),
-        Some(_) => Verdict::fail("KSM merging pages: scanning and copy-on-write faults"),
+        None => RuleOutcome::na("kernel without KSM"),
+        Some(0) | Some(2) => RuleOutcome::pass("KSM stopped"),
+        Some(_) if c.target.is_guest() => RuleOutcome::warn("KSM merging pages in the guest"),
+        Some(_) => RuleOutcome::fail("KSM merging pages: scanning and copy-on-write faults"),
     }
     .evs(ev)
     .sev(sev)
 }
 
-fn swap(c: &Ctx) -> Verdict {
+fn swap(c: &Ctx) -> RuleOutcome {
     let swaps = c
         .read("/proc/swaps")
         .map(|t| parse_swaps(&t))
@@ -412,15 +414,15 @@ fn swap(c: &Ctx) -> Verdict {
         ),
     ];
     if swaps.is_empty() {
-        Verdict::pass("no active swap").evs(ev)
+        RuleOutcome::pass("no active swap").evs(ev)
     } else if sw.is_some_and(|s| s <= 10) {
-        Verdict::pass("swap active, swappiness low").evs(ev)
+        RuleOutcome::pass("swap active, swappiness low").evs(ev)
     } else {
-        Verdict::warn("swap active with default swappiness: lock RT memory (mlockall)").evs(ev)
+        RuleOutcome::warn("swap active with default swappiness: lock RT memory (mlockall)").evs(ev)
     }
 }
 
-fn hugepages(c: &Ctx) -> Verdict {
+fn hugepages(c: &Ctx) -> RuleOutcome {
     let pools: Vec<String> =
         c.fp.memory
             .hugepages
@@ -445,9 +447,9 @@ fn hugepages(c: &Ctx) -> Verdict {
     }
     let reserved: u64 = c.fp.memory.hugepages.iter().map(|h| h.total).sum();
     let v = if reserved == 0 {
-        Verdict::pass("no huge pages reserved")
+        RuleOutcome::pass("no huge pages reserved")
     } else {
-        Verdict::pass(format!("{reserved} huge page(s) reserved"))
+        RuleOutcome::pass(format!("{reserved} huge page(s) reserved"))
     };
     v.ev(
         "pools",

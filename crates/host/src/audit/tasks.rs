@@ -2,12 +2,12 @@
 //! on the RT CPUs, and the priorities of the PREEMPT_RT kthreads. The rules are listed in
 //! [`super::isolation`]'s table (catalogue order); like every §3 rule they are `n/a` without an RT CPU set I.
 
-use super::{Ctx, Verdict};
+use super::{Ctx, RuleOutcome};
 use crate::parse::{key_value, parse_hex_mask, parse_key_values, render_hex_mask};
 use rtgauge_model::audit::Evidence;
 use rtgauge_model::CpuSet;
 
-pub(super) fn workqueue(c: &Ctx) -> Verdict {
+pub(super) fn workqueue(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -50,17 +50,17 @@ pub(super) fn workqueue(c: &Ctx) -> Verdict {
         },
     ));
     if read == 0 {
-        return Verdict::unavailable("no workqueue cpumask readable").evs(ev);
+        return RuleOutcome::unavailable("no workqueue cpumask readable").evs(ev);
     }
     if bad.is_empty() {
-        Verdict::pass(format!("{read} workqueue cpumask(s) exclude I")).evs(ev)
+        RuleOutcome::pass(format!("{read} workqueue cpumask(s) exclude I")).evs(ev)
     } else {
         ev.push(Evidence::new(
             "masks including I",
             "/sys/devices/virtual/workqueue",
             bad.join("; "),
         ));
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "{} of {read} workqueue cpumask(s) include isolated CPUs",
             bad.len()
         ))
@@ -68,7 +68,7 @@ pub(super) fn workqueue(c: &Ctx) -> Verdict {
     }
 }
 
-pub(super) fn systemd_affinity(c: &Ctx) -> Verdict {
+pub(super) fn systemd_affinity(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
@@ -107,18 +107,18 @@ pub(super) fn systemd_affinity(c: &Ctx) -> Verdict {
         c.cmdline_ev("systemd.cpu_affinity"),
     ];
     let Some(allowed) = pid1.and_then(|t| CpuSet::parse(&t).ok()) else {
-        return Verdict::unavailable("/proc/1/status unreadable").evs(ev);
+        return RuleOutcome::unavailable("/proc/1/status unreadable").evs(ev);
     };
     let on = allowed.intersection(iso);
     if on.is_empty() {
-        Verdict::pass("PID 1 confined to housekeeping CPUs").evs(ev)
+        RuleOutcome::pass("PID 1 confined to housekeeping CPUs").evs(ev)
     } else if configured.is_some() || c.cmdline.has("systemd.cpu_affinity") {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "CPU affinity configured but not effective: PID 1 allowed on {on}"
         ))
         .evs(ev)
     } else {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "PID 1 (and every service) allowed on isolated CPUs {on}"
         ))
         .evs(ev)
@@ -143,14 +143,14 @@ const KTHREAD_ALLOWED_PREFIXES: [&str; 14] = [
     "pmd",
 ];
 
-pub(super) fn tasks_on_isolated(c: &Ctx) -> Verdict {
+pub(super) fn tasks_on_isolated(c: &Ctx) -> RuleOutcome {
     let iso = match c.iso_or_na() {
         Ok(i) => i,
         Err(v) => return v,
     };
     let tasks = c.tasks();
     if tasks.is_empty() {
-        return Verdict::unavailable("no task readable under /proc");
+        return RuleOutcome::unavailable("no task readable under /proc");
     }
     let mut user = Vec::new();
     let mut kernel = Vec::new();
@@ -206,9 +206,9 @@ pub(super) fn tasks_on_isolated(c: &Ctx) -> Verdict {
         ));
     }
     if user.is_empty() && kernel.is_empty() {
-        Verdict::pass("no unbound thread may run on I").evs(ev)
+        RuleOutcome::pass("no unbound thread may run on I").evs(ev)
     } else {
-        Verdict::fail(format!(
+        RuleOutcome::fail(format!(
             "{} user and {} kernel thread(s) unbound across I and H",
             user.len(),
             kernel.len()
@@ -217,9 +217,9 @@ pub(super) fn tasks_on_isolated(c: &Ctx) -> Verdict {
     }
 }
 
-pub(super) fn kthread_prios(c: &Ctx) -> Verdict {
+pub(super) fn kthread_prios(c: &Ctx) -> RuleOutcome {
     if !c.is_rt_kernel() {
-        return Verdict::na("not a PREEMPT_RT kernel");
+        return RuleOutcome::na("not a PREEMPT_RT kernel");
     }
     let groups = ["ksoftirqd/", "ktimers/", "rcuc/", "rcub/", "ktimersoftd/"];
     let mut seen = Vec::new();
@@ -253,12 +253,12 @@ pub(super) fn kthread_prios(c: &Ctx) -> Verdict {
         },
     )];
     if seen.is_empty() {
-        return Verdict::unavailable("no ksoftirqd/ktimers/rcuc threads found").evs(ev);
+        return RuleOutcome::unavailable("no ksoftirqd/ktimers/rcuc threads found").evs(ev);
     }
     if other.is_empty() {
-        Verdict::pass("softirq, timer and RCU kthreads run SCHED_FIFO").evs(ev)
+        RuleOutcome::pass("softirq, timer and RCU kthreads run SCHED_FIFO").evs(ev)
     } else {
-        Verdict::warn(format!(
+        RuleOutcome::warn(format!(
             "{} softirq/timer/RCU kthread(s) are SCHED_OTHER",
             other.len()
         ))

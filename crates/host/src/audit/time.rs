@@ -1,6 +1,6 @@
 //! Catalogue §6: time keeping (clocksource, TSC, time synchronisation).
 
-use super::{Ctx, Rule, Verdict};
+use super::{Ctx, Rule, RuleOutcome};
 use rtgauge_model::audit::{Evidence, Severity};
 
 /// Where a live `adjtimex(modes=0)` result is recorded in a capture (not a kernel file).
@@ -39,7 +39,7 @@ pub static RULES: [Rule; 3] = [
     },
 ];
 
-fn clocksource(c: &Ctx) -> Verdict {
+fn clocksource(c: &Ctx) -> RuleOutcome {
     let cur = c.fp.clock.current.clone();
     let ev = vec![
         Evidence::new(
@@ -60,26 +60,26 @@ fn clocksource(c: &Ctx) -> Verdict {
     ];
     let platform = c.fp.virt.platform.as_str();
     match cur.as_deref() {
-        None => Verdict::unavailable("clocksource unreadable"),
-        Some("tsc") | Some("arch_sys_counter") => Verdict::pass("clocksource tsc"),
-        Some("kvm-clock") if c.is_guest() => Verdict::warn(format!(
+        None => RuleOutcome::unavailable("clocksource unreadable"),
+        Some("tsc") | Some("arch_sys_counter") => RuleOutcome::pass("clocksource tsc"),
+        Some("kvm-clock") if c.is_guest() => RuleOutcome::warn(format!(
             "kvm-clock in a {platform} guest: acceptable, tsc needs invariant TSC exposed"
         )),
         Some("hyperv_clocksource_tsc_page") if c.is_guest() => {
-            Verdict::warn("Hyper-V TSC page clocksource: acceptable in a guest")
+            RuleOutcome::warn("Hyper-V TSC page clocksource: acceptable in a guest")
         }
-        Some(s @ ("hpet" | "acpi_pm" | "jiffies" | "refined-jiffies")) => Verdict::fail(format!(
-            "clocksource {s}: slow reads, usually a TSC marked unstable"
-        )),
-        Some(s) => Verdict::warn(format!("clocksource {s}")),
+        Some(s @ ("hpet" | "acpi_pm" | "jiffies" | "refined-jiffies")) => RuleOutcome::fail(
+            format!("clocksource {s}: slow reads, usually a TSC marked unstable"),
+        ),
+        Some(s) => RuleOutcome::warn(format!("clocksource {s}")),
     }
     .evs(ev)
 }
 
-fn tsc_reliable(c: &Ctx) -> Verdict {
+fn tsc_reliable(c: &Ctx) -> RuleOutcome {
     let flags = &c.fp.cpu.timing_flags;
     if !flags.iter().any(|f| f == "tsc") {
-        return Verdict::na("no TSC (not x86 or flags unreadable)");
+        return RuleOutcome::na("no TSC (not x86 or flags unreadable)");
     }
     let has = |f: &str| flags.iter().any(|x| x == f);
     let invariant = has("constant_tsc") && has("nonstop_tsc");
@@ -91,14 +91,14 @@ fn tsc_reliable(c: &Ctx) -> Verdict {
     let declared =
         matches!(cmd.as_deref(), Some("reliable") | Some("nowatchdog")) || has("tsc_reliable");
     match (declared, invariant) {
-        (true, true) => Verdict::pass("TSC marked reliable and invariant"),
-        (true, false) => Verdict::fail(
+        (true, true) => RuleOutcome::pass("TSC marked reliable and invariant"),
+        (true, false) => RuleOutcome::fail(
             "TSC marked reliable without constant_tsc + nonstop_tsc: hides a real problem",
         ),
-        (false, true) => Verdict::warn(
+        (false, true) => RuleOutcome::warn(
             "invariant TSC, but the clocksource watchdog still runs (no tsc=reliable)",
         ),
-        (false, false) => Verdict::warn("TSC neither invariant nor marked reliable"),
+        (false, false) => RuleOutcome::warn("TSC neither invariant nor marked reliable"),
     }
     .evs(ev)
 }
@@ -128,7 +128,7 @@ pub fn parse_adjtimex_record(text: &str) -> Option<(i32, i64)> {
     Some((status?, maxerror?))
 }
 
-fn time_sync(c: &Ctx) -> Verdict {
+fn time_sync(c: &Ctx) -> RuleOutcome {
     let daemons: Vec<&str> = [
         "chronyd",
         "ntpd",
@@ -173,30 +173,30 @@ fn time_sync(c: &Ctx) -> Verdict {
     }
     let disciplined = daemons.iter().any(|d| *d != "ptp4l" && *d != "ts2phc");
     if !disciplined {
-        return Verdict::fail("no daemon disciplines the system clock").evs(ev);
+        return RuleOutcome::fail("no daemon disciplines the system clock").evs(ev);
     }
     if let Some((s, m)) = adj {
         if s & STA_UNSYNC != 0 || m >= 16_000_000 {
-            return Verdict::fail(
+            return RuleOutcome::fail(
                 "kernel reports the clock unsynchronised (STA_UNSYNC or maxerror >= 16 s)",
             )
             .evs(ev);
         }
     }
     if daemons.contains(&"chronyd") && daemons.contains(&"phc2sys") {
-        return Verdict::warn(
+        return RuleOutcome::warn(
             "chronyd and phc2sys both run: check that only one steers CLOCK_REALTIME",
         )
         .evs(ev);
     }
     if adj.is_none() {
-        return Verdict::pass(format!(
+        return RuleOutcome::pass(format!(
             "{} running (kernel sync state not available)",
             daemons.join(" ")
         ))
         .evs(ev);
     }
-    Verdict::pass(format!(
+    RuleOutcome::pass(format!(
         "{} keeps the clock synchronised",
         daemons.join(" ")
     ))
