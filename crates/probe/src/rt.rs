@@ -5,7 +5,7 @@
 //! Everything changed here is held only for the run: the latency guard restores the previous PM QoS request
 //! when dropped, and threads return to SCHED_OTHER when they end.
 
-use rtgauge_model::rt::{SchedPolicy, Setting};
+use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting};
 use rtgauge_model::CpuSet;
 use std::io::{Read, Write};
 
@@ -329,27 +329,71 @@ impl DmaLatencyGuard {
                         before,
                     }
                 }
-                Err(e) => DmaLatencyGuard {
-                    _file: None,
-                    setting: Setting {
-                        requested: Some(v),
-                        achieved: None,
-                        error: Some(format!("write {DMA_LATENCY}: {e}")),
-                    },
-                    before,
-                },
+                Err(e) => Self::failed(v, before, format!("write {DMA_LATENCY}: {e}")),
             },
-            Err(e) => DmaLatencyGuard {
-                _file: None,
-                setting: Setting {
-                    requested: Some(v),
-                    achieved: None,
-                    error: Some(format!("open {DMA_LATENCY}: {e}")),
-                },
-                before,
-            },
+            Err(e) => Self::failed(v, before, format!("open {DMA_LATENCY}: {e}")),
         }
     }
+
+    /// A request for `requested` µs that could not be made (the device holds no request of ours).
+    fn failed(requested: i32, before: Option<i32>, error: String) -> DmaLatencyGuard {
+        DmaLatencyGuard {
+            _file: None,
+            setting: Setting {
+                requested: Some(requested),
+                achieved: None,
+                error: Some(error),
+            },
+            before,
+        }
+    }
+}
+
+/// Pin the calling (main, reporting) thread to `main_cpus` (None: leave it where it is) and gather the
+/// process-wide settings a probe runs under. `contended` is left empty: it is known only at the end.
+pub(crate) fn process_conditions(
+    main_cpus: Option<&CpuSet>,
+    mlockall: Setting<bool>,
+    dma: &DmaLatencyGuard,
+) -> ProcessConditions {
+    let main_affinity = match main_cpus {
+        Some(cpus) => {
+            let s = set_affinity(cpus);
+            Setting {
+                requested: Some(cpus.clone()),
+                achieved: Some(s.achieved),
+                error: s.error,
+            }
+        }
+        None => Setting {
+            requested: None,
+            achieved: Some(current_affinity()),
+            error: None,
+        },
+    };
+    ProcessConditions {
+        mlockall,
+        cpu_dma_latency_us: dma.setting.clone(),
+        cpu_dma_latency_before_us: dma.before,
+        main_affinity,
+        contended: Vec::new(),
+    }
+}
+
+/// Join every measurement thread, in order; a thread that panicked is an error naming its index.
+pub(crate) fn join_all<T>(
+    handles: Vec<std::thread::JoinHandle<T>>,
+) -> Result<Vec<T>, crate::ProbeError> {
+    handles
+        .into_iter()
+        .enumerate()
+        .map(|(index, h)| {
+            h.join().map_err(|_| crate::ProbeError::Thread {
+                index,
+                reason: "panicked".into(),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
