@@ -5,6 +5,7 @@
 //! Sizes are bounded whatever the run length: histograms have at most [`BINS`] bins and timelines at
 //! most [`TIMELINE_POINTS`] points (the largest value of each span is kept, so a single spike survives).
 
+use crate::units::us;
 use plotters::prelude::*;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
 
@@ -28,10 +29,6 @@ pub struct Series<'a, T: ?Sized> {
 
 fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
-}
-
-fn us(ns: f64) -> f64 {
-    ns / 1000.0
 }
 
 /// Draw with plotters into an SVG string; a drawing error yields a short SVG saying so (a chart is never

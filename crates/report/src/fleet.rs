@@ -7,6 +7,7 @@
 //! a function of stored documents and can be tested and re-rendered without a clock or a database.
 
 use crate::escape::visible_field;
+use crate::units::us_label;
 use maud::html;
 use rtgauge_model::audit::Status;
 use rtgauge_model::run::RunDocument;
@@ -176,10 +177,6 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
-fn us(ns: f64) -> String {
-    format!("{:.1} µs", ns / 1000.0)
-}
-
 /// Latency outliers per profile and measure: a host whose max is above `median + MAD_FACTOR × scale`, where
 /// scale is the MAD scaled to a standard deviation (×1.4826), floored at 5 % of the median and 1 µs so that a
 /// fleet of near-identical hosts (MAD ≈ 0) does not turn every few hundred ns into an outlier.
@@ -215,10 +212,10 @@ fn latency_outliers(entries: &[HostEntry]) -> Vec<Outlier> {
             }
             let value = high
                 .iter()
-                .map(|(h, x)| format!("{h} {}", us(*x)))
+                .map(|(h, x)| format!("{h} {}", us_label(*x)))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let majority = format!("median {}, bound {}", us(m), us(bound));
+            let majority = format!("median {}, bound {}", us_label(m), us_label(bound));
             out.push(Outlier {
                 kind: OutlierKind::Latency,
                 what: name.to_string(),

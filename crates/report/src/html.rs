@@ -5,6 +5,7 @@
 use crate::charts::{self, Series};
 use crate::compare::{Comparison, Verdict};
 use crate::threads::{lat_threads, pooled_sparse, sparse_of};
+use crate::units::us_figure;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use rtgauge_model::audit::AuditReport;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
@@ -65,15 +66,6 @@ fn chart(svg: String) -> Markup {
 }
 
 /// µs with 1 decimal, or 3 below 10 µs (busy-loop gaps are tens of ns).
-fn us(ns: u64) -> String {
-    let v = ns as f64 / 1000.0;
-    if v < 10.0 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
 /// A column of a comparison: the run, or the set of runs (repetitions) it stands for.
 pub fn column_name(i: usize, id: i64, d: &RunDocument, c: &Comparison, prefix: bool) -> String {
     let ids = match c.sets.get(i) {
@@ -300,12 +292,12 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
                  @if let Some((thr, _)) = &overflows { th { "overflows (≥ " (thr / 1000) " µs)" } } }
             @for (i, t) in threads.iter().enumerate() {
                 tr {
-                    td { (t.name) } td.n { (t.stats.count) } td.n { (us(t.stats.min_ns)) }
-                    td.n { (us(t.stats.mean_ns as u64)) }
+                    td { (t.name) } td.n { (t.stats.count) } td.n { (us_figure(t.stats.min_ns)) }
+                    td.n { (us_figure(t.stats.mean_ns as u64)) }
                     td.n { (pct_us(t.stats, 99.0)) }
                     td.n { (pct_us(t.stats, 99.9)) }
                     td.n { (pct_us(t.stats, 99.99)) }
-                    td.n.worst[many && i == worst] { (us(t.stats.max_ns)) }
+                    td.n.worst[many && i == worst] { (us_figure(t.stats.max_ns)) }
                     @if let Some((_, n)) = &overflows { td.n { (n.get(i).copied().unwrap_or(0)) } }
                 }
             }
@@ -352,7 +344,7 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
         h2 { (title) }
         @if let Some(t) = threads.get(worst) {
             p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
-                strong { (us(t.stats.max_ns)) " µs" } " on " (t.name)
+                strong { (us_figure(t.stats.max_ns)) " µs" } " on " (t.name)
                 @if let ProbeResult::Cyclic(c) = p {
                     "; missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
                     @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
@@ -376,7 +368,7 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
             }
             (details(false, html! { "Histogram of each CPU (" (series.len()) ")" }, html! {
                 @for s in &series {
-                    details { summary { (s.name) ": max " (threads.iter().find(|t| t.name == s.name).map_or(String::new(), |t| us(t.stats.max_ns))) " µs" }
+                    details { summary { (s.name) ": max " (threads.iter().find(|t| t.name == s.name).map_or(String::new(), |t| us_figure(t.stats.max_ns))) " µs" }
                         (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s)))) }
                 }
             }))
@@ -410,8 +402,8 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
 /// A stored percentile in µs, or "> limit" when it lies beyond an imported histogram's range.
 pub fn pct_us(s: &rtgauge_model::latency::LatencyStats, p: f64) -> String {
     match s.unknown_above(p) {
-        Some(l) => format!("> {}", us(l)),
-        None => us(s.percentile(p).unwrap_or(0)),
+        Some(l) => format!("> {}", us_figure(l)),
+        None => us_figure(s.percentile(p).unwrap_or(0)),
     }
 }
 
@@ -725,7 +717,7 @@ fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Marku
         (Some(a), Some(b)) if a > 0 => format!("{:.2}×", b as f64 / a as f64),
         _ => "-".into(),
     };
-    let show = |v: Option<u64>| v.map_or("-".to_string(), us);
+    let show = |v: Option<u64>| v.map_or("-".to_string(), us_figure);
     let table = html! {
         table {
             tr { th { "CPU" } @for n in names { th { (n) " p99 µs" } th { (n) " max µs" } }

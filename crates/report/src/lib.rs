@@ -17,6 +17,7 @@ pub mod record;
 pub mod spikes;
 pub mod terminal;
 pub mod threads;
+mod units;
 pub mod verdict;
 
 /// A JSON value as `(dotted.path, value)` rows (objects and arrays of objects descend; `null` reads

@@ -1,13 +1,10 @@
 //! Text rendering of `rtgauge net` results: one block per measurement (rate, errors by kind, latency
 //! percentiles, per-second rates) and the sweep table of seed 004's figure 3. Pure functions of model data.
 
+use crate::units;
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetMode, NetResult};
 use rtgauge_model::CpuSet;
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
-}
 
 fn latency_row(s: &mut String, name: &str, l: &LatencyStats) {
     use std::fmt::Write as _;
@@ -15,16 +12,16 @@ fn latency_row(s: &mut String, name: &str, l: &LatencyStats) {
         let _ = writeln!(s, "  {name:<26} (none)");
         return;
     }
-    let p = |q: f64| us(l.percentile(q).unwrap_or(0));
+    let p = |q: f64| units::us(l.percentile(q).unwrap_or(0) as f64);
     let _ = writeln!(
         s,
         "  {name:<26} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1}",
-        us(l.min_ns),
+        units::us(l.min_ns as f64),
         p(50.0),
         p(90.0),
         p(99.0),
         p(99.9),
-        us(l.max_ns)
+        units::us(l.max_ns as f64)
     );
 }
 

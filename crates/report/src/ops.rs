@@ -1,9 +1,11 @@
 //! Terminal rendering of the OS-primitive costs (`rtgauge ops`).
 
+use crate::units;
 use rtgauge_model::ops::OpsResult;
 
+/// Microseconds with three decimals, as lmbench prints them.
 fn us(ns: f64) -> String {
-    format!("{:.3}", ns / 1000.0)
+    format!("{:.3}", units::us(ns))
 }
 
 /// The per-operation table (µs, as lmbench prints).
