@@ -4,7 +4,7 @@
 
 use crate::charts::{self, Series};
 use crate::compare::{Comparison, Verdict};
-use crate::threads::{lat_threads, pooled_sparse, sparse_of};
+use crate::threads::{lat_threads, pooled_sparse, sparse_of, LatThread};
 use crate::units::us_figure;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use rtgauge_model::audit::AuditReport;
@@ -250,24 +250,6 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
             data: s,
         })
         .collect();
-    let many = threads.len() > FEW_CPUS;
-    // Many CPUs: the timeline of the largest value over all of them (64 lines would be a smear).
-    let pooled_tl;
-    let tl: Vec<Series<[TimelineEntry]>> = if many {
-        pooled_tl = pooled_timeline(p);
-        vec![Series {
-            name: format!("all {} CPUs", threads.len()),
-            data: pooled_tl.as_slice(),
-        }]
-    } else {
-        threads
-            .iter()
-            .map(|t| Series {
-                name: t.name.clone(),
-                data: t.timeline,
-            })
-            .collect()
-    };
     // Per-thread samples over the -h range (seed 003's "overflows" column).
     let overflows: Option<(u64, Vec<u64>)> = match p {
         ProbeResult::Cyclic(c) => c.config.overflow_threshold_ns().map(|thr| {
@@ -286,7 +268,57 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
         .enumerate()
         .max_by_key(|(_, t)| t.stats.max_ns)
         .map_or(0, |(i, _)| i);
-    let table = html! {
+    let table = result_table(&threads, overflows.as_ref(), worst);
+    let conditions = conditions_table(&threads);
+    let shortfalls = threads
+        .iter()
+        .filter(|t| {
+            let c = t.conditions;
+            c.policy.error.is_some() || c.priority.error.is_some() || c.cpu.error.is_some()
+        })
+        .count();
+    html! {
+        h2 { (title) }
+        @if let Some(t) = threads.get(worst) {
+            p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
+                strong { (us_figure(t.stats.max_ns)) " µs" } " on " (t.name)
+                @if let ProbeResult::Cyclic(c) = p {
+                    "; missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
+                    @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
+                }
+                "." }
+        }
+        @if threads.len() > OPEN_ROWS {
+            (details(o.record, html! { "Result per CPU (" (threads.len()) " CPUs: samples, min, avg, percentiles, max" @if overflows.is_some() { ", overflows" } ")" }, table))
+        } @else {
+            (table)
+        }
+        (probe_charts(p, what, &threads, &series))
+        (crate::spikes::html(p))
+        h3 { "Conditions (requested → achieved)" }
+        @if threads.len() > OPEN_ROWS {
+            (details(o.record || shortfalls > 0, html! { "Per thread (" (threads.len()) "; " (shortfalls) " with a shortfall)" }, conditions))
+        } @else {
+            (conditions)
+        }
+        @if let Some(pc) = process {
+            table {
+                tr { th { "mlockall" } (setting(&pc.mlockall.requested.to_string(), &pc.mlockall.achieved.to_string(), pc.mlockall.error.as_deref())) }
+                tr { th { "cpu_dma_latency µs" } (setting(&fmt_opt(pc.cpu_dma_latency_us.requested), &fmt_opt(pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
+            }
+        }
+    }
+}
+
+/// The result per CPU: samples, min, avg, percentiles, max (the `worst` row marked when there are many),
+/// and the samples at or above the overflow threshold when there is one.
+fn result_table(
+    threads: &[LatThread],
+    overflows: Option<&(u64, Vec<u64>)>,
+    worst: usize,
+) -> Markup {
+    let many = threads.len() > FEW_CPUS;
+    html! {
         table {
             tr { th { "CPU" } th { "samples" } th { "min µs" } th { "avg µs" } th { "p99 µs" } th { "p99.9 µs" } th { "p99.99 µs" } th { "max µs" }
                  @if let Some((thr, _)) = &overflows { th { "overflows (≥ " (thr / 1000) " µs)" } } }
@@ -302,11 +334,15 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
                 }
             }
         }
-    };
-    let conditions = html! {
+    }
+}
+
+/// The scheduling settings of each measurement thread, requested → achieved.
+fn conditions_table(threads: &[LatThread]) -> Markup {
+    html! {
         table {
             tr { th { "thread" } th { "policy" } th { "priority" } th { "CPU" } }
-            @for t in &threads {
+            @for t in threads {
                 tr {
                     td { (t.name) }
                     (setting(&t.conditions.policy.requested.to_string(), &t.conditions.policy.achieved.to_string(), t.conditions.policy.error.as_deref()))
@@ -315,14 +351,35 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The charts of a latency probe: per-CPU histograms, percentiles and the timeline; with many CPUs a
+/// heatmap, an overlay and a strip instead of a histogram each.
+fn probe_charts(
+    p: &ProbeResult,
+    what: &str,
+    threads: &[LatThread],
+    series: &[Series<Sparse>],
+) -> Markup {
+    let many = threads.len() > FEW_CPUS;
+    // Many CPUs: the timeline of the largest value over all of them (64 lines would be a smear).
+    let pooled_tl;
+    let tl: Vec<Series<[TimelineEntry]>> = if many {
+        pooled_tl = pooled_timeline(p);
+        vec![Series {
+            name: format!("all {} CPUs", threads.len()),
+            data: pooled_tl.as_slice(),
+        }]
+    } else {
+        threads
+            .iter()
+            .map(|t| Series {
+                name: t.name.clone(),
+                data: t.timeline,
+            })
+            .collect()
     };
-    let shortfalls = threads
-        .iter()
-        .filter(|t| {
-            let c = t.conditions;
-            c.policy.error.is_some() || c.priority.error.is_some() || c.cpu.error.is_some()
-        })
-        .count();
     let names: Vec<String> = threads.iter().map(|t| t.name.clone()).collect();
     let figures: Vec<(String, Vec<u64>)> = [99.0, 99.9]
         .iter()
@@ -341,59 +398,31 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
         )))
         .collect();
     html! {
-        h2 { (title) }
-        @if let Some(t) = threads.get(worst) {
-            p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
-                strong { (us_figure(t.stats.max_ns)) " µs" } " on " (t.name)
-                @if let ProbeResult::Cyclic(c) = p {
-                    "; missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
-                    @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
-                }
-                "." }
-        }
-        @if threads.len() > OPEN_ROWS {
-            (details(o.record, html! { "Result per CPU (" (threads.len()) " CPUs: samples, min, avg, percentiles, max" @if overflows.is_some() { ", overflows" } ")" }, table))
-        } @else {
-            (table)
-        }
         @if many {
             div.grid {
-                (chart(charts::heatmap(&format!("{what}: CPU × latency (shade: log samples)"), &series)))
-                (chart(charts::histogram_overlay(&format!("{what} histograms, {} CPUs overlaid", series.len()), &series)))
+                (chart(charts::heatmap(&format!("{what}: CPU × latency (shade: log samples)"), series)))
+                (chart(charts::histogram_overlay(&format!("{what} histograms, {} CPUs overlaid", series.len()), series)))
                 (chart(charts::strip(&format!("{what} per CPU"), &names, &figures)))
-                (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
+                (chart(charts::percentiles(&format!("{what} percentiles"), series)))
                 @if tl.iter().any(|t| !t.data.is_empty()) {
                     (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
                 }
             }
             (details(false, html! { "Histogram of each CPU (" (series.len()) ")" }, html! {
-                @for s in &series {
+                @for s in series {
                     details { summary { (s.name) ": max " (threads.iter().find(|t| t.name == s.name).map_or(String::new(), |t| us_figure(t.stats.max_ns))) " µs" }
                         (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s)))) }
                 }
             }))
         } @else {
             div.grid {
-                @for s in &series {
-                    (chart(charts::histogram_within(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s), &series)))
+                @for s in series {
+                    (chart(charts::histogram_within(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s), series)))
                 }
-                (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
+                (chart(charts::percentiles(&format!("{what} percentiles"), series)))
                 @if tl.iter().any(|t| !t.data.is_empty()) {
                     (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
                 }
-            }
-        }
-        (crate::spikes::html(p))
-        h3 { "Conditions (requested → achieved)" }
-        @if threads.len() > OPEN_ROWS {
-            (details(o.record || shortfalls > 0, html! { "Per thread (" (threads.len()) "; " (shortfalls) " with a shortfall)" }, conditions))
-        } @else {
-            (conditions)
-        }
-        @if let Some(pc) = process {
-            table {
-                tr { th { "mlockall" } (setting(&pc.mlockall.requested.to_string(), &pc.mlockall.achieved.to_string(), pc.mlockall.error.as_deref())) }
-                tr { th { "cpu_dma_latency µs" } (setting(&fmt_opt(pc.cpu_dma_latency_us.requested), &fmt_opt(pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
             }
         }
     }

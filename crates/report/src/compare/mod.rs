@@ -27,6 +27,11 @@ use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use serde::Serialize;
 
+mod sets;
+pub use sets::compare_sets;
+#[cfg(test)]
+use sets::{log_value, runs_needed, set_interval, t975, T975};
+
 /// How to compare.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -465,6 +470,38 @@ fn probe_duration_ns(p: &ProbeResult) -> u64 {
     }
 }
 
+/// Every measure of `measures` once, in order of first appearance: (key, label, unit, better).
+fn measure_keys<'a>(
+    measures: impl Iterator<Item = &'a Measure>,
+) -> Vec<(String, String, MeasureUnit, Better)> {
+    let mut keys: Vec<(String, String, MeasureUnit, Better)> = Vec::new();
+    for m in measures {
+        if !keys.iter().any(|k| k.0 == m.key) {
+            keys.push((m.key.clone(), m.label.clone(), m.unit, m.better));
+        }
+    }
+    keys
+}
+
+/// The comparison of a value that is unknown beyond an rt-tests histogram's `limit` (ns): no ratio, no
+/// interval, verdict "unknown".
+fn unknown_versus(limit: f64) -> Versus {
+    Versus {
+        ratio: f64::NAN,
+        ci: None,
+        verdict: Verdict::Unknown {
+            why: format!(
+                "histogram limit {} below the samples",
+                rtgauge_model::Nanos(limit as u64)
+            ),
+        },
+        method: "unknown value: beyond an rt-tests histogram's range",
+    }
+}
+
+/// Bootstraps per (run, probe index of A, probe index of B), computed once per probe pair.
+type Boots = std::collections::HashMap<(usize, usize, usize), Option<Boot>>;
+
 /// Compare `runs[1..]` with `runs[0]`.
 pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
     let per_run: Vec<Vec<(usize, Measure)>> = runs.iter().map(|d| measures_of(d)).collect();
@@ -473,18 +510,9 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
         .iter()
         .map(|d| d.probes.iter().map(latency_data).collect())
         .collect();
-    let mut keys: Vec<(String, String, MeasureUnit, Better)> = Vec::new();
-    for ms in &per_run {
-        for (_, m) in ms {
-            if !keys.iter().any(|k| k.0 == m.key) {
-                keys.push((m.key.clone(), m.label.clone(), m.unit, m.better));
-            }
-        }
-    }
+    let keys = measure_keys(per_run.iter().flatten().map(|(_, m)| m));
     let find = |r: usize, key: &str| per_run[r].iter().find(|(_, m)| m.key == key);
-    // Bootstraps per (run, probe index of A, probe index of B), computed once per probe pair.
-    let mut boots: std::collections::HashMap<(usize, usize, usize), Option<Boot>> =
-        std::collections::HashMap::new();
+    let mut boots = Boots::new();
     let mut rows = Vec::new();
     for (key, label, unit, better) in keys {
         let values: Vec<Option<f64>> = (0..runs.len())
@@ -499,132 +527,16 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                 versus.push(None);
                 continue;
             };
-            let count = unit == MeasureUnit::Count;
-            let lr = log_ratio(mb.value, ma.value, count);
-            let ratio = if count && ma.value == 0.0 {
-                if mb.value == 0.0 {
-                    1.0
-                } else {
-                    f64::INFINITY
-                }
-            } else if mb.value == ma.value {
-                // Both 0 (an imported bucket's lower edge) are equal, not a ratio of 0.
-                1.0
-            } else {
-                mb.value / ma.value.max(f64::MIN_POSITIVE)
+            let pair = Pair {
+                key: &key,
+                unit,
+                better,
+                a: ma,
+                b: mb,
+                da: data[0][*pa].as_ref(),
+                db: data[r][*pb].as_ref(),
             };
-            let (probe, stat) = key.split_once('.').unwrap_or((&key, ""));
-            let latency_stat = matches!(probe, "cyclic" | "oslat");
-            let mut ci = None;
-            let mut method = "";
-            let mut why = String::new();
-            let mut observed = None;
-            let (da, db) = (data[0][*pa].as_ref(), data[r][*pb].as_ref());
-            // Counts of rare events (missed deadlines, overflows: samples beyond a bound) are extremes too
-            // while fewer than EXTREME_TAIL happened in either run: a few events in one window are one
-            // observation, and the basic interval around them is as blind as around a max.
-            let rare =
-                matches!(stat, "missed" | "overflows") && ma.value.min(mb.value) < EXTREME_TAIL;
-            let extreme = latency_stat && (is_extreme(stat, da, db) || rare);
-            if key.ends_with(".overflows") && ma.label != mb.label {
-                // Counts above different histogram ranges are not the same measure.
-                why = format!("different histogram ranges ({} / {})", ma.label, mb.label);
-                method = "not comparable";
-            } else if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
-                observed = Some(Verdict::Unknown {
-                    why: format!(
-                        "histogram limit {} below the samples",
-                        rtgauge_model::Nanos(limit as u64)
-                    ),
-                });
-                method = "unknown value: beyond an rt-tests histogram's range";
-            } else if latency_stat {
-                let boot = boots
-                    .entry((r, *pa, *pb))
-                    .or_insert_with(|| match (da, db) {
-                        (Some(a), Some(b)) => boot_latency(a, b, o),
-                        _ => None,
-                    });
-                let idx = match stat {
-                    "overflows" => Some(LATENCY_KEYS.len()),
-                    "missed" => Some(LATENCY_KEYS.len() + 1),
-                    s => LATENCY_KEYS.iter().position(|k| *k == s),
-                };
-                match (boot, idx) {
-                    (Some(b), Some(i)) if extreme => {
-                        let mut reps = b.log_ratios[i].clone();
-                        ci = Some(percentile_interval(&mut reps));
-                        method = "extreme: percentile interval of the block bootstrap over time windows (how often resamples keep each run's worst windows)";
-                    }
-                    (Some(b), Some(i)) => {
-                        // The percentile interval here too: a tail statistic such as p99 can be set by
-                        // the samples of one burst (one 200 ms stall is 200 late samples at 1 kHz, p99 of
-                        // 20 s), and the basic interval, mirroring the replicates around the estimate,
-                        // then called one stall "worse" exactly as it did for the max.
-                        let mut reps = b.log_ratios[i].clone();
-                        ci = Some(percentile_interval(&mut reps));
-                        method = "block bootstrap over time windows (percentile interval)";
-                    }
-                    _ if extreme => {
-                        why = "no time windows (imported result): an extreme needs per-window maxima for an interval".into();
-                    }
-                    _ => {
-                        let p = LATENCY_STATISTICS
-                            .iter()
-                            .find(|(n, _)| *n == stat)
-                            .map(|(_, p)| p / 100.0);
-                        let iid = match (p, da, db) {
-                            (Some(p), Some(a), Some(b)) => order_statistic_interval(&a.pooled, p)
-                                .zip(order_statistic_interval(&b.pooled, p)),
-                            _ => None,
-                        };
-                        if let Some(((alo, ahi), (blo, bhi))) = iid {
-                            let se = (((ahi - alo) / 3.92).powi(2) + ((bhi - blo) / 3.92).powi(2))
-                                .sqrt();
-                            ci = Some((lr - 1.96 * se, lr + 1.96 * se));
-                            method =
-                                "order statistics, independent samples assumed (no time windows)";
-                        } else {
-                            why = "no time windows (imported result): no interval for extremes and counts"
-                                .into();
-                        }
-                    }
-                }
-            } else if mb.replicates.len() >= 2 && ma.replicates.len() >= 2 {
-                ci = Some(boot_replicates(&ma.replicates, &mb.replicates, lr, o));
-                method = "bootstrap over repetitions (median)";
-            } else {
-                why = "no repetitions to resample".into();
-            }
-            let verdict = match (observed, ci) {
-                (Some(v), _) => v,
-                (None, Some(c)) => match judge(lr, c, better, o.margin) {
-                    Verdict::Inconclusive { longer, .. }
-                        if extreme
-                            && matches!(
-                                stat,
-                                "max" | "p99.9" | "p99.99" | "missed" | "overflows"
-                            ) =>
-                    {
-                        Verdict::Inconclusive {
-                            longer: da
-                                .zip(db)
-                                .and_then(|(a, b)| recurrences_needed(a, b, lr, o.margin))
-                                .or(longer),
-                            runs: None,
-                        }
-                    }
-                    v => v,
-                },
-                (None, None) => Verdict::NoInterval { why },
-            };
-            let unknown = matches!(verdict, Verdict::Unknown { .. });
-            versus.push(Some(Versus {
-                ratio: if unknown { f64::NAN } else { ratio },
-                ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
-                verdict,
-                method,
-            }));
+            versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), o)));
         }
         rows.push(Row {
             key,
@@ -648,205 +560,167 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
     }
 }
 
-/// Two-sided 97.5 % quantiles of Student's t for 1–30 degrees of freedom (beyond: 1.96 at 2 % error).
-/// Thirty constants rather than a statistics crate for one function.
-const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
-fn t975(df: usize) -> f64 {
-    T975.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
+/// One measure of run B against the baseline run A.
+struct Pair<'a> {
+    key: &'a str,
+    unit: MeasureUnit,
+    better: Better,
+    a: &'a Measure,
+    b: &'a Measure,
+    /// The resampling material of the probes the measure comes from (None: not a latency probe).
+    da: Option<&'a LatencyData>,
+    db: Option<&'a LatencyData>,
 }
 
-/// A measure of a set of runs on the log scale (latencies floored at 1 ns, counts + 1, as [`log_ratio`]).
-fn log_value(v: f64, count: bool) -> f64 {
-    if count {
-        (v + 1.0).ln()
+/// An interval of the log ratio and how it was had, or why there is none.
+struct Interval {
+    ci: Option<(f64, f64)>,
+    method: &'static str,
+    why: String,
+}
+
+impl Interval {
+    fn none(why: impl Into<String>) -> Interval {
+        Interval {
+            ci: None,
+            method: "",
+            why: why.into(),
+        }
+    }
+}
+
+/// Judge one pair of runs: the ratio, its interval (bootstraps memoised in `boots` under `slot`) and the
+/// verdict against the margin.
+fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Options) -> Versus {
+    let (ma, mb) = (p.a, p.b);
+    let count = p.unit == MeasureUnit::Count;
+    let lr = log_ratio(mb.value, ma.value, count);
+    let ratio = if count && ma.value == 0.0 {
+        if mb.value == 0.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    } else if mb.value == ma.value {
+        // Both 0 (an imported bucket's lower edge) are equal, not a ratio of 0.
+        1.0
     } else {
-        v.max(1.0).ln()
-    }
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
-}
-
-/// Set B against set A on the log scale: (log ratio of the geometric means, 95 % t interval with the
-/// run-to-run variance pooled over both sets, degrees of freedom, run-to-run standard deviation).
-fn set_interval(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64), f64)> {
-    let (na, nb) = (a.len(), b.len());
-    if na == 0 || nb == 0 || na + nb < 3 {
-        return None;
-    }
-    let (ma, mb) = (mean(a), mean(b));
-    let ss: f64 = a.iter().map(|x| (x - ma).powi(2)).sum::<f64>()
-        + b.iter().map(|x| (x - mb).powi(2)).sum::<f64>();
-    let df = na + nb - 2;
-    let sd = (ss / df as f64).sqrt();
-    let half = t975(df) * sd * (1.0 / na as f64 + 1.0 / nb as f64).sqrt();
-    let lr = mb - ma;
-    Some((lr, (lr - half, lr + half), sd))
-}
-
-/// Runs per platform (equal sets) at which the interval of a run-to-run spread `sd` would exclude the
-/// margin or fit inside it, for an estimate `lr`; None when the estimate sits on the margin.
-fn runs_needed(lr: f64, sd: f64, margin: f64, now: usize) -> Option<usize> {
-    let need = (lr.abs() - (1.0 + margin).ln()).abs();
-    if need < 1e-9 || sd <= 0.0 {
-        return None;
-    }
-    // half width ≈ t·sd·√(2/n) with t ≈ 2 for the numbers of runs this gives.
-    let n = (2.0 * (2.0 * sd / need).powi(2)).ceil();
-    (n.is_finite() && n < 1e4).then(|| (n as usize).max(now + 1))
-}
-
-/// Compare sets of runs: each column is one platform measured once or several times (repetitions). Where
-/// both sides of a pair are single runs this is [`compare`], whose intervals come from the variation
-/// inside each run. With repetitions the interval comes from the variation between runs — the one a
-/// single run cannot show (timer-latency percentiles of idle runs on one VM differed 2× between runs):
-/// each column's value is the geometric mean of its runs, and the ratio's interval a t interval on the
-/// log values with the run-to-run variance pooled over both sets.
-pub fn compare_sets(sets: &[Vec<&RunDocument>], o: &Options) -> Comparison {
-    let firsts: Vec<&RunDocument> = sets.iter().filter_map(|s| s.first().copied()).collect();
-    if sets.iter().all(|s| s.len() == 1) {
-        return compare(&firsts, o);
-    }
-    let per_run: Vec<Vec<Vec<(usize, Measure)>>> = sets
-        .iter()
-        .map(|s| s.iter().map(|d| measures_of(d)).collect())
-        .collect();
-    let mut keys: Vec<(String, String, MeasureUnit, Better)> = Vec::new();
-    for m in per_run.iter().flatten().flatten().map(|(_, m)| m) {
-        if !keys.iter().any(|k| k.0 == m.key) {
-            keys.push((m.key.clone(), m.label.clone(), m.unit, m.better));
+        mb.value / ma.value.max(f64::MIN_POSITIVE)
+    };
+    let (probe, stat) = p.key.split_once('.').unwrap_or((p.key, ""));
+    let latency_stat = matches!(probe, "cyclic" | "oslat");
+    // Counts of rare events (missed deadlines, overflows: samples beyond a bound) are extremes too
+    // while fewer than EXTREME_TAIL happened in either run: a few events in one window are one
+    // observation, and the basic interval around them is as blind as around a max.
+    let rare = matches!(stat, "missed" | "overflows") && ma.value.min(mb.value) < EXTREME_TAIL;
+    let extreme = latency_stat && (is_extreme(stat, p.da, p.db) || rare);
+    let Interval { ci, method, why } = if p.key.ends_with(".overflows") && ma.label != mb.label {
+        // Counts above different histogram ranges are not the same measure.
+        Interval {
+            ci: None,
+            method: "not comparable",
+            why: format!("different histogram ranges ({} / {})", ma.label, mb.label),
         }
-    }
-    // Pairs of single runs keep the within-run comparison.
-    let singles: Vec<Option<Comparison>> = (1..sets.len())
-        .map(|r| {
-            (sets[0].len() == 1 && sets[r].len() == 1).then(|| compare(&[firsts[0], firsts[r]], o))
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for (key, label, unit, better) in keys {
-        let count = unit == MeasureUnit::Count;
-        // Per set: the measure of each run that has it.
-        let got: Vec<Vec<&Measure>> = per_run
-            .iter()
-            .map(|runs| {
-                runs.iter()
-                    .filter_map(|ms| ms.iter().find(|(_, m)| m.key == key).map(|(_, m)| m))
-                    .collect()
-            })
-            .collect();
-        let logs: Vec<Vec<f64>> = got
-            .iter()
-            .map(|ms| ms.iter().map(|m| log_value(m.value, count)).collect())
-            .collect();
-        let values: Vec<Option<f64>> = logs
-            .iter()
-            .map(|l| {
-                (!l.is_empty()).then(|| {
-                    let g = mean(l).exp();
-                    if count {
-                        g - 1.0
-                    } else {
-                        g
-                    }
-                })
-            })
-            .collect();
-        let unknown_above: Vec<Option<f64>> = got
-            .iter()
-            .map(|ms| {
-                ms.iter()
-                    .filter_map(|m| m.unknown_above)
-                    .max_by(f64::total_cmp)
-            })
-            .collect();
-        let mut versus = Vec::new();
-        for r in 1..sets.len() {
-            if let Some(c) = &singles[r - 1] {
-                versus.push(
-                    c.rows
-                        .iter()
-                        .find(|row| row.key == key)
-                        .and_then(|row| row.versus[0].clone()),
-                );
-                continue;
-            }
-            if logs[0].is_empty() || logs[r].is_empty() {
-                versus.push(None);
-                continue;
-            }
-            if let Some(limit) = unknown_above[0].or(unknown_above[r]) {
-                versus.push(Some(Versus {
-                    ratio: f64::NAN,
-                    ci: None,
-                    verdict: Verdict::Unknown {
-                        why: format!(
-                            "histogram limit {} below the samples",
-                            rtgauge_model::Nanos(limit as u64)
-                        ),
-                    },
-                    method: "unknown value: beyond an rt-tests histogram's range",
-                }));
-                continue;
-            }
-            let lr = mean(&logs[r]) - mean(&logs[0]);
-            let method =
-                "repetitions: t interval over runs (geometric means, run-to-run variance pooled)";
-            let (ci, verdict) = match set_interval(&logs[0], &logs[r]) {
-                Some((lr, ci, sd)) => (
-                    Some(ci),
-                    match judge(lr, ci, better, o.margin) {
-                        Verdict::Inconclusive { .. } => Verdict::Inconclusive {
-                            longer: None,
-                            runs: runs_needed(lr, sd, o.margin, logs[0].len().max(logs[r].len())),
-                        },
-                        v => v,
-                    },
-                ),
-                None => (
-                    None,
-                    Verdict::NoInterval {
-                        why: "one run on each side: no run-to-run variation to judge by".into(),
-                    },
-                ),
-            };
-            versus.push(Some(Versus {
-                ratio: lr.exp(),
-                ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
-                verdict,
-                method,
-            }));
-        }
-        rows.push(Row {
-            key,
-            label,
-            unit,
-            better,
-            values,
-            unknown_above,
-            versus,
+    } else if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
+        return unknown_versus(limit);
+    } else if latency_stat {
+        let boot = boots.entry(slot).or_insert_with(|| match (p.da, p.db) {
+            (Some(a), Some(b)) => boot_latency(a, b, o),
+            _ => None,
         });
+        latency_interval(p, stat, boot.as_ref(), extreme, lr)
+    } else if mb.replicates.len() >= 2 && ma.replicates.len() >= 2 {
+        Interval {
+            ci: Some(boot_replicates(&ma.replicates, &mb.replicates, lr, o)),
+            method: "bootstrap over repetitions (median)",
+            why: String::new(),
+        }
+    } else {
+        Interval::none("no repetitions to resample")
+    };
+    let verdict = match ci {
+        Some(c) => match judge(lr, c, p.better, o.margin) {
+            Verdict::Inconclusive { longer, .. }
+                if extreme
+                    && matches!(stat, "max" | "p99.9" | "p99.99" | "missed" | "overflows") =>
+            {
+                Verdict::Inconclusive {
+                    longer: p
+                        .da
+                        .zip(p.db)
+                        .and_then(|(a, b)| recurrences_needed(a, b, lr, o.margin))
+                        .or(longer),
+                    runs: None,
+                }
+            }
+            v => v,
+        },
+        None => Verdict::NoInterval { why },
+    };
+    Versus {
+        ratio,
+        ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
+        verdict,
+        method,
     }
-    Comparison {
-        margin: o.margin,
-        rows,
-        differences: differences(&firsts),
-        durations_ns: sets
-            .iter()
-            .map(|s| {
-                s.iter()
-                    .flat_map(|d| d.probes.iter().map(probe_duration_ns))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect(),
-        sets: Vec::new(),
+}
+
+/// The interval of a latency statistic `stat` of log ratio `lr`: from the block bootstrap over time
+/// windows where both runs have windows, else from order statistics (percentiles only).
+fn latency_interval(p: &Pair, stat: &str, boot: Option<&Boot>, extreme: bool, lr: f64) -> Interval {
+    let idx = match stat {
+        "overflows" => Some(LATENCY_KEYS.len()),
+        "missed" => Some(LATENCY_KEYS.len() + 1),
+        s => LATENCY_KEYS.iter().position(|k| *k == s),
+    };
+    match (boot, idx) {
+        (Some(b), Some(i)) if extreme => {
+            let mut reps = b.log_ratios[i].clone();
+            Interval {
+                ci: Some(percentile_interval(&mut reps)),
+                method: "extreme: percentile interval of the block bootstrap over time windows (how often resamples keep each run's worst windows)",
+                why: String::new(),
+            }
+        }
+        (Some(b), Some(i)) => {
+            // The percentile interval here too: a tail statistic such as p99 can be set by
+            // the samples of one burst (one 200 ms stall is 200 late samples at 1 kHz, p99 of
+            // 20 s), and the basic interval, mirroring the replicates around the estimate,
+            // then called one stall "worse" exactly as it did for the max.
+            let mut reps = b.log_ratios[i].clone();
+            Interval {
+                ci: Some(percentile_interval(&mut reps)),
+                method: "block bootstrap over time windows (percentile interval)",
+                why: String::new(),
+            }
+        }
+        _ if extreme => Interval::none(
+            "no time windows (imported result): an extreme needs per-window maxima for an interval",
+        ),
+        _ => {
+            let p100 = LATENCY_STATISTICS
+                .iter()
+                .find(|(n, _)| *n == stat)
+                .map(|(_, q)| q / 100.0);
+            let iid = match (p100, p.da, p.db) {
+                (Some(q), Some(a), Some(b)) => order_statistic_interval(&a.pooled, q)
+                    .zip(order_statistic_interval(&b.pooled, q)),
+                _ => None,
+            };
+            match iid {
+                Some(((alo, ahi), (blo, bhi))) => {
+                    let se = (((ahi - alo) / 3.92).powi(2) + ((bhi - blo) / 3.92).powi(2)).sqrt();
+                    Interval {
+                        ci: Some((lr - 1.96 * se, lr + 1.96 * se)),
+                        method: "order statistics, independent samples assumed (no time windows)",
+                        why: String::new(),
+                    }
+                }
+                None => Interval::none(
+                    "no time windows (imported result): no interval for extremes and counts",
+                ),
+            }
+        }
     }
 }
 
@@ -1018,226 +892,4 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_follow_the_margin() {
-        let m = 0.10;
-        let d = 1.1f64.ln();
-        assert_eq!(
-            judge(0.0, (0.0, 0.0), Better::Lower, m),
-            Verdict::Equivalent
-        );
-        assert_eq!(
-            judge(0.02, (-0.05, 0.08), Better::Lower, m),
-            Verdict::Equivalent
-        );
-        assert_eq!(judge(0.5, (0.3, 0.7), Better::Lower, m), Verdict::Worse);
-        assert_eq!(judge(0.5, (0.3, 0.7), Better::Higher, m), Verdict::Better);
-        assert_eq!(judge(-0.5, (-0.7, -0.3), Better::Lower, m), Verdict::Better);
-        // Straddles +δ: inconclusive, and a longer run would decide (half-width 0.1, distance 0.1 − δ).
-        match judge(0.1, (0.0, 0.2), Better::Lower, m) {
-            Verdict::Inconclusive {
-                longer: Some(f), ..
-            } => {
-                let want = (0.1 / (0.1 - d)).powi(2);
-                assert!((f - want).abs() < 1e-9, "{f} vs {want}");
-            }
-            v => panic!("{v:?}"),
-        }
-    }
-
-    #[test]
-    fn basic_interval_mirrors_the_replicates_around_the_estimate() {
-        // Replicates all below the estimate (as for a resampled max): the interval lies above it.
-        let mut reps: Vec<f64> = (0..1000).map(|i| i as f64 / 1000.0).collect();
-        let (lo, hi) = basic_interval(1.0, &mut reps);
-        assert!(
-            (lo - 1.025).abs() < 0.01 && (hi - 1.975).abs() < 0.01,
-            "{lo} {hi}"
-        );
-    }
-
-    #[test]
-    fn order_statistic_interval_brackets_the_median() {
-        let s: Sparse = (1..=1000u64).map(|v| (v * 1000, 1)).collect();
-        let (lo, hi) = order_statistic_interval(&s, 0.5).unwrap();
-        assert!(lo.exp() < 500_000.0 && hi.exp() > 500_000.0);
-        assert!(
-            lo.exp() > 450_000.0 && hi.exp() < 550_000.0,
-            "{} {}",
-            lo.exp(),
-            hi.exp()
-        );
-    }
-
-    /// A run of `n` windows of 1,000 samples each: a body of 10–20 µs and one largest sample per window
-    /// drawn from 40–80 µs (times `scale`); `spikes` lists (window, value) to overwrite a window's max.
-    fn synthetic(
-        rng: &mut fastrand::Rng,
-        n: usize,
-        scale: f64,
-        spikes: &[(usize, u64)],
-    ) -> LatencyData {
-        let windows: Vec<Sparse> = (0..n)
-            .map(|i| {
-                let mut h = latency::new_histogram();
-                for _ in 0..999 {
-                    h.saturating_record(10_000 + rng.u64(0..10_000));
-                }
-                let max = spikes
-                    .iter()
-                    .find(|s| s.0 == i)
-                    .map_or((40_000.0 + rng.f64() * 40_000.0) * scale, |s| s.1 as f64);
-                h.saturating_record(max as u64);
-                latency::sparse(&h)
-            })
-            .collect();
-        let pooled = windows
-            .iter()
-            .fold(Sparse::new(), |acc, w| latency::sparse_add(&acc, w));
-        LatencyData {
-            missed: vec![0; n],
-            total: pooled.iter().map(|v| v.1).sum(),
-            pooled,
-            windows,
-            overflow_threshold: None,
-        }
-    }
-
-    /// The verdicts on statistics `ks` of LATENCY_KEYS (extremes here: 20,000 samples) of B against A.
-    fn extreme_verdicts(a: &LatencyData, b: &LatencyData, ks: &[usize]) -> Vec<Verdict> {
-        let o = Options {
-            resamples: 1000,
-            ..Options::default()
-        };
-        let boot = boot_latency(a, b, &o).unwrap();
-        let full = |d: &LatencyData| {
-            let g = grid(&d.windows);
-            g.stats(&vec![1; d.windows.len()], &mut Vec::new(), None).0
-        };
-        let (fa, fb) = (full(a), full(b));
-        ks.iter()
-            .map(|&k| {
-                let lr = log_ratio(fb[k], fa[k], false);
-                let mut reps = boot.log_ratios[k].clone();
-                judge(lr, percentile_interval(&mut reps), Better::Lower, o.margin)
-            })
-            .collect()
-    }
-
-    fn extreme_verdict(a: &LatencyData, b: &LatencyData, k: usize) -> Verdict {
-        extreme_verdicts(a, b, &[k]).remove(0)
-    }
-
-    #[test]
-    fn extremes_need_more_than_one_spike_to_decide() {
-        let mut rng = fastrand::Rng::with_seed(7);
-        // A/A: 40 pairs of runs drawn alike; "better" or "worse" on max or p99.99 at most at the nominal 5 %.
-        let mut decided = 0;
-        for _ in 0..40 {
-            let (a, b) = (
-                synthetic(&mut rng, 20, 1.0, &[]),
-                synthetic(&mut rng, 20, 1.0, &[]),
-            );
-            for v in extreme_verdicts(&a, &b, &[4, 5]) {
-                if matches!(v, Verdict::Better | Verdict::Worse) {
-                    decided += 1;
-                }
-            }
-        }
-        eprintln!("synthetic A/A: {decided} of 80 extreme verdicts decided");
-        assert!(decided <= 4, "{decided} of 80 A/A verdicts decided");
-        // One 6 ms spike in the baseline's 20 windows: the clean run is not "better" on max.
-        let a = synthetic(&mut rng, 20, 1.0, &[(7, 6_000_000)]);
-        let c = synthetic(&mut rng, 20, 1.0, &[]);
-        let v = extreme_verdict(&a, &c, 5);
-        assert!(matches!(v, Verdict::Inconclusive { .. }), "{v:?}");
-        // What would decide: the spike seen 4 times, i.e. runs 4× as long if it recurs at this rate.
-        assert_eq!(recurrences_needed(&a, &c, -4.4, 0.1), Some(4.0));
-        // A clear shift of every window's max (×3) is worse; so are 200 ms stalls in 4 windows of 20.
-        let b = synthetic(&mut rng, 20, 3.0, &[]);
-        assert_eq!(extreme_verdict(&c, &b, 5), Verdict::Worse);
-        let s = synthetic(
-            &mut rng,
-            20,
-            1.0,
-            &[
-                (2, 2e8 as u64),
-                (7, 2e8 as u64),
-                (12, 2e8 as u64),
-                (17, 2e8 as u64),
-            ],
-        );
-        assert_eq!(extreme_verdict(&c, &s, 5), Verdict::Worse);
-    }
-
-    #[test]
-    fn resampled_statistics_come_from_the_merged_windows() {
-        let w: Vec<Sparse> = vec![vec![(10, 99), (1_000, 1)], vec![(20, 100)]];
-        let g = grid(&w);
-        let mut counts = Vec::new();
-        let (s, over) = g.stats(&[1, 1], &mut counts, Some(500));
-        assert_eq!(s[0], 10.0); // min
-        assert_eq!(s[1], 20.0); // p50 of 200 samples: rank 100, after the 99 tens
-        assert_eq!(s[5], 1_000.0); // max
-        assert_eq!(over, 1.0);
-        let (s, over) = g.stats(&[0, 2], &mut counts, Some(500));
-        assert_eq!((s[0], s[5], over), (20.0, 20.0, 0.0));
-    }
-
-    fn judge_sets(a: &[f64], b: &[f64]) -> Verdict {
-        let logs = |v: &[f64]| v.iter().map(|x| log_value(*x, false)).collect::<Vec<_>>();
-        let (lr, ci, sd) = set_interval(&logs(a), &logs(b)).unwrap();
-        match judge(lr, ci, Better::Lower, 0.10) {
-            Verdict::Inconclusive { .. } => Verdict::Inconclusive {
-                longer: None,
-                runs: runs_needed(lr, sd, 0.10, a.len().max(b.len())),
-            },
-            v => v,
-        }
-    }
-
-    #[test]
-    fn sets_are_judged_by_the_variation_between_their_runs() {
-        // Three runs each, 2 % apart inside a set: equal sets are equivalent, a 3× shift is worse.
-        let a = [10_000.0, 10_200.0, 9_900.0];
-        assert_eq!(
-            judge_sets(&a, &[10_100.0, 9_950.0, 10_150.0]),
-            Verdict::Equivalent
-        );
-        assert_eq!(
-            judge_sets(&a, &[30_000.0, 31_000.0, 29_500.0]),
-            Verdict::Worse
-        );
-        assert_eq!(
-            judge_sets(&a, &[3_000.0, 3_100.0, 2_950.0]),
-            Verdict::Better
-        );
-        // Runs that differ 2× among themselves: a 1.5× shift is not decided, and more runs are named.
-        let v = judge_sets(
-            &[20_000.0, 40_000.0, 28_000.0],
-            &[45_000.0, 30_000.0, 60_000.0],
-        );
-        match v {
-            Verdict::Inconclusive { runs: Some(n), .. } => assert!(n > 3, "{n}"),
-            v => panic!("{v:?}"),
-        }
-        // One run against a set: the set's own spread stands for both (pooled), df = 2.
-        let (_, (lo, hi), _) =
-            set_interval(&[10f64.ln()], &[10f64.ln(), 12f64.ln(), 8f64.ln()]).unwrap();
-        assert!(lo < 0.0 && hi > 0.0, "{lo} {hi}");
-        // Two single runs carry no run-to-run variation: no set interval.
-        assert!(set_interval(&[1.0], &[2.0]).is_none());
-    }
-
-    #[test]
-    fn t_quantiles_fall_towards_the_normal_one() {
-        assert_eq!(t975(1), 12.706);
-        assert_eq!(t975(4), 2.776);
-        assert_eq!(t975(30), 2.042);
-        assert_eq!(t975(200), 1.96);
-        assert!(T975.windows(2).all(|w| w[0] > w[1]));
-    }
-}
+mod tests;
