@@ -233,6 +233,36 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// The last non-empty line a tool wrote to `stderr` ("no output" when none): the one line an error
+/// about that tool quotes.
+pub fn last_stderr_line(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output")
+        .to_string()
+}
+
+/// A captured /sys tree for the verbs' command-line tests: `cpus` CPUs, `per_node` to a NUMA node, and the
+/// `online` and `possible` CPU lists.
+#[cfg(test)]
+pub(crate) fn cpu_tree(
+    cpus: u32,
+    per_node: u32,
+    online: &str,
+    possible: &str,
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = dir.path().join("sys/devices/system/cpu");
+    for c in 0..cpus {
+        std::fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / per_node))).unwrap();
+    }
+    std::fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
+    std::fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
