@@ -33,8 +33,11 @@ use std::time::Duration;
 /// Everything needed to run the probe; built and validated by the caller.
 #[derive(Debug, Clone)]
 pub struct CyclicPlan {
+    /// The measurement as the run document records it (threads, interval, priorities, histogram).
     pub config: CyclicConfig,
+    /// The clock the threads sleep on and read.
     pub clock: Clock,
+    /// Lock memory (`mlockall`) before measuring.
     pub mlockall: bool,
     /// `/dev/cpu_dma_latency` request in µs; `None` leaves the system as it is.
     pub dma_latency_us: Option<i32>,
@@ -51,14 +54,23 @@ pub struct CyclicPlan {
 /// Live figures of one thread, readable while the probe runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveThread {
+    /// The measurement thread's kernel thread id.
     pub tid: i32,
+    /// Its real-time priority.
     pub priority: i32,
+    /// Its wake-up period, ns.
     pub interval_ns: u64,
+    /// Wake-ups measured so far.
     pub cycles: u64,
+    /// Smallest latency so far, ns.
     pub min_ns: u64,
+    /// The latest latency, ns.
     pub last_ns: u64,
+    /// Sum of the latencies so far, ns (for the average).
     pub sum_ns: u64,
+    /// Largest latency so far, ns.
     pub max_ns: u64,
+    /// Periods already over when the thread woke (missed deadlines).
     pub missed: u64,
     /// Largest sample since the previous tick (0 when none): what a monitor needs to see a spike within one
     /// tick without rebuilding the histograms.
@@ -66,6 +78,7 @@ pub struct LiveThread {
 }
 
 impl LiveThread {
+    /// Average latency so far, ns (0 before the first wake-up).
     pub fn avg_ns(&self) -> u64 {
         self.sum_ns.checked_div(self.cycles).unwrap_or(0)
     }

@@ -28,9 +28,11 @@ const PERIOD: Duration = Duration::from_millis(10);
 pub struct LoadPlan {
     /// The request as the user wrote it, for the result.
     pub spec: String,
+    /// The load generators to run (CPU, memory, I/O, …).
     pub kinds: Vec<LoadKind>,
     /// Duty cycle, percent (1–100).
     pub level: u8,
+    /// CPUs the generators run on.
     pub cpus: CpuSet,
     /// Generators share CPUs with a real-time probe: run them at nice 19.
     pub nice: bool,

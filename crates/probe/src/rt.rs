@@ -280,7 +280,9 @@ pub fn prefault_vec<T: Copy>(v: &mut Vec<T>, fill: T) {
 #[derive(Debug)]
 pub struct DmaLatencyGuard {
     _file: Option<std::fs::File>,
+    /// The request as made and the value read back while held.
     pub setting: Setting<Option<i32>>,
+    /// The value the device had before this request.
     pub before: Option<i32>,
 }
 

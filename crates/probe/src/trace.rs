@@ -30,11 +30,15 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// Why tracing could not start; the probe then runs with counters only.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// Tracefs could not be reached.
     #[error("tracefs at {TRACEFS} is not readable and mounting it failed ({0}): needs root")]
     NoTracefs(std::io::Error),
+    /// Reading or writing a tracefs file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The tracefs file.
         path: String,
+        /// What the OS said.
         source: std::io::Error,
     },
 }
@@ -121,8 +125,11 @@ pub fn clean_stale(tracefs: &Path) -> usize {
 /// One parsed trace line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event<'a> {
+    /// When the event happened, ns (the trace clock).
     pub ts_ns: u64,
+    /// The event's name (e.g. `irq_handler_entry`).
     pub name: &'a str,
+    /// The rest of the line: the event's fields, unparsed.
     pub fields: &'a str,
 }
 
@@ -189,6 +196,7 @@ pub struct Folder {
     running: Option<(String, i64, u64)>,
     /// Threads not to charge (the probe's own) and the idle task (pid 0) are left out.
     pub exclude: Vec<i64>,
+    /// Events folded so far.
     pub events: u64,
 }
 
@@ -478,6 +486,7 @@ pub fn parse_overrun(stats: &str) -> u64 {
 /// What a finished session hands back.
 #[derive(Debug, Default)]
 pub struct TraceData {
+    /// What ran on each CPU instead of the probe: spans per CPU, in time order.
     pub spans: BTreeMap<u32, Vec<Span>>,
     /// CLOCK_MONOTONIC time tracing started.
     pub started_ns: u64,
@@ -485,7 +494,9 @@ pub struct TraceData {
     pub pruned_before: BTreeMap<u32, u64>,
     /// Ranges kept past the rolling window.
     pub pins: Vec<(u64, u64)>,
+    /// Events read from the trace buffer.
     pub events: u64,
+    /// Events the kernel dropped because the buffer was full.
     pub lost: u64,
 }
 

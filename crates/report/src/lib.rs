@@ -3,6 +3,7 @@
 //! are rtgauge-formats'.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod charts;
 pub mod compare;

@@ -41,7 +41,9 @@ const CHECK_MASK: u64 = 1023;
 /// Everything needed to run the probe.
 #[derive(Debug, Clone)]
 pub struct OslatPlan {
+    /// The measurement as the run document records it (CPUs, duration, buckets, thresholds).
     pub config: OslatConfig,
+    /// NUMA node of each measured CPU, for the result.
     pub nodes: Vec<Option<u32>>,
     /// How often the main thread wakes to drain timelines and look for the end.
     pub tick: Duration,
