@@ -9,7 +9,9 @@ use crate::units::us;
 use plotters::prelude::*;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
 
+/// Bins of a latency histogram chart.
 pub const BINS: usize = 120;
+/// Most points a timeline or percentile curve is drawn with (longer ones are thinned).
 pub const TIMELINE_POINTS: usize = 1200;
 const SIZE: (u32, u32) = (720, 320);
 const PALETTE: [RGBColor; 6] = [
@@ -23,7 +25,9 @@ const PALETTE: [RGBColor; 6] = [
 
 /// One named distribution or timeline to draw.
 pub struct Series<'a, T: ?Sized> {
+    /// The legend's name for it (a CPU, a run).
     pub name: String,
+    /// What to draw.
     pub data: &'a T,
 }
 

@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 /// One run handed to [`aggregate`]: the newest run of its host for its profile.
 #[derive(Debug, Clone, Copy)]
 pub struct FleetRun<'a> {
+    /// The run's id in the store.
     pub id: i64,
+    /// The run document.
     pub doc: &'a RunDocument,
     /// Seconds since the run ended (or started, while running); `None` when the timestamp is unreadable.
     pub age_s: Option<i64>,
@@ -27,16 +29,25 @@ pub struct FleetRun<'a> {
 /// One host and profile: its latest run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HostEntry {
+    /// The host's name.
     pub host: String,
+    /// The requirement profile the run was judged against, if any.
     pub profile: Option<String>,
+    /// The run's id in the store.
     pub run: i64,
+    /// The run's platform label, if any.
     pub label: Option<String>,
+    /// When the run started (RFC 3339).
     pub started_at: String,
+    /// The run's status as the store records it.
     pub status: String,
+    /// Seconds since the run ended (or started, while running); `None` when unreadable.
     pub age_s: Option<i64>,
     /// `pass`, `fail` (a gate failed), `no data` (a gate had nothing to judge) or `no gates`.
     pub verdict: String,
+    /// Largest timer latency of the run, ns (None: no cyclic probe).
     pub cyclic_max_ns: Option<u64>,
+    /// Largest OS-noise gap of the run, ns (None: no oslat probe).
     pub oslat_max_ns: Option<u64>,
     /// Failed audit rules (ids); `None` when the run carries no audit.
     pub audit_failed: Option<Vec<String>>,
@@ -57,11 +68,13 @@ pub enum OutlierKind {
 /// A group of hosts that differ from the fleet's majority in one respect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outlier {
+    /// What makes these hosts outliers.
     pub kind: OutlierKind,
     /// The measure (`cyclic.max`), audit rule id or fingerprint field.
     pub what: String,
     /// The profile, for a latency outlier.
     pub profile: Option<String>,
+    /// The outlying hosts.
     pub hosts: Vec<String>,
     /// Hosts compared.
     pub of: usize,
@@ -76,8 +89,11 @@ pub struct Outlier {
 /// The fleet view.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fleet {
+    /// Hosts in the fleet.
     pub hosts: usize,
+    /// Each host's latest run per profile.
     pub entries: Vec<HostEntry>,
+    /// Hosts that differ from the majority, one entry per respect.
     pub outliers: Vec<Outlier>,
 }
 

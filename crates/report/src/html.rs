@@ -601,6 +601,7 @@ fn kv_table(v: &serde_json::Value) -> Markup {
     }
 }
 
+/// A measure's value in its unit, with the precision its size calls for (e.g. "1.23 µs", "512.0/s").
 pub fn fmt_value(v: f64, unit: MeasureUnit) -> String {
     match unit {
         MeasureUnit::Nanos if v < 100.0 => format!("{v:.1} ns"),
@@ -854,6 +855,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
     page(&format!("rtgauge comparison: {}", names.join(" vs ")), body)
 }
 
+/// The first latency probe of `kind` (`cyclic` or `oslat`) in a run document.
 pub fn probe_of<'a>(d: &'a RunDocument, kind: &str) -> Option<&'a ProbeResult> {
     d.probes.iter().find(|p| match p {
         ProbeResult::Cyclic(_) => kind == "cyclic",

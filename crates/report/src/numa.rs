@@ -45,6 +45,7 @@ fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) 
     }
 }
 
+/// The NUMA locality result as terminal text: the nodes, then at most `top` rows each of processes and cgroups.
 pub fn render(r: &NumaResult, top: usize) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();

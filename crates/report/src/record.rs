@@ -12,6 +12,7 @@ use sha2::{Digest as _, Sha256};
 
 /// `<meta name=…>` of the whole-document hash and of the run id.
 pub const META_HASH: &str = "rtgauge-content-hash";
+/// `<meta name=…>` of the run id.
 pub const META_RUN: &str = "rtgauge-run";
 /// Hex digits of a part hash (64 bits: enough to tell parts apart, short enough to print).
 const PART_HEX: usize = 16;
@@ -72,7 +73,9 @@ fn part_hash(json: &str) -> String {
 /// What a report page or a PDF's text says about the run it shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Embedded {
+    /// The run's id in the store, when the page names it.
     pub run: Option<i64>,
+    /// The whole-document hash and the hash of each part.
     pub hashes: Hashes,
 }
 

@@ -37,7 +37,9 @@ use sets::{log_value, runs_needed, set_interval, t975, T975};
 pub struct Options {
     /// Equivalence margin, as a fraction (0.10 = ±10 %).
     pub margin: f64,
+    /// Bootstrap resamples per interval.
     pub resamples: usize,
+    /// Seed of the resampling's random numbers (fixed: the same runs compare the same every time).
     pub seed: u64,
 }
 
@@ -51,15 +53,20 @@ impl Default for Options {
     }
 }
 
+/// What a comparison says of run B against the baseline for one measure, given the margin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
+    /// The interval lies within the margin: the runs are alike on this measure.
     Equivalent,
+    /// The interval lies wholly beyond the margin, on the good side.
     Better,
+    /// The interval lies wholly beyond the margin, on the bad side.
     Worse,
     /// The interval straddles the margin. `longer` is the factor by which the runs would have to be longer
     /// for the interval to decide (None when no duration would: the estimate sits on the margin).
     Inconclusive {
+        /// Factor by which longer runs would decide (None: no duration would).
         longer: Option<f64>,
         /// Comparing sets of runs: the runs per platform that would decide (None: no number would, or
         /// single runs, where `longer` says it).
@@ -68,15 +75,18 @@ pub enum Verdict {
     },
     /// No interval could be computed.
     NoInterval {
+        /// Why not (e.g. no time windows to resample).
         why: String,
     },
     /// A run's value is unknown (beyond its histogram's limit): nothing can be said.
     Unknown {
+        /// Why (the histogram limit the value lies beyond).
         why: String,
     },
 }
 
 impl Verdict {
+    /// The verdict in one word, as the tables print it.
     pub fn word(&self) -> &'static str {
         match self {
             Verdict::Equivalent => "equivalent",
@@ -92,9 +102,11 @@ impl Verdict {
 /// One run against the baseline for one measure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Versus {
+    /// Run B's value over the baseline's (NaN when a value is unknown).
     pub ratio: f64,
     /// 95 % interval of the ratio.
     pub ci: Option<(f64, f64)>,
+    /// What the interval says against the margin.
     pub verdict: Verdict,
     /// How the interval was obtained.
     pub method: &'static str,
@@ -103,9 +115,13 @@ pub struct Versus {
 /// One measure across the runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
+    /// The measure's key (`cyclic.p99`, `net.cps`).
     pub key: String,
+    /// The measure as the tables name it.
     pub label: String,
+    /// The unit of its values.
     pub unit: MeasureUnit,
+    /// Whether lower or higher values are better.
     pub better: Better,
     /// Value per run (None where the run lacks it).
     pub values: Vec<Option<f64>>,
@@ -124,13 +140,18 @@ fn all_known(v: &[Option<f64>]) -> bool {
 /// A setting that differs between runs: `(run index, value)` for every run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Difference {
+    /// The setting (a fingerprint field, `audit RULE`, the load).
     pub what: String,
+    /// Its value in each run, in run order.
     pub values: Vec<String>,
 }
 
+/// Runs compared measure by measure, with the settings that differ between them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The equivalence margin the verdicts used, as a fraction.
     pub margin: f64,
+    /// One row per measure any run has.
     pub rows: Vec<Row>,
     /// Fingerprint fields and audit findings that differ.
     pub differences: Vec<Difference>,
