@@ -268,11 +268,11 @@ pub fn prefault_stack(bytes: usize) {
 
 /// Write to every page of a vector's capacity, then empty it again, so that pushing up to the capacity never
 /// faults in the measuring loop.
-pub fn prefault_vec<T: Copy>(v: &mut Vec<T>, fill: T) {
-    let cap = v.capacity();
-    v.resize(cap, fill);
-    std::hint::black_box(v.as_slice());
-    v.clear();
+pub fn prefault_vec<T: Copy>(vec: &mut Vec<T>, fill: T) {
+    let cap = vec.capacity();
+    vec.resize(cap, fill);
+    std::hint::black_box(vec.as_slice());
+    vec.clear();
 }
 
 /// Holds a PM QoS request on `/dev/cpu_dma_latency` for as long as it lives (the kernel drops the request

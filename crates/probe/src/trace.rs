@@ -202,9 +202,9 @@ pub struct Folder {
 
 impl Folder {
     /// Feed one event; finished spans are pushed to `out`.
-    pub fn feed(&mut self, e: &Event<'_>, out: &mut Vec<Span>) {
+    pub fn feed(&mut self, event: &Event<'_>, out: &mut Vec<Span>) {
         self.events += 1;
-        let t = e.ts_ns;
+        let t = event.ts_ns;
         fn close(
             stack: &mut Vec<(CauseKind, String, u64)>,
             kind: CauseKind,
@@ -221,29 +221,29 @@ impl Folder {
                 });
             }
         }
-        match e.name {
+        match event.name {
             "irq_handler_entry" => {
-                let irq = field(e.fields, "irq=", None).unwrap_or("?");
-                let name = field(e.fields, "name=", Some("\u{0}")).unwrap_or("");
+                let irq = field(event.fields, "irq=", None).unwrap_or("?");
+                let name = field(event.fields, "name=", Some("\u{0}")).unwrap_or("");
                 self.stack
                     .push((CauseKind::Irq, format!("{irq} {name}"), t));
             }
             "irq_handler_exit" => close(&mut self.stack, CauseKind::Irq, t, out),
             "softirq_entry" => {
-                let name = field(e.fields, "action=", Some("]")).unwrap_or("?");
+                let name = field(event.fields, "action=", Some("]")).unwrap_or("?");
                 self.stack.push((CauseKind::Softirq, name.to_string(), t));
             }
             "softirq_exit" => close(&mut self.stack, CauseKind::Softirq, t, out),
             "workqueue_execute_start" => {
-                let name = field(e.fields, "function ", None).unwrap_or("?");
+                let name = field(event.fields, "function ", None).unwrap_or("?");
                 self.stack.push((CauseKind::Work, name.to_string(), t));
             }
             "workqueue_execute_end" => close(&mut self.stack, CauseKind::Work, t, out),
             "nmi_handler" => {
-                let d: u64 = field(e.fields, "delta_ns=", None)
+                let d: u64 = field(event.fields, "delta_ns=", None)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
-                let name = field(e.fields, "handler=", None).unwrap_or("?");
+                let name = field(event.fields, "handler=", None).unwrap_or("?");
                 out.push(Span {
                     start_ns: t.saturating_sub(d),
                     end_ns: t,
@@ -262,11 +262,11 @@ impl Folder {
                         });
                     }
                 }
-                let comm = field(e.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
-                let pid: i64 = field(e.fields, "next_pid=", None)
+                let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
+                let pid: i64 = field(event.fields, "next_pid=", None)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
-                let prio: i64 = field(e.fields, "next_prio=", None)
+                let prio: i64 = field(event.fields, "next_prio=", None)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(120);
                 self.running = Some((format!("{comm}/{pid} {}", prio_name(prio)), pid, t));

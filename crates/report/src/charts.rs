@@ -6,6 +6,7 @@
 //! most [`TIMELINE_POINTS`] points (the largest value of each span is kept, so a single spike survives).
 
 use crate::units::us;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
 
@@ -90,6 +91,26 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 /// One line per named series in the palette's colours, then the legend.
+/// Draw the chart's grid with its axis names and label formats (`x_label` None: plotters' own).
+fn mesh<'b, X, Y>(
+    chart: &mut ChartContext<'b, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
+    x_label: Option<&dyn Fn(&f64) -> String>,
+    y_label: &dyn Fn(&f64) -> String,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut m = chart.configure_mesh();
+    m.x_desc(x_desc).y_desc(y_desc).y_label_formatter(y_label);
+    if let Some(f) = x_label {
+        m.x_label_formatter(f);
+    }
+    m.draw().map_err(|e| e.to_string())
+}
+
 fn lines<'a, 'b, X, Y>(
     chart: &mut ChartContext<'b, SVGBackend<'b>, Cartesian2d<X, Y>>,
     named: impl Iterator<Item = (&'a str, &'a [(f64, f64)])>,
@@ -155,14 +176,13 @@ pub fn histogram_within(title: &str, series: &[Series<Sparse>], all: &[Series<Sp
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart.map_err(|e| e.to_string())?;
-                chart
-                    .configure_mesh()
-                    .x_desc("latency (µs)")
-                    .y_desc("samples")
-                    .x_label_formatter(&|x| num_label(*x))
-                    .y_label_formatter(&|y| num_label(*y))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                mesh(
+                    &mut chart,
+                    "latency (µs)",
+                    "samples",
+                    Some(&|x| num_label(*x)),
+                    &|y| num_label(*y),
+                )?;
                 for (i, (s, bs)) in series.iter().zip(&bins).enumerate() {
                     let c = color(i);
                     chart
@@ -216,14 +236,13 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
         let mut chart = frame(root, title)
             .build_cartesian_2d((1.0f64..xmax).log_scale(), (ymin..ymax).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile")
-            .y_desc("latency (µs)")
-            .x_label_formatter(&|x| percentile_label(*x))
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        mesh(
+            &mut chart,
+            "percentile",
+            "latency (µs)",
+            Some(&|x| percentile_label(*x)),
+            &|y| num_label(*y),
+        )?;
         let named = series
             .iter()
             .zip(&curves)
@@ -321,14 +340,13 @@ pub fn histogram_overlay(title: &str, series: &[Series<Sparse>]) -> String {
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart.map_err(|e| e.to_string())?;
-                chart
-                    .configure_mesh()
-                    .x_desc("latency (µs)")
-                    .y_desc("samples")
-                    .x_label_formatter(&|x| num_label(*x))
-                    .y_label_formatter(&|y| num_label(*y))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                mesh(
+                    &mut chart,
+                    "latency (µs)",
+                    "samples",
+                    Some(&|x| num_label(*x)),
+                    &|y| num_label(*y),
+                )?;
                 let named = series
                     .iter()
                     .zip(&curves)
@@ -544,13 +562,13 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
         let mut chart = frame(root, title)
             .build_cartesian_2d(0.0..xmax, (ymin..ymax).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("time ({unit})"))
-            .y_desc("max latency (µs)")
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        mesh(
+            &mut chart,
+            &format!("time ({unit})"),
+            "max latency (µs)",
+            None,
+            &|y| num_label(*y),
+        )?;
         let named = series
             .iter()
             .zip(&points)
@@ -581,14 +599,13 @@ pub fn log_curve(
         let mut chart = frame(root, title)
             .build_cartesian_2d((x0..x1).log_scale().base(4.0), (y0..y1).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .x_label_formatter(&|x| bytes_label(*x))
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        mesh(
+            &mut chart,
+            x_desc,
+            y_desc,
+            Some(&|x| bytes_label(*x)),
+            &|y| num_label(*y),
+        )?;
         for (x, name) in marks {
             chart
                 .draw_series(LineSeries::new([(*x, y0), (*x, y1)], BLACK.mix(0.3)))
@@ -630,13 +647,9 @@ pub fn load_curve(
         let mut chart = frame(root, title)
             .build_cartesian_2d(0.0..x1 * 1.05, (y0..y1).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc("latency (µs)")
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        mesh(&mut chart, x_desc, "latency (µs)", None, &|y| {
+            num_label(*y)
+        })?;
         if let Some((b, name)) = &bound {
             chart
                 .draw_series(DashedLineSeries::new(

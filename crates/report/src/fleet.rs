@@ -396,9 +396,9 @@ fn audit_text(a: &Option<Vec<String>>) -> String {
 }
 
 /// The terminal table and the outliers.
-pub fn render_text(f: &Fleet) -> String {
+pub fn render_text(fleet: &Fleet) -> String {
     use std::fmt::Write as _;
-    let w = f
+    let w = fleet
         .entries
         .iter()
         .map(|e| visible_field(&e.host).chars().count())
@@ -407,17 +407,17 @@ pub fn render_text(f: &Fleet) -> String {
         .max(4);
     let mut s = format!(
         "{} host{}, {} latest run{} (one per host and profile)\n\n",
-        f.hosts,
-        if f.hosts == 1 { "" } else { "s" },
-        f.entries.len(),
-        if f.entries.len() == 1 { "" } else { "s" }
+        fleet.hosts,
+        if fleet.hosts == 1 { "" } else { "s" },
+        fleet.entries.len(),
+        if fleet.entries.len() == 1 { "" } else { "s" }
     );
     let _ = writeln!(
         s,
         "{:<w$}  {:<10}  {:>5}  {:<11}  {:<8}  {:>10}  {:>10}  {:>8}  audit fail",
         "host", "profile", "run", "status", "verdict", "cyclic µs", "oslat µs", "age"
     );
-    for e in &f.entries {
+    for e in &fleet.entries {
         let _ = writeln!(
             s,
             "{:<w$}  {:<10}  {:>5}  {:<11}  {:<8}  {:>10}  {:>10}  {:>8}  {}",
@@ -433,11 +433,11 @@ pub fn render_text(f: &Fleet) -> String {
         );
     }
     s.push('\n');
-    if f.outliers.is_empty() {
+    if fleet.outliers.is_empty() {
         let _ = writeln!(
             s,
             "outliers: none{}",
-            if f.hosts < MIN_HOSTS {
+            if fleet.hosts < MIN_HOSTS {
                 format!(" (needs at least {MIN_HOSTS} hosts)")
             } else {
                 String::new()
@@ -445,7 +445,7 @@ pub fn render_text(f: &Fleet) -> String {
         );
     } else {
         let _ = writeln!(s, "outliers:");
-        for o in &f.outliers {
+        for o in &fleet.outliers {
             let _ = writeln!(s, "  {}: {}", visible_field(&o.hosts.join(", ")), o.message);
         }
     }
@@ -453,15 +453,15 @@ pub fn render_text(f: &Fleet) -> String {
 }
 
 /// A self-contained HTML page: the table and the outliers.
-pub fn render_html(f: &Fleet) -> String {
+pub fn render_html(fleet: &Fleet) -> String {
     let body = html! {
-        p { (f.hosts) " hosts, " (f.entries.len()) " latest runs (one per host and profile)." }
+        p { (fleet.hosts) " hosts, " (fleet.entries.len()) " latest runs (one per host and profile)." }
         h2 { "Outliers" }
-        @if f.outliers.is_empty() {
+        @if fleet.outliers.is_empty() {
             p.muted { "none" }
         } @else {
             ul {
-                @for o in &f.outliers {
+                @for o in &fleet.outliers {
                     li { span.warn { (format!("{:?}", o.kind).to_lowercase()) } " " (o.message)
                         " — " (o.hosts.join(", ")) }
                 }
@@ -471,7 +471,7 @@ pub fn render_html(f: &Fleet) -> String {
         table {
             tr { th { "host" } th { "profile" } th { "run" } th { "status" } th { "verdict" }
                  th { "cyclic max µs" } th { "oslat max µs" } th { "age" } th { "audit fail" } }
-            @for e in &f.entries {
+            @for e in &fleet.entries {
                 tr {
                     td { (e.host) }
                     td { (e.profile.as_deref().unwrap_or("-")) }

@@ -26,10 +26,10 @@ fn latency_row(s: &mut String, name: &str, l: &LatencyStats) {
 }
 
 /// One result as text: rate, errors by kind, latency percentiles, the per-second rates.
-pub fn render_result(r: &NetResult) -> String {
+pub fn render_result(result: &NetResult) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let c = &r.config;
+    let c = &result.config;
     let server = c
         .server_cpus
         .as_ref()
@@ -47,16 +47,16 @@ pub fn render_result(r: &NetResult) -> String {
         c.target,
         c.path,
         CpuSet::new(c.cpus.iter().copied()),
-        r.elapsed_ns as f64 / 1e9
+        result.elapsed_ns as f64 / 1e9
     );
     match c.mode {
         NetMode::Cps => {
             let _ = writeln!(
                 s,
                 "  {:.0} connections/s ({} complete of {} opened, {} in flight per CPU, closed by the {})",
-                r.rate_per_s,
-                r.transactions,
-                r.connections,
+                result.rate_per_s,
+                result.transactions,
+                result.connections,
                 c.concurrency,
                 match c.close {
                     CloseMode::Server => "server",
@@ -69,14 +69,14 @@ pub fn render_result(r: &NetResult) -> String {
             let _ = writeln!(
                 s,
                 "  {:.2} Gbit/s, {:.0} requests/s ({} requests over {} connections)",
-                r.bits_per_s / 1e9,
-                r.rate_per_s,
-                r.transactions,
+                result.bits_per_s / 1e9,
+                result.rate_per_s,
+                result.transactions,
                 c.concurrency
             );
         }
     }
-    let kinds: Vec<String> = r
+    let kinds: Vec<String> = result
         .errors
         .kinds()
         .iter()
@@ -86,7 +86,7 @@ pub fn render_result(r: &NetResult) -> String {
     let _ = writeln!(
         s,
         "  errors: {}{}",
-        r.errors.total(),
+        result.errors.total(),
         if kinds.is_empty() {
             String::new()
         } else {
@@ -98,17 +98,17 @@ pub fn render_result(r: &NetResult) -> String {
         "  {:<26} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "latency µs", "min", "p50", "p90", "p99", "p99.9", "max"
     );
-    latency_row(&mut s, "connect", &r.connect);
-    latency_row(&mut s, "time to first byte", &r.ttfb);
+    latency_row(&mut s, "connect", &result.connect);
+    latency_row(&mut s, "time to first byte", &result.ttfb);
     latency_row(
         &mut s,
         match c.mode {
             NetMode::Cps => "connection (to last byte)",
             NetMode::Throughput => "request",
         },
-        &r.total,
+        &result.total,
     );
-    let rates: Vec<String> = r
+    let rates: Vec<String> = result
         .per_second
         .iter()
         .map(|p| p.transactions.to_string())

@@ -81,14 +81,14 @@ pub struct Embedded {
 
 /// The visible lines that [`extract`] reads back: "Content hash sha256:… of run N" and one
 /// "part NAME: HEX" per part.
-pub fn html(id: i64, h: &Hashes) -> maud::Markup {
+pub fn html(id: i64, hashes: &Hashes) -> maud::Markup {
     maud::html! {
         section #record {
             h2 { "Record integrity" }
-            p { "Content hash " code.hash { (h.whole) " of run " (id) } }
+            p { "Content hash " code.hash { (hashes.whole) " of run " (id) } }
             p.muted { "SHA-256 of the run document's canonical JSON; check a filed copy with "
                 code { "rtgauge verify FILE" } ". Parts:" }
-            ul.parts { @for (n, x) in &h.parts { li { "part " (n) ": " (x) } } }
+            ul.parts { @for (n, x) in &hashes.parts { li { "part " (n) ": " (x) } } }
         }
     }
 }

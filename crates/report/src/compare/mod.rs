@@ -524,7 +524,7 @@ fn unknown_versus(limit: f64) -> Versus {
 type Boots = std::collections::HashMap<(usize, usize, usize), Option<Boot>>;
 
 /// Compare `runs[1..]` with `runs[0]`.
-pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
+pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
     let per_run: Vec<Vec<(usize, Measure)>> = runs.iter().map(|d| measures_of(d)).collect();
     // Each latency probe's histograms decoded once, whatever the number of rows that use them.
     let data: Vec<Vec<Option<LatencyData>>> = runs
@@ -557,7 +557,7 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
                 da: data[0][*pa].as_ref(),
                 db: data[r][*pb].as_ref(),
             };
-            versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), o)));
+            versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), options)));
         }
         rows.push(Row {
             key,
@@ -570,7 +570,7 @@ pub fn compare(runs: &[&RunDocument], o: &Options) -> Comparison {
         });
     }
     Comparison {
-        margin: o.margin,
+        margin: options.margin,
         rows,
         differences: differences(runs),
         durations_ns: runs

@@ -69,10 +69,10 @@ pub(super) fn runs_needed(lr: f64, sd: f64, margin: f64, now: usize) -> Option<u
 /// single run cannot show (timer-latency percentiles of idle runs on one VM differed 2× between runs):
 /// each column's value is the geometric mean of its runs, and the ratio's interval a t interval on the
 /// log values with the run-to-run variance pooled over both sets.
-pub fn compare_sets(sets: &[Vec<&RunDocument>], o: &Options) -> Comparison {
+pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison {
     let firsts: Vec<&RunDocument> = sets.iter().filter_map(|s| s.first().copied()).collect();
     if sets.iter().all(|s| s.len() == 1) {
-        return compare(&firsts, o);
+        return compare(&firsts, options);
     }
     let per_run: Vec<Vec<Vec<(usize, Measure)>>> = sets
         .iter()
@@ -82,7 +82,8 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], o: &Options) -> Comparison {
     // Pairs of single runs keep the within-run comparison.
     let singles: Vec<Option<Comparison>> = (1..sets.len())
         .map(|r| {
-            (sets[0].len() == 1 && sets[r].len() == 1).then(|| compare(&[firsts[0], firsts[r]], o))
+            (sets[0].len() == 1 && sets[r].len() == 1)
+                .then(|| compare(&[firsts[0], firsts[r]], options))
         })
         .collect();
     let mut rows = Vec::new();
@@ -141,7 +142,7 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], o: &Options) -> Comparison {
                 versus.push(Some(unknown_versus(limit)));
                 continue;
             }
-            versus.push(Some(versus_sets(&logs[0], &logs[r], better, o)));
+            versus.push(Some(versus_sets(&logs[0], &logs[r], better, options)));
         }
         rows.push(Row {
             key,
@@ -154,7 +155,7 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], o: &Options) -> Comparison {
         });
     }
     Comparison {
-        margin: o.margin,
+        margin: options.margin,
         rows,
         differences: differences(&firsts),
         durations_ns: sets
