@@ -111,6 +111,17 @@ where
     m.draw().map_err(|e| e.to_string())
 }
 
+/// Each series' name with its points, for [`lines`].
+fn named<'a, T: ?Sized>(
+    series: &'a [Series<T>],
+    points: &'a [Vec<(f64, f64)>],
+) -> impl Iterator<Item = (&'a str, &'a [(f64, f64)])> {
+    series
+        .iter()
+        .zip(points)
+        .map(|(s, p)| (s.name.as_str(), p.as_slice()))
+}
+
 fn lines<'a, 'b, X, Y>(
     chart: &mut ChartContext<'b, SVGBackend<'b>, Cartesian2d<X, Y>>,
     named: impl Iterator<Item = (&'a str, &'a [(f64, f64)])>,
@@ -243,11 +254,12 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
             Some(&|x| percentile_label(*x)),
             &|y| num_label(*y),
         )?;
-        let named = series
-            .iter()
-            .zip(&curves)
-            .map(|(s, pts)| (s.name.as_str(), pts.as_slice()));
-        lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
+        lines(
+            &mut chart,
+            named(series, &curves),
+            2,
+            SeriesLabelPosition::UpperLeft,
+        )
     })
 }
 
@@ -347,11 +359,12 @@ pub fn histogram_overlay(title: &str, series: &[Series<Sparse>]) -> String {
                     Some(&|x| num_label(*x)),
                     &|y| num_label(*y),
                 )?;
-                let named = series
-                    .iter()
-                    .zip(&curves)
-                    .map(|(s, c)| (s.name.as_str(), c.as_slice()));
-                lines(&mut chart, named, 1, SeriesLabelPosition::UpperRight)
+                lines(
+                    &mut chart,
+                    named(series, &curves),
+                    1,
+                    SeriesLabelPosition::UpperRight,
+                )
             }};
         }
         if axis.log {
@@ -569,11 +582,12 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
             None,
             &|y| num_label(*y),
         )?;
-        let named = series
-            .iter()
-            .zip(&points)
-            .map(|(s, pts)| (s.name.as_str(), pts.as_slice()));
-        lines(&mut chart, named, 1, SeriesLabelPosition::MiddleRight)
+        lines(
+            &mut chart,
+            named(series, &points),
+            1,
+            SeriesLabelPosition::MiddleRight,
+        )
     })
 }
 
@@ -663,11 +677,12 @@ pub fn load_curve(
                 .draw_series([Text::new(name.clone(), (0.0, *b * 1.1), ("sans-serif", 11))])
                 .map_err(|e| e.to_string())?;
         }
-        let named = series
-            .iter()
-            .zip(&in_us)
-            .map(|(s, d)| (s.name.as_str(), d.as_slice()));
-        lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
+        lines(
+            &mut chart,
+            named(series, &in_us),
+            2,
+            SeriesLabelPosition::UpperLeft,
+        )
     })
 }
 

@@ -133,6 +133,21 @@ pub struct Row {
     pub versus: Vec<Option<Versus>>,
 }
 
+impl Row {
+    /// A row for a measure, with no values yet.
+    fn of(key: String, label: String, unit: MeasureUnit, better: Better) -> Row {
+        Row {
+            key,
+            label,
+            unit,
+            better,
+            values: Vec::new(),
+            unknown_above: Vec::new(),
+            versus: Vec::new(),
+        }
+    }
+}
+
 fn all_known(v: &[Option<f64>]) -> bool {
     v.iter().all(Option::is_none)
 }
@@ -560,13 +575,10 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
             versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), options)));
         }
         rows.push(Row {
-            key,
-            label,
-            unit,
-            better,
             values,
             unknown_above,
             versus,
+            ..Row::of(key, label, unit, better)
         });
     }
     Comparison {

@@ -145,13 +145,10 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
             versus.push(Some(versus_sets(&logs[0], &logs[r], better, options)));
         }
         rows.push(Row {
-            key,
-            label,
-            unit,
-            better,
             values,
             unknown_above,
             versus,
+            ..Row::of(key, label, unit, better)
         });
     }
     Comparison {
