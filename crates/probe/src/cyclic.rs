@@ -348,14 +348,9 @@ fn spawn_threads(
             Arc::clone(shared),
             Arc::clone(barrier),
         );
-        let h = std::thread::Builder::new()
-            .name(format!("rtgauge-cyc{i}"))
-            .spawn(move || thread_main(&plan2, params, &common2, &shared2[i], &barrier2, rings))
-            .map_err(|source| ProbeError::Spawn {
-                index: i,
-                cause: source,
-            })?;
-        handles.push(h);
+        handles.push(rt::spawn_thread(format!("rtgauge-cyc{i}"), i, move || {
+            thread_main(&plan2, params, &common2, &shared2[i], &barrier2, rings)
+        })?);
     }
     Ok((col, handles))
 }

@@ -234,10 +234,7 @@ pub fn on_own_thread<T: Send + 'static>(
     name: &str,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, crate::ProbeError> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(work)
-        .map_err(|cause| crate::ProbeError::Spawn { index: 0, cause })?
+    spawn_thread(name.into(), 0, work)?
         .join()
         .map_err(|_| crate::ProbeError::Thread {
             index: 0,
@@ -380,6 +377,19 @@ pub(crate) fn process_conditions(
         main_affinity,
         contended: Vec::new(),
     }
+}
+
+/// Start a probe's thread `index` under `name` (what `top -H` and traces show); a failure is an error
+/// naming its index.
+pub(crate) fn spawn_thread<T: Send + 'static>(
+    name: String,
+    index: usize,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>, crate::ProbeError> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(body)
+        .map_err(|cause| crate::ProbeError::Spawn { index, cause })
 }
 
 /// Join every measurement thread, in order; a thread that panicked is an error naming its index.

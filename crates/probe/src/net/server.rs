@@ -406,13 +406,9 @@ pub fn start(plan: &ServerPlan, stop: &StopFlag) -> Result<ServerHandle, ProbeEr
                     stats: ServerStats::default(),
                 };
                 let stop2 = stop.clone();
-                std::thread::Builder::new()
-                    .name(format!("rtgauge-serve-{index}"))
-                    .spawn(move || serve_loop(l, cpu, &stop2, end))
-                    .map_err(|source| ProbeError::Spawn {
-                        index,
-                        cause: source,
-                    })
+                crate::rt::spawn_thread(format!("rtgauge-serve-{index}"), index, move || {
+                    serve_loop(l, cpu, &stop2, end)
+                })
             }
             Err(reason) => {
                 sys::close(listener);

@@ -225,18 +225,11 @@ fn spawn_threads(
             Arc::clone(&barriers.ready),
             Arc::clone(&barriers.preheated),
         );
-        let h = std::thread::Builder::new()
-            .name(format!("rtgauge-osl{i}"))
-            .spawn(move || {
-                thread_main(
-                    &cfg2, i, conv, acc, t0_ns, &common2, &ready2, &pre2, producer, handover,
-                )
-            })
-            .map_err(|source| ProbeError::Spawn {
-                index: i,
-                cause: source,
-            })?;
-        handles.push(h);
+        handles.push(rt::spawn_thread(format!("rtgauge-osl{i}"), i, move || {
+            thread_main(
+                &cfg2, i, conv, acc, t0_ns, &common2, &ready2, &pre2, producer, handover,
+            )
+        })?);
     }
     Ok((collectors, handles))
 }
