@@ -134,16 +134,22 @@ pub struct Row {
 }
 
 impl Row {
-    /// A row for a measure, with no values yet.
-    fn of(key: String, label: String, unit: MeasureUnit, better: Better) -> Row {
+    /// A measure's row: its key, label, unit and direction, then per run its value and histogram limit,
+    /// and per run after the baseline the comparison.
+    fn of(
+        (key, label, unit, better): MeasureKey,
+        values: Vec<Option<f64>>,
+        unknown_above: Vec<Option<f64>>,
+        versus: Vec<Option<Versus>>,
+    ) -> Row {
         Row {
             key,
             label,
             unit,
             better,
-            values: Vec::new(),
-            unknown_above: Vec::new(),
-            versus: Vec::new(),
+            values,
+            unknown_above,
+            versus,
         }
     }
 }
@@ -506,11 +512,12 @@ fn probe_duration_ns(p: &ProbeResult) -> u64 {
     }
 }
 
-/// Every measure of `measures` once, in order of first appearance: (key, label, unit, better).
-fn measure_keys<'a>(
-    measures: impl Iterator<Item = &'a Measure>,
-) -> Vec<(String, String, MeasureUnit, Better)> {
-    let mut keys: Vec<(String, String, MeasureUnit, Better)> = Vec::new();
+/// A measure as the rows name it: key, label, unit, which direction is better.
+type MeasureKey = (String, String, MeasureUnit, Better);
+
+/// Every measure of `measures` once, in order of first appearance.
+fn measure_keys<'a>(measures: impl Iterator<Item = &'a Measure>) -> Vec<MeasureKey> {
+    let mut keys: Vec<MeasureKey> = Vec::new();
     for m in measures {
         if !keys.iter().any(|k| k.0 == m.key) {
             keys.push((m.key.clone(), m.label.clone(), m.unit, m.better));
@@ -550,21 +557,22 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
     let find = |r: usize, key: &str| per_run[r].iter().find(|(_, m)| m.key == key);
     let mut boots = Boots::new();
     let mut rows = Vec::new();
-    for (key, label, unit, better) in keys {
+    for measure in keys {
+        let (key, unit, better) = (measure.0.as_str(), measure.2, measure.3);
         let values: Vec<Option<f64>> = (0..runs.len())
-            .map(|r| find(r, &key).map(|(_, m)| m.value))
+            .map(|r| find(r, key).map(|(_, m)| m.value))
             .collect();
         let unknown_above: Vec<Option<f64>> = (0..runs.len())
-            .map(|r| find(r, &key).and_then(|(_, m)| m.unknown_above))
+            .map(|r| find(r, key).and_then(|(_, m)| m.unknown_above))
             .collect();
         let mut versus = Vec::new();
         for r in 1..runs.len() {
-            let (Some((pa, ma)), Some((pb, mb))) = (find(0, &key), find(r, &key)) else {
+            let (Some((pa, ma)), Some((pb, mb))) = (find(0, key), find(r, key)) else {
                 versus.push(None);
                 continue;
             };
             let pair = Pair {
-                key: &key,
+                key,
                 unit,
                 better,
                 a: ma,
@@ -574,12 +582,7 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
             };
             versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), options)));
         }
-        rows.push(Row {
-            values,
-            unknown_above,
-            versus,
-            ..Row::of(key, label, unit, better)
-        });
+        rows.push(Row::of(measure, values, unknown_above, versus));
     }
     Comparison {
         margin: options.margin,

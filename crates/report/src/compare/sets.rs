@@ -87,7 +87,8 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
         })
         .collect();
     let mut rows = Vec::new();
-    for (key, label, unit, better) in keys {
+    for measure in keys {
+        let (key, unit, better) = (measure.0.as_str(), measure.2, measure.3);
         let count = unit == MeasureUnit::Count;
         // Per set: the measure of each run that has it.
         let got: Vec<Vec<&Measure>> = per_run
@@ -144,12 +145,7 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
             }
             versus.push(Some(versus_sets(&logs[0], &logs[r], better, options)));
         }
-        rows.push(Row {
-            values,
-            unknown_above,
-            versus,
-            ..Row::of(key, label, unit, better)
-        });
+        rows.push(Row::of(measure, values, unknown_above, versus));
     }
     Comparison {
         margin: options.margin,
