@@ -225,6 +225,18 @@ pub fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// Where a measuring verb stores its run and what it stores with it (`--tag`, `--db`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// KEY=VALUE to store with the run (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<std::path::PathBuf>,
+}
+
 /// `--tag KEY=VALUE`.
 pub fn parse_tag(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
