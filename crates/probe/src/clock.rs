@@ -4,13 +4,16 @@
 /// The clocks a probe may measure with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clock {
+    /// CLOCK_MONOTONIC: steady, slewed by NTP, what cyclictest measures with by default.
     Monotonic,
+    /// CLOCK_REALTIME: wall-clock time, which can jump when it is set.
     Realtime,
     /// Not slewed by NTP: the reference for counter calibration.
     MonotonicRaw,
 }
 
 impl Clock {
+    /// The kernel's id of this clock, for `clock_gettime` and `clock_nanosleep`.
     pub fn id(self) -> libc::clockid_t {
         match self {
             Clock::Monotonic => libc::CLOCK_MONOTONIC,
@@ -18,6 +21,7 @@ impl Clock {
             Clock::MonotonicRaw => libc::CLOCK_MONOTONIC_RAW,
         }
     }
+    /// The clock's name as the run document records it.
     pub fn name(self) -> &'static str {
         match self {
             Clock::Monotonic => "monotonic",

@@ -49,12 +49,14 @@ pub struct TickConverter {
 }
 
 impl TickConverter {
+    /// A converter for a counter running at `frequency_hz`.
     pub fn new(frequency_hz: u64) -> TickConverter {
         let f = frequency_hz.max(1) as u128;
         TickConverter {
             mult: (((1_000_000_000u128) << 32) / f).min(u64::MAX as u128) as u64,
         }
     }
+    /// Nanoseconds in `ticks` (rounded down).
     #[inline(always)]
     pub fn ns(&self, ticks: u64) -> u64 {
         ((ticks as u128 * self.mult as u128) >> 32) as u64
@@ -68,8 +70,11 @@ impl TickConverter {
 /// A measured counter frequency.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Calibration {
+    /// Counter ticks per second.
     pub frequency_hz: u64,
+    /// Spread of the calibration's measurements, parts per million.
     pub spread_ppm: f64,
+    /// How the frequency was had (e.g. measured against CLOCK_MONOTONIC_RAW).
     pub method: String,
 }
 

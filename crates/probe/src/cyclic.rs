@@ -27,13 +27,17 @@ use rtgauge_model::rt::{ProcessConditions, Setting, ThreadConditions};
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Everything needed to run the probe; built and validated by the caller.
 #[derive(Debug, Clone)]
 pub struct CyclicPlan {
+    /// The measurement as the run document records it (threads, interval, priorities, histogram).
     pub config: CyclicConfig,
+    /// The clock the threads sleep on and read.
     pub clock: Clock,
+    /// Lock memory (`mlockall`) before measuring.
     pub mlockall: bool,
     /// `/dev/cpu_dma_latency` request in µs; `None` leaves the system as it is.
     pub dma_latency_us: Option<i32>,
@@ -50,14 +54,23 @@ pub struct CyclicPlan {
 /// Live figures of one thread, readable while the probe runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveThread {
+    /// The measurement thread's kernel thread id.
     pub tid: i32,
+    /// Its real-time priority.
     pub priority: i32,
+    /// Its wake-up period, ns.
     pub interval_ns: u64,
+    /// Wake-ups measured so far.
     pub cycles: u64,
+    /// Smallest latency so far, ns.
     pub min_ns: u64,
+    /// The latest latency, ns.
     pub last_ns: u64,
+    /// Sum of the latencies so far, ns (for the average).
     pub sum_ns: u64,
+    /// Largest latency so far, ns.
     pub max_ns: u64,
+    /// Periods already over when the thread woke (missed deadlines).
     pub missed: u64,
     /// Largest sample since the previous tick (0 when none): what a monitor needs to see a spike within one
     /// tick without rebuilding the histograms.
@@ -65,6 +78,7 @@ pub struct LiveThread {
 }
 
 impl LiveThread {
+    /// Average latency so far, ns (0 before the first wake-up).
     pub fn avg_ns(&self) -> u64 {
         self.sum_ns.checked_div(self.cycles).unwrap_or(0)
     }
@@ -230,11 +244,69 @@ pub fn run(
     let shared: Arc<Vec<Shared>> = Arc::new((0..n).map(|_| Shared::default()).collect());
     // One more party than threads: the main thread releases them all at once.
     let barrier = Arc::new(Barrier::new(n + 1));
-    let t0 = clock::now_ns(plan.clock);
-
     let intervals: Vec<u64> = (0..n)
         .map(|i| cfg.interval_ns + cfg.distance_ns * i as u64)
         .collect();
+    let (mut col, handles) = spawn_threads(plan, &intervals, &common, &shared, &barrier)?;
+
+    let mut conditions = rt::process_conditions(plan.main_cpus.as_ref(), mlock, &dma);
+    barrier.wait();
+    let start = std::time::Instant::now();
+    drive(
+        plan,
+        stop,
+        observer,
+        &Live {
+            common: &common,
+            shared: &shared,
+            intervals: &intervals,
+            conditions: &conditions,
+            start,
+        },
+        &mut col,
+    );
+    let signalled = stop.is_set() && !common.break_hit.load(Ordering::Relaxed);
+    common.stop.set();
+
+    let outputs = rt::join_all(handles)?;
+    let elapsed_ns = start.elapsed().as_nanos() as u64;
+    col.drain();
+    // Closing the device drops the PM QoS request: the system value is back.
+    drop(dma);
+
+    let stop_reason = if common.break_hit.load(Ordering::Relaxed) {
+        StopReason::Break
+    } else if signalled {
+        StopReason::Signal
+    } else if cfg.loops.is_some() && cfg.duration_ns.is_none() {
+        StopReason::Loops
+    } else {
+        StopReason::Duration
+    };
+    conditions.contended = claim.contenders();
+    Ok(assemble(
+        plan,
+        outputs,
+        col,
+        &common,
+        stop_reason,
+        elapsed_ns,
+        conditions,
+    ))
+}
+
+/// Start one measurement thread per entry of `intervals` (each waits on `barrier`), with the main
+/// thread's ends of their rings.
+fn spawn_threads(
+    plan: &CyclicPlan,
+    intervals: &[u64],
+    common: &Arc<Common>,
+    shared: &Arc<Vec<Shared>>,
+    barrier: &Arc<Barrier>,
+) -> Result<(Collector, Vec<JoinHandle<ThreadOutput>>), ProbeError> {
+    let cfg = &plan.config;
+    let n = intervals.len();
+    let t0 = clock::now_ns(plan.clock);
     let mut col = Collector {
         timeline_rx: Vec::with_capacity(n),
         hist_rx: Vec::with_capacity(n),
@@ -246,10 +318,7 @@ pub fn run(
     };
     let mut handles = Vec::with_capacity(n);
     for (i, &interval_ns) in intervals.iter().enumerate() {
-        // Enough room for several seconds of timeline even if the main thread is starved for a while.
-        let cap =
-            ((8 * plan.tick.as_nanos() as u64) / cfg.timeline_interval_ns.max(1) + 64) as usize;
-        let (timeline, timeline_rx) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
+        let (timeline, timeline_rx) = handover::timeline_ring(plan.tick, cfg.timeline_interval_ns);
         let spares = (0..SPARE_HISTS)
             .map(|_| {
                 let mut h = Box::new(latency::new_histogram());
@@ -275,95 +344,52 @@ pub fn run(
         };
         let (plan2, common2, shared2, barrier2) = (
             plan.clone(),
-            Arc::clone(&common),
-            Arc::clone(&shared),
-            Arc::clone(&barrier),
+            Arc::clone(common),
+            Arc::clone(shared),
+            Arc::clone(barrier),
         );
-        let h = std::thread::Builder::new()
-            .name(format!("rtgauge-cyc{i}"))
-            .spawn(move || thread_main(&plan2, params, &common2, &shared2[i], &barrier2, rings))
-            .map_err(|source| ProbeError::Spawn {
-                index: i,
-                cause: source,
-            })?;
-        handles.push(h);
+        handles.push(rt::spawn_thread(format!("rtgauge-cyc{i}"), i, move || {
+            thread_main(&plan2, params, &common2, &shared2[i], &barrier2, rings)
+        })?);
     }
+    Ok((col, handles))
+}
 
-    let main_affinity = match &plan.main_cpus {
-        Some(c) => {
-            let s = rt::set_affinity(c);
-            Setting {
-                requested: Some(c.clone()),
-                achieved: Some(s.achieved),
-                error: s.error,
-            }
-        }
-        None => Setting {
-            requested: None,
-            achieved: Some(rt::current_affinity()),
-            error: None,
-        },
-    };
-    let mut conditions = ProcessConditions {
-        mlockall: mlock,
-        cpu_dma_latency_us: dma.setting.clone(),
-        cpu_dma_latency_before_us: dma.before,
-        main_affinity,
-        contended: Vec::new(),
-    };
-    barrier.wait();
-    let start = std::time::Instant::now();
+/// What the main thread reads while the probe runs.
+struct Live<'a> {
+    common: &'a Common,
+    shared: &'a [Shared],
+    intervals: &'a [u64],
+    conditions: &'a ProcessConditions,
+    start: std::time::Instant,
+}
 
+/// The main thread's loop while the threads measure: every tick, drain the rings, publish live figures
+/// and offer a checkpoint; return when every thread has finished or a stop is asked for.
+fn drive(
+    plan: &CyclicPlan,
+    stop: &StopFlag,
+    observer: &mut dyn Observer<CyclicResult, [LiveThread]>,
+    live: &Live,
+    col: &mut Collector,
+) {
+    let n = live.intervals.len();
     let mut snaps = vec![LiveThread::default(); n];
     loop {
         std::thread::sleep(plan.tick);
         col.drain();
         for (i, s) in snaps.iter_mut().enumerate() {
-            *s = shared[i].snapshot(intervals[i]);
+            *s = live.shared[i].snapshot(live.intervals[i]);
         }
-        let elapsed = start.elapsed();
+        let elapsed = live.start.elapsed();
         let mut checkpoint =
-            || checkpoint_result(plan, &shared, &col, &snaps, &conditions, elapsed);
+            || checkpoint_result(plan, live.shared, col, &snaps, live.conditions, elapsed);
         observer.tick(elapsed, &snaps, &mut checkpoint);
+        let common = live.common;
         if common.finished.load(Ordering::Acquire) == n || common.stop.is_set() || stop.is_set() {
             break;
         }
     }
-    let signalled = stop.is_set() && !common.break_hit.load(Ordering::Relaxed);
-    common.stop.set();
-
-    let mut outputs: Vec<ThreadOutput> = Vec::with_capacity(n);
-    for (i, h) in handles.into_iter().enumerate() {
-        let out = h.join().map_err(|_| ProbeError::Thread {
-            index: i,
-            reason: "panicked".into(),
-        })?;
-        outputs.push(out);
-    }
-    let elapsed_ns = start.elapsed().as_nanos() as u64;
-    col.drain();
-    // Closing the device drops the PM QoS request: the system value is back.
-    drop(dma);
-
-    let stop_reason = if common.break_hit.load(Ordering::Relaxed) {
-        StopReason::Break
-    } else if signalled {
-        StopReason::Signal
-    } else if cfg.loops.is_some() && cfg.duration_ns.is_none() {
-        StopReason::Loops
-    } else {
-        StopReason::Duration
-    };
-    conditions.contended = claim.contenders();
-    Ok(assemble(
-        plan,
-        outputs,
-        col,
-        &common,
-        stop_reason,
-        elapsed_ns,
-        conditions,
-    ))
 }
 
 fn assemble(

@@ -73,6 +73,20 @@ impl<T> Emptier<T> {
     }
 }
 
+/// The ring that carries one thread's timeline entries (one per `interval_ns`) to the main thread, which
+/// drains it every `tick`: room for eight ticks and then some, so the thread never has to drop an entry
+/// even if the main thread is starved for a while.
+pub(crate) fn timeline_ring(
+    tick: std::time::Duration,
+    interval_ns: u64,
+) -> (
+    Producer<rtgauge_model::latency::TimelineEntry>,
+    Consumer<rtgauge_model::latency::TimelineEntry>,
+) {
+    let cap = ((8 * tick.as_nanos() as u64) / interval_ns.max(1) + 64) as usize;
+    RingBuffer::new(cap)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@
 //! The crate never prints (`clippy::print_stdout`/`print_stderr` are denied): it returns data.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+#![deny(missing_docs)]
 
 pub mod clock;
 pub mod contention;
@@ -35,10 +36,23 @@ pub mod trace;
 #[non_exhaustive]
 pub enum ProbeError {
     // The cause is in the message, not a `source` (a chained report would print it twice).
+    /// A measurement thread could not be started.
     #[error("cannot start measurement thread {index}: {cause}")]
-    Spawn { index: usize, cause: std::io::Error },
+    Spawn {
+        /// The thread's index among the probe's threads.
+        index: usize,
+        /// What the OS said.
+        cause: std::io::Error,
+    },
+    /// A measurement thread ended without a result.
     #[error("measurement thread {index} failed: {reason}")]
-    Thread { index: usize, reason: String },
+    Thread {
+        /// The thread's index among the probe's threads.
+        index: usize,
+        /// How it ended (e.g. "panicked").
+        reason: String,
+    },
+    /// The plan asks for something the probe cannot do (no CPUs, a zero interval, …).
     #[error("invalid probe configuration: {0}")]
     Config(String),
 }

@@ -28,9 +28,11 @@ const PERIOD: Duration = Duration::from_millis(10);
 pub struct LoadPlan {
     /// The request as the user wrote it, for the result.
     pub spec: String,
+    /// The load generators to run (CPU, memory, I/O, …).
     pub kinds: Vec<LoadKind>,
     /// Duty cycle, percent (1–100).
     pub level: u8,
+    /// CPUs the generators run on.
     pub cpus: CpuSet,
     /// Generators share CPUs with a real-time probe: run them at nice 19.
     pub nice: bool,
@@ -56,24 +58,34 @@ pub struct Load {
 pub fn clean_leftovers(scratch: &Path) {
     // A killed run's external command group goes before its directory (which names the group).
     crate::load_cmd::kill_leftover_groups(scratch);
-    let Ok(rd) = std::fs::read_dir(scratch) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("rtgauge-load-")
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: kill with signal 0 only asks whether the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        if !alive {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
+    for dir in leftover_dirs(scratch) {
+        let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+/// The scratch directories (`rtgauge-load-PID`) of runs whose process is gone. A process that exists but
+/// belongs to someone else (EPERM) counts as alive.
+pub(crate) fn leftover_dirs(scratch: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(scratch) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("rtgauge-load-")
+                .and_then(|p| p.parse::<i32>().ok())
+                .filter(|&p| p > 0)
+            else {
+                return false;
+            };
+            // SAFETY: kill with signal 0 only asks whether the process exists.
+            let alive = unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            !alive
+        })
+        .map(|e| e.path())
+        .collect()
 }
 
 impl Load {

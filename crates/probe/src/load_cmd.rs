@@ -33,22 +33,8 @@ pub struct CommandLoad {
 /// Kill the process groups recorded by runs that are gone (`rtgauge-load-PID/cmd.pgid` whose PID is not
 /// alive). [`crate::load::clean_leftovers`] calls it before it removes their directories.
 pub fn kill_leftover_groups(scratch: &Path) {
-    let Ok(rd) = std::fs::read_dir(scratch) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("rtgauge-load-")
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: kill with signal 0 only asks whether the process exists.
-        if pid <= 0 || unsafe { libc::kill(pid, 0) } == 0 {
-            continue;
-        }
-        let Some(pgid) = std::fs::read_to_string(e.path().join("cmd.pgid"))
+    for dir in crate::load::leftover_dirs(scratch) {
+        let Some(pgid) = std::fs::read_to_string(dir.join("cmd.pgid"))
             .ok()
             .and_then(|t| t.trim().parse::<i32>().ok())
             .filter(|g| *g > 1)

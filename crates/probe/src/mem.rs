@@ -37,6 +37,7 @@ const MIN_LOADS: u64 = 200_000;
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct MemPlan {
+    /// The measurement as the run document records it (sizes, strides, CPUs).
     pub config: MemConfig,
     /// Caches from sysfs, to name the steps.
     pub caches: Vec<CacheInfo>,

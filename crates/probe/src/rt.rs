@@ -5,7 +5,7 @@
 //! Everything changed here is held only for the run: the latency guard restores the previous PM QoS request
 //! when dropped, and threads return to SCHED_OTHER when they end.
 
-use rtgauge_model::rt::{SchedPolicy, Setting};
+use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting};
 use rtgauge_model::CpuSet;
 use std::io::{Read, Write};
 
@@ -234,10 +234,7 @@ pub fn on_own_thread<T: Send + 'static>(
     name: &str,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, crate::ProbeError> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(work)
-        .map_err(|cause| crate::ProbeError::Spawn { index: 0, cause })?
+    spawn_thread(name.into(), 0, work)?
         .join()
         .map_err(|_| crate::ProbeError::Thread {
             index: 0,
@@ -268,11 +265,11 @@ pub fn prefault_stack(bytes: usize) {
 
 /// Write to every page of a vector's capacity, then empty it again, so that pushing up to the capacity never
 /// faults in the measuring loop.
-pub fn prefault_vec<T: Copy>(v: &mut Vec<T>, fill: T) {
-    let cap = v.capacity();
-    v.resize(cap, fill);
-    std::hint::black_box(v.as_slice());
-    v.clear();
+pub fn prefault_vec<T: Copy>(vec: &mut Vec<T>, fill: T) {
+    let cap = vec.capacity();
+    vec.resize(cap, fill);
+    std::hint::black_box(vec.as_slice());
+    vec.clear();
 }
 
 /// Holds a PM QoS request on `/dev/cpu_dma_latency` for as long as it lives (the kernel drops the request
@@ -280,7 +277,9 @@ pub fn prefault_vec<T: Copy>(v: &mut Vec<T>, fill: T) {
 #[derive(Debug)]
 pub struct DmaLatencyGuard {
     _file: Option<std::fs::File>,
+    /// The request as made and the value read back while held.
     pub setting: Setting<Option<i32>>,
+    /// The value the device had before this request.
     pub before: Option<i32>,
 }
 
@@ -329,27 +328,84 @@ impl DmaLatencyGuard {
                         before,
                     }
                 }
-                Err(e) => DmaLatencyGuard {
-                    _file: None,
-                    setting: Setting {
-                        requested: Some(v),
-                        achieved: None,
-                        error: Some(format!("write {DMA_LATENCY}: {e}")),
-                    },
-                    before,
-                },
+                Err(e) => Self::failed(v, before, format!("write {DMA_LATENCY}: {e}")),
             },
-            Err(e) => DmaLatencyGuard {
-                _file: None,
-                setting: Setting {
-                    requested: Some(v),
-                    achieved: None,
-                    error: Some(format!("open {DMA_LATENCY}: {e}")),
-                },
-                before,
-            },
+            Err(e) => Self::failed(v, before, format!("open {DMA_LATENCY}: {e}")),
         }
     }
+
+    /// A request for `requested` µs that could not be made (the device holds no request of ours).
+    fn failed(requested: i32, before: Option<i32>, error: String) -> DmaLatencyGuard {
+        DmaLatencyGuard {
+            _file: None,
+            setting: Setting {
+                requested: Some(requested),
+                achieved: None,
+                error: Some(error),
+            },
+            before,
+        }
+    }
+}
+
+/// Pin the calling (main, reporting) thread to `main_cpus` (None: leave it where it is) and gather the
+/// process-wide settings a probe runs under. `contended` is left empty: it is known only at the end.
+pub(crate) fn process_conditions(
+    main_cpus: Option<&CpuSet>,
+    mlockall: Setting<bool>,
+    dma: &DmaLatencyGuard,
+) -> ProcessConditions {
+    let main_affinity = match main_cpus {
+        Some(cpus) => {
+            let s = set_affinity(cpus);
+            Setting {
+                requested: Some(cpus.clone()),
+                achieved: Some(s.achieved),
+                error: s.error,
+            }
+        }
+        None => Setting {
+            requested: None,
+            achieved: Some(current_affinity()),
+            error: None,
+        },
+    };
+    ProcessConditions {
+        mlockall,
+        cpu_dma_latency_us: dma.setting.clone(),
+        cpu_dma_latency_before_us: dma.before,
+        main_affinity,
+        contended: Vec::new(),
+    }
+}
+
+/// Start a probe's thread `index` under `name` (what `top -H` and traces show); a failure is an error
+/// naming its index.
+pub(crate) fn spawn_thread<T: Send + 'static>(
+    name: String,
+    index: usize,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>, crate::ProbeError> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(body)
+        .map_err(|cause| crate::ProbeError::Spawn { index, cause })
+}
+
+/// Join every measurement thread, in order; a thread that panicked is an error naming its index.
+pub(crate) fn join_all<T>(
+    handles: Vec<std::thread::JoinHandle<T>>,
+) -> Result<Vec<T>, crate::ProbeError> {
+    handles
+        .into_iter()
+        .enumerate()
+        .map(|(index, h)| {
+            h.join().map_err(|_| crate::ProbeError::Thread {
+                index,
+                reason: "panicked".into(),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

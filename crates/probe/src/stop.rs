@@ -10,6 +10,7 @@ use std::sync::Arc;
 pub struct StopFlag(Arc<AtomicBool>);
 
 impl StopFlag {
+    /// A flag not set.
     pub fn new() -> StopFlag {
         StopFlag::default()
     }
@@ -20,10 +21,12 @@ impl StopFlag {
         }
         Ok(())
     }
+    /// Whether a stop was asked for (one relaxed load: cheap enough for the measuring loops).
     #[inline(always)]
     pub fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
+    /// Ask every holder of the flag to stop.
     pub fn set(&self) {
         self.0.store(true, Ordering::Relaxed);
     }

@@ -30,11 +30,15 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// Why tracing could not start; the probe then runs with counters only.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// Tracefs could not be reached.
     #[error("tracefs at {TRACEFS} is not readable and mounting it failed ({0}): needs root")]
     NoTracefs(std::io::Error),
+    /// Reading or writing a tracefs file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The tracefs file.
         path: String,
+        /// What the OS said.
         source: std::io::Error,
     },
 }
@@ -121,8 +125,11 @@ pub fn clean_stale(tracefs: &Path) -> usize {
 /// One parsed trace line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event<'a> {
+    /// When the event happened, ns (the trace clock).
     pub ts_ns: u64,
+    /// The event's name (e.g. `irq_handler_entry`).
     pub name: &'a str,
+    /// The rest of the line: the event's fields, unparsed.
     pub fields: &'a str,
 }
 
@@ -189,14 +196,15 @@ pub struct Folder {
     running: Option<(String, i64, u64)>,
     /// Threads not to charge (the probe's own) and the idle task (pid 0) are left out.
     pub exclude: Vec<i64>,
+    /// Events folded so far.
     pub events: u64,
 }
 
 impl Folder {
     /// Feed one event; finished spans are pushed to `out`.
-    pub fn feed(&mut self, e: &Event<'_>, out: &mut Vec<Span>) {
+    pub fn feed(&mut self, event: &Event<'_>, out: &mut Vec<Span>) {
         self.events += 1;
-        let t = e.ts_ns;
+        let t = event.ts_ns;
         fn close(
             stack: &mut Vec<(CauseKind, String, u64)>,
             kind: CauseKind,
@@ -213,29 +221,29 @@ impl Folder {
                 });
             }
         }
-        match e.name {
+        match event.name {
             "irq_handler_entry" => {
-                let irq = field(e.fields, "irq=", None).unwrap_or("?");
-                let name = field(e.fields, "name=", Some("\u{0}")).unwrap_or("");
+                let irq = field(event.fields, "irq=", None).unwrap_or("?");
+                let name = field(event.fields, "name=", Some("\u{0}")).unwrap_or("");
                 self.stack
                     .push((CauseKind::Irq, format!("{irq} {name}"), t));
             }
             "irq_handler_exit" => close(&mut self.stack, CauseKind::Irq, t, out),
             "softirq_entry" => {
-                let name = field(e.fields, "action=", Some("]")).unwrap_or("?");
+                let name = field(event.fields, "action=", Some("]")).unwrap_or("?");
                 self.stack.push((CauseKind::Softirq, name.to_string(), t));
             }
             "softirq_exit" => close(&mut self.stack, CauseKind::Softirq, t, out),
             "workqueue_execute_start" => {
-                let name = field(e.fields, "function ", None).unwrap_or("?");
+                let name = field(event.fields, "function ", None).unwrap_or("?");
                 self.stack.push((CauseKind::Work, name.to_string(), t));
             }
             "workqueue_execute_end" => close(&mut self.stack, CauseKind::Work, t, out),
             "nmi_handler" => {
-                let d: u64 = field(e.fields, "delta_ns=", None)
+                let d: u64 = field(event.fields, "delta_ns=", None)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
-                let name = field(e.fields, "handler=", None).unwrap_or("?");
+                let name = field(event.fields, "handler=", None).unwrap_or("?");
                 out.push(Span {
                     start_ns: t.saturating_sub(d),
                     end_ns: t,
@@ -254,11 +262,11 @@ impl Folder {
                         });
                     }
                 }
-                let comm = field(e.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
-                let pid: i64 = field(e.fields, "next_pid=", None)
+                let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
+                let pid: i64 = field(event.fields, "next_pid=", None)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
-                let prio: i64 = field(e.fields, "next_prio=", None)
+                let prio: i64 = field(event.fields, "next_prio=", None)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(120);
                 self.running = Some((format!("{comm}/{pid} {}", prio_name(prio)), pid, t));
@@ -478,6 +486,7 @@ pub fn parse_overrun(stats: &str) -> u64 {
 /// What a finished session hands back.
 #[derive(Debug, Default)]
 pub struct TraceData {
+    /// What ran on each CPU instead of the probe: spans per CPU, in time order.
     pub spans: BTreeMap<u32, Vec<Span>>,
     /// CLOCK_MONOTONIC time tracing started.
     pub started_ns: u64,
@@ -485,7 +494,9 @@ pub struct TraceData {
     pub pruned_before: BTreeMap<u32, u64>,
     /// Ranges kept past the rolling window.
     pub pins: Vec<(u64, u64)>,
+    /// Events read from the trace buffer.
     pub events: u64,
+    /// Events the kernel dropped because the buffer was full.
     pub lost: u64,
 }
 

@@ -5,10 +5,14 @@
 //! Sizes are bounded whatever the run length: histograms have at most [`BINS`] bins and timelines at
 //! most [`TIMELINE_POINTS`] points (the largest value of each span is kept, so a single spike survives).
 
+use crate::units::us;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
 
+/// Bins of a latency histogram chart.
 pub const BINS: usize = 120;
+/// Most points a timeline or percentile curve is drawn with (longer ones are thinned).
 pub const TIMELINE_POINTS: usize = 1200;
 const SIZE: (u32, u32) = (720, 320);
 const PALETTE: [RGBColor; 6] = [
@@ -22,16 +26,14 @@ const PALETTE: [RGBColor; 6] = [
 
 /// One named distribution or timeline to draw.
 pub struct Series<'a, T: ?Sized> {
+    /// The legend's name for it (a CPU, a run).
     pub name: String,
+    /// What to draw.
     pub data: &'a T,
 }
 
 fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
-}
-
-fn us(ns: f64) -> f64 {
-    ns / 1000.0
 }
 
 /// Draw with plotters into an SVG string; a drawing error yields a short SVG saying so (a chart is never
@@ -89,6 +91,37 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 /// One line per named series in the palette's colours, then the legend.
+/// Draw the chart's grid with its axis names and label formats (`x_label` None: plotters' own).
+fn mesh<'b, X, Y>(
+    chart: &mut ChartContext<'b, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
+    x_label: Option<&dyn Fn(&f64) -> String>,
+    y_label: &dyn Fn(&f64) -> String,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut m = chart.configure_mesh();
+    m.x_desc(x_desc).y_desc(y_desc).y_label_formatter(y_label);
+    if let Some(f) = x_label {
+        m.x_label_formatter(f);
+    }
+    m.draw().map_err(|e| e.to_string())
+}
+
+/// Each series' name with its points, for [`lines`].
+fn named<'a, T: ?Sized>(
+    series: &'a [Series<T>],
+    points: &'a [Vec<(f64, f64)>],
+) -> impl Iterator<Item = (&'a str, &'a [(f64, f64)])> {
+    series
+        .iter()
+        .zip(points)
+        .map(|(s, p)| (s.name.as_str(), p.as_slice()))
+}
+
 fn lines<'a, 'b, X, Y>(
     chart: &mut ChartContext<'b, SVGBackend<'b>, Cartesian2d<X, Y>>,
     named: impl Iterator<Item = (&'a str, &'a [(f64, f64)])>,
@@ -154,14 +187,13 @@ pub fn histogram_within(title: &str, series: &[Series<Sparse>], all: &[Series<Sp
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart.map_err(|e| e.to_string())?;
-                chart
-                    .configure_mesh()
-                    .x_desc("latency (µs)")
-                    .y_desc("samples")
-                    .x_label_formatter(&|x| num_label(*x))
-                    .y_label_formatter(&|y| num_label(*y))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                mesh(
+                    &mut chart,
+                    "latency (µs)",
+                    "samples",
+                    Some(&|x| num_label(*x)),
+                    &|y| num_label(*y),
+                )?;
                 for (i, (s, bs)) in series.iter().zip(&bins).enumerate() {
                     let c = color(i);
                     chart
@@ -215,19 +247,19 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
         let mut chart = frame(root, title)
             .build_cartesian_2d((1.0f64..xmax).log_scale(), (ymin..ymax).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile")
-            .y_desc("latency (µs)")
-            .x_label_formatter(&|x| percentile_label(*x))
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        let named = series
-            .iter()
-            .zip(&curves)
-            .map(|(s, pts)| (s.name.as_str(), pts.as_slice()));
-        lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
+        mesh(
+            &mut chart,
+            "percentile",
+            "latency (µs)",
+            Some(&|x| percentile_label(*x)),
+            &|y| num_label(*y),
+        )?;
+        lines(
+            &mut chart,
+            named(series, &curves),
+            2,
+            SeriesLabelPosition::UpperLeft,
+        )
     })
 }
 
@@ -320,19 +352,19 @@ pub fn histogram_overlay(title: &str, series: &[Series<Sparse>]) -> String {
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart.map_err(|e| e.to_string())?;
-                chart
-                    .configure_mesh()
-                    .x_desc("latency (µs)")
-                    .y_desc("samples")
-                    .x_label_formatter(&|x| num_label(*x))
-                    .y_label_formatter(&|y| num_label(*y))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
-                let named = series
-                    .iter()
-                    .zip(&curves)
-                    .map(|(s, c)| (s.name.as_str(), c.as_slice()));
-                lines(&mut chart, named, 1, SeriesLabelPosition::UpperRight)
+                mesh(
+                    &mut chart,
+                    "latency (µs)",
+                    "samples",
+                    Some(&|x| num_label(*x)),
+                    &|y| num_label(*y),
+                )?;
+                lines(
+                    &mut chart,
+                    named(series, &curves),
+                    1,
+                    SeriesLabelPosition::UpperRight,
+                )
             }};
         }
         if axis.log {
@@ -543,18 +575,19 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
         let mut chart = frame(root, title)
             .build_cartesian_2d(0.0..xmax, (ymin..ymax).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("time ({unit})"))
-            .y_desc("max latency (µs)")
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        let named = series
-            .iter()
-            .zip(&points)
-            .map(|(s, pts)| (s.name.as_str(), pts.as_slice()));
-        lines(&mut chart, named, 1, SeriesLabelPosition::MiddleRight)
+        mesh(
+            &mut chart,
+            &format!("time ({unit})"),
+            "max latency (µs)",
+            None,
+            &|y| num_label(*y),
+        )?;
+        lines(
+            &mut chart,
+            named(series, &points),
+            1,
+            SeriesLabelPosition::MiddleRight,
+        )
     })
 }
 
@@ -580,14 +613,13 @@ pub fn log_curve(
         let mut chart = frame(root, title)
             .build_cartesian_2d((x0..x1).log_scale().base(4.0), (y0..y1).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .x_label_formatter(&|x| bytes_label(*x))
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        mesh(
+            &mut chart,
+            x_desc,
+            y_desc,
+            Some(&|x| bytes_label(*x)),
+            &|y| num_label(*y),
+        )?;
         for (x, name) in marks {
             chart
                 .draw_series(LineSeries::new([(*x, y0), (*x, y1)], BLACK.mix(0.3)))
@@ -629,13 +661,9 @@ pub fn load_curve(
         let mut chart = frame(root, title)
             .build_cartesian_2d(0.0..x1 * 1.05, (y0..y1).log_scale())
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc("latency (µs)")
-            .y_label_formatter(&|y| num_label(*y))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        mesh(&mut chart, x_desc, "latency (µs)", None, &|y| {
+            num_label(*y)
+        })?;
         if let Some((b, name)) = &bound {
             chart
                 .draw_series(DashedLineSeries::new(
@@ -649,11 +677,12 @@ pub fn load_curve(
                 .draw_series([Text::new(name.clone(), (0.0, *b * 1.1), ("sans-serif", 11))])
                 .map_err(|e| e.to_string())?;
         }
-        let named = series
-            .iter()
-            .zip(&in_us)
-            .map(|(s, d)| (s.name.as_str(), d.as_slice()));
-        lines(&mut chart, named, 2, SeriesLabelPosition::UpperLeft)
+        lines(
+            &mut chart,
+            named(series, &in_us),
+            2,
+            SeriesLabelPosition::UpperLeft,
+        )
     })
 }
 

@@ -7,6 +7,7 @@
 //! a function of stored documents and can be tested and re-rendered without a clock or a database.
 
 use crate::escape::visible_field;
+use crate::units::us_label;
 use maud::html;
 use rtgauge_model::audit::Status;
 use rtgauge_model::run::RunDocument;
@@ -17,7 +18,9 @@ use std::collections::BTreeMap;
 /// One run handed to [`aggregate`]: the newest run of its host for its profile.
 #[derive(Debug, Clone, Copy)]
 pub struct FleetRun<'a> {
+    /// The run's id in the store.
     pub id: i64,
+    /// The run document.
     pub doc: &'a RunDocument,
     /// Seconds since the run ended (or started, while running); `None` when the timestamp is unreadable.
     pub age_s: Option<i64>,
@@ -26,16 +29,25 @@ pub struct FleetRun<'a> {
 /// One host and profile: its latest run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HostEntry {
+    /// The host's name.
     pub host: String,
+    /// The requirement profile the run was judged against, if any.
     pub profile: Option<String>,
+    /// The run's id in the store.
     pub run: i64,
+    /// The run's platform label, if any.
     pub label: Option<String>,
+    /// When the run started (RFC 3339).
     pub started_at: String,
+    /// The run's status as the store records it.
     pub status: String,
+    /// Seconds since the run ended (or started, while running); `None` when unreadable.
     pub age_s: Option<i64>,
     /// `pass`, `fail` (a gate failed), `no data` (a gate had nothing to judge) or `no gates`.
     pub verdict: String,
+    /// Largest timer latency of the run, ns (None: no cyclic probe).
     pub cyclic_max_ns: Option<u64>,
+    /// Largest OS-noise gap of the run, ns (None: no oslat probe).
     pub oslat_max_ns: Option<u64>,
     /// Failed audit rules (ids); `None` when the run carries no audit.
     pub audit_failed: Option<Vec<String>>,
@@ -56,11 +68,13 @@ pub enum OutlierKind {
 /// A group of hosts that differ from the fleet's majority in one respect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outlier {
+    /// What makes these hosts outliers.
     pub kind: OutlierKind,
     /// The measure (`cyclic.max`), audit rule id or fingerprint field.
     pub what: String,
     /// The profile, for a latency outlier.
     pub profile: Option<String>,
+    /// The outlying hosts.
     pub hosts: Vec<String>,
     /// Hosts compared.
     pub of: usize,
@@ -75,8 +89,11 @@ pub struct Outlier {
 /// The fleet view.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fleet {
+    /// Hosts in the fleet.
     pub hosts: usize,
+    /// Each host's latest run per profile.
     pub entries: Vec<HostEntry>,
+    /// Hosts that differ from the majority, one entry per respect.
     pub outliers: Vec<Outlier>,
 }
 
@@ -176,10 +193,6 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
-fn us(ns: f64) -> String {
-    format!("{:.1} µs", ns / 1000.0)
-}
-
 /// Latency outliers per profile and measure: a host whose max is above `median + MAD_FACTOR × scale`, where
 /// scale is the MAD scaled to a standard deviation (×1.4826), floored at 5 % of the median and 1 µs so that a
 /// fleet of near-identical hosts (MAD ≈ 0) does not turn every few hundred ns into an outlier.
@@ -215,10 +228,10 @@ fn latency_outliers(entries: &[HostEntry]) -> Vec<Outlier> {
             }
             let value = high
                 .iter()
-                .map(|(h, x)| format!("{h} {}", us(*x)))
+                .map(|(h, x)| format!("{h} {}", us_label(*x)))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let majority = format!("median {}, bound {}", us(m), us(bound));
+            let majority = format!("median {}, bound {}", us_label(m), us_label(bound));
             out.push(Outlier {
                 kind: OutlierKind::Latency,
                 what: name.to_string(),
@@ -383,9 +396,9 @@ fn audit_text(a: &Option<Vec<String>>) -> String {
 }
 
 /// The terminal table and the outliers.
-pub fn render_text(f: &Fleet) -> String {
+pub fn render_text(fleet: &Fleet) -> String {
     use std::fmt::Write as _;
-    let w = f
+    let w = fleet
         .entries
         .iter()
         .map(|e| visible_field(&e.host).chars().count())
@@ -394,17 +407,17 @@ pub fn render_text(f: &Fleet) -> String {
         .max(4);
     let mut s = format!(
         "{} host{}, {} latest run{} (one per host and profile)\n\n",
-        f.hosts,
-        if f.hosts == 1 { "" } else { "s" },
-        f.entries.len(),
-        if f.entries.len() == 1 { "" } else { "s" }
+        fleet.hosts,
+        if fleet.hosts == 1 { "" } else { "s" },
+        fleet.entries.len(),
+        if fleet.entries.len() == 1 { "" } else { "s" }
     );
     let _ = writeln!(
         s,
         "{:<w$}  {:<10}  {:>5}  {:<11}  {:<8}  {:>10}  {:>10}  {:>8}  audit fail",
         "host", "profile", "run", "status", "verdict", "cyclic µs", "oslat µs", "age"
     );
-    for e in &f.entries {
+    for e in &fleet.entries {
         let _ = writeln!(
             s,
             "{:<w$}  {:<10}  {:>5}  {:<11}  {:<8}  {:>10}  {:>10}  {:>8}  {}",
@@ -420,11 +433,11 @@ pub fn render_text(f: &Fleet) -> String {
         );
     }
     s.push('\n');
-    if f.outliers.is_empty() {
+    if fleet.outliers.is_empty() {
         let _ = writeln!(
             s,
             "outliers: none{}",
-            if f.hosts < MIN_HOSTS {
+            if fleet.hosts < MIN_HOSTS {
                 format!(" (needs at least {MIN_HOSTS} hosts)")
             } else {
                 String::new()
@@ -432,7 +445,7 @@ pub fn render_text(f: &Fleet) -> String {
         );
     } else {
         let _ = writeln!(s, "outliers:");
-        for o in &f.outliers {
+        for o in &fleet.outliers {
             let _ = writeln!(s, "  {}: {}", visible_field(&o.hosts.join(", ")), o.message);
         }
     }
@@ -440,15 +453,15 @@ pub fn render_text(f: &Fleet) -> String {
 }
 
 /// A self-contained HTML page: the table and the outliers.
-pub fn render_html(f: &Fleet) -> String {
+pub fn render_html(fleet: &Fleet) -> String {
     let body = html! {
-        p { (f.hosts) " hosts, " (f.entries.len()) " latest runs (one per host and profile)." }
+        p { (fleet.hosts) " hosts, " (fleet.entries.len()) " latest runs (one per host and profile)." }
         h2 { "Outliers" }
-        @if f.outliers.is_empty() {
+        @if fleet.outliers.is_empty() {
             p.muted { "none" }
         } @else {
             ul {
-                @for o in &f.outliers {
+                @for o in &fleet.outliers {
                     li { span.warn { (format!("{:?}", o.kind).to_lowercase()) } " " (o.message)
                         " — " (o.hosts.join(", ")) }
                 }
@@ -458,7 +471,7 @@ pub fn render_html(f: &Fleet) -> String {
         table {
             tr { th { "host" } th { "profile" } th { "run" } th { "status" } th { "verdict" }
                  th { "cyclic max µs" } th { "oslat max µs" } th { "age" } th { "audit fail" } }
-            @for e in &f.entries {
+            @for e in &fleet.entries {
                 tr {
                     td { (e.host) }
                     td { (e.profile.as_deref().unwrap_or("-")) }

@@ -4,7 +4,8 @@
 
 use crate::charts::{self, Series};
 use crate::compare::{Comparison, Verdict};
-use crate::threads::{lat_threads, pooled_sparse, sparse_of};
+use crate::threads::{lat_threads, pooled_sparse, sparse_of, LatThread};
+use crate::units::us_figure;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use rtgauge_model::audit::AuditReport;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
@@ -65,29 +66,29 @@ fn chart(svg: String) -> Markup {
 }
 
 /// µs with 1 decimal, or 3 below 10 µs (busy-loop gaps are tens of ns).
-fn us(ns: u64) -> String {
-    let v = ns as f64 / 1000.0;
-    if v < 10.0 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
 /// A column of a comparison: the run, or the set of runs (repetitions) it stands for.
-pub fn column_name(i: usize, id: i64, d: &RunDocument, c: &Comparison, prefix: bool) -> String {
-    let ids = match c.sets.get(i) {
-        Some(set) if c.sets.iter().any(|s| s.len() > 1) => {
+pub fn column_name(
+    index: usize,
+    id: i64,
+    doc: &RunDocument,
+    comparison: &Comparison,
+    prefix: bool,
+) -> String {
+    let ids = match comparison.sets.get(index) {
+        Some(set) if comparison.sets.iter().any(|s| s.len() > 1) => {
             set.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
         }
         _ => id.to_string(),
     };
-    let what = match (prefix, c.sets.get(i).is_some_and(|s| s.len() > 1)) {
+    let what = match (
+        prefix,
+        comparison.sets.get(index).is_some_and(|s| s.len() > 1),
+    ) {
         (false, _) => ids,
         (true, true) => format!("runs {ids}"),
         (true, false) => format!("run {ids}"),
     };
-    match &d.label {
+    match &doc.label {
         Some(l) => format!("{what} ({l})"),
         None => what,
     }
@@ -153,13 +154,13 @@ pub fn render_report(id: i64, doc: &RunDocument) -> String {
 
 /// The HTML report of one run: the verdict first, then the run, the probes, warnings, fingerprint, audit,
 /// and the content hash that `rtgauge verify` checks.
-pub fn render_report_with(id: i64, doc: &RunDocument, o: ReportOptions) -> String {
+pub fn render_report_with(id: i64, doc: &RunDocument, options: ReportOptions) -> String {
     let hashes = crate::record::hashes(doc);
     let body = html! {
         (crate::verdict::html(doc))
         h2 { "Run" }
         (header(doc))
-        @for p in &doc.probes { (probe_section(p, o)) }
+        @for p in &doc.probes { (probe_section(p, options)) }
         @if !doc.warnings.is_empty() {
             h2 { "Warnings" }
             ul { @for w in &doc.warnings { li { (w) } } }
@@ -168,13 +169,13 @@ pub fn render_report_with(id: i64, doc: &RunDocument, o: ReportOptions) -> Strin
             h2 { "Platform fingerprint" }
             // A hundred settings: collapsed on the page (what differs between runs is on the compare
             // page), open in the record, which must hold them all.
-            (details(o.record, html! { "CPU, topology, NUMA, kernel, clocksource, virtualization, tuning" },
+            (details(options.record, html! { "CPU, topology, NUMA, kernel, clocksource, virtualization, tuning" },
                 kv_table(&serde_json::to_value(f).unwrap_or_default())))
         }
-        @if let Some(a) = &doc.audit { (audit_section(a, o.record)) }
+        @if let Some(a) = &doc.audit { (audit_section(a, options.record)) }
         (crate::record::html(id, &hashes))
     };
-    let title = if o.record {
+    let title = if options.record {
         format!("rtgauge qualification record: {}", run_name(id, doc))
     } else {
         format!("rtgauge {}", run_name(id, doc))
@@ -258,24 +259,6 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
             data: s,
         })
         .collect();
-    let many = threads.len() > FEW_CPUS;
-    // Many CPUs: the timeline of the largest value over all of them (64 lines would be a smear).
-    let pooled_tl;
-    let tl: Vec<Series<[TimelineEntry]>> = if many {
-        pooled_tl = pooled_timeline(p);
-        vec![Series {
-            name: format!("all {} CPUs", threads.len()),
-            data: pooled_tl.as_slice(),
-        }]
-    } else {
-        threads
-            .iter()
-            .map(|t| Series {
-                name: t.name.clone(),
-                data: t.timeline,
-            })
-            .collect()
-    };
     // Per-thread samples over the -h range (seed 003's "overflows" column).
     let overflows: Option<(u64, Vec<u64>)> = match p {
         ProbeResult::Cyclic(c) => c.config.overflow_threshold_ns().map(|thr| {
@@ -294,27 +277,81 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
         .enumerate()
         .max_by_key(|(_, t)| t.stats.max_ns)
         .map_or(0, |(i, _)| i);
-    let table = html! {
+    let table = result_table(&threads, overflows.as_ref(), worst);
+    let conditions = conditions_table(&threads);
+    let shortfalls = threads
+        .iter()
+        .filter(|t| {
+            let c = t.conditions;
+            c.policy.error.is_some() || c.priority.error.is_some() || c.cpu.error.is_some()
+        })
+        .count();
+    html! {
+        h2 { (title) }
+        @if let Some(t) = threads.get(worst) {
+            p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
+                strong { (us_figure(t.stats.max_ns)) " µs" } " on " (t.name)
+                @if let ProbeResult::Cyclic(c) = p {
+                    "; missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
+                    @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
+                }
+                "." }
+        }
+        @if threads.len() > OPEN_ROWS {
+            (details(o.record, html! { "Result per CPU (" (threads.len()) " CPUs: samples, min, avg, percentiles, max" @if overflows.is_some() { ", overflows" } ")" }, table))
+        } @else {
+            (table)
+        }
+        (probe_charts(p, what, &threads, &series))
+        (crate::spikes::html(p))
+        h3 { "Conditions (requested → achieved)" }
+        @if threads.len() > OPEN_ROWS {
+            (details(o.record || shortfalls > 0, html! { "Per thread (" (threads.len()) "; " (shortfalls) " with a shortfall)" }, conditions))
+        } @else {
+            (conditions)
+        }
+        @if let Some(pc) = process {
+            table {
+                tr { th { "mlockall" } (setting(&pc.mlockall.requested.to_string(), &pc.mlockall.achieved.to_string(), pc.mlockall.error.as_deref())) }
+                tr { th { "cpu_dma_latency µs" } (setting(&fmt_opt(pc.cpu_dma_latency_us.requested), &fmt_opt(pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
+            }
+        }
+    }
+}
+
+/// The result per CPU: samples, min, avg, percentiles, max (the `worst` row marked when there are many),
+/// and the samples at or above the overflow threshold when there is one.
+fn result_table(
+    threads: &[LatThread],
+    overflows: Option<&(u64, Vec<u64>)>,
+    worst: usize,
+) -> Markup {
+    let many = threads.len() > FEW_CPUS;
+    html! {
         table {
             tr { th { "CPU" } th { "samples" } th { "min µs" } th { "avg µs" } th { "p99 µs" } th { "p99.9 µs" } th { "p99.99 µs" } th { "max µs" }
                  @if let Some((thr, _)) = &overflows { th { "overflows (≥ " (thr / 1000) " µs)" } } }
             @for (i, t) in threads.iter().enumerate() {
                 tr {
-                    td { (t.name) } td.n { (t.stats.count) } td.n { (us(t.stats.min_ns)) }
-                    td.n { (us(t.stats.mean_ns as u64)) }
+                    td { (t.name) } td.n { (t.stats.count) } td.n { (us_figure(t.stats.min_ns)) }
+                    td.n { (us_figure(t.stats.mean_ns as u64)) }
                     td.n { (pct_us(t.stats, 99.0)) }
                     td.n { (pct_us(t.stats, 99.9)) }
                     td.n { (pct_us(t.stats, 99.99)) }
-                    td.n.worst[many && i == worst] { (us(t.stats.max_ns)) }
+                    td.n.worst[many && i == worst] { (us_figure(t.stats.max_ns)) }
                     @if let Some((_, n)) = &overflows { td.n { (n.get(i).copied().unwrap_or(0)) } }
                 }
             }
         }
-    };
-    let conditions = html! {
+    }
+}
+
+/// The scheduling settings of each measurement thread, requested → achieved.
+fn conditions_table(threads: &[LatThread]) -> Markup {
+    html! {
         table {
             tr { th { "thread" } th { "policy" } th { "priority" } th { "CPU" } }
-            @for t in &threads {
+            @for t in threads {
                 tr {
                     td { (t.name) }
                     (setting(&t.conditions.policy.requested.to_string(), &t.conditions.policy.achieved.to_string(), t.conditions.policy.error.as_deref()))
@@ -323,14 +360,35 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The charts of a latency probe: per-CPU histograms, percentiles and the timeline; with many CPUs a
+/// heatmap, an overlay and a strip instead of a histogram each.
+fn probe_charts(
+    p: &ProbeResult,
+    what: &str,
+    threads: &[LatThread],
+    series: &[Series<Sparse>],
+) -> Markup {
+    let many = threads.len() > FEW_CPUS;
+    // Many CPUs: the timeline of the largest value over all of them (64 lines would be a smear).
+    let pooled_tl;
+    let tl: Vec<Series<[TimelineEntry]>> = if many {
+        pooled_tl = pooled_timeline(p);
+        vec![Series {
+            name: format!("all {} CPUs", threads.len()),
+            data: pooled_tl.as_slice(),
+        }]
+    } else {
+        threads
+            .iter()
+            .map(|t| Series {
+                name: t.name.clone(),
+                data: t.timeline,
+            })
+            .collect()
     };
-    let shortfalls = threads
-        .iter()
-        .filter(|t| {
-            let c = t.conditions;
-            c.policy.error.is_some() || c.priority.error.is_some() || c.cpu.error.is_some()
-        })
-        .count();
     let names: Vec<String> = threads.iter().map(|t| t.name.clone()).collect();
     let figures: Vec<(String, Vec<u64>)> = [99.0, 99.9]
         .iter()
@@ -349,69 +407,41 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
         )))
         .collect();
     html! {
-        h2 { (title) }
-        @if let Some(t) = threads.get(worst) {
-            p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
-                strong { (us(t.stats.max_ns)) " µs" } " on " (t.name)
-                @if let ProbeResult::Cyclic(c) = p {
-                    "; missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
-                    @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
-                }
-                "." }
-        }
-        @if threads.len() > OPEN_ROWS {
-            (details(o.record, html! { "Result per CPU (" (threads.len()) " CPUs: samples, min, avg, percentiles, max" @if overflows.is_some() { ", overflows" } ")" }, table))
-        } @else {
-            (table)
-        }
         @if many {
             div.grid {
-                (chart(charts::heatmap(&format!("{what}: CPU × latency (shade: log samples)"), &series)))
-                (chart(charts::histogram_overlay(&format!("{what} histograms, {} CPUs overlaid", series.len()), &series)))
+                (chart(charts::heatmap(&format!("{what}: CPU × latency (shade: log samples)"), series)))
+                (chart(charts::histogram_overlay(&format!("{what} histograms, {} CPUs overlaid", series.len()), series)))
                 (chart(charts::strip(&format!("{what} per CPU"), &names, &figures)))
-                (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
+                (chart(charts::percentiles(&format!("{what} percentiles"), series)))
                 @if tl.iter().any(|t| !t.data.is_empty()) {
                     (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
                 }
             }
             (details(false, html! { "Histogram of each CPU (" (series.len()) ")" }, html! {
-                @for s in &series {
-                    details { summary { (s.name) ": max " (threads.iter().find(|t| t.name == s.name).map_or(String::new(), |t| us(t.stats.max_ns))) " µs" }
+                @for s in series {
+                    details { summary { (s.name) ": max " (threads.iter().find(|t| t.name == s.name).map_or(String::new(), |t| us_figure(t.stats.max_ns))) " µs" }
                         (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s)))) }
                 }
             }))
         } @else {
             div.grid {
-                @for s in &series {
-                    (chart(charts::histogram_within(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s), &series)))
+                @for s in series {
+                    (chart(charts::histogram_within(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s), series)))
                 }
-                (chart(charts::percentiles(&format!("{what} percentiles"), &series)))
+                (chart(charts::percentiles(&format!("{what} percentiles"), series)))
                 @if tl.iter().any(|t| !t.data.is_empty()) {
                     (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
                 }
-            }
-        }
-        (crate::spikes::html(p))
-        h3 { "Conditions (requested → achieved)" }
-        @if threads.len() > OPEN_ROWS {
-            (details(o.record || shortfalls > 0, html! { "Per thread (" (threads.len()) "; " (shortfalls) " with a shortfall)" }, conditions))
-        } @else {
-            (conditions)
-        }
-        @if let Some(pc) = process {
-            table {
-                tr { th { "mlockall" } (setting(&pc.mlockall.requested.to_string(), &pc.mlockall.achieved.to_string(), pc.mlockall.error.as_deref())) }
-                tr { th { "cpu_dma_latency µs" } (setting(&fmt_opt(pc.cpu_dma_latency_us.requested), &fmt_opt(pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
             }
         }
     }
 }
 
 /// A stored percentile in µs, or "> limit" when it lies beyond an imported histogram's range.
-pub fn pct_us(s: &rtgauge_model::latency::LatencyStats, p: f64) -> String {
-    match s.unknown_above(p) {
-        Some(l) => format!("> {}", us(l)),
-        None => us(s.percentile(p).unwrap_or(0)),
+pub fn pct_us(stats: &rtgauge_model::latency::LatencyStats, percentile: f64) -> String {
+    match stats.unknown_above(percentile) {
+        Some(l) => format!("> {}", us_figure(l)),
+        None => us_figure(stats.percentile(percentile).unwrap_or(0)),
     }
 }
 
@@ -580,31 +610,32 @@ fn kv_table(v: &serde_json::Value) -> Markup {
     }
 }
 
-pub fn fmt_value(v: f64, unit: MeasureUnit) -> String {
+/// A measure's value in its unit, with the precision its size calls for (e.g. "1.23 µs", "512.0/s").
+pub fn fmt_value(value: f64, unit: MeasureUnit) -> String {
     match unit {
-        MeasureUnit::Nanos if v < 100.0 => format!("{v:.1} ns"),
-        MeasureUnit::Nanos if v < 1000.0 => format!("{v:.0} ns"),
-        MeasureUnit::Nanos => format!("{:.2} µs", v / 1000.0),
-        MeasureUnit::Count => format!("{v:.0}"),
-        MeasureUnit::PerSecond => format!("{v:.1}/s"),
-        MeasureUnit::BytesPerSecond => format!("{:.2} GB/s", v / 1e9),
-        MeasureUnit::BitsPerSecond => format!("{:.2} Gbit/s", v / 1e9),
-        MeasureUnit::Bytes => format!("{v:.0} B"),
-        MeasureUnit::Percent => format!("{v:.2} %"),
+        MeasureUnit::Nanos if value < 100.0 => format!("{value:.1} ns"),
+        MeasureUnit::Nanos if value < 1000.0 => format!("{value:.0} ns"),
+        MeasureUnit::Nanos => format!("{:.2} µs", value / 1000.0),
+        MeasureUnit::Count => format!("{value:.0}"),
+        MeasureUnit::PerSecond => format!("{value:.1}/s"),
+        MeasureUnit::BytesPerSecond => format!("{:.2} GB/s", value / 1e9),
+        MeasureUnit::BitsPerSecond => format!("{:.2} Gbit/s", value / 1e9),
+        MeasureUnit::Bytes => format!("{value:.0} B"),
+        MeasureUnit::Percent => format!("{value:.2} %"),
     }
 }
 
 /// `ratio [lo–hi]`, or `—`.
-pub fn fmt_ratio(v: &crate::compare::Versus) -> String {
-    let r = if v.ratio.is_nan() {
+pub fn fmt_ratio(versus: &crate::compare::Versus) -> String {
+    let r = if versus.ratio.is_nan() {
         // An unknown value (beyond a histogram's limit) has no ratio.
         "-".into()
-    } else if v.ratio.is_finite() {
-        format!("{:.3}", v.ratio)
+    } else if versus.ratio.is_finite() {
+        format!("{:.3}", versus.ratio)
     } else {
         "∞".into()
     };
-    match v.ci {
+    match versus.ci {
         Some((lo, hi)) => format!("{r} [{lo:.3}–{hi:.3}]"),
         None => r,
     }
@@ -612,9 +643,9 @@ pub fn fmt_ratio(v: &crate::compare::Versus) -> String {
 
 /// The verdict in words, with what would decide an inconclusive one: longer runs for probes that measure
 /// over a duration, more repetitions for those that repeat a measurement (ops, mem).
-pub fn fmt_verdict(key: &str, v: &Verdict, duration_ns: u64) -> String {
+pub fn fmt_verdict(key: &str, verdict: &Verdict, duration_ns: u64) -> String {
     let repeated = key.starts_with("ops.") || key.starts_with("mem.") || key.starts_with("numa.");
-    match v {
+    match verdict {
         Verdict::Inconclusive { runs: Some(n), .. } => {
             format!("inconclusive: ~{n} runs per platform would decide")
         }
@@ -632,15 +663,19 @@ pub fn fmt_verdict(key: &str, v: &Verdict, duration_ns: u64) -> String {
         Verdict::Inconclusive { .. } => "inconclusive: the estimate sits on the margin".into(),
         Verdict::NoInterval { .. } => "n/a".into(),
         Verdict::Unknown { why } => format!("unknown: {why}"),
-        v => v.word().to_string(),
+        verdict => verdict.word().to_string(),
     }
 }
 
 /// Why some verdicts are "n/a": each reason once, in the order of the table, for the footnotes under it
 /// (the same sentence in every cell of an imported run's rows was noise).
-pub fn no_interval_notes(c: &Comparison) -> Vec<String> {
+pub fn no_interval_notes(comparison: &Comparison) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
-    for v in c.rows.iter().flat_map(|r| r.versus.iter().flatten()) {
+    for v in comparison
+        .rows
+        .iter()
+        .flat_map(|r| r.versus.iter().flatten())
+    {
         if let Verdict::NoInterval { why } = &v.verdict {
             if !notes.contains(why) {
                 notes.push(why.clone());
@@ -651,21 +686,21 @@ pub fn no_interval_notes(c: &Comparison) -> Vec<String> {
 }
 
 /// A verdict cell: the verdict in words, "n/a [k]" pointing at footnote k for one without an interval.
-pub fn verdict_cell(key: &str, v: &Verdict, duration_ns: u64, notes: &[String]) -> String {
-    match v {
+pub fn verdict_cell(key: &str, verdict: &Verdict, duration_ns: u64, notes: &[String]) -> String {
+    match verdict {
         Verdict::NoInterval { why } => match notes.iter().position(|n| n == why) {
             Some(i) => format!("n/a [{}]", i + 1),
             None => "n/a".into(),
         },
-        v => fmt_verdict(key, v, duration_ns),
+        verdict => fmt_verdict(key, verdict, duration_ns),
     }
 }
 
 /// The long forms of the comparison page's verdicts (why a verdict has no interval, what would decide an
 /// inconclusive one), each once, in the order of the table: the cells hold a word and "[k]".
-pub fn verdict_notes(c: &Comparison, duration_ns: u64) -> Vec<String> {
+pub fn verdict_notes(comparison: &Comparison, duration_ns: u64) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
-    for r in &c.rows {
+    for r in &comparison.rows {
         for v in r.versus.iter().flatten() {
             let n = match &v.verdict {
                 Verdict::NoInterval { why } => format!("n/a: {why}"),
@@ -683,16 +718,16 @@ pub fn verdict_notes(c: &Comparison, duration_ns: u64) -> Vec<String> {
 }
 
 /// A verdict cell of the comparison page: its word, with "[k]" pointing at the footnote that says more.
-pub fn short_verdict(key: &str, v: &Verdict, duration_ns: u64, notes: &[String]) -> String {
-    let long = match v {
+pub fn short_verdict(key: &str, verdict: &Verdict, duration_ns: u64, notes: &[String]) -> String {
+    let long = match verdict {
         Verdict::NoInterval { why } => format!("n/a: {why}"),
-        v => fmt_verdict(key, v, duration_ns),
+        verdict => fmt_verdict(key, verdict, duration_ns),
     };
-    let word = match v {
+    let word = match verdict {
         Verdict::NoInterval { .. } => "n/a",
         Verdict::Inconclusive { .. } => "inconclusive",
         Verdict::Unknown { .. } => "unknown",
-        v => return v.word().to_string(),
+        verdict => return verdict.word().to_string(),
     };
     match notes.iter().position(|n| *n == long) {
         Some(i) => format!("{word} [{}]", i + 1),
@@ -725,7 +760,7 @@ fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Marku
         (Some(a), Some(b)) if a > 0 => format!("{:.2}×", b as f64 / a as f64),
         _ => "-".into(),
     };
-    let show = |v: Option<u64>| v.map_or("-".to_string(), us);
+    let show = |v: Option<u64>| v.map_or("-".to_string(), us_figure);
     let table = html! {
         table {
             tr { th { "CPU" } @for n in names { th { (n) " p99 µs" } th { (n) " max µs" } }
@@ -753,23 +788,23 @@ fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Marku
 }
 
 /// A value of the table: "> limit" when it is unknown beyond a histogram's limit.
-pub fn fmt_measure(v: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
+pub fn fmt_measure(value: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
     match unknown_above {
         Some(l) => format!("> {}", fmt_value(l, unit)),
-        None => fmt_value(v, unit),
+        None => fmt_value(value, unit),
     }
 }
 
 /// The comparison page: the tax table, overlaid charts, differences.
-pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> String {
+pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Comparison) -> String {
     let names: Vec<String> = ids
         .iter()
         .zip(runs)
         .enumerate()
-        .map(|(i, (id, d))| column_name(i, *id, d, c, true))
+        .map(|(i, (id, d))| column_name(i, *id, d, comparison, true))
         .collect();
-    let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
-    let notes = verdict_notes(c, dur);
+    let dur = comparison.durations_ns.iter().copied().max().unwrap_or(0);
+    let notes = verdict_notes(comparison, dur);
     // Overlays per latency probe kind present in every run.
     let kinds: Vec<&str> = ["cyclic", "oslat"]
         .into_iter()
@@ -784,10 +819,10 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
                      td { (d.fingerprint.as_ref().map_or("-".to_string(), |f| f.virt.platform.clone())) } td { (d.started_at) } }
             }
         }
-        h2 { "Measures (baseline: " (names[0]) ", margin ±" (format!("{:.0}", c.margin * 100.0)) " %)" }
+        h2 { "Measures (baseline: " (names[0]) ", margin ±" (format!("{:.0}", comparison.margin * 100.0)) " %)" }
         table {
             tr { th { "measure" } @for n in &names { th { (n) } } @for n in names.iter().skip(1) { th { (n) " / baseline [95 % CI]" } th { "verdict" } } }
-            @for r in &c.rows {
+            @for r in &comparison.rows {
                 tr {
                     td { (r.label) }
                     @for (i, v) in r.values.iter().enumerate() { td.n { (v.map_or("-".to_string(), |x| fmt_measure(x, r.unknown_above.get(i).copied().flatten(), r.unit))) } }
@@ -822,19 +857,20 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], c: &Comparison) -> Str
         @let why = crate::spikes::compare_sentences(&names, runs);
         @if !why.is_empty() { h2 { "Why the spikes" } ul { @for s in &why { li { (s) } } } }
         h2 { "Differences in platform and tuning" }
-        @if c.differences.is_empty() { p { "None: fingerprints and audit results agree." } }
+        @if comparison.differences.is_empty() { p { "None: fingerprints and audit results agree." } }
         @else {
             table {
                 tr { th { "" } @for n in &names { th { (n) } } }
-                @for d in &c.differences { tr { th { (d.what) } @for v in &d.values { td { (v) } } } }
+                @for d in &comparison.differences { tr { th { (d.what) } @for v in &d.values { td { (v) } } } }
             }
         }
     };
     page(&format!("rtgauge comparison: {}", names.join(" vs ")), body)
 }
 
-pub fn probe_of<'a>(d: &'a RunDocument, kind: &str) -> Option<&'a ProbeResult> {
-    d.probes.iter().find(|p| match p {
+/// The first latency probe of `kind` (`cyclic` or `oslat`) in a run document.
+pub fn probe_of<'a>(doc: &'a RunDocument, kind: &str) -> Option<&'a ProbeResult> {
+    doc.probes.iter().find(|p| match p {
         ProbeResult::Cyclic(_) => kind == "cyclic",
         ProbeResult::Oslat(_) => kind == "oslat",
         _ => false,

@@ -3,6 +3,7 @@
 //! are rtgauge-formats'.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod charts;
 pub mod compare;
@@ -17,6 +18,7 @@ pub mod record;
 pub mod spikes;
 pub mod terminal;
 pub mod threads;
+mod units;
 pub mod verdict;
 
 /// A JSON value as `(dotted.path, value)` rows (objects and arrays of objects descend; `null` reads

@@ -7,10 +7,10 @@ fn gbs(b: f64) -> String {
 }
 
 /// Curve, steps, bandwidth and matrix as text.
-pub fn render(r: &MemResult, full_curve: bool) -> String {
+pub fn render(result: &MemResult, full_curve: bool) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let caches: Vec<String> = r
+    let caches: Vec<String> = result
         .caches
         .iter()
         .map(|c| format!("L{} {}", c.level, size_label(c.size_bytes)))
@@ -18,7 +18,11 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
     let _ = writeln!(
         s,
         "\nmemory (mem, {} pages; sysfs caches: {}):",
-        if r.config.hugepages { "huge" } else { "4 KiB" },
+        if result.config.hugepages {
+            "huge"
+        } else {
+            "4 KiB"
+        },
         if caches.is_empty() {
             "-".into()
         } else {
@@ -27,7 +31,7 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
     );
     if full_curve {
         let _ = writeln!(s, "  {:>10} {:>10}", "working set", "ns/load");
-        for p in &r.latency {
+        for p in &result.latency {
             let _ = writeln!(
                 s,
                 "  {:>10} {:>10.2}",
@@ -37,7 +41,7 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
         }
     }
     let _ = writeln!(s, "  steps of the latency curve:");
-    for st in &r.steps {
+    for st in &result.steps {
         let _ = writeln!(
             s,
             "    up to {:>6}: {:>7.2} ns, then {:>7.2} ns  {}",
@@ -51,7 +55,7 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
             )
         );
     }
-    if let Some(last) = r.latency.last() {
+    if let Some(last) = result.latency.last() {
         let _ = writeln!(
             s,
             "    at {:>6}: {:>7.2} ns (largest working set)",
@@ -59,7 +63,7 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
             last.ns_per_load
         );
     }
-    for b in &r.bandwidth {
+    for b in &result.bandwidth {
         let _ = writeln!(
             s,
             "  {:<5} bandwidth {:>6}: {:>8} GB/s",
@@ -68,12 +72,12 @@ pub fn render(r: &MemResult, full_curve: bool) -> String {
             gbs(b.bytes_per_sec)
         );
     }
-    if !r.numa.is_empty() {
+    if !result.numa.is_empty() {
         let _ = writeln!(
             s,
             "  NUMA matrix (CPUs of node → memory of node): latency ns, read GB/s"
         );
-        for c in &r.numa {
+        for c in &result.numa {
             match &c.error {
                 Some(e) => {
                     let _ = writeln!(s, "    {} → {}: {e}", c.cpu_node, c.mem_node);

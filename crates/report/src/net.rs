@@ -1,13 +1,10 @@
 //! Text rendering of `rtgauge net` results: one block per measurement (rate, errors by kind, latency
 //! percentiles, per-second rates) and the sweep table of seed 004's figure 3. Pure functions of model data.
 
+use crate::units;
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetMode, NetResult};
 use rtgauge_model::CpuSet;
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
-}
 
 fn latency_row(s: &mut String, name: &str, l: &LatencyStats) {
     use std::fmt::Write as _;
@@ -15,24 +12,24 @@ fn latency_row(s: &mut String, name: &str, l: &LatencyStats) {
         let _ = writeln!(s, "  {name:<26} (none)");
         return;
     }
-    let p = |q: f64| us(l.percentile(q).unwrap_or(0));
+    let p = |q: f64| units::us(l.percentile(q).unwrap_or(0) as f64);
     let _ = writeln!(
         s,
         "  {name:<26} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1}",
-        us(l.min_ns),
+        units::us(l.min_ns as f64),
         p(50.0),
         p(90.0),
         p(99.0),
         p(99.9),
-        us(l.max_ns)
+        units::us(l.max_ns as f64)
     );
 }
 
 /// One result as text: rate, errors by kind, latency percentiles, the per-second rates.
-pub fn render_result(r: &NetResult) -> String {
+pub fn render_result(result: &NetResult) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let c = &r.config;
+    let c = &result.config;
     let server = c
         .server_cpus
         .as_ref()
@@ -50,16 +47,16 @@ pub fn render_result(r: &NetResult) -> String {
         c.target,
         c.path,
         CpuSet::new(c.cpus.iter().copied()),
-        r.elapsed_ns as f64 / 1e9
+        result.elapsed_ns as f64 / 1e9
     );
     match c.mode {
         NetMode::Cps => {
             let _ = writeln!(
                 s,
                 "  {:.0} connections/s ({} complete of {} opened, {} in flight per CPU, closed by the {})",
-                r.rate_per_s,
-                r.transactions,
-                r.connections,
+                result.rate_per_s,
+                result.transactions,
+                result.connections,
                 c.concurrency,
                 match c.close {
                     CloseMode::Server => "server",
@@ -72,14 +69,14 @@ pub fn render_result(r: &NetResult) -> String {
             let _ = writeln!(
                 s,
                 "  {:.2} Gbit/s, {:.0} requests/s ({} requests over {} connections)",
-                r.bits_per_s / 1e9,
-                r.rate_per_s,
-                r.transactions,
+                result.bits_per_s / 1e9,
+                result.rate_per_s,
+                result.transactions,
                 c.concurrency
             );
         }
     }
-    let kinds: Vec<String> = r
+    let kinds: Vec<String> = result
         .errors
         .kinds()
         .iter()
@@ -89,7 +86,7 @@ pub fn render_result(r: &NetResult) -> String {
     let _ = writeln!(
         s,
         "  errors: {}{}",
-        r.errors.total(),
+        result.errors.total(),
         if kinds.is_empty() {
             String::new()
         } else {
@@ -101,17 +98,17 @@ pub fn render_result(r: &NetResult) -> String {
         "  {:<26} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "latency µs", "min", "p50", "p90", "p99", "p99.9", "max"
     );
-    latency_row(&mut s, "connect", &r.connect);
-    latency_row(&mut s, "time to first byte", &r.ttfb);
+    latency_row(&mut s, "connect", &result.connect);
+    latency_row(&mut s, "time to first byte", &result.ttfb);
     latency_row(
         &mut s,
         match c.mode {
             NetMode::Cps => "connection (to last byte)",
             NetMode::Throughput => "request",
         },
-        &r.total,
+        &result.total,
     );
-    let rates: Vec<String> = r
+    let rates: Vec<String> = result
         .per_second
         .iter()
         .map(|p| p.transactions.to_string())

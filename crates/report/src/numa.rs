@@ -45,10 +45,11 @@ fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) 
     }
 }
 
-pub fn render(r: &NumaResult, top: usize) -> String {
+/// The NUMA locality result as terminal text: the nodes, then at most `top` rows each of processes and cgroups.
+pub fn render(result: &NumaResult, top: usize) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let nodes: Vec<String> = r
+    let nodes: Vec<String> = result
         .nodes
         .iter()
         .map(|n| format!("node {}: CPUs {}", n.node, n.cpus))
@@ -62,23 +63,23 @@ pub fn render(r: &NumaResult, top: usize) -> String {
             nodes.join("; ")
         }
     );
-    table(&mut s, "processes", &r.processes, top, true);
-    table(&mut s, "cgroups", &r.cgroups, top, false);
-    let over = if r.interval_ns > 0 {
-        format!("over {}", Nanos(r.interval_ns))
+    table(&mut s, "processes", &result.processes, top, true);
+    table(&mut s, "cgroups", &result.cgroups, top, false);
+    let over = if result.interval_ns > 0 {
+        format!("over {}", Nanos(result.interval_ns))
     } else {
         "since boot".into()
     };
     let _ = writeln!(s, "  allocations {over} (pages):");
-    for c in &r.counters {
-        let x = r.counts(c);
+    for c in &result.counters {
+        let x = result.counts(c);
         let _ = writeln!(
             s,
             "    node {}: local_node {} other_node {} numa_hit {} numa_miss {} numa_foreign {}",
             c.node, x.local_node, x.other_node, x.numa_hit, x.numa_miss, x.numa_foreign
         );
     }
-    match r.local_alloc_pct() {
+    match result.local_alloc_pct() {
         Some(p) => {
             let _ = writeln!(s, "  node-local allocations: {p:.2} %");
         }

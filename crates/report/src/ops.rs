@@ -1,30 +1,32 @@
 //! Terminal rendering of the OS-primitive costs (`rtgauge ops`).
 
+use crate::units;
 use rtgauge_model::ops::OpsResult;
 
+/// Microseconds with three decimals, as lmbench prints them.
 fn us(ns: f64) -> String {
-    format!("{:.3}", ns / 1000.0)
+    format!("{:.3}", units::us(ns))
 }
 
 /// The per-operation table (µs, as lmbench prints).
-pub fn render_table(r: &OpsResult) -> String {
+pub fn render_table(result: &OpsResult) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let pin = r
+    let pin = result
         .cpu
         .achieved
         .map_or("not pinned".to_string(), |c| format!("CPU {c}"));
     let _ = writeln!(
         s,
         "\nOS primitives (ops, {pin}, {} samples each):",
-        r.config.repetitions
+        result.config.repetitions
     );
     let _ = writeln!(
         s,
         "  {:<44} {:>11} {:>11} {:>11} {:>10}",
         "operation", "median µs", "p99 µs", "max µs", "ops/sample"
     );
-    for o in &r.ops {
+    for o in &result.ops {
         let _ = writeln!(
             s,
             "  {:<44} {:>11} {:>11} {:>11} {:>10}",
@@ -35,7 +37,7 @@ pub fn render_table(r: &OpsResult) -> String {
             o.iterations_per_sample
         );
     }
-    for (op, why) in &r.skipped {
+    for (op, why) in &result.skipped {
         let _ = writeln!(s, "  {op:<44} not measured: {why}");
     }
     s

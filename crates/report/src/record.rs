@@ -12,6 +12,7 @@ use sha2::{Digest as _, Sha256};
 
 /// `<meta name=…>` of the whole-document hash and of the run id.
 pub const META_HASH: &str = "rtgauge-content-hash";
+/// `<meta name=…>` of the run id.
 pub const META_RUN: &str = "rtgauge-run";
 /// Hex digits of a part hash (64 bits: enough to tell parts apart, short enough to print).
 const PART_HEX: usize = 16;
@@ -72,20 +73,22 @@ fn part_hash(json: &str) -> String {
 /// What a report page or a PDF's text says about the run it shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Embedded {
+    /// The run's id in the store, when the page names it.
     pub run: Option<i64>,
+    /// The whole-document hash and the hash of each part.
     pub hashes: Hashes,
 }
 
 /// The visible lines that [`extract`] reads back: "Content hash sha256:… of run N" and one
 /// "part NAME: HEX" per part.
-pub fn html(id: i64, h: &Hashes) -> maud::Markup {
+pub fn html(id: i64, hashes: &Hashes) -> maud::Markup {
     maud::html! {
         section #record {
             h2 { "Record integrity" }
-            p { "Content hash " code.hash { (h.whole) " of run " (id) } }
+            p { "Content hash " code.hash { (hashes.whole) " of run " (id) } }
             p.muted { "SHA-256 of the run document's canonical JSON; check a filed copy with "
                 code { "rtgauge verify FILE" } ". Parts:" }
-            ul.parts { @for (n, x) in &h.parts { li { "part " (n) ": " (x) } } }
+            ul.parts { @for (n, x) in &hashes.parts { li { "part " (n) ": " (x) } } }
         }
     }
 }

@@ -13,8 +13,8 @@ pub const TERMINAL_SPIKES: usize = 5;
 pub type CpuTimelines<'a> = Vec<(u32, &'a [TimelineEntry])>;
 
 /// The why part and, per measured CPU, its timeline, of a latency probe.
-pub fn why_of(p: &ProbeResult) -> Option<(&Why, CpuTimelines<'_>)> {
-    match p {
+pub fn why_of(probe: &ProbeResult) -> Option<(&Why, CpuTimelines<'_>)> {
+    match probe {
         ProbeResult::Cyclic(c) => Some((
             c.why.as_ref()?,
             c.threads
@@ -44,8 +44,8 @@ pub fn why_of(p: &ProbeResult) -> Option<(&Why, CpuTimelines<'_>)> {
 }
 
 /// Terminal lines: the worst interval of each CPU with what rose in it, then the worst spikes' breakdowns.
-pub fn render_why(p: &ProbeResult) -> String {
-    let Some((why, timelines)) = why_of(p) else {
+pub fn render_why(probe: &ProbeResult) -> String {
+    let Some((why, timelines)) = why_of(probe) else {
         return String::new();
     };
     let mut s = String::new();
@@ -93,13 +93,13 @@ pub fn render_why(p: &ProbeResult) -> String {
 }
 
 /// "CPU 1 at 4718.530 s, 5012.3 µs: 98 % thread rtg-culprit/77 RT 95, 2 % unattributed (…)".
-pub fn spike_line(b: &SpikeBreakdown) -> String {
+pub fn spike_line(breakdown: &SpikeBreakdown) -> String {
     format!(
         "CPU {} at {:.3} s, {:.1} µs: {}",
-        b.cpu,
-        b.start_mono_ns as f64 / 1e9,
-        b.window_ns as f64 / 1e3,
-        b.sentence()
+        breakdown.cpu,
+        breakdown.start_mono_ns as f64 / 1e9,
+        breakdown.window_ns as f64 / 1e3,
+        breakdown.sentence()
     )
 }
 
@@ -189,8 +189,8 @@ fn bar(b: &SpikeBreakdown) -> maud::Markup {
 
 /// The HTML part of a probe's why: worst interval per CPU, and a table of the traced spikes with a stacked
 /// bar each (empty when the probe has no why).
-pub fn html(p: &ProbeResult) -> maud::Markup {
-    let Some((why, timelines)) = why_of(p) else {
+pub fn html(probe: &ProbeResult) -> maud::Markup {
+    let Some((why, timelines)) = why_of(probe) else {
         return maud::html! {};
     };
     let worst: Vec<(
@@ -206,7 +206,7 @@ pub fn html(p: &ProbeResult) -> maud::Markup {
         .collect();
     maud::html! {
         h3 { "Why: what rose with the worst interval" }
-        @if let Some(m) = &why.missing { p { (m) } }
+        @if let Some(m) = &why.missing { probe { (m) } }
         @if !worst.is_empty() {
             table {
                 tr { th { "CPU" } th { "interval start s" } th { "max µs" } th { "interrupts, softirqs, steal in it" } }
@@ -217,7 +217,7 @@ pub fn html(p: &ProbeResult) -> maud::Markup {
         }
         @if let Some(t) = &why.trace {
             h3 { "Spikes broken down (" (t.mechanism) ")" }
-            p { (why.spikes.len()) " spikes; " (t.events) " events read, " (t.lost) " lost, " (t.not_retained) " older than the trace kept."
+            probe { (why.spikes.len()) " spikes; " (t.events) " events read, " (t.lost) " lost, " (t.not_retained) " older than the trace kept."
                 @if let Some(d) = dominant(&why.spikes) { " Overall: " (d) "." } }
             table {
                 tr { th { "CPU" } th { "at s (CLOCK_MONOTONIC)" } th { "µs" } th { "causes" } th { "share" } }

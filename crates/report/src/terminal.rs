@@ -216,23 +216,23 @@ fn render_accounting(a: &rtgauge_model::accounting::Accounting) -> String {
 pub fn render_compare(
     ids: &[i64],
     runs: &[&RunDocument],
-    c: &crate::compare::Comparison,
+    comparison: &crate::compare::Comparison,
 ) -> String {
     use std::fmt::Write as _;
     let names: Vec<String> = ids
         .iter()
         .zip(runs)
         .enumerate()
-        .map(|(i, (id, d))| crate::html::column_name(i, *id, d, c, false))
+        .map(|(i, (id, d))| crate::html::column_name(i, *id, d, comparison, false))
         .collect();
-    let dur = c.durations_ns.iter().copied().max().unwrap_or(0);
-    let notes = crate::html::no_interval_notes(c);
+    let dur = comparison.durations_ns.iter().copied().max().unwrap_or(0);
+    let notes = crate::html::no_interval_notes(comparison);
     let mut s = format!(
         "baseline: run {}; margin ±{:.0} %; 95 % intervals\n\n",
         names[0],
-        c.margin * 100.0
+        comparison.margin * 100.0
     );
-    let w = c
+    let w = comparison
         .rows
         .iter()
         .map(|r| r.label.chars().count())
@@ -247,7 +247,7 @@ pub fn render_compare(
         let _ = write!(header, "  {:<26} verdict", format!("{n} / baseline"));
     }
     let _ = writeln!(s, "{header}");
-    for r in &c.rows {
+    for r in &comparison.rows {
         let _ = write!(s, "{:<w$}", r.label);
         for (i, v) in r.values.iter().enumerate() {
             let u = r.unknown_above.get(i).copied().flatten();
@@ -274,9 +274,9 @@ pub fn render_compare(
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(s, "[{}] n/a: {n}", i + 1);
     }
-    if !c.differences.is_empty() {
+    if !comparison.differences.is_empty() {
         let _ = writeln!(s, "\ndifferences in platform and tuning:");
-        for d in &c.differences {
+        for d in &comparison.differences {
             let vals: Vec<String> = names
                 .iter()
                 .zip(&d.values)

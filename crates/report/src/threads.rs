@@ -60,8 +60,8 @@ pub(crate) fn sparse_of(s: &LatencyStats) -> Sparse {
 }
 
 /// All threads of a probe as one distribution.
-pub fn pooled_sparse(p: &ProbeResult) -> Sparse {
-    lat_threads(p).iter().fold(Sparse::new(), |acc, t| {
+pub fn pooled_sparse(probe: &ProbeResult) -> Sparse {
+    lat_threads(probe).iter().fold(Sparse::new(), |acc, t| {
         latency::sparse_add(&acc, &sparse_of(t.stats))
     })
 }

@@ -5,6 +5,7 @@
 //! seed 003), so the quick profile's page still says where the platform stands.
 
 use crate::spikes::{spike_line, why_of};
+use crate::units::us_label;
 use maud::{html, Markup};
 use rtgauge_model::audit::{Finding, Status};
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
@@ -30,10 +31,6 @@ pub fn answer(doc: &RunDocument) -> (&'static str, &'static str) {
     } else {
         ("FIT", "pass")
     }
-}
-
-fn us(ns: u64) -> String {
-    format!("{:.1} µs", ns as f64 / 1000.0)
 }
 
 /// The headline latency figures of a run: (what, largest value ns).
@@ -97,7 +94,7 @@ pub fn worst_spike(doc: &RunDocument) -> Option<String> {
                     format!(
                         "CPU {cpu}, interval at {:.0} s, max {}: {}",
                         w.start_ns as f64 / 1e9,
-                        us(w.max_ns),
+                        us_label(w.max_ns as f64),
                         c.summary()
                     ),
                 );
@@ -123,7 +120,7 @@ pub fn html(doc: &RunDocument) -> Markup {
                 table {
                     tr { th { "gate" } th { "bound" } th { "observed" } th { "outcome" } }
                     @for v in &doc.verdicts {
-                        @let show = |x: u64| if v.gate.metric.is_latency() { us(x) } else { x.to_string() };
+                        @let show = |x: u64| if v.gate.metric.is_latency() { us_label(x as f64) } else { x.to_string() };
                         @let (w, c) = match v.outcome {
                             Outcome::Pass => ("PASS", "pass"),
                             Outcome::Fail => ("FAIL", "fail"),
@@ -138,9 +135,9 @@ pub fn html(doc: &RunDocument) -> Markup {
             } @else {
                 p { "The profile sets no gate; its headline figures against the reference requirements:" }
                 table {
-                    tr { th { "figure" } th.n { "observed" } @for (n, b) in &REFERENCES { th { (n) " ≤ " (us(*b)) } } }
+                    tr { th { "figure" } th.n { "observed" } @for (n, b) in &REFERENCES { th { (n) " ≤ " (us_label(*b as f64)) } } }
                     @for (what, ns) in &heads {
-                        tr { td { (what) } td.n { (us(*ns)) }
+                        tr { td { (what) } td.n { (us_label(*ns as f64)) }
                              @for (_, b) in &REFERENCES {
                                  @if ns <= b { td.pass { "within" } } @else { td.fail { "exceeds" } }
                              } }

@@ -642,18 +642,10 @@ mod tests {
     //! field by field: each flag's meaning is tested here, beside its definition.
 
     use super::*;
-    use std::fs;
 
     /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-15 on node 0, 16-31 on node 1.
     fn tree(online: &str, possible: &str) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let cpu = dir.path().join("sys/devices/system/cpu");
-        for c in 0..32 {
-            fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / 16))).unwrap();
-        }
-        fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
-        fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
-        dir
+        crate::cmd::cpu_tree(32, 16, online, possible)
     }
 
     #[derive(clap::Parser)]

@@ -225,12 +225,54 @@ pub fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// Where a measuring verb stores its run and what it stores with it (`--tag`, `--db`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// KEY=VALUE to store with the run (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<std::path::PathBuf>,
+}
+
 /// `--tag KEY=VALUE`.
 pub fn parse_tag(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("'{s}' is not KEY=VALUE")),
     }
+}
+
+/// The last non-empty line a tool wrote to `stderr` ("no output" when none): the one line an error
+/// about that tool quotes.
+pub fn last_stderr_line(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output")
+        .to_string()
+}
+
+/// A captured /sys tree for the verbs' command-line tests: `cpus` CPUs, `per_node` to a NUMA node, and the
+/// `online` and `possible` CPU lists.
+#[cfg(test)]
+pub(crate) fn cpu_tree(
+    cpus: u32,
+    per_node: u32,
+    online: &str,
+    possible: &str,
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = dir.path().join("sys/devices/system/cpu");
+    for c in 0..cpus {
+        std::fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / per_node))).unwrap();
+    }
+    std::fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
+    std::fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
+    dir
 }
 
 #[cfg(test)]

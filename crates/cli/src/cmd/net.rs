@@ -4,7 +4,7 @@
 //! (seed 004's figure 3). Results are stored as a run, like `rtgauge run`, so `compare` can put two
 //! platforms side by side.
 
-use super::{parse_duration_arg, parse_tag};
+use super::parse_duration_arg;
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
@@ -90,13 +90,8 @@ pub struct LoadArgs {
     /// Name of the platform, for comparisons (e.g. bare-metal, kvm-sriov).
     #[arg(long)]
     pub label: Option<String>,
-    /// KEY=VALUE to store with the run (repeatable).
-    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
-    pub tags: Vec<(String, String)>,
-    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
-    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH|URL")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
     /// Do not store the run.
     #[arg(long = "no-store")]
     pub no_store: bool,
@@ -433,7 +428,7 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let (mut store, db) = if a.no_store {
         (None, String::new())
     } else {
-        let (s, name) = super::open_store(a.db.as_deref())?;
+        let (s, name) = super::open_store(a.store.db.as_deref())?;
         (Some(s), name)
     };
     let stop = StopFlag::new();
@@ -478,7 +473,7 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         Vec::new(),
     );
     doc.label = a.label.clone();
-    doc.tags = a.tags.iter().cloned().collect();
+    doc.tags = a.store.tags.iter().cloned().collect();
     if let Some(w) = &why {
         doc.warnings.push(w.clone());
     }

@@ -376,18 +376,10 @@ mod tests {
     //! by field: each flag's meaning is tested here, beside its definition.
 
     use super::*;
-    use std::fs;
 
     /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-7 on node 0, 8-15 on node 1.
     fn tree(online: &str, possible: &str) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let cpu = dir.path().join("sys/devices/system/cpu");
-        for c in 0..16 {
-            fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / 8))).unwrap();
-        }
-        fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
-        fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
-        dir
+        crate::cmd::cpu_tree(16, 8, online, possible)
     }
 
     #[derive(clap::Parser)]

@@ -137,12 +137,7 @@ fn write_pdf(path: &Path, html_text: &str) -> anyhow::Result<()> {
         let printed = std::fs::metadata(&tmp).is_ok_and(|m| m.len() > 0);
         if !out.status.success() || !printed {
             let _ = std::fs::remove_file(&tmp);
-            let err = String::from_utf8_lossy(&out.stderr);
-            let last = err
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("no output");
+            let last = super::last_stderr_line(&out.stderr);
             bail!(
                 "{}: {} did not print the record ({}): {last}",
                 what(),

@@ -7,8 +7,8 @@
 //! reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM end the run
 //! through the normal path: the probe stops, the result is stored and reported.
 
+use super::parse_duration_arg;
 use super::{cyclic, mem, net, numa, ops, oslat};
-use super::{parse_duration_arg, parse_tag};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::audit::AuditOptions;
@@ -50,14 +50,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub label: Option<String>,
 
-    /// KEY=VALUE to store with the run (repeatable).
-    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
-    pub tags: Vec<(String, String)>,
-
-    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
-    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH|URL")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
 
     /// How often a long probe is checkpointed into the database.
     #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
@@ -329,7 +323,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
     let place = placement(&root, a.cpus.as_deref())?;
-    let (mut store, db) = super::open_store(a.db.as_deref())?;
+    let (mut store, db) = super::open_store(a.store.db.as_deref())?;
     // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
     let stages = plan(&profile, duration, a.trace, &place, &root)?;
     let stop = StopFlag::new();
@@ -494,7 +488,7 @@ fn begin(a: &RunArgs, profile: &Profile, cx: &Context) -> RunDocument {
     );
     doc.profile = Some(profile.name.clone());
     doc.label = a.label.clone();
-    doc.tags = a.tags.iter().cloned().collect();
+    doc.tags = a.store.tags.iter().cloned().collect();
     let duration = cx.duration;
     if let Some(min) = profile.min_duration.filter(|m| duration < *m) {
         let w = format!("profile {} asks for at least {min} per probe; this run measures {duration}: not a qualification", profile.name);
@@ -678,7 +672,7 @@ fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
 /// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
 fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<ExitCode> {
     let html = a.html.clone().unwrap_or_else(|| {
-        super::store_dir(a.db.as_deref())
+        super::store_dir(a.store.db.as_deref())
             .join("reports")
             .join(format!("run-{id}.html"))
     });

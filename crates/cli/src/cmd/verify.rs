@@ -35,12 +35,7 @@ fn text_of(a: &VerifyArgs) -> anyhow::Result<String> {
         .output()
         .with_context(|| format!("{what}: pdftotext (poppler-utils) is needed to read a PDF"))?;
     if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no output");
+        let last = super::last_stderr_line(&out.stderr);
         bail!("{what}: not a readable PDF (pdftotext: {})", last.trim());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())

@@ -27,7 +27,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct ClientPlan {
+    /// Connections per second or keep-alive throughput.
     pub mode: NetMode,
+    /// The server's address.
     pub target: SocketAddr,
     /// The request bytes, sent as is.
     pub request: Vec<u8>,
@@ -35,9 +37,13 @@ pub struct ClientPlan {
     pub cpus: Vec<u32>,
     /// Connection slots of each loop (same length as `cpus`).
     pub slots: Vec<u32>,
+    /// How long to offer load, ns.
     pub duration_ns: u64,
+    /// A transaction still unanswered after this long counts as a timeout, ns.
     pub timeout_ns: u64,
+    /// How connections end (FIN or RST).
     pub close: CloseMode,
+    /// Stop after this many successful transactions in all.
     pub max_transactions: u64,
     /// Open loop (CPS only): new connections offered at this fixed rate in all, spread evenly over the loops,
     /// whatever the server's pace; `None` = closed loop (each slot reopens as soon as its connection ends).
@@ -47,21 +53,32 @@ pub struct ClientPlan {
 /// What the loops measured, merged.
 #[derive(Debug, Clone)]
 pub struct ClientOutcome {
+    /// How long the loops ran, ns.
     pub elapsed_ns: u64,
+    /// Connections opened.
     pub connections: u64,
+    /// Transactions (request and complete response) that succeeded.
     pub transactions: u64,
+    /// Response bytes received.
     pub bytes: u64,
+    /// Failed attempts, by cause.
     pub errors: NetErrors,
+    /// Time to establish a connection.
     pub connect: LatencyStats,
+    /// Time from sending the request to the first response byte.
     pub ttfb: LatencyStats,
+    /// Time of a whole transaction, connection included.
     pub total: LatencyStats,
+    /// Transactions, errors and latency per second of the run.
     pub per_second: Vec<NetSecond>,
+    /// Connections still open when the run ended.
     pub in_flight_at_end: u64,
     /// CPUs a loop could not be pinned to.
     pub unpinned: Vec<u32>,
     /// Open loop: connection starts the schedule called for, and those not made because every slot was
     /// busy (the generator's pool, not the server, was the limit for those).
     pub scheduled: u64,
+    /// Scheduled starts not made because every slot was busy.
     pub missed_starts: u64,
 }
 

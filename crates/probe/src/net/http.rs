@@ -17,7 +17,9 @@ pub enum HttpError {
 /// Result of feeding bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
+    /// The response is not complete yet: feed more bytes.
     More,
+    /// The response is complete.
     Done,
 }
 
@@ -59,6 +61,7 @@ pub struct ResponseReader {
 pub const HEAD_MAX: usize = 8192;
 
 impl ResponseReader {
+    /// A reader with its head buffer allocated; `head_request`: the response has no body.
     pub fn new(head_request: bool) -> ResponseReader {
         ResponseReader {
             head: vec![0u8; HEAD_MAX].into_boxed_slice(),
@@ -70,6 +73,7 @@ impl ResponseReader {
         }
     }
 
+    /// Ready for the next response on the same connection (nothing is freed or allocated).
     #[inline]
     pub fn reset(&mut self) {
         self.head_len = 0;

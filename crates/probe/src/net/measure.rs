@@ -13,10 +13,13 @@ use std::net::SocketAddr;
 /// Why a network plan could not be measured.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
+    /// The reference server could not start.
     #[error("starting the reference server: {0}")]
     Server(ProbeError),
+    /// A point has neither a target address nor a reference server to load.
     #[error("no target and no reference server")]
     NoTarget,
+    /// The load generator could not run.
     #[error(transparent)]
     Client(ProbeError),
 }

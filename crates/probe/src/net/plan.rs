@@ -8,12 +8,17 @@ use std::net::SocketAddr;
 /// One measurement: mode, path, client CPUs and slots, and (optionally) the reference server's CPUs.
 #[derive(Debug, Clone)]
 pub struct Point {
+    /// Connections per second or keep-alive throughput.
     pub mode: NetMode,
+    /// The HTTP path requested.
     pub path: String,
+    /// CPUs of the client's event loops.
     pub client_cpus: Vec<u32>,
     /// CPS: in flight per CPU; throughput: connections in all.
     pub concurrency: u32,
+    /// CPUs of the reference server, when rtgauge serves.
     pub server_cpus: Option<Vec<u32>>,
+    /// The CPU count of this point in a sweep (None: not a sweep).
     pub sweep: Option<u32>,
     /// Open-loop offered rate (CPS `--rate`), else closed loop.
     pub rate: Option<f64>,
@@ -24,25 +29,35 @@ pub struct Point {
 pub struct NetPlan {
     /// `None` when every point serves itself (the reference server on loopback).
     pub target: Option<SocketAddr>,
+    /// The measurements, in order.
     pub points: Vec<Point>,
+    /// How long each point offers load, ns.
     pub duration_ns: u64,
+    /// A transaction still unanswered after this long counts as a timeout, ns.
     pub timeout_ns: u64,
+    /// How connections end (FIN or RST).
     pub close: CloseMode,
+    /// Stop a point after this many successful transactions in all.
     pub max_transactions: u64,
+    /// Failed attempts tolerated before the run counts as failed.
     pub max_errors: u64,
 }
 
 /// What one load command measures, once its flags are resolved and checked.
 #[derive(Debug, Clone)]
 pub struct PointsSpec {
+    /// Connections per second or keep-alive throughput.
     pub mode: NetMode,
+    /// The HTTP path requested.
     pub path: String,
+    /// CPUs of the client's event loops.
     pub client_cpus: Vec<u32>,
     /// CPUs of the reference server, when rtgauge serves.
     pub server_cpus: Option<Vec<u32>>,
     /// CPU counts of a sweep, each within the CPUs it grows over (the server's when rtgauge serves, else
     /// the client's).
     pub sweep: Option<Vec<u32>>,
+    /// CPS: in flight per CPU; throughput: connections in all.
     pub concurrency: u32,
     /// At each point, also measure keep-alive throughput of this path.
     pub and_throughput: Option<String>,

@@ -19,6 +19,7 @@ use std::sync::Arc;
 /// What to serve.
 #[derive(Debug, Clone)]
 pub struct ServerPlan {
+    /// Address to listen on (port 0: any free port).
     pub listen: SocketAddr,
     /// One loop per CPU.
     pub cpus: Vec<u32>,
@@ -29,8 +30,11 @@ pub struct ServerPlan {
 /// What one server served.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerStats {
+    /// Connections accepted.
     pub accepted: u64,
+    /// Requests answered.
     pub requests: u64,
+    /// Response bytes written.
     pub bytes_sent: u64,
     /// Connections that ended in an error (reset by the client, bad request, …).
     pub errors: u64,
@@ -38,6 +42,7 @@ pub struct ServerStats {
 
 /// A running server: its address (the port resolved when 0 was asked for) and its loops.
 pub struct ServerHandle {
+    /// The address the server listens on.
     pub addr: SocketAddr,
     stop: StopFlag,
     threads: Vec<std::thread::JoinHandle<ServerStats>>,
@@ -401,13 +406,9 @@ pub fn start(plan: &ServerPlan, stop: &StopFlag) -> Result<ServerHandle, ProbeEr
                     stats: ServerStats::default(),
                 };
                 let stop2 = stop.clone();
-                std::thread::Builder::new()
-                    .name(format!("rtgauge-serve-{index}"))
-                    .spawn(move || serve_loop(l, cpu, &stop2, end))
-                    .map_err(|source| ProbeError::Spawn {
-                        index,
-                        cause: source,
-                    })
+                crate::rt::spawn_thread(format!("rtgauge-serve-{index}"), index, move || {
+                    serve_loop(l, cpu, &stop2, end)
+                })
             }
             Err(reason) => {
                 sys::close(listener);

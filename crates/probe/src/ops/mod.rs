@@ -31,23 +31,41 @@ use std::sync::atomic::Ordering;
 /// report's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// `getppid`, the cheapest system call.
     NullSyscall,
+    /// Read one byte from /dev/zero.
     Read,
+    /// Write one byte to /dev/null.
     Write,
+    /// `stat` of a scratch file.
     Stat,
+    /// Open and close a scratch file.
     OpenClose,
+    /// Install a signal handler (`sigaction`).
     SigInstall,
+    /// Deliver a signal to the process and run its handler.
     SigCatch,
+    /// One byte to another process and back through pipes.
     PipeRtt,
+    /// One byte to another process and back through an AF_UNIX stream socket.
     UnixRtt,
+    /// Switch between two processes pinned to one CPU.
     CtxSwitch,
+    /// `fork` a child that exits at once, and wait for it.
     ForkExit,
+    /// `fork` and `execve` a trivial program, and wait for it.
     ForkExec,
+    /// `fork` and run `/bin/sh -c` with a trivial command, and wait for it.
     ForkSh,
+    /// Map a file, touch its pages, unmap it.
     Mmap,
+    /// Fault in one page of a mapped file.
     PageFault,
+    /// How much later than asked a short sleep returns.
     Sleep,
+    /// `clock_gettime(CLOCK_MONOTONIC)` through the vDSO.
     ClockGettime,
+    /// One read of the CPU's counter (the one the OS-noise loop reads).
     TscRead,
 }
 
@@ -74,6 +92,7 @@ impl Op {
         Op::TscRead,
     ];
 
+    /// The operation's name, as the CLI takes it and the run document records it.
     pub const fn name(self) -> &'static str {
         match self {
             Op::NullSyscall => "null_syscall",
@@ -97,6 +116,7 @@ impl Op {
         }
     }
 
+    /// The operation as the report names it.
     pub const fn label(self) -> &'static str {
         match self {
             Op::NullSyscall => "null syscall (getppid)",
@@ -130,19 +150,32 @@ impl Op {
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
     // The cause is in the message, not a `source` (a chained report would print it twice).
+    /// A system call failed.
     #[error("{what}: {cause}")]
-    Os { what: String, cause: std::io::Error },
-    #[error("{}: {cause}", path.display())]
-    Scratch {
-        path: std::path::PathBuf,
+    Os {
+        /// The call and its object.
+        what: String,
+        /// What the OS said.
         cause: std::io::Error,
     },
+    /// A scratch file could not be made or used.
+    #[error("{}: {cause}", path.display())]
+    Scratch {
+        /// The scratch file.
+        path: std::path::PathBuf,
+        /// What the OS said.
+        cause: std::io::Error,
+    },
+    /// A path for a system call contained a NUL byte.
     #[error("{0:?} contains a NUL byte")]
     Nul(String),
+    /// The signal sent to the process never reached its handler.
     #[error("SIGUSR1 was never delivered")]
     SignalLost,
+    /// `clock_nanosleep` failed with this error number.
     #[error("clock_nanosleep: error {0}")]
     Sleep(i32),
+    /// An operation name that is none of [`Op::ALL`].
     #[error("unknown operation {0}")]
     Unknown(String),
 }
@@ -150,7 +183,9 @@ pub enum OpError {
 /// What to measure and how.
 #[derive(Debug, Clone)]
 pub struct OpsPlan {
+    /// The measurement as the run document records it (operations, repetitions).
     pub config: OpsConfig,
+    /// The CPU to measure on (None: wherever the scheduler puts it).
     pub cpu: Option<u32>,
     /// Directory for the scratch files of stat, open, mmap and page fault.
     pub scratch_dir: std::path::PathBuf,

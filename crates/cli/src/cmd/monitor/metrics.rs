@@ -188,165 +188,184 @@ fn cpu_label(c: &CpuSeries) -> Vec<(&'static str, String)> {
 impl prometheus_client::collector::Collector for Snapshot {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let s = &self.0;
-        family(
-            &mut enc,
-            "rtgauge_monitor_info",
-            "The monitor's version and settings.",
-            MetricType::Gauge,
-            [(
-                vec![
-                    ("version", s.version.clone()),
-                    (
-                        "interval_seconds",
-                        format!("{}", s.interval_ns as f64 / NS_PER_S),
-                    ),
-                    ("cpus", s.cpus_text.clone()),
-                ],
-                ConstGauge::new(1i64),
-            )],
-        )?;
-        family(
-            &mut enc,
-            "rtgauge_monitor_start_time_seconds",
-            "When the monitor started, Unix time.",
-            MetricType::Gauge,
-            [(vec![], ConstGauge::new(s.start_unix_s))],
-        )?;
-        {
-            let mut m = enc.encode_descriptor(
-                "rtgauge_latency_seconds",
-                "Timer wake-up latency (actual minus intended wake-up), per measured CPU.",
-                None,
-                MetricType::Histogram,
-            )?;
-            for c in &s.cpus {
-                let buckets: Vec<(f64, u64)> = BUCKETS_NS
-                    .iter()
-                    .map(|&b| b as f64 / NS_PER_S)
-                    .chain([f64::INFINITY])
-                    .zip(c.buckets)
-                    .collect();
-                let labels = cpu_label(c);
-                m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-                    c.sum_ns as f64 / NS_PER_S,
-                    c.count,
-                    &buckets,
-                    None,
-                )?;
-            }
-        }
-        family(
-            &mut enc,
-            "rtgauge_latency_window_max_seconds",
-            "Largest timer wake-up latency in the last window (--window, default 15 s), per CPU.",
-            MetricType::Gauge,
-            s.cpus.iter().map(|c| {
-                (
-                    cpu_label(c),
-                    ConstGauge::new(c.window_max_ns() as f64 / NS_PER_S),
-                )
-            }),
-        )?;
-        family(
-            &mut enc,
-            "rtgauge_missed_deadlines",
-            "Periods that were already over when the measuring thread woke.",
-            MetricType::Counter,
-            s.cpus
-                .iter()
-                .map(|c| (cpu_label(c), ConstCounter::new(c.missed))),
-        )?;
-        family(
-            &mut enc,
-            "rtgauge_samples_above_gate",
-            "Samples at or above the gate (rtgauge_gate_seconds).",
-            MetricType::Counter,
-            s.cpus
-                .iter()
-                .map(|c| (cpu_label(c), ConstCounter::new(c.above_gate))),
-        )?;
-        family(
-            &mut enc,
-            "rtgauge_gate_seconds",
-            "The latency bound samples are counted against (--gate).",
-            MetricType::Gauge,
-            [(vec![], ConstGauge::new(s.gate_ns as f64 / NS_PER_S))],
-        )?;
-        for (name, help, get) in [
-            (
-                "rtgauge_cpu_steal_seconds",
-                "Time the hypervisor ran something else while this CPU's vCPU wanted to run (/proc/stat steal).",
-                (|c: &CpuSeries| c.steal_s) as fn(&CpuSeries) -> f64,
-            ),
-            (
-                "rtgauge_cpu_irq_seconds",
-                "Time in hard interrupt handlers on this CPU (/proc/stat irq).",
-                |c: &CpuSeries| c.irq_s,
-            ),
-            (
-                "rtgauge_cpu_softirq_seconds",
-                "Time in softirqs on this CPU (/proc/stat softirq).",
-                |c: &CpuSeries| c.softirq_s,
-            ),
-        ] {
-            family(
-                &mut enc,
-                name,
-                help,
-                MetricType::Counter,
-                s.cpus
-                    .iter()
-                    .map(|c| (cpu_label(c), ConstCounter::new(get(c)))),
-            )?;
-        }
-        family(
-            &mut enc,
-            "rtgauge_audit_finding",
-            "1 for each audit rule's current status.",
-            MetricType::Gauge,
-            s.rules.iter().map(|(rule, r)| {
-                (
-                    vec![
-                        ("rule", rule.clone()),
-                        ("severity", r.severity.clone()),
-                        ("status", r.status.clone()),
-                    ],
-                    ConstGauge::new(1i64),
-                )
-            }),
-        )?;
-        family(
-            &mut enc,
-            "rtgauge_audit_drift",
-            "1 while an audit rule's status differs from the first audit pass of this monitor.",
-            MetricType::Gauge,
-            s.rules.iter().map(|(rule, r)| {
-                (
-                    vec![
-                        ("rule", rule.clone()),
-                        ("baseline", r.baseline.clone()),
-                        ("status", r.status.clone()),
-                    ],
-                    ConstGauge::new(i64::from(r.drifted())),
-                )
-            }),
-        )?;
-        family(
-            &mut enc,
-            "rtgauge_audit_runs",
-            "Audit passes completed.",
-            MetricType::Counter,
-            [(vec![], ConstCounter::new(s.audit_runs))],
-        )?;
-        family(
-            &mut enc,
-            "rtgauge_audit_last_run_timestamp_seconds",
-            "When the last audit pass ended, Unix time (0 before the first).",
-            MetricType::Gauge,
-            [(vec![], ConstGauge::new(s.audit_last_unix_s))],
-        )?;
-        Ok(())
+        encode_monitor(s, &mut enc)?;
+        encode_latency(s, &mut enc)?;
+        encode_cpu_time(s, &mut enc)?;
+        encode_audit(s, &mut enc)
     }
+}
+
+/// `monitor_info` and `monitor_start_time_seconds`.
+fn encode_monitor(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    family(
+        enc,
+        "rtgauge_monitor_info",
+        "The monitor's version and settings.",
+        MetricType::Gauge,
+        [(
+            vec![
+                ("version", s.version.clone()),
+                (
+                    "interval_seconds",
+                    format!("{}", s.interval_ns as f64 / NS_PER_S),
+                ),
+                ("cpus", s.cpus_text.clone()),
+            ],
+            ConstGauge::new(1i64),
+        )],
+    )?;
+    family(
+        enc,
+        "rtgauge_monitor_start_time_seconds",
+        "When the monitor started, Unix time.",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(s.start_unix_s))],
+    )?;
+    Ok(())
+}
+
+/// The latency series: histogram, window maximum, missed deadlines, samples above the gate, the gate.
+fn encode_latency(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    {
+        let mut m = enc.encode_descriptor(
+            "rtgauge_latency_seconds",
+            "Timer wake-up latency (actual minus intended wake-up), per measured CPU.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for c in &s.cpus {
+            let buckets: Vec<(f64, u64)> = BUCKETS_NS
+                .iter()
+                .map(|&b| b as f64 / NS_PER_S)
+                .chain([f64::INFINITY])
+                .zip(c.buckets)
+                .collect();
+            let labels = cpu_label(c);
+            m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+                c.sum_ns as f64 / NS_PER_S,
+                c.count,
+                &buckets,
+                None,
+            )?;
+        }
+    }
+    family(
+        enc,
+        "rtgauge_latency_window_max_seconds",
+        "Largest timer wake-up latency in the last window (--window, default 15 s), per CPU.",
+        MetricType::Gauge,
+        s.cpus.iter().map(|c| {
+            (
+                cpu_label(c),
+                ConstGauge::new(c.window_max_ns() as f64 / NS_PER_S),
+            )
+        }),
+    )?;
+    family(
+        enc,
+        "rtgauge_missed_deadlines",
+        "Periods that were already over when the measuring thread woke.",
+        MetricType::Counter,
+        s.cpus
+            .iter()
+            .map(|c| (cpu_label(c), ConstCounter::new(c.missed))),
+    )?;
+    family(
+        enc,
+        "rtgauge_samples_above_gate",
+        "Samples at or above the gate (rtgauge_gate_seconds).",
+        MetricType::Counter,
+        s.cpus
+            .iter()
+            .map(|c| (cpu_label(c), ConstCounter::new(c.above_gate))),
+    )?;
+    family(
+        enc,
+        "rtgauge_gate_seconds",
+        "The latency bound samples are counted against (--gate).",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(s.gate_ns as f64 / NS_PER_S))],
+    )?;
+    Ok(())
+}
+
+/// CPU time taken from the measured CPUs (/proc/stat steal, irq, softirq), as counters.
+fn encode_cpu_time(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    for (name, help, get) in [
+        (
+            "rtgauge_cpu_steal_seconds",
+            "Time the hypervisor ran something else while this CPU's vCPU wanted to run (/proc/stat steal).",
+            (|c: &CpuSeries| c.steal_s) as fn(&CpuSeries) -> f64,
+        ),
+        (
+            "rtgauge_cpu_irq_seconds",
+            "Time in hard interrupt handlers on this CPU (/proc/stat irq).",
+            |c: &CpuSeries| c.irq_s,
+        ),
+        (
+            "rtgauge_cpu_softirq_seconds",
+            "Time in softirqs on this CPU (/proc/stat softirq).",
+            |c: &CpuSeries| c.softirq_s,
+        ),
+    ] {
+        family(
+            enc,
+            name,
+            help,
+            MetricType::Counter,
+            s.cpus
+                .iter()
+                .map(|c| (cpu_label(c), ConstCounter::new(get(c)))),
+        )?;
+    }
+    Ok(())
+}
+
+/// The audit series: each rule's status, its drift from the baseline, passes and the last pass's time.
+fn encode_audit(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    // Labels per rule: its name, one more (label name and value), its current status.
+    let per_rule =
+        |other: &'static str, value: fn(&RuleState) -> &String, gauge: fn(&RuleState) -> i64| {
+            s.rules.iter().map(move |(rule, r)| {
+                (
+                    vec![
+                        ("rule", rule.clone()),
+                        (other, value(r).clone()),
+                        ("status", r.status.clone()),
+                    ],
+                    ConstGauge::new(gauge(r)),
+                )
+            })
+        };
+    family(
+        enc,
+        "rtgauge_audit_finding",
+        "1 for each audit rule's current status.",
+        MetricType::Gauge,
+        per_rule("severity", |r| &r.severity, |_| 1),
+    )?;
+    family(
+        enc,
+        "rtgauge_audit_drift",
+        "1 while an audit rule's status differs from the first audit pass of this monitor.",
+        MetricType::Gauge,
+        per_rule("baseline", |r| &r.baseline, |r| i64::from(r.drifted())),
+    )?;
+    family(
+        enc,
+        "rtgauge_audit_runs",
+        "Audit passes completed.",
+        MetricType::Counter,
+        [(vec![], ConstCounter::new(s.audit_runs))],
+    )?;
+    family(
+        enc,
+        "rtgauge_audit_last_run_timestamp_seconds",
+        "When the last audit pass ended, Unix time (0 before the first).",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(s.audit_last_unix_s))],
+    )?;
+    Ok(())
 }
 
 /// A copy of the state taken for one rendering.

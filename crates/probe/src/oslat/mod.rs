@@ -15,21 +15,23 @@
 use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::counter::{self, Calibration, TickConverter};
-use crate::handover::{self, Emptier, Filler};
+use crate::handover::{self, Filler};
 use crate::observe::Observer;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
+use accum::{assemble_thread, bucket, find_worst_min, Accum, Collector};
 use rtgauge_model::cyclic::StopReason;
-use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry, WindowRecorder};
-use rtgauge_model::oslat::{
-    CounterInfo, Gap, OslatBuckets, OslatConfig, OslatResult, OslatThread, ThresholdCount, Workload,
-};
+use rtgauge_model::latency::{self, TimelineEntry, WindowRecorder};
+use rtgauge_model::oslat::{CounterInfo, Gap, OslatConfig, OslatResult, Workload};
 use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
+use std::thread::JoinHandle;
 use std::time::Duration;
+
+mod accum;
 
 /// Most thresholds the loop tracks (gaps-per-second counts).
 const MAX_THRESHOLDS: usize = 8;
@@ -39,7 +41,9 @@ const CHECK_MASK: u64 = 1023;
 /// Everything needed to run the probe.
 #[derive(Debug, Clone)]
 pub struct OslatPlan {
+    /// The measurement as the run document records it (CPUs, duration, buckets, thresholds).
     pub config: OslatConfig,
+    /// NUMA node of each measured CPU, for the result.
     pub nodes: Vec<Option<u32>>,
     /// How often the main thread wakes to drain timelines and look for the end.
     pub tick: Duration,
@@ -58,155 +62,6 @@ struct Common {
     preheat_min: Vec<AtomicU64>,
     /// Tid and achieved settings per thread, set once before measuring (for checkpoints).
     started: Vec<OnceLock<(i32, ThreadConditions)>>,
-}
-
-/// Everything the loop counts. The thread fills one and hands it over at every timeline interval (see
-/// [`handover`]), so the main thread can merge completed intervals for checkpoints while the loop runs.
-#[derive(Clone)]
-struct Accum {
-    /// Count per gap length in ticks, for gaps below `small.len()` ticks.
-    small: Vec<u64>,
-    hist: Histogram,
-    slow_max: u64,
-    clamped: u64,
-    over: [u64; MAX_THRESHOLDS],
-    lost: u64,
-    /// The largest gaps (at most `worst_cap`), unordered.
-    worst: Vec<Gap>,
-    /// How many gaps `worst` keeps (`--worst`); not its capacity, which merging can grow.
-    worst_cap: usize,
-    worst_min: usize,
-    buckets: Vec<u64>,
-    overflow_sum: u64,
-    /// Iterations (= gaps) and counter ticks accumulated here.
-    iterations: u64,
-    ticks: u64,
-    /// Timeline offset, ns, up to which this holds the run (set at hand-over).
-    until_ns: u64,
-}
-
-impl Accum {
-    fn new(small_len: usize, worst: usize, buckets: usize) -> Box<Accum> {
-        let mut a = Box::new(Accum {
-            small: vec![0; small_len],
-            hist: latency::new_histogram(),
-            slow_max: 0,
-            clamped: 0,
-            over: [0; MAX_THRESHOLDS],
-            lost: 0,
-            worst: Vec::with_capacity(worst),
-            worst_cap: worst,
-            worst_min: 0,
-            buckets: vec![0; buckets],
-            overflow_sum: 0,
-            iterations: 0,
-            ticks: 0,
-            until_ns: 0,
-        });
-        rt::prefault_vec(
-            &mut a.worst,
-            Gap {
-                gap_ns: 0,
-                monotonic_ns: 0,
-            },
-        );
-        a.clear();
-        a
-    }
-
-    /// Zero everything (writing every page, which also pre-faults it).
-    fn clear(&mut self) {
-        for v in self.small.iter_mut().chain(self.buckets.iter_mut()) {
-            // SAFETY: valid exclusive reference; volatile so the pre-fault write is kept.
-            unsafe { std::ptr::write_volatile(v, 0) };
-        }
-        self.hist.reset();
-        self.slow_max = 0;
-        self.clamped = 0;
-        self.over = [0; MAX_THRESHOLDS];
-        self.lost = 0;
-        self.worst.clear();
-        self.worst_min = 0;
-        self.overflow_sum = 0;
-        self.iterations = 0;
-        self.ticks = 0;
-        self.until_ns = 0;
-    }
-
-    /// Add `o` (a later or concurrent part of the same thread's run) into `self`. Main thread only: the
-    /// worst-gap merge may allocate.
-    fn merge(&mut self, o: &Accum) {
-        for (a, b) in self.small.iter_mut().zip(&o.small) {
-            *a += b;
-        }
-        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
-            *a += b;
-        }
-        // Same bounds on both sides: cannot fail.
-        let _ = self.hist.add(&o.hist);
-        self.slow_max = self.slow_max.max(o.slow_max);
-        self.clamped += o.clamped;
-        for (a, b) in self.over.iter_mut().zip(o.over) {
-            *a += b;
-        }
-        self.lost += o.lost;
-        self.overflow_sum += o.overflow_sum;
-        self.iterations += o.iterations;
-        self.ticks += o.ticks;
-        self.until_ns = self.until_ns.max(o.until_ns);
-        self.worst.extend_from_slice(&o.worst);
-        self.worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
-        self.worst.truncate(self.worst_cap);
-        self.worst_min = self.worst.len().saturating_sub(1);
-    }
-
-    /// Smallest gap, ns.
-    fn min_ns(&self, conv: &TickConverter) -> u64 {
-        match self.small.iter().position(|&c| c > 0) {
-            Some(t) => conv.ns(t as u64),
-            None if self.hist.is_empty() => 0,
-            None => self.hist.min(),
-        }
-    }
-}
-
-/// The main thread's ends, and what it has merged so far.
-struct Collector {
-    handed: Emptier<Accum>,
-    total: Box<Accum>,
-    timeline: Vec<TimelineEntry>,
-    timeline_rx: rtrb::Consumer<TimelineEntry>,
-    windows: WindowRecorder,
-    conv: TickConverter,
-    interval_ns: u64,
-}
-
-impl Collector {
-    /// Add `a` (the intervals since the last hand-over) to the windows.
-    fn window(&mut self, a: &Accum) {
-        let until = if a.until_ns == 0 {
-            self.total.until_ns + self.interval_ns
-        } else {
-            a.until_ns
-        };
-        let intervals = until.saturating_sub(self.total.until_ns) / self.interval_ns;
-        self.windows.push(&gap_histogram(a, &self.conv), intervals);
-    }
-
-    /// Merge every handed-over accumulator and timeline entry, and hand the accumulators back empty. The
-    /// thread pushes an interval's timeline entry before its accumulator, so draining accumulators first
-    /// and the timeline second never leaves the timeline behind the histograms.
-    fn collect(&mut self) {
-        while let Some(mut a) = self.handed.take() {
-            self.window(&a);
-            self.total.merge(&a);
-            a.clear();
-            self.handed.give_back(a);
-        }
-        while let Ok(e) = self.timeline_rx.pop() {
-            self.timeline.push(e);
-        }
-    }
 }
 
 /// Thread-owned state, allocated and pre-faulted before measuring.
@@ -260,7 +115,6 @@ pub fn run(
     }
     let cal = counter::calibrate();
     let conv = TickConverter::new(cal.frequency_hz);
-    let small_len = fast_limit(cfg, &conv);
     // Another run measuring these CPUs at the same time disturbs this one and is disturbed by it.
     let mut claim = CpuClaim::claim(&CpuSet::new(cfg.cpus.iter().copied()));
     let mlock = rt::lock_memory(true);
@@ -277,84 +131,20 @@ pub fn run(
         preheat_min: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
         started: (0..n).map(|_| OnceLock::new()).collect(),
     });
-    let ready = Arc::new(Barrier::new(n + 1));
-    let preheated = Arc::new(Barrier::new(n + 1));
-    let t0_ns = clock::now_ns(Clock::Monotonic);
-    let new_accum = || {
-        Accum::new(
-            small_len,
-            cfg.worst_count as usize,
-            cfg.bucket_count as usize,
-        )
+    let barriers = Barriers {
+        ready: Arc::new(Barrier::new(n + 1)),
+        preheated: Arc::new(Barrier::new(n + 1)),
     };
-    let mut collectors = Vec::with_capacity(n);
-    let mut handles = Vec::with_capacity(n);
-    for i in 0..n {
-        let cap =
-            ((8 * plan.tick.as_nanos() as u64) / cfg.timeline_interval_ns.max(1) + 64) as usize;
-        let (producer, timeline_rx) = rtrb::RingBuffer::<TimelineEntry>::new(cap);
-        let (handover, handed) =
-            handover::channel((0..SPARE_ACCUMS).map(|_| new_accum()).collect());
-        let interval_ns = timeline_interval_ns(cfg);
-        collectors.push(Collector {
-            handed,
-            total: new_accum(),
-            timeline: Vec::new(),
-            timeline_rx,
-            windows: WindowRecorder::new(interval_ns),
-            conv,
-            interval_ns,
-        });
-        let acc = new_accum();
-        let (cfg2, common2, ready2, pre2) = (
-            cfg.clone(),
-            Arc::clone(&common),
-            Arc::clone(&ready),
-            Arc::clone(&preheated),
-        );
-        let h = std::thread::Builder::new()
-            .name(format!("rtgauge-osl{i}"))
-            .spawn(move || {
-                thread_main(
-                    &cfg2, i, conv, acc, t0_ns, &common2, &ready2, &pre2, producer, handover,
-                )
-            })
-            .map_err(|source| ProbeError::Spawn {
-                index: i,
-                cause: source,
-            })?;
-        handles.push(h);
-    }
-    let main_affinity = match cfg.main_cpu {
-        Some(c) => {
-            let s = rt::set_affinity(&CpuSet::new([c]));
-            Setting {
-                requested: Some(CpuSet::new([c])),
-                achieved: Some(s.achieved),
-                error: s.error,
-            }
-        }
-        None => Setting {
-            requested: None,
-            achieved: Some(rt::current_affinity()),
-            error: None,
-        },
-    };
-    let mut conditions = ProcessConditions {
-        mlockall: mlock,
-        cpu_dma_latency_us: dma.setting.clone(),
-        cpu_dma_latency_before_us: dma.before,
-        main_affinity,
-        contended: Vec::new(),
-    };
+    let (mut collectors, handles) = spawn_threads(plan, conv, &common, &barriers)?;
+    let main_cpus = cfg.main_cpu.map(|c| CpuSet::new([c]));
+    let mut conditions = rt::process_conditions(main_cpus.as_ref(), mlock, &dma);
 
-    ready.wait();
+    barriers.ready.wait();
     observer.preheat();
-    preheated.wait();
+    barriers.preheated.wait();
     let bias = cfg.bias.then(|| global_preheat_min(&common));
     observer.start(bias);
     let start = std::time::Instant::now();
-
     loop {
         std::thread::sleep(plan.tick);
         collectors.iter_mut().for_each(Collector::collect);
@@ -377,15 +167,87 @@ pub fn run(
     }
     let signalled = stop.is_set() && !common.trace_hit.load(Ordering::Relaxed);
     common.stop.set();
-    let mut outputs = Vec::with_capacity(n);
-    for (i, h) in handles.into_iter().enumerate() {
-        outputs.push(h.join().map_err(|_| ProbeError::Thread {
-            index: i,
-            reason: "panicked".into(),
-        })?);
-    }
+    let outputs = rt::join_all(handles)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;
     drop(dma);
+    conditions.contended = claim.contenders();
+    Ok(finish(
+        plan, &cal, &conv, &common, outputs, collectors, conditions, signalled, elapsed_ns,
+    ))
+}
+
+/// The two points every measurement thread waits at with the main thread: before the preheat, and
+/// between the preheat and the measurement (so `--bias` can use every thread's preheat minimum).
+struct Barriers {
+    ready: Arc<Barrier>,
+    preheated: Arc<Barrier>,
+}
+
+/// Start one measurement thread per CPU, with pre-faulted accumulators, and return the main thread's
+/// ends of their rings.
+fn spawn_threads(
+    plan: &OslatPlan,
+    conv: TickConverter,
+    common: &Arc<Common>,
+    barriers: &Barriers,
+) -> Result<(Vec<Collector>, Vec<JoinHandle<Output>>), ProbeError> {
+    let cfg = &plan.config;
+    let n = cfg.cpus.len();
+    let small_len = fast_limit(cfg, &conv);
+    let t0_ns = clock::now_ns(Clock::Monotonic);
+    let new_accum = || {
+        Accum::new(
+            small_len,
+            cfg.worst_count as usize,
+            cfg.bucket_count as usize,
+        )
+    };
+    let mut collectors = Vec::with_capacity(n);
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        let (producer, timeline_rx) = handover::timeline_ring(plan.tick, cfg.timeline_interval_ns);
+        let (handover, handed) =
+            handover::channel((0..SPARE_ACCUMS).map(|_| new_accum()).collect());
+        let interval_ns = timeline_interval_ns(cfg);
+        collectors.push(Collector {
+            handed,
+            total: new_accum(),
+            timeline: Vec::new(),
+            timeline_rx,
+            windows: WindowRecorder::new(interval_ns),
+            conv,
+            interval_ns,
+        });
+        let acc = new_accum();
+        let (cfg2, common2, ready2, pre2) = (
+            cfg.clone(),
+            Arc::clone(common),
+            Arc::clone(&barriers.ready),
+            Arc::clone(&barriers.preheated),
+        );
+        handles.push(rt::spawn_thread(format!("rtgauge-osl{i}"), i, move || {
+            thread_main(
+                &cfg2, i, conv, acc, t0_ns, &common2, &ready2, &pre2, producer, handover,
+            )
+        })?);
+    }
+    Ok((collectors, handles))
+}
+
+/// The result, once every thread has ended: the last accumulators merged into each thread's total.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    plan: &OslatPlan,
+    cal: &Calibration,
+    conv: &TickConverter,
+    common: &Common,
+    outputs: Vec<Output>,
+    collectors: Vec<Collector>,
+    conditions: ProcessConditions,
+    signalled: bool,
+    elapsed_ns: u64,
+) -> OslatResult {
+    let cfg = &plan.config;
     let stop_reason = if common.trace_hit.load(Ordering::Relaxed) {
         StopReason::Break
     } else if signalled {
@@ -399,8 +261,8 @@ pub fn run(
             common.trace_gap.load(Ordering::Relaxed),
         )
     });
-    let mut threads = Vec::with_capacity(n);
-    let mut ppm = Vec::with_capacity(n);
+    let mut threads = Vec::with_capacity(outputs.len());
+    let mut ppm = Vec::with_capacity(outputs.len());
     for (out, mut col) in outputs.into_iter().zip(collectors) {
         col.collect();
         let st = out.state;
@@ -408,10 +270,10 @@ pub fn run(
         col.total.merge(&st.acc);
         debug_assert_eq!(col.total.iterations, st.iterations);
         ppm.push(cal.cross_check_ppm(st.ticks, st.raw_ns));
-        let (tid, cond) = started(&common, cfg, out.index);
+        let (tid, cond) = started(common, cfg, out.index);
         let mut t = assemble_thread(
             plan,
-            &conv,
+            conv,
             out.index,
             tid,
             cond,
@@ -428,10 +290,9 @@ pub fn run(
         .iter()
         .copied()
         .fold(0.0f64, |a, b| if b.abs() > a.abs() { b } else { a });
-    conditions.contended = claim.contenders();
-    Ok(OslatResult {
+    OslatResult {
         config: cfg.clone(),
-        counter: counter_info(&cal, cross_check_ppm),
+        counter: counter_info(cal, cross_check_ppm),
         conditions,
         threads,
         stop_reason,
@@ -440,7 +301,7 @@ pub fn run(
         accounting: None,
         why: None,
         load: None,
-    })
+    }
 }
 
 fn counter_info(cal: &Calibration, cross_check_ppm: f64) -> CounterInfo {
@@ -818,161 +679,10 @@ impl State {
     }
 }
 
-fn find_worst_min(a: &mut Accum) {
-    a.worst_min = a
-        .worst
-        .iter()
-        .enumerate()
-        .min_by_key(|(_, w)| w.gap_ns)
-        .map_or(0, |(i, _)| i);
-}
-
-/// Add `count` gaps of `g` ns to the rt-tests buckets (oslat's `insert_bucket`, bias applied, last bucket
-/// includes overflows and the excess is summed in bucket widths).
-#[inline(always)]
-fn bucket(buckets: &mut [u64], overflow_sum: &mut u64, bias: u64, width: u64, g: u64, count: u64) {
-    let v = g.saturating_sub(bias);
-    let idx = v / width;
-    let last = buckets.len() as u64 - 1;
-    if idx > last {
-        *overflow_sum += (idx - last - 1) * count;
-    }
-    if let Some(b) = buckets.get_mut(idx.min(last) as usize) {
-        *b += count;
-    }
-}
-
-/// Every gap of `acc` as one histogram: the per-tick table mapped to ns exactly, plus the slow-path gaps.
-fn gap_histogram(acc: &Accum, conv: &TickConverter) -> Histogram {
-    let mut hist = acc.hist.clone();
-    for (t, &c) in acc.small.iter().enumerate() {
-        if c > 0 {
-            hist.saturating_record_n(conv.ns(t as u64), c);
-        }
-    }
-    hist
-}
-
-/// One thread's result from its accumulated counts: the per-tick table is folded into the histogram and
-/// rt-tests buckets exactly (each tick count maps to one ns value) and the derived figures computed.
-#[allow(clippy::too_many_arguments)]
-fn assemble_thread(
-    plan: &OslatPlan,
-    conv: &TickConverter,
-    index: usize,
-    tid: i32,
-    conditions: ThreadConditions,
-    acc: &Accum,
-    bias: u64,
-    timeline: Vec<TimelineEntry>,
-    timeline_dropped: u64,
-) -> OslatThread {
-    let cfg = &plan.config;
-    let width = cfg.bucket_width_ns.max(1);
-    let hist = gap_histogram(acc, conv);
-    let mut buckets = acc.buckets.clone();
-    let mut overflow_sum = acc.overflow_sum;
-    for (t, &c) in acc.small.iter().enumerate() {
-        if c > 0 {
-            bucket(
-                &mut buckets,
-                &mut overflow_sum,
-                bias,
-                width,
-                conv.ns(t as u64),
-                c,
-            );
-        }
-    }
-    let min = acc.min_ns(conv);
-    let max = acc.slow_max.max(
-        acc.small
-            .iter()
-            .rposition(|&c| c > 0)
-            .map_or(0, |t| conv.ns(t as u64)),
-    );
-    let duration_ns = conv.ns(acc.ticks);
-    // The gaps tile the run: their sum is the elapsed counter time.
-    let gaps = LatencyStats::from_parts(&hist, min, max, duration_ns, acc.clamped);
-    let secs = duration_ns as f64 / 1e9;
-    let over_thresholds = cfg
-        .thresholds_ns
-        .iter()
-        .enumerate()
-        .map(|(i, &t)| ThresholdCount {
-            threshold_ns: t,
-            count: acc.over[i],
-            per_second: if secs > 0.0 {
-                acc.over[i] as f64 / secs
-            } else {
-                0.0
-            },
-        })
-        .collect();
-    let mut worst = acc.worst.clone();
-    worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
-    OslatThread {
-        index: index as u32,
-        cpu: cfg.cpus[index],
-        tid,
-        node: plan.nodes.get(index).copied().flatten(),
-        conditions,
-        iterations: acc.iterations,
-        duration_ns,
-        loop_ns: if acc.iterations == 0 {
-            0.0
-        } else {
-            duration_ns as f64 / acc.iterations as f64
-        },
-        gaps,
-        buckets: OslatBuckets {
-            width_ns: width,
-            bias_ns: bias,
-            counts: buckets,
-            overflow_sum,
-        },
-        over_thresholds,
-        lost_ns: acc.lost,
-        availability_pct: if duration_ns == 0 {
-            0.0
-        } else {
-            100.0 * (1.0 - acc.lost.min(duration_ns) as f64 / duration_ns as f64)
-        },
-        worst,
-        timeline,
-        windows: Default::default(),
-        timeline_dropped,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::observe::Silent;
-
-    #[test]
-    fn merging_keeps_the_requested_number_of_worst_gaps() {
-        // Merging grows the total's vector past its capacity; the limit must stay --worst (a run with
-        // --worst 2 and 60 hand-overs once reported 110 gaps).
-        let mut total = Accum::new(4, 2, 4);
-        for round in 0..20u64 {
-            let mut part = Accum::new(4, 2, 4);
-            for k in 0..2 {
-                part.worst.push(Gap {
-                    gap_ns: round * 10 + k,
-                    monotonic_ns: 0,
-                });
-            }
-            total.merge(&part);
-            assert!(
-                total.worst.len() <= 2,
-                "round {round}: {}",
-                total.worst.len()
-            );
-        }
-        let kept: Vec<u64> = total.worst.iter().map(|g| g.gap_ns).collect();
-        assert_eq!(kept, [191, 190]);
-    }
 
     pub(crate) fn config(cpus: Vec<u32>, duration_ms: u64) -> OslatConfig {
         OslatConfig {

@@ -1,0 +1,196 @@
+//! Comparisons of sets of runs (repetitions per platform): each column's value is the geometric mean of
+//! its runs, and a ratio's interval a t interval on the log values with the run-to-run variance pooled
+//! over both sets (docs/METHODOLOGY.md, "Comparing runs").
+
+use super::{
+    compare, differences, judge, measure_keys, measures_of, probe_duration_ns, unknown_versus,
+    Comparison, Options, Row, Verdict, Versus,
+};
+use rtgauge_model::measure::{Better, Measure, MeasureUnit};
+use rtgauge_model::run::RunDocument;
+
+/// Two-sided 97.5 % quantiles of Student's t for 1–30 degrees of freedom (beyond: 1.96 at 2 % error).
+/// Thirty constants rather than a statistics crate for one function.
+pub(super) const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+pub(super) fn t975(df: usize) -> f64 {
+    T975.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
+}
+
+/// A measure of a set of runs on the log scale (latencies floored at 1 ns, counts + 1, as [`log_ratio`]).
+pub(super) fn log_value(v: f64, count: bool) -> f64 {
+    if count {
+        (v + 1.0).ln()
+    } else {
+        v.max(1.0).ln()
+    }
+}
+
+pub(super) fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Set B against set A on the log scale: (log ratio of the geometric means, 95 % t interval with the
+/// run-to-run variance pooled over both sets, degrees of freedom, run-to-run standard deviation).
+pub(super) fn set_interval(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64), f64)> {
+    let (na, nb) = (a.len(), b.len());
+    if na == 0 || nb == 0 || na + nb < 3 {
+        return None;
+    }
+    let (ma, mb) = (mean(a), mean(b));
+    let ss: f64 = a.iter().map(|x| (x - ma).powi(2)).sum::<f64>()
+        + b.iter().map(|x| (x - mb).powi(2)).sum::<f64>();
+    let df = na + nb - 2;
+    let sd = (ss / df as f64).sqrt();
+    let half = t975(df) * sd * (1.0 / na as f64 + 1.0 / nb as f64).sqrt();
+    let lr = mb - ma;
+    Some((lr, (lr - half, lr + half), sd))
+}
+
+/// Runs per platform (equal sets) at which the interval of a run-to-run spread `sd` would exclude the
+/// margin or fit inside it, for an estimate `lr`; None when the estimate sits on the margin.
+pub(super) fn runs_needed(lr: f64, sd: f64, margin: f64, now: usize) -> Option<usize> {
+    let need = (lr.abs() - (1.0 + margin).ln()).abs();
+    if need < 1e-9 || sd <= 0.0 {
+        return None;
+    }
+    // half width ≈ t·sd·√(2/n) with t ≈ 2 for the numbers of runs this gives.
+    let n = (2.0 * (2.0 * sd / need).powi(2)).ceil();
+    (n.is_finite() && n < 1e4).then(|| (n as usize).max(now + 1))
+}
+
+/// Compare sets of runs: each column is one platform measured once or several times (repetitions). Where
+/// both sides of a pair are single runs this is [`compare`], whose intervals come from the variation
+/// inside each run. With repetitions the interval comes from the variation between runs — the one a
+/// single run cannot show (timer-latency percentiles of idle runs on one VM differed 2× between runs):
+/// each column's value is the geometric mean of its runs, and the ratio's interval a t interval on the
+/// log values with the run-to-run variance pooled over both sets.
+pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison {
+    let firsts: Vec<&RunDocument> = sets.iter().filter_map(|s| s.first().copied()).collect();
+    if sets.iter().all(|s| s.len() == 1) {
+        return compare(&firsts, options);
+    }
+    let per_run: Vec<Vec<Vec<(usize, Measure)>>> = sets
+        .iter()
+        .map(|s| s.iter().map(|d| measures_of(d)).collect())
+        .collect();
+    let keys = measure_keys(per_run.iter().flatten().flatten().map(|(_, m)| m));
+    // Pairs of single runs keep the within-run comparison.
+    let singles: Vec<Option<Comparison>> = (1..sets.len())
+        .map(|r| {
+            (sets[0].len() == 1 && sets[r].len() == 1)
+                .then(|| compare(&[firsts[0], firsts[r]], options))
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for measure in keys {
+        let (key, unit, better) = (measure.0.as_str(), measure.2, measure.3);
+        let count = unit == MeasureUnit::Count;
+        // Per set: the measure of each run that has it.
+        let got: Vec<Vec<&Measure>> = per_run
+            .iter()
+            .map(|runs| {
+                runs.iter()
+                    .filter_map(|ms| ms.iter().find(|(_, m)| m.key == key).map(|(_, m)| m))
+                    .collect()
+            })
+            .collect();
+        let logs: Vec<Vec<f64>> = got
+            .iter()
+            .map(|ms| ms.iter().map(|m| log_value(m.value, count)).collect())
+            .collect();
+        let values: Vec<Option<f64>> = logs
+            .iter()
+            .map(|l| {
+                (!l.is_empty()).then(|| {
+                    let g = mean(l).exp();
+                    if count {
+                        g - 1.0
+                    } else {
+                        g
+                    }
+                })
+            })
+            .collect();
+        let unknown_above: Vec<Option<f64>> = got
+            .iter()
+            .map(|ms| {
+                ms.iter()
+                    .filter_map(|m| m.unknown_above)
+                    .max_by(f64::total_cmp)
+            })
+            .collect();
+        let mut versus = Vec::new();
+        for r in 1..sets.len() {
+            if let Some(c) = &singles[r - 1] {
+                versus.push(
+                    c.rows
+                        .iter()
+                        .find(|row| row.key == key)
+                        .and_then(|row| row.versus[0].clone()),
+                );
+                continue;
+            }
+            if logs[0].is_empty() || logs[r].is_empty() {
+                versus.push(None);
+                continue;
+            }
+            if let Some(limit) = unknown_above[0].or(unknown_above[r]) {
+                versus.push(Some(unknown_versus(limit)));
+                continue;
+            }
+            versus.push(Some(versus_sets(&logs[0], &logs[r], better, options)));
+        }
+        rows.push(Row::of(measure, values, unknown_above, versus));
+    }
+    Comparison {
+        margin: options.margin,
+        rows,
+        differences: differences(&firsts),
+        durations_ns: sets
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .flat_map(|d| d.probes.iter().map(probe_duration_ns))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect(),
+        sets: Vec::new(),
+    }
+}
+
+/// Set B's log values against set A's: the ratio of the geometric means, its t interval and the verdict
+/// (inconclusive ones with the runs per platform that would decide).
+fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
+    let lr = mean(b) - mean(a);
+    let method = "repetitions: t interval over runs (geometric means, run-to-run variance pooled)";
+    let (ci, verdict) = match set_interval(a, b) {
+        Some((lr, ci, sd)) => (
+            Some(ci),
+            match judge(lr, ci, better, o.margin) {
+                Verdict::Inconclusive { .. } => Verdict::Inconclusive {
+                    longer: None,
+                    runs: runs_needed(lr, sd, o.margin, a.len().max(b.len())),
+                },
+                v => v,
+            },
+        ),
+        None => (
+            None,
+            Verdict::NoInterval {
+                why: "one run on each side: no run-to-run variation to judge by".into(),
+            },
+        ),
+    };
+    Versus {
+        ratio: lr.exp(),
+        ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
+        verdict,
+        method,
+    }
+}
