@@ -3,7 +3,7 @@
 //! from file:// and never makes a request.
 
 use crate::charts::{self, Series};
-use crate::compare::{Comparison, Verdict};
+use crate::compare::{Comparison, Judgement};
 use crate::threads::{lat_threads, pooled_sparse, sparse_of, LatThread};
 use crate::units::us_figure;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -643,13 +643,13 @@ pub fn fmt_ratio(versus: &crate::compare::Versus) -> String {
 
 /// The verdict in words, with what would decide an inconclusive one: longer runs for probes that measure
 /// over a duration, more repetitions for those that repeat a measurement (ops, mem).
-pub fn fmt_verdict(key: &str, verdict: &Verdict, duration_ns: u64) -> String {
+pub fn fmt_verdict(key: &str, verdict: &Judgement, duration_ns: u64) -> String {
     let repeated = key.starts_with("ops.") || key.starts_with("mem.") || key.starts_with("numa.");
     match verdict {
-        Verdict::Inconclusive { runs: Some(n), .. } => {
+        Judgement::Inconclusive { runs: Some(n), .. } => {
             format!("inconclusive: ~{n} runs per platform would decide")
         }
-        Verdict::Inconclusive {
+        Judgement::Inconclusive {
             longer: Some(f), ..
         } if *f < 1e4 => {
             let f = f.max(1.0);
@@ -660,9 +660,9 @@ pub fn fmt_verdict(key: &str, verdict: &Verdict, duration_ns: u64) -> String {
                 format!("inconclusive: ~{f:.1}× longer runs ({d}) would decide")
             }
         }
-        Verdict::Inconclusive { .. } => "inconclusive: the estimate sits on the margin".into(),
-        Verdict::NoInterval { .. } => "n/a".into(),
-        Verdict::Unknown { why } => format!("unknown: {why}"),
+        Judgement::Inconclusive { .. } => "inconclusive: the estimate sits on the margin".into(),
+        Judgement::NoInterval { .. } => "n/a".into(),
+        Judgement::Unknown { why } => format!("unknown: {why}"),
         verdict => verdict.word().to_string(),
     }
 }
@@ -676,7 +676,7 @@ pub fn no_interval_notes(comparison: &Comparison) -> Vec<String> {
         .iter()
         .flat_map(|r| r.versus.iter().flatten())
     {
-        if let Verdict::NoInterval { why } = &v.verdict {
+        if let Judgement::NoInterval { why } = &v.verdict {
             if !notes.contains(why) {
                 notes.push(why.clone());
             }
@@ -686,9 +686,9 @@ pub fn no_interval_notes(comparison: &Comparison) -> Vec<String> {
 }
 
 /// A verdict cell: the verdict in words, "n/a [k]" pointing at footnote k for one without an interval.
-pub fn verdict_cell(key: &str, verdict: &Verdict, duration_ns: u64, notes: &[String]) -> String {
+pub fn verdict_cell(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
     match verdict {
-        Verdict::NoInterval { why } => match notes.iter().position(|n| n == why) {
+        Judgement::NoInterval { why } => match notes.iter().position(|n| n == why) {
             Some(i) => format!("n/a [{}]", i + 1),
             None => "n/a".into(),
         },
@@ -703,8 +703,8 @@ pub fn verdict_notes(comparison: &Comparison, duration_ns: u64) -> Vec<String> {
     for r in &comparison.rows {
         for v in r.versus.iter().flatten() {
             let n = match &v.verdict {
-                Verdict::NoInterval { why } => format!("n/a: {why}"),
-                Verdict::Inconclusive { .. } | Verdict::Unknown { .. } => {
+                Judgement::NoInterval { why } => format!("n/a: {why}"),
+                Judgement::Inconclusive { .. } | Judgement::Unknown { .. } => {
                     fmt_verdict(&r.key, &v.verdict, duration_ns)
                 }
                 _ => continue,
@@ -718,15 +718,15 @@ pub fn verdict_notes(comparison: &Comparison, duration_ns: u64) -> Vec<String> {
 }
 
 /// A verdict cell of the comparison page: its word, with "[k]" pointing at the footnote that says more.
-pub fn short_verdict(key: &str, verdict: &Verdict, duration_ns: u64, notes: &[String]) -> String {
+pub fn short_verdict(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
     let long = match verdict {
-        Verdict::NoInterval { why } => format!("n/a: {why}"),
+        Judgement::NoInterval { why } => format!("n/a: {why}"),
         verdict => fmt_verdict(key, verdict, duration_ns),
     };
     let word = match verdict {
-        Verdict::NoInterval { .. } => "n/a",
-        Verdict::Inconclusive { .. } => "inconclusive",
-        Verdict::Unknown { .. } => "unknown",
+        Judgement::NoInterval { .. } => "n/a",
+        Judgement::Inconclusive { .. } => "inconclusive",
+        Judgement::Unknown { .. } => "unknown",
         verdict => return verdict.word().to_string(),
     };
     match notes.iter().position(|n| *n == long) {

@@ -18,7 +18,7 @@
 //!   table says so) and none for extremes and counts.
 //! - A value that is unknown (a percentile among the samples an imported histogram only counted) gets
 //!   no verdict: "unknown".
-//! - Verdict with margin m (δ = ln(1+m)): equivalent when the interval lies inside ±δ; worse or better
+//! - Verdict (a [`Judgement`]) with margin m (δ = ln(1+m)): equivalent when the interval lies inside ±δ; worse or better
 //!   when it lies wholly beyond the margin; otherwise inconclusive, with the duration that would shrink
 //!   the interval enough (width ∝ 1/√duration).
 
@@ -56,7 +56,7 @@ impl Default for Options {
 /// What a comparison says of run B against the baseline for one measure, given the margin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Judgement {
     /// The interval lies within the margin: the runs are alike on this measure.
     Equivalent,
     /// The interval lies wholly beyond the margin, on the good side.
@@ -85,16 +85,16 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
+impl Judgement {
     /// The verdict in one word, as the tables print it.
     pub fn word(&self) -> &'static str {
         match self {
-            Verdict::Equivalent => "equivalent",
-            Verdict::Better => "better",
-            Verdict::Worse => "worse",
-            Verdict::Inconclusive { .. } => "inconclusive",
-            Verdict::NoInterval { .. } => "no interval",
-            Verdict::Unknown { .. } => "unknown",
+            Judgement::Equivalent => "equivalent",
+            Judgement::Better => "better",
+            Judgement::Worse => "worse",
+            Judgement::Inconclusive { .. } => "inconclusive",
+            Judgement::NoInterval { .. } => "no interval",
+            Judgement::Unknown { .. } => "unknown",
         }
     }
 }
@@ -107,7 +107,7 @@ pub struct Versus {
     /// 95 % interval of the ratio.
     pub ci: Option<(f64, f64)>,
     /// What the interval says against the margin.
-    pub verdict: Verdict,
+    pub verdict: Judgement,
     /// How the interval was obtained.
     pub method: &'static str,
 }
@@ -393,21 +393,21 @@ fn percentile_interval(reps: &mut [f64]) -> (f64, f64) {
     (quantile(reps, 0.025), quantile(reps, 0.975))
 }
 
-fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
+fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Judgement {
     let d = (1.0 + margin).ln();
     let (lo, hi) = ci;
     // Below 1e-12 is rounding: an interval of exactly [0, 0] must read as equivalent.
     if lo >= -d - 1e-12 && hi <= d + 1e-12 {
-        return Verdict::Equivalent;
+        return Judgement::Equivalent;
     }
     let higher = lo > d;
     let lower = hi < -d;
     if higher || lower {
         let worse = higher == (better == Better::Lower);
         return if worse {
-            Verdict::Worse
+            Judgement::Worse
         } else {
-            Verdict::Better
+            Judgement::Better
         };
     }
     let half = (hi - lo) / 2.0;
@@ -416,7 +416,7 @@ fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Verdict {
     } else {
         r.abs() - d
     };
-    Verdict::Inconclusive {
+    Judgement::Inconclusive {
         longer: (need > 1e-9 && half > 0.0).then(|| (half / need).powi(2)),
         runs: None,
     }
@@ -532,7 +532,7 @@ fn unknown_versus(limit: f64) -> Versus {
     Versus {
         ratio: f64::NAN,
         ci: None,
-        verdict: Verdict::Unknown {
+        verdict: Judgement::Unknown {
             why: format!(
                 "histogram limit {} below the samples",
                 rtgauge_model::Nanos(limit as u64)
@@ -676,11 +676,11 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
     };
     let verdict = match ci {
         Some(c) => match judge(lr, c, p.better, o.margin) {
-            Verdict::Inconclusive { longer, .. }
+            Judgement::Inconclusive { longer, .. }
                 if extreme
                     && matches!(stat, "max" | "p99.9" | "p99.99" | "missed" | "overflows") =>
             {
-                Verdict::Inconclusive {
+                Judgement::Inconclusive {
                     longer: p
                         .da
                         .zip(p.db)
@@ -691,7 +691,7 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
             }
             v => v,
         },
-        None => Verdict::NoInterval { why },
+        None => Judgement::NoInterval { why },
     };
     Versus {
         ratio,

@@ -4,7 +4,7 @@
 
 use super::{
     compare, differences, judge, measure_keys, measures_of, probe_duration_ns, unknown_versus,
-    Comparison, Options, Row, Verdict, Versus,
+    Comparison, Judgement, Options, Row, Versus,
 };
 use rtgauge_model::measure::{Better, Measure, MeasureUnit};
 use rtgauge_model::run::RunDocument;
@@ -173,7 +173,7 @@ fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
         Some((lr, ci, sd)) => (
             Some(ci),
             match judge(lr, ci, better, o.margin) {
-                Verdict::Inconclusive { .. } => Verdict::Inconclusive {
+                Judgement::Inconclusive { .. } => Judgement::Inconclusive {
                     longer: None,
                     runs: runs_needed(lr, sd, o.margin, a.len().max(b.len())),
                 },
@@ -182,7 +182,7 @@ fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
         ),
         None => (
             None,
-            Verdict::NoInterval {
+            Judgement::NoInterval {
                 why: "one run on each side: no run-to-run variation to judge by".into(),
             },
         ),

@@ -8,18 +8,21 @@ fn verdicts_follow_the_margin() {
     let d = 1.1f64.ln();
     assert_eq!(
         judge(0.0, (0.0, 0.0), Better::Lower, m),
-        Verdict::Equivalent
+        Judgement::Equivalent
     );
     assert_eq!(
         judge(0.02, (-0.05, 0.08), Better::Lower, m),
-        Verdict::Equivalent
+        Judgement::Equivalent
     );
-    assert_eq!(judge(0.5, (0.3, 0.7), Better::Lower, m), Verdict::Worse);
-    assert_eq!(judge(0.5, (0.3, 0.7), Better::Higher, m), Verdict::Better);
-    assert_eq!(judge(-0.5, (-0.7, -0.3), Better::Lower, m), Verdict::Better);
+    assert_eq!(judge(0.5, (0.3, 0.7), Better::Lower, m), Judgement::Worse);
+    assert_eq!(judge(0.5, (0.3, 0.7), Better::Higher, m), Judgement::Better);
+    assert_eq!(
+        judge(-0.5, (-0.7, -0.3), Better::Lower, m),
+        Judgement::Better
+    );
     // Straddles +δ: inconclusive, and a longer run would decide (half-width 0.1, distance 0.1 − δ).
     match judge(0.1, (0.0, 0.2), Better::Lower, m) {
-        Verdict::Inconclusive {
+        Judgement::Inconclusive {
             longer: Some(f), ..
         } => {
             let want = (0.1 / (0.1 - d)).powi(2);
@@ -88,7 +91,7 @@ fn synthetic(
 }
 
 /// The verdicts on statistics `ks` of LATENCY_KEYS (extremes here: 20,000 samples) of B against A.
-fn extreme_verdicts(a: &LatencyData, b: &LatencyData, ks: &[usize]) -> Vec<Verdict> {
+fn extreme_verdicts(a: &LatencyData, b: &LatencyData, ks: &[usize]) -> Vec<Judgement> {
     let o = Options {
         resamples: 1000,
         ..Options::default()
@@ -108,7 +111,7 @@ fn extreme_verdicts(a: &LatencyData, b: &LatencyData, ks: &[usize]) -> Vec<Verdi
         .collect()
 }
 
-fn extreme_verdict(a: &LatencyData, b: &LatencyData, k: usize) -> Verdict {
+fn extreme_verdict(a: &LatencyData, b: &LatencyData, k: usize) -> Judgement {
     extreme_verdicts(a, b, &[k]).remove(0)
 }
 
@@ -123,7 +126,7 @@ fn extremes_need_more_than_one_spike_to_decide() {
             synthetic(&mut rng, 20, 1.0, &[]),
         );
         for v in extreme_verdicts(&a, &b, &[4, 5]) {
-            if matches!(v, Verdict::Better | Verdict::Worse) {
+            if matches!(v, Judgement::Better | Judgement::Worse) {
                 decided += 1;
             }
         }
@@ -134,12 +137,12 @@ fn extremes_need_more_than_one_spike_to_decide() {
     let a = synthetic(&mut rng, 20, 1.0, &[(7, 6_000_000)]);
     let c = synthetic(&mut rng, 20, 1.0, &[]);
     let v = extreme_verdict(&a, &c, 5);
-    assert!(matches!(v, Verdict::Inconclusive { .. }), "{v:?}");
+    assert!(matches!(v, Judgement::Inconclusive { .. }), "{v:?}");
     // What would decide: the spike seen 4 times, i.e. runs 4× as long if it recurs at this rate.
     assert_eq!(recurrences_needed(&a, &c, -4.4, 0.1), Some(4.0));
     // A clear shift of every window's max (×3) is worse; so are 200 ms stalls in 4 windows of 20.
     let b = synthetic(&mut rng, 20, 3.0, &[]);
-    assert_eq!(extreme_verdict(&c, &b, 5), Verdict::Worse);
+    assert_eq!(extreme_verdict(&c, &b, 5), Judgement::Worse);
     let s = synthetic(
         &mut rng,
         20,
@@ -151,7 +154,7 @@ fn extremes_need_more_than_one_spike_to_decide() {
             (17, 2e8 as u64),
         ],
     );
-    assert_eq!(extreme_verdict(&c, &s, 5), Verdict::Worse);
+    assert_eq!(extreme_verdict(&c, &s, 5), Judgement::Worse);
 }
 
 #[test]
@@ -168,11 +171,11 @@ fn resampled_statistics_come_from_the_merged_windows() {
     assert_eq!((s[0], s[5], over), (20.0, 20.0, 0.0));
 }
 
-fn judge_sets(a: &[f64], b: &[f64]) -> Verdict {
+fn judge_sets(a: &[f64], b: &[f64]) -> Judgement {
     let logs = |v: &[f64]| v.iter().map(|x| log_value(*x, false)).collect::<Vec<_>>();
     let (lr, ci, sd) = set_interval(&logs(a), &logs(b)).unwrap();
     match judge(lr, ci, Better::Lower, 0.10) {
-        Verdict::Inconclusive { .. } => Verdict::Inconclusive {
+        Judgement::Inconclusive { .. } => Judgement::Inconclusive {
             longer: None,
             runs: runs_needed(lr, sd, 0.10, a.len().max(b.len())),
         },
@@ -186,15 +189,15 @@ fn sets_are_judged_by_the_variation_between_their_runs() {
     let a = [10_000.0, 10_200.0, 9_900.0];
     assert_eq!(
         judge_sets(&a, &[10_100.0, 9_950.0, 10_150.0]),
-        Verdict::Equivalent
+        Judgement::Equivalent
     );
     assert_eq!(
         judge_sets(&a, &[30_000.0, 31_000.0, 29_500.0]),
-        Verdict::Worse
+        Judgement::Worse
     );
     assert_eq!(
         judge_sets(&a, &[3_000.0, 3_100.0, 2_950.0]),
-        Verdict::Better
+        Judgement::Better
     );
     // Runs that differ 2× among themselves: a 1.5× shift is not decided, and more runs are named.
     let v = judge_sets(
@@ -202,7 +205,7 @@ fn sets_are_judged_by_the_variation_between_their_runs() {
         &[45_000.0, 30_000.0, 60_000.0],
     );
     match v {
-        Verdict::Inconclusive { runs: Some(n), .. } => assert!(n > 3, "{n}"),
+        Judgement::Inconclusive { runs: Some(n), .. } => assert!(n > 3, "{n}"),
         v => panic!("{v:?}"),
     }
     // One run against a set: the set's own spread stands for both (pooled), df = 2.
