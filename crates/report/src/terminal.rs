@@ -274,6 +274,9 @@ pub fn render_compare(
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(s, "[{}] n/a: {n}", i + 1);
     }
+    if let Some(n) = crate::compare::single_run_note(comparison) {
+        let _ = writeln!(s, "note: {n}");
+    }
     if !comparison.differences.is_empty() {
         let _ = writeln!(s, "\ndifferences in platform and tuning:");
         for d in &comparison.differences {
