@@ -168,20 +168,25 @@ fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrap
         "audit series missing: {audit:?}"
     );
 
-    // A 5 ms stall on the monitored CPU shows in the window max within two scrapes (2 s). The measuring
-    // thread's next intended wake-up falls up to one period (1 ms) after the stall began, so it sees 4-5 ms.
-    // First a window (5 s) without a 3 ms sample, so that only the stall can set the max (up to 20 s).
-    let calm = wait_for(Duration::from_secs(20), || {
+    // A 30 ms stall on the monitored CPU shows in the window max within two scrapes (2 s). The measuring
+    // thread's next intended wake-up falls up to one period (1 ms) after the stall began, so it sees 29-30 ms.
+    // 30 ms, not 5: this VM's host stalls its vCPUs for 5-21 ms now and then (bench/compare_aa), so a 5 ms
+    // stall could not be told from them. First a window (5 s) without a 15 ms sample, so that only the
+    // stall can set the max (up to 40 s).
+    let calm = wait_for(Duration::from_secs(40), || {
         let v = query(pport, "rtgauge_latency_window_max_seconds{cpu=\"1\"}")
             .first()
             .map(sample_value)?;
-        (v < 0.003).then_some(v)
+        (v < 0.015).then_some(v)
     });
-    assert!(calm.is_some(), "CPU 1 never went 5 s without a 3 ms sample");
+    assert!(
+        calm.is_some(),
+        "CPU 1 never went 5 s without a 15 ms sample"
+    );
     common::spinner(
         1,
         Duration::ZERO,
-        Duration::from_millis(5),
+        Duration::from_millis(30),
         1,
         Duration::ZERO,
     )
@@ -191,12 +196,12 @@ fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrap
     let seen = wait_for(Duration::from_secs(6), || {
         query(
             pport,
-            "rtgauge_latency_window_max_seconds{cpu=\"1\"} >= 0.0038",
+            "rtgauge_latency_window_max_seconds{cpu=\"1\"} >= 0.025",
         )
         .first()
         .map(|v| (stalled.elapsed(), sample_value(v)))
     });
-    let (after, value) = seen.expect("the 5 ms stall never showed in Prometheus");
+    let (after, value) = seen.expect("the 30 ms stall never showed in Prometheus");
     eprintln!("stall seen in Prometheus after {after:?}: window max {value} s");
     assert!(after <= Duration::from_millis(2500), "seen after {after:?}");
 }
