@@ -113,6 +113,7 @@ fn sets_of_runs_are_compared_by_their_geometric_means_over_runs() {
     // Bad set syntax and unknown labels are usage errors naming the input.
     for (args, what) in [
         (&["1,", "3"][..], "run set '1,'"),
+        (&["1,1", "3,4"][..], "run 1 appears twice"),
         (
             &["--label", "nope", "--label", "a", "--every"][..],
             "--label nope",

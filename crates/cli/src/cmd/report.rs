@@ -225,6 +225,13 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             sets.push(vec![resolve(store.as_mut(), &format!("label:{l}"))?]);
         }
     }
+    // A run twice in one set would count as two repetitions that agree exactly: a false certainty.
+    for set in &sets {
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some((id, _)) = set.iter().find(|(id, _)| !seen.insert(*id)) {
+            bail!("run set: run {id} appears twice; a set holds distinct runs (repetitions)");
+        }
+    }
     let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();
     let refs: Vec<&RunDocument> = sets.iter().map(|s| &s[0].1).collect();
     let set_refs: Vec<Vec<&RunDocument>> = sets
