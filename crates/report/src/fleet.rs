@@ -204,6 +204,8 @@ fn latency_outliers(entries: &[HostEntry]) -> Vec<Outlier> {
         ("oslat.max", |e| e.oslat_max_ns),
     ];
     let mut profiles: Vec<&Option<String>> = entries.iter().map(|e| &e.profile).collect();
+    // Entries come host by host: each profile once, whatever the order.
+    profiles.sort();
     profiles.dedup();
     for profile in profiles {
         for (name, pick) in measures {

@@ -72,6 +72,14 @@ pub enum StoreError {
         /// The parser's message.
         reason: String,
     },
+    /// A `scheme://` store other than PostgreSQL.
+    #[error("--db/--to {url}: '{scheme}://' is not a store rtgauge knows (postgresql:// or a SQLite file path)")]
+    UnsupportedUrl {
+        /// The spec, its password hidden.
+        url: String,
+        /// The scheme given.
+        scheme: String,
+    },
     /// The store was migrated by a newer rtgauge; it is not opened rather than misread.
     #[error("database {path} has schema version {found}, newer than this rtgauge understands ({supported})")]
     TooNew {
@@ -161,7 +169,19 @@ pub trait RunStore: Send {
 
 /// Whether a `--db` value names a PostgreSQL server rather than a file.
 pub fn is_postgres_url(spec: &str) -> bool {
-    spec.starts_with("postgresql://") || spec.starts_with("postgres://")
+    let lower = spec.get(..13).unwrap_or(spec).to_ascii_lowercase();
+    lower.starts_with("postgresql://") || lower.starts_with("postgres://")
+}
+
+/// A `scheme://…` spec that is not PostgreSQL (`http://`, `mysql://`): refused rather than taken for a SQLite
+/// file path (it would create `./http:/…` and report the runs pushed).
+fn unsupported_url(spec: &str) -> Option<String> {
+    let (scheme, _) = spec.split_once("://")?;
+    (!scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
+    .then(|| scheme.to_string())
 }
 
 /// The store a `--db` value names: a `postgresql://` / `postgres://` URL, otherwise a SQLite file path.
@@ -182,14 +202,41 @@ pub fn store_spec(database: Option<&std::path::Path>) -> std::path::PathBuf {
 pub fn open_store(spec: &std::path::Path) -> Result<Box<dyn RunStore>, StoreError> {
     match spec.to_str().filter(|s| is_postgres_url(s)) {
         Some(url) => Ok(Box::new(PgStore::connect(url)?)),
-        None => Ok(Box::new(SqliteStore::open(spec)?)),
+        None => {
+            if let Some(scheme) = spec.to_str().and_then(unsupported_url) {
+                return Err(StoreError::UnsupportedUrl {
+                    url: display_spec(spec),
+                    scheme,
+                });
+            }
+            Ok(Box::new(SqliteStore::open(spec)?))
+        }
     }
 }
 
 /// `spec` for messages: a URL loses its password.
 pub fn display_spec(spec: &std::path::Path) -> String {
-    match spec.to_str().filter(|s| is_postgres_url(s)) {
+    match spec.to_str().filter(|s| s.contains("://")) {
         Some(url) => pg::redact_url(url),
         None => spec.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn other_schemes_are_refused_not_taken_for_file_paths() {
+        let spec = std::path::PathBuf::from("http://u:SECRETPW@x/db");
+        let err = match open_store(&spec) {
+            Err(e) => e.to_string(),
+            Ok(_) => String::from("opened"),
+        };
+        assert!(err.contains("'http://' is not a store"), "{err}");
+        assert!(!err.contains("SECRETPW"), "{err}");
+        assert!(!std::path::Path::new("http:").exists());
+        assert!(is_postgres_url("PostgreSQL://h/db"));
+        assert!(!is_postgres_url("/var/lib/rtgauge.db"));
     }
 }

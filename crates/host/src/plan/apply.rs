@@ -25,20 +25,20 @@ pub enum ApplyError {
     #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
     InsideSource(String),
     /// A file or directory of the copy could not be read or written.
-    #[error("--apply-to-tree {path}: {source}")]
+    // The cause is in the message and not a `#[source]`: with both, a chained report printed it twice.
+    #[error("--apply-to-tree {path}: {cause}")]
     Io {
         /// The file or directory, as on this machine.
         path: String,
         /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ApplyError + '_ {
-    move |source| ApplyError::Io {
+    move |cause| ApplyError::Io {
         path: path.display().to_string(),
-        source,
+        cause,
     }
 }
 
