@@ -46,8 +46,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "N", conflicts_with = "rt_per_node", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub rt_cpus: Option<u32>,
 
-    /// RT CPUs on each NUMA node.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    /// RT CPUs on each NUMA node (not with --nic, which puts them on the NIC's node first).
+    #[arg(long, value_name = "N", conflicts_with = "nic", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub rt_per_node: Option<u32>,
 
     /// At least N housekeeping CPUs (default: one core per socket and per NUMA node, CPU 0's core).
