@@ -41,7 +41,7 @@ pub struct CompareArgs {
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
     /// Each --label selects every run with that label, as a set of repetitions (not only the newest).
-    #[arg(long, requires = "labels")]
+    #[arg(long)]
     pub every: bool,
     /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
     #[arg(long, default_value = "10", value_parser = parse_margin)]
@@ -191,6 +191,9 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             "compare needs at least two runs (RUN…, --label or --host), got {}",
             sels.len()
         );
+    }
+    if a.every && a.labels.is_empty() {
+        bail!("--every needs --label LABEL: every run with that label forms one set");
     }
     let (mut store, _) = a.db.open()?;
     // One set of (id, document) per column: a single run, or the repetitions of one platform.

@@ -194,12 +194,24 @@ pub fn parse_cyclictest_text(
     unit_ns: u64,
 ) -> Result<RunDocument, ImportError> {
     let parts = scan_text(text)?;
+    // Threads by the index their T: lines name: a refreshed screen (cyclictest without -q) repeats them, the
+    // last line of a thread holds its final figures; a file that skips a thread is refused, not zero-filled.
+    let indices: std::collections::BTreeSet<u32> = parts.t_lines.iter().map(|t| t.index).collect();
+    if let Some(&last) = indices.last() {
+        if last as usize + 1 != indices.len() {
+            let missing = (0..last).find(|i| !indices.contains(i)).unwrap_or(0);
+            return Err(bad(
+                "T: lines",
+                format!("thread {missing} has no summary line (threads are numbered from 0)"),
+            ));
+        }
+    }
     let n = parts
         .mins
         .as_ref()
         .map(Vec::len)
         .filter(|&n| n > 0)
-        .unwrap_or(parts.t_lines.len());
+        .unwrap_or(indices.len());
     if n == 0 {
         return Err(ImportError::Unrecognised);
     }
@@ -288,6 +300,12 @@ fn scan_text(text: &str) -> Result<TextParts, ImportError> {
         let at = |what: &str| bad(format!("line {}", n + 1), what.to_string());
         if let Some(t) = parse_t_line(line.trim_start()) {
             p.t_lines.push(t);
+        } else if line.trim_start().starts_with("T:") && line.contains(" Max:") {
+            // A summary line whose figures do not parse (negative, past u64, cut short) would otherwise
+            // leave its thread at zero latency.
+            return Err(at(
+                "a T: summary line whose figures are not non-negative integers",
+            ));
         } else if line == "# Histogram" {
             in_hist = true;
         } else if let Some(v) = hash_values(line, "# Min Latencies:") {
@@ -571,4 +589,36 @@ fn cyclic_thread(
         timeline: Vec::new(),
         timeline_dropped: 0,
     })
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    fn line(index: u32, cycles: u64, max: &str) -> String {
+        format!("T:{index:2} ( 1234) P:99 I:1000 C:{cycles:7} Min:      2 Act:    3 Avg:    3 Max:{max:>8}\n")
+    }
+
+    #[test]
+    fn summary_lines_are_threads_by_index_and_bad_ones_are_refused() {
+        // A refreshed screen repeats a thread's line: the last one holds its final figures.
+        let d = parse_cyclictest_text(&(line(0, 500, "9") + &line(0, 1000, "12")), "r.txt", 1000)
+            .unwrap();
+        let rtgauge_model::run::ProbeResult::Cyclic(c) = &d.probes[0] else {
+            panic!("not cyclic")
+        };
+        assert_eq!(c.threads.len(), 1);
+        assert_eq!(c.threads[0].latency.max_ns, 12_000);
+        // A thread without its line is refused, not filled with zeros.
+        let e = parse_cyclictest_text(&line(1, 1000, "12"), "o.txt", 1000).unwrap_err();
+        assert!(
+            e.to_string().contains("thread 0 has no summary line"),
+            "{e}"
+        );
+        // Figures that are not non-negative integers are refused with the line.
+        for max in ["-3", "99999999999999999999999"] {
+            let e = parse_cyclictest_text(&line(0, 1000, max), "n.txt", 1000).unwrap_err();
+            assert!(e.to_string().contains("line 1"), "{max}: {e}");
+        }
+    }
 }

@@ -170,6 +170,15 @@ fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
     let lr = mean(b) - mean(a);
     let method = "repetitions: t interval over runs (geometric means, run-to-run variance pooled)";
     let (ci, verdict) = match set_interval(a, b) {
+        // Runs that agree to the last digit while the sets differ are copies of one run (imported twice),
+        // not repetitions: a zero-width interval would fake certainty.
+        Some((lr, _, sd)) if sd == 0.0 && lr != 0.0 => (
+            None,
+            Judgement::NoInterval {
+                why: "the runs of each set agree exactly (copies of one run?): no run-to-run variation to judge by"
+                    .into(),
+            },
+        ),
         Some((lr, ci, sd)) => (
             Some(ci),
             match judge(lr, ci, better, o.margin) {
@@ -192,5 +201,23 @@ fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
         ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
         verdict,
         method,
+    }
+}
+
+#[cfg(test)]
+mod copies_tests {
+    use super::*;
+
+    #[test]
+    fn copies_of_one_run_are_not_repetitions() {
+        let o = Options::default();
+        let (a, b) = ([10f64.ln(), 10f64.ln()], [20f64.ln()]);
+        let v = versus_sets(&a, &b, Better::Lower, &o);
+        assert!(matches!(v.verdict, Judgement::NoInterval { .. }), "{v:?}");
+        assert!(v.ci.is_none());
+        // Equal counts (no missed deadline anywhere) stay equivalent.
+        let zeros = [0f64, 0.0];
+        let v = versus_sets(&zeros, &zeros, Better::Lower, &o);
+        assert_eq!(v.verdict, Judgement::Equivalent);
     }
 }
