@@ -25,6 +25,17 @@ fn ansible_dir() -> PathBuf {
     repo().join("deploy/ansible")
 }
 
+/// `ansible-playbook -i DIR/inventory.yml PLAY` from deploy/ansible, with its temporary files under `dir`.
+fn playbook(dir: &Path, play: &str) -> Command {
+    let mut c = Command::new("ansible-playbook");
+    c.current_dir(ansible_dir())
+        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_LOCAL_TEMP", dir.join("ansible-tmp"))
+        .args(["-i", dir.join("inventory.yml").to_str().unwrap(), play]);
+    c
+}
+
 /// A profile of one 2 s timer-latency probe; `max` is its gate on the max latency.
 fn profile(name: &str, max: &str) -> String {
     format!(
@@ -89,14 +100,7 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
     std::fs::write(t.join("inventory.yml"), inventory).unwrap();
 
     let start = std::time::Instant::now();
-    let out = Command::new("ansible-playbook")
-        .current_dir(ansible_dir())
-        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
-        .env("ANSIBLE_NOCOLOR", "1")
-        .env("ANSIBLE_LOCAL_TEMP", t.join("ansible-tmp"))
-        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "site.yml"])
-        .output()
-        .unwrap();
+    let out = playbook(t, "site.yml").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprintln!(
         "ansible-playbook (3 hosts): {:.1} s, {}",
@@ -248,14 +252,7 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
     std::fs::write(t.join("inventory.yml"), inventory).unwrap();
 
     let start = std::time::Instant::now();
-    let out = Command::new("ansible-playbook")
-        .current_dir(ansible_dir())
-        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
-        .env("ANSIBLE_NOCOLOR", "1")
-        .env("ANSIBLE_LOCAL_TEMP", t.join("ansible-tmp"))
-        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "site.yml"])
-        .output()
-        .unwrap();
+    let out = playbook(t, "site.yml").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprintln!(
         "ansible-playbook (3 hosts, quick 2 s, push): {:.1} s, {}",
@@ -435,13 +432,7 @@ fn the_audit_playbook_fails_the_hosts_with_failed_rules_naming_them() {
         t = t.display(),
     );
     std::fs::write(t.join("inventory.yml"), inventory).unwrap();
-    let out = Command::new("ansible-playbook")
-        .current_dir(ansible_dir())
-        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
-        .env("ANSIBLE_NOCOLOR", "1")
-        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "audit.yml"])
-        .output()
-        .unwrap();
+    let out = playbook(t, "audit.yml").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     if failed.is_empty() {
         assert_ok(&out);
@@ -494,10 +485,7 @@ fn a_run_outlives_the_controller_killed_mid_run() {
         t = t.display(),
     );
     std::fs::write(t.join("inventory.yml"), inventory).unwrap();
-    let mut child = Command::new("ansible-playbook")
-        .current_dir(ansible_dir())
-        .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
-        .args(["-i", t.join("inventory.yml").to_str().unwrap(), "site.yml"])
+    let mut child = playbook(t, "site.yml")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .process_group(0)
