@@ -40,6 +40,35 @@ fn gone(cmdline: &str) -> bool {
     false
 }
 
+/// A 60 s `cyclic` on CPU 1 with `--load-cmd command` (temporary files under `tmp`), once the process whose
+/// command line is `started` runs beside it.
+fn cyclic_beside(
+    command: &str,
+    started: &str,
+    tmp: &std::path::Path,
+    stderr: std::process::Stdio,
+) -> std::process::Child {
+    let child = rtgauge_std()
+        .args([
+            "cyclic",
+            "-a",
+            "1",
+            "-q",
+            "-D",
+            "60s",
+            "--load-cmd",
+            command,
+        ])
+        .env("TMPDIR", tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(processes(started).len(), 1, "the command did not start");
+    child
+}
+
 #[test]
 fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
     let _cpu = common::busy_cpu();
@@ -94,27 +123,11 @@ fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
 fn sigint_stops_the_command() {
     let _cpu = common::busy_cpu();
     let dir = tempfile::tempdir().unwrap();
-    let child = rtgauge_std()
-        .args([
-            "cyclic",
-            "-a",
-            "1",
-            "-q",
-            "-D",
-            "60s",
-            "--load-cmd",
-            "sleep 4241.5",
-        ])
-        .env("TMPDIR", dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(
-        processes("sleep 4241.5").len(),
-        1,
-        "the command did not start"
+    let child = cyclic_beside(
+        "sleep 4241.5",
+        "sleep 4241.5",
+        dir.path(),
+        std::process::Stdio::piped(),
     );
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -133,27 +146,11 @@ fn kill_9_takes_the_command_along_and_the_next_start_kills_its_group() {
     let _cpu = common::busy_cpu();
     let dir = tempfile::tempdir().unwrap();
     // The shell gets PR_SET_PDEATHSIG; the background sleep (its child) does not and is left in the group.
-    let mut child = rtgauge_std()
-        .args([
-            "cyclic",
-            "-a",
-            "1",
-            "-q",
-            "-D",
-            "60s",
-            "--load-cmd",
-            "sleep 4242.5 & sleep 4243.5; wait",
-        ])
-        .env("TMPDIR", dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(
-        processes("sleep 4242.5").len(),
-        1,
-        "the command did not start"
+    let mut child = cyclic_beside(
+        "sleep 4242.5 & sleep 4243.5; wait",
+        "sleep 4242.5",
+        dir.path(),
+        std::process::Stdio::null(),
     );
     child.kill().unwrap();
     child.wait().unwrap();
