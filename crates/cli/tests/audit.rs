@@ -3,7 +3,6 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -11,22 +10,8 @@ fn rtgauge() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
 }
 
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = rtgauge().args(args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+mod common;
+use common::{fixture, run};
 
 #[test]
 fn exit_codes_follow_the_verdict() {

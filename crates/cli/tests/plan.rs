@@ -6,29 +6,10 @@
 
 use rtgauge_host::plan::emit::ADDRESSED;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-fn rtgauge() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
-}
-
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = rtgauge().args(args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+mod common;
+use common::{fixture, run};
 
 /// Every file of an output directory, sorted by path, as one text for a snapshot.
 fn dump(dir: &Path) -> String {

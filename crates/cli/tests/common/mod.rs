@@ -13,6 +13,25 @@ pub fn rtgauge_std() -> std::process::Command {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
 }
 
+/// `rel` under the repository's tests/fixtures, as a command-line argument.
+pub fn fixture(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+/// `rtgauge ARGS`: its exit code (−1 when a signal ended it), stdout and stderr.
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let o = rtgauge_std().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
