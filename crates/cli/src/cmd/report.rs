@@ -180,61 +180,15 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     // --host NAME: each host's latest run, appended to the positional runs as its id.
     let a = &super::fleet::with_hosts(a)?;
-    let sels: Vec<String> = a
-        .runs
-        .iter()
-        .cloned()
-        .chain(a.labels.iter().map(|l| format!("label:{l}")))
-        .collect();
-    if sels.len() < 2 {
-        bail!(
-            "compare needs at least two runs (RUN…, --label or --host), got {}",
-            sels.len()
-        );
+    let columns = a.runs.len() + a.labels.len();
+    if columns < 2 {
+        bail!("compare needs at least two runs (RUN…, --label or --host), got {columns}");
     }
     if a.every && a.labels.is_empty() {
         bail!("--every needs --label LABEL: every run with that label forms one set");
     }
     let (mut store, _) = a.db.open()?;
-    // One set of (id, document) per column: a single run, or the repetitions of one platform.
-    let mut sets: Vec<Vec<(i64, RunDocument)>> = Vec::new();
-    for s in &a.runs {
-        let mut set = Vec::new();
-        for part in s.split(',').map(str::trim) {
-            if part.is_empty() {
-                bail!("run set '{s}': an empty entry (write runs as 1,2,3)");
-            }
-            set.push(resolve(store.as_mut(), part)?);
-        }
-        sets.push(set);
-    }
-    for l in &a.labels {
-        if a.every {
-            let ids: Vec<i64> = store
-                .list()?
-                .into_iter()
-                .filter(|r| r.label.as_deref() == Some(l.as_str()))
-                .map(|r| r.id)
-                .collect();
-            if ids.is_empty() {
-                bail!("--label {l}: no stored run has this label");
-            }
-            let set = ids
-                .into_iter()
-                .map(|id| resolve(store.as_mut(), &id.to_string()))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            sets.push(set);
-        } else {
-            sets.push(vec![resolve(store.as_mut(), &format!("label:{l}"))?]);
-        }
-    }
-    // A run twice in one set would count as two repetitions that agree exactly: a false certainty.
-    for set in &sets {
-        let mut seen = std::collections::BTreeSet::new();
-        if let Some((id, _)) = set.iter().find(|(id, _)| !seen.insert(*id)) {
-            bail!("run set: run {id} appears twice; a set holds distinct runs (repetitions)");
-        }
-    }
+    let sets = column_sets(a, store.as_mut())?;
     let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();
     let refs: Vec<&RunDocument> = sets.iter().map(|s| &s[0].1).collect();
     let set_refs: Vec<Vec<&RunDocument>> = sets
@@ -268,4 +222,51 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One set of (id, document) per column: a single run, or the repetitions of one platform (`1,2,3`, or
+/// every run of a label with --every). A run twice in one set is refused.
+fn column_sets(
+    a: &CompareArgs,
+    store: &mut dyn rtgauge_store::RunStore,
+) -> anyhow::Result<Vec<Vec<(i64, RunDocument)>>> {
+    let mut sets: Vec<Vec<(i64, RunDocument)>> = Vec::new();
+    for s in &a.runs {
+        let mut set = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            if part.is_empty() {
+                bail!("run set '{s}': an empty entry (write runs as 1,2,3)");
+            }
+            set.push(resolve(store, part)?);
+        }
+        sets.push(set);
+    }
+    for l in &a.labels {
+        if a.every {
+            let ids: Vec<i64> = store
+                .list()?
+                .into_iter()
+                .filter(|r| r.label.as_deref() == Some(l.as_str()))
+                .map(|r| r.id)
+                .collect();
+            if ids.is_empty() {
+                bail!("--label {l}: no stored run has this label");
+            }
+            let set = ids
+                .into_iter()
+                .map(|id| resolve(store, &id.to_string()))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            sets.push(set);
+        } else {
+            sets.push(vec![resolve(store, &format!("label:{l}"))?]);
+        }
+    }
+    // A run twice in one set would count as two repetitions that agree exactly: a false certainty.
+    for set in &sets {
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some((id, _)) = set.iter().find(|(id, _)| !seen.insert(*id)) {
+            bail!("run set: run {id} appears twice; a set holds distinct runs (repetitions)");
+        }
+    }
+    Ok(sets)
 }
