@@ -114,6 +114,7 @@ fn sets_of_runs_are_compared_by_their_geometric_means_over_runs() {
     for (args, what) in [
         (&["1,", "3"][..], "run set '1,'"),
         (&["1,1", "3,4"][..], "run 1 appears twice"),
+        (&["1,2", "2,3"][..], "run 2 is in two columns"),
         (
             &["--label", "nope", "--label", "a", "--every"][..],
             "--label nope",

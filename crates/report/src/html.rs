@@ -836,7 +836,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Compariso
             }
         }
         @for (i, n) in notes.iter().enumerate() { p.note { "[" (i + 1) "] " (n) } }
-        @if let Some(n) = crate::compare::single_run_note(comparison) { p.note { "Note: " (n) } }
+        @if let Some(n) = crate::compare::single_run_note(ids, comparison) { p.note { "Note: " (n) } }
         @for k in &kinds {
             @let pooled: Vec<Sparse> = runs.iter().map(|d| probe_of(d, k).map(pooled_sparse).unwrap_or_default()).collect();
             @let series: Vec<Series<Sparse>> = names.iter().zip(&pooled).map(|(n, s)| Series { name: n.clone(), data: s }).collect();

@@ -274,7 +274,7 @@ pub fn render_compare(
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(s, "[{}] n/a: {n}", i + 1);
     }
-    if let Some(n) = crate::compare::single_run_note(comparison) {
+    if let Some(n) = crate::compare::single_run_note(ids, comparison) {
         let _ = writeln!(s, "note: {n}");
     }
     if !comparison.differences.is_empty() {

@@ -55,6 +55,11 @@ pub struct CompareArgs {
     /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
     #[arg(long = "host", value_name = "NAME")]
     pub hosts: Vec<String>,
+    /// Judge single runs by the variation inside each run only. By default, where the store holds at least
+    /// 3 other runs of the same label, profile and host under the same conditions (repeats), their
+    /// run-to-run spread widens the intervals.
+    #[arg(long)]
+    pub no_repeats: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -195,13 +200,24 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|s| s.iter().map(|(_, d)| d).collect())
         .collect();
-    let mut c = compare::compare_sets(
-        &set_refs,
-        &Options {
-            margin: a.margin,
-            ..Options::default()
-        },
-    );
+    let options = Options {
+        margin: a.margin,
+        ..Options::default()
+    };
+    let mut c = compare::compare_sets(&set_refs, &options);
+    if !a.no_repeats {
+        let found = repeats(store.as_mut(), &sets)?;
+        let repeats: Vec<Option<compare::Repeats>> = found
+            .iter()
+            .map(|r| {
+                r.as_ref().map(|r| compare::Repeats {
+                    ids: r.iter().map(|(id, _)| *id).collect(),
+                    runs: r.iter().map(|(_, d)| d).collect(),
+                })
+            })
+            .collect();
+        compare::widen_with_repeats(&mut c, &repeats, &options);
+    }
     if sets.iter().any(|s| s.len() > 1) {
         c.sets = sets
             .iter()
@@ -224,13 +240,72 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Stored runs: (id in the store, document).
+type Stored = Vec<(i64, RunDocument)>;
+
+/// Repeats looked at per compared run: the nearest stored runs (by id) with the same label, profile, host
+/// and probes are loaded until this many also share its conditions.
+const MAX_REPEATS: usize = 8;
+/// Candidates loaded per compared run at most, so that a store of many alike-named runs under other
+/// conditions (a changed kernel command line) stays quick.
+const MAX_CANDIDATES: usize = 24;
+
+/// Per column, the stored runs that repeat its single run (None for a set column): complete runs with the
+/// same label, profile, host and probes, taken under the same conditions (`compare::same_conditions`),
+/// nearest by id first, none of them a compared run.
+fn repeats(
+    store: &mut dyn rtgauge_store::RunStore,
+    sets: &[Stored],
+) -> anyhow::Result<Vec<Option<Stored>>> {
+    if sets.iter().all(|s| s.len() > 1) {
+        return Ok(Vec::new());
+    }
+    let list = store.list()?;
+    let compared: std::collections::BTreeSet<i64> =
+        sets.iter().flatten().map(|(id, _)| *id).collect();
+    let mut out = Vec::new();
+    for set in sets {
+        let [(id, doc)] = set.as_slice() else {
+            out.push(None);
+            continue;
+        };
+        let Some(me) = list.iter().find(|r| r.id == *id) else {
+            out.push(Some(Vec::new()));
+            continue;
+        };
+        let mut candidates: Vec<&rtgauge_store::RunSummary> = list
+            .iter()
+            .filter(|r| {
+                r.status == rtgauge_model::run::RunStatus::Complete
+                    && !compared.contains(&r.id)
+                    && (&r.host, &r.profile, &r.label, &r.probes)
+                        == (&me.host, &me.profile, &me.label, &me.probes)
+            })
+            .collect();
+        candidates.sort_by_key(|r| (r.id - id).abs());
+        let mut found = Vec::new();
+        for r in candidates.into_iter().take(MAX_CANDIDATES) {
+            let other = store.get(r.id)?;
+            if compare::same_conditions(doc, &other) {
+                found.push((r.id, other));
+                if found.len() == MAX_REPEATS {
+                    break;
+                }
+            }
+        }
+        found.sort_by_key(|(id, _)| *id);
+        out.push(Some(found));
+    }
+    Ok(out)
+}
+
 /// One set of (id, document) per column: a single run, or the repetitions of one platform (`1,2,3`, or
 /// every run of a label with --every). A run twice in one set is refused.
 fn column_sets(
     a: &CompareArgs,
     store: &mut dyn rtgauge_store::RunStore,
-) -> anyhow::Result<Vec<Vec<(i64, RunDocument)>>> {
-    let mut sets: Vec<Vec<(i64, RunDocument)>> = Vec::new();
+) -> anyhow::Result<Vec<Stored>> {
+    let mut sets: Vec<Stored> = Vec::new();
     for s in &a.runs {
         let mut set = Vec::new();
         for part in s.split(',').map(str::trim) {
@@ -259,6 +334,19 @@ fn column_sets(
             sets.push(set);
         } else {
             sets.push(vec![resolve(store, &format!("label:{l}"))?]);
+        }
+    }
+    // A run in two columns of which one is a set would be counted on both sides of the interval: the
+    // sets are not independent. (A single run against itself is allowed: it reads exactly 1.)
+    for (i, a) in sets.iter().enumerate() {
+        for b in sets
+            .iter()
+            .skip(i + 1)
+            .filter(|b| a.len() > 1 || b.len() > 1)
+        {
+            if let Some((id, _)) = a.iter().find(|(id, _)| b.iter().any(|(x, _)| x == id)) {
+                bail!("run set: run {id} is in two columns; sets compared with each other hold distinct runs");
+            }
         }
     }
     // A run twice in one set would count as two repetitions that agree exactly: a false certainty.

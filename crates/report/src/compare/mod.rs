@@ -27,7 +27,9 @@ use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use serde::Serialize;
 
+mod repeats;
 mod sets;
+pub use repeats::{widen_with_repeats, Repeats, MIN_REPEATS};
 pub use sets::compare_sets;
 #[cfg(test)]
 use sets::{log_value, runs_needed, set_interval, t975, T975};
@@ -53,19 +55,60 @@ impl Default for Options {
     }
 }
 
-/// Under a comparison of single runs with timer-latency or OS-noise measures: what their intervals cover, and
-/// how to cover the rest. The window bootstrap sees the variation inside each run, not a change of conditions
-/// between runs: on this project's shared VM, idle runs back to back differed 1.4× in min and 4.5× in p99.9
-/// (bench/compare_aa), which only sets of runs judge rightly. None for sets, or without latency measures.
-pub fn single_run_note(comparison: &Comparison) -> Option<&'static str> {
+/// Under a comparison of single runs with timer-latency or OS-noise measures: what their intervals cover.
+/// The window bootstrap sees the variation inside each run, not a change of conditions between runs: on
+/// this project's shared VM, idle runs back to back differed 1.4× in min and 4.5× in p99.9
+/// (bench/compare_aa). Where the store held repeats of the runs ([`widen_with_repeats`]) their spread covers
+/// that, and the note names them; otherwise it says how to cover it. `ids` are the columns' run ids. None
+/// for sets, or without latency measures.
+pub fn single_run_note(ids: &[i64], comparison: &Comparison) -> Option<String> {
     let latency = comparison
         .rows
         .iter()
         .any(|r| r.key.starts_with("cyclic.") || r.key.starts_with("oslat."));
-    (comparison.sets.is_empty() && latency).then_some(
-        "one run per platform: intervals cover the variation inside each run, not a change of conditions \
-         between runs; for a platform verdict repeat the runs and compare the sets (rtgauge compare 1,2,3 4,5,6)",
-    )
+    if !comparison.sets.is_empty() || !latency {
+        return None;
+    }
+    if comparison.repeats.iter().all(Vec::is_empty) {
+        return Some(format!(
+            "one run per platform and fewer than {MIN_REPEATS} stored repeats of each (runs with the same label, \
+             profile, host and conditions): intervals cover the variation inside each run, not a change of \
+             conditions between runs; for a platform verdict repeat the runs and compare the sets \
+             (rtgauge compare 1,2,3 4,5,6)"
+        ));
+    }
+    // Columns with the same repeats are named together ("runs 1, 2: repeats 3, 4, 5").
+    let mut groups: Vec<(Vec<i64>, &Vec<i64>)> = Vec::new();
+    for (id, rep) in ids.iter().zip(&comparison.repeats) {
+        match groups.iter_mut().find(|(_, r)| *r == rep) {
+            Some((cols, _)) => cols.push(*id),
+            None => groups.push((vec![*id], rep)),
+        }
+    }
+    let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    let named: Vec<String> = groups
+        .iter()
+        .map(|(cols, rep)| {
+            let runs = if cols.len() == 1 { "run" } else { "runs" };
+            match rep.len() {
+                0 => format!(
+                    "{runs} {}: no repeats (the other's spread is used)",
+                    list(cols)
+                ),
+                n if n < MIN_REPEATS => format!(
+                    "{runs} {}: repeats {}, too few to judge by (the other's spread is used)",
+                    list(cols),
+                    list(rep)
+                ),
+                _ => format!("{runs} {}: repeats {}", list(cols), list(rep)),
+            }
+        })
+        .collect();
+    Some(format!(
+        "single runs: intervals cover the variation inside each run and the run-to-run spread of the stored \
+         runs that repeat it (same label, profile, host and conditions) — {}",
+        named.join("; ")
+    ))
 }
 
 /// What a comparison says of run B against the baseline for one measure, given the margin.
@@ -197,6 +240,10 @@ pub struct Comparison {
     /// caller that knows them; empty when every column is one run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sets: Vec<Vec<i64>>,
+    /// Per column, the ids of the stored runs that repeat its single run and whose run-to-run spread
+    /// widened the intervals ([`widen_with_repeats`]); empty when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<Vec<i64>>,
 }
 
 /// Resampling material of one latency probe of one run.
@@ -375,14 +422,10 @@ fn boot_latency(a: &LatencyData, b: &LatencyData, o: &Options) -> Option<Boot> {
     Some(Boot { log_ratios })
 }
 
-/// ln(b/a); counts get +1 on both sides so that a zero baseline gives a finite ratio; latencies are floored
-/// at 1 ns.
+/// ln(b/a) on the scale of [`log_value`](sets::log_value): counts get +1 on both sides so that a zero
+/// baseline gives a finite ratio; latencies are floored at 1 ns.
 fn log_ratio(b: f64, a: f64, count: bool) -> f64 {
-    if count {
-        ((b + 1.0) / (a + 1.0)).ln()
-    } else {
-        (b.max(1.0) / a.max(1.0)).ln()
-    }
+    sets::log_value(b, count) - sets::log_value(a, count)
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -557,6 +600,9 @@ fn unknown_versus(limit: f64) -> Versus {
     }
 }
 
+/// Method of counts above different histogram ranges: no interval, whatever else is known.
+const NOT_COMPARABLE: &str = "not comparable";
+
 /// Bootstraps per (run, probe index of A, probe index of B), computed once per probe pair.
 type Boots = std::collections::HashMap<(usize, usize, usize), Option<Boot>>;
 
@@ -608,6 +654,7 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
             .map(|d| d.probes.iter().map(probe_duration_ns).max().unwrap_or(0))
             .collect(),
         sets: Vec::new(),
+        repeats: Vec::new(),
     }
 }
 
@@ -669,7 +716,7 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
         // Counts above different histogram ranges are not the same measure.
         Interval {
             ci: None,
-            method: "not comparable",
+            method: NOT_COMPARABLE,
             why: format!("different histogram ranges ({} / {})", ma.label, mb.label),
         }
     } else if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
@@ -802,6 +849,32 @@ fn boot_replicates(a: &[f64], b: &[f64], lr: f64, o: &Options) -> (f64, f64) {
         reps.push(log_ratio(median(&mut rb), median(&mut ra), false));
     }
     basic_interval(lr, &mut reps)
+}
+
+/// Whether two runs were taken under the same conditions, which makes a stored run a repeat: no fingerprint
+/// field or audit status differs, the same load was asked for (the achieved rates vary from run to run), and
+/// neither shared its CPUs with another measuring run (that measured the other run too).
+pub fn same_conditions(a: &RunDocument, b: &RunDocument) -> bool {
+    let loads = |d: &RunDocument| -> Vec<String> {
+        d.probes
+            .iter()
+            .filter_map(|p| match p {
+                ProbeResult::Cyclic(c) => Some(c.load.as_ref()),
+                ProbeResult::Oslat(o) => Some(o.load.as_ref()),
+                _ => None,
+            })
+            .map(|l| {
+                l.map_or_else(String::new, |l| {
+                    let command = l.command.as_ref().map(|c| c.command.as_str());
+                    format!("{} on CPU {} {command:?}", l.spec, l.cpus)
+                })
+            })
+            .collect()
+    };
+    loads(a) == loads(b)
+        && differences(&[a, b])
+            .iter()
+            .all(|d| d.what.starts_with("load "))
 }
 
 /// Fingerprint fields and audit findings that differ between the runs, e.g. `kernel.cmdline` or

@@ -21,7 +21,8 @@ pub(super) fn t975(df: usize) -> f64 {
     T975.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
 }
 
-/// A measure of a set of runs on the log scale (latencies floored at 1 ns, counts + 1, as [`log_ratio`]).
+/// A measure on the log scale that ratios and sets are judged on: latencies floored at 1 ns (an imported
+/// bucket's lower edge can be 0), counts + 1 (no missed deadline is a count too).
 pub(super) fn log_value(v: f64, count: bool) -> f64 {
     if count {
         (v + 1.0).ln()
@@ -105,11 +106,15 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
             .collect();
         let values: Vec<Option<f64>> = logs
             .iter()
-            .map(|l| {
+            .zip(&got)
+            .map(|(l, ms)| {
                 (!l.is_empty()).then(|| {
                     let g = mean(l).exp();
                     if count {
                         g - 1.0
+                    } else if ms.iter().all(|m| m.value == 0.0) {
+                        // Zero latencies (imported bucket edges) were floored at 1 ns to take logs.
+                        0.0
                     } else {
                         g
                     }
@@ -161,6 +166,7 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
             })
             .collect(),
         sets: Vec::new(),
+        repeats: Vec::new(),
     }
 }
 

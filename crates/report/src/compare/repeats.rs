@@ -1,0 +1,172 @@
+//! Single runs judged with their platform's run-to-run spread (docs/METHODOLOGY.md, "Comparing runs").
+//!
+//! The window bootstrap of [`compare`](super::compare) sees the variation inside each run. Idle runs of one
+//! profile taken back to back on one VM differ by more than that (bench/compare_aa: min 12.0 vs 16.9 µs,
+//! p99.9 34 vs 154 µs, max 0.29 vs 21 ms), because conditions change between runs. When the store holds
+//! other runs of the same platform under the same conditions (the caller finds them: same host, profile,
+//! label and probes, no difference in fingerprint, audit or load), their spread is that change: the log
+//! ratio of two single runs varies by √(s_A² + s_B²) from run to run, s the standard deviation of one run's
+//! log value among its repeats. The interval becomes the union of the within-run interval and
+//! `ln(B/A) ± t₀.₉₇₅(df)·√(s_A² + s_B²)`: the first keeps one spike in one window from deciding, the second
+//! keeps a change of conditions from deciding.
+
+use super::sets::{log_value, mean, runs_needed, t975};
+use super::{judge, measures_of, Comparison, Judgement, Options, NOT_COMPARABLE};
+use rtgauge_model::measure::{Measure, MeasureUnit};
+use rtgauge_model::run::RunDocument;
+
+/// Fewest repeats whose spread is used: two give one degree of freedom, whose t quantile (12.7) would make
+/// almost every verdict inconclusive on a guess of the spread.
+pub const MIN_REPEATS: usize = 3;
+
+/// Method of an interval widened by the repeats' spread.
+const WIDENED: &str = "window bootstrap inside each run, widened by the run-to-run spread of the platform's repeat runs (t interval)";
+
+/// The stored runs that repeat one compared run: the same platform measured the same way at other times.
+#[derive(Debug, Default)]
+pub struct Repeats<'a> {
+    /// Their ids in the store (for the note under the table).
+    pub ids: Vec<i64>,
+    /// Their documents.
+    pub runs: Vec<&'a RunDocument>,
+}
+
+/// The run-to-run spread of one measure among repeats: (standard deviation of the log values, degrees of
+/// freedom). None with fewer than [`MIN_REPEATS`] known values.
+fn spread(measures: &[Vec<(usize, Measure)>], key: &str, count: bool) -> Option<(f64, usize)> {
+    let logs: Vec<f64> = measures
+        .iter()
+        .filter_map(|ms| ms.iter().find(|(_, m)| m.key == key))
+        .filter(|(_, m)| m.unknown_above.is_none() && m.value.is_finite())
+        .map(|(_, m)| log_value(m.value, count))
+        .collect();
+    if logs.len() < MIN_REPEATS {
+        return None;
+    }
+    let m = mean(&logs);
+    let df = logs.len() - 1;
+    let ss: f64 = logs.iter().map(|x| (x - m).powi(2)).sum();
+    Some(((ss / df as f64).sqrt(), df))
+}
+
+/// The variance of a single-run log ratio and its degrees of freedom, from the baseline's spread `a` and
+/// the other run's `b`. One pool (both runs repeat the same platform): 2s². Two pools: s_A² + s_B² with
+/// Welch–Satterthwaite degrees of freedom. One side without repeats borrows the other's spread: a platform
+/// measured once is not assumed steadier than one measured often.
+fn ratio_variance(
+    a: Option<(f64, usize)>,
+    b: Option<(f64, usize)>,
+    one_pool: bool,
+) -> Option<(f64, usize)> {
+    match (a, b) {
+        (Some((s, df)), _) if one_pool => Some((2.0 * s * s, df)),
+        (Some((sa, dfa)), Some((sb, dfb))) => {
+            let (va, vb) = (sa * sa, sb * sb);
+            let welch = (va + vb).powi(2) / (va * va / dfa as f64 + vb * vb / dfb as f64);
+            let df = if welch.is_finite() {
+                (welch.floor() as usize).clamp(dfa.min(dfb), dfa + dfb)
+            } else {
+                dfa.min(dfb)
+            };
+            Some((va + vb, df))
+        }
+        (Some((s, df)), None) | (None, Some((s, df))) => Some((2.0 * s * s, df)),
+        (None, None) => None,
+    }
+}
+
+/// Widen the verdicts of single runs in `c` by the run-to-run spread of each column's repeats
+/// (`repeats[column]`: None for a column that is a set, whose comparisons already judge by the spread
+/// between its runs; empty for a run with no repeats stored). Records the ids used in `c.repeats`.
+pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], options: &Options) {
+    let enough = |r: &Option<Repeats>| r.as_ref().is_some_and(|r| r.runs.len() >= MIN_REPEATS);
+    if repeats.first().is_none_or(Option::is_none) || !repeats.iter().any(enough) {
+        return;
+    }
+    let none = Repeats::default();
+    let repeats: Vec<Option<&Repeats>> = repeats.iter().map(Option::as_ref).collect();
+    let measures: Vec<Vec<Vec<(usize, Measure)>>> = repeats
+        .iter()
+        .map(|r| {
+            r.unwrap_or(&none)
+                .runs
+                .iter()
+                .map(|d| measures_of(d))
+                .collect()
+        })
+        .collect();
+    let base_ids = &repeats[0].unwrap_or(&none).ids;
+    for row in &mut c.rows {
+        let count = row.unit == MeasureUnit::Count;
+        let base = spread(&measures[0], &row.key, count);
+        for (k, versus) in row.versus.iter_mut().enumerate() {
+            let col = k + 1;
+            let (Some(v), Some(Some(a)), Some(Some(b))) =
+                (versus.as_mut(), row.values.first(), row.values.get(col))
+            else {
+                continue;
+            };
+            if matches!(v.verdict, Judgement::Unknown { .. }) || v.method == NOT_COMPARABLE {
+                continue;
+            }
+            let Some(Some(rep)) = repeats.get(col) else {
+                continue;
+            };
+            let one_pool = !rep.ids.is_empty() && rep.ids == *base_ids;
+            let other = spread(&measures[col], &row.key, count);
+            let Some((var, df)) = ratio_variance(base, other, one_pool) else {
+                continue;
+            };
+            let lr = log_value(*b, count) - log_value(*a, count);
+            let half = t975(df) * var.sqrt();
+            let within = v.ci.map(|(lo, hi)| (lo.ln(), hi.ln()));
+            let ci = match within {
+                Some((lo, hi)) => (lo.min(lr - half), hi.max(lr + half)),
+                None => (lr - half, lr + half),
+            };
+            v.verdict = match judge(lr, ci, row.better, options.margin) {
+                // Still undecided on the runs' own variation: what the bootstrap said would decide stands.
+                Judgement::Inconclusive { .. }
+                    if matches!(v.verdict, Judgement::Inconclusive { .. })
+                        && within.is_some_and(|(lo, hi)| hi - lo >= 2.0 * half) =>
+                {
+                    v.verdict.clone()
+                }
+                // Undecided because runs differ from one another: repetitions decide, not length.
+                Judgement::Inconclusive { .. } => Judgement::Inconclusive {
+                    longer: None,
+                    runs: runs_needed(lr, (var / 2.0).sqrt(), options.margin, 1),
+                },
+                j => j,
+            };
+            // The method names what set the interval: the repeats, where they widened it.
+            if within != Some(ci) {
+                v.method = WIDENED;
+            }
+            v.ci = Some((ci.0.exp(), ci.1.exp()));
+        }
+    }
+    c.repeats = repeats
+        .iter()
+        .map(|r| r.map(|r| r.ids.clone()).unwrap_or_default())
+        .collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_pool_doubles_the_variance_and_two_pools_add() {
+        let (v, df) = ratio_variance(Some((0.1, 5)), Some((0.1, 5)), true).unwrap();
+        assert!((v - 0.02).abs() < 1e-12 && df == 5);
+        let (v, df) = ratio_variance(Some((0.1, 5)), Some((0.2, 3)), false).unwrap();
+        assert!((v - 0.05).abs() < 1e-12);
+        // Welch: (0.01 + 0.04)² / (0.0001/5 + 0.0016/3) = 4.52…
+        assert_eq!(df, 4);
+        // A platform without repeats borrows the other's spread.
+        let (v, df) = ratio_variance(None, Some((0.2, 3)), false).unwrap();
+        assert!((v - 0.08).abs() < 1e-12 && df == 3);
+        assert!(ratio_variance(None, None, false).is_none());
+    }
+}
