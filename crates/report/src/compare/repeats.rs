@@ -40,10 +40,15 @@ fn spread(measures: &[Vec<(usize, Measure)>], key: &str, count: bool) -> Option<
         .filter(|(_, m)| m.unknown_above.is_none() && m.value.is_finite())
         .map(|(_, m)| log_value(m.value, count))
         .collect();
+    spread_of_logs(&logs)
+}
+
+/// Standard deviation and degrees of freedom of log values; None for fewer than [`MIN_REPEATS`].
+fn spread_of_logs(logs: &[f64]) -> Option<(f64, usize)> {
     if logs.len() < MIN_REPEATS {
         return None;
     }
-    let m = mean(&logs);
+    let m = mean(logs);
     let df = logs.len() - 1;
     let ss: f64 = logs.iter().map(|x| (x - m).powi(2)).sum();
     Some(((ss / df as f64).sqrt(), df))
@@ -155,6 +160,7 @@ pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtgauge_model::measure::Better;
 
     #[test]
     fn one_pool_doubles_the_variance_and_two_pools_add() {
@@ -168,5 +174,58 @@ mod tests {
         let (v, df) = ratio_variance(None, Some((0.2, 3)), false).unwrap();
         assert!((v - 0.08).abs() < 1e-12 && df == 3);
         assert!(ratio_variance(None, None, false).is_none());
+    }
+
+    /// The interval's half width for runs `a` and `b` judged with `repeats`, as [`widen_with_repeats`]
+    /// computes it (one pool).
+    fn half_width(repeats: &[f64]) -> f64 {
+        let (var, df) = ratio_variance(spread_of_logs(repeats), None, true).unwrap();
+        t975(df) * var.sqrt()
+    }
+
+    #[test]
+    fn runs_drawn_alike_decide_at_most_five_percent_of_the_time() {
+        // A/A on synthetic runs: each run's log value is the platform's plus a run-level shift (a change of
+        // conditions, sd 0.3 — min and p99 of idle runs on this VM moved about that much) plus a small
+        // within-run error. Run 0 against run 1, judged with runs 2–7 as repeats.
+        let mut rng = fastrand::Rng::with_seed(12);
+        let mut normal = || {
+            // Box–Muller: fastrand has no normal distribution, and one function does not need a crate.
+            let (u, v) = (1.0 - rng.f64(), rng.f64());
+            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        };
+        let margin = 0.10;
+        let (trials, mut decided, mut decided_within) = (4000, 0, 0);
+        for _ in 0..trials {
+            let runs: Vec<f64> = (0..8).map(|_| 0.3 * normal() + 0.02 * normal()).collect();
+            let lr = runs[1] - runs[0];
+            let half = half_width(&runs[2..]);
+            let v = judge(lr, (lr - half, lr + half), Better::Lower, margin);
+            decided += usize::from(matches!(v, Judgement::Better | Judgement::Worse));
+            // A within-run interval (±1.96 × the within-run error) alone, for contrast.
+            let w = 1.96 * 0.02 * 2f64.sqrt();
+            let v = judge(lr, (lr - w, lr + w), Better::Lower, margin);
+            decided_within += usize::from(matches!(v, Judgement::Better | Judgement::Worse));
+        }
+        let share = decided as f64 / trials as f64;
+        assert!(share <= 0.05, "{decided} of {trials} decided");
+        // Without the repeats most pairs decide: the run-level shift is what they miss.
+        assert!(
+            decided_within as f64 / trials as f64 > 0.5,
+            "{decided_within}"
+        );
+        // A real shift of 5× against that spread is mostly called worse (3× is only half the time: one
+        // pair of runs cannot tell it from two runs 1.5 run-to-run deviations apart).
+        let mut worse = 0;
+        for _ in 0..1000 {
+            let runs: Vec<f64> = (0..8).map(|_| 0.3 * normal()).collect();
+            let lr = runs[1] + 5f64.ln() - runs[0];
+            let half = half_width(&runs[2..]);
+            worse += usize::from(
+                judge(lr, (lr - half, lr + half), Better::Lower, margin) == Judgement::Worse,
+            );
+        }
+        // Seed 12 gives: A/A 115 of 4000 decided (2.9 %), within-run only 2871 (72 %), 5× worse 801 of 1000.
+        assert!(worse > 700, "{worse} of 1000");
     }
 }
