@@ -96,11 +96,17 @@ impl LatencyStats {
         }
     }
 
-    /// The histogram limit when `percentile` falls among the samples beyond it (its value is then
-    /// unknown: only "> limit", and at most the exact max, can be said); None when it is known.
+    /// The lower bound of `percentile` when it falls among the samples beyond an imported histogram (its
+    /// value is then unknown: only "> bound", and at most the exact max, can be said): the histogram's
+    /// limit, or the min when the file had no histogram at all (limit 0). None when it is known.
     pub fn unknown_above(&self, percentile: f64) -> Option<u64> {
         let b = self.beyond.filter(|b| b.count > 0)?;
-        unknown_rank(percentile, self.count, b.count).then_some(b.limit_ns)
+        let bound = if b.limit_ns == 0 {
+            self.min_ns
+        } else {
+            b.limit_ns
+        };
+        unknown_rank(percentile, self.count, b.count).then_some(bound)
     }
 
     /// Value of a stored percentile, if it was stored.
@@ -115,7 +121,8 @@ impl LatencyStats {
 /// Samples at or above an rt-tests histogram's limit, whose values are lost (only counted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Beyond {
-    /// The histogram's range, ns: every lost sample is at or above it.
+    /// The histogram's range, ns: every lost sample is at or above it. 0 when the file had no histogram
+    /// (cyclictest without `-h`): every sample is lost but for min, avg and max.
     pub limit_ns: u64,
     /// How many samples were at or above the limit.
     pub count: u64,
@@ -138,7 +145,8 @@ pub fn limit_warning(
     limit_ns: u64,
     overflows: u64,
 ) -> Option<String> {
-    if stats.count == 0 || overflows == 0 {
+    // No histogram at all (limit 0) is said by the importer, in those words.
+    if stats.count == 0 || overflows == 0 || limit_ns == 0 {
         return None;
     }
     let lim = crate::units::Nanos(limit_ns);

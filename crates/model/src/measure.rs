@@ -55,8 +55,9 @@ pub struct Measure {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicates: Vec<f64>,
     /// Set when the value is unknown beyond a lower bound: a percentile among the samples an rt-tests
-    /// histogram only counted. It holds the histogram's limit; `value` is then only a lower bound
-    /// (the larger of the limit and the min), shown as "> limit", and no comparison judges it.
+    /// histogram only counted. It holds the histogram's limit (0 when the file had no histogram); `value`
+    /// is then only a lower bound (the larger of the limit and the min), shown as "> limit" ("> min"
+    /// without a histogram), and no comparison judges it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown_above: Option<f64>,
 }

@@ -676,23 +676,37 @@ pub fn no_interval_notes(comparison: &Comparison) -> Vec<String> {
         .iter()
         .flat_map(|r| r.versus.iter().flatten())
     {
-        if let Judgement::NoInterval { why } = &v.verdict {
-            if !notes.contains(why) {
-                notes.push(why.clone());
+        if let Some(n) = footnote(&v.verdict) {
+            if !notes.contains(&n) {
+                notes.push(n);
             }
         }
     }
     notes
 }
 
-/// A verdict cell: the verdict in words, "n/a [k]" pointing at footnote k for one without an interval.
-pub fn verdict_cell(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
+/// The footnote of a verdict that has no figure to show: "n/a: why" without an interval, "unknown: why"
+/// for a value beyond a histogram. None for the others.
+fn footnote(verdict: &Judgement) -> Option<String> {
     match verdict {
-        Judgement::NoInterval { why } => match notes.iter().position(|n| n == why) {
-            Some(i) => format!("n/a [{}]", i + 1),
-            None => "n/a".into(),
-        },
-        verdict => fmt_verdict(key, verdict, duration_ns),
+        Judgement::NoInterval { why } => Some(format!("n/a: {why}")),
+        Judgement::Unknown { why } => Some(format!("unknown: {why}")),
+        _ => None,
+    }
+}
+
+/// A verdict cell: the verdict in words; "n/a [k]" or "unknown [k]" pointing at footnote k (whose reason
+/// would otherwise repeat in every cell).
+pub fn verdict_cell(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
+    match footnote(verdict) {
+        Some(n) => {
+            let word = verdict.word().replace("no interval", "n/a");
+            match notes.iter().position(|x| *x == n) {
+                Some(i) => format!("{word} [{}]", i + 1),
+                None => word,
+            }
+        }
+        None => fmt_verdict(key, verdict, duration_ns),
     }
 }
 
@@ -787,9 +801,11 @@ fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Marku
     }
 }
 
-/// A value of the table: "> limit" when it is unknown beyond a histogram's limit.
+/// A value of the table: "> limit" when it is unknown beyond a histogram's limit ("> min", the value,
+/// when the file had no histogram: limit 0).
 pub fn fmt_measure(value: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
     match unknown_above {
+        Some(l) if l == 0.0 => format!("> {}", fmt_value(value, unit)),
         Some(l) => format!("> {}", fmt_value(l, unit)),
         None => fmt_value(value, unit),
     }

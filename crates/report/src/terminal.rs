@@ -61,7 +61,13 @@ pub fn render_summary(doc: &RunDocument) -> String {
     for p in &doc.probes {
         match p {
             ProbeResult::Cyclic(c) => {
-                let range = c.config.overflow_threshold_ns().unwrap_or(0) / 1000;
+                // The -h range in µs as the column has always said it; a sub-µs range (cyclictest -N,
+                // whose buckets are ns) in ns, so that it does not read as "≥0µs".
+                let over = match c.config.overflow_threshold_ns() {
+                    Some(ns) if ns < 1000 => format!("overflows≥{ns}ns"),
+                    Some(ns) => format!("overflows≥{}µs", ns / 1000),
+                    None => "overflows".to_string(),
+                };
                 let _ = writeln!(
                     s,
                     "\ntimer latency (cyclic, interval {} µs):",
@@ -75,7 +81,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
                     "min µs",
                     "avg µs",
                     "max µs",
-                    format!("overflows≥{range}µs"),
+                    over,
                     "p99.9 µs",
                     "p99.99 µs",
                     "missed"
@@ -272,7 +278,7 @@ pub fn render_compare(
         let _ = writeln!(s);
     }
     for (i, n) in notes.iter().enumerate() {
-        let _ = writeln!(s, "[{}] n/a: {n}", i + 1);
+        let _ = writeln!(s, "[{}] {n}", i + 1);
     }
     if let Some(n) = crate::compare::single_run_note(ids, comparison) {
         let _ = writeln!(s, "note: {n}");

@@ -187,6 +187,40 @@ impl Importer for CyclictestText {
     }
 }
 
+/// cyclictest's text does not say whether `-N` made its figures nanoseconds; read in the wrong unit they
+/// are 1000× off, with no error. Two impossibilities tell: in µs, a min of at least the interval (and of
+/// 1 ms) on every thread — every single wake-up a whole period late; in ns, a min below 100 ns on every
+/// thread — faster than any timer interrupt path. Either is refused, naming the option that reads it.
+fn check_text_unit(
+    threads: &[ImportedThread],
+    unit_ns: u64,
+    interval_us: u64,
+) -> Result<(), ImportError> {
+    let measured: Vec<&ImportedThread> = threads.iter().filter(|t| t.cycles > 0).collect();
+    let Some(first) = measured.first() else {
+        return Ok(());
+    };
+    if unit_ns == 1000 && measured.iter().all(|t| t.min >= interval_us.max(1000)) {
+        return Err(bad(
+            format!("thread {}", first.index),
+            format!(
+                "min {} µs with a {interval_us} µs interval is no timer latency in µs: the file looks written with -N (ns); import it with --nsecs",
+                first.min
+            ),
+        ));
+    }
+    if unit_ns == 1 && measured.iter().all(|t| t.min < 100) {
+        return Err(bad(
+            format!("thread {}", first.index),
+            format!(
+                "min {} ns is below any timer's wake-up path: the file looks written without -N (µs); import it without --nsecs",
+                first.min
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Import cyclictest's text output. `unit_ns`: 1000 (µs), or 1 when the run used `-N`.
 pub fn parse_cyclictest_text(
     text: &str,
@@ -259,6 +293,7 @@ pub fn parse_cyclictest_text(
             ));
         }
     }
+    check_text_unit(&threads, unit_ns, interval_us)?;
     let meta = Meta {
         file,
         format: "cyclictest-text",
@@ -481,16 +516,26 @@ fn cyclic_thread(
     );
     let mut hist = new_histogram();
     let mut beyond = None;
-    let linear = match t.buckets {
+    // cyclictest's JSON writes `"histogram": {}` when it ran without -h: no histogram either.
+    let buckets = t
+        .buckets
+        .filter(|pairs| !pairs.is_empty() || meta.hist_range.is_some());
+    let linear = match buckets {
         None => {
             if t.cycles > 0 {
-                // Only min, avg and max are known: keep the extremes so percentiles are bounded by them.
+                // Only min, avg and max are known: the extremes are kept (the plots reach them), and
+                // every sample counts as beyond a histogram of limit 0, so no percentile is ever
+                // read from these two.
                 hist.saturating_record(min_ns);
                 if t.cycles > 1 {
                     hist.saturating_record(max_ns);
                 }
+                beyond = Some(Beyond {
+                    limit_ns: 0,
+                    count: t.cycles,
+                });
             }
-            warnings.push(format!("thread {}: no histogram (cyclictest ran without -h): only min, avg and max are known", t.index));
+            warnings.push(format!("thread {}: no histogram (cyclictest ran without -h): only min, avg and max are known, every percentile is unknown (> min)", t.index));
             None
         }
         Some(pairs) => {

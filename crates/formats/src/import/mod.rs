@@ -393,6 +393,53 @@ mod tests {
     }
 
     #[test]
+    fn without_a_histogram_every_percentile_is_unknown_above_the_min() {
+        // cyclictest --json without -h writes an empty histogram object (rt-tests 2.40, real output).
+        let json = r#"{"file_version": 1, "cmdline:": "cyclictest -m -p80 -i 500 -D 2 -q -t 2 -a 0-1 --json=c1.json",
+            "rt_test_version:": "2.40", "num_threads": 1, "resolution_in_ns": 0,
+            "thread": {"0": {"histogram": {}, "cycles": 3956, "min": 11, "max": 5273, "avg": 34.95, "cpu": 0, "node": 0}}}"#;
+        let text =
+            "T: 0 ( 99) P:80 I:1000 C:   1000 Min:     14 Act:   28 Avg:   34 Max:     976\n";
+        for d in [
+            parse_rt_tests(json, "c1.json", 1000).unwrap(),
+            parse_cyclictest_text(text, "t.txt", 1000).unwrap(),
+        ] {
+            let l = &cyclic(&d).threads[0].latency;
+            // Percentiles: only "> min" is known, never a figure made from min and max.
+            assert_eq!(l.unknown_above(50.0), Some(l.min_ns), "{l:?}");
+            assert_eq!(l.unknown_above(99.99), Some(l.min_ns));
+            let ms = d.probes[0].measures();
+            let p99 = ms.iter().find(|m| m.key == "cyclic.p99").unwrap();
+            assert_eq!(p99.unknown_above, Some(0.0));
+            let max = ms.iter().find(|m| m.key == "cyclic.max").unwrap();
+            assert_eq!((max.unknown_above, max.value), (None, l.max_ns as f64));
+            assert!(
+                d.warnings.iter().any(|w| w.contains("no histogram")),
+                "{:?}",
+                d.warnings
+            );
+            assert!(limit_warnings(&d).is_empty(), "{:?}", limit_warnings(&d));
+        }
+    }
+
+    #[test]
+    fn text_in_the_wrong_unit_is_refused_with_the_option_that_reads_it() {
+        // Real -N output (rt-tests 2.40): ns figures, nothing in the text says so.
+        let ns = "T: 0 (25678) P:80 I:1000 C:   1000 Min:  14716 Act:   28320 Avg:   37098 Max: 2293701\n\
+                  T: 1 (25679) P:80 I:1500 C:    677 Min:  17163 Act:   45699 Avg:   45680 Max: 1653624\n";
+        let e = parse_cyclictest_text(ns, "n.txt", 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--nsecs") && e.contains("min 14716"), "{e}");
+        assert!(parse_cyclictest_text(ns, "n.txt", 1).is_ok());
+        let us = "T: 0 ( 99) P:80 I:1000 C:   1000 Min:     14 Act:   28 Avg:   34 Max:     976\n";
+        let e = parse_cyclictest_text(us, "u.txt", 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without --nsecs"), "{e}");
+    }
+
+    #[test]
     fn text_with_only_summary_lines_and_nsecs() {
         let text =
             "T: 0 ( 99) P:80 I:1000 C:   1000 Min:   2500 Act:   3000 Avg:   3100 Max:   15000\n";

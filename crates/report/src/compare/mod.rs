@@ -587,15 +587,18 @@ fn measure_keys<'a>(measures: impl Iterator<Item = &'a Measure>) -> Vec<MeasureK
 /// The comparison of a value that is unknown beyond an rt-tests histogram's `limit` (ns): no ratio, no
 /// interval, verdict "unknown".
 fn unknown_versus(limit: f64) -> Versus {
+    let why = if limit == 0.0 {
+        "no histogram in the imported file: only min, avg and max are known".to_string()
+    } else {
+        format!(
+            "histogram limit {} below the samples",
+            rtgauge_model::Nanos(limit as u64)
+        )
+    };
     Versus {
         ratio: f64::NAN,
         ci: None,
-        verdict: Judgement::Unknown {
-            why: format!(
-                "histogram limit {} below the samples",
-                rtgauge_model::Nanos(limit as u64)
-            ),
-        },
+        verdict: Judgement::Unknown { why },
         method: "unknown value: beyond an rt-tests histogram's range",
     }
 }
