@@ -455,8 +455,9 @@ pub fn render_oslat_extras(result: &OslatResult, run_start_monotonic_ns: u64) ->
         }
         let _ = writeln!(
             out,
-            " {:>10.4}% {:>10.3} {:>10.3}",
-            t.availability_pct,
+            " {:>11} {:>10.3} {:>10.3}",
+            t.availability_pct
+                .map_or("-".into(), |a| format!("{a:.4}%")),
             t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0,
             t.gaps.max_ns as f64 / 1000.0
         );

@@ -130,8 +130,10 @@ pub struct OslatThread {
     pub over_thresholds: Vec<ThresholdCount>,
     /// Time lost in gaps above `availability_threshold_ns`.
     pub lost_ns: u64,
-    /// Share of the time not lost in such gaps, % (rtla osnoise's "% of CPU available").
-    pub availability_pct: f64,
+    /// Share of the time not lost in such gaps, % (rtla osnoise's "% of CPU available"). None for an
+    /// imported result: oslat's buckets do not hold the time its gaps took.
+    #[serde(default)]
+    pub availability_pct: Option<f64>,
     /// The worst gaps, largest first.
     pub worst: Vec<Gap>,
     /// The distribution per time window (for comparisons); empty in imported results.

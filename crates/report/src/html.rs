@@ -805,7 +805,7 @@ fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Marku
 /// when the file had no histogram: limit 0).
 pub fn fmt_measure(value: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
     match unknown_above {
-        Some(l) if l == 0.0 => format!("> {}", fmt_value(value, unit)),
+        Some(0.0) => format!("> {}", fmt_value(value, unit)),
         Some(l) => format!("> {}", fmt_value(l, unit)),
         None => fmt_value(value, unit),
     }

@@ -159,14 +159,15 @@ fn render_oslat_table(o: &OslatResult) -> String {
         "CPU", "iterations", "loop ns", "p99.99 µs", "max µs", ">20µs/s", "available %"
     );
     for t in &o.threads {
+        // Unknown for an import whose overflow bucket starts below 20 µs, and availability for any import.
         let over20 = t
             .over_thresholds
             .iter()
             .find(|x| x.threshold_ns == 20_000)
-            .map_or(0.0, |x| x.per_second);
+            .map_or("-".into(), |x| format!("{:.2}", x.per_second));
         let _ = writeln!(
             s,
-            "{:>4} {:>14} {:>8.1} {:>10} {:>10.1} {:>10.2} {:>12.4}",
+            "{:>4} {:>14} {:>8.1} {:>10} {:>10.1} {:>10} {:>12}",
             t.cpu,
             t.iterations,
             t.loop_ns,
@@ -179,7 +180,7 @@ fn render_oslat_table(o: &OslatResult) -> String {
             },
             t.gaps.max_ns as f64 / 1000.0,
             over20,
-            t.availability_pct
+            t.availability_pct.map_or("-".into(), |a| format!("{a:.4}"))
         );
     }
     s

@@ -510,6 +510,59 @@ Counter Freq:\t 2597 2597 (Mhz)
     }
 
     #[test]
+    fn oslat_with_a_bias_keeps_its_labels_and_reads_percentiles_at_the_upper_edge() {
+        // Real rt-tests 2.40 output of `oslat -D 2 -c 1 -b 8 -B`, as JSON and as text.
+        let json = r#"{"file_version": 1, "cmdline:": "oslat -D 2 -c 1 -b 8 -B --json=o2.json -q",
+            "rt_test_version:": "2.40", "num_threads": 1, "thread": {"0": {"cpu": 1, "freq": 2604, "min": 1,
+            "avg": 2.001262, "max": 4814, "duration": 1.996,
+            "histogram": {"2": 84516099, "3": 113, "4": 89, "5": 117, "9": 802}}}}"#;
+        let text = "oslat V 2.40\nGlobal bias set to 1 (us)\n        Core:\t 1\nCounter Freq:\t 2604 (Mhz)\n\
+            002 (us):\t 84516099\n003 (us):\t 113\n004 (us):\t 89\n005 (us):\t 117\n006 (us):\t 0\n\
+            007 (us):\t 0\n008 (us):\t 0\n009 (us):\t 802 (including overflows)\n     Minimum:\t 1 (us)\n\
+            Average:\t 2.001 (us)\n     Maximum:\t 4814 (us)\n     Max-Min:\t 4813 (us)\n    Duration:\t 1.996 (sec)\n";
+        let (j, t) = (
+            parse_rt_tests(json, "o2.json", 1000).unwrap(),
+            parse_rt_tests(text, "o2.txt", 1000).unwrap(),
+        );
+        let thread = |d: &RunDocument| match &d.probes[0] {
+            ProbeResult::Oslat(o) => o.threads[0].clone(),
+            _ => panic!("not oslat"),
+        };
+        let (a, b) = (thread(&j), thread(&t));
+        for x in [&a, &b] {
+            // 1 µs buckets (not 2: the first label is the bias plus one width), 8 of them, bias 1 µs.
+            assert_eq!((x.buckets.width_ns, x.buckets.bias_ns), (1000, 1000));
+            assert_eq!(x.buckets.counts, vec![84516099, 113, 89, 117, 0, 0, 0, 802]);
+            // The body reads at its label, never below oslat's own min; the overflow bucket is unknown.
+            assert_eq!(x.gaps.percentile(50.0), Some(2000));
+            assert_eq!(
+                x.gaps.beyond.map(|b| (b.limit_ns, b.count)),
+                Some((8000, 802))
+            );
+            // Gaps ≥ 5 µs are counted (buckets from label 6 up); ≥ 10 and 20 µs lie in the overflow bucket.
+            let over: Vec<(u64, u64)> = x
+                .over_thresholds
+                .iter()
+                .map(|o| (o.threshold_ns, o.count))
+                .collect();
+            assert_eq!(over, vec![(1000, 84_517_220), (5000, 802)]);
+            assert_eq!(x.availability_pct, None);
+        }
+        // The same stored result but for the text's 3-decimal average.
+        assert_eq!(
+            (&a.gaps.percentiles, &a.gaps.hdr),
+            (&b.gaps.percentiles, &b.gaps.hdr)
+        );
+        // Exported as rt-tests JSON, the labels come back as oslat wrote them.
+        let out = crate::rttests::render_rt_tests(&j).unwrap();
+        let h = &out["thread"]["0"]["histogram"];
+        assert_eq!(
+            (h["2"].as_u64(), h["9"].as_u64()),
+            (Some(84516099), Some(802))
+        );
+    }
+
+    #[test]
     fn flags_are_found_in_any_spelling() {
         assert_eq!(
             flag_value("cyclictest -i200 -h 10", "-i", "--interval"),

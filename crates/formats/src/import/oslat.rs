@@ -8,7 +8,7 @@ use super::{
 use rtgauge_model::cyclic::StopReason;
 use rtgauge_model::latency::{new_histogram, Beyond, LatencyStats};
 use rtgauge_model::oslat::{
-    CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, Workload,
+    CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, ThresholdCount, Workload,
 };
 use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
 use rtgauge_model::run::{ProbeResult, RunDocument};
@@ -48,6 +48,9 @@ pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportErr
     let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
     let mut fields: Map<String, Value> = Map::new();
     let mut version = String::new();
+    // What the text states and the JSON does not: the bias, and which row holds the overflows.
+    let mut extra: Map<String, Value> = Map::new();
+    let ns_of = |us: &str| us.parse::<f64>().ok().map(|u| (u * 1000.0).round() as u64);
     for (n, line) in text.lines().enumerate() {
         let at = |what: &str| bad(format!("line {}", n + 1), what.to_string());
         let ints = |v: Vec<&str>| -> Result<Vec<u64>, ImportError> {
@@ -58,6 +61,12 @@ pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportErr
         let t = line.trim();
         if let Some(v) = t.strip_prefix("oslat V ") {
             version = v.trim().to_string();
+        } else if let Some(b) = t
+            .strip_prefix("Global bias set to ")
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(ns_of)
+        {
+            extra.insert("rtgauge:bias_ns".into(), json!(b));
         } else if let Some(c) = cols(line, "Core:") {
             cores = Some(ints(c)?);
         } else if let Some(c) = cols(line, "Counter Freq:") {
@@ -73,6 +82,11 @@ pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportErr
                     .split_whitespace()
                     .collect(),
             )?;
+            if rest.contains("including overflows") {
+                if let Some(l) = ns_of(edge) {
+                    extra.insert("rtgauge:overflow_label_ns".into(), json!(l));
+                }
+            }
             rows.push((edge.to_string(), counts));
         } else {
             for (label, key) in [
@@ -120,7 +134,10 @@ pub fn parse_oslat_text(text: &str, file: &str) -> Result<RunDocument, ImportErr
         t.insert("histogram".into(), Value::Object(h));
         threads.insert(i.to_string(), Value::Object(t));
     }
-    let v = json!({ "rt_test_version:": version, "thread": threads });
+    let mut v = json!({ "rt_test_version:": version, "thread": threads });
+    if let Some(o) = v.as_object_mut() {
+        o.extend(extra);
+    }
     let mut doc = oslat_json(&v, file)?;
     if let Some(src) = doc.imported_from.as_mut() {
         src.format = "oslat-text".into();
@@ -142,8 +159,9 @@ pub(super) fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportErr
     let mut freq_mhz = 0;
     let mut warnings = Vec::new();
     let mut width_ns_all = 1000;
+    let layout = Layout::of(v);
     for (k, t) in threads {
-        let (thread, freq, warning) = oslat_thread(k, t)?;
+        let (thread, freq, warning) = oslat_thread(k, t, &layout)?;
         freq_mhz = freq;
         width_ns_all = thread.buckets.width_ns;
         warnings.push(warning);
@@ -162,12 +180,15 @@ pub(super) fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportErr
             single_preheat: false,
             bucket_count: out.first().map_or(0, |t| t.buckets.counts.len() as u32),
             bucket_width_ns: width_ns_all,
-            bias: false,
+            bias: layout.biased,
             workload: Workload::No,
             workload_mem_bytes: 0,
             trace_threshold_ns: None,
             availability_threshold_ns: 5_000,
-            thresholds_ns: Vec::new(),
+            thresholds_ns: out
+                .first()
+                .map(|t| t.over_thresholds.iter().map(|o| o.threshold_ns).collect())
+                .unwrap_or_default(),
             worst_count: 0,
             timeline_interval_ns: 1_000_000_000,
         },
@@ -208,8 +229,112 @@ pub(super) fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportErr
     ))
 }
 
+/// Thresholds whose gap counts an import gives where the buckets tell them (native runs' defaults).
+const IMPORT_THRESHOLDS_NS: [u64; 4] = [1_000, 5_000, 10_000, 20_000];
+
+/// What oslat's command line (or its text) says of its buckets; the JSON does not say it.
+#[derive(Debug, Default)]
+pub(super) struct Layout {
+    /// `-W`/`--bucket-width`, ns (newer oslat; 1 µs before it).
+    width_ns: Option<u64>,
+    /// `-b`/`--bucket-size` (default 32).
+    count: Option<u64>,
+    /// `-B`/`--bias` given: every label is shifted by a bias the JSON does not state.
+    biased: bool,
+    /// The bias, µs-exact, where the text states it ("Global bias set to N (us)").
+    bias_ns: Option<u64>,
+    /// The overflow bucket's label, where the text marks it ("(including overflows)").
+    overflow_label_ns: Option<u64>,
+}
+
+/// The buckets of one thread, as the labels and the layout give them.
+struct Buckets {
+    width_ns: u64,
+    bias_ns: u64,
+    count: u64,
+    /// Label of the bucket that holds the overflows (every gap beyond the range).
+    overflow_label_ns: u64,
+}
+
+impl Layout {
+    /// From the JSON's `cmdline:` (and the text's extra keys, see [`parse_oslat_text`]).
+    fn of(v: &Value) -> Layout {
+        let cmdline = v.get("cmdline:").and_then(Value::as_str).unwrap_or("");
+        let words: Vec<&str> = cmdline.split_whitespace().collect();
+        let ns = |k: &str| v.get(k).and_then(Value::as_u64);
+        Layout {
+            width_ns: super::flag_value(cmdline, "-W", "--bucket-width"),
+            count: super::flag_value(cmdline, "-b", "--bucket-size"),
+            biased: words.iter().any(|w| *w == "-B" || *w == "--bias")
+                || ns("rtgauge:bias_ns").is_some(),
+            bias_ns: ns("rtgauge:bias_ns"),
+            overflow_label_ns: ns("rtgauge:overflow_label_ns"),
+        }
+    }
+
+    /// The buckets behind labels `edges` (ns, sorted; `precise`: labels with decimals, an ns width).
+    /// oslat's label of bucket j is bias + (j + 1) × width. Without `-W` the width is 1 µs (it is the only
+    /// one older oslat has); ns-precise labels without it take the largest width that spaces them. The
+    /// overflow bucket is the last of `-b` (32 by default) — known exactly unless a bias the file does not
+    /// state shifts it, when the highest label present is taken for it (its gaps then read as unknown
+    /// beyond its lower edge rather than as a figure).
+    fn buckets_of(&self, edges: &[(u64, u64)], precise: bool) -> Buckets {
+        let labels: Vec<u64> = edges.iter().map(|e| e.0).collect();
+        let highest = labels.last().copied().unwrap_or(0);
+        let width_ns = self
+            .width_ns
+            .or_else(|| {
+                precise.then(|| {
+                    let mut g = labels.first().copied().unwrap_or(1000);
+                    for w in labels.windows(2) {
+                        g = gcd(g, w[1] - w[0]);
+                    }
+                    g
+                })
+            })
+            .unwrap_or(1000)
+            .max(1);
+        let count = self.count.unwrap_or(32);
+        let bias_ns = match self.bias_ns {
+            Some(b) => b,
+            // With an unstated bias the lowest label is taken for bucket 0 (the bias is the run's
+            // estimated minimum, so the first bucket holds gaps).
+            None if self.biased => labels.first().map_or(0, |l| l.saturating_sub(width_ns)),
+            None => 0,
+        };
+        let overflow_label_ns = match self.overflow_label_ns {
+            Some(l) => l,
+            None if self.biased && self.bias_ns.is_none() => highest,
+            None => (bias_ns + count * width_ns).max(highest),
+        };
+        let count = match self.overflow_label_ns {
+            // The text names its last row: that many buckets exactly.
+            Some(l) => l.saturating_sub(bias_ns) / width_ns,
+            None => count.max(overflow_label_ns.saturating_sub(bias_ns) / width_ns),
+        };
+        Buckets {
+            width_ns,
+            bias_ns,
+            count,
+            overflow_label_ns,
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// One thread of oslat's JSON: the thread, the counter frequency (MHz) and the warning on its buckets.
-fn oslat_thread(k: &str, t: &Value) -> Result<(OslatThread, u64, String), ImportError> {
+fn oslat_thread(
+    k: &str,
+    t: &Value,
+    layout: &Layout,
+) -> Result<(OslatThread, u64, String), ImportError> {
     let path = format!("thread.{k}");
     let index: u32 = k
         .parse()
@@ -246,24 +371,32 @@ fn oslat_thread(k: &str, t: &Value) -> Result<(OslatThread, u64, String), Import
         ));
     }
     edges.sort_unstable();
-    // Bucket width: the smallest edge (oslat's first bucket ends at one width, without bias).
-    let width = edges.first().map_or(1000, |e| e.0).max(1);
     let unit = if precise { 1 } else { 1000 };
-    let n = edges.last().map_or(0, |e| e.0 / width);
-    if n > 1024 {
+    let b = layout.buckets_of(&edges, precise);
+    if b.count > 1024 {
         return Err(bad(format!("{path}.histogram"), "more than 1024 buckets"));
     }
-    let mut counts = vec![0u64; n as usize];
+    let width = b.width_ns;
+    let mut counts = vec![0u64; b.count as usize];
     let mut hist = new_histogram();
     let mut iterations: u64 = 0;
-    for (edge, c) in &edges {
-        let b = (edge / width).saturating_sub(1) as usize;
-        if let Some(slot) = counts.get_mut(b) {
+    let mut overflow = 0;
+    for &(label, c) in &edges {
+        let j = (label.saturating_sub(b.bias_ns) / width).saturating_sub(1) as usize;
+        if let Some(slot) = counts.get_mut(j) {
             *slot += c;
         }
-        hist.saturating_record_n(edge.saturating_sub(width), *c);
+        if label == b.overflow_label_ns {
+            // The overflow bucket: its gaps are known only to lie beyond its lower edge.
+            hist.saturating_record_n(label.saturating_sub(width), c);
+            overflow = c;
+        } else {
+            // A bucket's label is its upper edge (oslat prints bias + (j + 1) × width, and its own min, avg
+            // and max count each gap at that edge): the value kept for every gap in it.
+            hist.saturating_record_n(label, c);
+        }
         iterations = iterations
-            .checked_add(*c)
+            .checked_add(c)
             .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
     }
     let (min_ns, max_ns) = (
@@ -276,12 +409,11 @@ fn oslat_thread(k: &str, t: &Value) -> Result<(OslatThread, u64, String), Import
         .filter(|d| d.is_finite() && *d >= 0.0)
         .map_or(0, |d| (d * 1e9) as u64);
     let mut gaps = LatencyStats::from_parts(&hist, min_ns, max_ns, duration_ns, 0);
-    // oslat's last bucket holds its overflows too: the gaps there are known only to be beyond its
-    // lower edge, so percentiles among them are unknown.
-    if let Some(&last) = counts.last().filter(|&&c| c > 0) {
+    let overflow_edge = b.overflow_label_ns.saturating_sub(width);
+    if overflow > 0 {
         gaps.beyond = Some(Beyond {
-            limit_ns: (counts.len() as u64 - 1).saturating_mul(width),
-            count: last,
+            limit_ns: overflow_edge,
+            count: overflow,
         });
     }
     gaps.mean_ns = t
@@ -289,8 +421,27 @@ fn oslat_thread(k: &str, t: &Value) -> Result<(OslatThread, u64, String), Import
         .and_then(Value::as_f64)
         .filter(|a| a.is_finite())
         .map_or(0.0, |a| a * 1000.0);
+    // Gaps at or above a threshold: the buckets whose lower edge reaches it. Unknown (left out) for a
+    // threshold inside the overflow bucket when it holds gaps.
+    let secs = duration_ns as f64 / 1e9;
+    let over_thresholds = IMPORT_THRESHOLDS_NS
+        .iter()
+        .filter(|&&thr| overflow == 0 || thr <= overflow_edge)
+        .map(|&thr| {
+            let count: u64 = edges
+                .iter()
+                .filter(|(label, _)| label.saturating_sub(width) >= thr)
+                .map(|e| e.1)
+                .sum();
+            ThresholdCount {
+                threshold_ns: thr,
+                count,
+                per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+            }
+        })
+        .collect();
     let warning = format!(
-        "CPU {cpu}: oslat keeps {} {}-ns buckets only: gaps are stored at their bucket's lower edge, the last bucket includes overflows, and oslat's average is biased up by up to a bucket",
+        "CPU {cpu}: oslat keeps {} {}-ns buckets only: gaps are stored at their bucket's upper edge (oslat's label, as its min, avg and max), the last bucket includes overflows, and the time lost to gaps (availability) is unknown",
         counts.len(),
         width
     );
@@ -327,13 +478,13 @@ fn oslat_thread(k: &str, t: &Value) -> Result<(OslatThread, u64, String), Import
         gaps,
         buckets: OslatBuckets {
             width_ns: width,
-            bias_ns: 0,
+            bias_ns: b.bias_ns,
             counts,
             overflow_sum: 0,
         },
-        over_thresholds: Vec::new(),
+        over_thresholds,
         lost_ns: 0,
-        availability_pct: 0.0,
+        availability_pct: None,
         worst: Vec::new(),
         timeline: Vec::new(),
         timeline_dropped: 0,

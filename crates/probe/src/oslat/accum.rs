@@ -282,11 +282,11 @@ pub(super) fn assemble_thread(
         },
         over_thresholds,
         lost_ns: acc.lost,
-        availability_pct: if duration_ns == 0 {
+        availability_pct: Some(if duration_ns == 0 {
             0.0
         } else {
             100.0 * (1.0 - acc.lost.min(duration_ns) as f64 / duration_ns as f64)
-        },
+        }),
         worst,
         timeline,
         windows: Default::default(),

@@ -740,7 +740,7 @@ mod tests {
             );
             assert!(t.gaps.min_ns <= t.gaps.max_ns);
             assert!(t.loop_ns > 0.0 && t.loop_ns < 1_000.0);
-            assert!(t.availability_pct > 0.0 && t.availability_pct <= 100.0);
+            assert!(t.availability_pct.is_some_and(|a| a > 0.0 && a <= 100.0));
             assert!(t.worst.windows(2).all(|w| w[0].gap_ns >= w[1].gap_ns));
         }
         assert!(r.counter.frequency_hz > 0);
