@@ -15,6 +15,11 @@
 //!   column per core. It is read into the JSON's shape and imported by the same code, so the text and the
 //!   JSON of one run store the same result (the text's average has 3 decimals).
 //!
+//! Refused, naming the thread: figures no measurement gives (avg outside [min, max], min above max, a
+//! negative average, figures without samples) — a thread that never completed a cycle is kept with the
+//! all-zero figures, or the initial min, rt-tests prints for it. [`check_document`] refuses a `uuid` that
+//! is not canonical and a label, host name or tag holding a control character.
+//!
 //! The interval, priority and `-h` range are read from the command line when the file has one. What the
 //! tools do not keep is not invented: samples beyond a histogram's range are known only by their count (and
 //! the exact max), so they are stored at the range's edge with a warning that percentiles there are lower
