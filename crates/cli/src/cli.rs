@@ -75,13 +75,31 @@ pub fn report_parse_error(e: &clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
+            use clap::error::{ContextKind, ContextValue};
+            use rtgauge_report::escape::{visible, visible_field};
             let rendered = e.render().to_string();
-            let first = rendered
+            let mut first = rendered
                 .lines()
                 .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid command line");
-            let first = name_flags_as_typed(first.trim_start_matches("error: "));
-            eprintln!("rtgauge: error: {first}");
+                .unwrap_or("invalid command line")
+                .trim_start_matches("error: ")
+                .to_string();
+            // clap quotes a refused value as typed, minus the escape sequences its rendering strips, and a
+            // newline in it cuts the line short of the flag: such a value is quoted escaped instead.
+            if let (Some(ContextValue::String(v)), Some(ContextValue::String(arg))) = (
+                e.get(ContextKind::InvalidValue),
+                e.get(ContextKind::InvalidArg),
+            ) {
+                let shown = visible_field(v);
+                if shown != v.as_str() {
+                    let why = std::error::Error::source(e)
+                        .map(|s| format!(": {s}"))
+                        .unwrap_or_default();
+                    first = format!("invalid value '{shown}' for '{arg}'{why}");
+                }
+            }
+            let first = name_flags_as_typed(&first);
+            eprintln!("rtgauge: error: {}", visible(&first));
             ExitCode::from(2)
         }
     }

@@ -529,6 +529,14 @@ fn a_run_outlives_the_controller_killed_mid_run() {
 fn an_empty_store_is_an_empty_fleet_and_a_bad_store_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("empty.db");
+    // A store that does not exist is refused (a mistyped --db), one that holds no run is an empty fleet.
+    let out = rtgauge()
+        .args(["fleet", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!db.exists());
+    rtgauge_store::SqliteStore::open(&db).unwrap();
     let out = rtgauge()
         .args(["fleet", "--db", db.to_str().unwrap()])
         .output()

@@ -302,3 +302,187 @@ fn oslat_text_and_json_of_one_run_store_the_same_result_and_export_as_rt_tests()
         }
     }
 }
+
+/// `rtgauge import FILES… --db DB`, expected to be refused: the one line it printed on stderr.
+fn refused(db: &Path, files: &[&Path]) -> String {
+    let out = rtgauge()
+        .arg("import")
+        .args(files)
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{files:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains('\u{1b}'), "{err}");
+    assert!(
+        !db.exists(),
+        "{files:?}: nothing is stored, no store created"
+    );
+    err
+}
+
+#[test]
+fn impossible_figures_are_refused_naming_the_file_and_thread_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let real = PathBuf::from(fixture("oslat-2core.json"));
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let ct = |t: &str| {
+        format!(
+            r#"{{"cmdline:": "cyclictest -i 200", "thread": {{"0": {{"cycles": 10, "min": 5, "max": 10, "avg": 7.5}}, "1": {t}}}}}"#
+        )
+    };
+    let oslat: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("oslat-2core.json")).unwrap())
+            .unwrap();
+    let mut slow_avg = oslat.clone();
+    slow_avg["thread"]["1"]["avg"] = serde_json::json!(99999.0);
+    let cases = [
+        (
+            write(
+                "avg.json",
+                ct(r#"{"cycles": 10, "min": 5, "max": 10, "avg": 50.0}"#),
+            ),
+            "thread.1: avg 50 > max 10",
+        ),
+        (
+            write(
+                "low.json",
+                ct(r#"{"cycles": 10, "min": 5, "max": 10, "avg": 1.0}"#),
+            ),
+            "thread.1: avg 1 < min 5",
+        ),
+        (
+            write(
+                "minmax.json",
+                ct(r#"{"cycles": 10, "min": 50, "max": 10, "avg": 20}"#),
+            ),
+            "thread.1: min 50 > max 10",
+        ),
+        (
+            write(
+                "neg.json",
+                ct(r#"{"cycles": 10, "min": 5, "max": 10, "avg": -2}"#),
+            ),
+            "thread.1.avg: -2 is not a non-negative number",
+        ),
+        (
+            write(
+                "negmin.json",
+                ct(r#"{"cycles": 10, "min": -5, "max": 10, "avg": 7}"#),
+            ),
+            "thread.1.min",
+        ),
+        (
+            write(
+                "none.json",
+                ct(r#"{"cycles": 0, "min": 3, "max": 9, "avg": 4.0}"#),
+            ),
+            "thread.1: 0 cycles but min 3, avg 4, max 9",
+        ),
+        (
+            write(
+                "t.txt",
+                "T: 0 ( 99) P:80 I:1000 C:   1000 Min:   25 Act:   30 Avg:   310 Max:   150\n"
+                    .into(),
+            ),
+            "thread.0: avg 310 > max 150",
+        ),
+        (
+            write("oslat.json", slow_avg.to_string()),
+            "thread.1 (CPU 1): avg 99999 > max 4140",
+        ),
+    ];
+    for (file, what) in &cases {
+        // With a good file first: every file is checked before anything is stored.
+        let err = refused(&db, &[&real, file]);
+        assert!(
+            err.starts_with(&format!("rtgauge: error: import {}: ", file.display())),
+            "{err}"
+        );
+        assert!(err.contains(what), "{what}: {err}");
+    }
+    // A thread that never completed a cycle, with all-zero figures or rt-tests' initial min, still imports.
+    let idle = write(
+        "idle.json",
+        ct(r#"{"cycles": 0, "min": 1000000, "max": 0, "avg": 0}"#),
+    );
+    import(db.to_str().unwrap(), &[idle.to_str().unwrap()]);
+    let d = export_json(db.to_str().unwrap(), "1");
+    assert_eq!(d["probes"][0]["threads"][1]["latency"]["min_ns"], 0);
+}
+
+#[test]
+fn a_run_document_with_a_bad_uuid_or_control_characters_in_its_names_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.db");
+    import(first.to_str().unwrap(), &[&fixture("cyclictest-h20.json")]);
+    let doc = export_json(first.to_str().unwrap(), "1");
+    assert!(doc["uuid"].as_str().is_some_and(|u| u.len() == 36));
+    let db = dir.path().join("second.db");
+    let long = "a".repeat(300);
+    let cases: [(&str, Value, &str); 8] = [
+        (
+            "uuid",
+            "not-a-uuid".into(),
+            "uuid: 'not-a-uuid' is not a UUID",
+        ),
+        ("uuid", "".into(), "uuid: '' is not a UUID"),
+        (
+            "uuid",
+            long.as_str().into(),
+            "uuid: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…' is not",
+        ),
+        (
+            "uuid",
+            doc["uuid"].as_str().unwrap().to_uppercase().into(),
+            "is not a UUID in canonical form",
+        ),
+        (
+            "label",
+            "a\u{1b}[31mb".into(),
+            "label: holds the control character U+001B",
+        ),
+        (
+            "label",
+            "two\nlines".into(),
+            "label: holds the control character U+000A",
+        ),
+        (
+            "tags",
+            serde_json::json!({"site": "x\u{7}"}),
+            "tags.site: holds the control character U+0007",
+        ),
+        (
+            "system",
+            {
+                let mut s = doc["system"].clone();
+                s["nodename"] = "host\u{9b}2J".into();
+                s
+            },
+            "system.nodename: holds the control character U+009B",
+        ),
+    ];
+    for (i, (key, value, what)) in cases.iter().enumerate() {
+        let mut d = doc.clone();
+        d[*key] = value.clone();
+        let file = dir.path().join(format!("doc{i}.json"));
+        std::fs::write(&file, d.to_string()).unwrap();
+        let err = refused(&db, &[&file]);
+        assert!(
+            err.starts_with(&format!("rtgauge: error: import {}: ", file.display())),
+            "{err}"
+        );
+        assert!(err.contains(what), "{what}: {err}");
+    }
+    // The document as exported imports, its uuid kept.
+    let file = dir.path().join("doc.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    import(db.to_str().unwrap(), &[file.to_str().unwrap()]);
+    assert_eq!(export_json(db.to_str().unwrap(), "1")["uuid"], doc["uuid"]);
+}

@@ -19,7 +19,9 @@ impl Exporter for NativeJson {
 impl Importer for NativeJson {
     fn import(&self, text: &str, _file: &str) -> Result<RunDocument, ImportError> {
         let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
-        from_value(v)
+        let doc = from_value(v)?;
+        crate::import::check_document(&doc)?;
+        Ok(doc)
     }
 }
 

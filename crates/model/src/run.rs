@@ -203,6 +203,25 @@ pub fn new_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// Whether `text` is a run id as rtgauge writes one: a UUID in the canonical RFC 4122 text form (8-4-4-4-12
+/// lowercase hex digits), not the nil UUID. Stores and pushes match runs by this string, so another spelling
+/// of the same UUID (upper case, braces, a URN) would store the run twice, and the nil UUID would make
+/// every run carrying it "the same run".
+pub fn is_canonical_uuid(text: &str) -> bool {
+    uuid::Uuid::try_parse(text).is_ok_and(|u| !u.is_nil() && u.hyphenated().to_string() == text)
+}
+
+/// The first character of a label, host name or tag that may not be in one: a control character (C0 with
+/// newline and tab, DEL, C1) or a Unicode bidirectional control. Shown as it is, such a name recolours or
+/// rewrites the terminal, breaks a table row, or reorders the line it is in; it is refused where names come
+/// in (the command line, an imported file) rather than stored.
+pub fn forbidden_in_name(name: &str) -> Option<char> {
+    name.chars().find(|&c| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
 impl RunDocument {
     /// The id of an old document without `uuid`: UUID v5 of its stored JSON text (`stored_json`, the exact
     /// bytes the store holds), so the same stored run gets the same id in every store and on every push. Two
@@ -270,5 +289,34 @@ impl ProbeResult {
             ProbeResult::Mem(m) => m.measures(),
             ProbeResult::Numa(n) => n.measures(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_canonical_uuids_and_printable_names_pass() {
+        assert!(is_canonical_uuid(&new_uuid()));
+        assert!(is_canonical_uuid("390f6b66-ba95-43b4-9012-575d3c6e26cd"));
+        for bad in [
+            "",
+            "not-a-uuid",
+            "390F6B66-BA95-43B4-9012-575D3C6E26CD",
+            "390f6b66ba9543b49012575d3c6e26cd",
+            "{390f6b66-ba95-43b4-9012-575d3c6e26cd}",
+            "urn:uuid:390f6b66-ba95-43b4-9012-575d3c6e26cd",
+            "00000000-0000-0000-0000-000000000000",
+            &"a".repeat(300),
+        ] {
+            assert!(!is_canonical_uuid(bad), "{bad}");
+        }
+        assert_eq!(forbidden_in_name("esxi-guest µs ü"), None);
+        assert_eq!(forbidden_in_name("a\u{1b}[31mb"), Some('\u{1b}'));
+        assert_eq!(forbidden_in_name("two\nlines"), Some('\n'));
+        assert_eq!(forbidden_in_name("tab\there"), Some('\t'));
+        assert_eq!(forbidden_in_name("c1\u{9b}"), Some('\u{9b}'));
+        assert_eq!(forbidden_in_name("abc\u{202e}fed"), Some('\u{202e}'));
     }
 }

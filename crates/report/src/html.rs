@@ -39,9 +39,12 @@ pub(crate) fn page(title: &str, body: Markup) -> String {
     page_meta(title, &[], body)
 }
 
-/// A page with extra `<meta name content>` (the content hash of a run page).
+/// A page with extra `<meta name content>` (the content hash of a run page). maud escapes markup but lets
+/// control characters through (a label or host name from an old store or a foreign document, a process
+/// name in a trace): each is written visibly (`\x1b`), as on the terminal, so the page neither hides it nor
+/// drives a terminal it is printed on. The page's own text holds none but newlines and tabs.
 fn page_meta(title: &str, metas: &[(&str, String)], body: Markup) -> String {
-    html! {
+    let page = html! {
         (DOCTYPE)
         html lang="en" {
             head {
@@ -58,7 +61,8 @@ fn page_meta(title: &str, metas: &[(&str, String)], body: Markup) -> String {
             }
         }
     }
-    .into_string()
+    .into_string();
+    crate::escape::visible(&page).into_owned()
 }
 
 fn chart(svg: String) -> Markup {
@@ -909,4 +913,38 @@ fn pooled_timeline(p: &ProbeResult) -> Vec<TimelineEntry> {
         }
     }
     m.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A stored label or host name with control characters (an old store, a foreign document) reaches the
+    /// page escaped by maud for markup and written visibly for the rest: no control character but newline
+    /// and tab is left in the page.
+    #[test]
+    fn control_characters_in_names_are_written_visibly() {
+        let mut doc: RunDocument = serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "tool": {"name": "rtgauge", "version": "0"},
+            "command_line": ["rtgauge", "run"],
+            "started_at": "2026-01-01T00:00:00Z",
+            "ended_at": "2026-01-01T00:00:10Z",
+            "system": {"sysname": "Linux", "nodename": "host\u{7}\u{9b}2J", "release": "6", "version": "",
+                       "machine": "x86_64", "realtime": false, "cpus_online": "0-3", "clocksource": null},
+            "probes": [],
+            "status": "complete"
+        }))
+        .unwrap();
+        doc.label = Some("a\u{1b}[31mb<i>\r\u{0}".into());
+        let page = render_report(1, &doc);
+        let left: Vec<char> = page
+            .chars()
+            .filter(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        assert!(page.contains("a\\x1b[31mb&lt;i&gt;\\x0d\\x00"), "label");
+        assert!(page.contains("host\\x07\\x9b2J"), "host name");
+    }
 }

@@ -49,7 +49,7 @@ fn age(at: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64> {
 }
 
 pub fn run(a: &FleetArgs) -> anyhow::Result<ExitCode> {
-    let (mut store, _) = a.db.open()?;
+    let (mut store, _) = a.db.open_existing()?;
     let ids = latest_per_host(store.list()?, a.profile.as_deref());
     let mut docs = Vec::with_capacity(ids.len());
     for id in ids {
@@ -102,7 +102,7 @@ fn host_selectors(db: &DbArg, hosts: &[String]) -> anyhow::Result<Vec<String>> {
     if hosts.is_empty() {
         return Ok(Vec::new());
     }
-    let (mut store, _) = db.open()?;
+    let (mut store, _) = db.open_existing()?;
     let runs = store.list()?;
     let mut sels = Vec::with_capacity(hosts.len());
     for h in hosts {

@@ -35,15 +35,39 @@ pub fn open_store(
     use anyhow::Context as _;
     let spec = rtgauge_store::store_spec(db);
     let shown = rtgauge_store::display_spec(&spec);
-    let from = if db.is_some() {
+    let from = store_source(db);
+    let store = rtgauge_store::open_store(&spec).with_context(|| format!("{from} {shown}"))?;
+    Ok((store, shown))
+}
+
+/// Where the store's spec came from, for messages: `--db`, `RTGAUGE_DB` or the default database.
+fn store_source(db: Option<&std::path::Path>) -> &'static str {
+    if db.is_some() {
         "--db"
     } else if std::env::var_os("RTGAUGE_DB").is_some_and(|v| !v.is_empty()) {
         "RTGAUGE_DB"
     } else {
         "the default database"
-    };
-    let store = rtgauge_store::open_store(&spec).with_context(|| format!("{from} {shown}"))?;
-    Ok((store, shown))
+    }
+}
+
+/// Open the store like [`open_store`] for a verb that only reads runs: a SQLite file that does not exist is
+/// refused, naming where the path came from, instead of being created empty (a mistyped `--db` would
+/// otherwise answer "no runs" and leave a stray database behind). PostgreSQL URLs are opened as they are.
+pub fn open_existing_store(
+    db: Option<&std::path::Path>,
+) -> anyhow::Result<(Box<dyn rtgauge_store::RunStore>, String)> {
+    let spec = rtgauge_store::store_spec(db);
+    // URLs (PostgreSQL, or another scheme that open_store refuses by name) are not files to look for.
+    let is_url = spec.to_str().is_some_and(|s| s.contains("://"));
+    if !is_url && !spec.exists() {
+        anyhow::bail!(
+            "{} {}: no such store (rtgauge run, a probe or rtgauge import creates one)",
+            store_source(db),
+            spec.display()
+        );
+    }
+    open_store(db)
 }
 
 /// The directory reports go to by default: beside a SQLite file, or beside the default one when the store
@@ -239,9 +263,23 @@ pub struct StoreArgs {
 
 /// `--tag KEY=VALUE`.
 pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    parse_name(s)?;
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
+}
+
+/// A label or host name given on the command line (`--label`, `--host-name`, `--tag`): refused when it holds
+/// a control character (see [`rtgauge_model::run::forbidden_in_name`]); it would be stored and shown raw in
+/// every later listing and report.
+pub fn parse_name(s: &str) -> Result<String, String> {
+    match rtgauge_model::run::forbidden_in_name(s) {
+        Some(c) => Err(format!(
+            "holds the control character U+{:04X}: a name must be printable text",
+            c as u32
+        )),
+        None => Ok(s.to_string()),
     }
 }
 

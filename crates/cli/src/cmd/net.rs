@@ -88,7 +88,7 @@ pub struct LoadArgs {
     #[arg(long = "max-errors", value_name = "N", default_value_t = 0)]
     pub max_errors: u64,
     /// Name of the platform, for comparisons (e.g. bare-metal, kvm-sriov).
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_name)]
     pub label: Option<String>,
     #[command(flatten)]
     pub store: super::StoreArgs,

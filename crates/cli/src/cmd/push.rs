@@ -99,7 +99,7 @@ pub fn push(
 }
 
 pub fn run(a: &PushArgs) -> anyhow::Result<ExitCode> {
-    let (mut local, local_name) = a.db.open()?;
+    let (mut local, local_name) = a.db.open_existing()?;
     let ids = a
         .runs
         .iter()

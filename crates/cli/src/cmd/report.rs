@@ -157,7 +157,7 @@ fn write_pdf(path: &Path, html_text: &str) -> anyhow::Result<()> {
 }
 
 pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let (mut store, _) = a.db.open()?;
+    let (mut store, _) = a.db.open_existing()?;
     let sel = match (&a.run, &a.label) {
         (Some(r), _) => r.clone(),
         (None, Some(l)) => format!("label:{l}"),
@@ -192,7 +192,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     if a.every && a.labels.is_empty() {
         bail!("--every needs --label LABEL: every run with that label forms one set");
     }
-    let (mut store, _) = a.db.open()?;
+    let (mut store, _) = a.db.open_existing()?;
     let sets = column_sets(a, store.as_mut())?;
     let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();
     let refs: Vec<&RunDocument> = sets.iter().map(|s| &s[0].1).collect();

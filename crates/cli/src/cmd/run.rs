@@ -47,7 +47,7 @@ pub struct RunArgs {
     pub cpus: Option<String>,
 
     /// Name of the platform, for comparisons (e.g. bare-metal, esxi-guest).
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_name)]
     pub label: Option<String>,
 
     #[command(flatten)]
@@ -81,7 +81,7 @@ pub struct RunArgs {
 
     /// Store the run under this host name instead of the kernel's (a fleet's inventory name; `rtgauge fleet`
     /// groups by it).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::parse_name)]
     pub host_name: Option<String>,
 }
 

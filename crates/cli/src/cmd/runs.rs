@@ -24,9 +24,16 @@ pub struct DbArg {
 }
 
 impl DbArg {
-    /// The store and its name for messages (see [`super::open_store`]).
+    /// The store and its name for messages (see [`super::open_store`]), created when missing: for verbs
+    /// that store runs.
     pub fn open(&self) -> anyhow::Result<(Box<dyn RunStore>, String)> {
         super::open_store(self.db.as_deref())
+    }
+
+    /// The store for a verb that only reads (or deletes) runs: a SQLite file that does not exist is refused,
+    /// not created (see [`super::open_existing_store`]).
+    pub fn open_existing(&self) -> anyhow::Result<(Box<dyn RunStore>, String)> {
+        super::open_existing_store(self.db.as_deref())
     }
 }
 
@@ -110,7 +117,7 @@ pub fn resolve(store: &mut dyn RunStore, run: &str) -> anyhow::Result<(i64, RunD
 pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
     match &a.action {
         RunsAction::List => {
-            let (mut store, _) = a.db.open()?;
+            let (mut store, _) = a.db.open_existing()?;
             use rtgauge_report::escape::visible_field;
             use std::fmt::Write as _;
             let mut out = String::new();
@@ -136,13 +143,13 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Show { run } => {
-            let (mut store, _) = a.db.open()?;
+            let (mut store, _) = a.db.open_existing()?;
             let (id, doc) = resolve(store.as_mut(), run)?;
             super::print_text(&rtgauge_report::terminal::render_show(id, &doc))?;
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Delete { run } => {
-            let (mut store, path) = a.db.open()?;
+            let (mut store, path) = a.db.open_existing()?;
             let (id, _) = resolve(store.as_mut(), run)?;
             store.delete(id)?;
             println!("deleted run {id} from {path}");
@@ -155,7 +162,7 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
 /// `rtgauge export` (also `rtgauge runs export`).
 pub fn export(e: &ExportArgs, outer: &DbArg) -> anyhow::Result<ExitCode> {
     let db = if e.db.db.is_some() { &e.db } else { outer };
-    let (mut store, _) = db.open()?;
+    let (mut store, _) = db.open_existing()?;
     let (_, doc) = resolve(store.as_mut(), &e.run)?;
     let text = e
         .format
@@ -177,7 +184,7 @@ pub struct ImportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Label for the imported runs (e.g. bare-metal).
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_name)]
     pub label: Option<String>,
     /// cyclictest text files were written with -N (values in ns; JSON says so itself).
     #[arg(long)]

@@ -50,7 +50,7 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let Some(id) = e.run else {
         bail!("verify {name}: the content hash names no run");
     };
-    let (mut store, _) = a.db.open()?;
+    let (mut store, _) = a.db.open_existing()?;
     let doc = match resolve(store.as_mut(), &id.to_string()) {
         Ok((_, d)) => d,
         Err(err) => {

@@ -2,8 +2,9 @@
 //! histogram block, rt-tests 2.4 and 2.7+ layouts), read into one cyclic probe result.
 
 use super::{
-    bad, flag_value, imported_document, not_recorded, rfc2822_to_3339, sysinfo, ImportError,
-    ImportedThread, Importer, Meta, MAX_BUCKETS, MAX_THREADS,
+    bad, check_figures, flag_value, imported_document, not_recorded, read_avg, rfc2822_to_3339,
+    sysinfo, Figures, ImportError, ImportedThread, Importer, Meta, CYCLICTEST_UNSET_MIN,
+    MAX_BUCKETS, MAX_THREADS,
 };
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, StopReason,
@@ -91,10 +92,7 @@ pub(super) fn cyclictest_json(v: &Value, file: &str) -> Result<RunDocument, Impo
             cycles: num("cycles")?,
             min: num("min")?,
             max: num("max")?,
-            avg: t
-                .get("avg")
-                .and_then(Value::as_f64)
-                .filter(|a| a.is_finite() && *a >= 0.0),
+            avg: read_avg(t, &path)?,
             cpu: t
                 .get("cpu")
                 .and_then(Value::as_i64)
@@ -506,9 +504,24 @@ fn cyclic_thread(
 ) -> Result<CyclicThread, ImportError> {
     let unit_ns = meta.unit_ns;
     let path = format!("thread.{}", t.index);
-    if t.min > t.max && t.cycles > 0 {
-        return Err(bad(&path, format!("min {} > max {}", t.min, t.max)));
-    }
+    check_figures(
+        &path,
+        Figures {
+            samples_word: "cycles",
+            samples: t.cycles,
+            min: t.min,
+            avg: t.avg,
+            max: t.max,
+            unset_min: CYCLICTEST_UNSET_MIN,
+            // JSON averages have 2 decimals, text ones are truncated: neither leaves [min, max].
+            slack: 0.01,
+        },
+    )?;
+    // A thread without a cycle keeps no minimum (cyclictest prints its initial 1000000).
+    let t = ImportedThread {
+        min: if t.cycles == 0 { 0 } else { t.min },
+        ..t
+    };
     let too_large = || bad(&path, "value too large");
     let (min_ns, max_ns) = (
         t.min.checked_mul(unit_ns).ok_or_else(too_large)?,

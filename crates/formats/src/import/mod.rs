@@ -15,6 +15,11 @@
 //!   column per core. It is read into the JSON's shape and imported by the same code, so the text and the
 //!   JSON of one run store the same result (the text's average has 3 decimals).
 //!
+//! Refused, naming the thread: figures no measurement gives (avg outside [min, max], min above max, a
+//! negative average, figures without samples) — a thread that never completed a cycle is kept with the
+//! all-zero figures, or the initial min, rt-tests prints for it. [`check_document`] refuses a `uuid` that
+//! is not canonical and a label, host name or tag holding a control character.
+//!
 //! The interval, priority and `-h` range are read from the command line when the file has one. What the
 //! tools do not keep is not invented: samples beyond a histogram's range are known only by their count (and
 //! the exact max), so they are stored at the range's edge with a warning that percentiles there are lower
@@ -51,6 +56,15 @@ pub struct AnyRtTests {
 
 impl Importer for AnyRtTests {
     fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
+        let doc = self.import_unchecked(text, file)?;
+        check_document(&doc)?;
+        Ok(doc)
+    }
+}
+
+impl AnyRtTests {
+    /// The document of any format, before [`check_document`].
+    fn import_unchecked(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
         if text.trim_start().starts_with('{') {
             let v: Value =
                 serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
@@ -105,6 +119,112 @@ pub(crate) fn bad(field: impl Into<String>, reason: impl Into<String>) -> Import
 /// Most threads and buckets accepted (cyclictest's own limits).
 const MAX_THREADS: usize = 4096;
 const MAX_BUCKETS: u64 = 1_000_000;
+
+/// cyclictest's `min` before a thread's first cycle (rt-tests: `stat->min = 1000000`): a thread that never
+/// completed a cycle prints it with max 0 and avg 0, and that is a real file, not an impossible one.
+const CYCLICTEST_UNSET_MIN: u64 = 1_000_000;
+/// oslat's `minlat` before the first loop (rt-tests: `t->minlat = (uint64_t)-1`), for the same reason.
+const OSLAT_UNSET_MIN: u64 = u64::MAX;
+
+/// One thread's summary figures as the file gives them, all in the file's unit.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    /// `cycles` (cyclictest) or `samples` (oslat): the word in messages.
+    samples_word: &'static str,
+    samples: u64,
+    min: u64,
+    avg: Option<f64>,
+    max: u64,
+    /// The `min` the tool prints for a thread without a sample.
+    unset_min: u64,
+    /// How far the tool's own rounding or bias can put `avg` outside [min, max].
+    slack: f64,
+}
+
+/// Refuse figures no measurement gives (avg outside [min, max], min above max, figures without samples):
+/// stored, they would be compared and judged as if measured. `at` names the thread.
+fn check_figures(at: &str, f: Figures) -> Result<(), ImportError> {
+    let avg = f.avg.map_or_else(|| "-".to_string(), |a| a.to_string());
+    if f.samples == 0 {
+        let unset = f.min == 0 || f.min == f.unset_min;
+        if !unset || f.max != 0 || f.avg.is_some_and(|a| a != 0.0) {
+            return Err(bad(
+                at,
+                format!(
+                    "0 {} but min {}, avg {avg}, max {}: figures without samples",
+                    f.samples_word, f.min, f.max
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    if f.min > f.max {
+        return Err(bad(at, format!("min {} > max {}", f.min, f.max)));
+    }
+    if let Some(a) = f.avg {
+        if a + f.slack < f.min as f64 {
+            return Err(bad(at, format!("avg {avg} < min {}", f.min)));
+        }
+        if a - f.slack > f.max as f64 {
+            return Err(bad(at, format!("avg {avg} > max {}", f.max)));
+        }
+    }
+    Ok(())
+}
+
+/// An average as the file gives it: absent, or a finite non-negative number (a negative or non-numeric one
+/// is refused, not dropped: the run would be stored with a mean of 0).
+fn read_avg(t: &Value, at: &str) -> Result<Option<f64>, ImportError> {
+    match t.get("avg") {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|a| a.is_finite() && *a >= 0.0)
+            .map(Some)
+            .ok_or_else(|| {
+                bad(
+                    format!("{at}.avg"),
+                    format!("{v} is not a non-negative number"),
+                )
+            }),
+    }
+}
+
+/// A host name, label or tag read from a file: refused when it holds a control character (see
+/// [`rtgauge_model::run::forbidden_in_name`]), so it never reaches a terminal or a page as it is.
+pub(crate) fn check_name(field: &str, name: &str) -> Result<(), ImportError> {
+    match rtgauge_model::run::forbidden_in_name(name) {
+        Some(c) => Err(bad(
+            field,
+            format!("holds the control character U+{:04X}", c as u32),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The names of an imported document (label, host name, tags) and its `uuid`, checked before it is stored:
+/// a document from another machine is input like any other.
+pub fn check_document(doc: &RunDocument) -> Result<(), ImportError> {
+    if let Some(u) = &doc.uuid {
+        if !rtgauge_model::run::is_canonical_uuid(u) {
+            let shown: String = u.chars().take(40).collect();
+            let more = if u.chars().count() > 40 { "…" } else { "" };
+            return Err(bad(
+                "uuid",
+                format!("'{shown}{more}' is not a UUID in canonical form (8-4-4-4-12 lowercase hex digits, not nil)"),
+            ));
+        }
+    }
+    if let Some(l) = &doc.label {
+        check_name("label", l)?;
+    }
+    check_name("system.nodename", &doc.system.nodename)?;
+    for (k, v) in &doc.tags {
+        check_name("tags", k)?;
+        check_name(&format!("tags.{k}"), v)?;
+    }
+    Ok(())
+}
 
 /// Import any supported rt-tests result: JSON (cyclictest or oslat) or cyclictest text.
 /// `text_unit_ns` is the unit of cyclictest text output (1000, or 1 for `-N`).
@@ -601,6 +721,115 @@ Counter Freq:\t 2597 2597 (Mhz)
             let e = parse_rt_tests(text, "f", 1000).unwrap_err().to_string();
             assert!(e.contains(what), "{what}: {e}");
         }
+    }
+
+    /// Figures no measurement gives are refused with the thread and what is wrong; real files and a thread
+    /// that never completed a cycle (rt-tests prints its initial min) still import.
+    #[test]
+    fn impossible_figures_are_refused_naming_the_thread() {
+        let ct = |t: &str| {
+            format!(
+                r#"{{"thread": {{"0": {{"cycles": 100, "min": 5, "max": 10, "avg": 7.5}}, "1": {t}}}}}"#
+            )
+        };
+        let cases = [
+            (
+                ct(r#"{"cycles": 100, "min": 5, "max": 10, "avg": 50.0}"#),
+                "thread.1: avg 50 > max 10",
+            ),
+            (
+                ct(r#"{"cycles": 100, "min": 5, "max": 10, "avg": 4.0}"#),
+                "thread.1: avg 4 < min 5",
+            ),
+            (
+                ct(r#"{"cycles": 100, "min": 12, "max": 10, "avg": 11.0}"#),
+                "thread.1: min 12 > max 10",
+            ),
+            (
+                ct(r#"{"cycles": 100, "min": 5, "max": 10, "avg": -7.5}"#),
+                "thread.1.avg: -7.5 is not a non-negative number",
+            ),
+            (
+                ct(r#"{"cycles": 100, "min": -5, "max": 10, "avg": 7.5}"#),
+                "thread.1.min: missing or not a non-negative integer",
+            ),
+            (
+                ct(r#"{"cycles": 0, "min": 3, "max": 9, "avg": 4.0}"#),
+                "thread.1: 0 cycles but min 3, avg 4, max 9",
+            ),
+            (
+                ct(r#"{"cycles": 0, "min": 0, "max": 0, "avg": 4.0}"#),
+                "thread.1: 0 cycles but",
+            ),
+            (
+                ct(r#"{"cycles": 0, "min": 1000000, "max": 2, "avg": 0}"#),
+                "thread.1: 0 cycles but",
+            ),
+            // Text: a T: line, and the histogram's summary lines.
+            (
+                "T: 0 ( 99) P:80 I:1000 C:   1000 Min:   25 Act:   30 Avg:   310 Max:   150\n"
+                    .into(),
+                "thread.0: avg 310 > max 150",
+            ),
+            (
+                "T: 0 ( 99) P:80 I:1000 C:      0 Min:   25 Act:    0 Avg:     0 Max:     0\n"
+                    .into(),
+                "thread.0: 0 cycles but min 25",
+            ),
+            (
+                TEXT_V24.replace(
+                    "# Avg Latencies: 00002 00002",
+                    "# Avg Latencies: 00002 00009",
+                ),
+                "thread.1: avg 9 > max 3",
+            ),
+            // oslat JSON and text.
+            (
+                OSLAT.replace(r#""avg": 1.001361"#, r#""avg": 90000.0"#),
+                "thread.0 (CPU 1): avg 90000 > max 50038",
+            ),
+            (
+                OSLAT.replace(r#""avg": 1.001361"#, r#""avg": -1.0"#),
+                "thread.0.avg",
+            ),
+            (
+                OSLAT.replace(r#""min": 1,"#, r#""min": 60000,"#),
+                "thread.0 (CPU 1): min 60000 > max 50038",
+            ),
+            (
+                OSLAT.replace(r#""1": 215793394, "2": 3506, "32": 472"#, ""),
+                "thread.0 (CPU 1): 0 samples but min 1",
+            ),
+            (
+                OSLAT_TEXT.replace("1.003 1.004", "1.003 9000.5"),
+                "thread.1 (CPU 1): avg 9000.5 > max 4140",
+            ),
+        ];
+        for (text, what) in &cases {
+            let e = parse_rt_tests(text, "f", 1000).unwrap_err().to_string();
+            assert!(e.contains(what), "{what}: {e}");
+        }
+        // Legitimate: all-zero figures of a thread without a cycle, and rt-tests' own initial min for one.
+        for t in [
+            r#"{"cycles": 0, "min": 0, "max": 0, "avg": 0}"#,
+            r#"{"cycles": 0, "min": 1000000, "max": 0, "avg": 0.0}"#,
+            r#"{"cycles": 0, "min": 0, "max": 0}"#,
+        ] {
+            let d = parse_rt_tests(&ct(t), "f", 1000).unwrap();
+            let idle = &cyclic(&d).threads[1];
+            assert_eq!(
+                (idle.cycles, idle.latency.min_ns, idle.latency.max_ns),
+                (0, 0, 0),
+                "{t}"
+            );
+        }
+        let idle =
+            "T: 0 ( 99) P:80 I:1000 C:      0 Min: 1000000 Act:    0 Avg:     0 Max:       0\n";
+        let d = parse_rt_tests(idle, "f", 1000).unwrap();
+        assert_eq!(cyclic(&d).threads[0].latency.min_ns, 0);
+        // The avg of a real file may sit at an extreme.
+        let flat = ct(r#"{"cycles": 3, "min": 9, "max": 9, "avg": 9.0}"#);
+        assert!(parse_rt_tests(&flat, "f", 1000).is_ok());
     }
 
     proptest::proptest! {

@@ -2,8 +2,8 @@
 //! store the same result).
 
 use super::{
-    bad, imported_document, not_recorded, rfc2822_to_3339, sysinfo, ImportError, Importer, Meta,
-    MAX_THREADS,
+    bad, check_figures, imported_document, not_recorded, read_avg, rfc2822_to_3339, sysinfo,
+    Figures, ImportError, Importer, Meta, MAX_THREADS, OSLAT_UNSET_MIN,
 };
 use rtgauge_model::cyclic::StopReason;
 use rtgauge_model::latency::{new_histogram, Beyond, LatencyStats};
@@ -399,10 +399,26 @@ fn oslat_thread(
             .checked_add(c)
             .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
     }
-    let (min_ns, max_ns) = (
-        num("min")?.saturating_mul(unit),
-        num("max")?.saturating_mul(unit),
-    );
+    let (min, max) = (num("min")?, num("max")?);
+    let avg_us = read_avg(t, &path)?;
+    check_figures(
+        &format!("{path} (CPU {cpu})"),
+        Figures {
+            samples_word: "samples",
+            samples: iterations,
+            min,
+            // oslat's average is in µs whatever the unit of min and max.
+            avg: avg_us.map(|a| a * 1000.0 / unit as f64),
+            max,
+            unset_min: OSLAT_UNSET_MIN,
+            // oslat averages bucket edges (biased up by up to a bucket), and adds the first thread's
+            // overflow sum to every thread's average (rt-tests' calculate()): one bucket of slack.
+            slack: width as f64 / unit as f64,
+        },
+    )?;
+    // A CPU without a sample keeps no minimum (oslat prints its initial u64::MAX).
+    let min = if iterations == 0 { 0 } else { min };
+    let (min_ns, max_ns) = (min.saturating_mul(unit), max.saturating_mul(unit));
     let duration_ns = t
         .get("duration")
         .and_then(Value::as_f64)
@@ -416,11 +432,7 @@ fn oslat_thread(
             count: overflow,
         });
     }
-    gaps.mean_ns = t
-        .get("avg")
-        .and_then(Value::as_f64)
-        .filter(|a| a.is_finite())
-        .map_or(0.0, |a| a * 1000.0);
+    gaps.mean_ns = avg_us.map_or(0.0, |a| a * 1000.0);
     // Gaps at or above a threshold: the buckets whose lower edge reaches it. Unknown (left out) for a
     // threshold inside the overflow bucket when it holds gaps.
     let secs = duration_ns as f64 / 1e9;

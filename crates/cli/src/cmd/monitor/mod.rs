@@ -90,7 +90,7 @@ pub struct MonitorArgs {
     pub store_every: Option<Nanos>,
 
     /// Label of the stored snapshots.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", value_parser = super::parse_name)]
     pub label: Option<String>,
 
     /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
