@@ -282,6 +282,77 @@ fn impossible_requests_are_one_line_exit_2() {
 }
 
 #[test]
+fn apply_to_tree_creates_parents_and_a_refused_request_writes_nothing() {
+    let root = fixture("openshift-rt-node");
+    let tmp = tempfile::tempdir().unwrap();
+    // A nested new directory is created as `mkdir -p` would, and the copy audits like any other.
+    let tree = tmp.path().join("new/deeper/after");
+    let out = tmp.path().join("out");
+    let (code, _, err) = run(&[
+        "plan",
+        "--root",
+        &root,
+        "-o",
+        out.to_str().unwrap(),
+        "--apply-to-tree",
+        tree.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(tree.join("proc/cmdline").is_file(), "{err}");
+    assert!(out.join("cmdline.txt").is_file());
+    // Each refused request (a bad --apply-to-tree, a bad --output, an impossible plan) leaves no --output
+    // directory and prints no plan.
+    let full = tmp.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("keep"), "x").unwrap();
+    let file = tmp.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let out2 = tmp.path().join("out2");
+    let o2 = out2.to_str().unwrap();
+    let inside = format!("{root}/after");
+    let file_child = file.join("after");
+    let out_in_tree = tmp.path().join("t/out");
+    let t = tmp.path().join("t");
+    for (args, want) in [
+        (
+            vec!["-o", o2, "--apply-to-tree", full.to_str().unwrap()],
+            "exists and is not empty",
+        ),
+        (
+            vec!["-o", o2, "--apply-to-tree", &inside],
+            "inside the --root tree",
+        ),
+        (
+            vec!["-o", o2, "--apply-to-tree", file_child.to_str().unwrap()],
+            "is not a directory",
+        ),
+        (
+            vec![
+                "-o",
+                out_in_tree.to_str().unwrap(),
+                "--apply-to-tree",
+                t.to_str().unwrap(),
+            ],
+            "is inside it",
+        ),
+        (vec!["-o", o2, "--rt-cpus", "20"], "cannot place 20 RT CPUs"),
+        (vec!["-o", file_child.to_str().unwrap()], "--output"),
+    ] {
+        let mut a = vec!["plan", "--root", &root];
+        a.extend(args.iter().copied());
+        let (code, stdout, err) = run(&a);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert!(!out2.exists(), "{args:?} wrote {}", out2.display());
+        assert!(!t.exists(), "{args:?} wrote {}", t.display());
+    }
+    assert_eq!(std::fs::read_to_string(full.join("keep")).unwrap(), "x");
+    assert!(!Path::new(&inside).exists());
+}
+
+#[test]
 fn numa_names_non_local_work_and_the_gain() {
     let (code, out, err) = run(&[
         "plan",

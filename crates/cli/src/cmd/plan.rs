@@ -7,8 +7,9 @@
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use rtgauge_host::plan::{
-    apply::apply_to_tree, emit, numa, parse_vm, partition, read_topology_input, render_plan_text,
-    Need, PlanTarget, Smt, VmNeed,
+    apply::{apply_to_tree, check_destination},
+    emit, numa, parse_vm, partition, read_topology_input, render_plan_text, Need, PlanTarget, Smt,
+    VmNeed,
 };
 use rtgauge_host::HostRoot;
 use std::path::{Path, PathBuf};
@@ -78,7 +79,8 @@ pub struct PlanArgs {
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
-    /// Write the plan into a copy of the --root tree at DIR (new or empty), for `rtgauge audit --root DIR`.
+    /// Write the plan into a copy of the --root tree at DIR (new, parents created as needed, or empty), for
+    /// `rtgauge audit --root DIR`.
     #[arg(long, value_name = "DIR", requires = "root")]
     pub apply_to_tree: Option<PathBuf>,
 
@@ -112,6 +114,31 @@ fn host_root(root: &Option<PathBuf>) -> anyhow::Result<HostRoot> {
         Some(d) => Ok(HostRoot::at(d)),
         None => Ok(HostRoot::live()),
     }
+}
+
+/// Check that `--output DIR` can be written without writing anything: DIR is a directory or can be created
+/// (the nearest of its parents that exists is a directory). Run before any output so that a refused
+/// destination, like any other bad input, leaves no file behind.
+fn check_output_dir(dir: &Path) -> anyhow::Result<()> {
+    let existing = dir
+        .ancestors()
+        .find(|p| p.as_os_str().is_empty() || p.exists())
+        .filter(|p| !p.as_os_str().is_empty());
+    match existing {
+        Some(p) if !p.is_dir() => bail!(
+            "--output {}: {} is not a directory",
+            dir.display(),
+            p.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `inner` is `outer` or lies inside it (paths made absolute, not resolved: a guard against the
+/// plain mistake `-o after/ --apply-to-tree after/`, whose copy must start empty).
+fn inside(inner: &Path, outer: &Path) -> bool {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    abs(inner).starts_with(abs(outer))
 }
 
 fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
@@ -157,6 +184,9 @@ fn read_matrix(path: &Path) -> anyhow::Result<numa::Matrix> {
 }
 
 fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = &a.output {
+        check_output_dir(dir)?;
+    }
     let result = rtgauge_host::numa::read_numa(root, None, 0);
     super::warn_refused(root);
     let matrix = match &a.matrix {
@@ -223,6 +253,21 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
         mem_gib: a.mem,
     };
     let plan = partition(&topo, &need).map_err(|e| anyhow::anyhow!("plan: {e}"))?;
+    // Every check before any output: a refused --output or --apply-to-tree leaves no file behind (and
+    // prints no plan that was not written).
+    if let Some(dir) = &a.output {
+        check_output_dir(dir)?;
+    }
+    if let (Some(dst), Some(src)) = (&a.apply_to_tree, &a.root) {
+        check_destination(src, dst)?;
+        if let Some(out) = a.output.as_ref().filter(|o| inside(o, dst)) {
+            bail!(
+                "--apply-to-tree {}: --output {} is inside it (the copy must start empty; give another directory)",
+                dst.display(),
+                out.display()
+            );
+        }
+    }
     let guest_mem_mib = fp.memory.total_kib.map(|k| k / 1024);
     let files = emit::files(&plan, guest_mem_mib);
     let text = render_plan_text(&plan) + &emit::explain(&plan, &files);
