@@ -422,3 +422,77 @@ fn numa_names_non_local_work_and_the_gain() {
     assert_eq!(code, 2);
     assert!(err.contains("no NUMA matrix"), "{err}");
 }
+
+#[test]
+fn numa_refuses_a_matrix_without_usable_cells() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cell = |c: u32, m: u32, lat: &str, err: &str| {
+        format!(
+            "{{\"cpu_node\": {c}, \"mem_node\": {m}, \"cpu\": 0, \"verified_node\": null, \"latency_ns\": {lat}, \"read_bytes_per_sec\": 1e10{err}}}"
+        )
+    };
+    let failed = r#", "error": "mbind: Operation not permitted""#;
+    let out = tmp.path().join("out");
+    for (i, (cells, want)) in [
+        (String::new(), "the NUMA matrix is empty"),
+        (
+            [cell(0, 0, "0", failed), cell(0, 1, "0", failed)].join(","),
+            "none of its 2 NUMA cells holds a measurement",
+        ),
+        (
+            [cell(0, 0, "90", ""), cell(1, 1, "90", "")].join(","),
+            "hold no node's local and remote cost",
+        ),
+        (
+            [cell(0, 0, "90", ""), cell(0, 3, "140", "")].join(","),
+            "this machine has nodes 0-1",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let file = tmp.path().join(format!("m{i}.json"));
+        std::fs::write(&file, format!("{{\"numa\": [{cells}]}}")).unwrap();
+        let (code, stdout, err) = run(&[
+            "plan",
+            "--numa",
+            "--root",
+            &fixture("numa-2node"),
+            "--matrix",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{cells}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("--matrix {}: ", file.display())) && err.contains(want),
+            "{err}"
+        );
+        assert!(stdout.is_empty() && !out.exists(), "{stdout}");
+    }
+    // Half the cells failed: accepted with a warning; the gains the measured half allows are given.
+    let file = tmp.path().join("half.json");
+    let cells = [
+        cell(0, 0, "90", ""),
+        cell(0, 1, "145", ""),
+        cell(1, 1, "0", failed),
+        cell(1, 0, "0", failed),
+    ];
+    std::fs::write(&file, format!("{{\"numa\": [{}]}}", cells.join(","))).unwrap();
+    let (code, stdout, err) = run(&[
+        "plan",
+        "--numa",
+        "--root",
+        &fixture("numa-2node"),
+        "--matrix",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 of 4 NUMA cells failed"), "{err}");
+    assert!(stdout.contains("memory stall time −13.3 %"), "{stdout}");
+    assert!(
+        stdout.contains("not estimated (the matrix has no cost for these nodes)"),
+        "{stdout}"
+    );
+}

@@ -151,7 +151,7 @@ fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
 }
 
 /// Read the NUMA cells of a `rtgauge mem` run document (or a bare `{"numa": [...]}`).
-fn read_matrix(path: &Path) -> anyhow::Result<numa::Matrix> {
+fn read_matrix(path: &Path, machine_nodes: &[u32]) -> anyhow::Result<numa::Matrix> {
     let bytes = super::read_user_file(path, "--matrix", super::MAX_IMPORT_BYTES)?;
     let v: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("--matrix {}: not JSON", path.display()))?;
@@ -174,13 +174,17 @@ fn read_matrix(path: &Path) -> anyhow::Result<numa::Matrix> {
         })?;
     let cells: Vec<rtgauge_model::mem::NumaCell> = serde_json::from_value(cells)
         .with_context(|| format!("--matrix {}: malformed NUMA cells", path.display()))?;
-    if cells.is_empty() {
-        bail!("--matrix {}: the NUMA matrix is empty", path.display());
+    let (matrix, left_out) =
+        numa::Matrix::from_cells(&path.display().to_string(), &cells, machine_nodes)
+            .map_err(|e| anyhow::anyhow!("--matrix {}: {e}", path.display()))?;
+    if left_out > 0 {
+        eprintln!(
+            "rtgauge: warning: --matrix {}: {left_out} of {} NUMA cells failed or hold no latency; gains that need them are not estimated",
+            path.display(),
+            cells.len()
+        );
     }
-    Ok(numa::Matrix::from_cells(
-        &path.display().to_string(),
-        &cells,
-    ))
+    Ok(matrix)
 }
 
 fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
@@ -190,7 +194,10 @@ fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
     let result = rtgauge_host::numa::read_numa(root, None, 0);
     super::warn_refused(root);
     let matrix = match &a.matrix {
-        Some(p) => read_matrix(p)?,
+        Some(p) => {
+            let nodes: Vec<u32> = result.nodes.iter().map(|n| n.node).collect();
+            read_matrix(p, &nodes)?
+        }
         None => numa::Matrix::from_slit(root, &result.nodes),
     };
     let plan = numa::numa_plan(&result, matrix, a.below);
