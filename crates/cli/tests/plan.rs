@@ -353,6 +353,43 @@ fn apply_to_tree_creates_parents_and_a_refused_request_writes_nothing() {
 }
 
 #[test]
+fn an_online_list_out_of_range_is_named_with_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cpu = tmp.path().join("sys/devices/system/cpu");
+    std::fs::create_dir_all(&cpu).unwrap();
+    let root = tmp.path().to_str().unwrap();
+    for (list, want) in [
+        (
+            "0-99999",
+            "/sys/devices/system/cpu/online: out of range: CPU 99999 is above the supported maximum 65535",
+        ),
+        (
+            "0-3,99999999999999999999",
+            "out of range: CPU 99999999999999999999 is above the supported maximum 65535",
+        ),
+        (
+            "0-3,x",
+            "/sys/devices/system/cpu/online: 'x' is not a CPU number or range",
+        ),
+        ("", "no online CPU found"),
+    ] {
+        std::fs::write(cpu.join("online"), format!("{list}\n")).unwrap();
+        let (code, stdout, err) = run(&["plan", "--root", root]);
+        assert_eq!(code, 2, "{list}: {err}");
+        assert!(err.contains(&format!("--root {root}: ")), "{err}");
+        assert!(err.contains(want), "{list}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(stdout.is_empty());
+    }
+    // The largest list accepted is planned.
+    std::fs::write(cpu.join("online"), "0-65535\n").unwrap();
+    let (code, stdout, err) = run(&["plan", "--root", root, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["online"], "0-65535", "{stdout:.300}");
+}
+
+#[test]
 fn numa_names_non_local_work_and_the_gain() {
     let (code, out, err) = run(&[
         "plan",

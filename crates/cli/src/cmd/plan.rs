@@ -231,13 +231,19 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     let (fp, topo) = read_topology_input(&root);
     super::warn_refused(&root);
     if topo.cores.is_empty() {
-        bail!(
-            "{}: no online CPU found (/sys/devices/system/cpu/online)",
-            a.root
-                .as_ref()
-                .map(|r| format!("--root {}", r.display()))
-                .unwrap_or_else(|| "this system".into())
-        );
+        let what = a
+            .root
+            .as_ref()
+            .map(|r| format!("--root {}", r.display()))
+            .unwrap_or_else(|| "this system".into());
+        // The fingerprint reads an unparsable list as no CPU; say what is wrong with it instead (a list
+        // beyond the supported CPU numbers is "out of range", with the limit).
+        if let Err(rtgauge_host::HostError::Parse { path, reason }) =
+            rtgauge_host::cpu::read_cpu_mask(&root, rtgauge_host::cpu::CpuMask::Online)
+        {
+            bail!("{what}: {path}: {reason}");
+        }
+        bail!("{what}: no online CPU found (/sys/devices/system/cpu/online)");
     }
     if fp.virt.platform != "none" && !target.is_guest() && target != PlanTarget::K8s {
         eprintln!(
