@@ -567,6 +567,113 @@ fn an_empty_store_is_an_empty_fleet_and_a_bad_store_one_line() {
 }
 
 #[test]
+fn imported_rt_tests_runs_each_keep_a_row_and_a_nameless_host_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("imports.db");
+    let db = db.to_str().unwrap();
+    let f = |n: &str| common::fixture(&format!("rt-tests/{n}"));
+    // Host `vm` (the JSON files say so): a cyclictest and an oslat run, no profile. The text files name no host.
+    let out = rtgauge()
+        .args(["import", "--db", db])
+        .args([
+            f("cyclictest-h400.json"),
+            f("oslat-2core.json"),
+            f("cyclictest-h20.txt"),
+            f("oslat-2core.txt"),
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let out = rtgauge()
+        .args(["fleet", "--json", "--db", db])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, String, i64)> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["host"].as_str().unwrap().to_string(),
+                e["probes"].as_str().unwrap().to_string(),
+                e["run"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    // Every imported run is a row of its own, each (host, probes) once, no blank host.
+    assert_eq!(
+        rows,
+        [
+            ("(unknown host)".into(), "cyclic".into(), 3),
+            ("(unknown host)".into(), "oslat".into(), 4),
+            ("vm".into(), "cyclic".into(), 1),
+            ("vm".into(), "oslat".into(), 2),
+        ]
+    );
+    assert_eq!(v["hosts"], 2);
+    let out = rtgauge().args(["fleet", "--db", db]).output().unwrap();
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("vm              (oslat)         2  complete")),
+        "{text}"
+    );
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("host "))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(table.len(), 4, "{text}");
+    assert!(
+        table.iter().all(|l| !l.starts_with(' ')),
+        "a row with a blank host:\n{text}"
+    );
+    // A later run of the same host and probes supersedes the earlier one, as with a profile.
+    let out = rtgauge()
+        .args(["import", "--db", db])
+        .arg(f("cyclictest-N-H50.json"))
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let out = rtgauge()
+        .args(["fleet", "--json", "--db", db])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vm_cyclic: Vec<i64> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["host"] == "vm" && e["probes"] == "cyclic")
+        .map(|e| e["run"].as_i64().unwrap())
+        .collect();
+    assert_eq!(vm_cyclic, [5]);
+    // `compare --host` takes the name `fleet` shows.
+    let out = rtgauge()
+        .args([
+            "compare",
+            "--host",
+            "(unknown host)",
+            "--host",
+            "vm",
+            "--db",
+            db,
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("baseline: run 4"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
 fn the_playbooks_pass_syntax_check_and_ansible_lint() {
     for play in ["site.yml", "audit.yml"] {
         let out = Command::new("ansible-playbook")

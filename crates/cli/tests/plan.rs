@@ -282,6 +282,114 @@ fn impossible_requests_are_one_line_exit_2() {
 }
 
 #[test]
+fn apply_to_tree_creates_parents_and_a_refused_request_writes_nothing() {
+    let root = fixture("openshift-rt-node");
+    let tmp = tempfile::tempdir().unwrap();
+    // A nested new directory is created as `mkdir -p` would, and the copy audits like any other.
+    let tree = tmp.path().join("new/deeper/after");
+    let out = tmp.path().join("out");
+    let (code, _, err) = run(&[
+        "plan",
+        "--root",
+        &root,
+        "-o",
+        out.to_str().unwrap(),
+        "--apply-to-tree",
+        tree.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(tree.join("proc/cmdline").is_file(), "{err}");
+    assert!(out.join("cmdline.txt").is_file());
+    // Each refused request (a bad --apply-to-tree, a bad --output, an impossible plan) leaves no --output
+    // directory and prints no plan.
+    let full = tmp.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("keep"), "x").unwrap();
+    let file = tmp.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let out2 = tmp.path().join("out2");
+    let o2 = out2.to_str().unwrap();
+    let inside = format!("{root}/after");
+    let file_child = file.join("after");
+    let out_in_tree = tmp.path().join("t/out");
+    let t = tmp.path().join("t");
+    for (args, want) in [
+        (
+            vec!["-o", o2, "--apply-to-tree", full.to_str().unwrap()],
+            "exists and is not empty",
+        ),
+        (
+            vec!["-o", o2, "--apply-to-tree", &inside],
+            "inside the --root tree",
+        ),
+        (
+            vec!["-o", o2, "--apply-to-tree", file_child.to_str().unwrap()],
+            "is not a directory",
+        ),
+        (
+            vec![
+                "-o",
+                out_in_tree.to_str().unwrap(),
+                "--apply-to-tree",
+                t.to_str().unwrap(),
+            ],
+            "is inside it",
+        ),
+        (vec!["-o", o2, "--rt-cpus", "20"], "cannot place 20 RT CPUs"),
+        (vec!["-o", file_child.to_str().unwrap()], "--output"),
+    ] {
+        let mut a = vec!["plan", "--root", &root];
+        a.extend(args.iter().copied());
+        let (code, stdout, err) = run(&a);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert!(!out2.exists(), "{args:?} wrote {}", out2.display());
+        assert!(!t.exists(), "{args:?} wrote {}", t.display());
+    }
+    assert_eq!(std::fs::read_to_string(full.join("keep")).unwrap(), "x");
+    assert!(!Path::new(&inside).exists());
+}
+
+#[test]
+fn an_online_list_out_of_range_is_named_with_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cpu = tmp.path().join("sys/devices/system/cpu");
+    std::fs::create_dir_all(&cpu).unwrap();
+    let root = tmp.path().to_str().unwrap();
+    for (list, want) in [
+        (
+            "0-99999",
+            "/sys/devices/system/cpu/online: out of range: CPU 99999 is above the supported maximum 65535",
+        ),
+        (
+            "0-3,99999999999999999999",
+            "out of range: CPU 99999999999999999999 is above the supported maximum 65535",
+        ),
+        (
+            "0-3,x",
+            "/sys/devices/system/cpu/online: 'x' is not a CPU number or range",
+        ),
+        ("", "no online CPU found"),
+    ] {
+        std::fs::write(cpu.join("online"), format!("{list}\n")).unwrap();
+        let (code, stdout, err) = run(&["plan", "--root", root]);
+        assert_eq!(code, 2, "{list}: {err}");
+        assert!(err.contains(&format!("--root {root}: ")), "{err}");
+        assert!(err.contains(want), "{list}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(stdout.is_empty());
+    }
+    // The largest list accepted is planned.
+    std::fs::write(cpu.join("online"), "0-65535\n").unwrap();
+    let (code, stdout, err) = run(&["plan", "--root", root, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["online"], "0-65535", "{stdout:.300}");
+}
+
+#[test]
 fn numa_names_non_local_work_and_the_gain() {
     let (code, out, err) = run(&[
         "plan",
@@ -350,4 +458,78 @@ fn numa_names_non_local_work_and_the_gain() {
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("no NUMA matrix"), "{err}");
+}
+
+#[test]
+fn numa_refuses_a_matrix_without_usable_cells() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cell = |c: u32, m: u32, lat: &str, err: &str| {
+        format!(
+            "{{\"cpu_node\": {c}, \"mem_node\": {m}, \"cpu\": 0, \"verified_node\": null, \"latency_ns\": {lat}, \"read_bytes_per_sec\": 1e10{err}}}"
+        )
+    };
+    let failed = r#", "error": "mbind: Operation not permitted""#;
+    let out = tmp.path().join("out");
+    for (i, (cells, want)) in [
+        (String::new(), "the NUMA matrix is empty"),
+        (
+            [cell(0, 0, "0", failed), cell(0, 1, "0", failed)].join(","),
+            "none of its 2 NUMA cells holds a measurement",
+        ),
+        (
+            [cell(0, 0, "90", ""), cell(1, 1, "90", "")].join(","),
+            "hold no node's local and remote cost",
+        ),
+        (
+            [cell(0, 0, "90", ""), cell(0, 3, "140", "")].join(","),
+            "this machine has nodes 0-1",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let file = tmp.path().join(format!("m{i}.json"));
+        std::fs::write(&file, format!("{{\"numa\": [{cells}]}}")).unwrap();
+        let (code, stdout, err) = run(&[
+            "plan",
+            "--numa",
+            "--root",
+            &fixture("numa-2node"),
+            "--matrix",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{cells}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("--matrix {}: ", file.display())) && err.contains(want),
+            "{err}"
+        );
+        assert!(stdout.is_empty() && !out.exists(), "{stdout}");
+    }
+    // Half the cells failed: accepted with a warning; the gains the measured half allows are given.
+    let file = tmp.path().join("half.json");
+    let cells = [
+        cell(0, 0, "90", ""),
+        cell(0, 1, "145", ""),
+        cell(1, 1, "0", failed),
+        cell(1, 0, "0", failed),
+    ];
+    std::fs::write(&file, format!("{{\"numa\": [{}]}}", cells.join(","))).unwrap();
+    let (code, stdout, err) = run(&[
+        "plan",
+        "--numa",
+        "--root",
+        &fixture("numa-2node"),
+        "--matrix",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 of 4 NUMA cells failed"), "{err}");
+    assert!(stdout.contains("memory stall time −13.3 %"), "{stdout}");
+    assert!(
+        stdout.contains("not estimated (the matrix has no cost for these nodes)"),
+        "{stdout}"
+    );
 }

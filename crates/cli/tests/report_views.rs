@@ -363,7 +363,14 @@ fn the_pdf_record_holds_the_result_table_and_verify_catches_a_changed_byte() {
         .output()
         .unwrap();
     assert_ok(&out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("OK: matches stored run 1"));
+    // …found by the uuid the record names (read back from the PDF's text).
+    let uuid = doc["uuid"].as_str().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("OK: matches stored run 1, found by uuid {uuid}")),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // …and not once one byte of the stored JSON changed (in a copy of the database).
     let db2 = f.dir.join("tampered.db");
     std::fs::copy(&f.db, &db2).unwrap();

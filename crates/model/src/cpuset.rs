@@ -23,9 +23,9 @@ pub enum CpuSetError {
     /// A range whose start is above its end.
     #[error("range {0}-{1} is reversed")]
     Reversed(u32, u32),
-    /// A CPU number above the supported maximum.
-    #[error("CPU {0} is above the supported maximum {MAX_CPU}")]
-    TooLarge(u64),
+    /// A CPU number above the supported maximum (as written: it may not fit any integer type).
+    #[error("out of range: CPU {0} is above the supported maximum {MAX_CPU}")]
+    TooLarge(String),
 }
 
 impl CpuSet {
@@ -134,9 +134,12 @@ fn parse_cpu(s: &str) -> Result<u32, CpuSetError> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(CpuSetError::Syntax(s.to_string()));
     }
-    let v: u64 = s.parse().map_err(|_| CpuSetError::TooLarge(u64::MAX))?;
+    // Digits only (checked above): a parse failure is an overflow, named as written rather than as u64::MAX.
+    let v: u64 = s
+        .parse()
+        .map_err(|_| CpuSetError::TooLarge(s.to_string()))?;
     if v > u64::from(MAX_CPU) {
-        return Err(CpuSetError::TooLarge(v));
+        return Err(CpuSetError::TooLarge(s.to_string()));
     }
     Ok(v as u32)
 }
@@ -199,6 +202,15 @@ mod tests {
     #[test]
     fn hostile_lists() {
         assert!(CpuSet::parse("0-4294967295").is_err());
+        // Out of range, named as written with the limit, even beyond u64.
+        assert_eq!(
+            CpuSet::parse("0-99999").unwrap_err().to_string(),
+            "out of range: CPU 99999 is above the supported maximum 65535"
+        );
+        assert_eq!(
+            CpuSet::parse("99999999999999999999").unwrap_err(),
+            CpuSetError::TooLarge("99999999999999999999".into())
+        );
         assert!(CpuSet::parse("5-2").is_err());
         assert!(CpuSet::parse("a").is_err());
         assert!(CpuSet::parse("1,,2").is_err());

@@ -236,6 +236,18 @@ impl RunDocument {
 }
 
 impl ProbeResult {
+    /// The probe's name, as the verbs and the store's probe list spell it (`cyclic`, `oslat`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProbeResult::Cyclic(_) => "cyclic",
+            ProbeResult::Oslat(_) => "oslat",
+            ProbeResult::Net(_) => "net",
+            ProbeResult::Ops(_) => "ops",
+            ProbeResult::Mem(_) => "mem",
+            ProbeResult::Numa(_) => "numa",
+        }
+    }
+
     /// Why a timed probe (timer latency, OS noise) ended; `None` for the others.
     pub fn stop_reason(&self) -> Option<crate::cyclic::StopReason> {
         match self {

@@ -3,7 +3,12 @@
 //! ("3 of 40 hosts: cpuidle-states fail") and in platform fingerprint fields (kernel, preemption model,
 //! clocksource, isolation, …).
 //!
-//! Pure: the caller picks the runs (the newest per host and profile) and says how old each is, so the view is
+//! One row per host and profile; a run without a profile (a single-probe verb, an rt-tests import) has its
+//! probes (`cyclic`, `oslat`) in the profile's place, so a host's imported cyclictest and oslat runs are two
+//! rows, not one hiding the other. A run whose host name is empty (a cyclictest text import says none) is
+//! shown as [`UNKNOWN_HOST`], never as a blank cell.
+//!
+//! Pure: the caller picks the runs (the newest per [`group_key`]) and says how old each is, so the view is
 //! a function of stored documents and can be tested and re-rendered without a clock or a database.
 
 use crate::escape::visible_field;
@@ -15,7 +20,50 @@ use rtgauge_model::verdict::{Metric, Outcome};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// One run handed to [`aggregate`]: the newest run of its host for its profile.
+/// How a run without a host name is shown and grouped.
+pub const UNKNOWN_HOST: &str = "(unknown host)";
+
+/// The host name `fleet` shows for a run's node name: [`UNKNOWN_HOST`] when it is empty.
+pub fn host_name(nodename: &str) -> &str {
+    if nodename.trim().is_empty() {
+        UNKNOWN_HOST
+    } else {
+        nodename
+    }
+}
+
+/// What `fleet` keeps the newest run of: (host as shown, profile, the probes of a run without a profile).
+/// `probes` is the comma-separated list of the run's probes (`cyclic,oslat`, as the store lists them).
+pub fn group_key(
+    nodename: &str,
+    profile: Option<&str>,
+    probes: &str,
+) -> (String, Option<String>, Option<String>) {
+    (
+        host_name(nodename).to_string(),
+        profile.map(str::to_string),
+        profile.is_none().then(|| probes.to_string()),
+    )
+}
+
+fn probes_of(doc: &RunDocument) -> String {
+    doc.probes
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The profile column: the profile, or a run's probes in parentheses when it has none (`(cyclic)`).
+fn profile_text(profile: Option<&str>, probes: Option<&str>) -> String {
+    match (profile, probes) {
+        (Some(p), _) => p.to_string(),
+        (None, Some(ps)) if !ps.is_empty() => format!("({ps})"),
+        (None, _) => "-".to_string(),
+    }
+}
+
+/// One run handed to [`aggregate`]: the newest run of its [`group_key`].
 #[derive(Debug, Clone, Copy)]
 pub struct FleetRun<'a> {
     /// The run's id in the store.
@@ -29,10 +77,13 @@ pub struct FleetRun<'a> {
 /// One host and profile: its latest run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HostEntry {
-    /// The host's name.
+    /// The host's name ([`UNKNOWN_HOST`] when the run names none).
     pub host: String,
     /// The requirement profile the run was judged against, if any.
     pub profile: Option<String>,
+    /// The run's probes (`cyclic,oslat`) when it has no profile: such runs are grouped by them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<String>,
     /// The run's id in the store.
     pub run: i64,
     /// The run's platform label, if any.
@@ -138,8 +189,9 @@ pub fn aggregate(runs: &[FleetRun<'_>]) -> Fleet {
 
 fn entry_of(r: &FleetRun<'_>) -> HostEntry {
     HostEntry {
-        host: r.doc.system.nodename.clone(),
+        host: host_name(&r.doc.system.nodename).to_string(),
         profile: r.doc.profile.clone(),
+        probes: r.doc.profile.is_none().then(|| probes_of(r.doc)),
         run: r.id,
         label: r.doc.label.clone(),
         started_at: r.doc.started_at.clone(),
@@ -160,14 +212,16 @@ fn entry_of(r: &FleetRun<'_>) -> HostEntry {
 
 /// The view from the entries (one per run, in `runs` order) and the runs they came from.
 fn assemble(mut entries: Vec<HostEntry>, runs: &[FleetRun<'_>]) -> Fleet {
-    entries.sort_by(|a, b| (&a.host, &a.profile, a.run).cmp(&(&b.host, &b.profile, b.run)));
+    entries.sort_by(|a, b| {
+        (&a.host, &a.profile, &a.probes, a.run).cmp(&(&b.host, &b.profile, &b.probes, b.run))
+    });
 
     let mut outliers = latency_outliers(&entries);
 
     // Settings are per host: judge each host by its newest run that carries them (highest id).
     let mut newest: BTreeMap<&str, &FleetRun<'_>> = BTreeMap::new();
     for r in runs {
-        let e = newest.entry(r.doc.system.nodename.as_str()).or_insert(r);
+        let e = newest.entry(host_name(&r.doc.system.nodename)).or_insert(r);
         if r.id > e.id {
             *e = r;
         }
@@ -203,15 +257,17 @@ fn latency_outliers(entries: &[HostEntry]) -> Vec<Outlier> {
         ("cyclic.max", |e| e.cyclic_max_ns),
         ("oslat.max", |e| e.oslat_max_ns),
     ];
-    let mut profiles: Vec<&Option<String>> = entries.iter().map(|e| &e.profile).collect();
-    // Entries come host by host: each profile once, whatever the order.
-    profiles.sort();
-    profiles.dedup();
-    for profile in profiles {
+    // A group: a profile, or the probes of runs without one (one entry per host in each).
+    let mut groups: Vec<(&Option<String>, &Option<String>)> =
+        entries.iter().map(|e| (&e.profile, &e.probes)).collect();
+    // Entries come host by host: each group once, whatever the order.
+    groups.sort();
+    groups.dedup();
+    for (profile, probes) in groups {
         for (name, pick) in measures {
             let xs: Vec<(&str, f64)> = entries
                 .iter()
-                .filter(|e| &e.profile == profile)
+                .filter(|e| &e.profile == profile && &e.probes == probes)
                 .filter_map(|e| pick(e).map(|v| (e.host.as_str(), v as f64)))
                 .collect();
             if xs.len() < MIN_HOSTS {
@@ -244,7 +300,7 @@ fn latency_outliers(entries: &[HostEntry]) -> Vec<Outlier> {
                     "{} of {} hosts: {name} above the fleet (profile {}): {value} ({majority})",
                     high.len(),
                     xs.len(),
-                    profile.as_deref().unwrap_or("-"),
+                    profile_text(profile.as_deref(), probes.as_deref()),
                 ),
                 value,
                 majority,
@@ -424,7 +480,7 @@ pub fn render_text(fleet: &Fleet) -> String {
             s,
             "{:<w$}  {:<10}  {:>5}  {:<11}  {:<8}  {:>10}  {:>10}  {:>8}  {}",
             visible_field(&e.host),
-            visible_field(e.profile.as_deref().unwrap_or("-")),
+            visible_field(&profile_text(e.profile.as_deref(), e.probes.as_deref())),
             e.run,
             e.status,
             e.verdict,
@@ -476,7 +532,7 @@ pub fn render_html(fleet: &Fleet) -> String {
             @for e in &fleet.entries {
                 tr {
                     td { (e.host) }
-                    td { (e.profile.as_deref().unwrap_or("-")) }
+                    td { (profile_text(e.profile.as_deref(), e.probes.as_deref())) }
                     td.n { (e.run) }
                     td { (e.status) }
                     td class=(match e.verdict.as_str() { "pass" => "pass", "fail" => "fail", _ => "warn" }) { (e.verdict) }
@@ -640,6 +696,81 @@ mod tests {
             Some(vec!["cpuidle-states".into()])
         );
         assert_eq!(f.entries[0].verdict, "no gates");
+    }
+
+    #[test]
+    fn runs_without_a_profile_are_judged_within_their_probes_and_a_nameless_host_is_named() {
+        // Four hosts, each with a cyclic-only and an oslat-only run without a profile; one host's oslat gap is
+        // far above the others'. Grouped by probes, each host counts once per group (4 of 4, not 8 values
+        // with the oslat runs' cyclic figure missing), and the outlier names its group.
+        let mut docs: Vec<(RunDocument, u64)> = Vec::new();
+        for (i, h) in ["a", "b", "c", ""].iter().enumerate() {
+            for _probe in ["cyclic", "oslat"] {
+                let (mut d, _) = doc(h, 0, Status::Pass, "6.6");
+                d.profile = None;
+                docs.push((d, 10_000 + i as u64 * 100));
+            }
+        }
+        let runs: Vec<FleetRun<'_>> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| FleetRun {
+                id: i as i64 + 1,
+                doc: &d.0,
+                age_s: None,
+            })
+            .collect();
+        let entries = runs
+            .iter()
+            .zip(&docs)
+            .enumerate()
+            .map(|(i, (r, d))| {
+                let cyclic = i % 2 == 0;
+                HostEntry {
+                    probes: Some(if cyclic { "cyclic" } else { "oslat" }.into()),
+                    cyclic_max_ns: cyclic.then_some(d.1),
+                    oslat_max_ns: (!cyclic).then_some(if i == 5 { 900_000 } else { d.1 }),
+                    ..entry_of(r)
+                }
+            })
+            .collect();
+        let f = assemble(entries, &runs);
+        assert_eq!(f.hosts, 4);
+        assert_eq!(f.entries.len(), 8);
+        assert!(f.entries.iter().all(|e| !e.host.is_empty()));
+        assert_eq!(
+            f.entries.iter().filter(|e| e.host == UNKNOWN_HOST).count(),
+            2
+        );
+        let lat: Vec<&Outlier> = f
+            .outliers
+            .iter()
+            .filter(|o| o.kind == OutlierKind::Latency)
+            .collect();
+        assert_eq!(lat.len(), 1, "{:#?}", f.outliers);
+        assert_eq!(
+            (lat[0].hosts.as_slice(), lat[0].of),
+            (&["c".to_string()][..], 4)
+        );
+        assert!(
+            lat[0]
+                .message
+                .contains("oslat.max above the fleet (profile (oslat))"),
+            "{}",
+            lat[0].message
+        );
+        let text = render_text(&f);
+        assert!(text.contains("(unknown host)  (cyclic)"), "{text}");
+        assert!(render_html(&f).contains("<td>(unknown host)</td>"));
+        assert_eq!(host_name(" "), UNKNOWN_HOST);
+        assert_eq!(
+            group_key("", None, "cyclic"),
+            (UNKNOWN_HOST.to_string(), None, Some("cyclic".to_string()))
+        );
+        assert_eq!(
+            group_key("h", Some("ran"), "cyclic"),
+            ("h".to_string(), Some("ran".to_string()), None)
+        );
     }
 
     #[test]

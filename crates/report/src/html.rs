@@ -177,7 +177,7 @@ pub fn render_report_with(id: i64, doc: &RunDocument, options: ReportOptions) ->
                 kv_table(&serde_json::to_value(f).unwrap_or_default())))
         }
         @if let Some(a) = &doc.audit { (audit_section(a, options.record)) }
-        (crate::record::html(id, &hashes))
+        (crate::record::html(id, doc.uuid.as_deref(), &hashes))
     };
     let title = if options.record {
         format!("rtgauge qualification record: {}", run_name(id, doc))
@@ -189,7 +189,14 @@ pub fn render_report_with(id: i64, doc: &RunDocument, options: ReportOptions) ->
         &[
             (crate::record::META_HASH, hashes.whole.clone()),
             (crate::record::META_RUN, id.to_string()),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            doc.uuid
+                .iter()
+                .map(|u| (crate::record::META_UUID, u.clone())),
+        )
+        .collect::<Vec<_>>(),
         body,
     )
 }

@@ -6,6 +6,10 @@
 //! value changes it. Beside it go short hashes of each part (top-level field, each probe on its own), so a
 //! mismatch can say what differs without the original at hand. Everything is written as plain visible text
 //! (one line per item) as well as in `<meta>`: `pdftotext` of the PDF gives the same lines back.
+//!
+//! The record also names the run's uuid: a copy of the run in another store (pushed, or exported and
+//! imported) has another id but the same uuid, so `verify` finds it by the uuid first and by the id only for
+//! a record without one (written before the uuid was embedded).
 
 use rtgauge_model::run::RunDocument;
 use sha2::{Digest as _, Sha256};
@@ -14,6 +18,8 @@ use sha2::{Digest as _, Sha256};
 pub const META_HASH: &str = "rtgauge-content-hash";
 /// `<meta name=…>` of the run id.
 pub const META_RUN: &str = "rtgauge-run";
+/// `<meta name=…>` of the run's uuid.
+pub const META_UUID: &str = "rtgauge-run-uuid";
 /// Hex digits of a part hash (64 bits: enough to tell parts apart, short enough to print).
 const PART_HEX: usize = 16;
 
@@ -75,17 +81,21 @@ fn part_hash(json: &str) -> String {
 pub struct Embedded {
     /// The run's id in the store, when the page names it.
     pub run: Option<i64>,
+    /// The run's uuid, when the page names it (records written since it was embedded).
+    pub uuid: Option<String>,
     /// The whole-document hash and the hash of each part.
     pub hashes: Hashes,
 }
 
-/// The visible lines that [`extract`] reads back: "Content hash sha256:… of run N" and one
-/// "part NAME: HEX" per part.
-pub fn html(id: i64, hashes: &Hashes) -> maud::Markup {
+/// The visible lines that [`extract`] reads back: "Content hash sha256:… of run N", "Run uuid U" (when the
+/// run has one) and one "part NAME: HEX" per part.
+pub fn html(id: i64, uuid: Option<&str>, hashes: &Hashes) -> maud::Markup {
     maud::html! {
         section #record {
             h2 { "Record integrity" }
             p { "Content hash " code.hash { (hashes.whole) " of run " (id) } }
+            // On one line (no break at its hyphens), so that the PDF's text gives it back whole.
+            @if let Some(u) = uuid { p { "Run " code.hash style="white-space:nowrap" { "uuid " (u) } } }
             p.muted { "SHA-256 of the run document's canonical JSON; check a filed copy with "
                 code { "rtgauge verify FILE" } ". Parts:" }
             ul.parts { @for (n, x) in &hashes.parts { li { "part " (n) ": " (x) } } }
@@ -111,6 +121,12 @@ pub fn extract(text: &str) -> Option<Embedded> {
         let d: String = r.chars().take_while(char::is_ascii_digit).collect();
         d.parse().ok()
     });
+    // The visible "uuid U" after the last mention of the hash (the record section; the <meta> are before).
+    let uuid = text.rfind(&whole).and_then(|at| {
+        text[at..]
+            .match_indices("uuid ")
+            .find_map(|(i, m)| parse_uuid(&text[at + i + m.len()..]))
+    });
     let mut parts = Vec::new();
     for (i, m) in text.match_indices("part ") {
         let rest = &text[i + m.len()..];
@@ -132,7 +148,34 @@ pub fn extract(text: &str) -> Option<Embedded> {
     }
     Some(Embedded {
         run,
+        uuid,
         hashes: Hashes { whole, parts },
+    })
+}
+
+/// A uuid at the start of `text` (32 hex digits in 8-4-4-4-12 groups), lower case. Line breaks and dropped
+/// hyphens are tolerated: `pdftotext` drops a hyphen where a line was broken after one.
+fn parse_uuid(text: &str) -> Option<String> {
+    let mut hex = String::with_capacity(32);
+    for c in text.trim_start().chars() {
+        if hex.len() == 32 {
+            break;
+        }
+        match c {
+            c if c.is_ascii_hexdigit() => hex.push(c.to_ascii_lowercase()),
+            '-' | '\n' | '\r' => {}
+            _ => return None,
+        }
+    }
+    (hex.len() == 32).then(|| {
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..]
+        )
     })
 }
 
@@ -171,10 +214,14 @@ mod tests {
         let page = format!(
             "<meta name=\"{META_HASH}\" content=\"{}\">{}",
             h.whole,
-            html(7, &h).into_string()
+            html(7, Some("4932F94D-c424-4286-a351-57696f358f87"), &h).into_string()
         );
         let e = extract(&page).unwrap_or_else(|| panic!("no hash in {page}"));
         assert_eq!(e.run, Some(7));
+        assert_eq!(
+            e.uuid.as_deref(),
+            Some("4932f94d-c424-4286-a351-57696f358f87")
+        );
         assert_eq!(e.hashes, h);
         // pdftotext gives the list items as lines with a bullet.
         let text = format!(
@@ -182,6 +229,20 @@ mod tests {
             h.whole
         );
         assert_eq!(extract(&text).map(|e| e.hashes), Some(h.clone()));
+        // A record written before the uuid was embedded names none.
+        assert_eq!(extract(&text).and_then(|e| e.uuid), None);
+        // pdftotext of a uuid broken over two lines after a hyphen (which it drops).
+        let wrapped = format!(
+            "Content hash {} of run 7\nRun uuid 4932f94d-c424-4286\na351-57696f358f87\n",
+            h.whole
+        );
+        assert_eq!(
+            extract(&wrapped).and_then(|e| e.uuid).as_deref(),
+            Some("4932f94d-c424-4286-a351-57696f358f87")
+        );
+        // Not a uuid: too short, or interrupted.
+        assert_eq!(parse_uuid("4932f94d-c424"), None);
+        assert_eq!(parse_uuid("4932f94d-c424-4286-a351-57696f35 8f87"), None);
         let mut other = h.clone();
         other.parts[1].1 = "ffffffffffffffff".into();
         other

@@ -28,15 +28,18 @@ pub struct FleetArgs {
     pub db: DbArg,
 }
 
-/// The newest run id per (host, profile) of the store's runs. Takes the list rather than the store so that it
-/// is the same code whatever box the store comes in.
+/// The newest run id per [`fleet::group_key`] (host, profile, or the probes of a run without one) of the
+/// store's runs. Takes the list rather than the store so that it is the same code whatever box the store
+/// comes in.
 fn latest_per_host(runs: Vec<RunSummary>, profile: Option<&str>) -> Vec<i64> {
-    let mut latest: BTreeMap<(String, Option<String>), i64> = BTreeMap::new();
+    type Key = (String, Option<String>, Option<String>);
+    let mut latest: BTreeMap<Key, i64> = BTreeMap::new();
     for r in runs {
         if profile.is_some_and(|p| r.profile.as_deref() != Some(p)) {
             continue;
         }
-        let e = latest.entry((r.host, r.profile)).or_insert(r.id);
+        let key = fleet::group_key(&r.host, r.profile.as_deref(), &r.probes);
+        let e = latest.entry(key).or_insert(r.id);
         *e = (*e).max(r.id);
     }
     latest.into_values().collect()
@@ -106,7 +109,13 @@ fn host_selectors(db: &DbArg, hosts: &[String]) -> anyhow::Result<Vec<String>> {
     let runs = store.list()?;
     let mut sels = Vec::with_capacity(hosts.len());
     for h in hosts {
-        let Some(id) = runs.iter().filter(|r| &r.host == h).map(|r| r.id).max() else {
+        // As `fleet` names it: a run without a host name is `(unknown host)`.
+        let Some(id) = runs
+            .iter()
+            .filter(|r| fleet::host_name(&r.host) == h)
+            .map(|r| r.id)
+            .max()
+        else {
             bail!("--host {h}: no run of this host in the store");
         };
         sels.push(id.to_string());

@@ -7,8 +7,9 @@
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use rtgauge_host::plan::{
-    apply::apply_to_tree, emit, numa, parse_vm, partition, read_topology_input, render_plan_text,
-    Need, PlanTarget, Smt, VmNeed,
+    apply::{apply_to_tree, check_destination},
+    emit, numa, parse_vm, partition, read_topology_input, render_plan_text, Need, PlanTarget, Smt,
+    VmNeed,
 };
 use rtgauge_host::HostRoot;
 use std::path::{Path, PathBuf};
@@ -78,7 +79,8 @@ pub struct PlanArgs {
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
-    /// Write the plan into a copy of the --root tree at DIR (new or empty), for `rtgauge audit --root DIR`.
+    /// Write the plan into a copy of the --root tree at DIR (new, parents created as needed, or empty), for
+    /// `rtgauge audit --root DIR`.
     #[arg(long, value_name = "DIR", requires = "root")]
     pub apply_to_tree: Option<PathBuf>,
 
@@ -114,6 +116,31 @@ fn host_root(root: &Option<PathBuf>) -> anyhow::Result<HostRoot> {
     }
 }
 
+/// Check that `--output DIR` can be written without writing anything: DIR is a directory or can be created
+/// (the nearest of its parents that exists is a directory). Run before any output so that a refused
+/// destination, like any other bad input, leaves no file behind.
+fn check_output_dir(dir: &Path) -> anyhow::Result<()> {
+    let existing = dir
+        .ancestors()
+        .find(|p| p.as_os_str().is_empty() || p.exists())
+        .filter(|p| !p.as_os_str().is_empty());
+    match existing {
+        Some(p) if !p.is_dir() => bail!(
+            "--output {}: {} is not a directory",
+            dir.display(),
+            p.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `inner` is `outer` or lies inside it (paths made absolute, not resolved: a guard against the
+/// plain mistake `-o after/ --apply-to-tree after/`, whose copy must start empty).
+fn inside(inner: &Path, outer: &Path) -> bool {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    abs(inner).starts_with(abs(outer))
+}
+
 fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
     let p = dir.join(rel);
     if let Some(d) = p.parent() {
@@ -124,7 +151,7 @@ fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
 }
 
 /// Read the NUMA cells of a `rtgauge mem` run document (or a bare `{"numa": [...]}`).
-fn read_matrix(path: &Path) -> anyhow::Result<numa::Matrix> {
+fn read_matrix(path: &Path, machine_nodes: &[u32]) -> anyhow::Result<numa::Matrix> {
     let bytes = super::read_user_file(path, "--matrix", super::MAX_IMPORT_BYTES)?;
     let v: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("--matrix {}: not JSON", path.display()))?;
@@ -147,20 +174,30 @@ fn read_matrix(path: &Path) -> anyhow::Result<numa::Matrix> {
         })?;
     let cells: Vec<rtgauge_model::mem::NumaCell> = serde_json::from_value(cells)
         .with_context(|| format!("--matrix {}: malformed NUMA cells", path.display()))?;
-    if cells.is_empty() {
-        bail!("--matrix {}: the NUMA matrix is empty", path.display());
+    let (matrix, left_out) =
+        numa::Matrix::from_cells(&path.display().to_string(), &cells, machine_nodes)
+            .map_err(|e| anyhow::anyhow!("--matrix {}: {e}", path.display()))?;
+    if left_out > 0 {
+        eprintln!(
+            "rtgauge: warning: --matrix {}: {left_out} of {} NUMA cells failed or hold no latency; gains that need them are not estimated",
+            path.display(),
+            cells.len()
+        );
     }
-    Ok(numa::Matrix::from_cells(
-        &path.display().to_string(),
-        &cells,
-    ))
+    Ok(matrix)
 }
 
 fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = &a.output {
+        check_output_dir(dir)?;
+    }
     let result = rtgauge_host::numa::read_numa(root, None, 0);
     super::warn_refused(root);
     let matrix = match &a.matrix {
-        Some(p) => read_matrix(p)?,
+        Some(p) => {
+            let nodes: Vec<u32> = result.nodes.iter().map(|n| n.node).collect();
+            read_matrix(p, &nodes)?
+        }
         None => numa::Matrix::from_slit(root, &result.nodes),
     };
     let plan = numa::numa_plan(&result, matrix, a.below);
@@ -194,13 +231,19 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     let (fp, topo) = read_topology_input(&root);
     super::warn_refused(&root);
     if topo.cores.is_empty() {
-        bail!(
-            "{}: no online CPU found (/sys/devices/system/cpu/online)",
-            a.root
-                .as_ref()
-                .map(|r| format!("--root {}", r.display()))
-                .unwrap_or_else(|| "this system".into())
-        );
+        let what = a
+            .root
+            .as_ref()
+            .map(|r| format!("--root {}", r.display()))
+            .unwrap_or_else(|| "this system".into());
+        // The fingerprint reads an unparsable list as no CPU; say what is wrong with it instead (a list
+        // beyond the supported CPU numbers is "out of range", with the limit).
+        if let Err(rtgauge_host::HostError::Parse { path, reason }) =
+            rtgauge_host::cpu::read_cpu_mask(&root, rtgauge_host::cpu::CpuMask::Online)
+        {
+            bail!("{what}: {path}: {reason}");
+        }
+        bail!("{what}: no online CPU found (/sys/devices/system/cpu/online)");
     }
     if fp.virt.platform != "none" && !target.is_guest() && target != PlanTarget::K8s {
         eprintln!(
@@ -223,6 +266,21 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
         mem_gib: a.mem,
     };
     let plan = partition(&topo, &need).map_err(|e| anyhow::anyhow!("plan: {e}"))?;
+    // Every check before any output: a refused --output or --apply-to-tree leaves no file behind (and
+    // prints no plan that was not written).
+    if let Some(dir) = &a.output {
+        check_output_dir(dir)?;
+    }
+    if let (Some(dst), Some(src)) = (&a.apply_to_tree, &a.root) {
+        check_destination(src, dst)?;
+        if let Some(out) = a.output.as_ref().filter(|o| inside(o, dst)) {
+            bail!(
+                "--apply-to-tree {}: --output {} is inside it (the copy must start empty; give another directory)",
+                dst.display(),
+                out.display()
+            );
+        }
+    }
     let guest_mem_mib = fp.memory.total_kib.map(|k| k / 1024);
     let files = emit::files(&plan, guest_mem_mib);
     let text = render_plan_text(&plan) + &emit::explain(&plan, &files);

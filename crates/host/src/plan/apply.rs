@@ -21,6 +21,14 @@ pub enum ApplyError {
     /// The destination directory already holds files.
     #[error("--apply-to-tree {0}: exists and is not empty (give a new directory)")]
     NotEmpty(String),
+    /// The destination, or the nearest of its parents that exists, is not a directory.
+    #[error("--apply-to-tree {arg}: {path} is not a directory")]
+    NotADirectory {
+        /// The destination as given.
+        arg: String,
+        /// The path that is not a directory.
+        path: String,
+    },
     /// The destination lies inside the source tree.
     #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
     InsideSource(String),
@@ -152,9 +160,55 @@ fn allowed_of(text: &str) -> Option<CpuSet> {
         .and_then(|v| CpuSet::parse(v.trim()).ok())
 }
 
-/// Copy `src` to `dst` (which must not exist or be empty) and write the plan into the copy.
-pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, ApplyError> {
+/// Where `path` will be once created: its nearest existing ancestor made canonical (which must be a
+/// directory, else `ApplyError::NotADirectory`), then the components still to be created, `..` applied
+/// lexically (they are new plain directories, so no symbolic link can make `..` lead elsewhere).
+fn resolve_new(path: &Path) -> Result<PathBuf, ApplyError> {
+    let mut rest = Vec::new();
+    let mut base = path;
+    while !base.as_os_str().is_empty() && !base.exists() {
+        // The last component, `..` included (`file_name` has none for it).
+        match (base.components().next_back(), base.parent()) {
+            (Some(last), Some(parent)) => {
+                rest.push(last.as_os_str().to_os_string());
+                base = parent;
+            }
+            _ => break,
+        }
+    }
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    if base.exists() && !base.is_dir() {
+        return Err(ApplyError::NotADirectory {
+            arg: path.display().to_string(),
+            path: base.display().to_string(),
+        });
+    }
+    let mut abs = std::fs::canonicalize(base).map_err(io(base))?;
+    for c in rest.iter().rev() {
+        if c == ".." {
+            abs.pop();
+        } else if c != "." {
+            abs.push(c);
+        }
+    }
+    Ok(abs)
+}
+
+/// Check that `dst` can take a copy of `src` without writing anything: it is a new directory (its missing
+/// parents are created, as `mkdir -p` would) or an empty one, and it lies outside `src`. `rtgauge plan` calls
+/// this before it writes any file, so a refused destination leaves nothing behind.
+pub fn check_destination(src: &Path, dst: &Path) -> Result<(), ApplyError> {
     if dst.exists() {
+        if !dst.is_dir() {
+            return Err(ApplyError::NotADirectory {
+                arg: dst.display().to_string(),
+                path: dst.display().to_string(),
+            });
+        }
         let empty = std::fs::read_dir(dst).map_err(io(dst))?.next().is_none();
         if !empty {
             return Err(ApplyError::NotEmpty(dst.display().to_string()));
@@ -162,21 +216,16 @@ pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, App
     }
     // A copy inside its own source would copy itself without end.
     let src_abs = std::fs::canonicalize(src).map_err(io(src))?;
-    let dst_abs = match std::fs::canonicalize(dst) {
-        Ok(p) => p,
-        Err(_) => {
-            let parent = dst
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            std::fs::canonicalize(parent)
-                .map_err(io(parent))?
-                .join(dst.file_name().unwrap_or_default())
-        }
-    };
+    let dst_abs = resolve_new(dst)?;
     if dst_abs.starts_with(&src_abs) {
         return Err(ApplyError::InsideSource(dst.display().to_string()));
     }
+    Ok(())
+}
+
+/// Copy `src` to `dst` (new, parents created as needed, or empty) and write the plan into the copy.
+pub fn apply_to_tree(src: &Path, dst: &Path, plan: &Plan) -> Result<Applied, ApplyError> {
+    check_destination(src, dst)?;
     let mut out = Applied::default();
     copy_tree(src, dst, &mut out)?;
     let sample2 = dst.join(".rtgauge/sample2");
@@ -507,4 +556,50 @@ fn write_hugepages(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_destination_is_checked_without_writing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        std::fs::create_dir_all(src.join("sys")).unwrap();
+        // New, with parents that do not exist yet (mkdir -p), `..` among them: accepted, nothing created.
+        let nested = tmp.path().join("a/b/../c/d");
+        check_destination(&src, &nested).unwrap();
+        assert!(!tmp.path().join("a").exists());
+        assert_eq!(
+            resolve_new(&nested).unwrap(),
+            tmp.path().canonicalize().unwrap().join("a/c/d")
+        );
+        // Inside the source through a new directory and `..`: refused.
+        let sneaky = src.join("new/../after");
+        assert!(matches!(
+            check_destination(&src, &sneaky),
+            Err(ApplyError::InsideSource(_))
+        ));
+        // A file on the way, or as the destination: refused naming it.
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        for d in [file.join("tree"), file.clone()] {
+            let e = check_destination(&src, &d).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{} is not a directory", file.display())),
+                "{e}"
+            );
+        }
+        // Empty is fine, not empty is not.
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        check_destination(&src, &empty).unwrap();
+        std::fs::write(empty.join("k"), "").unwrap();
+        assert!(matches!(
+            check_destination(&src, &empty),
+            Err(ApplyError::NotEmpty(_))
+        ));
+    }
 }

@@ -64,26 +64,93 @@ fn cells_as_list<S: serde::Serializer>(
     }))
 }
 
+/// Why a measured matrix cannot serve this machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatrixError {
+    /// No cell at all.
+    #[error("the NUMA matrix is empty")]
+    Empty,
+    /// Cells for nodes this machine does not have: a matrix of another machine.
+    #[error("its cells are for NUMA nodes {named}, this machine has nodes {machine} (a matrix of another machine?)")]
+    OtherNodes {
+        /// The nodes the cells name.
+        named: CpuSet,
+        /// The machine's nodes.
+        machine: CpuSet,
+    },
+    /// Every cell failed or holds no latency.
+    #[error("none of its {0} NUMA cells holds a measurement (each failed or has no latency)")]
+    NoMeasurement(usize),
+    /// No node has both its local cell and a remote one measured: no gain can be estimated.
+    #[error("its measured cells ({cells}) hold no node's local and remote cost, so no gain can be estimated on this machine's nodes {machine}")]
+    NoPair {
+        /// The measured (cpu node→mem node) pairs.
+        cells: String,
+        /// The machine's nodes.
+        machine: CpuSet,
+    },
+}
+
 impl Matrix {
-    /// The matrix of a `rtgauge mem` run's cells, named `name`; failed or empty cells are left out.
-    pub fn from_cells(name: &str, cells: &[NumaCell]) -> Matrix {
-        Matrix {
-            source: MatrixSource::Measured(name.to_string()),
-            cells: cells
-                .iter()
-                .filter(|c| c.error.is_none() && c.latency_ns > 0.0)
-                .map(|c| {
-                    (
-                        (c.cpu_node, c.mem_node),
-                        Cost {
-                            latency_ns: c.latency_ns,
-                            read_bytes_per_sec: (c.read_bytes_per_sec > 0.0)
-                                .then_some(c.read_bytes_per_sec),
-                        },
-                    )
-                })
-                .collect(),
+    /// The matrix of a `rtgauge mem` run's cells, named `name`, for a machine with `machine_nodes` (empty:
+    /// not known, not checked); failed or empty cells are left out (how many: the second value). Refused
+    /// when nothing usable is left: no cell, cells of nodes the machine lacks, none measured, or (on a
+    /// multi-node machine) no node with both its local and a remote cost, the least a gain needs.
+    pub fn from_cells(
+        name: &str,
+        cells: &[NumaCell],
+        machine_nodes: &[u32],
+    ) -> Result<(Matrix, usize), MatrixError> {
+        if cells.is_empty() {
+            return Err(MatrixError::Empty);
         }
+        let machine = CpuSet::new(machine_nodes.iter().copied());
+        let named = CpuSet::new(cells.iter().flat_map(|c| [c.cpu_node, c.mem_node]));
+        if !machine.is_empty() && !named.difference(&machine).is_empty() {
+            return Err(MatrixError::OtherNodes { named, machine });
+        }
+        let measured =
+            |c: &&NumaCell| c.error.is_none() && c.latency_ns.is_finite() && c.latency_ns > 0.0;
+        let left_out = cells.len() - cells.iter().filter(measured).count();
+        let given = cells.len();
+        let cells: BTreeMap<(u32, u32), Cost> = cells
+            .iter()
+            .filter(measured)
+            .map(|c| {
+                (
+                    (c.cpu_node, c.mem_node),
+                    Cost {
+                        latency_ns: c.latency_ns,
+                        read_bytes_per_sec: (c.read_bytes_per_sec.is_finite()
+                            && c.read_bytes_per_sec > 0.0)
+                            .then_some(c.read_bytes_per_sec),
+                    },
+                )
+            })
+            .collect();
+        if cells.is_empty() {
+            return Err(MatrixError::NoMeasurement(given));
+        }
+        let pair = cells
+            .keys()
+            .any(|&(c, m)| c != m && cells.contains_key(&(c, c)));
+        if machine.len() > 1 && !pair {
+            return Err(MatrixError::NoPair {
+                cells: cells
+                    .keys()
+                    .map(|(c, m)| format!("{c}→{m}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                machine,
+            });
+        }
+        Ok((
+            Matrix {
+                source: MatrixSource::Measured(name.to_string()),
+                cells,
+            },
+            left_out,
+        ))
     }
     /// SLIT distances through the root; an empty matrix when the files are absent.
     pub fn from_slit(root: &HostRoot, nodes: &[NodeInfo]) -> Matrix {
@@ -328,7 +395,12 @@ pub fn render_numa_plan(plan: &NumaPlan) -> String {
             (Some(l), None) => s.push_str(&format!(
                 "    expected: memory stall time −{l:.1} % (relative, from distances)\n"
             )),
-            _ => s.push_str("    expected: not estimated (no matrix)\n"),
+            _ if plan.matrix.source == MatrixSource::None => {
+                s.push_str("    expected: not estimated (no matrix)\n")
+            }
+            _ => {
+                s.push_str("    expected: not estimated (the matrix has no cost for these nodes)\n")
+            }
         }
     }
     s
@@ -356,5 +428,48 @@ mod tests {
         // 150 ns → 100 ns: −33.3 %; 1/(0.5/10 + 0.5/5) = 6.67 GB/s → 10: +50 %.
         assert!((l.expect("lat") - 33.333).abs() < 0.01);
         assert!((b.expect("bw") - 50.0).abs() < 0.01);
+    }
+
+    fn cell(cpu_node: u32, mem_node: u32, latency_ns: f64, error: Option<&str>) -> NumaCell {
+        NumaCell {
+            cpu_node,
+            mem_node,
+            cpu: 0,
+            verified_node: None,
+            latency_ns,
+            read_bytes_per_sec: 1e10,
+            error: error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_matrix_without_usable_cells_is_refused() {
+        let two = [0, 1];
+        let from = |cells: &[NumaCell]| Matrix::from_cells("m.json", cells, &two);
+        assert_eq!(from(&[]), Err(MatrixError::Empty));
+        let failed = [cell(0, 0, 0.0, Some("mbind")), cell(0, 1, f64::NAN, None)];
+        assert_eq!(from(&failed), Err(MatrixError::NoMeasurement(2)));
+        // Another machine's 4-node matrix.
+        let e = from(&[cell(0, 0, 90.0, None), cell(3, 2, 140.0, None)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "its cells are for NUMA nodes 0,2-3, this machine has nodes 0-1 (a matrix of another machine?)"
+        );
+        // Wrong size: local cells only, no remote one.
+        let e = from(&[cell(0, 0, 90.0, None), cell(1, 1, 90.0, None)]).unwrap_err();
+        assert!(matches!(e, MatrixError::NoPair { .. }), "{e}");
+        assert!(e.to_string().contains("(0→0, 1→1)"), "{e}");
+        // Half failed: usable, the failed half counted.
+        let half = [
+            cell(0, 0, 90.0, None),
+            cell(0, 1, 140.0, None),
+            cell(1, 1, 0.0, Some("x")),
+            cell(1, 0, 0.0, Some("x")),
+        ];
+        let (m, left_out) = from(&half).unwrap();
+        assert_eq!((m.cells.len(), left_out), (2, 2));
+        // Node list unknown: not checked against it; a one-node machine needs no remote cell.
+        assert!(Matrix::from_cells("m", &[cell(5, 5, 90.0, None)], &[]).is_ok());
+        assert!(Matrix::from_cells("m", &[cell(0, 0, 90.0, None)], &[0]).is_ok());
     }
 }
