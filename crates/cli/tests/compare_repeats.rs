@@ -40,18 +40,45 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
             .unwrap();
         assert_ok(&out);
     }
-    // An imported copy of run 5 under another kernel command line has the same label, profile and host,
-    // but not the same conditions: it is no repeat.
-    let mut copy = export_json(&db, "5");
-    copy.as_object_mut().unwrap().remove("uuid");
-    copy["fingerprint"]["kernel"]["cmdline"] = "isolcpus=1 nohz_full=1".into();
-    let file = dir.path().join("copy.json");
-    std::fs::write(&file, copy.to_string()).unwrap();
+    // Same label, profile and host, but not the same conditions, so no repeat: run 7, an imported copy of
+    // run 5 under another kernel command line; run 8, a copy without a fingerprint (as an rt-tests import
+    // has none: nothing says how it was taken); run 9, the same profile name measuring CPU 0.
+    for (name, change) in [("cmdline", true), ("nofp", false)] {
+        let mut copy = export_json(&db, "5");
+        copy.as_object_mut().unwrap().remove("uuid");
+        if change {
+            copy["fingerprint"]["kernel"]["cmdline"] = "isolcpus=1 nohz_full=1".into();
+        } else {
+            copy.as_object_mut().unwrap().remove("fingerprint");
+        }
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, copy.to_string()).unwrap();
+        let out = rtgauge_std()
+            .args(["import", file.to_str().unwrap(), "--db", &db])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+    }
+    let cpu0 = dir.path().join("cpu0.toml");
+    std::fs::write(&cpu0, PROFILE.replace("-a 1", "-a 0")).unwrap();
     let out = rtgauge_std()
-        .args(["import", file.to_str().unwrap(), "--db", &db])
+        .args(["run", "--profile", cpu0.to_str().unwrap(), "--no-sample"])
+        .args(["--label", "a", "--db", &db])
         .output()
         .unwrap();
     assert_ok(&out);
+    let c = compare_in(&db, &["1", "9"]);
+    let settings = c["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["what"] == "probe settings")
+        .unwrap_or_else(|| panic!("no probe settings difference: {c}"));
+    assert!(
+        settings["values"][0].as_str().unwrap().contains("CPUs 1")
+            && settings["values"][1].as_str().unwrap().contains("CPUs 0"),
+        "{settings}"
+    );
 
     let c = compare_in(&db, &["1", "2"]);
     assert_eq!(
@@ -98,7 +125,7 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
         }
     }
 
-    // Platform b, measured once, borrows a's spread; the terminal names the repeats.
+    // Platform b, measured once, borrows a's spread; the terminal names the repeats used.
     let c = compare_in(&db, &["1", "6"]);
     assert_eq!(c["repeats"], serde_json::json!([[2, 3, 4, 5], []]), "{c}");
     let out = rtgauge_std()
@@ -108,9 +135,20 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("run 1: repeats 2, 3, 4, 5") && text.contains("run 6: no repeats"),
+        text.contains("run 1: repeats 2, 3, 4, 5") && text.contains("borrows the other's"),
         "{text}"
     );
+    // A run against itself is not widened: exactly 1, equivalent, on every measure.
+    let c = compare_in(&db, &["1", "1"]);
+    assert!(c.get("repeats").is_none(), "{c}");
+    for r in c["rows"].as_array().unwrap() {
+        let v = &r["versus"][0];
+        assert_eq!(
+            (v["ratio"].as_f64(), v["verdict"]["verdict"].as_str()),
+            (Some(1.0), Some("equivalent")),
+            "{r}"
+        );
+    }
     // With fewer than 3 repeats left the note says what the intervals leave out.
     let out = rtgauge_std()
         .args(["compare", "1", "2", "3", "--db", &db])

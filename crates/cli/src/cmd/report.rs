@@ -209,8 +209,10 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         let found = repeats(store.as_mut(), &sets)?;
         let repeats: Vec<Option<compare::Repeats>> = found
             .iter()
-            .map(|r| {
+            .zip(&sets)
+            .map(|(r, set)| {
                 r.as_ref().map(|r| compare::Repeats {
+                    run: set[0].0,
                     ids: r.iter().map(|(id, _)| *id).collect(),
                     runs: r.iter().map(|(_, d)| d).collect(),
                 })
@@ -321,11 +323,14 @@ fn column_sets(
             let ids: Vec<i64> = store
                 .list()?
                 .into_iter()
-                .filter(|r| r.label.as_deref() == Some(l.as_str()))
+                .filter(|r| {
+                    r.label.as_deref() == Some(l.as_str())
+                        && r.status == rtgauge_model::run::RunStatus::Complete
+                })
                 .map(|r| r.id)
                 .collect();
             if ids.is_empty() {
-                bail!("--label {l}: no stored run has this label");
+                bail!("--label {l}: no complete stored run has this label");
             }
             let set = ids
                 .into_iter()
@@ -347,6 +352,18 @@ fn column_sets(
             if let Some((id, _)) = a.iter().find(|(id, _)| b.iter().any(|(x, _)| x == id)) {
                 bail!("run set: run {id} is in two columns; sets compared with each other hold distinct runs");
             }
+        }
+    }
+    // A run cut short is not a repetition of the others: its extremes and counts cover less time.
+    for set in sets.iter().filter(|s| s.len() > 1) {
+        if let Some((id, d)) = set
+            .iter()
+            .find(|(_, d)| d.status != rtgauge_model::run::RunStatus::Complete)
+        {
+            bail!(
+                "run set: run {id} is {}; a set holds complete runs (repetitions)",
+                d.status.as_str()
+            );
         }
     }
     // A run twice in one set would count as two repetitions that agree exactly: a false certainty.

@@ -66,20 +66,22 @@ pub fn single_run_note(ids: &[i64], comparison: &Comparison) -> Option<String> {
         .rows
         .iter()
         .any(|r| r.key.starts_with("cyclic.") || r.key.starts_with("oslat."));
-    if !comparison.sets.is_empty() || !latency {
-        return None;
-    }
     if comparison.repeats.iter().all(Vec::is_empty) {
-        return Some(format!(
-            "one run per platform and fewer than {MIN_REPEATS} stored repeats of each (runs with the same label, \
-             profile, host and conditions): intervals cover the variation inside each run, not a change of \
-             conditions between runs; for a platform verdict repeat the runs and compare the sets \
-             (rtgauge compare 1,2,3 4,5,6)"
-        ));
+        return (comparison.sets.is_empty() && latency).then(|| {
+            format!(
+                "one run per platform and fewer than {MIN_REPEATS} stored repeats of each (runs with the same \
+                 label, profile, host and conditions): intervals cover the variation inside each run, not a \
+                 change of conditions between runs; for a platform verdict repeat the runs and compare the \
+                 sets (rtgauge compare 1,2,3 4,5,6)"
+            )
+        });
     }
     // Columns with the same repeats are named together ("runs 1, 2: repeats 3, 4, 5").
     let mut groups: Vec<(Vec<i64>, &Vec<i64>)> = Vec::new();
     for (id, rep) in ids.iter().zip(&comparison.repeats) {
+        if rep.is_empty() {
+            continue;
+        }
         match groups.iter_mut().find(|(_, r)| *r == rep) {
             Some((cols, _)) => cols.push(*id),
             None => groups.push((vec![*id], rep)),
@@ -90,23 +92,13 @@ pub fn single_run_note(ids: &[i64], comparison: &Comparison) -> Option<String> {
         .iter()
         .map(|(cols, rep)| {
             let runs = if cols.len() == 1 { "run" } else { "runs" };
-            match rep.len() {
-                0 => format!(
-                    "{runs} {}: no repeats (the other's spread is used)",
-                    list(cols)
-                ),
-                n if n < MIN_REPEATS => format!(
-                    "{runs} {}: repeats {}, too few to judge by (the other's spread is used)",
-                    list(cols),
-                    list(rep)
-                ),
-                _ => format!("{runs} {}: repeats {}", list(cols), list(rep)),
-            }
+            format!("{runs} {}: repeats {}", list(cols), list(rep))
         })
         .collect();
     Some(format!(
         "single runs: intervals cover the variation inside each run and the run-to-run spread of the stored \
-         runs that repeat it (same label, profile, host and conditions) — {}",
+         runs that repeat it (same label, profile, host and conditions; a run with fewer than {MIN_REPEATS} \
+         borrows the other's) — {}",
         named.join("; ")
     ))
 }
@@ -412,20 +404,24 @@ fn boot_latency(a: &LatencyData, b: &LatencyData, o: &Options) -> Option<Boot> {
         let (sa, oa) = ga.stats(&wa, &mut ca, a.overflow_threshold);
         let (sb, ob) = gb.stats(&wb, &mut cb, b.overflow_threshold);
         for k in 0..LATENCY_KEYS.len() {
-            log_ratios[k].push(log_ratio(sb[k], sa[k], false));
+            log_ratios[k].push(log_ratio(sb[k], sa[k], MeasureUnit::Nanos));
         }
-        log_ratios[LATENCY_KEYS.len()].push(log_ratio(ob, oa, true));
+        log_ratios[LATENCY_KEYS.len()].push(log_ratio(ob, oa, MeasureUnit::Count));
         let ma: u64 = a.missed.iter().zip(&wa).map(|(m, w)| m * w).sum();
         let mb: u64 = b.missed.iter().zip(&wb).map(|(m, w)| m * w).sum();
-        log_ratios[LATENCY_KEYS.len() + 1].push(log_ratio(mb as f64, ma as f64, true));
+        log_ratios[LATENCY_KEYS.len() + 1].push(log_ratio(
+            mb as f64,
+            ma as f64,
+            MeasureUnit::Count,
+        ));
     }
     Some(Boot { log_ratios })
 }
 
 /// ln(b/a) on the scale of [`log_value`](sets::log_value): counts get +1 on both sides so that a zero
 /// baseline gives a finite ratio; latencies are floored at 1 ns.
-fn log_ratio(b: f64, a: f64, count: bool) -> f64 {
-    sets::log_value(b, count) - sets::log_value(a, count)
+fn log_ratio(b: f64, a: f64, unit: MeasureUnit) -> f64 {
+    sets::log_value(b, unit) - sets::log_value(a, unit)
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -443,12 +439,14 @@ fn basic_interval(r: f64, reps: &mut [f64]) -> (f64, f64) {
     (2.0 * r - hi, 2.0 * r - lo)
 }
 
-/// Percentile bootstrap interval `[q2.5, q97.5]` of the log-ratio replicates: for extremes, where the
-/// replicates can only fall at or below the observed value, this is the interval that says how often the
-/// resampled windows keep each run's worst ones.
-fn percentile_interval(reps: &mut [f64]) -> (f64, f64) {
+/// Percentile bootstrap interval `[q2.5, q97.5]` of the log-ratio replicates, stretched to hold the
+/// estimate `lr`: for extremes, where the replicates can only fall at or below the observed value, this is
+/// the interval that says how often the resampled windows keep each run's worst ones; and the resamples of
+/// a min or a max can all fall on one side of the observed ratio, which would read as a ratio outside its
+/// own interval.
+fn percentile_interval(lr: f64, reps: &mut [f64]) -> (f64, f64) {
     reps.sort_by(f64::total_cmp);
-    (quantile(reps, 0.025), quantile(reps, 0.975))
+    (quantile(reps, 0.025).min(lr), quantile(reps, 0.975).max(lr))
 }
 
 fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Judgement {
@@ -695,13 +693,10 @@ impl Interval {
 fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Options) -> Versus {
     let (ma, mb) = (p.a, p.b);
     let count = p.unit == MeasureUnit::Count;
-    let lr = log_ratio(mb.value, ma.value, count);
-    let ratio = if count && ma.value == 0.0 {
-        if mb.value == 0.0 {
-            1.0
-        } else {
-            f64::INFINITY
-        }
+    let lr = log_ratio(mb.value, ma.value, p.unit);
+    let ratio = if count {
+        // The ratio its interval is of: (B + 1)/(A + 1), finite for a zero baseline.
+        lr.exp()
     } else if mb.value == ma.value {
         // Both 0 (an imported bucket's lower edge) are equal, not a ratio of 0.
         1.0
@@ -732,7 +727,12 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
         latency_interval(p, stat, boot.as_ref(), extreme, lr)
     } else if mb.replicates.len() >= 2 && ma.replicates.len() >= 2 {
         Interval {
-            ci: Some(boot_replicates(&ma.replicates, &mb.replicates, lr, o)),
+            ci: Some(boot_replicates(
+                &ma.replicates,
+                &mb.replicates,
+                (lr, p.unit),
+                o,
+            )),
             method: "bootstrap over repetitions (median)",
             why: String::new(),
         }
@@ -778,7 +778,7 @@ fn latency_interval(p: &Pair, stat: &str, boot: Option<&Boot>, extreme: bool, lr
         (Some(b), Some(i)) if extreme => {
             let mut reps = b.log_ratios[i].clone();
             Interval {
-                ci: Some(percentile_interval(&mut reps)),
+                ci: Some(percentile_interval(lr, &mut reps)),
                 method: "extreme: percentile interval of the block bootstrap over time windows (how often resamples keep each run's worst windows)",
                 why: String::new(),
             }
@@ -790,7 +790,7 @@ fn latency_interval(p: &Pair, stat: &str, boot: Option<&Boot>, extreme: bool, lr
             // then called one stall "worse" exactly as it did for the max.
             let mut reps = b.log_ratios[i].clone();
             Interval {
-                ci: Some(percentile_interval(&mut reps)),
+                ci: Some(percentile_interval(lr, &mut reps)),
                 method: "block bootstrap over time windows (percentile interval)",
                 why: String::new(),
             }
@@ -831,7 +831,12 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Basic bootstrap interval of ln(median B / median A) over the repetitions (paired when equally many).
-fn boot_replicates(a: &[f64], b: &[f64], lr: f64, o: &Options) -> (f64, f64) {
+fn boot_replicates(
+    a: &[f64],
+    b: &[f64],
+    (lr, unit): (f64, MeasureUnit),
+    o: &Options,
+) -> (f64, f64) {
     let mut rng = fastrand::Rng::with_seed(o.seed);
     let paired = a.len() == b.len();
     let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
@@ -849,15 +854,76 @@ fn boot_replicates(a: &[f64], b: &[f64], lr: f64, o: &Options) -> (f64, f64) {
                 *x = b[rng.usize(0..b.len())];
             }
         }
-        reps.push(log_ratio(median(&mut rb), median(&mut ra), false));
+        reps.push(log_ratio(median(&mut rb), median(&mut ra), unit));
     }
     basic_interval(lr, &mut reps)
 }
 
-/// Whether two runs were taken under the same conditions, which makes a stored run a repeat: no fingerprint
-/// field or audit status differs, the same load was asked for (the achieved rates vary from run to run), and
-/// neither shared its CPUs with another measuring run (that measured the other run too).
+/// Each probe's settings as a comparable text (its kind and its whole configuration).
+fn probe_settings(d: &RunDocument) -> Vec<String> {
+    let text = |kind: &str, config: Result<String, serde_json::Error>| {
+        format!("{kind} {}", config.unwrap_or_default())
+    };
+    d.probes
+        .iter()
+        .map(|p| match p {
+            ProbeResult::Cyclic(c) => text("cyclic", serde_json::to_string(&c.config)),
+            ProbeResult::Oslat(o) => text("oslat", serde_json::to_string(&o.config)),
+            ProbeResult::Net(n) => text("net", serde_json::to_string(&n.config)),
+            ProbeResult::Ops(o) => text("ops", serde_json::to_string(&o.config)),
+            ProbeResult::Mem(m) => text("mem", serde_json::to_string(&m.config)),
+            ProbeResult::Numa(_) => "numa".to_string(),
+        })
+        .collect()
+}
+
+/// The settings a reader compares at a glance: per timer-latency or OS-noise probe its CPUs, period or
+/// priority, and duration.
+fn settings_summary(d: &RunDocument) -> String {
+    let secs = |ns: u64| format!("{} s", ns as f64 / 1e9);
+    let parts: Vec<String> = d
+        .probes
+        .iter()
+        .filter_map(|p| match p {
+            ProbeResult::Cyclic(c) => {
+                let cpus: Vec<String> = c
+                    .config
+                    .cpus
+                    .iter()
+                    .map(|x| x.map_or("any".into(), |c| c.to_string()))
+                    .collect();
+                Some(format!(
+                    "cyclic CPUs {}, interval {} µs, priority {}, {}",
+                    cpus.join(","),
+                    c.config.interval_ns / 1000,
+                    c.config.priority,
+                    c.config.duration_ns.map_or("no duration".into(), secs)
+                ))
+            }
+            ProbeResult::Oslat(o) => {
+                let cpus: Vec<String> = o.config.cpus.iter().map(u32::to_string).collect();
+                Some(format!(
+                    "oslat CPUs {}, {}",
+                    cpus.join(","),
+                    secs(o.config.duration_ns)
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    parts.join("; ")
+}
+
+/// Whether two runs were taken under the same conditions, which makes a stored run a repeat: both carry a
+/// fingerprint (an rt-tests import does not say under which conditions it was taken), no fingerprint field
+/// or audit status differs, every probe ran with the same settings (CPUs, period, duration, …), the same load
+/// was asked for (the achieved rates vary from run to run), and neither shared its CPUs with another measuring
+/// run (that measured the other run too).
 pub fn same_conditions(a: &RunDocument, b: &RunDocument) -> bool {
+    if a.fingerprint.is_none() || b.fingerprint.is_none() || probe_settings(a) != probe_settings(b)
+    {
+        return false;
+    }
     let loads = |d: &RunDocument| -> Vec<String> {
         d.probes
             .iter()
@@ -877,7 +943,7 @@ pub fn same_conditions(a: &RunDocument, b: &RunDocument) -> bool {
     loads(a) == loads(b)
         && differences(&[a, b])
             .iter()
-            .all(|d| d.what.starts_with("load "))
+            .all(|d| d.what.starts_with("load ") || d.what == "probe settings")
 }
 
 /// Fingerprint fields and audit findings that differ between the runs, e.g. `kernel.cmdline` or
@@ -937,6 +1003,13 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
         out.push(Difference {
             what: "contended (another run measured the same CPUs)".into(),
             values: contended,
+        });
+    }
+    let settings: Vec<String> = runs.iter().map(|d| settings_summary(d)).collect();
+    if settings.iter().any(|s| s != &settings[0]) {
+        out.push(Difference {
+            what: "probe settings".into(),
+            values: settings,
         });
     }
     let flat: Vec<Vec<(String, String)>> = runs

@@ -25,6 +25,8 @@ const WIDENED: &str = "window bootstrap inside each run, widened by the run-to-r
 /// The stored runs that repeat one compared run: the same platform measured the same way at other times.
 #[derive(Debug, Default)]
 pub struct Repeats<'a> {
+    /// The compared run's id (a run compared with itself is not widened: it reads exactly 1).
+    pub run: i64,
     /// Their ids in the store (for the note under the table).
     pub ids: Vec<i64>,
     /// Their documents.
@@ -33,17 +35,23 @@ pub struct Repeats<'a> {
 
 /// The run-to-run spread of one measure among repeats: (standard deviation of the log values, degrees of
 /// freedom). None with fewer than [`MIN_REPEATS`] known values.
-fn spread(measures: &[Vec<(usize, Measure)>], key: &str, count: bool) -> Option<(f64, usize)> {
+fn spread(
+    measures: &[Vec<(usize, Measure)>],
+    key: &str,
+    unit: MeasureUnit,
+) -> Option<(f64, usize)> {
     let logs: Vec<f64> = measures
         .iter()
         .filter_map(|ms| ms.iter().find(|(_, m)| m.key == key))
         .filter(|(_, m)| m.unknown_above.is_none() && m.value.is_finite())
-        .map(|(_, m)| log_value(m.value, count))
+        .map(|(_, m)| log_value(m.value, unit))
         .collect();
     spread_of_logs(&logs)
 }
 
-/// Standard deviation and degrees of freedom of log values; None for fewer than [`MIN_REPEATS`].
+/// Standard deviation and degrees of freedom of log values; None for fewer than [`MIN_REPEATS`], or when
+/// they agree exactly (copies of one result, e.g. one file imported several times): no spread to judge by,
+/// and a zero-width interval would fake certainty.
 fn spread_of_logs(logs: &[f64]) -> Option<(f64, usize)> {
     if logs.len() < MIN_REPEATS {
         return None;
@@ -51,7 +59,8 @@ fn spread_of_logs(logs: &[f64]) -> Option<(f64, usize)> {
     let m = mean(logs);
     let df = logs.len() - 1;
     let ss: f64 = logs.iter().map(|x| (x - m).powi(2)).sum();
-    Some(((ss / df as f64).sqrt(), df))
+    let sd = (ss / df as f64).sqrt();
+    (sd > 0.0 && sd.is_finite()).then_some((sd, df))
 }
 
 /// The variance of a single-run log ratio and its degrees of freedom, from the baseline's spread `a` and
@@ -82,58 +91,59 @@ fn ratio_variance(
 
 /// Widen the verdicts of single runs in `c` by the run-to-run spread of each column's repeats
 /// (`repeats[column]`: None for a column that is a set, whose comparisons already judge by the spread
-/// between its runs; empty for a run with no repeats stored). Records the ids used in `c.repeats`.
+/// between its runs; empty for a run with no repeats stored). Records in `c.repeats` the ids of the repeats
+/// whose spread was used, per column (empty where none was). Left as they are: a run against itself,
+/// verdicts without an interval or on unknown values.
 pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], options: &Options) {
     let enough = |r: &Option<Repeats>| r.as_ref().is_some_and(|r| r.runs.len() >= MIN_REPEATS);
-    if repeats.first().is_none_or(Option::is_none) || !repeats.iter().any(enough) {
+    let Some(Some(base_repeats)) = repeats.first() else {
+        return;
+    };
+    if !repeats.iter().any(enough) {
         return;
     }
-    let none = Repeats::default();
-    let repeats: Vec<Option<&Repeats>> = repeats.iter().map(Option::as_ref).collect();
     let measures: Vec<Vec<Vec<(usize, Measure)>>> = repeats
         .iter()
         .map(|r| {
-            r.unwrap_or(&none)
-                .runs
-                .iter()
-                .map(|d| measures_of(d))
-                .collect()
+            r.as_ref()
+                .map(|r| r.runs.iter().map(|d| measures_of(d)).collect())
+                .unwrap_or_default()
         })
         .collect();
-    let base_ids = &repeats[0].unwrap_or(&none).ids;
+    let mut used = vec![false; repeats.len()];
     for row in &mut c.rows {
-        let count = row.unit == MeasureUnit::Count;
-        let base = spread(&measures[0], &row.key, count);
+        let base = spread(&measures[0], &row.key, row.unit);
         for (k, versus) in row.versus.iter_mut().enumerate() {
             let col = k + 1;
-            let (Some(v), Some(Some(a)), Some(Some(b))) =
-                (versus.as_mut(), row.values.first(), row.values.get(col))
-            else {
+            let (Some(v), Some(Some(a)), Some(Some(b)), Some(Some(rep))) = (
+                versus.as_mut(),
+                row.values.first(),
+                row.values.get(col),
+                repeats.get(col),
+            ) else {
                 continue;
             };
-            if matches!(v.verdict, Judgement::Unknown { .. }) || v.method == NOT_COMPARABLE {
+            let Some(within) = v.ci.map(|(lo, hi)| (lo.ln(), hi.ln())) else {
+                continue;
+            };
+            if rep.run == base_repeats.run || v.method == NOT_COMPARABLE {
                 continue;
             }
-            let Some(Some(rep)) = repeats.get(col) else {
-                continue;
-            };
-            let one_pool = !rep.ids.is_empty() && rep.ids == *base_ids;
-            let other = spread(&measures[col], &row.key, count);
+            let one_pool = !rep.ids.is_empty() && rep.ids == base_repeats.ids;
+            let other = spread(&measures[col], &row.key, row.unit);
             let Some((var, df)) = ratio_variance(base, other, one_pool) else {
                 continue;
             };
-            let lr = log_value(*b, count) - log_value(*a, count);
+            used[0] |= base.is_some();
+            used[col] |= other.is_some() || (one_pool && base.is_some());
+            let lr = log_value(*b, row.unit) - log_value(*a, row.unit);
             let half = t975(df) * var.sqrt();
-            let within = v.ci.map(|(lo, hi)| (lo.ln(), hi.ln()));
-            let ci = match within {
-                Some((lo, hi)) => (lo.min(lr - half), hi.max(lr + half)),
-                None => (lr - half, lr + half),
-            };
+            let ci = (within.0.min(lr - half), within.1.max(lr + half));
             v.verdict = match judge(lr, ci, row.better, options.margin) {
                 // Still undecided on the runs' own variation: what the bootstrap said would decide stands.
                 Judgement::Inconclusive { .. }
                     if matches!(v.verdict, Judgement::Inconclusive { .. })
-                        && within.is_some_and(|(lo, hi)| hi - lo >= 2.0 * half) =>
+                        && within.1 - within.0 >= 2.0 * half =>
                 {
                     v.verdict.clone()
                 }
@@ -145,16 +155,22 @@ pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], optio
                 j => j,
             };
             // The method names what set the interval: the repeats, where they widened it.
-            if within != Some(ci) {
+            if within != ci {
                 v.method = WIDENED;
             }
             v.ci = Some((ci.0.exp(), ci.1.exp()));
         }
     }
-    c.repeats = repeats
-        .iter()
-        .map(|r| r.map(|r| r.ids.clone()).unwrap_or_default())
-        .collect();
+    if used.iter().any(|&u| u) {
+        c.repeats = repeats
+            .iter()
+            .zip(&used)
+            .map(|(r, &u)| match r {
+                Some(r) if u => r.ids.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+    }
 }
 
 #[cfg(test)]

@@ -21,13 +21,14 @@ pub(super) fn t975(df: usize) -> f64 {
     T975.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
 }
 
-/// A measure on the log scale that ratios and sets are judged on: latencies floored at 1 ns (an imported
-/// bucket's lower edge can be 0), counts + 1 (no missed deadline is a count too).
-pub(super) fn log_value(v: f64, count: bool) -> f64 {
-    if count {
-        (v + 1.0).ln()
-    } else {
-        v.max(1.0).ln()
+/// A measure on the log scale that ratios and sets are judged on: counts + 1 (no missed deadline is a count
+/// too), latencies floored at 1 ns (an imported bucket's lower edge can be 0; below a nanosecond nothing is
+/// resolved), any other unit only kept off zero — a 0.5 ns L1 hit or 0.3 % must not read as 1.
+pub(super) fn log_value(v: f64, unit: MeasureUnit) -> f64 {
+    match unit {
+        MeasureUnit::Count => (v + 1.0).ln(),
+        MeasureUnit::Nanos => v.max(1.0).ln(),
+        _ => v.max(1e-9).ln(),
     }
 }
 
@@ -59,9 +60,9 @@ pub(super) fn runs_needed(lr: f64, sd: f64, margin: f64, now: usize) -> Option<u
     if need < 1e-9 || sd <= 0.0 {
         return None;
     }
-    // half width ≈ t·sd·√(2/n) with t ≈ 2 for the numbers of runs this gives.
-    let n = (2.0 * (2.0 * sd / need).powi(2)).ceil();
-    (n.is_finite() && n < 1e4).then(|| (n as usize).max(now + 1))
+    // The smallest n per platform whose interval half width t(2n − 2)·sd·√(2/n) falls below the distance
+    // (t itself shrinks with n, so no closed form).
+    (now + 1..10_000).find(|&n| t975(2 * n - 2) * sd * (2.0 / n as f64).sqrt() < need)
 }
 
 /// Compare sets of runs: each column is one platform measured once or several times (repetitions). Where
@@ -102,7 +103,7 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
             .collect();
         let logs: Vec<Vec<f64>> = got
             .iter()
-            .map(|ms| ms.iter().map(|m| log_value(m.value, count)).collect())
+            .map(|ms| ms.iter().map(|m| log_value(m.value, unit)).collect())
             .collect();
         let values: Vec<Option<f64>> = logs
             .iter()
@@ -181,7 +182,7 @@ fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
         Some((lr, _, sd)) if sd == 0.0 && lr != 0.0 => (
             None,
             Judgement::NoInterval {
-                why: "the runs of each set agree exactly (copies of one run?): no run-to-run variation to judge by"
+                why: "the runs of each set agree exactly on this measure (values this coarse, or copies of one result): no run-to-run variation to judge by"
                     .into(),
             },
         ),

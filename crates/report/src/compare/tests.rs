@@ -104,9 +104,14 @@ fn extreme_verdicts(a: &LatencyData, b: &LatencyData, ks: &[usize]) -> Vec<Judge
     let (fa, fb) = (full(a), full(b));
     ks.iter()
         .map(|&k| {
-            let lr = log_ratio(fb[k], fa[k], false);
+            let lr = log_ratio(fb[k], fa[k], MeasureUnit::Nanos);
             let mut reps = boot.log_ratios[k].clone();
-            judge(lr, percentile_interval(&mut reps), Better::Lower, o.margin)
+            judge(
+                lr,
+                percentile_interval(lr, &mut reps),
+                Better::Lower,
+                o.margin,
+            )
         })
         .collect()
 }
@@ -172,7 +177,11 @@ fn resampled_statistics_come_from_the_merged_windows() {
 }
 
 fn judge_sets(a: &[f64], b: &[f64]) -> Judgement {
-    let logs = |v: &[f64]| v.iter().map(|x| log_value(*x, false)).collect::<Vec<_>>();
+    let logs = |v: &[f64]| {
+        v.iter()
+            .map(|x| log_value(*x, MeasureUnit::Nanos))
+            .collect::<Vec<_>>()
+    };
     let (lr, ci, sd) = set_interval(&logs(a), &logs(b)).unwrap();
     match judge(lr, ci, Better::Lower, 0.10) {
         Judgement::Inconclusive { .. } => Judgement::Inconclusive {
@@ -214,6 +223,23 @@ fn sets_are_judged_by_the_variation_between_their_runs() {
     assert!(lo < 0.0 && hi > 0.0, "{lo} {hi}");
     // Two single runs carry no run-to-run variation: no set interval.
     assert!(set_interval(&[1.0], &[2.0]).is_none());
+}
+
+#[test]
+fn the_runs_named_would_decide_and_one_fewer_would_not() {
+    let margin = 0.10;
+    let need = |lr: f64| (lr.abs() - 1.1f64.ln()).abs();
+    for (lr, sd) in [(4.8, 1.34), (1.0, 0.3), (0.5, 0.1), (0.0, 0.05)] {
+        let n = runs_needed(lr, sd, margin, 1).unwrap();
+        let half = |n: usize| t975(2 * n - 2) * sd * (2.0 / n as f64).sqrt();
+        assert!(half(n) < need(lr), "{lr} {sd}: {n}");
+        assert!(
+            n == 2 || half(n - 1) >= need(lr),
+            "{lr} {sd}: {n} is not the fewest"
+        );
+    }
+    // The reviewer's case: t(2) = 4.30 makes 2 runs too few at s = 1.34 and a distance of 4.7.
+    assert_eq!(runs_needed(4.8, 1.34, margin, 1), Some(3));
 }
 
 #[test]
