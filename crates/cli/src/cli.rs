@@ -30,7 +30,7 @@ pub enum Command {
     Runs(crate::cmd::runs::RunsArgs),
     /// Export a stored run as JSON, CSV or rt-tests JSON.
     Export(crate::cmd::runs::ExportArgs),
-    /// Import rt-tests results (cyclictest JSON or text, oslat JSON) as runs.
+    /// Import rt-tests results (cyclictest JSON or text, oslat JSON or text) or rtgauge run documents as runs.
     Import(crate::cmd::runs::ImportArgs),
     /// Copy local runs to a central store (PostgreSQL): idempotent, resumable.
     Push(crate::cmd::push::PushArgs),

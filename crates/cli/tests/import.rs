@@ -486,3 +486,70 @@ fn a_run_document_with_a_bad_uuid_or_control_characters_in_its_names_is_refused(
     import(db.to_str().unwrap(), &[file.to_str().unwrap()]);
     assert_eq!(export_json(db.to_str().unwrap(), "1")["uuid"], doc["uuid"]);
 }
+
+/// What an import does not know is never shown or compared as a figure: cyclictest's missed deadlines
+/// (report "-", CSV empty, no compare row), and oslat values finer than its 1 µs buckets (a native 17 ns
+/// p50 against an imported "1 µs" bucket is unknown, not 59× worse).
+#[test]
+fn what_an_import_does_not_know_is_not_compared() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    import(
+        &db,
+        &[
+            &fixture("cyclictest-h400.json"),
+            &fixture("oslat-2core.json"),
+        ],
+    );
+    let native = dir.path().join("native.json");
+    let out = rtgauge()
+        .args(["oslat", "-c", "1", "-D", "1", "-q", "--output"])
+        .arg(&native)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    import(&db, &[native.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(
+        &rtgauge()
+            .args(["report", "1", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .to_string();
+    let row_line = text
+        .lines()
+        .skip_while(|l| !l.contains("missed"))
+        .nth(1)
+        .unwrap();
+    assert!(row_line.trim_end().ends_with('-'), "{text}");
+    let csv = rtgauge()
+        .args(["export", "1", "--format", "csv", "--db", &db])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout).to_string();
+    let line = csv.lines().nth(1).unwrap();
+    assert!(line.contains(",,"), "missed left empty: {csv}");
+    // Two cyclictest imports (run 1 twice would be refused): compare run 1 with itself has no missed row.
+    let c: Value = serde_json::from_str(&compare(&db, &["1", "1"], true)).unwrap();
+    assert!(
+        c["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["key"] != "cyclic.missed"),
+        "{c}"
+    );
+    // The native oslat run (3) against the imported one (2): the body lies inside one 1 µs bucket.
+    let c: Value = serde_json::from_str(&compare(&db, &["3", "2"], true)).unwrap();
+    let p50 = row(&c, "oslat.p50");
+    assert_eq!(p50["versus"][0]["verdict"]["verdict"], "unknown", "{p50}");
+    assert!(
+        p50["versus"][0]["verdict"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("resolution"),
+        "{p50}"
+    );
+}

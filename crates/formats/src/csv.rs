@@ -27,7 +27,7 @@ pub fn render_csv(document: &RunDocument) -> String {
                idx: u32,
                cpu: Option<u32>,
                l: &rtgauge_model::latency::LatencyStats,
-               missed: u64,
+               missed: Option<u64>,
                over: Option<u64>| {
         s.push_str(&format!(
             "{probe},{idx},{},{},{},{:.1}",
@@ -45,8 +45,9 @@ pub fn render_csv(document: &RunDocument) -> String {
             s.push_str(&format!(",{}", v.map_or(String::new(), |v| v.to_string())));
         }
         s.push_str(&format!(
-            ",{},{missed},{}\n",
+            ",{},{},{}\n",
             l.max_ns,
+            missed.map_or(String::new(), |m| m.to_string()),
             over.map_or(String::new(), |o| o.to_string())
         ));
     };
@@ -60,15 +61,31 @@ pub fn render_csv(document: &RunDocument) -> String {
                         t.index,
                         t.conditions.cpu.achieved,
                         &t.latency,
-                        t.missed_deadlines,
+                        document
+                            .missed_deadlines_known()
+                            .then_some(t.missed_deadlines),
                         t.linear.as_ref().map(|l| l.overflows),
                     );
                 }
             }
             ProbeResult::Oslat(o) => {
                 for t in &o.threads {
-                    let over = t.over_thresholds.last().map(|x| x.count);
-                    row(&mut s, "oslat", t.index, Some(t.cpu), &t.gaps, 0, over);
+                    // Gaps above 20 µs (native runs' highest threshold), empty where an import's
+                    // buckets do not tell.
+                    let over = t
+                        .over_thresholds
+                        .iter()
+                        .find(|x| x.threshold_ns == 20_000)
+                        .map(|x| x.count);
+                    row(
+                        &mut s,
+                        "oslat",
+                        t.index,
+                        Some(t.cpu),
+                        &t.gaps,
+                        Some(0),
+                        over,
+                    );
                 }
             }
             // One row per net result: the transaction-time distribution, failed attempts as "missed".
@@ -78,7 +95,7 @@ pub fn render_csv(document: &RunDocument) -> String {
                 0,
                 None,
                 &n.total,
-                n.errors.total(),
+                Some(n.errors.total()),
                 None,
             ),
             // Not per-thread latency distributions: their figures leave through `measures()`.

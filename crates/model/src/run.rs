@@ -93,6 +93,17 @@ pub struct ImportSource {
     pub resolution_ns: u64,
 }
 
+impl RunDocument {
+    /// Whether the run's missed deadlines were counted: not for an imported cyclictest result (cyclictest
+    /// skips a period that is already over at wake-up and counts nothing), where they are unknown.
+    pub fn missed_deadlines_known(&self) -> bool {
+        !self
+            .imported_from
+            .as_ref()
+            .is_some_and(|i| i.format.starts_with("cyclictest"))
+    }
+}
+
 /// A run document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDocument {

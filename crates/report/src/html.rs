@@ -164,7 +164,7 @@ pub fn render_report_with(id: i64, doc: &RunDocument, options: ReportOptions) ->
         (crate::verdict::html(doc))
         h2 { "Run" }
         (header(doc))
-        @for p in &doc.probes { (probe_section(p, options)) }
+        @for p in &doc.probes { (probe_section(p, options, doc.missed_deadlines_known())) }
         @if !doc.warnings.is_empty() {
             h2 { "Warnings" }
             ul { @for w in &doc.warnings { li { (w) } } }
@@ -228,8 +228,8 @@ fn probe_title(p: &ProbeResult) -> (&'static str, String) {
         ProbeResult::Cyclic(c) => (
             "timer latency",
             format!(
-                "Timer latency (cyclic, interval {} µs, {} {})",
-                c.config.interval_ns / 1000,
+                "Timer latency (cyclic, interval {}, {} {})",
+                crate::interval_text(c.config.interval_ns),
                 c.config.policy,
                 c.config.priority
             ),
@@ -250,7 +250,7 @@ fn details(open: bool, summary: Markup, body: Markup) -> Markup {
     html! { details open[open] { summary { (summary) } (body) } }
 }
 
-fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
+fn probe_section(p: &ProbeResult, o: ReportOptions, missed_known: bool) -> Markup {
     let threads = lat_threads(p);
     let (what, title) = probe_title(p);
     let process: Option<&ProcessConditions> = match p {
@@ -303,7 +303,7 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
             p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
                 strong { (us_figure(t.stats.max_ns)) " µs" } " on " (t.name)
                 @if let ProbeResult::Cyclic(c) = p {
-                    "; missed deadlines: " (c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>())
+                    "; missed deadlines: " (if missed_known { c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>().to_string() } else { "unknown (cyclictest does not count them)".to_string() })
                     @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
                 }
                 "." }
@@ -313,7 +313,13 @@ fn probe_section(p: &ProbeResult, o: ReportOptions) -> Markup {
         } @else {
             (table)
         }
-        (probe_charts(p, what, &threads, &series))
+        // An imported result without a histogram keeps only min and max: a distribution drawn from those two
+        // would be made up, so its charts are left out and the reason said.
+        @if threads.iter().all(|t| t.stats.beyond.is_some_and(|b| b.limit_ns == 0)) {
+            p.note { "No distribution to chart: the imported file has no histogram (only min, avg and max)." }
+        } @else {
+            (probe_charts(p, what, &threads, &series))
+        }
         (crate::spikes::html(p))
         h3 { "Conditions (requested → achieved)" }
         @if threads.len() > OPEN_ROWS {

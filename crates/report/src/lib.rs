@@ -45,3 +45,13 @@ pub(crate) fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String
         other => out.push((prefix.to_string(), other.to_string())),
     }
 }
+
+/// A timer-latency probe's period for titles: "1000 µs", or "unknown" for an imported rt-tests histogram
+/// that did not state it (0).
+pub fn interval_text(interval_ns: u64) -> String {
+    if interval_ns == 0 {
+        "unknown".to_string()
+    } else {
+        format!("{} µs", interval_ns / 1000)
+    }
+}

@@ -70,8 +70,8 @@ pub fn render_summary(doc: &RunDocument) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    "\ntimer latency (cyclic, interval {} µs):",
-                    c.config.interval_ns / 1000
+                    "\ntimer latency (cyclic, interval {}):",
+                    crate::interval_text(c.config.interval_ns)
                 );
                 let _ = writeln!(
                     s,
@@ -103,7 +103,11 @@ pub fn render_summary(doc: &RunDocument) -> String {
                             .map_or("-".into(), |l| l.overflows.to_string()),
                         pct(&t.latency, 99.9),
                         pct(&t.latency, 99.99),
-                        t.missed_deadlines
+                        if doc.missed_deadlines_known() {
+                            t.missed_deadlines.to_string()
+                        } else {
+                            "-".into()
+                        }
                     );
                 }
             }

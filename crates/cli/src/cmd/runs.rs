@@ -180,7 +180,7 @@ pub fn export(e: &ExportArgs, outer: &DbArg) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
     /// cyclictest `--json` or text output (summary lines and/or the -h histogram, rt-tests 2.x layouts),
-    /// oslat `--json`.
+    /// oslat `--json` or text summary, or an rtgauge run document (`export --format json`).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Label for the imported runs (e.g. bare-metal).

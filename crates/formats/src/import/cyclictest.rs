@@ -4,7 +4,7 @@
 use super::{
     bad, check_figures, flag_value, imported_document, not_recorded, read_avg, rfc2822_to_3339,
     sysinfo, Figures, ImportError, ImportedThread, Importer, Meta, CYCLICTEST_UNSET_MIN,
-    MAX_BUCKETS, MAX_THREADS,
+    MAX_BUCKETS, MAX_SAMPLES, MAX_THREADS,
 };
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, StopReason,
@@ -105,10 +105,23 @@ pub(super) fn cyclictest_json(v: &Value, file: &str) -> Result<RunDocument, Impo
             buckets,
             overflows: t.get("overflows").and_then(Value::as_u64),
             overflow_cycles: Vec::new(),
+            interval_us: None,
         });
     }
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let cmdline = s("cmdline:");
+    // Thread i runs at -i + i × -d (cyclictest's defaults 1000 and 500 µs, -S included).
+    let base = flag_value(&cmdline, "-i", "--interval").unwrap_or(1000);
+    let distance = flag_value(&cmdline, "-d", "--distance").unwrap_or(500);
+    for t in &mut out {
+        t.interval_us = Some(
+            u64::from(t.index)
+                .checked_mul(distance)
+                .and_then(|d| d.checked_add(base))
+                .filter(|&i| i <= MAX_INTERVAL_US)
+                .ok_or_else(|| bad("cmdline: -i/-d", "interval above an hour"))?,
+        );
+    }
     let meta = Meta {
         file,
         format: "cyclictest-json",
@@ -260,9 +273,12 @@ pub fn parse_cyclictest_text(
     if have_hist {
         from_histogram(&mut threads, &parts)?;
     }
-    let mut interval_us = 1000;
+    // Without -q cyclictest refreshes its screen: only each thread's last T: line holds its final figures.
+    let last: std::collections::BTreeMap<u32, &TLine> =
+        parts.t_lines.iter().map(|t| (t.index, t)).collect();
+    let mut interval_us = 0;
     let mut priority = 0;
-    for &TLine {
+    for &&TLine {
         index: i,
         tid,
         priority: prio,
@@ -271,13 +287,16 @@ pub fn parse_cyclictest_text(
         min,
         avg,
         max,
-    } in &parts.t_lines
+    } in last.values()
     {
         let Some(t) = threads.get_mut(i as usize) else {
             continue;
         };
         t.tid = tid;
-        interval_us = intv;
+        t.interval_us = Some(intv);
+        if i == 0 {
+            interval_us = intv;
+        }
         priority = prio;
         if !have_hist {
             (t.cycles, t.min, t.max, t.avg) = (cycles, min, max, Some(avg as f64));
@@ -429,6 +448,9 @@ fn from_histogram(threads: &mut [ImportedThread], parts: &TextParts) -> Result<(
     Ok(())
 }
 
+/// The longest period an imported thread may state, µs (an hour; cyclictest's are micro- to milliseconds).
+const MAX_INTERVAL_US: u64 = 3_600_000_000;
+
 /// Build the run document of an imported cyclictest run.
 fn cyclic_document(
     mut imported: Vec<ImportedThread>,
@@ -445,6 +467,14 @@ fn cyclic_document(
         SchedPolicy::Other
     };
     let mut warnings = Vec::new();
+    // The distance between the threads' periods (cyclictest -d), where two threads state theirs.
+    let distance_us = match imported.as_slice() {
+        [a, b, ..] => a
+            .interval_us
+            .zip(b.interval_us)
+            .map_or(0, |(a, b)| b.saturating_sub(a)),
+        _ => 0,
+    };
     let mut threads = Vec::with_capacity(imported.len());
     for t in imported {
         threads.push(cyclic_thread(t, &meta, policy, &mut warnings)?);
@@ -456,8 +486,9 @@ fn cyclic_document(
     let result = CyclicResult {
         config: CyclicConfig {
             threads: threads.len() as u32,
-            interval_ns: meta.interval_us * 1000,
-            distance_ns: 0,
+            // 0: the file states no period (a histogram without T: lines).
+            interval_ns: meta.interval_us.saturating_mul(1000),
+            distance_ns: distance_us.saturating_mul(1000),
             policy,
             priority: meta.priority,
             priospread: false,
@@ -522,6 +553,29 @@ fn cyclic_thread(
         min: if t.cycles == 0 { 0 } else { t.min },
         ..t
     };
+    if t.cycles > MAX_SAMPLES {
+        return Err(bad(
+            &path,
+            format!("{} samples: more than any run holds", t.cycles),
+        ));
+    }
+    // A histogram bucket below the min or above the max holds samples the file says did not happen.
+    if let Some(pairs) = &t.buckets {
+        let held = pairs.iter().filter(|p| p.1 > 0).map(|p| p.0);
+        if let (Some(lo), Some(hi)) = (held.clone().min(), held.max()) {
+            if lo < t.min || hi > t.max {
+                return Err(bad(
+                    format!("{path}.histogram"),
+                    format!(
+                        "samples in bucket {} lie outside min {} .. max {}",
+                        if lo < t.min { lo } else { hi },
+                        t.min,
+                        t.max
+                    ),
+                ));
+            }
+        }
+    }
     let too_large = || bad(&path, "value too large");
     let (min_ns, max_ns) = (
         t.min.checked_mul(unit_ns).ok_or_else(too_large)?,
@@ -618,7 +672,12 @@ fn cyclic_thread(
         windows: Default::default(),
         index: t.index,
         tid: t.tid,
-        interval_ns: meta.interval_us * 1000,
+        interval_ns: t
+            .interval_us
+            .unwrap_or(meta.interval_us)
+            .checked_mul(1000)
+            .filter(|&i| i <= MAX_INTERVAL_US * 1000)
+            .ok_or_else(|| bad(format!("{path}.interval"), "above an hour"))?,
         conditions: ThreadConditions {
             policy: Setting {
                 requested: policy,

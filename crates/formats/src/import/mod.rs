@@ -277,7 +277,14 @@ struct ImportedThread {
     buckets: Option<Vec<(u64, u64)>>,
     overflows: Option<u64>,
     overflow_cycles: Vec<u64>,
+    /// The thread's own period, µs (cyclictest's -d distance makes thread i run at -i + i × -d); None when
+    /// the file does not say it.
+    interval_us: Option<u64>,
 }
+
+/// More samples than any run holds (a week at 1 MHz is 6 × 10¹¹): a count beyond this is a corrupt file, and
+/// would overflow the histogram's total.
+const MAX_SAMPLES: u64 = 1_000_000_000_000_000;
 
 /// What the whole file says about the run.
 struct Meta<'a> {
@@ -543,6 +550,66 @@ mod tests {
     }
 
     #[test]
+    fn a_refreshed_screen_with_a_histogram_takes_each_threads_last_line() {
+        let text = include_str!("../../../../tests/fixtures/rt-tests/cyclictest-noq-h10.txt");
+        let d = parse_cyclictest_text(text, "noq.txt", 1000).unwrap();
+        let c = cyclic(&d);
+        assert_eq!(c.threads.len(), 1);
+        let t = &c.threads[0];
+        // The histogram's figures, and the last T: line's period.
+        assert_eq!(
+            (t.cycles, t.latency.min_ns, t.latency.max_ns),
+            (500, 13_000, 982_000)
+        );
+        assert_eq!(
+            (t.interval_ns, c.config.interval_ns),
+            (1_000_000, 1_000_000)
+        );
+    }
+
+    #[test]
+    fn each_thread_keeps_its_own_period() {
+        // Real `cyclictest -t 2 -q` text: thread 1 runs at -i + -d (500 µs by default).
+        let text = "T: 0 (24160) P:80 I:1000 C:   1984 Min:     11 Act:   27 Avg:   34 Max:    5273\n\
+                    T: 1 (24161) P:80 I:1500 C:   1322 Min:     14 Act:   36 Avg:   44 Max:    5661\n";
+        let d = parse_cyclictest_text(text, "t2.txt", 1000).unwrap();
+        let c = cyclic(&d);
+        let periods: Vec<u64> = c.threads.iter().map(|t| t.interval_ns).collect();
+        assert_eq!(periods, vec![1_000_000, 1_500_000]);
+        assert_eq!(c.config.distance_ns, 500_000);
+        // JSON states -i and -d only on its command line.
+        let json = r#"{"cmdline:": "cyclictest -t 2 -i 200 -q --json=x", "resolution_in_ns": 0, "thread": {
+            "0": {"cycles": 1, "min": 5, "max": 5, "avg": 5},
+            "1": {"cycles": 1, "min": 5, "max": 5, "avg": 5}}}"#;
+        let d = parse_rt_tests(json, "t2.json", 1000).unwrap();
+        let periods: Vec<u64> = cyclic(&d).threads.iter().map(|t| t.interval_ns).collect();
+        assert_eq!(periods, vec![200_000, 700_000]);
+        // A histogram without T: lines states no period: 0, shown as unknown.
+        let d = parse_rt_tests(TEXT_V24, "v24.txt", 1000).unwrap();
+        assert_eq!(cyclic(&d).config.interval_ns, 0);
+    }
+
+    #[test]
+    fn numbers_too_large_for_any_run_are_errors_not_panics() {
+        let cases = [
+            ("T: 0 ( 1) P:90 I:18446744073709551615 C: 10 Min: 5 Act: 5 Avg: 5 Max: 6\n", "above an hour"),
+            ("T: 0 ( 1) P:90 I:5000000000000000 C: 10 Min: 5 Act: 5 Avg: 5 Max: 6\n", "above an hour"),
+            (
+                "# Histogram\n000001 000001\n# Min Latencies: 00001\n# Avg Latencies: 00001\n# Max Latencies: 00001\n# Histogram Overflows: 18446744073709551615\n",
+                "more than any run holds",
+            ),
+            (
+                r#"{"cmdline:": "cyclictest -i 18446744073709551615 -h 100", "thread": {"0": {"cycles": 1, "min": 1, "max": 1, "avg": 1}}}"#,
+                "above an hour",
+            ),
+        ];
+        for (text, what) in cases {
+            let e = parse_rt_tests(text, "f", 1000).unwrap_err().to_string();
+            assert!(e.contains(what), "{what}: {e}");
+        }
+    }
+
+    #[test]
     fn text_in_the_wrong_unit_is_refused_with_the_option_that_reads_it() {
         // Real -N output (rt-tests 2.40): ns figures, nothing in the text says so.
         let ns = "T: 0 (25678) P:80 I:1000 C:   1000 Min:  14716 Act:   28320 Avg:   37098 Max: 2293701\n\
@@ -708,7 +775,8 @@ Counter Freq:\t 2597 2597 (Mhz)
             (r#"{"thread": {"x": {"cycles": 1, "min": 1, "max": 1}}}"#, "thread.x"),
             (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"1": 5}}}}"#, "holds 5 samples"),
             (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"a": 1}}}}"#, "histogram.a"),
-            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"99999999": 1}}}}"#, "buckets"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"99999999": 1}}}}"#, "bucket 99999999 lie outside"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 99999999, "histogram": {"99999999": 1}}}}"#, "buckets"),
             (r#"{"thread": {"0": {"cycles": 1, "min": 9, "max": 1}}}"#, "min 9 > max 1"),
             (r#"{"resolution_in_ns": 7, "thread": {"0": {"cycles": 1, "min": 1, "max": 1}}}"#, "resolution_in_ns"),
             (r#"{"thread": {"0": {"cpu": 1, "freq": 2000, "min": 1, "max": 1, "histogram": {"-3": 1}}}}"#, "out of range"),

@@ -550,6 +550,10 @@ fn measures_of(doc: &RunDocument) -> Vec<(usize, Measure)> {
     let mut out = Vec::new();
     for (i, p) in doc.probes.iter().enumerate() {
         for m in p.measures() {
+            // An imported cyclictest result did not count its missed deadlines: no figure to compare.
+            if m.key == "cyclic.missed" && !doc.missed_deadlines_known() {
+                continue;
+            }
             // The first probe of a kind gives the measure (a profile rarely runs a kind twice).
             if seen.insert(m.key.clone()) {
                 out.push((i, m));
@@ -617,6 +621,14 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
         .collect();
     let keys = measure_keys(per_run.iter().flatten().map(|(_, m)| m));
     let find = |r: usize, key: &str| per_run[r].iter().find(|(_, m)| m.key == key);
+    let resolution: Vec<f64> = runs
+        .iter()
+        .map(|d| {
+            d.imported_from
+                .as_ref()
+                .map_or(0.0, |i| i.resolution_ns as f64)
+        })
+        .collect();
     let mut boots = Boots::new();
     let mut rows = Vec::new();
     for measure in keys {
@@ -641,6 +653,11 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
                 b: mb,
                 da: data[0][*pa].as_ref(),
                 db: data[r][*pb].as_ref(),
+                resolution: if unit == MeasureUnit::Nanos {
+                    (resolution[0], resolution[r])
+                } else {
+                    (0.0, 0.0)
+                },
             };
             versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), options)));
         }
@@ -669,6 +686,9 @@ struct Pair<'a> {
     /// The resampling material of the probes the measure comes from (None: not a latency probe).
     da: Option<&'a LatencyData>,
     db: Option<&'a LatencyData>,
+    /// Resolution of each run's latency values, ns: an imported rt-tests result's bucket width (a value is
+    /// known only to within it), 0 for rtgauge's own runs.
+    resolution: (f64, f64),
 }
 
 /// An interval of the log ratio and how it was had, or why there is none.
@@ -739,7 +759,24 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
     } else {
         Interval::none("no repetitions to resample")
     };
+    let within = ci;
+    let ci = ci.map(|c| within_resolution(c, ma.value, mb.value, p.resolution));
     let verdict = match ci {
+        // Undecided because an imported value is a whole bucket: neither longer runs nor more of them help.
+        Some(c)
+            if ci != within
+                && matches!(
+                    judge(lr, c, p.better, o.margin),
+                    Judgement::Inconclusive { .. }
+                ) =>
+        {
+            Judgement::Unknown {
+                why: format!(
+                    "within an imported result's resolution ({} buckets)",
+                    rtgauge_model::Nanos(p.resolution.0.max(p.resolution.1) as u64)
+                ),
+            }
+        }
         Some(c) => match judge(lr, c, p.better, o.margin) {
             Judgement::Inconclusive { longer, .. }
                 if extreme
@@ -764,6 +801,18 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
         verdict,
         method,
     }
+}
+
+/// An interval of ln(B/A) stretched to hold every ratio the two values allow within their resolutions
+/// (`ra`, `rb`, ns; 0 for exact values): an imported oslat p50 of "1 µs" is a 1 µs bucket, and against a
+/// native 17 ns it says nothing of which is lower.
+fn within_resolution(ci: (f64, f64), a: f64, b: f64, (ra, rb): (f64, f64)) -> (f64, f64) {
+    if ra <= 0.0 && rb <= 0.0 {
+        return ci;
+    }
+    let lo = ((b - rb).max(1.0) / (a + ra).max(1.0)).ln();
+    let hi = ((b + rb).max(1.0) / (a - ra).max(1.0)).ln();
+    (ci.0.min(lo), ci.1.max(hi))
 }
 
 /// The interval of a latency statistic `stat` of log ratio `lr`: from the block bootstrap over time

@@ -149,6 +149,23 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
                 versus.push(Some(unknown_versus(limit)));
                 continue;
             }
+            // Counts above different histogram ranges are not one measure (as for single runs).
+            let ranges: std::collections::BTreeSet<&str> = got[0]
+                .iter()
+                .chain(&got[r])
+                .map(|m| m.label.as_str())
+                .collect();
+            if key.ends_with(".overflows") && ranges.len() > 1 {
+                versus.push(Some(Versus {
+                    ratio: f64::NAN,
+                    ci: None,
+                    verdict: Judgement::NoInterval {
+                        why: "samples over different histogram ranges: not one measure".into(),
+                    },
+                    method: super::NOT_COMPARABLE,
+                }));
+                continue;
+            }
             versus.push(Some(versus_sets(&logs[0], &logs[r], better, options)));
         }
         rows.push(Row::of(measure, values, unknown_above, versus));
