@@ -19,19 +19,24 @@ pub fn render_show(id: i64, doc: &RunDocument) -> String {
         let t: Vec<String> = doc.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         s.push_str(&format!("tags: {}\n", t.join(", ")));
     }
-    s.push_str(&format!(
-        "host: {} {} {} ({}), CPUs {}, clocksource {}\n",
-        doc.system.nodename,
-        doc.system.sysname,
-        doc.system.release,
-        if doc.system.realtime {
-            "PREEMPT_RT"
-        } else {
-            "not PREEMPT_RT"
-        },
-        doc.system.cpus_online,
-        doc.system.clocksource.as_deref().unwrap_or("?")
-    ));
+    if doc.system.release.is_empty() && doc.imported_from.is_some() {
+        // rt-tests text says nothing of the machine: no kernel to call PREEMPT_RT or not.
+        s.push_str("host: unknown (the imported file does not name it)\n");
+    } else {
+        s.push_str(&format!(
+            "host: {} {} {} ({}), CPUs {}, clocksource {}\n",
+            doc.system.nodename,
+            doc.system.sysname,
+            doc.system.release,
+            if doc.system.realtime {
+                "PREEMPT_RT"
+            } else {
+                "not PREEMPT_RT"
+            },
+            doc.system.cpus_online,
+            doc.system.clocksource.as_deref().unwrap_or("?")
+        ));
+    }
     if let Some(src) = &doc.imported_from {
         s.push_str(&format!(
             "imported from {} ({}, resolution {} ns)\n",
