@@ -533,3 +533,78 @@ fn numa_refuses_a_matrix_without_usable_cells() {
         "{stdout}"
     );
 }
+
+/// A copy of fixture `name` under `tmp`, to break one file of it.
+fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
+    let dst = tmp.join(name);
+    let st = std::process::Command::new("cp")
+        .args(["-r", &fixture(name), dst.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    dst
+}
+
+#[test]
+fn malformed_topology_files_are_refused_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cpu = "sys/devices/system/cpu";
+    // (fixture, file to break, its new text, extra arguments, the message)
+    let cases: [(&str, String, &str, &[&str], &str); 5] = [
+        (
+            "tuned-rt-2socket",
+            format!("{cpu}/cpu0/topology/thread_siblings_list"),
+            "0,16,70000\n",
+            &[],
+            "/sys/devices/system/cpu/cpu0/topology/thread_siblings_list: out of range: CPU 70000",
+        ),
+        (
+            "plan-4node-nic",
+            "sys/devices/system/node/node1/cpulist".into(),
+            "0-70000\n",
+            &[],
+            "/sys/devices/system/node/node1/cpulist: out of range: CPU 70000",
+        ),
+        (
+            "plan-4node-nic",
+            "sys/class/net/ens1f0/device/numa_node".into(),
+            "99999\n",
+            &["--nic", "ens1f0"],
+            "/sys/class/net/ens1f0/device/numa_node: node 99999 is not a NUMA node of this machine (nodes: 0, 1, 2, 3)",
+        ),
+        (
+            "openshift-rt-node",
+            format!("{cpu}/online"),
+            "0-15\n",
+            &[],
+            "/sys/devices/system/cpu/online: lists CPU(s) 8-15 that have no /sys/devices/system/cpu/cpuN directory",
+        ),
+        (
+            "untuned-server",
+            format!("{cpu}/cpu3/topology/core_id"),
+            "three\n",
+            &[],
+            "/sys/devices/system/cpu/cpu3/topology/core_id: 'three' is not a number",
+        ),
+    ];
+    for (i, (name, file, text, extra, want)) in cases.iter().enumerate() {
+        let case = tmp.path().join(i.to_string());
+        std::fs::create_dir_all(&case).unwrap();
+        let root = fixture_copy(&case, name);
+        // Unbroken, the tree plans.
+        let r = root.to_str().unwrap();
+        let mut a = vec!["plan", "--root", r];
+        a.extend(extra.iter().copied());
+        let (code, _, err) = run(&a);
+        assert_eq!(code, 0, "{name}: {err}");
+        std::fs::write(root.join(file), text).unwrap();
+        let out = case.join("out");
+        a.extend(["-o", out.to_str().unwrap()]);
+        let (code, stdout, err) = run(&a);
+        assert_eq!(code, 2, "{name} {file}: {err}");
+        assert!(err.contains(want), "{name} {file}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(!out.exists());
+    }
+}
