@@ -484,6 +484,23 @@ fn numa_refuses_a_matrix_without_usable_cells() {
             [cell(0, 0, "90", ""), cell(0, 3, "140", "")].join(","),
             "this machine has nodes 0-1",
         ),
+        (
+            [cell(0, 0, "90", ""), cell(0, 1, "1e308", "")].join(","),
+            "cell 0→1: latency_ns 1e308 is impossible",
+        ),
+        (
+            [cell(0, 0, "-90", ""), cell(0, 1, "140", "")].join(","),
+            "cell 0→0: latency_ns -90 is impossible",
+        ),
+        (
+            [
+                cell(0, 0, "90", ""),
+                cell(0, 1, "140", ""),
+                cell(0, 1, "100", ""),
+            ]
+            .join(","),
+            "two cells for 0→1",
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -532,6 +549,25 @@ fn numa_refuses_a_matrix_without_usable_cells() {
         stdout.contains("not estimated (the matrix has no cost for these nodes)"),
         "{stdout}"
     );
+    // Remote cheaper than local (as measured): binding local costs time, printed with its sign.
+    let file = tmp.path().join("inverted.json");
+    let cells = [cell(0, 0, "100", ""), cell(0, 1, "80", "")];
+    std::fs::write(&file, format!("{{\"numa\": [{}]}}", cells.join(","))).unwrap();
+    let (code, stdout, err) = run(&[
+        "plan",
+        "--numa",
+        "--root",
+        &fixture("numa-2node"),
+        "--matrix",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // dbserver: 0.75·100 + 0.25·80 = 95 ns → 100 ns: +5.3 % (bandwidth equal: ±0.0 %).
+    assert!(
+        stdout.contains("memory stall time +5.3 %, read bandwidth ±0.0 %"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("−-") && !stdout.contains("+-"), "{stdout}");
 }
 
 /// A copy of fixture `name` under `tmp`, to break one file of it.

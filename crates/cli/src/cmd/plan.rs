@@ -179,7 +179,7 @@ fn read_matrix(path: &Path, machine_nodes: &[u32]) -> anyhow::Result<numa::Matri
             .map_err(|e| anyhow::anyhow!("--matrix {}: {e}", path.display()))?;
     if left_out > 0 {
         eprintln!(
-            "rtgauge: warning: --matrix {}: {left_out} of {} NUMA cells failed or hold no latency; gains that need them are not estimated",
+            "rtgauge: warning: --matrix {}: {left_out} of {} NUMA cells failed; gains that need them are not estimated",
             path.display(),
             cells.len()
         );
