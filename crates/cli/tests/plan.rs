@@ -644,3 +644,33 @@ fn malformed_topology_files_are_refused_naming_the_file() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn fingerprint_and_audit_warn_on_a_malformed_topology_file_and_go_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fixture_copy(tmp.path(), "tuned-rt-2socket");
+    let r = root.to_str().unwrap();
+    let (code_before, audit_before, _) = run(&["audit", "--root", r, "--no-sample"]);
+    for c in [0, 16] {
+        std::fs::write(
+            root.join(format!(
+                "sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
+            )),
+            "0,16,70000\n",
+        )
+        .unwrap();
+    }
+    let want = "/sys/devices/system/cpu/cpu0/topology/thread_siblings_list: out of range: CPU 70000 is above the supported maximum 65535 (read as absent)";
+    let (code, out, err) = run(&["fingerprint", "--root", r, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("rtgauge: warning: --root ") && err.contains(want),
+        "{err}"
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cpu"]["online"], "0-31", "{out:.400}");
+    let (code, out, err) = run(&["audit", "--root", r, "--no-sample"]);
+    assert_eq!(code, code_before, "{err}");
+    assert!(err.contains(want), "{err}");
+    assert!(!out.is_empty() && !audit_before.is_empty());
+}

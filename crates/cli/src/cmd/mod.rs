@@ -163,6 +163,26 @@ pub fn warn_refused(root: &rtgauge_host::HostRoot) {
     }
 }
 
+/// One warning when a topology file is malformed (a sibling list or node CPU list that does not parse, an
+/// online CPU without its directory): the fingerprint and the audit read such a file as absent rather than
+/// stop, so say which file, as their topology figures and findings rest on it. `plan` refuses instead.
+pub fn warn_topology(root: &rtgauge_host::HostRoot) {
+    if !root.exists("/sys/devices/system/cpu/online") {
+        return;
+    }
+    if let Err(e) = rtgauge_host::fingerprint::check_topology_files(root, None) {
+        let line = if root.is_live() {
+            format!("rtgauge: warning: {e} (read as absent)")
+        } else {
+            format!(
+                "rtgauge: warning: --root {}: {e} (read as absent)",
+                root.path("/").display()
+            )
+        };
+        eprintln!("{}", rtgauge_report::escape::visible(&line));
+    }
+}
+
 /// One warning per process-wide setting that was requested but not achieved.
 pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
     let why = |e: &Option<String>| e.clone().unwrap_or_else(|| "unknown".into());
