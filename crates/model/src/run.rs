@@ -217,9 +217,14 @@ pub fn is_canonical_uuid(text: &str) -> bool {
 /// recolours or rewrites the terminal, breaks a table row, reorders the line it is in, or looks like another
 /// name; it is refused where names come in (the command line, an imported file) rather than stored.
 pub fn forbidden_in_name(name: &str) -> Option<char> {
+    name.chars().find(|&c| c.is_control() || is_format_char(c))
+}
+
+/// Whether `c` is a Unicode format character (general category Cf): invisible, yet it reorders text (the
+/// bidi controls), joins or splits it (zero-width joiners, space), or hides in it (BOM, tag characters).
+pub fn is_format_char(c: char) -> bool {
     use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
-    name.chars()
-        .find(|&c| c.is_control() || c.general_category() == GeneralCategory::Format)
+    c.general_category() == GeneralCategory::Format
 }
 
 impl RunDocument {

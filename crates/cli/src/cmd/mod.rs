@@ -295,15 +295,13 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// format character (see [`rtgauge_model::run::forbidden_in_name`]); it would be stored and shown raw in
 /// every later listing and report.
 pub fn parse_name(s: &str) -> Result<String, String> {
-    if s.trim().is_empty() {
-        return Err("a name must not be empty or blank".into());
-    }
     match rtgauge_model::run::forbidden_in_name(s) {
         Some(c) => Err(format!(
             "holds the {} character U+{:04X}: a name must be printable text",
             if c.is_control() { "control" } else { "format" },
             c as u32
         )),
+        None if s.trim().is_empty() => Err("a name must not be empty or blank".into()),
         None => Ok(s.to_string()),
     }
 }
