@@ -111,7 +111,11 @@ fn names_with_control_characters_are_refused_naming_the_option() {
     let db = dir.path().join("runs.db");
     let db_s = db.to_str().unwrap();
     let f = fixture("rt-tests/cyclictest-h20.json");
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 11] = [
+        (&["run", "--label", "", "--db", db_s], "invalid value '' for '--label <LABEL>': a name must not be empty or blank"),
+        (&["run", "--host-name", " ", "--db", db_s], "invalid value ' ' for '--host-name <NAME>': a name must not be empty or blank"),
+        (&["import", &f, "--label", "host\u{200b}1", "--db", db_s], "invalid value 'host\\u{200b}1' for '--label <LABEL>': holds the format character U+200B"),
+        (&["import", &f, "--label", "a\u{feff}", "--db", db_s], "holds the format character U+FEFF"),
         (&["run", "--label", "a\u{1b}[31mb", "--db", db_s], "invalid value 'a\\x1b[31mb' for '--label <LABEL>': holds the control character U+001B"),
         (&["run", "--host-name", "two\nlines", "--db", db_s], "invalid value 'two\\x0alines' for '--host-name <NAME>': holds the control character U+000A"),
         (&["run", "--tag", "site=x\u{7}", "--db", db_s], "for '--tag <KEY=VALUE>': holds the control character U+0007"),
@@ -128,7 +132,7 @@ fn names_with_control_characters_are_refused_naming_the_option() {
         assert!(err.starts_with("rtgauge: error: "), "{err}");
         assert!(err.contains(what), "{what}: {err}");
         assert!(
-            !err.contains(['\u{1b}', '\u{7}', '\u{9b}', '\r', '\u{202e}']),
+            !err.contains(['\u{1b}', '\u{7}', '\u{9b}', '\r', '\u{202e}', '\u{200b}', '\u{feff}']),
             "{err}"
         );
         assert!(!db.exists(), "{args:?}");

@@ -484,6 +484,23 @@ fn numa_refuses_a_matrix_without_usable_cells() {
             [cell(0, 0, "90", ""), cell(0, 3, "140", "")].join(","),
             "this machine has nodes 0-1",
         ),
+        (
+            [cell(0, 0, "90", ""), cell(0, 1, "1e308", "")].join(","),
+            "cell 0→1: latency_ns 1e308 is impossible",
+        ),
+        (
+            [cell(0, 0, "-90", ""), cell(0, 1, "140", "")].join(","),
+            "cell 0→0: latency_ns -90 is impossible",
+        ),
+        (
+            [
+                cell(0, 0, "90", ""),
+                cell(0, 1, "140", ""),
+                cell(0, 1, "100", ""),
+            ]
+            .join(","),
+            "two cells for 0→1",
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -532,4 +549,128 @@ fn numa_refuses_a_matrix_without_usable_cells() {
         stdout.contains("not estimated (the matrix has no cost for these nodes)"),
         "{stdout}"
     );
+    // Remote cheaper than local (as measured): binding local costs time, printed with its sign.
+    let file = tmp.path().join("inverted.json");
+    let cells = [cell(0, 0, "100", ""), cell(0, 1, "80", "")];
+    std::fs::write(&file, format!("{{\"numa\": [{}]}}", cells.join(","))).unwrap();
+    let (code, stdout, err) = run(&[
+        "plan",
+        "--numa",
+        "--root",
+        &fixture("numa-2node"),
+        "--matrix",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // dbserver: 0.75·100 + 0.25·80 = 95 ns → 100 ns: +5.3 % (bandwidth equal: ±0.0 %).
+    assert!(
+        stdout.contains("memory stall time +5.3 %, read bandwidth ±0.0 %"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("−-") && !stdout.contains("+-"), "{stdout}");
+}
+
+/// A copy of fixture `name` under `tmp`, to break one file of it.
+fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
+    let dst = tmp.join(name);
+    let st = std::process::Command::new("cp")
+        .args(["-r", &fixture(name), dst.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    dst
+}
+
+#[test]
+fn malformed_topology_files_are_refused_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cpu = "sys/devices/system/cpu";
+    // (fixture, file to break, its new text, extra arguments, the message)
+    let cases: [(&str, String, &str, &[&str], &str); 5] = [
+        (
+            "tuned-rt-2socket",
+            format!("{cpu}/cpu0/topology/thread_siblings_list"),
+            "0,16,70000\n",
+            &[],
+            "/sys/devices/system/cpu/cpu0/topology/thread_siblings_list: out of range: CPU 70000",
+        ),
+        (
+            "plan-4node-nic",
+            "sys/devices/system/node/node1/cpulist".into(),
+            "0-70000\n",
+            &[],
+            "/sys/devices/system/node/node1/cpulist: out of range: CPU 70000",
+        ),
+        (
+            "plan-4node-nic",
+            "sys/class/net/ens1f0/device/numa_node".into(),
+            "99999\n",
+            &["--nic", "ens1f0"],
+            "/sys/class/net/ens1f0/device/numa_node: node 99999 is not a NUMA node of this machine (nodes: 0, 1, 2, 3)",
+        ),
+        (
+            "openshift-rt-node",
+            format!("{cpu}/online"),
+            "0-15\n",
+            &[],
+            "/sys/devices/system/cpu/online: lists CPU(s) 8-15 that have no /sys/devices/system/cpu/cpuN directory",
+        ),
+        (
+            "untuned-server",
+            format!("{cpu}/cpu3/topology/core_id"),
+            "three\n",
+            &[],
+            "/sys/devices/system/cpu/cpu3/topology/core_id: 'three' is not a number",
+        ),
+    ];
+    for (i, (name, file, text, extra, want)) in cases.iter().enumerate() {
+        let case = tmp.path().join(i.to_string());
+        std::fs::create_dir_all(&case).unwrap();
+        let root = fixture_copy(&case, name);
+        // Unbroken, the tree plans.
+        let r = root.to_str().unwrap();
+        let mut a = vec!["plan", "--root", r];
+        a.extend(extra.iter().copied());
+        let (code, _, err) = run(&a);
+        assert_eq!(code, 0, "{name}: {err}");
+        std::fs::write(root.join(file), text).unwrap();
+        let out = case.join("out");
+        a.extend(["-o", out.to_str().unwrap()]);
+        let (code, stdout, err) = run(&a);
+        assert_eq!(code, 2, "{name} {file}: {err}");
+        assert!(err.contains(want), "{name} {file}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn fingerprint_and_audit_warn_on_a_malformed_topology_file_and_go_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fixture_copy(tmp.path(), "tuned-rt-2socket");
+    let r = root.to_str().unwrap();
+    let (code_before, audit_before, _) = run(&["audit", "--root", r, "--no-sample"]);
+    for c in [0, 16] {
+        std::fs::write(
+            root.join(format!(
+                "sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
+            )),
+            "0,16,70000\n",
+        )
+        .unwrap();
+    }
+    let want = "/sys/devices/system/cpu/cpu0/topology/thread_siblings_list: out of range: CPU 70000 is above the supported maximum 65535 (read as absent)";
+    let (code, out, err) = run(&["fingerprint", "--root", r, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("rtgauge: warning: --root ") && err.contains(want),
+        "{err}"
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cpu"]["online"], "0-31", "{out:.400}");
+    let (code, out, err) = run(&["audit", "--root", r, "--no-sample"]);
+    assert_eq!(code, code_before, "{err}");
+    assert!(err.contains(want), "{err}");
+    assert!(!out.is_empty() && !audit_before.is_empty());
 }

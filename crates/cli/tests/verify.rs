@@ -120,3 +120,50 @@ fn a_copy_under_another_id_is_found_by_its_uuid_and_an_old_record_by_its_id() {
         "{out}"
     );
 }
+
+#[test]
+fn a_record_whose_uuid_was_changed_does_not_match_the_run_found_by_its_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("a.db");
+    import(&db, &[&fixture("rt-tests/cyclictest-h400.json")]);
+    let page = tmp.path().join("run1.html");
+    let (code, _, err) = run(&[
+        "report",
+        "1",
+        "--html",
+        page.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, json, _) = run(&[
+        "export",
+        "1",
+        "--format",
+        "json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let uuid = serde_json::from_str::<serde_json::Value>(&json).unwrap()["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, out) = verify(&page, &db);
+    assert_eq!(code, 0, "{out}");
+    // Another valid uuid in place of the run's, everywhere the page names it.
+    let forged = "0b8e6a52-3c1d-4e7f-9a2b-5d6c7e8f9a0b";
+    assert_ne!(uuid, forged);
+    let edited = tmp.path().join("edited.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(&uuid));
+    std::fs::write(&edited, html.replace(&uuid, forged)).unwrap();
+    let (code, out) = verify(&edited, &db);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "MISMATCH: no run of the database has its uuid; stored run 1 (the record's run id) has uuid {uuid}, the record names {forged}"
+        )),
+        "{out}"
+    );
+}

@@ -54,6 +54,92 @@ pub fn read_topology(root: &HostRoot, cpus: &CpuSet) -> BTreeMap<u32, CpuTopo> {
         .collect()
 }
 
+/// Check the topology files strictly. [`read_topology`] and [`read_numa`] read them leniently (a malformed
+/// file reads as absent: a malformed file must not stop a fingerprint or an audit, which warn with this
+/// check's answer); `plan` refuses on it, as a partition built on them would be silently wrong (a sibling
+/// planned RT next to its housekeeping twin, a node that vanishes, CPUs that do not exist). Returns one
+/// line naming the file and what is wrong with it.
+///
+/// Checked: `cpu/online`; for each online CPU its directory (when the tree has CPU directories at all:
+/// small captures hold only the masks) and its `topology/{thread_siblings_list,physical_package_id,core_id}`;
+/// every `node/nodeN/cpulist`; with `nic`, that NIC's `device/numa_node` (-1 or a node of the machine).
+pub fn check_topology_files(root: &HostRoot, nic: Option<&str>) -> Result<(), String> {
+    let online =
+        crate::cpu::read_cpu_mask(root, crate::cpu::CpuMask::Online).map_err(|e| e.to_string())?;
+    let cpu_dir = "/sys/devices/system/cpu";
+    let has_cpu_dirs = root.list_dir(cpu_dir).iter().any(|n| {
+        n.strip_prefix("cpu")
+            .is_some_and(|x| x.parse::<u32>().is_ok())
+    });
+    let missing: Vec<u32> = online
+        .iter()
+        .filter(|c| !root.exists(&format!("{cpu_dir}/cpu{c}")))
+        .collect();
+    if has_cpu_dirs && !missing.is_empty() {
+        return Err(format!(
+            "{cpu_dir}/online: lists CPU(s) {} that have no {cpu_dir}/cpuN directory",
+            CpuSet::new(missing)
+        ));
+    }
+    for c in online.iter() {
+        let base = format!("{cpu_dir}/cpu{c}/topology");
+        let path = format!("{base}/thread_siblings_list");
+        if let Some(t) = root.read_optional(&path) {
+            crate::cpu::parse_cpu_mask(&t).map_err(|e| format!("{path}: {e}"))?;
+        }
+        for f in ["physical_package_id", "core_id"] {
+            let path = format!("{base}/{f}");
+            if let Some(t) = root.read_optional(&path) {
+                t.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("{path}: '{}' is not a number", t.trim()))?;
+            }
+        }
+    }
+    let node_dir = "/sys/devices/system/node";
+    let mut nodes = BTreeSet::new();
+    for name in root.list_dir(node_dir) {
+        let Some(node) = name
+            .strip_prefix("node")
+            .and_then(|x| x.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        nodes.insert(node);
+        let path = format!("{node_dir}/{name}/cpulist");
+        if let Some(t) = root.read_optional(&path) {
+            crate::cpu::parse_cpu_mask(&t).map_err(|e| format!("{path}: {e}"))?;
+        }
+    }
+    if let Some(nic) = nic {
+        let path = format!("/sys/class/net/{nic}/device/numa_node");
+        if let Some(t) = root.read_optional(&path) {
+            match t.trim().parse::<i64>() {
+                Ok(-1) => {}
+                Ok(n)
+                    if u32::try_from(n)
+                        .is_ok_and(|n| nodes.contains(&n) || nodes.is_empty() && n == 0) => {}
+                Ok(n) => {
+                    return Err(format!(
+                        "{path}: node {n} is not a NUMA node of this machine (nodes: {})",
+                        if nodes.is_empty() {
+                            "none listed".to_string()
+                        } else {
+                            nodes
+                                .iter()
+                                .map(|n| n.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    ))
+                }
+                Err(_) => return Err(format!("{path}: '{}' is not a node number", t.trim())),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// NUMA nodes (Documentation/ABI/stable/sysfs-devices-node): `nodeN/cpulist` and `nodeN/meminfo`.
 pub fn read_numa(root: &HostRoot) -> Vec<NumaNode> {
     crate::numa::read_nodes(root)

@@ -223,14 +223,19 @@ pub fn is_canonical_uuid(text: &str) -> bool {
 }
 
 /// The first character of a label, host name or tag that may not be in one: a control character (C0 with
-/// newline and tab, DEL, C1) or a Unicode bidirectional control. Shown as it is, such a name recolours or
-/// rewrites the terminal, breaks a table row, or reorders the line it is in; it is refused where names come
-/// in (the command line, an imported file) rather than stored.
+/// newline and tab, DEL, C1) or a Unicode format character (general category Cf: the bidirectional
+/// controls, zero-width space and joiners, soft hyphen, BOM, tag characters). Shown as it is, such a name
+/// recolours or rewrites the terminal, breaks a table row, reorders the line it is in, or looks like another
+/// name; it is refused where names come in (the command line, an imported file) rather than stored.
 pub fn forbidden_in_name(name: &str) -> Option<char> {
-    name.chars().find(|&c| {
-        c.is_control()
-            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    })
+    name.chars().find(|&c| c.is_control() || is_format_char(c))
+}
+
+/// Whether `c` is a Unicode format character (general category Cf): invisible, yet it reorders text (the
+/// bidi controls), joins or splits it (zero-width joiners, space), or hides in it (BOM, tag characters).
+pub fn is_format_char(c: char) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
+    c.general_category() == GeneralCategory::Format
 }
 
 impl RunDocument {
@@ -341,5 +346,21 @@ mod tests {
         assert_eq!(forbidden_in_name("tab\there"), Some('\t'));
         assert_eq!(forbidden_in_name("c1\u{9b}"), Some('\u{9b}'));
         assert_eq!(forbidden_in_name("abc\u{202e}fed"), Some('\u{202e}'));
+        // Format characters (Cf) beyond the bidi controls: invisible, a name that looks like another.
+        for c in [
+            '\u{200b}',
+            '\u{200d}',
+            '\u{00ad}',
+            '\u{feff}',
+            '\u{2060}',
+            '\u{e0041}',
+        ] {
+            assert_eq!(
+                forbidden_in_name(&format!("host{c}1")),
+                Some(c),
+                "U+{:04X}",
+                c as u32
+            );
+        }
     }
 }

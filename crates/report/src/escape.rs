@@ -8,10 +8,9 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Whether `c` must not reach a terminal as it is: every control character but newline and tab (C0, DEL,
-/// C1), and the Unicode bidirectional controls.
+/// C1), and the Unicode format characters (Cf: the bidirectional controls, zero-width characters, BOM).
 fn is_hazard(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n' && c != '\t') || rtgauge_model::run::is_format_char(c)
 }
 
 /// `text` with each hazardous character shown as an escape: `\x1b` for bytes below U+0100, `\u{202e}` for
@@ -58,6 +57,7 @@ mod tests {
         );
         assert_eq!(visible("a\rb\u{9b}c\u{7f}"), "a\\x0db\\x9bc\\x7f");
         assert_eq!(visible("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(visible("host\u{200b}1"), "host\\u{200b}1");
         assert_eq!(
             visible_field("two\nlines\t\u{1b}"),
             "two\\x0alines\\x09\\x1b"

@@ -218,18 +218,24 @@ fn assemble(mut entries: Vec<HostEntry>, runs: &[FleetRun<'_>]) -> Fleet {
 
     let mut outliers = latency_outliers(&entries);
 
-    // Settings are per host: judge each host by its newest run that carries them (highest id).
-    let mut newest: BTreeMap<&str, &FleetRun<'_>> = BTreeMap::new();
-    for r in runs {
-        let e = newest.entry(host_name(&r.doc.system.nodename)).or_insert(r);
-        if r.id > e.id {
-            *e = r;
+    // Settings are per host: judge each host by its newest run that carries them (highest id), separately
+    // for the audit and the fingerprint — an imported run carries neither, and must not hide the host's
+    // outliers once it is the newest.
+    let newest_with = |has: fn(&RunDocument) -> bool| {
+        let mut newest: BTreeMap<&str, &FleetRun<'_>> = BTreeMap::new();
+        for r in runs.iter().filter(|r| has(r.doc)) {
+            let e = newest.entry(host_name(&r.doc.system.nodename)).or_insert(r);
+            if r.id > e.id {
+                *e = r;
+            }
         }
-    }
-    outliers.extend(audit_outliers(&newest));
-    outliers.extend(setting_outliers(&newest));
+        newest
+    };
+    let hosts = newest_with(|_| true).len();
+    outliers.extend(audit_outliers(&newest_with(|d| d.audit.is_some())));
+    outliers.extend(setting_outliers(&newest_with(|d| d.fingerprint.is_some())));
     Fleet {
-        hosts: newest.len(),
+        hosts,
         entries,
         outliers,
     }
@@ -680,6 +686,37 @@ mod tests {
             "{text}"
         );
         assert!(render_html(&f).contains("kernel.release = 6.1.0"));
+    }
+
+    #[test]
+    fn an_import_newer_than_the_audited_run_keeps_the_hosts_outliers() {
+        let mut docs: Vec<(RunDocument, u64)> = (0..5)
+            .map(|i| doc(&format!("h{i}"), 10_000, Status::Pass, "6.6.0-rt"))
+            .collect();
+        docs.push(doc("odd", 10_000, Status::Fail, "6.1.0"));
+        // The odd host's newest run (highest id) is an import: no audit, no fingerprint, no profile.
+        let mut import = doc("odd", 10_000, Status::Pass, "6.6.0-rt");
+        import.0.audit = None;
+        import.0.fingerprint = None;
+        import.0.profile = None;
+        docs.push(import);
+        let f = fleet(&docs);
+        assert_eq!(f.hosts, 6);
+        let of = |k: OutlierKind| {
+            f.outliers
+                .iter()
+                .filter(|o| o.kind == k)
+                .map(|o| (o.what.clone(), o.hosts.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            of(OutlierKind::Audit),
+            [("cpuidle-states".to_string(), vec!["odd".to_string()])]
+        );
+        assert_eq!(
+            of(OutlierKind::Setting),
+            [("kernel.release".to_string(), vec!["odd".to_string()])]
+        );
     }
 
     #[test]

@@ -109,18 +109,28 @@ fn is_hex(s: &str) -> bool {
 
 /// Read the hashes back from a report page or the text of a PDF record; `None` when there is no hash.
 pub fn extract(text: &str) -> Option<Embedded> {
-    let whole = text.match_indices("sha256:").find_map(|(i, m)| {
-        let h = text.get(i + m.len()..i + m.len() + 64)?;
-        is_hex(h).then(|| format!("sha256:{}", h.to_ascii_lowercase()))
-    })?;
-    // The visible "sha256:… of run N" (the <meta> before it carries the hash alone).
-    let run = text.match_indices(&whole).find_map(|(i, _)| {
-        let r = text[i + whole.len()..]
+    // Every "sha256:<64 hex>" of the text: a label, a tag or a note may hold one too (an image digest), so
+    // the record's hash is the one the record writes as "sha256:… of run N"; the first one only when no
+    // hash is written that way.
+    let found: Vec<(usize, String)> = text
+        .match_indices("sha256:")
+        .filter_map(|(i, m)| {
+            let h = text.get(i + m.len()..i + m.len() + 64)?;
+            is_hex(h).then(|| (i, format!("sha256:{}", h.to_ascii_lowercase())))
+        })
+        .collect();
+    let of_run = |i: usize, whole: &str| -> Option<i64> {
+        let r = text
+            .get(i + whole.len()..)?
             .trim_start()
             .strip_prefix("of run ")?;
         let d: String = r.chars().take_while(char::is_ascii_digit).collect();
         d.parse().ok()
-    });
+    };
+    let (whole, run) = found
+        .iter()
+        .find_map(|(i, h)| of_run(*i, h).map(|r| (h.clone(), Some(r))))
+        .or_else(|| found.first().map(|(_, h)| (h.clone(), None)))?;
     // The visible "uuid U" after the last mention of the hash (the record section; the <meta> are before).
     let uuid = text.rfind(&whole).and_then(|at| {
         text[at..]
@@ -253,5 +263,10 @@ mod tests {
             ["probes[0] changed", "audit added"]
         );
         assert!(extract("no hash here").is_none());
+        // A label or tag holding an image digest, before the record: the record's hash is read.
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let labelled = format!("Label img@{digest}\ntag {digest}\n{text}");
+        assert_eq!(extract(&labelled).map(|e| e.hashes), Some(h.clone()));
+        assert_eq!(extract(&labelled).and_then(|e| e.run), Some(7));
     }
 }

@@ -112,6 +112,7 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
         };
         let report = run_audit(&root, &opts);
         super::warn_refused(&root);
+        super::warn_topology(&root);
         if let Some(dir) = &a.capture {
             // The fingerprint's reads belong to a capture too, so `fingerprint --root DIR` works on it.
             let _ = rtgauge_host::fingerprint::read_fingerprint(&root);

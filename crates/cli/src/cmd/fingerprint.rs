@@ -20,6 +20,7 @@ pub fn run(a: &FingerprintArgs) -> anyhow::Result<ExitCode> {
     let root = a.root.open()?;
     let fp = read_fingerprint(&root);
     super::warn_refused(&root);
+    super::warn_topology(&root);
     let out = if a.json {
         serde_json::to_string_pretty(&fp)? + "\n"
     } else {

@@ -163,6 +163,26 @@ pub fn warn_refused(root: &rtgauge_host::HostRoot) {
     }
 }
 
+/// One warning when a topology file is malformed (a sibling list or node CPU list that does not parse, an
+/// online CPU without its directory): the fingerprint and the audit read such a file as absent rather than
+/// stop, so say which file, as their topology figures and findings rest on it. `plan` refuses instead.
+pub fn warn_topology(root: &rtgauge_host::HostRoot) {
+    if !root.exists("/sys/devices/system/cpu/online") {
+        return;
+    }
+    if let Err(e) = rtgauge_host::fingerprint::check_topology_files(root, None) {
+        let line = if root.is_live() {
+            format!("rtgauge: warning: {e} (read as absent)")
+        } else {
+            format!(
+                "rtgauge: warning: --root {}: {e} (read as absent)",
+                root.path("/").display()
+            )
+        };
+        eprintln!("{}", rtgauge_report::escape::visible(&line));
+    }
+}
+
 /// One warning per process-wide setting that was requested but not achieved.
 pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
     let why = |e: &Option<String>| e.clone().unwrap_or_else(|| "unknown".into());
@@ -270,15 +290,18 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A label or host name given on the command line (`--label`, `--host-name`, `--tag`): refused when it holds
-/// a control character (see [`rtgauge_model::run::forbidden_in_name`]); it would be stored and shown raw in
+/// A label or host name given on the command line (`--label`, `--host-name`): refused when it is empty or
+/// blank (stored, it would be a run without a name that listings show as nothing), or holds a control or
+/// format character (see [`rtgauge_model::run::forbidden_in_name`]); it would be stored and shown raw in
 /// every later listing and report.
 pub fn parse_name(s: &str) -> Result<String, String> {
     match rtgauge_model::run::forbidden_in_name(s) {
         Some(c) => Err(format!(
-            "holds the control character U+{:04X}: a name must be printable text",
+            "holds the {} character U+{:04X}: a name must be printable text",
+            if c.is_control() { "control" } else { "format" },
             c as u32
         )),
+        None if s.trim().is_empty() => Err("a name must not be empty or blank".into()),
         None => Ok(s.to_string()),
     }
 }
@@ -351,6 +374,26 @@ mod tests {
             achieved,
             error: error.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn names_are_printable_and_not_blank() {
+        assert_eq!(parse_name("bare-metal µs").as_deref(), Ok("bare-metal µs"));
+        for blank in ["", " ", "\u{3000}"] {
+            assert_eq!(
+                parse_name(blank),
+                Err("a name must not be empty or blank".to_string()),
+                "{blank:?}"
+            );
+        }
+        assert_eq!(
+            parse_name("host\u{200b}1"),
+            Err("holds the format character U+200B: a name must be printable text".to_string())
+        );
+        assert_eq!(
+            parse_name("a\u{1b}[31m"),
+            Err("holds the control character U+001B: a name must be printable text".to_string())
+        );
     }
 
     #[test]

@@ -8,8 +8,8 @@ use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use rtgauge_host::plan::{
     apply::{apply_to_tree, check_destination},
-    emit, numa, parse_vm, partition, read_topology_input, render_plan_text, Need, PlanTarget, Smt,
-    VmNeed,
+    check_topology_files, emit, numa, parse_vm, partition, read_topology_input, render_plan_text,
+    Need, PlanTarget, Smt, VmNeed,
 };
 use rtgauge_host::HostRoot;
 use std::path::{Path, PathBuf};
@@ -179,7 +179,7 @@ fn read_matrix(path: &Path, machine_nodes: &[u32]) -> anyhow::Result<numa::Matri
             .map_err(|e| anyhow::anyhow!("--matrix {}: {e}", path.display()))?;
     if left_out > 0 {
         eprintln!(
-            "rtgauge: warning: --matrix {}: {left_out} of {} NUMA cells failed or hold no latency; gains that need them are not estimated",
+            "rtgauge: warning: --matrix {}: {left_out} of {} NUMA cells failed; gains that need them are not estimated",
             path.display(),
             cells.len()
         );
@@ -230,12 +230,19 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     }
     let (fp, topo) = read_topology_input(&root);
     super::warn_refused(&root);
+    let what = a
+        .root
+        .as_ref()
+        .map(|r| format!("--root {}", r.display()))
+        .unwrap_or_else(|| "this system".into());
+    // The fingerprint reads malformed topology files leniently; a plan built on them would be wrong, so
+    // refuse naming the file (an absent online list is reported below as "no online CPU").
+    if root.exists("/sys/devices/system/cpu/online") {
+        if let Err(e) = check_topology_files(&root, a.nic.as_deref()) {
+            bail!("{what}: {e}");
+        }
+    }
     if topo.cores.is_empty() {
-        let what = a
-            .root
-            .as_ref()
-            .map(|r| format!("--root {}", r.display()))
-            .unwrap_or_else(|| "this system".into());
         // The fingerprint reads an unparsable list as no CPU; say what is wrong with it instead (a list
         // beyond the supported CPU numbers is "out of range", with the limit).
         if let Err(rtgauge_host::HostError::Parse { path, reason }) =

@@ -2,7 +2,8 @@
 //! run it names. The file carries the SHA-256 of the run document's canonical JSON and short hashes of its
 //! parts (see [`rtgauge_report::record`]); a PDF's text is read with `pdftotext` (poppler-utils).
 //! The run is found by the uuid the record names (a copy pushed or imported into another store keeps its
-//! uuid under another id), else by the record's run id; the answer says which. Exit 0 when the stored run
+//! uuid under another id), else by the record's run id, whose stored run must then have the uuid the record
+//! names (when it names one); the answer says which. Exit 0 when the stored run
 //! hashes the same, 1 when it does not (naming the parts that differ) or is not there, 2 when the file
 //! cannot be read or holds no hash.
 
@@ -71,6 +72,13 @@ fn find_run(
         return Ok(Err(format!("{why} and it names no run id")));
     };
     match resolve(store, &id.to_string()) {
+        // A record naming a uuid is of that run only: the run stored under its id with another uuid is
+        // another run (an edited record, or a record of another store), whatever its hash says.
+        Ok((id, doc)) if uuid.is_some_and(|u| doc.uuid.as_deref() != Some(u)) => Ok(Err(format!(
+            "{why}; stored run {id} (the record's run id) has uuid {}, the record names {}",
+            doc.uuid.as_deref().unwrap_or("none"),
+            uuid.unwrap_or_default()
+        ))),
         Ok((id, doc)) => Ok(Ok((id, doc, Found::Id(why)))),
         Err(err) => Ok(Err(format!(
             "{why}, and run {id} is not in the database ({err:#})"

@@ -29,6 +29,15 @@ pub enum ApplyError {
         /// The path that is not a directory.
         path: String,
     },
+    /// The destination, or one of its parents, is a symbolic link to a path that does not exist: creating
+    /// the directory would fail ("File exists") after the plan was printed and written.
+    #[error("--apply-to-tree {arg}: {path} is a symbolic link to a missing path (give a new or empty directory)")]
+    DanglingLink {
+        /// The destination as given.
+        arg: String,
+        /// The dangling link.
+        path: String,
+    },
     /// The destination lies inside the source tree.
     #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
     InsideSource(String),
@@ -167,6 +176,13 @@ fn resolve_new(path: &Path) -> Result<PathBuf, ApplyError> {
     let mut rest = Vec::new();
     let mut base = path;
     while !base.as_os_str().is_empty() && !base.exists() {
+        // Not there, yet a link: it points nowhere, and `create_dir_all` would fail on it.
+        if base.symlink_metadata().is_ok() {
+            return Err(ApplyError::DanglingLink {
+                arg: path.display().to_string(),
+                path: base.display().to_string(),
+            });
+        }
         // The last component, `..` included (`file_name` has none for it).
         match (base.components().next_back(), base.parent()) {
             (Some(last), Some(parent)) => {
@@ -589,6 +605,19 @@ mod tests {
             let e = check_destination(&src, &d).unwrap_err().to_string();
             assert!(
                 e.contains(&format!("{} is not a directory", file.display())),
+                "{e}"
+            );
+        }
+        // A dangling symbolic link as the destination or on the way: refused naming it.
+        let dl = tmp.path().join("dl");
+        std::os::unix::fs::symlink(tmp.path().join("nowhere"), &dl).unwrap();
+        for d in [dl.clone(), dl.join("tree")] {
+            let e = check_destination(&src, &d).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(
+                    "{} is a symbolic link to a missing path",
+                    dl.display()
+                )),
                 "{e}"
             );
         }

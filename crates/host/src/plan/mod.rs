@@ -20,6 +20,7 @@ mod partition;
 
 pub use partition::partition;
 
+pub use crate::fingerprint::check_topology_files;
 use crate::fingerprint::{read_fingerprint, read_topology, CpuTopo};
 use crate::root::HostRoot;
 use rtgauge_model::fingerprint::Fingerprint;
@@ -331,14 +332,17 @@ pub fn default_vm_mem_gib(vcpus: u32) -> u32 {
 pub fn parse_vm(spec: &str) -> Result<VmNeed, String> {
     let mut it = spec.split(':');
     let name = it.next().unwrap_or_default().trim();
+    // The name becomes a file name (libvirt/NAME.xml, vmx/NAME.vmx): a plain, visible file-name component,
+    // so not `.`, `..` or a hidden name.
     let valid = !name.is_empty()
         && name.len() <= 64
+        && !name.starts_with('.')
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
     if !valid {
         return Err(format!(
-            "'{spec}': the VM name must be 1-64 characters of A-Z a-z 0-9 - _ ."
+            "'{spec}': the VM name must be 1-64 characters of A-Z a-z 0-9 - _ . not starting with '.' (it names a file)"
         ));
     }
     let vcpus = it
@@ -653,5 +657,11 @@ mod tests {
         assert!(parse_vm("x:0").is_err());
         assert!(parse_vm("a b:2").is_err());
         assert!(parse_vm("a:2:3:4").is_err());
+        // The name is a file name: not `.`, `..` or hidden; dots inside are fine.
+        for bad in [".:2", "..:2", ".hidden:2"] {
+            let e = parse_vm(bad).expect_err(bad);
+            assert!(e.contains("not starting with '.'"), "{e}");
+        }
+        assert_eq!(parse_vm("vm.1:2").expect("ok").name, "vm.1");
     }
 }

@@ -81,6 +81,20 @@ pub enum MatrixError {
     /// Every cell failed or holds no latency.
     #[error("none of its {0} NUMA cells holds a measurement (each failed or has no latency)")]
     NoMeasurement(usize),
+    /// A cell that reports no error holds a latency no memory access can have (not a number, ≤ 0, or
+    /// above one second): an edited or corrupted file.
+    #[error("cell {cpu_node}→{mem_node}: latency_ns {latency_ns} is impossible (a measured cell holds a latency above 0 and at most 1 s)")]
+    Impossible {
+        /// CPU node of the cell.
+        cpu_node: u32,
+        /// Memory node of the cell.
+        mem_node: u32,
+        /// The latency it holds, as text (large values in exponent form: `1e308`, not 309 digits).
+        latency_ns: String,
+    },
+    /// Two cells for one (CPU node, memory node) pair: which one holds is not known.
+    #[error("two cells for {0}→{1}")]
+    Duplicate(u32, u32),
     /// No node has both its local cell and a remote one measured: no gain can be estimated.
     #[error("its measured cells ({cells}) hold no node's local and remote cost, so no gain can be estimated on this machine's nodes {machine}")]
     NoPair {
@@ -93,9 +107,11 @@ pub enum MatrixError {
 
 impl Matrix {
     /// The matrix of a `rtgauge mem` run's cells, named `name`, for a machine with `machine_nodes` (empty:
-    /// not known, not checked); failed or empty cells are left out (how many: the second value). Refused
-    /// when nothing usable is left: no cell, cells of nodes the machine lacks, none measured, or (on a
-    /// multi-node machine) no node with both its local and a remote cost, the least a gain needs.
+    /// not known, not checked); failed cells (with an `error`) are left out (how many: the second value).
+    /// Refused: a pair given twice, a cell without error holding an impossible latency (not finite, ≤ 0,
+    /// above 1 s), and when nothing usable is left: no cell, cells of nodes the machine lacks, none
+    /// measured, or (on a multi-node machine) no node with both its local and a remote cost, the least a
+    /// gain needs.
     pub fn from_cells(
         name: &str,
         cells: &[NumaCell],
@@ -109,8 +125,28 @@ impl Matrix {
         if !machine.is_empty() && !named.difference(&machine).is_empty() {
             return Err(MatrixError::OtherNodes { named, machine });
         }
-        let measured =
-            |c: &&NumaCell| c.error.is_none() && c.latency_ns.is_finite() && c.latency_ns > 0.0;
+        // The ceiling: no memory access takes a second; above it a gain would be noise (or overflow).
+        const MAX_LATENCY_NS: f64 = 1e9;
+        let mut seen = std::collections::BTreeSet::new();
+        for c in cells {
+            if !seen.insert((c.cpu_node, c.mem_node)) {
+                return Err(MatrixError::Duplicate(c.cpu_node, c.mem_node));
+            }
+            let possible =
+                c.latency_ns.is_finite() && c.latency_ns > 0.0 && c.latency_ns <= MAX_LATENCY_NS;
+            if c.error.is_none() && !possible {
+                return Err(MatrixError::Impossible {
+                    cpu_node: c.cpu_node,
+                    mem_node: c.mem_node,
+                    latency_ns: if c.latency_ns.abs() >= 1e9 {
+                        format!("{:e}", c.latency_ns)
+                    } else {
+                        c.latency_ns.to_string()
+                    },
+                });
+            }
+        }
+        let measured = |c: &&NumaCell| c.error.is_none();
         let left_out = cells.len() - cells.iter().filter(measured).count();
         let given = cells.len();
         let cells: BTreeMap<(u32, u32), Cost> = cells
@@ -224,6 +260,19 @@ pub struct NumaPlan {
     pub looked_at: usize,
 }
 
+/// A change in percent with its sign: "−33.3 %", "+9.1 %" (a true minus sign, as the rest of the view);
+/// a change that rounds to zero is "±0.0 %".
+fn signed_pct(v: f64) -> String {
+    let a = format!("{:.1}", v.abs());
+    if a == "0.0" {
+        "±0.0 %".to_string()
+    } else if v < 0.0 {
+        format!("−{a} %")
+    } else {
+        format!("+{a} %")
+    }
+}
+
 fn gains(m: &Matrix, bytes: &BTreeMap<u32, u64>, node: u32) -> (Option<f64>, Option<f64>) {
     let total: u64 = bytes.values().sum();
     if total == 0 {
@@ -246,7 +295,8 @@ fn gains(m: &Matrix, bytes: &BTreeMap<u32, u64>, node: u32) -> (Option<f64>, Opt
             _ => bw_known = false,
         }
     }
-    let lat_gain = (lat > 0.0).then(|| 100.0 * (lat - local.latency_ns) / lat);
+    // 100·(1 − local/lat) rather than 100·(lat − local)/lat: the same, without overflow near f64::MAX.
+    let lat_gain = (lat > 0.0).then(|| 100.0 * (1.0 - local.latency_ns / lat));
     let bw_gain = match (bw_known, local.read_bytes_per_sec) {
         (true, Some(lbw)) if inv_bw > 0.0 => Some(100.0 * (lbw * inv_bw - 1.0)),
         _ => None,
@@ -390,10 +440,13 @@ pub fn render_numa_plan(plan: &NumaPlan) -> String {
         }
         match (a.latency_gain_pct, a.bandwidth_gain_pct) {
             (Some(l), Some(b)) => s.push_str(&format!(
-                "    expected: memory stall time −{l:.1} %, read bandwidth +{b:.1} %\n"
+                "    expected: memory stall time {}, read bandwidth {}\n",
+                signed_pct(-l),
+                signed_pct(b)
             )),
             (Some(l), None) => s.push_str(&format!(
-                "    expected: memory stall time −{l:.1} % (relative, from distances)\n"
+                "    expected: memory stall time {} (relative, from distances)\n",
+                signed_pct(-l)
             )),
             _ if plan.matrix.source == MatrixSource::None => {
                 s.push_str("    expected: not estimated (no matrix)\n")
@@ -428,6 +481,18 @@ mod tests {
         // 150 ns → 100 ns: −33.3 %; 1/(0.5/10 + 0.5/5) = 6.67 GB/s → 10: +50 %.
         assert!((l.expect("lat") - 33.333).abs() < 0.01);
         assert!((b.expect("bw") - 50.0).abs() < 0.01);
+        // The view prints a change with one sign: less stall time "−", more "+" (remote cheaper).
+        assert_eq!(signed_pct(-33.333), "−33.3 %");
+        assert_eq!(signed_pct(9.1), "+9.1 %");
+        assert_eq!(signed_pct(-0.01), "±0.0 %");
+        // Near f64::MAX the gain stays finite.
+        let mut huge = m.clone();
+        huge.cells.insert((0, 1), c(1e308, 5e9));
+        let (l, _) = gains(&huge, &bytes, 0);
+        assert!(
+            l.is_some_and(|l| l.is_finite() && (l - 100.0).abs() < 0.01),
+            "{l:?}"
+        );
     }
 
     fn cell(cpu_node: u32, mem_node: u32, latency_ns: f64, error: Option<&str>) -> NumaCell {
@@ -447,8 +512,32 @@ mod tests {
         let two = [0, 1];
         let from = |cells: &[NumaCell]| Matrix::from_cells("m.json", cells, &two);
         assert_eq!(from(&[]), Err(MatrixError::Empty));
-        let failed = [cell(0, 0, 0.0, Some("mbind")), cell(0, 1, f64::NAN, None)];
+        let failed = [cell(0, 0, 0.0, Some("mbind")), cell(0, 1, 0.0, Some("x"))];
         assert_eq!(from(&failed), Err(MatrixError::NoMeasurement(2)));
+        // Impossible latencies in cells that report no error, and a pair given twice.
+        for (bad, text) in [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "inf"),
+            (0.0, "0"),
+            (-5.0, "-5"),
+            (1e308, "1e308"),
+            (2e9, "2e9"),
+        ] {
+            let e = from(&[cell(0, 0, 90.0, None), cell(0, 1, bad, None)]).unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("cell 0→1: latency_ns {text} is impossible")),
+                "{e}"
+            );
+        }
+        let e = from(&[
+            cell(0, 0, 90.0, None),
+            cell(0, 1, 140.0, None),
+            cell(0, 1, 150.0, None),
+        ])
+        .unwrap_err();
+        assert_eq!(e, MatrixError::Duplicate(0, 1));
+        assert_eq!(e.to_string(), "two cells for 0→1");
         // Another machine's 4-node matrix.
         let e = from(&[cell(0, 0, 90.0, None), cell(3, 2, 140.0, None)]).unwrap_err();
         assert_eq!(
