@@ -128,12 +128,7 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
     // Platform b, measured once, borrows a's spread; the terminal names the repeats used.
     let c = compare_in(&db, &["1", "6"]);
     assert_eq!(c["repeats"], serde_json::json!([[2, 3, 4, 5], []]), "{c}");
-    let out = rtgauge_std()
-        .args(["compare", "1", "6", "--db", &db])
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = compare_text(&db, &["1", "6"]);
     assert!(
         text.contains("run 1: repeats 2, 3, 4, 5") && text.contains("borrows the other's"),
         "{text}"
@@ -150,12 +145,7 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
         );
     }
     // With fewer than 3 repeats left the note says what the intervals leave out.
-    let out = rtgauge_std()
-        .args(["compare", "1", "2", "3", "--db", &db])
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = compare_text(&db, &["1", "2", "3"]);
     assert!(
         text.contains("fewer than 3 stored repeats") && text.contains("compare 1,2,3 4,5,6"),
         "{text}"

@@ -83,22 +83,12 @@ fn sets_of_runs_are_compared_by_their_geometric_means_over_runs() {
     assert_eq!(by_label["sets"], c["sets"]);
     assert_eq!(by_label["rows"], c["rows"]);
     // The terminal names the sets.
-    let out = rtgauge_std()
-        .args(["compare", "1,2", "3,4", "--db", &db])
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = compare_text(&db, &["1,2", "3,4"]);
     assert!(text.contains("baseline: run 1,2 (a)"), "{text}");
     assert!(text.contains("3,4 (b)"), "{text}");
     assert!(!text.contains("one run per platform"), "{text}");
     // Single runs say what their intervals leave out, and point to sets.
-    let out = rtgauge_std()
-        .args(["compare", "1", "3", "--db", &db])
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = compare_text(&db, &["1", "3"]);
     assert!(
         text.contains("note: one run per platform") && text.contains("compare 1,2,3 4,5,6"),
         "{text}"

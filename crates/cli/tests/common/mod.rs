@@ -167,6 +167,18 @@ pub fn compare_in(db: &str, runs: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `rtgauge compare RUNS… --db DB` as the terminal shows it.
+pub fn compare_text(db: &str, runs: &[&str]) -> String {
+    let out = rtgauge_std()
+        .arg("compare")
+        .args(runs)
+        .args(["--db", db])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The row of measure `key` in a comparison.
 pub fn row<'a>(c: &'a Value, key: &str) -> &'a Value {
     c["rows"]
