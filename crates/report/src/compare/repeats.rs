@@ -4,7 +4,8 @@
 //! profile taken back to back on one VM differ by more than that (bench/compare_aa: min 12.0 vs 16.9 µs,
 //! p99.9 34 vs 154 µs, max 0.29 vs 21 ms), because conditions change between runs. When the store holds
 //! other runs of the same platform under the same conditions (the caller finds them: same host, profile,
-//! label and probes, no difference in fingerprint, audit or load), their spread is that change: the log
+//! label and probes; both with a fingerprint and no difference in it, in the audit, the probes' settings or
+//! the load asked for; neither contended), their spread is that change: the log
 //! ratio of two single runs varies by √(s_A² + s_B²) from run to run, s the standard deviation of one run's
 //! log value among its repeats. The interval becomes the union of the within-run interval and
 //! `ln(B/A) ± t₀.₉₇₅(df)·√(s_A² + s_B²)`: the first keeps one spike in one window from deciding, the second
