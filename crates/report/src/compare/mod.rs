@@ -621,14 +621,7 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
         .collect();
     let keys = measure_keys(per_run.iter().flatten().map(|(_, m)| m));
     let find = |r: usize, key: &str| per_run[r].iter().find(|(_, m)| m.key == key);
-    let resolution: Vec<f64> = runs
-        .iter()
-        .map(|d| {
-            d.imported_from
-                .as_ref()
-                .map_or(0.0, |i| i.resolution_ns as f64)
-        })
-        .collect();
+    let resolution: Vec<(f64, f64)> = runs.iter().map(|d| bucket_band(d)).collect();
     let mut boots = Boots::new();
     let mut rows = Vec::new();
     for measure in keys {
@@ -656,7 +649,7 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
                 resolution: if unit == MeasureUnit::Nanos {
                     (resolution[0], resolution[r])
                 } else {
-                    (0.0, 0.0)
+                    ((0.0, 0.0), (0.0, 0.0))
                 },
             };
             versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), options)));
@@ -686,9 +679,9 @@ struct Pair<'a> {
     /// The resampling material of the probes the measure comes from (None: not a latency probe).
     da: Option<&'a LatencyData>,
     db: Option<&'a LatencyData>,
-    /// Resolution of each run's latency values, ns: an imported rt-tests result's bucket width (a value is
-    /// known only to within it), 0 for rtgauge's own runs.
-    resolution: (f64, f64),
+    /// Where each run's true latency values may lie around the shown ones, ns, as (below, above): an
+    /// imported rt-tests result keeps whole buckets ([`bucket_band`]), rtgauge's own runs (0, 0).
+    resolution: ((f64, f64), (f64, f64)),
 }
 
 /// An interval of the log ratio and how it was had, or why there is none.
@@ -773,7 +766,10 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
             Judgement::Unknown {
                 why: format!(
                     "within an imported result's resolution ({} buckets)",
-                    rtgauge_model::Nanos(p.resolution.0.max(p.resolution.1) as u64)
+                    rtgauge_model::Nanos({
+                        let ((a0, a1), (b0, b1)) = p.resolution;
+                        a0.max(a1).max(b0).max(b1) as u64
+                    })
                 ),
             }
         }
@@ -803,15 +799,31 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
     }
 }
 
-/// An interval of ln(B/A) stretched to hold every ratio the two values allow within their resolutions
-/// (`ra`, `rb`, ns; 0 for exact values): an imported oslat p50 of "1 µs" is a 1 µs bucket, and against a
-/// native 17 ns it says nothing of which is lower.
-fn within_resolution(ci: (f64, f64), a: f64, b: f64, (ra, rb): (f64, f64)) -> (f64, f64) {
-    if ra <= 0.0 && rb <= 0.0 {
+/// Where the true values of an imported run's latencies lie around the shown ones, ns, as (below, above):
+/// cyclictest keeps a bucket's lower edge (the true value is up to one bucket above), oslat its label, the
+/// upper edge (up to one bucket below); rtgauge's own runs are exact to the nanosecond: (0, 0).
+fn bucket_band(d: &RunDocument) -> (f64, f64) {
+    match &d.imported_from {
+        Some(i) if i.format.starts_with("oslat") => (i.resolution_ns as f64, 0.0),
+        Some(i) if i.format.starts_with("cyclictest") => (0.0, i.resolution_ns as f64),
+        _ => (0.0, 0.0),
+    }
+}
+
+/// An interval of ln(B/A) stretched to hold every ratio the two values allow within their bucket bands
+/// (see [`bucket_band`]): an imported oslat p50 of "1 µs" is a 1 µs bucket, and against a native 17 ns
+/// it says nothing of which is lower.
+fn within_resolution(
+    ci: (f64, f64),
+    a: f64,
+    b: f64,
+    ((a_below, a_above), (b_below, b_above)): ((f64, f64), (f64, f64)),
+) -> (f64, f64) {
+    if a_below + a_above + b_below + b_above <= 0.0 {
         return ci;
     }
-    let lo = ((b - rb).max(1.0) / (a + ra).max(1.0)).ln();
-    let hi = ((b + rb).max(1.0) / (a - ra).max(1.0)).ln();
+    let lo = ((b - b_below).max(1.0) / (a + a_above).max(1.0)).ln();
+    let hi = ((b + b_above).max(1.0) / (a - a_below).max(1.0)).ln();
     (ci.0.min(lo), ci.1.max(hi))
 }
 

@@ -250,3 +250,26 @@ fn t_quantiles_fall_towards_the_normal_one() {
     assert_eq!(t975(200), 1.96);
     assert!(T975.windows(2).all(|w| w[0] > w[1]));
 }
+
+#[test]
+fn imported_buckets_bound_the_ratio_on_their_own_side() {
+    let exact = (0.0, 0.0);
+    // Two cyclictest values of 20 µs (lower edges of 1 µs buckets): the truth lies within [20, 21) µs each,
+    // a ratio within [0.952, 1.05] — inside a ±10 % margin.
+    let cyclic = (0.0, 1000.0);
+    let (lo, hi) = within_resolution((0.0, 0.0), 20_000.0, 20_000.0, (cyclic, cyclic));
+    assert!((lo.exp() - 20.0 / 21.0).abs() < 1e-9 && (hi.exp() - 21.0 / 20.0).abs() < 1e-9);
+    assert_eq!(
+        judge(0.0, (lo, hi), Better::Lower, 0.10),
+        Judgement::Equivalent
+    );
+    // A native 17 ns against an oslat label of 1 µs (the truth anywhere in (0, 1] µs): no side is known.
+    let oslat = (1000.0, 0.0);
+    let (lo, hi) = within_resolution((4.07, 4.07), 17.0, 1000.0, (exact, oslat));
+    assert!(lo < -(1.1f64.ln()) && hi > 1.1f64.ln(), "{lo} {hi}");
+    // Exact values leave the interval alone.
+    assert_eq!(
+        within_resolution((0.1, 0.2), 1.0, 2.0, (exact, exact)),
+        (0.1, 0.2)
+    );
+}
