@@ -264,6 +264,19 @@ impl ProbeResult {
         }
     }
 
+    /// The load generated while a timed probe (timer latency, OS noise) measured, as achieved; `None` for an
+    /// idle run and for the other probes.
+    pub fn load(&self) -> Option<&crate::load::LoadResult> {
+        match self {
+            ProbeResult::Cyclic(c) => c.load.as_ref(),
+            ProbeResult::Oslat(o) => o.load.as_ref(),
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => None,
+        }
+    }
+
     /// Why a timed probe (timer latency, OS noise) ended; `None` for the others.
     pub fn stop_reason(&self) -> Option<crate::cyclic::StopReason> {
         match self {

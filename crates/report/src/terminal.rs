@@ -133,12 +133,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
         if let Some(a) = acc {
             s.push_str(&render_accounting(a));
         }
-        let load = match p {
-            ProbeResult::Cyclic(c) => c.load.as_ref(),
-            ProbeResult::Oslat(o) => o.load.as_ref(),
-            _ => None,
-        };
-        if let Some(l) = load {
+        if let Some(l) = p.load() {
             let _ = writeln!(s, "load achieved: {}", l.summary());
         }
         s.push_str(&crate::spikes::render_why(p));

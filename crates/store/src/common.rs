@@ -55,18 +55,7 @@ impl Writer {
 }
 
 pub(crate) fn probes_of(document: &RunDocument) -> String {
-    let names: Vec<&str> = document
-        .probes
-        .iter()
-        .map(|p| match p {
-            ProbeResult::Cyclic(_) => "cyclic",
-            ProbeResult::Oslat(_) => "oslat",
-            ProbeResult::Net(_) => "net",
-            ProbeResult::Ops(_) => "ops",
-            ProbeResult::Mem(_) => "mem",
-            ProbeResult::Numa(_) => "numa",
-        })
-        .collect();
+    let names: Vec<&str> = document.probes.iter().map(ProbeResult::name).collect();
     names.join(",")
 }
 

@@ -206,15 +206,15 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     };
     let mut c = compare::compare_sets(&set_refs, &options);
     if !a.no_repeats {
-        let found = repeats(store.as_mut(), &sets)?;
+        let (loaded, found) = repeats(store.as_mut(), &sets)?;
         let repeats: Vec<Option<compare::Repeats>> = found
-            .iter()
+            .into_iter()
             .zip(&sets)
-            .map(|(r, set)| {
-                r.as_ref().map(|r| compare::Repeats {
+            .map(|(ids, set)| {
+                ids.map(|ids| compare::Repeats {
                     run: set[0].0,
-                    ids: r.iter().map(|(id, _)| *id).collect(),
-                    runs: r.iter().map(|(_, d)| d).collect(),
+                    runs: ids.iter().filter_map(|id| loaded.get(id)).collect(),
+                    ids,
                 })
             })
             .collect();
@@ -244,6 +244,8 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
 
 /// Stored runs: (id in the store, document).
 type Stored = Vec<(i64, RunDocument)>;
+/// Documents loaded from the store, by id.
+type Loaded = std::collections::BTreeMap<i64, RunDocument>;
 
 /// Repeats looked at per compared run: the nearest stored runs (by id) with the same label, profile, host
 /// and probes are loaded until this many also share its conditions.
@@ -252,15 +254,18 @@ const MAX_REPEATS: usize = 8;
 /// conditions (a changed kernel command line) stays quick.
 const MAX_CANDIDATES: usize = 24;
 
-/// Per column, the stored runs that repeat its single run (None for a set column): complete runs with the
-/// same label, profile, host and probes, taken under the same conditions (`compare::same_conditions`),
-/// nearest by id first, none of them a compared run.
+/// Per column, the ids of the stored runs that repeat its single run (None for a set column): complete runs
+/// with the same label, profile, host and probes, taken under the same conditions
+/// (`compare::same_conditions`), nearest by id first, none of them a compared run. Beside them, the repeats'
+/// documents, each loaded once: columns of one platform look at the same candidates, and a week-long run's
+/// document takes about a second to load.
 fn repeats(
     store: &mut dyn rtgauge_store::RunStore,
     sets: &[Stored],
-) -> anyhow::Result<Vec<Option<Stored>>> {
+) -> anyhow::Result<(Loaded, Vec<Option<Vec<i64>>>)> {
+    let mut loaded = Loaded::new();
     if sets.iter().all(|s| s.len() > 1) {
-        return Ok(Vec::new());
+        return Ok((loaded, Vec::new()));
     }
     let list = store.list()?;
     let compared: std::collections::BTreeSet<i64> =
@@ -287,18 +292,30 @@ fn repeats(
         candidates.sort_by_key(|r| (r.id - id).abs());
         let mut found = Vec::new();
         for r in candidates.into_iter().take(MAX_CANDIDATES) {
-            let other = store.get(r.id)?;
-            if compare::same_conditions(doc, &other) {
-                found.push((r.id, other));
+            // A repeat of an earlier column is reused; a candidate that repeats nothing is dropped at once
+            // (24 week-long documents held together would be gigabytes).
+            let matches = match loaded.get(&r.id) {
+                Some(other) => compare::same_conditions(doc, other),
+                None => {
+                    let other = store.get(r.id)?;
+                    let matches = compare::same_conditions(doc, &other);
+                    if matches {
+                        loaded.insert(r.id, other);
+                    }
+                    matches
+                }
+            };
+            if matches {
+                found.push(r.id);
                 if found.len() == MAX_REPEATS {
                     break;
                 }
             }
         }
-        found.sort_by_key(|(id, _)| *id);
+        found.sort_unstable();
         out.push(Some(found));
     }
-    Ok(out)
+    Ok((loaded, out))
 }
 
 /// One set of (id, document) per column: a single run, or the repetitions of one platform (`1,2,3`, or

@@ -922,18 +922,18 @@ fn boot_replicates(
 
 /// Each probe's settings as a comparable text (its kind and its whole configuration).
 fn probe_settings(d: &RunDocument) -> Vec<String> {
-    let text = |kind: &str, config: Result<String, serde_json::Error>| {
-        format!("{kind} {}", config.unwrap_or_default())
-    };
     d.probes
         .iter()
-        .map(|p| match p {
-            ProbeResult::Cyclic(c) => text("cyclic", serde_json::to_string(&c.config)),
-            ProbeResult::Oslat(o) => text("oslat", serde_json::to_string(&o.config)),
-            ProbeResult::Net(n) => text("net", serde_json::to_string(&n.config)),
-            ProbeResult::Ops(o) => text("ops", serde_json::to_string(&o.config)),
-            ProbeResult::Mem(m) => text("mem", serde_json::to_string(&m.config)),
-            ProbeResult::Numa(_) => "numa".to_string(),
+        .map(|p| {
+            let config = match p {
+                ProbeResult::Cyclic(c) => serde_json::to_string(&c.config),
+                ProbeResult::Oslat(o) => serde_json::to_string(&o.config),
+                ProbeResult::Net(n) => serde_json::to_string(&n.config),
+                ProbeResult::Ops(o) => serde_json::to_string(&o.config),
+                ProbeResult::Mem(m) => serde_json::to_string(&m.config),
+                ProbeResult::Numa(_) => Ok(String::new()),
+            };
+            format!("{} {}", p.name(), config.unwrap_or_default())
         })
         .collect()
 }
@@ -985,16 +985,12 @@ pub fn same_conditions(a: &RunDocument, b: &RunDocument) -> bool {
     {
         return false;
     }
+    // Per probe, the load asked for (spec, CPUs, command): what a repeat must share.
     let loads = |d: &RunDocument| -> Vec<String> {
         d.probes
             .iter()
-            .filter_map(|p| match p {
-                ProbeResult::Cyclic(c) => Some(c.load.as_ref()),
-                ProbeResult::Oslat(o) => Some(o.load.as_ref()),
-                _ => None,
-            })
-            .map(|l| {
-                l.map_or_else(String::new, |l| {
+            .map(|p| {
+                p.load().map_or_else(String::new, |l| {
                     let command = l.command.as_ref().map(|c| c.command.as_str());
                     format!("{} on CPU {} {command:?}", l.spec, l.cpus)
                 })
@@ -1040,11 +1036,7 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
             let l: Vec<String> = d
                 .probes
                 .iter()
-                .filter_map(|p| match p {
-                    ProbeResult::Cyclic(c) => c.load.as_ref(),
-                    ProbeResult::Oslat(o) => o.load.as_ref(),
-                    _ => None,
-                })
+                .filter_map(ProbeResult::load)
                 .map(|l| l.summary())
                 .collect();
             if l.is_empty() {
