@@ -11,7 +11,7 @@
 //! `ln(B/A) ± t₀.₉₇₅(df)·√(s_A² + s_B²)`: the first keeps one spike in one window from deciding, the second
 //! keeps a change of conditions from deciding.
 
-use super::sets::{log_value, mean, runs_needed, t975};
+use super::sets::{log_value, runs_needed, sum_of_squares, t975};
 use super::{judge, measures_of, Comparison, Judgement, Options, NOT_COMPARABLE};
 use rtgauge_model::measure::{Measure, MeasureUnit};
 use rtgauge_model::run::RunDocument;
@@ -57,10 +57,8 @@ fn spread_of_logs(logs: &[f64]) -> Option<(f64, usize)> {
     if logs.len() < MIN_REPEATS {
         return None;
     }
-    let m = mean(logs);
     let df = logs.len() - 1;
-    let ss: f64 = logs.iter().map(|x| (x - m).powi(2)).sum();
-    let sd = (ss / df as f64).sqrt();
+    let sd = (sum_of_squares(logs) / df as f64).sqrt();
     (sd > 0.0 && sd.is_finite()).then_some((sd, df))
 }
 

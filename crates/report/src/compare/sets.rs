@@ -36,6 +36,12 @@ pub(super) fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
+/// The sum of squared deviations from the mean: a sample variance times its degrees of freedom.
+pub(super) fn sum_of_squares(v: &[f64]) -> f64 {
+    let m = mean(v);
+    v.iter().map(|x| (x - m).powi(2)).sum()
+}
+
 /// Set B against set A on the log scale: (log ratio of the geometric means, 95 % t interval with the
 /// run-to-run variance pooled over both sets, degrees of freedom, run-to-run standard deviation).
 pub(super) fn set_interval(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64), f64)> {
@@ -44,8 +50,7 @@ pub(super) fn set_interval(a: &[f64], b: &[f64]) -> Option<(f64, (f64, f64), f64
         return None;
     }
     let (ma, mb) = (mean(a), mean(b));
-    let ss: f64 = a.iter().map(|x| (x - ma).powi(2)).sum::<f64>()
-        + b.iter().map(|x| (x - mb).powi(2)).sum::<f64>();
+    let ss = sum_of_squares(a) + sum_of_squares(b);
     let df = na + nb - 2;
     let sd = (ss / df as f64).sqrt();
     let half = t975(df) * sd * (1.0 / na as f64 + 1.0 / nb as f64).sqrt();
