@@ -755,25 +755,17 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
     let within = ci;
     let ci = ci.map(|c| within_resolution(c, ma.value, mb.value, p.resolution));
     let verdict = match ci {
-        // Undecided because an imported value is a whole bucket: neither longer runs nor more of them help.
-        Some(c)
-            if ci != within
-                && matches!(
-                    judge(lr, c, p.better, o.margin),
-                    Judgement::Inconclusive { .. }
-                ) =>
-        {
-            Judgement::Unknown {
-                why: format!(
-                    "within an imported result's resolution ({} buckets)",
-                    rtgauge_model::Nanos({
-                        let ((a0, a1), (b0, b1)) = p.resolution;
-                        a0.max(a1).max(b0).max(b1) as u64
-                    })
-                ),
-            }
-        }
         Some(c) => match judge(lr, c, p.better, o.margin) {
+            // Undecided because an imported value is a whole bucket: neither longer runs nor more help.
+            Judgement::Inconclusive { .. } if ci != within => {
+                let ((a0, a1), (b0, b1)) = p.resolution;
+                Judgement::Unknown {
+                    why: format!(
+                        "within an imported result's resolution ({} buckets)",
+                        rtgauge_model::Nanos(a0.max(a1).max(b0).max(b1) as u64)
+                    ),
+                }
+            }
             Judgement::Inconclusive { longer, .. }
                 if extreme
                     && matches!(stat, "max" | "p99.9" | "p99.99" | "missed" | "overflows") =>
