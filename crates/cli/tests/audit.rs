@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn rtgauge() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
+    common::rtgauge_std()
 }
 
 mod common;
@@ -321,7 +321,7 @@ fn a_root_that_points_outside_itself_is_never_left() {
     let sentinel = outside.join("sentinel");
     std::fs::write(&sentinel, b"isolcpus=0-63 nohz_full=0-63\n").unwrap();
     let tree = dir.path().join("tree");
-    assert!(std::process::Command::new("cp")
+    assert!(common::program("cp")
         .arg("-a")
         .arg(fixture("untuned-server"))
         .arg(&tree)

@@ -6,12 +6,11 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn rtgauge(args: &[&str]) -> (i32, String, Duration) {
     let t = Instant::now();
-    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
-        .args(args)
-        .output()
-        .unwrap();
+    let o = common::rtgauge_std().args(args).output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stderr).into_owned(),

@@ -27,7 +27,7 @@ fn ansible_dir() -> PathBuf {
 
 /// `ansible-playbook -i DIR/inventory.yml PLAY` from deploy/ansible, with its temporary files under `dir`.
 fn playbook(dir: &Path, play: &str) -> Command {
-    let mut c = Command::new("ansible-playbook");
+    let mut c = common::program("ansible-playbook");
     c.current_dir(ansible_dir())
         .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
         .env("ANSIBLE_NOCOLOR", "1")
@@ -676,7 +676,7 @@ fn imported_rt_tests_runs_each_keep_a_row_and_a_nameless_host_is_named() {
 #[test]
 fn the_playbooks_pass_syntax_check_and_ansible_lint() {
     for play in ["site.yml", "audit.yml"] {
-        let out = Command::new("ansible-playbook")
+        let out = common::program("ansible-playbook")
             .current_dir(ansible_dir())
             .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
             .args(["-i", "inventory.example.yml", "--syntax-check", play])
@@ -684,7 +684,7 @@ fn the_playbooks_pass_syntax_check_and_ansible_lint() {
             .unwrap();
         assert_ok(&out);
     }
-    let out = Command::new("ansible-lint")
+    let out = common::program("ansible-lint")
         .current_dir(ansible_dir())
         .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
         .args(["--nocolor", "site.yml", "audit.yml", "roles/rtgauge"])

@@ -210,14 +210,14 @@ fn real_cyclictest_and_rtgauge_with_a_50_ns_histogram_import_as_unknown() {
     );
     let flags = ["-m", "-p10", "-a", "1", "-i", "1000", "-D", "1", "-q"];
     // The normal run's histogram reaches 200 ms: this VM has ms spikes, which a 2 ms range would lose.
-    let out = std::process::Command::new("cyclictest")
+    let out = common::program("cyclictest")
         .args(flags)
         .args(["-h", "200000"])
         .arg(format!("--json={}", normal.display()))
         .output()
         .expect("cyclictest (apt-get install rt-tests)");
     assert_ok(&out);
-    let out = std::process::Command::new("cyclictest")
+    let out = common::program("cyclictest")
         .args(flags)
         .args(["-N", "-H", "50"])
         .arg(format!("--json={}", ct.display()))

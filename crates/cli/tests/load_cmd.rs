@@ -74,6 +74,7 @@ fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
     let _cpu = common::busy_cpu();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.json");
+    let stress = common::program_line("stress-ng", "--cpu 1 --quiet");
     let o = rtgauge_std()
         .args([
             "cyclic",
@@ -86,7 +87,7 @@ fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
             "-D",
             "2s",
             "--load-cmd",
-            "stress-ng --cpu 1 --quiet",
+            &stress,
             "--output",
         ])
         .arg(&out)
@@ -97,7 +98,7 @@ fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
     let doc = read_json(&out);
     let c = &doc["probes"][0]["load"]["command"];
     eprintln!("{c}");
-    assert_eq!(c["command"], "stress-ng --cpu 1 --quiet");
+    assert_eq!(c["command"], stress.as_str());
     assert_eq!(c["exited_early"], false);
     // One stress-ng worker spins on CPU 0 for the whole run: its share is recorded (what it gets depends
     // on what else CPU 0 runs, so only a spinning share is required, not a full CPU).
@@ -106,11 +107,8 @@ fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
         pct > 20.0 && pct < 110.0,
         "stress-ng --cpu 1 used {pct:.1} % CPU"
     );
-    assert!(String::from_utf8_lossy(&o.stderr).contains("command 'stress-ng --cpu 1 --quiet'"));
-    assert!(
-        gone("stress-ng --cpu 1 --quiet"),
-        "stress-ng outlived the run"
-    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("command '{stress}'")));
+    assert!(gone(&stress), "stress-ng outlived the run");
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
@@ -123,12 +121,8 @@ fn the_command_runs_beside_the_probe_and_its_cpu_use_is_recorded() {
 fn sigint_stops_the_command() {
     let _cpu = common::busy_cpu();
     let dir = tempfile::tempdir().unwrap();
-    let child = cyclic_beside(
-        "sleep 4241.5",
-        "sleep 4241.5",
-        dir.path(),
-        std::process::Stdio::piped(),
-    );
+    let sleep = common::program_line("sleep", "4241.5");
+    let child = cyclic_beside(&sleep, &sleep, dir.path(), std::process::Stdio::piped());
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
@@ -138,7 +132,7 @@ fn sigint_stops_the_command() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(gone("sleep 4241.5"), "the command outlived SIGINT");
+    assert!(gone(&sleep), "the command outlived SIGINT");
 }
 
 #[test]
@@ -146,8 +140,13 @@ fn kill_9_takes_the_command_along_and_the_next_start_kills_its_group() {
     let _cpu = common::busy_cpu();
     let dir = tempfile::tempdir().unwrap();
     // The shell gets PR_SET_PDEATHSIG; the background sleep (its child) does not and is left in the group.
+    let line = format!(
+        "{} & {}; wait",
+        common::program_line("sleep", "4242.5"),
+        common::program_line("sleep", "4243.5")
+    );
     let mut child = cyclic_beside(
-        "sleep 4242.5 & sleep 4243.5; wait",
+        &line,
         "sleep 4242.5",
         dir.path(),
         std::process::Stdio::null(),

@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// A child process killed when the test ends, however it ends.
@@ -137,7 +137,7 @@ fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrap
     )
     .unwrap();
     let _prom = Killed(
-        Command::new("prometheus")
+        common::program("prometheus")
             .arg(format!("--config.file={}", cfg.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
@@ -208,14 +208,14 @@ fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrap
 
 #[test]
 fn promtool_checks_and_unit_tests_the_rules() {
-    let check = Command::new("promtool")
+    let check = common::program("promtool")
         .arg("check")
         .arg("rules")
         .arg(deploy("rtgauge-rules.yml"))
         .output()
         .expect("promtool (Debian package 'prometheus')");
     assert!(check.status.success(), "{check:?}");
-    let test = Command::new("promtool")
+    let test = common::program("promtool")
         .arg("test")
         .arg("rules")
         .arg(deploy("rtgauge-rules.test.yml"))
@@ -230,7 +230,7 @@ fn a_tuning_change_in_the_tree_flips_the_drift_series_and_is_logged() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("host");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tuned-rt-2socket");
-    assert!(Command::new("cp")
+    assert!(common::program("cp")
         .arg("-a")
         .arg(&src)
         .arg(&tree)
@@ -344,7 +344,7 @@ fn sigterm_stops_within_a_second_and_stores_the_last_snapshot() {
         text.contains("rtgauge_latency_seconds_count{cpu=\"1\"}"),
         "{text}"
     );
-    let check = Command::new("promtool")
+    let check = common::program("promtool")
         .args(["check", "metrics"])
         .stdin(std::fs::File::open(prom.join("rtgauge.prom")).unwrap())
         .output()

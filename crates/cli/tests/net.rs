@@ -23,7 +23,7 @@ struct NsPair {
 }
 
 fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
+    let out = common::program("ip").args(args).output().unwrap();
     assert!(
         out.status.success(),
         "ip {args:?}: {}",
@@ -63,7 +63,7 @@ impl NsPair {
 
     /// `rtgauge ARGS` inside namespace `ns`.
     fn rtgauge(ns: &str) -> Command {
-        let mut c = Command::new("ip");
+        let mut c = common::program("ip");
         c.args(["netns", "exec", ns]);
         c.arg(assert_cmd::cargo::cargo_bin("rtgauge"));
         c
@@ -73,7 +73,7 @@ impl NsPair {
 impl Drop for NsPair {
     fn drop(&mut self) {
         for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = common::program("ip").args(["netns", "del", ns]).output();
         }
     }
 }

@@ -573,7 +573,7 @@ fn numa_refuses_a_matrix_without_usable_cells() {
 /// A copy of fixture `name` under `tmp`, to break one file of it.
 fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
     let dst = tmp.join(name);
-    let st = std::process::Command::new("cp")
+    let st = common::program("cp")
         .args(["-r", &fixture(name), dst.to_str().unwrap()])
         .status()
         .unwrap();

@@ -132,7 +132,7 @@ addEventListener('load', () => {
     let copy = page.with_extension("probed.html");
     std::fs::write(&copy, html.replacen("<head>", &format!("<head>{probe}"), 1)).unwrap();
     let profile = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new("chromium")
+    let out = common::program("chromium")
         .args([
             "--headless",
             "--no-sandbox",

@@ -101,7 +101,7 @@ fn views_dir() -> PathBuf {
 
 fn chromium(args: &[&str], url: &Path) -> std::process::Output {
     let profile = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new("chromium")
+    let out = common::program("chromium")
         .args([
             "--headless",
             "--no-sandbox",
@@ -299,7 +299,7 @@ fn the_pdf_record_holds_the_result_table_and_verify_catches_a_changed_byte() {
     assert!(std::fs::read(&pdf).unwrap().starts_with(b"%PDF"));
     // pdftoppm renders it (first page, into target/).
     let prefix = views_dir().join("record");
-    let out = std::process::Command::new("pdftoppm")
+    let out = common::program("pdftoppm")
         .args(["-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile"])
         .arg(&pdf)
         .arg(&prefix)
@@ -312,7 +312,7 @@ fn the_pdf_record_holds_the_result_table_and_verify_catches_a_changed_byte() {
     assert!(page > 10_000, "first page of the record: {page} bytes");
     // Its text holds the requirement, the conditions, the command line, the version, the hash, and seed
     // 003's table: samples, min, avg, max, overflows of each CPU.
-    let out = std::process::Command::new("pdftotext")
+    let out = common::program("pdftotext")
         .arg(&pdf)
         .arg("-")
         .output()

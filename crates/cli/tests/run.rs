@@ -474,7 +474,7 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
         dir.path().join("os.json"),
     );
     // The rt-tests installed by CI (Debian's 2.4 here): one run, written both ways.
-    let ct = std::process::Command::new("cyclictest")
+    let ct = common::program("cyclictest")
         .args([
             "-m", "-p80", "-t", "2", "-a", "0-1", "-i", "500", "-l", "400", "-h", "60", "-q",
         ])
@@ -483,7 +483,7 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
         .expect("cyclictest (apt-get install rt-tests)");
     assert_ok(&ct);
     std::fs::write(&text, &ct.stdout).unwrap();
-    let os = std::process::Command::new("oslat")
+    let os = common::program("oslat")
         .args(["-c", "1", "-D", "1", "-q"])
         .arg(format!("--json={}", osl.display()))
         .output()

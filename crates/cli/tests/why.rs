@@ -220,7 +220,7 @@ fn storm() -> Result<(), String> {
 #[test]
 fn a_killed_traced_run_is_cleaned_up_by_the_next() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let global = std::fs::read_to_string("/sys/kernel/tracing/tracing_on").unwrap();
+    let global = std::fs::read_to_string(common::tracefs().join("tracing_on")).unwrap();
     let mut child = rtgauge_std()
         .args([
             "cyclic", "-m", "-p", "10", "-a", "1", "-i", "1000", "-D", "30", "-q", "--trace",
@@ -228,10 +228,9 @@ fn a_killed_traced_run_is_cleaned_up_by_the_next() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let inst = std::path::PathBuf::from(format!(
-        "/sys/kernel/tracing/instances/rtgauge-{}",
-        child.id()
-    ));
+    let inst = common::tracefs()
+        .join("instances")
+        .join(format!("rtgauge-{}", child.id()));
     let t = std::time::Instant::now();
     while !inst.join("tracing_on").exists() && t.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
@@ -260,7 +259,7 @@ fn a_killed_traced_run_is_cleaned_up_by_the_next() {
         !inst.exists(),
         "the next traced run removed the dead run's instance"
     );
-    let left: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
+    let left: Vec<String> = std::fs::read_dir(common::tracefs().join("instances"))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -268,7 +267,7 @@ fn a_killed_traced_run_is_cleaned_up_by_the_next() {
         .collect();
     assert!(left.is_empty(), "no rtgauge instance left behind: {left:?}");
     assert_eq!(
-        std::fs::read_to_string("/sys/kernel/tracing/tracing_on").unwrap(),
+        std::fs::read_to_string(common::tracefs().join("tracing_on")).unwrap(),
         global,
         "the global buffer's switch is never touched"
     );
@@ -373,7 +372,7 @@ fn an_interrupted_traced_run_turns_tracing_off_and_removes_its_instance() {
         text.contains("spikes traced:"),
         "the run ends through the normal path: {text}"
     );
-    let left: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
+    let left: Vec<String> = std::fs::read_dir(common::tracefs().join("instances"))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())

@@ -26,6 +26,7 @@ pub mod net;
 pub mod observe;
 pub mod ops;
 pub mod oslat;
+pub mod programs;
 pub mod rt;
 pub mod stop;
 pub mod trace;

@@ -14,7 +14,7 @@ use rtgauge_model::load::CommandLoad as CommandResult;
 use rtgauge_model::{CpuSet, Nanos};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// How long the command may take to end after SIGTERM before its group gets SIGKILL.
@@ -69,7 +69,7 @@ impl CommandLoad {
             }
             set = Some(s);
         }
-        let mut cmd = Command::new("/bin/sh");
+        let mut cmd = crate::programs::command("/bin/sh");
         cmd.arg("-c")
             .arg(command)
             .stdin(Stdio::null())

@@ -15,8 +15,9 @@
 //! [`rtgauge_model::attribution::breakdown`].
 //!
 //! Cleanup: dropping the session turns tracing off and removes the instance (and unmounts tracefs if it
-//! was mounted here). A killed run leaves its instance behind; [`TraceSession::start`] removes instances
-//! of dead `rtgauge-<pid>` processes first.
+//! was mounted here). A killed run leaves its instance (and its tracefs mount) behind;
+//! [`TraceSession::start`] removes instances of dead `rtgauge-<pid>` processes first, and adopts a mount
+//! whose owner (`/run/rtgauge/tracefs-mounted-by`) is dead, to unmount it at the end.
 
 use rtgauge_model::attribution::{CauseKind, Span};
 use std::collections::{BTreeMap, VecDeque};
@@ -75,6 +76,72 @@ const EVENTS: &[(&str, &str)] = &[
     ("irq_vectors", "thermal_apic_entry"),
     ("irq_vectors", "thermal_apic_exit"),
 ];
+
+/// Where a run that mounted tracefs writes its pid, so that tracefs is unmounted even when that run is
+/// killed: the next run that finds the pid dead adopts the mount and unmounts it when it ends.
+const MOUNT_MARKER: &str = "/run/rtgauge/tracefs-mounted-by";
+
+/// The pid in the mount marker, if any.
+fn mount_owner() -> Option<u32> {
+    std::fs::read_to_string(MOUNT_MARKER)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn claim_mount() {
+    let marker = Path::new(MOUNT_MARKER);
+    if let Some(dir) = marker.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(marker, std::process::id().to_string());
+}
+
+/// Mount tracefs at [`TRACEFS`] unless it is there already (a freshly booted system has it unmounted).
+/// `Ok(true)` when this process now owns the mount and should [`unmount_tracefs`] when done: it mounted it,
+/// or the run that did was killed before it could unmount (its pid in the marker is gone).
+pub fn mount_tracefs() -> Result<bool, TraceError> {
+    if Path::new(TRACEFS).join("instances").exists() {
+        let orphaned = mount_owner().is_some_and(|pid| !pid_alive(pid));
+        if orphaned {
+            claim_mount();
+        }
+        return Ok(orphaned);
+    }
+    let src = c"tracefs";
+    let target = c"/sys/kernel/tracing";
+    // SAFETY: NUL-terminated constant strings; no data argument.
+    let rc = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            src.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(TraceError::NoTracefs(std::io::Error::last_os_error()));
+    }
+    claim_mount();
+    Ok(true)
+}
+
+/// Unmount tracefs that [`mount_tracefs`] gave this process, and clear the marker. A busy tracefs (another
+/// run's open files) stays mounted with the marker kept: that run adopts it when this one is gone.
+pub fn unmount_tracefs() {
+    let target = c"/sys/kernel/tracing";
+    // SAFETY: NUL-terminated constant path.
+    if unsafe { libc::umount(target.as_ptr()) } == 0 {
+        let _ = std::fs::remove_file(MOUNT_MARKER);
+    }
+}
+
+/// Whether the run that mounted tracefs is gone without unmounting it (killed, or it found tracefs busy).
+fn mount_orphaned() -> bool {
+    mount_owner().is_some_and(|pid| pid != std::process::id() && !pid_alive(pid))
+}
 
 /// Which tracers the kernel offers beyond events (`available_tracers`): timerlat/osnoise split latency into
 /// IRQ and thread context and report hardware (hypervisor) noise.
@@ -341,25 +408,7 @@ impl TraceSession {
     /// Mount tracefs if needed, remove stale instances, create ours and start recording on `cpus`.
     pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<TraceSession, TraceError> {
         let root = PathBuf::from(TRACEFS);
-        let mut mounted = false;
-        if !root.join("instances").exists() {
-            let src = c"tracefs";
-            let target = c"/sys/kernel/tracing";
-            // SAFETY: NUL-terminated constant strings; no data argument.
-            let rc = unsafe {
-                libc::mount(
-                    src.as_ptr(),
-                    target.as_ptr(),
-                    src.as_ptr(),
-                    0,
-                    std::ptr::null(),
-                )
-            };
-            if rc != 0 {
-                return Err(TraceError::NoTracefs(std::io::Error::last_os_error()));
-            }
-            mounted = true;
-        }
+        let mounted = mount_tracefs()?;
         let cleaned = clean_stale(&root);
         let dir = root
             .join("instances")
@@ -540,10 +589,8 @@ impl Drop for TraceSession {
         // The pipes must be closed before the instance can be removed.
         self.cpus.clear();
         let _ = std::fs::remove_dir(&self.dir);
-        if self.mounted {
-            let target = c"/sys/kernel/tracing";
-            // SAFETY: NUL-terminated constant path.
-            unsafe { libc::umount(target.as_ptr()) };
+        if self.mounted || mount_orphaned() {
+            unmount_tracefs();
         }
     }
 }

@@ -122,7 +122,7 @@ fn write_pdf(path: &Path, html_text: &str) -> anyhow::Result<()> {
             .file_name()
             .map_or_else(|| "record.pdf".into(), |n| n.to_string_lossy().into_owned());
         let tmp = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
-        let out = std::process::Command::new(&browser)
+        let out = rtgauge_probe::programs::command(&browser)
             .args([
                 "--headless",
                 "--no-sandbox",

@@ -31,12 +31,17 @@ fn text_of(a: &VerifyArgs) -> anyhow::Result<String> {
         return String::from_utf8(bytes)
             .map_err(|_| anyhow::anyhow!("{what}: neither a PDF nor a UTF-8 HTML report"));
     }
-    let out = std::process::Command::new("pdftotext")
+    let out = rtgauge_probe::programs::command("pdftotext")
         .args(["-enc", "UTF-8"])
         .arg(&a.file)
         .arg("-")
         .output()
-        .with_context(|| format!("{what}: pdftotext (poppler-utils) is needed to read a PDF"))?;
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{what}: reading a PDF needs {}",
+                rtgauge_probe::programs::not_found("pdftotext", &e)
+            )
+        })?;
     if !out.status.success() {
         let last = super::last_stderr_line(&out.stderr);
         bail!("{what}: not a readable PDF (pdftotext: {})", last.trim());

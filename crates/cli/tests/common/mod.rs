@@ -10,7 +10,29 @@ pub fn rtgauge() -> assert_cmd::Command {
 }
 
 pub fn rtgauge_std() -> std::process::Command {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("rtgauge"))
+    rtgauge_probe::programs::command(assert_cmd::cargo::cargo_bin("rtgauge"))
+}
+
+/// A command that starts `name`, which must be listed in deps/programs.tsv: the manifest scripts/test
+/// installs from on a fresh machine. Every program a test starts goes through here (or [`program_line`]),
+/// which is what `tests/programs.rs` scans for.
+pub fn program(name: &str) -> std::process::Command {
+    assert_listed(name);
+    rtgauge_probe::programs::command(name)
+}
+
+/// `name ARGS` as one command line for another program to run (`--load-cmd`, `sh -c`), `name` listed in
+/// deps/programs.tsv like [`program`]'s.
+pub fn program_line(name: &str, args: &str) -> String {
+    assert_listed(name);
+    format!("{name} {args}")
+}
+
+fn assert_listed(name: &str) {
+    assert!(
+        rtgauge_probe::programs::entry(name).is_some(),
+        "{name} is started by a test but not listed in deps/programs.tsv (add it with its Debian package)"
+    );
 }
 
 /// `rel` under the repository's tests/fixtures, as a command-line argument.
@@ -197,4 +219,23 @@ pub fn difference<'a>(c: &'a Value, prefix: &str) -> &'a Value {
         .iter()
         .find(|d| d["what"].as_str().unwrap_or("").starts_with(prefix))
         .unwrap_or_else(|| panic!("no difference '{prefix}…' in {c}"))
+}
+
+/// tracefs, mounted through rtgauge's own code path when this freshly booted machine has none (tests must not
+/// assume it: a fresh machine has no tracefs mounted). A mount made here is undone when the test process
+/// exits, so the suite leaves the kernel as it found it.
+pub fn tracefs() -> &'static Path {
+    static MOUNT: std::sync::Once = std::sync::Once::new();
+    MOUNT.call_once(|| {
+        let mounted = rtgauge_probe::trace::mount_tracefs()
+            .expect("mounting tracefs (the tests run as root)");
+        if mounted {
+            extern "C" fn unmount() {
+                rtgauge_probe::trace::unmount_tracefs();
+            }
+            // SAFETY: registers a plain extern "C" function with no captured state.
+            unsafe { libc::atexit(unmount) };
+        }
+    });
+    Path::new(rtgauge_probe::trace::TRACEFS)
 }

@@ -89,7 +89,7 @@ impl PgServer {
         chown(dir.path(), ids);
         let data = dir.path().join("data");
         let bin = bin_dir();
-        let mut cmd = Command::new(bin.join("initdb"));
+        let mut cmd = program(bin.join("initdb"));
         cmd.args(["-A", "trust", "-U", "rtgauge", "--no-sync", "-E", "UTF8"])
             .arg("-D")
             .arg(&data)
@@ -104,7 +104,7 @@ impl PgServer {
             String::from_utf8_lossy(&out.stderr)
         );
         if tls {
-            let out = Command::new("openssl")
+            let out = program("openssl")
                 .args([
                     "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                 ])
@@ -179,7 +179,7 @@ impl PgServer {
 
     /// Start the (stopped) server again on the same port and data.
     pub fn resume(&mut self) {
-        let mut cmd = Command::new(self.bin.join("postgres"));
+        let mut cmd = program(self.bin.join("postgres"));
         cmd.arg("-D")
             .arg(&self.data)
             .args(["-p", &self.port.to_string(), "-k"])
@@ -224,4 +224,16 @@ impl Drop for PgServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A command that starts `path`, whose program must be listed in deps/programs.tsv (the manifest
+/// scripts/test installs from).
+fn program(path: impl AsRef<std::path::Path>) -> Command {
+    let p = path.as_ref();
+    assert!(
+        rtgauge_probe::programs::entry(&p.to_string_lossy()).is_some(),
+        "{} is started by a test but not listed in deps/programs.tsv",
+        p.display()
+    );
+    rtgauge_probe::programs::command(p)
 }
