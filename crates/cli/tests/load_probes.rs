@@ -69,3 +69,72 @@ fn net_records_its_load() {
         assert!(g["ops"].as_u64().unwrap() > 0, "{g}");
     }
 }
+
+/// `run --load MIX` loads every probe of the profile (the NUMA locality probe excepted) and records the
+/// achieved load with each result, as a profile's own `--load` is recorded.
+#[test]
+fn run_load_reaches_every_probe_of_the_profile() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        r#"name = "loaded"
+duration = "1s"
+[[probe]]
+kind = "cyclic"
+flags = "-m -p90 -i 1000 -a {cpus} -t -q"
+[[probe]]
+kind = "oslat"
+flags = "-c {cpu} -q"
+[[probe]]
+kind = "ops"
+flags = "--ops null_syscall -r 5 --cpu {cpu}"
+[[probe]]
+kind = "numa"
+flags = ""
+"#,
+    )
+    .unwrap();
+    let db = dir.path().join("runs.db");
+    let out = dir.path().join("run.json");
+    let o = rtgauge_std()
+        .args([
+            "run",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--cpus",
+            "1",
+            "--no-sample",
+        ])
+        .args([
+            "--load",
+            "cpu:30@housekeeping",
+            "--db",
+            db.to_str().unwrap(),
+            "--output",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_ok(&o);
+    let doc = read_json(&out);
+    let probes = doc["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 4);
+    for p in probes {
+        let (kind, load) = (p["probe"].as_str().unwrap_or("?"), &p["load"]);
+        if kind == "numa" {
+            assert!(
+                load.is_null(),
+                "the locality probe observes, it is not loaded: {load}"
+            );
+            continue;
+        }
+        assert_eq!(load["spec"], "cpu:30@housekeeping", "{kind}: {load}");
+        assert_eq!(load["cpus"], "0", "{kind}: the housekeeping CPU");
+        assert!(
+            load["generators"][0]["ops"].as_u64().unwrap() > 0,
+            "{kind}: {load}"
+        );
+    }
+}

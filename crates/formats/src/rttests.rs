@@ -586,6 +586,7 @@ mod tests {
             }),
             timeline: vec![],
             timeline_dropped: 0,
+            late_dropped: 0,
         }
     }
 

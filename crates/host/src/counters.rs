@@ -1,6 +1,8 @@
 //! Always-on interval counters of the measured CPUs: per timeline interval, the deltas of interrupts per
 //! source (`/proc/interrupts`), softirqs per type (`/proc/softirqs`), scheduler calls (`/proc/schedstat`)
-//! and IRQ/softirq/steal time (`/proc/stat`). No tracing needed; the main thread samples them on its
+//! and IRQ/softirq/steal time (`/proc/stat`), and the run-queue wait of the probe's own threads
+//! (`/proc/self/task/<tid>/schedstat`: time runnable but not running, i.e. another task held the CPU, ns
+//! resolution, kept by every kernel with CONFIG_SCHED_INFO). No tracing needed; the main thread samples them on its
 //! housekeeping CPU once per interval (four small /proc reads, ~100 µs), never the measured CPUs.
 
 use crate::accounting::{parse_stat_times, CpuTicks};
@@ -43,6 +45,14 @@ struct CpuCounts {
     softirqs: BTreeMap<String, u64>,
     sched: Option<u64>,
     ticks: CpuTicks,
+    /// Run-queue wait of the probe's threads pinned to the CPU, ns (summed).
+    run_delay: Option<u64>,
+}
+
+/// The run delay (time runnable but waiting for a CPU, ns) of a per-task schedstat file: its second field
+/// (Documentation/scheduler/sched-stats.rst, "/proc/<pid>/schedstat").
+pub fn parse_task_schedstat(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Every CPU's counters at one instant, from the four texts (pure, for tests and captured trees).
@@ -110,6 +120,10 @@ fn delta(cpu: u32, start_ns: u64, a: &CpuCounts, b: &CpuCounts, tick_ns: u64) ->
         irqs: top(&a.irqs, &b.irqs, TOP_SOURCES),
         softirqs: top(&a.softirqs, &b.softirqs, usize::MAX),
         sched_calls: a.sched.zip(b.sched).map(|(a, b)| a.saturating_sub(b)),
+        run_delay_ns: a
+            .run_delay
+            .zip(b.run_delay)
+            .map(|(a, b)| a.saturating_sub(b)),
         irq_ns: a.ticks.irq.saturating_sub(b.ticks.irq) * tick_ns,
         softirq_ns: a.ticks.softirq.saturating_sub(b.ticks.softirq) * tick_ns,
         steal_ns: a.ticks.steal.saturating_sub(b.ticks.steal) * tick_ns,
@@ -124,6 +138,8 @@ pub struct Sampler {
     last: BTreeMap<u32, CpuCounts>,
     last_start_ns: u64,
     tick_ns: u64,
+    /// The probe's threads: (CPU it is pinned to, thread id).
+    threads: Vec<(u32, i32)>,
     /// The deltas so far, in interval order, one per CPU and interval.
     pub intervals: Vec<IntervalCounters>,
 }
@@ -139,6 +155,7 @@ impl Sampler {
             last: BTreeMap::new(),
             last_start_ns: 0,
             tick_ns: 1_000_000_000 / if hz > 0 { hz as u64 } else { 100 },
+            threads: Vec::new(),
             intervals: Vec::new(),
         };
         s.last = s.read();
@@ -159,7 +176,20 @@ impl Sampler {
             &r("/proc/schedstat"),
         );
         all.retain(|cpu, _| self.cpus.contains(*cpu));
+        for &(cpu, tid) in &self.threads {
+            let d = r(&format!("/proc/self/task/{tid}/schedstat"));
+            if let (Some(c), Some(ns)) = (all.get_mut(&cpu), parse_task_schedstat(&d)) {
+                c.run_delay = Some(c.run_delay.unwrap_or(0) + ns);
+            }
+        }
         all
+    }
+
+    /// The probe's threads pinned to measured CPUs, whose run-queue wait is counted from the next interval
+    /// on (the one in progress has no baseline for them; unpinned threads move between CPUs and are left
+    /// out).
+    pub fn set_threads(&mut self, threads: &[(u32, i32)]) {
+        self.threads = threads.to_vec();
     }
 
     /// Close the interval that began at the previous sample; the next one starts at `now_ns` (ns after the
@@ -225,6 +255,13 @@ mod tests {
         );
         let quiet = delta(0, 0, &b[&0], &a[&0], 10_000_000);
         assert!(quiet.irqs.is_empty() && quiet.softirqs.is_empty() && quiet.sched_calls == Some(0));
+    }
+
+    #[test]
+    fn task_schedstat_gives_the_run_delay() {
+        assert_eq!(parse_task_schedstat("245043 2908208 1\n"), Some(2_908_208));
+        assert_eq!(parse_task_schedstat("1"), None);
+        assert_eq!(parse_task_schedstat(""), None);
     }
 
     #[test]

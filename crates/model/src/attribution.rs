@@ -1,9 +1,15 @@
 //! Why a spike happened: the always-on per-interval interrupt/softirq/scheduler counters of the measured
-//! CPUs, and (with `--trace`) each spike's window broken down into the kernel activity that filled it.
+//! CPUs, and (with `--trace`) each spike episode's window broken down into the kernel activity that filled
+//! it.
+//!
+//! An *episode* is one stall as the probe saw it: the late samples whose windows (expected wake-up → actual
+//! wake-up) overlap are one episode, so a 5 ms stall of a 1 ms timer is one episode of five late samples,
+//! not five spikes ([`EpisodeTracker`]). Episodes above a threshold are explained: the profile's gate, an
+//! explicit `--spike`, or else a rule on the run's own distribution ([`rule_threshold`]).
 //!
 //! Nothing here measures; the counters are read by `rtgauge_host::counters` and the trace is turned into
-//! [`SpikeBreakdown`]s by `rtgauge_probe::trace`. The breakdown is pure arithmetic on event intervals and lives
-//! here ([`breakdown`]) so reports and tests can use it without tracefs.
+//! [`Episode`] breakdowns by `rtgauge_probe::trace`. Grouping and breakdown are pure arithmetic on
+//! intervals and live here so reports and tests can use them without tracefs.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +38,11 @@ pub struct IntervalCounters {
     pub softirq_ns: u64,
     /// Time the hypervisor stole from the CPU over the interval (`/proc/stat`, tick resolution), ns.
     pub steal_ns: u64,
+    /// Time the probe's thread(s) on this CPU were runnable but waited for the CPU (their
+    /// `/proc/<pid>/task/<tid>/schedstat` run delay, ns resolution): other tasks held the CPU. `None` where
+    /// the kernel keeps no per-task schedstat (CONFIG_SCHED_INFO off) or the thread is not pinned here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_delay_ns: Option<u64>,
 }
 
 /// Interrupt sources kept per interval.
@@ -70,6 +81,7 @@ pub fn merge_pairs(counters: &mut Vec<IntervalCounters>) {
                 a.irq_ns += c.irq_ns;
                 a.softirq_ns += c.softirq_ns;
                 a.steal_ns += c.steal_ns;
+                a.run_delay_ns = a.run_delay_ns.zip(c.run_delay_ns).map(|(x, y)| x + y);
             }
             None => {
                 open.insert(c.cpu, out.len());
@@ -106,6 +118,164 @@ impl IntervalCounters {
             parts.push(format!("steal {:.1} ms", self.steal_ns as f64 / 1e6));
         }
         parts.join(", ")
+    }
+}
+
+/// One counter of an interval that rose above the CPU's typical interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rise {
+    /// "24 virtio0-input", "NET_RX", "IRQ time", "run-queue wait", ….
+    pub name: String,
+    /// Its value in the interval (a count, or ns for times).
+    pub value: u64,
+    /// Its median over the CPU's intervals, scaled to this interval's length.
+    pub typical: u64,
+    /// Whether `value` and `typical` are ns (times) rather than counts.
+    pub time: bool,
+}
+
+/// What the counters say about one interval, against the CPU's typical interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalVerdict {
+    /// What rose above typical (largest excess first); empty when nothing in this kernel did.
+    pub risen: Vec<Rise>,
+    /// Steal time the hypervisor reported for the interval, ns.
+    pub steal_ns: u64,
+    /// Whether the probe's run-queue wait was counted (else a thread that preempted it shows only in CPU
+    /// time at tick resolution, or with `--trace`).
+    pub run_delay_known: bool,
+}
+
+impl Why {
+    /// Compare the interval of `cpu` containing `start_ns` with the CPU's typical interval (the median of
+    /// each counter over the run). A count rose when it is above twice its median plus 5; a time (IRQ or
+    /// softirq time, the probe's run-queue wait) when it exceeds its median by at least half of
+    /// `worst_ns`, the latency to explain — enough of the interval's time went there to matter.
+    pub fn explain_interval(
+        &self,
+        cpu: u32,
+        start_ns: u64,
+        worst_ns: u64,
+    ) -> Option<IntervalVerdict> {
+        let c = self.interval(cpu, start_ns)?;
+        let all: Vec<&IntervalCounters> = self.counters.iter().filter(|x| x.cpu == cpu).collect();
+        let len = |x: &IntervalCounters| {
+            if x.len_ns == 0 {
+                1_000_000_000
+            } else {
+                x.len_ns
+            }
+        };
+        // A counter's median over the run, scaled to this interval's length.
+        let typical = |f: &dyn Fn(&IntervalCounters) -> u64| -> u64 {
+            let mut rates: Vec<f64> = all.iter().map(|x| f(x) as f64 / len(x) as f64).collect();
+            rates.sort_by(f64::total_cmp);
+            let m = rates.get(rates.len() / 2).copied().unwrap_or(0.0);
+            (m * len(c) as f64).round() as u64
+        };
+        let named = |list: &[(String, u64)], n: &str| {
+            list.iter().find(|(m, _)| m == n).map_or(0, |(_, v)| *v)
+        };
+        let mut risen = Vec::new();
+        for (name, value) in c.irqs.iter().chain(&c.softirqs) {
+            let in_irqs = c.irqs.iter().any(|(m, _)| m == name);
+            let t = typical(&|x: &IntervalCounters| {
+                named(if in_irqs { &x.irqs } else { &x.softirqs }, name)
+            });
+            if *value > 2 * t + 5 {
+                risen.push(Rise {
+                    name: name.clone(),
+                    value: *value,
+                    typical: t,
+                    time: false,
+                });
+            }
+        }
+        if let Some(v) = c.sched_calls {
+            let t = typical(&|x: &IntervalCounters| x.sched_calls.unwrap_or(0));
+            if v > 2 * t + 5 {
+                risen.push(Rise {
+                    name: "scheduler calls".into(),
+                    value: v,
+                    typical: t,
+                    time: false,
+                });
+            }
+        }
+        let mut time = |name: &str, v: u64, f: &dyn Fn(&IntervalCounters) -> u64| {
+            let t = typical(f);
+            if v > t && v - t >= worst_ns / 2 && v > 0 {
+                risen.push(Rise {
+                    name: name.into(),
+                    value: v,
+                    typical: t,
+                    time: true,
+                });
+            }
+        };
+        time("IRQ time", c.irq_ns, &|x| x.irq_ns);
+        time("softirq time", c.softirq_ns, &|x| x.softirq_ns);
+        if let Some(d) = c.run_delay_ns {
+            time("run-queue wait (another task held the CPU)", d, &|x| {
+                x.run_delay_ns.unwrap_or(0)
+            });
+        }
+        // Times first (they account for the latency directly), then counts; the largest excess first.
+        risen.sort_by_key(|r| {
+            (
+                !r.time,
+                std::cmp::Reverse(r.value.saturating_sub(r.typical)),
+            )
+        });
+        Some(IntervalVerdict {
+            risen,
+            steal_ns: c.steal_ns,
+            run_delay_known: c.run_delay_ns.is_some(),
+        })
+    }
+}
+
+impl IntervalVerdict {
+    /// The verdict in one sentence: what rose, or that nothing in this kernel did and where that points.
+    pub fn sentence(&self) -> String {
+        let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+        if !self.risen.is_empty() {
+            let parts: Vec<String> = self
+                .risen
+                .iter()
+                .take(4)
+                .map(|r| {
+                    if r.time {
+                        format!("{} {} (typically {})", r.name, ms(r.value), ms(r.typical))
+                    } else {
+                        format!("{} {} (typically {})", r.name, r.value, r.typical)
+                    }
+                })
+                .collect();
+            let steal = if self.steal_ns > 0 {
+                format!("; steal {}", ms(self.steal_ns))
+            } else {
+                String::new()
+            };
+            return format!(
+                "rose above the typical interval: {}{steal}",
+                parts.join(", ")
+            );
+        }
+        let looked = if self.run_delay_known {
+            "interrupts, softirqs, IRQ time and the probe's run-queue wait"
+        } else {
+            "interrupts, softirqs and IRQ time; this kernel keeps no per-task run-queue wait, so a thread that held the CPU briefly would not show"
+        };
+        let outside = if self.steal_ns > 0 {
+            format!(
+                "steal {} in that interval: the stall points outside this kernel — the hypervisor (it reported steal), firmware/SMI or hardware",
+                ms(self.steal_ns)
+            )
+        } else {
+            "no steal reported: the stall points outside this kernel — firmware/SMI, hardware, or a hypervisor that reports no steal".to_string()
+        };
+        format!("nothing in this kernel rose above its typical interval ({looked}); {outside}; --trace breaks a stall down")
     }
 }
 
@@ -154,17 +324,29 @@ pub struct Cause {
     pub count: u64,
 }
 
-/// One spike and what filled its window.
+fn one() -> u64 {
+    1
+}
+
+/// One spike episode (one stall, however many late samples it made) and what filled its window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpikeBreakdown {
-    /// The CPU the spike was measured on.
+pub struct Episode {
+    /// The CPU the episode was measured on.
     pub cpu: u32,
     /// Thread index of the probe (cyclic) or 0 (oslat).
     pub thread: u32,
-    /// CLOCK_MONOTONIC time of the window's start (expected wake-up, or gap start), ns.
+    /// CLOCK_MONOTONIC time of the window's start (the first late sample's expected wake-up, or the gap's
+    /// start), ns.
     pub start_mono_ns: u64,
-    /// Length of the window (the latency or the gap), ns.
+    /// Length of the window (from the first late sample's expected wake-up to the last one's actual
+    /// wake-up; the gap), ns.
     pub window_ns: u64,
+    /// Late samples in the episode (1 for a gap, or a stall shorter than the period).
+    #[serde(default = "one")]
+    pub samples: u64,
+    /// The episode's worst latency or gap, ns (0 in documents that predate episodes: the window).
+    #[serde(default)]
+    pub worst_ns: u64,
     /// The causes, largest first; they sum to `window_ns` (the unattributed remainder included).
     pub causes: Vec<Cause>,
     /// Steal time of the CPU in the enclosing counter interval, ns (what the hypervisor admits to).
@@ -172,7 +354,15 @@ pub struct SpikeBreakdown {
     pub steal_ns: u64,
 }
 
-impl SpikeBreakdown {
+impl Episode {
+    /// The worst sample of the episode, ns.
+    pub fn worst(&self) -> u64 {
+        if self.worst_ns > 0 {
+            self.worst_ns
+        } else {
+            self.window_ns
+        }
+    }
     /// The largest attributed cause (not the remainder), if any.
     pub fn top(&self) -> Option<&Cause> {
         self.causes
@@ -227,9 +417,21 @@ pub struct TraceInfo {
     pub events: u64,
     /// Events the kernel dropped (ring buffer overrun), summed over CPUs.
     pub lost: u64,
-    /// Spikes whose window was older than the retained trace.
+    /// Episodes whose window was older than the retained trace.
     #[serde(default)]
     pub not_retained: u64,
+    /// Late samples the probe could not hand to the tracker (its ring was full): their episodes are unknown.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub late_dropped: u64,
+}
+
+/// The latency above which an episode is explained, and why that value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpisodeThreshold {
+    /// Episodes whose worst sample is at or above this are explained, ns.
+    pub ns: u64,
+    /// Where it comes from: "profile gate cyclic.max", "--spike", "p50 + 10 × (p90 − p50)", ….
+    pub rule: String,
 }
 
 /// Everything the "why" part of a latency probe holds.
@@ -241,9 +443,15 @@ pub struct Why {
     /// How the spikes were traced and what was lost; `None` without `--trace`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceInfo>,
-    /// The traced spikes, worst first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub spikes: Vec<SpikeBreakdown>,
+    /// The explained episodes, worst first (at most [`MAX_EPISODES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", alias = "spikes")]
+    pub episodes: Vec<Episode>,
+    /// The threshold episodes were explained above (with `--trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<EpisodeThreshold>,
+    /// Episodes at or above the threshold, explained or not (beyond [`MAX_EPISODES`] they are counted).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub episodes_total: u64,
     /// `--break-above`: the sample that stopped the run, its breakdown and the trace before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub break_sample: Option<BreakTrace>,
@@ -268,7 +476,7 @@ impl Why {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BreakTrace {
     /// The breaking sample's window, broken down.
-    pub breakdown: SpikeBreakdown,
+    pub breakdown: Episode,
     /// The CPU's activity spans over the [`BREAK_TRACE_NS`] before the sample, in time order.
     pub spans: Vec<Span>,
 }
@@ -350,6 +558,192 @@ pub fn breakdown(start: u64, end: u64, spans: &[Span]) -> Vec<Cause> {
     out
 }
 
+/// Episodes explained per probe (worst first); the others above the threshold are counted.
+pub const MAX_EPISODES: usize = 100;
+
+/// Episodes a tracker keeps as candidates (the worst, with their trace pinned) while the run goes on: more
+/// than [`MAX_EPISODES`], because the threshold that decides which are explained is known only at the end.
+pub const TRACKED_EPISODES: usize = 256;
+
+/// The threshold when neither a gate nor `--spike` gives one: `max(p50 + 10 × (p90 − p50), 3 × p90)` of the
+/// run's own distribution. A sample that far above the body of the distribution is not jitter; the body
+/// (p50–p90) is untouched by a few stalls even in a short run (thousands of samples), where p99.99 would be
+/// the stall itself. On this project's 2-vCPU VM (p50 ≈ 15 µs, p90 ≈ 25 µs) it is ≈ 115 µs; on a tuned
+/// PREEMPT_RT server (p50 ≈ 2 µs, p90 ≈ 3 µs) ≈ 12 µs. The `3 × p90` term keeps a very tight distribution
+/// (p90 = p50) from calling every sample an episode.
+pub fn rule_threshold(p50_ns: u64, p90_ns: u64) -> u64 {
+    let spread = p90_ns.saturating_sub(p50_ns);
+    p50_ns
+        .saturating_add(spread.saturating_mul(10))
+        .max(p90_ns.saturating_mul(3))
+}
+
+/// The words for [`rule_threshold`] in reports.
+pub const RULE: &str = "max(p50 + 10 × (p90 − p50), 3 × p90)";
+
+/// One late sample: its window on CLOCK_MONOTONIC (expected wake-up → actual wake-up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Late {
+    /// The probe thread.
+    pub thread: u32,
+    /// The CPU it woke on.
+    pub cpu: u32,
+    /// Expected wake-up, ns.
+    pub start_ns: u64,
+    /// Actual wake-up, ns.
+    pub end_ns: u64,
+}
+
+/// An episode while it is tracked: its window, worst sample and count of late samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    /// Unique within a tracker (for pinning its trace).
+    pub id: u64,
+    /// The probe thread.
+    pub thread: u32,
+    /// The CPU of its first late sample.
+    pub cpu: u32,
+    /// Window start, ns.
+    pub start_ns: u64,
+    /// Window end, ns.
+    pub end_ns: u64,
+    /// Worst late sample, ns.
+    pub worst_ns: u64,
+    /// Late samples merged into it.
+    pub samples: u64,
+}
+
+/// What the tracker asks of the trace: keep the window of a candidate that is among the worst, or let go of
+/// one that no longer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retain {
+    /// Keep the trace of `[from, to]` under this id.
+    Keep {
+        /// The candidate's id.
+        id: u64,
+        /// Window start, ns.
+        from: u64,
+        /// Window end, ns.
+        to: u64,
+    },
+    /// The candidate left the worst: its trace may go.
+    Release(u64),
+}
+
+/// Groups a probe's late samples into episodes as they arrive (per thread, in time order): a sample whose
+/// window overlaps the thread's open episode joins it, any other closes it and opens a new one. Memory is
+/// bounded whatever the run's length: the [`TRACKED_EPISODES`] worst closed episodes are kept (their trace
+/// pinned through [`Retain`]), and every episode's worst value is counted in a histogram, so the number
+/// above any threshold is known at the end.
+pub struct EpisodeTracker {
+    open: Vec<Candidate>,
+    worst: Vec<Candidate>,
+    counts: hdrhistogram::Histogram<u64>,
+    next_id: u64,
+}
+
+impl Default for EpisodeTracker {
+    fn default() -> Self {
+        EpisodeTracker {
+            open: Vec::new(),
+            worst: Vec::new(),
+            counts: crate::latency::new_histogram(),
+            next_id: 0,
+        }
+    }
+}
+
+impl EpisodeTracker {
+    /// Add one late sample; what the trace should keep or release is pushed to `retain`.
+    pub fn feed(&mut self, s: Late, retain: &mut Vec<Retain>) {
+        let lat = s.end_ns.saturating_sub(s.start_ns);
+        if let Some(i) = self.open.iter().position(|c| c.thread == s.thread) {
+            let c = &mut self.open[i];
+            if s.start_ns <= c.end_ns {
+                c.end_ns = c.end_ns.max(s.end_ns);
+                c.worst_ns = c.worst_ns.max(lat);
+                c.samples += 1;
+                return;
+            }
+            let done = self.open.swap_remove(i);
+            self.close(done, retain);
+        }
+        self.next_id += 1;
+        self.open.push(Candidate {
+            id: self.next_id,
+            thread: s.thread,
+            cpu: s.cpu,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            worst_ns: lat,
+            samples: 1,
+        });
+    }
+
+    /// Close every open episode (the probe has ended).
+    pub fn finish(&mut self, retain: &mut Vec<Retain>) {
+        for c in std::mem::take(&mut self.open) {
+            self.close(c, retain);
+        }
+    }
+
+    fn close(&mut self, c: Candidate, retain: &mut Vec<Retain>) {
+        self.counts.saturating_record(c.worst_ns.max(1));
+        if self.worst.len() < TRACKED_EPISODES {
+            retain.push(Retain::Keep {
+                id: c.id,
+                from: c.start_ns,
+                to: c.end_ns,
+            });
+            self.worst.push(c);
+            return;
+        }
+        let Some((i, least)) = self
+            .worst
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, w)| w.worst_ns)
+        else {
+            return;
+        };
+        if c.worst_ns > least.worst_ns {
+            retain.push(Retain::Release(least.id));
+            retain.push(Retain::Keep {
+                id: c.id,
+                from: c.start_ns,
+                to: c.end_ns,
+            });
+            self.worst[i] = c;
+        }
+    }
+
+    /// The closed episodes at or above `threshold_ns`, worst first (at most [`TRACKED_EPISODES`]), and how
+    /// many closed episodes are at or above it in all: exact while the kept ones include every episode above
+    /// it, else from the histogram of every episode's worst value (3 significant digits).
+    pub fn above(&self, threshold_ns: u64) -> (Vec<Candidate>, u64) {
+        let mut kept: Vec<Candidate> = self
+            .worst
+            .iter()
+            .filter(|c| c.worst_ns >= threshold_ns)
+            .copied()
+            .collect();
+        kept.sort_by_key(|c| (std::cmp::Reverse(c.worst_ns), c.start_ns));
+        // Every episode above the threshold is among the kept unless all the kept ones are above it.
+        if self.worst.len() < TRACKED_EPISODES || kept.len() < self.worst.len() {
+            let n = kept.len() as u64;
+            return (kept, n);
+        }
+        let counted: u64 = self
+            .counts
+            .iter_recorded()
+            .filter(|v| v.value_iterated_to() >= threshold_ns)
+            .map(|v| v.count_at_value())
+            .sum();
+        let n = counted.max(kept.len() as u64);
+        (kept, n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,17 +822,19 @@ mod tests {
         let c = breakdown(0, 100, &[]);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].kind, CauseKind::Unattributed);
-        let b = SpikeBreakdown {
+        let b = Episode {
             cpu: 1,
             thread: 0,
             start_mono_ns: 0,
             window_ns: 100,
+            samples: 1,
+            worst_ns: 100,
             causes: c,
             steal_ns: 0,
         };
         assert!(b.top().is_none());
         assert!(b.sentence().starts_with("100 % unattributed"));
-        let stolen = SpikeBreakdown {
+        let stolen = Episode {
             steal_ns: 20_000_000,
             ..b
         };
@@ -448,6 +844,177 @@ mod tests {
                 .ends_with("steal 20.0 ms in that interval)"),
             "{}",
             stolen.sentence()
+        );
+    }
+
+    fn late(thread: u32, start_ns: u64, end_ns: u64) -> Late {
+        Late {
+            thread,
+            cpu: thread,
+            start_ns,
+            end_ns,
+        }
+    }
+
+    #[test]
+    fn the_late_samples_of_one_stall_are_one_episode() {
+        // A 5 ms stall of a 1 ms timer: five late samples whose windows overlap (each woke at ~5.0 ms).
+        let mut t = EpisodeTracker::default();
+        let mut r = Vec::new();
+        for k in 0..5u64 {
+            t.feed(
+                late(0, 300_000 + k * 1_000_000, 5_000_000 + k * 1_000),
+                &mut r,
+            );
+        }
+        // A second stall on the same thread, later, and one on another thread at the same time.
+        t.feed(late(0, 500_000_000, 505_000_000), &mut r);
+        t.feed(late(1, 300_000, 2_000_000), &mut r);
+        t.finish(&mut r);
+        let (eps, total) = t.above(1_000_000);
+        assert_eq!(total, 3);
+        assert_eq!(eps.len(), 3);
+        let first = eps
+            .iter()
+            .find(|e| e.thread == 0 && e.start_ns == 300_000)
+            .unwrap();
+        assert_eq!(
+            (first.samples, first.worst_ns, first.end_ns),
+            (5, 4_700_000, 5_004_000)
+        );
+        assert_eq!(eps[0].worst_ns, 5_000_000, "worst first");
+        assert_eq!(
+            r.iter()
+                .filter(|x| matches!(x, Retain::Keep { .. }))
+                .count(),
+            3
+        );
+        // Nothing above a threshold above every episode.
+        assert_eq!(t.above(6_000_000), (Vec::new(), 0));
+    }
+
+    #[test]
+    fn the_tracker_keeps_the_worst_and_counts_the_rest() {
+        let mut t = EpisodeTracker::default();
+        let mut r = Vec::new();
+        let n = TRACKED_EPISODES as u64 + 100;
+        for k in 0..n {
+            // Separate samples 1 ms apart; latency grows with k, so the first 100 are pushed out.
+            t.feed(late(0, k * 1_000_000, k * 1_000_000 + 10_000 + k), &mut r);
+        }
+        t.finish(&mut r);
+        let (eps, total) = t.above(0);
+        assert_eq!(eps.len(), TRACKED_EPISODES);
+        assert_eq!(total, n);
+        assert_eq!(
+            eps.last().unwrap().worst_ns,
+            10_100,
+            "the least of the kept is the 101st"
+        );
+        let released = r.iter().filter(|x| matches!(x, Retain::Release(_))).count();
+        assert_eq!(released, 100);
+        let (above, total) = t.above(10_000 + n - 10);
+        assert_eq!(
+            (above.len(), total),
+            (10, 10),
+            "exact while the kept include them all"
+        );
+    }
+
+    #[test]
+    fn the_rule_sits_well_above_the_body() {
+        assert_eq!(rule_threshold(15_000, 25_000), 115_000);
+        assert_eq!(rule_threshold(2_000, 3_000), 12_000);
+        assert_eq!(
+            rule_threshold(1_000, 1_000),
+            3_000,
+            "a tight distribution: 3 × p90"
+        );
+        assert_eq!(rule_threshold(u64::MAX, u64::MAX), u64::MAX);
+    }
+
+    fn iv(
+        start_s: u64,
+        loc: u64,
+        net_rx: u64,
+        steal_ms: u64,
+        run_delay_ms: Option<u64>,
+    ) -> IntervalCounters {
+        IntervalCounters {
+            cpu: 1,
+            start_ns: start_s * 1_000_000_000,
+            len_ns: 1_000_000_000,
+            irqs: vec![("LOC".into(), loc)],
+            softirqs: vec![("NET_RX".into(), net_rx)],
+            steal_ns: steal_ms * 1_000_000,
+            run_delay_ns: run_delay_ms.map(|m| m * 1_000_000),
+            ..IntervalCounters::default()
+        }
+    }
+
+    #[test]
+    fn a_worst_interval_like_the_others_points_outside_the_kernel() {
+        // Ten ordinary seconds; the worst (at 4 s) has the usual tick and a little more, and 6 ms of steal.
+        let mut counters: Vec<IntervalCounters> =
+            (0..10).map(|s| iv(s, 250, 2, 0, Some(1))).collect();
+        counters[4] = iv(4, 271, 3, 6, Some(1));
+        let why = Why {
+            counters,
+            ..Why::default()
+        };
+        let v = why.explain_interval(1, 4_000_000_000, 6_890_000).unwrap();
+        assert!(v.risen.is_empty(), "{:?}", v.risen);
+        let s = v.sentence();
+        assert!(
+            s.starts_with("nothing in this kernel rose above its typical interval"),
+            "{s}"
+        );
+        assert!(
+            s.contains("steal 6.0 ms")
+                && s.contains("outside this kernel")
+                && s.contains("hypervisor"),
+            "{s}"
+        );
+        assert!(s.contains("--trace"), "{s}");
+    }
+
+    #[test]
+    fn what_rose_is_named_against_its_typical_value() {
+        let mut counters: Vec<IntervalCounters> =
+            (0..10).map(|s| iv(s, 250, 2, 0, Some(1))).collect();
+        // A network storm and a thread that held the CPU for 5 ms.
+        counters[7] = iv(7, 260, 500, 0, Some(6));
+        let why = Why {
+            counters,
+            ..Why::default()
+        };
+        let v = why.explain_interval(1, 7_000_000_000, 5_000_000).unwrap();
+        let names: Vec<&str> = v.risen.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["run-queue wait (another task held the CPU)", "NET_RX"],
+            "{v:?}"
+        );
+        let s = v.sentence();
+        assert!(
+            s.starts_with("rose above the typical interval: run-queue wait (another task held the CPU) 6.0 ms (typically 1.0 ms), NET_RX 500 (typically 2)"),
+            "{s}"
+        );
+        assert!(!s.contains("outside this kernel"), "{s}");
+        // No steal and no per-task wait: the sentence says what could not be seen.
+        let quiet: Vec<IntervalCounters> = (0..3).map(|s| iv(s, 250, 2, 0, None)).collect();
+        let why = Why {
+            counters: quiet,
+            ..Why::default()
+        };
+        let s = why.explain_interval(1, 0, 1_000_000).unwrap().sentence();
+        assert!(
+            s.contains("no per-task run-queue wait") && s.contains("no steal reported"),
+            "{s}"
+        );
+        assert!(
+            why.explain_interval(2, 0, 1).is_none(),
+            "no counters for that CPU"
         );
     }
 }

@@ -87,6 +87,9 @@ pub struct Spike {
     pub latency_ns: u64,
     /// CLOCK_MONOTONIC time of the wake-up, ns.
     pub monotonic_ns: u64,
+    /// The CPU the thread woke on, where the thread was not pinned (a pinned thread's is in the config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
 }
 
 /// One measurement thread.
@@ -126,6 +129,9 @@ pub struct CyclicThread {
     /// Timeline intervals lost because the reader fell behind (should be 0).
     #[serde(default)]
     pub timeline_dropped: u64,
+    /// Late samples not handed to the episode tracker because its ring was full (should be 0).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub late_dropped: u64,
 }
 
 /// The whole probe.

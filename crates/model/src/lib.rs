@@ -34,5 +34,10 @@ pub mod verdict;
 pub use cpuset::CpuSet;
 pub use units::Nanos;
 
+/// For `skip_serializing_if`: a zero count is left out of the document.
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Version of the run-document schema. Bump on any incompatible change; additive fields keep it.
 pub const SCHEMA_VERSION: u32 = 1;

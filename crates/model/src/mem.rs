@@ -108,6 +108,9 @@ pub struct MemResult {
     /// The NUMA latency/bandwidth matrix, one cell per (CPU node, memory node); empty without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub numa: Vec<NumaCell>,
+    /// The load generated while the probe measured (`run --load`), as achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::LoadResult>,
 }
 
 /// `4k`, `1536k`, `32m`, `1g`: size keys and labels (binary units, exact).

@@ -109,6 +109,26 @@ pub struct Profile {
     pub gates: Vec<Gate>,
 }
 
+impl Profile {
+    /// The lowest latency bound the gates put on the samples of a `kind` probe (`cyclic.max`,
+    /// `cyclic.samples_at_or_above`'s threshold, `oslat.max`), with the gate's metric: where a spike episode
+    /// starts to matter for this profile.
+    pub fn latency_bound(&self, kind: ProbeKind) -> Option<(u64, crate::verdict::Metric)> {
+        use crate::verdict::Metric;
+        self.gates
+            .iter()
+            .filter_map(|g| match (kind, g.metric) {
+                (ProbeKind::Cyclic, Metric::CyclicMaxNs)
+                | (ProbeKind::Oslat, Metric::OslatMaxNs) => Some((g.max, g.metric)),
+                (ProbeKind::Cyclic, Metric::CyclicSamplesAtOrAbove { threshold_ns }) => {
+                    Some((threshold_ns, g.metric))
+                }
+                _ => None,
+            })
+            .min_by_key(|b| b.0)
+    }
+}
+
 /// One line for a TOML error: its message and position. (toml's own display quotes the offending source
 /// line, which for a hostile one-line file is the whole file.)
 fn toml_error(text: &str, e: &toml::de::Error) -> String {
@@ -358,6 +378,15 @@ mod tests {
             assert_eq!(&p.name, name);
         }
         let vpr = builtin("vpr").unwrap();
+        assert_eq!(
+            vpr.latency_bound(ProbeKind::Cyclic).map(|b| b.0),
+            Some(120_000),
+            "vpr's 120 µs gates"
+        );
+        assert_eq!(
+            builtin("quick").unwrap().latency_bound(ProbeKind::Cyclic),
+            None
+        );
         assert_eq!(
             vpr.gates[1],
             Gate {

@@ -264,16 +264,16 @@ impl ProbeResult {
         }
     }
 
-    /// The load generated while a timed probe (timer latency, OS noise) measured, as achieved; `None` for an
-    /// idle run and for the other probes.
+    /// The load generated while the probe measured, as achieved; `None` for an idle run and for the NUMA
+    /// locality probe (which observes other processes and is never loaded).
     pub fn load(&self) -> Option<&crate::load::LoadResult> {
         match self {
             ProbeResult::Cyclic(c) => c.load.as_ref(),
             ProbeResult::Oslat(o) => o.load.as_ref(),
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => None,
+            ProbeResult::Net(n) => n.load.as_ref(),
+            ProbeResult::Ops(o) => o.load.as_ref(),
+            ProbeResult::Mem(m) => m.load.as_ref(),
+            ProbeResult::Numa(_) => None,
         }
     }
 

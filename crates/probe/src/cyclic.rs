@@ -45,6 +45,9 @@ pub struct CyclicPlan {
     pub main_cpus: Option<CpuSet>,
     /// Capacity of the spike list per thread (cyclictest `--spike-nodes`).
     pub spike_nodes: usize,
+    /// Samples at or above this are handed to the main thread as they happen (the observer's
+    /// [`Observer::late`]), for spike episodes; `None` hands none over.
+    pub late_floor_ns: Option<u64>,
     /// NUMA node of each thread's CPU, for the result.
     pub nodes: Vec<Option<u32>>,
     /// How often the main thread wakes to publish live figures and drain timelines.
@@ -145,12 +148,17 @@ struct ThreadParams {
 struct ThreadRings {
     timeline: rtrb::Producer<TimelineEntry>,
     hist: Filler<Histogram>,
+    /// Late samples (at or above the plan's `late_floor_ns`), as they happen.
+    late: Option<rtrb::Producer<Spike>>,
 }
 
 /// Main-thread side of the rings, with everything collected so far.
 struct Collector {
     timeline_rx: Vec<rtrb::Consumer<TimelineEntry>>,
     hist_rx: Vec<Emptier<Histogram>>,
+    late_rx: Vec<rtrb::Consumer<Spike>>,
+    /// Late samples drained since the observer last saw them.
+    late: Vec<Spike>,
     timelines: Vec<Vec<TimelineEntry>>,
     merged: Vec<Histogram>,
     windows: Vec<WindowRecorder>,
@@ -164,6 +172,11 @@ impl Collector {
         for i in 0..self.timelines.len() {
             while let Ok(e) = self.timeline_rx[i].pop() {
                 self.timelines[i].push(e);
+            }
+            if let Some(rx) = self.late_rx.get_mut(i) {
+                while let Ok(s) = rx.pop() {
+                    self.late.push(s);
+                }
             }
             while let Some(mut h) = self.hist_rx[i].take() {
                 // Both histograms have the same fixed bounds, so adding cannot fail or resize.
@@ -194,6 +207,8 @@ struct ThreadState {
     tl_cur: TimelineEntry,
     tl_index: u64,
     tl_dropped: u64,
+    /// Late samples not handed over because the main thread's ring was full.
+    late_dropped: u64,
 }
 
 struct Linear {
@@ -310,6 +325,8 @@ fn spawn_threads(
     let mut col = Collector {
         timeline_rx: Vec::with_capacity(n),
         hist_rx: Vec::with_capacity(n),
+        late_rx: Vec::with_capacity(n),
+        late: Vec::new(),
         timelines: vec![Vec::new(); n],
         merged: (0..n).map(|_| latency::new_histogram()).collect(),
         windows: (0..n)
@@ -329,7 +346,18 @@ fn spawn_threads(
         let (hist, hist_rx) = handover::channel(spares);
         col.timeline_rx.push(timeline_rx);
         col.hist_rx.push(hist_rx);
-        let rings = ThreadRings { timeline, hist };
+        let late = plan.late_floor_ns.map(|_| {
+            // Room for eight ticks of every sample being late, so a starved main thread loses none.
+            let per_tick = plan.tick.as_nanos() as u64 / interval_ns.max(1);
+            let (tx, rx) = rtrb::RingBuffer::new((8 * per_tick + 64).min(1 << 20) as usize);
+            col.late_rx.push(rx);
+            tx
+        });
+        let rings = ThreadRings {
+            timeline,
+            hist,
+            late,
+        };
         let priority = if cfg.priospread {
             (cfg.priority - i as i32).max(1)
         } else {
@@ -378,6 +406,10 @@ fn drive(
     loop {
         std::thread::sleep(plan.tick);
         col.drain();
+        if !col.late.is_empty() {
+            observer.late(&col.late);
+            col.late.clear();
+        }
         for (i, s) in snaps.iter_mut().enumerate() {
             *s = live.shared[i].snapshot(live.intervals[i]);
         }
@@ -447,6 +479,7 @@ fn assemble(
             timeline,
             windows: win.windows(),
             timeline_dropped: s.tl_dropped,
+            late_dropped: s.late_dropped,
         });
     }
     spikes.sort_by_key(|s| (s.monotonic_ns, s.thread));
@@ -527,6 +560,7 @@ fn checkpoint_result(
                 timeline: col.timelines[i].clone(),
                 windows: col.windows[i].windows(),
                 timeline_dropped: 0,
+                late_dropped: 0,
             }
         })
         .collect();
@@ -618,6 +652,7 @@ impl ThreadState {
                 cycle: 0,
                 latency_ns: 0,
                 monotonic_ns: 0,
+                cpu: None,
             },
         );
         let mut s = ThreadState {
@@ -637,6 +672,7 @@ impl ThreadState {
             tl_cur: TimelineEntry::default(),
             tl_index: 0,
             tl_dropped: 0,
+            late_dropped: 0,
         };
         if let Some(l) = s.linear.as_mut() {
             for b in l.buckets.iter_mut() {
@@ -681,6 +717,7 @@ impl ThreadState {
                         cycle,
                         latency_ns: lat,
                         monotonic_ns: woke_ns,
+                        cpu: None,
                     });
                 }
             }
@@ -760,6 +797,27 @@ fn measure(
         };
         let cycle = st.cycles;
         st.record(lat, cycle, now, index, cfg);
+        if let (Some(floor), Some(tx)) = (plan.late_floor_ns, rings.late.as_mut()) {
+            if lat >= floor {
+                // An unpinned thread says where it woke (vDSO getcpu, no system call); a pinned one's CPU
+                // is in the plan.
+                let cpu = match p.cpu {
+                    Some(c) => c,
+                    // SAFETY: sched_getcpu has no preconditions.
+                    None => unsafe { libc::sched_getcpu() }.max(0) as u32,
+                };
+                let s = Spike {
+                    thread: index,
+                    cycle,
+                    latency_ns: lat,
+                    monotonic_ns: now,
+                    cpu: Some(cpu),
+                };
+                if tx.push(s).is_err() {
+                    st.late_dropped += 1;
+                }
+            }
+        }
         let missed = lat >= interval;
         if missed {
             st.missed += 1;
@@ -844,6 +902,7 @@ mod tests {
             dma_latency_us: None,
             main_cpus: None,
             spike_nodes: 16,
+            late_floor_ns: None,
             nodes: vec![None; threads as usize],
             tick: Duration::from_millis(20),
         }

@@ -396,6 +396,7 @@ fn measure_all(plan: &MemPlan) -> Result<MemResult, String> {
         steps,
         bandwidth,
         numa,
+        load: None,
     })
 }
 

@@ -18,6 +18,10 @@ pub trait Observer<R, L: ?Sized = ()> {
     /// what was measured so far (it merges histograms: call it only when a checkpoint is due, every few
     /// seconds, not every tick).
     fn tick(&mut self, _elapsed: Duration, _live: &L, _checkpoint: &mut dyn FnMut() -> R) {}
+
+    /// The timer probe's late samples (at or above its plan's `late_floor_ns`) since the last call, each
+    /// thread's in time order, delivered just before a tick. Other probes never call it.
+    fn late(&mut self, _late: &[rtgauge_model::cyclic::Spike]) {}
 }
 
 /// A closure over the elapsed time and the live figures observes the ticks only.

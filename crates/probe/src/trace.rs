@@ -245,26 +245,66 @@ fn field<'a>(fields: &'a str, key: &str, until: Option<&str>) -> Option<&'a str>
     v.get(..end)
 }
 
-/// Kernel priority (0–139) as a policy word: below 100 is real-time (rt priority 99 − prio).
-pub fn prio_name(prio: i64) -> String {
-    if (0..100).contains(&prio) {
-        format!("RT {}", 99 - prio)
+/// Kernel priority (0–139, −1 for SCHED_DEADLINE) as a policy word: below 100 is real-time (rt priority
+/// 99 − prio) under `policy` ("FIFO", "RR"; "RT" when unknown).
+pub fn prio_name(prio: i64, policy: Option<&str>) -> String {
+    if prio < 0 {
+        "DEADLINE".to_string()
+    } else if prio < 100 {
+        format!("{} {}", policy.unwrap_or("RT"), 99 - prio)
     } else {
         "CFS".to_string()
     }
 }
 
+/// The real-time policy of thread `tid` now ("FIFO", "RR"), from `/proc/<tid>/stat` (field 41, `policy`,
+/// proc(5)); `None` for other policies or a thread that is gone.
+pub fn read_rt_policy(tid: i64) -> Option<&'static str> {
+    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    // The comm (field 2) may hold spaces and parentheses: count fields after its closing one.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    match rest.split_whitespace().nth(41 - 3)? {
+        "1" => Some("FIFO"),
+        "2" => Some("RR"),
+        _ => None,
+    }
+}
+
+/// A thread as spans name it: "comm/pid FIFO 50", at the highest priority it had over the span.
+fn thread_name(comm: &str, pid: i64, prio: i64, policy: fn(i64) -> Option<&'static str>) -> String {
+    let p = if (0..100).contains(&prio) {
+        policy(pid)
+    } else {
+        None
+    };
+    format!("{comm}/{pid} {}", prio_name(prio, p))
+}
+
 /// Folds one CPU's events into spans.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Folder {
     /// Open entry events: kind, name, start.
     stack: Vec<(CauseKind, String, u64)>,
-    /// The running thread since: (name, pid, since).
-    running: Option<(String, i64, u64)>,
+    /// The running thread since: (comm, pid, since, kernel priority at its switch-in).
+    running: Option<(String, i64, u64, i64)>,
     /// Threads not to charge (the probe's own) and the idle task (pid 0) are left out.
     pub exclude: Vec<i64>,
     /// Events folded so far.
     pub events: u64,
+    /// How a real-time thread's policy is found (FIFO or RR: the trace gives only the priority).
+    pub policy: fn(i64) -> Option<&'static str>,
+}
+
+impl Default for Folder {
+    fn default() -> Self {
+        Folder {
+            stack: Vec::new(),
+            running: None,
+            exclude: Vec::new(),
+            events: 0,
+            policy: read_rt_policy,
+        }
+    }
 }
 
 impl Folder {
@@ -322,38 +362,39 @@ impl Folder {
                 // Who ran up to this switch is what its prev_* fields say. The switch into that thread can be
                 // missing from the trace (seen on this project's 6.18 guest kernel: an idle → task switch
                 // after a wake-up from D state was not traced), so when the recorded thread is not the one
-                // switching out, the one switching out is charged from the last recorded switch.
-                let prev_pid: Option<i64> =
-                    field(event.fields, "prev_pid=", None).and_then(|v| v.parse().ok());
-                if let Some((name, pid, since)) = self.running.take() {
-                    let (name, pid) = match prev_pid {
-                        Some(p) if p != pid => {
-                            let comm = field(event.fields, "prev_comm=", Some(" prev_pid="))
-                                .unwrap_or("?");
-                            let prio: i64 = field(event.fields, "prev_prio=", None)
-                                .and_then(|v| v.parse().ok())
-                                .unwrap_or(120);
-                            (format!("{comm}/{p} {}", prio_name(prio)), p)
-                        }
-                        _ => (name, pid),
+                // switching out, the one switching out is charged from the last recorded switch. A thread is
+                // named at the highest priority it had at either end of its span: one that raised itself to
+                // FIFO 50 while running switched in as CFS, and it held the CPU as FIFO 50.
+                let num = |key: &str, default: i64| -> i64 {
+                    field(event.fields, key, None)
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(default)
+                };
+                let prev_pid = field(event.fields, "prev_pid=", None).and_then(|v| v.parse().ok());
+                let prev_prio = num("prev_prio=", 120);
+                if let Some((comm, pid, since, prio_in)) = self.running.take() {
+                    let (comm, pid, prio) = match prev_pid {
+                        Some(p) if p != pid => (
+                            field(event.fields, "prev_comm=", Some(" prev_pid="))
+                                .unwrap_or("?")
+                                .to_string(),
+                            p,
+                            prev_prio,
+                        ),
+                        _ => (comm, pid, prio_in.min(prev_prio)),
                     };
                     if pid != 0 && !self.exclude.contains(&pid) {
                         out.push(Span {
                             start_ns: since,
                             end_ns: t,
                             kind: CauseKind::Thread,
-                            name,
+                            name: thread_name(&comm, pid, prio, self.policy),
                         });
                     }
                 }
                 let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
-                let pid: i64 = field(event.fields, "next_pid=", None)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let prio: i64 = field(event.fields, "next_prio=", None)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(120);
-                self.running = Some((format!("{comm}/{pid} {}", prio_name(prio)), pid, t));
+                let pid = num("next_pid=", 0);
+                self.running = Some((comm.to_string(), pid, t, num("next_prio=", 120)));
             }
             n => {
                 if let Some(v) = n.strip_suffix("_entry") {
@@ -367,12 +408,12 @@ impl Folder {
 
     /// The thread running now as a span up to `now` (for windows that end before its switch-out).
     fn running_span(&self, now: u64) -> Option<Span> {
-        let (name, pid, since) = self.running.as_ref()?;
+        let (comm, pid, since, prio) = self.running.as_ref()?;
         (*pid != 0 && !self.exclude.contains(pid)).then(|| Span {
             start_ns: *since,
             end_ns: now,
             kind: CauseKind::Thread,
-            name: name.clone(),
+            name: thread_name(comm, *pid, *prio, self.policy),
         })
     }
 }
@@ -384,7 +425,8 @@ struct CpuTrace {
     partial: Vec<u8>,
     folder: Folder,
     spans: VecDeque<Span>,
-    kept: Vec<Span>,
+    /// Spans past the rolling window kept for a pin, with the pin's id.
+    kept: Vec<(u64, Span)>,
     last_ts: u64,
     /// Unpinned spans ending before this were dropped.
     pruned_before: u64,
@@ -398,7 +440,8 @@ pub struct TraceSession {
     buf: Vec<u8>,
     /// Spans older than this (ns before the newest event) are dropped unless pinned.
     pub keep_ns: u64,
-    pins: Vec<(u64, u64)>,
+    /// Ranges kept past the rolling window: (id, from, to).
+    pins: Vec<(u64, u64, u64)>,
     /// Instances of killed runs removed at start.
     pub cleaned: usize,
     started_ns: u64,
@@ -469,9 +512,17 @@ impl TraceSession {
         }
     }
 
-    /// Keep the spans in `[from, to]` (CLOCK_MONOTONIC ns) past the rolling window.
-    pub fn pin(&mut self, from: u64, to: u64) {
-        self.pins.push((from, to));
+    /// Keep the spans in `[from, to]` (CLOCK_MONOTONIC ns) past the rolling window, under `id`.
+    pub fn pin(&mut self, id: u64, from: u64, to: u64) {
+        self.pins.push((id, from, to));
+    }
+
+    /// Let the spans kept for pin `id` go (those no other pin holds).
+    pub fn unpin(&mut self, id: u64) {
+        self.pins.retain(|p| p.0 != id);
+        for c in &mut self.cpus {
+            c.kept.retain(|(i, _)| *i != id);
+        }
     }
 
     /// Read what the kernel has buffered on every CPU (non-blocking) and fold it.
@@ -504,12 +555,10 @@ impl TraceSession {
             while c.spans.front().is_some_and(|s| s.end_ns < horizon) {
                 if let Some(s) = c.spans.pop_front() {
                     c.pruned_before = c.pruned_before.max(s.end_ns);
-                    if self
-                        .pins
-                        .iter()
-                        .any(|&(a, b)| s.end_ns >= a && s.start_ns <= b)
-                    {
-                        c.kept.push(s);
+                    for &(id, a, b) in &self.pins {
+                        if s.end_ns >= a && s.start_ns <= b {
+                            c.kept.push((id, s.clone()));
+                        }
                     }
                 }
             }
@@ -528,14 +577,22 @@ impl TraceSession {
                     .unwrap_or_default();
             data.lost += parse_overrun(&stats);
             data.events += c.folder.events;
-            let mut spans: Vec<Span> = std::mem::take(&mut c.kept);
+            // A span kept for two overlapping pins is kept once.
+            let mut spans: Vec<Span> = std::mem::take(&mut c.kept)
+                .into_iter()
+                .map(|k| k.1)
+                .collect();
+            spans.sort_by(|a, b| {
+                (a.start_ns, a.end_ns, &a.name).cmp(&(b.start_ns, b.end_ns, &b.name))
+            });
+            spans.dedup();
             spans.extend(c.spans.drain(..));
             spans.extend(c.folder.running_span(c.last_ts));
             data.pruned_before.insert(c.cpu, c.pruned_before);
             data.spans.insert(c.cpu, spans);
         }
         data.started_ns = self.started_ns;
-        data.pins = std::mem::take(&mut self.pins);
+        data.pins = self.pins.iter().map(|&(_, a, b)| (a, b)).collect();
         data
     }
 }
@@ -615,6 +672,7 @@ mod tests {
     fn lines_fold_into_spans_and_break_down() {
         let mut f = Folder {
             exclude: vec![9],
+            policy: |_| None,
             ..Folder::default()
         };
         let mut out = Vec::new();
@@ -663,15 +721,54 @@ mod tests {
         let lines = "\
  rcu_preempt-15 [001] d..2. 17722.609578: sched_switch: prev_comm=rcu_preempt prev_pid=15 prev_prio=120 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120
  bash-13251 [001] d..2. 17722.614540: sched_switch: prev_comm=bash prev_pid=13251 prev_prio=49 prev_state=Z ==> next_comm=rtgauge-cyc0 next_pid=13253 next_prio=89";
-        let mut f = Folder::default();
+        let mut f = Folder {
+            policy: |_| Some("FIFO"),
+            ..Folder::default()
+        };
         let mut out = Vec::new();
         for l in lines.lines() {
             f.feed(&parse_line(l).expect(l), &mut out);
         }
         assert_eq!(out.len(), 1, "{out:?}");
-        assert_eq!(out[0].name, "bash/13251 RT 50");
+        assert_eq!(out[0].name, "bash/13251 FIFO 50");
         assert_eq!(out[0].end_ns - out[0].start_ns, 4_962_000);
         assert_eq!(out[0].kind, CauseKind::Thread);
+    }
+
+    #[test]
+    fn a_thread_that_raised_its_priority_while_running_is_named_at_it() {
+        // Switched in as CFS, made itself FIFO 50 while running (no switch), switched out at prio 49: it held
+        // the CPU over the probe as FIFO 50, not as the CFS thread it was at its switch-in.
+        let lines = "\
+ swapper/1-0 [001] d..2. 100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=spinner next_pid=4242 next_prio=120
+ spinner-4242 [001] d..2. 100.005000: sched_switch: prev_comm=spinner prev_pid=4242 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        let mut f = Folder {
+            policy: |pid| (pid == 4242).then_some("FIFO"),
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in lines.lines() {
+            f.feed(&parse_line(l).expect(l), &mut out);
+        }
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].name, "spinner/4242 FIFO 50");
+    }
+
+    #[test]
+    fn the_policy_of_a_live_thread_is_read_from_proc() {
+        // This test's own thread: SCHED_OTHER, so no real-time policy.
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        assert_eq!(read_rt_policy(i64::from(tid)), None);
+        let t = std::thread::spawn(|| {
+            let p = libc::sched_param { sched_priority: 5 };
+            // SAFETY: valid parameters for the calling thread.
+            let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &p) };
+            assert_eq!(rc, 0, "needs root");
+            // SAFETY: gettid has no preconditions.
+            read_rt_policy(i64::from(unsafe { libc::gettid() }))
+        });
+        assert_eq!(t.join().unwrap(), Some("RR"));
     }
 
     #[test]
@@ -688,8 +785,11 @@ mod tests {
         }
         let e = parse_line("a-1 [000] .... 12.5: ev: f=1").expect("short fraction");
         assert_eq!(e.ts_ns, 12_500_000_000);
-        assert_eq!(prio_name(4), "RT 95");
-        assert_eq!(prio_name(120), "CFS");
+        assert_eq!(prio_name(4, None), "RT 95");
+        assert_eq!(prio_name(49, Some("FIFO")), "FIFO 50");
+        assert_eq!(prio_name(120, Some("FIFO")), "CFS");
+        assert_eq!(prio_name(-1, None), "DEADLINE");
+        assert_eq!(read_rt_policy(i64::from(i32::MAX)), None, "no such thread");
         assert_eq!(parse_overrun("entries: 1\noverrun: 42\n"), 42);
         let names = vec![
             "rtgauge-1".to_string(),

@@ -72,6 +72,7 @@ fn allocations_for(loops: u64) -> u64 {
         dma_latency_us: None,
         main_cpus: None,
         spike_nodes: 64,
+        late_floor_ns: Some(0), // every sample is late: exercises the late-sample ring
         nodes: vec![None],
         tick: Duration::from_millis(10),
     };

@@ -1,13 +1,14 @@
-//! The "why" of a latency probe in words: the counters of each CPU's worst timeline interval, and the
-//! breakdown of the worst traced spikes (terminal), plus the shares a stacked bar or a comparison needs.
+//! The "why" of a latency probe in words: each CPU's worst timeline interval against its typical interval
+//! (what rose, or that nothing in this kernel did), and the breakdown of the traced spike episodes
+//! (terminal), plus the shares a stacked bar or a comparison needs.
 
-use rtgauge_model::attribution::{CauseKind, SpikeBreakdown, Why};
+use rtgauge_model::attribution::{CauseKind, Episode, Why};
 use rtgauge_model::latency::TimelineEntry;
 use rtgauge_model::run::ProbeResult;
 use std::fmt::Write as _;
 
-/// Spikes printed in the terminal summary.
-pub const TERMINAL_SPIKES: usize = 5;
+/// Episodes printed in the terminal summary.
+pub const TERMINAL_EPISODES: usize = 5;
 
 /// Each measured CPU with its timeline.
 pub type CpuTimelines<'a> = Vec<(u32, &'a [TimelineEntry])>;
@@ -43,7 +44,36 @@ pub fn why_of(probe: &ProbeResult) -> Option<(&Why, CpuTimelines<'_>)> {
     }
 }
 
-/// Terminal lines: the worst interval of each CPU with what rose in it, then the worst spikes' breakdowns.
+/// The worst timeline interval of each CPU and what its counters say: (CPU, interval, sentence).
+pub fn worst_intervals<'a>(
+    why: &Why,
+    timelines: &CpuTimelines<'a>,
+) -> Vec<(u32, &'a TimelineEntry, String)> {
+    timelines
+        .iter()
+        .filter_map(|(cpu, tl)| {
+            let worst = tl.iter().max_by_key(|e| e.max_ns)?;
+            let v = why.explain_interval(*cpu, worst.start_ns, worst.max_ns)?;
+            Some((*cpu, worst, v.sentence()))
+        })
+        .collect()
+}
+
+/// "3 episodes at or above 115.0 µs (max(p50 + 10 × (p90 − p50), 3 × p90)), 3 explained".
+pub fn episodes_line(why: &Why) -> String {
+    let thr = why.threshold.as_ref().map_or(String::new(), |t| {
+        format!(" at or above {:.1} µs ({})", t.ns as f64 / 1e3, t.rule)
+    });
+    format!(
+        "{} episode{}{thr}, {} explained",
+        why.episodes_total,
+        if why.episodes_total == 1 { "" } else { "s" },
+        why.episodes.len()
+    )
+}
+
+/// Terminal lines: the worst interval of each CPU against its typical interval, then the episodes'
+/// breakdowns.
 pub fn render_why(probe: &ProbeResult) -> String {
     let Some((why, timelines)) = why_of(probe) else {
         return String::new();
@@ -52,31 +82,29 @@ pub fn render_why(probe: &ProbeResult) -> String {
     if let Some(m) = &why.missing {
         let _ = writeln!(s, "  why: {m}");
     }
-    for (cpu, tl) in &timelines {
-        let Some(worst) = tl.iter().max_by_key(|e| e.max_ns) else {
-            continue;
-        };
-        let Some(c) = why.interval(*cpu, worst.start_ns) else {
-            continue;
-        };
+    for (cpu, worst, sentence) in worst_intervals(why, &timelines) {
         let _ = writeln!(
             s,
-            "  worst interval CPU {cpu} at {:.0} s (max {:.1} µs): {}",
+            "  worst interval CPU {cpu} at {:.0} s (max {:.1} µs): {sentence}",
             worst.start_ns as f64 / 1e9,
             worst.max_ns as f64 / 1e3,
-            c.summary()
         );
     }
     if let Some(t) = &why.trace {
         let _ = writeln!(
             s,
-            "  spikes traced: {} broken down ({} events read, {} lost, {} older than the trace kept)",
-            why.spikes.len(),
+            "  episodes: {} ({} events read, {} lost, {} older than the trace kept{})",
+            episodes_line(why),
             t.events,
             t.lost,
-            t.not_retained
+            t.not_retained,
+            if t.late_dropped > 0 {
+                format!(", {} late samples dropped", t.late_dropped)
+            } else {
+                String::new()
+            }
         );
-        for b in why.spikes.iter().take(TERMINAL_SPIKES) {
+        for b in why.episodes.iter().take(TERMINAL_EPISODES) {
             let _ = writeln!(s, "    {}", spike_line(b));
         }
     }
@@ -92,19 +120,24 @@ pub fn render_why(probe: &ProbeResult) -> String {
     s
 }
 
-/// "CPU 1 at 4718.530 s, 5012.3 µs: 98 % thread rtg-culprit/77 RT 95, 2 % unattributed (…)".
-pub fn spike_line(breakdown: &SpikeBreakdown) -> String {
+/// "CPU 1 at 4718.530 s, 5012.3 µs (5 late samples): 98 % thread rtg-culprit/77 FIFO 50, 2 % unattributed (…)".
+pub fn spike_line(e: &Episode) -> String {
+    let samples = if e.samples > 1 {
+        format!(" ({} late samples)", e.samples)
+    } else {
+        String::new()
+    };
     format!(
-        "CPU {} at {:.3} s, {:.1} µs: {}",
-        breakdown.cpu,
-        breakdown.start_mono_ns as f64 / 1e9,
-        breakdown.window_ns as f64 / 1e3,
-        breakdown.sentence()
+        "CPU {} at {:.3} s, {:.1} µs{samples}: {}",
+        e.cpu,
+        e.start_mono_ns as f64 / 1e9,
+        e.worst() as f64 / 1e3,
+        e.sentence()
     )
 }
 
 /// Shares of the spikes' total time per cause kind, %, largest first (for stacked bars and comparisons).
-pub fn kind_shares(spikes: &[SpikeBreakdown]) -> Vec<(CauseKind, f64)> {
+pub fn kind_shares(spikes: &[Episode]) -> Vec<(CauseKind, f64)> {
     let total: u64 = spikes.iter().map(|b| b.window_ns).sum();
     let mut by: Vec<(CauseKind, u64)> = Vec::new();
     for c in spikes.iter().flat_map(|b| &b.causes) {
@@ -129,7 +162,7 @@ pub fn kind_shares(spikes: &[SpikeBreakdown]) -> Vec<(CauseKind, f64)> {
 }
 
 /// The cause that took the largest share over all spikes, with that share: "80 % IRQ 24 virtio0-input".
-pub fn dominant(spikes: &[SpikeBreakdown]) -> Option<String> {
+pub fn dominant(spikes: &[Episode]) -> Option<String> {
     let total: u64 = spikes.iter().map(|b| b.window_ns).sum();
     let mut by: Vec<(CauseKind, &str, u64)> = Vec::new();
     for c in spikes.iter().flat_map(|b| &b.causes) {
@@ -163,7 +196,7 @@ fn colour(k: CauseKind) -> &'static str {
 }
 
 /// One spike as a stacked bar (SVG, 300 px wide), each cause a segment titled with its name and share.
-fn bar(b: &SpikeBreakdown) -> maud::Markup {
+fn bar(b: &Episode) -> maud::Markup {
     let w = b.window_ns.max(1) as f64;
     // (x, width) of each segment: the running sum of the widths before it.
     let mut x = 0.0;
@@ -187,50 +220,41 @@ fn bar(b: &SpikeBreakdown) -> maud::Markup {
     }
 }
 
-/// The HTML part of a probe's why: worst interval per CPU, and a table of the traced spikes with a stacked
-/// bar each (empty when the probe has no why).
+/// The HTML part of a probe's why: worst interval per CPU against its typical interval, and a table of the
+/// explained episodes with a stacked bar each (empty when the probe has no why).
 pub fn html(probe: &ProbeResult) -> maud::Markup {
     let Some((why, timelines)) = why_of(probe) else {
         return maud::html! {};
     };
-    let worst: Vec<(
-        u32,
-        &TimelineEntry,
-        &rtgauge_model::attribution::IntervalCounters,
-    )> = timelines
-        .iter()
-        .filter_map(|(cpu, tl)| {
-            let w = tl.iter().max_by_key(|e| e.max_ns)?;
-            Some((*cpu, w, why.interval(*cpu, w.start_ns)?))
-        })
-        .collect();
+    let worst = worst_intervals(why, &timelines);
     maud::html! {
-        h3 { "Why: what rose with the worst interval" }
+        h3 { "Why: the worst interval against the typical one" }
         @if let Some(m) = &why.missing { probe { (m) } }
         @if !worst.is_empty() {
             table {
-                tr { th { "CPU" } th { "interval start s" } th { "max µs" } th { "interrupts, softirqs, steal in it" } }
-                @for (cpu, e, c) in &worst {
-                    tr { td { (cpu) } td.n { (e.start_ns / 1_000_000_000) } td.n { (format!("{:.1}", e.max_ns as f64 / 1e3)) } td { (c.summary()) } }
+                tr { th { "CPU" } th { "interval start s" } th { "max µs" } th { "what the counters say" } }
+                @for (cpu, e, sentence) in &worst {
+                    tr { td { (cpu) } td.n { (e.start_ns / 1_000_000_000) } td.n { (format!("{:.1}", e.max_ns as f64 / 1e3)) } td { (sentence) } }
                 }
             }
         }
         @if let Some(t) = &why.trace {
-            h3 { "Spikes broken down (" (t.mechanism) ")" }
-            probe { (why.spikes.len()) " spikes; " (t.events) " events read, " (t.lost) " lost, " (t.not_retained) " older than the trace kept."
-                @if let Some(d) = dominant(&why.spikes) { " Overall: " (d) "." } }
+            h3 { "Spike episodes broken down (" (t.mechanism) ")" }
+            probe { (episodes_line(why)) "; " (t.events) " events read, " (t.lost) " lost, " (t.not_retained) " older than the trace kept."
+                @if let Some(d) = dominant(&why.episodes) { " Overall: " (d) "." } }
             table {
-                tr { th { "CPU" } th { "at s (CLOCK_MONOTONIC)" } th { "µs" } th { "causes" } th { "share" } }
-                @for b in why.spikes.iter().take(50) {
-                    tr { td { (b.cpu) } td.n { (format!("{:.3}", b.start_mono_ns as f64 / 1e9)) } td.n { (format!("{:.1}", b.window_ns as f64 / 1e3)) }
-                         td { (b.sentence()) } td { (bar(b)) } }
+                tr { th { "CPU" } th { "at s (CLOCK_MONOTONIC)" } th { "worst µs" } th { "late samples" } th { "causes" } th { "share" } }
+                @for b in why.episodes.iter().take(50) {
+                    tr { td { (b.cpu) } td.n { (format!("{:.3}", b.start_mono_ns as f64 / 1e9)) } td.n { (format!("{:.1}", b.worst() as f64 / 1e3)) }
+                         td.n { (b.samples) } td { (b.sentence()) } td { (bar(b)) } }
                 }
             }
         }
     }
 }
 
-/// "run B's spikes are 80 % IRQ 24 virtio0-input" for every run whose latency probes were traced.
+/// "run B's cyclic: 3 episodes at or above 115.0 µs (…), 3 explained; 80 % IRQ 24 virtio0-input" for every
+/// run whose latency probes were traced.
 pub fn compare_sentences(
     names: &[String],
     runs: &[&rtgauge_model::run::RunDocument],
@@ -239,14 +263,16 @@ pub fn compare_sentences(
     for (n, d) in names.iter().zip(runs) {
         for p in &d.probes {
             let Some((why, _)) = why_of(p) else { continue };
-            if let Some(s) = dominant(&why.spikes) {
-                let kind = if matches!(p, ProbeResult::Cyclic(_)) {
-                    "cyclic"
-                } else {
-                    "oslat"
-                };
-                out.push(format!("run {n}'s {kind} spikes are {s}"));
+            if why.trace.is_none() {
+                continue;
             }
+            let kind = if matches!(p, ProbeResult::Cyclic(_)) {
+                "cyclic"
+            } else {
+                "oslat"
+            };
+            let causes = dominant(&why.episodes).map_or(String::new(), |d| format!("; {d}"));
+            out.push(format!("run {n}'s {kind}: {}{causes}", episodes_line(why)));
         }
     }
     out
@@ -257,12 +283,14 @@ mod tests {
     use super::*;
     use rtgauge_model::attribution::Cause;
 
-    fn b(causes: &[(CauseKind, &str, u64)]) -> SpikeBreakdown {
-        SpikeBreakdown {
+    fn b(causes: &[(CauseKind, &str, u64)]) -> Episode {
+        Episode {
             cpu: 1,
             thread: 0,
             start_mono_ns: 4_000_000_000,
             window_ns: causes.iter().map(|c| c.2).sum(),
+            samples: 1,
+            worst_ns: 0,
             causes: causes
                 .iter()
                 .map(|&(kind, name, ns)| Cause {

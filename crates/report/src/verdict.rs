@@ -4,7 +4,7 @@
 //! the seeds' reference requirements (20 µs for RAN, seed 000; 120 µs for a virtual protection relay,
 //! seed 003), so the quick profile's page still says where the platform stands.
 
-use crate::spikes::{spike_line, why_of};
+use crate::spikes::{spike_line, why_of, worst_intervals};
 use crate::units::us_label;
 use maud::{html, Markup};
 use rtgauge_model::audit::{Finding, Status};
@@ -67,8 +67,9 @@ pub fn top_failures(doc: &RunDocument) -> Vec<&Finding> {
     f
 }
 
-/// The worst spike of the run in words, when its latency probes carry attribution: the largest traced
-/// spike's breakdown, else what rose with the worst timeline interval.
+/// The worst spike of the run in words, when its latency probes carry attribution: the worst explained
+/// episode's breakdown, else the worst timeline interval against its CPU's typical interval (what rose, or
+/// that nothing in this kernel did and where that points).
 pub fn worst_spike(doc: &RunDocument) -> Option<String> {
     let mut best: Option<(u64, String)> = None;
     let mut keep = |ns: u64, s: String| {
@@ -80,25 +81,19 @@ pub fn worst_spike(doc: &RunDocument) -> Option<String> {
         let Some((why, timelines)) = why_of(p) else {
             continue;
         };
-        if let Some(b) = why.spikes.iter().max_by_key(|b| b.window_ns) {
-            keep(b.window_ns, spike_line(b));
+        if let Some(b) = why.episodes.iter().max_by_key(|b| b.worst()) {
+            keep(b.worst(), spike_line(b));
             continue;
         }
-        for (cpu, tl) in &timelines {
-            let Some(w) = tl.iter().max_by_key(|e| e.max_ns) else {
-                continue;
-            };
-            if let Some(c) = why.interval(*cpu, w.start_ns) {
-                keep(
-                    w.max_ns,
-                    format!(
-                        "CPU {cpu}, interval at {:.0} s, max {}: {}",
-                        w.start_ns as f64 / 1e9,
-                        us_label(w.max_ns as f64),
-                        c.summary()
-                    ),
-                );
-            }
+        for (cpu, w, sentence) in worst_intervals(why, &timelines) {
+            keep(
+                w.max_ns,
+                format!(
+                    "CPU {cpu}, interval at {:.0} s, max {}: {sentence}",
+                    w.start_ns as f64 / 1e9,
+                    us_label(w.max_ns as f64),
+                ),
+            );
         }
     }
     best.map(|b| b.1)

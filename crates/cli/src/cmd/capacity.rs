@@ -257,7 +257,7 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
             let load = super::load::start(spec.as_ref(), None, &measured, &root)?;
             let measured_result = super::cyclic::measure(
                 &resolved.plan,
-                resolved.why,
+                &resolved.why,
                 true,
                 &stop,
                 &mut |_, _, _| {},

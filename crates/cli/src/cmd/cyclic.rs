@@ -35,7 +35,9 @@ use std::time::Duration;
     .requires("dry_run")))]
 pub struct CyclicArgs {
     /// Pin thread N to CPU N, or round-robin over CPUSET (kernel list syntax). Without --mainaffinity the
-    /// main thread is pinned to the same set, as cyclictest does.
+    /// main thread runs on the CPUs not measured (it reads the interval counters every second and drains
+    /// the live figures every 100 ms, work cyclictest's main thread does not do), or on the measured set,
+    /// as cyclictest does, when every online CPU is measured.
     #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1, default_missing_value = "")]
     pub affinity: Option<String>,
 
@@ -97,7 +99,7 @@ pub struct CyclicArgs {
     #[arg(short = 'm', long = "mlockall")]
     pub mlockall: bool,
 
-    /// Run the main (reporting) thread on CPUSET.
+    /// Run the main (reporting) thread on CPUSET (default: the online CPUs not measured, see -a).
     #[arg(long = "mainaffinity", value_name = "CPUSET")]
     pub mainaffinity: Option<String>,
 
@@ -139,12 +141,15 @@ pub struct CyclicArgs {
     #[arg(short = 'S', long = "smp")]
     pub smp: bool,
 
-    /// Record every sample above US (µs) with its timestamp.
+    /// Record every sample above US (µs) with its timestamp; with --trace, the episodes above US are
+    /// explained.
     #[arg(long = "spike", value_name = "US")]
     pub spike: Option<u64>,
 
-    /// Trace the measured CPUs' kernel events and break each spike (above --spike, else p99.99) down into
-    /// IRQs, softirqs, threads, kernel work and an unattributed remainder. Needs root and tracefs.
+    /// Trace the measured CPUs' kernel events and explain each spike episode (the late samples of one
+    /// stall), above --spike, else max(p50 + 10 × (p90 − p50), 3 × p90) of the run: IRQs, softirqs,
+    /// threads with their policy and priority, kernel work and an unattributed remainder, the worst 100
+    /// broken down and the rest counted. Needs root (tracefs is mounted if needed, and unmounted after).
     #[arg(long = "trace")]
     pub trace: bool,
 
@@ -281,22 +286,29 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
                 .filter(|c| online.contains(*c))
         })
         .collect();
-    let mut main_cpus = match &a.mainaffinity {
+    // The main thread samples counters, drains rings (and the trace): keep it off the measured CPUs when
+    // there is anywhere else to go (docs/cyclic.md: measured, 10+ alternating rounds).
+    let main_cpus = match &a.mainaffinity {
         Some(t) => Some(parse_cpus("--mainaffinity", t, &possible)?),
-        None => affinity.clone(),
-    };
-    if (a.trace || a.break_above.is_some()) && a.mainaffinity.is_none() {
-        // The main thread drains the trace: keep it off the measured CPUs when there is anywhere else to go.
-        let measured = CpuSet::new(cpus.iter().flatten().copied());
-        let rest = online.difference(&measured);
-        if rest.is_empty() {
-            notes.push(
-                "--trace: every online CPU is measured; the trace is read on a measured CPU".into(),
-            );
-        } else {
-            main_cpus = Some(rest);
+        None => {
+            let measured = CpuSet::new(cpus.iter().flatten().copied());
+            let rest = online.difference(&measured);
+            if measured.is_empty() {
+                // Threads not pinned: nowhere is "off the measured CPUs".
+                affinity.clone()
+            } else if rest.is_empty() {
+                if a.trace || a.break_above.is_some() {
+                    notes.push(
+                        "--trace: every online CPU is measured; the trace is read on a measured CPU"
+                            .into(),
+                    );
+                }
+                affinity.clone()
+            } else {
+                Some(rest)
+            }
         }
-    }
+    };
 
     let policy = a.policy.unwrap_or(if a.priority.is_some() {
         SchedPolicy::Fifo
@@ -346,14 +358,15 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
         skip_missed: a.skip_missed,
         hist_buckets,
         unit_ns: if a.nsecs { 1 } else { 1000 },
-        // --trace records spikes from a low floor so that the p99.99 tail known at the end is in the list.
-        spike_threshold_ns: a
-            .spike
-            .map(us_to_ns)
-            .or(a.break_above.map(us_to_ns))
-            .or(a.trace.then_some(TRACE_SPIKE_FLOOR_NS)),
+        // The break sample is looked up in the spike list for its trace.
+        spike_threshold_ns: a.spike.or(a.break_above).map(us_to_ns),
         break_threshold_ns: a.breaktrace.or(a.break_above).map(us_to_ns),
         timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
+    };
+    let why = super::why::WhyOpts {
+        counters: !a.no_counters,
+        trace: a.trace || a.break_above.is_some(),
+        threshold: a.spike.map(super::why::spike_threshold),
     };
     Ok(Resolved {
         plan: CyclicPlan {
@@ -362,20 +375,13 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
             mlockall: a.mlockall,
             dma_latency_us: (!a.default_system).then_some(a.latency),
             main_cpus,
-            spike_nodes: if (a.trace || a.break_above.is_some()) && a.spike.is_none() {
-                1 << 16
-            } else {
-                a.spike_nodes.min(1 << 20)
-            },
+            spike_nodes: a.spike_nodes.min(1 << 20),
+            late_floor_ns: why.late_floor_ns(),
             nodes,
             tick: Duration::from_millis(100),
         },
         notes,
-        why: super::why::WhyOpts {
-            counters: !a.no_counters,
-            trace: a.trace || a.break_above.is_some(),
-            threshold_ns: a.spike.map(us_to_ns),
-        },
+        why,
     })
 }
 
@@ -383,9 +389,6 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved> {
 fn us_to_ns(us: u64) -> u64 {
     Nanos::from_us(us).as_ns()
 }
-
-/// Lowest latency `--trace` keeps in the spike list when no `--spike` is given (20 µs).
-const TRACE_SPIKE_FLOOR_NS: u64 = 20_000;
 
 /// Describe every setting that was requested but not achieved, one line each.
 pub fn shortfalls(r: &CyclicResult) -> Vec<String> {
@@ -451,7 +454,7 @@ pub type Hook<'a> = &'a mut dyn FnMut(Duration, &[LiveThread], &mut dyn FnMut() 
 /// Run the probe with live display (unless quiet or not a terminal), stopping on `stop`.
 pub fn measure(
     plan: &CyclicPlan,
-    opts: super::why::WhyOpts,
+    opts: &super::why::WhyOpts,
     quiet: bool,
     stop: &StopFlag,
     hook: Hook<'_>,
@@ -461,7 +464,8 @@ pub fn measure(
         screen: LiveScreen,
         hook: &'h mut Hook<'a>,
         why: super::why::WhyRun,
-        tids: Vec<i32>,
+        cpus: &'h [Option<u32>],
+        threads: Vec<(i32, Option<u32>)>,
     }
     impl Observer<CyclicResult, [LiveThread]> for Screen<'_, '_> {
         fn tick(
@@ -473,11 +477,14 @@ pub fn measure(
             if self.live {
                 self.screen.draw(t);
             }
-            self.tids.clear();
-            self.tids.extend(t.iter().map(|t| t.tid));
-            let max = t.iter().map(|t| t.max_ns).max().unwrap_or(0);
-            self.why.tick(e, &self.tids, max);
+            self.threads.clear();
+            self.threads
+                .extend(t.iter().zip(self.cpus).map(|(t, c)| (t.tid, *c)));
+            self.why.tick(e, &self.threads);
             (self.hook)(e, t, checkpoint);
+        }
+        fn late(&mut self, late: &[rtgauge_model::cyclic::Spike]) {
+            self.why.late(late, self.cpus);
         }
     }
     let mut hook = hook;
@@ -491,17 +498,18 @@ pub fn measure(
         },
         hook: &mut hook,
         why: super::why::WhyRun::start(
-            &CpuSet::new(plan.config.cpus.iter().flatten().copied()),
+            &super::why::observed_cpus(&plan.config.cpus),
             plan.config.timeline_interval_ns,
             opts.counters,
             opts.trace,
         ),
-        tids: Vec::new(),
+        cpus: &plan.config.cpus,
+        threads: Vec::new(),
     };
     let r = cyclic::run(plan, stop, &mut obs);
     let Screen { why, screen, .. } = obs;
     let mut r = r?;
-    why.finish_cyclic(&mut r, opts.threshold_ns);
+    why.finish_cyclic(&mut r, opts.threshold.as_ref());
     if screen.drawn {
         // Replace the live block by the final summary rather than printing the lines twice.
         print!("\x1b[{}A\x1b[J", plan.config.threads + 2);
@@ -536,7 +544,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     let measured = CpuSet::new(plan.config.cpus.iter().flatten().copied());
     let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
-    let measured_result = measure(&plan, why, a.quiet, &stop, &mut |_, _, _| {});
+    let measured_result = measure(&plan, &why, a.quiet, &stop, &mut |_, _, _| {});
     let load = super::load::finish(load);
     let mut result = measured_result?;
     result.load = load;
@@ -711,7 +719,11 @@ mod tests {
         assert_eq!(r.plan.nodes, nodes);
         assert!(r.notes.is_empty());
         assert!(r.why.counters && !r.why.trace);
-        assert_eq!(r.why.threshold_ns, None);
+        assert_eq!(r.why.threshold, None);
+        assert_eq!(
+            r.plan.late_floor_ns, None,
+            "no late samples handed over without --trace"
+        );
     }
 
     #[test]
@@ -831,28 +843,56 @@ mod tests {
         assert!(!r.why.trace);
         let r = resolved("--spike 30 -b 150 --spike-nodes 10");
         assert_eq!(r.plan.config.spike_threshold_ns, Some(30_000));
-        assert_eq!(r.why.threshold_ns, Some(30_000));
+        assert_eq!(r.why.threshold.as_ref().map(|t| t.ns), Some(30_000));
         assert_eq!(r.plan.spike_nodes, 10);
         let r = resolved("--break-above 40 -a 0-3 -t 4");
         let c = &r.plan.config;
         assert_eq!(c.break_threshold_ns, Some(40_000));
         assert_eq!(c.spike_threshold_ns, Some(40_000));
         assert!(r.why.trace);
-        assert_eq!(r.plan.spike_nodes, 1 << 16);
+        assert_eq!(r.plan.late_floor_ns, Some(super::super::why::LATE_FLOOR_NS));
         assert_eq!(
             r.plan.main_cpus,
             Some(set("4-31")),
             "the trace is read off the measured CPUs"
         );
         let r = resolved("--trace -t 1 -a 5");
-        assert_eq!(r.plan.config.spike_threshold_ns, Some(TRACE_SPIKE_FLOOR_NS));
+        assert_eq!(
+            r.plan.config.spike_threshold_ns, None,
+            "no spike list: episodes come from the late samples"
+        );
         assert_eq!(r.plan.config.break_threshold_ns, None);
+        assert_eq!(r.why.threshold, None, "the rule decides");
+        let r = resolved("--trace --spike 3 -a 5");
+        assert_eq!(
+            r.plan.late_floor_ns,
+            Some(3_000),
+            "an explicit threshold below the floor lowers it"
+        );
         let r = resolved("--trace -S");
         assert_eq!(
             r.notes,
             vec!["--trace: every online CPU is measured; the trace is read on a measured CPU"]
         );
         assert_eq!(r.plan.main_cpus, Some(set("0-31")));
+    }
+
+    #[test]
+    fn the_main_thread_stays_off_the_measured_cpus_unless_told() {
+        assert_eq!(resolved("-a 1").plan.main_cpus, Some(set("0,2-31")));
+        assert_eq!(
+            resolved("-a 1 --mainaffinity 1").plan.main_cpus,
+            Some(set("1"))
+        );
+        assert_eq!(
+            resolved("-t 2").plan.main_cpus,
+            None,
+            "unpinned threads: unpinned main thread"
+        );
+        assert!(
+            resolved("-S").notes.is_empty(),
+            "every CPU measured: no note without --trace"
+        );
     }
 
     #[test]

@@ -422,6 +422,16 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The CPUs the measurement uses (client and server loops): the "measured" ones for `--load`.
+pub fn busy_cpus(plan: &NetPlan) -> CpuSet {
+    CpuSet::new(plan.points.iter().flat_map(|p| {
+        p.client_cpus
+            .iter()
+            .chain(p.server_cpus.iter().flatten())
+            .copied()
+    }))
+}
+
 fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
     let plan = command.plan(&root)?;
@@ -436,13 +446,7 @@ fn load(a: &LoadArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         .context("installing SIGINT/SIGTERM handlers")?;
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::output::now_rfc3339();
-    // The CPUs the measurement uses (client and server loops) are the "measured" ones for --load.
-    let busy = CpuSet::new(plan.points.iter().flat_map(|p| {
-        p.client_cpus
-            .iter()
-            .chain(p.server_cpus.iter().flatten())
-            .copied()
-    }));
+    let busy = busy_cpus(&plan);
     let bg = super::load::start(a.bg_load.as_ref(), a.load_cmd.as_deref(), &busy, &root)?;
     let results = measure(&plan, &stop, &root);
     let bg = super::load::finish(bg);

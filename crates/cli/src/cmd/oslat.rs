@@ -317,7 +317,12 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     let measured = rtgauge_model::CpuSet::new(plan.config.cpus.iter().copied());
     let load = super::load::start(a.load.as_ref(), a.load_cmd.as_deref(), &measured, &root)?;
     let before = rtgauge_host::accounting::read_snapshot(&root);
-    let mut why = super::why::OslatWhy::new(&mut announce, &plan, a.trace);
+    let opts = super::why::WhyOpts {
+        counters: true,
+        trace: a.trace,
+        threshold: None,
+    };
+    let mut why = super::why::OslatWhy::new(&mut announce, &plan, opts);
     let measured_result = oslat::run(&plan, &stop, &mut why);
     let load = super::load::finish(load);
     let mut result = measured_result?;

@@ -74,6 +74,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub trace: bool,
 
+    /// Put load on the system while every probe of the profile measures:
+    /// KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS] (kinds cpu, memory, io, fork, timer, msg,
+    /// ipi; docs/load.md). It replaces the load a profile's probes give themselves; the achieved load is
+    /// recorded with each probe's result, as a profile's load is. The NUMA locality probe, which observes
+    /// other processes, runs without it.
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub load: Option<rtgauge_model::load::LoadSpec>,
+
     /// After storing the run, push it to this central store (postgresql:// URL), as `rtgauge push` does.
     /// The run stays in the local database whether or not the push succeeds.
     #[arg(long, value_name = "URL")]
@@ -325,7 +333,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let place = placement(&root, a.cpus.as_deref())?;
     let (mut store, db) = super::open_store(a.store.db.as_deref())?;
     // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
-    let stages = plan(&profile, duration, a.trace, &place, &root)?;
+    let stages = plan(&profile, duration, a.trace, a.load.as_ref(), &place, &root)?;
     let stop = StopFlag::new();
     stop.on_termination_signals()
         .context("installing SIGINT/SIGTERM handlers")?;
@@ -389,6 +397,15 @@ struct Stage {
     load: LoadFlags,
 }
 
+impl Stage {
+    /// `run --load`: this load instead of the probe's own (the NUMA locality probe is not loaded).
+    fn replace_load(&mut self, l: &rtgauge_model::load::LoadSpec) {
+        if !matches!(self.probe, Planned::Numa(..)) {
+            self.load = (Some(l.clone()), None);
+        }
+    }
+}
+
 /// Resolve every probe of the profile with its verb's own flag parser. The profile's duration is handed to
 /// the timed probes (cyclic, oslat, net) as a duration: ops and mem have their own repetition flags and
 /// numa its --interval.
@@ -396,6 +413,7 @@ fn plan(
     profile: &Profile,
     duration: Nanos,
     trace: bool,
+    load: Option<&rtgauge_model::load::LoadSpec>,
     place: &Placement,
     root: &HostRoot,
 ) -> anyhow::Result<Vec<Stage>> {
@@ -410,18 +428,31 @@ fn plan(
                 spec.kind,
                 argv.join(" ")
             );
-            plan_probe(spec.kind, &argv, &what, duration, trace, root)
+            // Spike episodes matter from the profile's own bound on the probe's samples.
+            let bound = profile.latency_bound(spec.kind).map(|(ns, metric)| {
+                rtgauge_model::attribution::EpisodeThreshold {
+                    ns,
+                    rule: format!("profile {} gate: {metric} ≤ {}", profile.name, Nanos(ns)),
+                }
+            });
+            let mut stage = plan_probe(spec.kind, &argv, &what, duration, trace, bound, root)?;
+            if let Some(l) = load {
+                stage.replace_load(l);
+            }
+            Ok(stage)
         })
         .collect()
 }
 
-/// One profile probe: its flags parsed and resolved as its verb does, `duration` and `--trace` set.
+/// One profile probe: its flags parsed and resolved as its verb does, `duration` and `--trace` set, and
+/// the profile's bound as the spike-episode threshold unless the flags give one (`--spike`).
 fn plan_probe(
     kind: ProbeKind,
     argv: &[String],
     what: &str,
     duration: Nanos,
     trace: bool,
+    bound: Option<rtgauge_model::attribution::EpisodeThreshold>,
     root: &HostRoot,
 ) -> anyhow::Result<Stage> {
     let mut load = (None, None);
@@ -431,7 +462,11 @@ fn plan_probe(
             args.duration = Some(duration);
             args.trace |= trace;
             load = (args.load.clone(), args.load_cmd.clone());
-            let r = cyclic::resolve(&args, root).with_context(|| what.to_string())?;
+            let mut r = cyclic::resolve(&args, root).with_context(|| what.to_string())?;
+            if r.why.threshold.is_none() {
+                r.why.threshold = bound;
+                r.plan.late_floor_ns = r.why.late_floor_ns();
+            }
             Planned::Cyclic(Box::new(r))
         }
         ProbeKind::Oslat => {
@@ -440,7 +475,12 @@ fn plan_probe(
             args.trace |= trace;
             load = (args.load.clone(), args.load_cmd.clone());
             let p = oslat::resolve(&args, root).with_context(|| what.to_string())?;
-            Planned::Oslat(Box::new(p), args.trace)
+            let why = super::why::WhyOpts {
+                counters: true,
+                trace: args.trace,
+                threshold: bound,
+            };
+            Planned::Oslat(Box::new(p), why)
         }
         ProbeKind::Net => {
             let mut args: net::NetArgs = flags(argv, what)?;
@@ -448,6 +488,11 @@ fn plan_probe(
                 net::NetCommand::Cps(c) => c.load.duration = duration,
                 net::NetCommand::Throughput(t) => t.load.duration = duration,
                 net::NetCommand::Serve(s) => s.duration = Some(duration),
+            }
+            if let net::NetCommand::Cps(net::CpsArgs { load: l, .. })
+            | net::NetCommand::Throughput(net::ThroughputArgs { load: l, .. }) = &args.command
+            {
+                load = (l.bg_load.clone(), l.load_cmd.clone());
             }
             let plan = args.command.plan(root).with_context(|| what.to_string())?;
             Planned::Net(Box::new(plan))
@@ -557,21 +602,40 @@ fn measure(
                 doc.warnings.extend(cyclic::shortfalls(&result));
                 doc.probes.push(ProbeResult::Cyclic(result));
             }
-            Planned::Oslat(p, trace) => {
-                let mut result = measure_oslat(&p, trace, &stage.load, doc, rec, cx)?;
+            Planned::Oslat(p, why) => {
+                let mut result = measure_oslat(&p, why, &stage.load, doc, rec, cx)?;
                 result.accounting = account();
                 doc.warnings.extend(oslat::shortfalls(&result));
                 doc.probes.push(ProbeResult::Oslat(result));
             }
             Planned::Net(p) => {
                 eprintln!("net for {} per measurement…", cx.duration);
-                for r in net::measure(&p, &cx.stop, &cx.root)? {
+                let running = super::load::start(
+                    stage.load.0.as_ref(),
+                    stage.load.1.as_deref(),
+                    &net::busy_cpus(&p),
+                    &cx.root,
+                )?;
+                let results = net::measure(&p, &cx.stop, &cx.root);
+                let achieved = super::load::finish(running);
+                for mut r in results? {
+                    r.load = achieved.clone();
                     doc.probes.push(ProbeResult::Net(r));
                 }
             }
             Planned::Ops(p) => {
                 eprintln!("ops: {} operations…", p.config.ops.len());
-                let result = rtgauge_probe::ops::run(&p, &cx.stop)?;
+                let measured = CpuSet::new(p.cpu);
+                let running = super::load::start(
+                    stage.load.0.as_ref(),
+                    stage.load.1.as_deref(),
+                    &measured,
+                    &cx.root,
+                )?;
+                let result = rtgauge_probe::ops::run(&p, &cx.stop);
+                let achieved = super::load::finish(running);
+                let mut result = result?;
+                result.load = achieved;
                 doc.warnings.extend(ops::shortfalls(&result));
                 doc.probes.push(ProbeResult::Ops(result));
             }
@@ -580,7 +644,17 @@ fn measure(
                     "mem: latency curve over {} working sets, bandwidth, NUMA…",
                     p.config.sizes_bytes.len()
                 );
-                let result = rtgauge_probe::mem::run(&p)?;
+                let measured = CpuSet::new(p.config.cpu);
+                let running = super::load::start(
+                    stage.load.0.as_ref(),
+                    stage.load.1.as_deref(),
+                    &measured,
+                    &cx.root,
+                )?;
+                let result = rtgauge_probe::mem::run(&p);
+                let achieved = super::load::finish(running);
+                let mut result = result?;
+                result.load = achieved;
                 doc.warnings.extend(mem::shortfalls(&result));
                 doc.probes.push(ProbeResult::Mem(result));
             }
@@ -619,7 +693,7 @@ fn measure_cyclic(
                 rec.checkpoint(base, ProbeResult::Cyclic(ck()));
             }
         };
-        cyclic::measure(&r.plan, r.why, true, &cx.stop, &mut hook)
+        cyclic::measure(&r.plan, &r.why, true, &cx.stop, &mut hook)
     };
     let achieved = super::load::finish(running);
     let mut result = result?;
@@ -631,7 +705,7 @@ fn measure_cyclic(
 /// The OS-noise probe with its load beside it, progress on stderr and checkpoints into the stored run.
 fn measure_oslat(
     p: &rtgauge_probe::oslat::OslatPlan,
-    trace: bool,
+    why: super::why::WhyOpts,
     load: &LoadFlags,
     doc: &RunDocument,
     rec: &mut Recorder<'_>,
@@ -651,7 +725,7 @@ fn measure_oslat(
     };
     let measured = CpuSet::new(p.config.cpus.iter().copied());
     let running = super::load::start(load.0.as_ref(), load.1.as_deref(), &measured, &cx.root)?;
-    let mut why = super::why::OslatWhy::new(&mut hook, p, trace);
+    let mut why = super::why::OslatWhy::new(&mut hook, p, why);
     let result = rtgauge_probe::oslat::run(p, &cx.stop, &mut why);
     let achieved = super::load::finish(running);
     let mut result = result?;
@@ -730,8 +804,8 @@ impl rtgauge_probe::observe::Observer<OslatResult> for OslatHook<'_, '_> {
 
 enum Planned {
     Cyclic(Box<cyclic::Resolved>),
-    /// The plan and `--trace`.
-    Oslat(Box<rtgauge_probe::oslat::OslatPlan>, bool),
+    /// The plan and what to collect besides its samples.
+    Oslat(Box<rtgauge_probe::oslat::OslatPlan>, super::why::WhyOpts),
     Net(Box<net::NetPlan>),
     Ops(Box<rtgauge_probe::ops::OpsPlan>),
     Mem(Box<rtgauge_probe::mem::MemPlan>),
@@ -774,11 +848,11 @@ mod tests {
         let root = HostRoot::live();
         let place = placement(&root, None).unwrap();
         let p = profile("-c {cpu} -q");
-        let stages = plan(&p, Nanos::from_secs(7), true, &place, &root).unwrap();
+        let stages = plan(&p, Nanos::from_secs(7), true, None, &place, &root).unwrap();
         match &stages[0].probe {
-            Planned::Oslat(plan, trace) => {
+            Planned::Oslat(plan, why) => {
                 assert_eq!(plan.config.duration_ns, 7_000_000_000);
-                assert!(*trace, "run --trace reaches the probe");
+                assert!(why.trace, "run --trace reaches the probe");
             }
             _ => panic!("expected an oslat stage"),
         }

@@ -1,35 +1,59 @@
 //! The "why" of a latency probe, driven from the probe's main thread (on its housekeeping CPU): the
-//! always-on interval counters of the measured CPUs, and with `--trace` a kernel trace of those CPUs whose
-//! spans break each spike's window down (see `rtgauge_probe::trace` for the mechanism and its costs).
+//! always-on interval counters of the observed CPUs, and with `--trace` a kernel trace of those CPUs whose
+//! spans break each spike episode's window down (see `rtgauge_probe::trace` for the mechanism and its
+//! costs).
+//!
+//! Episodes: the timer probe hands its late samples over as they happen; [`EpisodeTracker`] groups those of
+//! one stall into one episode and keeps the worst ones, whose trace is pinned so that a long run can still
+//! explain them at the end, when the threshold is known (the profile's gate or `--spike`, else
+//! [`rule_threshold`] on the run's own distribution).
 
 use rtgauge_host::counters::Sampler;
 use rtgauge_host::HostRoot;
 use rtgauge_model::attribution::{
-    breakdown, BreakTrace, SpikeBreakdown, TraceInfo, Why, BREAK_TRACE_NS,
+    breakdown, rule_threshold, BreakTrace, Episode, EpisodeThreshold, EpisodeTracker, Late, Retain,
+    TraceInfo, Why, BREAK_TRACE_NS, MAX_EPISODES, RULE,
 };
-use rtgauge_model::cyclic::CyclicResult;
+use rtgauge_model::cyclic::{CyclicResult, Spike};
+use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::CpuSet;
 use rtgauge_probe::observe::Observer;
 use rtgauge_probe::trace::{kernel_tracers, TraceData, TraceSession, TRACEFS};
 use std::time::Duration;
 
-/// Spikes broken down per probe (worst first).
-const MAX_BREAKDOWNS: usize = 100;
-
 /// Per-CPU ring buffer of the trace instance, KiB: ~30 s of a 1 kHz probe's CPU between two drains is far
 /// more than the main thread's tick needs; the buffer lives in kernel memory only for the run.
 const BUFFER_KB: u32 = 8192;
 
+/// Late samples below this are not handed over by the timer probe when the threshold is left to the rule:
+/// the rule's threshold is at least 3 × p90, and no platform measured so far has a p90 under 2 µs.
+pub const LATE_FLOOR_NS: u64 = 5_000;
+
+/// A busy loop's gaps are its own cost (tens of ns) in the body of their distribution, so the rule alone
+/// would call every timer tick an episode: an oslat episode is at least this long.
+pub const OSLAT_EPISODE_FLOOR_NS: u64 = 10_000;
+
 /// What a latency probe collects besides its samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WhyOpts {
     /// Interval counters (on unless `--no-counters`, which exists for the overhead bench).
     pub counters: bool,
     /// `--trace` (or `--break-above`).
     pub trace: bool,
-    /// Spikes above this are broken down (default p99.99).
-    pub threshold_ns: Option<u64>,
+    /// Episodes at or above this are explained (`--spike`, a profile's gate); `None`: the rule.
+    pub threshold: Option<EpisodeThreshold>,
+}
+
+impl WhyOpts {
+    /// The timer probe's floor for handing late samples over (with `--trace` only).
+    pub fn late_floor_ns(&self) -> Option<u64> {
+        self.trace.then(|| {
+            self.threshold
+                .as_ref()
+                .map_or(LATE_FLOOR_NS, |t| t.ns.min(LATE_FLOOR_NS))
+        })
+    }
 }
 
 /// Collects the counters and the trace while a probe runs.
@@ -40,13 +64,16 @@ pub struct WhyRun {
     trace: Option<TraceSession>,
     missing: Option<String>,
     excluded: bool,
-    last_max: u64,
+    episodes: EpisodeTracker,
+    retain: Vec<Retain>,
     /// CLOCK_MONOTONIC time of the first counter sample (the counter intervals' origin).
     origin_ns: u64,
 }
 
 impl WhyRun {
     /// Start sampling `cpus` every `interval_ns` (the timeline's interval), and tracing them when asked.
+    /// `cpus` are the CPUs the probe's threads may run on: where they are pinned, or where an unpinned
+    /// thread is allowed to go.
     pub fn start(cpus: &CpuSet, interval_ns: u64, counters: bool, trace: bool) -> WhyRun {
         let sampler = counters.then(|| Sampler::start(&HostRoot::live(), cpus));
         let mut missing = None;
@@ -72,14 +99,30 @@ impl WhyRun {
             trace: session,
             missing,
             excluded: false,
-            last_max: 0,
+            episodes: EpisodeTracker::default(),
+            retain: Vec::new(),
             origin_ns: rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic),
         }
     }
 
-    /// One main-thread tick: close finished counter intervals, drain the trace, and pin the trace around a
-    /// new maximum so that it outlives the rolling window. `tids` are the probe's threads (never charged).
-    pub fn tick(&mut self, elapsed: Duration, tids: &[i32], max_ns: u64) {
+    /// One main-thread tick: close finished counter intervals and drain the trace. `threads` are the
+    /// probe's threads, (tid, CPU it is pinned to): never charged in the trace, and their run-queue wait
+    /// counted per CPU.
+    pub fn tick(&mut self, elapsed: Duration, threads: &[(i32, Option<u32>)]) {
+        if !self.excluded && threads.iter().any(|&(t, _)| t > 0) {
+            self.excluded = true;
+            if let Some(t) = self.trace.as_mut() {
+                let v: Vec<i64> = threads.iter().map(|&(t, _)| i64::from(t)).collect();
+                t.exclude(&v);
+            }
+            if let Some(s) = self.sampler.as_mut() {
+                let pinned: Vec<(u32, i32)> = threads
+                    .iter()
+                    .filter_map(|&(t, cpu)| Some((cpu?, t)))
+                    .collect();
+                s.set_threads(&pinned);
+            }
+        }
         let e = elapsed.as_nanos() as u64;
         if e >= self.next_ns {
             let start = e / self.interval_ns * self.interval_ns;
@@ -89,37 +132,63 @@ impl WhyRun {
             self.next_ns = start + self.interval_ns;
         }
         if let Some(t) = self.trace.as_mut() {
-            if !self.excluded && tids.iter().any(|&t| t > 0) {
-                let v: Vec<i64> = tids.iter().map(|&t| i64::from(t)).collect();
-                t.exclude(&v);
-                self.excluded = true;
-            }
-            if max_ns > self.last_max {
-                self.last_max = max_ns;
-                let now = rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic);
-                t.pin(now.saturating_sub(2_000_000_000 + 2 * max_ns), now);
-            }
             t.drain();
         }
     }
 
-    /// Each breakdown's steal: the steal delta of its CPU's counter interval (what the hypervisor admits to
-    /// having taken around the spike; tick resolution).
+    /// The timer probe's late samples since the last call: grouped into episodes, and the trace of the
+    /// worst ones pinned. `cpus` is each thread's pinned CPU (an unpinned one's sample says where it woke).
+    pub fn late(&mut self, late: &[Spike], cpus: &[Option<u32>]) {
+        for s in late {
+            let cpu = s
+                .cpu
+                .or_else(|| cpus.get(s.thread as usize).copied().flatten())
+                .unwrap_or(0);
+            self.episodes.feed(
+                Late {
+                    thread: s.thread,
+                    cpu,
+                    start_ns: s.monotonic_ns.saturating_sub(s.latency_ns),
+                    end_ns: s.monotonic_ns,
+                },
+                &mut self.retain,
+            );
+        }
+        self.apply_retain();
+    }
+
+    fn apply_retain(&mut self) {
+        for r in self.retain.drain(..) {
+            let Some(t) = self.trace.as_mut() else {
+                continue;
+            };
+            match r {
+                // A little trace on both sides of the window: what was already running when it began.
+                Retain::Keep { id, from, to } => t.pin(id, from.saturating_sub(1_000_000), to),
+                Retain::Release(id) => t.unpin(id),
+            }
+        }
+    }
+
+    /// Each episode's steal: the steal delta of its CPU's counter interval (what the hypervisor admits to
+    /// having taken around it; tick resolution).
     fn steal(why: &mut Why, origin_ns: u64, interval_ns: u64) {
         let steals: Vec<u64> = why
-            .spikes
+            .episodes
             .iter()
             .map(|b| {
                 let k = b.start_mono_ns.saturating_sub(origin_ns) / interval_ns * interval_ns;
                 why.interval(b.cpu, k).map_or(0, |c| c.steal_ns)
             })
             .collect();
-        for (b, s) in why.spikes.iter_mut().zip(steals) {
+        for (b, s) in why.episodes.iter_mut().zip(steals) {
             b.steal_ns = s;
         }
     }
 
-    fn finish(mut self, end_ns: u64) -> (Why, Option<TraceData>) {
+    fn finish(mut self, end_ns: u64) -> (Why, Option<TraceData>, EpisodeTracker) {
+        self.episodes.finish(&mut self.retain);
+        self.apply_retain();
         let interval = self.interval_ns;
         if let Some(s) = self.sampler.as_mut() {
             s.sample(end_ns / interval * interval);
@@ -127,7 +196,7 @@ impl WhyRun {
         let data = self.trace.take().map(TraceSession::finish);
         let mut missing = self.missing;
         if self.sampler.as_ref().is_some_and(|s| !s.available()) {
-            missing = Some("no /proc counters for the measured CPUs".into());
+            missing = Some("the observed CPUs have no /proc counters".into());
         }
         let why = Why {
             counters: self
@@ -140,43 +209,27 @@ impl WhyRun {
                 events: d.events,
                 lost: d.lost,
                 not_retained: 0,
+                late_dropped: 0,
             }),
-            spikes: Vec::new(),
-            break_sample: None,
             missing,
+            ..Why::default()
         };
-        (why, data)
+        (why, data, self.episodes)
     }
 
-    /// Attach counters and breakdowns to a cyclic result: the spikes above `threshold_ns` (default p99.99),
-    /// worst first. The probe's start on CLOCK_MONOTONIC is the first spike's reference.
-    pub fn finish_cyclic(self, r: &mut CyclicResult, threshold_ns: Option<u64>) {
+    /// Attach counters and episode breakdowns to a cyclic result: the episodes at or above the threshold
+    /// (`threshold`, else the rule on the run's distribution), worst first, at most [`MAX_EPISODES`].
+    pub fn finish_cyclic(self, r: &mut CyclicResult, threshold: Option<&EpisodeThreshold>) {
         let (origin, interval) = (self.origin_ns, self.interval_ns);
-        let (mut why, data) = self.finish(r.elapsed_ns);
+        let (mut why, data, tracker) = self.finish(r.elapsed_ns);
         if let Some(d) = data {
-            let thr = threshold_ns.unwrap_or_else(|| {
-                r.threads
-                    .iter()
-                    .filter_map(|t| t.latency.percentile(99.99))
-                    .min()
-                    .unwrap_or(0)
-            });
-            let mut spikes: Vec<_> = r.spikes.iter().filter(|s| s.latency_ns >= thr).collect();
-            spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-            let mut not_retained = 0;
-            for s in spikes {
-                let Some(cpu) = r.config.cpus.get(s.thread as usize).copied().flatten() else {
-                    continue;
-                };
-                let start = s.monotonic_ns.saturating_sub(s.latency_ns);
-                match attribute(&d, cpu, s.thread, start, s.monotonic_ns) {
-                    Some(b) if why.spikes.len() < MAX_BREAKDOWNS => why.spikes.push(b),
-                    Some(_) => {}
-                    None => not_retained += 1,
-                }
-            }
+            let thr = threshold
+                .cloned()
+                .unwrap_or_else(|| rule_of(r.threads.iter().map(|t| &t.latency), 0));
+            let candidates = tracker.above(thr.ns);
+            explain(&mut why, &d, candidates, thr);
             if let Some(t) = why.trace.as_mut() {
-                t.not_retained = not_retained;
+                t.late_dropped = r.threads.iter().map(|t| t.late_dropped).sum();
             }
             why.break_sample = break_trace(r, &d);
         }
@@ -184,43 +237,135 @@ impl WhyRun {
         r.why = Some(why);
     }
 
-    /// Attach counters and breakdowns of the worst gaps to an oslat result.
-    pub fn finish_oslat(self, r: &mut OslatResult) {
+    /// Attach counters and the breakdowns of the gaps at or above the threshold to an oslat result (its
+    /// worst gaps are its episodes: a stall is one gap of a busy loop).
+    pub fn finish_oslat(self, r: &mut OslatResult, threshold: Option<&EpisodeThreshold>) {
         let (origin, interval) = (self.origin_ns, self.interval_ns);
-        let (mut why, data) = self.finish(r.elapsed_ns);
-        if let Some(d) = data {
-            let mut gaps: Vec<(u32, u32, u64, u64)> = r
-                .threads
-                .iter()
-                .enumerate()
-                .flat_map(|(i, t)| {
-                    let cpu = r.config.cpus.get(i).copied().unwrap_or(0);
-                    t.worst
-                        .iter()
-                        .map(move |g| (cpu, i as u32, g.monotonic_ns, g.gap_ns))
-                })
-                .collect();
-            gaps.sort_by_key(|g| std::cmp::Reverse(g.3));
-            let mut not_retained = 0;
+        let (mut why, data, _) = self.finish(r.elapsed_ns);
+        if let Some(mut d) = data {
+            let thr = threshold.cloned().unwrap_or_else(|| {
+                rule_of(r.threads.iter().map(|t| &t.gaps), OSLAT_EPISODE_FLOOR_NS)
+            });
             // The busy loop's own thread runs through every gap: what it did not do is not a cause.
             let own: Vec<String> = r.threads.iter().map(|t| format!("/{} ", t.tid)).collect();
-            let mut d = d;
             for spans in d.spans.values_mut() {
                 spans.retain(|s| !own.iter().any(|o| s.name.contains(o.as_str())));
             }
-            for (cpu, thread, start, len) in gaps.into_iter().take(MAX_BREAKDOWNS) {
-                match attribute(&d, cpu, thread, start, start + len) {
-                    Some(b) => why.spikes.push(b),
-                    None => not_retained += 1,
+            let mut tracker = EpisodeTracker::default();
+            let mut retain = Vec::new();
+            for (i, t) in r.threads.iter().enumerate() {
+                // The tracker takes each thread's gaps in time order (the worst list is by length).
+                let mut gaps: Vec<_> = t.worst.iter().collect();
+                gaps.sort_by_key(|g| g.monotonic_ns);
+                for g in gaps {
+                    tracker.feed(
+                        Late {
+                            thread: i as u32,
+                            cpu: t.cpu,
+                            start_ns: g.monotonic_ns,
+                            end_ns: g.monotonic_ns + g.gap_ns,
+                        },
+                        &mut retain,
+                    );
                 }
             }
-            if let Some(t) = why.trace.as_mut() {
-                t.not_retained = not_retained;
-            }
+            tracker.finish(&mut retain);
+            let (kept, _) = tracker.above(thr.ns);
+            // Every gap at or above the threshold, counted from the histograms (the worst list is short).
+            let total = r
+                .threads
+                .iter()
+                .map(|t| count_at_or_above(&t.gaps, thr.ns))
+                .sum::<u64>()
+                .max(kept.len() as u64);
+            explain(&mut why, &d, (kept, total), thr);
         }
         Self::steal(&mut why, origin, interval);
         r.why = Some(why);
     }
+}
+
+/// Break the episodes down (at most [`MAX_EPISODES`], worst first) and record the threshold and the total.
+fn explain(
+    why: &mut Why,
+    d: &TraceData,
+    (candidates, total): (Vec<rtgauge_model::attribution::Candidate>, u64),
+    thr: EpisodeThreshold,
+) {
+    let mut not_retained = 0;
+    for c in candidates.iter().take(MAX_EPISODES) {
+        match attribute(d, c.cpu, c.thread, c.start_ns, c.end_ns) {
+            Some(mut e) => {
+                e.samples = c.samples;
+                e.worst_ns = c.worst_ns;
+                why.episodes.push(e);
+            }
+            None => not_retained += 1,
+        }
+    }
+    if let Some(t) = why.trace.as_mut() {
+        t.not_retained = not_retained;
+    }
+    why.episodes_total = total;
+    why.threshold = Some(thr);
+}
+
+/// The rule's threshold over the merged distributions (at least `floor_ns`), with its words.
+fn rule_of<'a>(stats: impl Iterator<Item = &'a LatencyStats>, floor_ns: u64) -> EpisodeThreshold {
+    let mut merged = rtgauge_model::latency::new_histogram();
+    for s in stats {
+        if let Ok(h) = s.hdr.decode() {
+            let _ = merged.add(&h);
+        }
+    }
+    let (p50, p90) = (merged.value_at_quantile(0.5), merged.value_at_quantile(0.9));
+    let ns = rule_threshold(p50, p90).max(floor_ns);
+    let floor = if floor_ns > 0 && ns == floor_ns {
+        format!(", at least {:.0} µs", floor_ns as f64 / 1e3)
+    } else {
+        String::new()
+    };
+    EpisodeThreshold {
+        ns,
+        rule: format!(
+            "{RULE} of this run: p50 {:.1} µs, p90 {:.1} µs{floor}",
+            p50 as f64 / 1e3,
+            p90 as f64 / 1e3
+        ),
+    }
+}
+
+/// Samples at or above `ns` in a distribution (HDR precision).
+fn count_at_or_above(s: &LatencyStats, ns: u64) -> u64 {
+    if s.max_ns < ns {
+        return 0;
+    }
+    s.hdr.decode().map_or(1, |h| {
+        h.iter_recorded()
+            .filter(|v| v.value_iterated_to() >= ns)
+            .map(|v| v.count_at_value())
+            .sum()
+    })
+}
+
+/// The threshold `--spike US` sets.
+pub fn spike_threshold(us: u64) -> EpisodeThreshold {
+    EpisodeThreshold {
+        ns: rtgauge_model::Nanos::from_us(us).as_ns(),
+        rule: "--spike".into(),
+    }
+}
+
+/// The CPUs a probe's threads may run on: their pinned CPUs, and where any is unpinned, every CPU the
+/// process may use (its affinity), so that an unpinned thread is observed wherever it runs.
+pub fn observed_cpus(pinned: &[Option<u32>]) -> CpuSet {
+    let set = CpuSet::new(pinned.iter().flatten().copied());
+    if pinned.iter().any(Option::is_none) {
+        // Called before the main thread's own affinity is set: this is what the threads inherit.
+        let allowed = rtgauge_probe::rt::current_affinity();
+        return CpuSet::new(set.iter().chain(allowed.iter()));
+    }
+    set
 }
 
 /// Wraps an oslat probe's phases: the counters (and the trace) start with the measurement, after the preheat,
@@ -229,7 +374,7 @@ pub struct OslatWhy<'a> {
     pub inner: &'a mut dyn Observer<OslatResult>,
     cpus: CpuSet,
     interval_ns: u64,
-    trace: bool,
+    opts: WhyOpts,
     why: Option<WhyRun>,
 }
 
@@ -237,13 +382,13 @@ impl<'a> OslatWhy<'a> {
     pub fn new(
         inner: &'a mut dyn Observer<OslatResult>,
         r: &rtgauge_probe::oslat::OslatPlan,
-        trace: bool,
+        opts: WhyOpts,
     ) -> Self {
         OslatWhy {
             inner,
             cpus: CpuSet::new(r.config.cpus.iter().copied()),
             interval_ns: r.config.timeline_interval_ns,
-            trace,
+            opts,
             why: None,
         }
     }
@@ -251,7 +396,7 @@ impl<'a> OslatWhy<'a> {
     /// Attach what was collected to the result.
     pub fn finish(self, r: &mut OslatResult) {
         if let Some(w) = self.why {
-            w.finish_oslat(r);
+            w.finish_oslat(r, self.opts.threshold.as_ref());
         }
     }
 }
@@ -265,14 +410,14 @@ impl Observer<OslatResult> for OslatWhy<'_> {
             &self.cpus,
             self.interval_ns,
             true,
-            self.trace,
+            self.opts.trace,
         ));
         self.inner.start(bias_ns);
     }
     fn tick(&mut self, elapsed: Duration, live: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
         if let Some(w) = self.why.as_mut() {
             // The busy loops' own threads are left out at the end (their tids are in the result).
-            w.tick(elapsed, &[], 0);
+            w.tick(elapsed, &[]);
         }
         self.inner.tick(elapsed, live, checkpoint);
     }
@@ -301,7 +446,9 @@ fn break_trace(r: &CyclicResult, d: &TraceData) -> Option<BreakTrace> {
         .spikes
         .iter()
         .find(|s| s.thread == thread && s.latency_ns == value)?;
-    let cpu = r.config.cpus.get(thread as usize).copied().flatten()?;
+    let cpu = s
+        .cpu
+        .or_else(|| r.config.cpus.get(thread as usize).copied().flatten())?;
     let start = s.monotonic_ns.saturating_sub(s.latency_ns);
     let b = attribute(d, cpu, thread, start, s.monotonic_ns)?;
     let from = s.monotonic_ns.saturating_sub(BREAK_TRACE_NS);
@@ -319,16 +466,18 @@ fn break_trace(r: &CyclicResult, d: &TraceData) -> Option<BreakTrace> {
 }
 
 /// One window's breakdown, or `None` when the trace of that CPU does not reach back to it.
-fn attribute(d: &TraceData, cpu: u32, thread: u32, start: u64, end: u64) -> Option<SpikeBreakdown> {
+fn attribute(d: &TraceData, cpu: u32, thread: u32, start: u64, end: u64) -> Option<Episode> {
     let spans = d.spans.get(&cpu)?;
     if !d.covers(cpu, start, end) {
         return None;
     }
-    Some(SpikeBreakdown {
+    Some(Episode {
         cpu,
         thread,
         start_mono_ns: start,
         window_ns: end.saturating_sub(start),
+        samples: 1,
+        worst_ns: end.saturating_sub(start),
         causes: breakdown(start, end, spans),
         steal_ns: 0,
     })

@@ -705,6 +705,7 @@ fn cyclic_thread(
         linear,
         timeline: Vec::new(),
         timeline_dropped: 0,
+        late_dropped: 0,
     })
 }
 

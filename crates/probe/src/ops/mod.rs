@@ -169,6 +169,9 @@ pub enum OpError {
     /// A path for a system call contained a NUL byte.
     #[error("{0:?} contains a NUL byte")]
     Nul(String),
+    /// An operation failed without an error number (a child process that did not exit 0).
+    #[error("operation failed: a child process did not exit 0")]
+    ChildFailed,
     /// The signal sent to the process never reached its handler.
     #[error("SIGUSR1 was never delivered")]
     SignalLost,
@@ -196,6 +199,14 @@ struct Measured {
     iterations: u64,
     overhead_ns: f64,
     samples_ns: Vec<f64>,
+}
+
+/// A failed batch: the OS call's error, or (no error number) a child that did not exit 0.
+fn failed() -> OpError {
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(0) | None => OpError::ChildFailed,
+        Some(_) => os_err("operation failed"),
+    }
 }
 
 /// The error of the OS call that just failed.
@@ -226,7 +237,7 @@ fn sampled(
 ) -> Result<(u64, Vec<f64>), OpError> {
     let mut n: u64 = 1;
     loop {
-        let t = batch(n, op).ok_or_else(|| os_err("operation failed"))?;
+        let t = batch(n, op).ok_or_else(failed)?;
         if t >= sample_ns || n >= 1 << 27 {
             break;
         }
@@ -238,7 +249,7 @@ fn sampled(
     }
     let mut out = Vec::with_capacity(reps as usize);
     for _ in 0..reps {
-        let t = batch(n, op).ok_or_else(|| os_err("operation failed"))?;
+        let t = batch(n, op).ok_or_else(failed)?;
         out.push(t as f64 / n as f64);
     }
     Ok((n, out))
@@ -553,6 +564,17 @@ fn fork_exec(shell: bool, cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError>
     )?;
     let (sh, dash_c) = (cstr("/bin/sh")?, cstr("-c")?);
     let shname = cstr("sh")?;
+    // A child that cannot exec only exits 127, its errno stays in the child: check first, and name it.
+    let run = if shell { &sh } else { &prog };
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::access(run.as_ptr(), libc::X_OK) } != 0 {
+        let shown = if shell {
+            "/bin/sh"
+        } else {
+            cfg.exec_program.as_str()
+        };
+        return Err(os_err(&format!("cannot execute {shown}")));
+    }
     if !shell {
         let argv = [
             name.as_ptr(),
@@ -807,6 +829,11 @@ mod tests {
         let r = run(&p, &crate::stop::StopFlag::new()).unwrap();
         assert!(r.ops.is_empty());
         assert_eq!(r.skipped[0].0, "fork_exec");
+        assert_eq!(
+            r.skipped[0].1,
+            "cannot execute /nonexistent/prog: No such file or directory (os error 2)",
+            "the program and the real reason are named"
+        );
     }
 
     #[test]

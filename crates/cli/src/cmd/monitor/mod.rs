@@ -334,6 +334,7 @@ fn segment_plan(a: &MonitorArgs, setup: &Setup) -> CyclicPlan {
         dma_latency_us: None,
         main_cpus: setup.housekeeping.clone(),
         spike_nodes: 0,
+        late_floor_ns: None,
         nodes: cpus
             .iter()
             .map(|c| c.and_then(|c| read_cpu_node(&live, c)))
