@@ -209,14 +209,42 @@ fn central_count(c: &mut postgres::Client, filter: &str) -> i64 {
         .get(0)
 }
 
-/// Nothing of this process' hosts exists (printed: the check the report quotes).
-fn assert_nothing_left(when: &str) {
+/// Nothing of this process' hosts exists (printed: the check the report quotes), and no more sshd
+/// processes than before the test (`sshd_before`; None at the start, where they are counted). The count is
+/// the machine's, zombies included (`pgrep -c sshd`): when a session ends, OpenSSH's monitor exits before
+/// its unprivileged child, which goes to init as a zombie until init reaps it, so the count is given 10 s
+/// to come back down. Another sshd started meanwhile by someone else would fail it.
+fn assert_nothing_left(when: &str, sshd_before: Option<usize>) -> usize {
     let left = sshfleet::leftovers(std::process::id());
+    let start = Instant::now();
+    let sshd = sshd_down_to(sshd_before.unwrap_or(usize::MAX));
     eprintln!(
-        "{when}: namespaces, links, /etc/netns, processes and directories of rtgf{}: {left:?}",
-        std::process::id()
+        "{when}: namespaces, links, /etc/netns, processes and directories of rtgf{}: {left:?}; \
+         sshd processes on the machine: {} (after {:.1} s)",
+        std::process::id(),
+        sshd.len(),
+        start.elapsed().as_secs_f64()
     );
     assert!(left.is_empty(), "{when}: left behind: {left:#?}");
+    if let Some(before) = sshd_before {
+        assert!(
+            sshd.len() <= before,
+            "{when}: {} sshd processes, {before} before: {sshd:#?}",
+            sshd.len()
+        );
+    }
+    sshd.len()
+}
+
+/// The machine's sshd processes, once at most `n` (or after 10 s).
+fn sshd_down_to(n: usize) -> Vec<String> {
+    let start = Instant::now();
+    let mut sshd = sshfleet::sshd_processes();
+    while sshd.len() > n && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+        sshd = sshfleet::sshd_processes();
+    }
+    sshd
 }
 
 fn print_play(what: &str, f: &Finished) {
@@ -226,7 +254,7 @@ fn print_play(what: &str, f: &Finished) {
 #[test]
 fn site_yml_over_ssh_installs_measures_pushes_and_fetches_back_on_three_namespace_hosts() {
     let _serial = serial();
-    assert_nothing_left("start");
+    let sshd_before = assert_nothing_left("start", None);
     let fleet = Fleet::start(&["cell-a", "cell-b", "cell-c"]);
     let gateways: Vec<&str> = fleet.hosts.iter().map(|h| h.gateway.as_str()).collect();
     let srv = pg::PgServer::start_reachable(&gateways, &fleet.subnet);
@@ -428,7 +456,7 @@ fn site_yml_over_ssh_installs_measures_pushes_and_fetches_back_on_three_namespac
     drop(c);
     drop(srv);
     drop(fleet);
-    assert_nothing_left("end");
+    assert_nothing_left("end", Some(sshd_before));
 }
 
 fn run_play(fleet: &Fleet, inv: &Path, play: &str, extra: &[&str], label: &str) -> Finished {
@@ -440,7 +468,7 @@ fn run_play(fleet: &Fleet, inv: &Path, play: &str, extra: &[&str], label: &str) 
 #[test]
 fn a_site_whose_uplink_drops_mid_run_keeps_its_run_and_push_yml_lands_it_once() {
     let _serial = serial();
-    assert_nothing_left("start");
+    let sshd_before = assert_nothing_left("start", None);
     let fleet = Fleet::start(&["site-1", "site-2", "site-3"]);
     let gateways: Vec<&str> = fleet.hosts.iter().map(|h| h.gateway.as_str()).collect();
     let srv = pg::PgServer::start_reachable(&gateways, &fleet.subnet);
@@ -617,7 +645,7 @@ fn a_site_whose_uplink_drops_mid_run_keeps_its_run_and_push_yml_lands_it_once() 
     drop(c);
     drop(srv);
     drop(fleet);
-    assert_nothing_left("end");
+    assert_nothing_left("end", Some(sshd_before));
 }
 
 /// The child side of the test below: make two hosts, hold an SSH session (a shared connection, as
@@ -716,6 +744,7 @@ fn start_child(
 #[test]
 fn nothing_is_left_when_a_test_panics_inside_the_guard_or_is_killed() {
     let _serial = serial();
+    let sshd_before = sshfleet::sshd_processes().len();
     // A panic unwinds through the guard's Drop.
     let (mut child, _stdout) = start_child("panic");
     let pid = child.id();
@@ -730,8 +759,13 @@ fn nothing_is_left_when_a_test_panics_inside_the_guard_or_is_killed() {
     assert_eq!(st.code(), Some(101), "{err}");
     assert!(err.contains("a deliberate panic inside the guard"), "{err}");
     let left = sshfleet::leftovers(pid);
-    eprintln!("after the child {pid} panicked with 2 hosts up: {left:?}");
+    let sshd = sshd_down_to(sshd_before);
+    eprintln!(
+        "after the child {pid} panicked with 2 hosts up: {left:?}; sshd processes: {} ({sshd_before} before)",
+        sshd.len()
+    );
     assert!(left.is_empty(), "{left:#?}");
+    assert!(sshd.len() <= sshd_before, "{sshd:#?}");
 
     // SIGKILL runs no Drop: the hosts stay (the check sees them), and the next start removes them.
     let (mut child, _stdout) = start_child("wait");
@@ -739,10 +773,13 @@ fn nothing_is_left_when_a_test_panics_inside_the_guard_or_is_killed() {
     child.kill().unwrap();
     child.wait().unwrap();
     let left = sshfleet::leftovers(pid);
+    let sshd = sshfleet::sshd_processes().len();
     eprintln!(
-        "after the child {pid} was killed: {} things left",
+        "after the child {pid} was killed: {} things left: {left:#?}; sshd processes: {sshd} \
+         ({sshd_before} before)",
         left.len()
     );
+    assert!(sshd >= sshd_before + 2, "its two listeners at least");
     for kind in ["namespace ", "link ", "/etc/netns/", "directory "] {
         assert_eq!(
             left.iter().filter(|l| l.starts_with(kind)).count(),
@@ -761,6 +798,11 @@ fn nothing_is_left_when_a_test_panics_inside_the_guard_or_is_killed() {
     );
     sshfleet::clean_stale();
     let left = sshfleet::leftovers(pid);
-    eprintln!("after clean_stale: {left:?}");
+    let sshd = sshd_down_to(sshd_before);
+    eprintln!(
+        "after clean_stale: {left:?}; sshd processes: {} ({sshd_before} before)",
+        sshd.len()
+    );
     assert!(left.is_empty(), "{left:#?}");
+    assert!(sshd.len() <= sshd_before, "{sshd:#?}");
 }

@@ -155,6 +155,37 @@ fn remove_netns(ns: &str) {
     let _ = std::fs::remove_dir("/etc/netns");
 }
 
+/// The processes descending from `pid`, zombies it has not reaped included: (pid, parent), from each
+/// process' /proc/PID/stat.
+fn descendants(pid: u32) -> Vec<(u32, u32)> {
+    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // "PID (COMM) STATE PPID …": COMM may hold spaces and parentheses, so read after the last ')'.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((p, ppid))
+        })
+        .collect();
+    let mut found: Vec<(u32, u32)> = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for &(p, pp) in all.iter().filter(|(_, pp)| *pp == parent) {
+            found.push((p, pp));
+            parents.push(p);
+        }
+    }
+    found
+}
+
 /// Remove what test processes that no longer run left behind (killed: their Drop never ran): namespaces and
 /// the processes in them, controller-side links, /etc/netns directories, SSH control masters and processes
 /// started from their temporary directories, and those directories.
@@ -228,6 +259,20 @@ pub fn leftovers(pid: u32) -> Vec<String> {
     left
 }
 
+/// Processes named `sshd` on this machine, zombies included (what `pgrep sshd` lists): their
+/// /proc/PID/stat lines (pid, state, parent, …).
+pub fn sshd_processes() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim_end() == "sshd")
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
 /// One host: a namespace, its link to the controller and its sshd.
 pub struct Host {
     /// The inventory name.
@@ -274,6 +319,27 @@ impl Host {
 
     fn teardown(&mut self) {
         if let Some(mut c) = self.sshd.take() {
+            // End its sessions while it lives to reap them, leaves first (a session's unprivileged child,
+            // then its monitor), so that each is reaped by its parent: a process orphaned by its parent
+            // goes to init, which may leave it a zombie that `pgrep sshd` counts for many seconds. Sessions
+            // whose client ended (the control masters were told to exit) end on their own; one whose
+            // client is cut off (a link down) would only after ClientAliveInterval x ClientAliveCountMax.
+            let start = Instant::now();
+            loop {
+                let sessions = descendants(c.id());
+                if sessions.is_empty() || start.elapsed() > Duration::from_secs(8) {
+                    break;
+                }
+                if start.elapsed() > Duration::from_secs(1) {
+                    for (p, _) in sessions
+                        .iter()
+                        .filter(|(p, _)| !sessions.iter().any(|(_, parent)| parent == p))
+                    {
+                        kill(*p, libc::SIGKILL);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
             kill(c.id(), libc::SIGTERM);
             let _ = c.wait();
         }
