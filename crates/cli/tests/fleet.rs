@@ -675,7 +675,7 @@ fn imported_rt_tests_runs_each_keep_a_row_and_a_nameless_host_is_named() {
 
 #[test]
 fn the_playbooks_pass_syntax_check_and_ansible_lint() {
-    for play in ["site.yml", "audit.yml"] {
+    for play in ["site.yml", "audit.yml", "push.yml"] {
         let out = common::program("ansible-playbook")
             .current_dir(ansible_dir())
             .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
@@ -687,7 +687,13 @@ fn the_playbooks_pass_syntax_check_and_ansible_lint() {
     let out = common::program("ansible-lint")
         .current_dir(ansible_dir())
         .env("ANSIBLE_CONFIG", ansible_dir().join("ansible.cfg"))
-        .args(["--nocolor", "site.yml", "audit.yml", "roles/rtgauge"])
+        .args([
+            "--nocolor",
+            "site.yml",
+            "audit.yml",
+            "push.yml",
+            "roles/rtgauge",
+        ])
         .output()
         .unwrap();
     assert_ok(&out);

@@ -2,9 +2,10 @@
 //! installs what it lists (scripts/test does) can run every program rtgauge and its tests start.
 //!
 //! - Every program the sources start is found by scanning them: programs are started only through
-//!   `rtgauge_probe::programs::command` and the tests' `common::program` / `common::program_line` (clippy's
-//!   `disallowed_methods` forbids `Command::new` elsewhere, and this test checks it too), and absolute
-//!   program paths (`/bin/true`, `/usr/sbin/…`) are found wherever they are written.
+//!   `rtgauge_probe::programs::command` and the tests' `common::program` / `common::program_line` /
+//!   `common::program_in_netns` (`ip netns exec NS PROGRAM`; clippy's `disallowed_methods` forbids
+//!   `Command::new` elsewhere, and this test checks it too), and absolute program paths (`/bin/true`,
+//!   `/usr/sbin/…`) are found wherever they are written.
 //! - Every listed program is on this machine and comes from the package the manifest names (dpkg says so).
 #![allow(clippy::unwrap_used)]
 
@@ -39,7 +40,12 @@ fn literal_at(line: &str, at: usize) -> Option<&str> {
 fn started(line: &str) -> (Vec<String>, bool) {
     let code = line.split("//").next().unwrap_or("");
     let mut names = Vec::new();
-    for call in ["programs::command(", "program(", "program_line("] {
+    for call in [
+        "programs::command(",
+        "program(",
+        "program_line(",
+        "program_in_netns(",
+    ] {
         let mut from = 0;
         while let Some(i) = code[from..].find(call) {
             let at = from + i + call.len();
@@ -91,6 +97,8 @@ fn the_scanner_finds_what_it_must() {
     assert_eq!(n, ["initdb"]);
     let (n, _) = started(r#"let s = common::program_line("stress-ng", "--cpu 1");"#);
     assert_eq!(n, ["stress-ng"]);
+    let (n, _) = started(r#"let c = common::program_in_netns("sshd", &ns);"#);
+    assert_eq!(n, ["sshd"]);
     let (n, _) = started(r#"exec_program: "/bin/true".into(), x: "/usr/sbin/ip""#);
     assert_eq!(n, ["/bin/true", "/usr/sbin/ip"]);
     let (n, new) = started(r#"std::process::Command::new("nginx") // comment "/bin/x""#);
@@ -155,6 +163,7 @@ fn every_program_started_is_in_the_manifest() {
         "ansible-playbook",
         "initdb",
         "/bin/sh",
+        "/usr/sbin/sshd",
     ] {
         assert!(
             seen.contains(known),

@@ -28,6 +28,15 @@ pub fn program_line(name: &str, args: &str) -> String {
     format!("{name} {args}")
 }
 
+/// `ip netns exec NS NAME`: `name` started inside network namespace `ns`, both `ip` and `name` listed in
+/// deps/programs.tsv like [`program`]'s (the manifest test scans for this call form too).
+pub fn program_in_netns(name: &str, ns: &str) -> std::process::Command {
+    assert_listed(name);
+    let mut c = program("ip");
+    c.args(["netns", "exec", ns, name]);
+    c
+}
+
 fn assert_listed(name: &str) {
     assert!(
         rtgauge_probe::programs::entry(name).is_some(),

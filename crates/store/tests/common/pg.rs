@@ -1,8 +1,10 @@
 //! A real, private PostgreSQL server for tests: `initdb` into a temporary directory, then the Debian
 //! package's `postgres` (/usr/lib/postgresql/*/bin) listening on 127.0.0.1 at a free port, with its socket in
-//! that directory. PostgreSQL refuses to run as root and the suite runs as root, so as root the server runs
-//! as the `postgres` user the package creates. The server is stopped when the value is dropped, even when
-//! the test fails (a panic unwinds through Drop). Shared by the store and CLI tests (`#[path]`).
+//! that directory; [`PgServer::start_reachable`] also listens on given addresses of this machine (the
+//! controller's ends of veth links to test namespaces) and trusts clients from one subnet. PostgreSQL
+//! refuses to run as root and the suite runs as root, so as root the server runs as the `postgres` user the
+//! package creates. The server is stopped when the value is dropped, even when the test fails (a panic
+//! unwinds through Drop). Shared by the store and CLI tests (`#[path]`).
 #![allow(dead_code)]
 
 use std::os::unix::process::CommandExt as _;
@@ -18,6 +20,8 @@ pub struct PgServer {
     bin: PathBuf,
     ids: Option<(u32, u32)>,
     tls: bool,
+    /// `listen_addresses`: 127.0.0.1 and any addresses given to [`PgServer::start_reachable`].
+    listen: String,
     child: Option<Child>,
 }
 
@@ -66,13 +70,21 @@ fn chown(path: &Path, ids: Option<(u32, u32)>) {
 impl PgServer {
     /// initdb and start; returns once the server accepts connections.
     pub fn start() -> PgServer {
-        Self::start_with(false)
+        Self::start_with(false, &[], None)
+    }
+
+    /// Like [`start`](Self::start), also listening on `addrs` (addresses this machine holds, such as the
+    /// controller's ends of veth links, which must exist already) and trusting clients from `clients` (a
+    /// CIDR, e.g. the test namespaces' subnet). Nothing else is let in: the server listens on no other
+    /// address and pg_hba.conf names no other network.
+    pub fn start_reachable(addrs: &[&str], clients: &str) -> PgServer {
+        Self::start_with(false, addrs, Some(clients))
     }
 
     /// Like [`start`](Self::start), with TLS on: a self-signed certificate for 127.0.0.1 (made with the
     /// openssl command), which is also the CA to trust: [`ca`](Self::ca).
     pub fn start_tls() -> PgServer {
-        Self::start_with(true)
+        Self::start_with(true, &[], None)
     }
 
     /// The certificate a TLS server presents (self-signed: its own CA).
@@ -80,7 +92,7 @@ impl PgServer {
         self.data.join("server.crt")
     }
 
-    fn start_with(tls: bool) -> PgServer {
+    fn start_with(tls: bool, addrs: &[&str], clients: Option<&str>) -> PgServer {
         let ids = (unsafe { libc::geteuid() } == 0).then(postgres_ids);
         let dir = tempfile::Builder::new()
             .prefix("rtgauge-pg")
@@ -103,6 +115,14 @@ impl PgServer {
             "initdb: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if let Some(net) = clients {
+            use std::io::Write as _;
+            let mut hba = std::fs::OpenOptions::new()
+                .append(true)
+                .open(data.join("pg_hba.conf"))
+                .expect("pg_hba.conf");
+            writeln!(hba, "host all all {net} trust").expect("write pg_hba.conf");
+        }
         if tls {
             let out = program("openssl")
                 .args([
@@ -141,6 +161,10 @@ impl PgServer {
             bin,
             ids,
             tls,
+            listen: std::iter::once("127.0.0.1")
+                .chain(addrs.iter().copied())
+                .collect::<Vec<_>>()
+                .join(","),
             child: None,
         };
         s.resume();
@@ -153,6 +177,11 @@ impl PgServer {
             "postgresql://rtgauge@127.0.0.1:{}/postgres?sslmode=disable",
             self.port
         )
+    }
+
+    /// The URL of [`url`](Self::url) at another address the server listens on.
+    pub fn url_at(&self, addr: &str) -> String {
+        self.url().replace("@127.0.0.1:", &format!("@{addr}:"))
     }
 
     /// A new, empty database on this server, and its URL.
@@ -186,7 +215,7 @@ impl PgServer {
             .arg(self.data.parent().expect("data has a parent"))
             .args([
                 "-c",
-                "listen_addresses=127.0.0.1",
+                &format!("listen_addresses={}", self.listen),
                 "-c",
                 "fsync=off",
                 "-c",
