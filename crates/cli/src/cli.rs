@@ -19,49 +19,49 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Timer wake-up latency (cyclictest's measurement; accepts cyclictest's flags).
-    Cyclic(Box<crate::cmd::cyclic::CyclicArgs>),
+    Cyclic(Box<crate::flags::cyclic::CyclicArgs>),
     /// OS noise seen by a busy-polling thread (oslat's measurement; accepts oslat's flags).
-    Oslat(Box<crate::cmd::oslat::OslatArgs>),
+    Oslat(Box<crate::flags::oslat::OslatArgs>),
     /// Network-function capacity: connections per second, throughput, and a reference HTTP server.
-    Net(Box<crate::cmd::net::NetArgs>),
+    Net(Box<crate::flags::net::NetArgs>),
     /// The main job: fingerprint and audit the platform, run a profile of probes, judge, store.
-    Run(crate::cmd::run::RunArgs),
+    Run(crate::flags::run::RunArgs),
     /// List, show, delete or export stored runs.
-    Runs(crate::cmd::runs::RunsArgs),
+    Runs(crate::flags::runs::RunsArgs),
     /// Export a stored run as JSON, CSV or rt-tests JSON.
-    Export(crate::cmd::runs::ExportArgs),
+    Export(crate::flags::runs::ExportArgs),
     /// Import rt-tests results (cyclictest JSON or text, oslat JSON or text) or rtgauge run documents as runs.
-    Import(crate::cmd::runs::ImportArgs),
+    Import(crate::flags::runs::ImportArgs),
     /// Copy local runs to a central store (PostgreSQL): idempotent, resumable.
-    Push(crate::cmd::push::PushArgs),
+    Push(crate::flags::push::PushArgs),
     /// Render a stored run: on the terminal, and as a self-contained HTML page with charts (--html).
-    Report(crate::cmd::report::ReportArgs),
+    Report(crate::flags::report::ReportArgs),
     /// Compare stored runs with the first: ratios with 95 % intervals and a verdict per measure.
-    Compare(crate::cmd::report::CompareArgs),
+    Compare(crate::flags::report::CompareArgs),
     /// Check a report page or PDF record against the stored run (its embedded content hash).
-    Verify(crate::cmd::verify::VerifyArgs),
+    Verify(crate::flags::verify::VerifyArgs),
     /// Real-time readiness audit of this host or guest (or a captured tree), or lint of a .vmx, libvirt XML or
     /// Kubernetes YAML definition.
-    Audit(crate::cmd::audit::AuditArgs),
+    Audit(crate::flags::audit::AuditArgs),
     /// The platform fingerprint: CPU, topology, NUMA, kernel and preemption, clocksource, virtualization, tuning.
-    Fingerprint(crate::cmd::fingerprint::FingerprintArgs),
+    Fingerprint(crate::flags::fingerprint::FingerprintArgs),
     /// OS-primitive costs in the manner of lmbench: syscalls, signals, IPC, context switch, fork/exec, mmap.
-    Ops(Box<crate::cmd::ops::OpsArgs>),
+    Ops(Box<crate::flags::ops::OpsArgs>),
     /// Memory load-latency curve (cache/TLB steps), read/write/copy bandwidth, NUMA matrix.
-    Mem(Box<crate::cmd::mem::MemArgs>),
+    Mem(Box<crate::flags::mem::MemArgs>),
     /// NUMA locality of running processes and cgroups, and node-local allocation counters.
-    Numa(crate::cmd::numa::NumaArgs),
+    Numa(crate::flags::numa::NumaArgs),
     /// Compute the real-time CPU partition from the topology and write its configuration (kernel, tuned,
     /// irqbalance, systemd, libvirt, .vmx, Kubernetes); --numa advises bindings for non-local memory.
-    Plan(Box<crate::cmd::plan::PlanArgs>),
+    Plan(Box<crate::flags::plan::PlanArgs>),
     /// Measured, bounded load generators (cpu, memory, io, fork, timer, msg, ipi) alone, for use beside another tool.
-    Load(Box<crate::cmd::load::LoadArgs>),
+    Load(Box<crate::flags::load::LoadArgs>),
     /// The highest load level at which a latency gate still holds, with the latency-vs-load curve.
-    Capacity(Box<crate::cmd::capacity::CapacityArgs>),
+    Capacity(Box<crate::flags::capacity::CapacityArgs>),
     /// Every host of the store with its latest run per profile, and the hosts that differ from the majority.
-    Fleet(crate::cmd::fleet::FleetArgs),
+    Fleet(crate::flags::fleet::FleetArgs),
     /// Always-on timer-latency and tuning-drift monitoring with a Prometheus endpoint and textfile output.
-    Monitor(Box<crate::cmd::monitor::MonitorArgs>),
+    Monitor(Box<crate::flags::monitor::MonitorArgs>),
 }
 
 /// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).

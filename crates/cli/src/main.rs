@@ -5,6 +5,7 @@
 
 mod cli;
 mod cmd;
+mod flags;
 mod output;
 
 use clap::Parser as _;

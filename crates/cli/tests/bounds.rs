@@ -85,7 +85,7 @@ fn hostile_user_files_are_refused_quickly_and_in_little_memory() {
                 "--db",
                 db.to_str().unwrap(),
             ],
-            "recursion limit",
+            "max recursion depth",
         ),
         (vec!["audit", "--vmx", &vmx], "larger than 16 MiB"),
         (vec!["audit", "--libvirt", &xml], "larger than 16 MiB"),

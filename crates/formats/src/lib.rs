@@ -10,6 +10,7 @@ pub mod csv;
 pub mod envelope;
 pub mod import;
 pub mod native;
+pub mod openmetrics;
 pub mod rttests;
 
 pub use import::{ImportError, Importer};

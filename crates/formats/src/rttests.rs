@@ -4,9 +4,10 @@
 //! always valid JSON. Values are in the unit rt-tests would use: whole µs (truncated, as `calcdiff` does) or
 //! ns with `-N`. [`RtTestsJson`] exports a stored run this way.
 
-use rtgauge_model::cyclic::{CyclicResult, CyclicThread};
+use rtgauge_model::cyclic::{CyclicResult, CyclicThread, LiveThread};
 use rtgauge_model::oslat::{OslatResult, OslatThread};
 use rtgauge_model::run::{ProbeResult, RunDocument, SystemInfo};
+use rtgauge_model::Nanos;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
@@ -42,6 +43,74 @@ pub fn render_summary_line(thread: &CyclicThread, unit_ns: u64) -> String {
             thread.index, thread.tid, prio, interval_us, thread.cycles, min, act, avg, max
         )
     }
+}
+
+/// cyclictest's live screen while it runs (redrawn in place on a terminal): the policy and load average, then
+/// one line per thread.
+pub fn render_live_screen(
+    policy: &str,
+    loadavg: &str,
+    threads: &[LiveThread],
+    unit_ns: u64,
+) -> String {
+    let mut out = format!("policy: {policy}: loadavg: {loadavg}          \n\n");
+    let u = |ns: u64| ns / unit_ns.max(1);
+    for (i, t) in threads.iter().enumerate() {
+        let min = if t.cycles == 0 { 0 } else { u(t.min_ns) };
+        let _ = writeln!(
+            out,
+            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8} Missed:{:6}",
+            i,
+            t.tid,
+            t.priority,
+            Nanos(t.interval_ns).as_us_trunc(),
+            t.cycles,
+            min,
+            u(t.last_ns),
+            u(t.avg_ns()),
+            u(t.max_ns),
+            t.missed
+        );
+    }
+    out
+}
+
+/// cyclictest's text at exit, before its histogram: the summary line of each thread, then (rtgauge's
+/// additions) the percentile table, and the spike list with `--spike`.
+pub fn render_cyclic_summary(r: &CyclicResult, spikes: bool) -> String {
+    let mut out = String::new();
+    let unit_ns = r.config.unit_ns;
+    for t in &r.threads {
+        let _ = writeln!(out, "{}", render_summary_line(t, unit_ns));
+    }
+    out.push_str(&render_percentile_table(r));
+    if spikes {
+        for s in &r.spikes {
+            let _ = writeln!(
+                out,
+                "T:{:2} Spike:{:8}: TS: {:12}",
+                s.thread,
+                s.latency_ns / unit_ns.max(1),
+                Nanos(s.monotonic_ns).as_us_trunc()
+            );
+        }
+        let _ = writeln!(out, "spikes = {}", r.spikes_total);
+    }
+    out
+}
+
+/// cyclictest's break lines after a `-b` threshold stopped the run (empty when none did).
+pub fn render_break(r: &CyclicResult) -> String {
+    let Some((thread, value)) = r.break_hit else {
+        return String::new();
+    };
+    let tids: Vec<String> = r.threads.iter().map(|t| format!("{:05}", t.tid)).collect();
+    let tid = r.threads.get(thread as usize).map_or(0, |t| t.tid);
+    format!(
+        "# Thread Ids: {}\n# Break thread: {tid}\n# Break value: {}\n",
+        tids.join(" "),
+        value / r.config.unit_ns.max(1)
+    )
 }
 
 /// cyclictest's `-h`/`-H` text histogram block, from `# Histogram` to the overflow cycle lists.

@@ -92,6 +92,39 @@ pub struct Spike {
     pub cpu: Option<u32>,
 }
 
+/// Live figures of one thread, readable while the probe runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveThread {
+    /// The measurement thread's kernel thread id.
+    pub tid: i32,
+    /// Its real-time priority.
+    pub priority: i32,
+    /// Its wake-up period, ns.
+    pub interval_ns: u64,
+    /// Wake-ups measured so far.
+    pub cycles: u64,
+    /// Smallest latency so far, ns.
+    pub min_ns: u64,
+    /// The latest latency, ns.
+    pub last_ns: u64,
+    /// Sum of the latencies so far, ns (for the average).
+    pub sum_ns: u64,
+    /// Largest latency so far, ns.
+    pub max_ns: u64,
+    /// Periods already over when the thread woke (missed deadlines).
+    pub missed: u64,
+    /// Largest sample since the previous tick (0 when none): what a monitor needs to see a spike within one
+    /// tick without rebuilding the histograms.
+    pub peak_ns: u64,
+}
+
+impl LiveThread {
+    /// Average latency so far, ns (0 before the first wake-up).
+    pub fn avg_ns(&self) -> u64 {
+        self.sum_ns.checked_div(self.cycles).unwrap_or(0)
+    }
+}
+
 /// One measurement thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CyclicThread {
@@ -166,6 +199,38 @@ pub struct CyclicResult {
 }
 
 impl CyclicThread {
+    /// Add the same thread's next segment `b`, which started `offset_ns` after this one's start: counts,
+    /// timeline and the exact distribution (the monitor's periods are segments of 10 s).
+    pub fn absorb(&mut self, b: CyclicThread, offset_ns: u64) {
+        let a = self;
+        a.cycles += b.cycles;
+        a.missed_deadlines += b.missed_deadlines;
+        a.skipped_periods += b.skipped_periods;
+        a.early_wakeups += b.early_wakeups;
+        a.last_ns = b.last_ns;
+        a.timeline_dropped += b.timeline_dropped;
+        a.timeline.extend(b.timeline.iter().map(|e| TimelineEntry {
+            start_ns: e.start_ns + offset_ns,
+            ..*e
+        }));
+        if let (Ok(mut h), Ok(hb)) = (a.latency.hdr.decode(), b.latency.hdr.decode()) {
+            if h.add(&hb).is_ok() {
+                let min = match (a.latency.count, b.latency.count) {
+                    (0, _) => b.latency.min_ns,
+                    (_, 0) => a.latency.min_ns,
+                    _ => a.latency.min_ns.min(b.latency.min_ns),
+                };
+                a.latency = LatencyStats::from_parts(
+                    &h,
+                    min,
+                    a.latency.max_ns.max(b.latency.max_ns),
+                    a.latency.sum_ns.saturating_add(b.latency.sum_ns),
+                    a.latency.clamped + b.latency.clamped,
+                );
+            }
+        }
+    }
+
     /// Samples ≥ `threshold_ns` of one cyclic thread: exact from the rt-tests buckets when they resolve the
     /// threshold, else from the HDR histogram (3 significant digits).
     pub fn samples_at_or_above(&self, threshold_ns: u64) -> u64 {

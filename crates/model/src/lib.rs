@@ -13,6 +13,7 @@
 pub mod accounting;
 pub mod attribution;
 pub mod audit;
+pub mod capacity;
 pub mod cpuset;
 pub mod cyclic;
 pub mod fingerprint;
@@ -21,6 +22,7 @@ pub mod latency;
 pub mod load;
 pub mod measure;
 pub mod mem;
+pub mod monitor;
 pub mod net;
 pub mod numa;
 pub mod ops;

@@ -74,7 +74,7 @@ impl fmt::Display for LoadKind {
 /// Where the generators run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Placement {
+pub enum LoadPlacement {
     /// The CPUs the probe does not measure (the usual case: RT CPUs quiet, the rest busy).
     Housekeeping,
     /// The measured CPUs, below the probe (SCHED_OTHER at nice 19): the co-located case.
@@ -93,7 +93,7 @@ pub struct LoadSpec {
     /// Duty cycle of each generator, percent of each 10 ms period (1–100).
     pub level: u8,
     /// Where the generators run.
-    pub placement: Placement,
+    pub placement: LoadPlacement,
 }
 
 /// Why a load specification was refused.
@@ -118,7 +118,7 @@ impl LoadSpec {
     pub fn parse(text: &str) -> Result<LoadSpec, LoadSpecError> {
         let (rest, placement) = match text.split_once('@') {
             Some((r, p)) => (r, parse_placement(p.trim())?),
-            None => (text, Placement::Housekeeping),
+            None => (text, LoadPlacement::Housekeeping),
         };
         let (kinds, level) = match rest.split_once(':') {
             Some((k, l)) => {
@@ -153,15 +153,15 @@ impl LoadSpec {
     }
 }
 
-fn parse_placement(p: &str) -> Result<Placement, LoadSpecError> {
+fn parse_placement(p: &str) -> Result<LoadPlacement, LoadSpecError> {
     match p {
-        "housekeeping" | "hk" => Ok(Placement::Housekeeping),
-        "measured" | "rt" => Ok(Placement::Measured),
-        "all" | "both" => Ok(Placement::All),
+        "housekeeping" | "hk" => Ok(LoadPlacement::Housekeeping),
+        "measured" | "rt" => Ok(LoadPlacement::Measured),
+        "all" | "both" => Ok(LoadPlacement::All),
         list => CpuSet::parse(list)
             .ok()
             .filter(|s| !s.is_empty())
-            .map(Placement::Cpus)
+            .map(LoadPlacement::Cpus)
             .ok_or_else(|| LoadSpecError::Placement(p.to_string())),
     }
 }
@@ -171,10 +171,10 @@ impl fmt::Display for LoadSpec {
         let kinds: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).collect();
         write!(f, "{}:{}@", kinds.join(","), self.level)?;
         match &self.placement {
-            Placement::Housekeeping => f.write_str("housekeeping"),
-            Placement::Measured => f.write_str("measured"),
-            Placement::All => f.write_str("all"),
-            Placement::Cpus(s) => write!(f, "{s}"),
+            LoadPlacement::Housekeeping => f.write_str("housekeeping"),
+            LoadPlacement::Measured => f.write_str("measured"),
+            LoadPlacement::All => f.write_str("all"),
+            LoadPlacement::Cpus(s) => write!(f, "{s}"),
         }
     }
 }
@@ -280,13 +280,13 @@ mod tests {
     fn specs_parse_with_defaults_and_refuse_nonsense() {
         let s = LoadSpec::parse("cpu,memory:50@housekeeping").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.kinds, [LoadKind::Cpu, LoadKind::Memory]);
-        assert_eq!((s.level, &s.placement), (50, &Placement::Housekeeping));
+        assert_eq!((s.level, &s.placement), (50, &LoadPlacement::Housekeeping));
         assert_eq!(s.to_string(), "cpu,memory:50@housekeeping");
         let d = LoadSpec::parse("io").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((d.level, d.placement), (100, Placement::Housekeeping));
+        assert_eq!((d.level, d.placement), (100, LoadPlacement::Housekeeping));
         assert_eq!(
             LoadSpec::parse("fork@2-3").map(|s| s.placement),
-            Ok(Placement::Cpus(CpuSet::new([2, 3])))
+            Ok(LoadPlacement::Cpus(CpuSet::new([2, 3])))
         );
         assert_eq!(
             LoadSpec::parse("gpu"),

@@ -264,6 +264,42 @@ impl ProbeResult {
         }
     }
 
+    /// The "why" of a latency probe (counters, trace, episodes); `None` for the others or without one.
+    pub fn why(&self) -> Option<&crate::attribution::Why> {
+        match self {
+            ProbeResult::Cyclic(c) => c.why.as_ref(),
+            ProbeResult::Oslat(o) => o.why.as_ref(),
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => None,
+        }
+    }
+
+    /// Record the load that ran beside the probe (the NUMA locality probe, never loaded, keeps none).
+    pub fn set_load(&mut self, load: Option<crate::load::LoadResult>) {
+        match self {
+            ProbeResult::Cyclic(c) => c.load = load,
+            ProbeResult::Oslat(o) => o.load = load,
+            ProbeResult::Net(n) => n.load = load,
+            ProbeResult::Ops(o) => o.load = load,
+            ProbeResult::Mem(m) => m.load = load,
+            ProbeResult::Numa(_) => {}
+        }
+    }
+
+    /// Record what the system did while the latency probes measured (the others keep no accounting).
+    pub fn set_accounting(&mut self, a: crate::accounting::Accounting) {
+        match self {
+            ProbeResult::Cyclic(c) => c.accounting = Some(a),
+            ProbeResult::Oslat(o) => o.accounting = Some(a),
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => {}
+        }
+    }
+
     /// The load generated while the probe measured, as achieved; `None` for an idle run and for the NUMA
     /// locality probe (which observes other processes and is never loaded).
     pub fn load(&self) -> Option<&crate::load::LoadResult> {

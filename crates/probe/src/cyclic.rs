@@ -19,6 +19,7 @@ use crate::observe::Observer;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
+pub use rtgauge_model::cyclic::LiveThread;
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike, StopReason,
 };
@@ -52,39 +53,6 @@ pub struct CyclicPlan {
     pub nodes: Vec<Option<u32>>,
     /// How often the main thread wakes to publish live figures and drain timelines.
     pub tick: Duration,
-}
-
-/// Live figures of one thread, readable while the probe runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LiveThread {
-    /// The measurement thread's kernel thread id.
-    pub tid: i32,
-    /// Its real-time priority.
-    pub priority: i32,
-    /// Its wake-up period, ns.
-    pub interval_ns: u64,
-    /// Wake-ups measured so far.
-    pub cycles: u64,
-    /// Smallest latency so far, ns.
-    pub min_ns: u64,
-    /// The latest latency, ns.
-    pub last_ns: u64,
-    /// Sum of the latencies so far, ns (for the average).
-    pub sum_ns: u64,
-    /// Largest latency so far, ns.
-    pub max_ns: u64,
-    /// Periods already over when the thread woke (missed deadlines).
-    pub missed: u64,
-    /// Largest sample since the previous tick (0 when none): what a monitor needs to see a spike within one
-    /// tick without rebuilding the histograms.
-    pub peak_ns: u64,
-}
-
-impl LiveThread {
-    /// Average latency so far, ns (0 before the first wake-up).
-    pub fn avg_ns(&self) -> u64 {
-        self.sum_ns.checked_div(self.cycles).unwrap_or(0)
-    }
 }
 
 /// Relaxed atomics written by one measurement thread and read by the main thread. Padded to its own cache

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod escape;
@@ -15,6 +16,7 @@ pub mod net;
 pub mod numa;
 pub mod ops;
 pub mod record;
+pub mod shortfalls;
 pub mod spikes;
 pub mod terminal;
 pub mod threads;

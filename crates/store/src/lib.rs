@@ -162,7 +162,7 @@ pub trait RunStore: Send {
     /// The document of run `id` (a `running` run whose writer is gone comes back `interrupted`).
     fn get(&mut self, id: i64) -> Result<RunDocument, StoreError>;
     /// The id of the run `selector` names; [`StoreError::NotFound`] when none does.
-    fn resolve(&mut self, selector: &Selector) -> Result<i64, StoreError>;
+    fn find(&mut self, selector: &Selector) -> Result<i64, StoreError>;
     /// Remove run `id`; [`StoreError::NotFound`] when there is none.
     fn delete(&mut self, id: i64) -> Result<(), StoreError>;
 }

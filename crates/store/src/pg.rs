@@ -435,7 +435,7 @@ impl RunStore for PgStore {
         self.get_raw(id)
     }
 
-    fn resolve(&mut self, selector: &Selector) -> Result<i64, StoreError> {
+    fn find(&mut self, selector: &Selector) -> Result<i64, StoreError> {
         let found: Option<i64> = match selector {
             Selector::Latest => self.client.query_one("SELECT max(id) FROM runs", &[]),
             Selector::Id(id) => self

@@ -362,7 +362,7 @@ impl RunStore for SqliteStore {
         self.get_raw(id)
     }
 
-    fn resolve(&mut self, selector: &Selector) -> Result<i64, StoreError> {
+    fn find(&mut self, selector: &Selector) -> Result<i64, StoreError> {
         let (sql, arg): (&str, Option<String>) = match selector {
             Selector::Latest => ("SELECT max(id) FROM runs", None),
             Selector::Id(id) => ("SELECT id FROM runs WHERE id = ?1", Some(id.to_string())),

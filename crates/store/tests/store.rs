@@ -134,15 +134,15 @@ fn insert_update_list_select_delete(b: Backend) {
     assert_eq!(l[1].status, RunStatus::Complete);
     assert_eq!(l[1].label.as_deref(), Some("guest"));
     assert_eq!(l[1].host, "h");
-    assert_eq!(s.resolve(&Selector::Latest).unwrap(), id_b);
-    assert_eq!(s.resolve(&Selector::parse("bare-metal")).unwrap(), a);
-    assert_eq!(s.resolve(&Selector::parse(&a.to_string())).unwrap(), a);
+    assert_eq!(s.find(&Selector::Latest).unwrap(), id_b);
+    assert_eq!(s.find(&Selector::parse("bare-metal")).unwrap(), a);
+    assert_eq!(s.find(&Selector::parse(&a.to_string())).unwrap(), a);
     assert!(matches!(
-        s.resolve(&Selector::Label("nope".into())),
+        s.find(&Selector::Label("nope".into())),
         Err(StoreError::NotFound(_))
     ));
     assert!(matches!(
-        s.resolve(&Selector::Id(9999)),
+        s.find(&Selector::Id(9999)),
         Err(StoreError::NotFound(_))
     ));
     assert_eq!(s.get(id_b).unwrap().tags["site"], "lab");
@@ -278,7 +278,7 @@ fn insert_if_absent_is_idempotent_under_concurrency(b: Backend) {
     assert_eq!(b.count("SELECT count(DISTINCT uuid) FROM runs"), 10);
     let mut s = b.open();
     assert_eq!(s.insert_if_absent(&docs[3]).unwrap(), None);
-    let r3 = s.resolve(&Selector::parse("r3")).unwrap();
+    let r3 = s.find(&Selector::parse("r3")).unwrap();
     let got = s.get(r3).unwrap();
     assert_eq!(got, docs[3], "the pushed document comes back whole");
 }

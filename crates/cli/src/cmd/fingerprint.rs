@@ -1,20 +1,8 @@
 //! `rtgauge fingerprint`: what machine, kernel, virtualization layer and tuning state this is.
 
-use clap::Args;
+use crate::flags::fingerprint::*;
 use rtgauge_host::fingerprint::{read_fingerprint, render_fingerprint};
 use std::process::ExitCode;
-
-/// Print the platform fingerprint.
-#[derive(Debug, Clone, Args)]
-#[command(mut_arg("root", |a| a.help("Read a captured tree (DIR/proc, DIR/sys, DIR/etc) instead of this system")))]
-pub struct FingerprintArgs {
-    #[command(flatten)]
-    pub root: super::RootArg,
-
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
 
 pub fn run(a: &FingerprintArgs) -> anyhow::Result<ExitCode> {
     let root = a.root.open()?;

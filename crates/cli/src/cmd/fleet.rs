@@ -2,31 +2,13 @@
 //! fleet's majority (the aggregation is `rtgauge_report::fleet`); and `compare --host NAME`, which picks a
 //! host's latest run. Works on the `RunStore` trait only, so any backend serves.
 
-use super::runs::DbArg;
-use anyhow::{bail, Context as _};
-use clap::Args;
+use crate::flags::fleet::*;
+use anyhow::Context as _;
 use rtgauge_report::fleet::{self, FleetRun};
 use rtgauge_store::RunSummary;
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Every host with its latest run per profile, and the outliers.
-#[derive(Debug, Clone, Args)]
-pub struct FleetArgs {
-    /// Print the fleet as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write the fleet as a self-contained HTML page to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Only runs of this profile.
-    #[arg(long)]
-    pub profile: Option<String>,
-    #[command(flatten)]
-    pub db: DbArg,
-}
 
 /// The newest run id per [`fleet::group_key`] (host, profile, or the probes of a run without one) of the
 /// store's runs. Takes the list rather than the store so that it is the same code whatever box the store
@@ -90,35 +72,4 @@ pub fn run(a: &FleetArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `compare --host NAME…`: the arguments with each host's latest run appended to the positional runs (as its
-/// id), so the compare code sees only run selectors.
-pub fn with_hosts(a: &super::report::CompareArgs) -> anyhow::Result<super::report::CompareArgs> {
-    let mut a = a.clone();
-    let hosts = std::mem::take(&mut a.hosts);
-    a.runs.extend(host_selectors(&a.db, &hosts)?);
-    Ok(a)
-}
-
-fn host_selectors(db: &DbArg, hosts: &[String]) -> anyhow::Result<Vec<String>> {
-    if hosts.is_empty() {
-        return Ok(Vec::new());
-    }
-    let (mut store, _) = db.open_existing()?;
-    let runs = store.list()?;
-    let mut sels = Vec::with_capacity(hosts.len());
-    for h in hosts {
-        // As `fleet` names it: a run without a host name is `(unknown host)`.
-        let Some(id) = runs
-            .iter()
-            .filter(|r| fleet::host_name(&r.host) == h)
-            .map(|r| r.id)
-            .max()
-        else {
-            bail!("--host {h}: no run of this host in the store");
-        };
-        sels.push(id.to_string());
-    }
-    Ok(sels)
 }

@@ -1,161 +1,34 @@
 //! `rtgauge mem`: load-latency curve over a randomised pointer chain (cache and TLB steps, named after the
 //! caches sysfs reports), read/write/copy bandwidth and the NUMA latency/bandwidth matrix.
 
-use super::parse_size_max;
-use anyhow::{bail, Context as _};
-use clap::Args;
-use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
+use crate::flags::mem::{resolve, MemArgs};
 use rtgauge_host::HostRoot;
-use rtgauge_model::mem::{size_label, MemConfig, MemResult};
 use rtgauge_model::run::{ProbeResult, RunStatus};
-use rtgauge_probe::mem::{sweep_sizes, MemPlan};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Memory latency curve (4 KiB to beyond the last-level cache), bandwidth, NUMA matrix.
-#[derive(Debug, Clone, Args)]
-pub struct MemArgs {
-    /// Pin the measuring thread to this CPU (default: the first CPU this process may use); also names the
-    /// CPU whose caches are read from sysfs.
-    #[arg(long = "cpu", value_name = "CPU")]
-    pub cpu: Option<u32>,
-
-    /// Smallest working set of the latency curve.
-    #[arg(long = "min-size", value_name = "SIZE", default_value = "4K", value_parser = parse_mem_size)]
-    pub min_size: u64,
-
-    /// Largest working set of the latency curve (the sweep takes 2^n and 1.5·2^n in between).
-    #[arg(long = "max-size", value_name = "SIZE", default_value = "1G", value_parser = parse_mem_size)]
-    pub max_size: u64,
-
-    /// Repetitions of every point (latency: minimum; bandwidth: median).
-    #[arg(short = 'r', long = "repetitions", value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repetitions: u32,
-
-    /// Most loads timed per repetition of a latency point (at least one lap of the chain up to this).
-    #[arg(long = "loads", value_name = "N", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
-    pub loads: u64,
-
-    /// Buffer of the bandwidth kernels (0: no bandwidth; choose well beyond the last-level cache for DRAM).
-    #[arg(long = "bw-size", value_name = "SIZE", default_value = "256M", value_parser = parse_mem_size_or_0)]
-    pub bw_size: u64,
-
-    /// Working set of each NUMA matrix cell (0: no matrix).
-    #[arg(long = "numa-size", value_name = "SIZE", default_value = "256M", value_parser = parse_mem_size_or_0)]
-    pub numa_size: u64,
-
-    /// Back every buffer with transparent huge pages (madvise MADV_HUGEPAGE; default: 4 KiB pages).
-    #[arg(long = "hugepages")]
-    pub hugepages: bool,
-
-    /// Write rtgauge's native, versioned run document to FILE.
-    #[arg(long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-}
-
-fn parse_mem_size(s: &str) -> Result<u64, String> {
-    let b = parse_size_max(s, 4 << 30)?;
-    if b < 4096 {
-        return Err("at least 4K".into());
-    }
-    Ok(b)
-}
-
-fn parse_mem_size_or_0(s: &str) -> Result<u64, String> {
-    match parse_size_max(s, 4 << 30)? {
-        0 => Ok(0),
-        b if b < 4096 => Err("0 or at least 4K".into()),
-        b => Ok(b),
-    }
-}
-
-pub fn resolve(a: &MemArgs, root: &HostRoot) -> anyhow::Result<MemPlan> {
-    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
-    if let Some(c) = a.cpu {
-        if !online.contains(c) {
-            bail!("--cpu {c}: not an online CPU (online: {online})");
-        }
-    }
-    if a.min_size > a.max_size {
-        bail!(
-            "--min-size {}: larger than --max-size {}",
-            size_label(a.min_size),
-            size_label(a.max_size)
-        );
-    }
-    let sizes = sweep_sizes(a.min_size, a.max_size);
-    if sizes.is_empty() {
-        bail!(
-            "--max-size {}: no working set of the sweep fits",
-            size_label(a.max_size)
-        );
-    }
-    let cache_cpu = a
-        .cpu
-        .or_else(|| rtgauge_probe::rt::current_affinity().iter().next())
-        .unwrap_or(0);
-    let nodes = rtgauge_host::numa::read_nodes(root);
-    let mem_nodes = rtgauge_host::numa::read_memory_nodes(root, &nodes);
-    let cpu_nodes: Vec<(u32, u32)> = nodes
-        .iter()
-        .filter_map(|n| {
-            n.cpus
-                .intersection(&online)
-                .iter()
-                .next()
-                .map(|c| (n.node, c))
-        })
-        .collect();
-    Ok(MemPlan {
-        config: MemConfig {
-            cpu: a.cpu,
-            sizes_bytes: sizes,
-            loads_per_repetition: a.loads,
-            repetitions: a.repetitions,
-            bw_size_bytes: a.bw_size,
-            numa_size_bytes: if cpu_nodes.is_empty() { 0 } else { a.numa_size },
-            hugepages: a.hugepages,
-        },
-        caches: rtgauge_host::numa::read_caches(root, cache_cpu),
-        cpu_nodes,
-        mem_nodes,
-    })
-}
-
-/// Warnings: NUMA cells that failed or landed on another node.
-pub fn shortfalls(r: &MemResult) -> Vec<String> {
-    r.numa
-        .iter()
-        .filter_map(|c| match (&c.error, c.verified_node) {
-            (Some(e), _) => Some(format!("mem: NUMA {} → {}: {e}", c.cpu_node, c.mem_node)),
-            (None, Some(n)) if n != c.mem_node => Some(format!(
-                "mem: NUMA {} → {}: memory landed on node {n}",
-                c.cpu_node, c.mem_node
-            )),
-            _ => None,
-        })
-        .collect()
-}
-
+/// `rtgauge mem`.
 pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
     let plan = resolve(a, &root)?;
+    let stop = super::stop_on_signals()?;
     let started = crate::output::now_rfc3339();
-    let result = rtgauge_probe::mem::run(&plan)?;
-    let warnings = shortfalls(&result);
-    for w in &warnings {
-        eprintln!("rtgauge: warning: {w}");
+    let (mut results, warnings) = super::measure(
+        &root,
+        &stop,
+        &rtgauge_session::probes::Mem(&plan),
+        &rtgauge_session::Around::default(),
+        &mut [],
+    )?;
+    super::warn_all(&warnings);
+    let Some(probe @ ProbeResult::Mem(_)) = results.pop() else {
+        anyhow::bail!("the memory probe returned no result");
+    };
+    if let ProbeResult::Mem(r) = &probe {
+        super::print_text(&rtgauge_report::mem::render(r, true))?;
     }
-    super::print_text(&rtgauge_report::mem::render(&result, true))?;
     if let Some(path) = &a.output {
-        crate::output::write_output(
-            path,
-            started,
-            rtgauge_host::system::read_system_info(&root),
-            ProbeResult::Mem(result),
-            RunStatus::Complete,
-            warnings,
-        )?;
+        let system = rtgauge_host::system::read_system_info(&root);
+        crate::output::write_output(path, started, system, probe, RunStatus::Complete, warnings)?;
     }
     Ok(ExitCode::SUCCESS)
 }

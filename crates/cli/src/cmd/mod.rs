@@ -10,7 +10,6 @@ pub mod load;
 pub mod mem;
 pub mod monitor;
 pub mod net;
-pub mod net_rate;
 pub mod numa;
 pub mod ops;
 pub mod oslat;
@@ -20,11 +19,46 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod verify;
-pub mod why;
 
-use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
-use rtgauge_model::units::parse_duration;
-use rtgauge_model::Nanos;
+/// The stop flag of a measuring verb: SIGINT and SIGTERM end the measurement through the normal path.
+pub fn stop_on_signals() -> anyhow::Result<rtgauge_probe::stop::StopFlag> {
+    use anyhow::Context as _;
+    let stop = rtgauge_probe::stop::StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
+    Ok(stop)
+}
+
+/// Measure `probe` on the live host through the session engine ([`rtgauge_session::Session::measure`]):
+/// the results, and the settings that were not achieved (for the caller to say and store). Says (stderr)
+/// what the load achieved and what the "why" could not collect.
+pub fn measure(
+    root: &rtgauge_host::HostRoot,
+    stop: &rtgauge_probe::stop::StopFlag,
+    probe: &dyn rtgauge_session::Probe,
+    around: &rtgauge_session::Around,
+    observers: &mut [&mut dyn rtgauge_session::Observer],
+) -> anyhow::Result<(Vec<rtgauge_model::run::ProbeResult>, Vec<String>)> {
+    let m = rtgauge_session::Session { root, stop }.measure(probe, around, observers)?;
+    if let Some(l) = &m.load {
+        eprintln!("rtgauge: load achieved: {}", l.summary());
+    }
+    let mut warnings = Vec::new();
+    for r in &m.results {
+        if let Some(missing) = r.why().and_then(|w| w.missing.as_ref()) {
+            eprintln!("rtgauge: warning: {missing}");
+        }
+        warnings.extend(rtgauge_report::shortfalls::of_probe(r));
+    }
+    Ok((m.results, warnings))
+}
+
+/// Say each warning on stderr.
+pub fn warn_all(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("rtgauge: warning: {w}");
+    }
+}
 
 /// Open the store `--db` names, or `RTGAUGE_DB`, or the default SQLite file: a SQLite path or a
 /// `postgresql://` URL. Returns the store and its name for messages (a URL without its password). An error
@@ -127,30 +161,6 @@ pub fn print_text(text: &str) -> std::io::Result<()> {
         .write_all(rtgauge_report::escape::visible(text).as_bytes())
 }
 
-/// `--root DIR`, one definition for every verb that reads the host: /proc, /sys, /etc and /dev are read
-/// under DIR (a captured or fixture tree) instead of this system. A verb flattens it and, where its help
-/// says more (what the tree is used for), rewords the help with `mut_arg("root", …)`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct RootArg {
-    /// Read a captured tree (DIR/proc, DIR/sys, DIR/etc, DIR/dev) instead of this system.
-    #[arg(long = "root", value_name = "DIR")]
-    pub root: Option<std::path::PathBuf>,
-}
-
-impl RootArg {
-    /// The tree to read: DIR, or the live system without `--root`. A DIR that is not a directory is refused
-    /// here, naming it, rather than read as an empty system.
-    pub fn open(&self) -> anyhow::Result<rtgauge_host::HostRoot> {
-        match &self.root {
-            Some(dir) if !dir.is_dir() => {
-                anyhow::bail!("--root {}: not a directory", dir.display())
-            }
-            Some(dir) => Ok(rtgauge_host::HostRoot::at(dir)),
-            None => Ok(rtgauge_host::HostRoot::live()),
-        }
-    }
-}
-
 /// Name every file of a captured tree that was refused (a link out of the tree, a loop, a FIFO or device,
 /// an oversized file): it was read as missing, and the user should know which findings lack it.
 pub fn warn_refused(root: &rtgauge_host::HostRoot) {
@@ -183,129 +193,6 @@ pub fn warn_topology(root: &rtgauge_host::HostRoot) {
     }
 }
 
-/// One warning per process-wide setting that was requested but not achieved.
-pub fn process_shortfalls(c: &ProcessConditions) -> Vec<String> {
-    let why = |e: &Option<String>| e.clone().unwrap_or_else(|| "unknown".into());
-    let mut w = Vec::new();
-    if !c.mlockall.ok() {
-        w.push(format!("mlockall not achieved: {}", why(&c.mlockall.error)));
-    }
-    if !c.cpu_dma_latency_us.ok() {
-        let request = c
-            .cpu_dma_latency_us
-            .requested
-            .map(|us| format!(" {us} µs"))
-            .unwrap_or_default();
-        w.push(format!(
-            "/dev/cpu_dma_latency{request} not held: {}",
-            why(&c.cpu_dma_latency_us.error)
-        ));
-    }
-    for other in &c.contended {
-        w.push(format!(
-            "CPU {} measured at the same time by pid {} ({}): the two runs disturbed each other",
-            other.cpus,
-            other.pid,
-            if other.command.is_empty() {
-                "?"
-            } else {
-                &other.command
-            }
-        ));
-    }
-    if let Some(e) = &c.main_affinity.error {
-        w.push(format!("main thread affinity not achieved: {e}"));
-    }
-    w
-}
-
-/// One warning per setting of measurement thread `who` that was requested but not achieved.
-pub fn thread_shortfalls(who: &str, k: &ThreadConditions) -> Vec<String> {
-    let mut w = Vec::new();
-    if !k.policy.ok() || !k.priority.ok() {
-        w.push(format!(
-            "{who}: requested {}:{}, running {}:{} ({})",
-            k.policy.requested,
-            k.priority.requested,
-            k.policy.achieved,
-            k.priority.achieved,
-            k.policy.error.as_deref().unwrap_or("unknown")
-        ));
-    }
-    if !k.cpu.ok() {
-        w.push(format!(
-            "{who}: not pinned to CPU {} ({})",
-            k.cpu.requested.map_or("-".to_string(), |c| c.to_string()),
-            k.cpu
-                .error
-                .as_deref()
-                .unwrap_or("CPU offline or not allowed")
-        ));
-    }
-    w
-}
-
-/// Sizes with an optional K, M or G suffix (binary units), at most `max`.
-pub fn parse_size_max(s: &str, max: u64) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
-        _ => (t, 1),
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 4096, 16K, 1M)"))?;
-    let bytes = n.checked_mul(mult).ok_or("size too large")?;
-    if bytes > max {
-        return Err(format!("at most {}", rtgauge_model::mem::size_label(max)));
-    }
-    Ok(bytes)
-}
-
-/// A duration as the verbs take it (`30s`, `200us`, `24h`, …).
-pub fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
-/// Where a measuring verb stores its run and what it stores with it (`--tag`, `--db`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct StoreArgs {
-    /// KEY=VALUE to store with the run (repeatable).
-    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
-    pub tags: Vec<(String, String)>,
-    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
-    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
-    #[arg(long, value_name = "PATH|URL")]
-    pub db: Option<std::path::PathBuf>,
-}
-
-/// `--tag KEY=VALUE`.
-pub fn parse_tag(s: &str) -> Result<(String, String), String> {
-    parse_name(s)?;
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("'{s}' is not KEY=VALUE")),
-    }
-}
-
-/// A label or host name given on the command line (`--label`, `--host-name`): refused when it is empty or
-/// blank (stored, it would be a run without a name that listings show as nothing), or holds a control or
-/// format character (see [`rtgauge_model::run::forbidden_in_name`]); it would be stored and shown raw in
-/// every later listing and report.
-pub fn parse_name(s: &str) -> Result<String, String> {
-    match rtgauge_model::run::forbidden_in_name(s) {
-        Some(c) => Err(format!(
-            "holds the {} character U+{:04X}: a name must be printable text",
-            if c.is_control() { "control" } else { "format" },
-            c as u32
-        )),
-        None if s.trim().is_empty() => Err("a name must not be empty or blank".into()),
-        None => Ok(s.to_string()),
-    }
-}
-
 /// The last non-empty line a tool wrote to `stderr` ("no output" when none): the one line an error
 /// about that tool quotes.
 pub fn last_stderr_line(stderr: &[u8]) -> String {
@@ -315,99 +202,4 @@ pub fn last_stderr_line(stderr: &[u8]) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("no output")
         .to_string()
-}
-
-/// A captured /sys tree for the verbs' command-line tests: `cpus` CPUs, `per_node` to a NUMA node, and the
-/// `online` and `possible` CPU lists.
-#[cfg(test)]
-pub(crate) fn cpu_tree(
-    cpus: u32,
-    per_node: u32,
-    online: &str,
-    possible: &str,
-) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let cpu = dir.path().join("sys/devices/system/cpu");
-    for c in 0..cpus {
-        std::fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / per_node))).unwrap();
-    }
-    std::fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
-    std::fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
-    dir
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rtgauge_model::rt::Setting;
-
-    #[test]
-    fn root_opens_a_directory_and_refuses_anything_else() {
-        let dir = tempfile::tempdir().unwrap();
-        let live = RootArg::default().open().unwrap();
-        assert!(live.is_live());
-        let at = RootArg {
-            root: Some(dir.path().to_path_buf()),
-        }
-        .open()
-        .unwrap();
-        assert!(!at.is_live());
-        assert_eq!(at.path("/proc/stat"), dir.path().join("proc/stat"));
-        let file = dir.path().join("f");
-        std::fs::write(&file, "").unwrap();
-        for bad in [file, dir.path().join("missing")] {
-            let e = RootArg {
-                root: Some(bad.clone()),
-            }
-            .open()
-            .unwrap_err();
-            assert_eq!(
-                e.to_string(),
-                format!("--root {}: not a directory", bad.display())
-            );
-        }
-    }
-
-    fn setting<T: Clone>(requested: T, achieved: T, error: Option<&str>) -> Setting<T> {
-        Setting {
-            requested,
-            achieved,
-            error: error.map(str::to_string),
-        }
-    }
-
-    #[test]
-    fn names_are_printable_and_not_blank() {
-        assert_eq!(parse_name("bare-metal µs").as_deref(), Ok("bare-metal µs"));
-        for blank in ["", " ", "\u{3000}"] {
-            assert_eq!(
-                parse_name(blank),
-                Err("a name must not be empty or blank".to_string()),
-                "{blank:?}"
-            );
-        }
-        assert_eq!(
-            parse_name("host\u{200b}1"),
-            Err("holds the format character U+200B: a name must be printable text".to_string())
-        );
-        assert_eq!(
-            parse_name("a\u{1b}[31m"),
-            Err("holds the control character U+001B: a name must be printable text".to_string())
-        );
-    }
-
-    #[test]
-    fn a_shortfall_reads_as_a_sentence_not_a_debug_dump() {
-        let c = ProcessConditions {
-            mlockall: setting(true, true, None),
-            cpu_dma_latency_us: setting(Some(0), None, Some("Permission denied (os error 13)")),
-            cpu_dma_latency_before_us: None,
-            main_affinity: setting(None, None, None),
-            contended: Vec::new(),
-        };
-        assert_eq!(
-            process_shortfalls(&c),
-            ["/dev/cpu_dma_latency 0 µs not held: Permission denied (os error 13)"]
-        );
-    }
 }

@@ -8,30 +8,11 @@
 //! stopped, link lost) resumes where it stopped when run again. The local store is only read (its listing
 //! marks runs whose writer died as interrupted, as every listing does).
 
+use crate::flags::push::*;
 use anyhow::Context as _;
-use clap::Args;
 use rtgauge_model::run::RunStatus;
 use rtgauge_store::{RunStore, Selector};
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Copy local runs to a central store.
-#[derive(Debug, Clone, Args)]
-pub struct PushArgs {
-    /// Central store: a postgresql:// URL (or a SQLite file). From the environment, a password in it stays
-    /// out of the process list.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "RTGAUGE_PUSH_TO",
-        hide_env_values = true
-    )]
-    pub to: PathBuf,
-    /// Runs to push: ids, labels or `latest` (default: every finished run the central store lacks).
-    pub runs: Vec<String>,
-    #[command(flatten)]
-    pub db: super::runs::DbArg,
-}
 
 /// What a push did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +86,7 @@ pub fn run(a: &PushArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|r| {
             local
-                .resolve(&Selector::parse(r))
+                .find(&Selector::parse(r))
                 .with_context(|| format!("run {r} in {local_name}"))
         })
         .collect::<anyhow::Result<Vec<i64>>>()?;

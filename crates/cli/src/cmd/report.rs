@@ -1,79 +1,16 @@
 //! `rtgauge report RUN` and `rtgauge compare A B [C…]`: render stored runs, on the terminal and as a
 //! self-contained HTML page.
 
-use super::runs::{resolve, DbArg};
+use super::runs::find_run;
+use crate::flags::report::*;
+use crate::flags::DbArg;
 use anyhow::{bail, Context as _};
-use clap::Args;
 use rtgauge_model::run::RunDocument;
 use rtgauge_report::compare::{self, Options};
 use rtgauge_report::html;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Render one stored run.
-#[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
-    /// Run id, label, or `latest` (default: latest; or use --label).
-    pub run: Option<String>,
-    /// Select the run by label (the most recent run with it).
-    #[arg(long, conflicts_with = "run")]
-    pub label: Option<String>,
-    /// Also write the HTML report to FILE (self-contained, opens from file://).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Also write the qualification record to FILE as PDF (rendered by headless Chromium; check it later
-    /// with `rtgauge verify FILE`).
-    #[arg(long, value_name = "FILE")]
-    pub pdf: Option<PathBuf>,
-    #[command(flatten)]
-    pub db: DbArg,
-}
-
-/// Compare stored runs with the first (the baseline).
-#[derive(Debug, Clone, Args)]
-pub struct CompareArgs {
-    /// Runs: id, label, or `latest`; the first is the baseline. `1,2,3` is one platform measured three
-    /// times: a set of repetitions, judged by the variation between its runs.
-    #[arg(value_name = "RUN")]
-    pub runs: Vec<String>,
-    /// Select a run by label (repeatable; appended after the positional runs).
-    #[arg(long = "label", value_name = "LABEL")]
-    pub labels: Vec<String>,
-    /// Each --label selects every run with that label, as a set of repetitions (not only the newest).
-    #[arg(long)]
-    pub every: bool,
-    /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
-    #[arg(long, default_value = "10", value_parser = parse_margin)]
-    pub margin: f64,
-    /// Also write the HTML comparison to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Print the comparison as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
-    #[arg(long = "host", value_name = "NAME")]
-    pub hosts: Vec<String>,
-    /// Judge single runs by the variation inside each run only. By default, where the store holds at least
-    /// 3 other runs of the same label, profile and host under the same conditions (repeats), their
-    /// run-to-run spread widens the intervals.
-    #[arg(long)]
-    pub no_repeats: bool,
-    #[command(flatten)]
-    pub db: DbArg,
-}
-
-fn parse_margin(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("'{s}' is not a percentage"))?;
-    if !(v > 0.0 && v < 100.0) {
-        return Err(format!("{v} is not between 0 and 100 (exclusive)"));
-    }
-    Ok(v / 100.0)
-}
 
 fn write_html(path: &Path, text: &str) -> anyhow::Result<()> {
     crate::output::write_atomic(path, text.as_bytes())
@@ -163,7 +100,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         (None, Some(l)) => format!("label:{l}"),
         (None, None) => "latest".into(),
     };
-    let (id, doc) = resolve(store.as_mut(), &sel)?;
+    let (id, doc) = find_run(store.as_mut(), &sel)?;
     if let Some(path) = &a.html {
         write_html(path, &html::render_report(id, &doc))?;
     }
@@ -184,7 +121,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     // --host NAME: each host's latest run, appended to the positional runs as its id.
-    let a = &super::fleet::with_hosts(a)?;
+    let a = &with_hosts(a)?;
     let columns = a.runs.len() + a.labels.len();
     if columns < 2 {
         bail!("compare needs at least two runs (RUN…, --label or --host), got {columns}");
@@ -244,12 +181,14 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
 
 /// Stored runs: (id in the store, document).
 type Stored = Vec<(i64, RunDocument)>;
+
 /// Documents loaded from the store, by id.
 type Loaded = std::collections::BTreeMap<i64, RunDocument>;
 
 /// Repeats looked at per compared run: the nearest stored runs (by id) with the same label, profile, host
 /// and probes are loaded until this many also share its conditions.
 const MAX_REPEATS: usize = 8;
+
 /// Candidates loaded per compared run at most, so that a store of many alike-named runs under other
 /// conditions (a changed kernel command line) stays quick.
 const MAX_CANDIDATES: usize = 24;
@@ -331,7 +270,7 @@ fn column_sets(
             if part.is_empty() {
                 bail!("run set '{s}': an empty entry (write runs as 1,2,3)");
             }
-            set.push(resolve(store, part)?);
+            set.push(find_run(store, part)?);
         }
         sets.push(set);
     }
@@ -351,11 +290,11 @@ fn column_sets(
             }
             let set = ids
                 .into_iter()
-                .map(|id| resolve(store, &id.to_string()))
+                .map(|id| find_run(store, &id.to_string()))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             sets.push(set);
         } else {
-            sets.push(vec![resolve(store, &format!("label:{l}"))?]);
+            sets.push(vec![find_run(store, &format!("label:{l}"))?]);
         }
     }
     // A run in two columns of which one is a set would be counted on both sides of the interval: the
@@ -391,4 +330,35 @@ fn column_sets(
         }
     }
     Ok(sets)
+}
+
+/// `compare --host NAME…`: the arguments with each host's latest run appended to the positional runs (as its
+/// id), so the compare code sees only run selectors.
+fn with_hosts(a: &CompareArgs) -> anyhow::Result<CompareArgs> {
+    let mut a = a.clone();
+    let hosts = std::mem::take(&mut a.hosts);
+    a.runs.extend(host_selectors(&a.db, &hosts)?);
+    Ok(a)
+}
+
+fn host_selectors(db: &DbArg, hosts: &[String]) -> anyhow::Result<Vec<String>> {
+    if hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (mut store, _) = db.open_existing()?;
+    let runs = store.list()?;
+    let mut sels = Vec::with_capacity(hosts.len());
+    for h in hosts {
+        // As `fleet` names it: a run without a host name is `(unknown host)`.
+        let Some(id) = runs
+            .iter()
+            .filter(|r| rtgauge_report::fleet::host_name(&r.host) == h)
+            .map(|r| r.id)
+            .max()
+        else {
+            bail!("--host {h}: no run of this host in the store");
+        };
+        sels.push(id.to_string());
+    }
+    Ok(sels)
 }

@@ -1,251 +1,27 @@
 //! `rtgauge run`: the main job. profile → host facts (fingerprint, audit) → probes → run document → store →
 //! summary and verdicts. [`run`] reads as that pipeline, a function per stage: load → plan → measure →
-//! judge → store → report.
+//! judge → store → report. The profile and the stages it resolves into are `crate::flags::run`'s; each
+//! stage is measured by the session engine.
 //!
 //! The run is stored as `running` before the first probe starts and checkpointed (histograms of completed
-//! intervals, timeline) every `--checkpoint` while the timer probe runs, so a run killed with SIGKILL or by a
-//! reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM end the run
-//! through the normal path: the probe stops, the result is stored and reported.
+//! intervals, timeline) every `--checkpoint` while the timer and noise probes run, so a run killed with
+//! SIGKILL or by a reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM
+//! end the run through the normal path: the probe stops, the result is stored and reported.
 
-use super::parse_duration_arg;
-use super::{cyclic, mem, net, numa, ops, oslat};
-use anyhow::{bail, Context as _};
-use clap::{Args, Parser};
+use crate::flags::run::{load_profile, placement, plan, Placement, ProbePlan, RunArgs, Stage};
+use anyhow::Context as _;
 use rtgauge_host::audit::AuditOptions;
-use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::CyclicResult;
-use rtgauge_model::oslat::OslatResult;
-use rtgauge_model::profile::{self, ProbeKind, Profile};
+use rtgauge_model::profile::Profile;
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
-use rtgauge_model::{CpuSet, Nanos};
-use rtgauge_probe::cyclic::LiveThread;
+use rtgauge_model::Nanos;
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_store::RunStore;
+use rtgauge_session::record::{Checkpoints, Recorder};
+use rtgauge_session::{probes, Around, Probe, Tick};
 use std::io::{IsTerminal as _, Write as _};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-
-/// Run a profile of probes, judge the results against its gates and store the run.
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
-    /// Profile: quick (default: timer latency and OS noise, 10 s each), ran (VMware RAN white paper, 1 h
-    /// each, max 20 µs), vpr (VMware protection-relay guide, 24 h, max 120 µs and no sample ≥ 120 µs),
-    /// ran-loaded and vpr-loaded (the same under load on the housekeeping CPUs, docs/load.md), or the path of
-    /// a TOML profile (a probe's flags may hold --load MIX). The documents are listed in docs/references.md.
-    #[arg(long, default_value = "quick")]
-    pub profile: String,
-
-    /// Duration of each probe, overriding the profile's (e.g. 30s, 15m, 24h).
-    #[arg(long, value_parser = parse_duration_arg)]
-    pub duration: Option<Nanos>,
-
-    /// CPUs to measure (default: the isolated CPUs, or every online CPU).
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-
-    /// Name of the platform, for comparisons (e.g. bare-metal, esxi-guest).
-    #[arg(long, value_parser = super::parse_name)]
-    pub label: Option<String>,
-
-    #[command(flatten)]
-    pub store: super::StoreArgs,
-
-    /// How often a long probe is checkpointed into the database.
-    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
-    pub checkpoint: Nanos,
-
-    /// Skip the audit's sampled rules (IRQs on isolated CPUs, steal, C-state use), saving their interval.
-    #[arg(long = "no-sample")]
-    pub no_sample: bool,
-
-    /// Where to write the HTML report (default: reports/run-ID.html beside the database).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-
-    /// Also write the run document as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// Trace the measured CPUs during the timer and noise probes and break their spikes down (adds
-    /// `--trace` to the profile's cyclic and oslat flags). Needs root and tracefs.
-    #[arg(long)]
-    pub trace: bool,
-
-    /// Put load on the system while every probe of the profile measures:
-    /// KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS] (kinds cpu, memory, io, fork, timer, msg,
-    /// ipi; docs/load.md). It replaces the load a profile's probes give themselves; the achieved load is
-    /// recorded with each probe's result, as a profile's load is. The NUMA locality probe, which observes
-    /// other processes, runs without it.
-    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
-    pub load: Option<rtgauge_model::load::LoadSpec>,
-
-    /// After storing the run, push it to this central store (postgresql:// URL), as `rtgauge push` does.
-    /// The run stays in the local database whether or not the push succeeds.
-    #[arg(long, value_name = "URL")]
-    pub push: Option<PathBuf>,
-
-    /// Store the run under this host name instead of the kernel's (a fleet's inventory name; `rtgauge fleet`
-    /// groups by it).
-    #[arg(long, value_name = "NAME", value_parser = super::parse_name)]
-    pub host_name: Option<String>,
-}
-
-/// A built-in profile name or a TOML file.
-pub fn load_profile(name: &str) -> anyhow::Result<Profile> {
-    if let Some(p) = profile::builtin(name) {
-        return Ok(p);
-    }
-    let path = std::path::Path::new(name);
-    if !path.exists() {
-        let names: Vec<&str> = profile::BUILTIN.iter().map(|(n, _)| *n).collect();
-        bail!(
-            "--profile {name}: neither a built-in profile ({}) nor a file",
-            names.join(", ")
-        );
-    }
-    let bytes = super::read_user_file(path, "--profile", super::MAX_DEFINITION_BYTES)?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "--profile {name}: not UTF-8 text (byte {})",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    let profile =
-        profile::parse_profile(&text).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))?;
-    check_flags(&profile).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))?;
-    Ok(profile)
-}
-
-/// A profile's flags hold no duration: the profile's (or `--duration`'s) is handed to the probes as a
-/// duration, so a `-D` in the flags would be silently overridden.
-fn check_flags(profile: &Profile) -> Result<(), String> {
-    let has_duration = |p: &profile::ProbeSpec| {
-        p.flags
-            .split_whitespace()
-            .any(|f| f == "-D" || f.starts_with("--duration"))
-    };
-    match profile.probes.iter().any(has_duration) {
-        true => {
-            Err("probe.flags: no -D/--duration in flags: the profile's duration applies".into())
-        }
-        false => Ok(()),
-    }
-}
-
-/// The measured CPUs and a housekeeping CPU for the main threads.
-struct Placement {
-    cpus: CpuSet,
-    housekeeping: u32,
-}
-
-fn placement(root: &HostRoot, cpus: Option<&str>) -> anyhow::Result<Placement> {
-    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
-    let measured = match cpus {
-        Some(t) => {
-            let set = CpuSet::parse(t).map_err(|e| anyhow::anyhow!("--cpus {t}: {e}"))?;
-            let missing = set.difference(&online);
-            if set.is_empty() || !missing.is_empty() {
-                bail!("--cpus {t}: not a set of online CPUs (online: {online})");
-            }
-            set
-        }
-        None => {
-            let iso = read_cpu_mask(root, CpuMask::Isolated)
-                .unwrap_or_default()
-                .intersection(&online);
-            if iso.is_empty() {
-                online.clone()
-            } else {
-                iso
-            }
-        }
-    };
-    let housekeeping = online
-        .difference(&measured)
-        .iter()
-        .next()
-        .or_else(|| online.iter().next())
-        .unwrap_or(0);
-    Ok(Placement {
-        cpus: measured,
-        housekeeping,
-    })
-}
-
-fn expand(flags: &str, p: &Placement) -> Vec<String> {
-    let last = p.cpus.iter().last().unwrap_or(p.housekeeping);
-    flags
-        .replace("{cpus}", &p.cpus.to_string())
-        .replace("{cpu}", &last.to_string())
-        .replace("{housekeeping}", &p.housekeeping.to_string())
-        .split_whitespace()
-        .map(String::from)
-        .collect()
-}
-
-/// A verb's flags as a profile writes them (no program name).
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct Flags<T: clap::Args> {
-    #[command(flatten)]
-    args: T,
-}
-
-/// Parse a profile probe's flags with the verb's own parser; errors name the probe.
-fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
-    Flags::<T>::try_parse_from(argv)
-        .map(|f| f.args)
-        .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))
-}
-
-/// Stores the document now and then, and shows progress; store errors are warned about once, never fatal
-/// to the measurement.
-struct Recorder<'a> {
-    store: &'a mut dyn RunStore,
-    id: i64,
-    every: Duration,
-    last: Instant,
-    warned: bool,
-}
-
-impl<'a> Recorder<'a> {
-    /// Checkpoints of run `id` every `every` (at least 1 s).
-    fn new(store: &'a mut dyn RunStore, id: i64, every: Nanos) -> Recorder<'a> {
-        Recorder {
-            store,
-            id,
-            every: Duration::from_nanos(every.as_ns().max(1_000_000_000)),
-            last: Instant::now(),
-            warned: false,
-        }
-    }
-
-    /// Whether the checkpoint interval has passed since the last save.
-    fn due(&self) -> bool {
-        self.last.elapsed() >= self.every
-    }
-
-    /// Save `base` plus the running probe's result so far.
-    fn checkpoint(&mut self, base: &RunDocument, probe: ProbeResult) {
-        let mut d = base.clone();
-        d.probes.push(probe);
-        d.ended_at = crate::output::now_rfc3339();
-        self.save(&d);
-    }
-
-    fn save(&mut self, doc: &RunDocument) {
-        self.last = Instant::now();
-        if let Err(e) = self.store.update(self.id, doc) {
-            if !self.warned {
-                eprintln!("rtgauge: warning: checkpoint not stored: {e}");
-                self.warned = true;
-            }
-        }
-    }
-}
 
 /// One line every 10 s (or a bar on a terminal) of progress for a probe.
 struct Progress {
@@ -253,6 +29,8 @@ struct Progress {
     bar: Option<indicatif::ProgressBar>,
     total: Duration,
     last_line: Instant,
+    /// The noise probe's figures from its last checkpoint (it has no live figures).
+    last: String,
 }
 
 impl Progress {
@@ -274,11 +52,26 @@ impl Progress {
             bar,
             total,
             last_line: Instant::now(),
+            last: String::new(),
         }
     }
 
+    /// One probe tick: the timer probe's live figures, or the figures of the checkpoint taken now.
+    fn tick(&mut self, tick: &Tick<'_>, checkpoint: Option<&ProbeResult>) {
+        if !tick.threads.is_empty() {
+            self.cyclic(tick.elapsed, tick.threads);
+            return;
+        }
+        if let Some(ProbeResult::Oslat(r)) = checkpoint {
+            let max = r.threads.iter().map(|t| t.gaps.max_ns).max().unwrap_or(0);
+            let iters: u64 = r.threads.iter().map(|t| t.iterations).sum();
+            self.last = format!("max gap {:.1} µs, {iters} iterations", max as f64 / 1e3);
+        }
+        self.update(tick.elapsed, self.last.clone());
+    }
+
     /// Timer-probe progress from the threads' live figures.
-    fn cyclic(&mut self, elapsed: Duration, live: &[LiveThread]) {
+    fn cyclic(&mut self, elapsed: Duration, live: &[rtgauge_model::cyclic::LiveThread]) {
         let min = live
             .iter()
             .filter(|t| t.cycles > 0)
@@ -325,18 +118,17 @@ impl Progress {
     }
 }
 
+/// `rtgauge run`: load → plan → measure → judge → store → report.
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     // Load: the profile, where to measure, the store.
     let profile = load_profile(&a.profile)?;
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
     let place = placement(&root, a.cpus.as_deref())?;
-    let (mut store, db) = super::open_store(a.store.db.as_deref())?;
+    let (mut store, db) = a.store.db.open()?;
     // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
     let stages = plan(&profile, duration, a.trace, a.load.as_ref(), &place, &root)?;
-    let stop = StopFlag::new();
-    stop.on_termination_signals()
-        .context("installing SIGINT/SIGTERM handlers")?;
+    let stop = super::stop_on_signals()?;
     let cx = Context {
         root,
         place,
@@ -350,9 +142,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("storing the run in {db}"))?;
     announce(id, &profile, &doc, &cx);
     doc.audit = Some(audit(&cx.root, a.no_sample));
-    let mut rec = Recorder::new(store.as_mut(), id, a.checkpoint);
+    let every = std::time::Duration::from_nanos(a.checkpoint.as_ns());
+    let mut rec = Recorder::new(store.as_mut(), id, every);
     rec.save(&doc);
     measure(stages, &mut doc, &mut rec, &cx)?;
+    if let Some(e) = &rec.failed {
+        eprintln!("rtgauge: warning: checkpoint not stored: {e}");
+    }
     // Judge, store, report.
     judge(&mut doc, &profile, &cx.stop);
     for w in &doc.warnings {
@@ -386,135 +182,6 @@ struct Context {
     place: Placement,
     duration: Nanos,
     stop: StopFlag,
-}
-
-/// `--load MIX` and `--load-cmd` of one profile probe: they run beside that probe only (docs/load.md).
-type LoadFlags = (Option<rtgauge_model::load::LoadSpec>, Option<String>);
-
-/// A profile probe, resolved, and the load beside it.
-struct Stage {
-    probe: Planned,
-    load: LoadFlags,
-}
-
-impl Stage {
-    /// `run --load`: this load instead of the probe's own (the NUMA locality probe is not loaded).
-    fn replace_load(&mut self, l: &rtgauge_model::load::LoadSpec) {
-        if !matches!(self.probe, Planned::Numa(..)) {
-            self.load = (Some(l.clone()), None);
-        }
-    }
-}
-
-/// Resolve every probe of the profile with its verb's own flag parser. The profile's duration is handed to
-/// the timed probes (cyclic, oslat, net) as a duration: ops and mem have their own repetition flags and
-/// numa its --interval.
-fn plan(
-    profile: &Profile,
-    duration: Nanos,
-    trace: bool,
-    load: Option<&rtgauge_model::load::LoadSpec>,
-    place: &Placement,
-    root: &HostRoot,
-) -> anyhow::Result<Vec<Stage>> {
-    profile
-        .probes
-        .iter()
-        .map(|spec| {
-            let argv = expand(&spec.flags, place);
-            let what = format!(
-                "profile {} {:?} flags '{}'",
-                profile.name,
-                spec.kind,
-                argv.join(" ")
-            );
-            // Spike episodes matter from the profile's own bound on the probe's samples.
-            let bound = profile.latency_bound(spec.kind).map(|(ns, metric)| {
-                rtgauge_model::attribution::EpisodeThreshold {
-                    ns,
-                    rule: format!("profile {} gate: {metric} ≤ {}", profile.name, Nanos(ns)),
-                }
-            });
-            let mut stage = plan_probe(spec.kind, &argv, &what, duration, trace, bound, root)?;
-            if let Some(l) = load {
-                stage.replace_load(l);
-            }
-            Ok(stage)
-        })
-        .collect()
-}
-
-/// One profile probe: its flags parsed and resolved as its verb does, `duration` and `--trace` set, and
-/// the profile's bound as the spike-episode threshold unless the flags give one (`--spike`).
-fn plan_probe(
-    kind: ProbeKind,
-    argv: &[String],
-    what: &str,
-    duration: Nanos,
-    trace: bool,
-    bound: Option<rtgauge_model::attribution::EpisodeThreshold>,
-    root: &HostRoot,
-) -> anyhow::Result<Stage> {
-    let mut load = (None, None);
-    let probe = match kind {
-        ProbeKind::Cyclic => {
-            let mut args: cyclic::CyclicArgs = flags(argv, what)?;
-            args.duration = Some(duration);
-            args.trace |= trace;
-            load = (args.load.clone(), args.load_cmd.clone());
-            let mut r = cyclic::resolve(&args, root).with_context(|| what.to_string())?;
-            if r.why.threshold.is_none() {
-                r.why.threshold = bound;
-                r.plan.late_floor_ns = r.why.late_floor_ns();
-            }
-            Planned::Cyclic(Box::new(r))
-        }
-        ProbeKind::Oslat => {
-            let mut args: oslat::OslatArgs = flags(argv, what)?;
-            args.duration = duration;
-            args.trace |= trace;
-            load = (args.load.clone(), args.load_cmd.clone());
-            let p = oslat::resolve(&args, root).with_context(|| what.to_string())?;
-            let why = super::why::WhyOpts {
-                counters: true,
-                trace: args.trace,
-                threshold: bound,
-            };
-            Planned::Oslat(Box::new(p), why)
-        }
-        ProbeKind::Net => {
-            let mut args: net::NetArgs = flags(argv, what)?;
-            match &mut args.command {
-                net::NetCommand::Cps(c) => c.load.duration = duration,
-                net::NetCommand::Throughput(t) => t.load.duration = duration,
-                net::NetCommand::Serve(s) => s.duration = Some(duration),
-            }
-            if let net::NetCommand::Cps(net::CpsArgs { load: l, .. })
-            | net::NetCommand::Throughput(net::ThroughputArgs { load: l, .. }) = &args.command
-            {
-                load = (l.bg_load.clone(), l.load_cmd.clone());
-            }
-            let plan = args.command.plan(root).with_context(|| what.to_string())?;
-            Planned::Net(Box::new(plan))
-        }
-        ProbeKind::Ops => {
-            let args: ops::OpsArgs = flags(argv, what)?;
-            Planned::Ops(Box::new(
-                ops::resolve(&args, root).with_context(|| what.to_string())?,
-            ))
-        }
-        ProbeKind::Mem => {
-            let args: mem::MemArgs = flags(argv, what)?;
-            Planned::Mem(Box::new(
-                mem::resolve(&args, root).with_context(|| what.to_string())?,
-            ))
-        }
-        ProbeKind::Numa => {
-            let args: numa::NumaArgs = flags(argv, what)?;
-            Planned::Numa(args.pids, args.interval)
-        }
-    };
-    Ok(Stage { probe, load })
 }
 
 /// The run document before the first probe: system facts, profile, label, tags, fingerprint, and a warning
@@ -588,151 +255,95 @@ fn measure(
         if cx.stop.is_set() {
             break;
         }
-        let before = rtgauge_host::accounting::read_snapshot(&cx.root);
-        let account = || {
-            Some(rtgauge_host::accounting::delta(
-                &before,
-                &rtgauge_host::accounting::read_snapshot(&cx.root),
-            ))
+        let results = match &stage.probe {
+            ProbePlan::Numa(pids, interval) => {
+                vec![ProbeResult::Numa(rtgauge_host::numa::read_numa(
+                    &cx.root,
+                    (!pids.is_empty()).then_some(pids.as_slice()),
+                    interval.as_ns(),
+                ))]
+            }
+            _ => measure_stage(&stage, doc, rec, cx)?,
         };
-        match stage.probe {
-            Planned::Cyclic(r) => {
-                let mut result = measure_cyclic(&r, &stage.load, doc, rec, cx)?;
-                result.accounting = account();
-                doc.warnings.extend(cyclic::shortfalls(&result));
-                doc.probes.push(ProbeResult::Cyclic(result));
-            }
-            Planned::Oslat(p, why) => {
-                let mut result = measure_oslat(&p, why, &stage.load, doc, rec, cx)?;
-                result.accounting = account();
-                doc.warnings.extend(oslat::shortfalls(&result));
-                doc.probes.push(ProbeResult::Oslat(result));
-            }
-            Planned::Net(p) => {
-                eprintln!("net for {} per measurement…", cx.duration);
-                let running = super::load::start(
-                    stage.load.0.as_ref(),
-                    stage.load.1.as_deref(),
-                    &net::busy_cpus(&p),
-                    &cx.root,
-                )?;
-                let results = net::measure(&p, &cx.stop, &cx.root);
-                let achieved = super::load::finish(running);
-                for mut r in results? {
-                    r.load = achieved.clone();
-                    doc.probes.push(ProbeResult::Net(r));
-                }
-            }
-            Planned::Ops(p) => {
-                eprintln!("ops: {} operations…", p.config.ops.len());
-                let measured = CpuSet::new(p.cpu);
-                let running = super::load::start(
-                    stage.load.0.as_ref(),
-                    stage.load.1.as_deref(),
-                    &measured,
-                    &cx.root,
-                )?;
-                let result = rtgauge_probe::ops::run(&p, &cx.stop);
-                let achieved = super::load::finish(running);
-                let mut result = result?;
-                result.load = achieved;
-                doc.warnings.extend(ops::shortfalls(&result));
-                doc.probes.push(ProbeResult::Ops(result));
-            }
-            Planned::Mem(p) => {
-                eprintln!(
-                    "mem: latency curve over {} working sets, bandwidth, NUMA…",
-                    p.config.sizes_bytes.len()
-                );
-                let measured = CpuSet::new(p.config.cpu);
-                let running = super::load::start(
-                    stage.load.0.as_ref(),
-                    stage.load.1.as_deref(),
-                    &measured,
-                    &cx.root,
-                )?;
-                let result = rtgauge_probe::mem::run(&p);
-                let achieved = super::load::finish(running);
-                let mut result = result?;
-                result.load = achieved;
-                doc.warnings.extend(mem::shortfalls(&result));
-                doc.probes.push(ProbeResult::Mem(result));
-            }
-            Planned::Numa(pids, interval) => {
-                doc.probes
-                    .push(ProbeResult::Numa(numa::measure(&cx.root, &pids, interval)));
-            }
-        }
+        doc.probes.extend(results);
         doc.ended_at = crate::output::now_rfc3339();
         rec.save(doc);
     }
     Ok(())
 }
 
-/// The timer probe with its load beside it, progress on stderr and checkpoints into the stored run.
-fn measure_cyclic(
-    r: &cyclic::Resolved,
-    load: &LoadFlags,
+/// One stage through the session engine, with progress on stderr and checkpoints into the stored run.
+fn measure_stage(
+    stage: &Stage,
     doc: &mut RunDocument,
     rec: &mut Recorder<'_>,
     cx: &Context,
-) -> anyhow::Result<CyclicResult> {
-    for n in &r.notes {
-        eprintln!("rtgauge: warning: {n}");
-        doc.warnings.push(n.clone());
-    }
-    let mut progress = Progress::new("cyclic", Duration::from_nanos(cx.duration.as_ns()));
-    let measured = CpuSet::new(r.plan.config.cpus.iter().flatten().copied());
-    let running = super::load::start(load.0.as_ref(), load.1.as_deref(), &measured, &cx.root)?;
-    let result = {
-        let base = &*doc;
-        let progress = &mut progress;
-        let mut hook = |e: Duration, live: &[LiveThread], ck: &mut dyn FnMut() -> CyclicResult| {
-            progress.cyclic(e, live);
-            if rec.due() {
-                rec.checkpoint(base, ProbeResult::Cyclic(ck()));
-            }
-        };
-        cyclic::measure(&r.plan, &r.why, true, &cx.stop, &mut hook)
+) -> anyhow::Result<Vec<ProbeResult>> {
+    let total = Duration::from_nanos(cx.duration.as_ns());
+    let (probe, why, what): (Box<dyn Probe + '_>, _, &str) = match &stage.probe {
+        ProbePlan::Cyclic(r) => {
+            super::warn_all(&r.notes);
+            doc.warnings.extend(r.notes.iter().cloned());
+            (
+                Box::new(probes::Cyclic(&r.plan)),
+                Some(r.why.clone()),
+                "cyclic",
+            )
+        }
+        ProbePlan::Oslat(r) => {
+            eprintln!(
+                "oslat on CPUs {} for {} (after a {} preheat)…",
+                cx.place.cpus,
+                cx.duration,
+                Nanos(r.plan.config.preheat_ns)
+            );
+            (
+                Box::new(probes::Oslat(&r.plan)),
+                Some(r.why.clone()),
+                "oslat",
+            )
+        }
+        ProbePlan::Net(p) => {
+            eprintln!("net for {} per measurement…", cx.duration);
+            let net = probes::Net {
+                plan: p,
+                sysctls: rtgauge_host::system::read_net_sysctls(&cx.root),
+            };
+            (Box::new(net), None, "net")
+        }
+        ProbePlan::Ops(p) => {
+            eprintln!("ops: {} operations…", p.config.ops.len());
+            (Box::new(probes::Ops(p)), None, "ops")
+        }
+        ProbePlan::Mem(p) => {
+            eprintln!(
+                "mem: latency curve over {} working sets, bandwidth, NUMA…",
+                p.config.sizes_bytes.len()
+            );
+            (Box::new(probes::Mem(p)), None, "mem")
+        }
+        ProbePlan::Numa(..) => return Ok(Vec::new()),
     };
-    let achieved = super::load::finish(running);
-    let mut result = result?;
-    result.load = achieved;
+    let around = Around {
+        load: stage.load.clone(),
+        accounting: why.is_some(),
+        why,
+    };
+    let mut progress = Progress::new(what, total);
+    let base = doc.clone();
+    let mut show =
+        |tick: &Tick<'_>, checkpoint: Option<&ProbeResult>| progress.tick(tick, checkpoint);
+    let mut ck = Checkpoints {
+        base: &base,
+        recorder: rec,
+        now: crate::output::now_rfc3339,
+        progress: &mut show,
+    };
+    let (results, warnings) =
+        super::measure(&cx.root, &cx.stop, probe.as_ref(), &around, &mut [&mut ck])?;
     progress.finish();
-    Ok(result)
-}
-
-/// The OS-noise probe with its load beside it, progress on stderr and checkpoints into the stored run.
-fn measure_oslat(
-    p: &rtgauge_probe::oslat::OslatPlan,
-    why: super::why::WhyOpts,
-    load: &LoadFlags,
-    doc: &RunDocument,
-    rec: &mut Recorder<'_>,
-    cx: &Context,
-) -> anyhow::Result<OslatResult> {
-    eprintln!(
-        "oslat on CPUs {} for {} (after a {} preheat)…",
-        cx.place.cpus,
-        cx.duration,
-        Nanos(p.config.preheat_ns)
-    );
-    let mut hook = OslatHook {
-        base: doc,
-        rec,
-        progress: Progress::new("oslat", Duration::from_nanos(cx.duration.as_ns())),
-        last: String::new(),
-    };
-    let measured = CpuSet::new(p.config.cpus.iter().copied());
-    let running = super::load::start(load.0.as_ref(), load.1.as_deref(), &measured, &cx.root)?;
-    let mut why = super::why::OslatWhy::new(&mut hook, p, why);
-    let result = rtgauge_probe::oslat::run(p, &cx.stop, &mut why);
-    let achieved = super::load::finish(running);
-    let mut result = result?;
-    why.finish(&mut result);
-    result.load = achieved;
-    hook.progress.finish();
-    Ok(result)
+    doc.warnings.extend(warnings);
+    Ok(results)
 }
 
 /// The run's status (every probe ran, none stopped by a signal) and the profile's verdicts.
@@ -746,7 +357,7 @@ fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
 /// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
 fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<ExitCode> {
     let html = a.html.clone().unwrap_or_else(|| {
-        super::store_dir(a.store.db.as_deref())
+        super::store_dir(a.store.db.db.as_deref())
             .join("reports")
             .join(format!("run-{id}.html"))
     });
@@ -778,83 +389,4 @@ fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<E
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Progress and checkpoints of the OS-noise probe: the checkpoint (merged histograms of the completed
-/// intervals) is built only when one is due, and its figures feed the progress line until the next.
-struct OslatHook<'a, 'b> {
-    base: &'a RunDocument,
-    rec: &'a mut Recorder<'b>,
-    progress: Progress,
-    last: String,
-}
-
-impl rtgauge_probe::observe::Observer<OslatResult> for OslatHook<'_, '_> {
-    fn tick(&mut self, elapsed: Duration, _: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
-        if self.rec.due() {
-            let r = checkpoint();
-            let max = r.threads.iter().map(|t| t.gaps.max_ns).max().unwrap_or(0);
-            let iters: u64 = r.threads.iter().map(|t| t.iterations).sum();
-            self.last = format!("max gap {:.1} µs, {iters} iterations", max as f64 / 1e3);
-            self.rec.checkpoint(self.base, ProbeResult::Oslat(r));
-        }
-        self.progress.update(elapsed, self.last.clone());
-    }
-}
-
-enum Planned {
-    Cyclic(Box<cyclic::Resolved>),
-    /// The plan and what to collect besides its samples.
-    Oslat(Box<rtgauge_probe::oslat::OslatPlan>, super::why::WhyOpts),
-    Net(Box<net::NetPlan>),
-    Ops(Box<rtgauge_probe::ops::OpsPlan>),
-    Mem(Box<rtgauge_probe::mem::MemPlan>),
-    Numa(Vec<u32>, Nanos),
-}
-
-fn first_line(e: &clap::Error) -> String {
-    let r = e.render().to_string();
-    r.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid flags")
-        .trim_start_matches("error: ")
-        .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn profile(flags: &str) -> Profile {
-        let text =
-            format!("name = 'x'\nduration = '2s'\n[[probe]]\nkind = 'oslat'\nflags = '{flags}'\n");
-        profile::parse_profile(&text).unwrap()
-    }
-
-    #[test]
-    fn a_duration_in_a_profiles_flags_is_refused() {
-        for flags in ["-c 0 -D 5", "-c 0 --duration=5", "--duration 5"] {
-            let e = check_flags(&profile(flags)).unwrap_err();
-            assert!(
-                e.starts_with("probe.flags: no -D/--duration"),
-                "{flags}: {e}"
-            );
-        }
-        assert_eq!(check_flags(&profile("-c 0 -q")), Ok(()));
-    }
-
-    #[test]
-    fn the_profiles_duration_reaches_the_probe_as_a_duration() {
-        let root = HostRoot::live();
-        let place = placement(&root, None).unwrap();
-        let p = profile("-c {cpu} -q");
-        let stages = plan(&p, Nanos::from_secs(7), true, None, &place, &root).unwrap();
-        match &stages[0].probe {
-            Planned::Oslat(plan, why) => {
-                assert_eq!(plan.config.duration_ns, 7_000_000_000);
-                assert!(why.trace, "run --trace reaches the probe");
-            }
-            _ => panic!("expected an oslat stage"),
-        }
-    }
 }

@@ -7,21 +7,11 @@
 //! hashes the same, 1 when it does not (naming the parts that differ) or is not there, 2 when the file
 //! cannot be read or holds no hash.
 
-use super::runs::{resolve, DbArg};
+use super::runs::find_run;
+use crate::flags::verify::*;
 use anyhow::{bail, Context as _};
-use clap::Args;
 use rtgauge_report::record;
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Check a report or record against the stored run.
-#[derive(Debug, Clone, Args)]
-pub struct VerifyArgs {
-    /// A report page (`report --html`) or a qualification record (`report --pdf`).
-    pub file: PathBuf,
-    #[command(flatten)]
-    pub db: DbArg,
-}
 
 /// The text of the file: a PDF through `pdftotext`, anything else as UTF-8.
 fn text_of(a: &VerifyArgs) -> anyhow::Result<String> {
@@ -57,7 +47,7 @@ enum Found {
 }
 
 /// The stored run the record names: by uuid first, else by id. `Err` says why none was found.
-fn find_run(
+fn find_recorded(
     store: &mut dyn rtgauge_store::RunStore,
     run: Option<i64>,
     uuid: Option<&str>,
@@ -76,7 +66,7 @@ fn find_run(
     let Some(id) = run else {
         return Ok(Err(format!("{why} and it names no run id")));
     };
-    match resolve(store, &id.to_string()) {
+    match find_run(store, &id.to_string()) {
         // A record naming a uuid is of that run only: the run stored under its id with another uuid is
         // another run (an edited record, or a record of another store), whatever its hash says.
         Ok((id, doc)) if uuid.is_some_and(|u| doc.uuid.as_deref() != Some(u)) => Ok(Err(format!(
@@ -101,7 +91,7 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<ExitCode> {
         bail!("verify {name}: the content hash names no run");
     }
     let (mut store, _) = a.db.open_existing()?;
-    let (id, doc, found) = match find_run(store.as_mut(), e.run, e.uuid.as_deref())? {
+    let (id, doc, found) = match find_recorded(store.as_mut(), e.run, e.uuid.as_deref())? {
         Ok(x) => x,
         Err(why) => {
             super::print_text(&format!("{name}: MISMATCH: {why}\n"))?;

@@ -1,7 +1,5 @@
-//! The monitor's state and its OpenMetrics rendering (prometheus-client's text encoder).
-//!
-//! The state is plain data updated by the monitor's main thread (latency, CPU time) and its audit thread;
-//! a scrape or a textfile write renders a consistent copy of it. Series (all prefixed `rtgauge_`):
+//! The monitor's state in the OpenMetrics text format (prometheus-client's encoder) and in the Prometheus
+//! text format node_exporter's textfile collector reads. Series (all prefixed `rtgauge_`):
 //! - `latency_seconds{cpu}`: histogram of timer wake-up latency, buckets 1 µs–100 ms. Exact (from the
 //!   probe's HDR histograms), updated at the end of each measuring segment (10 s).
 //! - `latency_window_max_seconds{cpu}`: the largest sample of the last `window` (default 15 s, at least a
@@ -19,150 +17,8 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
-use std::collections::{BTreeMap, VecDeque};
+use rtgauge_model::monitor::{CpuSeries, MonitorState, RuleState, BUCKETS_NS};
 use std::fmt::Write as _;
-
-/// Upper bounds of the latency histogram's buckets, ns (1 µs … 100 ms in 1-2-5 steps; +Inf is implicit).
-pub const BUCKETS_NS: [u64; 16] = [
-    1_000,
-    2_000,
-    5_000,
-    10_000,
-    20_000,
-    50_000,
-    100_000,
-    200_000,
-    500_000,
-    1_000_000,
-    2_000_000,
-    5_000_000,
-    10_000_000,
-    20_000_000,
-    50_000_000,
-    100_000_000,
-];
-
-/// Per-CPU latency series.
-#[derive(Debug, Clone, Default)]
-pub struct CpuSeries {
-    pub cpu: u32,
-    /// Samples per bucket (not cumulative); the last entry is +Inf.
-    pub buckets: [u64; BUCKETS_NS.len() + 1],
-    pub count: u64,
-    pub sum_ns: u128,
-    pub missed: u64,
-    pub above_gate: u64,
-    /// Largest sample per tick over the window, newest last: `(tick end in ns since start, peak)`.
-    pub peaks: VecDeque<(u64, u64)>,
-    pub steal_s: f64,
-    pub irq_s: f64,
-    pub softirq_s: f64,
-}
-
-impl CpuSeries {
-    pub fn new(cpu: u32) -> CpuSeries {
-        CpuSeries {
-            cpu,
-            ..CpuSeries::default()
-        }
-    }
-
-    /// Add `count` samples of value `value_ns` to the histogram's buckets (count and sum are kept apart,
-    /// exact, by the caller).
-    pub fn add_bucket(&mut self, value_ns: u64, count: u64) {
-        let i = BUCKETS_NS.partition_point(|&b| b < value_ns);
-        self.buckets[i] += count;
-    }
-
-    /// Record one tick's peak at `now_ns` and forget peaks older than `window_ns`.
-    pub fn add_peak(&mut self, now_ns: u64, peak_ns: u64, window_ns: u64) {
-        self.peaks.push_back((now_ns, peak_ns));
-        while let Some(&(t, _)) = self.peaks.front() {
-            if now_ns.saturating_sub(t) > window_ns {
-                self.peaks.pop_front();
-            } else {
-                break;
-            }
-        }
-    }
-
-    pub fn window_max_ns(&self) -> u64 {
-        self.peaks.iter().map(|&(_, p)| p).max().unwrap_or(0)
-    }
-}
-
-/// One audit rule as the monitor last saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleState {
-    pub severity: String,
-    pub status: String,
-    /// Status of the first audit pass.
-    pub baseline: String,
-}
-
-impl RuleState {
-    pub fn drifted(&self) -> bool {
-        self.status != self.baseline
-    }
-}
-
-/// Everything a scrape shows.
-#[derive(Debug, Clone, Default)]
-pub struct MonitorState {
-    pub version: String,
-    pub interval_ns: u64,
-    pub cpus_text: String,
-    pub start_unix_s: f64,
-    pub gate_ns: u64,
-    pub cpus: Vec<CpuSeries>,
-    pub rules: BTreeMap<String, RuleState>,
-    pub audit_runs: u64,
-    pub audit_last_unix_s: f64,
-}
-
-impl MonitorState {
-    /// Fold one audit pass in: `(rule, severity, status)`. Returns the rules whose drift state changed, as
-    /// log lines.
-    pub fn apply_audit(
-        &mut self,
-        findings: impl IntoIterator<Item = (String, String, String)>,
-        now_unix_s: f64,
-    ) -> Vec<String> {
-        let mut log = Vec::new();
-        for (rule, severity, status) in findings {
-            match self.rules.get_mut(&rule) {
-                None => {
-                    self.rules.insert(
-                        rule,
-                        RuleState {
-                            severity,
-                            baseline: status.clone(),
-                            status,
-                        },
-                    );
-                }
-                Some(r) => {
-                    if r.status != status {
-                        let was = r.drifted();
-                        r.status = status;
-                        r.severity = severity;
-                        if r.drifted() {
-                            log.push(format!(
-                                "drift: rule {rule}: {} at start, {} now",
-                                r.baseline, r.status
-                            ));
-                        } else if was {
-                            log.push(format!("drift ended: rule {rule}: {} again", r.status));
-                        }
-                    }
-                }
-            }
-        }
-        self.audit_runs += 1;
-        self.audit_last_unix_s = now_unix_s;
-        log
-    }
-}
 
 const NS_PER_S: f64 = 1e9;
 
@@ -483,15 +339,5 @@ mod tests {
         let log = s.apply_audit([("cstate".into(), "high".into(), "pass".into())], 3.0);
         assert_eq!(log, ["drift ended: rule cstate: pass again"]);
         assert_eq!(s.audit_runs, 3);
-    }
-
-    #[test]
-    fn window_max_forgets_old_peaks() {
-        let mut c = CpuSeries::new(0);
-        c.add_peak(0, 5_000_000, 15_000_000_000);
-        c.add_peak(10_000_000_000, 20_000, 15_000_000_000);
-        assert_eq!(c.window_max_ns(), 5_000_000);
-        c.add_peak(16_000_000_000, 10_000, 15_000_000_000);
-        assert_eq!(c.window_max_ns(), 20_000);
     }
 }

@@ -1,7 +1,7 @@
-//! The "why" of a latency probe, driven from the probe's main thread (on its housekeeping CPU): the
-//! always-on interval counters of the observed CPUs, and with `--trace` a kernel trace of those CPUs whose
-//! spans break each spike episode's window down (see `rtgauge_probe::trace` for the mechanism and its
-//! costs).
+//! The "why" of a latency probe, an [`Observer`] driven from the probe's main thread (on its housekeeping
+//! CPU): the always-on interval counters of the observed CPUs, and with `--trace` a kernel trace of those
+//! CPUs whose spans break each spike episode's window down (see `rtgauge_probe::trace` for the mechanism
+//! and its costs).
 //!
 //! Episodes: the timer probe hands its late samples over as they happen; [`EpisodeTracker`] groups those of
 //! one stall into one episode and keeps the worst ones, whose trace is pinned so that a long run can still
@@ -17,10 +17,12 @@ use rtgauge_model::attribution::{
 use rtgauge_model::cyclic::{CyclicResult, Spike};
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::oslat::OslatResult;
+use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
-use rtgauge_probe::observe::Observer;
 use rtgauge_probe::trace::{kernel_tracers, TraceData, TraceSession, TRACEFS};
 use std::time::Duration;
+
+use crate::{Observer, Tick};
 
 /// Per-CPU ring buffer of the trace instance, KiB: ~30 s of a 1 kHz probe's CPU between two drains is far
 /// more than the main thread's tick needs; the buffer lives in kernel memory only for the run.
@@ -35,7 +37,7 @@ pub const LATE_FLOOR_NS: u64 = 5_000;
 pub const OSLAT_EPISODE_FLOOR_NS: u64 = 10_000;
 
 /// What a latency probe collects besides its samples.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WhyOpts {
     /// Interval counters (on unless `--no-counters`, which exists for the overhead bench).
     pub counters: bool,
@@ -89,9 +91,6 @@ impl WhyRun {
         } else {
             None
         };
-        if let Some(m) = &missing {
-            eprintln!("rtgauge: warning: {m}");
-        }
         WhyRun {
             sampler,
             interval_ns: interval_ns.max(1_000_000),
@@ -136,14 +135,11 @@ impl WhyRun {
         }
     }
 
-    /// The timer probe's late samples since the last call: grouped into episodes, and the trace of the
-    /// worst ones pinned. `cpus` is each thread's pinned CPU (an unpinned one's sample says where it woke).
-    pub fn late(&mut self, late: &[Spike], cpus: &[Option<u32>]) {
+    /// The timer probe's late samples since the last call (each says the CPU it woke on): grouped into
+    /// episodes, and the trace of the worst ones pinned.
+    pub fn late(&mut self, late: &[Spike]) {
         for s in late {
-            let cpu = s
-                .cpu
-                .or_else(|| cpus.get(s.thread as usize).copied().flatten())
-                .unwrap_or(0);
+            let cpu = s.cpu.unwrap_or(0);
             self.episodes.feed(
                 Late {
                     thread: s.thread,
@@ -368,58 +364,77 @@ pub fn observed_cpus(pinned: &[Option<u32>]) -> CpuSet {
     set
 }
 
-/// Wraps an oslat probe's phases: the counters (and the trace) start with the measurement, after the preheat,
-/// so their intervals line up with the timeline's.
-pub struct OslatWhy<'a> {
-    pub inner: &'a mut dyn Observer<OslatResult>,
-    cpus: CpuSet,
-    interval_ns: u64,
+/// What the counters and the trace of a probe watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    /// The CPUs its threads may run on (see [`observed_cpus`]).
+    pub cpus: CpuSet,
+    /// The timeline's interval: one counter interval each.
+    pub interval_ns: u64,
+}
+
+/// The interval counters and the trace of a latency probe, as an observer: started with the measurement
+/// (after oslat's preheat, so their intervals line up with the timeline's), attached to its result at the
+/// end.
+pub struct WhyObserver {
     opts: WhyOpts,
-    why: Option<WhyRun>,
+    scope: Scope,
+    run: Option<WhyRun>,
+    threads: Vec<(i32, Option<u32>)>,
 }
 
-impl<'a> OslatWhy<'a> {
-    pub fn new(
-        inner: &'a mut dyn Observer<OslatResult>,
-        r: &rtgauge_probe::oslat::OslatPlan,
-        opts: WhyOpts,
-    ) -> Self {
-        OslatWhy {
-            inner,
-            cpus: CpuSet::new(r.config.cpus.iter().copied()),
-            interval_ns: r.config.timeline_interval_ns,
+impl WhyObserver {
+    /// Watch `scope` as `opts` asks.
+    pub fn new(opts: WhyOpts, scope: Scope) -> WhyObserver {
+        WhyObserver {
             opts,
-            why: None,
-        }
-    }
-
-    /// Attach what was collected to the result.
-    pub fn finish(self, r: &mut OslatResult) {
-        if let Some(w) = self.why {
-            w.finish_oslat(r, self.opts.threshold.as_ref());
+            scope,
+            run: None,
+            threads: Vec::new(),
         }
     }
 }
 
-impl Observer<OslatResult> for OslatWhy<'_> {
-    fn preheat(&mut self) {
-        self.inner.preheat();
-    }
-    fn start(&mut self, bias_ns: Option<u64>) {
-        self.why = Some(WhyRun::start(
-            &self.cpus,
-            self.interval_ns,
-            true,
+impl Observer for WhyObserver {
+    fn start(&mut self, _bias_ns: Option<u64>) {
+        self.run = Some(WhyRun::start(
+            &self.scope.cpus,
+            self.scope.interval_ns,
+            self.opts.counters,
             self.opts.trace,
         ));
-        self.inner.start(bias_ns);
     }
-    fn tick(&mut self, elapsed: Duration, live: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
-        if let Some(w) = self.why.as_mut() {
-            // The busy loops' own threads are left out at the end (their tids are in the result).
-            w.tick(elapsed, &[]);
+
+    fn tick(&mut self, tick: &Tick<'_>, _checkpoint: &mut dyn FnMut() -> ProbeResult) {
+        if let Some(w) = self.run.as_mut() {
+            // The timer probe's threads are never charged; the busy loops' are left out at the end (their
+            // tids are in the result).
+            self.threads.clear();
+            self.threads
+                .extend(tick.threads.iter().zip(tick.cpus).map(|(t, c)| (t.tid, *c)));
+            w.tick(tick.elapsed, &self.threads);
         }
-        self.inner.tick(elapsed, live, checkpoint);
+    }
+
+    fn late(&mut self, late: &[Spike]) {
+        if let Some(w) = self.run.as_mut() {
+            w.late(late);
+        }
+    }
+
+    fn finish(&mut self, result: &mut ProbeResult) {
+        let Some(w) = self.run.take() else {
+            return;
+        };
+        let threshold = self.opts.threshold.as_ref();
+        match result {
+            ProbeResult::Cyclic(r) => w.finish_cyclic(r, threshold),
+            ProbeResult::Oslat(r) => w.finish_oslat(r, threshold),
+            ProbeResult::Net(_)
+            | ProbeResult::Ops(_)
+            | ProbeResult::Mem(_)
+            | ProbeResult::Numa(_) => {}
+        }
     }
 }
 

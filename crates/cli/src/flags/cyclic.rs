@@ -1,0 +1,661 @@
+//! `rtgauge cyclic`'s flags: cyclictest's, with cyclictest's meaning, resolved into a probe plan.
+//!
+//! Differences from cyclictest, on purpose (docs/METHODOLOGY.md explains why):
+//! - periods already over at wake-up are measured and counted as missed deadlines (`--skip-missed` restores
+//!   cyclictest's skip-ahead, and still counts what it skips);
+//! - latencies are kept in ns in an HDR histogram that is never truncated; `-h` only shapes the rt-tests view;
+//! - the summary lines are printed at the end even with `-q -h`, followed by percentiles and missed deadlines.
+
+use super::{parse_duration_arg, Resolved};
+use anyhow::{bail, Context as _};
+use clap::{ArgAction, Args};
+use rtgauge_host::cpu::{read_cpu_mask, read_cpu_node, CpuMask};
+use rtgauge_host::HostRoot;
+use rtgauge_model::cyclic::CyclicConfig;
+use rtgauge_model::rt::SchedPolicy;
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::clock::Clock;
+use rtgauge_probe::cyclic::CyclicPlan;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Timer wake-up latency per thread: clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), latency = actual −
+/// intended wake-up, in ns. Accepts cyclictest's options with cyclictest's meaning.
+#[derive(Debug, Clone, Args)]
+#[command(disable_help_flag = true)]
+#[command(mut_arg("root", |a| a
+    .help("Read the CPU topology from a captured tree instead of the live system (with --dry-run)")
+    .requires("dry_run")))]
+pub struct CyclicArgs {
+    /// Pin thread N to CPU N, or round-robin over CPUSET (kernel list syntax). Without --mainaffinity the
+    /// main thread runs on the CPUs not measured (it reads the interval counters every second and drains
+    /// the live figures every 100 ms, work cyclictest's main thread does not do), or on the measured set,
+    /// as cyclictest does, when every online CPU is measured.
+    #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1, default_missing_value = "")]
+    pub affinity: Option<String>,
+
+    /// Stop the run when a latency exceeds US (µs); prints the break thread and value.
+    #[arg(short = 'b', long = "breaktrace", value_name = "US", value_parser = clap::value_parser!(u64).range(1..))]
+    pub breaktrace: Option<u64>,
+
+    /// Clock to measure with: 0 or monotonic (default), 1 or realtime.
+    #[arg(short = 'c', long = "clock", value_name = "CLOCK", default_value = "monotonic", value_parser = parse_clock)]
+    pub clock: Clock,
+
+    /// Do not touch /dev/cpu_dma_latency (measure the system as it is configured).
+    #[arg(long = "default-system", alias = "laptop")]
+    pub default_system: bool,
+
+    /// Interval increment per thread, µs (forced to 0 with a histogram).
+    #[arg(
+        short = 'd',
+        long = "distance",
+        value_name = "DIST",
+        default_value_t = 500
+    )]
+    pub distance: u64,
+
+    /// Run for TIME: a number of seconds, or with suffix s, m, h, d (e.g. 90, 15m, 1h, 7d). 0 = until stopped.
+    #[arg(short = 'D', long = "duration", value_name = "TIME", allow_hyphen_values = true, value_parser = parse_duration_arg)]
+    pub duration: Option<Nanos>,
+
+    /// rt-tests histogram with US buckets of 1 µs (of 1 ns with -N); overflow count and cycle numbers.
+    /// The HDR histogram rtgauge keeps is never limited by it.
+    #[arg(short = 'h', long = "histogram", value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub histogram: Option<u32>,
+
+    /// Like -h, plus a sum column over all threads.
+    #[arg(short = 'H', long = "histofall", value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub histofall: Option<u32>,
+
+    /// Write the -h histogram to PATH instead of standard output.
+    #[arg(long = "histfile", value_name = "PATH")]
+    pub histfile: Option<PathBuf>,
+
+    /// Base interval of thread 0, µs.
+    #[arg(short = 'i', long = "interval", value_name = "INTV", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=3_600_000_000))]
+    pub interval: u64,
+
+    /// Write rt-tests (cyclictest) compatible JSON to FILE ('-' = stdout).
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// PM QoS value held in /dev/cpu_dma_latency during the run, µs.
+    #[arg(long = "latency", value_name = "PM_QOS", default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..))]
+    pub latency: i32,
+
+    /// Number of cycles per thread (0 = unlimited).
+    #[arg(short = 'l', long = "loops", value_name = "LOOPS")]
+    pub loops: Option<u64>,
+
+    /// Lock current and future memory (mlockall).
+    #[arg(short = 'm', long = "mlockall")]
+    pub mlockall: bool,
+
+    /// Run the main (reporting) thread on CPUSET (default: the online CPUs not measured, see -a).
+    #[arg(long = "mainaffinity", value_name = "CPUSET")]
+    pub mainaffinity: Option<String>,
+
+    /// Print and write results in ns instead of µs (-h buckets become 1 ns).
+    #[arg(short = 'N', long = "nsecs")]
+    pub nsecs: bool,
+
+    /// Priority of the highest-priority thread, 1-99; selects SCHED_FIFO unless --policy rr.
+    #[arg(short = 'p', long = "priority", value_name = "PRIO", allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(0..=99))]
+    pub priority: Option<i32>,
+
+    /// Scheduling policy: other, normal, batch, idle, fifo, rr.
+    #[arg(long = "policy", value_name = "NAME", value_parser = parse_policy)]
+    pub policy: Option<SchedPolicy>,
+
+    /// Decrement the priority by one per thread.
+    #[arg(long = "priospread")]
+    pub priospread: bool,
+
+    /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
+    /// (kinds cpu, memory, io, fork, timer, msg, ipi; e.g. cpu,memory@housekeeping). Achieved load is recorded.
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub load: Option<rtgauge_model::load::LoadSpec>,
+
+    /// Run an external load command beside the probe (e.g. 'stress-ng --cpu 1'), on the CPUs not measured;
+    /// stopped with the probe (its whole process group), its CPU use recorded with the result.
+    #[arg(long = "load-cmd", value_name = "COMMAND")]
+    pub load_cmd: Option<String>,
+
+    /// Print only the summary at exit (no live lines).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Use a relative timer (clock_nanosleep without TIMER_ABSTIME). Periods drift; not reproducible.
+    #[arg(short = 'r', long = "relative")]
+    pub relative: bool,
+
+    /// Standard SMP testing: one thread per CPU, all pinned, same priority (-a -t).
+    #[arg(short = 'S', long = "smp")]
+    pub smp: bool,
+
+    /// Record every sample above US (µs) with its timestamp; with --trace, the episodes above US are
+    /// explained.
+    #[arg(long = "spike", value_name = "US")]
+    pub spike: Option<u64>,
+
+    /// Trace the measured CPUs' kernel events and explain each spike episode (the late samples of one
+    /// stall), above --spike, else max(p50 + 10 × (p90 − p50), 3 × p90) of the run: IRQs, softirqs,
+    /// threads with their policy and priority, kernel work and an unattributed remainder, the worst 100
+    /// broken down and the rest counted. Needs root (tracefs is mounted if needed, and unmounted after).
+    #[arg(long = "trace")]
+    pub trace: bool,
+
+    /// Do not sample the interval counters (for the overhead bench only).
+    #[arg(long = "no-counters", hide = true)]
+    pub no_counters: bool,
+
+    /// Stop at the first sample above US (µs), like -b, with --trace: the trace of the 20 ms before it is
+    /// stored with the run and the sample's breakdown printed.
+    #[arg(long = "break-above", value_name = "US", value_parser = clap::value_parser!(u64).range(1..))]
+    pub break_above: Option<u64>,
+
+    /// Capacity of the spike list per thread.
+    #[arg(long = "spike-nodes", value_name = "N", default_value_t = 1024)]
+    pub spike_nodes: usize,
+
+    /// Number of threads; without NUM, one per CPU (of -a, or of all allowed CPUs).
+    #[arg(short = 't', long = "threads", value_name = "NUM", num_args = 0..=1, default_missing_value = "0")]
+    pub threads: Option<u32>,
+
+    /// Accepted for compatibility: output is always flushed line by line.
+    #[arg(short = 'u', long = "unbuffered")]
+    pub unbuffered: bool,
+
+    /// Reproduce cyclictest's skip-ahead over periods already over at wake-up (they are still counted).
+    #[arg(long = "skip-missed")]
+    pub skip_missed: bool,
+
+    /// Write rtgauge's native, versioned run document (ns, HDR histogram, conditions, timeline) to FILE.
+    #[arg(long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Length of one timeline interval (count, max and missed per thread), e.g. 1s, 100ms.
+    #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
+    pub timeline_interval: Nanos,
+
+    #[command(flatten)]
+    pub root: super::RootArg,
+
+    /// Resolve the flags as for a run and print the resulting probe configuration as JSON; measure nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+
+    /// Print help.
+    #[arg(long = "help", action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+fn parse_clock(s: &str) -> Result<Clock, String> {
+    match s {
+        "0" | "monotonic" => Ok(Clock::Monotonic),
+        "1" | "realtime" => Ok(Clock::Realtime),
+        _ => Err("expected 0/monotonic or 1/realtime".into()),
+    }
+}
+
+fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
+    match SchedPolicy::parse(s) {
+        Some(SchedPolicy::Deadline) | None => {
+            Err("expected other, normal, batch, idle, fifo or rr".into())
+        }
+        Some(p) => Ok(p),
+    }
+}
+
+fn parse_cpus(flag: &str, text: &str, possible: &CpuSet) -> anyhow::Result<CpuSet> {
+    let set = CpuSet::parse(text).map_err(|e| anyhow::anyhow!("{flag} {text}: {e}"))?;
+    if set.is_empty() {
+        bail!("{flag} '{text}': empty CPU list");
+    }
+    let missing = set.difference(possible);
+    if !missing.is_empty() {
+        bail!("{flag} {text}: CPU {missing} does not exist on this machine (CPUs {possible})");
+    }
+    Ok(set)
+}
+
+/// Apply cyclictest's rules to the flags: thread count and placement, policy and priority, histogram and
+/// distance, duration and loops. Reads the CPU topology through `root`.
+pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<CyclicPlan>> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
+    // The CPUs this process may use: its affinity on the live system, all online CPUs of a captured tree.
+    let allowed = if root.is_live() {
+        rtgauge_probe::rt::current_affinity().intersection(&online)
+    } else {
+        online.clone()
+    };
+    let mut notes = Vec::new();
+
+    let affinity: Option<CpuSet> = if a.smp {
+        Some(allowed.clone())
+    } else {
+        match a.affinity.as_deref() {
+            None => None,
+            Some("") => Some(allowed.clone()),
+            Some(t) => Some(parse_cpus("-a/--affinity", t, &possible)?),
+        }
+    };
+    if let Some(set) = &affinity {
+        let offline = set.difference(&online);
+        if !offline.is_empty() {
+            notes.push(format!(
+                "-a/--affinity: CPU {offline} is offline; its threads run unpinned"
+            ));
+        }
+    }
+    let threads = match a.threads {
+        Some(0) => affinity.as_ref().map_or(allowed.len(), CpuSet::len) as u32,
+        Some(n) => n,
+        None if a.smp => allowed.len() as u32,
+        None => 1,
+    };
+    if threads == 0 {
+        bail!("-t/--threads: no CPU available to run on");
+    }
+    if threads > 4096 {
+        bail!("-t/--threads {threads}: at most 4096 threads");
+    }
+    let cpus: Vec<Option<u32>> = (0..threads as usize)
+        .map(|i| {
+            affinity
+                .as_ref()
+                .map(|s| s.as_slice()[i % s.len()])
+                .filter(|c| online.contains(*c))
+        })
+        .collect();
+    // The main thread samples counters, drains rings (and the trace): keep it off the measured CPUs when
+    // there is anywhere else to go (docs/cyclic.md: measured, 10+ alternating rounds).
+    let main_cpus = match &a.mainaffinity {
+        Some(t) => Some(parse_cpus("--mainaffinity", t, &possible)?),
+        None => {
+            let measured = CpuSet::new(cpus.iter().flatten().copied());
+            let rest = online.difference(&measured);
+            if measured.is_empty() {
+                // Threads not pinned: nowhere is "off the measured CPUs".
+                affinity.clone()
+            } else if rest.is_empty() {
+                if a.trace || a.break_above.is_some() {
+                    notes.push(
+                        "--trace: every online CPU is measured; the trace is read on a measured CPU"
+                            .into(),
+                    );
+                }
+                affinity.clone()
+            } else {
+                Some(rest)
+            }
+        }
+    };
+
+    let policy = a.policy.unwrap_or(if a.priority.is_some() {
+        SchedPolicy::Fifo
+    } else {
+        SchedPolicy::Other
+    });
+    let priority = match (policy.is_realtime(), a.priority) {
+        (true, Some(0)) => bail!("-p/--priority 0: {policy} needs a priority of 1-99"),
+        (true, Some(p)) => p,
+        (true, None) => (threads as i32 + 1).min(99),
+        (false, Some(p)) if p > 0 => {
+            bail!("-p/--priority {p}: --policy {policy} takes no real-time priority")
+        }
+        (false, _) => 0,
+    };
+
+    let hist_buckets = a.histofall.or(a.histogram);
+    let distance_us = if hist_buckets.is_some() {
+        0
+    } else {
+        a.distance
+    };
+    let interval_ns = Nanos::from_us(a.interval).as_ns();
+    let last_interval = interval_ns.saturating_add(
+        Nanos::from_us(distance_us)
+            .as_ns()
+            .saturating_mul(u64::from(threads - 1)),
+    );
+    if last_interval > 3_600_000_000_000 {
+        bail!("-d/--distance {distance_us}: the last thread's interval would exceed 1 h");
+    }
+    let nodes = cpus
+        .iter()
+        .map(|c| c.and_then(|c| read_cpu_node(root, c)))
+        .collect();
+    let config = CyclicConfig {
+        threads,
+        interval_ns,
+        distance_ns: Nanos::from_us(distance_us).as_ns(),
+        policy,
+        priority,
+        priospread: a.priospread,
+        cpus,
+        duration_ns: a.duration.map(|d| d.as_ns()).filter(|&d| d > 0),
+        loops: a.loops.filter(|&l| l > 0),
+        relative: a.relative,
+        skip_missed: a.skip_missed,
+        hist_buckets,
+        unit_ns: if a.nsecs { 1 } else { 1000 },
+        // The break sample is looked up in the spike list for its trace.
+        spike_threshold_ns: a.spike.or(a.break_above).map(us_to_ns),
+        break_threshold_ns: a.breaktrace.or(a.break_above).map(us_to_ns),
+        timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
+    };
+    let why = rtgauge_session::why::WhyOpts {
+        counters: !a.no_counters,
+        trace: a.trace || a.break_above.is_some(),
+        threshold: a.spike.map(rtgauge_session::why::spike_threshold),
+    };
+    Ok(Resolved {
+        plan: CyclicPlan {
+            config,
+            clock: a.clock,
+            mlockall: a.mlockall,
+            dma_latency_us: (!a.default_system).then_some(a.latency),
+            main_cpus,
+            spike_nodes: a.spike_nodes.min(1 << 20),
+            late_floor_ns: why.late_floor_ns(),
+            nodes,
+            tick: Duration::from_millis(100),
+        },
+        notes,
+        why,
+    })
+}
+
+/// A flag given in µs, in ns (saturating, as every flag conversion here).
+fn us_to_ns(us: u64) -> u64 {
+    Nanos::from_us(us).as_ns()
+}
+
+#[cfg(test)]
+mod tests {
+    //! cyclictest command lines, parsed by the verb's own parser and resolved against a captured CPU tree,
+    //! field by field: each flag's meaning is tested here, beside its definition.
+
+    use super::*;
+
+    /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-15 on node 0, 16-31 on node 1.
+    fn tree(online: &str, possible: &str) -> tempfile::TempDir {
+        crate::flags::cpu_tree(32, 16, online, possible)
+    }
+
+    #[derive(clap::Parser)]
+    #[command(no_binary_name = true, disable_help_flag = true)]
+    struct Line {
+        #[command(flatten)]
+        args: CyclicArgs,
+    }
+
+    fn args(line: &str) -> CyclicArgs {
+        <Line as clap::Parser>::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .args
+    }
+
+    /// Resolve a command line on a machine with 32 CPUs, all online.
+    fn resolved(line: &str) -> Resolved<CyclicPlan> {
+        let t = tree("0-31", "0-31");
+        match resolve(&args(line), &HostRoot::at(t.path())) {
+            Ok(r) => r,
+            Err(e) => panic!("{line}: {e:#}"),
+        }
+    }
+
+    fn refused(line: &str) -> String {
+        let t = tree("0-31", "0-31");
+        match resolve(&args(line), &HostRoot::at(t.path())) {
+            Ok(_) => panic!("{line}: accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn set(text: &str) -> CpuSet {
+        CpuSet::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_seed_command_line() {
+        let r = resolved("-m -p99 -D 1h -i 100 -h 100 -a 2-29 -t 28 --mainaffinity=1");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 28);
+        assert_eq!(c.interval_ns, 100_000);
+        assert_eq!(c.distance_ns, 0, "-h forces the distance to 0");
+        assert_eq!(c.policy, SchedPolicy::Fifo, "-p selects FIFO");
+        assert_eq!(c.priority, 99);
+        assert!(!c.priospread);
+        let cpus: Vec<Option<u32>> = (2..=29).map(Some).collect();
+        assert_eq!(c.cpus, cpus);
+        assert_eq!(c.duration_ns, Some(3_600_000_000_000));
+        assert_eq!(c.loops, None);
+        assert!(!c.relative && !c.skip_missed);
+        assert_eq!(c.hist_buckets, Some(100));
+        assert_eq!(c.unit_ns, 1000);
+        assert_eq!(c.spike_threshold_ns, None);
+        assert_eq!(c.break_threshold_ns, None);
+        assert_eq!(c.timeline_interval_ns, 1_000_000_000);
+        assert_eq!(r.plan.clock, Clock::Monotonic);
+        assert!(r.plan.mlockall);
+        assert_eq!(r.plan.dma_latency_us, Some(0));
+        assert_eq!(r.plan.main_cpus, Some(set("1")));
+        assert_eq!(r.plan.spike_nodes, 1024);
+        let nodes: Vec<Option<u32>> = (2..=29).map(|c| Some(c / 16)).collect();
+        assert_eq!(r.plan.nodes, nodes);
+        assert!(r.notes.is_empty());
+        assert!(r.why.counters && !r.why.trace);
+        assert_eq!(r.why.threshold, None);
+        assert_eq!(
+            r.plan.late_floor_ns, None,
+            "no late samples handed over without --trace"
+        );
+    }
+
+    #[test]
+    fn defaults_are_cyclictests() {
+        let r = resolved("");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 1);
+        assert_eq!(c.interval_ns, 1_000_000);
+        assert_eq!(c.distance_ns, 500_000);
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Other, 0));
+        assert_eq!(c.cpus, vec![None]);
+        assert_eq!((c.duration_ns, c.loops, c.hist_buckets), (None, None, None));
+        assert!(!r.plan.mlockall);
+        assert_eq!(r.plan.main_cpus, None);
+        assert_eq!(r.plan.nodes, vec![None]);
+    }
+
+    #[test]
+    fn smp_is_one_pinned_thread_per_cpu() {
+        let r = resolved("-S -p 80");
+        let c = &r.plan.config;
+        assert_eq!(c.threads, 32);
+        let cpus: Vec<Option<u32>> = (0..32).map(Some).collect();
+        assert_eq!(c.cpus, cpus);
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Fifo, 80));
+        assert!(!c.priospread, "-S keeps one priority");
+        assert_eq!(
+            r.plan.main_cpus,
+            Some(set("0-31")),
+            "the main thread follows -a"
+        );
+    }
+
+    #[test]
+    fn threads_without_a_number_take_one_per_cpu() {
+        let c = resolved("-t").plan.config;
+        assert_eq!(c.threads, 32);
+        assert_eq!(c.cpus, vec![None; 32], "-t alone does not pin");
+        let c = resolved("-t -a 4-7").plan.config;
+        assert_eq!(c.threads, 4);
+        assert_eq!(c.cpus, vec![Some(4), Some(5), Some(6), Some(7)]);
+        let c = resolved("-a -t 2").plan.config;
+        assert_eq!(c.cpus, vec![Some(0), Some(1)], "-a alone is every CPU");
+        let c = resolved("-t 3 -a 8-9").plan.config;
+        assert_eq!(
+            c.cpus,
+            vec![Some(8), Some(9), Some(8)],
+            "threads round-robin over -a"
+        );
+    }
+
+    #[test]
+    fn distance_spreads_the_intervals() {
+        let c = resolved("-t 3 -i 200 -d 100").plan.config;
+        assert_eq!((c.interval_ns, c.distance_ns), (200_000, 100_000));
+        let c = resolved("-t 3 -d 100 -H 50").plan.config;
+        assert_eq!(c.distance_ns, 0, "-H forces the distance to 0 like -h");
+        assert_eq!(c.hist_buckets, Some(50));
+        let c = resolved("-t 1 -d 20000000000000000").plan.config;
+        assert_eq!(
+            c.distance_ns,
+            u64::MAX,
+            "one thread: unused, saturated, no overflow"
+        );
+        assert_eq!(
+            refused("-t 3 -d 2000000000"),
+            "-d/--distance 2000000000: the last thread's interval would exceed 1 h"
+        );
+    }
+
+    #[test]
+    fn policy_and_priority() {
+        let c = resolved("--policy rr -p 50").plan.config;
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Rr, 50));
+        let c = resolved("--policy fifo -t 3").plan.config;
+        assert_eq!(
+            (c.policy, c.priority),
+            (SchedPolicy::Fifo, 4),
+            "without -p: threads + 1"
+        );
+        let c = resolved("--policy batch").plan.config;
+        assert_eq!((c.policy, c.priority), (SchedPolicy::Batch, 0));
+        let c = resolved("-p 90 -t 3 --priospread").plan.config;
+        assert!(c.priospread);
+        assert_eq!(
+            refused("-p 0"),
+            "-p/--priority 0: fifo needs a priority of 1-99"
+        );
+        assert_eq!(
+            refused("--policy other -p 5"),
+            "-p/--priority 5: --policy other takes no real-time priority"
+        );
+    }
+
+    #[test]
+    fn nsecs_loops_duration_and_clock() {
+        let r = resolved("-N -h 50 -l 1000 -c 1 -r --skip-missed");
+        let c = &r.plan.config;
+        assert_eq!(c.unit_ns, 1, "-N: buckets and output in ns");
+        assert_eq!(c.loops, Some(1000));
+        assert!(c.relative && c.skip_missed);
+        assert_eq!(r.plan.clock, Clock::Realtime);
+        let c = resolved("-l 0 -D 0").plan.config;
+        assert_eq!((c.loops, c.duration_ns), (None, None), "0 = unlimited");
+        let c = resolved("-D 90 --timeline-interval 100ms").plan.config;
+        assert_eq!(c.duration_ns, Some(90_000_000_000));
+        assert_eq!(c.timeline_interval_ns, 100_000_000);
+        let c = resolved("--timeline-interval 10us").plan.config;
+        assert_eq!(c.timeline_interval_ns, 1_000_000, "at least 1 ms");
+    }
+
+    #[test]
+    fn break_spike_and_trace_thresholds() {
+        let r = resolved("-b 150");
+        assert_eq!(r.plan.config.break_threshold_ns, Some(150_000));
+        assert_eq!(r.plan.config.spike_threshold_ns, None);
+        assert!(!r.why.trace);
+        let r = resolved("--spike 30 -b 150 --spike-nodes 10");
+        assert_eq!(r.plan.config.spike_threshold_ns, Some(30_000));
+        assert_eq!(r.why.threshold.as_ref().map(|t| t.ns), Some(30_000));
+        assert_eq!(r.plan.spike_nodes, 10);
+        let r = resolved("--break-above 40 -a 0-3 -t 4");
+        let c = &r.plan.config;
+        assert_eq!(c.break_threshold_ns, Some(40_000));
+        assert_eq!(c.spike_threshold_ns, Some(40_000));
+        assert!(r.why.trace);
+        assert_eq!(
+            r.plan.late_floor_ns,
+            Some(rtgauge_session::why::LATE_FLOOR_NS)
+        );
+        assert_eq!(
+            r.plan.main_cpus,
+            Some(set("4-31")),
+            "the trace is read off the measured CPUs"
+        );
+        let r = resolved("--trace -t 1 -a 5");
+        assert_eq!(
+            r.plan.config.spike_threshold_ns, None,
+            "no spike list: episodes come from the late samples"
+        );
+        assert_eq!(r.plan.config.break_threshold_ns, None);
+        assert_eq!(r.why.threshold, None, "the rule decides");
+        let r = resolved("--trace --spike 3 -a 5");
+        assert_eq!(
+            r.plan.late_floor_ns,
+            Some(3_000),
+            "an explicit threshold below the floor lowers it"
+        );
+        let r = resolved("--trace -S");
+        assert_eq!(
+            r.notes,
+            vec!["--trace: every online CPU is measured; the trace is read on a measured CPU"]
+        );
+        assert_eq!(r.plan.main_cpus, Some(set("0-31")));
+    }
+
+    #[test]
+    fn the_main_thread_stays_off_the_measured_cpus_unless_told() {
+        assert_eq!(resolved("-a 1").plan.main_cpus, Some(set("0,2-31")));
+        assert_eq!(
+            resolved("-a 1 --mainaffinity 1").plan.main_cpus,
+            Some(set("1"))
+        );
+        assert_eq!(
+            resolved("-t 2").plan.main_cpus,
+            None,
+            "unpinned threads: unpinned main thread"
+        );
+        assert!(
+            resolved("-S").notes.is_empty(),
+            "every CPU measured: no note without --trace"
+        );
+    }
+
+    #[test]
+    fn pm_qos() {
+        assert_eq!(resolved("--latency 10").plan.dma_latency_us, Some(10));
+        assert_eq!(resolved("--default-system").plan.dma_latency_us, None);
+        assert_eq!(resolved("--laptop").plan.dma_latency_us, None);
+    }
+
+    #[test]
+    fn cpus_that_do_not_exist_or_are_offline() {
+        assert_eq!(
+            refused("-a 40"),
+            "-a/--affinity 40: CPU 40 does not exist on this machine (CPUs 0-31)"
+        );
+        assert_eq!(
+            refused("--mainaffinity 33"),
+            "--mainaffinity 33: CPU 33 does not exist on this machine (CPUs 0-31)"
+        );
+        assert_eq!(
+            refused("-t 5000"),
+            "-t/--threads 5000: at most 4096 threads"
+        );
+        let t = tree("0-29", "0-31");
+        let r = resolve(&args("-a 29-31 -t 3"), &HostRoot::at(t.path()))
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(r.plan.config.cpus, vec![Some(29), None, None]);
+        assert_eq!(
+            r.notes,
+            vec!["-a/--affinity: CPU 30-31 is offline; its threads run unpinned"]
+        );
+    }
+}

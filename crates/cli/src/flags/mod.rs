@@ -1,0 +1,215 @@
+//! The command line's flags: one clap definition per verb and their resolution into typed plans
+//! (`resolve`), tested beside them. The verbs in `crate::cmd` take a resolved plan to the session engine
+//! and the views. Flags several verbs share are defined here once: `--root`, `--db`, `--tag`, durations,
+//! sizes and names.
+
+pub mod audit;
+pub mod capacity;
+pub mod cyclic;
+pub mod fingerprint;
+pub mod fleet;
+pub mod load;
+pub mod mem;
+pub mod monitor;
+pub mod net;
+pub mod numa;
+pub mod ops;
+pub mod oslat;
+pub mod plan;
+pub mod push;
+pub mod report;
+pub mod run;
+pub mod runs;
+pub mod verify;
+
+use rtgauge_model::units::parse_duration;
+use rtgauge_model::Nanos;
+use std::path::PathBuf;
+
+/// A latency verb's flags resolved: the probe's plan, what to collect beside its samples, and notes on
+/// settings adjusted on the way (said before measuring).
+pub struct Resolved<P> {
+    /// The probe's plan.
+    pub plan: P,
+    /// Settings rejected or adjusted before running that the user should know about.
+    pub notes: Vec<String>,
+    /// Interval counters, `--trace`, the episode threshold.
+    pub why: rtgauge_session::why::WhyOpts,
+}
+
+/// The results database, one definition for every verb that reads or stores runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DbArg {
+    /// Results database: a SQLite file or a postgresql:// URL (default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/rtgauge.db).
+    #[arg(long, value_name = "PATH|URL", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    /// The store and its name for messages (see [`crate::cmd::open_store`]), created when missing: for
+    /// verbs that store runs.
+    pub fn open(&self) -> anyhow::Result<(Box<dyn rtgauge_store::RunStore>, String)> {
+        crate::cmd::open_store(self.db.as_deref())
+    }
+
+    /// The store for a verb that only reads (or deletes) runs: a SQLite file that does not exist is refused,
+    /// not created (see [`crate::cmd::open_existing_store`]).
+    pub fn open_existing(&self) -> anyhow::Result<(Box<dyn rtgauge_store::RunStore>, String)> {
+        crate::cmd::open_existing_store(self.db.as_deref())
+    }
+}
+
+/// Where a measuring verb stores its run and what it stores with it (`--tag`, `--db`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// KEY=VALUE to store with the run (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// `--root DIR`, one definition for every verb that reads the host: /proc, /sys, /etc and /dev are read
+/// under DIR (a captured or fixture tree) instead of this system. A verb flattens it and, where its help
+/// says more (what the tree is used for), rewords the help with `mut_arg("root", …)`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RootArg {
+    /// Read a captured tree (DIR/proc, DIR/sys, DIR/etc, DIR/dev) instead of this system.
+    #[arg(long = "root", value_name = "DIR")]
+    pub root: Option<std::path::PathBuf>,
+}
+
+impl RootArg {
+    /// The tree to read: DIR, or the live system without `--root`. A DIR that is not a directory is refused
+    /// here, naming it, rather than read as an empty system.
+    pub fn open(&self) -> anyhow::Result<rtgauge_host::HostRoot> {
+        match &self.root {
+            Some(dir) if !dir.is_dir() => {
+                anyhow::bail!("--root {}: not a directory", dir.display())
+            }
+            Some(dir) => Ok(rtgauge_host::HostRoot::at(dir)),
+            None => Ok(rtgauge_host::HostRoot::live()),
+        }
+    }
+}
+
+/// Sizes with an optional K, M or G suffix (binary units), at most `max`.
+pub fn parse_size_max(s: &str, max: u64) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 4096, 16K, 1M)"))?;
+    let bytes = n.checked_mul(mult).ok_or("size too large")?;
+    if bytes > max {
+        return Err(format!("at most {}", rtgauge_model::mem::size_label(max)));
+    }
+    Ok(bytes)
+}
+
+/// A duration as the verbs take it (`30s`, `200us`, `24h`, …).
+pub fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// `--tag KEY=VALUE`.
+pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    parse_name(s)?;
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
+}
+
+/// A label or host name given on the command line (`--label`, `--host-name`): refused when it is empty or
+/// blank (stored, it would be a run without a name that listings show as nothing), or holds a control or
+/// format character (see [`rtgauge_model::run::forbidden_in_name`]); it would be stored and shown raw in
+/// every later listing and report.
+pub fn parse_name(s: &str) -> Result<String, String> {
+    match rtgauge_model::run::forbidden_in_name(s) {
+        Some(c) => Err(format!(
+            "holds the {} character U+{:04X}: a name must be printable text",
+            if c.is_control() { "control" } else { "format" },
+            c as u32
+        )),
+        None if s.trim().is_empty() => Err("a name must not be empty or blank".into()),
+        None => Ok(s.to_string()),
+    }
+}
+
+/// A captured /sys tree for the verbs' command-line tests: `cpus` CPUs, `per_node` to a NUMA node, and the
+/// `online` and `possible` CPU lists.
+#[cfg(test)]
+pub(crate) fn cpu_tree(
+    cpus: u32,
+    per_node: u32,
+    online: &str,
+    possible: &str,
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = dir.path().join("sys/devices/system/cpu");
+    for c in 0..cpus {
+        std::fs::create_dir_all(cpu.join(format!("cpu{c}/node{}", c / per_node))).unwrap();
+    }
+    std::fs::write(cpu.join("online"), format!("{online}\n")).unwrap();
+    std::fs::write(cpu.join("possible"), format!("{possible}\n")).unwrap();
+    dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_opens_a_directory_and_refuses_anything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = RootArg::default().open().unwrap();
+        assert!(live.is_live());
+        let at = RootArg {
+            root: Some(dir.path().to_path_buf()),
+        }
+        .open()
+        .unwrap();
+        assert!(!at.is_live());
+        assert_eq!(at.path("/proc/stat"), dir.path().join("proc/stat"));
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        for bad in [file, dir.path().join("missing")] {
+            let e = RootArg {
+                root: Some(bad.clone()),
+            }
+            .open()
+            .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("--root {}: not a directory", bad.display())
+            );
+        }
+    }
+
+    #[test]
+    fn names_are_printable_and_not_blank() {
+        assert_eq!(parse_name("bare-metal µs").as_deref(), Ok("bare-metal µs"));
+        for blank in ["", " ", "\u{3000}"] {
+            assert_eq!(
+                parse_name(blank),
+                Err("a name must not be empty or blank".to_string()),
+                "{blank:?}"
+            );
+        }
+        assert_eq!(
+            parse_name("host\u{200b}1"),
+            Err("holds the format character U+200B: a name must be printable text".to_string())
+        );
+        assert_eq!(
+            parse_name("a\u{1b}[31m"),
+            Err("holds the control character U+001B: a name must be printable text".to_string())
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! `rtgauge report` and `rtgauge compare`'s flags.
+
+use super::DbArg;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Render one stored run.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Run id, label, or `latest` (default: latest; or use --label).
+    pub run: Option<String>,
+    /// Select the run by label (the most recent run with it).
+    #[arg(long, conflicts_with = "run")]
+    pub label: Option<String>,
+    /// Also write the HTML report to FILE (self-contained, opens from file://).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write the qualification record to FILE as PDF (rendered by headless Chromium; check it later
+    /// with `rtgauge verify FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub pdf: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// Compare stored runs with the first (the baseline).
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Runs: id, label, or `latest`; the first is the baseline. `1,2,3` is one platform measured three
+    /// times: a set of repetitions, judged by the variation between its runs.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Select a run by label (repeatable; appended after the positional runs).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Each --label selects every run with that label, as a set of repetitions (not only the newest).
+    #[arg(long)]
+    pub every: bool,
+    /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
+    #[arg(long, default_value = "10", value_parser = parse_margin)]
+    pub margin: f64,
+    /// Also write the HTML comparison to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
+    #[arg(long = "host", value_name = "NAME")]
+    pub hosts: Vec<String>,
+    /// Judge single runs by the variation inside each run only. By default, where the store holds at least
+    /// 3 other runs of the same label, profile and host under the same conditions (repeats), their
+    /// run-to-run spread widens the intervals.
+    #[arg(long)]
+    pub no_repeats: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+fn parse_margin(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!("{v} is not between 0 and 100 (exclusive)"));
+    }
+    Ok(v / 100.0)
+}

@@ -1,0 +1,386 @@
+//! `rtgauge run`'s flags and the profile they name, resolved into the run's stages: every probe of the
+//! profile parsed and resolved by its own verb's flags (so a profile's `flags` mean what they mean on the
+//! command line), with the profile's duration, `--trace`, `--load` and the episode threshold its gates set.
+
+use super::{cyclic, mem, net, numa, ops, oslat};
+use super::{parse_duration_arg, Resolved};
+use anyhow::{bail, Context as _};
+use clap::{Args, Parser};
+use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
+use rtgauge_host::HostRoot;
+use rtgauge_model::profile::{self, ProbeKind, Profile};
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_session::load::LoadRequest;
+use std::path::PathBuf;
+
+/// Run a profile of probes, judge the results against its gates and store the run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Profile: quick (default: timer latency and OS noise, 10 s each), ran (VMware RAN white paper, 1 h
+    /// each, max 20 µs), vpr (VMware protection-relay guide, 24 h, max 120 µs and no sample ≥ 120 µs),
+    /// ran-loaded and vpr-loaded (the same under load on the housekeeping CPUs, docs/load.md), or the path of
+    /// a TOML profile (a probe's flags may hold --load MIX). The documents are listed in docs/references.md.
+    #[arg(long, default_value = "quick")]
+    pub profile: String,
+
+    /// Duration of each probe, overriding the profile's (e.g. 30s, 15m, 24h).
+    #[arg(long, value_parser = parse_duration_arg)]
+    pub duration: Option<Nanos>,
+
+    /// CPUs to measure (default: the isolated CPUs, or every online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Name of the platform, for comparisons (e.g. bare-metal, esxi-guest).
+    #[arg(long, value_parser = super::parse_name)]
+    pub label: Option<String>,
+
+    #[command(flatten)]
+    pub store: super::StoreArgs,
+
+    /// How often a long probe is checkpointed into the database.
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
+    pub checkpoint: Nanos,
+
+    /// Skip the audit's sampled rules (IRQs on isolated CPUs, steal, C-state use), saving their interval.
+    #[arg(long = "no-sample")]
+    pub no_sample: bool,
+
+    /// Where to write the HTML report (default: reports/run-ID.html beside the database).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Also write the run document as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Trace the measured CPUs during the timer and noise probes and break their spikes down (adds
+    /// `--trace` to the profile's cyclic and oslat flags). Needs root and tracefs.
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Put load on the system while every probe of the profile measures:
+    /// KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS] (kinds cpu, memory, io, fork, timer, msg,
+    /// ipi; docs/load.md). It replaces the load a profile's probes give themselves; the achieved load is
+    /// recorded with each probe's result, as a profile's load is. The NUMA locality probe, which observes
+    /// other processes, runs without it.
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub load: Option<rtgauge_model::load::LoadSpec>,
+
+    /// After storing the run, push it to this central store (postgresql:// URL), as `rtgauge push` does.
+    /// The run stays in the local database whether or not the push succeeds.
+    #[arg(long, value_name = "URL")]
+    pub push: Option<PathBuf>,
+
+    /// Store the run under this host name instead of the kernel's (a fleet's inventory name; `rtgauge fleet`
+    /// groups by it).
+    #[arg(long, value_name = "NAME", value_parser = super::parse_name)]
+    pub host_name: Option<String>,
+}
+
+/// A built-in profile name or a TOML file.
+pub fn load_profile(name: &str) -> anyhow::Result<Profile> {
+    if let Some(p) = profile::builtin(name) {
+        return Ok(p);
+    }
+    let path = std::path::Path::new(name);
+    if !path.exists() {
+        let names: Vec<&str> = profile::BUILTIN.iter().map(|(n, _)| *n).collect();
+        bail!(
+            "--profile {name}: neither a built-in profile ({}) nor a file",
+            names.join(", ")
+        );
+    }
+    let bytes = crate::cmd::read_user_file(path, "--profile", crate::cmd::MAX_DEFINITION_BYTES)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "--profile {name}: not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let profile =
+        profile::parse_profile(&text).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))?;
+    check_flags(&profile).map_err(|e| anyhow::anyhow!("--profile {name}: {e}"))?;
+    Ok(profile)
+}
+
+/// A profile's flags hold no duration: the profile's (or `--duration`'s) is handed to the probes as a
+/// duration, so a `-D` in the flags would be silently overridden.
+fn check_flags(profile: &Profile) -> Result<(), String> {
+    let has_duration = |p: &profile::ProbeSpec| {
+        p.flags
+            .split_whitespace()
+            .any(|f| f == "-D" || f.starts_with("--duration"))
+    };
+    match profile.probes.iter().any(has_duration) {
+        true => {
+            Err("probe.flags: no -D/--duration in flags: the profile's duration applies".into())
+        }
+        false => Ok(()),
+    }
+}
+
+/// The measured CPUs and a housekeeping CPU for the main threads.
+pub struct Placement {
+    /// The CPUs measured (`--cpus`, else the isolated CPUs, else every online CPU).
+    pub cpus: CpuSet,
+    /// A CPU not measured (the first online one when every CPU is measured).
+    pub housekeeping: u32,
+}
+
+/// Where a run measures, from `--cpus` or the host's isolated CPUs.
+pub fn placement(root: &HostRoot, cpus: Option<&str>) -> anyhow::Result<Placement> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let measured = match cpus {
+        Some(t) => {
+            let set = CpuSet::parse(t).map_err(|e| anyhow::anyhow!("--cpus {t}: {e}"))?;
+            let missing = set.difference(&online);
+            if set.is_empty() || !missing.is_empty() {
+                bail!("--cpus {t}: not a set of online CPUs (online: {online})");
+            }
+            set
+        }
+        None => {
+            let iso = read_cpu_mask(root, CpuMask::Isolated)
+                .unwrap_or_default()
+                .intersection(&online);
+            if iso.is_empty() {
+                online.clone()
+            } else {
+                iso
+            }
+        }
+    };
+    let housekeeping = online
+        .difference(&measured)
+        .iter()
+        .next()
+        .or_else(|| online.iter().next())
+        .unwrap_or(0);
+    Ok(Placement {
+        cpus: measured,
+        housekeeping,
+    })
+}
+
+/// A profile probe's flags with `{cpus}`, `{cpu}` (the last measured CPU) and `{housekeeping}` filled in.
+fn expand_flags(flags: &str, p: &Placement) -> Vec<String> {
+    let last = p.cpus.iter().last().unwrap_or(p.housekeeping);
+    flags
+        .replace("{cpus}", &p.cpus.to_string())
+        .replace("{cpu}", &last.to_string())
+        .replace("{housekeeping}", &p.housekeeping.to_string())
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+/// A verb's flags as a profile writes them (no program name).
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct Flags<T: clap::Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+/// Parse a profile probe's flags with the verb's own parser; errors name the probe.
+fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
+    Flags::<T>::try_parse_from(argv)
+        .map(|f| f.args)
+        .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))
+}
+
+/// A profile probe, resolved, and the load beside it (a probe's `--load MIX` and `--load-cmd` run beside
+/// that probe only, docs/load.md).
+pub struct Stage {
+    /// The probe.
+    pub probe: ProbePlan,
+    /// Its load.
+    pub load: LoadRequest,
+}
+
+impl Stage {
+    /// `run --load`: this load instead of the probe's own (the NUMA locality probe is not loaded).
+    fn replace_load(&mut self, l: &rtgauge_model::load::LoadSpec) {
+        if !matches!(self.probe, ProbePlan::Numa(..)) {
+            self.load = LoadRequest::generators(Some(l.clone()));
+        }
+    }
+}
+
+/// Resolve every probe of the profile with its verb's own flag parser. The profile's duration is handed to
+/// the timed probes (cyclic, oslat, net) as a duration: ops and mem have their own repetition flags and
+/// numa its --interval.
+pub fn plan(
+    profile: &Profile,
+    duration: Nanos,
+    trace: bool,
+    load: Option<&rtgauge_model::load::LoadSpec>,
+    place: &Placement,
+    root: &HostRoot,
+) -> anyhow::Result<Vec<Stage>> {
+    profile
+        .probes
+        .iter()
+        .map(|spec| {
+            let argv = expand_flags(&spec.flags, place);
+            let what = format!(
+                "profile {} {:?} flags '{}'",
+                profile.name,
+                spec.kind,
+                argv.join(" ")
+            );
+            // Spike episodes matter from the profile's own bound on the probe's samples.
+            let bound = profile.latency_bound(spec.kind).map(|(ns, metric)| {
+                rtgauge_model::attribution::EpisodeThreshold {
+                    ns,
+                    rule: format!("profile {} gate: {metric} ≤ {}", profile.name, Nanos(ns)),
+                }
+            });
+            let mut stage = plan_probe(spec.kind, &argv, &what, duration, trace, bound, root)?;
+            if let Some(l) = load {
+                stage.replace_load(l);
+            }
+            Ok(stage)
+        })
+        .collect()
+}
+
+/// One profile probe: its flags parsed and resolved as its verb does, `duration` and `--trace` set, and
+/// the profile's bound as the spike-episode threshold unless the flags give one (`--spike`).
+fn plan_probe(
+    kind: ProbeKind,
+    argv: &[String],
+    what: &str,
+    duration: Nanos,
+    trace: bool,
+    bound: Option<rtgauge_model::attribution::EpisodeThreshold>,
+    root: &HostRoot,
+) -> anyhow::Result<Stage> {
+    let mut load = LoadRequest::none();
+    let mut take_load = |spec: &Option<rtgauge_model::load::LoadSpec>, command: &Option<String>| {
+        load = LoadRequest {
+            spec: spec.clone(),
+            command: command.clone(),
+        };
+    };
+    let probe = match kind {
+        ProbeKind::Cyclic => {
+            let mut args: cyclic::CyclicArgs = flags(argv, what)?;
+            args.duration = Some(duration);
+            args.trace |= trace;
+            take_load(&args.load, &args.load_cmd);
+            let mut r = cyclic::resolve(&args, root).with_context(|| what.to_string())?;
+            if r.why.threshold.is_none() {
+                r.why.threshold = bound;
+                r.plan.late_floor_ns = r.why.late_floor_ns();
+            }
+            ProbePlan::Cyclic(Box::new(r))
+        }
+        ProbeKind::Oslat => {
+            let mut args: oslat::OslatArgs = flags(argv, what)?;
+            args.duration = duration;
+            args.trace |= trace;
+            take_load(&args.load, &args.load_cmd);
+            let mut r = oslat::resolve(&args, root).with_context(|| what.to_string())?;
+            r.why.threshold = bound;
+            ProbePlan::Oslat(Box::new(r))
+        }
+        ProbeKind::Net => {
+            let mut args: net::NetArgs = flags(argv, what)?;
+            match &mut args.command {
+                net::NetCommand::Cps(c) => c.load.duration = duration,
+                net::NetCommand::Throughput(t) => t.load.duration = duration,
+                net::NetCommand::Serve(s) => s.duration = Some(duration),
+            }
+            if let net::NetCommand::Cps(net::CpsArgs { load: l, .. })
+            | net::NetCommand::Throughput(net::ThroughputArgs { load: l, .. }) = &args.command
+            {
+                take_load(&l.bg_load, &l.load_cmd);
+            }
+            let plan = args.command.plan(root).with_context(|| what.to_string())?;
+            ProbePlan::Net(Box::new(plan))
+        }
+        ProbeKind::Ops => {
+            let args: ops::OpsArgs = flags(argv, what)?;
+            take_load(&args.load, &args.load_cmd);
+            ProbePlan::Ops(Box::new(
+                ops::resolve(&args, root).with_context(|| what.to_string())?,
+            ))
+        }
+        ProbeKind::Mem => {
+            let args: mem::MemArgs = flags(argv, what)?;
+            ProbePlan::Mem(Box::new(
+                mem::resolve(&args, root).with_context(|| what.to_string())?,
+            ))
+        }
+        ProbeKind::Numa => {
+            let args: numa::NumaArgs = flags(argv, what)?;
+            ProbePlan::Numa(args.pids, args.interval)
+        }
+    };
+    Ok(Stage { probe, load })
+}
+
+/// A profile probe, resolved by its verb's flags.
+pub enum ProbePlan {
+    /// Timer latency.
+    Cyclic(Box<Resolved<rtgauge_probe::cyclic::CyclicPlan>>),
+    /// OS noise.
+    Oslat(Box<Resolved<rtgauge_probe::oslat::OslatPlan>>),
+    /// Network-function capacity.
+    Net(Box<rtgauge_probe::net::plan::NetPlan>),
+    /// OS-primitive costs.
+    Ops(Box<rtgauge_probe::ops::OpsPlan>),
+    /// Memory latency and bandwidth.
+    Mem(Box<rtgauge_probe::mem::MemPlan>),
+    /// NUMA locality of these processes (all when empty), over this interval.
+    Numa(Vec<u32>, Nanos),
+}
+
+fn first_line(e: &clap::Error) -> String {
+    let r = e.render().to_string();
+    r.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid flags")
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(flags: &str) -> Profile {
+        let text =
+            format!("name = 'x'\nduration = '2s'\n[[probe]]\nkind = 'oslat'\nflags = '{flags}'\n");
+        profile::parse_profile(&text).unwrap()
+    }
+
+    #[test]
+    fn a_duration_in_a_profiles_flags_is_refused() {
+        for flags in ["-c 0 -D 5", "-c 0 --duration=5", "--duration 5"] {
+            let e = check_flags(&profile(flags)).unwrap_err();
+            assert!(
+                e.starts_with("probe.flags: no -D/--duration"),
+                "{flags}: {e}"
+            );
+        }
+        assert_eq!(check_flags(&profile("-c 0 -q")), Ok(()));
+    }
+
+    #[test]
+    fn the_profiles_duration_reaches_the_probe_as_a_duration() {
+        let root = HostRoot::live();
+        let place = placement(&root, None).unwrap();
+        let p = profile("-c {cpu} -q");
+        let stages = plan(&p, Nanos::from_secs(7), true, None, &place, &root).unwrap();
+        match &stages[0].probe {
+            ProbePlan::Oslat(r) => {
+                assert_eq!(r.plan.config.duration_ns, 7_000_000_000);
+                assert!(r.why.trace, "run --trace reaches the probe");
+            }
+            _ => panic!("expected an oslat stage"),
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The state of `rtgauge monitor`: the latency series of each watched CPU (exact histogram buckets, peaks
+//! over a window, missed deadlines, samples above the gate, CPU time), and the audit's rules with their
+//! drift from the first pass. Plain data, updated by the monitor's threads; `rtgauge_formats::openmetrics`
+//! renders it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+/// Upper bounds of the latency histogram's buckets, ns (1 µs … 100 ms in 1-2-5 steps; +Inf is implicit).
+pub const BUCKETS_NS: [u64; 16] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+];
+
+/// Per-CPU latency series.
+#[derive(Debug, Clone, Default)]
+pub struct CpuSeries {
+    /// The CPU measured.
+    pub cpu: u32,
+    /// Samples per bucket (not cumulative); the last entry is +Inf.
+    pub buckets: [u64; BUCKETS_NS.len() + 1],
+    /// Samples measured (exact).
+    pub count: u64,
+    /// Sum of the samples, ns (exact).
+    pub sum_ns: u128,
+    /// Missed deadlines.
+    pub missed: u64,
+    /// Samples at or above the gate.
+    pub above_gate: u64,
+    /// Largest sample per tick over the window, newest last: `(tick end in ns since start, peak)`.
+    pub peaks: VecDeque<(u64, u64)>,
+    /// Steal time of the CPU since the monitor started, s (/proc/stat).
+    pub steal_s: f64,
+    /// Hard-IRQ time of the CPU since the monitor started, s.
+    pub irq_s: f64,
+    /// Softirq time of the CPU since the monitor started, s.
+    pub softirq_s: f64,
+}
+
+impl CpuSeries {
+    /// An empty series for `cpu`.
+    pub fn new(cpu: u32) -> CpuSeries {
+        CpuSeries {
+            cpu,
+            ..CpuSeries::default()
+        }
+    }
+
+    /// Add `count` samples of value `value_ns` to the histogram's buckets (count and sum are kept apart,
+    /// exact, by the caller).
+    pub fn add_bucket(&mut self, value_ns: u64, count: u64) {
+        let i = BUCKETS_NS.partition_point(|&b| b < value_ns);
+        self.buckets[i] += count;
+    }
+
+    /// Record one tick's peak at `now_ns` and forget peaks older than `window_ns`.
+    pub fn add_peak(&mut self, now_ns: u64, peak_ns: u64, window_ns: u64) {
+        self.peaks.push_back((now_ns, peak_ns));
+        while let Some(&(t, _)) = self.peaks.front() {
+            if now_ns.saturating_sub(t) > window_ns {
+                self.peaks.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The largest peak of the window, ns.
+    pub fn window_max_ns(&self) -> u64 {
+        self.peaks.iter().map(|&(_, p)| p).max().unwrap_or(0)
+    }
+}
+
+/// One audit rule as the monitor last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleState {
+    /// The rule's severity.
+    pub severity: String,
+    /// Its status at the last pass.
+    pub status: String,
+    /// Status of the first audit pass.
+    pub baseline: String,
+}
+
+impl RuleState {
+    /// Whether the status differs from the first pass's.
+    pub fn drifted(&self) -> bool {
+        self.status != self.baseline
+    }
+}
+
+/// Everything a scrape shows.
+#[derive(Debug, Clone, Default)]
+pub struct MonitorState {
+    /// rtgauge's version.
+    pub version: String,
+    /// The timer probe's period, ns.
+    pub interval_ns: u64,
+    /// The CPUs watched, as a list.
+    pub cpus_text: String,
+    /// When the monitor started, Unix time, s.
+    pub start_unix_s: f64,
+    /// The latency gate samples are counted above, ns.
+    pub gate_ns: u64,
+    /// One series per watched CPU.
+    pub cpus: Vec<CpuSeries>,
+    /// Each audit rule as last seen.
+    pub rules: BTreeMap<String, RuleState>,
+    /// Audit passes so far.
+    pub audit_runs: u64,
+    /// When the last audit pass ran, Unix time, s.
+    pub audit_last_unix_s: f64,
+}
+
+impl MonitorState {
+    /// Fold one segment's exact histograms and counters into the exported series.
+    pub fn fold_segment(&mut self, r: &crate::cyclic::CyclicResult, gate_ns: u64) {
+        for (c, t) in self.cpus.iter_mut().zip(&r.threads) {
+            c.missed += t.missed_deadlines;
+            c.count += t.latency.count;
+            c.sum_ns += u128::from(t.latency.sum_ns);
+            let Ok(h) = t.latency.hdr.decode() else {
+                continue;
+            };
+            // Each HDR bucket is counted at its highest equivalent value: a sample is never put in a lower
+            // Prometheus bucket than its own (HDR's 3 significant digits make the difference < 0.1 %).
+            for v in h.iter_recorded() {
+                c.add_bucket(v.value_iterated_to(), v.count_at_value());
+            }
+            c.above_gate += h.count_between(gate_ns, u64::MAX);
+        }
+    }
+
+    /// Fold one audit pass in: `(rule, severity, status)`. Returns the rules whose drift state changed, as
+    /// log lines.
+    pub fn apply_audit(
+        &mut self,
+        findings: impl IntoIterator<Item = (String, String, String)>,
+        now_unix_s: f64,
+    ) -> Vec<String> {
+        let mut log = Vec::new();
+        for (rule, severity, status) in findings {
+            match self.rules.get_mut(&rule) {
+                None => {
+                    self.rules.insert(
+                        rule,
+                        RuleState {
+                            severity,
+                            baseline: status.clone(),
+                            status,
+                        },
+                    );
+                }
+                Some(r) => {
+                    if r.status != status {
+                        let was = r.drifted();
+                        r.status = status;
+                        r.severity = severity;
+                        if r.drifted() {
+                            log.push(format!(
+                                "drift: rule {rule}: {} at start, {} now",
+                                r.baseline, r.status
+                            ));
+                        } else if was {
+                            log.push(format!("drift ended: rule {rule}: {} again", r.status));
+                        }
+                    }
+                }
+            }
+        }
+        self.audit_runs += 1;
+        self.audit_last_unix_s = now_unix_s;
+        log
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_flips_when_a_status_changes_and_back() {
+        let mut s = MonitorState::default();
+        s.apply_audit([("cstate".into(), "high".into(), "pass".into())], 1.0);
+        let log = s.apply_audit([("cstate".into(), "high".into(), "fail".into())], 2.0);
+        assert_eq!(log, ["drift: rule cstate: pass at start, fail now"]);
+        assert!(s.rules["cstate"].drifted());
+        let log = s.apply_audit([("cstate".into(), "high".into(), "pass".into())], 3.0);
+        assert_eq!(log, ["drift ended: rule cstate: pass again"]);
+        assert_eq!(s.audit_runs, 3);
+    }
+
+    #[test]
+    fn window_max_forgets_old_peaks() {
+        let mut c = CpuSeries::new(0);
+        c.add_peak(0, 5_000_000, 15_000_000_000);
+        c.add_peak(10_000_000_000, 20_000, 15_000_000_000);
+        assert_eq!(c.window_max_ns(), 5_000_000);
+        c.add_peak(16_000_000_000, 10_000, 15_000_000_000);
+        assert_eq!(c.window_max_ns(), 20_000);
+    }
+}

@@ -1,0 +1,201 @@
+//! The measurement session: everything that runs around a probe, in one place.
+//!
+//! Every verb that measures — `cyclic`, `oslat`, `ops`, `mem`, `net`, `run`, `capacity`, `monitor` — runs
+//! its probe through [`Session::measure`], which does, in order:
+//!
+//! 1. start the load beside the probe ([`load`]: generators and an external command), placed around the
+//!    CPUs the probe measures;
+//! 2. read the system's accounting (CPU time, context switches, per-CPU times);
+//! 3. run the probe ([`Probe`]), its main thread calling every [`Observer`] — the interval counters and the
+//!    trace of [`why`] (when asked), and the caller's own (progress, checkpoints into the store, a live
+//!    screen, a monitor's series);
+//! 4. stop the load and take what it achieved;
+//! 5. let each observer add what it collected to the result, and record the load and the accounting's
+//!    deltas with it.
+//!
+//! Cleanup is part of each piece (the load generators die with their [`load::Running`], the trace with its
+//! session, both also after a kill -9 through the next start), so an error at any step leaves nothing on.
+//!
+//! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe (the
+//! host side of a VM, next) is one [`Observer`].
+
+pub mod load;
+pub mod probes;
+pub mod record;
+pub mod why;
+
+use rtgauge_host::HostRoot;
+use rtgauge_model::cyclic::Spike;
+use rtgauge_model::load::LoadResult;
+use rtgauge_model::run::ProbeResult;
+use rtgauge_model::CpuSet;
+use rtgauge_probe::cyclic::LiveThread;
+use rtgauge_probe::stop::StopFlag;
+use std::time::Duration;
+
+/// Why a measurement could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The load beside the probe could not start.
+    #[error(transparent)]
+    Load(#[from] load::LoadError),
+    /// The probe could not run.
+    #[error(transparent)]
+    Probe(#[from] rtgauge_probe::ProbeError),
+    /// The network probe's reference server could not start.
+    #[error("--serve-cpus: starting the reference server")]
+    Server(#[source] rtgauge_probe::ProbeError),
+    /// The network probe has nothing to load.
+    #[error("--target: required")]
+    NoTarget,
+}
+
+/// One tick of a running probe, as observers see it.
+pub struct Tick<'a> {
+    /// Time since the measurement started.
+    pub elapsed: Duration,
+    /// The timer probe's threads, live (empty for the other probes).
+    pub threads: &'a [LiveThread],
+    /// The CPU each of those threads is pinned to, in thread order (`None`: not pinned).
+    pub cpus: &'a [Option<u32>],
+}
+
+/// Watches a probe while the session runs it, from the probe's main thread (never a measuring one).
+/// Every method has a default that ignores it.
+pub trait Observer {
+    /// The probe warms up before it measures (oslat's "Pre-heat…").
+    fn preheat(&mut self) {}
+
+    /// Measuring starts now; `bias_ns` is the bias subtracted from every sample, if any (oslat's).
+    fn start(&mut self, _bias_ns: Option<u64>) {}
+
+    /// Once per probe tick while measuring. `checkpoint` builds the result of what was measured so far (it
+    /// merges histograms: call it only when one is due, every few seconds).
+    fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: &mut dyn FnMut() -> ProbeResult) {}
+
+    /// The timer probe's late samples since the last call (with a late floor in its plan), just before a
+    /// tick.
+    fn late(&mut self, _late: &[Spike]) {}
+
+    /// The probe has ended: add what was collected to its result.
+    fn finish(&mut self, _result: &mut ProbeResult) {}
+}
+
+/// A probe the session can run.
+pub trait Probe {
+    /// The CPUs it measures: load is placed around them.
+    fn measured(&self) -> CpuSet;
+
+    /// What the interval counters and the trace watch, if this probe has a "why" (the latency probes).
+    fn why_scope(&self) -> Option<why::Scope> {
+        None
+    }
+
+    /// Run it to its end or `stop`, calling `observer` from the main thread; its results (one per
+    /// measured point for the network probe, else one).
+    fn run(
+        &self,
+        stop: &StopFlag,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<ProbeResult>, SessionError>;
+}
+
+/// What runs around a probe.
+#[derive(Debug, Clone, Default)]
+pub struct Around {
+    /// Load beside it.
+    pub load: load::LoadRequest,
+    /// Interval counters and trace (latency probes only).
+    pub why: Option<why::WhyOpts>,
+    /// Whether the system's accounting is recorded with the result.
+    pub accounting: bool,
+}
+
+/// The results of one measurement, with the load that ran beside it (also recorded in each result).
+pub struct Measured {
+    /// The probe's results.
+    pub results: Vec<ProbeResult>,
+    /// What the load achieved, when there was one.
+    pub load: Option<LoadResult>,
+}
+
+/// Calls the "why" observer and the caller's, in that order.
+struct Fanout<'a, 'b> {
+    why: Option<why::WhyObserver>,
+    others: &'a mut [&'b mut dyn Observer],
+}
+
+impl Fanout<'_, '_> {
+    fn each(&mut self, mut f: impl FnMut(&mut dyn Observer)) {
+        if let Some(w) = self.why.as_mut() {
+            f(w);
+        }
+        for o in self.others.iter_mut() {
+            f(&mut **o);
+        }
+    }
+}
+
+impl Observer for Fanout<'_, '_> {
+    fn preheat(&mut self) {
+        self.each(|o| o.preheat());
+    }
+    fn start(&mut self, bias_ns: Option<u64>) {
+        self.each(|o| o.start(bias_ns));
+    }
+    fn tick(&mut self, tick: &Tick<'_>, checkpoint: &mut dyn FnMut() -> ProbeResult) {
+        self.each(|o| o.tick(tick, checkpoint));
+    }
+    fn late(&mut self, late: &[Spike]) {
+        self.each(|o| o.late(late));
+    }
+    fn finish(&mut self, result: &mut ProbeResult) {
+        self.each(|o| o.finish(result));
+    }
+}
+
+/// Where a session measures: the host it reads, and the flag that stops it (SIGINT/SIGTERM).
+pub struct Session<'a> {
+    /// The host the load is placed on and the accounting is read from.
+    pub root: &'a HostRoot,
+    /// Set to stop the probe early.
+    pub stop: &'a StopFlag,
+}
+
+impl Session<'_> {
+    /// Run `probe` with what `around` asks for beside it, `observers` watching (see the module
+    /// documentation for the order).
+    pub fn measure(
+        &self,
+        probe: &dyn Probe,
+        around: &Around,
+        observers: &mut [&mut dyn Observer],
+    ) -> Result<Measured, SessionError> {
+        let running = load::start(&around.load, &probe.measured(), self.root)?;
+        let before = around
+            .accounting
+            .then(|| rtgauge_host::accounting::read_snapshot(self.root));
+        let mut all = Fanout {
+            why: around
+                .why
+                .clone()
+                .zip(probe.why_scope())
+                .map(|(o, s)| why::WhyObserver::new(o, s)),
+            others: observers,
+        };
+        let results = probe.run(self.stop, &mut all);
+        let load = running.map(load::stop);
+        let mut results = results?;
+        let accounting = before.map(|b| {
+            rtgauge_host::accounting::delta(&b, &rtgauge_host::accounting::read_snapshot(self.root))
+        });
+        for r in &mut results {
+            all.finish(r);
+            r.set_load(load.clone());
+            if let Some(a) = &accounting {
+                r.set_accounting(a.clone());
+            }
+        }
+        Ok(Measured { results, load })
+    }
+}

@@ -1,0 +1,180 @@
+//! The probes a session runs: each a [`Probe`] over the probe crate's plan, turning its own observer calls
+//! and results into the session's ([`Observer`], [`ProbeResult`]).
+
+use crate::{why, Observer, Probe, SessionError, Tick};
+use rtgauge_model::cyclic::{CyclicResult, Spike};
+use rtgauge_model::oslat::OslatResult;
+use rtgauge_model::run::ProbeResult;
+use rtgauge_model::CpuSet;
+use rtgauge_probe::cyclic::{CyclicPlan, LiveThread};
+use rtgauge_probe::mem::MemPlan;
+use rtgauge_probe::net::plan::NetPlan;
+use rtgauge_probe::ops::OpsPlan;
+use rtgauge_probe::oslat::OslatPlan;
+use rtgauge_probe::stop::StopFlag;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The timer wake-up latency probe.
+pub struct Cyclic<'a>(pub &'a CyclicPlan);
+
+impl Probe for Cyclic<'_> {
+    fn measured(&self) -> CpuSet {
+        CpuSet::new(self.0.config.cpus.iter().flatten().copied())
+    }
+
+    fn why_scope(&self) -> Option<why::Scope> {
+        Some(why::Scope {
+            cpus: why::observed_cpus(&self.0.config.cpus),
+            interval_ns: self.0.config.timeline_interval_ns,
+        })
+    }
+
+    fn run(
+        &self,
+        stop: &StopFlag,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
+        struct Adapter<'o> {
+            inner: &'o mut dyn Observer,
+            cpus: &'o [Option<u32>],
+        }
+        impl rtgauge_probe::observe::Observer<CyclicResult, [LiveThread]> for Adapter<'_> {
+            fn tick(
+                &mut self,
+                elapsed: Duration,
+                threads: &[LiveThread],
+                checkpoint: &mut dyn FnMut() -> CyclicResult,
+            ) {
+                let tick = Tick {
+                    elapsed,
+                    threads,
+                    cpus: self.cpus,
+                };
+                self.inner
+                    .tick(&tick, &mut || ProbeResult::Cyclic(checkpoint()));
+            }
+            fn late(&mut self, late: &[Spike]) {
+                self.inner.late(late);
+            }
+        }
+        // The timer probe measures from its first period: the observers start with it.
+        observer.start(None);
+        let mut a = Adapter {
+            inner: observer,
+            cpus: &self.0.config.cpus,
+        };
+        let r = rtgauge_probe::cyclic::run(self.0, stop, &mut a)?;
+        Ok(vec![ProbeResult::Cyclic(r)])
+    }
+}
+
+/// The busy-loop OS-noise probe.
+pub struct Oslat<'a>(pub &'a OslatPlan);
+
+impl Probe for Oslat<'_> {
+    fn measured(&self) -> CpuSet {
+        CpuSet::new(self.0.config.cpus.iter().copied())
+    }
+
+    fn why_scope(&self) -> Option<why::Scope> {
+        Some(why::Scope {
+            cpus: self.measured(),
+            interval_ns: self.0.config.timeline_interval_ns,
+        })
+    }
+
+    fn run(
+        &self,
+        stop: &StopFlag,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
+        struct Adapter<'o> {
+            inner: &'o mut dyn Observer,
+        }
+        impl rtgauge_probe::observe::Observer<OslatResult> for Adapter<'_> {
+            fn preheat(&mut self) {
+                self.inner.preheat();
+            }
+            fn start(&mut self, bias_ns: Option<u64>) {
+                self.inner.start(bias_ns);
+            }
+            fn tick(
+                &mut self,
+                elapsed: Duration,
+                _: &(),
+                checkpoint: &mut dyn FnMut() -> OslatResult,
+            ) {
+                let tick = Tick {
+                    elapsed,
+                    threads: &[],
+                    cpus: &[],
+                };
+                self.inner
+                    .tick(&tick, &mut || ProbeResult::Oslat(checkpoint()));
+            }
+        }
+        let r = rtgauge_probe::oslat::run(self.0, stop, &mut Adapter { inner: observer })?;
+        Ok(vec![ProbeResult::Oslat(r)])
+    }
+}
+
+/// The OS-primitive costs (lmbench's manner).
+pub struct Ops<'a>(pub &'a OpsPlan);
+
+impl Probe for Ops<'_> {
+    fn measured(&self) -> CpuSet {
+        CpuSet::new(self.0.cpu)
+    }
+
+    fn run(&self, stop: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+        Ok(vec![ProbeResult::Ops(rtgauge_probe::ops::run(
+            self.0, stop,
+        )?)])
+    }
+}
+
+/// The memory latency curve, bandwidth and NUMA matrix.
+pub struct Mem<'a>(pub &'a MemPlan);
+
+impl Probe for Mem<'_> {
+    fn measured(&self) -> CpuSet {
+        CpuSet::new(self.0.config.cpu)
+    }
+
+    fn run(&self, _: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+        Ok(vec![ProbeResult::Mem(rtgauge_probe::mem::run(self.0)?)])
+    }
+}
+
+/// Network-function capacity: every point of the plan in order, with the host's network sysctls recorded
+/// with each result.
+pub struct Net<'a> {
+    /// The points to measure.
+    pub plan: &'a NetPlan,
+    /// The network sysctls of the host, recorded with each point.
+    pub sysctls: BTreeMap<String, String>,
+}
+
+impl Probe for Net<'_> {
+    /// The CPUs the measurement uses (client and server loops): the "measured" ones for `--load`.
+    fn measured(&self) -> CpuSet {
+        CpuSet::new(self.plan.points.iter().flat_map(|p| {
+            p.client_cpus
+                .iter()
+                .chain(p.server_cpus.iter().flatten())
+                .copied()
+        }))
+    }
+
+    fn run(&self, stop: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+        use rtgauge_probe::net::NetError;
+        let results =
+            rtgauge_probe::net::measure(self.plan, stop, &self.sysctls).map_err(|e| match e {
+                NetError::Server(e) => SessionError::Server(e),
+                NetError::NoTarget => SessionError::NoTarget,
+                NetError::Client(e) => SessionError::Probe(e),
+            })?;
+        Ok(results.into_iter().map(ProbeResult::Net).collect())
+    }
+}

@@ -1,0 +1,89 @@
+//! Checkpoints of a stored run while its probes measure: the run document is stored as `running` before
+//! the first probe and updated every few seconds with the probe's result so far, so a run killed with
+//! SIGKILL or by a reboot keeps its data up to the last checkpoint. Store errors are kept for one warning,
+//! never fatal to the measurement.
+
+use crate::{Observer, Tick};
+use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_store::RunStore;
+use std::time::{Duration, Instant};
+
+/// Stores a run's document now and then.
+pub struct Recorder<'a> {
+    /// The store the run is in.
+    pub store: &'a mut dyn RunStore,
+    id: i64,
+    every: Duration,
+    last: Instant,
+    /// The first store error, for one warning (later ones are not repeated).
+    pub failed: Option<String>,
+}
+
+impl<'a> Recorder<'a> {
+    /// Checkpoints of run `id` every `every` (at least 1 s).
+    pub fn new(store: &'a mut dyn RunStore, id: i64, every: Duration) -> Recorder<'a> {
+        Recorder {
+            store,
+            id,
+            every: every.max(Duration::from_secs(1)),
+            last: Instant::now(),
+            failed: None,
+        }
+    }
+
+    /// The stored run's id.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// Whether the checkpoint interval has passed since the last save.
+    pub fn due(&self) -> bool {
+        self.last.elapsed() >= self.every
+    }
+
+    /// Save `base` plus the running probe's result so far; `now` is the document's new end time.
+    pub fn checkpoint(&mut self, base: &RunDocument, probe: ProbeResult, now: String) {
+        let mut d = base.clone();
+        d.probes.push(probe);
+        d.ended_at = now;
+        self.save(&d);
+    }
+
+    /// Store `doc` as the run's document now. The first failure is kept in [`Recorder::failed`].
+    pub fn save(&mut self, doc: &RunDocument) -> bool {
+        self.last = Instant::now();
+        match self.store.update(self.id, doc) {
+            Ok(()) => true,
+            Err(e) => {
+                self.failed.get_or_insert_with(|| e.to_string());
+                false
+            }
+        }
+    }
+}
+
+/// Checkpoints a probe's result so far into the stored run while it measures, and shows each tick to
+/// `progress` with the result of the checkpoint taken at that tick, if one was (so a progress line can use
+/// its figures without building the result twice).
+pub struct Checkpoints<'r, 'a> {
+    /// The document before this probe (facts, earlier probes).
+    pub base: &'r RunDocument,
+    /// Where it goes.
+    pub recorder: &'r mut Recorder<'a>,
+    /// The current time for the document's end, RFC 3339.
+    pub now: fn() -> String,
+    /// Called every tick.
+    pub progress: &'r mut dyn FnMut(&Tick<'_>, Option<&ProbeResult>),
+}
+
+impl Observer for Checkpoints<'_, '_> {
+    fn tick(&mut self, tick: &Tick<'_>, checkpoint: &mut dyn FnMut() -> ProbeResult) {
+        if self.recorder.due() {
+            let p = checkpoint();
+            (self.progress)(tick, Some(&p));
+            self.recorder.checkpoint(self.base, p, (self.now)());
+        } else {
+            (self.progress)(tick, None);
+        }
+    }
+}
