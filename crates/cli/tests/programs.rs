@@ -3,7 +3,8 @@
 //!
 //! - Every program the sources start is found by scanning them: programs are started only through
 //!   `rtgauge_probe::programs::command` and the tests' `common::program` / `common::program_line` (clippy's
-//!   `disallowed_methods` forbids `Command::new` elsewhere, and this test checks it too), and absolute
+//!   `disallowed_methods` forbids `Command::new` elsewhere, and this test checks it too), programs the kernel
+//!   lab copies into its guests through `guest_program("name")` (crates/lab), and absolute
 //!   program paths (`/bin/true`, `/usr/sbin/…`) are found wherever they are written.
 //! - Every listed program is on this machine and comes from the package the manifest names (dpkg says so).
 #![allow(clippy::unwrap_used)]
@@ -39,7 +40,13 @@ fn literal_at(line: &str, at: usize) -> Option<&str> {
 fn started(line: &str) -> (Vec<String>, bool) {
     let code = line.split("//").next().unwrap_or("");
     let mut names = Vec::new();
-    for call in ["programs::command(", "program(", "program_line("] {
+    // `guest_program(` names a program the kernel lab copies into its guests (crates/lab).
+    for call in [
+        "programs::command(",
+        "program(",
+        "program_line(",
+        "guest_program(",
+    ] {
         let mut from = 0;
         while let Some(i) = code[from..].find(call) {
             let at = from + i + call.len();
@@ -97,6 +104,8 @@ fn the_scanner_finds_what_it_must() {
     assert!(n.is_empty() && new);
     let (n, _) = started(r#"fn my_program("x")"#);
     assert!(n.is_empty());
+    let (n, _) = started(r#"g.guest_program("rtla"); let b = crate::guest_program("busybox")?;"#);
+    assert_eq!(n, ["rtla", "busybox"]);
 }
 
 #[test]
