@@ -50,7 +50,7 @@ pub struct Guest {
     pub kernel: Kernel,
     /// Its topology.
     pub topology: Topology,
-    /// Kernel parameters beyond the lab's own (`console=ttyS0 panic=-1 quiet`).
+    /// Kernel parameters beyond the lab's own (`console=ttyS0 panic=-1 quiet noirqdebug`).
     pub cmdline: String,
     /// Memory, MiB.
     pub memory_mib: u32,
@@ -93,7 +93,10 @@ impl Guest {
 
     /// The full kernel command line.
     pub fn kernel_cmdline(&self) -> String {
-        format!("console=ttyS0 panic=-1 quiet {}", self.cmdline)
+        // noirqdebug: on PREEMPT_RT under TCG the threaded 8250 handler finds most of ttyS1's interrupts
+        // already served while megabytes go out, and the kernel's spurious-IRQ detector would disable IRQ 3
+        // ("nobody cared") in the middle of the transfer, which then never ends.
+        format!("console=ttyS0 panic=-1 quiet noirqdebug {}", self.cmdline)
             .trim()
             .to_string()
     }
@@ -449,7 +452,9 @@ impl std::fmt::Display for Clocksource {
     }
 }
 
-/// The guest's /init: mount the kernel file systems, report the clocksource, run the script, hand `/out`
+/// The guest's /init: mount the kernel file systems a systemd host has mounted (proc, sysfs, devtmpfs, cgroup2,
+/// debugfs — where a PREEMPT_DYNAMIC kernel tells its preemption mode; tracefs is left to rtgauge and the
+/// scripts, which must mount it themselves as on a fresh host), report the clocksource, run the script, hand `/out`
 /// back on ttyS1, power off. The script's output also goes to the console, so a timeout shows where it was.
 const INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -459,6 +464,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /run
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 hostname lab
 cs=/sys/devices/system/clocksource/clocksource0
 echo "rtgauge-lab: up $(cut -d' ' -f1 /proc/uptime) s, clocksource $(cat $cs/current_clocksource)"
