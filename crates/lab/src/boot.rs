@@ -387,6 +387,27 @@ impl Boot {
     pub fn log(&self) -> String {
         self.read("lab/script.log")
     }
+
+    /// Copy the files handed back, and the console as `lab/console.log`, to `dest` (kept after the `Boot`).
+    pub fn copy_to(&self, dest: &Path) -> Result<(), LabError> {
+        copy_tree(self.dir(), dest)?;
+        let c = dest.join("lab/console.log");
+        std::fs::write(&c, &self.console).map_err(io(&c))
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), LabError> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))?.flatten() {
+        let p = e.path();
+        let dest = to.join(e.file_name());
+        if p.is_dir() {
+            copy_tree(&p, &dest)?;
+        } else {
+            std::fs::copy(&p, &dest).map_err(io(&dest))?;
+        }
+    }
+    Ok(())
 }
 
 /// The clocksource the guest found at the start and at the end of its script, and what the kernel said

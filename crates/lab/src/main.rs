@@ -87,20 +87,6 @@ fn topology(s: &str, nodes: u32) -> anyhow::Result<Topology> {
     Ok(Topology::new(s_, c, t, nodes)?)
 }
 
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(to).with_context(|| to.display().to_string())?;
-    for e in std::fs::read_dir(from)?.flatten() {
-        let p = e.path();
-        let dest = to.join(e.file_name());
-        if p.is_dir() {
-            copy_tree(&p, &dest)?;
-        } else {
-            std::fs::copy(&p, &dest).with_context(|| dest.display().to_string())?;
-        }
-    }
-    Ok(())
-}
-
 fn main() -> ExitCode {
     match real_main() {
         Ok(c) => c,
@@ -147,8 +133,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 g.memory_mib = m;
             }
             let boot = g.boot()?;
-            copy_tree(boot.dir(), &out)?;
-            std::fs::write(out.join("lab/console.log"), &boot.console)?;
+            boot.copy_to(&out)?;
             std::fs::write(
                 out.join("lab/boot.txt"),
                 format!(
