@@ -171,12 +171,12 @@ impl Guest {
         fs.file("etc/group", "root:x:0:\n", 0o644);
         if let Some(bin) = &self.rtgauge {
             let s = crate::initramfs::stripped(bin)?;
-            fs.program("usr/bin/rtgauge", &s)?;
+            fs.binary_with_libraries("usr/bin/rtgauge", &s)?;
             // ldd of the stripped copy lists the same libraries as the original.
         }
         for p in &self.programs {
             let host = crate::guest_program(p)?;
-            fs.program(&format!("usr/bin/{p}"), &host)?;
+            fs.binary_with_libraries(&format!("usr/bin/{p}"), &host)?;
         }
         for (path, data) in &self.files {
             fs.file(path, data.clone(), 0o755);

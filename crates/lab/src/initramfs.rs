@@ -83,7 +83,7 @@ impl Initramfs {
     }
 
     /// A host program at `path` in the guest, with every shared library `ldd` lists at its own path.
-    pub fn program(&mut self, path: &str, host: &Path) -> Result<(), LabError> {
+    pub fn binary_with_libraries(&mut self, path: &str, host: &Path) -> Result<(), LabError> {
         self.host_file(path, host, 0o755);
         for lib in shared_libraries(host)? {
             let guest = lib.display().to_string();
