@@ -444,31 +444,26 @@ up done
     // latency of the burst while the IRQ-context latency stays small: a thread, not an interrupt, held the CPU.
     // It names no thread: auto-analysis arrived in rtla 6.3, and the trace 6.1 saves with -t holds the
     // second after the stop, not the burst (docs/why.md).
+    // rtla timerlat top -a is printed, not judged: on this shared host its start raced the culprit's bursts
+    // in one of three runs (max 35 ms, no stop); the hist run is judged.
     let top = b.read("rtla_top.txt");
-    assert!(top.contains("hit stop tracing"), "{top}");
-    let row = top
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with("1 #"))
-        .unwrap_or_else(|| panic!("{top}"));
-    let v: Vec<f64> = row
-        .split(['|', ' '])
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    // CPU, then IRQ cur/min/avg/max, then thread cur/min/avg/max (µs).
-    let (irq_max, thr_max) = (v[v.len() - 5], v[v.len() - 1]);
-    assert!(thr_max >= 200_000.0, "{row}");
-    assert!(irq_max < thr_max / 10.0, "{row}");
     let hist = b.read("rtla_hist.txt");
-    let max_thr: f64 = hist
+    let max = hist
         .lines()
         .find_map(|l| l.strip_prefix("max:"))
-        .and_then(|r| r.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{hist}"));
+    let v: Vec<f64> = max
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (max_irq, max_thr) = (v[0], v[1]);
     assert!(
-        max_thr >= 100_000.0,
-        "rtla's hist sees the bursts: {max_thr} µs\n{hist}"
+        max_thr >= 200_000.0,
+        "rtla's hist sees the bursts as thread latency: {max_thr} µs\n{hist}"
+    );
+    assert!(
+        max_irq < max_thr / 10.0,
+        "the timer IRQ itself was not late: {max_irq} µs\n{hist}"
     );
     eprintln!(
         "lab rtla: hist thread max {:.1} ms; rtgauge culprit max {culprit_max_ms:.1} ms\n{top}\n{hist}\nrtla top:\n{}\nrtla hist:\n{}\nrtgauge cyclic:\n{}",
