@@ -4,8 +4,9 @@
 //! - Every program the sources start is found by scanning them: programs are started only through
 //!   `rtgauge_probe::programs::command` and the tests' `common::program` / `common::program_line` /
 //!   `common::program_in_netns` (`ip netns exec NS PROGRAM`; clippy's `disallowed_methods` forbids
-//!   `Command::new` elsewhere, and this test checks it too), and absolute program paths (`/bin/true`,
-//!   `/usr/sbin/…`) are found wherever they are written.
+//!   `Command::new` elsewhere, and this test checks it too), programs the kernel lab copies into its guests
+//!   through `guest_program("name")` (crates/lab), and absolute program paths (`/bin/true`, `/usr/sbin/…`)
+//!   are found wherever they are written.
 //! - Every listed program is on this machine and comes from the package the manifest names (dpkg says so).
 #![allow(clippy::unwrap_used)]
 
@@ -40,11 +41,13 @@ fn literal_at(line: &str, at: usize) -> Option<&str> {
 fn started(line: &str) -> (Vec<String>, bool) {
     let code = line.split("//").next().unwrap_or("");
     let mut names = Vec::new();
+    // `guest_program(` names a program the kernel lab copies into its guests (crates/lab).
     for call in [
         "programs::command(",
         "program(",
         "program_line(",
         "program_in_netns(",
+        "guest_program(",
     ] {
         let mut from = 0;
         while let Some(i) = code[from..].find(call) {
@@ -105,6 +108,8 @@ fn the_scanner_finds_what_it_must() {
     assert!(n.is_empty() && new);
     let (n, _) = started(r#"fn my_program("x")"#);
     assert!(n.is_empty());
+    let (n, _) = started(r#"g.guest_program("rtla"); let b = crate::guest_program("busybox")?;"#);
+    assert_eq!(n, ["rtla", "busybox"]);
 }
 
 #[test]

@@ -18,7 +18,8 @@ pub struct Entry {
     pub program: &'static str,
     /// The Debian package that provides it.
     pub package: &'static str,
-    /// Who starts it: `binary`, `test`, `bench`, comma-separated.
+    /// Who starts it: `binary`, `test`, `bench`, `lab` (the kernel lab, on this machine or inside its
+    /// guests), comma-separated.
     pub users: &'static str,
 }
 
@@ -79,7 +80,10 @@ mod tests {
         for e in &all {
             assert!(!e.package.is_empty() && !e.users.is_empty(), "{e:?}");
             for u in e.users.split(',') {
-                assert!(["binary", "test", "bench"].contains(&u), "{e:?}: user {u}");
+                assert!(
+                    ["binary", "test", "bench", "lab"].contains(&u),
+                    "{e:?}: user {u}"
+                );
             }
             assert_eq!(
                 all.iter().filter(|o| o.name() == e.name()).count(),

@@ -270,14 +270,29 @@ pub fn read_rt_policy(tid: i64) -> Option<&'static str> {
     }
 }
 
-/// A thread as spans name it: "comm/pid FIFO 50", at the highest priority it had over the span.
+/// A thread as spans name it: `comm/pid FIFO 50` (or `RT 50` when the policy is unknown, `CFS`), at the
+/// highest priority it had over the span. A threaded interrupt handler (`irq/N-name`, every device IRQ on
+/// PREEMPT_RT, `threadirqs` elsewhere; `irq/N-s-name` for a secondary handler) also names its IRQ the way a
+/// hard handler's span does (`5 ttyS2`), so that a storm reads as that interrupt on both kinds of kernel:
+/// `irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)`. The span stays a thread span: softirqs, vectors and
+/// IRQs nested inside it are still charged to themselves. The comm is cut at 15 bytes by the kernel, so a
+/// long device name may be cut too; the number is whole.
 fn thread_name(comm: &str, pid: i64, prio: i64, policy: fn(i64) -> Option<&'static str>) -> String {
     let p = if (0..100).contains(&prio) {
         policy(pid)
     } else {
         None
     };
-    format!("{comm}/{pid} {}", prio_name(prio, p))
+    let base = format!("{comm}/{pid} {}", prio_name(prio, p));
+    let irq = comm.strip_prefix("irq/").and_then(|r| {
+        let (n, dev) = r.split_once('-')?;
+        let dev = dev.strip_prefix("s-").unwrap_or(dev);
+        (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some((n, dev))
+    });
+    match irq {
+        Some((n, dev)) => format!("{base} (threaded IRQ {n} {dev})"),
+        None => base,
+    }
 }
 
 /// Folds one CPU's events into spans.
@@ -752,6 +767,35 @@ mod tests {
         }
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].name, "spinner/4242 FIFO 50");
+    }
+
+    #[test]
+    fn a_threaded_interrupt_handler_names_its_irq() {
+        // As traced on Debian's 6.1 PREEMPT_RT kernel in the lab (crates/cli/tests/lab.rs): a storm on ttyS2.
+        let lines = "\
+ cat-201 [001] d..2. 16.660100: sched_switch: prev_comm=cat prev_pid=201 prev_prio=120 prev_state=R+ ==> next_comm=irq/5-ttyS2 next_pid=165 next_prio=49
+ irq/5-ttyS2-165 [001] d..2. 16.661100: sched_switch: prev_comm=irq/5-ttyS2 prev_pid=165 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        let mut f = Folder {
+            policy: |_| Some("FIFO"),
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in lines.lines() {
+            f.feed(&parse_line(l).expect(l), &mut out);
+        }
+        assert_eq!(out.len(), 1, "cat ran before the first event: {out:?}");
+        assert_eq!(out[0].kind, CauseKind::Thread);
+        assert_eq!(out[0].name, "irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)");
+        assert_eq!(out[0].end_ns - out[0].start_ns, 1_000_000);
+        let unknown = |_| None;
+        assert_eq!(
+            thread_name("irq/24-s-virtio0", 7, 49, unknown),
+            "irq/24-s-virtio0/7 RT 50 (threaded IRQ 24 virtio0)"
+        );
+        // Not an interrupt thread: no IRQ named.
+        for comm in ["irq/x-ttyS2", "irq/-a", "irqbalance", "irq/5"] {
+            assert!(!thread_name(comm, 1, 120, unknown).contains("IRQ"), "{comm}");
+        }
     }
 
     #[test]

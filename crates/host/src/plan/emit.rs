@@ -438,12 +438,17 @@ pub fn files(plan: &Plan, guest_mem_mib: Option<u64>) -> Vec<OutFile> {
             text: format!(
                 "#!/bin/sh\n# Written by rtgauge plan: move every IRQ to the housekeeping CPUs now (irqaffinity= does it at boot).\n\
                  echo {} > /proc/irq/default_smp_affinity\nfor d in /proc/irq/[0-9]*; do echo {} > \"$d/smp_affinity_list\" 2>/dev/null; done\n\
-                 for f in /sys/devices/virtual/workqueue/cpumask /sys/bus/workqueue/devices/writeback/cpumask; do echo {} > \"$f\"; done\n",
+                 # Every workqueue's own mask too: a kernel keeps the per-workqueue masks it booted with (6.1: blkcg_punt_bio).\n\
+                 for f in /sys/devices/virtual/workqueue/cpumask /sys/devices/virtual/workqueue/*/cpumask /sys/bus/workqueue/devices/writeback/cpumask; do echo {} > \"$f\" 2>/dev/null; done\n\
+                 # Kernel threads and tasks allowed on more than one CPU (rescuers, kcompactd, …) to the housekeeping CPUs:\n\
+                 # before 6.10 a new workqueue mask does not move rescuers. Per-CPU kthreads refuse, and stay.\n\
+                 for t in /proc/[0-9]*/task/[0-9]*; do case $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' \"$t/status\" 2>/dev/null) in *[-,]*) taskset -p -c {} \"${{t##*/}}\" > /dev/null 2>&1;; esac; done\n",
                 render_hex_mask(&plan.housekeeping),
                 plan.housekeeping,
-                render_hex_mask(&plan.housekeeping)
+                render_hex_mask(&plan.housekeeping),
+                plan.housekeeping
             ),
-            about: "run once as root: IRQ, default IRQ and workqueue affinity to housekeeping without a reboot"
+            about: "run once as root (before the RT workload starts): IRQ, default IRQ, workqueue and unbound-task affinity to housekeeping without a reboot"
                 .into(),
         },
     ];

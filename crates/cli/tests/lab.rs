@@ -1,0 +1,512 @@
+//! Truth on real kernels: Debian's PREEMPT_RT and standard kernels booted in the kernel lab (crates/lab,
+//! docs/lab.md) with real SMT/NUMA topologies, rtgauge running inside.
+//!
+//! - fingerprint and audit across 1 socket without SMT, 2 sockets × SMT on 2 nodes, 4 nodes, on both kernels:
+//!   sockets, cores, siblings, nodes, the preemption model and the isolation rules as the kernel reports them;
+//! - the planner's closed loop on a 2-socket SMT RT kernel: `plan` inside the guest, a second boot with the
+//!   planned command line, `audit` (the isolation rules pass) and `run` (its threads on the planned CPUs);
+//! - root cause on PREEMPT_RT: an injected FIFO culprit and an interrupt storm (a threaded handler) named by
+//!   `cyclic --trace`, and the same culprit seen by `rtla timerlat`;
+//! - many CPUs: a traced `run` with one thread per CPU on a 16-vCPU, 2-node guest completes.
+//!
+//! Under TCG latencies mean nothing (a vCPU is a host thread on a shared 2-CPU machine); what is asserted is
+//! the kernel's behaviour. Every boot prints the clocksource it found (stderr). Needs no root on the host
+//! (QEMU runs unprivileged); the guests run everything as root.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+
+use rtgauge_lab::{Boot, Flavour, Guest, Kernel, Topology};
+use serde_json::Value;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+fn kernel(f: Flavour) -> &'static Kernel {
+    static RT: OnceLock<Kernel> = OnceLock::new();
+    static STD: OnceLock<Kernel> = OnceLock::new();
+    let cell = match f {
+        Flavour::Rt => &RT,
+        Flavour::Standard => &STD,
+    };
+    cell.get_or_init(|| Kernel::fetch(f).unwrap_or_else(|e| panic!("fetching {f:?}: {e}")))
+}
+
+/// A guest of `f` on `topo` running `script` with this build's rtgauge inside.
+fn guest(f: Flavour, topo: Topology, script: &str) -> Guest {
+    let mut g = Guest::new(kernel(f), topo, script);
+    g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
+    g
+}
+
+/// Boot; the script must have run to its end with status 0. With `RTGAUGE_LAB_KEEP=DIR` the files handed
+/// back are also copied to DIR/<label> (they are removed with the `Boot` otherwise).
+fn boot(g: &Guest) -> Boot {
+    let b = g.boot().unwrap_or_else(|e| panic!("{}: {e}", g.label));
+    if let Some(keep) = std::env::var_os("RTGAUGE_LAB_KEEP") {
+        let dest = std::path::Path::new(&keep).join(g.label.replace([' ', '×', ','], "_"));
+        b.copy_to(&dest).unwrap();
+        eprintln!("lab: files of {} kept in {}", g.label, dest.display());
+    }
+    assert_eq!(
+        b.status,
+        Some(0),
+        "{}: script failed:\n{}\nconsole:\n{}",
+        g.label,
+        b.log(),
+        b.console
+    );
+    b
+}
+
+fn json(b: &Boot, name: &str) -> Value {
+    let text = b.read(name);
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{name}: {e}:\n{text}\nscript log:\n{}", b.log()))
+}
+
+/// Status of audit rule `id`.
+fn status(audit: &Value, id: &str) -> String {
+    audit["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .map(|f| f["status"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no finding {id}"))
+}
+
+fn summary(audit: &Value) -> String {
+    let mut n = std::collections::BTreeMap::new();
+    for f in audit["findings"].as_array().unwrap() {
+        *n.entry(f["status"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    format!(
+        "{} pass, {} warn, {} fail, {} n/a",
+        n.get("pass").unwrap_or(&0),
+        n.get("warn").unwrap_or(&0),
+        n.get("fail").unwrap_or(&0),
+        n.get("n/a").unwrap_or(&0)
+    )
+}
+
+/// The rules that need an RT CPU set: what a partition is judged by.
+const ISOLATION_RULES: &[&str] = &[
+    "cmdline-isolcpus",
+    "cmdline-nohz-full",
+    "rcu-offload-and-normal",
+    "isolation-sets-consistent",
+    "housekeeping-capacity",
+    "smt-siblings",
+    "irq-affinity-isolated",
+    "irqbalance-banned-cpus",
+    "workqueue-cpumask",
+    "systemd-cpuaffinity",
+    "net-rps-and-queues",
+];
+
+const INSPECT: &str = "rtgauge fingerprint --json > $OUT/fingerprint.json
+rtgauge audit --no-sample --format json > $OUT/audit.json; echo \"audit exit $?\"
+rtgauge plan -o $OUT/plan > /dev/null
+cat /sys/kernel/realtime > $OUT/realtime 2>/dev/null
+for c in /sys/devices/system/cpu/cpu[0-9]*; do echo \"${c##*/} $(cat $c/topology/physical_package_id) $(cat $c/topology/thread_siblings_list)\"; done > $OUT/topology
+";
+
+/// Boot `topo` on `f`, fingerprint and audit; check every figure against the topology asked for and the
+/// kernel booted, and print the row of docs/lab.md's table.
+fn inspect(f: Flavour, topo: Topology) -> Boot {
+    let b = boot(&guest(f, topo, INSPECT));
+    let fp = json(&b, "fingerprint.json");
+    let audit = json(&b, "audit.json");
+    let cpu = &fp["cpu"];
+    let label = format!("{} {topo}", f.short());
+    // Topology as the kernel enumerated it.
+    assert_eq!(cpu["sockets"], topo.sockets, "{label}: {cpu}");
+    assert_eq!(cpu["cores"], topo.sockets * topo.cores, "{label}: {cpu}");
+    assert_eq!(cpu["threads"], topo.cpus(), "{label}: {cpu}");
+    assert_eq!(cpu["threads_per_core"], topo.threads, "{label}: {cpu}");
+    assert_eq!(cpu["smt_active"], topo.threads > 1, "{label}: {cpu}");
+    let nodes = fp["numa"].as_array().unwrap();
+    assert_eq!(nodes.len() as u32, topo.nodes, "{label}: {nodes:?}");
+    for (i, n) in nodes.iter().enumerate() {
+        let (a, z) = topo.node_cpus(i as u32);
+        let want = if a == z {
+            a.to_string()
+        } else {
+            format!("{a}-{z}")
+        };
+        assert_eq!(n["cpus"], want, "{label}: node {i}");
+    }
+    // Siblings and packages, CPU by CPU, from sysfs.
+    for line in b.read("topology").lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let n: u32 = w[0].trim_start_matches("cpu").parse().unwrap();
+        assert_eq!(w[1], topo.socket_of(n).to_string(), "{label}: {line}");
+        let sib: Vec<String> = topo.siblings(n).iter().map(|c| c.to_string()).collect();
+        let want = if sib.len() == 1 {
+            sib[0].clone()
+        } else {
+            format!("{}-{}", sib[0], sib[sib.len() - 1])
+        };
+        assert_eq!(w[2], want, "{label}: {line}");
+    }
+    // The preemption model.
+    let preempt = &fp["kernel"]["preempt"];
+    let rt = f == Flavour::Rt;
+    assert_eq!(preempt["sys_kernel_realtime"], rt, "{label}: {preempt}");
+    assert_eq!(b.read("realtime").trim() == "1", rt, "{label}");
+    assert_eq!(
+        status(&audit, "kernel-preempt-rt"),
+        if rt { "pass" } else { "fail" },
+        "{label}"
+    );
+    // Nothing is isolated on a plain boot: the partition fails and the rules that need it are n/a; SMT
+    // without a declared RT set is a warning.
+    assert_eq!(status(&audit, "cmdline-isolcpus"), "fail", "{label}");
+    for id in [
+        "housekeeping-capacity",
+        "irq-affinity-isolated",
+        "tasks-on-isolated",
+    ] {
+        assert_eq!(status(&audit, id), "n/a", "{label}: {id}");
+    }
+    assert_eq!(
+        status(&audit, "smt-siblings"),
+        if topo.threads > 1 { "warn" } else { "pass" },
+        "{label}"
+    );
+    // The plan keeps a housekeeping core on every node.
+    let plan = json(&b, "plan/plan.json");
+    let hk = rtgauge_model::CpuSet::parse(plan["housekeeping"].as_str().unwrap()).unwrap();
+    for node in 0..topo.nodes {
+        let (a, z) = topo.node_cpus(node);
+        assert!(
+            (a..=z).any(|c| hk.contains(c)),
+            "{label}: node {node} has no housekeeping CPU in {hk}"
+        );
+    }
+    eprintln!(
+        "| {} {} | {topo} | {} / {} / {} / {} | {} | {} | {} | {} | {} |",
+        f.short(),
+        fp["kernel"]["release"].as_str().unwrap_or("?"),
+        cpu["sockets"],
+        cpu["cores"],
+        cpu["threads"],
+        nodes.len(),
+        preempt["model"].as_str().unwrap_or("?"),
+        b.clocksource,
+        summary(&audit),
+        plan["isolated"].as_str().unwrap_or("?"),
+        b.wall.as_secs_f64().round(),
+    );
+    b
+}
+
+#[test]
+fn fingerprint_and_audit_on_real_kernels_and_topologies() {
+    let t0 = std::time::Instant::now();
+    for (f, topo) in [
+        (Flavour::Rt, Topology::new(1, 4, 1, 1).unwrap()),
+        (Flavour::Rt, Topology::new(2, 4, 1, 4).unwrap()),
+        (Flavour::Standard, Topology::new(1, 4, 1, 1).unwrap()),
+        (Flavour::Standard, Topology::new(2, 2, 2, 2).unwrap()),
+        (Flavour::Standard, Topology::new(2, 4, 1, 4).unwrap()),
+    ] {
+        let b = inspect(f, topo);
+        if f == Flavour::Standard {
+            // Debian's standard kernel is PREEMPT_DYNAMIC: the mode is read from debugfs.
+            let fp = json(&b, "fingerprint.json");
+            assert_eq!(fp["kernel"]["preempt"]["dynamic"], true, "{fp}");
+        }
+    }
+    eprintln!("lab: 5 boots in {:.0} s", t0.elapsed().as_secs_f64());
+}
+
+/// The closed loop on a real 2-socket SMT PREEMPT_RT kernel: plan inside the guest, reboot with the planned
+/// command line and the plan's run-once script and sysctls, then the isolation rules pass and a probe's
+/// threads run on the planned RT CPUs, its reporting thread on a housekeeping one.
+#[test]
+fn the_plan_closes_the_loop_on_a_2_socket_smt_rt_kernel() {
+    let topo = Topology::new(2, 4, 2, 2).unwrap();
+    let first = inspect(Flavour::Rt, topo);
+    let plan = json(&first, "plan/plan.json");
+    let cmdline = first.read("plan/cmdline.txt").trim().to_string();
+    let isolated = plan["isolated"].as_str().unwrap().to_string();
+    let iso = rtgauge_model::CpuSet::parse(&isolated).unwrap();
+    assert!(!iso.is_empty(), "{plan}");
+    // Whole cores: every RT CPU's sibling is RT too.
+    for c in iso.iter() {
+        for s in topo.siblings(c) {
+            assert!(iso.contains(s), "{isolated}: {c}'s sibling {s}");
+        }
+    }
+    let mut files = Vec::new();
+    for f in ["irq-affinity.sh", "sysctl.d/50-rtgauge-rt.conf"] {
+        files.push((
+            format!("plan/{f}"),
+            std::fs::read(first.dir().join("plan").join(f)).unwrap(),
+        ));
+    }
+    let profile =
+        "name = \"lab\"\ndescription = \"timer latency on the measured CPUs\"\nduration = \"4s\"\n\
+                   [[probe]]\nkind = \"cyclic\"\n\
+                   flags = \"-m -p95 -i 1000 -a {cpus} -t --mainaffinity={housekeeping} -q\"\n";
+    files.push(("lab/profile.toml".into(), profile.as_bytes().to_vec()));
+    let script = "sh /plan/irq-affinity.sh
+grep -v '^#' /plan/sysctl.d/50-rtgauge-rt.conf | while read -r kv; do [ -n \"$kv\" ] && sysctl -w \"$(echo $kv | tr -d ' ')\" > /dev/null; done
+rtgauge audit --no-sample --format json > $OUT/audit.json
+rtgauge audit --no-sample > $OUT/audit.txt
+rtgauge run --profile /lab/profile.toml --no-sample --db /root/rtgauge.db --output $OUT/run.json > $OUT/run.txt 2>&1 &
+pid=$!
+sleep 3
+for t in /proc/$pid/task/*; do echo \"$(cat $t/comm) $(cut -d' ' -f39 $t/stat) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done > $OUT/threads
+wait $pid; echo \"run exit $?\"
+";
+    let mut g = guest(Flavour::Rt, topo, script);
+    g.cmdline = cmdline.clone();
+    g.files = files;
+    let b = boot(&g);
+    let audit = json(&b, "audit.json");
+    assert_eq!(
+        audit["isolated"], isolated,
+        "the audit finds the planned set"
+    );
+    let mut passed = Vec::new();
+    for id in ISOLATION_RULES {
+        let s = status(&audit, id);
+        assert!(
+            s == "pass",
+            "{id}: {s}\n{}\ncmdline {cmdline}",
+            b.read("audit.txt")
+        );
+        passed.push(*id);
+    }
+    // tasks-on-isolated: on 6.1 the workqueue rescuers are bound to every possible CPU by the kernel
+    // (kthread_bind_mask: PF_NO_SETAFFINITY, taskset gets EINVAL; 6.10 moves them with the workqueue mask),
+    // so the rule still fails on kernel threads alone — never on a user task (docs/lab.md, open).
+    let tasks = audit["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "tasks-on-isolated")
+        .unwrap();
+    let summary_t = tasks["summary"].as_str().unwrap();
+    assert!(
+        tasks["status"] == "pass" || summary_t.starts_with("0 user "),
+        "{tasks}"
+    );
+    // The probe's measuring threads ran on the planned RT CPUs, one each; its main thread on housekeeping.
+    let run = json(&b, "run.json");
+    let cyc = &run["probes"][0];
+    let threads = b.read("threads");
+    let mut seen = Vec::new();
+    for line in threads.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let (comm, cpu, allowed) = (w[0], w[1].parse::<u32>().unwrap(), w[2]);
+        if comm.starts_with("rtgauge-cyc") {
+            assert!(iso.contains(cpu), "{line}: not on {isolated}");
+            assert_eq!(allowed, cpu.to_string(), "{line}: pinned to its CPU");
+            seen.push(cpu);
+        } else if comm == "rtgauge" {
+            assert!(!iso.contains(cpu), "{line}: main thread on an RT CPU");
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        iso.iter().collect::<Vec<_>>(),
+        "one measuring thread per planned RT CPU:\n{threads}\n{}",
+        b.read("run.txt")
+    );
+    assert_eq!(
+        cyc["threads"].as_array().map(Vec::len),
+        Some(iso.iter().count()),
+        "{cyc}"
+    );
+    eprintln!(
+        "lab closed loop: planned `{cmdline}`; isolated {isolated}; passing: {}; tasks-on-isolated: {summary_t}; after: {}",
+        passed.join(", "),
+        summary(&audit)
+    );
+}
+
+/// A FIFO 50 shell named `rtg-culprit` on measured CPU 1, started 1.5 s after a task whose name starts with
+/// `$2` exists (the probe's measuring thread: rtgauge's `rtgauge-cyc`, rtla's `timerlat/`): three bursts of
+/// `$1` centiseconds of guest time (a loop on /proc/uptime, so that TCG's speed does not change
+/// their length), 0.6 s apart. `printf`, not `echo`: a newline written into comm ends up in every trace line
+/// that names the task.
+const CULPRIT: &str = r#"culprit() {
+  sh -c 'printf rtg-culprit > /proc/$$/comm
+    until grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; do usleep 50000; done
+    usleep 1500000
+    for b in 1 2 3; do
+      read u _ < /proc/uptime; end=$(( ${u%.*}${u#*.} + '"$1"' ))
+      while :; do read u _ < /proc/uptime; [ ${u%.*}${u#*.} -ge $end ] && break; done
+      usleep 600000
+    done' &
+  taskset -p -c 1 $! > /dev/null
+  chrt -f -p 50 $!
+}
+"#;
+
+/// Root cause on PREEMPT_RT (threaded interrupts, softirqs in ktimers/ksoftirqd), and rtla beside rtgauge.
+#[test]
+fn spikes_on_preempt_rt_are_named_and_rtla_agrees() {
+    let script = format!(
+        "{CULPRIT}
+up() {{ echo \"[$(cut -d' ' -f1 /proc/uptime) s] $*\"; }}
+up culprit
+culprit 25 rtgauge-cyc
+time -v rtgauge cyclic -m -p 10 -a 1 -i 1000 -D 7 --mainaffinity=0 --trace --spike 20000 --output $OUT/culprit.json -q > $OUT/culprit.txt 2> $OUT/culprit.time
+wait
+up storm
+echo 1 > /proc/irq/5/smp_affinity_list
+( until ls /sys/kernel/tracing/instances 2>/dev/null | grep -q .; do usleep 50000; done
+  usleep 1500000; taskset -c 2 timeout 1 cat /dev/zero > /dev/ttyS2 ) &
+rtgauge cyclic -m -p 10 -a 1 -i 1000 -D 6 --mainaffinity=0 --trace --spike 20000 --output $OUT/storm.json -q > $OUT/storm.txt
+wait
+grep -E ' 5:' /proc/interrupts > $OUT/irq5
+up rtla top
+mount -t tracefs tracefs /sys/kernel/tracing
+culprit 25 timerlat/
+cd $OUT && time -v rtla timerlat top -c 1 -d 15 -P f:10 -a 100000 -t -q > $OUT/rtla_top.txt 2> $OUT/rtla_top.time
+wait
+up rtla hist
+culprit 25 timerlat/
+time -v rtla timerlat hist -c 1 -d 8 -P f:10 > $OUT/rtla_hist.txt 2> $OUT/rtla_hist.time
+wait
+up done
+"
+    );
+    let mut g = guest(Flavour::Rt, Topology::flat(4), &script);
+    g.guest_program("rtla").guest_program("chrt");
+    g.timeout = Duration::from_secs(240);
+    let b = boot(&g);
+
+    // The culprit: the worst episodes are its bursts (one each), charged to it by name with its policy.
+    let doc = json(&b, "culprit.json");
+    let spikes = doc["probes"][0]["why"]["episodes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(spikes.len() >= 3, "{}", b.read("culprit.txt"));
+    let mut by_size = spikes.clone();
+    by_size.sort_by_key(|s| std::cmp::Reverse(s["window_ns"].as_u64().unwrap()));
+    for s in &by_size[..3] {
+        let c = &s["causes"][0];
+        let share = c["ns"].as_f64().unwrap() / s["window_ns"].as_f64().unwrap();
+        let name = c["name"].as_str().unwrap();
+        eprintln!(
+            "lab culprit spike: {:.1} ms, {:.0} % {} {name}",
+            s["window_ns"].as_f64().unwrap() / 1e6,
+            share * 100.0,
+            c["kind"]
+        );
+        assert_eq!(c["kind"], "thread", "{s}");
+        assert!(
+            name.starts_with("rtg-culprit/") && name.ends_with("FIFO 50"),
+            "{s}"
+        );
+        assert!(share >= 0.6, "{s}");
+    }
+    let culprit_max_ms = by_size[0]["window_ns"].as_f64().unwrap() / 1e6;
+
+    // The storm: a threaded handler on CPU 1, named with its IRQ.
+    let irq5 = b.read("irq5");
+    let cpu1: u64 = irq5.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(cpu1 > 100, "IRQ 5 fired on CPU 1: {irq5}");
+    // (The thread itself is gone once the port is closed: free_irq ends it.)
+    let doc = json(&b, "storm.json");
+    let spikes = doc["probes"][0]["why"]["episodes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let worst = spikes
+        .iter()
+        .max_by_key(|s| s["window_ns"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("no spike: {}", b.read("storm.txt")));
+    let c = &worst["causes"][0];
+    let name = c["name"].as_str().unwrap();
+    eprintln!(
+        "lab storm spike: {:.1} ms, {:.0} % {} {name}",
+        worst["window_ns"].as_f64().unwrap() / 1e6,
+        c["ns"].as_f64().unwrap() * 100.0 / worst["window_ns"].as_f64().unwrap(),
+        c["kind"]
+    );
+    assert!(
+        name.starts_with("irq/5-ttyS2/") && name.ends_with("(threaded IRQ 5 ttyS2)"),
+        "{worst}"
+    );
+    assert!(name.contains("FIFO 50"), "{worst}");
+
+    // rtla timerlat (Debian's 6.1) on the same culprit: it stops on the threshold with the thread-context
+    // latency of the burst while the IRQ-context latency stays small: a thread, not an interrupt, held the CPU.
+    // It names no thread: auto-analysis arrived in rtla 6.3, and the trace 6.1 saves with -t holds the
+    // second after the stop, not the burst (docs/why.md).
+    // rtla timerlat top -a is printed, not judged: on this shared host its start raced the culprit's bursts
+    // in one of three runs (max 35 ms, no stop); the hist run is judged.
+    let top = b.read("rtla_top.txt");
+    let hist = b.read("rtla_hist.txt");
+    let max = hist
+        .lines()
+        .find_map(|l| l.strip_prefix("max:"))
+        .unwrap_or_else(|| panic!("{hist}"));
+    let v: Vec<f64> = max
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (max_irq, max_thr) = (v[0], v[1]);
+    assert!(
+        max_thr >= 200_000.0,
+        "rtla's hist sees the bursts as thread latency: {max_thr} µs\n{hist}"
+    );
+    assert!(
+        max_irq < max_thr / 10.0,
+        "the timer IRQ itself was not late: {max_irq} µs\n{hist}"
+    );
+    eprintln!(
+        "lab rtla: hist thread max {:.1} ms; rtgauge culprit max {culprit_max_ms:.1} ms\n{top}\n{hist}\nrtla top:\n{}\nrtla hist:\n{}\nrtgauge cyclic:\n{}",
+        max_thr / 1000.0,
+        b.read("rtla_top.time"),
+        b.read("rtla_hist.time"),
+        b.read("culprit.time")
+    );
+}
+
+/// Many CPUs: a traced `run` with one thread per CPU on 16 vCPUs and 2 nodes completes, every CPU measured
+/// and traced, the kernel's lost events counted.
+#[test]
+fn a_traced_run_on_16_cpus_completes() {
+    let profile =
+        "name = \"lab\"\ndescription = \"timer latency on every CPU\"\nduration = \"5s\"\n\
+                   [[probe]]\nkind = \"cyclic\"\nflags = \"-m -p95 -i 1000 -a {cpus} -t -q\"\n";
+    let script = "rtgauge run --profile /lab/profile.toml --cpus 0-15 --trace --no-sample --db /root/rtgauge.db \
+                  --output $OUT/run.json --html $OUT/report.html > $OUT/run.txt 2>&1; echo \"run exit $?\"";
+    let mut g = guest(Flavour::Rt, Topology::new(2, 4, 2, 2).unwrap(), script);
+    g.files
+        .push(("lab/profile.toml".into(), profile.as_bytes().to_vec()));
+    g.timeout = Duration::from_secs(240);
+    let b = boot(&g);
+    let run = json(&b, "run.json");
+    let p = &run["probes"][0];
+    assert_eq!(
+        p["threads"].as_array().map(Vec::len),
+        Some(16),
+        "{}",
+        b.read("run.txt")
+    );
+    let why = &p["why"];
+    assert!(why["trace"]["events"].as_u64().unwrap() > 0, "{why}");
+    assert!(why["trace"]["lost"].is_u64(), "{why}");
+    let html = std::fs::metadata(b.dir().join("report.html"))
+        .unwrap()
+        .len();
+    assert!(html > 10_000, "report {html} bytes");
+    eprintln!(
+        "lab 16 CPUs: {} events, {} lost, report {html} bytes, run.json {} bytes",
+        why["trace"]["events"],
+        why["trace"]["lost"],
+        b.read("run.json").len()
+    );
+}
