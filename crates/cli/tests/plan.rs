@@ -4,7 +4,7 @@
 //! and `plan --numa` on the 2-node fixture.
 #![allow(clippy::unwrap_used)]
 
-use rtgauge_host::plan::emit::ADDRESSED;
+use rtgauge_plan::emit::ADDRESSED;
 use serde_json::Value;
 use std::path::Path;
 

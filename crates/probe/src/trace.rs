@@ -785,7 +785,10 @@ mod tests {
         }
         assert_eq!(out.len(), 1, "cat ran before the first event: {out:?}");
         assert_eq!(out[0].kind, CauseKind::Thread);
-        assert_eq!(out[0].name, "irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)");
+        assert_eq!(
+            out[0].name,
+            "irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)"
+        );
         assert_eq!(out[0].end_ns - out[0].start_ns, 1_000_000);
         let unknown = |_| None;
         assert_eq!(
@@ -794,7 +797,10 @@ mod tests {
         );
         // Not an interrupt thread: no IRQ named.
         for comm in ["irq/x-ttyS2", "irq/-a", "irqbalance", "irq/5"] {
-            assert!(!thread_name(comm, 1, 120, unknown).contains("IRQ"), "{comm}");
+            assert!(
+                !thread_name(comm, 1, 120, unknown).contains("IRQ"),
+                "{comm}"
+            );
         }
     }
 

@@ -4,8 +4,8 @@
 
 use crate::flags::audit::*;
 use anyhow::Context as _;
-use rtgauge_host::audit::{render_audit_text, run_audit, AuditOptions};
-use rtgauge_host::lint::{k8s, libvirt, vmx};
+use rtgauge_audit::{render_audit_text, run_audit, AuditOptions};
+use rtgauge_lint::{k8s, libvirt, vmx};
 use rtgauge_model::audit::{AuditReport, Target};
 use std::process::ExitCode;
 

@@ -6,12 +6,12 @@
 
 use crate::flags::plan::*;
 use anyhow::{bail, Context as _};
-use rtgauge_host::plan::{
+use rtgauge_host::HostRoot;
+use rtgauge_plan::{
     apply::{apply_to_tree, check_destination},
     check_topology_files, emit, numa, partition, read_topology_input, render_plan_text, Need,
     PlanTarget, Smt,
 };
-use rtgauge_host::HostRoot;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -10,7 +10,7 @@
 
 use crate::flags::run::{load_profile, placement, plan, Placement, ProbePlan, RunArgs, Stage};
 use anyhow::Context as _;
-use rtgauge_host::audit::AuditOptions;
+use rtgauge_audit::AuditOptions;
 use rtgauge_host::HostRoot;
 use rtgauge_model::profile::Profile;
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
@@ -228,7 +228,7 @@ fn announce(id: i64, profile: &Profile, doc: &RunDocument, cx: &Context) {
 
 /// The tuning audit, its summary printed.
 fn audit(root: &HostRoot, no_sample: bool) -> rtgauge_model::audit::AuditReport {
-    let audit = rtgauge_host::audit::run_audit(
+    let audit = rtgauge_audit::run_audit(
         root,
         &AuditOptions {
             target: None,

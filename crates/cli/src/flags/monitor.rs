@@ -98,7 +98,7 @@ pub fn resolve(a: &MonitorArgs) -> anyhow::Result<MonitorPlan> {
         None => {
             // The measured CPUs are this machine's, whatever tree the audit reads.
             let cmdline = rtgauge_host::fingerprint::read_cmdline(&live);
-            rtgauge_host::audit::derive_isolated(&live, &cmdline, &online, None)
+            rtgauge_audit::derive_isolated(&live, &cmdline, &online, None)
                 .map(|(s, _)| s.intersection(&online))
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| online.clone())

@@ -1,7 +1,7 @@
 //! `rtgauge plan`'s flags: the need the partition is planned for, and where its files go.
 
 use clap::{Args, ValueEnum};
-use rtgauge_host::plan::{parse_vm, VmNeed};
+use rtgauge_plan::{parse_vm, VmNeed};
 use std::path::PathBuf;
 
 /// What to do with SMT siblings.

@@ -258,13 +258,13 @@ fn write_textfile(dir: &Path, state: &MonitorState) -> anyhow::Result<()> {
 
 /// Re-run the audit every `every` and fold its findings into the state (drift is logged with the rule id).
 fn audit_loop(root: &HostRoot, state: &Mutex<MonitorState>, every: Duration, stop: &StopFlag) {
-    let opts = rtgauge_host::audit::AuditOptions {
+    let opts = rtgauge_audit::AuditOptions {
         target: None,
         isolated: None,
         sample: Some(Duration::from_secs(1)),
     };
     loop {
-        let report = rtgauge_host::audit::run_audit(root, &opts);
+        let report = rtgauge_audit::run_audit(root, &opts);
         let findings = report.findings.iter().map(|f| {
             (
                 f.id.clone(),

@@ -2,7 +2,7 @@
 //! isolated and online CPUs (the file linter cannot judge it).
 
 use super::{Ctx, Rule, RuleOutcome};
-use crate::lint::k8s::kubelet_reserved_cpus;
+use rtgauge_lint::k8s::kubelet_reserved_cpus;
 use rtgauge_model::audit::{Evidence, Severity, Target};
 
 /// Where kubeadm-style nodes keep the KubeletConfiguration.

@@ -20,9 +20,9 @@ mod partition;
 
 pub use partition::partition;
 
-pub use crate::fingerprint::check_topology_files;
-use crate::fingerprint::{read_fingerprint, read_topology, CpuTopo};
-use crate::root::HostRoot;
+pub use rtgauge_host::fingerprint::check_topology_files;
+use rtgauge_host::fingerprint::{read_fingerprint, read_topology, CpuTopo};
+use rtgauge_host::HostRoot;
 use rtgauge_model::fingerprint::Fingerprint;
 use rtgauge_model::CpuSet;
 use serde::Serialize;
@@ -278,7 +278,7 @@ pub fn read_irqs(root: &HostRoot) -> Vec<Irq> {
     let names: BTreeMap<String, String> = root
         .read_optional("/proc/interrupts")
         .map(|t| {
-            crate::parse::parse_counter_table(&t)
+            rtgauge_host::parse::parse_counter_table(&t)
                 .into_iter()
                 .map(|r| (r.name, r.desc))
                 .collect()

@@ -2,8 +2,8 @@
 //! one per node), SMT on/off, 2–256 CPUs, block or interleaved CPU numbering, and random needs.
 
 use proptest::prelude::*;
-use rtgauge_host::plan::{partition, Core, Need, Nic, NodeMem, PlanTarget, Smt, Topology, Vendor};
 use rtgauge_model::CpuSet;
+use rtgauge_plan::{partition, Core, Need, Nic, NodeMem, PlanTarget, Smt, Topology, Vendor};
 
 #[derive(Debug, Clone)]
 struct Shape {

@@ -4,7 +4,7 @@
 
 use super::isolation::set_or;
 use super::{Ctx, RuleOutcome};
-use crate::parse::{
+use rtgauge_host::parse::{
     key_value, parse_counter_table, parse_hex_mask, parse_isolcpus, parse_key_values,
 };
 use rtgauge_model::audit::{Evidence, Target};
@@ -198,7 +198,10 @@ pub(super) fn irqbalance(c: &Ctx) -> RuleOutcome {
                 "/sys/devices/system/cpu/isolated",
                 "/sys/devices/system/cpu/nohz_full",
             ] {
-                if let Some(s) = c.read(p).and_then(|t| crate::cpu::parse_cpu_mask(&t).ok()) {
+                if let Some(s) = c
+                    .read(p)
+                    .and_then(|t| rtgauge_host::cpu::parse_cpu_mask(&t).ok())
+                {
                     auto.extend(s.iter());
                 }
             }

@@ -4,7 +4,7 @@
 //! Every generated VM and pod definition passes rtgauge's own linters (tested in `crates/cli/tests/plan.rs`).
 
 use super::{Plan, PlanTarget, Smt, Vendor, VmPlan};
-use crate::parse::render_hex_mask;
+use rtgauge_host::parse::render_hex_mask;
 
 /// One emitted file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Catalogue §1 (environment detection) and §2 (kernel flavour, tuned state).
 
 use super::{Ctx, Rule, RuleOutcome};
-use crate::parse::parse_cmdline;
+use rtgauge_host::parse::parse_cmdline;
 use rtgauge_model::audit::{Evidence, Severity, Target};
 use rtgauge_model::fingerprint::PreemptModel;
 
@@ -187,8 +187,8 @@ fn same_param_value(a: Option<&str>, b: Option<&str>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) if a != b => {
             match (
-                crate::parse::parse_isolcpus(a),
-                crate::parse::parse_isolcpus(b),
+                rtgauge_host::parse::parse_isolcpus(a),
+                rtgauge_host::parse::parse_isolcpus(b),
             ) {
                 (Ok((mut fa, sa)), Ok((mut fb, sb))) => {
                     fa.sort();
@@ -209,7 +209,7 @@ fn model_word(m: PreemptModel) -> String {
 fn nohz_full_support(c: &Ctx) -> RuleOutcome {
     let runtime = c.read("/sys/devices/system/cpu/nohz_full");
     let ev_rt = runtime.clone().unwrap_or_else(|| "absent".into());
-    let kconfig = crate::fingerprint::read_kconfig(c.root);
+    let kconfig = rtgauge_host::fingerprint::read_kconfig(c.root);
     let built = (!kconfig.is_empty()).then(|| {
         kconfig
             .get("CONFIG_NO_HZ_FULL")

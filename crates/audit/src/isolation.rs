@@ -6,7 +6,7 @@
 use super::irq::{irq_activity, irq_affinity, irqbalance, rps};
 use super::tasks::{kthread_prios, systemd_affinity, tasks_on_isolated, workqueue};
 use super::{Ctx, Rule, RuleOutcome};
-use crate::parse::{parse_cpu_list_param, parse_isolcpus, ParseError};
+use rtgauge_host::parse::{parse_cpu_list_param, parse_isolcpus, ParseError};
 use rtgauge_model::audit::{Evidence, Severity};
 use rtgauge_model::CpuSet;
 use std::collections::BTreeSet;
@@ -191,7 +191,7 @@ fn isolcpus(c: &Ctx) -> RuleOutcome {
         ])
         .sev(sev);
     };
-    let runtime = crate::cpu::parse_cpu_mask(
+    let runtime = rtgauge_host::cpu::parse_cpu_mask(
         &c.read("/sys/devices/system/cpu/isolated")
             .unwrap_or_default(),
     )
@@ -252,7 +252,7 @@ fn nohz_full(c: &Ctx) -> RuleOutcome {
     };
     let runtime = c
         .read("/sys/devices/system/cpu/nohz_full")
-        .and_then(|t| crate::cpu::parse_cpu_mask(&t).ok());
+        .and_then(|t| rtgauge_host::cpu::parse_cpu_mask(&t).ok());
     let ev = vec![
         c.iso_evidence(),
         Evidence::new(
@@ -297,7 +297,7 @@ fn rcu(c: &Ctx) -> RuleOutcome {
         .and_then(|v| parse_cpu_list_param(v, &c.online).ok());
     let nohz = c
         .read("/sys/devices/system/cpu/nohz_full")
-        .and_then(|t| crate::cpu::parse_cpu_mask(&t).ok())
+        .and_then(|t| rtgauge_host::cpu::parse_cpu_mask(&t).ok())
         .unwrap_or_default();
     let offloaded = nocbs.clone().unwrap_or_default();
     let uncovered = CpuSet::new(

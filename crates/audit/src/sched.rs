@@ -1,7 +1,7 @@
 //! Catalogue §4: scheduler, memory and sysctl knobs.
 
 use super::{Ctx, Rule, RuleOutcome};
-use crate::parse::{parse_bracketed_choice, parse_swaps};
+use rtgauge_host::parse::{parse_bracketed_choice, parse_swaps};
 use rtgauge_model::audit::{Evidence, Severity, Target};
 
 pub static RULES: [Rule; 11] = [

@@ -1,7 +1,7 @@
 //! Catalogue §8: guest-only checks (and container privileges).
 
 use super::{Ctx, Rule, RuleOutcome};
-use crate::parse::{parse_cap_has, parse_stat_steal, parse_status};
+use rtgauge_host::parse::{parse_cap_has, parse_stat_steal, parse_status};
 use rtgauge_model::audit::{Evidence, Severity};
 
 pub static RULES: [Rule; 4] = [

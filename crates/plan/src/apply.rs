@@ -11,7 +11,7 @@
 
 use super::emit::{cmdline, files};
 use super::{Plan, Smt};
-use crate::parse::{parse_cmdline, parse_hex_mask, render_hex_mask};
+use rtgauge_host::parse::{parse_cmdline, parse_hex_mask, render_hex_mask};
 use rtgauge_model::CpuSet;
 use std::path::{Path, PathBuf};
 

@@ -38,7 +38,7 @@ pub enum LintError {
 
 /// One lint rule, the shape the three linters share: catalogue metadata and the check that judges it. `F` is
 /// the linter's check type, `fn(&Facts) -> Vec<Outcome>` over what that linter parsed; the audit's rules
-/// (crate::audit::Rule) have the same shape over host facts.
+/// (rtgauge_audit's rules) have the same shape over host facts.
 pub(crate) struct LintRule<F> {
     pub id: &'static str,
     pub severity: Severity,

@@ -21,10 +21,10 @@ mod sched;
 mod tasks;
 mod time;
 
-use crate::cpu::{read_cpu_mask, CpuMask};
-use crate::fingerprint::{read_cmdline, read_fingerprint, read_topology, CpuTopo};
-use crate::parse::{key_value, parse_key_values, parse_proc_stat, parse_status, Cmdline};
-use crate::root::HostRoot;
+use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
+use rtgauge_host::fingerprint::{read_cmdline, read_fingerprint, read_topology, CpuTopo};
+use rtgauge_host::parse::{key_value, parse_key_values, parse_proc_stat, parse_status, Cmdline};
+use rtgauge_host::HostRoot;
 use rtgauge_model::audit::{
     AuditReport, Evidence, Finding, Severity, Status, Subject, Summary, Target,
 };
@@ -212,7 +212,8 @@ impl<'a> Ctx<'a> {
     }
     /// A file's first integer.
     pub fn read_int(&self, path: &str) -> Option<i64> {
-        self.read(path).and_then(|s| crate::parse::parse_int(&s))
+        self.read(path)
+            .and_then(|s| rtgauge_host::parse::parse_int(&s))
     }
     /// Whether the fingerprint detected a hypervisor (the machine is a guest).
     pub fn is_guest(&self) -> bool {
@@ -377,9 +378,9 @@ pub fn derive_isolated(
     for key in ["nohz_full", "isolcpus", "rcu_nocbs"] {
         if let Some(v) = cmdline.get(key) {
             let set = if key == "isolcpus" {
-                crate::parse::parse_isolcpus(v).ok().map(|(_, s)| s)
+                rtgauge_host::parse::parse_isolcpus(v).ok().map(|(_, s)| s)
             } else {
-                crate::parse::parse_cpu_list_param(v, online).ok()
+                rtgauge_host::parse::parse_cpu_list_param(v, online).ok()
             };
             if let Some(s) = set.filter(|s| !s.is_empty()) {
                 return Some((s, format!("/proc/cmdline {key}")));
@@ -387,7 +388,7 @@ pub fn derive_isolated(
         }
     }
     if let Some(t) = root.read_optional(kubelet::KUBELET_CONFIG) {
-        if let Some(reserved) = crate::lint::k8s::kubelet_reserved_cpus(&t) {
+        if let Some(reserved) = rtgauge_lint::k8s::kubelet_reserved_cpus(&t) {
             let s = online.difference(&reserved);
             if !s.is_empty() {
                 return Some((

@@ -3,7 +3,7 @@
 //! [`super::isolation`]'s table (catalogue order); like every §3 rule they are `n/a` without an RT CPU set I.
 
 use super::{Ctx, RuleOutcome};
-use crate::parse::{key_value, parse_hex_mask, parse_key_values, render_hex_mask};
+use rtgauge_host::parse::{key_value, parse_hex_mask, parse_key_values, render_hex_mask};
 use rtgauge_model::audit::Evidence;
 use rtgauge_model::CpuSet;
 
@@ -76,7 +76,7 @@ pub(super) fn systemd_affinity(c: &Ctx) -> RuleOutcome {
     let pid1 = c
         .root
         .read_optional("/proc/1/status")
-        .map(|t| crate::parse::parse_status(&t))
+        .map(|t| rtgauge_host::parse::parse_status(&t))
         .and_then(|m| m.get("Cpus_allowed_list").cloned());
     let mut configured = None;
     let mut conf_files = vec!["/etc/systemd/system.conf".to_string()];

@@ -3,10 +3,10 @@
 #![allow(clippy::unwrap_used)]
 
 use proptest::prelude::*;
-use rtgauge_host::audit::{rules, run_audit, AuditOptions};
+use rtgauge_audit::{rules, run_audit, AuditOptions};
 use rtgauge_host::fingerprint::read_fingerprint;
-use rtgauge_host::lint::{k8s::lint_k8s, libvirt::lint_libvirt, vmx::lint_vmx};
 use rtgauge_host::HostRoot;
+use rtgauge_lint::{k8s::lint_k8s, libvirt::lint_libvirt, vmx::lint_vmx};
 use std::time::Duration;
 
 const FILES: [&str; 32] = [

@@ -2,9 +2,9 @@
 //! replay, and the seed settings as .vmx / libvirt / pod files with one-setting variations.
 #![allow(clippy::unwrap_used)]
 
-use rtgauge_host::audit::{run_audit, AuditOptions};
-use rtgauge_host::lint::{k8s::lint_k8s, libvirt::lint_libvirt, vmx::lint_vmx};
+use rtgauge_audit::{run_audit, AuditOptions};
 use rtgauge_host::HostRoot;
+use rtgauge_lint::{k8s::lint_k8s, libvirt::lint_libvirt, vmx::lint_vmx};
 use rtgauge_model::audit::{AuditReport, Finding, Status};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -169,7 +169,7 @@ fn status_of(r: &AuditReport, id: &str) -> Status {
 
 /// Apply one edit (the old text must be present) and check that rule `id` fails.
 fn variation_fails(
-    lint: fn(&str, &str) -> Result<AuditReport, rtgauge_host::lint::LintError>,
+    lint: fn(&str, &str) -> Result<AuditReport, rtgauge_lint::LintError>,
     base: &str,
     old: &str,
     new: &str,
@@ -187,7 +187,7 @@ fn variation_fails(
 
 /// Every case `(old, new, id)` of a table: the edit must fail its rule.
 fn variations_fail(
-    lint: fn(&str, &str) -> Result<AuditReport, rtgauge_host::lint::LintError>,
+    lint: fn(&str, &str) -> Result<AuditReport, rtgauge_lint::LintError>,
     base: &str,
     cases: &[(&str, &str, &str)],
 ) {
@@ -543,7 +543,7 @@ fn lint_evidence_names_the_line() {
 #[test]
 fn docs_list_every_rule_id() {
     let doc = std::fs::read_to_string(fixtures().join("../../docs/audit.md")).unwrap();
-    let mut ids: Vec<String> = rtgauge_host::audit::rules()
+    let mut ids: Vec<String> = rtgauge_audit::rules()
         .iter()
         .map(|r| r.id.to_string())
         .collect();

@@ -8,7 +8,7 @@
 //! harmonic mean. Latencies come from `rtgauge mem`'s matrix when given, else from the firmware's SLIT
 //! distances (`/sys/devices/system/node/nodeN/distance`, 10 = local), which are relative only.
 
-use crate::root::HostRoot;
+use rtgauge_host::HostRoot;
 use rtgauge_model::mem::NumaCell;
 use rtgauge_model::numa::{Locality, NodeInfo, NumaResult};
 use rtgauge_model::CpuSet;
