@@ -563,26 +563,6 @@ impl Plan {
     }
 }
 
-/// Render the reasoning and the partition as text.
-pub fn render_plan_text(plan: &Plan) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "rtgauge plan for {} ({} tuned profile)\n\n",
-        plan.target.as_str(),
-        plan.target.tuned_profile()
-    ));
-    s.push_str(&format!("  RT CPUs (I)           {}\n", plan.isolated));
-    s.push_str(&format!("  housekeeping (H)      {}\n", plan.housekeeping));
-    if !plan.offline.is_empty() {
-        s.push_str(&format!("  offline (nosmt)       {}\n", plan.offline));
-    }
-    s.push_str("\nreasoning\n");
-    for r in &plan.reasoning {
-        s.push_str(&format!("  - {r}\n"));
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

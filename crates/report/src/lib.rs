@@ -5,16 +5,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod escape;
+pub mod fingerprint;
 pub mod fleet;
 pub mod html;
 pub mod mem;
 pub mod net;
 pub mod numa;
 pub mod ops;
+pub mod plan;
 pub mod record;
 pub mod shortfalls;
 pub mod spikes;

@@ -4,9 +4,10 @@
 
 use crate::flags::audit::*;
 use anyhow::Context as _;
-use rtgauge_audit::{render_audit_text, run_audit, AuditOptions};
+use rtgauge_audit::{run_audit, AuditOptions};
 use rtgauge_lint::{k8s, libvirt, vmx};
 use rtgauge_model::audit::{AuditReport, Target};
+use rtgauge_report::audit::render_text as render_audit_text;
 use std::process::ExitCode;
 
 fn read_definition(path: &std::path::Path) -> anyhow::Result<(String, String)> {

@@ -1,7 +1,8 @@
 //! `rtgauge fingerprint`: what machine, kernel, virtualization layer and tuning state this is.
 
 use crate::flags::fingerprint::*;
-use rtgauge_host::fingerprint::{read_fingerprint, render_fingerprint};
+use rtgauge_host::fingerprint::read_fingerprint;
+use rtgauge_report::fingerprint::render_text as render_fingerprint;
 use std::process::ExitCode;
 
 pub fn run(a: &FingerprintArgs) -> anyhow::Result<ExitCode> {

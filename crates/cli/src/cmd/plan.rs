@@ -9,8 +9,7 @@ use anyhow::{bail, Context as _};
 use rtgauge_host::HostRoot;
 use rtgauge_plan::{
     apply::{apply_to_tree, check_destination},
-    check_topology_files, emit, numa, partition, read_topology_input, render_plan_text, Need,
-    PlanTarget, Smt,
+    check_topology_files, emit, numa, partition, read_topology_input, Need, PlanTarget, Smt,
 };
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -109,12 +108,12 @@ fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
     };
     let plan = numa::numa_plan(&result, matrix, a.below);
     let text = match a.format {
-        Format::Text => numa::render_numa_plan(&plan),
+        Format::Text => rtgauge_report::plan::render_numa(&plan),
         Format::Json => serde_json::to_string_pretty(&plan)? + "\n",
     };
     super::print_text(&text)?;
     if let Some(dir) = &a.output {
-        write_file(dir, "numa.txt", &numa::render_numa_plan(&plan))?;
+        write_file(dir, "numa.txt", &rtgauge_report::plan::render_numa(&plan))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -197,7 +196,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     }
     let guest_mem_mib = fp.memory.total_kib.map(|k| k / 1024);
     let files = emit::files(&plan, guest_mem_mib);
-    let text = render_plan_text(&plan) + &emit::explain(&plan, &files);
+    let text = rtgauge_report::plan::render_text(&plan) + &emit::explain(&plan, &files);
     let json = serde_json::to_string_pretty(&plan)? + "\n";
     match a.format {
         Format::Text => super::print_text(&text)?,
