@@ -19,49 +19,49 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Timer wake-up latency (cyclictest's measurement; accepts cyclictest's flags).
-    Cyclic(Box<crate::flags::cyclic::CyclicArgs>),
+    Cyclic(Box<rtgauge_flags::cyclic::CyclicArgs>),
     /// OS noise seen by a busy-polling thread (oslat's measurement; accepts oslat's flags).
-    Oslat(Box<crate::flags::oslat::OslatArgs>),
+    Oslat(Box<rtgauge_flags::oslat::OslatArgs>),
     /// Network-function capacity: connections per second, throughput, and a reference HTTP server.
-    Net(Box<crate::flags::net::NetArgs>),
+    Net(Box<rtgauge_flags::net::NetArgs>),
     /// The main job: fingerprint and audit the platform, run a profile of probes, judge, store.
-    Run(crate::flags::run::RunArgs),
+    Run(rtgauge_flags::run::RunArgs),
     /// List, show, delete or export stored runs.
-    Runs(crate::flags::runs::RunsArgs),
+    Runs(rtgauge_flags::runs::RunsArgs),
     /// Export a stored run as JSON, CSV or rt-tests JSON.
-    Export(crate::flags::runs::ExportArgs),
+    Export(rtgauge_flags::runs::ExportArgs),
     /// Import rt-tests results (cyclictest JSON or text, oslat JSON or text) or rtgauge run documents as runs.
-    Import(crate::flags::runs::ImportArgs),
+    Import(rtgauge_flags::runs::ImportArgs),
     /// Copy local runs to a central store (PostgreSQL): idempotent, resumable.
-    Push(crate::flags::push::PushArgs),
+    Push(rtgauge_flags::push::PushArgs),
     /// Render a stored run: on the terminal, and as a self-contained HTML page with charts (--html).
-    Report(crate::flags::report::ReportArgs),
+    Report(rtgauge_flags::report::ReportArgs),
     /// Compare stored runs with the first: ratios with 95 % intervals and a verdict per measure.
-    Compare(crate::flags::report::CompareArgs),
+    Compare(rtgauge_flags::report::CompareArgs),
     /// Check a report page or PDF record against the stored run (its embedded content hash).
-    Verify(crate::flags::verify::VerifyArgs),
+    Verify(rtgauge_flags::verify::VerifyArgs),
     /// Real-time readiness audit of this host or guest (or a captured tree), or lint of a .vmx, libvirt XML or
     /// Kubernetes YAML definition.
-    Audit(crate::flags::audit::AuditArgs),
+    Audit(rtgauge_flags::audit::AuditArgs),
     /// The platform fingerprint: CPU, topology, NUMA, kernel and preemption, clocksource, virtualization, tuning.
-    Fingerprint(crate::flags::fingerprint::FingerprintArgs),
+    Fingerprint(rtgauge_flags::fingerprint::FingerprintArgs),
     /// OS-primitive costs in the manner of lmbench: syscalls, signals, IPC, context switch, fork/exec, mmap.
-    Ops(Box<crate::flags::ops::OpsArgs>),
+    Ops(Box<rtgauge_flags::ops::OpsArgs>),
     /// Memory load-latency curve (cache/TLB steps), read/write/copy bandwidth, NUMA matrix.
-    Mem(Box<crate::flags::mem::MemArgs>),
+    Mem(Box<rtgauge_flags::mem::MemArgs>),
     /// NUMA locality of running processes and cgroups, and node-local allocation counters.
-    Numa(crate::flags::numa::NumaArgs),
+    Numa(rtgauge_flags::numa::NumaArgs),
     /// Compute the real-time CPU partition from the topology and write its configuration (kernel, tuned,
     /// irqbalance, systemd, libvirt, .vmx, Kubernetes); --numa advises bindings for non-local memory.
-    Plan(Box<crate::flags::plan::PlanArgs>),
+    Plan(Box<rtgauge_flags::plan::PlanArgs>),
     /// Measured, bounded load generators (cpu, memory, io, fork, timer, msg, ipi) alone, for use beside another tool.
-    Load(Box<crate::flags::load::LoadArgs>),
+    Load(Box<rtgauge_flags::load::LoadArgs>),
     /// The highest load level at which a latency gate still holds, with the latency-vs-load curve.
-    Capacity(Box<crate::flags::capacity::CapacityArgs>),
+    Capacity(Box<rtgauge_flags::capacity::CapacityArgs>),
     /// Every host of the store with its latest run per profile, and the hosts that differ from the majority.
-    Fleet(crate::flags::fleet::FleetArgs),
+    Fleet(rtgauge_flags::fleet::FleetArgs),
     /// Always-on timer-latency and tuning-drift monitoring with a Prometheus endpoint and textfile output.
-    Monitor(Box<crate::flags::monitor::MonitorArgs>),
+    Monitor(Box<rtgauge_flags::monitor::MonitorArgs>),
 }
 
 /// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).

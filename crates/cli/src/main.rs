@@ -5,7 +5,6 @@
 
 mod cli;
 mod cmd;
-mod flags;
 mod output;
 
 use clap::Parser as _;

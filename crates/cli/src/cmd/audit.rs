@@ -2,16 +2,17 @@
 //! `--capture DIR` to save every file it read, and the linters of VM and pod definitions
 //! (`--vmx`, `--libvirt`, `--k8s`). Exit code: 0 nothing failed, 1 a rule failed, 2 usage or runtime error.
 
-use crate::flags::audit::*;
 use anyhow::Context as _;
 use rtgauge_audit::{run_audit, AuditOptions};
+use rtgauge_flags::audit::*;
 use rtgauge_lint::{k8s, libvirt, vmx};
 use rtgauge_model::audit::{AuditReport, Target};
 use rtgauge_report::audit::render_text as render_audit_text;
 use std::process::ExitCode;
 
 fn read_definition(path: &std::path::Path) -> anyhow::Result<(String, String)> {
-    let bytes = super::read_user_file(path, "cannot read", super::MAX_DEFINITION_BYTES)?;
+    let bytes =
+        rtgauge_flags::read_user_file(path, "cannot read", rtgauge_flags::MAX_DEFINITION_BYTES)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: not UTF-8 text (byte {})",

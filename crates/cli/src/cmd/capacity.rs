@@ -3,9 +3,9 @@
 //! held at every level, with the whole latency-vs-load curve beside it (table, JSON, HTML). The model is
 //! `rtgauge_model::capacity`, the views `rtgauge_report::capacity`.
 
-use crate::flags::capacity::CapacityArgs;
 use anyhow::{bail, Context as _};
 use clap::Parser;
+use rtgauge_flags::capacity::CapacityArgs;
 use rtgauge_host::HostRoot;
 use rtgauge_model::capacity::{
     capacity_level, next_search_level, Capacity, CapacityPoint, CapacitySample,
@@ -21,7 +21,7 @@ use std::process::ExitCode;
 #[command(no_binary_name = true)]
 struct CyclicFlags {
     #[command(flatten)]
-    args: crate::flags::cyclic::CyclicArgs,
+    args: rtgauge_flags::cyclic::CyclicArgs,
 }
 
 /// The timer probe capacity measures with: one SCHED_FIFO thread on `cpu`, as the flags say.
@@ -42,7 +42,7 @@ fn cyclic_plan(a: &CapacityArgs, cpu: u32, root: &HostRoot) -> anyhow::Result<Cy
     let args = CyclicFlags::try_parse_from(&argv)
         .map_err(|e| anyhow::anyhow!("capacity: building the cyclic probe: {e}"))?
         .args;
-    Ok(crate::flags::cyclic::resolve(&args, root)?.plan)
+    Ok(rtgauge_flags::cyclic::resolve(&args, root)?.plan)
 }
 
 /// Measures the levels of one capacity search.

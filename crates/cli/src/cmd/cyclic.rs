@@ -1,5 +1,5 @@
 //! `rtgauge cyclic`: cyclictest's measurement, rendered as rt-tests text/JSON and as rtgauge's native run
-//! document. The flags and their resolution are in `crate::flags::cyclic`.
+//! document. The flags and their resolution are in `rtgauge_flags::cyclic`.
 //!
 //! Differences from cyclictest, on purpose (docs/METHODOLOGY.md explains why):
 //! - periods already over at wake-up are measured and counted as missed deadlines (`--skip-missed` restores
@@ -7,9 +7,9 @@
 //! - latencies are kept in ns in an HDR histogram that is never truncated; `-h` only shapes the rt-tests view;
 //! - the summary lines are printed at the end even with `-q -h`, followed by percentiles and missed deadlines.
 
-use crate::flags::cyclic::{resolve, CyclicArgs};
-use crate::flags::Resolved;
 use anyhow::Context as _;
+use rtgauge_flags::cyclic::{resolve, CyclicArgs};
+use rtgauge_flags::Resolved;
 use rtgauge_formats::rttests;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicResult;

@@ -1,6 +1,6 @@
 //! `rtgauge fingerprint`: what machine, kernel, virtualization layer and tuning state this is.
 
-use crate::flags::fingerprint::*;
+use rtgauge_flags::fingerprint::*;
 use rtgauge_host::fingerprint::read_fingerprint;
 use rtgauge_report::fingerprint::render_text as render_fingerprint;
 use std::process::ExitCode;

@@ -2,8 +2,8 @@
 //! fleet's majority (the aggregation is `rtgauge_report::fleet`); and `compare --host NAME`, which picks a
 //! host's latest run. Works on the `RunStore` trait only, so any backend serves.
 
-use crate::flags::fleet::*;
 use anyhow::Context as _;
+use rtgauge_flags::fleet::*;
 use rtgauge_report::fleet::{self, FleetRun};
 use rtgauge_store::RunSummary;
 use std::collections::BTreeMap;

@@ -1,8 +1,8 @@
 //! `rtgauge load MIX`: the load generators alone, beside another tool (the probes' `--load` runs them
 //! through the session engine, `rtgauge_session::load`).
 
-use crate::flags::load::LoadArgs;
 use anyhow::Context as _;
+use rtgauge_flags::load::LoadArgs;
 use rtgauge_host::HostRoot;
 use rtgauge_model::load::LoadPlacement;
 use rtgauge_model::CpuSet;

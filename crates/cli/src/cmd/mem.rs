@@ -1,7 +1,7 @@
 //! `rtgauge mem`: load-latency curve over a randomised pointer chain (cache and TLB steps, named after the
 //! caches sysfs reports), read/write/copy bandwidth and the NUMA latency/bandwidth matrix.
 
-use crate::flags::mem::{resolve, MemArgs};
+use rtgauge_flags::mem::{resolve, MemArgs};
 use rtgauge_host::HostRoot;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use std::process::ExitCode;

@@ -14,6 +14,7 @@ pub mod numa;
 pub mod ops;
 pub mod oslat;
 pub mod plan;
+pub mod progress;
 pub mod push;
 pub mod report;
 pub mod run;
@@ -58,97 +59,6 @@ pub fn warn_all(warnings: &[String]) {
     for w in warnings {
         eprintln!("rtgauge: warning: {w}");
     }
-}
-
-/// Open the store `--db` names, or `RTGAUGE_DB`, or the default SQLite file: a SQLite path or a
-/// `postgresql://` URL. Returns the store and its name for messages (a URL without its password). An error
-/// names where the store came from (`--db`, `RTGAUGE_DB`).
-pub fn open_store(
-    db: Option<&std::path::Path>,
-) -> anyhow::Result<(Box<dyn rtgauge_store::RunStore>, String)> {
-    use anyhow::Context as _;
-    let spec = rtgauge_store::store_spec(db);
-    let shown = rtgauge_store::display_spec(&spec);
-    let from = store_source(db);
-    let store = rtgauge_store::open_store(&spec).with_context(|| format!("{from} {shown}"))?;
-    Ok((store, shown))
-}
-
-/// Where the store's spec came from, for messages: `--db`, `RTGAUGE_DB` or the default database.
-fn store_source(db: Option<&std::path::Path>) -> &'static str {
-    if db.is_some() {
-        "--db"
-    } else if std::env::var_os("RTGAUGE_DB").is_some_and(|v| !v.is_empty()) {
-        "RTGAUGE_DB"
-    } else {
-        "the default database"
-    }
-}
-
-/// Open the store like [`open_store`] for a verb that only reads runs: a SQLite file that does not exist is
-/// refused, naming where the path came from, instead of being created empty (a mistyped `--db` would
-/// otherwise answer "no runs" and leave a stray database behind). PostgreSQL URLs are opened as they are.
-pub fn open_existing_store(
-    db: Option<&std::path::Path>,
-) -> anyhow::Result<(Box<dyn rtgauge_store::RunStore>, String)> {
-    let spec = rtgauge_store::store_spec(db);
-    // URLs (PostgreSQL, or another scheme that open_store refuses by name) are not files to look for.
-    let is_url = spec.to_str().is_some_and(|s| s.contains("://"));
-    if !is_url && !spec.exists() {
-        anyhow::bail!(
-            "{} {}: no such store (rtgauge run, a probe or rtgauge import creates one)",
-            store_source(db),
-            spec.display()
-        );
-    }
-    open_store(db)
-}
-
-/// The directory reports go to by default: beside a SQLite file, or beside the default one when the store
-/// is a PostgreSQL server.
-pub fn store_dir(db: Option<&std::path::Path>) -> std::path::PathBuf {
-    let spec = rtgauge_store::store_spec(db);
-    let file = if spec.to_str().is_some_and(rtgauge_store::is_postgres_url) {
-        rtgauge_store::SqliteStore::default_path()
-    } else {
-        spec
-    };
-    file.parent()
-        .unwrap_or(std::path::Path::new("."))
-        .to_path_buf()
-}
-
-/// Largest definition or profile a verb reads (a .vmx, a domain XML, a manifest, a TOML profile).
-pub const MAX_DEFINITION_BYTES: u64 = 16 << 20;
-/// Largest rt-tests or run document `import` reads (a week of cyclictest with wide histograms on many
-/// CPUs stays far below).
-pub const MAX_IMPORT_BYTES: u64 = 256 << 20;
-
-/// Read a file the user names, refusing one larger than `max` before reading it (regular files) or after
-/// `max` bytes (pipes, devices): nothing unbounded is ever held in memory. The error names the flag or verb
-/// (`what`) and the path.
-pub fn read_user_file(path: &std::path::Path, what: &str, max: u64) -> anyhow::Result<Vec<u8>> {
-    use anyhow::Context as _;
-    use std::io::Read as _;
-    let f = std::fs::File::open(path).with_context(|| format!("{what} {}", path.display()))?;
-    let too_large = || {
-        anyhow::anyhow!(
-            "{what} {}: larger than {} MiB, refused",
-            path.display(),
-            max >> 20
-        )
-    };
-    if f.metadata().is_ok_and(|m| m.is_file() && m.len() > max) {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("{what} {}", path.display()))?;
-    if bytes.len() as u64 > max {
-        return Err(too_large());
-    }
-    Ok(bytes)
 }
 
 /// Write rendered text to standard output with every control character made visible (see

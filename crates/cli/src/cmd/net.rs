@@ -3,12 +3,12 @@
 //! keep-alive GETs in Gbit/s and requests/s. `--sweep-cpus` repeats the measurement on growing CPU sets
 //! (seed 004's figure 3); `cps --rate R,…` offers a fixed rate (open loop) and `--p99-max` finds the highest
 //! rate whose p99 stays within a bound. Results are stored as a run, like `rtgauge run`, so `compare` can
-//! put two platforms side by side. The flags and their plan are in `crate::flags::net`.
+//! put two platforms side by side. The flags and their plan are in `rtgauge_flags::net`.
 
-use crate::flags::net::{
+use anyhow::{bail, Context as _};
+use rtgauge_flags::net::{
     cpu_list, resolve_addr, CpsArgs, NetArgs, NetCommand, ServeArgs, ThroughputArgs, TrafficArgs,
 };
-use anyhow::{bail, Context as _};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::NetResult;

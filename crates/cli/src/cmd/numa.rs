@@ -1,8 +1,8 @@
 //! `rtgauge numa`: NUMA locality of what runs (seed 002): per process and per cgroup, the share of resident
 //! memory on the nodes of the CPUs it may run on, and the node allocation counters over an interval.
 
-use crate::flags::numa::*;
 use anyhow::bail;
+use rtgauge_flags::numa::*;
 use rtgauge_host::HostRoot;
 use rtgauge_model::numa::NumaResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};

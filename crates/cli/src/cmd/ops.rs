@@ -2,7 +2,7 @@
 //! context switch, process creation, mmap, page fault, sleep overshoot, clock and counter reads), measured,
 //! rendered as a table and optionally written as a run document.
 
-use crate::flags::ops::{resolve, OpsArgs};
+use rtgauge_flags::ops::{resolve, OpsArgs};
 use rtgauge_host::HostRoot;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use std::process::ExitCode;

@@ -1,13 +1,13 @@
 //! `rtgauge oslat`: oslat's measurement, rendered as oslat text/JSON plus rtgauge's own figures and native
-//! run document. The flags and their resolution are in `crate::flags::oslat`.
+//! run document. The flags and their resolution are in `rtgauge_flags::oslat`.
 //!
 //! Differences from oslat, on purpose: `-T` stops the run but still prints the summary and writes the JSON;
 //! the average is the exact mean of the gaps (oslat averages bucket upper edges, and adds thread 0's
 //! overflow sum to every thread); rtgauge adds loop cost, gaps per second above 1/5/10/20 µs, CPU
 //! availability, percentiles and the worst gaps with timestamps.
 
-use crate::flags::oslat::{resolve, OslatArgs};
-use crate::flags::Resolved;
+use rtgauge_flags::oslat::{resolve, OslatArgs};
+use rtgauge_flags::Resolved;
 use rtgauge_formats::rttests;
 use rtgauge_host::HostRoot;
 use rtgauge_model::oslat::Workload;

@@ -4,8 +4,8 @@
 //! instead advises bindings for running work whose memory is not local. Exit: 0 planned, 2 impossible
 //! request or bad input (one line naming it).
 
-use crate::flags::plan::*;
 use anyhow::{bail, Context as _};
+use rtgauge_flags::plan::*;
 use rtgauge_host::HostRoot;
 use rtgauge_plan::{
     apply::{apply_to_tree, check_destination},
@@ -58,7 +58,7 @@ fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
 
 /// Read the NUMA cells of a `rtgauge mem` run document (or a bare `{"numa": [...]}`).
 fn read_matrix(path: &Path, machine_nodes: &[u32]) -> anyhow::Result<numa::Matrix> {
-    let bytes = super::read_user_file(path, "--matrix", super::MAX_IMPORT_BYTES)?;
+    let bytes = rtgauge_flags::read_user_file(path, "--matrix", rtgauge_flags::MAX_IMPORT_BYTES)?;
     let v: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("--matrix {}: not JSON", path.display()))?;
     let cells = v

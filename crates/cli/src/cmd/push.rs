@@ -8,8 +8,8 @@
 //! stopped, link lost) resumes where it stopped when run again. The local store is only read (its listing
 //! marks runs whose writer died as interrupted, as every listing does).
 
-use crate::flags::push::*;
 use anyhow::Context as _;
+use rtgauge_flags::push::*;
 use rtgauge_model::run::RunStatus;
 use rtgauge_store::{RunStore, Selector};
 use std::process::ExitCode;

@@ -2,9 +2,9 @@
 //! self-contained HTML page.
 
 use super::runs::find_run;
-use crate::flags::report::*;
-use crate::flags::DbArg;
 use anyhow::{bail, Context as _};
+use rtgauge_flags::report::*;
+use rtgauge_flags::DbArg;
 use rtgauge_model::run::RunDocument;
 use rtgauge_report::compare::{self, Options};
 use rtgauge_report::html;

@@ -1,6 +1,6 @@
 //! `rtgauge run`: the main job. profile → host facts (fingerprint, audit) → probes → run document → store →
 //! summary and verdicts. [`run`] reads as that pipeline, a function per stage: load → plan → measure →
-//! judge → store → report. The profile and the stages it resolves into are `crate::flags::run`'s; each
+//! judge → store → report. The profile and the stages it resolves into are `rtgauge_flags::run`'s; each
 //! stage is measured by the session engine.
 //!
 //! The run is stored as `running` before the first probe starts and checkpointed (histograms of completed
@@ -8,9 +8,10 @@
 //! SIGKILL or by a reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM
 //! end the run through the normal path: the probe stops, the result is stored and reported.
 
-use crate::flags::run::{load_profile, placement, plan, Placement, ProbePlan, RunArgs, Stage};
+use super::progress::Progress;
 use anyhow::Context as _;
 use rtgauge_audit::AuditOptions;
+use rtgauge_flags::run::{load_profile, placement, plan, Placement, ProbePlan, RunArgs, Stage};
 use rtgauge_host::HostRoot;
 use rtgauge_model::profile::Profile;
 use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
@@ -19,104 +20,9 @@ use rtgauge_model::Nanos;
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_session::record::{Checkpoints, Recorder};
 use rtgauge_session::{probes, Around, Probe, Tick};
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
-
-/// One line every 10 s (or a bar on a terminal) of progress for a probe.
-struct Progress {
-    what: String,
-    bar: Option<indicatif::ProgressBar>,
-    total: Duration,
-    last_line: Instant,
-    /// The noise probe's figures from its last checkpoint (it has no live figures).
-    last: String,
-}
-
-impl Progress {
-    fn new(what: &str, total: Duration) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let b = indicatif::ProgressBar::new(total.as_secs().max(1));
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{prefix} [{bar:30}] {elapsed_precise}/{duration_precise} {msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            b.set_prefix(what.to_string());
-            b
-        });
-        Progress {
-            what: what.to_string(),
-            bar,
-            total,
-            last_line: Instant::now(),
-            last: String::new(),
-        }
-    }
-
-    /// One probe tick: the timer probe's live figures, or the figures of the checkpoint taken now.
-    fn tick(&mut self, tick: &Tick<'_>, checkpoint: Option<&ProbeResult>) {
-        if !tick.threads.is_empty() {
-            self.cyclic(tick.elapsed, tick.threads);
-            return;
-        }
-        if let Some(ProbeResult::Oslat(r)) = checkpoint {
-            let max = r.threads.iter().map(|t| t.gaps.max_ns).max().unwrap_or(0);
-            let iters: u64 = r.threads.iter().map(|t| t.iterations).sum();
-            self.last = format!("max gap {:.1} µs, {iters} iterations", max as f64 / 1e3);
-        }
-        self.update(tick.elapsed, self.last.clone());
-    }
-
-    /// Timer-probe progress from the threads' live figures.
-    fn cyclic(&mut self, elapsed: Duration, live: &[rtgauge_model::cyclic::LiveThread]) {
-        let min = live
-            .iter()
-            .filter(|t| t.cycles > 0)
-            .map(|t| t.min_ns)
-            .min()
-            .unwrap_or(0);
-        let max = live.iter().map(|t| t.max_ns).max().unwrap_or(0);
-        let (sum, n) = live
-            .iter()
-            .fold((0u64, 0u64), |(s, n), t| (s + t.sum_ns, n + t.cycles));
-        let missed: u64 = live.iter().map(|t| t.missed).sum();
-        let msg = format!(
-            "min {:.1} avg {:.1} max {:.1} µs, missed {missed}",
-            min as f64 / 1e3,
-            sum.checked_div(n).unwrap_or(0) as f64 / 1e3,
-            max as f64 / 1e3
-        );
-        self.update(elapsed, msg);
-    }
-
-    fn update(&mut self, elapsed: Duration, msg: String) {
-        match &self.bar {
-            Some(b) => {
-                b.set_position(elapsed.as_secs());
-                b.set_message(msg);
-            }
-            None if self.last_line.elapsed() >= Duration::from_secs(10) => {
-                self.last_line = Instant::now();
-                eprintln!(
-                    "{} {:>6.0}/{:.0} s: {msg}",
-                    self.what,
-                    elapsed.as_secs_f64(),
-                    self.total.as_secs_f64()
-                );
-            }
-            None => {}
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
-    }
-}
+use std::time::Duration;
 
 /// `rtgauge run`: load → plan → measure → judge → store → report.
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -357,7 +263,7 @@ fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
 /// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
 fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<ExitCode> {
     let html = a.html.clone().unwrap_or_else(|| {
-        super::store_dir(a.store.db.db.as_deref())
+        rtgauge_flags::store_dir(a.store.db.db.as_deref())
             .join("reports")
             .join(format!("run-{id}.html"))
     });

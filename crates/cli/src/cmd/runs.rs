@@ -1,9 +1,9 @@
 //! `rtgauge runs list|show|delete|export`, `rtgauge export` and `rtgauge import`: the stored runs.
 //! Every view is rendered from the stored document.
 
-use crate::flags::runs::*;
-use crate::flags::DbArg;
 use anyhow::Context as _;
+use rtgauge_flags::runs::*;
+use rtgauge_flags::DbArg;
 use rtgauge_formats::import::{limit_warnings, AnyRtTests};
 use rtgauge_formats::Importer;
 use rtgauge_model::run::RunDocument;
@@ -87,7 +87,7 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::with_capacity(a.files.len());
     for f in &a.files {
         let name = f.display().to_string();
-        let bytes = super::read_user_file(f, "import", super::MAX_IMPORT_BYTES)?;
+        let bytes = rtgauge_flags::read_user_file(f, "import", rtgauge_flags::MAX_IMPORT_BYTES)?;
         let text = String::from_utf8_lossy(&bytes);
         let mut doc = AnyRtTests {
             text_unit_ns: if a.nsecs { 1 } else { 1000 },

@@ -8,15 +8,15 @@
 //! cannot be read or holds no hash.
 
 use super::runs::find_run;
-use crate::flags::verify::*;
 use anyhow::{bail, Context as _};
+use rtgauge_flags::verify::*;
 use rtgauge_report::record;
 use std::process::ExitCode;
 
 /// The text of the file: a PDF through `pdftotext`, anything else as UTF-8.
 fn text_of(a: &VerifyArgs) -> anyhow::Result<String> {
     let what = format!("verify {}", a.file.display());
-    let bytes = super::read_user_file(&a.file, "verify", super::MAX_IMPORT_BYTES)?;
+    let bytes = rtgauge_flags::read_user_file(&a.file, "verify", rtgauge_flags::MAX_IMPORT_BYTES)?;
     if !bytes.starts_with(b"%PDF") {
         return String::from_utf8(bytes)
             .map_err(|_| anyhow::anyhow!("{what}: neither a PDF nor a UTF-8 HTML report"));

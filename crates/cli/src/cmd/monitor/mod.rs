@@ -16,17 +16,19 @@
 //! operator configured it.
 
 mod http;
+mod snapshot;
 
-use crate::flags::monitor::{resolve, MonitorArgs, MonitorPlan};
+use snapshot::Accumulated;
+
 use anyhow::{bail, Context as _};
+use rtgauge_flags::monitor::{resolve, MonitorArgs, MonitorPlan};
 use rtgauge_formats::openmetrics;
 use rtgauge_host::cpu::read_cpu_node;
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::{CyclicConfig, CyclicResult};
-use rtgauge_model::latency::WindowRecorder;
+use rtgauge_model::cyclic::CyclicConfig;
 use rtgauge_model::monitor::{CpuSeries, MonitorState};
 use rtgauge_model::rt::SchedPolicy;
-use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::CyclicPlan;
 use rtgauge_probe::stop::StopFlag;
@@ -108,29 +110,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         cpus: setup.cpus.iter().map(CpuSeries::new).collect(),
         ..MonitorState::default()
     }));
-    if let Some(l) = listener {
-        let addr = l
-            .local_addr()
-            .map_or_else(|_| a.listen.clone(), |x| x.to_string());
-        eprintln!("rtgauge monitor: serving http://{addr}/metrics");
-        let st = Arc::clone(&state);
-        std::thread::Builder::new()
-            .name("rtg-metrics".into())
-            .spawn(move || http::serve(l, st))
-            .context("starting the metrics endpoint")?;
-    }
-    if a.audit_every.as_ns() > 0 {
-        let (st, root, every, stop) = (
-            Arc::clone(&state),
-            audit_root.clone(),
-            Duration::from_nanos(a.audit_every.as_ns()),
-            stop.clone(),
-        );
-        std::thread::Builder::new()
-            .name("rtg-audit".into())
-            .spawn(move || audit_loop(&root, &st, every, &stop))
-            .context("starting the audit thread")?;
-    }
+    spawn_side_threads(a, &state, listener, audit_root, &stop)?;
 
     let plan = segment_plan(a, &setup);
     let deadline = a
@@ -144,25 +124,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let seg = left.map_or(SEGMENT, |l| l.min(SEGMENT));
         seg_plan.config.duration_ns = Some(seg.as_nanos() as u64);
-        let mut peaks = Peaks {
-            state: &state,
-            started: Instant::now(),
-            window_ns: a.window.as_ns(),
-        };
-        let session = rtgauge_session::Session {
-            root: &live,
-            stop: &stop,
-        };
-        let m = session
-            .measure(
-                &rtgauge_session::probes::Cyclic(&seg_plan),
-                &rtgauge_session::Around::default(),
-                &mut [&mut peaks],
-            )
-            .context("measuring timer latency")?;
-        let Some(ProbeResult::Cyclic(result)) = m.results.into_iter().next() else {
-            bail!("the timer probe returned no result");
-        };
+        let result = measure_segment(a, &seg_plan, &state, &live, &stop)?;
         if !warned {
             super::warn_all(&rtgauge_report::shortfalls::cyclic(&result));
             warned = true;
@@ -191,6 +153,68 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `/metrics` endpoint and the audit thread, on the housekeeping CPUs.
+fn spawn_side_threads(
+    a: &MonitorArgs,
+    state: &Arc<Mutex<MonitorState>>,
+    listener: Option<TcpListener>,
+    audit_root: HostRoot,
+    stop: &StopFlag,
+) -> anyhow::Result<()> {
+    if let Some(l) = listener {
+        let addr = l
+            .local_addr()
+            .map_or_else(|_| a.listen.clone(), |x| x.to_string());
+        eprintln!("rtgauge monitor: serving http://{addr}/metrics");
+        let st = Arc::clone(state);
+        std::thread::Builder::new()
+            .name("rtg-metrics".into())
+            .spawn(move || http::serve(l, st))
+            .context("starting the metrics endpoint")?;
+    }
+    if a.audit_every.as_ns() > 0 {
+        let (st, root, every, stop) = (
+            Arc::clone(state),
+            audit_root,
+            Duration::from_nanos(a.audit_every.as_ns()),
+            stop.clone(),
+        );
+        std::thread::Builder::new()
+            .name("rtg-audit".into())
+            .spawn(move || audit_loop(&root, &st, every, &stop))
+            .context("starting the audit thread")?;
+    }
+    Ok(())
+}
+
+/// One segment of the timer probe through the session engine, its live peaks feeding the window-max
+/// series.
+fn measure_segment(
+    a: &MonitorArgs,
+    plan: &CyclicPlan,
+    state: &Mutex<MonitorState>,
+    live: &HostRoot,
+    stop: &StopFlag,
+) -> anyhow::Result<rtgauge_model::cyclic::CyclicResult> {
+    let mut peaks = Peaks {
+        state,
+        started: Instant::now(),
+        window_ns: a.window.as_ns(),
+    };
+    let session = rtgauge_session::Session { root: live, stop };
+    let m = session
+        .measure(
+            &rtgauge_session::probes::Cyclic(plan),
+            &rtgauge_session::Around::default(),
+            &mut [&mut peaks],
+        )
+        .context("measuring timer latency")?;
+    match m.results.into_iter().next() {
+        Some(ProbeResult::Cyclic(r)) => Ok(r),
+        _ => bail!("the timer probe returned no result"),
+    }
 }
 
 /// The timer probe's plan for one segment: one SCHED_FIFO thread per CPU, no rt-tests histogram, no
@@ -282,80 +306,5 @@ fn audit_loop(root: &HostRoot, state: &Mutex<MonitorState>, every: Duration, sto
             }
             std::thread::sleep(Duration::from_millis(100).min(every));
         }
-    }
-}
-
-/// The segments of one store period, merged into one cyclic result.
-struct Accumulated {
-    started: Instant,
-    started_at: String,
-    before: rtgauge_host::accounting::Snapshot,
-    merged: Option<CyclicResult>,
-    windows: Vec<WindowRecorder>,
-    offset_ns: u64,
-}
-
-impl Accumulated {
-    fn new(config: &CyclicConfig) -> Accumulated {
-        Accumulated {
-            started: Instant::now(),
-            started_at: crate::output::now_rfc3339(),
-            before: rtgauge_host::accounting::read_snapshot(&HostRoot::live()),
-            merged: None,
-            windows: (0..config.threads)
-                .map(|_| WindowRecorder::new(SEGMENT.as_nanos() as u64))
-                .collect(),
-            offset_ns: 0,
-        }
-    }
-
-    fn absorb(&mut self, seg: CyclicResult) {
-        for (w, t) in self.windows.iter_mut().zip(&seg.threads) {
-            if let Ok(h) = t.latency.hdr.decode() {
-                w.push(&h, 1);
-            }
-        }
-        let offset = self.offset_ns;
-        self.offset_ns += seg.elapsed_ns;
-        match &mut self.merged {
-            None => {
-                let mut seg = seg;
-                seg.spikes.clear();
-                self.merged = Some(seg);
-            }
-            Some(m) => {
-                for (a, b) in m.threads.iter_mut().zip(seg.threads) {
-                    a.absorb(b, offset);
-                }
-                m.elapsed_ns += seg.elapsed_ns;
-                m.stop_reason = seg.stop_reason;
-            }
-        }
-    }
-
-    /// The period as a run document; `None` before the first segment ended. A snapshot is complete also
-    /// when SIGTERM cut its period short: it holds every sample of the time it covers, and stopping is how a
-    /// monitor ends.
-    fn document(&mut self, a: &MonitorArgs) -> Option<rtgauge_model::run::RunDocument> {
-        let root = HostRoot::live();
-        let mut r = self.merged.take()?;
-        for (t, w) in r.threads.iter_mut().zip(&self.windows) {
-            t.windows = w.windows();
-        }
-        r.config.duration_ns = Some(r.elapsed_ns);
-        r.accounting = Some(rtgauge_host::accounting::delta(
-            &self.before,
-            &rtgauge_host::accounting::read_snapshot(&root),
-        ));
-        let mut doc = crate::output::document(
-            self.started_at.clone(),
-            rtgauge_host::system::read_system_info(&root),
-            vec![ProbeResult::Cyclic(r)],
-            RunStatus::Complete,
-            Vec::new(),
-        );
-        doc.label = a.label.clone();
-        doc.tags.insert("source".into(), "monitor".into());
-        Some(doc)
     }
 }

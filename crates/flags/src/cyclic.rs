@@ -220,30 +220,34 @@ fn parse_cpus(flag: &str, text: &str, possible: &CpuSet) -> anyhow::Result<CpuSe
     Ok(set)
 }
 
-/// Apply cyclictest's rules to the flags: thread count and placement, policy and priority, histogram and
-/// distance, duration and loops. Reads the CPU topology through `root`.
-pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<CyclicPlan>> {
-    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
-    let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
-    // The CPUs this process may use: its affinity on the live system, all online CPUs of a captured tree.
-    let allowed = if root.is_live() {
-        rtgauge_probe::rt::current_affinity().intersection(&online)
-    } else {
-        online.clone()
-    };
-    let mut notes = Vec::new();
+/// The CPUs of the machine a command line is resolved against.
+struct Cpus {
+    online: CpuSet,
+    possible: CpuSet,
+    /// The CPUs this process may use: its affinity on the live system, all online CPUs of a captured tree.
+    allowed: CpuSet,
+}
 
+/// Where the threads go: the `-a` set, the thread count and each thread's CPU (cyclictest's rules), and the
+/// main thread's CPUs.
+struct Placement {
+    threads: u32,
+    cpus: Vec<Option<u32>>,
+    main_cpus: Option<CpuSet>,
+}
+
+fn place(a: &CyclicArgs, c: &Cpus, notes: &mut Vec<String>) -> anyhow::Result<Placement> {
     let affinity: Option<CpuSet> = if a.smp {
-        Some(allowed.clone())
+        Some(c.allowed.clone())
     } else {
         match a.affinity.as_deref() {
             None => None,
-            Some("") => Some(allowed.clone()),
-            Some(t) => Some(parse_cpus("-a/--affinity", t, &possible)?),
+            Some("") => Some(c.allowed.clone()),
+            Some(t) => Some(parse_cpus("-a/--affinity", t, &c.possible)?),
         }
     };
     if let Some(set) = &affinity {
-        let offline = set.difference(&online);
+        let offline = set.difference(&c.online);
         if !offline.is_empty() {
             notes.push(format!(
                 "-a/--affinity: CPU {offline} is offline; its threads run unpinned"
@@ -251,9 +255,9 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
         }
     }
     let threads = match a.threads {
-        Some(0) => affinity.as_ref().map_or(allowed.len(), CpuSet::len) as u32,
+        Some(0) => affinity.as_ref().map_or(c.allowed.len(), CpuSet::len) as u32,
         Some(n) => n,
-        None if a.smp => allowed.len() as u32,
+        None if a.smp => c.allowed.len() as u32,
         None => 1,
     };
     if threads == 0 {
@@ -267,33 +271,49 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
             affinity
                 .as_ref()
                 .map(|s| s.as_slice()[i % s.len()])
-                .filter(|c| online.contains(*c))
+                .filter(|cpu| c.online.contains(*cpu))
         })
         .collect();
-    // The main thread samples counters, drains rings (and the trace): keep it off the measured CPUs when
-    // there is anywhere else to go (docs/cyclic.md: measured, 10+ alternating rounds).
-    let main_cpus = match &a.mainaffinity {
-        Some(t) => Some(parse_cpus("--mainaffinity", t, &possible)?),
-        None => {
-            let measured = CpuSet::new(cpus.iter().flatten().copied());
-            let rest = online.difference(&measured);
-            if measured.is_empty() {
-                // Threads not pinned: nowhere is "off the measured CPUs".
-                affinity.clone()
-            } else if rest.is_empty() {
-                if a.trace || a.break_above.is_some() {
-                    notes.push(
-                        "--trace: every online CPU is measured; the trace is read on a measured CPU"
-                            .into(),
-                    );
-                }
-                affinity.clone()
-            } else {
-                Some(rest)
-            }
-        }
-    };
+    let main_cpus = main_cpus(a, c, &cpus, affinity, notes)?;
+    Ok(Placement {
+        threads,
+        cpus,
+        main_cpus,
+    })
+}
 
+/// The main thread samples counters, drains rings (and the trace): keep it off the measured CPUs when there
+/// is anywhere else to go (docs/cyclic.md: measured, 10+ alternating rounds), unless --mainaffinity says.
+fn main_cpus(
+    a: &CyclicArgs,
+    c: &Cpus,
+    cpus: &[Option<u32>],
+    affinity: Option<CpuSet>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Option<CpuSet>> {
+    if let Some(t) = &a.mainaffinity {
+        return Ok(Some(parse_cpus("--mainaffinity", t, &c.possible)?));
+    }
+    let measured = CpuSet::new(cpus.iter().flatten().copied());
+    let rest = c.online.difference(&measured);
+    if measured.is_empty() {
+        // Threads not pinned: nowhere is "off the measured CPUs".
+        Ok(affinity)
+    } else if rest.is_empty() {
+        if a.trace || a.break_above.is_some() {
+            notes.push(
+                "--trace: every online CPU is measured; the trace is read on a measured CPU".into(),
+            );
+        }
+        Ok(affinity)
+    } else {
+        Ok(Some(rest))
+    }
+}
+
+/// Policy and priority, as cyclictest takes them: `-p` alone selects FIFO; a real-time policy without `-p`
+/// gets threads + 1.
+fn policy_and_priority(a: &CyclicArgs, threads: u32) -> anyhow::Result<(SchedPolicy, i32)> {
     let policy = a.policy.unwrap_or(if a.priority.is_some() {
         SchedPolicy::Fifo
     } else {
@@ -308,7 +328,34 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
         }
         (false, _) => 0,
     };
+    Ok((policy, priority))
+}
 
+/// Apply cyclictest's rules to the flags: thread count and placement, policy and priority, histogram and
+/// distance, duration and loops. Reads the CPU topology through `root`.
+pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<CyclicPlan>> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
+    let allowed = if root.is_live() {
+        rtgauge_probe::rt::current_affinity().intersection(&online)
+    } else {
+        online.clone()
+    };
+    let mut notes = Vec::new();
+    let Placement {
+        threads,
+        cpus,
+        main_cpus,
+    } = place(
+        a,
+        &Cpus {
+            online,
+            possible,
+            allowed,
+        },
+        &mut notes,
+    )?;
+    let (policy, priority) = policy_and_priority(a, threads)?;
     let hist_buckets = a.histofall.or(a.histogram);
     let distance_us = if hist_buckets.is_some() {
         0
@@ -383,7 +430,7 @@ mod tests {
 
     /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-15 on node 0, 16-31 on node 1.
     fn tree(online: &str, possible: &str) -> tempfile::TempDir {
-        crate::flags::cpu_tree(32, 16, online, possible)
+        crate::cpu_tree(32, 16, online, possible)
     }
 
     #[derive(clap::Parser)]

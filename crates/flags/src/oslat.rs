@@ -215,7 +215,7 @@ mod tests {
 
     /// A captured /sys tree: `online` and `possible` CPU lists; CPUs 0-7 on node 0, 8-15 on node 1.
     fn tree(online: &str, possible: &str) -> tempfile::TempDir {
-        crate::flags::cpu_tree(16, 8, online, possible)
+        crate::cpu_tree(16, 8, online, possible)
     }
 
     #[derive(clap::Parser)]

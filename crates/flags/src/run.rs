@@ -91,7 +91,7 @@ pub fn load_profile(name: &str) -> anyhow::Result<Profile> {
             names.join(", ")
         );
     }
-    let bytes = crate::cmd::read_user_file(path, "--profile", crate::cmd::MAX_DEFINITION_BYTES)?;
+    let bytes = super::read_user_file(path, "--profile", super::MAX_DEFINITION_BYTES)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "--profile {name}: not UTF-8 text (byte {})",

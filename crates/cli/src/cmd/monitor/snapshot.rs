@@ -1,0 +1,85 @@
+//! `--store-every`: the monitor's segments of one store period merged into one cyclic result, stored as a
+//! run (a month of monitoring then reports and compares like a run).
+
+use super::SEGMENT;
+use rtgauge_flags::monitor::MonitorArgs;
+use rtgauge_host::HostRoot;
+use rtgauge_model::cyclic::{CyclicConfig, CyclicResult};
+use rtgauge_model::latency::WindowRecorder;
+use rtgauge_model::run::{ProbeResult, RunStatus};
+use std::time::Instant;
+
+/// The segments of one store period, merged into one cyclic result.
+pub struct Accumulated {
+    pub started: Instant,
+    started_at: String,
+    before: rtgauge_host::accounting::Snapshot,
+    merged: Option<CyclicResult>,
+    windows: Vec<WindowRecorder>,
+    offset_ns: u64,
+}
+
+impl Accumulated {
+    pub fn new(config: &CyclicConfig) -> Accumulated {
+        Accumulated {
+            started: Instant::now(),
+            started_at: crate::output::now_rfc3339(),
+            before: rtgauge_host::accounting::read_snapshot(&HostRoot::live()),
+            merged: None,
+            windows: (0..config.threads)
+                .map(|_| WindowRecorder::new(SEGMENT.as_nanos() as u64))
+                .collect(),
+            offset_ns: 0,
+        }
+    }
+
+    pub fn absorb(&mut self, seg: CyclicResult) {
+        for (w, t) in self.windows.iter_mut().zip(&seg.threads) {
+            if let Ok(h) = t.latency.hdr.decode() {
+                w.push(&h, 1);
+            }
+        }
+        let offset = self.offset_ns;
+        self.offset_ns += seg.elapsed_ns;
+        match &mut self.merged {
+            None => {
+                let mut seg = seg;
+                seg.spikes.clear();
+                self.merged = Some(seg);
+            }
+            Some(m) => {
+                for (a, b) in m.threads.iter_mut().zip(seg.threads) {
+                    a.absorb(b, offset);
+                }
+                m.elapsed_ns += seg.elapsed_ns;
+                m.stop_reason = seg.stop_reason;
+            }
+        }
+    }
+
+    /// The period as a run document; `None` before the first segment ended. A snapshot is complete also
+    /// when SIGTERM cut its period short: it holds every sample of the time it covers, and stopping is how a
+    /// monitor ends.
+    pub fn document(&mut self, a: &MonitorArgs) -> Option<rtgauge_model::run::RunDocument> {
+        let root = HostRoot::live();
+        let mut r = self.merged.take()?;
+        for (t, w) in r.threads.iter_mut().zip(&self.windows) {
+            t.windows = w.windows();
+        }
+        r.config.duration_ns = Some(r.elapsed_ns);
+        r.accounting = Some(rtgauge_host::accounting::delta(
+            &self.before,
+            &rtgauge_host::accounting::read_snapshot(&root),
+        ));
+        let mut doc = crate::output::document(
+            self.started_at.clone(),
+            rtgauge_host::system::read_system_info(&root),
+            vec![ProbeResult::Cyclic(r)],
+            RunStatus::Complete,
+            Vec::new(),
+        );
+        doc.label = a.label.clone();
+        doc.tags.insert("source".into(), "monitor".into());
+        Some(doc)
+    }
+}
