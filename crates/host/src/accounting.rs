@@ -176,6 +176,46 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Accounting {
     }
 }
 
+/// Steal, IRQ and softirq time of every CPU since boot, seconds (`/proc/stat`), by CPU; empty when
+/// /proc/stat cannot be read.
+pub fn read_cpu_seconds(root: &HostRoot) -> BTreeMap<u32, CpuSeconds> {
+    let Ok(text) = root.read_text("/proc/stat") else {
+        return BTreeMap::new();
+    };
+    let (ticks, _) = parse_stat_times(&text);
+    let hz = 1e9 / tick_ns() as f64;
+    ticks
+        .into_iter()
+        .map(|(cpu, t)| {
+            (
+                cpu,
+                CpuSeconds {
+                    steal: t.steal as f64 / hz,
+                    irq: t.irq as f64 / hz,
+                    softirq: t.softirq as f64 / hz,
+                },
+            )
+        })
+        .collect()
+}
+
+impl From<CpuSeconds> for (f64, f64, f64) {
+    fn from(c: CpuSeconds) -> (f64, f64, f64) {
+        (c.steal, c.irq, c.softirq)
+    }
+}
+
+/// A CPU's steal, IRQ and softirq time since boot, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CpuSeconds {
+    /// Time the hypervisor stole.
+    pub steal: f64,
+    /// Time in hard IRQs.
+    pub irq: f64,
+    /// Time in softirqs.
+    pub softirq: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

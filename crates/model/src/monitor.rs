@@ -126,6 +126,15 @@ pub struct MonitorState {
 }
 
 impl MonitorState {
+    /// Set each watched CPU's steal, IRQ and softirq seconds since boot: (cpu → (steal, irq, softirq)).
+    pub fn set_cpu_times<T: Copy + Into<(f64, f64, f64)>>(&mut self, times: &BTreeMap<u32, T>) {
+        for c in &mut self.cpus {
+            if let Some(&t) = times.get(&c.cpu) {
+                (c.steal_s, c.irq_s, c.softirq_s) = t.into();
+            }
+        }
+    }
+
     /// Fold one segment's exact histograms and counters into the exported series.
     pub fn fold_segment(&mut self, r: &crate::cyclic::CyclicResult, gate_ns: u64) {
         for (c, t) in self.cpus.iter_mut().zip(&r.threads) {

@@ -130,7 +130,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
             warned = true;
         }
         lock(&state).fold_segment(&result, a.gate.as_ns());
-        read_cpu_times(&mut lock(&state));
+        lock(&state).set_cpu_times(&rtgauge_host::accounting::read_cpu_seconds(&live));
         if let Some(dir) = &a.textfile {
             write_textfile(dir, &lock(&state))?;
         }
@@ -252,23 +252,6 @@ fn segment_plan(a: &MonitorArgs, setup: &MonitorPlan) -> CyclicPlan {
             .map(|c| c.and_then(|c| read_cpu_node(&live, c)))
             .collect(),
         tick: Duration::from_millis(100),
-    }
-}
-
-/// Steal, IRQ and softirq time of the monitored CPUs since boot, from /proc/stat.
-fn read_cpu_times(state: &mut MonitorState) {
-    let Ok(text) = HostRoot::live().read_text("/proc/stat") else {
-        return;
-    };
-    let (ticks, _) = rtgauge_host::accounting::parse_stat_times(&text);
-    // USER_HZ from the host crate, so that the binary needs no unsafe code of its own.
-    let hz = 1e9 / rtgauge_host::accounting::tick_ns() as f64;
-    for c in &mut state.cpus {
-        if let Some(t) = ticks.get(&c.cpu) {
-            c.steal_s = t.steal as f64 / hz;
-            c.irq_s = t.irq as f64 / hz;
-            c.softirq_s = t.softirq as f64 / hz;
-        }
     }
 }
 
