@@ -3,7 +3,7 @@
 //! [`super::isolation`]'s table (catalogue order); like every §3 rule they are `n/a` without an RT CPU set I.
 
 use super::{Ctx, RuleOutcome};
-use rtgauge_host::parse::{key_value, parse_hex_mask, parse_key_values, render_hex_mask};
+use rtgauge_host::parse::{key_value, parse_hex_mask, parse_key_values};
 use rtgauge_model::audit::Evidence;
 use rtgauge_model::CpuSet;
 
@@ -35,7 +35,7 @@ pub(super) fn workqueue(c: &Ctx) -> RuleOutcome {
             read += 1;
             let on = m.intersection(iso);
             if !on.is_empty() {
-                bad.push(format!("{f}: {}", render_hex_mask(&m)));
+                bad.push(format!("{f}: {}", m.hex_mask()));
             }
         }
     }
@@ -46,7 +46,7 @@ pub(super) fn workqueue(c: &Ctx) -> RuleOutcome {
         if c.hk.is_empty() {
             "-".into()
         } else {
-            render_hex_mask(&c.hk)
+            c.hk.hex_mask()
         },
     ));
     if read == 0 {

@@ -107,6 +107,21 @@ impl CpuSet {
     pub fn as_slice(&self) -> &[u32] {
         &self.0
     }
+    /// The set as the kernel writes a cpumask (`tracing_cpumask`, `/proc/irq/N/smp_affinity`, `Cpus_allowed`):
+    /// 32-bit hex words, most significant first, comma-separated ("00000001,80000000" for CPUs 31-32).
+    pub fn hex_mask(&self) -> String {
+        let top = self.iter().max().unwrap_or(0) / 32;
+        let mut words = vec![0u32; top as usize + 1];
+        for c in self.iter() {
+            words[(c / 32) as usize] |= 1 << (c % 32);
+        }
+        words
+            .iter()
+            .rev()
+            .map(|w| format!("{w:08x}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
     /// CPUs in `self` that are not in `other`.
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
         CpuSet(

@@ -11,7 +11,7 @@
 
 use super::emit::{cmdline, files};
 use super::{Plan, Smt};
-use rtgauge_host::parse::{parse_cmdline, parse_hex_mask, render_hex_mask};
+use rtgauge_host::parse::{parse_cmdline, parse_hex_mask};
 use rtgauge_model::CpuSet;
 use std::path::{Path, PathBuf};
 
@@ -154,7 +154,7 @@ fn rewrite_status(text: &str, allowed: &CpuSet) -> String {
         if l.starts_with("Cpus_allowed_list:") {
             s.push_str(&format!("Cpus_allowed_list:\t{allowed}\n"));
         } else if l.starts_with("Cpus_allowed:") {
-            s.push_str(&format!("Cpus_allowed:\t{}\n", render_hex_mask(allowed)));
+            s.push_str(&format!("Cpus_allowed:\t{}\n", allowed.hex_mask()));
         } else {
             s.push_str(l);
             s.push('\n');
@@ -292,7 +292,7 @@ fn write_cmdline(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
 /// What the kernel derives from the command line: isolation files, RCU, default IRQ affinity, SMT.
 fn write_derived(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
     let i = &plan.isolated;
-    let hmask = render_hex_mask(&plan.housekeeping);
+    let hmask = plan.housekeeping.hex_mask();
     t.write("/sys/devices/system/cpu/isolated", &format!("{i}\n"))?;
     // The boot CPU is never nohz_full (no_hz.rst); CPU 0 is housekeeping in every plan anyway.
     t.write(
@@ -341,7 +341,7 @@ fn install_files(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
 fn write_irqs(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
     let i = &plan.isolated;
     let h = &plan.housekeeping;
-    let hmask = render_hex_mask(&plan.housekeeping);
+    let hmask = plan.housekeeping.hex_mask();
     let hk: Vec<u32> = h.iter().collect();
     let irqs: Vec<u32> = t
         .list("/proc/irq")
@@ -377,7 +377,7 @@ fn write_irqs(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
 
 /// Workqueues (tuned's [sysfs] plugin / workqueue.unbound_cpus) confined to H.
 fn write_workqueues(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
-    let hmask = render_hex_mask(&plan.housekeeping);
+    let hmask = plan.housekeeping.hex_mask();
     let mut wq = vec![
         "/sys/devices/virtual/workqueue/cpumask".to_string(),
         "/sys/bus/workqueue/devices/writeback/cpumask".to_string(),
@@ -458,7 +458,7 @@ fn write_rps(t: &mut Tree<'_>, plan: &Plan) -> Result<(), ApplyError> {
             let p = format!("/sys/class/net/{dev}/queues/{q}/rps_cpus");
             if let Some(m) = t.read(&p).and_then(|s| parse_hex_mask(s.trim()).ok()) {
                 if !m.intersection(i).is_empty() {
-                    t.write(&p, &format!("{}\n", render_hex_mask(&m.difference(i))))?;
+                    t.write(&p, &format!("{}\n", m.difference(i).hex_mask()))?;
                 }
             }
         }

@@ -4,7 +4,6 @@
 //! Every generated VM and pod definition passes rtgauge's own linters (tested in `crates/cli/tests/plan.rs`).
 
 use super::{Plan, PlanTarget, Smt, Vendor, VmPlan};
-use rtgauge_host::parse::render_hex_mask;
 
 /// One emitted file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -443,9 +442,9 @@ pub fn files(plan: &Plan, guest_mem_mib: Option<u64>) -> Vec<OutFile> {
                  # Kernel threads and tasks allowed on more than one CPU (rescuers, kcompactd, …) to the housekeeping CPUs:\n\
                  # before 6.10 a new workqueue mask does not move rescuers. Per-CPU kthreads refuse, and stay.\n\
                  for t in /proc/[0-9]*/task/[0-9]*; do case $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' \"$t/status\" 2>/dev/null) in *[-,]*) taskset -p -c {} \"${{t##*/}}\" > /dev/null 2>&1;; esac; done\n",
-                render_hex_mask(&plan.housekeeping),
+                plan.housekeeping.hex_mask(),
                 plan.housekeeping,
-                render_hex_mask(&plan.housekeeping),
+                plan.housekeeping.hex_mask(),
                 plan.housekeeping
             ),
             about: "run once as root (before the RT workload starts): IRQ, default IRQ, workqueue and unbound-task affinity to housekeeping without a reboot"

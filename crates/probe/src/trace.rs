@@ -489,7 +489,18 @@ impl TraceSession {
         };
         w("tracing_on", "0")?;
         w("trace_clock", "mono")?;
-        w("buffer_size_kb", &buffer_kb.to_string())?;
+        // Only the measured CPUs record, each into a buffer of `buffer_kb`; the instance's other CPUs keep
+        // the smallest buffer the kernel gives (a page each) instead of `buffer_kb` apiece: 2 measured
+        // CPUs of a 256-CPU host hold 16 MiB of kernel memory, not 2 GiB.
+        let measured = rtgauge_model::CpuSet::new(cpus.iter().copied());
+        w("tracing_cpumask", &measured.hex_mask())?;
+        w("buffer_size_kb", "1")?;
+        for &cpu in cpus {
+            w(
+                &format!("per_cpu/cpu{cpu}/buffer_size_kb"),
+                &buffer_kb.to_string(),
+            )?;
+        }
         for (sys, ev) in EVENTS {
             let _ = std::fs::write(dir.join("events").join(sys).join(ev).join("enable"), "1");
         }
