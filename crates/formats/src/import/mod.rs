@@ -13,7 +13,9 @@
 //! - oslat text (`write_summary()`, rt-tests 2.x): `Core:`, `Counter Freq:`, the `NNN (us):` bucket rows
 //!   (the last `(including overflows)`), `Minimum`, `Average`, `Maximum`, `Max-Min`, `Duration`, one
 //!   column per core. It is read into the JSON's shape and imported by the same code, so the text and the
-//!   JSON of one run store the same result (the text's average has 3 decimals).
+//!   JSON of one run store the same result (the text's average has 3 decimals);
+//! - rtgauge's own run documents (`export --format json`), e.g. from another machine, up to this
+//!   rtgauge's schema version.
 //!
 //! Refused, naming the thread: figures no measurement gives (avg outside [min, max], min above max, a
 //! negative average, figures without samples) — a thread that never completed a cycle is kept with the
@@ -26,6 +28,7 @@
 //! bounds; cyclictest's skipped periods (missed deadlines) are unknown.
 
 mod cyclictest;
+mod native;
 mod oslat;
 
 pub use cyclictest::{
@@ -69,7 +72,7 @@ impl AnyRtTests {
             let v: Value =
                 serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
             if v.get("schema_version").is_some() && v.get("probes").is_some() {
-                return crate::native::from_value(v);
+                return native::from_value(v);
             }
             let first = v
                 .get("thread")
