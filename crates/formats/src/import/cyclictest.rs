@@ -16,7 +16,7 @@ use serde_json::Value;
 
 /// Import a cyclictest `--json` file.
 pub fn parse_cyclictest_json(text: &str, file: &str) -> Result<RunDocument, ImportError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+    let v: Value = serde_json::from_str(text).map_err(ImportError::Json)?;
     cyclictest_json(&v, file)
 }
 

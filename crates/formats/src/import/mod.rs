@@ -69,8 +69,7 @@ impl AnyRtTests {
     /// The document of any format, before [`check_document`].
     fn import_unchecked(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
         if text.trim_start().starts_with('{') {
-            let v: Value =
-                serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+            let v: Value = serde_json::from_str(text).map_err(ImportError::Json)?;
             if v.get("schema_version").is_some() && v.get("probes").is_some() {
                 return native::from_value(v);
             }
@@ -94,11 +93,16 @@ impl AnyRtTests {
 }
 
 /// Why a file could not be imported.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    /// The file looked like JSON but does not parse (the parser's message).
+    // The parser's message is in the message too: `rtgauge import` shows this error as one line with `{}`
+    // (never as a chain), and the parser's error is the source for a caller that inspects it.
+    /// The file looked like JSON but does not parse.
     #[error("not JSON: {0}")]
-    Json(String),
+    Json(#[source] serde_json::Error),
+    /// The JSON does not have a run document's shape (`import` of an rtgauge document).
+    #[error("not JSON: not a valid run document: {0}")]
+    Document(#[source] serde_json::Error),
     /// A field is missing or holds a value that cannot be read.
     #[error("{field}: {reason}")]
     Field {

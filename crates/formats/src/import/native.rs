@@ -8,7 +8,7 @@ use serde_json::Value;
 
 impl Importer for NativeJson {
     fn import(&self, text: &str, _file: &str) -> Result<RunDocument, ImportError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+        let v: Value = serde_json::from_str(text).map_err(ImportError::Json)?;
         let doc = from_value(v)?;
         check_document(&doc)?;
         Ok(doc)
@@ -30,6 +30,5 @@ pub(super) fn from_value(value: Value) -> Result<RunDocument, ImportError> {
             ),
         ));
     }
-    serde_json::from_value(value)
-        .map_err(|e| ImportError::Json(format!("not a valid run document: {e}")))
+    serde_json::from_value(value).map_err(ImportError::Document)
 }

@@ -30,7 +30,7 @@ pub struct OslatJson;
 
 impl Importer for OslatJson {
     fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+        let v: Value = serde_json::from_str(text).map_err(ImportError::Json)?;
         oslat_json(&v, file)
     }
 }
