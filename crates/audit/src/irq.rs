@@ -2,8 +2,7 @@
 //! CPUs between two samples, and RPS receive steering. The rules are listed in [`super::isolation`]'s table
 //! (catalogue order); like every §3 rule they are `n/a` without an RT CPU set I.
 
-use super::isolation::set_or;
-use super::{Ctx, RuleOutcome};
+use super::{set_or, Ctx, RuleOutcome};
 use rtgauge_host::parse::{
     key_value, parse_counter_table, parse_hex_mask, parse_isolcpus, parse_key_values,
 };

@@ -5,7 +5,7 @@
 
 use super::irq::{irq_activity, irq_affinity, irqbalance, rps};
 use super::tasks::{kthread_prios, systemd_affinity, tasks_on_isolated, workqueue};
-use super::{Ctx, Rule, RuleOutcome};
+use super::{set_or, Ctx, Rule, RuleOutcome};
 use rtgauge_host::parse::{parse_cpu_list_param, parse_isolcpus, ParseError};
 use rtgauge_model::audit::{Evidence, Severity};
 use rtgauge_model::CpuSet;
@@ -153,15 +153,6 @@ pub static RULES: [Rule; 14] = [
         check: rps,
     },
 ];
-
-/// A CPU set for a summary: the list, `(empty)`, or `absent`.
-pub(super) fn set_or(set: &Option<CpuSet>) -> String {
-    match set {
-        Some(set) if set.is_empty() => "(empty)".into(),
-        Some(set) => set.to_string(),
-        None => "absent".into(),
-    }
-}
 
 fn isolcpus(c: &Ctx) -> RuleOutcome {
     let sev = if c.target.is_guest() {

@@ -113,6 +113,15 @@ impl RuleOutcome {
     }
 }
 
+/// A CPU set for a rule's summary or evidence: the list, `(empty)`, or `absent`.
+fn set_or(set: &Option<CpuSet>) -> String {
+    match set {
+        Some(set) if set.is_empty() => "(empty)".into(),
+        Some(set) => set.to_string(),
+        None => "absent".into(),
+    }
+}
+
 /// One catalogue rule.
 pub struct Rule {
     /// Stable rule id (`cmdline-isolcpus`), as reports and profiles name it.

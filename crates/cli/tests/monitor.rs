@@ -321,8 +321,9 @@ fn sigterm_stops_within_a_second_and_stores_the_last_snapshot() {
         db.to_str().unwrap(),
     ]);
     std::thread::sleep(Duration::from_secs(3));
-    // SAFETY: kill(2) on our own child's pid.
     assert_eq!(
+        // SAFETY: kill(2) takes plain integers; the pid is our own child's, not yet waited for, so it
+        // cannot have been reused by another process.
         unsafe { libc::kill(monitor.0.id() as i32, libc::SIGTERM) },
         0
     );

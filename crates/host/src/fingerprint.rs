@@ -64,8 +64,8 @@ pub fn read_topology(root: &HostRoot, cpus: &CpuSet) -> BTreeMap<u32, CpuTopo> {
 /// small captures hold only the masks) and its `topology/{thread_siblings_list,physical_package_id,core_id}`;
 /// every `node/nodeN/cpulist`; with `nic`, that NIC's `device/numa_node` (-1 or a node of the machine).
 pub fn check_topology_files(root: &HostRoot, nic: Option<&str>) -> Result<(), String> {
-    let online =
-        crate::cpu::read_cpu_mask(root, crate::cpu::CpuMask::Online).map_err(|e| e.to_string())?;
+    let online = crate::cpu::read_cpu_mask(root, crate::cpu::CpuMask::Online)
+        .map_err(|e| rtgauge_model::error::one_line(&e))?;
     let cpu_dir = "/sys/devices/system/cpu";
     let has_cpu_dirs = root.list_dir(cpu_dir).iter().any(|n| {
         n.strip_prefix("cpu")

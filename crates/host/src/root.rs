@@ -60,16 +60,18 @@ pub struct ReadLog {
 /// A host file could not be read or understood. Always names the path.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    // The cause is in the message, not a `source` (a chained report would print it twice).
-    /// The file could not be read.
-    #[error("cannot read {path}: {cause}")]
+    /// The file could not be read. The cause is the `source`, not part of the message: a chained report
+    /// (the binary's) prints "cannot read PATH: CAUSE"; [`rtgauge_model::error::one_line`] gives that line.
+    #[error("cannot read {path}")]
     Read {
         /// The kernel path (as seen by the platform, not the root's directory).
         path: String,
         /// Why the read failed.
+        #[source]
         cause: std::io::Error,
     },
-    /// The file was read but its content is not what the kernel writes there.
+    /// The file was read but its content is not what the kernel writes there. (`reason` is the parser's
+    /// message as text: the binary matches this variant and prints it.)
     #[error("cannot parse {path}: {reason}")]
     Parse {
         /// The kernel path.
@@ -476,7 +478,7 @@ mod tests {
             ("/proc/stat", "not a regular file (a FIFO)"),
             ("/proc/kcore", "larger than 16 MiB"),
         ] {
-            let e = r.read_text(path).unwrap_err().to_string();
+            let e = rtgauge_model::error::one_line(&r.read_text(path).unwrap_err());
             assert!(e.contains(path) && e.contains(why), "{path}: {e}");
         }
         // `..` stops at the top of the tree: this lists the tree, not the machine's /.

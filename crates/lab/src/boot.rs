@@ -256,9 +256,11 @@ impl Guest {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
-        // SAFETY: getpid before the fork; the closure runs in the child before exec and makes only
-        // async-signal-safe system calls.
+        // SAFETY: getpid has no preconditions and cannot fail.
         let parent = unsafe { libc::getpid() };
+        // SAFETY: the closure runs in the child between fork and exec, where only async-signal-safe calls
+        // are sound: it makes only prctl, getppid, _exit and setpriority (system calls, no allocation, no
+        // lock) and touches no state but the copied `parent`.
         unsafe {
             cmd.pre_exec(move || {
                 // Killed with this test process, even by SIGKILL (the thread that forks also waits).

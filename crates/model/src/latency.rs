@@ -187,15 +187,18 @@ pub fn percentiles(histogram: &Histogram, percentiles: &[f64], max_ns: u64) -> V
 #[serde(transparent)]
 pub struct HdrBlob(pub String);
 
-/// Why a stored histogram could not be read back.
+/// Why a stored histogram could not be read back (the decoder's error is the `source`).
 #[derive(Debug, thiserror::Error)]
 pub enum HdrError {
     /// The stored text is not base64.
-    #[error("histogram is not valid base64: {0}")]
+    #[error("histogram is not valid base64")]
     Base64(#[from] base64::DecodeError),
-    /// The bytes are not an HdrHistogram V2 + DEFLATE serialisation (the decoder's message).
-    #[error("histogram is not a valid HdrHistogram V2 blob: {0}")]
-    Decode(String),
+    /// The bytes are not an HdrHistogram V2 + DEFLATE serialisation.
+    #[error("histogram is not a valid HdrHistogram V2 blob")]
+    Decode(#[source] hdrhistogram::serialization::DeserializeError),
+    /// The histogram read does not fit the standard 1 ns–[`HIGHEST_NS`] range.
+    #[error("histogram does not fit the standard range")]
+    Range(#[source] hdrhistogram::errors::AdditionError),
 }
 
 impl HdrBlob {
@@ -219,11 +222,10 @@ impl HdrBlob {
         let mut cursor = std::io::Cursor::new(bytes);
         let h: Histogram = Deserializer::new()
             .deserialize(&mut cursor)
-            .map_err(|e| HdrError::Decode(format!("{e:?}")))?;
+            .map_err(HdrError::Decode)?;
         // Re-bound to the standard range so merges never need to resize.
         let mut out = new_histogram();
-        out.add(&h)
-            .map_err(|e| HdrError::Decode(format!("{e:?}")))?;
+        out.add(&h).map_err(HdrError::Range)?;
         Ok(out)
     }
 }

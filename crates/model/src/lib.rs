@@ -16,6 +16,7 @@ pub mod audit;
 pub mod capacity;
 pub mod cpuset;
 pub mod cyclic;
+pub mod error;
 pub mod fingerprint;
 pub mod judge;
 pub mod latency;

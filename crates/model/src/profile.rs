@@ -147,9 +147,17 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 /// Why a profile was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
-    /// The file is not valid TOML, or does not have a profile's shape (message with line and column).
-    #[error("invalid TOML: {0}")]
-    Toml(String),
+    /// The file is not valid TOML, or does not have a profile's shape. The message is the parser's, on one
+    /// line with its line and column (the binary shows this error with `{}`, never as a chain); the
+    /// parser's error is the source.
+    #[error("invalid TOML: {message}")]
+    Toml {
+        /// The parser's message, `line L, column C: …`.
+        message: String,
+        /// The parser's error.
+        #[source]
+        cause: toml::de::Error,
+    },
     /// A field's value was refused: which field, and why.
     #[error("{field}: {reason}")]
     Field {
@@ -235,8 +243,10 @@ impl ProfileSpec {
 
 /// Parse and validate a TOML profile.
 pub fn parse_profile(text: &str) -> Result<Profile, ProfileError> {
-    let spec: ProfileSpec =
-        toml::from_str(text).map_err(|e| ProfileError::Toml(toml_error(text, &e)))?;
+    let spec: ProfileSpec = toml::from_str(text).map_err(|cause| ProfileError::Toml {
+        message: toml_error(text, &cause),
+        cause,
+    })?;
     spec.validate()
 }
 

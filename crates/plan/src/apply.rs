@@ -41,13 +41,14 @@ pub enum ApplyError {
     /// The destination lies inside the source tree.
     #[error("--apply-to-tree {0}: inside the --root tree it copies (give a directory outside it)")]
     InsideSource(String),
-    /// A file or directory of the copy could not be read or written.
-    // The cause is in the message and not a `#[source]`: with both, a chained report printed it twice.
-    #[error("--apply-to-tree {path}: {cause}")]
+    /// A file or directory of the copy could not be read or written. The I/O error is the `source`, not
+    /// part of the message: the binary prints the chain ("--apply-to-tree PATH: CAUSE").
+    #[error("--apply-to-tree {path}")]
     Io {
         /// The file or directory, as on this machine.
         path: String,
         /// The I/O error.
+        #[source]
         cause: std::io::Error,
     },
 }

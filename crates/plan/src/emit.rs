@@ -34,9 +34,41 @@ fn p(token: impl Into<String>, why: &'static str) -> Param {
 
 /// The kernel command line parameters of the plan.
 pub fn kernel_params(plan: &Plan) -> Vec<Param> {
+    let mut v = isolation_params(plan);
+    if matches!(plan.vendor, Vendor::Intel | Vendor::Amd) {
+        v.push(p(
+            "tsc=reliable",
+            "no clocksource watchdog re-checking the TSC from a timer on every CPU",
+        ));
+    }
+    if !plan.target.is_guest() {
+        v.extend(bare_metal_params(plan.vendor));
+    }
+    if plan.smt == Smt::Off && !plan.offline.is_empty() {
+        v.push(p(
+            "nosmt",
+            "one thread per core online: no sibling shares the RT core's execution units",
+        ));
+    }
+    v.extend(hugepage_params(plan));
+    if plan.target == PlanTarget::KvmHost {
+        v.extend(kvm_host_params(plan.vendor));
+    }
+    if plan.target == PlanTarget::K8s {
+        v.push(p(
+            format!("systemd.cpu_affinity={}", plan.housekeeping),
+            "PID 1 and every service start on housekeeping CPUs",
+        ));
+    }
+    v
+}
+
+/// What every plan sets: the isolated CPUs (I) kept free of load balancing, ticks, RCU callbacks, IRQs and
+/// watchdogs, and no transparent huge pages.
+fn isolation_params(plan: &Plan) -> Vec<Param> {
     let i = &plan.isolated;
     let h = &plan.housekeeping;
-    let mut v = vec![
+    vec![
         p(
             format!("isolcpus=managed_irq,domain,{i}"),
             "no scheduler load balancing onto I; kernel-managed IRQs (NVMe, multiqueue NICs) avoid I",
@@ -68,90 +100,86 @@ pub fn kernel_params(plan: &Plan) -> Vec<Param> {
             "transparent_hugepage=never",
             "no khugepaged scans or compaction stalls; RT memory uses reserved huge pages instead",
         ),
-    ];
-    if matches!(plan.vendor, Vendor::Intel | Vendor::Amd) {
-        v.push(p(
-            "tsc=reliable",
-            "no clocksource watchdog re-checking the TSC from a timer on every CPU",
-        ));
-    }
-    if !plan.target.is_guest() {
-        v.push(p(
-            "mce=ignore_ce",
-            "no corrected-machine-check polling timer on every CPU",
-        ));
-        match plan.vendor {
-            Vendor::Intel => {
-                v.push(p(
-                    "intel_pstate=disable",
-                    "acpi-cpufreq with the performance governor (tuned realtime's model): no P-state transitions",
-                ));
-                v.push(p(
-                    "processor.max_cstate=1",
-                    "ACPI idle: C1 at most (wake-up in ~1-2 µs)",
-                ));
-                v.push(p(
-                    "intel_idle.max_cstate=1",
-                    "intel_idle: C1 at most (C6 costs ~100-200 µs to leave)",
-                ));
-            }
-            Vendor::Amd => {
-                v.push(p(
-                    "amd_pstate=disable",
-                    "acpi-cpufreq with the performance governor: no CPPC frequency changes",
-                ));
-                v.push(p(
-                    "processor.max_cstate=1",
-                    "ACPI idle: C1 at most (AMD C2 costs hundreds of µs to leave)",
-                ));
-            }
-            Vendor::Other => {}
-        }
-    }
-    if plan.smt == Smt::Off && !plan.offline.is_empty() {
-        v.push(p(
-            "nosmt",
-            "one thread per core online: no sibling shares the RT core's execution units",
-        ));
-    }
-    let pages = plan.total_hugepages_1g();
-    if pages > 0 {
-        let per_node: Vec<String> = plan
-            .nodes
-            .iter()
-            .filter(|n| n.hugepages_1g > 0)
-            .map(|n| format!("{}:{}", n.id, n.hugepages_1g))
-            .collect();
-        v.push(p(
-            "default_hugepagesz=1G",
-            "1 GiB pages: no TLB misses walking RT memory",
-        ));
-        v.push(p("hugepagesz=1G", "reserve 1 GiB pages at boot"));
-        v.push(p(
-            format!("hugepages={}", per_node.join(",")),
-            "pages per NUMA node (node:count), reserved where each RT consumer runs",
-        ));
-    }
-    if plan.target == PlanTarget::KvmHost {
-        v.push(p(
-            "kvm.kvmclock_periodic_sync=N",
-            "no periodic kvmclock update work on the vCPU threads",
-        ));
-        v.push(p(
-            "kvm.nx_huge_pages=N",
-            "no huge-page splitting and recovery thread (iTLB multihit mitigation off: trusted guests only)",
-        ));
-        if plan.vendor == Vendor::Intel {
+    ]
+}
+
+/// What only a kernel on the hardware sets (a guest's are the hypervisor's business): no corrected
+/// machine-check polling, and the vendor's frequency and idle-state limits.
+fn bare_metal_params(vendor: Vendor) -> Vec<Param> {
+    let mut v = vec![p(
+        "mce=ignore_ce",
+        "no corrected-machine-check polling timer on every CPU",
+    )];
+    match vendor {
+        Vendor::Intel => {
             v.push(p(
-                "kvm_intel.ple_gap=0",
-                "no pause-loop exits: a spinning RT vCPU is not descheduled",
+                "intel_pstate=disable",
+                "acpi-cpufreq with the performance governor (tuned realtime's model): no P-state transitions",
+            ));
+            v.push(p(
+                "processor.max_cstate=1",
+                "ACPI idle: C1 at most (wake-up in ~1-2 µs)",
+            ));
+            v.push(p(
+                "intel_idle.max_cstate=1",
+                "intel_idle: C1 at most (C6 costs ~100-200 µs to leave)",
             ));
         }
+        Vendor::Amd => {
+            v.push(p(
+                "amd_pstate=disable",
+                "acpi-cpufreq with the performance governor: no CPPC frequency changes",
+            ));
+            v.push(p(
+                "processor.max_cstate=1",
+                "ACPI idle: C1 at most (AMD C2 costs hundreds of µs to leave)",
+            ));
+        }
+        Vendor::Other => {}
     }
-    if plan.target == PlanTarget::K8s {
+    v
+}
+
+/// The 1 GiB huge pages the plan reserves, per NUMA node; none when it reserves none.
+fn hugepage_params(plan: &Plan) -> Vec<Param> {
+    if plan.total_hugepages_1g() == 0 {
+        return Vec::new();
+    }
+    let per_node: Vec<String> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.hugepages_1g > 0)
+        .map(|n| format!("{}:{}", n.id, n.hugepages_1g))
+        .collect();
+    vec![
+        p(
+            "default_hugepagesz=1G",
+            "1 GiB pages: no TLB misses walking RT memory",
+        ),
+        p("hugepagesz=1G", "reserve 1 GiB pages at boot"),
+        p(
+            format!("hugepages={}", per_node.join(",")),
+            "pages per NUMA node (node:count), reserved where each RT consumer runs",
+        ),
+    ]
+}
+
+/// What a KVM host sets so its RT guests' vCPU threads are left alone.
+fn kvm_host_params(vendor: Vendor) -> Vec<Param> {
+    let mut v = vec![
+        p(
+            "kvm.kvmclock_periodic_sync=N",
+            "no periodic kvmclock update work on the vCPU threads",
+        ),
+        p(
+            "kvm.nx_huge_pages=N",
+            "no huge-page splitting and recovery thread (iTLB multihit mitigation off: trusted guests only)",
+        ),
+    ];
+    if vendor == Vendor::Intel {
         v.push(p(
-            format!("systemd.cpu_affinity={h}"),
-            "PID 1 and every service start on housekeeping CPUs",
+            "kvm_intel.ple_gap=0",
+            "no pause-loop exits: a spinning RT vCPU is not descheduled",
         ));
     }
     v

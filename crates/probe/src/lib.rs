@@ -28,6 +28,7 @@ pub mod ops;
 pub mod oslat;
 pub mod programs;
 pub mod rt;
+pub mod scratch;
 pub mod stop;
 pub mod trace;
 

@@ -54,48 +54,14 @@ pub struct Load {
     scratch: Option<PathBuf>,
 }
 
-/// Remove scratch directories of runs that are gone (`rtgauge-load-PID` whose PID is not alive).
-pub fn clean_leftovers(scratch: &Path) {
-    // A killed run's external command group goes before its directory (which names the group).
-    crate::load_cmd::kill_leftover_groups(scratch);
-    for dir in leftover_dirs(scratch) {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
-
-/// The scratch directories (`rtgauge-load-PID`) of runs whose process is gone. A process that exists but
-/// belongs to someone else (EPERM) counts as alive.
-pub(crate) fn leftover_dirs(scratch: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(scratch) else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name
-                .strip_prefix("rtgauge-load-")
-                .and_then(|p| p.parse::<i32>().ok())
-                .filter(|&p| p > 0)
-            else {
-                return false;
-            };
-            // SAFETY: kill with signal 0 only asks whether the process exists.
-            let alive = unsafe { libc::kill(pid, 0) } == 0
-                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-            !alive
-        })
-        .map(|e| e.path())
-        .collect()
-}
-
 impl Load {
     /// Start one generator per kind and CPU.
     pub fn start(plan: &LoadPlan) -> std::io::Result<Load> {
-        clean_leftovers(&plan.scratch);
-        let scratch = plan.kinds.contains(&LoadKind::Io).then(|| {
-            plan.scratch
-                .join(format!("rtgauge-load-{}", std::process::id()))
-        });
+        crate::scratch::clean_leftovers(&plan.scratch);
+        let scratch = plan
+            .kinds
+            .contains(&LoadKind::Io)
+            .then(|| crate::scratch::own_dir(&plan.scratch));
         if let Some(dir) = &scratch {
             std::fs::create_dir_all(dir)?;
         }

@@ -30,22 +30,6 @@ pub struct CommandLoad {
     done: bool,
 }
 
-/// Kill the process groups recorded by runs that are gone (`rtgauge-load-PID/cmd.pgid` whose PID is not
-/// alive). [`crate::load::clean_leftovers`] calls it before it removes their directories.
-pub fn kill_leftover_groups(scratch: &Path) {
-    for dir in crate::load::leftover_dirs(scratch) {
-        let Some(pgid) = std::fs::read_to_string(dir.join("cmd.pgid"))
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-            .filter(|g| *g > 1)
-        else {
-            continue;
-        };
-        // SAFETY: signals a process group this tool created (its id was written when it was made).
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    }
-}
-
 impl CommandLoad {
     /// Start `command` under `/bin/sh -c`, optionally restricted to `cpus`; stdout goes to /dev/null (the
     /// probe's output stays clean), stderr is inherited (its errors stay visible).
@@ -54,8 +38,8 @@ impl CommandLoad {
         cpus: Option<&CpuSet>,
         scratch: &Path,
     ) -> std::io::Result<CommandLoad> {
-        crate::load::clean_leftovers(scratch);
-        let dir = scratch.join(format!("rtgauge-load-{}", std::process::id()));
+        crate::scratch::clean_leftovers(scratch);
+        let dir = crate::scratch::own_dir(scratch);
         std::fs::create_dir_all(&dir)?;
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
@@ -94,7 +78,7 @@ impl CommandLoad {
         let pid = child.id() as i32;
         // The Child handle is not kept: wait4 below reaps it and gives its rusage, which std does not.
         drop(child);
-        let marker = dir.join("cmd.pgid");
+        let marker = dir.join(crate::scratch::PGID_FILE);
         std::fs::write(&marker, pid.to_string())?;
         Ok(CommandLoad {
             command: command.to_string(),

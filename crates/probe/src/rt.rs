@@ -140,9 +140,10 @@ fn cpuset_to_libc(cpus: &CpuSet) -> Option<libc::cpu_set_t> {
 
 /// CPUs the calling thread may run on.
 pub fn current_affinity() -> CpuSet {
-    // SAFETY: zeroed cpu_set_t is valid; sched_getaffinity(0) writes at most its size.
+    // SAFETY: cpu_set_t is a plain bit array: all zeroes is a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let ok =
+        // SAFETY: `set` is a live cpu_set_t and the size passed is its size: the kernel writes within it.
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
             == 0;
     if !ok {

@@ -31,9 +31,11 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// Why tracing could not start; the probe then runs with counters only.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    // The OS error is in each message (the session shows this error as its one-line --trace warning, never
+    // as a chain) and is also the source, for a caller that inspects it.
     /// Tracefs could not be reached.
     #[error("tracefs at {TRACEFS} is not readable and mounting it failed ({0}): needs root")]
-    NoTracefs(std::io::Error),
+    NoTracefs(#[source] std::io::Error),
     /// Reading or writing a tracefs file failed.
     #[error("{path}: {source}")]
     Io {

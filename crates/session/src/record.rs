@@ -55,7 +55,8 @@ impl<'a> Recorder<'a> {
         match self.store.update(self.id, doc) {
             Ok(()) => true,
             Err(e) => {
-                self.failed.get_or_insert_with(|| e.to_string());
+                self.failed
+                    .get_or_insert_with(|| rtgauge_model::error::one_line(&e));
                 false
             }
         }

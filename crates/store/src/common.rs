@@ -116,10 +116,7 @@ pub(crate) fn mark_interrupted(document: &mut RunDocument) {
 
 /// Stored run `id`'s JSON text as a document.
 pub(crate) fn parse_document(id: i64, text: &str) -> Result<RunDocument, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-        id,
-        reason: e.to_string(),
-    })
+    serde_json::from_str(text).map_err(|cause| StoreError::Corrupt { id, cause })
 }
 
 /// The error for a selector that matched no run, naming what was asked for.
@@ -143,10 +140,7 @@ fn with_uuid(
 }
 
 pub(crate) fn to_json(document: &RunDocument, id: i64) -> Result<String, StoreError> {
-    serde_json::to_string(document).map_err(|e| StoreError::Corrupt {
-        id,
-        reason: e.to_string(),
-    })
+    serde_json::to_string(document).map_err(|cause| StoreError::Corrupt { id, cause })
 }
 
 /// The migration that gives runs stored before `uuid` existed their derived id (in the column and in the

@@ -29,33 +29,38 @@ pub use sqlite::SqliteStore;
 use rtgauge_model::run::{RunDocument, RunStatus};
 
 /// Why a store operation failed.
+///
+/// A message does not repeat its cause: the cause is the error's `source`, and the binary prints the chain
+/// (anyhow's `{:#}`: "database PATH: CAUSE"); [`rtgauge_model::error::one_line`] gives the same line.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    // The cause is part of the message and deliberately not an error `source`: with both, a chained
-    // report (anyhow's `{:#}`) printed it twice ("… is malformed: … is malformed").
     /// SQLite refused an operation.
-    #[error("database {path}: {cause}")]
+    #[error("database {path}")]
     Sqlite {
         /// The database file.
         path: String,
-        /// SQLite's error.
-        cause: rusqlite::Error,
+        /// SQLite's error (a `rusqlite::Error`).
+        #[source]
+        cause: ClientError,
     },
     /// The PostgreSQL server or client refused an operation.
-    #[error("database {url}: {cause}")]
+    #[error("database {url}")]
     Postgres {
         /// The server's URL, without its password.
         url: String,
-        /// The client's message, with its source (e.g. "connection refused").
-        cause: String,
+        /// The client's error (a `postgres::Error`; setting up TLS, a `native_tls::Error` or the
+        /// `std::io::Error` of reading `RTGAUGE_DB_CA`).
+        #[source]
+        cause: ClientError,
     },
     /// The database file's directory could not be created.
-    #[error("cannot create {path}: {cause}")]
+    #[error("cannot create {path}")]
     Io {
         /// The directory.
         path: String,
         /// The OS error.
+        #[source]
         cause: std::io::Error,
     },
     /// A run with this uuid is stored already (the uuid is the payload).
@@ -65,12 +70,13 @@ pub enum StoreError {
     #[error("run {0} not found")]
     NotFound(String),
     /// A stored document does not parse as a run document.
-    #[error("stored run {id} is not a valid run document: {reason}")]
+    #[error("stored run {id} is not a valid run document")]
     Corrupt {
         /// The run's id in the store.
         id: i64,
-        /// The parser's message.
-        reason: String,
+        /// The parser's error.
+        #[source]
+        cause: serde_json::Error,
     },
     /// A `scheme://` store other than PostgreSQL.
     #[error("--db/--to {url}: '{scheme}://' is not a store rtgauge knows (postgresql:// or a SQLite file path)")]
@@ -91,6 +97,47 @@ pub enum StoreError {
         supported: i64,
     },
 }
+
+/// What a database client said when a store operation failed: its error kept whole for a caller that
+/// inspects it ([`ClientError::error`], to downcast: an SQLite busy code, a PostgreSQL SQLSTATE), and the
+/// one line rtgauge prints for it.
+///
+/// It ends a store error's chain (no `source`): the clients' errors return their own cause as their
+/// `source` although their message already says it — rusqlite's adds the SQLite code ("… is malformed:
+/// Error code 11: The database disk image is malformed"), postgres's the I/O error its message quotes — so
+/// a chained report printed it twice. The line says it once.
+#[derive(Debug)]
+pub struct ClientError {
+    line: String,
+    error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl ClientError {
+    /// `error`, shown as `line`.
+    fn new(
+        line: impl Into<String>,
+        error: Box<dyn std::error::Error + Send + Sync>,
+    ) -> ClientError {
+        ClientError {
+            line: line.into(),
+            error,
+        }
+    }
+
+    /// The client's own error: a `rusqlite::Error`, a `postgres::Error`, a `native_tls::Error` or a
+    /// `std::io::Error` (see the [`StoreError`] variant that holds it).
+    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.error
+    }
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+impl std::error::Error for ClientError {}
 
 /// One line of `runs list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,7 +277,7 @@ mod url_tests {
     fn other_schemes_are_refused_not_taken_for_file_paths() {
         let spec = std::path::PathBuf::from("http://u:SECRETPW@x/db");
         let err = match open_store(&spec) {
-            Err(e) => e.to_string(),
+            Err(e) => rtgauge_model::error::one_line(&e),
             Ok(_) => String::from("opened"),
         };
         assert!(err.contains("'http://' is not a store"), "{err}");

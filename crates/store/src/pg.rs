@@ -16,7 +16,7 @@ use crate::common::{
     backfill_uuid, insert_new, insert_pushed, mark_interrupted, not_found, parse_document,
     probes_of, status_from, to_json, updated_json, Writer, LIST_SQL,
 };
-use crate::{RunStore, RunSummary, Selector, StoreError};
+use crate::{ClientError, RunStore, RunSummary, Selector, StoreError};
 use postgres::error::SqlState;
 use postgres::{Client, GenericClient};
 use rtgauge_model::run::RunDocument;
@@ -112,12 +112,13 @@ impl PgStore {
     /// Connect (TLS as `sslmode` says) and migrate.
     pub fn connect(url: &str) -> Result<PgStore, StoreError> {
         let shown = redact_url(url);
-        let fail = |cause: String| StoreError::Postgres {
-            url: shown.clone(),
-            cause,
-        };
+        let fail =
+            |line: String, error: Box<dyn std::error::Error + Send + Sync>| StoreError::Postgres {
+                url: shown.clone(),
+                cause: ClientError::new(line, error),
+            };
         let mut config = postgres::Config::from_str(url)
-            .map_err(|e| fail(format!("not a valid PostgreSQL URL: {e}")))?;
+            .map_err(|e| fail(format!("not a valid PostgreSQL URL: {e}"), e.into()))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -129,8 +130,8 @@ impl PgStore {
                 &fail,
             )?))
         };
-        let client =
-            connected.map_err(|e| fail(format!("cannot connect: {}", with_sources(&e))))?;
+        let client = connected
+            .map_err(|e| fail(format!("cannot connect: {}", with_sources(&e)), e.into()))?;
         let mut store = PgStore { client, url: shown };
         store.migrate()?;
         Ok(store)
@@ -318,37 +319,43 @@ impl PgStore {
     }
 }
 
-/// A client error as one line: the server's own message for a database error, the client's (with its
-/// cause: "connection refused", "connection closed") otherwise.
-fn pg_error(url: &str, e: &postgres::Error) -> StoreError {
-    let cause = match e.as_db_error() {
+/// A client error, shown as one line: the server's own message for a database error, the client's (with
+/// its cause: "connection refused", "connection closed") otherwise.
+fn pg_error(url: &str, e: postgres::Error) -> StoreError {
+    let line = match e.as_db_error() {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => with_sources(e),
+        None => with_sources(&e),
     };
     StoreError::Postgres {
         url: url.to_string(),
-        cause,
+        cause: ClientError::new(line, Box::new(e)),
     }
 }
 
 /// [`pg_error`] for the server at `url` (without its password), as a `map_err` argument.
 fn pg_errors(url: &str) -> impl Fn(postgres::Error) -> StoreError + Copy + '_ {
-    move |e| pg_error(url, &e)
+    move |e| pg_error(url, e)
 }
 
 /// The TLS side: the system's CA store, plus `RTGAUGE_DB_CA` when set.
 fn tls_connector(
-    fail: &impl Fn(String) -> StoreError,
+    fail: &impl Fn(String, Box<dyn std::error::Error + Send + Sync>) -> StoreError,
 ) -> Result<native_tls::TlsConnector, StoreError> {
     let mut tls = native_tls::TlsConnector::builder();
     if let Some(ca) = std::env::var_os("RTGAUGE_DB_CA").filter(|v| !v.is_empty()) {
         let shown = std::path::Path::new(&ca).display().to_string();
-        let pem = std::fs::read(&ca).map_err(|e| fail(format!("RTGAUGE_DB_CA {shown}: {e}")))?;
-        let cert = native_tls::Certificate::from_pem(&pem)
-            .map_err(|e| fail(format!("RTGAUGE_DB_CA {shown}: not a PEM certificate: {e}")))?;
+        let pem = std::fs::read(&ca)
+            .map_err(|e| fail(format!("RTGAUGE_DB_CA {shown}: {e}"), e.into()))?;
+        let cert = native_tls::Certificate::from_pem(&pem).map_err(|e| {
+            fail(
+                format!("RTGAUGE_DB_CA {shown}: not a PEM certificate: {e}"),
+                e.into(),
+            )
+        })?;
         tls.add_root_certificate(cert);
     }
-    tls.build().map_err(|e| fail(format!("TLS setup: {e}")))
+    tls.build()
+        .map_err(|e| fail(format!("TLS setup: {e}"), e.into()))
 }
 
 /// An error and its sources on one line: the client's own message is generic ("error connecting to

@@ -4,7 +4,7 @@ use crate::common::{
     backfill_uuid, insert_new, insert_pushed, mark_interrupted, not_found, parse_document,
     probes_of, status_from, to_json, updated_json, Writer, LIST_SQL,
 };
-use crate::{RunStore, RunSummary, Selector, StoreError};
+use crate::{ClientError, RunStore, RunSummary, Selector, StoreError};
 use rtgauge_model::run::RunDocument;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
@@ -68,9 +68,9 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
 
 /// A SQLite error as a store error naming the database file.
 fn sqlite_error(path: &str) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
-    move |cause| StoreError::Sqlite {
+    move |e| StoreError::Sqlite {
         path: path.to_string(),
-        cause,
+        cause: ClientError::new(e.to_string(), Box::new(e)),
     }
 }
 

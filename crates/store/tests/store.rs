@@ -434,7 +434,7 @@ fn postgres_server_down_is_one_clear_error() {
     let url = srv.url();
     srv.stop();
     let e = match open_store(Path::new(&url)) {
-        Err(e) => e.to_string(),
+        Err(e) => rtgauge_model::error::one_line(&e),
         Ok(_) => panic!("connected to a stopped server"),
     };
     assert!(e.contains("cannot connect"), "{e}");
@@ -445,7 +445,7 @@ fn postgres_server_down_is_one_clear_error() {
 #[test]
 fn bad_postgres_url_is_named() {
     let e = match open_store(Path::new("postgresql://u:pw@host:notaport/db")) {
-        Err(e) => e.to_string(),
+        Err(e) => rtgauge_model::error::one_line(&e),
         Ok(_) => panic!("opened a bad URL"),
     };
     assert!(e.contains("not a valid PostgreSQL URL"), "{e}");
@@ -460,7 +460,7 @@ fn postgres_over_tls_verifies_the_server_certificate() {
     let url = srv.url().replace("sslmode=disable", "sslmode=require");
     std::env::remove_var("RTGAUGE_DB_CA");
     let e = match open_store(Path::new(&url)) {
-        Err(e) => e.to_string(),
+        Err(e) => rtgauge_model::error::one_line(&e),
         Ok(_) => panic!("trusted a self-signed certificate without being told to"),
     };
     assert!(

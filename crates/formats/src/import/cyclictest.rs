@@ -9,14 +9,14 @@ use super::{
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, StopReason,
 };
-use rtgauge_model::latency::{limit_warning, new_histogram, Beyond, LatencyStats};
+use rtgauge_model::latency::{limit_warning, new_histogram, Beyond, Histogram, LatencyStats};
 use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use serde_json::Value;
 
 /// Import a cyclictest `--json` file.
 pub fn parse_cyclictest_json(text: &str, file: &str) -> Result<RunDocument, ImportError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+    let v: Value = serde_json::from_str(text).map_err(ImportError::Json)?;
     cyclictest_json(&v, file)
 }
 
@@ -535,8 +535,59 @@ fn cyclic_thread(
 ) -> Result<CyclicThread, ImportError> {
     let unit_ns = meta.unit_ns;
     let path = format!("thread.{}", t.index);
+    let mut t = checked_thread(t, &path)?;
+    let too_large = || bad(&path, "value too large");
+    let (min_ns, max_ns) = (
+        t.min.checked_mul(unit_ns).ok_or_else(too_large)?,
+        t.max.checked_mul(unit_ns).ok_or_else(too_large)?,
+    );
+    let mut hist = new_histogram();
+    // cyclictest's JSON writes `"histogram": {}` when it ran without -h: no histogram either.
+    let buckets = t
+        .buckets
+        .take()
+        .filter(|pairs| !pairs.is_empty() || meta.hist_range.is_some());
+    let (linear, beyond) = match buckets {
+        None => (
+            None,
+            record_extremes(&t, min_ns, max_ns, &mut hist, warnings),
+        ),
+        Some(pairs) => {
+            let (linear, beyond) = record_buckets(&mut t, pairs, meta, &path, &mut hist, warnings)?;
+            (Some(linear), beyond)
+        }
+    };
+    let latency = thread_latency(&t, unit_ns, &hist, (min_ns, max_ns), beyond, warnings);
+    Ok(CyclicThread {
+        windows: Default::default(),
+        index: t.index,
+        tid: t.tid,
+        interval_ns: t
+            .interval_us
+            .unwrap_or(meta.interval_us)
+            .checked_mul(1000)
+            .filter(|&i| i <= MAX_INTERVAL_US * 1000)
+            .ok_or_else(|| bad(format!("{path}.interval"), "above an hour"))?,
+        conditions: imported_conditions(policy, meta.priority, t.cpu),
+        node: t.node,
+        cycles: t.cycles,
+        missed_deadlines: 0,
+        skipped_periods: 0,
+        early_wakeups: 0,
+        last_ns: 0,
+        latency,
+        linear,
+        timeline: Vec::new(),
+        timeline_dropped: 0,
+        late_dropped: 0,
+    })
+}
+
+/// The thread's figures checked against each other and against what any run holds (`path` names it in
+/// errors). A thread without a cycle keeps no minimum (cyclictest prints its initial 1000000).
+fn checked_thread(t: ImportedThread, path: &str) -> Result<ImportedThread, ImportError> {
     check_figures(
-        &path,
+        path,
         Figures {
             samples_word: "cycles",
             samples: t.cycles,
@@ -548,14 +599,13 @@ fn cyclic_thread(
             slack: 0.01,
         },
     )?;
-    // A thread without a cycle keeps no minimum (cyclictest prints its initial 1000000).
     let t = ImportedThread {
         min: if t.cycles == 0 { 0 } else { t.min },
         ..t
     };
     if t.cycles > MAX_SAMPLES {
         return Err(bad(
-            &path,
+            path,
             format!("{} samples: more than any run holds", t.cycles),
         ));
     }
@@ -576,85 +626,106 @@ fn cyclic_thread(
             }
         }
     }
-    let too_large = || bad(&path, "value too large");
-    let (min_ns, max_ns) = (
-        t.min.checked_mul(unit_ns).ok_or_else(too_large)?,
-        t.max.checked_mul(unit_ns).ok_or_else(too_large)?,
-    );
-    let mut hist = new_histogram();
+    Ok(t)
+}
+
+/// A thread without a histogram (cyclictest ran without -h): only min, avg and max are known. The extremes
+/// are kept (the plots reach them), and every sample counts as beyond a histogram of limit 0, so no
+/// percentile is ever read from these two.
+fn record_extremes(
+    t: &ImportedThread,
+    min_ns: u64,
+    max_ns: u64,
+    hist: &mut Histogram,
+    warnings: &mut Vec<String>,
+) -> Option<Beyond> {
     let mut beyond = None;
-    // cyclictest's JSON writes `"histogram": {}` when it ran without -h: no histogram either.
-    let buckets = t
-        .buckets
-        .filter(|pairs| !pairs.is_empty() || meta.hist_range.is_some());
-    let linear = match buckets {
-        None => {
-            if t.cycles > 0 {
-                // Only min, avg and max are known: the extremes are kept (the plots reach them), and
-                // every sample counts as beyond a histogram of limit 0, so no percentile is ever
-                // read from these two.
-                hist.saturating_record(min_ns);
-                if t.cycles > 1 {
-                    hist.saturating_record(max_ns);
-                }
-                beyond = Some(Beyond {
-                    limit_ns: 0,
-                    count: t.cycles,
-                });
-            }
-            warnings.push(format!("thread {}: no histogram (cyclictest ran without -h): only min, avg and max are known, every percentile is unknown (> min)", t.index));
-            None
+    if t.cycles > 0 {
+        hist.saturating_record(min_ns);
+        if t.cycles > 1 {
+            hist.saturating_record(max_ns);
         }
-        Some(pairs) => {
-            let top = pairs.iter().map(|(b, _)| b + 1).max().unwrap_or(0);
-            let n = meta.hist_range.unwrap_or(top).max(top);
-            if n > MAX_BUCKETS {
-                return Err(bad(
-                    format!("{path}.histogram"),
-                    "more than 1,000,000 buckets",
-                ));
-            }
-            let mut buckets = vec![0u64; n as usize];
-            let mut sum: u64 = 0;
-            for (b, c) in pairs {
-                buckets[b as usize] = c;
-                sum = sum
-                    .checked_add(c)
-                    .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
-                hist.saturating_record_n(b * unit_ns, c);
-            }
-            let overflows = match t.overflows {
-                Some(o) => o,
-                None => t.cycles.checked_sub(sum).ok_or_else(|| {
-                    bad(
-                        format!("{path}.histogram"),
-                        format!("holds {sum} samples but cycles is {}", t.cycles),
-                    )
-                })?,
-            };
-            if overflows > 0 {
-                hist.saturating_record_n(n * unit_ns, overflows);
-                warnings.push(format!(
-                    "thread {}: {overflows} samples were beyond the histogram range ({n} buckets); stored at its edge: percentiles among them are unknown, shown as lower bounds \"> limit\" (max is exact)",
-                    t.index
-                ));
-                beyond = Some(Beyond {
-                    limit_ns: n.saturating_mul(unit_ns),
-                    count: overflows,
-                });
-            }
-            Some(LinearHistogram {
-                unit_ns,
-                buckets,
-                overflows,
-                overflow_cycles: t.overflow_cycles,
-            })
-        }
+        beyond = Some(Beyond {
+            limit_ns: 0,
+            count: t.cycles,
+        });
+    }
+    warnings.push(format!("thread {}: no histogram (cyclictest ran without -h): only min, avg and max are known, every percentile is unknown (> min)", t.index));
+    beyond
+}
+
+/// A thread's histogram (`pairs`: bucket, count) as cyclictest kept it, recorded into `hist` at each
+/// bucket's value; the samples beyond its range are stored at its edge, and said in `warnings`.
+fn record_buckets(
+    t: &mut ImportedThread,
+    pairs: Vec<(u64, u64)>,
+    meta: &Meta<'_>,
+    path: &str,
+    hist: &mut Histogram,
+    warnings: &mut Vec<String>,
+) -> Result<(LinearHistogram, Option<Beyond>), ImportError> {
+    let unit_ns = meta.unit_ns;
+    let top = pairs.iter().map(|(b, _)| b + 1).max().unwrap_or(0);
+    let n = meta.hist_range.unwrap_or(top).max(top);
+    if n > MAX_BUCKETS {
+        return Err(bad(
+            format!("{path}.histogram"),
+            "more than 1,000,000 buckets",
+        ));
+    }
+    let mut buckets = vec![0u64; n as usize];
+    let mut sum: u64 = 0;
+    for (b, c) in pairs {
+        buckets[b as usize] = c;
+        sum = sum
+            .checked_add(c)
+            .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
+        hist.saturating_record_n(b * unit_ns, c);
+    }
+    let overflows = match t.overflows {
+        Some(o) => o,
+        None => t.cycles.checked_sub(sum).ok_or_else(|| {
+            bad(
+                format!("{path}.histogram"),
+                format!("holds {sum} samples but cycles is {}", t.cycles),
+            )
+        })?,
     };
+    let mut beyond = None;
+    if overflows > 0 {
+        hist.saturating_record_n(n * unit_ns, overflows);
+        warnings.push(format!(
+            "thread {}: {overflows} samples were beyond the histogram range ({n} buckets); stored at its edge: percentiles among them are unknown, shown as lower bounds \"> limit\" (max is exact)",
+            t.index
+        ));
+        beyond = Some(Beyond {
+            limit_ns: n.saturating_mul(unit_ns),
+            count: overflows,
+        });
+    }
+    let linear = LinearHistogram {
+        unit_ns,
+        buckets,
+        overflows,
+        overflow_cycles: std::mem::take(&mut t.overflow_cycles),
+    };
+    Ok((linear, beyond))
+}
+
+/// The thread's latency from its histogram and exact extremes (`min_max_ns`); a limit some samples lie
+/// beyond is said in `warnings`.
+fn thread_latency(
+    t: &ImportedThread,
+    unit_ns: u64,
+    hist: &Histogram,
+    (min_ns, max_ns): (u64, u64),
+    beyond: Option<Beyond>,
+    warnings: &mut Vec<String>,
+) -> LatencyStats {
     let sum_ns = t
         .avg
         .map_or(0, |a| (a * unit_ns as f64 * t.cycles as f64).round() as u64);
-    let mut latency = LatencyStats::from_parts(&hist, min_ns, max_ns, sum_ns, 0);
+    let mut latency = LatencyStats::from_parts(hist, min_ns, max_ns, sum_ns, 0);
     latency.count = t.cycles;
     latency.mean_ns = t.avg.map_or(0.0, |a| a * unit_ns as f64);
     latency.beyond = beyond;
@@ -668,45 +739,29 @@ fn cyclic_thread(
     }) {
         warnings.push(w);
     }
-    Ok(CyclicThread {
-        windows: Default::default(),
-        index: t.index,
-        tid: t.tid,
-        interval_ns: t
-            .interval_us
-            .unwrap_or(meta.interval_us)
-            .checked_mul(1000)
-            .filter(|&i| i <= MAX_INTERVAL_US * 1000)
-            .ok_or_else(|| bad(format!("{path}.interval"), "above an hour"))?,
-        conditions: ThreadConditions {
-            policy: Setting {
-                requested: policy,
-                achieved: policy,
-                error: None,
-            },
-            priority: Setting {
-                requested: meta.priority,
-                achieved: meta.priority,
-                error: None,
-            },
-            cpu: Setting {
-                requested: t.cpu,
-                achieved: t.cpu,
-                error: None,
-            },
+    latency
+}
+
+/// What an imported thread ran with: cyclictest's settings, as requested and achieved alike (the file does
+/// not tell them apart).
+fn imported_conditions(policy: SchedPolicy, priority: i32, cpu: Option<u32>) -> ThreadConditions {
+    ThreadConditions {
+        policy: Setting {
+            requested: policy,
+            achieved: policy,
+            error: None,
         },
-        node: t.node,
-        cycles: t.cycles,
-        missed_deadlines: 0,
-        skipped_periods: 0,
-        early_wakeups: 0,
-        last_ns: 0,
-        latency,
-        linear,
-        timeline: Vec::new(),
-        timeline_dropped: 0,
-        late_dropped: 0,
-    })
+        priority: Setting {
+            requested: priority,
+            achieved: priority,
+            error: None,
+        },
+        cpu: Setting {
+            requested: cpu,
+            achieved: cpu,
+            error: None,
+        },
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,9 @@
 //! - oslat text (`write_summary()`, rt-tests 2.x): `Core:`, `Counter Freq:`, the `NNN (us):` bucket rows
 //!   (the last `(including overflows)`), `Minimum`, `Average`, `Maximum`, `Max-Min`, `Duration`, one
 //!   column per core. It is read into the JSON's shape and imported by the same code, so the text and the
-//!   JSON of one run store the same result (the text's average has 3 decimals).
+//!   JSON of one run store the same result (the text's average has 3 decimals);
+//! - rtgauge's own run documents (`export --format json`), e.g. from another machine, up to this
+//!   rtgauge's schema version.
 //!
 //! Refused, naming the thread: figures no measurement gives (avg outside [min, max], min above max, a
 //! negative average, figures without samples) — a thread that never completed a cycle is kept with the
@@ -26,6 +28,7 @@
 //! bounds; cyclictest's skipped periods (missed deadlines) are unknown.
 
 mod cyclictest;
+mod native;
 mod oslat;
 
 pub use cyclictest::{
@@ -66,10 +69,9 @@ impl AnyRtTests {
     /// The document of any format, before [`check_document`].
     fn import_unchecked(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
         if text.trim_start().starts_with('{') {
-            let v: Value =
-                serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+            let v: Value = serde_json::from_str(text).map_err(ImportError::Json)?;
             if v.get("schema_version").is_some() && v.get("probes").is_some() {
-                return crate::native::from_value(v);
+                return native::from_value(v);
             }
             let first = v
                 .get("thread")
@@ -91,11 +93,16 @@ impl AnyRtTests {
 }
 
 /// Why a file could not be imported.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    /// The file looked like JSON but does not parse (the parser's message).
+    // The parser's message is in the message too: `rtgauge import` shows this error as one line with `{}`
+    // (never as a chain), and the parser's error is the source for a caller that inspects it.
+    /// The file looked like JSON but does not parse.
     #[error("not JSON: {0}")]
-    Json(String),
+    Json(#[source] serde_json::Error),
+    /// The JSON does not have a run document's shape (`import` of an rtgauge document).
+    #[error("not JSON: not a valid run document: {0}")]
+    Document(#[source] serde_json::Error),
     /// A field is missing or holds a value that cannot be read.
     #[error("{field}: {reason}")]
     Field {

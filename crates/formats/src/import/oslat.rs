@@ -6,7 +6,7 @@ use super::{
     Figures, ImportError, Importer, Meta, MAX_THREADS, OSLAT_UNSET_MIN,
 };
 use rtgauge_model::cyclic::StopReason;
-use rtgauge_model::latency::{new_histogram, Beyond, LatencyStats};
+use rtgauge_model::latency::{new_histogram, Beyond, Histogram, LatencyStats};
 use rtgauge_model::oslat::{
     CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, ThresholdCount, Workload,
 };
@@ -30,7 +30,7 @@ pub struct OslatJson;
 
 impl Importer for OslatJson {
     fn import(&self, text: &str, file: &str) -> Result<RunDocument, ImportError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| ImportError::Json(e.to_string()))?;
+        let v: Value = serde_json::from_str(text).map_err(ImportError::Json)?;
         oslat_json(&v, file)
     }
 }
@@ -349,56 +349,15 @@ fn oslat_thread(
     };
     let cpu = u32::try_from(num("cpu")?).map_err(|_| bad(format!("{path}.cpu"), "too large"))?;
     let freq_mhz = num("freq")?;
-    let h = t
-        .get("histogram")
-        .and_then(Value::as_object)
-        .ok_or_else(|| bad(format!("{path}.histogram"), "missing or not an object"))?;
-    let mut edges = Vec::with_capacity(h.len());
-    let mut precise = false;
-    for (e, c) in h {
-        let at = format!("{path}.histogram.{e}");
-        let us: f64 = e
-            .parse()
-            .map_err(|_| bad(&at, "bucket keys must be numbers"))?;
-        if !(us.is_finite() && us > 0.0 && us < 1e9) {
-            return Err(bad(&at, "bucket edge out of range"));
-        }
-        precise |= e.contains('.');
-        edges.push((
-            (us * 1000.0).round() as u64,
-            c.as_u64()
-                .ok_or_else(|| bad(&at, "count must be a non-negative integer"))?,
-        ));
-    }
-    edges.sort_unstable();
+    let (edges, precise) = read_edges(t, &path)?;
     let unit = if precise { 1 } else { 1000 };
     let b = layout.buckets_of(&edges, precise);
     if b.count > 1024 {
         return Err(bad(format!("{path}.histogram"), "more than 1024 buckets"));
     }
     let width = b.width_ns;
-    let mut counts = vec![0u64; b.count as usize];
-    let mut hist = new_histogram();
-    let mut iterations: u64 = 0;
-    let mut overflow = 0;
-    for &(label, c) in &edges {
-        let j = (label.saturating_sub(b.bias_ns) / width).saturating_sub(1) as usize;
-        if let Some(slot) = counts.get_mut(j) {
-            *slot += c;
-        }
-        if label == b.overflow_label_ns {
-            // The overflow bucket: its gaps are known only to lie beyond its lower edge.
-            hist.saturating_record_n(label.saturating_sub(width), c);
-            overflow = c;
-        } else {
-            // A bucket's label is its upper edge (oslat prints bias + (j + 1) × width, and its own min, avg
-            // and max count each gap at that edge): the value kept for every gap in it.
-            hist.saturating_record_n(label, c);
-        }
-        iterations = iterations
-            .checked_add(c)
-            .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
-    }
+    let filled = fill_buckets(&edges, &b, &path)?;
+    let iterations = filled.iterations;
     let (min, max) = (num("min")?, num("max")?);
     let avg_us = read_avg(t, &path)?;
     check_figures(
@@ -424,19 +383,137 @@ fn oslat_thread(
         .and_then(Value::as_f64)
         .filter(|d| d.is_finite() && *d >= 0.0)
         .map_or(0, |d| (d * 1e9) as u64);
-    let mut gaps = LatencyStats::from_parts(&hist, min_ns, max_ns, duration_ns, 0);
+    let mut gaps = LatencyStats::from_parts(&filled.hist, min_ns, max_ns, duration_ns, 0);
     let overflow_edge = b.overflow_label_ns.saturating_sub(width);
-    if overflow > 0 {
+    if filled.overflow > 0 {
         gaps.beyond = Some(Beyond {
             limit_ns: overflow_edge,
-            count: overflow,
+            count: filled.overflow,
         });
     }
     gaps.mean_ns = avg_us.map_or(0.0, |a| a * 1000.0);
-    // Gaps at or above a threshold: the buckets whose lower edge reaches it. Unknown (left out) for a
-    // threshold inside the overflow bucket when it holds gaps.
+    let over_thresholds =
+        over_thresholds(&edges, width, filled.overflow, overflow_edge, duration_ns);
+    let warning = format!(
+        "CPU {cpu}: oslat keeps {} {}-ns buckets only: gaps are stored at their bucket's upper edge (oslat's label, as its min, avg and max), the last bucket includes overflows, and the time lost to gaps (availability) is unknown",
+        filled.counts.len(),
+        width
+    );
+    let thread = OslatThread {
+        windows: Default::default(),
+        index,
+        cpu,
+        tid: 0,
+        node: None,
+        conditions: unrecorded_conditions(cpu),
+        iterations,
+        duration_ns,
+        loop_ns: if iterations == 0 {
+            0.0
+        } else {
+            duration_ns as f64 / iterations as f64
+        },
+        gaps,
+        buckets: OslatBuckets {
+            width_ns: width,
+            bias_ns: b.bias_ns,
+            counts: filled.counts,
+            overflow_sum: 0,
+        },
+        over_thresholds,
+        lost_ns: 0,
+        availability_pct: None,
+        worst: Vec::new(),
+        timeline: Vec::new(),
+        timeline_dropped: 0,
+    };
+    Ok((thread, freq_mhz, warning))
+}
+
+/// The thread's histogram as (label ns, count) pairs sorted by label, and whether its labels have decimals
+/// (then min and max are in ns, not µs).
+fn read_edges(t: &Value, path: &str) -> Result<(Vec<(u64, u64)>, bool), ImportError> {
+    let h = t
+        .get("histogram")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad(format!("{path}.histogram"), "missing or not an object"))?;
+    let mut edges = Vec::with_capacity(h.len());
+    let mut precise = false;
+    for (e, c) in h {
+        let at = format!("{path}.histogram.{e}");
+        let us: f64 = e
+            .parse()
+            .map_err(|_| bad(&at, "bucket keys must be numbers"))?;
+        if !(us.is_finite() && us > 0.0 && us < 1e9) {
+            return Err(bad(&at, "bucket edge out of range"));
+        }
+        precise |= e.contains('.');
+        edges.push((
+            (us * 1000.0).round() as u64,
+            c.as_u64()
+                .ok_or_else(|| bad(&at, "count must be a non-negative integer"))?,
+        ));
+    }
+    edges.sort_unstable();
+    Ok((edges, precise))
+}
+
+/// A thread's labelled counts placed in its buckets.
+struct Filled {
+    /// Count per bucket.
+    counts: Vec<u64>,
+    /// Every gap at its bucket's upper edge (the overflow bucket's at its lower edge).
+    hist: Histogram,
+    /// Gaps in all.
+    iterations: u64,
+    /// Gaps in the overflow bucket.
+    overflow: u64,
+}
+
+/// Place the counts of `edges` in the buckets `b` and record each gap (`path` names the thread in errors).
+fn fill_buckets(edges: &[(u64, u64)], b: &Buckets, path: &str) -> Result<Filled, ImportError> {
+    let width = b.width_ns;
+    let mut counts = vec![0u64; b.count as usize];
+    let mut hist = new_histogram();
+    let mut iterations: u64 = 0;
+    let mut overflow = 0;
+    for &(label, c) in edges {
+        let j = (label.saturating_sub(b.bias_ns) / width).saturating_sub(1) as usize;
+        if let Some(slot) = counts.get_mut(j) {
+            *slot += c;
+        }
+        if label == b.overflow_label_ns {
+            // The overflow bucket: its gaps are known only to lie beyond its lower edge.
+            hist.saturating_record_n(label.saturating_sub(width), c);
+            overflow = c;
+        } else {
+            // A bucket's label is its upper edge (oslat prints bias + (j + 1) × width, and its own min, avg
+            // and max count each gap at that edge): the value kept for every gap in it.
+            hist.saturating_record_n(label, c);
+        }
+        iterations = iterations
+            .checked_add(c)
+            .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
+    }
+    Ok(Filled {
+        counts,
+        hist,
+        iterations,
+        overflow,
+    })
+}
+
+/// Gaps at or above each of [`IMPORT_THRESHOLDS_NS`]: the buckets whose lower edge reaches it. Unknown (left
+/// out) for a threshold inside the overflow bucket when it holds gaps.
+fn over_thresholds(
+    edges: &[(u64, u64)],
+    width: u64,
+    overflow: u64,
+    overflow_edge: u64,
+    duration_ns: u64,
+) -> Vec<ThresholdCount> {
     let secs = duration_ns as f64 / 1e9;
-    let over_thresholds = IMPORT_THRESHOLDS_NS
+    IMPORT_THRESHOLDS_NS
         .iter()
         .filter(|&&thr| overflow == 0 || thr <= overflow_edge)
         .map(|&thr| {
@@ -451,55 +528,26 @@ fn oslat_thread(
                 per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
             }
         })
-        .collect();
-    let warning = format!(
-        "CPU {cpu}: oslat keeps {} {}-ns buckets only: gaps are stored at their bucket's upper edge (oslat's label, as its min, avg and max), the last bucket includes overflows, and the time lost to gaps (availability) is unknown",
-        counts.len(),
-        width
-    );
-    let thread = OslatThread {
-        windows: Default::default(),
-        index,
-        cpu,
-        tid: 0,
-        node: None,
-        conditions: ThreadConditions {
-            policy: Setting {
-                requested: SchedPolicy::Other,
-                achieved: SchedPolicy::Other,
-                error: Some("not recorded by oslat".into()),
-            },
-            priority: Setting {
-                requested: 0,
-                achieved: 0,
-                error: Some("not recorded by oslat".into()),
-            },
-            cpu: Setting {
-                requested: Some(cpu),
-                achieved: Some(cpu),
-                error: None,
-            },
+        .collect()
+}
+
+/// What an oslat thread ran with: its CPU; oslat does not record its policy and priority.
+fn unrecorded_conditions(cpu: u32) -> ThreadConditions {
+    ThreadConditions {
+        policy: Setting {
+            requested: SchedPolicy::Other,
+            achieved: SchedPolicy::Other,
+            error: Some("not recorded by oslat".into()),
         },
-        iterations,
-        duration_ns,
-        loop_ns: if iterations == 0 {
-            0.0
-        } else {
-            duration_ns as f64 / iterations as f64
+        priority: Setting {
+            requested: 0,
+            achieved: 0,
+            error: Some("not recorded by oslat".into()),
         },
-        gaps,
-        buckets: OslatBuckets {
-            width_ns: width,
-            bias_ns: b.bias_ns,
-            counts,
-            overflow_sum: 0,
+        cpu: Setting {
+            requested: Some(cpu),
+            achieved: Some(cpu),
+            error: None,
         },
-        over_thresholds,
-        lost_ns: 0,
-        availability_pct: None,
-        worst: Vec::new(),
-        timeline: Vec::new(),
-        timeline_dropped: 0,
-    };
-    Ok((thread, freq_mhz, warning))
+    }
 }

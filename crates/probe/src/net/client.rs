@@ -153,6 +153,8 @@ struct Worker<'a> {
     next_start: u64,
     scheduled: u64,
     missed: u64,
+    /// Open loop: where the search for a free slot starts (after the slot last opened).
+    free_hint: usize,
 }
 
 /// What one loop counted; the loops' tallies are merged into the outcome.
@@ -200,7 +202,135 @@ impl Tally {
 
 const RECV_BUF: usize = 256 * 1024;
 
+impl<'a> Worker<'a> {
+    /// Loop `index` of `plan`, with everything it will use allocated: the slots (with their response-head
+    /// buffers), the receive buffer, the histograms and the per-second table. Its clock (`t0`, the first
+    /// scheduled start) is set at the start barrier.
+    fn new(plan: &'a ClientPlan, index: usize) -> Result<Worker<'a>, ProbeError> {
+        let ep = Epoll::new().map_err(|e| ProbeError::Thread {
+            index,
+            reason: format!("epoll_create1: {e}"),
+        })?;
+        let n = plan.slots[index] as usize;
+        let secs = (plan.duration_ns / 1_000_000_000) as usize + 2;
+        let head_request = plan.request.starts_with(b"HEAD ");
+        Ok(Worker {
+            plan,
+            addr: RawAddr::new(&plan.target),
+            ep,
+            slots: (0..n)
+                .map(|_| Slot {
+                    fd: -1,
+                    gen: 0,
+                    phase: Phase::Idle,
+                    t_start: 0,
+                    t_sent: 0,
+                    got_first: false,
+                    sent: 0,
+                    deadline: 0,
+                    reader: ResponseReader::new(head_request),
+                    ok: false,
+                })
+                .collect(),
+            buf: vec![0u8; RECV_BUF],
+            t0: 0,
+            tally: Tally::new(secs),
+            idle: n,
+            budget: plan.max_transactions.div_ceil(plan.cpus.len() as u64),
+            gap_ns: match (plan.mode, plan.rate_per_s) {
+                (NetMode::Cps, Some(r)) if r > 0.0 => {
+                    ((1e9 * plan.cpus.len() as f64 / r) as u64).max(1)
+                }
+                _ => 0,
+            },
+            next_start: 0,
+            scheduled: 0,
+            missed: 0,
+            free_hint: 0,
+        })
+    }
+}
+
 impl Worker<'_> {
+    /// Open loop: every start that is due by `now` (and before `end`), each in a free slot; a due start with
+    /// no free slot is missed (counted) rather than queued, so the offered rate never bends to the server's
+    /// pace.
+    #[inline]
+    fn start_due(&mut self, now: u64, end: u64) {
+        while self.next_start <= now
+            && self.next_start < end
+            && self.tally.transactions < self.budget
+        {
+            let due = self.next_start;
+            self.next_start += self.gap_ns;
+            self.scheduled += 1;
+            let n = self.slots.len();
+            match (0..n)
+                .map(|k| (self.free_hint + k) % n)
+                .find(|&i| self.slots[i].phase == Phase::Idle)
+            {
+                Some(i) => {
+                    self.free_hint = i + 1;
+                    self.open_at(i, due);
+                }
+                None => self.missed += 1,
+            }
+        }
+    }
+
+    /// Closed loop: a new connection in every idle slot (one whose connect failed, or that found no socket).
+    #[inline]
+    fn reopen_idle(&mut self) {
+        for i in 0..self.slots.len() {
+            if self.slots[i].phase == Phase::Idle {
+                self.open(i);
+            }
+        }
+    }
+
+    /// How long epoll may wait at `now`, ms: the open loop until its next scheduled start (0 polls when
+    /// that is under 1 ms), a closed loop with an idle slot 1 ms (to retry it), else up to 10 ms, so the
+    /// clock is read at least that often; never past `end` by more than 1 ms.
+    #[inline]
+    fn wait_ms(&self, now: u64, end: u64) -> i32 {
+        let left_ms = ((end - now) / 1_000_000).clamp(1, 10) as i32;
+        if self.gap_ns > 0 {
+            (self.next_start.saturating_sub(now) / 1_000_000).min(left_ms as u64) as i32
+        } else if self.idle > 0 {
+            1
+        } else {
+            left_ms
+        }
+    }
+
+    /// Hand each event to its slot. An event whose generation is not the slot's current connection is for
+    /// a socket already closed and is dropped.
+    #[inline]
+    fn dispatch(&mut self, events: &[libc::epoll_event], now: u64) {
+        for ev in events {
+            let (data, bits) = (ev.u64, ev.events);
+            let i = (data & 0xffff_ffff) as usize;
+            let gen = (data >> 32) as u32;
+            match self.slots.get(i) {
+                Some(s) if s.gen == gen && s.fd >= 0 => self.on_event(i, bits, now),
+                _ => {}
+            }
+        }
+    }
+
+    /// Close every connection still open at the end; returns how many there were.
+    fn close_all(&mut self) -> u64 {
+        let mut in_flight = 0;
+        for s in &mut self.slots {
+            if s.fd >= 0 {
+                in_flight += 1;
+                sys::close(s.fd);
+                s.fd = -1;
+            }
+        }
+        in_flight
+    }
+
     #[inline]
     fn second(&mut self, now: u64) -> &mut NetSecond {
         let i = (now.saturating_sub(self.t0) / 1_000_000_000) as usize;
@@ -501,6 +631,9 @@ struct Part {
     missed: u64,
 }
 
+/// Loop `index` of the plan, on its own pinned thread: prepares, waits at the start barrier (`go`), then
+/// runs until the duration, its share of the transactions or the stop flag. Nothing is allocated once the
+/// loop runs.
 fn worker(
     plan: &ClientPlan,
     index: usize,
@@ -511,48 +644,7 @@ fn worker(
     let cpu = plan.cpus[index];
     crate::rt::block_signals();
     let pin = crate::rt::pin_thread(Some(cpu));
-    let prepared = (|| {
-        let ep = Epoll::new().map_err(|e| ProbeError::Thread {
-            index,
-            reason: format!("epoll_create1: {e}"),
-        })?;
-        let n = plan.slots[index] as usize;
-        let secs = (plan.duration_ns / 1_000_000_000) as usize + 2;
-        let head_request = plan.request.starts_with(b"HEAD ");
-        Ok::<_, ProbeError>(Worker {
-            plan,
-            addr: RawAddr::new(&plan.target),
-            ep,
-            slots: (0..n)
-                .map(|_| Slot {
-                    fd: -1,
-                    gen: 0,
-                    phase: Phase::Idle,
-                    t_start: 0,
-                    t_sent: 0,
-                    got_first: false,
-                    sent: 0,
-                    deadline: 0,
-                    reader: ResponseReader::new(head_request),
-                    ok: false,
-                })
-                .collect(),
-            buf: vec![0u8; RECV_BUF],
-            t0: 0,
-            tally: Tally::new(secs),
-            idle: n,
-            budget: plan.max_transactions.div_ceil(plan.cpus.len() as u64),
-            gap_ns: match (plan.mode, plan.rate_per_s) {
-                (NetMode::Cps, Some(r)) if r > 0.0 => {
-                    ((1e9 * plan.cpus.len() as f64 / r) as u64).max(1)
-                }
-                _ => 0,
-            },
-            next_start: 0,
-            scheduled: 0,
-            missed: 0,
-        })
-    })();
+    let prepared = Worker::new(plan, index);
     // Start together, once every loop is prepared (or the run was called off).
     while !go.load(Ordering::Acquire) {
         std::thread::sleep(std::time::Duration::from_micros(200));
@@ -566,70 +658,24 @@ fn worker(
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
     let mut last_scan = t0;
     let mut now = t0;
-    let mut free_hint = 0usize;
     loop {
         if w.gap_ns > 0 {
-            // Open loop: every start that is due, each in a free slot; a due start with no free slot is
-            // missed (counted) rather than queued, so the offered rate never bends to the server's pace.
-            while w.next_start <= now && w.next_start < end && w.tally.transactions < w.budget {
-                let due = w.next_start;
-                w.next_start += w.gap_ns;
-                w.scheduled += 1;
-                let n = w.slots.len();
-                match (0..n)
-                    .map(|k| (free_hint + k) % n)
-                    .find(|&i| w.slots[i].phase == Phase::Idle)
-                {
-                    Some(i) => {
-                        free_hint = i + 1;
-                        w.open_at(i, due);
-                    }
-                    None => w.missed += 1,
-                }
-            }
+            w.start_due(now, end);
         } else if w.idle > 0 && w.tally.transactions < w.budget {
-            for i in 0..w.slots.len() {
-                if w.slots[i].phase == Phase::Idle {
-                    w.open(i);
-                }
-            }
+            w.reopen_idle();
         }
         if now >= end || stop.is_set() || w.tally.transactions >= w.budget {
             break;
         }
-        let left_ms = ((end - now) / 1_000_000).clamp(1, 10) as i32;
-        let timeout = if w.gap_ns > 0 {
-            // Until the next scheduled start (epoll's timeout is in ms: 0 polls when it is under 1 ms).
-            (w.next_start.saturating_sub(now) / 1_000_000).min(left_ms as u64) as i32
-        } else if w.idle > 0 {
-            1
-        } else {
-            left_ms
-        };
-        let n = w.ep.wait(&mut events, timeout);
+        let n = w.ep.wait(&mut events, w.wait_ms(now, end));
         now = now_ns(Clock::Monotonic);
-        for ev in &events[..n] {
-            let (data, bits) = (ev.u64, ev.events);
-            let i = (data & 0xffff_ffff) as usize;
-            let gen = (data >> 32) as u32;
-            match w.slots.get(i) {
-                Some(s) if s.gen == gen && s.fd >= 0 => w.on_event(i, bits, now),
-                _ => {}
-            }
-        }
+        w.dispatch(&events[..n], now);
         if now.saturating_sub(last_scan) >= 10_000_000 {
             last_scan = now;
             w.expire(now);
         }
     }
-    let mut in_flight = 0;
-    for s in &mut w.slots {
-        if s.fd >= 0 {
-            in_flight += 1;
-            sys::close(s.fd);
-            s.fd = -1;
-        }
-    }
+    let in_flight = w.close_all();
     Ok(Part {
         tally: w.tally,
         in_flight,

@@ -13,9 +13,9 @@ use std::net::SocketAddr;
 /// Why a network plan could not be measured.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
-    /// The reference server could not start.
-    #[error("starting the reference server: {0}")]
-    Server(ProbeError),
+    /// The reference server could not start (why: the `source`).
+    #[error("starting the reference server")]
+    Server(#[source] ProbeError),
     /// A point has neither a target address nor a reference server to load.
     #[error("no target and no reference server")]
     NoTarget,

@@ -321,8 +321,8 @@ pub fn listener(addr: &SocketAddr) -> std::io::Result<i32> {
 
 /// The local address a socket is bound to.
 pub fn local_addr(fd: i32) -> std::io::Result<SocketAddr> {
-    // SAFETY: sockaddr_storage is plain data; `len` tells the kernel its size.
     let mut raw = RawAddr {
+        // SAFETY: sockaddr_storage is plain data (integers and byte arrays): all zeroes is a valid value.
         storage: unsafe { std::mem::zeroed() },
         len: std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t,
     };

@@ -21,6 +21,7 @@ use os::{
     close, cstr, exec_child, fork_wait, install_usr1, mmap_file, open_fd, path_cstr, pipe_pair,
     reap, round_trip, spawn_pipe_echo, spawn_unix_echo, usr1_action, Scratch, CAUGHT,
 };
+use rtgauge_model::error::one_line;
 use rtgauge_model::latency::LatencyRecorder;
 use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
 use rtgauge_model::Nanos;
@@ -146,24 +147,27 @@ impl Op {
     }
 }
 
-/// Why an operation could not be measured (recorded as the reason it was skipped).
+/// Why an operation could not be measured (recorded as the reason it was skipped, as
+/// [`rtgauge_model::error::one_line`]: "stat /tmp/x: No such file or directory (os error 2)"). What the OS
+/// said is the `source`, not part of the message.
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
-    // The cause is in the message, not a `source` (a chained report would print it twice).
     /// A system call failed.
-    #[error("{what}: {cause}")]
+    #[error("{what}")]
     Os {
         /// The call and its object.
         what: String,
         /// What the OS said.
+        #[source]
         cause: std::io::Error,
     },
     /// A scratch file could not be made or used.
-    #[error("{}: {cause}", path.display())]
+    #[error("{}", path.display())]
     Scratch {
         /// The scratch file.
         path: std::path::PathBuf,
         /// What the OS said.
+        #[source]
         cause: std::io::Error,
     },
     /// A path for a system call contained a NUL byte.
@@ -752,14 +756,14 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
                         format!("sleep {} µs overshoot", Nanos(iv).as_us_trunc()),
                         m,
                     )),
-                    Err(e) => skipped.push((name, e.to_string())),
+                    Err(e) => skipped.push((name, one_line(&e))),
                 }
             }
             continue;
         }
         match measure_one(op, plan, lo, 0) {
             Ok(m) => ops.push(result(op.name(), label_of(op, cfg), m)),
-            Err(e) => skipped.push((name.clone(), e.to_string())),
+            Err(e) => skipped.push((name.clone(), one_line(&e))),
         }
     }
     OpsResult {
@@ -868,10 +872,10 @@ mod tests {
         let Err(e) = Scratch::new(std::path::Path::new("/nonexistent-dir"), "t", 1) else {
             panic!("a file in a missing directory was made");
         };
+        let line = one_line(&e);
         assert!(
-            e.to_string().starts_with("/nonexistent-dir/rtgauge-ops-")
-                && e.to_string().contains(": No such file"),
-            "{e}"
+            line.starts_with("/nonexistent-dir/rtgauge-ops-") && line.contains(": No such file"),
+            "{line}"
         );
         assert_eq!(OpError::Sleep(22).to_string(), "clock_nanosleep: error 22");
     }

@@ -996,10 +996,49 @@ pub fn same_conditions(a: &RunDocument, b: &RunDocument) -> bool {
 }
 
 /// Fingerprint fields and audit findings that differ between the runs, e.g. `kernel.cmdline` or
-/// `audit nohz_full: pass (nohz_full=2-5) / fail (none)`.
+/// `audit nohz_full: pass (nohz_full=2-5) / fail (none)`; first the loads, contention and probe settings the
+/// runs were taken under.
 fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
     let mut out = Vec::new();
-    // A run that shared its CPUs with another measuring run measured that run too, not the platform alone.
+    out.extend(load_difference(runs));
+    out.extend(contention_difference(runs));
+    out.extend(settings_difference(runs));
+    out.extend(fingerprint_differences(runs));
+    out.extend(audit_differences(runs));
+    out
+}
+
+/// The achieved loads, when any run was loaded: runs are comparable as loaded alike only when their achieved
+/// loads are, so they are shown side by side.
+fn load_difference(runs: &[&RunDocument]) -> Option<Difference> {
+    let loads: Vec<String> = runs
+        .iter()
+        .map(|d| {
+            let l: Vec<String> = d
+                .probes
+                .iter()
+                .filter_map(ProbeResult::load)
+                .map(|l| l.summary())
+                .collect();
+            if l.is_empty() {
+                "none (idle)".to_string()
+            } else {
+                l.join(" | ")
+            }
+        })
+        .collect();
+    loads
+        .iter()
+        .any(|l| l != "none (idle)")
+        .then(|| Difference {
+            what: "load (achieved; runs compare alike only under alike loads)".into(),
+            values: loads,
+        })
+}
+
+/// The runs that shared their CPUs with another measuring run, when any did: such a run measured that run
+/// too, not the platform alone.
+fn contention_difference(runs: &[&RunDocument]) -> Option<Difference> {
     let contended: Vec<String> = runs
         .iter()
         .map(|d| {
@@ -1021,42 +1060,27 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
             }
         })
         .collect();
-    // Runs are comparable as loaded alike only when their achieved loads are: show them side by side.
-    let loads: Vec<String> = runs
-        .iter()
-        .map(|d| {
-            let l: Vec<String> = d
-                .probes
-                .iter()
-                .filter_map(ProbeResult::load)
-                .map(|l| l.summary())
-                .collect();
-            if l.is_empty() {
-                "none (idle)".to_string()
-            } else {
-                l.join(" | ")
-            }
-        })
-        .collect();
-    if loads.iter().any(|l| l != "none (idle)") {
-        out.push(Difference {
-            what: "load (achieved; runs compare alike only under alike loads)".into(),
-            values: loads,
-        });
-    }
-    if contended.iter().any(|c| c != "no") {
-        out.push(Difference {
-            what: "contended (another run measured the same CPUs)".into(),
-            values: contended,
-        });
-    }
+    contended.iter().any(|c| c != "no").then(|| Difference {
+        what: "contended (another run measured the same CPUs)".into(),
+        values: contended,
+    })
+}
+
+/// The probes' settings (CPUs, period, priority, duration), when they differ.
+fn settings_difference(runs: &[&RunDocument]) -> Option<Difference> {
     let settings: Vec<String> = runs.iter().map(|d| settings_summary(d)).collect();
-    if settings.iter().any(|s| s != &settings[0]) {
-        out.push(Difference {
+    settings
+        .iter()
+        .any(|s| s != &settings[0])
+        .then(|| Difference {
             what: "probe settings".into(),
             values: settings,
-        });
-    }
+        })
+}
+
+/// Every fingerprint field whose value differs, by its flattened name (`kernel.cmdline`), in name order;
+/// `—` where a run lacks the field. Free memory and evidence change from run to run and are left out.
+fn fingerprint_differences(runs: &[&RunDocument]) -> Vec<Difference> {
     let flat: Vec<Vec<(String, String)>> = runs
         .iter()
         .map(|d| {
@@ -1072,6 +1096,7 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
     let mut keys: Vec<&String> = flat.iter().flatten().map(|(k, _)| k).collect();
     keys.sort();
     keys.dedup();
+    let mut out = Vec::new();
     for k in keys {
         // Free memory changes every second: not a property of the platform.
         if k.contains("free") || k.contains("available") || k.contains("evidence") {
@@ -1092,6 +1117,12 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
             });
         }
     }
+    out
+}
+
+/// Every audit rule whose status differs (`audit RULE`), in rule order, each value its status and
+/// evidence; `—` where a run has no finding for the rule.
+fn audit_differences(runs: &[&RunDocument]) -> Vec<Difference> {
     let audits: Vec<Vec<(String, String)>> = runs
         .iter()
         .map(|d| {
@@ -1117,6 +1148,7 @@ fn differences(runs: &[&RunDocument]) -> Vec<Difference> {
     let mut ids: Vec<&String> = audits.iter().flatten().map(|(k, _)| k).collect();
     ids.sort();
     ids.dedup();
+    let mut out = Vec::new();
     for id in ids {
         let status: Vec<Option<&String>> = audits
             .iter()

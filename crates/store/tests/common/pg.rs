@@ -93,6 +93,7 @@ impl PgServer {
     }
 
     fn start_with(tls: bool, addrs: &[&str], clients: Option<&str>) -> PgServer {
+        // SAFETY: geteuid has no preconditions and cannot fail.
         let ids = (unsafe { libc::geteuid() } == 0).then(postgres_ids);
         let dir = tempfile::Builder::new()
             .prefix("rtgauge-pg")
@@ -201,6 +202,8 @@ impl PgServer {
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             // SIGINT = "fast shutdown" (postgres(1)).
+            // SAFETY: kill(2) takes plain integers; the pid is our own child's, not yet waited for, so it
+            // cannot have been reused by another process.
             unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
             let _ = c.wait();
         }
