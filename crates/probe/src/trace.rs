@@ -422,7 +422,7 @@ impl Folder {
     }
 
     /// The thread running now as a span up to `now` (for windows that end before its switch-out).
-    fn running_span(&self, now: u64) -> Option<Span> {
+    pub fn running_span(&self, now: u64) -> Option<Span> {
         let (comm, pid, since, prio) = self.running.as_ref()?;
         (*pid != 0 && !self.exclude.contains(pid)).then(|| Span {
             start_ns: *since,
@@ -460,11 +460,35 @@ pub struct TraceSession {
     /// Instances of killed runs removed at start.
     pub cleaned: usize,
     started_ns: u64,
+    /// Events enabled beyond [`EVENTS`] ([`TraceSession::start_with`]), disabled again on drop.
+    extra: Vec<(String, String)>,
+}
+
+/// An event enabled beyond the spans' own ([`TraceSession::start_with`]), with an optional filter
+/// (tracefs filter syntax: `pid == 42 || pid == 43`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraEvent {
+    /// Its subsystem (`sched`, `kvm`).
+    pub system: &'static str,
+    /// Its name (`sched_wakeup`, `kvm_exit`).
+    pub event: &'static str,
+    /// Its filter, if any.
+    pub filter: Option<String>,
 }
 
 impl TraceSession {
     /// Mount tracefs if needed, remove stale instances, create ours and start recording on `cpus`.
     pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<TraceSession, TraceError> {
+        TraceSession::start_with(cpus, buffer_kb, &[])
+    }
+
+    /// [`TraceSession::start`] with `extra` events enabled too (those the kernel lacks are skipped: see
+    /// [`TraceSession::has_event`]); for readers of the raw lines ([`TraceSession::drain_lines`]).
+    pub fn start_with(
+        cpus: &[u32],
+        buffer_kb: u32,
+        extra: &[ExtraEvent],
+    ) -> Result<TraceSession, TraceError> {
         let root = PathBuf::from(TRACEFS);
         let mounted = mount_tracefs()?;
         let cleaned = clean_stale(&root);
@@ -481,6 +505,10 @@ impl TraceSession {
             pins: Vec::new(),
             cleaned,
             started_ns: crate::clock::now_ns(crate::clock::Clock::Monotonic),
+            extra: extra
+                .iter()
+                .map(|e| (e.system.to_string(), e.event.to_string()))
+                .collect(),
         };
         // From here on, Drop removes the instance whatever fails.
         let w = |p: &str, v: &str| -> Result<(), TraceError> {
@@ -492,6 +520,13 @@ impl TraceSession {
         w("buffer_size_kb", &buffer_kb.to_string())?;
         for (sys, ev) in EVENTS {
             let _ = std::fs::write(dir.join("events").join(sys).join(ev).join("enable"), "1");
+        }
+        for e in extra {
+            let d = dir.join("events").join(e.system).join(e.event);
+            if let Some(f) = &e.filter {
+                let _ = std::fs::write(d.join("filter"), f);
+            }
+            let _ = std::fs::write(d.join("enable"), "1");
         }
         for &cpu in cpus {
             let p = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"));
@@ -518,6 +553,67 @@ impl TraceSession {
     /// The instance directory (for tests and messages).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Whether the kernel has event `system/event` (and it is enabled in this instance).
+    pub fn has_event(&self, system: &str, event: &str) -> bool {
+        std::fs::read_to_string(
+            self.dir
+                .join("events")
+                .join(system)
+                .join(event)
+                .join("enable"),
+        )
+        .is_ok_and(|v| v.trim() == "1")
+    }
+
+    /// Read what the kernel has buffered on every CPU (non-blocking) and hand each whole line to `f` with
+    /// its CPU, unfolded: for readers that fold the events themselves (the host side of a VM).
+    pub fn drain_lines(&mut self, f: &mut dyn FnMut(u32, &str)) {
+        for c in &mut self.cpus {
+            loop {
+                match c.pipe.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        c.partial.extend_from_slice(&self.buf[..n]);
+                        let end = c
+                            .partial
+                            .iter()
+                            .rposition(|&b| b == b'\n')
+                            .map_or(0, |i| i + 1);
+                        for line in String::from_utf8_lossy(&c.partial[..end]).lines() {
+                            c.folder.events += 1;
+                            f(c.cpu, line);
+                        }
+                        c.partial.drain(..end);
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    /// Stop recording (the buffers keep what they hold for a last drain).
+    pub fn stop_recording(&self) {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+    }
+
+    /// Lines read so far, over every CPU.
+    pub fn events(&self) -> u64 {
+        self.cpus.iter().map(|c| c.folder.events).sum()
+    }
+
+    /// Events the kernel dropped so far (ring buffer overruns), over every CPU.
+    pub fn lost(&self) -> u64 {
+        self.cpus
+            .iter()
+            .map(|c| {
+                parse_overrun(
+                    &std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{}/stats", c.cpu)))
+                        .unwrap_or_default(),
+                )
+            })
+            .sum()
     }
 
     /// Threads never charged (the probe's own).
@@ -652,7 +748,8 @@ impl TraceData {
 impl Drop for TraceSession {
     fn drop(&mut self) {
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-        for (sys, ev) in EVENTS {
+        let extra = self.extra.iter().map(|(s, e)| (s.as_str(), e.as_str()));
+        for (sys, ev) in EVENTS.iter().copied().chain(extra) {
             let _ = std::fs::write(
                 self.dir.join("events").join(sys).join(ev).join("enable"),
                 "0",
@@ -785,7 +882,10 @@ mod tests {
         }
         assert_eq!(out.len(), 1, "cat ran before the first event: {out:?}");
         assert_eq!(out[0].kind, CauseKind::Thread);
-        assert_eq!(out[0].name, "irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)");
+        assert_eq!(
+            out[0].name,
+            "irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)"
+        );
         assert_eq!(out[0].end_ns - out[0].start_ns, 1_000_000);
         let unknown = |_| None;
         assert_eq!(
@@ -794,7 +894,10 @@ mod tests {
         );
         // Not an interrupt thread: no IRQ named.
         for comm in ["irq/x-ttyS2", "irq/-a", "irqbalance", "irq/5"] {
-            assert!(!thread_name(comm, 1, 120, unknown).contains("IRQ"), "{comm}");
+            assert!(
+                !thread_name(comm, 1, 120, unknown).contains("IRQ"),
+                "{comm}"
+            );
         }
     }
 

@@ -192,6 +192,7 @@ fn colour(k: CauseKind) -> &'static str {
         CauseKind::Thread => "#1f77b4",
         CauseKind::Work => "#2ca02c",
         CauseKind::Unattributed => "#7f7f7f",
+        CauseKind::Host => "#8c564b",
     }
 }
 
@@ -301,6 +302,8 @@ mod tests {
                 })
                 .collect(),
             steal_ns: 0,
+            gaps: Vec::new(),
+            host: None,
         }
     }
 

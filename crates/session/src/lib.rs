@@ -22,6 +22,7 @@
 pub mod load;
 pub mod probes;
 pub mod record;
+pub mod vm;
 pub mod why;
 
 use rtgauge_host::HostRoot;
