@@ -428,7 +428,24 @@ pub struct EpisodeHost {
     pub explained_range_ns: [u64; 2],
     /// The host causes, largest first.
     pub causes: Vec<HostCause>,
+    /// Where each host cause fell, on the guest's clock (at most [`MAX_SEGMENTS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<HostSegment>,
 }
+
+/// One stretch of a guest episode the host explains, on the guest's clock (CLOCK_MONOTONIC ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostSegment {
+    /// Start, guest ns.
+    pub start_ns: u64,
+    /// End, guest ns.
+    pub end_ns: u64,
+    /// Index of its cause in [`EpisodeHost::causes`].
+    pub cause: u32,
+}
+
+/// Host segments kept per episode.
+pub const MAX_SEGMENTS: usize = 200;
 
 impl EpisodeHost {
     /// "vCPU 1 off its CPU for 19.8 ms: rtg-noise/4123 FIFO 50 ran on host CPU 1; …; clock ±0.4 ms" or why
@@ -600,6 +617,15 @@ impl<'a> VcpuIntervals<'a> {
     /// What the host did over the host-clock stretches `gaps`: causes keyed by the interval's (kind, name,
     /// CPU), with their time and how many intervals made them.
     fn explain(&self, gaps: &[(u64, u64)]) -> Vec<(Key, u64, u64)> {
+        self.explain_with(gaps, &mut |_, _, _| {})
+    }
+
+    /// [`VcpuIntervals::explain`], handing each piece (host start, end, key) to `piece` too.
+    fn explain_with(
+        &self,
+        gaps: &[(u64, u64)],
+        piece: &mut dyn FnMut(u64, u64, Key),
+    ) -> Vec<(Key, u64, u64)> {
         let mut by: Vec<(Key, u64, u64)> = Vec::new();
         for &(a, b) in gaps {
             let around: Vec<(u64, u64, u8, Key)> = self
@@ -614,6 +640,7 @@ impl<'a> VcpuIntervals<'a> {
                 })
                 .collect();
             for (x, y, k) in layered(a, b, &around) {
+                piece(x, y, k);
                 match by.iter_mut().find(|c| c.0 == k) {
                     Some(c) => c.1 += y - x,
                     None => by.push((k, y - x, 0)),
@@ -770,6 +797,7 @@ fn join_episode(e: &Episode, record: &HostRecord) -> EpisodeHost {
         explained_ns: 0,
         explained_range_ns: [0, 0],
         causes: Vec::new(),
+        segments: Vec::new(),
     };
     let Some(on) = record
         .clock
@@ -808,7 +836,8 @@ fn join_episode(e: &Episode, record: &HostRecord) -> EpisodeHost {
             .collect()
     };
     let total = |by: &[(Key, u64, u64)]| by.iter().map(|c| c.1).sum::<u64>();
-    let by = vi.explain(&shifted(0));
+    let mut pieces: Vec<(u64, u64, Key)> = Vec::new();
+    let by = vi.explain_with(&shifted(0), &mut |x, y, k| pieces.push((x, y, k)));
     // The same over offsets spread across the bound: how much the answer depends on the clock.
     let mut lo = total(&by);
     let mut hi = lo;
@@ -836,8 +865,90 @@ fn join_episode(e: &Episode, record: &HostRecord) -> EpisodeHost {
     causes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
     h.explained_ns = total(&by).min(cap);
     h.explained_range_ns = [lo.min(cap), hi.min(cap)];
+    // The pieces on the guest's clock, each naming its cause, for a timeline of both sides; the longest
+    // MAX_SEGMENTS when there are more.
+    let guest = |x: u64| (x as i128 + on.offset_ns as i128).max(0) as u64;
+    if pieces.len() > MAX_SEGMENTS {
+        pieces.sort_by_key(|p| std::cmp::Reverse(p.1 - p.0));
+        pieces.truncate(MAX_SEGMENTS);
+        pieces.sort_unstable_by_key(|p| p.0);
+    }
+    h.segments = pieces
+        .iter()
+        .filter_map(|&(x, y, (kind, name, cpu))| {
+            let n = host_cause_name(
+                kind,
+                record.names.get(name as usize).map_or("?", |s| s),
+                e.cpu,
+                cpu,
+            );
+            let cause = causes.iter().position(|c| c.name == n)?;
+            Some(HostSegment {
+                start_ns: guest(x),
+                end_ns: guest(y),
+                cause: cause as u32,
+            })
+        })
+        .collect();
     h.causes = causes;
     h
+}
+
+/// A guest run measured without `--trace` (a VMware guest, or to keep the probe undisturbed): its late
+/// samples (`--spike`) grouped into episodes, each wholly unattributed from the guest's side, so that the
+/// host can still explain them. `cpu_of` gives a thread's CPU where a late sample does not say; the worst
+/// [`crate::attribution::MAX_EPISODES`] at or above `threshold_ns` are kept, with the count of all.
+pub fn episodes_from_spikes(
+    spikes: &[crate::cyclic::Spike],
+    cpu_of: impl Fn(u32) -> Option<u32>,
+    threshold_ns: u64,
+) -> (Vec<Episode>, u64) {
+    use crate::attribution::{EpisodeTracker, Late, MAX_EPISODES};
+    let mut t = EpisodeTracker::default();
+    let mut retain = Vec::new();
+    let mut sorted: Vec<&crate::cyclic::Spike> = spikes.iter().collect();
+    sorted.sort_by_key(|s| (s.thread, s.monotonic_ns));
+    for s in sorted {
+        let Some(cpu) = s.cpu.or_else(|| cpu_of(s.thread)) else {
+            continue;
+        };
+        t.feed(
+            Late {
+                thread: s.thread,
+                cpu,
+                start_ns: s.monotonic_ns.saturating_sub(s.latency_ns),
+                end_ns: s.monotonic_ns,
+            },
+            &mut retain,
+        );
+    }
+    t.finish(&mut retain);
+    let (kept, total) = t.above(threshold_ns);
+    let episodes = kept
+        .iter()
+        .take(MAX_EPISODES)
+        .map(|c| {
+            let w = c.end_ns.saturating_sub(c.start_ns);
+            Episode {
+                cpu: c.cpu,
+                thread: c.thread,
+                start_mono_ns: c.start_ns,
+                window_ns: w,
+                samples: c.samples,
+                worst_ns: c.worst_ns,
+                causes: vec![Cause {
+                    kind: CauseKind::Unattributed,
+                    name: String::new(),
+                    ns: w,
+                    count: 0,
+                }],
+                steal_ns: 0,
+                gaps: vec![[c.start_ns, c.end_ns]],
+                host: None,
+            }
+        })
+        .collect();
+    (episodes, total)
 }
 
 #[cfg(test)]
@@ -1074,6 +1185,22 @@ mod tests {
         );
         assert_eq!(h.causes[1].name, "IRQ 9 acpi on host CPU 1 (vCPU 1)");
         assert_eq!(h.explained_ns, 19_500_000);
+        // The timeline: preempted, the IRQ, preempted again (on the guest's clock), the guest's own timer
+        // between the two gaps left out.
+        let seg: Vec<(u64, u64, u32)> = h
+            .segments
+            .iter()
+            .map(|s| (s.start_ns, s.end_ns, s.cause))
+            .collect();
+        assert_eq!(
+            seg,
+            vec![
+                (15_000_000_000, 15_005_000_000, 0),
+                (15_005_000_000, 15_005_200_000, 1),
+                (15_005_200_000, 15_010_000_000, 0),
+                (15_010_500_000, 15_020_000_000, 0),
+            ]
+        );
         assert!(h.explained_range_ns[0] <= 19_500_000 && h.explained_range_ns[1] >= 19_500_000);
         assert!(
             h.explained_range_ns[1] - h.explained_range_ns[0] <= 100_000,
@@ -1192,6 +1319,42 @@ mod tests {
             assert_eq!(why.episodes[0].host.as_ref().unwrap().verdict, want);
             assert_eq!(why.episodes[0].causes, vec![unattributed(20_000_000)]);
         }
+    }
+
+    #[test]
+    fn late_samples_of_an_untraced_guest_become_unattributed_episodes() {
+        let spike = |thread, latency_ns, monotonic_ns| crate::cyclic::Spike {
+            thread,
+            cycle: 0,
+            latency_ns,
+            monotonic_ns,
+            cpu: None,
+        };
+        // Thread 0 on CPU 1: one 20 ms stall seen by 20 late 1 ms periods, and a lone 50 µs sample.
+        let mut s: Vec<_> = (0..20)
+            .map(|k| spike(0, 20_000_000 - k * 1_000_000, 15_020_000_000))
+            .collect();
+        s.push(spike(0, 50_000, 16_000_000_000));
+        let (e, total) = episodes_from_spikes(&s, |t| (t == 0).then_some(1), 1_000_000);
+        assert_eq!((e.len(), total), (1, 1));
+        assert_eq!(
+            (e[0].cpu, e[0].samples, e[0].window_ns),
+            (1, 20, 20_000_000)
+        );
+        assert_eq!(e[0].gaps, vec![[15_000_000_000, 15_020_000_000]]);
+        let mut why = Why {
+            episodes: e,
+            ..Why::default()
+        };
+        join(&mut why, &record());
+        assert_eq!(
+            why.episodes[0].top().map(|c| c.kind),
+            Some(CauseKind::Host),
+            "{:?}",
+            why.episodes[0]
+        );
+        // A thread whose CPU is unknown is left out.
+        assert_eq!(episodes_from_spikes(&s, |_| None, 1).1, 0);
     }
 
     #[test]
