@@ -61,6 +61,9 @@ pub enum HostKind {
     /// The vCPU thread asleep in the host — the guest halted, or the thread blocked in the hypervisor (a
     /// lock, I/O) — until it was woken: past the guest's timer deadline, the host woke it late.
     Asleep,
+    /// Asleep, and the QEMU thread that woke it (under TCG the main loop runs the guest's timers) was itself
+    /// runnable but kept off its CPU: the name says that thread and who ran instead.
+    WakerDelayed,
 }
 
 impl HostKind {
@@ -68,7 +71,7 @@ impl HostKind {
     pub fn layer(self) -> u8 {
         match self {
             HostKind::Exit | HostKind::Asleep => 0,
-            HostKind::Waiting | HostKind::Preempted => 1,
+            HostKind::Waiting | HostKind::Preempted | HostKind::WakerDelayed => 1,
             HostKind::Work => 2,
             HostKind::Softirq => 3,
             HostKind::Irq | HostKind::Vector => 4,
@@ -101,6 +104,7 @@ pub fn host_cause_name(kind: HostKind, name: &str, vcpu: u32, cpu: u32) -> Strin
         HostKind::Asleep => format!(
             "vCPU {vcpu}'s thread asleep on host CPU {cpu} (guest halted, or blocked in the hypervisor)"
         ),
+        HostKind::WakerDelayed => format!("vCPU {vcpu} asleep, {name} on host CPU {cpu}"),
     }
 }
 
@@ -118,7 +122,10 @@ pub struct VcpuThread {
 }
 
 /// One interval of a vCPU thread's life on the host that took time from its guest, host CLOCK_MONOTONIC.
+/// Stored as a row `[vcpu, cpu, start_ns, end_ns, kind, name]` ([`INTERVAL_FIELDS`]): a busy host makes
+/// hundreds of thousands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "IntervalRow", into = "IntervalRow")]
 pub struct HostInterval {
     /// The vCPU's index.
     pub vcpu: u32,
@@ -132,6 +139,31 @@ pub struct HostInterval {
     pub kind: HostKind,
     /// Index of its name in [`HostRecord::names`].
     pub name: u32,
+}
+
+/// The fields of a stored [`HostInterval`] row, in order.
+pub const INTERVAL_FIELDS: [&str; 6] = ["vcpu", "cpu", "start_ns", "end_ns", "kind", "name"];
+
+/// A [`HostInterval`] as stored.
+type IntervalRow = (u32, u32, u64, u64, HostKind, u32);
+
+impl From<IntervalRow> for HostInterval {
+    fn from((vcpu, cpu, start_ns, end_ns, kind, name): IntervalRow) -> Self {
+        HostInterval {
+            vcpu,
+            cpu,
+            start_ns,
+            end_ns,
+            kind,
+            name,
+        }
+    }
+}
+
+impl From<HostInterval> for IntervalRow {
+    fn from(i: HostInterval) -> Self {
+        (i.vcpu, i.cpu, i.start_ns, i.end_ns, i.kind, i.name)
+    }
 }
 
 /// VM exits of one reason over the whole observation (all of them, however short).
@@ -201,6 +233,10 @@ pub struct HostRecord {
     pub vm: VmIdent,
     /// Its vCPU threads.
     pub vcpus: Vec<VcpuThread>,
+    /// Its other threads when observation started (tid, name): the main loop, I/O threads — what wakes a
+    /// halted vCPU under TCG, and device emulation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qemu_threads: Vec<(u32, String)>,
     /// Observation start, host CLOCK_MONOTONIC ns.
     pub started_ns: u64,
     /// Observation end, host CLOCK_MONOTONIC ns.
@@ -213,6 +249,9 @@ pub struct HostRecord {
     pub dropped: u64,
     /// Interval names (threads, IRQs, exit reasons), indexed by [`HostInterval::name`].
     pub names: Vec<String>,
+    /// The fields of each interval row ([`INTERVAL_FIELDS`]).
+    #[serde(default)]
+    pub interval_fields: Vec<String>,
     /// The intervals, in the order they ended.
     pub intervals: Vec<HostInterval>,
     /// VM exits per reason (where the kvm tracepoints exist).
@@ -1169,6 +1208,13 @@ mod tests {
             ..Why::default()
         };
         let r = record();
+        // Stored as rows, read back whole.
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(
+            text.contains(r#"[1,1,10000000000,10020000000,"preempted",0]"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<HostRecord>(&text).unwrap(), r);
         join(&mut why, &r);
         let j = &why.episodes[0];
         let h = j.host.as_ref().unwrap();

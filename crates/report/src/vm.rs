@@ -168,6 +168,7 @@ fn colour(k: HostKind) -> &'static str {
         HostKind::Work => "#2ca02c",
         HostKind::Exit => "#17becf",
         HostKind::Asleep => "#bcbd22",
+        HostKind::WakerDelayed => "#e377c2",
     }
 }
 
@@ -256,7 +257,7 @@ pub fn html(why: &Why) -> maud::Markup {
             (timeline(e))
         }
         @if !joined.is_empty() {
-            p { "Timelines: guest on top (blue: its own trace explains it, grey: unattributed in the guest); host below on the guest's clock (brown: another host thread ran, light brown: waiting, red: host IRQ, purple: softirq, orange: vector, green: work, teal: VM exit, olive: the vCPU thread asleep); dashed: the clock's bound at the window's edges." }
+            p { "Timelines: guest on top (blue: its own trace explains it, grey: unattributed in the guest); host below on the guest's clock (brown: another host thread ran, light brown: waiting, red: host IRQ, purple: softirq, orange: vector, green: work, teal: VM exit, olive: the vCPU thread asleep, pink: asleep while the QEMU thread that wakes it was kept off its CPU); dashed: the clock's bound at the window's edges." }
         }
     }
 }

@@ -113,7 +113,10 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
         &mut [&mut observer],
     )?;
     let record = observer.finish();
-    crate::output::write_json(&a.output, &record)
+    // Compact: a busy host's record holds hundreds of thousands of intervals.
+    let mut bytes = serde_json::to_vec(&record).context("serialising the host record")?;
+    bytes.push(b'\n');
+    crate::output::write_atomic(&a.output, &bytes)
         .with_context(|| format!("--output {}", a.output.display()))?;
     super::print_text(&rtgauge_report::vm::render_record(&record))?;
     println!(

@@ -90,6 +90,8 @@ pub struct Vm {
     pub name: Option<String>,
     /// Its vCPU threads, by index.
     pub vcpus: Vec<VcpuThread>,
+    /// Its other threads (tid, name): main loop, I/O threads, workers.
+    pub others: Vec<(u32, String)>,
     /// How they were found.
     pub found_by: String,
     /// The accelerator the thread names say.
@@ -102,6 +104,7 @@ pub fn by_pid(proc: &Path, pid: u32) -> Result<Vm, VmError> {
     let comm = std::fs::read_to_string(dir.join("comm"))
         .map_err(|_| VmError::Input(format!("--pid {pid}: no such process")))?;
     let mut vcpus = Vec::new();
+    let mut others = Vec::new();
     let mut accel = None;
     let mut single = false;
     let tasks = std::fs::read_dir(dir.join("task"))
@@ -123,8 +126,11 @@ pub fn by_pid(proc: &Path, pid: u32) -> Result<Vm, VmError> {
                 comm: c.to_string(),
                 cpus_allowed: cpus_allowed(proc, pid, tid),
             });
+        } else {
+            others.push((tid, c.to_string()));
         }
     }
+    others.sort_unstable();
     vcpus.sort_by_key(|v| v.index);
     if vcpus.is_empty() {
         let why = if single {
@@ -142,6 +148,7 @@ pub fn by_pid(proc: &Path, pid: u32) -> Result<Vm, VmError> {
         pid,
         name: parse_qemu_name(&cmdline),
         vcpus,
+        others,
         found_by: "thread names (CPU n/…)".into(),
         accel,
     })
@@ -170,7 +177,7 @@ pub fn by_domain(proc: &Path, run: &Path, domain: &str) -> Result<Vm, VmError> {
     let (pid, ids) = parse_domstatus(&xml)
         .map_err(|e| VmError::Input(format!("--domain {domain}: {}: {e}", status.display())))?;
     let named = by_pid(proc, pid).ok();
-    let mut vcpus = Vec::new();
+    let mut vcpus: Vec<VcpuThread> = Vec::new();
     for (id, tid) in ids {
         let comm = std::fs::read_to_string(proc.join(format!("{pid}/task/{tid}/comm")))
             .unwrap_or_default()
@@ -203,9 +210,18 @@ pub fn by_domain(proc: &Path, run: &Path, domain: &str) -> Result<Vm, VmError> {
                 ))
             });
     }
+    let others = named
+        .map(|n| {
+            n.others
+                .into_iter()
+                .filter(|(t, _)| !vcpus.iter().any(|v| v.tid == *t))
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(Vm {
         pid,
         name: Some(domain.to_string()),
+        others,
         accel: vcpus
             .iter()
             .find_map(|v| parse_vcpu_comm(&v.comm).map(|(_, a)| a.to_string())),

@@ -52,6 +52,10 @@ pub const SETTLE_NS: u64 = 20_000_000;
 /// Spans kept per host CPU for the stretches a vCPU waits there.
 pub const MAX_SPANS_PER_CPU: usize = 100_000;
 
+/// Spans older than this are dropped even while a thread still waits (its switch-in lost, or it exited
+/// runnable); a wait longer than this is `waiting` in its older part.
+pub const SPAN_HORIZON_NS: u64 = 5_000_000_000;
+
 /// `key=value` (up to the next space) in an event's fields; the key must start a field.
 fn kv<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
     let mut from = 0;
@@ -109,17 +113,29 @@ enum State {
     },
 }
 
+/// What a followed thread is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A vCPU (its index).
+    Vcpu(u32),
+    /// Another QEMU thread (its name's index): what it waits for is kept to explain a vCPU it wakes late.
+    Helper(u32),
+}
+
 #[derive(Debug)]
-struct VcpuState {
-    index: u32,
+struct Followed {
+    role: Role,
     tid: i64,
     state: State,
     exit: Option<(u64, u32)>,
 }
 
+/// A stretch a QEMU helper thread waited runnable: (tid, start, end, host CPU, what ran, its name).
+type HelperWait = (i64, u64, u64, u32, HostKind, u32);
+
 /// Folds host trace lines into the vCPU threads' intervals.
 pub struct Recorder {
-    vcpus: Vec<VcpuState>,
+    threads: Vec<Followed>,
     by_tid: HashMap<i64, usize>,
     folders: BTreeMap<u32, Folder>,
     spans: BTreeMap<u32, VecDeque<Span>>,
@@ -130,6 +146,7 @@ pub struct Recorder {
     max: usize,
     /// Intervals dropped (the bound), and the latest end among them.
     pub dropped: (u64, u64),
+    helper_waits: VecDeque<HelperWait>,
     exits: BTreeMap<u32, (u64, u64)>,
     /// Whether a kvm event of a vCPU thread was seen.
     pub kvm_seen: bool,
@@ -139,19 +156,12 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Follow `vcpus` (index, host thread id), keeping at most `max` intervals.
-    pub fn new(vcpus: &[(u32, i64)], max: usize) -> Recorder {
-        Recorder {
-            by_tid: vcpus.iter().enumerate().map(|(i, v)| (v.1, i)).collect(),
-            vcpus: vcpus
-                .iter()
-                .map(|&(index, tid)| VcpuState {
-                    index,
-                    tid,
-                    state: State::Unknown,
-                    exit: None,
-                })
-                .collect(),
+    /// Follow `vcpus` (index, host thread id) and QEMU's other threads `helpers` (tid, name), keeping at
+    /// most `max` intervals.
+    pub fn new(vcpus: &[(u32, i64)], helpers: &[(i64, String)], max: usize) -> Recorder {
+        let mut r = Recorder {
+            threads: Vec::new(),
+            by_tid: HashMap::new(),
             folders: BTreeMap::new(),
             spans: BTreeMap::new(),
             names: Vec::new(),
@@ -159,11 +169,34 @@ impl Recorder {
             intervals: VecDeque::new(),
             max: max.max(1),
             dropped: (0, 0),
+            helper_waits: VecDeque::new(),
             exits: BTreeMap::new(),
             kvm_seen: false,
             latest: 0,
             policy: rtgauge_probe::trace::read_rt_policy,
+        };
+        let roles: Vec<(i64, Role)> = vcpus
+            .iter()
+            .map(|&(i, tid)| (tid, Role::Vcpu(i)))
+            .chain(
+                helpers
+                    .iter()
+                    .map(|(tid, name)| (*tid, Role::Helper(r.intern(&format!("{name}/{tid}"))))),
+            )
+            .collect();
+        for (tid, role) in roles {
+            if r.by_tid.contains_key(&tid) {
+                continue;
+            }
+            r.by_tid.insert(tid, r.threads.len());
+            r.threads.push(Followed {
+                role,
+                tid,
+                state: State::Unknown,
+                exit: None,
+            });
         }
+        r
     }
 
     fn intern(&mut self, s: &str) -> u32 {
@@ -204,8 +237,9 @@ impl Recorder {
         let t = e.ts_ns;
         self.latest = self.latest.max(t);
         if !self.folders.contains_key(&cpu) {
+            // Nothing excluded: a vCPU thread is a culprit too — for another vCPU on its CPU, and for the
+            // QEMU thread that wakes a vCPU.
             let mut f = Folder::default();
-            f.exclude = self.vcpus.iter().map(|v| v.tid).collect();
             f.policy = self.policy;
             self.folders.insert(cpu, f);
         }
@@ -222,9 +256,11 @@ impl Recorder {
         for s in out {
             if s.kind != CauseKind::Thread {
                 // An interrupt of a vCPU running on this CPU took that time from its guest.
-                let running = self.vcpus.iter().find_map(|v| match v.state {
-                    State::Running { cpu: c, since } if c == cpu && since < s.end_ns => {
-                        Some((v.index, since))
+                let running = self.threads.iter().find_map(|v| match (v.role, &v.state) {
+                    (Role::Vcpu(index), State::Running { cpu: c, since })
+                        if *c == cpu && *since < s.end_ns =>
+                    {
+                        Some((index, *since))
                     }
                     _ => None,
                 });
@@ -240,13 +276,13 @@ impl Recorder {
             }
             q.push_back(s);
         }
+        let followed =
+            |r: &Recorder, key: &str| num(e.fields, key).and_then(|p| r.by_tid.get(&p).copied());
         match e.name {
             "sched_switch" => {
-                let prev = num(e.fields, "prev_pid=").and_then(|p| self.by_tid.get(&p).copied());
-                let next = num(e.fields, "next_pid=").and_then(|p| self.by_tid.get(&p).copied());
-                if let Some(i) = prev {
+                if let Some(i) = followed(self, "prev_pid=") {
                     let runnable = kv(e.fields, "prev_state=").is_some_and(|s| s.starts_with('R'));
-                    self.vcpus[i].state = if runnable {
+                    self.threads[i].state = if runnable {
                         State::Waiting {
                             cpu,
                             since: t,
@@ -256,12 +292,11 @@ impl Recorder {
                         State::Asleep { cpu, since: t }
                     };
                 }
-                if let Some(i) = next {
+                if let Some(i) = followed(self, "next_pid=") {
                     let was = std::mem::replace(
-                        &mut self.vcpus[i].state,
+                        &mut self.threads[i].state,
                         State::Running { cpu, since: t },
                     );
-                    let index = self.vcpus[i].index;
                     match was {
                         State::Waiting {
                             cpu: c,
@@ -270,42 +305,51 @@ impl Recorder {
                         } => {
                             before.push((c, since, t));
                             for (c, a, b) in before {
-                                self.resolve(index, c, a, b);
+                                self.resolve(i, c, a, b);
                             }
                         }
                         // Woken where the wake-up was not traced: asleep up to here.
                         State::Asleep { cpu: c, since } => {
-                            let n = self.intern("");
-                            self.push(index, c, since, t, HostKind::Asleep, n);
+                            if let Role::Vcpu(index) = self.threads[i].role {
+                                let n = self.intern("");
+                                self.push(index, c, since, t, HostKind::Asleep, n);
+                            }
                         }
                         State::Unknown | State::Running { .. } => {}
                     }
                 }
             }
             "sched_wakeup" | "sched_wakeup_new" => {
-                let Some(i) = num(e.fields, "pid=").and_then(|p| self.by_tid.get(&p).copied())
-                else {
+                let Some(i) = followed(self, "pid=") else {
                     return;
                 };
                 let target = num(e.fields, "target_cpu=").map_or(cpu, |c| c as u32);
-                let index = self.vcpus[i].index;
-                match self.vcpus[i].state {
+                match self.threads[i].state {
                     State::Asleep { cpu: c, since } => {
-                        let n = self.intern("");
-                        self.push(index, c, since, t, HostKind::Asleep, n);
+                        if let Role::Vcpu(index) = self.threads[i].role {
+                            let n = self.intern("");
+                            self.push(index, c, since, t, HostKind::Asleep, n);
+                            // Woken by a QEMU thread: what that thread waited for meanwhile woke it late.
+                            if let Some(w) =
+                                line_pid(line).and_then(|p| self.by_tid.get(&p).copied())
+                            {
+                                if let Role::Helper(wn) = self.threads[w].role {
+                                    self.waker_delays(index, self.threads[w].tid, wn, since, t);
+                                }
+                            }
+                        }
                     }
                     State::Unknown => {}
                     State::Running { .. } | State::Waiting { .. } => return,
                 }
-                self.vcpus[i].state = State::Waiting {
+                self.threads[i].state = State::Waiting {
                     cpu: target,
                     since: t,
                     before: Vec::new(),
                 };
             }
             "sched_migrate_task" => {
-                let Some(i) = num(e.fields, "pid=").and_then(|p| self.by_tid.get(&p).copied())
-                else {
+                let Some(i) = followed(self, "pid=") else {
                     return;
                 };
                 let dest = num(e.fields, "dest_cpu=").map(|c| c as u32);
@@ -316,7 +360,7 @@ impl Recorder {
                         before,
                     },
                     Some(d),
-                ) = (&mut self.vcpus[i].state, dest)
+                ) = (&mut self.threads[i].state, dest)
                 {
                     if *c != d {
                         before.push((*c, *since, t));
@@ -329,17 +373,19 @@ impl Recorder {
                 let Some(i) = line_pid(line).and_then(|p| self.by_tid.get(&p).copied()) else {
                     return;
                 };
+                let Role::Vcpu(index) = self.threads[i].role else {
+                    return;
+                };
                 self.kvm_seen = true;
                 if e.name == "kvm_exit" {
                     let r = self.intern(exit_reason(e.fields));
-                    self.vcpus[i].exit = Some((t, r));
-                } else if let Some((t0, r)) = self.vcpus[i].exit.take() {
+                    self.threads[i].exit = Some((t, r));
+                } else if let Some((t0, r)) = self.threads[i].exit.take() {
                     let ns = t.saturating_sub(t0);
                     let tot = self.exits.entry(r).or_default();
                     tot.0 += 1;
                     tot.1 += ns;
                     if ns >= EXIT_KEEP_NS {
-                        let index = self.vcpus[i].index;
                         self.push(index, cpu, t0, t, HostKind::Exit, r);
                     }
                 }
@@ -348,8 +394,34 @@ impl Recorder {
         }
     }
 
-    /// A vCPU runnable on `cpu` over `[a, b)`: that stretch laid over what ran there.
-    fn resolve(&mut self, vcpu: u32, cpu: u32, a: u64, b: u64) {
+    /// vCPU `vcpu` asleep over `[a, b)` and woken by QEMU thread `waker` (named `wn`): the stretches that
+    /// thread waited runnable inside it, each naming what ran instead.
+    fn waker_delays(&mut self, vcpu: u32, waker: i64, wn: u32, a: u64, b: u64) {
+        let wname = self.names.get(wn as usize).cloned().unwrap_or_default();
+        let waits: Vec<HelperWait> = self
+            .helper_waits
+            .iter()
+            .filter(|w| w.0 == waker && w.2 > a && w.1 < b)
+            .copied()
+            .collect();
+        for (_, x, y, c, kind, n) in waits {
+            let what = self.names.get(n as usize).cloned().unwrap_or_default();
+            let phrase = match kind {
+                HostKind::Waiting => format!("its waker {wname} waited for its CPU"),
+                HostKind::Preempted => format!("its waker {wname} waited while {what} ran"),
+                HostKind::Irq => format!("its waker {wname} waited while IRQ {what} ran"),
+                HostKind::Softirq => format!("its waker {wname} waited while softirq {what} ran"),
+                HostKind::Work => format!("its waker {wname} waited while work {what} ran"),
+                _ => format!("its waker {wname} waited while {what} ran"),
+            };
+            let name = self.intern(&phrase);
+            self.push(vcpu, c, x.max(a), y.min(b), HostKind::WakerDelayed, name);
+        }
+    }
+
+    /// Thread `i` runnable on `cpu` over `[a, b)`: that stretch laid over what ran there — intervals of a
+    /// vCPU, or the waits of a QEMU helper thread.
+    fn resolve(&mut self, i: usize, cpu: u32, a: u64, b: u64) {
         if b <= a {
             return;
         }
@@ -372,17 +444,27 @@ impl Recorder {
                 .collect();
             layered(a, b, &keyed)
         };
-        for (x, y, i) in pieces {
-            let (kind, name) = around[i].3.clone();
+        let (role, tid) = (self.threads[i].role, self.threads[i].tid);
+        for (x, y, k) in pieces {
+            let (kind, name) = around[k].3.clone();
+            // A QEMU thread is not its own culprit (its span is the running thread's at the switch-in).
             let n = self.intern(&name);
-            self.push(vcpu, cpu, x, y, kind, n);
+            match role {
+                Role::Vcpu(index) => self.push(index, cpu, x, y, kind, n),
+                Role::Helper(_) => {
+                    if self.helper_waits.len() >= MAX_SPANS_PER_CPU {
+                        self.helper_waits.pop_front();
+                    }
+                    self.helper_waits.push_back((tid, x, y, cpu, kind, n));
+                }
+            }
         }
     }
 
-    /// Drop the spans no waiting vCPU needs any more.
+    /// Drop the spans no waiting thread needs any more, and helper waits older than a minute.
     pub fn prune(&mut self) {
         let horizon = self
-            .vcpus
+            .threads
             .iter()
             .filter_map(|v| match &v.state {
                 State::Waiting { since, before, .. } => {
@@ -391,32 +473,41 @@ impl Recorder {
                 _ => None,
             })
             .min()
-            .unwrap_or(self.latest);
+            .unwrap_or(self.latest)
+            // A thread whose switch-in was lost (or that exited while runnable) must not hold every span.
+            .max(self.latest.saturating_sub(SPAN_HORIZON_NS));
         for q in self.spans.values_mut() {
             while q.front().is_some_and(|s| s.end_ns < horizon) {
                 q.pop_front();
             }
         }
+        // A helper's waits matter while a vCPU it wakes sleeps; a guest never sleeps a minute unnoticed.
+        let old = self.latest.saturating_sub(60_000_000_000);
+        while self.helper_waits.front().is_some_and(|w| w.2 < old) {
+            self.helper_waits.pop_front();
+        }
     }
 
-    /// Close what is open at `end_ns` (a vCPU still waiting, an exit not yet entered) and hand the names,
-    /// intervals, exit totals and drop counts over.
+    /// Close what is open at `end_ns` (a vCPU still waiting) and hand the names, intervals, exit totals
+    /// and drop counts over.
     pub fn finish(mut self, end_ns: u64) -> Finished {
-        let open: Vec<(u32, Vec<Stretch>)> = self
-            .vcpus
+        let open: Vec<(usize, Vec<Stretch>)> = self
+            .threads
             .iter()
-            .filter_map(|v| match &v.state {
+            .enumerate()
+            .filter(|(_, v)| matches!(v.role, Role::Vcpu(_)))
+            .filter_map(|(i, v)| match &v.state {
                 State::Waiting { cpu, since, before } => {
                     let mut all = before.clone();
                     all.push((*cpu, *since, end_ns.max(*since)));
-                    Some((v.index, all))
+                    Some((i, all))
                 }
                 _ => None,
             })
             .collect();
-        for (index, segs) in open {
+        for (i, segs) in open {
             for (c, a, b) in segs {
-                self.resolve(index, c, a, b);
+                self.resolve(i, c, a, b);
             }
         }
         let exits = self
@@ -486,11 +577,14 @@ pub struct HostObserver {
     wall: Instant,
 }
 
-/// The tracefs filter `F == a || F == b` over the vCPU threads.
-fn filter(field: &str, vm: &Vm) -> String {
+/// The tracefs filter `F == a || F == b …` over the VM's threads (`all`: the vCPUs and QEMU's others).
+fn filter(field: &str, vm: &Vm, all: bool) -> String {
+    let others = vm.others.iter().map(|o| o.0).filter(|_| all);
     vm.vcpus
         .iter()
-        .map(|v| format!("{field} == {}", v.tid))
+        .map(|v| v.tid)
+        .chain(others)
+        .map(|t| format!("{field} == {t}"))
         .collect::<Vec<_>>()
         .join(" || ")
 }
@@ -504,27 +598,27 @@ impl HostObserver {
             ExtraEvent {
                 system: "sched",
                 event: "sched_wakeup",
-                filter: Some(filter("pid", &vm)),
+                filter: Some(filter("pid", &vm, true)),
             },
             ExtraEvent {
                 system: "sched",
                 event: "sched_wakeup_new",
-                filter: Some(filter("pid", &vm)),
+                filter: Some(filter("pid", &vm, true)),
             },
             ExtraEvent {
                 system: "sched",
                 event: "sched_migrate_task",
-                filter: Some(filter("pid", &vm)),
+                filter: Some(filter("pid", &vm, true)),
             },
             ExtraEvent {
                 system: "kvm",
                 event: "kvm_exit",
-                filter: Some(filter("common_pid", &vm)),
+                filter: Some(filter("common_pid", &vm, false)),
             },
             ExtraEvent {
                 system: "kvm",
                 event: "kvm_entry",
-                filter: Some(filter("common_pid", &vm)),
+                filter: Some(filter("common_pid", &vm, false)),
             },
         ];
         let trace = TraceSession::start_with(&cpus, opts.buffer_kb, &extra)?;
@@ -543,13 +637,18 @@ impl HostObserver {
             .iter()
             .map(|v| (v.index, i64::from(v.tid)))
             .collect();
+        let helpers: Vec<(i64, String)> = vm
+            .others
+            .iter()
+            .map(|(t, n)| (i64::from(*t), n.clone()))
+            .collect();
         let mut clock = opts.clock.clone().map(ClockClient::new);
         if let Some(c) = clock.as_mut() {
             c.burst();
         }
         let now = now_ns(Clock::Monotonic);
         Ok(HostObserver {
-            recorder: Recorder::new(&tids, opts.max_intervals),
+            recorder: Recorder::new(&tids, &helpers, opts.max_intervals),
             vm,
             trace,
             queue: Vec::new(),
@@ -638,11 +737,16 @@ impl HostObserver {
                 accel: self.vm.accel.clone(),
             },
             vcpus: self.vm.vcpus.clone(),
+            qemu_threads: self.vm.others.clone(),
             started_ns: self.started_ns,
             ended_ns: ended,
             dropped_before_ns: f.dropped_before_ns,
             dropped: f.dropped,
             names: f.names,
+            interval_fields: rtgauge_model::vm::INTERVAL_FIELDS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             intervals: f.intervals,
             exits: f.exits,
             clock: self.clock.map(|c| c.sync),
@@ -809,7 +913,7 @@ mod tests {
 
     #[test]
     fn what_the_host_did_to_a_vcpu_thread_becomes_its_intervals() {
-        let mut r = Recorder::new(&[(0, 43), (1, 44)], 1000);
+        let mut r = Recorder::new(&[(0, 43), (1, 44)], &[], 1000);
         r.policy = |pid| (pid == 77).then_some("FIFO");
         for (cpu, l) in LINES {
             r.feed(*cpu, l);
@@ -878,7 +982,7 @@ mod tests {
             (1, " hog-8 [001] d..2. 10.003000: sched_migrate_task: comm=CPU 0/KVM pid=43 prio=120 orig_cpu=1 dest_cpu=0"),
             (0, " b-6 [000] d..2. 10.004000: sched_switch: prev_comm=b prev_pid=6 prev_prio=120 prev_state=R+ ==> next_comm=CPU 0/KVM next_pid=43 next_prio=120"),
         ];
-        let mut r = Recorder::new(&[(0, 43)], 2);
+        let mut r = Recorder::new(&[(0, 43)], &[], 2);
         r.policy = |_| None;
         for (cpu, l) in lines {
             r.feed(*cpu, l);
@@ -905,7 +1009,7 @@ mod tests {
         );
         // Three would have been made with a bound of 2: none here, so nothing dropped.
         assert_eq!(f.dropped, 0);
-        let mut r = Recorder::new(&[(1, 44)], 3);
+        let mut r = Recorder::new(&[(1, 44)], &[], 3);
         r.policy = |_| None;
         for (cpu, l) in LINES {
             r.feed(*cpu, l);
@@ -920,8 +1024,61 @@ mod tests {
     }
 
     #[test]
+    fn a_vcpu_woken_late_because_its_waker_was_preempted_names_who_ran_instead() {
+        // Under TCG the main loop (tid 42) runs the guest's timers and wakes the halted vCPU 1 (tid 44).
+        // rtg-noise takes CPU 1 from the main loop for 20 ms; the vCPU sleeps through it.
+        let lines: &[(u32, &str)] = &[
+            (1, " CPU 1/TCG-44 [001] d..2. 100.000000: sched_switch: prev_comm=CPU 1/TCG prev_pid=44 prev_prio=130 prev_state=S ==> next_comm=qemu-system-x86 next_pid=42 next_prio=130"),
+            (1, " qemu-system-x86-42 [001] d..2. 100.001000: sched_switch: prev_comm=qemu-system-x86 prev_pid=42 prev_prio=130 prev_state=R+ ==> next_comm=rtg-noise next_pid=77 next_prio=49"),
+            (1, " rtg-noise-77 [001] d..2. 100.021000: sched_switch: prev_comm=rtg-noise prev_pid=77 prev_prio=49 prev_state=S ==> next_comm=qemu-system-x86 next_pid=42 next_prio=130"),
+            (1, " qemu-system-x86-42 [001] d..2. 100.021100: sched_wakeup: comm=CPU 1/TCG pid=44 prio=130 target_cpu=001"),
+            (1, " qemu-system-x86-42 [001] d..2. 100.021200: sched_switch: prev_comm=qemu-system-x86 prev_pid=42 prev_prio=130 prev_state=S ==> next_comm=CPU 1/TCG next_pid=44 next_prio=130"),
+        ];
+        let mut r = Recorder::new(&[(1, 44)], &[(42, "qemu-system-x86".into())], 100);
+        r.policy = |pid| (pid == 77).then_some("FIFO");
+        for (cpu, l) in lines {
+            r.feed(*cpu, l);
+        }
+        let f = r.finish(101_000_000_000);
+        let got: Vec<(u64, u64, HostKind, &str)> = f
+            .intervals
+            .iter()
+            .map(|i| {
+                (
+                    i.start_ns - 100_000_000_000,
+                    i.end_ns - 100_000_000_000,
+                    i.kind,
+                    f.names[i.name as usize].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 21_100_000, HostKind::Asleep, ""),
+                (
+                    1_000_000,
+                    21_000_000,
+                    HostKind::WakerDelayed,
+                    "its waker qemu-system-x86/42 waited while rtg-noise/77 FIFO 50 ran"
+                ),
+                (
+                    21_100_000,
+                    21_200_000,
+                    HostKind::Preempted,
+                    "qemu-system-x86/42 CFS"
+                ),
+            ]
+        );
+        assert_eq!(
+            rtgauge_model::vm::host_cause_name(HostKind::WakerDelayed, got[1].3, 1, 1),
+            "vCPU 1 asleep, its waker qemu-system-x86/42 waited while rtg-noise/77 FIFO 50 ran on host CPU 1"
+        );
+    }
+
+    #[test]
     fn hostile_lines_never_panic() {
-        let mut r = Recorder::new(&[(0, 1)], 10);
+        let mut r = Recorder::new(&[(0, 1)], &[(2, "main".into())], 10);
         for l in [
             "",
             "x",
