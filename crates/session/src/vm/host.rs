@@ -24,7 +24,7 @@
 //! covers), spans kept per CPU only while a vCPU waits there (at most [`MAX_SPANS_PER_CPU`]). The trace is the
 //! probe crate's private tracefs instance with its cleanup (drop, and the next start after a kill -9).
 
-use rtgauge_model::attribution::{CauseKind, Span};
+use rtgauge_model::attribution::CauseKind;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::vm::{
     layered, ExitTotal, HostInterval, HostKind, HostRecord, HostTraceInfo, ObserverCost, VmIdent,
@@ -51,6 +51,9 @@ pub const SETTLE_NS: u64 = 20_000_000;
 
 /// Spans kept per host CPU for the stretches a vCPU waits there.
 pub const MAX_SPANS_PER_CPU: usize = 100_000;
+
+/// Distinct names (threads, IRQs, exit reasons) a record holds at most.
+pub const MAX_NAMES: usize = 200_000;
 
 /// Spans older than this are dropped even while a thread still waits (its switch-in lost, or it exited
 /// runnable); a wait longer than this is `waiting` in its older part.
@@ -130,6 +133,9 @@ struct Followed {
     exit: Option<(u64, u32)>,
 }
 
+/// What ran on a CPU: (start, end, kind, name).
+type CpuSpan = (u64, u64, HostKind, Box<str>);
+
 /// A stretch a QEMU helper thread waited runnable: (tid, start, end, host CPU, what ran, its name).
 type HelperWait = (i64, u64, u64, u32, HostKind, u32);
 
@@ -138,7 +144,9 @@ pub struct Recorder {
     threads: Vec<Followed>,
     by_tid: HashMap<i64, usize>,
     folders: BTreeMap<u32, Folder>,
-    spans: BTreeMap<u32, VecDeque<Span>>,
+    /// What ran on each CPU lately: (start, end, kind, name). Names are interned only once an interval
+    /// uses them: the table then grows with the intervals kept (bounded), not with every thread that ran.
+    spans: BTreeMap<u32, VecDeque<CpuSpan>>,
     names: Vec<String>,
     name_ix: HashMap<String, u32>,
     /// The intervals so far, in the order they ended.
@@ -203,9 +211,24 @@ impl Recorder {
         if let Some(&i) = self.name_ix.get(s) {
             return i;
         }
+        if self.names.len() >= MAX_NAMES {
+            // Bounded: past it every new name reads as this one (the record says so in its names).
+            return self.intern_full();
+        }
         let i = self.names.len() as u32;
         self.names.push(s.to_string());
         self.name_ix.insert(s.to_string(), i);
+        i
+    }
+
+    fn intern_full(&mut self) -> u32 {
+        const FULL: &str = "(another thread: the record's name table is full)";
+        if let Some(&i) = self.name_ix.get(FULL) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(FULL.to_string());
+        self.name_ix.insert(FULL.to_string(), i);
         i
     }
 
@@ -274,7 +297,12 @@ impl Recorder {
             if q.len() >= MAX_SPANS_PER_CPU {
                 q.pop_front();
             }
-            q.push_back(s);
+            q.push_back((
+                s.start_ns,
+                s.end_ns,
+                HostKind::of_span(s.kind),
+                s.name.into_boxed_str(),
+            ));
         }
         let followed =
             |r: &Recorder, key: &str| num(e.fields, key).and_then(|p| r.by_tid.get(&p).copied());
@@ -425,16 +453,20 @@ impl Recorder {
         if b <= a {
             return;
         }
-        let mut around: Vec<(u64, u64, u8, (HostKind, String))> =
-            vec![(a, b, 0, (HostKind::Waiting, String::new()))];
+        type Around = (u64, u64, u8, (HostKind, Box<str>));
+        let mut around: Vec<Around> = vec![(a, b, 0, (HostKind::Waiting, "".into()))];
         if let Some(q) = self.spans.get(&cpu) {
-            for s in q.iter().filter(|s| s.end_ns > a && s.start_ns < b) {
-                let k = HostKind::of_span(s.kind);
-                around.push((s.start_ns, s.end_ns, k.layer(), (k, s.name.clone())));
+            for (x, y, k, n) in q.iter().filter(|s| s.1 > a && s.0 < b) {
+                around.push((*x, *y, k.layer(), (*k, n.clone())));
             }
         }
         if let Some(s) = self.folders.get(&cpu).and_then(|f| f.running_span(b)) {
-            around.push((s.start_ns, s.end_ns, 1, (HostKind::Preempted, s.name)));
+            around.push((
+                s.start_ns,
+                s.end_ns,
+                1,
+                (HostKind::Preempted, s.name.into()),
+            ));
         }
         let pieces: Vec<(u64, u64, usize)> = {
             let keyed: Vec<(u64, u64, u8, usize)> = around
@@ -446,9 +478,8 @@ impl Recorder {
         };
         let (role, tid) = (self.threads[i].role, self.threads[i].tid);
         for (x, y, k) in pieces {
-            let (kind, name) = around[k].3.clone();
-            // A QEMU thread is not its own culprit (its span is the running thread's at the switch-in).
-            let n = self.intern(&name);
+            let kind = around[k].3 .0;
+            let n = self.intern(&around[k].3 .1);
             match role {
                 Role::Vcpu(index) => self.push(index, cpu, x, y, kind, n),
                 Role::Helper(_) => {
@@ -477,7 +508,7 @@ impl Recorder {
             // A thread whose switch-in was lost (or that exited while runnable) must not hold every span.
             .max(self.latest.saturating_sub(SPAN_HORIZON_NS));
         for q in self.spans.values_mut() {
-            while q.front().is_some_and(|s| s.end_ns < horizon) {
+            while q.front().is_some_and(|s| s.1 < horizon) {
                 q.pop_front();
             }
         }
