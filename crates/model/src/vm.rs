@@ -197,7 +197,7 @@ pub struct HostTraceInfo {
 pub struct ObserverCost {
     /// CPU time of the observer process (user + system), ns.
     pub cpu_ns: u64,
-    /// Its peak resident memory, KiB.
+    /// Its peak resident memory (VmHWM), KiB.
     pub max_rss_kib: u64,
     /// Wall time observed, ns.
     pub wall_ns: u64,

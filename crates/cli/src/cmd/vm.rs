@@ -88,6 +88,7 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
         buffer_kb: BUFFER_KB,
         sync_every: Duration::from_nanos(a.sync_interval.as_ns()),
         max_intervals: a.max_intervals,
+        nice: Some(a.nice),
     };
     let vcpu_cpus = rtgauge_model::CpuSet::new(vm.vcpus.iter().flat_map(|v| {
         rtgauge_model::CpuSet::parse(&v.cpus_allowed)

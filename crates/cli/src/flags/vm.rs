@@ -54,6 +54,11 @@ pub struct ObserveArgs {
     /// Host intervals kept at most (the oldest are dropped and counted beyond it).
     #[arg(long, value_name = "N", default_value_t = rtgauge_model::vm::MAX_INTERVALS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000_000))]
     pub max_intervals: usize,
+    /// The observer's nice value: it yields to the vCPU threads on the CPUs they share (a kernel ring
+    /// buffer holds what it reads late; what overflows is counted as lost). Better still, run it on CPUs
+    /// the vCPUs do not use (taskset -c HOUSEKEEPING rtgauge vm observe …).
+    #[arg(long, value_name = "N", default_value_t = 19, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: i32,
 }
 
 /// `rtgauge vm clock-serve`.
