@@ -270,6 +270,15 @@ pub struct HostRecord {
 }
 
 impl HostRecord {
+    /// Time the vCPU threads slept over the record (the guest halted, or blocked in the hypervisor), ns.
+    pub fn asleep_ns(&self) -> u64 {
+        self.intervals
+            .iter()
+            .filter(|i| i.kind == HostKind::Asleep)
+            .map(|i| i.end_ns.saturating_sub(i.start_ns))
+            .sum()
+    }
+
     /// The vCPU of guest CPU `cpu` (its index).
     pub fn vcpu(&self, cpu: u32) -> Option<&VcpuThread> {
         self.vcpus.iter().find(|v| v.index == cpu)
@@ -286,9 +295,10 @@ impl HostRecord {
     }
 
     /// Time per (vCPU, kind, name, CPU) over the whole record, largest first: what the host did to the VM.
+    /// The vCPU threads' sleep is left out (mostly the guest idling: see [`HostRecord::asleep_ns`]).
     pub fn totals(&self) -> Vec<HostCause> {
         let mut out: Vec<HostCause> = Vec::new();
-        for i in &self.intervals {
+        for i in self.intervals.iter().filter(|i| i.kind != HostKind::Asleep) {
             let name = host_cause_name(i.kind, self.name(i), i.vcpu, i.cpu);
             let ns = i.end_ns.saturating_sub(i.start_ns);
             match out.iter_mut().find(|c| c.kind == i.kind && c.name == name) {
@@ -1274,6 +1284,7 @@ mod tests {
         let info = why.host.as_ref().unwrap();
         assert_eq!(info.joined, 1);
         assert_eq!(info.host_totals[0].ns, 20_000_000);
+        assert_eq!(r.asleep_ns(), 0);
         // Joining again changes nothing.
         let once = why.clone();
         join(&mut why, &r);

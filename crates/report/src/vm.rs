@@ -71,6 +71,11 @@ pub fn render_record(r: &HostRecord) -> String {
     for c in totals.iter().take(RECORD_CAUSES) {
         let _ = writeln!(s, "    {:>9} {:>6}×  {}", ms(c.ns), c.count, c.name);
     }
+    let _ = writeln!(
+        s,
+        "  the vCPU threads slept {} in all (the guest halted, or blocked in the hypervisor: a cause only past a guest deadline)",
+        ms(r.asleep_ns())
+    );
     if !r.exits.is_empty() {
         let mut e = r.exits.clone();
         e.sort_by_key(|x| std::cmp::Reverse(x.ns));
@@ -244,7 +249,7 @@ pub fn html(why: &Why) -> maud::Markup {
         @for m in &h.missing { p { "Host record: " (m) } }
         @if !h.host_totals.is_empty() {
             table {
-                tr { th { "what the host took from the vCPUs, whole record" } th { "ms" } th { "times" } }
+                tr { th { "what the host took from the vCPUs, whole record (their sleep left out)" } th { "ms" } th { "times" } }
                 @for c in &h.host_totals {
                     tr { td { (c.name) } td.n { (format!("{:.2}", c.ns as f64 / 1e6)) } td.n { (c.count) } }
                 }
