@@ -62,6 +62,9 @@ pub enum Command {
     Fleet(rtgauge_flags::fleet::FleetArgs),
     /// Always-on timer-latency and tuning-drift monitoring with a Prometheus endpoint and textfile output.
     Monitor(Box<rtgauge_flags::monitor::MonitorArgs>),
+    /// The virtualization tax from both sides: what a VM's host did to its vCPU threads (observe, on the
+    /// host), the guest's clock (clock-serve, in the guest), and a guest run's spikes joined with it (join).
+    Vm(rtgauge_flags::vm::VmArgs),
 }
 
 /// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).

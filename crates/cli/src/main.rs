@@ -37,6 +37,7 @@ fn main() -> ExitCode {
         cli::Command::Monitor(a) => cmd::monitor::run(a),
         cli::Command::Load(a) => cmd::load::run(a),
         cli::Command::Fleet(a) => cmd::fleet::run(a),
+        cli::Command::Vm(a) => cmd::vm::run(a),
     };
     match result {
         Ok(code) => code,

@@ -22,6 +22,7 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod verify;
+pub mod vm;
 
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;

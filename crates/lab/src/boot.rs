@@ -3,8 +3,11 @@
 //! The guest has three serial ports: ttyS0 is the console (written to a file the host reads), ttyS1 carries
 //! the guest's `/out` back as a newc cpio archive once its script is done (raw bytes, nothing else writes
 //! there), and ttyS2 (IRQ 5, output discarded) is there to be stormed: writing to it makes interrupts
-//! whose handler is a thread `irq/5-ttyS2` on PREEMPT_RT. The guest powers itself off; the host waits for
-//! QEMU to exit within the guest's timeout and kills it otherwise.
+//! whose handler is a thread `irq/5-ttyS2` on PREEMPT_RT. With [`Guest::clock_channel`] a fourth port,
+//! ttyS3 (IRQ 7), is a unix socket on the host ([`Running::channel`]): a channel both sides have, for the
+//! guest/host clock of `rtgauge vm`. The guest powers itself off; the host waits for QEMU to exit within the
+//! guest's timeout and kills it otherwise. [`Guest::boot_with`] runs a function on the host while QEMU runs
+//! (its vCPU threads are named `CPU n/TCG` or `CPU n/KVM`: `debug-threads=on`).
 //!
 //! Acceleration: KVM where it runs these guests, TCG otherwise. The first boot after the host boots tries
 //! KVM and falls back to TCG when the guest's init has not spoken within [`KVM_TRIAL`]; the verdict is kept in
@@ -64,7 +67,37 @@ pub struct Guest {
     pub files: Vec<(String, Vec<u8>)>,
     /// Bound on the whole boot, from QEMU's start to its exit.
     pub timeout: Duration,
+    /// A fourth serial port, ttyS3 (IRQ 7), connected to a unix socket on the host ([`Running::channel`]).
+    pub clock_channel: bool,
 }
+
+/// A guest while QEMU runs it, as [`Guest::boot_with`] hands it over.
+#[derive(Debug, Clone)]
+pub struct Running {
+    /// QEMU's process id.
+    pub qemu_pid: u32,
+    /// How the guest runs.
+    pub accel: Accel,
+    /// The serial console as QEMU writes it (the script's output goes there too).
+    pub console: PathBuf,
+    /// The host end of ttyS3 (a unix socket QEMU listens on), with [`Guest::clock_channel`].
+    pub channel: Option<PathBuf>,
+}
+
+impl Running {
+    /// Whether QEMU still runs.
+    pub fn alive(&self) -> bool {
+        pid_alive(self.qemu_pid)
+    }
+
+    /// The console so far.
+    pub fn console_text(&self) -> String {
+        read_lossy(&self.console)
+    }
+}
+
+/// What runs on the host beside a guest ([`Guest::boot_with`]).
+pub type During<'a> = &'a (dyn Fn(&Running) + Sync);
 
 impl Guest {
     /// A guest of `kernel` on `topology` that runs `script`, with 1 GiB (+ 64 MiB per CPU beyond 4) and a
@@ -82,6 +115,7 @@ impl Guest {
             programs: Vec::new(),
             files: Vec::new(),
             timeout: Duration::from_secs(120),
+            clock_channel: false,
         }
     }
 
@@ -103,6 +137,17 @@ impl Guest {
 
     /// Boot, run the script, power off; the console and the files handed back.
     pub fn boot(&self) -> Result<Boot, LabError> {
+        self.boot_inner(None)
+    }
+
+    /// [`Guest::boot`], with `during` run on the host in a thread of its own while QEMU runs (once per QEMU
+    /// start: a KVM trial that fails and the TCG boot after it each call it). The boot waits for `during`
+    /// to return after QEMU has exited; `during` should end when [`Running::alive`] turns false.
+    pub fn boot_with(&self, during: During<'_>) -> Result<Boot, LabError> {
+        self.boot_inner(Some(during))
+    }
+
+    fn boot_inner(&self, during: Option<During<'_>>) -> Result<Boot, LabError> {
         clean_stale();
         let cache = crate::cache_dir();
         std::fs::create_dir_all(&cache).map_err(io(&cache))?;
@@ -115,7 +160,7 @@ impl Guest {
             Some(a) => a,
             None => {
                 // Try KVM on this very guest; fall back to TCG when it does not come up.
-                match self.run_qemu(&work, &initrd, Accel::Kvm, Some(KVM_TRIAL)) {
+                match self.run_qemu(&work, &initrd, Accel::Kvm, Some(KVM_TRIAL), during) {
                     Ok(boot) => {
                         remember_accel(&cache, Accel::Kvm);
                         return self.finish(boot, &work);
@@ -131,7 +176,7 @@ impl Guest {
                 }
             }
         };
-        let boot = self.run_qemu(&work, &initrd, accel, None)?;
+        let boot = self.run_qemu(&work, &initrd, accel, None, during)?;
         self.finish(boot, &work)
     }
 
@@ -188,7 +233,8 @@ impl Guest {
         let w = |n: &str| work.path().join(n).display().to_string();
         let mut a: Vec<String> = vec![
             "-name".into(),
-            "rtgauge-lab,process=rtgauge-lab".into(),
+            // debug-threads: the vCPU threads are named `CPU n/TCG` (`CPU n/KVM`), as libvirt's guests' are.
+            "rtgauge-lab,process=rtgauge-lab,debug-threads=on".into(),
             "-nodefaults".into(),
             "-no-user-config".into(),
             "-display".into(),
@@ -233,6 +279,17 @@ impl Guest {
             "-device".into(),
             "isa-serial,chardev=storm,index=2,irq=5".into(),
         ]);
+        if self.clock_channel {
+            a.extend([
+                "-chardev".into(),
+                format!(
+                    "socket,id=clock,path={},server=on,wait=off",
+                    w("clock.sock")
+                ),
+                "-device".into(),
+                "isa-serial,chardev=clock,index=3,irq=7".into(),
+            ]);
+        }
         a
     }
 
@@ -244,6 +301,7 @@ impl Guest {
         initrd: &Path,
         accel: Accel,
         trial: Option<Duration>,
+        during: Option<During<'_>>,
     ) -> Result<Boot, LabError> {
         let console = work.path().join("console.log");
         let out = work.path().join("out.cpio");
@@ -278,20 +336,45 @@ impl Guest {
             program: "qemu-system-x86_64".into(),
             message: rtgauge_probe::programs::not_found("qemu-system-x86_64", &e),
         })?;
+        let running = Running {
+            qemu_pid: child.id(),
+            accel,
+            console: console.clone(),
+            channel: self.clock_channel.then(|| work.path().join("clock.sock")),
+        };
         let mut guard = Qemu(Some(child));
+        std::thread::scope(|scope| {
+            if let Some(f) = during {
+                let r = running.clone();
+                scope.spawn(move || f(&r));
+            }
+            self.wait_qemu(&mut guard, &console, accel, trial, start)
+        })
+        .and_then(|status| self.collect(&mut guard, status, &console, &out, accel, start))
+    }
+
+    /// Wait for QEMU to exit within the bounds; killed (and an error) past them.
+    fn wait_qemu(
+        &self,
+        guard: &mut Qemu,
+        console: &Path,
+        accel: Accel,
+        trial: Option<Duration>,
+        start: Instant,
+    ) -> Result<std::process::ExitStatus, LabError> {
         let deadline = start + self.timeout;
-        let status = loop {
+        Ok(loop {
             if let Some(s) = guard.try_wait() {
                 break s;
             }
             let now = Instant::now();
             if let Some(t) = trial {
-                if now > start + t && !read_lossy(&console).contains("rtgauge-lab: up") {
+                if now > start + t && !read_lossy(console).contains("rtgauge-lab: up") {
                     guard.kill();
                     return Err(LabError::Timeout {
                         guest: format!("{} under {accel}", self.label),
                         secs: t.as_secs(),
-                        tail: tail(&read_lossy(&console), 5),
+                        tail: tail(&read_lossy(console), 5),
                     });
                 }
             }
@@ -300,21 +383,33 @@ impl Guest {
                 return Err(LabError::Timeout {
                     guest: self.label.clone(),
                     secs: self.timeout.as_secs(),
-                    tail: tail(&read_lossy(&console), 30),
+                    tail: tail(&read_lossy(console), 30),
                 });
             }
             std::thread::sleep(Duration::from_millis(50));
-        };
+        })
+    }
+
+    /// The console, the files handed back and the boot's figures, once QEMU has exited.
+    fn collect(
+        &self,
+        guard: &mut Qemu,
+        status: std::process::ExitStatus,
+        console: &Path,
+        out: &Path,
+        accel: Accel,
+        start: Instant,
+    ) -> Result<Boot, LabError> {
         let wall = start.elapsed();
         let stderr = guard.stderr();
-        let console_text = read_lossy(&console);
+        let console_text = read_lossy(console);
         if !status.success() {
             return Err(LabError::Program {
                 program: "qemu-system-x86_64".into(),
                 message: format!("{status}: {}\n{}", stderr.trim(), tail(&console_text, 10)),
             });
         }
-        let archive = std::fs::read(&out).unwrap_or_default();
+        let archive = std::fs::read(out).unwrap_or_default();
         let files = tempfile::Builder::new()
             .prefix("rtgauge-lab-files-")
             .tempdir()

@@ -20,7 +20,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod topology;
 
-pub use boot::{clean_stale, Accel, Boot, Clocksource, Guest};
+pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, Running};
 pub use kernel::{Flavour, Kernel};
 pub use topology::Topology;
 

@@ -4,6 +4,7 @@
 //! ```sh
 //! rtgauge-lab boot --kernel rt --topology 2x4x2 --nodes 2 --rtgauge target/debug/rtgauge \
 //!     --script my.sh --out /tmp/guest-files --append "tsc=reliable"
+//! rtgauge-lab boot … --clock-channel  # + ttyS3 on a unix socket; stderr names QEMU's pid and the socket
 //! rtgauge-lab fetch --kernel std      # download and cache a kernel
 //! rtgauge-lab clean                   # kill a killed run's QEMU, remove its work directory
 //! ```
@@ -60,6 +61,10 @@ enum Cmd {
         /// Memory, MiB (default: 1 GiB + 64 MiB per CPU beyond 4).
         #[arg(long)]
         memory: Option<u32>,
+        /// A fourth serial port, ttyS3, on a unix socket of the host (the guest/host clock of `rtgauge vm`);
+        /// once QEMU runs, one line on stderr says its pid, console and socket (bench/vm_observe_overhead).
+        #[arg(long)]
+        clock_channel: bool,
     },
     /// Download and cache a kernel; print where it is.
     Fetch {
@@ -120,6 +125,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             out,
             timeout,
             memory,
+            clock_channel,
         } => {
             let k = Kernel::fetch(flavour(&kernel)?)?;
             let text = std::fs::read_to_string(&script)
@@ -132,7 +138,17 @@ fn real_main() -> anyhow::Result<ExitCode> {
             if let Some(m) = memory {
                 g.memory_mib = m;
             }
-            let boot = g.boot()?;
+            g.clock_channel = clock_channel;
+            let boot = g.boot_with(&|r: &rtgauge_lab::Running| {
+                eprintln!(
+                    "rtgauge-lab: running: qemu pid {} console {} channel {}",
+                    r.qemu_pid,
+                    r.console.display(),
+                    r.channel
+                        .as_ref()
+                        .map_or("none".into(), |c| c.display().to_string())
+                );
+            })?;
             boot.copy_to(&out)?;
             std::fs::write(
                 out.join("lab/boot.txt"),

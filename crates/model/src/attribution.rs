@@ -295,6 +295,9 @@ pub enum CauseKind {
     Work,
     /// Nothing visible from inside the OS: hypervisor, SMI/firmware, hardware, or the wake-up path itself.
     Unattributed,
+    /// What the VM's host did to the vCPU (joined from a host record, `rtgauge vm join`): the thread that ran
+    /// instead, a host IRQ, a VM exit — the name says which ([`crate::vm`]).
+    Host,
 }
 
 impl CauseKind {
@@ -307,6 +310,7 @@ impl CauseKind {
             CauseKind::Thread => "thread",
             CauseKind::Work => "work",
             CauseKind::Unattributed => "unattributed",
+            CauseKind::Host => "host",
         }
     }
 }
@@ -352,6 +356,13 @@ pub struct Episode {
     /// Steal time of the CPU in the enclosing counter interval, ns (what the hypervisor admits to).
     #[serde(default)]
     pub steal_ns: u64,
+    /// The stretches of the window the trace explains nothing of (CLOCK_MONOTONIC ns, the longest
+    /// [`crate::vm::MAX_GAPS`]): where a VM's host record is laid over the episode ([`crate::vm::join`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<[u64; 2]>,
+    /// What the VM's host did meanwhile, once joined with a host record (`rtgauge vm join`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::vm::EpisodeHost>,
 }
 
 impl Episode {
@@ -458,6 +469,9 @@ pub struct Why {
     /// What could not be collected, one line ("no tracefs: counters only").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// The VM host record the episodes were joined with (`rtgauge vm join`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::vm::HostJoin>,
 }
 
 impl Why {
@@ -508,7 +522,7 @@ pub fn breakdown(start: u64, end: u64, spans: &[Span]) -> Vec<Cause> {
             CauseKind::Work => 1,
             CauseKind::Softirq => 2,
             CauseKind::Irq | CauseKind::Vector => 3,
-            CauseKind::Unattributed => 4,
+            CauseKind::Unattributed | CauseKind::Host => 4,
         }
     }
     let inside: Vec<&Span> = spans
@@ -831,6 +845,8 @@ mod tests {
             worst_ns: 100,
             causes: c,
             steal_ns: 0,
+            gaps: Vec::new(),
+            host: None,
         };
         assert!(b.top().is_none());
         assert!(b.sentence().starts_with("100 % unattributed"));

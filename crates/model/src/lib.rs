@@ -33,6 +33,7 @@ pub mod rt;
 pub mod run;
 pub mod units;
 pub mod verdict;
+pub mod vm;
 
 pub use cpuset::CpuSet;
 pub use units::Nanos;

@@ -381,7 +381,9 @@ impl Folder {
                 // after a wake-up from D state was not traced), so when the recorded thread is not the one
                 // switching out, the one switching out is charged from the last recorded switch. A thread is
                 // named at the highest priority it had at either end of its span: one that raised itself to
-                // FIFO 50 while running switched in as CFS, and it held the CPU as FIFO 50.
+                // FIFO 50 while running switched in as CFS, and it held the CPU as FIFO 50. It is named by its
+                // comm at the switch out: a new thread switches in under its parent's comm and names itself
+                // while running (Rust's and glibc's named threads do), so the later name is the one it has.
                 let num = |key: &str, default: i64| -> i64 {
                     field(event.fields, key, None)
                         .and_then(|v| v.parse().ok())
@@ -389,16 +391,16 @@ impl Folder {
                 };
                 let prev_pid = field(event.fields, "prev_pid=", None).and_then(|v| v.parse().ok());
                 let prev_prio = num("prev_prio=", 120);
+                let prev_comm = field(event.fields, "prev_comm=", Some(" prev_pid="));
                 if let Some((comm, pid, since, prio_in)) = self.running.take() {
                     let (comm, pid, prio) = match prev_pid {
-                        Some(p) if p != pid => (
-                            field(event.fields, "prev_comm=", Some(" prev_pid="))
-                                .unwrap_or("?")
-                                .to_string(),
-                            p,
-                            prev_prio,
+                        Some(p) if p != pid => (prev_comm.unwrap_or("?").to_string(), p, prev_prio),
+                        Some(_) => (
+                            prev_comm.map_or(comm, str::to_string),
+                            pid,
+                            prio_in.min(prev_prio),
                         ),
-                        _ => (comm, pid, prio_in.min(prev_prio)),
+                        None => (comm, pid, prio_in.min(prev_prio)),
                     };
                     if pid != 0 && !self.exclude.contains(&pid) {
                         out.push(Span {
@@ -424,7 +426,7 @@ impl Folder {
     }
 
     /// The thread running now as a span up to `now` (for windows that end before its switch-out).
-    fn running_span(&self, now: u64) -> Option<Span> {
+    pub fn running_span(&self, now: u64) -> Option<Span> {
         let (comm, pid, since, prio) = self.running.as_ref()?;
         (*pid != 0 && !self.exclude.contains(pid)).then(|| Span {
             start_ns: *since,
@@ -462,11 +464,35 @@ pub struct TraceSession {
     /// Instances of killed runs removed at start.
     pub cleaned: usize,
     started_ns: u64,
+    /// Events enabled beyond [`EVENTS`] ([`TraceSession::start_with`]), disabled again on drop.
+    extra: Vec<(String, String)>,
+}
+
+/// An event enabled beyond the spans' own ([`TraceSession::start_with`]), with an optional filter
+/// (tracefs filter syntax: `pid == 42 || pid == 43`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraEvent {
+    /// Its subsystem (`sched`, `kvm`).
+    pub system: &'static str,
+    /// Its name (`sched_wakeup`, `kvm_exit`).
+    pub event: &'static str,
+    /// Its filter, if any.
+    pub filter: Option<String>,
 }
 
 impl TraceSession {
     /// Mount tracefs if needed, remove stale instances, create ours and start recording on `cpus`.
     pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<TraceSession, TraceError> {
+        TraceSession::start_with(cpus, buffer_kb, &[])
+    }
+
+    /// [`TraceSession::start`] with `extra` events enabled too (those the kernel lacks are skipped: see
+    /// [`TraceSession::has_event`]); for readers of the raw lines ([`TraceSession::drain_lines`]).
+    pub fn start_with(
+        cpus: &[u32],
+        buffer_kb: u32,
+        extra: &[ExtraEvent],
+    ) -> Result<TraceSession, TraceError> {
         let root = PathBuf::from(TRACEFS);
         let mounted = mount_tracefs()?;
         let cleaned = clean_stale(&root);
@@ -483,6 +509,10 @@ impl TraceSession {
             pins: Vec::new(),
             cleaned,
             started_ns: crate::clock::now_ns(crate::clock::Clock::Monotonic),
+            extra: extra
+                .iter()
+                .map(|e| (e.system.to_string(), e.event.to_string()))
+                .collect(),
         };
         // From here on, Drop removes the instance whatever fails.
         let w = |p: &str, v: &str| -> Result<(), TraceError> {
@@ -505,6 +535,13 @@ impl TraceSession {
         }
         for (sys, ev) in EVENTS {
             let _ = std::fs::write(dir.join("events").join(sys).join(ev).join("enable"), "1");
+        }
+        for e in extra {
+            let d = dir.join("events").join(e.system).join(e.event);
+            if let Some(f) = &e.filter {
+                let _ = std::fs::write(d.join("filter"), f);
+            }
+            let _ = std::fs::write(d.join("enable"), "1");
         }
         for &cpu in cpus {
             let p = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"));
@@ -531,6 +568,67 @@ impl TraceSession {
     /// The instance directory (for tests and messages).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Whether the kernel has event `system/event` (and it is enabled in this instance).
+    pub fn has_event(&self, system: &str, event: &str) -> bool {
+        std::fs::read_to_string(
+            self.dir
+                .join("events")
+                .join(system)
+                .join(event)
+                .join("enable"),
+        )
+        .is_ok_and(|v| v.trim() == "1")
+    }
+
+    /// Read what the kernel has buffered on every CPU (non-blocking) and hand each whole line to `f` with
+    /// its CPU, unfolded: for readers that fold the events themselves (the host side of a VM).
+    pub fn drain_lines(&mut self, f: &mut dyn FnMut(u32, &str)) {
+        for c in &mut self.cpus {
+            loop {
+                match c.pipe.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        c.partial.extend_from_slice(&self.buf[..n]);
+                        let end = c
+                            .partial
+                            .iter()
+                            .rposition(|&b| b == b'\n')
+                            .map_or(0, |i| i + 1);
+                        for line in String::from_utf8_lossy(&c.partial[..end]).lines() {
+                            c.folder.events += 1;
+                            f(c.cpu, line);
+                        }
+                        c.partial.drain(..end);
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    /// Stop recording (the buffers keep what they hold for a last drain).
+    pub fn stop_recording(&self) {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+    }
+
+    /// Lines read so far, over every CPU.
+    pub fn events(&self) -> u64 {
+        self.cpus.iter().map(|c| c.folder.events).sum()
+    }
+
+    /// Events the kernel dropped so far (ring buffer overruns), over every CPU.
+    pub fn lost(&self) -> u64 {
+        self.cpus
+            .iter()
+            .map(|c| {
+                parse_overrun(
+                    &std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{}/stats", c.cpu)))
+                        .unwrap_or_default(),
+                )
+            })
+            .sum()
     }
 
     /// Threads never charged (the probe's own).
@@ -665,7 +763,8 @@ impl TraceData {
 impl Drop for TraceSession {
     fn drop(&mut self) {
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-        for (sys, ev) in EVENTS {
+        let extra = self.extra.iter().map(|(s, e)| (s.as_str(), e.as_str()));
+        for (sys, ev) in EVENTS.iter().copied().chain(extra) {
             let _ = std::fs::write(
                 self.dir.join("events").join(sys).join(ev).join("enable"),
                 "0",
@@ -780,6 +879,25 @@ mod tests {
         }
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].name, "spinner/4242 FIFO 50");
+    }
+
+    #[test]
+    fn a_thread_that_named_itself_while_running_is_named_by_its_new_comm() {
+        // A new thread switches in under its parent's comm and names itself before it spins (seen in the
+        // host+guest lab: the noise thread charged as its parent's comm): its span carries the new name.
+        let lines = "\
+ swapper/1-0 [001] d..2. 100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a_guest_stall_i next_pid=7033 next_prio=120
+ rtg-noise-7033 [001] d..2. 100.020000: sched_switch: prev_comm=rtg-noise prev_pid=7033 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        let mut f = Folder {
+            policy: |pid| (pid == 7033).then_some("FIFO"),
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in lines.lines() {
+            f.feed(&parse_line(l).expect(l), &mut out);
+        }
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].name, "rtg-noise/7033 FIFO 50");
     }
 
     #[test]

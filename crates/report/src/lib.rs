@@ -25,6 +25,7 @@ pub mod terminal;
 pub mod threads;
 mod units;
 pub mod verdict;
+pub mod vm;
 
 /// A JSON value as `(dotted.path, value)` rows (objects and arrays of objects descend; `null` reads
 /// "none"), for fingerprint tables and differences.

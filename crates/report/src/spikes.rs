@@ -106,7 +106,13 @@ pub fn render_why(probe: &ProbeResult) -> String {
         );
         for b in why.episodes.iter().take(TERMINAL_EPISODES) {
             let _ = writeln!(s, "    {}", spike_line(b));
+            if let Some(h) = crate::vm::episode_line(b) {
+                let _ = writeln!(s, "      {h}");
+            }
         }
+    }
+    if let Some(h) = crate::vm::join_line(why) {
+        let _ = writeln!(s, "  {h}");
     }
     if let Some(b) = &why.break_sample {
         let _ = writeln!(
@@ -192,6 +198,7 @@ fn colour(k: CauseKind) -> &'static str {
         CauseKind::Thread => "#1f77b4",
         CauseKind::Work => "#2ca02c",
         CauseKind::Unattributed => "#7f7f7f",
+        CauseKind::Host => "#8c564b",
     }
 }
 
@@ -250,6 +257,7 @@ pub fn html(probe: &ProbeResult) -> maud::Markup {
                 }
             }
         }
+        (crate::vm::html(why))
     }
 }
 
@@ -273,6 +281,9 @@ pub fn compare_sentences(
             };
             let causes = dominant(&why.episodes).map_or(String::new(), |d| format!("; {d}"));
             out.push(format!("run {n}'s {kind}: {}{causes}", episodes_line(why)));
+            if let Some(h) = crate::vm::join_line(why) {
+                out.push(format!("run {n}'s {kind} {h}"));
+            }
         }
     }
     out
@@ -301,6 +312,8 @@ mod tests {
                 })
                 .collect(),
             steal_ns: 0,
+            gaps: Vec::new(),
+            host: None,
         }
     }
 

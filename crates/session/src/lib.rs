@@ -16,12 +16,14 @@
 //! Cleanup is part of each piece (the load generators die with their [`load::Running`], the trace with its
 //! session, both also after a kill -9 through the next start), so an error at any step leaves nothing on.
 //!
-//! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe (the
-//! host side of a VM, next) is one [`Observer`].
+//! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe is
+//! one [`Observer`] — the host side of a VM is one ([`vm::host::HostObserver`], run by a probe that measures
+//! nothing itself, [`vm::host::VmWatch`]).
 
 pub mod load;
 pub mod probes;
 pub mod record;
+pub mod vm;
 pub mod why;
 
 use rtgauge_host::HostRoot;

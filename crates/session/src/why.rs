@@ -495,5 +495,7 @@ fn attribute(d: &TraceData, cpu: u32, thread: u32, start: u64, end: u64) -> Opti
         worst_ns: end.saturating_sub(start),
         causes: breakdown(start, end, spans),
         steal_ns: 0,
+        gaps: rtgauge_model::vm::uncovered(start, end, spans),
+        host: None,
     })
 }

@@ -20,6 +20,7 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod verify;
+pub mod vm;
 
 /// The stop flag of a measuring verb: SIGINT and SIGTERM end the measurement through the normal path.
 pub fn stop_on_signals() -> anyhow::Result<rtgauge_probe::stop::StopFlag> {

@@ -1,0 +1,255 @@
+//! `rtgauge vm observe | clock-serve | join`: glue from the flags to `rtgauge_session::vm` (the host
+//! observer through the session engine, the guest's clock responder) and `rtgauge_model::vm::join`, and to
+//! the views (`rtgauge_report::vm`). Inputs are checked before anything is traced: a bad pid, domain,
+//! channel or output directory is one line and exit 2.
+
+use anyhow::{bail, Context as _};
+use rtgauge_flags::vm::*;
+use rtgauge_formats::import::Importer as _;
+use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::vm::{HostRecord, HOST_RECORD_KIND, HOST_SCHEMA_VERSION};
+use rtgauge_session::vm::clock::{self, Channel};
+use rtgauge_session::vm::discover;
+use rtgauge_session::vm::host::{HostObserver, ObserveOpts, VmWatch};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Per-CPU host trace buffer, KiB.
+const BUFFER_KB: u32 = 4096;
+
+pub fn run(a: &VmArgs) -> anyhow::Result<ExitCode> {
+    match &a.command {
+        VmCommand::Observe(o) => observe(o),
+        VmCommand::ClockServe(c) => clock_serve(c),
+        VmCommand::Join(j) => join(j),
+    }
+}
+
+/// A file this verb will write: its directory must exist now, not after a 30 s observation.
+fn check_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        bail!("{flag} {}: no directory {}", path.display(), dir.display());
+    }
+    Ok(())
+}
+
+fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
+    let channel = a
+        .clock
+        .as_deref()
+        .map(|c| Channel::parse(c, "--clock"))
+        .transpose()?;
+    check_writable(&a.output, "--output")?;
+    let proc = Path::new("/proc");
+    let vm = match (a.pid, &a.domain) {
+        (Some(pid), _) => discover::by_pid(proc, pid)?,
+        (None, Some(d)) => discover::by_domain(proc, Path::new("/run/libvirt/qemu"), d)?,
+        (None, None) => bail!("--pid PID or --domain NAME: which VM to observe"),
+    };
+    let root = rtgauge_host::HostRoot::live();
+    let cpus = match &a.cpus {
+        Some(c) => c.clone(),
+        None => rtgauge_host::cpu::read_cpu_mask(&root, rtgauge_host::cpu::CpuMask::Online)
+            .context("reading this host's online CPUs")?,
+    };
+    let stop = super::stop_on_signals()?;
+    let threads: Vec<String> = vm
+        .vcpus
+        .iter()
+        .map(|v| {
+            format!(
+                "vCPU {} = thread {} on host CPUs {}",
+                v.index, v.tid, v.cpus_allowed
+            )
+        })
+        .collect();
+    eprintln!(
+        "rtgauge: observing VM pid {}{}: {}; tracing host CPUs {cpus}; clock {}",
+        vm.pid,
+        vm.name
+            .as_deref()
+            .map_or(String::new(), |n| format!(" ({n})")),
+        threads.join(", "),
+        channel
+            .as_ref()
+            .map_or("none (--clock)".to_string(), |c| c.to_string())
+    );
+    let opts = ObserveOpts {
+        clock: channel,
+        cpus,
+        buffer_kb: BUFFER_KB,
+        sync_every: Duration::from_nanos(a.sync_interval.as_ns()),
+        max_intervals: a.max_intervals,
+        nice: Some(a.nice),
+    };
+    let vcpu_cpus = rtgauge_model::CpuSet::new(vm.vcpus.iter().flat_map(|v| {
+        rtgauge_model::CpuSet::parse(&v.cpus_allowed)
+            .map(|c| c.iter().collect::<Vec<_>>())
+            .unwrap_or_default()
+    }));
+    let pid = vm.pid;
+    let mut observer = HostObserver::start(vm, &opts)?;
+    let watch = VmWatch {
+        pid,
+        duration: a.duration.map(|d| Duration::from_nanos(d.as_ns())),
+        cpus: vcpu_cpus,
+        tick: Duration::from_millis(100),
+        ended: std::cell::Cell::new(""),
+    };
+    rtgauge_session::Session {
+        root: &root,
+        stop: &stop,
+    }
+    .measure(
+        &watch,
+        &rtgauge_session::Around::default(),
+        &mut [&mut observer],
+    )?;
+    let record = observer.finish();
+    // Compact: a busy host's record holds hundreds of thousands of intervals.
+    let mut bytes = serde_json::to_vec(&record).context("serialising the host record")?;
+    bytes.push(b'\n');
+    crate::output::write_atomic(&a.output, &bytes)
+        .with_context(|| format!("--output {}", a.output.display()))?;
+    super::print_text(&rtgauge_report::vm::render_record(&record))?;
+    println!(
+        "ended: {}; record: {}",
+        watch.ended.get(),
+        a.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn clock_serve(a: &ClockServeArgs) -> anyhow::Result<ExitCode> {
+    let channel = Channel::parse(&a.channel, "CHANNEL")?;
+    let stop = super::stop_on_signals()?;
+    let until = a
+        .duration
+        .map(|d| rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic) + d.as_ns());
+    let n = clock::serve(&channel, &stop, until)?;
+    eprintln!("rtgauge: {n} clock exchanges answered on {channel}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A host record file, checked to be one.
+fn read_record(path: &Path) -> anyhow::Result<HostRecord> {
+    let bytes =
+        rtgauge_flags::read_user_file(path, "HOST_RECORD", rtgauge_flags::MAX_IMPORT_BYTES)?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("HOST_RECORD {}: not JSON: {e}", path.display()))?;
+    if v.get("kind").and_then(|k| k.as_str()) != Some(HOST_RECORD_KIND) {
+        bail!(
+            "HOST_RECORD {}: not a host record (rtgauge vm observe --output)",
+            path.display()
+        );
+    }
+    let version = v
+        .get("schema_version")
+        .and_then(|x| x.as_u64())
+        .unwrap_or(0);
+    if version > u64::from(HOST_SCHEMA_VERSION) {
+        bail!(
+            "HOST_RECORD {}: schema_version {version} is newer than this rtgauge reads ({HOST_SCHEMA_VERSION})",
+            path.display()
+        );
+    }
+    serde_json::from_value(v).map_err(|e| {
+        anyhow::anyhow!(
+            "HOST_RECORD {}: not a valid host record: {e}",
+            path.display()
+        )
+    })
+}
+
+/// Give a cyclic result measured without `--trace` episodes from its late samples, so the host can explain
+/// them; `false` when it has neither.
+fn ensure_episodes(c: &mut rtgauge_model::cyclic::CyclicResult) -> bool {
+    if c.why.as_ref().is_some_and(|w| w.trace.is_some()) {
+        return true;
+    }
+    let Some(thr) = c.config.spike_threshold_ns.filter(|_| !c.spikes.is_empty()) else {
+        return false;
+    };
+    let cpus = c.config.cpus.clone();
+    let (episodes, total) = rtgauge_model::vm::episodes_from_spikes(
+        &c.spikes,
+        |t| cpus.get(t as usize).copied().flatten(),
+        thr,
+    );
+    let why = c.why.get_or_insert_with(Default::default);
+    why.episodes = episodes;
+    why.episodes_total = total;
+    why.threshold = Some(rtgauge_model::attribution::EpisodeThreshold {
+        ns: thr,
+        rule: "--spike (the guest was not traced: its late samples only)".into(),
+    });
+    true
+}
+
+fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
+    for (p, flag) in [(&a.output, "--output"), (&a.html, "--html")] {
+        if let Some(p) = p {
+            check_writable(p, flag)?;
+        }
+    }
+    let name = a.guest.display().to_string();
+    let bytes =
+        rtgauge_flags::read_user_file(&a.guest, "GUEST_RUN", rtgauge_flags::MAX_IMPORT_BYTES)?;
+    let mut doc: RunDocument = rtgauge_formats::native::NativeJson
+        .import(&String::from_utf8_lossy(&bytes), &name)
+        .map_err(|e| anyhow::anyhow!("GUEST_RUN {name}: {e}"))?;
+    let record = read_record(&a.host)?;
+    let mut joined = 0;
+    for p in &mut doc.probes {
+        let why = match p {
+            ProbeResult::Cyclic(c) => {
+                if !ensure_episodes(c) {
+                    continue;
+                }
+                c.why.as_mut()
+            }
+            ProbeResult::Oslat(o) => o.why.as_mut().filter(|w| w.trace.is_some()),
+            _ => None,
+        };
+        if let Some(w) = why {
+            rtgauge_model::vm::join(w, &record);
+            joined += 1;
+        }
+    }
+    if joined == 0 {
+        bail!(
+            "GUEST_RUN {name}: no latency probe with spike episodes to join (measure the guest with --trace, or --spike)"
+        );
+    }
+    let mut id = 0;
+    if a.store {
+        let (mut store, path) = a.db.open()?;
+        id = store.insert(&doc).context("storing the joined run")?;
+        eprintln!("rtgauge: joined run stored as run {id} in {path}");
+    }
+    if let Some(p) = &a.output {
+        crate::output::write_json(p, &doc).with_context(|| format!("--output {}", p.display()))?;
+    }
+    if let Some(p) = &a.html {
+        crate::output::write_atomic(p, rtgauge_report::html::render_report(id, &doc).as_bytes())
+            .with_context(|| format!("--html {}", p.display()))?;
+    }
+    if a.json {
+        crate::output::write_json(Path::new("-"), &doc)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = String::new();
+    for p in &doc.probes {
+        text.push_str(&rtgauge_report::spikes::render_why(p));
+    }
+    super::print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,420 @@
+//! The clock channel between a guest and its host: an NTP-style exchange over a byte stream both sides
+//! have — a serial or virtio-serial port (a QEMU chardev on the host: a unix socket or a pty), or TCP.
+//!
+//! Protocol (binary, tiny so that a 115 200 baud UART adds little to the round trip): the host sends
+//! `A5 seq`; the guest answers `5A seq` and its CLOCK_MONOTONIC as 8 bytes little-endian, read when the
+//! probe arrived. The host stamps its send and the answer's arrival on its CLOCK_MONOTONIC
+//! ([`rtgauge_model::vm::ClockSample`]). Stale bytes (a probe answered after its timeout, bytes queued in
+//! the UART before the guest's side opened it) are drained before every probe, and an answer whose
+//! sequence number is not the one awaited is a failed exchange, never a sample.
+//!
+//! A burst is [`BURST`] exchanges; the one with the smallest round trip is kept (its bound is the
+//! tightest). A burst whose first exchange gets no answer is given up at once (the guest side is not up
+//! yet), so an observer is never held for more than one timeout per burst.
+
+use rtgauge_model::vm::{ClockSample, ClockSync};
+use rtgauge_probe::clock::{now_ns, Clock};
+use rtgauge_probe::stop::StopFlag;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::VmError;
+
+const PROBE: u8 = 0xA5;
+const ANSWER: u8 = 0x5A;
+/// Exchanges per burst.
+pub const BURST: usize = 16;
+/// How long one exchange may take.
+pub const TIMEOUT: Duration = Duration::from_millis(50);
+
+/// Where the other side is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Channel {
+    /// A unix stream socket (a QEMU `-chardev socket,path=…,server=on`).
+    Unix(PathBuf),
+    /// TCP, `HOST:PORT`.
+    Tcp(String),
+    /// A character device or pty: a serial port, a virtio-serial port (`/dev/virtio-ports/NAME`), a QEMU
+    /// `-chardev pty`.
+    Device(PathBuf),
+}
+
+impl Channel {
+    /// `unix:PATH`, `tcp:HOST:PORT` or a device path; `flag` names the flag in errors.
+    pub fn parse(s: &str, flag: &str) -> Result<Channel, VmError> {
+        let bad = |why: &str| VmError::Input(format!("{flag} {}: {why}", s.escape_debug()));
+        if s.is_empty() || s.chars().any(char::is_control) {
+            return Err(bad("expected unix:PATH, tcp:HOST:PORT or a device path"));
+        }
+        if let Some(p) = s.strip_prefix("unix:") {
+            if p.is_empty() {
+                return Err(bad("no socket path"));
+            }
+            return Ok(Channel::Unix(PathBuf::from(p)));
+        }
+        if let Some(a) = s.strip_prefix("tcp:") {
+            let port = a.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>()));
+            return match port {
+                Some((h, Ok(p))) if !h.is_empty() && p > 0 => Ok(Channel::Tcp(a.to_string())),
+                _ => Err(bad("expected tcp:HOST:PORT")),
+            };
+        }
+        if !s.starts_with('/') {
+            return Err(bad(
+                "expected unix:PATH, tcp:HOST:PORT or an absolute device path",
+            ));
+        }
+        Ok(Channel::Device(PathBuf::from(s)))
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Channel::Unix(p) => write!(f, "unix:{}", p.display()),
+            Channel::Tcp(a) => write!(f, "tcp:{a}"),
+            Channel::Device(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// A byte stream with a descriptor to poll.
+pub trait Stream: Read + Write + AsRawFd + Send {}
+impl<T: Read + Write + AsRawFd + Send> Stream for T {}
+
+/// Put a tty into raw mode at 115 200 baud (no echo, no line discipline): what a UART carries then is the
+/// protocol's bytes. A non-tty (a virtio-serial port, a socket) is left as it is.
+fn raw_tty(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: isatty on a descriptor we own.
+    if unsafe { libc::isatty(fd) } != 1 {
+        return Ok(());
+    }
+    // SAFETY: termios is plain data, filled by tcgetattr on our descriptor before use.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor and out-pointer.
+    if unsafe { libc::tcgetattr(fd, &mut t) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: plain updates of the termios we own.
+    unsafe {
+        libc::cfmakeraw(&mut t);
+        libc::cfsetispeed(&mut t, libc::B115200);
+        libc::cfsetospeed(&mut t, libc::B115200);
+    }
+    t.c_cflag |= libc::CLOCAL | libc::CREAD;
+    t.c_cc[libc::VMIN] = 1;
+    t.c_cc[libc::VTIME] = 0;
+    // SAFETY: valid descriptor and termios.
+    if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &t) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether `fd` has bytes to read within `timeout`.
+fn readable(fd: RawFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    n > 0 && p.revents & libc::POLLIN != 0
+}
+
+/// Read exactly `buf.len()` bytes before `deadline_ns` (CLOCK_MONOTONIC), or `false`.
+fn read_until(s: &mut dyn Stream, buf: &mut [u8], deadline_ns: u64) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        let now = now_ns(Clock::Monotonic);
+        if now >= deadline_ns || !readable(s.as_raw_fd(), Duration::from_nanos(deadline_ns - now)) {
+            return false;
+        }
+        match s.read(&mut buf[got..]) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got += n,
+        }
+    }
+    true
+}
+
+/// Throw away whatever is waiting to be read.
+fn drain(s: &mut dyn Stream) {
+    let mut junk = [0u8; 256];
+    while readable(s.as_raw_fd(), Duration::ZERO) {
+        match s.read(&mut junk) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+}
+
+fn open(ch: &Channel) -> std::io::Result<Box<dyn Stream>> {
+    Ok(match ch {
+        Channel::Unix(p) => Box::new(std::os::unix::net::UnixStream::connect(p)?),
+        Channel::Tcp(a) => {
+            let s = std::net::TcpStream::connect(a)?;
+            s.set_nodelay(true)?;
+            Box::new(s)
+        }
+        Channel::Device(p) => {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NOCTTY)
+                .open(p)?;
+            raw_tty(f.as_raw_fd())?;
+            Box::new(f)
+        }
+    })
+}
+
+/// The host's end: sends probes, keeps each burst's best exchange.
+pub struct ClockClient {
+    channel: Channel,
+    stream: Option<Box<dyn Stream>>,
+    seq: u8,
+    /// What was measured so far.
+    pub sync: ClockSync,
+    /// Why the channel could not be opened, last time it was tried.
+    pub error: Option<String>,
+}
+
+impl ClockClient {
+    /// Connect to `channel` (a failed connection is retried at each burst).
+    pub fn new(channel: Channel) -> ClockClient {
+        let mut c = ClockClient {
+            sync: ClockSync {
+                channel: channel.to_string(),
+                method: format!(
+                    "bursts of {BURST} exchanges, the smallest round trip of each kept; offset = guest − host midpoint, bound = round trip / 2; interpolated between bursts"
+                ),
+                ..ClockSync::default()
+            },
+            channel,
+            stream: None,
+            seq: 0,
+            error: None,
+        };
+        c.connect();
+        c
+    }
+
+    fn connect(&mut self) {
+        match open(&self.channel) {
+            Ok(s) => {
+                self.stream = Some(s);
+                self.error = None;
+            }
+            Err(e) => self.error = Some(format!("--clock {}: {e}", self.channel)),
+        }
+    }
+
+    /// One exchange: a sample, or `None` (no answer in time, a garbled one).
+    fn exchange(&mut self) -> Option<ClockSample> {
+        let s = self.stream.as_mut()?;
+        self.seq = self.seq.wrapping_add(1);
+        let seq = self.seq;
+        drain(s.as_mut());
+        let t1 = now_ns(Clock::Monotonic);
+        if s.write_all(&[PROBE, seq]).is_err() {
+            self.stream = None;
+            return None;
+        }
+        let mut a = [0u8; 10];
+        let ok = read_until(s.as_mut(), &mut a, t1 + TIMEOUT.as_nanos() as u64);
+        let t4 = now_ns(Clock::Monotonic);
+        if !ok || a[0] != ANSWER || a[1] != seq {
+            return None;
+        }
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(&a[2..]);
+        Some(ClockSample {
+            host_send_ns: t1,
+            guest_ns: u64::from_le_bytes(ts),
+            host_recv_ns: t4,
+        })
+    }
+
+    /// One burst: up to [`BURST`] exchanges, the best kept; given up after a first unanswered one.
+    pub fn burst(&mut self) {
+        if self.stream.is_none() {
+            self.connect();
+        }
+        let mut best: Option<ClockSample> = None;
+        for i in 0..BURST {
+            self.sync.exchanges += 1;
+            match self.exchange() {
+                Some(x) => {
+                    if best.is_none_or(|b| x.rtt_ns() < b.rtt_ns()) {
+                        best = Some(x);
+                    }
+                }
+                None => {
+                    self.sync.failed += 1;
+                    if i == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(b) = best {
+            self.sync.samples.push(b);
+        }
+    }
+}
+
+/// The guest's end: answer every probe on `channel` until `stop` (SIGINT/SIGTERM) or `until_ns`
+/// (CLOCK_MONOTONIC), reconnecting a TCP listener's peer as it comes. Returns the probes answered.
+pub fn serve(channel: &Channel, stop: &StopFlag, until_ns: Option<u64>) -> Result<u64, VmError> {
+    let io = |e: std::io::Error| VmError::Input(format!("{channel}: {e}"));
+    let mut answered = 0;
+    let done = || stop.is_set() || until_ns.is_some_and(|u| now_ns(Clock::Monotonic) >= u);
+    match channel {
+        Channel::Device(_) | Channel::Unix(_) => {
+            let mut s = open(channel).map_err(io)?;
+            answer(s.as_mut(), &done, &mut answered);
+        }
+        Channel::Tcp(addr) => {
+            let l = std::net::TcpListener::bind(addr).map_err(io)?;
+            l.set_nonblocking(true).map_err(io)?;
+            while !done() {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false).map_err(io)?;
+                        s.set_nodelay(true).map_err(io)?;
+                        let mut s: Box<dyn Stream> = Box::new(s);
+                        answer(s.as_mut(), &done, &mut answered);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(100)),
+                }
+            }
+        }
+    }
+    Ok(answered)
+}
+
+/// Answer probes on one stream until `done` or its end.
+fn answer(s: &mut dyn Stream, done: &dyn Fn() -> bool, answered: &mut u64) {
+    let mut b = [0u8; 1];
+    while !done() {
+        if !readable(s.as_raw_fd(), Duration::from_millis(200)) {
+            continue;
+        }
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if b[0] != PROBE => continue,
+            Ok(_) => {}
+        }
+        let mut seq = [0u8; 1];
+        if !read_until(
+            s,
+            &mut seq,
+            now_ns(Clock::Monotonic) + TIMEOUT.as_nanos() as u64,
+        ) {
+            continue;
+        }
+        let t = now_ns(Clock::Monotonic);
+        let mut a = [0u8; 10];
+        a[0] = ANSWER;
+        a[1] = seq[0];
+        a[2..].copy_from_slice(&t.to_le_bytes());
+        if s.write_all(&a).is_err() {
+            return;
+        }
+        *answered += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_parse_and_bad_ones_are_named() {
+        assert_eq!(
+            Channel::parse("unix:/run/vm.sock", "--clock").unwrap(),
+            Channel::Unix("/run/vm.sock".into())
+        );
+        assert_eq!(
+            Channel::parse("tcp:10.0.0.2:7031", "--clock").unwrap(),
+            Channel::Tcp("10.0.0.2:7031".into())
+        );
+        assert_eq!(
+            Channel::parse("/dev/ttyS3", "--clock").unwrap().to_string(),
+            "/dev/ttyS3"
+        );
+        for bad in [
+            "",
+            "unix:",
+            "tcp:host",
+            "tcp::1",
+            "tcp:h:0",
+            "tcp:h:99999",
+            "ttyS3",
+            "a\nb",
+        ] {
+            let e = Channel::parse(bad, "--clock").unwrap_err().to_string();
+            assert!(e.starts_with("--clock "), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_exchange_over_a_real_socket_bounds_the_offset() {
+        // Both ends in this process, on one clock: the true offset is 0, so it must lie within each
+        // sample's bound.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clock.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let stop = StopFlag::new();
+        let guest_stop = stop.clone();
+        let guest = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut s: Box<dyn Stream> = Box::new(s);
+            let mut n = 0;
+            answer(s.as_mut(), &|| guest_stop.is_set(), &mut n);
+            n
+        });
+        let mut c = ClockClient::new(Channel::Unix(path));
+        assert!(c.error.is_none(), "{:?}", c.error);
+        for _ in 0..3 {
+            c.burst();
+        }
+        stop.set();
+        drop(c.stream.take());
+        let answered = guest.join().unwrap();
+        assert_eq!(c.sync.samples.len(), 3);
+        assert_eq!(answered, 3 * BURST as u64);
+        assert_eq!(c.sync.failed, 0);
+        for s in &c.sync.samples {
+            assert!(s.offset_ns().unsigned_abs() <= s.bound_ns(), "{s:?}");
+            assert!(s.host_send_ns <= s.guest_ns && s.guest_ns <= s.host_recv_ns);
+        }
+    }
+
+    #[test]
+    fn a_silent_guest_costs_one_timeout_per_burst() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("silent.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let mut c = ClockClient::new(Channel::Unix(path));
+        let t = std::time::Instant::now();
+        c.burst();
+        assert!(t.elapsed() < TIMEOUT * 3, "{:?}", t.elapsed());
+        assert_eq!((c.sync.exchanges, c.sync.failed), (1, 1));
+        assert!(c.sync.samples.is_empty());
+        // Nobody there at all: the error names the channel.
+        let c = ClockClient::new(Channel::Unix(dir.path().join("none.sock")));
+        assert!(
+            c.error.as_deref().unwrap().starts_with("--clock unix:"),
+            "{:?}",
+            c.error
+        );
+    }
+}

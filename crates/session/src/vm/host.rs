@@ -1,0 +1,1148 @@
+//! The host side of a VM: its vCPU threads followed through the host's scheduler, interrupts and VM exits
+//! ([`Recorder`], pure: trace lines in, [`HostInterval`]s out), recorded by an [`Observer`]
+//! ([`HostObserver`]) while a [`Probe`] that measures nothing itself ([`VmWatch`]) runs it through
+//! [`crate::Session::measure`] — the session's stop flag, ticks and cleanup, unchanged.
+//!
+//! Per vCPU thread, from `sched_switch`, `sched_wakeup` and `sched_migrate_task` (every host CPU traced, as a
+//! wake-up is recorded on the waker's CPU):
+//! - switched out runnable (`prev_state=R`, preempted) or woken, until switched back in: *runnable but not
+//!   running*; that stretch is laid over the spans of the CPU it waited on (the thread that ran instead, the
+//!   IRQs, softirqs and vectors inside it, innermost first, as the guest side breaks a spike down) and each
+//!   piece becomes an interval ([`HostKind::Preempted`] naming that thread with its policy and priority,
+//!   [`HostKind::Irq`] …, [`HostKind::Waiting`] where nothing traced ran);
+//! - while running: every host IRQ, softirq and vector on its CPU is an interval that took time from it;
+//! - switched out asleep until woken: [`HostKind::Asleep`] (the guest halted or the thread blocked);
+//! - `kvm_exit` → `kvm_entry` of its thread (where the kvm tracepoints exist): [`HostKind::Exit`] with the
+//!   exit reason; every exit counts in the per-reason totals, those of at least [`EXIT_KEEP_NS`] are kept
+//!   as intervals.
+//!
+//! Events from different CPUs are merged by timestamp before they are folded: a drain takes what every
+//! CPU's pipe holds and folds the events older than [`SETTLE_NS`] before the drain in time order, keeping the
+//! rest for the next one (an event is in its CPU's buffer microseconds after it happened).
+//!
+//! Bounds: at most `max_intervals` intervals (oldest dropped, counted, and the record says from when it
+//! covers), spans kept per CPU only while a vCPU waits there (at most [`MAX_SPANS_PER_CPU`]). The trace is the
+//! probe crate's private tracefs instance with its cleanup (drop, and the next start after a kill -9).
+
+use rtgauge_model::attribution::CauseKind;
+use rtgauge_model::run::ProbeResult;
+use rtgauge_model::vm::{
+    layered, ExitTotal, HostInterval, HostKind, HostRecord, HostTraceInfo, ObserverCost, VmIdent,
+    HOST_RECORD_KIND, HOST_SCHEMA_VERSION,
+};
+use rtgauge_model::CpuSet;
+use rtgauge_probe::clock::{now_ns, Clock};
+use rtgauge_probe::stop::StopFlag;
+use rtgauge_probe::trace::{parse_line, ExtraEvent, Folder, TraceSession};
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::clock::{Channel, ClockClient};
+use super::discover::Vm;
+use super::VmError;
+use crate::{Observer, Probe, SessionError, Tick};
+
+/// VM exits shorter than this count in the totals only (the text trace's timestamps are µs).
+pub const EXIT_KEEP_NS: u64 = 1_000;
+
+/// Events younger than this at a drain wait for the next one, so that every CPU's events up to then are in.
+pub const SETTLE_NS: u64 = 20_000_000;
+
+/// Spans kept per host CPU for the stretches a vCPU waits there.
+pub const MAX_SPANS_PER_CPU: usize = 100_000;
+
+/// Distinct names (threads, IRQs, exit reasons) a record holds at most.
+pub const MAX_NAMES: usize = 200_000;
+
+/// Spans older than this are dropped even while a thread still waits (its switch-in lost, or it exited
+/// runnable); a wait longer than this is `waiting` in its older part.
+pub const SPAN_HORIZON_NS: u64 = 5_000_000_000;
+
+/// `key=value` (up to the next space) in an event's fields; the key must start a field.
+fn kv<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    let mut from = 0;
+    while let Some(i) = fields[from..].find(key) {
+        let at = from + i;
+        if at == 0 || fields.as_bytes()[at - 1] == b' ' {
+            let v = &fields[at + key.len()..];
+            return Some(v.split(' ').next().unwrap_or(v));
+        }
+        from = at + key.len();
+    }
+    None
+}
+
+fn num(fields: &str, key: &str) -> Option<i64> {
+    kv(fields, key)?.parse().ok()
+}
+
+/// The pid of the task that recorded a trace line (`comm-pid [cpu] …`; a comm may hold spaces and dashes).
+pub fn line_pid(line: &str) -> Option<i64> {
+    let head = line.get(..line.find(" [")?)?.trim_end();
+    head.rsplit_once('-')?.1.parse().ok()
+}
+
+/// A `kvm_exit` line's reason: `reason EPT_VIOLATION rip …` (x86; `vcpu N` before it on newer kernels).
+pub fn exit_reason(fields: &str) -> &str {
+    let mut w = fields.split_whitespace();
+    while let Some(x) = w.next() {
+        if x == "reason" {
+            return w.next().unwrap_or("?");
+        }
+    }
+    "?"
+}
+
+/// Where a vCPU waited: (host CPU, from, to).
+type Stretch = (u32, u64, u64);
+
+#[derive(Debug, Clone)]
+enum State {
+    Unknown,
+    Asleep {
+        cpu: u32,
+        since: u64,
+    },
+    Running {
+        cpu: u32,
+        since: u64,
+    },
+    /// Runnable, not running: the CPU it waits on since `since`, and the earlier CPUs it waited on.
+    Waiting {
+        cpu: u32,
+        since: u64,
+        before: Vec<Stretch>,
+    },
+}
+
+/// What a followed thread is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A vCPU (its index).
+    Vcpu(u32),
+    /// Another QEMU thread (its name's index): what it waits for is kept to explain a vCPU it wakes late.
+    Helper(u32),
+}
+
+#[derive(Debug)]
+struct Followed {
+    role: Role,
+    tid: i64,
+    state: State,
+    exit: Option<(u64, u32)>,
+}
+
+/// What ran on a CPU: (start, end, kind, name).
+type CpuSpan = (u64, u64, HostKind, Box<str>);
+
+/// A stretch a QEMU helper thread waited runnable: (tid, start, end, host CPU, what ran, its name).
+type HelperWait = (i64, u64, u64, u32, HostKind, u32);
+
+/// Folds host trace lines into the vCPU threads' intervals.
+pub struct Recorder {
+    threads: Vec<Followed>,
+    by_tid: HashMap<i64, usize>,
+    folders: BTreeMap<u32, Folder>,
+    /// What ran on each CPU lately: (start, end, kind, name). Names are interned only once an interval
+    /// uses them: the table then grows with the intervals kept (bounded), not with every thread that ran.
+    spans: BTreeMap<u32, VecDeque<CpuSpan>>,
+    names: Vec<String>,
+    name_ix: HashMap<String, u32>,
+    /// The intervals so far, in the order they ended.
+    pub intervals: VecDeque<HostInterval>,
+    max: usize,
+    /// Intervals dropped (the bound), and the latest end among them.
+    pub dropped: (u64, u64),
+    helper_waits: VecDeque<HelperWait>,
+    exits: BTreeMap<u32, (u64, u64)>,
+    /// Whether a kvm event of a vCPU thread was seen.
+    pub kvm_seen: bool,
+    latest: u64,
+    /// How a real-time thread's policy is found (the host's /proc; tests give their own).
+    pub policy: fn(i64) -> Option<&'static str>,
+}
+
+impl Recorder {
+    /// Follow `vcpus` (index, host thread id) and QEMU's other threads `helpers` (tid, name), keeping at
+    /// most `max` intervals.
+    pub fn new(vcpus: &[(u32, i64)], helpers: &[(i64, String)], max: usize) -> Recorder {
+        let mut r = Recorder {
+            threads: Vec::new(),
+            by_tid: HashMap::new(),
+            folders: BTreeMap::new(),
+            spans: BTreeMap::new(),
+            names: Vec::new(),
+            name_ix: HashMap::new(),
+            intervals: VecDeque::new(),
+            max: max.max(1),
+            dropped: (0, 0),
+            helper_waits: VecDeque::new(),
+            exits: BTreeMap::new(),
+            kvm_seen: false,
+            latest: 0,
+            policy: rtgauge_probe::trace::read_rt_policy,
+        };
+        let roles: Vec<(i64, Role)> = vcpus
+            .iter()
+            .map(|&(i, tid)| (tid, Role::Vcpu(i)))
+            .chain(
+                helpers
+                    .iter()
+                    .map(|(tid, name)| (*tid, Role::Helper(r.intern(&format!("{name}/{tid}"))))),
+            )
+            .collect();
+        for (tid, role) in roles {
+            if r.by_tid.contains_key(&tid) {
+                continue;
+            }
+            r.by_tid.insert(tid, r.threads.len());
+            r.threads.push(Followed {
+                role,
+                tid,
+                state: State::Unknown,
+                exit: None,
+            });
+        }
+        r
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.name_ix.get(s) {
+            return i;
+        }
+        if self.names.len() >= MAX_NAMES {
+            // Bounded: past it every new name reads as this one (the record says so in its names).
+            return self.intern_full();
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.name_ix.insert(s.to_string(), i);
+        i
+    }
+
+    fn intern_full(&mut self) -> u32 {
+        const FULL: &str = "(another thread: the record's name table is full)";
+        if let Some(&i) = self.name_ix.get(FULL) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(FULL.to_string());
+        self.name_ix.insert(FULL.to_string(), i);
+        i
+    }
+
+    fn push(&mut self, vcpu: u32, cpu: u32, start_ns: u64, end_ns: u64, kind: HostKind, name: u32) {
+        if end_ns <= start_ns {
+            return;
+        }
+        if self.intervals.len() >= self.max {
+            if let Some(old) = self.intervals.pop_front() {
+                self.dropped.0 += 1;
+                self.dropped.1 = self.dropped.1.max(old.end_ns);
+            }
+        }
+        self.intervals.push_back(HostInterval {
+            vcpu,
+            cpu,
+            start_ns,
+            end_ns,
+            kind,
+            name,
+        });
+    }
+
+    /// Feed one trace line recorded on host CPU `cpu`. Lines must come in time order over all CPUs.
+    pub fn feed(&mut self, cpu: u32, line: &str) {
+        let Some(e) = parse_line(line) else {
+            return;
+        };
+        let t = e.ts_ns;
+        self.latest = self.latest.max(t);
+        if !self.folders.contains_key(&cpu) {
+            // Nothing excluded: a vCPU thread is a culprit too — for another vCPU on its CPU, and for the
+            // QEMU thread that wakes a vCPU.
+            let mut f = Folder::default();
+            f.policy = self.policy;
+            self.folders.insert(cpu, f);
+        }
+        let mut out = Vec::new();
+        // kvm_exit/kvm_entry are not spans of the CPU: the folder would read `kvm_entry … kvm_exit` (the guest
+        // running) as a vector.
+        if let Some(folder) = self
+            .folders
+            .get_mut(&cpu)
+            .filter(|_| !e.name.starts_with("kvm_"))
+        {
+            folder.feed(&e, &mut out);
+        }
+        for s in out {
+            if s.kind != CauseKind::Thread {
+                // An interrupt of a vCPU running on this CPU took that time from its guest.
+                let running = self.threads.iter().find_map(|v| match (v.role, &v.state) {
+                    (Role::Vcpu(index), State::Running { cpu: c, since })
+                        if *c == cpu && *since < s.end_ns =>
+                    {
+                        Some((index, *since))
+                    }
+                    _ => None,
+                });
+                if let Some((index, since)) = running {
+                    let name = self.intern(&s.name);
+                    let kind = HostKind::of_span(s.kind);
+                    self.push(index, cpu, s.start_ns.max(since), s.end_ns, kind, name);
+                }
+            }
+            let q = self.spans.entry(cpu).or_default();
+            if q.len() >= MAX_SPANS_PER_CPU {
+                q.pop_front();
+            }
+            q.push_back((
+                s.start_ns,
+                s.end_ns,
+                HostKind::of_span(s.kind),
+                s.name.into_boxed_str(),
+            ));
+        }
+        let followed =
+            |r: &Recorder, key: &str| num(e.fields, key).and_then(|p| r.by_tid.get(&p).copied());
+        match e.name {
+            "sched_switch" => {
+                if let Some(i) = followed(self, "prev_pid=") {
+                    let runnable = kv(e.fields, "prev_state=").is_some_and(|s| s.starts_with('R'));
+                    self.threads[i].state = if runnable {
+                        State::Waiting {
+                            cpu,
+                            since: t,
+                            before: Vec::new(),
+                        }
+                    } else {
+                        State::Asleep { cpu, since: t }
+                    };
+                }
+                if let Some(i) = followed(self, "next_pid=") {
+                    let was = std::mem::replace(
+                        &mut self.threads[i].state,
+                        State::Running { cpu, since: t },
+                    );
+                    match was {
+                        State::Waiting {
+                            cpu: c,
+                            since,
+                            mut before,
+                        } => {
+                            before.push((c, since, t));
+                            for (c, a, b) in before {
+                                self.resolve(i, c, a, b);
+                            }
+                        }
+                        // Woken where the wake-up was not traced: asleep up to here.
+                        State::Asleep { cpu: c, since } => {
+                            if let Role::Vcpu(index) = self.threads[i].role {
+                                let n = self.intern("");
+                                self.push(index, c, since, t, HostKind::Asleep, n);
+                            }
+                        }
+                        State::Unknown | State::Running { .. } => {}
+                    }
+                }
+            }
+            "sched_wakeup" | "sched_wakeup_new" => {
+                let Some(i) = followed(self, "pid=") else {
+                    return;
+                };
+                let target = num(e.fields, "target_cpu=").map_or(cpu, |c| c as u32);
+                match self.threads[i].state {
+                    State::Asleep { cpu: c, since } => {
+                        if let Role::Vcpu(index) = self.threads[i].role {
+                            let n = self.intern("");
+                            self.push(index, c, since, t, HostKind::Asleep, n);
+                            // Woken by a QEMU thread: what that thread waited for meanwhile woke it late.
+                            if let Some(w) =
+                                line_pid(line).and_then(|p| self.by_tid.get(&p).copied())
+                            {
+                                if let Role::Helper(wn) = self.threads[w].role {
+                                    self.waker_delays(index, self.threads[w].tid, wn, since, t);
+                                }
+                            }
+                        }
+                    }
+                    State::Unknown => {}
+                    State::Running { .. } | State::Waiting { .. } => return,
+                }
+                self.threads[i].state = State::Waiting {
+                    cpu: target,
+                    since: t,
+                    before: Vec::new(),
+                };
+            }
+            "sched_migrate_task" => {
+                let Some(i) = followed(self, "pid=") else {
+                    return;
+                };
+                let dest = num(e.fields, "dest_cpu=").map(|c| c as u32);
+                if let (
+                    State::Waiting {
+                        cpu: c,
+                        since,
+                        before,
+                    },
+                    Some(d),
+                ) = (&mut self.threads[i].state, dest)
+                {
+                    if *c != d {
+                        before.push((*c, *since, t));
+                        *c = d;
+                        *since = t;
+                    }
+                }
+            }
+            "kvm_exit" | "kvm_entry" => {
+                let Some(i) = line_pid(line).and_then(|p| self.by_tid.get(&p).copied()) else {
+                    return;
+                };
+                let Role::Vcpu(index) = self.threads[i].role else {
+                    return;
+                };
+                self.kvm_seen = true;
+                if e.name == "kvm_exit" {
+                    let r = self.intern(exit_reason(e.fields));
+                    self.threads[i].exit = Some((t, r));
+                } else if let Some((t0, r)) = self.threads[i].exit.take() {
+                    let ns = t.saturating_sub(t0);
+                    let tot = self.exits.entry(r).or_default();
+                    tot.0 += 1;
+                    tot.1 += ns;
+                    if ns >= EXIT_KEEP_NS {
+                        self.push(index, cpu, t0, t, HostKind::Exit, r);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// vCPU `vcpu` asleep over `[a, b)` and woken by QEMU thread `waker` (named `wn`): the stretches that
+    /// thread waited runnable inside it, each naming what ran instead.
+    fn waker_delays(&mut self, vcpu: u32, waker: i64, wn: u32, a: u64, b: u64) {
+        let wname = self.names.get(wn as usize).cloned().unwrap_or_default();
+        let waits: Vec<HelperWait> = self
+            .helper_waits
+            .iter()
+            .filter(|w| w.0 == waker && w.2 > a && w.1 < b)
+            .copied()
+            .collect();
+        for (_, x, y, c, kind, n) in waits {
+            let what = self.names.get(n as usize).cloned().unwrap_or_default();
+            let phrase = match kind {
+                HostKind::Waiting => format!("its waker {wname} waited for its CPU"),
+                HostKind::Preempted => format!("its waker {wname} waited while {what} ran"),
+                HostKind::Irq => format!("its waker {wname} waited while IRQ {what} ran"),
+                HostKind::Softirq => format!("its waker {wname} waited while softirq {what} ran"),
+                HostKind::Work => format!("its waker {wname} waited while work {what} ran"),
+                _ => format!("its waker {wname} waited while {what} ran"),
+            };
+            let name = self.intern(&phrase);
+            self.push(vcpu, c, x.max(a), y.min(b), HostKind::WakerDelayed, name);
+        }
+    }
+
+    /// Thread `i` runnable on `cpu` over `[a, b)`: that stretch laid over what ran there — intervals of a
+    /// vCPU, or the waits of a QEMU helper thread.
+    fn resolve(&mut self, i: usize, cpu: u32, a: u64, b: u64) {
+        if b <= a {
+            return;
+        }
+        type Around = (u64, u64, u8, (HostKind, Box<str>));
+        let mut around: Vec<Around> = vec![(a, b, 0, (HostKind::Waiting, "".into()))];
+        if let Some(q) = self.spans.get(&cpu) {
+            for (x, y, k, n) in q.iter().filter(|s| s.1 > a && s.0 < b) {
+                around.push((*x, *y, k.layer(), (*k, n.clone())));
+            }
+        }
+        if let Some(s) = self.folders.get(&cpu).and_then(|f| f.running_span(b)) {
+            around.push((
+                s.start_ns,
+                s.end_ns,
+                1,
+                (HostKind::Preempted, s.name.into()),
+            ));
+        }
+        let pieces: Vec<(u64, u64, usize)> = {
+            let keyed: Vec<(u64, u64, u8, usize)> = around
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (x.0, x.1, x.2, i))
+                .collect();
+            layered(a, b, &keyed)
+        };
+        let (role, tid) = (self.threads[i].role, self.threads[i].tid);
+        for (x, y, k) in pieces {
+            let kind = around[k].3 .0;
+            let n = self.intern(&around[k].3 .1);
+            match role {
+                Role::Vcpu(index) => self.push(index, cpu, x, y, kind, n),
+                Role::Helper(_) => {
+                    if self.helper_waits.len() >= MAX_SPANS_PER_CPU {
+                        self.helper_waits.pop_front();
+                    }
+                    self.helper_waits.push_back((tid, x, y, cpu, kind, n));
+                }
+            }
+        }
+    }
+
+    /// Drop the spans no waiting thread needs any more, and helper waits older than a minute.
+    pub fn prune(&mut self) {
+        let horizon = self
+            .threads
+            .iter()
+            .filter_map(|v| match &v.state {
+                State::Waiting { since, before, .. } => {
+                    Some(before.first().map_or(*since, |b| b.1))
+                }
+                _ => None,
+            })
+            .min()
+            .unwrap_or(self.latest)
+            // A thread whose switch-in was lost (or that exited while runnable) must not hold every span.
+            .max(self.latest.saturating_sub(SPAN_HORIZON_NS));
+        for q in self.spans.values_mut() {
+            while q.front().is_some_and(|s| s.1 < horizon) {
+                q.pop_front();
+            }
+        }
+        // A helper's waits matter while a vCPU it wakes sleeps; a guest never sleeps a minute unnoticed.
+        let old = self.latest.saturating_sub(60_000_000_000);
+        while self.helper_waits.front().is_some_and(|w| w.2 < old) {
+            self.helper_waits.pop_front();
+        }
+    }
+
+    /// Close what is open at `end_ns` (a vCPU still waiting) and hand the names, intervals, exit totals
+    /// and drop counts over.
+    pub fn finish(mut self, end_ns: u64) -> Finished {
+        let open: Vec<(usize, Vec<Stretch>)> = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| matches!(v.role, Role::Vcpu(_)))
+            .filter_map(|(i, v)| match &v.state {
+                State::Waiting { cpu, since, before } => {
+                    let mut all = before.clone();
+                    all.push((*cpu, *since, end_ns.max(*since)));
+                    Some((i, all))
+                }
+                _ => None,
+            })
+            .collect();
+        for (i, segs) in open {
+            for (c, a, b) in segs {
+                self.resolve(i, c, a, b);
+            }
+        }
+        let exits = self
+            .exits
+            .iter()
+            .map(|(&r, &(count, ns))| ExitTotal {
+                reason: self.names.get(r as usize).cloned().unwrap_or_default(),
+                count,
+                ns,
+            })
+            .collect();
+        Finished {
+            names: self.names,
+            intervals: self.intervals.into(),
+            dropped: self.dropped.0,
+            dropped_before_ns: self.dropped.1,
+            exits,
+            kvm_seen: self.kvm_seen,
+        }
+    }
+}
+
+/// What a [`Recorder`] hands over.
+pub struct Finished {
+    /// Interval names.
+    pub names: Vec<String>,
+    /// The intervals.
+    pub intervals: Vec<HostInterval>,
+    /// Intervals dropped.
+    pub dropped: u64,
+    /// The latest end of a dropped interval.
+    pub dropped_before_ns: u64,
+    /// Exits per reason.
+    pub exits: Vec<ExitTotal>,
+    /// Whether a kvm event was seen.
+    pub kvm_seen: bool,
+}
+
+/// How to observe.
+#[derive(Debug, Clone)]
+pub struct ObserveOpts {
+    /// The clock channel to the guest, if any.
+    pub clock: Option<Channel>,
+    /// Host CPUs to trace (default: every online CPU: a wake-up is recorded on the waker's CPU).
+    pub cpus: CpuSet,
+    /// Per-CPU trace buffer, KiB.
+    pub buffer_kb: u32,
+    /// How often the clock is measured.
+    pub sync_every: Duration,
+    /// Intervals kept at most.
+    pub max_intervals: usize,
+    /// The observer's own nice value (it shares host CPUs with the vCPU threads it watches unless pinned
+    /// elsewhere); `None` leaves it as it is.
+    pub nice: Option<i32>,
+}
+
+/// The host observer: the trace of the vCPU threads and the clock exchanges, as an [`Observer`].
+pub struct HostObserver {
+    vm: Vm,
+    trace: TraceSession,
+    recorder: Recorder,
+    queue: Vec<(u64, u32, String)>,
+    clock: Option<ClockClient>,
+    sync_every_ns: u64,
+    next_sync_ns: u64,
+    started_ns: u64,
+    cpus: CpuSet,
+    kvm_available: bool,
+    missing: Vec<String>,
+    wall: Instant,
+}
+
+/// The tracefs filter `F == a || F == b …` over the VM's threads (`all`: the vCPUs and QEMU's others).
+fn filter(field: &str, vm: &Vm, all: bool) -> String {
+    let others = vm.others.iter().map(|o| o.0).filter(|_| all);
+    vm.vcpus
+        .iter()
+        .map(|v| v.tid)
+        .chain(others)
+        .map(|t| format!("{field} == {t}"))
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
+impl HostObserver {
+    /// Start tracing the host for `vm` (mounting tracefs if needed, removing a killed observer's instance
+    /// first) and connect the clock channel.
+    pub fn start(vm: Vm, opts: &ObserveOpts) -> Result<HostObserver, VmError> {
+        if let Some(n) = opts.nice {
+            // SAFETY: setpriority on the calling thread (who 0), plain integers.
+            if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) } != 0 {
+                return Err(VmError::Input(format!(
+                    "--nice {n}: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+        }
+        let cpus: Vec<u32> = opts.cpus.iter().collect();
+        let extra = [
+            ExtraEvent {
+                system: "sched",
+                event: "sched_wakeup",
+                filter: Some(filter("pid", &vm, true)),
+            },
+            ExtraEvent {
+                system: "sched",
+                event: "sched_wakeup_new",
+                filter: Some(filter("pid", &vm, true)),
+            },
+            ExtraEvent {
+                system: "sched",
+                event: "sched_migrate_task",
+                filter: Some(filter("pid", &vm, true)),
+            },
+            ExtraEvent {
+                system: "kvm",
+                event: "kvm_exit",
+                filter: Some(filter("common_pid", &vm, false)),
+            },
+            ExtraEvent {
+                system: "kvm",
+                event: "kvm_entry",
+                filter: Some(filter("common_pid", &vm, false)),
+            },
+        ];
+        let trace = TraceSession::start_with(&cpus, opts.buffer_kb, &extra)?;
+        let kvm_available = trace.has_event("kvm", "kvm_exit");
+        let mut missing = Vec::new();
+        if !kvm_available {
+            missing.push(
+                "no kvm tracepoints on this host (TCG, or KVM not loaded): no VM exits".to_string(),
+            );
+        }
+        if !trace.has_event("sched", "sched_wakeup") {
+            missing.push("no sched_wakeup event: wake-up waits are seen as sleep".to_string());
+        }
+        let tids: Vec<(u32, i64)> = vm
+            .vcpus
+            .iter()
+            .map(|v| (v.index, i64::from(v.tid)))
+            .collect();
+        let helpers: Vec<(i64, String)> = vm
+            .others
+            .iter()
+            .map(|(t, n)| (i64::from(*t), n.clone()))
+            .collect();
+        let mut clock = opts.clock.clone().map(ClockClient::new);
+        if let Some(c) = clock.as_mut() {
+            c.burst();
+        }
+        let now = now_ns(Clock::Monotonic);
+        Ok(HostObserver {
+            recorder: Recorder::new(&tids, &helpers, opts.max_intervals),
+            vm,
+            trace,
+            queue: Vec::new(),
+            clock,
+            sync_every_ns: opts.sync_every.as_nanos() as u64,
+            next_sync_ns: now + opts.sync_every.as_nanos() as u64,
+            started_ns: now,
+            cpus: opts.cpus.clone(),
+            kvm_available,
+            missing,
+            wall: Instant::now(),
+        })
+    }
+
+    /// The trace instance (for tests and messages).
+    pub fn trace_dir(&self) -> &std::path::Path {
+        self.trace.dir()
+    }
+
+    /// Read every CPU's pipe and fold, in time order, the events older than [`SETTLE_NS`] (all of them when
+    /// `all`).
+    fn pump(&mut self, all: bool) {
+        let queue = &mut self.queue;
+        self.trace.drain_lines(&mut |cpu, line| {
+            if let Some(e) = parse_line(line) {
+                queue.push((e.ts_ns, cpu, line.to_string()));
+            }
+        });
+        let upto = if all {
+            u64::MAX
+        } else {
+            now_ns(Clock::Monotonic).saturating_sub(SETTLE_NS)
+        };
+        self.queue.sort_by_key(|x| x.0);
+        let n = self.queue.partition_point(|x| x.0 <= upto);
+        for (_, cpu, line) in self.queue.drain(..n) {
+            self.recorder.feed(cpu, &line);
+        }
+        self.recorder.prune();
+    }
+
+    /// Stop tracing and hand the record over (the instance is removed when this returns).
+    pub fn finish(mut self) -> HostRecord {
+        if let Some(c) = self.clock.as_mut() {
+            c.burst();
+        }
+        let ended = now_ns(Clock::Monotonic);
+        self.trace.stop_recording();
+        self.pump(true);
+        let events = self.trace.events();
+        let lost = self.trace.lost();
+        let f = self.recorder.finish(ended);
+        let mut missing = self.missing;
+        if let Some(c) = &self.clock {
+            if c.sync.samples.is_empty() {
+                missing.push(match &c.error {
+                    Some(e) => format!("{e}: no clock"),
+                    None => format!(
+                        "--clock {}: no exchange answered (is `rtgauge vm clock-serve` running in the guest?)",
+                        c.sync.channel
+                    ),
+                });
+            }
+        }
+        if f.dropped > 0 {
+            missing.push(format!(
+                "{} intervals dropped (the bound of {}): the record covers the end only",
+                f.dropped,
+                f.intervals.len()
+            ));
+        }
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        HostRecord {
+            kind: HOST_RECORD_KIND.into(),
+            schema_version: HOST_SCHEMA_VERSION,
+            host: read("/proc/sys/kernel/hostname"),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            vm: VmIdent {
+                pid: self.vm.pid,
+                name: self.vm.name.clone(),
+                found_by: self.vm.found_by.clone(),
+                accel: self.vm.accel.clone(),
+            },
+            vcpus: self.vm.vcpus.clone(),
+            qemu_threads: self.vm.others.clone(),
+            started_ns: self.started_ns,
+            ended_ns: ended,
+            dropped_before_ns: f.dropped_before_ns,
+            dropped: f.dropped,
+            names: f.names,
+            interval_fields: rtgauge_model::vm::INTERVAL_FIELDS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            intervals: f.intervals,
+            exits: f.exits,
+            clock: self.clock.map(|c| c.sync),
+            trace: HostTraceInfo {
+                mechanism: "tracefs events (instance, trace_clock mono, per-CPU trace_pipe): sched_switch, sched_wakeup, sched_migrate_task, irq, softirq, irq_vectors, kvm_exit/kvm_entry".into(),
+                cpus: self.cpus.to_string(),
+                events,
+                lost,
+                kvm_events: self.kvm_available && f.kvm_seen,
+            },
+            observer: own_cost(self.wall.elapsed()),
+            missing,
+        }
+    }
+}
+
+/// This process's CPU time and peak memory. The peak is `VmHWM` of /proc/self/status, this program's own
+/// address space: getrusage's `ru_maxrss` keeps the high-water mark of whatever ran before the exec (a
+/// Python parent's fork, in the bench).
+fn own_cost(wall: Duration) -> ObserverCost {
+    // SAFETY: rusage is plain data filled by getrusage.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(r.ru_maxrss as u64);
+    ObserverCost {
+        cpu_ns: tv(r.ru_utime) + tv(r.ru_stime),
+        max_rss_kib: hwm,
+        wall_ns: wall.as_nanos() as u64,
+    }
+}
+
+impl Observer for HostObserver {
+    fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: &mut dyn FnMut() -> ProbeResult) {
+        self.pump(false);
+        let now = now_ns(Clock::Monotonic);
+        if now >= self.next_sync_ns {
+            if let Some(c) = self.clock.as_mut() {
+                c.burst();
+            }
+            self.next_sync_ns = now + self.sync_every_ns;
+        }
+    }
+}
+
+/// Watching a VM as a probe: it measures nothing itself; it ticks its observers until the duration, a
+/// stop (SIGINT/SIGTERM) or the VM's end.
+pub struct VmWatch {
+    /// The QEMU process.
+    pub pid: u32,
+    /// How long (`None`: until stopped or the VM ends).
+    pub duration: Option<Duration>,
+    /// The host CPUs its vCPU threads may use (where load would be kept away from).
+    pub cpus: CpuSet,
+    /// Tick period.
+    pub tick: Duration,
+    /// Why it ended.
+    pub ended: Cell<&'static str>,
+}
+
+impl Probe for VmWatch {
+    fn measured(&self) -> CpuSet {
+        self.cpus.clone()
+    }
+
+    fn run(
+        &self,
+        stop: &StopFlag,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
+        observer.start(None);
+        let t0 = Instant::now();
+        // Nothing is measured here: a checkpoint is an empty result.
+        let mut empty = || {
+            ProbeResult::Ops(rtgauge_model::ops::OpsResult {
+                config: rtgauge_model::ops::OpsConfig {
+                    ops: Vec::new(),
+                    repetitions: 0,
+                    sample_ns: 0,
+                    ctx_procs: 0,
+                    ctx_size_bytes: 0,
+                    mmap_size_bytes: 0,
+                    sleep_intervals_ns: Vec::new(),
+                    exec_program: String::new(),
+                },
+                cpu: rtgauge_model::rt::Setting {
+                    requested: None,
+                    achieved: None,
+                    error: None,
+                },
+                ops: Vec::new(),
+                skipped: Vec::new(),
+                load: None,
+            })
+        };
+        let alive = || {
+            std::path::Path::new("/proc")
+                .join(self.pid.to_string())
+                .exists()
+        };
+        loop {
+            let left = self.duration.map(|d| d.saturating_sub(t0.elapsed()));
+            std::thread::sleep(left.map_or(self.tick, |l| l.min(self.tick)));
+            let tick = Tick {
+                elapsed: t0.elapsed(),
+                threads: &[],
+                cpus: &[],
+            };
+            observer.tick(&tick, &mut empty);
+            if stop.is_set() {
+                self.ended.set("stopped (SIGINT/SIGTERM)");
+                break;
+            }
+            if self.duration.is_some_and(|d| t0.elapsed() >= d) {
+                self.ended.set("duration reached");
+                break;
+            }
+            if !alive() {
+                self.ended.set("the VM ended");
+                break;
+            }
+        }
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_fields_and_pids() {
+        let l = "     CPU 1/KVM-4250    [003] d..2.  100.000100: kvm_exit: vcpu 1 reason EPT_VIOLATION rip 0xffffffff81000000 info1 0x0000000000000181";
+        assert_eq!(line_pid(l), Some(4250));
+        let e = parse_line(l).unwrap();
+        assert_eq!(exit_reason(e.fields), "EPT_VIOLATION");
+        assert_eq!(exit_reason("reason HLT rip 0x1"), "HLT", "older kernels");
+        assert_eq!(exit_reason("vcpu 1"), "?");
+        assert_eq!(line_pid("no bracket"), None);
+        let f = "prev_comm=CPU 1/TCG prev_pid=44 prev_prio=130 prev_state=R+ ==> next_comm=x next_pid=7 next_prio=120";
+        assert_eq!(kv(f, "prev_pid="), Some("44"));
+        assert_eq!(kv(f, "pid="), None, "pid= only where a field starts");
+        assert_eq!(kv("comm=a pid=9 prio=1", "pid="), Some("9"));
+        assert_eq!(kv(f, "prev_state="), Some("R+"));
+    }
+
+    /// vCPU 1 (tid 44) on host CPU 1: running, preempted by a FIFO 50 thread for 20 ms with a host IRQ
+    /// inside, back; interrupted by the local timer while running; halted; woken on CPU 1 and kept waiting
+    /// by a CFS thread; a VM exit.
+    const LINES: &[(u32, &str)] = &[
+        (1, " swapper/1-0 [001] d..2. 100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=CPU 1/TCG next_pid=44 next_prio=130"),
+        (1, " CPU 1/TCG-44 [001] d.h1. 100.001000: local_timer_entry: vector=236"),
+        (1, " CPU 1/TCG-44 [001] d.h1. 100.001010: local_timer_exit: vector=236"),
+        (1, " CPU 1/TCG-44 [001] d..2. 100.010000: sched_switch: prev_comm=CPU 1/TCG prev_pid=44 prev_prio=130 prev_state=R+ ==> next_comm=rtg-noise next_pid=77 next_prio=49"),
+        (1, " rtg-noise-77 [001] d.h1. 100.015000: irq_handler_entry: irq=9 name=acpi"),
+        (1, " rtg-noise-77 [001] d.h1. 100.015200: irq_handler_exit: irq=9 ret=handled"),
+        (1, " rtg-noise-77 [001] d..2. 100.030000: sched_switch: prev_comm=rtg-noise prev_pid=77 prev_prio=49 prev_state=S ==> next_comm=CPU 1/TCG next_pid=44 next_prio=130"),
+        (1, " CPU 1/TCG-44 [001] d..2. 100.040000: sched_switch: prev_comm=CPU 1/TCG prev_pid=44 prev_prio=130 prev_state=S ==> next_comm=cc1 next_pid=90 next_prio=120"),
+        (0, " qemu-system-x86-42 [000] d..2. 100.050000: sched_wakeup: comm=CPU 1/TCG pid=44 prio=130 target_cpu=001"),
+        (1, " cc1-90 [001] d..2. 100.052000: sched_switch: prev_comm=cc1 prev_pid=90 prev_prio=120 prev_state=R+ ==> next_comm=CPU 1/TCG next_pid=44 next_prio=130"),
+        (1, " CPU 1/TCG-44 [001] d..2. 100.060000: kvm_exit: vcpu 1 reason EPT_VIOLATION rip 0x1 info1 0x0"),
+        (1, " CPU 1/TCG-44 [001] d..2. 100.060400: kvm_entry: vcpu 1, rip 0x1"),
+        (1, " CPU 1/TCG-44 [001] d..2. 100.061000: kvm_exit: vcpu 1 reason HLT rip 0x1 info1 0x0"),
+        (1, " CPU 1/TCG-44 [001] d..2. 100.061000: kvm_entry: vcpu 1, rip 0x1"),
+    ];
+
+    #[test]
+    fn what_the_host_did_to_a_vcpu_thread_becomes_its_intervals() {
+        let mut r = Recorder::new(&[(0, 43), (1, 44)], &[], 1000);
+        r.policy = |pid| (pid == 77).then_some("FIFO");
+        for (cpu, l) in LINES {
+            r.feed(*cpu, l);
+        }
+        let f = r.finish(100_100_000_000);
+        let got: Vec<(u64, u64, HostKind, &str)> = f
+            .intervals
+            .iter()
+            .map(|i| {
+                (
+                    i.start_ns - 100_000_000_000,
+                    i.end_ns - 100_000_000_000,
+                    i.kind,
+                    f.names[i.name as usize].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1_000_000, 1_010_000, HostKind::Vector, "local_timer"),
+                (
+                    10_000_000,
+                    15_000_000,
+                    HostKind::Preempted,
+                    "rtg-noise/77 FIFO 50"
+                ),
+                (15_000_000, 15_200_000, HostKind::Irq, "9 acpi"),
+                (
+                    15_200_000,
+                    30_000_000,
+                    HostKind::Preempted,
+                    "rtg-noise/77 FIFO 50"
+                ),
+                (40_000_000, 50_000_000, HostKind::Asleep, ""),
+                (50_000_000, 52_000_000, HostKind::Preempted, "cc1/90 CFS"),
+                (60_000_000, 60_400_000, HostKind::Exit, "EPT_VIOLATION"),
+            ],
+        );
+        assert!(f.intervals.iter().all(|i| i.vcpu == 1 && i.cpu == 1));
+        assert!(f.kvm_seen);
+        assert_eq!(
+            f.exits,
+            vec![
+                ExitTotal {
+                    reason: "EPT_VIOLATION".into(),
+                    count: 1,
+                    ns: 400_000
+                },
+                ExitTotal {
+                    reason: "HLT".into(),
+                    count: 1,
+                    ns: 0
+                },
+            ],
+            "every exit counted, the 0 µs one kept out of the intervals"
+        );
+    }
+
+    #[test]
+    fn a_vcpu_that_migrates_while_waiting_is_charged_on_each_cpu_and_the_bound_holds() {
+        let lines: &[(u32, &str)] = &[
+            (0, " a-5 [000] d..2. 10.000000: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=b next_pid=6 next_prio=120"),
+            (1, " x-3 [001] d..2. 10.000000: sched_switch: prev_comm=x prev_pid=3 prev_prio=120 prev_state=S ==> next_comm=CPU 0/KVM next_pid=43 next_prio=120"),
+            (1, " CPU 0/KVM-43 [001] d..2. 10.001000: sched_switch: prev_comm=CPU 0/KVM prev_pid=43 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=8 next_prio=120"),
+            (1, " hog-8 [001] d..2. 10.003000: sched_migrate_task: comm=CPU 0/KVM pid=43 prio=120 orig_cpu=1 dest_cpu=0"),
+            (0, " b-6 [000] d..2. 10.004000: sched_switch: prev_comm=b prev_pid=6 prev_prio=120 prev_state=R+ ==> next_comm=CPU 0/KVM next_pid=43 next_prio=120"),
+        ];
+        let mut r = Recorder::new(&[(0, 43)], &[], 2);
+        r.policy = |_| None;
+        for (cpu, l) in lines {
+            r.feed(*cpu, l);
+        }
+        let f = r.finish(11_000_000_000);
+        let got: Vec<(u32, u64, u64, &str)> = f
+            .intervals
+            .iter()
+            .map(|i| {
+                (
+                    i.cpu,
+                    i.start_ns - 10_000_000_000,
+                    i.end_ns - 10_000_000_000,
+                    f.names[i.name as usize].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 1_000_000, 3_000_000, "hog/8 CFS"),
+                (0, 3_000_000, 4_000_000, "b/6 CFS")
+            ]
+        );
+        // Three would have been made with a bound of 2: none here, so nothing dropped.
+        assert_eq!(f.dropped, 0);
+        let mut r = Recorder::new(&[(1, 44)], &[], 3);
+        r.policy = |_| None;
+        for (cpu, l) in LINES {
+            r.feed(*cpu, l);
+        }
+        let f = r.finish(100_100_000_000);
+        assert_eq!(f.intervals.len(), 3);
+        assert_eq!(f.dropped, 4);
+        assert_eq!(
+            f.dropped_before_ns, 100_030_000_000,
+            "the newest dropped ended there"
+        );
+    }
+
+    #[test]
+    fn a_vcpu_woken_late_because_its_waker_was_preempted_names_who_ran_instead() {
+        // Under TCG the main loop (tid 42) runs the guest's timers and wakes the halted vCPU 1 (tid 44).
+        // rtg-noise takes CPU 1 from the main loop for 20 ms; the vCPU sleeps through it.
+        let lines: &[(u32, &str)] = &[
+            (1, " CPU 1/TCG-44 [001] d..2. 100.000000: sched_switch: prev_comm=CPU 1/TCG prev_pid=44 prev_prio=130 prev_state=S ==> next_comm=qemu-system-x86 next_pid=42 next_prio=130"),
+            (1, " qemu-system-x86-42 [001] d..2. 100.001000: sched_switch: prev_comm=qemu-system-x86 prev_pid=42 prev_prio=130 prev_state=R+ ==> next_comm=rtg-noise next_pid=77 next_prio=49"),
+            (1, " rtg-noise-77 [001] d..2. 100.021000: sched_switch: prev_comm=rtg-noise prev_pid=77 prev_prio=49 prev_state=S ==> next_comm=qemu-system-x86 next_pid=42 next_prio=130"),
+            (1, " qemu-system-x86-42 [001] d..2. 100.021100: sched_wakeup: comm=CPU 1/TCG pid=44 prio=130 target_cpu=001"),
+            (1, " qemu-system-x86-42 [001] d..2. 100.021200: sched_switch: prev_comm=qemu-system-x86 prev_pid=42 prev_prio=130 prev_state=S ==> next_comm=CPU 1/TCG next_pid=44 next_prio=130"),
+        ];
+        let mut r = Recorder::new(&[(1, 44)], &[(42, "qemu-system-x86".into())], 100);
+        r.policy = |pid| (pid == 77).then_some("FIFO");
+        for (cpu, l) in lines {
+            r.feed(*cpu, l);
+        }
+        let f = r.finish(101_000_000_000);
+        let got: Vec<(u64, u64, HostKind, &str)> = f
+            .intervals
+            .iter()
+            .map(|i| {
+                (
+                    i.start_ns - 100_000_000_000,
+                    i.end_ns - 100_000_000_000,
+                    i.kind,
+                    f.names[i.name as usize].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 21_100_000, HostKind::Asleep, ""),
+                (
+                    1_000_000,
+                    21_000_000,
+                    HostKind::WakerDelayed,
+                    "its waker qemu-system-x86/42 waited while rtg-noise/77 FIFO 50 ran"
+                ),
+                (
+                    21_100_000,
+                    21_200_000,
+                    HostKind::Preempted,
+                    "qemu-system-x86/42 CFS"
+                ),
+            ]
+        );
+        assert_eq!(
+            rtgauge_model::vm::host_cause_name(HostKind::WakerDelayed, got[1].3, 1, 1),
+            "vCPU 1 asleep, its waker qemu-system-x86/42 waited while rtg-noise/77 FIFO 50 ran on host CPU 1"
+        );
+    }
+
+    #[test]
+    fn hostile_lines_never_panic() {
+        let mut r = Recorder::new(&[(0, 1)], &[(2, "main".into())], 10);
+        for l in [
+            "",
+            "x",
+            " a-1 [000] d..2. 1.0: sched_switch: prev_pid=1 prev_state=",
+            " a-1 [000] d..2. 1.0: sched_wakeup: pid=1 target_cpu=99999999999",
+            " a-1 [000] d..2. 1.0: sched_migrate_task: pid=1 dest_cpu=-1",
+            " a-1 [000] d..2. 1.0: kvm_entry: vcpu 0",
+            " a-1 [000] d..2. 0.5: sched_switch: prev_pid=2 prev_state=R ==> next_pid=1",
+        ] {
+            r.feed(0, l);
+        }
+        let _ = r.finish(0);
+    }
+}

@@ -1,0 +1,23 @@
+//! A VM's host side: what the host did to the vCPU threads of a running QEMU/KVM guest, recorded while the
+//! guest measures, on a clock shared with the guest (see `rtgauge_model::vm` for the record, the clock's
+//! bound and the join; `docs/vm.md` for the commands).
+//!
+//! - [`discover`]: the VM's vCPU threads, by QEMU pid (thread names) or libvirt domain (its status file);
+//! - [`clock`]: the NTP-style exchange over a serial/virtio-serial port, a unix socket or TCP (both ends);
+//! - [`host`]: the host trace folded into per-vCPU intervals, as an [`crate::Observer`] run by a
+//!   [`crate::Probe`] that measures nothing itself ([`host::VmWatch`]) through [`crate::Session::measure`].
+
+pub mod clock;
+pub mod discover;
+pub mod host;
+
+/// Why the host side could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    /// Bad input (a pid, a domain, a channel): one line naming it.
+    #[error("{0}")]
+    Input(String),
+    /// Tracing could not start.
+    #[error("host trace: {0}")]
+    Trace(#[from] rtgauge_probe::trace::TraceError),
+}
