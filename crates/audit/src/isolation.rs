@@ -820,6 +820,30 @@ mod tests {
             );
         assert_eq!(fx.finding("systemd-cpuaffinity", T).status, Status::Pass);
         assert_eq!(fx.finding("tasks-on-isolated", T).status, Status::Pass);
+        // A 6.1 workqueue rescuer: bound by the kernel to every possible CPU (flags PF_KTHREAD, PF_NOFREEZE and
+        // PF_NO_SETAFFINITY), not movable, so no failure; a movable kthread there fails.
+        let kt = |flags: u32| {
+            format!("50 (writeback) S 2 0 0 0 -1 {flags} 0 0 0 0 0 0 0 0 20 0 1 0 0 0 0\n")
+        };
+        let fx = fx
+            .file(
+                "/proc/50/task/50/status",
+                "Name:\twriteback\nPPid:\t2\nKthread:\t1\nCpus_allowed_list:\t0-3\n",
+            )
+            .file("/proc/50/task/50/stat", &kt(0x0420_8040));
+        let f = fx.finding("tasks-on-isolated", T);
+        assert_eq!(f.status, Status::Pass, "{f:?}");
+        assert!(f.summary.contains("1 kernel-bound"), "{}", f.summary);
+        assert!(f.evidence.iter().any(|e| e.value.contains("writeback[50]")));
+        let fx = fx.file("/proc/50/task/50/stat", &kt(0x0020_8040));
+        let f = fx.finding("tasks-on-isolated", T);
+        assert_eq!(f.status, Status::Fail, "{f:?}");
+        assert!(
+            f.summary.starts_with("0 user and 1 kernel"),
+            "{}",
+            f.summary
+        );
+        let fx = fx.file("/proc/50/task/50/stat", &kt(0x0420_8040));
         let fx = fx
             .file(
                 "/proc/1/status",

@@ -169,6 +169,9 @@ pub struct Task {
     pub allowed: Option<CpuSet>,
     /// A kernel thread: `Kthread: 1` in its status, or kthreadd (PID 2) or one of its children.
     pub kthread: bool,
+    /// Its affinity is the kernel's to set (PF_NO_SETAFFINITY in proc(5) field 9 `flags`): `taskset` and
+    /// cgroups get EINVAL, so no tuning can move it (6.1's workqueue rescuers, bound to every possible CPU).
+    pub kernel_bound: bool,
     /// Scheduling policy (proc(5) field 41: 0 OTHER, 1 FIFO, 2 RR, 3 BATCH, 5 IDLE, 6 DEADLINE).
     pub policy: Option<u32>,
     /// Real-time priority (proc(5) field 40: `rt_priority`), 0 for normal policies.
@@ -275,6 +278,9 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// include/linux/sched.h: "Userland is not allowed to meddle with cpus_mask".
+const PF_NO_SETAFFINITY: u32 = 0x0400_0000;
+
 /// All threads: `/proc/<pid>/task/<tid>/{status,stat}` (Documentation/filesystems/proc.rst).
 pub fn read_tasks(root: &HostRoot) -> Vec<Task> {
     let mut out = Vec::new();
@@ -314,6 +320,7 @@ pub fn read_tasks(root: &HostRoot) -> Vec<Task> {
                     .get("Cpus_allowed_list")
                     .and_then(|v| CpuSet::parse(v).ok()),
                 kthread,
+                kernel_bound: field(9).is_some_and(|f| f & PF_NO_SETAFFINITY != 0),
                 policy: field(41),
                 rt_priority: field(40),
             });

@@ -154,6 +154,7 @@ pub(super) fn tasks_on_isolated(c: &Ctx) -> RuleOutcome {
     }
     let mut user = Vec::new();
     let mut kernel = Vec::new();
+    let mut bound = Vec::new();
     for t in tasks {
         let Some(a) = &t.allowed else { continue };
         let on = a.intersection(iso);
@@ -170,7 +171,9 @@ pub(super) fn tasks_on_isolated(c: &Ctx) -> RuleOutcome {
             continue;
         }
         let item = format!("{}[{}] {}", t.comm, t.tid, a);
-        if t.kthread {
+        if t.kernel_bound {
+            bound.push(item);
+        } else if t.kthread {
             kernel.push(item);
         } else {
             user.push(item);
@@ -205,8 +208,21 @@ pub(super) fn tasks_on_isolated(c: &Ctx) -> RuleOutcome {
             cap(&kernel),
         ));
     }
-    if user.is_empty() && kernel.is_empty() {
+    if !bound.is_empty() {
+        ev.push(Evidence::new(
+            "kernel-bound threads allowed on I (PF_NO_SETAFFINITY: no tuning can move them; workqueue rescuers run only when a worker cannot be created)",
+            "/proc/*/task/*/stat",
+            cap(&bound),
+        ));
+    }
+    if user.is_empty() && kernel.is_empty() && bound.is_empty() {
         RuleOutcome::pass("no unbound thread may run on I").evs(ev)
+    } else if user.is_empty() && kernel.is_empty() {
+        RuleOutcome::pass(format!(
+            "no movable thread may run on I; {} kernel-bound thread(s) may, which the kernel alone places",
+            bound.len()
+        ))
+        .evs(ev)
     } else {
         RuleOutcome::fail(format!(
             "{} user and {} kernel thread(s) unbound across I and H",

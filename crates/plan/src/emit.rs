@@ -35,7 +35,9 @@ fn p(token: impl Into<String>, why: &'static str) -> Param {
 /// The kernel command line parameters of the plan.
 pub fn kernel_params(plan: &Plan) -> Vec<Param> {
     let mut v = isolation_params(plan);
-    if matches!(plan.vendor, Vendor::Intel | Vendor::Amd) {
+    // Only an invariant TSC may be trusted without the watchdog: on one that stops or drifts (no
+    // nonstop_tsc, as under QEMU's TCG) tsc=reliable would keep a clocksource that is wrong.
+    if matches!(plan.vendor, Vendor::Intel | Vendor::Amd) && plan.invariant_tsc {
         v.push(p(
             "tsc=reliable",
             "no clocksource watchdog re-checking the TSC from a timer on every CPU",

@@ -164,6 +164,9 @@ pub struct Topology {
     pub nics: Vec<Nic>,
     /// CPU vendor.
     pub vendor: Vendor,
+    /// The TSC is invariant: `constant_tsc` and `nonstop_tsc` in /proc/cpuinfo (only then may the kernel be
+    /// told to trust it without the clocksource watchdog).
+    pub invariant_tsc: bool,
     /// Threads per core (1 without SMT).
     pub threads_per_core: u32,
     /// Device IRQs and where they fire today (for the reasoning: which move off the RT CPUs).
@@ -234,11 +237,13 @@ impl Topology {
             .max()
             .unwrap_or(1)
             .max(1);
+        let flag = |f: &str| fingerprint.cpu.timing_flags.iter().any(|t| t == f);
         Topology {
             cores,
             nodes,
             nics,
             vendor,
+            invariant_tsc: flag("constant_tsc") && flag("nonstop_tsc"),
             threads_per_core,
             irqs: Vec::new(),
         }
@@ -528,6 +533,8 @@ pub struct Plan {
     pub smt: Smt,
     /// CPU vendor (for the C-state and frequency parameters).
     pub vendor: Vendor,
+    /// The TSC is invariant (for `tsc=reliable`).
+    pub invariant_tsc: bool,
     /// Threads per core after the SMT choice.
     pub threads_per_core: u32,
     /// Online CPUs after the plan (without the siblings `nosmt` takes offline).
@@ -593,6 +600,7 @@ mod tests {
                 node: Some(sockets * nodes_per_socket - 1),
             }],
             vendor: Vendor::Intel,
+            invariant_tsc: true,
             threads_per_core: tpc,
             irqs: Vec::new(),
         }
@@ -604,6 +612,21 @@ mod tests {
         let p = partition(&t, &Need::new(PlanTarget::Host)).expect("plan");
         assert_eq!(p.housekeeping.to_string(), "0,8,16,24");
         assert_eq!(p.isolated.len(), 28);
+    }
+
+    #[test]
+    fn tsc_reliable_only_on_an_invariant_tsc() {
+        let tokens = |t: &Topology| {
+            let p = partition(t, &Need::new(PlanTarget::Host)).expect("plan");
+            let params = emit::kernel_params(&p);
+            (params.iter().any(|x| x.token == "tsc=reliable"), p.reasoning)
+        };
+        let mut t = synth(1, 1, 4, 1);
+        assert!(tokens(&t).0);
+        t.invariant_tsc = false;
+        let (has, why) = tokens(&t);
+        assert!(!has);
+        assert!(why.iter().any(|w| w.starts_with("TSC not invariant")), "{why:?}");
     }
 
     #[test]

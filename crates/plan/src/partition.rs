@@ -4,7 +4,7 @@
 //! reasoning in the order the operator reads them; [`partition`] runs them in that order.
 
 use super::{
-    Core, Need, Nic, NodePlan, Plan, PlanError, PlanTarget, Smt, Topology, VmNeed, VmPlan,
+    Core, Need, Nic, NodePlan, Plan, PlanError, PlanTarget, Smt, Topology, Vendor, VmNeed, VmPlan,
 };
 use rtgauge_model::CpuSet;
 use std::collections::{BTreeMap, BTreeSet};
@@ -115,6 +115,7 @@ pub fn partition(topology: &Topology, need: &Need) -> Result<Plan, PlanError> {
         target: need.target,
         smt: need.smt,
         vendor: topology.vendor,
+        invariant_tsc: topology.invariant_tsc,
         threads_per_core: shape.tpc,
         online: shape.online,
         isolated,
@@ -185,6 +186,13 @@ fn summarise_topology(
              CPU shares a core (and its L1/L2 and execution units) with housekeeping work",
             topo.threads_per_core
         ));
+    }
+    if matches!(topo.vendor, Vendor::Intel | Vendor::Amd) && !topo.invariant_tsc {
+        why.push(
+            "TSC not invariant (constant_tsc and nonstop_tsc not both in /proc/cpuinfo): no tsc=reliable, the \
+             clocksource watchdog keeps checking it"
+                .to_string(),
+        );
     }
     Ok(Shape {
         cores,

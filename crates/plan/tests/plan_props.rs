@@ -68,6 +68,7 @@ fn topology(s: &Shape, nic_node: Option<u32>) -> Topology {
             node: nic_node,
         }],
         vendor: Vendor::Intel,
+        invariant_tsc: true,
         threads_per_core: s.tpc,
         irqs: Vec::new(),
     }
