@@ -619,14 +619,20 @@ mod tests {
         let tokens = |t: &Topology| {
             let p = partition(t, &Need::new(PlanTarget::Host)).expect("plan");
             let params = emit::kernel_params(&p);
-            (params.iter().any(|x| x.token == "tsc=reliable"), p.reasoning)
+            (
+                params.iter().any(|x| x.token == "tsc=reliable"),
+                p.reasoning,
+            )
         };
         let mut t = synth(1, 1, 4, 1);
         assert!(tokens(&t).0);
         t.invariant_tsc = false;
         let (has, why) = tokens(&t);
         assert!(!has);
-        assert!(why.iter().any(|w| w.starts_with("TSC not invariant")), "{why:?}");
+        assert!(
+            why.iter().any(|w| w.starts_with("TSC not invariant")),
+            "{why:?}"
+        );
     }
 
     #[test]

@@ -236,6 +236,58 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
     None
 }
 
+/// Whole events out of trace_pipe's text, whose lines a comm holding a newline cuts in two (`echo name >
+/// /proc/PID/comm` leaves one at its end): the header's comm (`   rtg-culprit⏎-1234 [001] …`) or a comm
+/// field (`prev_comm=rtg-culprit⏎ prev_pid=1234 …`). A piece that is no event is the head of the next
+/// line's header when it is no longer than the padded comm column, else the rest of the line before it when
+/// it holds the `pid=` that follows every comm field of the traced events. The newline reads as `?` in the
+/// joined line, as `ps` shows it; any other line passes as it is. The kernel hands trace_pipe's readers whole
+/// events, so a read ends on one. One newline per comm is undone; a comm holding more stays cut.
+#[derive(Default)]
+struct Rejoin {
+    /// The line before, held until the next piece shows it is whole.
+    pending: Option<String>,
+    /// The head of the next line's header.
+    head: String,
+}
+
+impl Rejoin {
+    /// The longest header head: the comm column is 16 wide (right-aligned, the comm at most 15 bytes).
+    const HEAD: usize = 16;
+
+    fn feed(&mut self, bytes: &[u8], f: &mut dyn FnMut(&str)) {
+        for piece in String::from_utf8_lossy(bytes).lines() {
+            let line = if self.head.is_empty() {
+                piece.to_string()
+            } else {
+                format!("{}?{piece}", std::mem::take(&mut self.head))
+            };
+            if parse_line(&line).is_some() {
+                if let Some(p) = self.pending.replace(line) {
+                    f(&p);
+                }
+            } else if line.contains("pid=") && self.pending.is_some() {
+                if let Some(p) = &mut self.pending {
+                    p.push('?');
+                    p.push_str(&line);
+                }
+            } else {
+                if let Some(p) = self.pending.take() {
+                    f(&p);
+                }
+                if line.len() <= Self::HEAD {
+                    self.head = line;
+                } else {
+                    f(&line);
+                }
+            }
+        }
+        if let Some(p) = self.pending.take() {
+            f(&p);
+        }
+    }
+}
+
 /// `key=value` from an event's fields (value up to the next space, or to `until` when given).
 fn field<'a>(fields: &'a str, key: &str, until: Option<&str>) -> Option<&'a str> {
     let at = fields.find(key)? + key.len();
@@ -442,6 +494,7 @@ struct CpuTrace {
     cpu: u32,
     pipe: std::fs::File,
     partial: Vec<u8>,
+    lines: Rejoin,
     folder: Folder,
     spans: VecDeque<Span>,
     /// Spans past the rolling window kept for a pin, with the pin's id.
@@ -554,6 +607,7 @@ impl TraceSession {
                 cpu,
                 pipe,
                 partial: Vec::new(),
+                lines: Rejoin::default(),
                 folder: Folder::default(),
                 spans: VecDeque::new(),
                 kept: Vec::new(),
@@ -596,10 +650,11 @@ impl TraceSession {
                             .iter()
                             .rposition(|&b| b == b'\n')
                             .map_or(0, |i| i + 1);
-                        for line in String::from_utf8_lossy(&c.partial[..end]).lines() {
-                            c.folder.events += 1;
-                            f(c.cpu, line);
-                        }
+                        let (cpu, events) = (c.cpu, &mut c.folder.events);
+                        c.lines.feed(&c.partial[..end], &mut |line| {
+                            *events += 1;
+                            f(cpu, line);
+                        });
                         c.partial.drain(..end);
                     }
                     Err(_) => break,
@@ -665,12 +720,13 @@ impl TraceSession {
                             .rposition(|&b| b == b'\n')
                             .map_or(0, |i| i + 1);
                         let mut out = Vec::new();
-                        for line in String::from_utf8_lossy(&c.partial[..end]).lines() {
+                        let (last_ts, folder) = (&mut c.last_ts, &mut c.folder);
+                        c.lines.feed(&c.partial[..end], &mut |line| {
                             if let Some(e) = parse_line(line) {
-                                c.last_ts = c.last_ts.max(e.ts_ns);
-                                c.folder.feed(&e, &mut out);
+                                *last_ts = (*last_ts).max(e.ts_ns);
+                                folder.feed(&e, &mut out);
                             }
-                        }
+                        });
                         c.partial.drain(..end);
                         c.spans.extend(out);
                     }
@@ -898,6 +954,45 @@ mod tests {
         }
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].name, "rtg-noise/7033 FIFO 50");
+    }
+
+    #[test]
+    fn a_comm_with_a_newline_does_not_cut_its_events() {
+        // `echo rtg-culprit > /proc/PID/comm` leaves a newline at the comm's end: trace_pipe's text cuts
+        // the header and each comm field there. The spans read as if the comm were whole.
+        let text = "   rtg-culprit
+-1234 [001] d..2. 100.000000: sched_switch: prev_comm=rtg-culprit
+ prev_pid=1234 prev_prio=49 prev_state=R+ ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0 [001] d..2. 100.100000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtg-culprit
+ next_pid=1234 next_prio=49
+CPU:1 [LOST 3 EVENTS]
+   rtg-culprit
+-1234 [001] d..2. 100.300000: sched_switch: prev_comm=rtg-culprit
+ prev_pid=1234 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+        let mut lines = Vec::new();
+        Rejoin::default().feed(text.as_bytes(), &mut |l| lines.push(l.to_string()));
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert_eq!(lines[2], "CPU:1 [LOST 3 EVENTS]");
+        let mut f = Folder {
+            policy: |pid| (pid == 1234).then_some("FIFO"),
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in &lines {
+            if let Some(e) = parse_line(l) {
+                f.feed(&e, &mut out);
+            }
+        }
+        let names: Vec<_> = out
+            .iter()
+            .map(|s| (s.name.as_str(), s.end_ns - s.start_ns))
+            .collect();
+        assert_eq!(
+            names,
+            [("rtg-culprit?/1234 FIFO 50", 200_000_000)],
+            "{out:?}"
+        );
     }
 
     #[test]
