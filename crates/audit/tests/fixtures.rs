@@ -98,6 +98,36 @@ fn golden_this_machine_capture() {
     insta::assert_snapshot!("this-machine", render(&r));
 }
 
+/// Captured in the kernel lab (`audit --capture` inside Debian's 6.1 PREEMPT_RT kernel on a 2-socket ×
+/// 4-core × 2-thread, 2-node QEMU guest; crates/cli/tests/lab.rs with RTGAUGE_LAB_KEEP): as booted, and
+/// after `rtgauge plan`'s command line, IRQ script and sysctls (sampled 2 s). Real kernel files, not made by
+/// hand: the planned one is a real tuned RT host, with TCG's limits (no nonstop_tsc, no daemons).
+#[test]
+fn golden_lab_rt_2socket_smt() {
+    let r = audit_fixture("lab-rt-2socket-smt");
+    let status = |id: &str| r.findings.iter().find(|f| f.id == id).map(|f| f.status);
+    assert_eq!(status("kernel-preempt-rt"), Some(Status::Pass));
+    assert_eq!(status("cmdline-isolcpus"), Some(Status::Fail));
+    insta::assert_snapshot!("lab-rt-2socket-smt", render(&r));
+    let r = audit_fixture("lab-rt-2socket-smt-planned");
+    assert_eq!(
+        r.isolated.as_ref().map(|i| i.to_string()).as_deref(),
+        Some("2-7,10-15")
+    );
+    for id in [
+        "cmdline-isolcpus",
+        "cmdline-nohz-full",
+        "irq-affinity-isolated",
+        "workqueue-cpumask",
+        "tasks-on-isolated",
+        "smt-siblings",
+    ] {
+        let f = r.findings.iter().find(|f| f.id == id).unwrap();
+        assert_eq!(f.status, Status::Pass, "{}", render(&r));
+    }
+    insta::assert_snapshot!("lab-rt-2socket-smt-planned", render(&r));
+}
+
 fn replay_equals(root: HostRoot, opts: &AuditOptions) {
     let rec = root.recording();
     let first = run_audit(&rec, opts);
@@ -119,6 +149,8 @@ fn capture_then_root_reproduces_fixture_findings() {
         "kvm-guest",
         "openshift-rt-node",
         "this-machine",
+        "lab-rt-2socket-smt",
+        "lab-rt-2socket-smt-planned",
     ] {
         replay_equals(HostRoot::at(fixtures().join(name)), &sampled());
     }
@@ -577,6 +609,8 @@ fn golden_fingerprints() {
         "kvm-guest",
         "openshift-rt-node",
         "this-machine",
+        "lab-rt-2socket-smt",
+        "lab-rt-2socket-smt-planned",
     ] {
         let fp = rtgauge_host::fingerprint::read_fingerprint(&HostRoot::at(fixtures().join(name)));
         insta::assert_json_snapshot!(format!("fingerprint-{name}"), fp);

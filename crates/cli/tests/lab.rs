@@ -44,7 +44,15 @@ fn guest(f: Flavour, topo: Topology, script: &str) -> Guest {
 fn boot(g: &Guest) -> Boot {
     let b = g.boot().unwrap_or_else(|e| panic!("{}: {e}", g.label));
     if let Some(keep) = std::env::var_os("RTGAUGE_LAB_KEEP") {
-        let dest = std::path::Path::new(&keep).join(g.label.replace([' ', '×', ','], "_"));
+        let base = std::path::Path::new(&keep).join(g.label.replace([' ', '×', ','], "_"));
+        // A second boot of the same guest (the closed loop's) keeps its files beside the first's.
+        let dest = (1..)
+            .map(|n| match n {
+                1 => base.clone(),
+                n => base.with_extension(n.to_string()),
+            })
+            .find(|d| !d.exists())
+            .unwrap();
         b.copy_to(&dest).unwrap();
         eprintln!("lab: files of {} kept in {}", g.label, dest.display());
     }
@@ -91,6 +99,35 @@ fn summary(audit: &Value) -> String {
     )
 }
 
+/// The guest's `audit --capture` tree, audited here with `--root`, gives the findings the guest's own audit
+/// gave (the capture holds everything a rule read on the real kernel). `args` as the guest's audit had them.
+fn replayed_equals_live(b: &Boot, live: &Value, args: &[&str]) {
+    let tree = b.dir().join("tree");
+    let out = common::rtgauge()
+        .args(["audit", "--format", "json", "--root"])
+        .arg(&tree)
+        .args(args)
+        .output()
+        .unwrap();
+    let replayed: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let rows = |a: &Value| -> Vec<String> {
+        a["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| format!("{} {} {}", f["id"], f["status"], f["summary"]))
+            .collect()
+    };
+    assert_eq!(
+        rows(&replayed),
+        rows(live),
+        "audit --root {}",
+        tree.display()
+    );
+    assert_eq!(replayed["isolated"], live["isolated"]);
+}
+
 /// The rules that need an RT CPU set: what a partition is judged by.
 const ISOLATION_RULES: &[&str] = &[
     "cmdline-isolcpus",
@@ -107,7 +144,7 @@ const ISOLATION_RULES: &[&str] = &[
 ];
 
 const INSPECT: &str = "rtgauge fingerprint --json > $OUT/fingerprint.json
-rtgauge audit --no-sample --format json > $OUT/audit.json; echo \"audit exit $?\"
+rtgauge audit --no-sample --format json --capture $OUT/tree > $OUT/audit.json; echo \"audit exit $?\"
 rtgauge plan -o $OUT/plan > /dev/null
 cat /sys/kernel/realtime > $OUT/realtime 2>/dev/null
 for c in /sys/devices/system/cpu/cpu[0-9]*; do echo \"${c##*/} $(cat $c/topology/physical_package_id) $(cat $c/topology/thread_siblings_list)\"; done > $OUT/topology
@@ -119,6 +156,7 @@ fn inspect(f: Flavour, topo: Topology) -> Boot {
     let b = boot(&guest(f, topo, INSPECT));
     let fp = json(&b, "fingerprint.json");
     let audit = json(&b, "audit.json");
+    replayed_equals_live(&b, &audit, &["--no-sample"]);
     let cpu = &fp["cpu"];
     let label = format!("{} {topo}", f.short());
     // Topology as the kernel enumerated it.
@@ -255,7 +293,7 @@ fn the_plan_closes_the_loop_on_a_2_socket_smt_rt_kernel() {
     files.push(("lab/profile.toml".into(), profile.as_bytes().to_vec()));
     let script = "sh /plan/irq-affinity.sh
 grep -v '^#' /plan/sysctl.d/50-rtgauge-rt.conf | while read -r kv; do [ -n \"$kv\" ] && sysctl -w \"$(echo $kv | tr -d ' ')\" > /dev/null; done
-rtgauge audit --no-sample --format json > $OUT/audit.json
+rtgauge audit --format json --capture $OUT/tree > $OUT/audit.json
 rtgauge audit --no-sample > $OUT/audit.txt
 rtgauge run --profile /lab/profile.toml --no-sample --db /root/rtgauge.db --output $OUT/run.json > $OUT/run.txt 2>&1 &
 pid=$!
@@ -272,6 +310,8 @@ wait $pid; echo \"run exit $?\"
         audit["isolated"], isolated,
         "the audit finds the planned set"
     );
+    // Its capture (kept as tests/fixtures/lab-rt-2socket-smt-planned) replays to the same findings.
+    replayed_equals_live(&b, &audit, &[]);
     let mut passed = Vec::new();
     for id in ISOLATION_RULES {
         let s = status(&audit, id);
