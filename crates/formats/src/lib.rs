@@ -8,6 +8,7 @@
 
 pub mod csv;
 pub mod envelope;
+pub mod host_record;
 pub mod import;
 pub mod native;
 pub mod openmetrics;

@@ -943,6 +943,28 @@ fn join_episode(e: &Episode, record: &HostRecord) -> EpisodeHost {
     h
 }
 
+/// Give a cyclic result measured without `--trace` episodes from its late samples, so the host can explain
+/// them; `false` when it has neither.
+pub fn ensure_episodes(c: &mut crate::cyclic::CyclicResult) -> bool {
+    if c.why.as_ref().is_some_and(|w| w.trace.is_some()) {
+        return true;
+    }
+    let Some(thr) = c.config.spike_threshold_ns.filter(|_| !c.spikes.is_empty()) else {
+        return false;
+    };
+    let cpus = c.config.cpus.clone();
+    let (episodes, total) =
+        episodes_from_spikes(&c.spikes, |t| cpus.get(t as usize).copied().flatten(), thr);
+    let why = c.why.get_or_insert_with(Default::default);
+    why.episodes = episodes;
+    why.episodes_total = total;
+    why.threshold = Some(crate::attribution::EpisodeThreshold {
+        ns: thr,
+        rule: "--spike (the guest was not traced: its late samples only)".into(),
+    });
+    true
+}
+
 /// A guest run measured without `--trace` (a VMware guest, or to keep the probe undisturbed): its late
 /// samples (`--spike`) grouped into episodes, each wholly unattributed from the guest's side, so that the
 /// host can still explain them. `cpu_of` gives a thread's CPU where a late sample does not say; the worst

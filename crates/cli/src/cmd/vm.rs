@@ -7,7 +7,7 @@ use anyhow::{bail, Context as _};
 use rtgauge_flags::vm::*;
 use rtgauge_formats::import::Importer as _;
 use rtgauge_model::run::{ProbeResult, RunDocument};
-use rtgauge_model::vm::{HostRecord, HOST_RECORD_KIND, HOST_SCHEMA_VERSION};
+use rtgauge_model::vm::HostRecord;
 use rtgauge_session::vm::clock::{self, Channel};
 use rtgauge_session::vm::discover;
 use rtgauge_session::vm::host::{HostObserver, ObserveOpts, VmWatch};
@@ -143,55 +143,8 @@ fn clock_serve(a: &ClockServeArgs) -> anyhow::Result<ExitCode> {
 fn read_record(path: &Path) -> anyhow::Result<HostRecord> {
     let bytes =
         rtgauge_flags::read_user_file(path, "HOST_RECORD", rtgauge_flags::MAX_IMPORT_BYTES)?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow::anyhow!("HOST_RECORD {}: not JSON: {e}", path.display()))?;
-    if v.get("kind").and_then(|k| k.as_str()) != Some(HOST_RECORD_KIND) {
-        bail!(
-            "HOST_RECORD {}: not a host record (rtgauge vm observe --output)",
-            path.display()
-        );
-    }
-    let version = v
-        .get("schema_version")
-        .and_then(|x| x.as_u64())
-        .unwrap_or(0);
-    if version > u64::from(HOST_SCHEMA_VERSION) {
-        bail!(
-            "HOST_RECORD {}: schema_version {version} is newer than this rtgauge reads ({HOST_SCHEMA_VERSION})",
-            path.display()
-        );
-    }
-    serde_json::from_value(v).map_err(|e| {
-        anyhow::anyhow!(
-            "HOST_RECORD {}: not a valid host record: {e}",
-            path.display()
-        )
-    })
-}
-
-/// Give a cyclic result measured without `--trace` episodes from its late samples, so the host can explain
-/// them; `false` when it has neither.
-fn ensure_episodes(c: &mut rtgauge_model::cyclic::CyclicResult) -> bool {
-    if c.why.as_ref().is_some_and(|w| w.trace.is_some()) {
-        return true;
-    }
-    let Some(thr) = c.config.spike_threshold_ns.filter(|_| !c.spikes.is_empty()) else {
-        return false;
-    };
-    let cpus = c.config.cpus.clone();
-    let (episodes, total) = rtgauge_model::vm::episodes_from_spikes(
-        &c.spikes,
-        |t| cpus.get(t as usize).copied().flatten(),
-        thr,
-    );
-    let why = c.why.get_or_insert_with(Default::default);
-    why.episodes = episodes;
-    why.episodes_total = total;
-    why.threshold = Some(rtgauge_model::attribution::EpisodeThreshold {
-        ns: thr,
-        rule: "--spike (the guest was not traced: its late samples only)".into(),
-    });
-    true
+    rtgauge_formats::host_record::parse(&bytes)
+        .map_err(|e| anyhow::anyhow!("HOST_RECORD {}: {e}", path.display()))
 }
 
 fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
@@ -211,7 +164,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     for p in &mut doc.probes {
         let why = match p {
             ProbeResult::Cyclic(c) => {
-                if !ensure_episodes(c) {
+                if !rtgauge_model::vm::ensure_episodes(c) {
                     continue;
                 }
                 c.why.as_mut()
