@@ -17,7 +17,7 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::profile::{self, ProbeKind, Profile};
-use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
+use rtgauge_model::run::{ProbeResult, RepeatOf, RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::cyclic::LiveThread;
@@ -91,6 +91,19 @@ pub struct RunArgs {
     /// groups by it).
     #[arg(long, value_name = "NAME", value_parser = super::parse_name)]
     pub host_name: Option<String>,
+
+    /// Measure the profile N times back to back (default: the profile's `repeat`, else 1). Each run is
+    /// stored with the same label and marked as a repeat of the others, and `compare --label` takes them all:
+    /// a verdict needs to know how much runs of one platform differ, which one run cannot show.
+    #[arg(long, value_name = "N", value_parser = parse_repeat)]
+    pub repeat: Option<u32>,
+}
+
+fn parse_repeat(s: &str) -> Result<u32, String> {
+    let n: u64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of runs"))?;
+    profile::check_repeat(n)
 }
 
 /// A built-in profile name or a TOML file.
@@ -326,35 +339,85 @@ impl Progress {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    // Load: the profile, where to measure, the store.
     let profile = load_profile(&a.profile)?;
+    let count = a.repeat.unwrap_or(profile.repeat);
+    if count > 1 {
+        for (flag, path) in [("--html", &a.html), ("--output", &a.output)] {
+            if let Some(p) = path {
+                bail!(
+                    "{flag} {}: one file cannot hold {count} repeated runs (leave it out; each run is stored, \
+                     its report in reports/run-ID.html, and `rtgauge export ID` writes its document)",
+                    p.display()
+                );
+            }
+        }
+    }
+    let stop = StopFlag::new();
+    stop.on_termination_signals()
+        .context("installing SIGINT/SIGTERM handlers")?;
+    // The runs of one --repeat share a group id, so that `compare` finds them as one platform's repeats.
+    let group = (count > 1).then(rtgauge_model::run::new_uuid);
+    let (mut code, mut ids) = (ExitCode::SUCCESS, Vec::new());
+    for index in 1..=count {
+        if stop.is_set() {
+            break;
+        }
+        let repeat = group.clone().map(|group| RepeatOf {
+            group,
+            index,
+            count,
+        });
+        let (id, c) = run_once(a, &profile, repeat, &stop)?;
+        ids.push(id.to_string());
+        if c != ExitCode::SUCCESS {
+            code = c;
+        }
+    }
+    if count > 1 {
+        let label = a.label.as_deref().unwrap_or("LABEL");
+        println!(
+            "repeats: runs {} ({} of {count}); `rtgauge compare --label {label} --label OTHER` judges them by \
+             the variation between them",
+            ids.join(", "),
+            ids.len()
+        );
+    }
+    Ok(code)
+}
+
+/// One run of the profile (`repeat`: its place among the runs of one `--repeat`): its id and exit code.
+fn run_once(
+    a: &RunArgs,
+    profile: &Profile,
+    repeat: Option<RepeatOf>,
+    stop: &StopFlag,
+) -> anyhow::Result<(i64, ExitCode)> {
+    // Load: where to measure, the store.
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
     let place = placement(&root, a.cpus.as_deref())?;
     let (mut store, db) = super::open_store(a.store.db.as_deref())?;
     // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
-    let stages = plan(&profile, duration, a.trace, a.load.as_ref(), &place, &root)?;
-    let stop = StopFlag::new();
-    stop.on_termination_signals()
-        .context("installing SIGINT/SIGTERM handlers")?;
+    let stages = plan(profile, duration, a.trace, a.load.as_ref(), &place, &root)?;
     let cx = Context {
         root,
         place,
         duration,
-        stop,
+        stop: stop.clone(),
     };
     // Host facts, then measure, checkpointing into the stored run.
-    let mut doc = begin(a, &profile, &cx);
+    let mut doc = begin(a, profile, &cx);
+    doc.repeat = repeat;
     let id = store
         .insert(&doc)
         .with_context(|| format!("storing the run in {db}"))?;
-    announce(id, &profile, &doc, &cx);
+    announce(id, profile, &doc, &cx);
     doc.audit = Some(audit(&cx.root, a.no_sample));
     let mut rec = Recorder::new(store.as_mut(), id, a.checkpoint);
     rec.save(&doc);
     measure(stages, &mut doc, &mut rec, &cx)?;
     // Judge, store, report.
-    judge(&mut doc, &profile, &cx.stop);
+    judge(&mut doc, profile, &cx.stop);
     for w in &doc.warnings {
         eprintln!("rtgauge: warning: {w}");
     }
@@ -377,7 +440,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(code)
+    Ok((id, code))
 }
 
 /// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
@@ -546,8 +609,11 @@ fn begin(a: &RunArgs, profile: &Profile, cx: &Context) -> RunDocument {
 
 /// The run's first line: what is measured where.
 fn announce(id: i64, profile: &Profile, doc: &RunDocument, cx: &Context) {
+    let repeat = doc.repeat.as_ref().map_or(String::new(), |r| {
+        format!(" (repeat {} of {})", r.index, r.count)
+    });
     println!(
-        "rtgauge run {id}: profile {} ({}), {} {} {}, measuring CPUs {} (housekeeping CPU {}), {} per probe",
+        "rtgauge run {id}{repeat}: profile {} ({}), {} {} {}, measuring CPUs {} (housekeeping CPU {}), {} per probe",
         profile.name,
         profile.description,
         doc.system.nodename,
