@@ -7,6 +7,7 @@ use clap::Args;
 use rtgauge_model::run::RunDocument;
 use rtgauge_report::compare::{self, Options};
 use rtgauge_report::html;
+use rtgauge_store::Selector;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,10 +35,12 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Runs: id, label, or `latest`; the first is the baseline. `1,2,3` is one platform measured three
-    /// times: a set of repetitions, judged by the variation between its runs.
+    /// times: a set of repetitions, judged by the variation between its runs. A label whose newest run was
+    /// made by `run --repeat N` stands for all N runs, as a set.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
-    /// Select a run by label (repeatable; appended after the positional runs).
+    /// Select a run by label (repeatable; appended after the positional runs): the newest run with it, or,
+    /// when that run was made by `run --repeat N`, every complete run of its N, as a set.
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
     /// Each --label selects every run with that label, as a set of repetitions (not only the newest).
@@ -55,9 +58,10 @@ pub struct CompareArgs {
     /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
     #[arg(long = "host", value_name = "NAME")]
     pub hosts: Vec<String>,
-    /// Judge single runs by the variation inside each run only. By default, where the store holds at least
-    /// 3 other runs of the same label, profile and host under the same conditions (repeats), their
-    /// run-to-run spread widens the intervals.
+    /// Judge single runs without their stored repeats. By default, where the store holds at least 3 other
+    /// runs of the same label, profile and host under the same conditions (repeats), their run-to-run spread
+    /// widens the intervals; without (or with this flag) one run per platform decides a measure only beyond
+    /// the largest ratio idle runs showed in the A/A bench (docs/report.md).
     #[arg(long)]
     pub no_repeats: bool,
     #[command(flatten)]
@@ -205,21 +209,29 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         ..Options::default()
     };
     let mut c = compare::compare_sets(&set_refs, &options);
-    if !a.no_repeats {
-        let (loaded, found) = repeats(store.as_mut(), &sets)?;
-        let repeats: Vec<Option<compare::Repeats>> = found
-            .into_iter()
-            .zip(&sets)
-            .map(|(ids, set)| {
-                ids.map(|ids| compare::Repeats {
-                    run: set[0].0,
-                    runs: ids.iter().filter_map(|id| loaded.get(id)).collect(),
-                    ids,
-                })
+    // Single runs are judged by how much runs of their platform differ: their stored repeats' spread, or
+    // without any (or with --no-repeats) the one-run floors.
+    let (loaded, found) = match a.no_repeats {
+        false => repeats(store.as_mut(), &sets)?,
+        true => (Loaded::new(), Vec::new()),
+    };
+    let repeats: Vec<Option<compare::Repeats>> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let ids = match found.get(i) {
+                Some(f) => f.clone()?,
+                None if set.len() > 1 => return None,
+                None => Vec::new(),
+            };
+            Some(compare::Repeats {
+                run: set[0].0,
+                runs: ids.iter().filter_map(|id| loaded.get(id)).collect(),
+                ids,
             })
-            .collect();
-        compare::widen_with_repeats(&mut c, &repeats, &options);
-    }
+        })
+        .collect();
+    compare::judge_single_runs(&mut c, &repeats, &options);
     if sets.iter().any(|s| s.len() > 1) {
         c.sets = sets
             .iter()
@@ -318,6 +330,59 @@ fn repeats(
     Ok((loaded, out))
 }
 
+/// A run selected by its label, with the other runs of its `run --repeat` (the same repeat group, label, host
+/// and profile), as one platform's set: its complete runs, by id. The run alone when it was not repeated, or
+/// when fewer than two runs of its group completed (a signal ended the others).
+fn with_its_repeats(
+    store: &mut dyn rtgauge_store::RunStore,
+    (id, doc): (i64, RunDocument),
+) -> anyhow::Result<Stored> {
+    let Some(group) = doc.repeat.clone() else {
+        return Ok(vec![(id, doc)]);
+    };
+    let list = store.list()?;
+    let Some(me) = list.iter().find(|r| r.id == id) else {
+        return Ok(vec![(id, doc)]);
+    };
+    // The runs of one group were stored back to back: the nearest alike runs by id are looked at first, and
+    // no more than the group's other runs plus as many again (another process may have stored runs between).
+    let mut candidates: Vec<&rtgauge_store::RunSummary> = list
+        .iter()
+        .filter(|r| {
+            r.id != id
+                && r.status == rtgauge_model::run::RunStatus::Complete
+                && (&r.host, &r.profile, &r.label) == (&me.host, &me.profile, &me.label)
+        })
+        .collect();
+    candidates.sort_by_key(|r| (r.id - id).abs());
+    let others = group.count.saturating_sub(1) as usize;
+    let mut set: Stored = Vec::new();
+    for r in candidates.into_iter().take(others + MAX_CANDIDATES) {
+        let other = store.get(r.id)?;
+        if other
+            .repeat
+            .as_ref()
+            .is_some_and(|o| o.group == group.group)
+        {
+            set.push((r.id, other));
+            if set.len() == others {
+                break;
+            }
+        }
+    }
+    if doc.status == rtgauge_model::run::RunStatus::Complete {
+        set.push((id, doc));
+    } else if set.len() < 2 {
+        // An interrupted newest run with fewer than two complete siblings: the run itself, as before.
+        return Ok(vec![(id, doc)]);
+    }
+    if set.len() < 2 {
+        return Ok(set);
+    }
+    set.sort_by_key(|(id, _)| *id);
+    Ok(set)
+}
+
 /// One set of (id, document) per column: a single run, or the repetitions of one platform (`1,2,3`, or
 /// every run of a label with --every). A run twice in one set is refused.
 fn column_sets(
@@ -326,6 +391,12 @@ fn column_sets(
 ) -> anyhow::Result<Vec<Stored>> {
     let mut sets: Vec<Stored> = Vec::new();
     for s in &a.runs {
+        // A label alone stands for its newest run's repeats, as --label does.
+        if !s.contains(',') && matches!(Selector::parse(s.trim()), Selector::Label(_)) {
+            let run = resolve(store, s.trim())?;
+            sets.push(with_its_repeats(store, run)?);
+            continue;
+        }
         let mut set = Vec::new();
         for part in s.split(',').map(str::trim) {
             if part.is_empty() {
@@ -355,7 +426,8 @@ fn column_sets(
                 .collect::<anyhow::Result<Vec<_>>>()?;
             sets.push(set);
         } else {
-            sets.push(vec![resolve(store, &format!("label:{l}"))?]);
+            let run = resolve(store, &format!("label:{l}"))?;
+            sets.push(with_its_repeats(store, run)?);
         }
     }
     // A run in two columns of which one is a set would be counted on both sides of the interval: the
