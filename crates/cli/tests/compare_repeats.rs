@@ -305,3 +305,55 @@ fn run_repeat_stores_a_platforms_repeats_and_compare_takes_them_as_a_set() {
         "8 runs stored, no more"
     );
 }
+
+#[test]
+fn a_signal_ends_the_repeat_in_progress_and_starts_no_more() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("i.db").to_str().unwrap().to_string();
+    let profile = dir.path().join("i.toml");
+    std::fs::write(&profile, PROFILE.replace("\"1s\"", "\"4s\"")).unwrap();
+    // Run 1 takes ~5 s (start-up, 4 s of measuring, the report): the signal falls in run 2.
+    let (out, took) = interrupt(
+        &[
+            "run",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--no-sample",
+            "--repeat",
+            "3",
+            "--label",
+            "x",
+            "--db",
+            &db,
+        ],
+        std::time::Duration::from_millis(7_000),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        took.as_secs_f64() < 3.0,
+        "{took:?} after the signal: {stdout}"
+    );
+    assert!(
+        !stdout.contains("(repeat 3 of 3)"),
+        "a third run started: {stdout}"
+    );
+    let listed = rtgauge_std()
+        .args(["runs", "list", "--db", &db])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let statuses: Vec<&str> = list
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert!((1..=2).contains(&statuses.len()), "{list}");
+    assert!(!statuses.contains(&"running"), "{list}");
+    assert!(
+        statuses[..statuses.len() - 1]
+            .iter()
+            .all(|s| *s == "complete"),
+        "{list}"
+    );
+}
