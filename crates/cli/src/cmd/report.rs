@@ -345,7 +345,7 @@ fn with_its_repeats(
         return Ok(vec![(id, doc)]);
     };
     // The runs of one group were stored back to back: the nearest alike runs by id are looked at first, and
-    // no more than the group's other runs plus as many again (another process may have stored runs between).
+    // no more than the group's other runs plus MAX_CANDIDATES (another process may have stored runs between).
     let mut candidates: Vec<&rtgauge_store::RunSummary> = list
         .iter()
         .filter(|r| {
@@ -375,9 +375,6 @@ fn with_its_repeats(
     } else if set.len() < 2 {
         // An interrupted newest run with fewer than two complete siblings: the run itself, as before.
         return Ok(vec![(id, doc)]);
-    }
-    if set.len() < 2 {
-        return Ok(set);
     }
     set.sort_by_key(|(id, _)| *id);
     Ok(set)
