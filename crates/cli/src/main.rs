@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         cli::Command::Import(a) => cmd::runs::import(a),
         cli::Command::Push(a) => cmd::push::run(a),
         cli::Command::Report(a) => cmd::report::report(a),
-        cli::Command::Compare(a) => cmd::report::compare(a),
+        cli::Command::Compare(a) => cmd::compare::compare(a),
         cli::Command::Verify(a) => cmd::verify::run(a),
         cli::Command::Audit(a) => cmd::audit::run(a),
         cli::Command::Fingerprint(a) => cmd::fingerprint::run(a),

@@ -151,3 +151,209 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
         "{text}"
     );
 }
+
+/// Every verdict of a comparison of single runs without repeats was held to its one-run floor: a better or
+/// worse only with the whole interval beyond the floor, anything else "inconclusive: one run per platform".
+fn assert_held_to_floors(c: &serde_json::Value) {
+    for r in c["rows"].as_array().unwrap() {
+        let v = &r["versus"][0];
+        let verdict = v["verdict"]["verdict"].as_str().unwrap();
+        if matches!(verdict, "no_interval" | "unknown") {
+            continue;
+        }
+        let floor = v["one_run"]["floor"].as_f64();
+        assert!(v["one_run"].is_object(), "not held to a floor: {r}");
+        match verdict {
+            "better" | "worse" => {
+                let f = floor.unwrap().max(1.1);
+                let (lo, hi) = (v["ci"][0].as_f64().unwrap(), v["ci"][1].as_f64().unwrap());
+                assert!(lo > f || hi < 1.0 / f, "decided within the floor: {r}");
+            }
+            "inconclusive" => assert_eq!(v["verdict"]["one_run"], true, "{r}"),
+            _ => panic!("one run per platform cannot be {verdict}: {r}"),
+        }
+    }
+}
+
+#[test]
+fn run_repeat_stores_a_platforms_repeats_and_compare_takes_them_as_a_set() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("g.db").to_str().unwrap().to_string();
+    let profile = dir.path().join("g.toml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    let run = |profile: &std::path::Path, extra: &[&str]| {
+        let out = rtgauge_std()
+            .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
+            .args(extra)
+            .args(["--db", &db])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Runs 1–3: platform x measured three times by one command.
+    let out = run(&profile, &["--repeat", "3", "--label", "x"]);
+    assert!(
+        out.contains("rtgauge run 1 (repeat 1 of 3)")
+            && out.contains("rtgauge run 3 (repeat 3 of 3)")
+            && out.contains("repeats: runs 1, 2, 3 (3 of 3)"),
+        "{out}"
+    );
+    let group = export_json(&db, "1")["repeat"]["group"].clone();
+    assert_eq!(group.as_str().map(str::len), Some(36), "{group}");
+    for i in 1..=3 {
+        let d = export_json(&db, &i.to_string());
+        assert_eq!(
+            d["repeat"],
+            serde_json::json!({"group": group, "index": i, "count": 3})
+        );
+        assert_eq!(
+            (d["label"].as_str(), d["status"].as_str()),
+            (Some("x"), Some("complete"))
+        );
+    }
+    // Runs 4–5: platform y, two runs asked for by the profile itself; run 6: platform z, once.
+    let twice = dir.path().join("twice.toml");
+    std::fs::write(&twice, PROFILE.replace("duration", "repeat = 2\nduration")).unwrap();
+    run(&twice, &["--label", "y"]);
+    let y = export_json(&db, "5")["repeat"].clone();
+    assert_eq!(
+        (y["index"].as_u64(), y["count"].as_u64()),
+        (Some(2), Some(2)),
+        "{y}"
+    );
+    assert_ne!(y["group"], group);
+    run(&profile, &["--label", "z"]);
+    assert!(export_json(&db, "6").get("repeat").is_none());
+
+    // A label stands for its repeats: sets, judged by the variation between runs, by --label or positionally.
+    let c = compare_in(&db, &["--label", "x", "--label", "y"]);
+    assert_eq!(c["sets"], serde_json::json!([[1, 2, 3], [4, 5]]), "{c}");
+    assert_eq!(compare_in(&db, &["x", "y"])["rows"], c["rows"]);
+    for r in c["rows"].as_array().unwrap() {
+        let v = &r["versus"][0];
+        assert!(v.get("one_run").is_none(), "{r}");
+        if v["ci"].is_array() {
+            assert!(
+                v["method"].as_str().unwrap().starts_with("repetitions"),
+                "{r}"
+            );
+        }
+    }
+    // Against a platform measured once, the set lends its spread: no one-run floor either.
+    let c = compare_in(&db, &["--label", "x", "--label", "z"]);
+    assert_eq!(c["sets"], serde_json::json!([[1, 2, 3], [6]]), "{c}");
+    assert!(c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["versus"][0].get("one_run").is_none()));
+
+    // Runs by id are single runs; run 1 has two stored repeats (fewer than 3), so the pair is one run per
+    // platform: held to the floors, and the note says how to get a verdict.
+    let c = compare_in(&db, &["1", "6"]);
+    assert!(c.get("sets").is_none() && c.get("repeats").is_none(), "{c}");
+    assert_held_to_floors(&c);
+    let text = compare_text(&db, &["1", "6"]);
+    assert!(
+        text.contains("one run per platform") && text.contains("rtgauge run --repeat 3"),
+        "{text}"
+    );
+    // --no-repeats judges single runs without their repeats: held to the floors too.
+    let out = rtgauge_std()
+        .args(["compare", "2", "3", "--no-repeats", "--json", "--db", &db])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert_held_to_floors(&serde_json::from_slice(&out.stdout).unwrap());
+
+    // A newer run --repeat of x is the one its label stands for.
+    run(&profile, &["--repeat", "2", "--label", "x"]);
+    let c = compare_in(&db, &["--label", "x", "--label", "y"]);
+    assert_eq!(c["sets"], serde_json::json!([[7, 8], [4, 5]]), "{c}");
+
+    // Bad counts, and one file for several runs, are refused before anything is measured.
+    let p = profile.to_str().unwrap();
+    let html = dir.path().join("r.html");
+    let html = html.to_str().unwrap();
+    assert_usage_errors(
+        "run",
+        &["--profile", p, "--no-sample", "--db", &db],
+        &[
+            (&["--repeat", "0"], "--repeat"),
+            (&["--repeat", "1001"], "--repeat"),
+            (&["--repeat", "three"], "--repeat"),
+            (&["--repeat", "2", "--html", html], "--html"),
+            (&["--repeat", "2", "--output", html], "--output"),
+        ],
+    );
+    let zero = dir.path().join("zero.toml");
+    std::fs::write(&zero, PROFILE.replace("duration", "repeat = 0\nduration")).unwrap();
+    assert_usage_errors(
+        "run",
+        &["--no-sample", "--db", &db],
+        &[(&["--profile", zero.to_str().unwrap()], "repeat")],
+    );
+    let out = rtgauge_std()
+        .args(["runs", "list", "--db", &db])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        9,
+        "8 runs stored, no more"
+    );
+}
+
+#[test]
+fn a_signal_ends_the_repeat_in_progress_and_starts_no_more() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("i.db").to_str().unwrap().to_string();
+    let profile = dir.path().join("i.toml");
+    std::fs::write(&profile, PROFILE.replace("\"1s\"", "\"4s\"")).unwrap();
+    // Run 1 takes ~5 s (start-up, 4 s of measuring, the report): the signal falls in run 2.
+    let (out, took) = interrupt(
+        &[
+            "run",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--no-sample",
+            "--repeat",
+            "3",
+            "--label",
+            "x",
+            "--db",
+            &db,
+        ],
+        std::time::Duration::from_millis(7_000),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        took.as_secs_f64() < 3.0,
+        "{took:?} after the signal: {stdout}"
+    );
+    assert!(
+        !stdout.contains("(repeat 3 of 3)"),
+        "a third run started: {stdout}"
+    );
+    let listed = rtgauge_std()
+        .args(["runs", "list", "--db", &db])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let statuses: Vec<&str> = list
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert!((1..=2).contains(&statuses.len()), "{list}");
+    assert!(!statuses.contains(&"running"), "{list}");
+    assert!(
+        statuses[..statuses.len() - 1]
+            .iter()
+            .all(|s| *s == "complete"),
+        "{list}"
+    );
+}

@@ -426,7 +426,23 @@ fn a_run_document_with_a_bad_uuid_or_control_characters_in_its_names_is_refused(
     assert!(doc["uuid"].as_str().is_some_and(|u| u.len() == 36));
     let db = dir.path().join("second.db");
     let long = "a".repeat(300);
-    let cases: [(&str, Value, &str); 8] = [
+    let group = doc["uuid"].clone();
+    let cases: [(&str, Value, &str); 11] = [
+        (
+            "repeat",
+            serde_json::json!({"group": "g1", "index": 1, "count": 3}),
+            "repeat: group 'g1' is not a UUID in canonical form",
+        ),
+        (
+            "repeat",
+            serde_json::json!({"group": group, "index": 4, "count": 3}),
+            "repeat: run 4 of 3 is not a place in a group of repeats",
+        ),
+        (
+            "repeat",
+            serde_json::json!({"group": group, "index": 1, "count": 1}),
+            "repeat: run 1 of 1 is not",
+        ),
         (
             "uuid",
             "not-a-uuid".into(),
@@ -480,11 +496,20 @@ fn a_run_document_with_a_bad_uuid_or_control_characters_in_its_names_is_refused(
         );
         assert!(err.contains(what), "{what}: {err}");
     }
-    // The document as exported imports, its uuid kept.
+    // The document as exported imports, its uuid kept; so does a place in a group of repeats.
     let file = dir.path().join("doc.json");
     std::fs::write(&file, doc.to_string()).unwrap();
     import(db.to_str().unwrap(), &[file.to_str().unwrap()]);
     assert_eq!(export_json(db.to_str().unwrap(), "1")["uuid"], doc["uuid"]);
+    let mut d = doc.clone();
+    d.as_object_mut().unwrap().remove("uuid");
+    d["repeat"] = serde_json::json!({"group": group, "index": 2, "count": 3});
+    std::fs::write(&file, d.to_string()).unwrap();
+    import(db.to_str().unwrap(), &[file.to_str().unwrap()]);
+    assert_eq!(
+        export_json(db.to_str().unwrap(), "2")["repeat"],
+        d["repeat"]
+    );
 }
 
 /// What an import does not know is never shown or compared as a figure: cyclictest's missed deadlines

@@ -177,8 +177,13 @@ fn each_stall_of_a_fifo_culprit_is_one_episode_named_with_its_policy() {
     });
 }
 
+/// Without an injected stall no episode is caused by anything the test or rtgauge runs: no SCHED_FIFO thread
+/// (the stall tests' spinner is one, and so would be a probe or tracing thread that disturbed its own CPU), no
+/// rtgauge thread; and the rule threshold leaves ordinary samples alone (at most 1 % of them form episodes).
+/// This shared VM's host does stall the vCPU for 0.1–2 ms at times, and those are real spikes: they appear
+/// as episodes charged to "unattributed" (outside this kernel), as they should.
 #[test]
-fn a_run_without_a_stall_has_no_episode() {
+fn a_run_without_a_stall_has_no_episode_of_its_own() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     attempts("no stall", || {
         let doc = traced("3", &[], || {});
@@ -187,10 +192,29 @@ fn a_run_without_a_stall_has_no_episode() {
         check(why["threshold"]["ns"].as_u64().is_some(), || {
             format!("{why}")
         })?;
-        check(
-            s.is_empty() && why["episodes_total"].as_u64().unwrap_or(0) == 0,
-            || format!("episodes without a stall (a host stall of this VM?): {s:?}"),
-        )
+        let samples: u64 = doc["probes"][0]["threads"]
+            .as_array()
+            .map_or(0, |t| t.iter().filter_map(|t| t["cycles"].as_u64()).sum());
+        let total = why["episodes_total"].as_u64().unwrap_or(0);
+        check(samples >= 2000 && total * 100 <= samples, || {
+            format!(
+                "{total} episodes in {samples} cycles: the rule threshold takes ordinary samples"
+            )
+        })?;
+        let own: Vec<&Value> = s
+            .iter()
+            .flat_map(|e| e["causes"].as_array().into_iter().flatten())
+            .filter(|c| {
+                let name = c["name"].as_str().unwrap_or("");
+                c["kind"] == "thread"
+                    && (name.contains("FIFO")
+                        || name.starts_with("rtg")
+                        || name.starts_with("cyclic"))
+            })
+            .collect();
+        check(own.is_empty(), || {
+            format!("episodes without a stall charged to a FIFO or rtgauge thread: {own:?}")
+        })
     });
 }
 

@@ -27,10 +27,12 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Runs: id, label, or `latest`; the first is the baseline. `1,2,3` is one platform measured three
-    /// times: a set of repetitions, judged by the variation between its runs.
+    /// times: a set of repetitions, judged by the variation between its runs. A label whose newest run was
+    /// made by `run --repeat N` stands for all N runs, as a set.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
-    /// Select a run by label (repeatable; appended after the positional runs).
+    /// Select a run by label (repeatable; appended after the positional runs): the newest run with it, or,
+    /// when that run was made by `run --repeat N`, every complete run of its N, as a set.
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
     /// Each --label selects every run with that label, as a set of repetitions (not only the newest).
@@ -48,9 +50,10 @@ pub struct CompareArgs {
     /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
     #[arg(long = "host", value_name = "NAME")]
     pub hosts: Vec<String>,
-    /// Judge single runs by the variation inside each run only. By default, where the store holds at least
-    /// 3 other runs of the same label, profile and host under the same conditions (repeats), their
-    /// run-to-run spread widens the intervals.
+    /// Judge single runs without their stored repeats. By default, where the store holds at least 3 other
+    /// runs of the same label, profile and host under the same conditions (repeats), their run-to-run spread
+    /// widens the intervals; without (or with this flag) one run per platform decides a measure only beyond
+    /// the largest ratio idle runs showed in the A/A bench (docs/report.md).
     #[arg(long)]
     pub no_repeats: bool,
     #[command(flatten)]

@@ -76,6 +76,19 @@ pub struct RunArgs {
     /// groups by it).
     #[arg(long, value_name = "NAME", value_parser = super::parse_name)]
     pub host_name: Option<String>,
+
+    /// Measure the profile N times back to back (default: the profile's `repeat`, else 1). Each run is
+    /// stored with the same label and marked as a repeat of the others, and `compare --label` takes them all:
+    /// a verdict needs to know how much runs of one platform differ, which one run cannot show.
+    #[arg(long, value_name = "N", value_parser = parse_repeat)]
+    pub repeat: Option<u32>,
+}
+
+fn parse_repeat(s: &str) -> Result<u32, String> {
+    let n: u64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of runs"))?;
+    rtgauge_model::profile::check_repeat(n)
 }
 
 /// A built-in profile name or a TOML file.

@@ -8,6 +8,7 @@
 //! description = "protection relay, 120 µs"
 //! duration = "24h"
 //! min_duration = "24h"          # shorter runs get a warning
+//! repeat = 3                    # measured 3 times back to back (optional; `run --repeat` overrides)
 //! [[probe]]
 //! kind = "cyclic"
 //! flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q"
@@ -84,6 +85,10 @@ pub struct ProfileSpec {
     /// Runs shorter than this are warned about (the requirement asks for a longer qualification).
     #[serde(default)]
     pub min_duration: Option<String>,
+    /// How many times `rtgauge run` measures the profile, back to back (`run --repeat` overrides); 1 when
+    /// not given.
+    #[serde(default)]
+    pub repeat: Option<u64>,
     /// The probes to run, in order (`[[probe]]` tables).
     #[serde(rename = "probe")]
     pub probes: Vec<ProbeSpec>,
@@ -103,6 +108,9 @@ pub struct Profile {
     pub duration: Nanos,
     /// Runs shorter than this are warned about; `None` = no minimum.
     pub min_duration: Option<Nanos>,
+    /// How many runs `rtgauge run` makes of the profile, back to back, as repeats of one another (1..=
+    /// [`MAX_REPEAT`]).
+    pub repeat: u32,
     /// The probes to run, in order.
     pub probes: Vec<ProbeSpec>,
     /// The requirements, parsed; empty = no gates.
@@ -175,6 +183,21 @@ fn field(field: &str, reason: impl ToString) -> ProfileError {
     }
 }
 
+/// Most runs one `rtgauge run` repeats a profile: far beyond any set `compare` needs (the t interval of 30
+/// runs per platform is within 4 % of the normal one), so that a slip of the keyboard (`--repeat 30000`) is
+/// refused rather than measured for days.
+pub const MAX_REPEAT: u32 = 1000;
+
+/// A repeat count as `repeat = N` or `run --repeat N` gives it: 1..=[`MAX_REPEAT`].
+pub fn check_repeat(n: u64) -> Result<u32, String> {
+    match u32::try_from(n) {
+        Ok(n) if (1..=MAX_REPEAT).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{n} is not a number of runs from 1 to {MAX_REPEAT}"
+        )),
+    }
+}
+
 fn duration(name: &str, s: &str) -> Result<Nanos, ProfileError> {
     parse_duration(s).map_err(|e| field(name, e))
 }
@@ -235,6 +258,10 @@ impl ProfileSpec {
                 .as_deref()
                 .map(|m| duration("min_duration", m))
                 .transpose()?,
+            repeat: self
+                .repeat
+                .map_or(Ok(1), check_repeat)
+                .map_err(|e| field("repeat", e))?,
             probes: self.probes.clone(),
             gates,
         })
@@ -408,6 +435,21 @@ mod tests {
         );
         assert_eq!(vpr.min_duration, Some(Nanos::from_secs(86_400)));
         assert_eq!(builtin("ran").unwrap().gates.len(), 2);
+        // A built-in profile measures once; `run --repeat N` repeats it.
+        assert!(BUILTIN
+            .iter()
+            .all(|(n, _)| builtin(n).is_some_and(|p| p.repeat == 1)));
+    }
+
+    #[test]
+    fn repeat_is_read_and_bounded() {
+        let text = |r: &str| {
+            format!("name = 'x'\nduration = '1s'\n{r}[[probe]]\nkind = 'cyclic'\nflags = ''\n")
+        };
+        assert_eq!(parse_profile(&text("repeat = 3\n")).unwrap().repeat, 3);
+        assert_eq!(parse_profile(&text("")).unwrap().repeat, 1);
+        assert_eq!(check_repeat(1000), Ok(1000));
+        assert!(check_repeat(0).is_err() && check_repeat(u64::MAX).is_err());
     }
 
     #[test]
@@ -420,6 +462,10 @@ mod tests {
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.samples_at_or_above'\nmax = '0'\n", "gate.threshold"),
             ("name = 'x'\nduration = '1s'\nbogus = 1\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "bogus"),
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'fio'\nflags = ''\n", "fio"),
+            ("name = 'x'\nduration = '1s'\nrepeat = 0\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "repeat: 0 is not a number of runs from 1 to 1000"),
+            ("name = 'x'\nduration = '1s'\nrepeat = 1001\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "repeat: 1001 is not"),
+            ("name = 'x'\nduration = '1s'\nrepeat = -3\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "line 3"),
+            ("name = 'x'\nduration = '1s'\nrepeat = 'three'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "line 3"),
         ];
         for (text, what) in cases {
             let e = parse_profile(text).unwrap_err().to_string();

@@ -152,6 +152,43 @@ pub struct RunDocument {
     /// Where the run came from when it was imported; `None` when rtgauge measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<ImportSource>,
+    /// The run is one of several made back to back by `rtgauge run --repeat N`; `None` for a run made alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<RepeatOf>,
+}
+
+/// A run's place among the runs of one `rtgauge run --repeat N`: the same profile, label and settings measured
+/// N times back to back, so that a comparison can judge the platform by the variation between its runs
+/// (one run cannot show it: idle runs of one VM differed 1.6× in p50, docs/report.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepeatOf {
+    /// Shared by every run of the group: a UUID v4 drawn before the first run.
+    pub group: String,
+    /// This run's place in the group, from 1.
+    pub index: u32,
+    /// How many runs the group was asked for (fewer are stored when a signal ended it early).
+    pub count: u32,
+}
+
+impl RepeatOf {
+    /// Why a group read from a file is not one rtgauge writes (checked on import): a group id that is not a
+    /// canonical UUID, a count below 2, or an index outside 1..=count.
+    pub fn check(&self) -> Result<(), String> {
+        if !is_canonical_uuid(&self.group) {
+            let shown: String = self.group.chars().take(40).collect();
+            return Err(format!(
+                "group '{}' is not a UUID in canonical form",
+                shown.escape_debug()
+            ));
+        }
+        if self.count < 2 || self.index == 0 || self.index > self.count {
+            return Err(format!(
+                "run {} of {} is not a place in a group of repeats",
+                self.index, self.count
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl RunDocument {
@@ -185,6 +222,7 @@ impl RunDocument {
             audit: None,
             verdicts: Vec::new(),
             imported_from: None,
+            repeat: None,
         }
     }
 }

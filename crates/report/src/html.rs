@@ -206,6 +206,9 @@ fn header(doc: &RunDocument) -> Markup {
         table.kv {
             tr { th { "status" } td { (doc.status.as_str()) } }
             tr { th { "label" } td { (doc.label.as_deref().unwrap_or("-")) } }
+            @if let Some(r) = &doc.repeat {
+                tr { th { "repeat" } td { (r.index) " of " (r.count) " (run --repeat; group " code { (r.group) } ")" } }
+            }
             @if !doc.tags.is_empty() {
                 tr { th { "tags" } td { @for (k, v) in &doc.tags { code { (k) "=" (v) } " " } } }
             }
@@ -663,6 +666,9 @@ pub fn fmt_ratio(versus: &crate::compare::Versus) -> String {
 pub fn fmt_verdict(key: &str, verdict: &Judgement, duration_ns: u64) -> String {
     let repeated = key.starts_with("ops.") || key.starts_with("mem.") || key.starts_with("numa.");
     match verdict {
+        Judgement::Inconclusive { one_run: true, .. } => {
+            "inconclusive: one run per platform (repeat with --repeat 3)".into()
+        }
         Judgement::Inconclusive { runs: Some(n), .. } => {
             format!("inconclusive: ~{n} runs per platform would decide")
         }

@@ -19,6 +19,12 @@ pub fn render_show(id: i64, doc: &RunDocument) -> String {
         let t: Vec<String> = doc.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         s.push_str(&format!("tags: {}\n", t.join(", ")));
     }
+    if let Some(r) = &doc.repeat {
+        s.push_str(&format!(
+            "repeat: {} of {} (run --repeat; group {})\n",
+            r.index, r.count, r.group
+        ));
+    }
     if doc.system.release.is_empty() && doc.imported_from.is_some() {
         // rt-tests text says nothing of the machine: no kernel to call PREEMPT_RT or not.
         s.push_str("host: unknown (the imported file does not name it)\n");

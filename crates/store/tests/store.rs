@@ -41,6 +41,7 @@ fn doc(label: &str) -> RunDocument {
         audit: None,
         verdicts: vec![],
         imported_from: None,
+        repeat: None,
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod capacity;
+pub mod compare;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod fleet;

@@ -222,6 +222,9 @@ pub fn check_document(doc: &RunDocument) -> Result<(), ImportError> {
             ));
         }
     }
+    if let Some(r) = &doc.repeat {
+        r.check().map_err(|e| bad("repeat", e))?;
+    }
     if let Some(l) = &doc.label {
         check_name("label", l)?;
     }

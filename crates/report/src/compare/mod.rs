@@ -27,9 +27,10 @@ use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use serde::Serialize;
 
+pub mod one_run;
 mod repeats;
 mod sets;
-pub use repeats::{widen_with_repeats, Repeats, MIN_REPEATS};
+pub use repeats::{judge_single_runs, Repeats, MIN_REPEATS};
 pub use sets::compare_sets;
 #[cfg(test)]
 use sets::{log_value, runs_needed, set_interval, t975, T975};
@@ -55,52 +56,71 @@ impl Default for Options {
     }
 }
 
-/// Under a comparison of single runs with timer-latency or OS-noise measures: what their intervals cover.
-/// The window bootstrap sees the variation inside each run, not a change of conditions between runs: on
-/// this project's shared VM, idle runs back to back differed 1.4× in min and 4.5× in p99.9
-/// (bench/compare_aa). Where the store held repeats of the runs ([`widen_with_repeats`]) their spread covers
-/// that, and the note names them; otherwise it says how to cover it. `ids` are the columns' run ids. None
-/// for sets, or without latency measures.
+/// Under a comparison of single runs: how their verdicts took the variation between runs into account. The
+/// window bootstrap sees the variation inside each run, not a change of conditions between runs: on this
+/// project's shared VM, idle runs back to back differed 1.6× in p50 and more in the tail (bench/compare_aa).
+/// Where the store held repeats of the runs ([`judge_single_runs`]) their spread covers that, and the note
+/// names them; where a pair had none, its verdicts were held to the one-run floors ([`one_run`]), and the
+/// note gives the floors and what would decide. `ids` are the columns' run ids. None when neither applied
+/// (sets only, or a run against itself).
 pub fn single_run_note(ids: &[i64], comparison: &Comparison) -> Option<String> {
-    let latency = comparison
-        .rows
-        .iter()
-        .any(|r| r.key.starts_with("cyclic.") || r.key.starts_with("oslat."));
-    if comparison.repeats.iter().all(Vec::is_empty) {
-        return (comparison.sets.is_empty() && latency).then(|| {
-            format!(
-                "one run per platform and fewer than {MIN_REPEATS} stored repeats of each (runs with the same \
-                 label, profile, host and conditions): intervals cover the variation inside each run, not a \
-                 change of conditions between runs; for a platform verdict repeat the runs and compare the \
-                 sets (rtgauge compare 1,2,3 4,5,6)"
-            )
-        });
+    let mut parts = Vec::new();
+    let floors = one_run::floors_used(comparison);
+    if !floors.is_empty() {
+        let listed: Vec<String> = floors
+            .iter()
+            .map(|(k, f)| match f {
+                Some(f) => format!("{k} {}×", fmt_floor(*f)),
+                None => format!("{k} none (no verdict)"),
+            })
+            .collect();
+        parts.push(format!(
+            "one run per platform and fewer than {MIN_REPEATS} stored repeats of each (runs with the same label, \
+             profile, host and conditions): intervals cover the variation inside each run, not how much runs of \
+             one platform differ, so a measure decides only where its whole interval lies beyond the largest \
+             ratio between two idle runs of one platform in the A/A bench (bench/compare_aa, docs/report.md): {}; \
+             to judge by the variation between runs, measure each platform several times (rtgauge run --repeat 3 \
+             --label NAME) or compare sets (rtgauge compare 1,2,3 4,5,6)",
+            listed.join(", ")
+        ));
     }
-    // Columns with the same repeats are named together ("runs 1, 2: repeats 3, 4, 5").
-    let mut groups: Vec<(Vec<i64>, &Vec<i64>)> = Vec::new();
-    for (id, rep) in ids.iter().zip(&comparison.repeats) {
-        if rep.is_empty() {
-            continue;
+    if !comparison.repeats.iter().all(Vec::is_empty) {
+        // Columns with the same repeats are named together ("runs 1, 2: repeats 3, 4, 5").
+        let mut groups: Vec<(Vec<i64>, &Vec<i64>)> = Vec::new();
+        for (id, rep) in ids.iter().zip(&comparison.repeats) {
+            if rep.is_empty() {
+                continue;
+            }
+            match groups.iter_mut().find(|(_, r)| *r == rep) {
+                Some((cols, _)) => cols.push(*id),
+                None => groups.push((vec![*id], rep)),
+            }
         }
-        match groups.iter_mut().find(|(_, r)| *r == rep) {
-            Some((cols, _)) => cols.push(*id),
-            None => groups.push((vec![*id], rep)),
-        }
+        let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        let named: Vec<String> = groups
+            .iter()
+            .map(|(cols, rep)| {
+                let runs = if cols.len() == 1 { "run" } else { "runs" };
+                format!("{runs} {}: repeats {}", list(cols), list(rep))
+            })
+            .collect();
+        parts.push(format!(
+            "single runs: intervals cover the variation inside each run and the run-to-run spread of the stored \
+             runs that repeat it (same label, profile, host and conditions; a run with fewer than {MIN_REPEATS} \
+             borrows the other's) — {}",
+            named.join("; ")
+        ));
     }
-    let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-    let named: Vec<String> = groups
-        .iter()
-        .map(|(cols, rep)| {
-            let runs = if cols.len() == 1 { "run" } else { "runs" };
-            format!("{runs} {}: repeats {}", list(cols), list(rep))
-        })
-        .collect();
-    Some(format!(
-        "single runs: intervals cover the variation inside each run and the run-to-run spread of the stored \
-         runs that repeat it (same label, profile, host and conditions; a run with fewer than {MIN_REPEATS} \
-         borrows the other's) — {}",
-        named.join("; ")
-    ))
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// A floor as the note prints it: two significant digits (1.7, 25).
+fn fmt_floor(f: f64) -> String {
+    if f < 10.0 {
+        format!("{f:.1}")
+    } else {
+        format!("{f:.0}")
+    }
 }
 
 /// What a comparison says of run B against the baseline for one measure, given the margin.
@@ -122,6 +142,11 @@ pub enum Judgement {
         /// single runs, where `longer` says it).
         #[serde(skip_serializing_if = "Option::is_none")]
         runs: Option<usize>,
+        /// One run per platform and no stored repeats, and the interval did not lie wholly beyond the measure's
+        /// one-run floor ([`Versus::one_run`]): how much runs of one platform differ is unknown, so neither
+        /// length nor margin decides — repeating the runs does.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        one_run: bool,
     },
     /// No interval could be computed.
     NoInterval {
@@ -160,6 +185,10 @@ pub struct Versus {
     pub verdict: Judgement,
     /// How the interval was obtained.
     pub method: &'static str,
+    /// Set where the pair is one run per platform with no stored repeats on either side, so that the
+    /// verdict was held to the measure's one-run floor ([`one_run::hold_to_floors`]); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub one_run: Option<one_run::Floor>,
 }
 
 /// One measure across the runs.
@@ -475,6 +504,7 @@ fn judge(r: f64, ci: (f64, f64), better: Better, margin: f64) -> Judgement {
     Judgement::Inconclusive {
         longer: (need > 1e-9 && half > 0.0).then(|| (half / need).powi(2)),
         runs: None,
+        one_run: false,
     }
 }
 
@@ -602,6 +632,7 @@ fn unknown_versus(limit: f64) -> Versus {
         ci: None,
         verdict: Judgement::Unknown { why },
         method: "unknown value: beyond an rt-tests histogram's range",
+        one_run: None,
     }
 }
 
@@ -777,6 +808,7 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
                         .and_then(|(a, b)| recurrences_needed(a, b, lr, o.margin))
                         .or(longer),
                     runs: None,
+                    one_run: false,
                 }
             }
             v => v,
@@ -788,6 +820,7 @@ fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Opt
         ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
         verdict,
         method,
+        one_run: None,
     }
 }
 

@@ -88,18 +88,35 @@ fn ratio_variance(
     }
 }
 
+/// Judge the pairs of single runs in `c` by how much runs of their platforms differ: with the run-to-run
+/// spread of each column's stored repeats where there is one ([`widen_with_repeats`]), else held to the
+/// one-run floors ([`one_run`](super::one_run)). `repeats[column]`: None for a column that is a set (its
+/// comparisons already judge by the spread between its runs); for a single run, its id and its repeats
+/// (none: `--no-repeats`, or none stored).
+pub fn judge_single_runs(c: &mut Comparison, repeats: &[Option<Repeats>], options: &Options) {
+    let widened = widen_with_repeats(c, repeats, options);
+    let single: Vec<Option<i64>> = repeats.iter().map(|r| r.as_ref().map(|r| r.run)).collect();
+    super::one_run::hold_to_floors(c, &single, &widened, options.margin);
+}
+
 /// Widen the verdicts of single runs in `c` by the run-to-run spread of each column's repeats
 /// (`repeats[column]`: None for a column that is a set, whose comparisons already judge by the spread
 /// between its runs; empty for a run with no repeats stored). Records in `c.repeats` the ids of the repeats
 /// whose spread was used, per column (empty where none was). Left as they are: a run against itself,
-/// verdicts without an interval or on unknown values.
-pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], options: &Options) {
+/// verdicts without an interval or on unknown values. Returns, per row and per run after the baseline,
+/// whether the pair took a spread.
+pub(super) fn widen_with_repeats(
+    c: &mut Comparison,
+    repeats: &[Option<Repeats>],
+    options: &Options,
+) -> Vec<Vec<bool>> {
+    let mut widened: Vec<Vec<bool>> = c.rows.iter().map(|r| vec![false; r.versus.len()]).collect();
     let enough = |r: &Option<Repeats>| r.as_ref().is_some_and(|r| r.runs.len() >= MIN_REPEATS);
     let Some(Some(base_repeats)) = repeats.first() else {
-        return;
+        return widened;
     };
     if !repeats.iter().any(enough) {
-        return;
+        return widened;
     }
     let measures: Vec<Vec<Vec<(usize, Measure)>>> = repeats
         .iter()
@@ -110,7 +127,7 @@ pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], optio
         })
         .collect();
     let mut used = vec![false; repeats.len()];
-    for row in &mut c.rows {
+    for (row, widened) in c.rows.iter_mut().zip(&mut widened) {
         let base = spread(&measures[0], &row.key, row.unit);
         for (k, versus) in row.versus.iter_mut().enumerate() {
             let col = k + 1;
@@ -133,6 +150,7 @@ pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], optio
             let Some((var, df)) = ratio_variance(base, other, one_pool) else {
                 continue;
             };
+            widened[k] = true;
             used[0] |= base.is_some();
             used[col] |= other.is_some() || (one_pool && base.is_some());
             let lr = log_value(*b, row.unit) - log_value(*a, row.unit);
@@ -150,6 +168,7 @@ pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], optio
                 Judgement::Inconclusive { .. } => Judgement::Inconclusive {
                     longer: None,
                     runs: runs_needed(lr, (var / 2.0).sqrt(), options.margin, 1),
+                    one_run: false,
                 },
                 j => j,
             };
@@ -170,6 +189,7 @@ pub fn widen_with_repeats(c: &mut Comparison, repeats: &[Option<Repeats>], optio
             })
             .collect();
     }
+    widened
 }
 
 #[cfg(test)]

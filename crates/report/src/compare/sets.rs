@@ -168,6 +168,7 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
                         why: "samples over different histogram ranges: not one measure".into(),
                     },
                     method: super::NOT_COMPARABLE,
+                    one_run: None,
                 }));
                 continue;
             }
@@ -214,6 +215,7 @@ fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
                 Judgement::Inconclusive { .. } => Judgement::Inconclusive {
                     longer: None,
                     runs: runs_needed(lr, sd, o.margin, a.len().max(b.len())),
+                    one_run: false,
                 },
                 v => v,
             },
@@ -230,6 +232,7 @@ fn versus_sets(a: &[f64], b: &[f64], better: Better, o: &Options) -> Versus {
         ci: ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
         verdict,
         method,
+        one_run: None,
     }
 }
 

@@ -187,6 +187,7 @@ fn judge_sets(a: &[f64], b: &[f64]) -> Judgement {
         Judgement::Inconclusive { .. } => Judgement::Inconclusive {
             longer: None,
             runs: runs_needed(lr, sd, 0.10, a.len().max(b.len())),
+            one_run: false,
         },
         v => v,
     }

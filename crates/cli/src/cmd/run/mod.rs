@@ -8,55 +8,106 @@
 //! SIGKILL or by a reboot keeps its data up to the last checkpoint and shows as `interrupted`. SIGINT/SIGTERM
 //! end the run through the normal path: the probe stops, the result is stored and reported.
 
-use super::progress::Progress;
+mod stages;
+
 use anyhow::Context as _;
 use rtgauge_audit::AuditOptions;
-use rtgauge_flags::run::{load_profile, placement, plan, Placement, ProbePlan, RunArgs, Stage};
+use rtgauge_flags::run::{load_profile, placement, plan, Placement, RunArgs};
 use rtgauge_host::HostRoot;
 use rtgauge_model::profile::Profile;
-use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
+use rtgauge_model::run::{RepeatOf, RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
 use rtgauge_model::Nanos;
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_session::record::{Checkpoints, Recorder};
-use rtgauge_session::{probes, Around, Probe, Tick};
+use rtgauge_session::record::Recorder;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// `rtgauge run`: load → plan → measure → judge → store → report.
+/// `rtgauge run`: the profile measured once, or `--repeat N` times back to back as one platform's repeats.
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    // Load: the profile, where to measure, the store.
     let profile = load_profile(&a.profile)?;
+    let count = a.repeat.unwrap_or(profile.repeat);
+    if count > 1 {
+        for (flag, path) in [("--html", &a.html), ("--output", &a.output)] {
+            if let Some(p) = path {
+                anyhow::bail!(
+                    "{flag} {}: one file cannot hold {count} repeated runs (leave it out; each run is stored, \
+                     its report in reports/run-ID.html, and `rtgauge export ID` writes its document)",
+                    p.display()
+                );
+            }
+        }
+    }
+    let stop = super::stop_on_signals()?;
+    // The runs of one --repeat share a group id, so that `compare` finds them as one platform's repeats.
+    let group = (count > 1).then(rtgauge_model::run::new_uuid);
+    let (mut code, mut ids) = (ExitCode::SUCCESS, Vec::new());
+    for index in 1..=count {
+        if stop.is_set() {
+            break;
+        }
+        let repeat = group.clone().map(|group| RepeatOf {
+            group,
+            index,
+            count,
+        });
+        let (id, c) = run_once(a, &profile, repeat, &stop)?;
+        ids.push(id.to_string());
+        if c != ExitCode::SUCCESS {
+            code = c;
+        }
+    }
+    if count > 1 {
+        let label = a.label.as_deref().unwrap_or("LABEL");
+        println!(
+            "repeats: runs {} ({} of {count}); `rtgauge compare --label {label} --label OTHER` judges them by \
+             the variation between them",
+            ids.join(", "),
+            ids.len()
+        );
+    }
+    Ok(code)
+}
+
+/// One run of the profile (`repeat`: its place among the runs of one `--repeat`): load → plan → measure →
+/// judge → store → report; its id and exit code.
+fn run_once(
+    a: &RunArgs,
+    profile: &Profile,
+    repeat: Option<RepeatOf>,
+    stop: &StopFlag,
+) -> anyhow::Result<(i64, ExitCode)> {
+    // Load: where to measure, the store.
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
     let place = placement(&root, a.cpus.as_deref())?;
     let (mut store, db) = a.store.db.open()?;
     // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
-    let stages = plan(&profile, duration, a.trace, a.load.as_ref(), &place, &root)?;
-    let stop = super::stop_on_signals()?;
+    let stages = plan(profile, duration, a.trace, a.load.as_ref(), &place, &root)?;
     let cx = Context {
         root,
         place,
         duration,
-        stop,
+        stop: stop.clone(),
     };
     // Host facts, then measure, checkpointing into the stored run.
-    let mut doc = begin(a, &profile, &cx);
+    let mut doc = begin(a, profile, &cx);
+    doc.repeat = repeat;
     let id = store
         .insert(&doc)
         .with_context(|| format!("storing the run in {db}"))?;
-    announce(id, &profile, &doc, &cx);
+    announce(id, profile, &doc, &cx);
     doc.audit = Some(audit(&cx.root, a.no_sample));
     let every = std::time::Duration::from_nanos(a.checkpoint.as_ns());
     let mut rec = Recorder::new(store.as_mut(), id, every);
     rec.save(&doc);
-    measure(stages, &mut doc, &mut rec, &cx)?;
+    stages::measure(stages, &mut doc, &mut rec, &cx)?;
     if let Some(e) = &rec.failed {
         eprintln!("rtgauge: warning: checkpoint not stored: {e}");
     }
     // Judge, store, report.
-    judge(&mut doc, &profile, &cx.stop);
+    judge(&mut doc, profile, &cx.stop);
     for w in &doc.warnings {
         eprintln!("rtgauge: warning: {w}");
     }
@@ -79,7 +130,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(code)
+    Ok((id, code))
 }
 
 /// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
@@ -119,8 +170,11 @@ fn begin(a: &RunArgs, profile: &Profile, cx: &Context) -> RunDocument {
 
 /// The run's first line: what is measured where.
 fn announce(id: i64, profile: &Profile, doc: &RunDocument, cx: &Context) {
+    let repeat = doc.repeat.as_ref().map_or(String::new(), |r| {
+        format!(" (repeat {} of {})", r.index, r.count)
+    });
     println!(
-        "rtgauge run {id}: profile {} ({}), {} {} {}, measuring CPUs {} (housekeeping CPU {}), {} per probe",
+        "rtgauge run {id}{repeat}: profile {} ({}), {} {} {}, measuring CPUs {} (housekeeping CPU {}), {} per probe",
         profile.name,
         profile.description,
         doc.system.nodename,
@@ -148,108 +202,6 @@ fn audit(root: &HostRoot, no_sample: bool) -> rtgauge_model::audit::AuditReport 
         s.pass, s.warn, s.fail, s.not_applicable, s.unavailable
     );
     audit
-}
-
-/// Run the stages in order until one is stopped, storing the document after each.
-fn measure(
-    stages: Vec<Stage>,
-    doc: &mut RunDocument,
-    rec: &mut Recorder<'_>,
-    cx: &Context,
-) -> anyhow::Result<()> {
-    for stage in stages {
-        if cx.stop.is_set() {
-            break;
-        }
-        let results = match &stage.probe {
-            ProbePlan::Numa(pids, interval) => {
-                vec![ProbeResult::Numa(rtgauge_host::numa::read_numa(
-                    &cx.root,
-                    (!pids.is_empty()).then_some(pids.as_slice()),
-                    interval.as_ns(),
-                ))]
-            }
-            _ => measure_stage(&stage, doc, rec, cx)?,
-        };
-        doc.probes.extend(results);
-        doc.ended_at = crate::output::now_rfc3339();
-        rec.save(doc);
-    }
-    Ok(())
-}
-
-/// One stage through the session engine, with progress on stderr and checkpoints into the stored run.
-fn measure_stage(
-    stage: &Stage,
-    doc: &mut RunDocument,
-    rec: &mut Recorder<'_>,
-    cx: &Context,
-) -> anyhow::Result<Vec<ProbeResult>> {
-    let total = Duration::from_nanos(cx.duration.as_ns());
-    let (probe, why, what): (Box<dyn Probe + '_>, _, &str) = match &stage.probe {
-        ProbePlan::Cyclic(r) => {
-            super::warn_all(&r.notes);
-            doc.warnings.extend(r.notes.iter().cloned());
-            (
-                Box::new(probes::Cyclic(&r.plan)),
-                Some(r.why.clone()),
-                "cyclic",
-            )
-        }
-        ProbePlan::Oslat(r) => {
-            eprintln!(
-                "oslat on CPUs {} for {} (after a {} preheat)…",
-                cx.place.cpus,
-                cx.duration,
-                Nanos(r.plan.config.preheat_ns)
-            );
-            (
-                Box::new(probes::Oslat(&r.plan)),
-                Some(r.why.clone()),
-                "oslat",
-            )
-        }
-        ProbePlan::Net(p) => {
-            eprintln!("net for {} per measurement…", cx.duration);
-            let net = probes::Net {
-                plan: p,
-                sysctls: rtgauge_host::system::read_net_sysctls(&cx.root),
-            };
-            (Box::new(net), None, "net")
-        }
-        ProbePlan::Ops(p) => {
-            eprintln!("ops: {} operations…", p.config.ops.len());
-            (Box::new(probes::Ops(p)), None, "ops")
-        }
-        ProbePlan::Mem(p) => {
-            eprintln!(
-                "mem: latency curve over {} working sets, bandwidth, NUMA…",
-                p.config.sizes_bytes.len()
-            );
-            (Box::new(probes::Mem(p)), None, "mem")
-        }
-        ProbePlan::Numa(..) => return Ok(Vec::new()),
-    };
-    let around = Around {
-        load: stage.load.clone(),
-        accounting: why.is_some(),
-        why,
-    };
-    let mut progress = Progress::new(what, total);
-    let base = doc.clone();
-    let mut show =
-        |tick: &Tick<'_>, checkpoint: Option<&ProbeResult>| progress.tick(tick, checkpoint);
-    let mut ck = Checkpoints {
-        base: &base,
-        recorder: rec,
-        now: crate::output::now_rfc3339,
-        progress: &mut show,
-    };
-    let (results, warnings) =
-        super::measure(&cx.root, &cx.stop, probe.as_ref(), &around, &mut [&mut ck])?;
-    progress.finish();
-    doc.warnings.extend(warnings);
-    Ok(results)
 }
 
 /// The run's status (every probe ran, none stopped by a signal) and the profile's verdicts.

@@ -1,0 +1,82 @@
+//! `rtgauge compare`: the runs each column stands for, selected from the store (a run, a set `1,2,3`, a
+//! label with its `run --repeat` group or --every run, a host's latest), each single run's stored repeats,
+//! and the comparison of `rtgauge_report::compare` printed, as JSON or written as HTML.
+
+use anyhow::bail;
+use rtgauge_flags::report::CompareArgs;
+use rtgauge_model::run::RunDocument;
+use rtgauge_report::compare::{self, Options};
+use rtgauge_report::html;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+mod select;
+use select::{column_sets, repeats, with_hosts, Loaded};
+
+pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    // --host NAME: each host's latest run, appended to the positional runs as its id.
+    let a = &with_hosts(a)?;
+    let columns = a.runs.len() + a.labels.len();
+    if columns < 2 {
+        bail!("compare needs at least two runs (RUN…, --label or --host), got {columns}");
+    }
+    if a.every && a.labels.is_empty() {
+        bail!("--every needs --label LABEL: every run with that label forms one set");
+    }
+    let (mut store, _) = a.db.open_existing()?;
+    let sets = column_sets(a, store.as_mut())?;
+    let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();
+    let refs: Vec<&RunDocument> = sets.iter().map(|s| &s[0].1).collect();
+    let set_refs: Vec<Vec<&RunDocument>> = sets
+        .iter()
+        .map(|s| s.iter().map(|(_, d)| d).collect())
+        .collect();
+    let options = Options {
+        margin: a.margin,
+        ..Options::default()
+    };
+    let mut c = compare::compare_sets(&set_refs, &options);
+    // Single runs are judged by how much runs of their platform differ: their stored repeats' spread, or
+    // without any (or with --no-repeats) the one-run floors.
+    let (loaded, found) = match a.no_repeats {
+        false => repeats(store.as_mut(), &sets)?,
+        true => (Loaded::new(), Vec::new()),
+    };
+    let repeats: Vec<Option<compare::Repeats>> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let ids = match found.get(i) {
+                Some(f) => f.clone()?,
+                None if set.len() > 1 => return None,
+                None => Vec::new(),
+            };
+            Some(compare::Repeats {
+                run: set[0].0,
+                runs: ids.iter().filter_map(|id| loaded.get(id)).collect(),
+                ids,
+            })
+        })
+        .collect();
+    compare::judge_single_runs(&mut c, &repeats, &options);
+    if sets.iter().any(|s| s.len() > 1) {
+        c.sets = sets
+            .iter()
+            .map(|s| s.iter().map(|(id, _)| *id).collect())
+            .collect();
+    }
+    if let Some(path) = &a.html {
+        super::report::write_html(path, &html::render_compare(&ids, &refs, &c))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &c)?;
+        writeln!(out)?;
+    } else {
+        super::print_text(&rtgauge_report::terminal::render_compare(&ids, &refs, &c))?;
+        if let Some(p) = &a.html {
+            writeln!(out, "report: {}", p.display())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

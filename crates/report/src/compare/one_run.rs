@@ -1,0 +1,334 @@
+//! One run per platform, without stored repeats (docs/report.md, "One run per platform"): no verdict unless the
+//! effect is larger than the variation between runs can be.
+//!
+//! The window bootstrap of [`compare`](super::compare) sees the variation inside each run. Runs of one
+//! platform differ by more than that when conditions change between them — on this project's VM the host
+//! stalls vCPUs for milliseconds at random, and an idle run's p50 moved from 13 to 21 µs between two runs —
+//! and one run per platform cannot show how much. Where stored repeats give that spread
+//! ([`widen_with_repeats`](super::repeats::widen_with_repeats)) the interval carries it; where neither side has
+//! any, a measure is decided only when its whole interval lies beyond the measure's *floor*: the largest ratio
+//! (either way) between two idle runs of one platform seen in the A/A bench ([`FLOORS`]). Anything nearer is
+//! "inconclusive: one run per platform", and so is an interval inside the margin: an equivalence needs the
+//! run-to-run spread to be known as much as a difference does. A measure without a floor (the bench
+//! measured none for it) gets no verdict from one run per platform.
+
+use super::{Comparison, Judgement, NOT_COMPARABLE};
+use serde::Serialize;
+
+/// The one-run floor a pair of single runs was held to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Floor {
+    /// The ratio, either way, that the interval had to lie wholly beyond for a verdict (never below the
+    /// margin); None where the A/A bench gave the measure no floor: no verdict from one run per platform.
+    pub floor: Option<f64>,
+}
+
+/// The floors: per measure, the largest ratio (B/A or A/B) between two idle runs of one platform in the A/A
+/// bench, rounded up to two significant digits — `bench/compare_aa` of 2026-11-26 14:40 (session 2 in
+/// docs/report.md): 20 s runs of one timer-latency profile (`-m -p10 -i 1000 -h 2000 -a 1`, FIFO 10 on CPU 1)
+/// on this project's 2-vCPU VM, the 29 idle runs no other measuring run disturbed, every pair of them (406).
+/// Counts compare as (B + 1)/(A + 1). The max moved 45× (0.47 vs 21 ms: the VM's host stalls a vCPU for up to
+/// ~20 ms at random) and p99.9 131×; p50 2.5× (13.6 vs 34.3 µs). Only measures the bench measured have one.
+pub const FLOORS: &[(&str, f64)] = &[
+    ("cyclic.min", 1.8),
+    ("cyclic.p50", 2.6),
+    ("cyclic.p99", 12.0),
+    ("cyclic.p99.9", 140.0),
+    ("cyclic.p99.99", 110.0),
+    ("cyclic.max", 46.0),
+    ("cyclic.missed", 150.0),
+    ("cyclic.overflows", 120.0),
+];
+
+/// The floor of measure `key`, None where the bench measured none.
+pub fn floor_of(key: &str) -> Option<f64> {
+    FLOORS.iter().find(|(k, _)| *k == key).map(|(_, f)| *f)
+}
+
+/// Hold the pairs of single runs that nothing told the run-to-run spread of to the floors: `single[col]` is
+/// the run id of a column that is one run (None for a set, whose comparisons judge by the spread between its
+/// runs), `widened[row][k]` whether pair (0, k + 1) of that row took the spread of stored repeats. A run
+/// against itself, a verdict without an interval and an unknown value are left as they are.
+pub(super) fn hold_to_floors(
+    c: &mut Comparison,
+    single: &[Option<i64>],
+    widened: &[Vec<bool>],
+    margin: f64,
+) {
+    let Some(Some(base)) = single.first() else {
+        return;
+    };
+    for (r, row) in c.rows.iter_mut().enumerate() {
+        let floor = floor_of(&row.key);
+        for (k, versus) in row.versus.iter_mut().enumerate() {
+            let col = k + 1;
+            let (Some(v), Some(Some(run))) = (versus.as_mut(), single.get(col)) else {
+                continue;
+            };
+            let held = widened.get(r).and_then(|w| w.get(k)).copied() != Some(true);
+            let judged = !matches!(
+                v.verdict,
+                Judgement::NoInterval { .. } | Judgement::Unknown { .. }
+            );
+            let Some((lo, hi)) = v.ci.filter(|_| held && judged && run != base) else {
+                continue;
+            };
+            if v.method == NOT_COMPARABLE {
+                continue;
+            }
+            v.one_run = Some(Floor { floor });
+            if !beyond(floor, (lo, hi), margin) {
+                v.verdict = Judgement::Inconclusive {
+                    longer: None,
+                    runs: None,
+                    one_run: true,
+                };
+            }
+        }
+    }
+}
+
+/// Whether the interval `(lo, hi)` of a ratio lies wholly beyond `floor` (or its inverse), the floor taken no
+/// lower than the margin, so that what lies beyond it is a verdict of the interval alone.
+fn beyond(floor: Option<f64>, (lo, hi): (f64, f64), margin: f64) -> bool {
+    floor.is_some_and(|f| {
+        let f = f.max(1.0 + margin);
+        lo > f || hi < 1.0 / f
+    })
+}
+
+/// The floors the held pairs of `c` were held to, in the order of the table: (measure key, floor).
+pub fn floors_used(c: &Comparison) -> Vec<(&str, Option<f64>)> {
+    c.rows
+        .iter()
+        .filter_map(|r| {
+            r.versus
+                .iter()
+                .flatten()
+                .find_map(|v| v.one_run)
+                .map(|f| (r.key.as_str(), f.floor))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{Row, Versus};
+    use rtgauge_model::measure::{Better, MeasureUnit};
+
+    /// A row of `key` with one run after the baseline: ratio `r`, interval `ci`, the within-run verdict `v`.
+    fn row(key: &str, unit: MeasureUnit, r: f64, ci: Option<(f64, f64)>, v: Judgement) -> Row {
+        Row {
+            key: key.into(),
+            label: key.into(),
+            unit,
+            better: Better::Lower,
+            values: vec![Some(1.0), Some(r)],
+            unknown_above: vec![None, None],
+            versus: vec![Some(Versus {
+                ratio: r,
+                ci,
+                verdict: v,
+                method: "block bootstrap over time windows (percentile interval)",
+                one_run: None,
+            })],
+        }
+    }
+
+    fn comparison(rows: Vec<Row>) -> Comparison {
+        Comparison {
+            margin: 0.10,
+            rows,
+            differences: Vec::new(),
+            durations_ns: vec![20_000_000_000; 2],
+            sets: Vec::new(),
+            repeats: Vec::new(),
+        }
+    }
+
+    fn verdict(c: &Comparison, key: &str) -> Judgement {
+        let r = c.rows.iter().find(|r| r.key == key).unwrap();
+        r.versus[0].as_ref().unwrap().verdict.clone()
+    }
+
+    const HELD: Judgement = Judgement::Inconclusive {
+        longer: None,
+        runs: None,
+        one_run: true,
+    };
+
+    fn rows() -> Vec<Row> {
+        let ns = MeasureUnit::Nanos;
+        vec![
+            // The idle pair: p50 13 → 21 µs, a narrow within-run interval that said "worse".
+            row("cyclic.p50", ns, 1.62, Some((1.58, 1.66)), Judgement::Worse),
+            // Five 200 ms stalls against an idle max of 1 ms.
+            row(
+                "cyclic.max",
+                ns,
+                200.0,
+                Some((190.0, 210.0)),
+                Judgement::Worse,
+            ),
+            // Far below the baseline: better, beyond the floor the other way.
+            row(
+                "cyclic.p99.99",
+                ns,
+                0.001,
+                Some((0.0009, 0.0011)),
+                Judgement::Better,
+            ),
+            // Within the margin: an equivalence needs the run-to-run spread as much as a difference does.
+            row(
+                "cyclic.p99",
+                ns,
+                1.0,
+                Some((0.98, 1.03)),
+                Judgement::Equivalent,
+            ),
+            // No floor measured: no verdict, however large.
+            row(
+                "oslat.max",
+                ns,
+                1000.0,
+                Some((900.0, 1100.0)),
+                Judgement::Worse,
+            ),
+            row(
+                "cyclic.p99.9",
+                ns,
+                1.0,
+                None,
+                Judgement::NoInterval { why: "none".into() },
+            ),
+        ]
+    }
+
+    #[test]
+    fn one_run_per_platform_decides_only_beyond_the_floor() {
+        let mut c = comparison(rows());
+        hold_to_floors(&mut c, &[Some(1), Some(2)], &[], 0.10);
+        assert_eq!(verdict(&c, "cyclic.p50"), HELD);
+        assert_eq!(verdict(&c, "cyclic.max"), Judgement::Worse);
+        assert_eq!(verdict(&c, "cyclic.p99.99"), Judgement::Better);
+        assert_eq!(verdict(&c, "cyclic.p99"), HELD);
+        assert_eq!(verdict(&c, "oslat.max"), HELD);
+        // A verdict without an interval is not one the floor could change.
+        assert!(matches!(
+            verdict(&c, "cyclic.p99.9"),
+            Judgement::NoInterval { .. }
+        ));
+        // Each held pair says which floor it was held to; the note lists them in table order.
+        let used = floors_used(&c);
+        assert_eq!(
+            used,
+            vec![
+                ("cyclic.p50", floor_of("cyclic.p50")),
+                ("cyclic.max", floor_of("cyclic.max")),
+                ("cyclic.p99.99", floor_of("cyclic.p99.99")),
+                ("cyclic.p99", floor_of("cyclic.p99")),
+                ("oslat.max", None),
+            ]
+        );
+        let note = crate::compare::single_run_note(&[1, 2], &c).unwrap();
+        assert!(
+            note.contains("one run per platform")
+                && note.contains("run --repeat 3")
+                && note.contains("oslat.max none (no verdict)"),
+            "{note}"
+        );
+        let cell = crate::html::fmt_verdict("cyclic.p50", &HELD, 20_000_000_000);
+        assert_eq!(
+            cell,
+            "inconclusive: one run per platform (repeat with --repeat 3)"
+        );
+    }
+
+    #[test]
+    fn pairs_judged_by_repeats_sets_and_a_run_against_itself_are_left_alone() {
+        let before = comparison(rows());
+        // The pair took the spread of stored repeats.
+        let mut c = before.clone();
+        let widened: Vec<Vec<bool>> = c.rows.iter().map(|_| vec![true]).collect();
+        hold_to_floors(&mut c, &[Some(1), Some(2)], &widened, 0.10);
+        assert_eq!(c, before);
+        // The other column is a set, or the baseline is.
+        for single in [[Some(1), None], [None, Some(2)]] {
+            let mut c = before.clone();
+            hold_to_floors(&mut c, &single, &[], 0.10);
+            assert_eq!(c, before);
+        }
+        // A run against itself reads exactly 1, equivalent.
+        let mut c = before.clone();
+        hold_to_floors(&mut c, &[Some(3), Some(3)], &[], 0.10);
+        assert_eq!(c, before);
+        assert!(single_run_note_is_silent(&c));
+    }
+
+    fn single_run_note_is_silent(c: &Comparison) -> bool {
+        crate::compare::single_run_note(&[3, 3], c).is_none()
+    }
+
+    #[test]
+    fn the_floor_is_never_below_the_margin() {
+        // A floor of 1.05 under a 10 % margin: an interval [1.08, 1.09] is not beyond the margin, so it does
+        // not decide; [1.2, 1.3] is beyond both.
+        assert!(!beyond(Some(1.05), (1.08, 1.09), 0.10));
+        assert!(beyond(Some(1.05), (1.2, 1.3), 0.10));
+        assert!(beyond(Some(2.0), (0.3, 0.45), 0.10));
+        assert!(!beyond(Some(2.0), (0.3, 0.55), 0.10));
+        assert!(!beyond(None, (100.0, 200.0), 0.10));
+    }
+
+    #[test]
+    fn every_floor_is_a_ratio_beyond_the_default_margin() {
+        for (k, f) in FLOORS {
+            assert!(*f > 1.1 && f.is_finite(), "{k}: {f}");
+        }
+    }
+
+    #[test]
+    fn a_floor_from_an_aa_bench_keeps_false_verdicts_rare_and_finds_gross_effects() {
+        // Synthetic platform: each run's log value is the platform's plus a run-level shift (a change of
+        // conditions, sd 0.3, as min and p99 of idle runs moved on this VM) plus a small within-run error, which
+        // is all a within-run interval sees. The floor is the largest ratio among the pairs of 14 "bench" runs
+        // (with 8, the range of 8 normal shifts, a new pair lies beyond it 7 % of the time); then 30 pairs of
+        // new runs drawn alike are judged against it, for many benches.
+        let mut rng = fastrand::Rng::with_seed(29);
+        let mut normal = || {
+            let (u, v) = (1.0 - rng.f64(), rng.f64());
+            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        };
+        let (benches, pairs) = (200, 30);
+        let (mut decided, mut within_decided, mut gross, mut modest) = (0, 0, 0, 0);
+        for _ in 0..benches {
+            let bench: Vec<f64> = (0..14).map(|_| 0.3 * normal() + 0.02 * normal()).collect();
+            let largest = bench
+                .iter()
+                .flat_map(|a| bench.iter().map(move |b| (a - b).abs()))
+                .fold(0.0, f64::max);
+            let floor = Some(largest.exp());
+            let w = 1.96 * 0.02 * 2f64.sqrt();
+            for _ in 0..pairs {
+                let lr = 0.3 * normal() + 0.02 * normal() - (0.3 * normal() + 0.02 * normal());
+                let ci = ((lr - w).exp(), (lr + w).exp());
+                decided += usize::from(beyond(floor, ci, 0.10));
+                within_decided += usize::from(ci.0 > 1.1 || ci.1 < 1.0 / 1.1);
+                // A 200× effect (a 200 ms stall against a 1 ms max) and a 1.6× one, on top of the shifts.
+                let g = lr + 200f64.ln();
+                gross += usize::from(beyond(floor, ((g - w).exp(), (g + w).exp()), 0.10));
+                let m = lr + 1.6f64.ln();
+                modest += usize::from(beyond(floor, ((m - w).exp(), (m + w).exp()), 0.10));
+            }
+        }
+        let n = (benches * pairs) as f64;
+        // Seed 29 gives: 120 of 6000 (2.0 %) decided against the floor, 4332 (72 %) with the within-run
+        // interval alone; the 200× effect decided every time, the 1.6× one in 578 (9.6 %): against runs that
+        // differ by that much on their own, a 1.6× difference is rarely told apart from one run each.
+        assert!(decided as f64 / n <= 0.05, "{decided} of {n}");
+        assert!(within_decided as f64 / n > 0.5, "{within_decided} of {n}");
+        assert_eq!(gross as f64, n, "{gross} of {n}");
+        assert!(modest as f64 / n < 0.2, "{modest} of {n}");
+    }
+}
