@@ -171,7 +171,10 @@ pub(super) fn tasks_on_isolated(c: &Ctx) -> RuleOutcome {
             continue;
         }
         let item = format!("{}[{}] {}", t.comm, t.tid, a);
-        if t.kernel_bound {
+        // PF_NO_SETAFFINITY marks every workqueue worker, but the unbound ones (kworker/u*) follow
+        // /sys/devices/virtual/workqueue/cpumask; and io_uring's user workers (iou-wrk, kernels ≤ 6.2) move
+        // with their process. Only kernel threads nothing can move are set apart.
+        if t.kernel_bound && t.kthread && !t.comm.starts_with("kworker/u") {
             bound.push(item);
         } else if t.kthread {
             kernel.push(item);

@@ -147,7 +147,7 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
     // With fewer than 3 repeats left the note says what the intervals leave out.
     let text = compare_text(&db, &["1", "2", "3"]);
     assert!(
-        text.contains("fewer than 3 stored repeats") && text.contains("compare 1,2,3 4,5,6"),
+        text.contains("fewer than 3 runs with the same") && text.contains("compare 1,2,3 4,5,6"),
         "{text}"
     );
 }
@@ -197,7 +197,7 @@ fn run_repeat_stores_a_platforms_repeats_and_compare_takes_them_as_a_set() {
     assert!(
         out.contains("rtgauge run 1 (repeat 1 of 3)")
             && out.contains("rtgauge run 3 (repeat 3 of 3)")
-            && out.contains("repeats: runs 1, 2, 3 (3 of 3)"),
+            && out.contains("repeats: runs 1, 2, 3 (3 of 3 stored)"),
         "{out}"
     );
     let group = export_json(&db, "1")["repeat"]["group"].clone();

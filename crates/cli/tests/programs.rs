@@ -41,13 +41,15 @@ fn literal_at(line: &str, at: usize) -> Option<&str> {
 fn started(line: &str) -> (Vec<String>, bool) {
     let code = line.split("//").next().unwrap_or("");
     let mut names = Vec::new();
-    // `guest_program(` names a program the kernel lab copies into its guests (crates/lab).
+    // `guest_program(` names a program the kernel lab copies into its guests, `run_program(` one it runs on
+    // the host (crates/lab).
     for call in [
         "programs::command(",
         "program(",
         "program_line(",
         "program_in_netns(",
         "guest_program(",
+        "run_program(",
     ] {
         let mut from = 0;
         while let Some(i) = code[from..].find(call) {
@@ -110,6 +112,8 @@ fn the_scanner_finds_what_it_must() {
     assert!(n.is_empty());
     let (n, _) = started(r#"g.guest_program("rtla"); let b = crate::guest_program("busybox")?;"#);
     assert_eq!(n, ["rtla", "busybox"]);
+    let (n, _) = started(r#"run_program("objcopy", &["--strip-debug"])?;"#);
+    assert_eq!(n, ["objcopy"]);
 }
 
 #[test]
@@ -135,8 +139,16 @@ fn every_program_started_is_in_the_manifest() {
             .unwrap_or(f)
             .display()
             .to_string();
-        for (i, line) in text.lines().enumerate() {
-            let (names, new) = started(line);
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            // A call that rustfmt broke after its `(` has its program on the next line.
+            let line = match lines.get(i + 1) {
+                Some(next) if line.trim_end().ends_with('(') => {
+                    format!("{}{}", line.trim_end(), next.trim_start())
+                }
+                _ => line.to_string(),
+            };
+            let (names, new) = started(&line);
             if new && !rel.ends_with("crates/probe/src/programs.rs") {
                 direct.push(format!("{rel}:{}: {}", i + 1, line.trim()));
             }

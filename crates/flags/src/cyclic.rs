@@ -266,6 +266,12 @@ fn place(a: &CyclicArgs, c: &Cpus, notes: &mut Vec<String>) -> anyhow::Result<Pl
     if threads > 4096 {
         bail!("-t/--threads {threads}: at most 4096 threads");
     }
+    if affinity.as_ref().is_some_and(|s| s.is_empty()) {
+        bail!(
+            "-a/--affinity: no CPU to run on (online CPUs: {})",
+            c.online
+        );
+    }
     let cpus: Vec<Option<u32>> = (0..threads as usize)
         .map(|i| {
             affinity

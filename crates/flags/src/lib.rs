@@ -211,6 +211,15 @@ pub fn parse_duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// A duration that must be above zero (`run --duration`, `--checkpoint`): 0 would measure nothing, or, where
+/// a probe reads 0 as "until stopped", measure until a signal.
+pub fn parse_positive_duration(s: &str) -> Result<Nanos, String> {
+    match parse_duration_arg(s)? {
+        d if d.as_ns() == 0 => Err(format!("'{s}' is zero; give a duration above 0 (e.g. 30s)")),
+        d => Ok(d),
+    }
+}
+
 /// `--tag KEY=VALUE`.
 pub fn parse_tag(s: &str) -> Result<(String, String), String> {
     parse_name(s)?;

@@ -3,7 +3,7 @@
 //! command line), with the profile's duration, `--trace`, `--load` and the episode threshold its gates set.
 
 use super::{cyclic, mem, net, numa, ops, oslat};
-use super::{parse_duration_arg, Resolved};
+use super::{parse_positive_duration, Resolved};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
@@ -24,7 +24,7 @@ pub struct RunArgs {
     pub profile: String,
 
     /// Duration of each probe, overriding the profile's (e.g. 30s, 15m, 24h).
-    #[arg(long, value_parser = parse_duration_arg)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Nanos>,
 
     /// CPUs to measure (default: the isolated CPUs, or every online CPU).
@@ -39,7 +39,7 @@ pub struct RunArgs {
     pub store: super::StoreArgs,
 
     /// How often a long probe is checkpointed into the database.
-    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_positive_duration)]
     pub checkpoint: Nanos,
 
     /// Skip the audit's sampled rules (IRQs on isolated CPUs, steal, C-state use), saving their interval.
@@ -69,7 +69,7 @@ pub struct RunArgs {
 
     /// After storing the run, push it to this central store (postgresql:// URL), as `rtgauge push` does.
     /// The run stays in the local database whether or not the push succeeds.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = parse_push)]
     pub push: Option<PathBuf>,
 
     /// Store the run under this host name instead of the kernel's (a fleet's inventory name; `rtgauge fleet`
@@ -82,6 +82,18 @@ pub struct RunArgs {
     /// a verdict needs to know how much runs of one platform differ, which one run cannot show.
     #[arg(long, value_name = "N", value_parser = parse_repeat)]
     pub repeat: Option<u32>,
+}
+
+/// `--push`: a store rtgauge knows, checked before anything is measured (a day-long run must not end on a
+/// typo in the URL).
+fn parse_push(s: &str) -> Result<PathBuf, String> {
+    match s.split_once("://") {
+        Some((scheme, _)) if !rtgauge_store::is_postgres_url(s) => Err(format!(
+            "'{scheme}://' is not a store rtgauge knows (postgresql:// or a SQLite file path)"
+        )),
+        _ if s.is_empty() => Err("an empty store".into()),
+        _ => Ok(PathBuf::from(s)),
+    }
 }
 
 fn parse_repeat(s: &str) -> Result<u32, String> {

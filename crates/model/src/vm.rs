@@ -340,7 +340,8 @@ impl ClockSample {
     /// Guest minus host: the guest's stamp against the middle of the round trip, ns.
     pub fn offset_ns(&self) -> i64 {
         let mid = self.host_send_ns as i128 + (self.rtt_ns() / 2) as i128;
-        (self.guest_ns as i128 - mid) as i64
+        // Clamped: a corrupt record's stamps must not wrap into a plausible offset.
+        (self.guest_ns as i128 - mid).clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 
     /// Half the round trip, rounded up: the guest's stamp was taken inside it.
@@ -381,7 +382,7 @@ impl ClockSync {
         let (a, b) = (self.samples.first()?, self.samples.last()?);
         let dt = b.host_send_ns as f64 - a.host_send_ns as f64;
         (self.samples.len() >= 2 && dt > 0.0)
-            .then(|| (b.offset_ns() - a.offset_ns()) as f64 / dt * 1e6)
+            .then(|| (b.offset_ns() as f64 - a.offset_ns() as f64) / dt * 1e6)
     }
 
     /// The sample with the smallest bound.
@@ -407,7 +408,7 @@ impl ClockSync {
             } else {
                 0.0
             };
-            let o = a.offset_ns() as f64 + w * (b.offset_ns() - a.offset_ns()) as f64;
+            let o = a.offset_ns() as f64 + w * (b.offset_ns() as f64 - a.offset_ns() as f64);
             (o.round() as i64, a.bound_ns().max(b.bound_ns()))
         } else {
             let near = if at == 0 { s[0] } else { s[s.len() - 1] };
@@ -416,7 +417,10 @@ impl ClockSync {
             let o = near.offset_ns() as f64 + drift.unwrap_or(0.0) * 1e-6 * dt;
             // What the drift estimate may be off by, over that distance.
             let slack = drift.map_or(ASSUMED_DRIFT_PPM, |d| d.abs() * 0.1 + 1.0) * 1e-6 * dt.abs();
-            (o.round() as i64, near.bound_ns() + slack.ceil() as u64)
+            (
+                o.round() as i64,
+                near.bound_ns().saturating_add(slack.ceil() as u64),
+            )
         };
         let host = guest_ns as i128 - offset as i128;
         Some(OnHost {
@@ -713,7 +717,7 @@ fn guest_gaps(e: &Episode) -> (Vec<(u64, u64)>, u64) {
         .filter(|c| c.kind == CauseKind::Unattributed)
         .map(|c| c.ns)
         .sum();
-    let window = (e.start_mono_ns, e.start_mono_ns + e.window_ns);
+    let window = (e.start_mono_ns, e.start_mono_ns.saturating_add(e.window_ns));
     if !e.gaps.is_empty() {
         return (e.gaps.iter().map(|g| (g[0], g[1])).collect(), unattributed);
     }
@@ -870,7 +874,7 @@ fn join_episode(e: &Episode, record: &HostRecord) -> EpisodeHost {
         |g: u64, shift: i64| (g as i128 - on.offset_ns as i128 + shift as i128).max(0) as u64;
     let (first, last) = (
         to_host(e.start_mono_ns, 0),
-        to_host(e.start_mono_ns + e.window_ns, 0),
+        to_host(e.start_mono_ns.saturating_add(e.window_ns), 0),
     );
     let b = on.bound_ns;
     if !record.covers(first.saturating_sub(b), last.saturating_add(b)) {

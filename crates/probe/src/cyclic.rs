@@ -254,6 +254,11 @@ pub fn run(
     let outputs = rt::join_all(handles)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;
     col.drain();
+    // The last tick's late samples (the spike that hit --break, those after a signal) reach the observer too.
+    if !col.late.is_empty() {
+        observer.late(&col.late);
+        col.late.clear();
+    }
     // Closing the device drops the PM QoS request: the system value is back.
     drop(dma);
 

@@ -18,16 +18,16 @@ pub(crate) fn own_dir(root: &Path) -> PathBuf {
 }
 
 /// Remove the scratch directories under `root` of runs that are gone (`rtgauge-load-PID` whose PID is not
-/// alive), killing first the external command group each records.
-pub fn clean_leftovers(root: &Path) {
+/// alive), killing first the external command group each records. Returns how many were removed.
+pub fn clean_leftovers(root: &Path) -> usize {
     let dirs = leftover_dirs(root);
     // A killed run's external command group goes before its directory (which names the group).
     for dir in &dirs {
         kill_recorded_group(dir);
     }
-    for dir in dirs {
-        let _ = std::fs::remove_dir_all(dir);
-    }
+    dirs.into_iter()
+        .filter(|dir| std::fs::remove_dir_all(dir).is_ok())
+        .count()
 }
 
 /// Kill the process group a gone run's directory records in [`PGID_FILE`], if it records one.

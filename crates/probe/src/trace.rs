@@ -145,6 +145,33 @@ fn mount_orphaned() -> bool {
     mount_owner().is_some_and(|pid| pid != std::process::id() && !pid_alive(pid))
 }
 
+/// Undo what killed runs left in the kernel's tracing, without mounting tracefs: their instances (still
+/// recording, which would disturb any measurement) and tracefs mounted by a run that is gone. What was
+/// undone, for the run to say.
+pub fn clean_killed_runs() -> Vec<String> {
+    let root = Path::new(TRACEFS);
+    if !root.join("instances").exists() {
+        return Vec::new();
+    }
+    let mut done = Vec::new();
+    let n = clean_stale(root);
+    if n > 0 {
+        done.push(format!(
+            "removed {n} tracing instance(s) of killed rtgauge runs"
+        ));
+    }
+    if mount_orphaned() {
+        claim_mount();
+        unmount_tracefs();
+        if !root.join("instances").exists() {
+            done.push(format!(
+                "unmounted {TRACEFS}, mounted by a killed rtgauge run"
+            ));
+        }
+    }
+    done
+}
+
 /// Which tracers the kernel offers beyond events (`available_tracers`): timerlat/osnoise split latency into
 /// IRQ and thread context and report hardware (hypervisor) noise.
 pub fn kernel_tracers(tracefs: &Path) -> (bool, bool) {
@@ -182,12 +209,10 @@ pub fn clean_stale(tracefs: &Path) -> usize {
         .unwrap_or_default();
     stale_instances(&names, pid_alive)
         .iter()
-        .filter(|n| {
-            let d = dir.join(n);
-            // Tracing off first: rmdir fails while the buffer is busy, and a leftover must not keep recording.
-            let _ = std::fs::write(d.join("tracing_on"), "0");
-            std::fs::remove_dir(d).is_ok()
-        })
+        // Only removed, never switched off first: a pid dead here may be a live run in another pid namespace
+        // (a container), whose open files keep its instance busy, so rmdir fails and its tracing goes on. A
+        // dead run holds no file open, and rmdir takes its instance whether it records or not.
+        .filter(|n| std::fs::remove_dir(dir.join(n)).is_ok())
         .count()
 }
 
@@ -519,6 +544,9 @@ pub struct TraceSession {
     started_ns: u64,
     /// Events enabled beyond [`EVENTS`] ([`TraceSession::start_with`]), disabled again on drop.
     extra: Vec<(String, String)>,
+    /// The extra events whose filter the kernel refused (a filter of a page or more: a VM of ~220 threads),
+    /// enabled unfiltered: every task's events are read, and the reader keeps those it follows.
+    pub unfiltered: Vec<String>,
 }
 
 /// An event enabled beyond the spans' own ([`TraceSession::start_with`]), with an optional filter
@@ -566,6 +594,7 @@ impl TraceSession {
                 .iter()
                 .map(|e| (e.system.to_string(), e.event.to_string()))
                 .collect(),
+            unfiltered: Vec::new(),
         };
         // From here on, Drop removes the instance whatever fails.
         let w = |p: &str, v: &str| -> Result<(), TraceError> {
@@ -592,7 +621,9 @@ impl TraceSession {
         for e in extra {
             let d = dir.join("events").join(e.system).join(e.event);
             if let Some(f) = &e.filter {
-                let _ = std::fs::write(d.join("filter"), f);
+                if std::fs::write(d.join("filter"), f).is_err() && d.exists() {
+                    s.unfiltered.push(format!("{}:{}", e.system, e.event));
+                }
             }
             let _ = std::fs::write(d.join("enable"), "1");
         }

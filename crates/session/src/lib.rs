@@ -119,6 +119,9 @@ pub struct Measured {
     pub results: Vec<ProbeResult>,
     /// What the load achieved, when there was one.
     pub load: Option<LoadResult>,
+    /// What killed runs had left switched on (tracing instances, tracefs, load processes) and was undone
+    /// before measuring.
+    pub cleaned: Vec<String>,
 }
 
 /// Calls the "why" observer and the caller's, in that order.
@@ -173,6 +176,13 @@ impl Session<'_> {
         around: &Around,
         observers: &mut [&mut dyn Observer],
     ) -> Result<Measured, SessionError> {
+        // A run killed with -9 left its tracing recording or its load running: whatever this run measures,
+        // not only a traced or loaded one, they would disturb it.
+        let mut cleaned = rtgauge_probe::trace::clean_killed_runs();
+        let loads = rtgauge_probe::scratch::clean_leftovers(&std::env::temp_dir());
+        if loads > 0 {
+            cleaned.push(format!("stopped the load of {loads} killed rtgauge run(s)"));
+        }
         let running = load::start(&around.load, &probe.measured(), self.root)?;
         let before = around
             .accounting
@@ -198,6 +208,10 @@ impl Session<'_> {
                 r.set_accounting(a.clone());
             }
         }
-        Ok(Measured { results, load })
+        Ok(Measured {
+            results,
+            load,
+            cleaned,
+        })
     }
 }

@@ -1,5 +1,5 @@
-//! One module per verb: its clap arguments, their validation into a probe plan, and the glue that runs the
-//! probe and renders the outputs.
+//! One module per verb: the glue from its arguments (parsed and validated by `rtgauge_flags`) to the
+//! session engine and the views.
 
 pub mod audit;
 pub mod capacity;
@@ -43,6 +43,9 @@ pub fn measure(
     observers: &mut [&mut dyn rtgauge_session::Observer],
 ) -> anyhow::Result<(Vec<rtgauge_model::run::ProbeResult>, Vec<String>)> {
     let m = rtgauge_session::Session { root, stop }.measure(probe, around, observers)?;
+    for c in &m.cleaned {
+        eprintln!("rtgauge: warning: {c} before measuring");
+    }
     if let Some(l) = &m.load {
         eprintln!("rtgauge: load achieved: {}", l.summary());
     }

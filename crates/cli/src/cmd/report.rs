@@ -14,7 +14,8 @@ pub(super) fn write_html(path: &Path, text: &str) -> anyhow::Result<()> {
         .with_context(|| format!("--html {}", path.display()))
 }
 
-/// Headless Chromium on PATH, under the names distributions give it.
+/// Headless Chromium on PATH, under the names distributions give it (deps/programs.tsv lists Debian's
+/// `chromium`, which scripts/test installs; the others are other distributions' names for it).
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     [

@@ -131,9 +131,14 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
 fn clock_serve(a: &ClockServeArgs) -> anyhow::Result<ExitCode> {
     let channel = Channel::parse(&a.channel, "CHANNEL")?;
     let stop = super::stop_on_signals()?;
-    let until = a
-        .duration
-        .map(|d| rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic) + d.as_ns());
+    let until = match a.duration {
+        None => None,
+        Some(d) => Some(
+            rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic)
+                .checked_add(d.as_ns())
+                .with_context(|| format!("-D/--duration {d}: too long"))?,
+        ),
+    };
     let n = clock::serve(&channel, &stop, until)?;
     eprintln!("rtgauge: {n} clock exchanges answered on {channel}");
     Ok(ExitCode::SUCCESS)
@@ -181,6 +186,11 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
         bail!(
             "GUEST_RUN {name}: no latency probe with spike episodes to join (measure the guest with --trace, or --spike)"
         );
+    }
+    // The joined run is a new run (the guest's own may be stored or pushed already): a uuid of its own, the
+    // guest run's kept as a tag.
+    if let Some(source) = doc.uuid.replace(rtgauge_model::run::new_uuid()) {
+        doc.tags.insert("joined_from".into(), source);
     }
     let mut id = 0;
     if a.store {

@@ -665,6 +665,12 @@ fn record_buckets(
     warnings: &mut Vec<String>,
 ) -> Result<(LinearHistogram, Option<Beyond>), ImportError> {
     let unit_ns = meta.unit_ns;
+    if let Some((b, _)) = pairs.iter().find(|(b, _)| *b >= MAX_BUCKETS) {
+        return Err(bad(
+            format!("{path}.histogram.{b}"),
+            "bucket beyond 1,000,000",
+        ));
+    }
     let top = pairs.iter().map(|(b, _)| b + 1).max().unwrap_or(0);
     let n = meta.hist_range.unwrap_or(top).max(top);
     if n > MAX_BUCKETS {
@@ -680,7 +686,7 @@ fn record_buckets(
         sum = sum
             .checked_add(c)
             .ok_or_else(|| bad(format!("{path}.histogram"), "counts overflow"))?;
-        hist.saturating_record_n(b * unit_ns, c);
+        hist.saturating_record_n(b.saturating_mul(unit_ns), c);
     }
     let overflows = match t.overflows {
         Some(o) => o,

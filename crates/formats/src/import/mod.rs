@@ -101,7 +101,7 @@ pub enum ImportError {
     #[error("not JSON: {0}")]
     Json(#[source] serde_json::Error),
     /// The JSON does not have a run document's shape (`import` of an rtgauge document).
-    #[error("not JSON: not a valid run document: {0}")]
+    #[error("not a valid run document: {0}")]
     Document(#[source] serde_json::Error),
     /// A field is missing or holds a value that cannot be read.
     #[error("{field}: {reason}")]
@@ -786,7 +786,8 @@ Counter Freq:\t 2597 2597 (Mhz)
             (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"1": 5}}}}"#, "holds 5 samples"),
             (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"a": 1}}}}"#, "histogram.a"),
             (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"99999999": 1}}}}"#, "bucket 99999999 lie outside"),
-            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 99999999, "histogram": {"99999999": 1}}}}"#, "buckets"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 1, "histogram": {"1": 1, "18446744073709551615": 0}}}}"#, "histogram.18446744073709551615: bucket beyond"),
+            (r#"{"thread": {"0": {"cycles": 1, "min": 1, "max": 99999999, "histogram": {"99999999": 1}}}}"#, "histogram.99999999: bucket beyond"),
             (r#"{"thread": {"0": {"cycles": 1, "min": 9, "max": 1}}}"#, "min 9 > max 1"),
             (r#"{"resolution_in_ns": 7, "thread": {"0": {"cycles": 1, "min": 1, "max": 1}}}"#, "resolution_in_ns"),
             (r#"{"thread": {"0": {"cpu": 1, "freq": 2000, "min": 1, "max": 1, "histogram": {"-3": 1}}}}"#, "out of range"),

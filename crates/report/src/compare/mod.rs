@@ -67,16 +67,33 @@ pub fn single_run_note(ids: &[i64], comparison: &Comparison) -> Option<String> {
     let mut parts = Vec::new();
     let floors = one_run::floors_used(comparison);
     if !floors.is_empty() {
-        let listed: Vec<String> = floors
+        let mut listed: Vec<String> = floors
             .iter()
-            .map(|(k, f)| match f {
-                Some(f) => format!("{k} {}×", fmt_floor(*f)),
-                None => format!("{k} none (no verdict)"),
-            })
+            .filter_map(|(k, f)| f.map(|f| format!("{k} {}×", fmt_floor(f))))
             .collect();
+        // Measures without a floor: by their probe ("ops.*") where none of its measures has one.
+        let probe = |k: &str| k.split('.').next().unwrap_or_default().to_string();
+        let floored: Vec<String> = floors
+            .iter()
+            .filter(|(_, f)| f.is_some())
+            .map(|(k, _)| probe(k))
+            .collect();
+        let mut unfloored: Vec<String> = Vec::new();
+        for (k, _) in floors.iter().filter(|(_, f)| f.is_none()) {
+            let name = match floored.contains(&probe(k)) {
+                true => k.to_string(),
+                false => format!("{}.*", probe(k)),
+            };
+            if !unfloored.contains(&name) {
+                unfloored.push(name);
+            }
+        }
+        if !unfloored.is_empty() {
+            listed.push(format!("none for {} (no verdict)", unfloored.join(", ")));
+        }
         parts.push(format!(
-            "one run per platform and fewer than {MIN_REPEATS} stored repeats of each (runs with the same label, \
-             profile, host and conditions): intervals cover the variation inside each run, not how much runs of \
+            "one run per platform, judged without stored repeats (fewer than {MIN_REPEATS} runs with the same \
+             label, profile, host and conditions, or --no-repeats): intervals cover the variation inside each run, not how much runs of \
              one platform differ, so a measure decides only where its whole interval lies beyond the largest \
              ratio between two idle runs of one platform in the A/A bench (bench/compare_aa, docs/report.md): {}; \
              to judge by the variation between runs, measure each platform several times (rtgauge run --repeat 3 \

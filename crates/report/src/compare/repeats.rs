@@ -35,7 +35,9 @@ pub struct Repeats<'a> {
 }
 
 /// The run-to-run spread of one measure among repeats: (standard deviation of the log values, degrees of
-/// freedom). None with fewer than [`MIN_REPEATS`] known values.
+/// freedom). None with fewer than [`MIN_REPEATS`] known values. Counts that agree exactly (0 missed deadlines
+/// in every run) have a spread of 0: the repeats are real and showed no variation, so the within-run interval
+/// judges, where a copied result would not be a repeat at all ([`spread_of_logs`]).
 fn spread(
     measures: &[Vec<(usize, Measure)>],
     key: &str,
@@ -47,7 +49,12 @@ fn spread(
         .filter(|(_, m)| m.unknown_above.is_none() && m.value.is_finite())
         .map(|(_, m)| log_value(m.value, unit))
         .collect();
-    spread_of_logs(&logs)
+    match spread_of_logs(&logs) {
+        None if unit == MeasureUnit::Count && logs.len() >= MIN_REPEATS => {
+            Some((0.0, logs.len() - 1))
+        }
+        s => s,
+    }
 }
 
 /// Standard deviation and degrees of freedom of log values; None for fewer than [`MIN_REPEATS`], or when

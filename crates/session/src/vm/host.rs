@@ -33,7 +33,7 @@ use rtgauge_model::vm::{
 use rtgauge_model::CpuSet;
 use rtgauge_probe::clock::{now_ns, Clock};
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_probe::trace::{parse_line, ExtraEvent, Folder, TraceSession};
+use rtgauge_probe::trace::{parse_line, Event, ExtraEvent, Folder, TraceSession};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -266,6 +266,24 @@ impl Recorder {
             f.policy = self.policy;
             self.folders.insert(cpu, f);
         }
+        self.fold_spans(cpu, &e);
+        match e.name {
+            "sched_switch" => self.on_switch(cpu, t, e.fields),
+            "sched_wakeup" | "sched_wakeup_new" => self.on_wakeup(cpu, t, line, e.fields),
+            "sched_migrate_task" => self.on_migrate(t, e.fields),
+            "kvm_exit" | "kvm_entry" => self.on_kvm(cpu, t, line, e.name, e.fields),
+            _ => {}
+        }
+    }
+
+    /// The thread followed whose tid is the number after `key` in `fields`.
+    fn followed(&self, fields: &str, key: &str) -> Option<usize> {
+        num(fields, key).and_then(|p| self.by_tid.get(&p).copied())
+    }
+
+    /// The spans of host CPU `cpu` (interrupts, threads) that event `e` closes: kept per CPU, and where a vCPU
+    /// was running there, charged to it.
+    fn fold_spans(&mut self, cpu: u32, e: &Event<'_>) {
         let mut out = Vec::new();
         // kvm_exit/kvm_entry are not spans of the CPU: the folder would read `kvm_entry … kvm_exit` (the guest
         // running) as a vector.
@@ -274,7 +292,7 @@ impl Recorder {
             .get_mut(&cpu)
             .filter(|_| !e.name.starts_with("kvm_"))
         {
-            folder.feed(&e, &mut out);
+            folder.feed(e, &mut out);
         }
         for s in out {
             if s.kind != CauseKind::Thread {
@@ -304,121 +322,121 @@ impl Recorder {
                 s.name.into_boxed_str(),
             ));
         }
-        let followed =
-            |r: &Recorder, key: &str| num(e.fields, key).and_then(|p| r.by_tid.get(&p).copied());
-        match e.name {
-            "sched_switch" => {
-                if let Some(i) = followed(self, "prev_pid=") {
-                    let runnable = kv(e.fields, "prev_state=").is_some_and(|s| s.starts_with('R'));
-                    self.threads[i].state = if runnable {
-                        State::Waiting {
-                            cpu,
-                            since: t,
-                            before: Vec::new(),
-                        }
-                    } else {
-                        State::Asleep { cpu, since: t }
-                    };
-                }
-                if let Some(i) = followed(self, "next_pid=") {
-                    let was = std::mem::replace(
-                        &mut self.threads[i].state,
-                        State::Running { cpu, since: t },
-                    );
-                    match was {
-                        State::Waiting {
-                            cpu: c,
-                            since,
-                            mut before,
-                        } => {
-                            before.push((c, since, t));
-                            for (c, a, b) in before {
-                                self.resolve(i, c, a, b);
-                            }
-                        }
-                        // Woken where the wake-up was not traced: asleep up to here.
-                        State::Asleep { cpu: c, since } => {
-                            if let Role::Vcpu(index) = self.threads[i].role {
-                                let n = self.intern("");
-                                self.push(index, c, since, t, HostKind::Asleep, n);
-                            }
-                        }
-                        State::Unknown | State::Running { .. } => {}
-                    }
-                }
-            }
-            "sched_wakeup" | "sched_wakeup_new" => {
-                let Some(i) = followed(self, "pid=") else {
-                    return;
-                };
-                let target = num(e.fields, "target_cpu=").map_or(cpu, |c| c as u32);
-                match self.threads[i].state {
-                    State::Asleep { cpu: c, since } => {
-                        if let Role::Vcpu(index) = self.threads[i].role {
-                            let n = self.intern("");
-                            self.push(index, c, since, t, HostKind::Asleep, n);
-                            // Woken by a QEMU thread: what that thread waited for meanwhile woke it late.
-                            if let Some(w) =
-                                line_pid(line).and_then(|p| self.by_tid.get(&p).copied())
-                            {
-                                if let Role::Helper(wn) = self.threads[w].role {
-                                    self.waker_delays(index, self.threads[w].tid, wn, since, t);
-                                }
-                            }
-                        }
-                    }
-                    State::Unknown => {}
-                    State::Running { .. } | State::Waiting { .. } => return,
-                }
-                self.threads[i].state = State::Waiting {
-                    cpu: target,
+    }
+
+    /// `sched_switch` at `t` on `cpu`: the followed thread switched out waits or sleeps, the one switched in
+    /// runs, and a vCPU's wait or sleep before it is resolved.
+    fn on_switch(&mut self, cpu: u32, t: u64, fields: &str) {
+        if let Some(i) = self.followed(fields, "prev_pid=") {
+            let runnable = kv(fields, "prev_state=").is_some_and(|s| s.starts_with('R'));
+            self.threads[i].state = if runnable {
+                State::Waiting {
+                    cpu,
                     since: t,
                     before: Vec::new(),
-                };
+                }
+            } else {
+                State::Asleep { cpu, since: t }
+            };
+        }
+        if let Some(i) = self.followed(fields, "next_pid=") {
+            let was =
+                std::mem::replace(&mut self.threads[i].state, State::Running { cpu, since: t });
+            match was {
+                State::Waiting {
+                    cpu: c,
+                    since,
+                    mut before,
+                } => {
+                    before.push((c, since, t));
+                    for (c, a, b) in before {
+                        self.resolve(i, c, a, b);
+                    }
+                }
+                // Woken where the wake-up was not traced: asleep up to here.
+                State::Asleep { cpu: c, since } => {
+                    if let Role::Vcpu(index) = self.threads[i].role {
+                        let n = self.intern("");
+                        self.push(index, c, since, t, HostKind::Asleep, n);
+                    }
+                }
+                State::Unknown | State::Running { .. } => {}
             }
-            "sched_migrate_task" => {
-                let Some(i) = followed(self, "pid=") else {
-                    return;
-                };
-                let dest = num(e.fields, "dest_cpu=").map(|c| c as u32);
-                if let (
-                    State::Waiting {
-                        cpu: c,
-                        since,
-                        before,
-                    },
-                    Some(d),
-                ) = (&mut self.threads[i].state, dest)
-                {
-                    if *c != d {
-                        before.push((*c, *since, t));
-                        *c = d;
-                        *since = t;
+        }
+    }
+
+    /// `sched_wakeup` at `t`: a vCPU asleep since `since` is woken (by a QEMU thread: its own delays count).
+    fn on_wakeup(&mut self, cpu: u32, t: u64, line: &str, fields: &str) {
+        let Some(i) = self.followed(fields, "pid=") else {
+            return;
+        };
+        let target = num(fields, "target_cpu=").map_or(cpu, |c| c as u32);
+        match self.threads[i].state {
+            State::Asleep { cpu: c, since } => {
+                if let Role::Vcpu(index) = self.threads[i].role {
+                    let n = self.intern("");
+                    self.push(index, c, since, t, HostKind::Asleep, n);
+                    // Woken by a QEMU thread: what that thread waited for meanwhile woke it late.
+                    if let Some(w) = line_pid(line).and_then(|p| self.by_tid.get(&p).copied()) {
+                        if let Role::Helper(wn) = self.threads[w].role {
+                            self.waker_delays(index, self.threads[w].tid, wn, since, t);
+                        }
                     }
                 }
             }
-            "kvm_exit" | "kvm_entry" => {
-                let Some(i) = line_pid(line).and_then(|p| self.by_tid.get(&p).copied()) else {
-                    return;
-                };
-                let Role::Vcpu(index) = self.threads[i].role else {
-                    return;
-                };
-                self.kvm_seen = true;
-                if e.name == "kvm_exit" {
-                    let r = self.intern(exit_reason(e.fields));
-                    self.threads[i].exit = Some((t, r));
-                } else if let Some((t0, r)) = self.threads[i].exit.take() {
-                    let ns = t.saturating_sub(t0);
-                    let tot = self.exits.entry(r).or_default();
-                    tot.0 += 1;
-                    tot.1 += ns;
-                    if ns >= EXIT_KEEP_NS {
-                        self.push(index, cpu, t0, t, HostKind::Exit, r);
-                    }
-                }
+            State::Unknown => {}
+            State::Running { .. } | State::Waiting { .. } => return,
+        }
+        self.threads[i].state = State::Waiting {
+            cpu: target,
+            since: t,
+            before: Vec::new(),
+        };
+    }
+
+    /// `sched_migrate_task` at `t`: a waiting thread moved to another CPU's queue.
+    fn on_migrate(&mut self, t: u64, fields: &str) {
+        let Some(i) = self.followed(fields, "pid=") else {
+            return;
+        };
+        let dest = num(fields, "dest_cpu=").map(|c| c as u32);
+        if let (
+            State::Waiting {
+                cpu: c,
+                since,
+                before,
+            },
+            Some(d),
+        ) = (&mut self.threads[i].state, dest)
+        {
+            if *c != d {
+                before.push((*c, *since, t));
+                *c = d;
+                *since = t;
             }
-            _ => {}
+        }
+    }
+
+    /// `kvm_exit`/`kvm_entry` at `t` on `cpu`: a vCPU's exits, counted by reason, the long ones kept.
+    fn on_kvm(&mut self, cpu: u32, t: u64, line: &str, name: &str, fields: &str) {
+        let Some(i) = line_pid(line).and_then(|p| self.by_tid.get(&p).copied()) else {
+            return;
+        };
+        let Role::Vcpu(index) = self.threads[i].role else {
+            return;
+        };
+        self.kvm_seen = true;
+        if name == "kvm_exit" {
+            let r = self.intern(exit_reason(fields));
+            self.threads[i].exit = Some((t, r));
+        } else if let Some((t0, r)) = self.threads[i].exit.take() {
+            let ns = t.saturating_sub(t0);
+            let tot = self.exits.entry(r).or_default();
+            tot.0 += 1;
+            tot.1 += ns;
+            if ns >= EXIT_KEEP_NS {
+                self.push(index, cpu, t0, t, HostKind::Exit, r);
+            }
         }
     }
 
@@ -671,6 +689,13 @@ impl HostObserver {
             missing.push(
                 "no kvm tracepoints on this host (TCG, or KVM not loaded): no VM exits".to_string(),
             );
+        }
+        if !trace.unfiltered.is_empty() {
+            missing.push(format!(
+                "the kernel refused the thread filter of {} ({} threads): read unfiltered, at a higher cost",
+                trace.unfiltered.join(", "),
+                vm.vcpus.len() + vm.others.len()
+            ));
         }
         if !trace.has_event("sched", "sched_wakeup") {
             missing.push("no sched_wakeup event: wake-up waits are seen as sleep".to_string());

@@ -88,8 +88,8 @@ pub(super) fn repeats(
 }
 
 /// A run selected by its label, with the other runs of its `run --repeat` (the same repeat group, label, host
-/// and profile), as one platform's set: its complete runs, by id. The run alone when it was not repeated, or
-/// when fewer than two runs of its group completed (a signal ended the others).
+/// and profile), as one platform's set: its complete runs, by id (one complete run stands alone). The run
+/// itself when it was not repeated, or when none of its group completed.
 fn with_its_repeats(
     store: &mut dyn RunStore,
     (id, doc): (i64, RunDocument),
@@ -129,10 +129,11 @@ fn with_its_repeats(
     }
     if doc.status == RunStatus::Complete {
         set.push((id, doc));
-    } else if set.len() < 2 {
-        // An interrupted newest run with fewer than two complete siblings: the run itself, as before.
+    } else if set.is_empty() {
+        // An interrupted run whose group has no complete run: the run itself, as without --repeat.
         return Ok(vec![(id, doc)]);
     }
+    // An interrupted run (a signal ended its --repeat) is left out: it covers less time than its siblings.
     set.sort_by_key(|(id, _)| *id);
     Ok(set)
 }

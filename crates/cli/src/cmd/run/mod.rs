@@ -31,9 +31,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if count > 1 {
         for (flag, path) in [("--html", &a.html), ("--output", &a.output)] {
             if let Some(p) = path {
+                let asked = match a.repeat {
+                    Some(_) => format!("--repeat {count}"),
+                    None => format!(
+                        "profile {} (repeat = {count}; --repeat 1 measures once)",
+                        profile.name
+                    ),
+                };
                 anyhow::bail!(
-                    "{flag} {}: one file cannot hold {count} repeated runs (leave it out; each run is stored, \
-                     its report in reports/run-ID.html, and `rtgauge export ID` writes its document)",
+                    "{flag} {}: one file cannot hold the {count} runs of {asked} (leave it out; each run is \
+                     stored, its report in reports/run-ID.html, and `rtgauge export ID` writes its document)",
                     p.display()
                 );
             }
@@ -52,22 +59,42 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             index,
             count,
         });
-        let (id, c) = run_once(a, &profile, repeat, &stop)?;
-        ids.push(id.to_string());
-        if c != ExitCode::SUCCESS {
-            code = c;
+        match run_once(a, &profile, repeat, &stop) {
+            Ok((id, c)) => {
+                ids.push(id);
+                if c != ExitCode::SUCCESS {
+                    code = c;
+                }
+            }
+            Err(e) if count > 1 => {
+                repeats_line(a, &ids, count);
+                return Err(e.context(format!("repeat {index} of {count}")));
+            }
+            Err(e) => return Err(e),
         }
     }
-    if count > 1 {
-        let label = a.label.as_deref().unwrap_or("LABEL");
-        println!(
-            "repeats: runs {} ({} of {count}); `rtgauge compare --label {label} --label OTHER` judges them by \
-             the variation between them",
-            ids.join(", "),
-            ids.len()
-        );
-    }
+    repeats_line(a, &ids, count);
     Ok(code)
+}
+
+/// After a `--repeat`: the runs stored and how to compare them.
+fn repeats_line(a: &RunArgs, ids: &[i64], count: u32) {
+    if count <= 1 {
+        return;
+    }
+    let list = |sep: &str| ids.iter().map(i64::to_string).collect::<Vec<_>>().join(sep);
+    let how = match &a.label {
+        Some(l) => format!("`rtgauge compare --label {l} --label OTHER`"),
+        None => format!(
+            "`rtgauge compare {} OTHER` (no --label: by their ids)",
+            list(",")
+        ),
+    };
+    println!(
+        "repeats: runs {} ({} of {count} stored); {how} judges them by the variation between them",
+        list(", "),
+        ids.len()
+    );
 }
 
 /// One run of the profile (`repeat`: its place among the runs of one `--repeat`): load → plan → measure →
