@@ -732,8 +732,7 @@ fn measure_all(plan: &OpsPlan, stop: &crate::stop::StopFlag) -> OpsResult {
     // lmbench measures unlocked memory. A process that called mlockall(MCL_FUTURE) (the timer probes of
     // `rtgauge run` do) has every new mapping populated at mmap time, which turns mmap into a full read of
     // the file, page faults into nothing and fork into a copy of locked page tables: undo it for this probe.
-    // SAFETY: munlockall has no memory-safety preconditions.
-    unsafe { libc::munlockall() };
+    crate::rt::unlock_memory();
     let cfg = &plan.config;
     let lo = loop_overhead(cfg.repetitions, cfg.sample_ns);
     let mut ops = Vec::new();
