@@ -541,8 +541,11 @@ fn a_site_whose_uplink_drops_mid_run_keeps_its_run_and_push_yml_lands_it_once() 
     );
     eprintln!("the play ended {gave_up_after:.1} s after site-3's link went down");
     let out = &play.stdout;
-    // ansible-playbook exits 4 when a host was unreachable; the others completed.
-    assert_eq!(play.code, Some(4), "{out}");
+    // ansible-playbook exits 4 when a host was unreachable; the others completed. A connection lost inside
+    // the poll's retries is reported by Ansible as that task failing (exit 2, "Failed to connect to the host
+    // via ssh") once the kernel answers "No route to host" from a failed neighbour entry, and as unreachable
+    // (exit 4) before: either way it is site-3's link, and only site-3's.
+    assert!(matches!(play.code, Some(2) | Some(4)), "{out}");
     for h in ["site-1", "site-2"] {
         let line = recap(out, h);
         assert!(
@@ -550,12 +553,18 @@ fn a_site_whose_uplink_drops_mid_run_keeps_its_run_and_push_yml_lands_it_once() 
             "{line}"
         );
     }
-    assert!(recap(out, "site-3").contains("unreachable=1"), "{out}");
+    let site3 = recap(out, "site-3");
+    assert!(
+        site3.contains("unreachable=1") || site3.contains("failed=1"),
+        "{out}"
+    );
     let waited = task_lines(out, WAIT_TASK);
     assert!(
         waited
             .iter()
-            .any(|l| l.starts_with("fatal: [site-3]: UNREACHABLE!")),
+            .any(|l| l.starts_with("fatal: [site-3]: UNREACHABLE!")
+                || (l.starts_with("fatal: [site-3]: FAILED!")
+                    && l.contains("Failed to connect to the host via ssh"))),
         "the play gave up on site-3 while polling its run: {waited:?}"
     );
     // The play gave up on site-3 while its run went on (detached from every connection).

@@ -335,10 +335,31 @@ fn a_guest_stall_is_named_by_the_host_thread_that_preempted_its_vcpu() {
     // Both boots take the lab's lock in turn; the noise thread runs on this host's CPUs 0 and 1.
     let dir = tempfile::tempdir().unwrap();
 
-    // With noise on vCPU 1's host CPU.
-    let noisy = dir.path().join("noisy");
-    std::fs::create_dir(&noisy).unwrap();
-    let (guest, host, joined, side) = boot(Some(1), &noisy);
+    // With noise on vCPU 1's host CPU. Tried twice: other work on this shared host sometimes stands between
+    // the noise and the vCPU (the first attempt's failure is printed).
+    for attempt in 1..=2 {
+        let noisy = dir.path().join(format!("noisy{attempt}"));
+        std::fs::create_dir(&noisy).unwrap();
+        let run = std::panic::catch_unwind(|| noisy_boot(&noisy));
+        match run {
+            Ok(()) => break,
+            Err(e) if attempt == 1 => {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                eprintln!("lab vm: the noisy boot failed once, booting again: {msg}");
+            }
+            Err(e) => std::panic::resume_unwind(e),
+        }
+    }
+    quiet_boot(dir.path());
+}
+
+/// The boot with the host noise: every burst is named by the join.
+fn noisy_boot(noisy: &Path) {
+    let (guest, host, joined, side) = boot(Some(1), noisy);
     let clock = &host["clock"];
     let samples = clock["samples"].as_array().unwrap();
     assert!(samples.len() >= 3, "clock samples: {clock}");
@@ -411,9 +432,11 @@ fn a_guest_stall_is_named_by_the_host_thread_that_preempted_its_vcpu() {
             h["bound_ns"].as_f64().unwrap() / 1e6,
         );
     }
+}
 
-    // No host noise: nothing is charged to a FIFO 50 host thread.
-    let quiet = dir.path().join("quiet");
+/// The boot without host noise: nothing is charged to a FIFO 50 host thread.
+fn quiet_boot(dir: &Path) {
+    let quiet = dir.join("quiet");
     std::fs::create_dir(&quiet).unwrap();
     let (_, _, joined, _) = boot(None, &quiet);
     let eps = episodes(&joined);

