@@ -435,7 +435,27 @@ wait
 up done
 "
     );
-    let mut g = guest(Flavour::Rt, Topology::flat(4), &script);
+    // Tried twice: on this shared host the culprit's bursts and rtla's start sometimes miss one another
+    // (rtla hist then sees 4 ms, not the bursts); the first attempt's failure is printed.
+    for attempt in 1..=2 {
+        match std::panic::catch_unwind(|| spikes_and_rtla(&script)) {
+            Ok(()) => return,
+            Err(e) if attempt == 1 => {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                eprintln!("lab spikes: the boot failed once, booting again: {msg}");
+            }
+            Err(e) => std::panic::resume_unwind(e),
+        }
+    }
+}
+
+/// One boot of the spikes scenario (`script`): rtgauge names the culprit and the storm, and rtla agrees.
+fn spikes_and_rtla(script: &str) {
+    let mut g = guest(Flavour::Rt, Topology::flat(4), script);
     g.guest_program("rtla").guest_program("chrt");
     g.timeout = Duration::from_secs(240);
     let b = boot(&g);
