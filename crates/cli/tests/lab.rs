@@ -429,6 +429,9 @@ culprit 25 timerlat/
 cd $OUT && time -v rtla timerlat top -c 1 -d 15 -P f:10 -a 100000 -t -q > $OUT/rtla_top.txt 2> $OUT/rtla_top.time
 wait
 up rtla hist
+# rtla top's timerlat/ threads can outlive it for a moment: the next culprit must wait for hist's own.
+n=0; while grep -qs '^timerlat/' /proc/[0-9]*/task/[0-9]*/comm && [ $n -lt 100 ]; do usleep 50000; n=$((n+1)); done
+echo \"timerlat/ threads gone after $n polls\"
 culprit 25 timerlat/
 time -v rtla timerlat hist -c 1 -d 8 -P f:10 > $OUT/rtla_hist.txt 2> $OUT/rtla_hist.time
 wait
