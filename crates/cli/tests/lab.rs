@@ -440,20 +440,7 @@ up done
     );
     // Tried twice: on this shared host the culprit's bursts and rtla's start sometimes miss one another
     // (rtla hist then sees 4 ms, not the bursts); the first attempt's failure is printed.
-    for attempt in 1..=2 {
-        match std::panic::catch_unwind(|| spikes_and_rtla(&script)) {
-            Ok(()) => return,
-            Err(e) if attempt == 1 => {
-                let msg = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                eprintln!("lab spikes: the boot failed once, booting again: {msg}");
-            }
-            Err(e) => std::panic::resume_unwind(e),
-        }
-    }
+    common::twice("lab spikes", |_| spikes_and_rtla(&script));
 }
 
 /// One boot of the spikes scenario (`script`): rtgauge names the culprit and the storm, and rtla agrees.

@@ -337,23 +337,11 @@ fn a_guest_stall_is_named_by_the_host_thread_that_preempted_its_vcpu() {
 
     // With noise on vCPU 1's host CPU. Tried twice: other work on this shared host sometimes stands between
     // the noise and the vCPU (the first attempt's failure is printed).
-    for attempt in 1..=2 {
+    common::twice("lab vm: the noisy boot", |attempt| {
         let noisy = dir.path().join(format!("noisy{attempt}"));
         std::fs::create_dir(&noisy).unwrap();
-        let run = std::panic::catch_unwind(|| noisy_boot(&noisy));
-        match run {
-            Ok(()) => break,
-            Err(e) if attempt == 1 => {
-                let msg = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                eprintln!("lab vm: the noisy boot failed once, booting again: {msg}");
-            }
-            Err(e) => std::panic::resume_unwind(e),
-        }
-    }
+        noisy_boot(&noisy);
+    });
     quiet_boot(dir.path());
 }
 

@@ -248,3 +248,19 @@ pub fn tracefs() -> &'static Path {
     });
     Path::new(rtgauge_probe::trace::TRACEFS)
 }
+
+/// Run `attempt(n)` for n = 1, and once more (n = 2) when it panics, printing the first panic under `what`: for
+/// lab scenarios that a busy shared host can spoil (a race between the injected noise and what it must hit).
+/// The second attempt's panic fails the test.
+#[allow(dead_code)]
+pub fn twice(what: &str, attempt: impl Fn(u32) + std::panic::RefUnwindSafe) {
+    if let Err(e) = std::panic::catch_unwind(|| attempt(1)) {
+        let msg = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        eprintln!("{what}: failed once, trying again: {msg}");
+        attempt(2);
+    }
+}
