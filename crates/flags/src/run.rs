@@ -16,7 +16,7 @@ use std::path::PathBuf;
 /// Run a profile of probes, judge the results against its gates and store the run.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Profile: quick (default: timer latency and OS noise, 8 s each), ran (VMware RAN white paper, 1 h
+    /// Profile: quick (default: timer latency and OS noise, 5 s each), ran (VMware RAN white paper, 1 h
     /// each, max 20 µs), vpr (VMware protection-relay guide, 24 h, max 120 µs and no sample ≥ 120 µs),
     /// ran-loaded and vpr-loaded (the same under load on the housekeeping CPUs, docs/load.md), or the path of
     /// a TOML profile (a probe's flags may hold --load MIX). The documents are listed in docs/references.md.

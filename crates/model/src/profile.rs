@@ -311,8 +311,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "quick",
         r#"name = "quick"
-description = "A first look: timer latency and OS noise on the measured CPUs, 8 s each; OS-primitive costs, memory latency/bandwidth and NUMA locality (short)"
-duration = "8s"
+description = "A first look: timer latency and OS noise on the measured CPUs, 5 s each; OS-primitive costs, memory latency/bandwidth and NUMA locality (short)"
+duration = "5s"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p95 -i 200 -h 400 -a {cpus} -t --mainaffinity={housekeeping} -q"
