@@ -337,10 +337,10 @@ impl Guest {
                 if libc::getppid() != parent {
                     libc::_exit(1);
                 }
-                // QEMU keeps the nice value of the tests: at nice 10 (as it ran until the CI lost a boot),
-                // beside a busy nice-0 thread on each of this machine's 2 CPUs, a guest's vCPU threads
-                // share about a fifth of a CPU (weights 110 vs 1024), and its kernel's boot-time checks
-                // (the 8254 timer check, CPU bring-up) run on starved vCPUs.
+                // QEMU keeps the nice value of the tests. At nice 10 (as it ran until the CI lost a boot)
+                // the one vCPU that runs early boot gets about a tenth of its CPU beside a busy nice-0
+                // thread (weights 110 vs 1024), and the kernel's boot-time checks (the 8254 timer check)
+                // run on a starved vCPU.
                 Ok(())
             });
         }
