@@ -507,3 +507,50 @@ fn a_profile_runs_net_probes_and_stores_them() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a measurement"));
 }
+
+/// A measurement is stored before anything is printed: with its stdout closed (`| head -0`), `net cps`
+/// stops at its first write, quietly as for any closed pipe (exit 0), and the run is in the store.
+#[test]
+fn a_closed_stdout_does_not_lose_the_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let mut child = rtgauge_std()
+        .args(["net", "cps", "--serve-cpus", "0", "--cpus", "0"])
+        .args([
+            "--concurrency",
+            "2",
+            "-D",
+            "1",
+            "--label",
+            "closed-stdout",
+            "--db",
+        ])
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before rtgauge writes a byte
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.is_empty() || !err.contains("error"), "{err}");
+    let list = rtgauge()
+        .args(["runs", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_ok(&list);
+    let list = String::from_utf8(list.stdout).unwrap();
+    assert!(
+        list.lines()
+            .any(|l| l.contains("closed-stdout") && l.contains("net")),
+        "{list}"
+    );
+}

@@ -335,6 +335,39 @@ const CYCLICTEST_JSON: &str = r##"{
   }
 }"##;
 
+/// A `--output` that cannot be written is an error (exit 2, naming the flag), after the run is stored and
+/// reported: the summary, the verdict and the HTML page are not lost with it.
+#[test]
+fn a_failed_output_file_still_stores_and_reports_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let profile = dir.path().join("cyc.toml");
+    std::fs::write(&profile, CYCLIC_ONLY.replace("\"2s\"", "\"1s\"")).unwrap();
+    let bad = dir.path().join("no-such-dir").join("run.json");
+    let out = rtgauge()
+        .args(["run", "--no-sample", "--db", &db, "--profile"])
+        .arg(&profile)
+        .arg("--output")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let (stdout, err) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{err}");
+    assert!(
+        err.contains("--output") && err.contains("no-such-dir"),
+        "{err}"
+    );
+    assert!(
+        stdout.contains("stored: run 1 (complete)") && stdout.contains("report: "),
+        "{stdout}"
+    );
+    assert!(dir.path().join("reports/run-1.html").exists());
+    assert_eq!(export_json(&db, "1")["status"], "complete");
+}
+
 #[test]
 fn rt_tests_json_import_then_export_keeps_histogram_and_statistics() {
     let dir = tempfile::tempdir().unwrap();

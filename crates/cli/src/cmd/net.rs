@@ -119,16 +119,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
             _ => None,
         })
         .collect();
-    let mut out = std::io::stdout().lock();
-    for r in &results {
-        super::print_text(&render_result(r))?;
-    }
-    super::print_text(&render_sweep(&results))?;
     let (code, why) = outcome(&results, plan.max_errors);
-    let code = match command {
-        NetCommand::Cps(c) => open_loop(&results, c.p99_max, code)?,
-        _ => code,
-    };
     let status = if stop.is_set() || results.len() < plan.points.len() {
         RunStatus::Interrupted
     } else {
@@ -137,7 +128,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let mut doc = crate::output::document(
         started,
         system,
-        results.into_iter().map(ProbeResult::Net).collect(),
+        results.iter().cloned().map(ProbeResult::Net).collect(),
         status,
         Vec::new(),
     );
@@ -146,14 +137,28 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     if let Some(w) = &why {
         doc.warnings.push(w.clone());
     }
-    if let Some(store) = store.as_mut() {
-        let id = store
-            .insert(&doc)
-            .with_context(|| format!("storing the run in {db}"))?;
-        writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
+    // Stored before anything is printed: a closed stdout (`| head`) must not lose the measurement.
+    let id = match store.as_mut() {
+        Some(store) => Some(
+            store
+                .insert(&doc)
+                .with_context(|| format!("storing the run in {db}"))?,
+        ),
+        None => None,
+    };
+    for r in &results {
+        super::print_text(&render_result(r))?;
     }
-    out.flush()?;
-    drop(out);
+    super::print_text(&render_sweep(&results))?;
+    let code = match command {
+        NetCommand::Cps(c) => open_loop(&results, c.p99_max, code)?,
+        _ => code,
+    };
+    if let Some(id) = id {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
+        out.flush()?;
+    }
     if let Some(path) = &a.output {
         crate::output::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))?;

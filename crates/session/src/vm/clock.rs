@@ -85,11 +85,12 @@ pub trait Stream: Read + Write + AsRawFd + Send {}
 impl<T: Read + Write + AsRawFd + Send> Stream for T {}
 
 /// Put a tty into raw mode at 115 200 baud (no echo, no line discipline): what a UART carries then is the
-/// protocol's bytes. A non-tty (a virtio-serial port, a socket) is left as it is.
-fn raw_tty(fd: RawFd) -> std::io::Result<()> {
+/// protocol's bytes. A non-tty (a virtio-serial port, a socket) is left as it is (`None`); for a tty, the
+/// settings it had, to put back.
+fn raw_tty(fd: RawFd) -> std::io::Result<Option<libc::termios>> {
     // SAFETY: isatty on a descriptor we own.
     if unsafe { libc::isatty(fd) } != 1 {
-        return Ok(());
+        return Ok(None);
     }
     // SAFETY: termios is plain data, filled by tcgetattr on our descriptor before use.
     let mut t: libc::termios = unsafe { std::mem::zeroed() };
@@ -97,6 +98,7 @@ fn raw_tty(fd: RawFd) -> std::io::Result<()> {
     if unsafe { libc::tcgetattr(fd, &mut t) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    let saved = t;
     // SAFETY: plain updates of the termios we own.
     unsafe {
         libc::cfmakeraw(&mut t);
@@ -110,7 +112,46 @@ fn raw_tty(fd: RawFd) -> std::io::Result<()> {
     if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &t) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(())
+    Ok(Some(saved))
+}
+
+/// A serial device opened for the clock protocol. The settings it had before [`raw_tty`] are put back when
+/// it is dropped, on every exit path that unwinds or returns (the port may be a login console or another
+/// tool's; a SIGKILL leaves it raw).
+struct Device {
+    file: std::fs::File,
+    saved: Option<libc::termios>,
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if let Some(t) = &self.saved {
+            // SAFETY: our open descriptor and the termios tcgetattr filled for it. Best effort: a device
+            // gone (unplugged) has nothing to restore.
+            unsafe { libc::tcsetattr(self.file.as_raw_fd(), libc::TCSADRAIN, t) };
+        }
+    }
+}
+
+impl Read for Device {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.file.read(buf)
+    }
+}
+
+impl Write for Device {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl AsRawFd for Device {
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
 }
 
 /// Whether `fd` has bytes to read within `timeout`.
@@ -168,8 +209,8 @@ fn open(ch: &Channel) -> std::io::Result<Box<dyn Stream>> {
                 .write(true)
                 .custom_flags(libc::O_NOCTTY)
                 .open(p)?;
-            raw_tty(f.as_raw_fd())?;
-            Box::new(f)
+            let saved = raw_tty(f.as_raw_fd())?;
+            Box::new(Device { file: f, saved })
         }
     })
 }

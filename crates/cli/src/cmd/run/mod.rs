@@ -141,11 +141,13 @@ fn run_once(
     rec.store
         .update(id, &doc)
         .with_context(|| format!("storing run {id} in {db}"))?;
+    // The report (summary, verdict, HTML page) first: a failed `--output` is an error of its own and
+    // must not cost the user the report of a run that is stored.
+    let code = report(a, id, &db, &doc)?;
     if let Some(path) = &a.output {
         crate::output::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))?;
     }
-    let code = report(a, id, &db, &doc)?;
     if let Some(to) = &a.push {
         // A failed push is a runtime error (exit 2) even when the gates passed: the fleet's store lacks
         // the run. It stays stored here, and `rtgauge push` sends it later.
