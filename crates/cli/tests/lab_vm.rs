@@ -141,7 +141,7 @@ fn beside(r: &Running, noise_cpu: Option<usize>, host_json: &Path) -> HostSide {
     }
     for (n, tid) in &vcpus {
         pin(*tid, *n as usize);
-        // The lab starts QEMU at nice 10 (others' work first); the vCPU threads at 0 keep the guest's own
+        // The vCPU threads at nice 0 (QEMU's own nice is the test's, which may be higher) keep the guest's
         // collector from starving on a loaded host, so that its late samples all reach its tracker.
         // SAFETY: setpriority on a thread id of QEMU, our child.
         unsafe { libc::setpriority(libc::PRIO_PROCESS, *tid as libc::id_t, 0) };

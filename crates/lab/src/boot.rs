@@ -591,6 +591,9 @@ const INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OUT=/out
 mount -t proc proc /proc
+# The boot's messages went to the console (no `quiet`); from here on only errors, as under `quiet`, so
+# that the script's lines are not cut by the kernel's and its measurements do not wait on the console.
+echo 4 > /proc/sys/kernel/printk
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /run

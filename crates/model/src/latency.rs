@@ -265,6 +265,7 @@ pub struct Windows {
 pub type Sparse = Vec<(u64, u64)>;
 
 /// The non-empty buckets of `histogram`, `(value, count)` in value order.
+#[inline] // built where the collector calls it (the probe crate, optimised even in quickbuild)
 pub fn sparse(histogram: &Histogram) -> Sparse {
     histogram
         .iter_recorded()
@@ -273,6 +274,7 @@ pub fn sparse(histogram: &Histogram) -> Sparse {
 }
 
 /// Sum of two sparse histograms.
+#[inline] // as `sparse`
 pub fn sparse_add(first: &[(u64, u64)], second: &[(u64, u64)]) -> Sparse {
     let mut out = Vec::with_capacity(first.len() + second.len());
     let (mut i, mut j) = (0, 0);
@@ -396,6 +398,7 @@ impl WindowRecorder {
     }
 
     /// Add the next `intervals` timeline intervals' histogram.
+    #[inline] // as `sparse`: the collector thread calls it every interval
     pub fn push(&mut self, histogram: &Histogram, intervals: u64) {
         if histogram.is_empty() && intervals == 0 {
             return;

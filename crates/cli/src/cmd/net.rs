@@ -137,15 +137,13 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     if let Some(w) = &why {
         doc.warnings.push(w.clone());
     }
-    // Stored before anything is printed: a closed stdout (`| head`) must not lose the measurement.
-    let id = match store.as_mut() {
-        Some(store) => Some(
-            store
-                .insert(&doc)
-                .with_context(|| format!("storing the run in {db}"))?,
-        ),
-        None => None,
-    };
+    // Stored before anything is printed: a closed stdout (`| head`) must not lose the measurement. A store
+    // that fails is reported after the results are shown, so that they are not lost either.
+    let stored = store.as_mut().map(|store| {
+        store
+            .insert(&doc)
+            .with_context(|| format!("storing the run in {db}"))
+    });
     for r in &results {
         super::print_text(&render_result(r))?;
     }
@@ -154,7 +152,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         NetCommand::Cps(c) => open_loop(&results, c.p99_max, code)?,
         _ => code,
     };
-    if let Some(id) = id {
+    if let Some(id) = stored.transpose()? {
         let mut out = std::io::stdout().lock();
         writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
         out.flush()?;

@@ -126,9 +126,14 @@ struct Device {
 impl Drop for Device {
     fn drop(&mut self) {
         if let Some(t) = &self.saved {
-            // SAFETY: our open descriptor and the termios tcgetattr filled for it. Best effort: a device
-            // gone (unplugged) has nothing to restore.
-            unsafe { libc::tcsetattr(self.file.as_raw_fd(), libc::TCSADRAIN, t) };
+            let fd = self.file.as_raw_fd();
+            // SAFETY: our open descriptor and the termios tcgetattr filled for it. Unsent output is
+            // dropped and the settings apply at once: waiting for it to drain (TCSADRAIN) never ends when
+            // the other side holds flow control. Best effort: a device gone has nothing to restore.
+            unsafe {
+                libc::tcflush(fd, libc::TCOFLUSH);
+                libc::tcsetattr(fd, libc::TCSANOW, t);
+            }
         }
     }
 }
@@ -375,6 +380,52 @@ fn answer(s: &mut dyn Stream, done: &dyn Fn() -> bool, answered: &mut u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The local-mode flags of the tty behind `fd`.
+    fn lflag(fd: RawFd) -> libc::tcflag_t {
+        // SAFETY: plain data filled by tcgetattr on a descriptor the test owns.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor and out-pointer.
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0);
+        t.c_lflag
+    }
+
+    #[test]
+    fn a_serial_device_is_raw_while_open_and_as_it_was_after() {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: out-pointers to two ints; no name, termios or window size asked for.
+        let r = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        let path = std::fs::read_link(format!("/proc/self/fd/{slave}")).unwrap();
+        let before = lflag(slave);
+        assert_ne!(before & libc::ECHO, 0, "a new pty echoes");
+        let dev = open(&Channel::Device(path.clone())).unwrap();
+        assert_eq!(
+            lflag(slave) & (libc::ECHO | libc::ICANON),
+            0,
+            "raw while open"
+        );
+        drop(dev);
+        assert_eq!(
+            lflag(slave),
+            before,
+            "{}: settings put back",
+            path.display()
+        );
+        // SAFETY: the test's own descriptors, closed once.
+        unsafe {
+            libc::close(slave);
+            libc::close(master);
+        }
+    }
 
     #[test]
     fn channels_parse_and_bad_ones_are_named() {

@@ -141,13 +141,15 @@ fn run_once(
     rec.store
         .update(id, &doc)
         .with_context(|| format!("storing run {id} in {db}"))?;
-    // The report (summary, verdict, HTML page) first: a failed `--output` is an error of its own and
-    // must not cost the user the report of a run that is stored.
-    let code = report(a, id, &db, &doc)?;
-    if let Some(path) = &a.output {
+    // A failed `--output` is an error of its own, returned after the report (summary, verdict, HTML
+    // page): it must not cost the user the report of a stored run. The file is written first, so that a
+    // closed stdout (`| head`), which ends the report quietly, does not cost the file.
+    let output = a.output.as_ref().map(|path| {
         crate::output::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))?;
-    }
+            .with_context(|| format!("--output {}", path.display()))
+    });
+    let code = report(a, id, &db, &doc)?;
+    output.transpose()?;
     if let Some(to) = &a.push {
         // A failed push is a runtime error (exit 2) even when the gates passed: the fleet's store lacks
         // the run. It stays stored here, and `rtgauge push` sends it later.
