@@ -21,12 +21,18 @@ pub fn write_output(
 
 /// Write `value` as pretty JSON to `path` (`-` = stdout), atomically for files (temp file + rename) so an
 /// interrupted write never leaves a truncated document behind.
+/// Whether an `--output` path means stdout (`-`). A verb writes a file before it prints (a closed stdout,
+/// `| head`, then costs nothing) and the JSON for `-` after its text, where it has always been.
+pub fn is_stdout(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use std::io::Write as _;
     let mut text = serde_json::to_string_pretty(value).context("serialising JSON")?;
     text.push('\n');
-    if path.as_os_str() == "-" {
+    if is_stdout(path) {
         std::io::stdout()
             .lock()
             .write_all(text.as_bytes())

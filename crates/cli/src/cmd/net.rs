@@ -137,34 +137,47 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     if let Some(w) = &why {
         doc.warnings.push(w.clone());
     }
-    // Stored before anything is printed: a closed stdout (`| head`) must not lose the measurement. A store
-    // that fails is reported after the results are shown, so that they are not lost either.
+    // Stored and written before anything is printed: a closed stdout (`| head`) ends the printing quietly
+    // and must not lose the measurement. Each of the three is tried whatever became of the others; the
+    // first error in that order is the one returned.
     let stored = store.as_mut().map(|store| {
         store
             .insert(&doc)
             .with_context(|| format!("storing the run in {db}"))
     });
-    for r in &results {
-        super::print_text(&render_result(r))?;
+    let file = a.output.as_deref().filter(|p| !crate::output::is_stdout(p));
+    let written = file.map(|path| {
+        crate::output::write_json(path, &doc)
+            .with_context(|| format!("--output {}", path.display()))
+    });
+    let shown = show(&results, command, code);
+    if let Some(w) = why {
+        eprintln!("rtgauge: net: {w}");
     }
-    super::print_text(&render_sweep(&results))?;
-    let code = match command {
-        NetCommand::Cps(c) => open_loop(&results, c.p99_max, code)?,
-        _ => code,
-    };
-    if let Some(id) = stored.transpose()? {
+    let id = stored.transpose()?;
+    written.transpose()?;
+    let code = shown?;
+    if let Some(id) = id {
         let mut out = std::io::stdout().lock();
         writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
         out.flush()?;
     }
-    if let Some(path) = &a.output {
-        crate::output::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))?;
-    }
-    if let Some(w) = why {
-        eprintln!("rtgauge: net: {w}");
+    if let Some(path) = a.output.as_deref().filter(|p| crate::output::is_stdout(p)) {
+        crate::output::write_json(path, &doc)?;
     }
     Ok(code)
+}
+
+/// Print each point's result, the sweep and (cps) the open-loop table; the exit code as `open_loop` sets it.
+fn show(results: &[NetResult], command: &NetCommand, code: ExitCode) -> std::io::Result<ExitCode> {
+    for r in results {
+        super::print_text(&render_result(r))?;
+    }
+    super::print_text(&render_sweep(results))?;
+    match command {
+        NetCommand::Cps(c) => open_loop(results, c.p99_max, code),
+        _ => Ok(code),
+    }
 }
 
 /// Whether an open-loop point meets `bound`: p99 within it and no start missed.

@@ -127,11 +127,12 @@ impl Drop for Device {
     fn drop(&mut self) {
         if let Some(t) = &self.saved {
             let fd = self.file.as_raw_fd();
-            // SAFETY: our open descriptor and the termios tcgetattr filled for it. Unsent output is
-            // dropped and the settings apply at once: waiting for it to drain (TCSADRAIN) never ends when
-            // the other side holds flow control. Best effort: a device gone has nothing to restore.
+            // SAFETY: our open descriptor and the termios tcgetattr filled for it. Unsent output and
+            // unread answers are dropped (not left for the port's next reader) and the settings apply at
+            // once: waiting for output to drain (TCSADRAIN) never ends when the other side holds flow
+            // control. Best effort: a device gone has nothing to restore.
             unsafe {
-                libc::tcflush(fd, libc::TCOFLUSH);
+                libc::tcflush(fd, libc::TCIOFLUSH);
                 libc::tcsetattr(fd, libc::TCSANOW, t);
             }
         }
@@ -404,6 +405,11 @@ mod tests {
             )
         };
         assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        use std::os::fd::{FromRawFd as _, OwnedFd};
+        // SAFETY: two descriptors openpty just opened for this test, each owned once (closed on drop, also
+        // when an assertion fails).
+        let (_master, _slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let path = std::fs::read_link(format!("/proc/self/fd/{slave}")).unwrap();
         let before = lflag(slave);
         assert_ne!(before & libc::ECHO, 0, "a new pty echoes");
@@ -420,11 +426,6 @@ mod tests {
             "{}: settings put back",
             path.display()
         );
-        // SAFETY: the test's own descriptors, closed once.
-        unsafe {
-            libc::close(slave);
-            libc::close(master);
-        }
     }
 
     #[test]

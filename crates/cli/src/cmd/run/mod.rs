@@ -142,14 +142,23 @@ fn run_once(
         .update(id, &doc)
         .with_context(|| format!("storing run {id} in {db}"))?;
     // A failed `--output` is an error of its own, returned after the report (summary, verdict, HTML
-    // page): it must not cost the user the report of a stored run. The file is written first, so that a
-    // closed stdout (`| head`), which ends the report quietly, does not cost the file.
-    let output = a.output.as_ref().map(|path| {
+    // page): it must not cost the user the report of a stored run. A file is written first, so that a
+    // closed stdout (`| head`), which ends the report quietly, does not cost the file; `-` follows the
+    // report on stdout.
+    let (to_stdout, file) = match a.output.as_deref() {
+        Some(p) if crate::output::is_stdout(p) => (Some(p), None),
+        p => (None, p),
+    };
+    let output = file.map(|path| {
         crate::output::write_json(path, &doc)
             .with_context(|| format!("--output {}", path.display()))
     });
-    let code = report(a, id, &db, &doc)?;
+    let code = report(a, id, &db, &doc);
     output.transpose()?;
+    let code = code?;
+    if let Some(path) = to_stdout {
+        crate::output::write_json(path, &doc)?;
+    }
     if let Some(to) = &a.push {
         // A failed push is a runtime error (exit 2) even when the gates passed: the fleet's store lacks
         // the run. It stays stored here, and `rtgauge push` sends it later.
