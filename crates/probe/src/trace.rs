@@ -356,13 +356,8 @@ pub fn read_rt_policy(tid: i64) -> Option<&'static str> {
 /// `irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)`. The span stays a thread span: softirqs, vectors and
 /// IRQs nested inside it are still charged to themselves. The comm is cut at 15 bytes by the kernel, so a
 /// long device name may be cut too; the number is whole.
-fn thread_name(comm: &str, pid: i64, prio: i64, policy: fn(i64) -> Option<&'static str>) -> String {
-    let p = if (0..100).contains(&prio) {
-        policy(pid)
-    } else {
-        None
-    };
-    let base = format!("{comm}/{pid} {}", prio_name(prio, p));
+fn thread_name(comm: &str, pid: i64, prio: i64, policy: Option<&str>) -> String {
+    let base = format!("{comm}/{pid} {}", prio_name(prio, policy));
     let irq = comm.strip_prefix("irq/").and_then(|r| {
         let (n, dev) = r.split_once('-')?;
         let dev = dev.strip_prefix("s-").unwrap_or(dev);
@@ -387,6 +382,11 @@ pub struct Folder {
     pub events: u64,
     /// How a real-time thread's policy is found (FIFO or RR: the trace gives only the priority).
     pub policy: fn(i64) -> Option<&'static str>,
+    /// Policies found so far, by pid. On PREEMPT_RT the per-CPU ktimers, rcuc and irq threads switch out
+    /// thousands of times a second, and each `/proc/<tid>/stat` read is three system calls: uncached, they
+    /// kept a 16-vCPU lab guest's collector busy in the kernel for over a minute after a 5 s run. A pid
+    /// reused by a thread of another policy within one run would keep the first one's.
+    policies: std::collections::HashMap<i64, Option<&'static str>>,
 }
 
 impl Default for Folder {
@@ -397,6 +397,7 @@ impl Default for Folder {
             exclude: Vec::new(),
             events: 0,
             policy: read_rt_policy,
+            policies: std::collections::HashMap::new(),
         }
     }
 }
@@ -480,11 +481,12 @@ impl Folder {
                         None => (comm, pid, prio_in.min(prev_prio)),
                     };
                     if pid != 0 && !self.exclude.contains(&pid) {
+                        let policy = self.policy_of(pid, prio);
                         out.push(Span {
                             start_ns: since,
                             end_ns: t,
                             kind: CauseKind::Thread,
-                            name: thread_name(&comm, pid, prio, self.policy),
+                            name: thread_name(&comm, pid, prio, policy),
                         });
                     }
                 }
@@ -502,14 +504,28 @@ impl Folder {
         }
     }
 
+    /// The real-time policy of `pid` at kernel priority `prio` (none asked for a non-RT one), read once
+    /// per pid.
+    fn policy_of(&mut self, pid: i64, prio: i64) -> Option<&'static str> {
+        if !(0..100).contains(&prio) {
+            return None;
+        }
+        let read = self.policy;
+        *self.policies.entry(pid).or_insert_with(|| read(pid))
+    }
+
     /// The thread running now as a span up to `now` (for windows that end before its switch-out).
-    pub fn running_span(&self, now: u64) -> Option<Span> {
-        let (comm, pid, since, prio) = self.running.as_ref()?;
-        (*pid != 0 && !self.exclude.contains(pid)).then(|| Span {
-            start_ns: *since,
+    pub fn running_span(&mut self, now: u64) -> Option<Span> {
+        let (comm, pid, since, prio) = self.running.clone()?;
+        if pid == 0 || self.exclude.contains(&pid) {
+            return None;
+        }
+        let policy = self.policy_of(pid, prio);
+        Some(Span {
+            start_ns: since,
             end_ns: now,
             kind: CauseKind::Thread,
-            name: thread_name(comm, *pid, *prio, self.policy),
+            name: thread_name(&comm, pid, prio, policy),
         })
     }
 }
@@ -1047,17 +1063,13 @@ CPU:1 [LOST 3 EVENTS]
             "irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)"
         );
         assert_eq!(out[0].end_ns - out[0].start_ns, 1_000_000);
-        let unknown = |_| None;
         assert_eq!(
-            thread_name("irq/24-s-virtio0", 7, 49, unknown),
+            thread_name("irq/24-s-virtio0", 7, 49, None),
             "irq/24-s-virtio0/7 RT 50 (threaded IRQ 24 virtio0)"
         );
         // Not an interrupt thread: no IRQ named.
         for comm in ["irq/x-ttyS2", "irq/-a", "irqbalance", "irq/5"] {
-            assert!(
-                !thread_name(comm, 1, 120, unknown).contains("IRQ"),
-                "{comm}"
-            );
+            assert!(!thread_name(comm, 1, 120, None).contains("IRQ"), "{comm}");
         }
     }
 

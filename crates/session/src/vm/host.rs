@@ -478,7 +478,7 @@ impl Recorder {
                 around.push((*x, *y, k.layer(), (*k, n.clone())));
             }
         }
-        if let Some(s) = self.folders.get(&cpu).and_then(|f| f.running_span(b)) {
+        if let Some(s) = self.folders.get_mut(&cpu).and_then(|f| f.running_span(b)) {
             around.push((
                 s.start_ns,
                 s.end_ns,
