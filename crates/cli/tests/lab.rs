@@ -307,7 +307,14 @@ rtgauge audit --format json --capture $OUT/tree > $OUT/audit.json
 rtgauge audit --no-sample > $OUT/audit.txt
 rtgauge run --profile /lab/profile.toml --no-sample --db /root/rtgauge.db --output $OUT/run.json > $OUT/run.txt 2>&1 &
 pid=$!
-sleep 3
+# Snapshot once the measuring threads are all there: their count has stayed the same for 1 s (a fixed
+# 3 s once caught 10 of 12 under a busy host). At most 20 s.
+n=0; last=-1; same=0
+while [ $n -lt 200 ] && [ -d /proc/$pid ]; do
+  c=$(cat /proc/$pid/task/*/comm 2>/dev/null | grep -c '^rtgauge-cyc')
+  if [ $c -gt 0 ] && [ $c -eq $last ]; then same=$((same+1)); [ $same -ge 10 ] && break; else same=0; fi
+  last=$c; usleep 100000; n=$((n+1))
+done
 for t in /proc/$pid/task/*; do echo \"$(cat $t/comm) $(cut -d' ' -f39 $t/stat) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done > $OUT/threads
 wait $pid; echo \"run exit $?\"
 ";
