@@ -19,14 +19,40 @@ pub fn write_output(
     write_json(path, &doc).with_context(|| format!("--output {}", path.display()))
 }
 
-/// Write `value` as pretty JSON to `path` (`-` = stdout), atomically for files (temp file + rename) so an
-/// interrupted write never leaves a truncated document behind.
-/// Whether an `--output` path means stdout (`-`). A verb writes a file before it prints (a closed stdout,
-/// `| head`, then costs nothing) and the JSON for `-` after its text, where it has always been.
-pub fn is_stdout(path: &std::path::Path) -> bool {
+/// Whether an `--output` path means stdout (`-`).
+fn is_stdout(path: &std::path::Path) -> bool {
     path.as_os_str() == "-"
 }
 
+/// `--output` written in two steps: a file now, before the verb prints (a closed stdout, `| head`, then does
+/// not cost the file), the JSON for `-` by [`write_output_to_stdout`] after the verb's text, where it has
+/// always been.
+pub fn write_output_file(
+    path: Option<&std::path::Path>,
+    value: &impl serde::Serialize,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    match path {
+        Some(p) if !is_stdout(p) => {
+            write_json(p, value).with_context(|| format!("--output {}", p.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The second step of [`write_output_file`]: the JSON on stdout when `--output` is `-`.
+pub fn write_output_to_stdout(
+    path: Option<&std::path::Path>,
+    value: &impl serde::Serialize,
+) -> anyhow::Result<()> {
+    match path {
+        Some(p) if is_stdout(p) => write_json(p, value),
+        _ => Ok(()),
+    }
+}
+
+/// Write `value` as pretty JSON to `path` (`-` = stdout), atomically for files (temp file + rename) so an
+/// interrupted write never leaves a truncated document behind.
 pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use std::io::Write as _;
@@ -46,7 +72,7 @@ pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyh
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use std::io::Write as _;
-    if path.as_os_str() == "-" {
+    if is_stdout(path) {
         return std::io::stdout()
             .lock()
             .write_all(bytes)

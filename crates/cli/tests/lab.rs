@@ -395,30 +395,21 @@ wait $pid; echo \"run exit $?\"
 }
 
 /// A FIFO 50 shell named `rtg-culprit` on measured CPU 1, started 1.5 s after a task whose name starts with
-/// `$2` exists (the probe's measuring thread: rtgauge's `rtgauge-cyc`, rtla's `timerlat/`): three bursts of
-/// `$1` centiseconds of guest time (a loop on /proc/uptime, so that TCG's speed does not change
-/// their length), 0.6 s apart. Named with `echo`, as people do: the comm ends in a newline, which cuts every
-/// trace line naming the task in two; the trace reader joins them (the name reads `rtg-culprit?`, as in `ps`).
+/// `$2` exists (the probe's measuring thread: rtgauge's `rtgauge-cyc`, rtla's `timerlat/`): bursts of `$1`
+/// centiseconds of guest time (a loop on /proc/uptime, so that TCG's speed does not change their length),
+/// 0.6 s apart: three, or with `$3` = `while` for as long as such a task exists (three bursts after rtla's
+/// timerlat threads appeared were sometimes missed by rtla hist in full-suite runs, which then saw 4-9 ms;
+/// bursting until its threads are gone leaves it no gap to start in). Named with `echo`, as people do: the
+/// comm ends in a newline, which cuts every trace line naming the task in two; the trace reader joins them
+/// (the name reads `rtg-culprit?`, as in `ps`).
 const CULPRIT: &str = r#"culprit() {
   sh -c 'echo rtg-culprit > /proc/$$/comm
-    until grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; do usleep 50000; done
+    alive() { grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; }
+    until alive; do usleep 50000; done
     usleep 1500000
-    for b in 1 2 3; do
-      read u _ < /proc/uptime; end=$(( ${u%.*}${u#*.} + '"$1"' ))
-      while :; do read u _ < /proc/uptime; [ ${u%.*}${u#*.} -ge $end ] && break; done
-      usleep 600000
-    done' &
-  taskset -p -c 1 $! > /dev/null
-  chrt -f -p 50 $!
-}
-# The same culprit for rtla: bursts of $1 cs, 0.6 s apart, for as long as a task named $2* exists. Three
-# bursts after rtla's timerlat threads appeared were sometimes missed by rtla hist in full-suite runs (it saw
-# 4-9 ms); bursting until its threads are gone leaves it no gap to start in.
-culprit_while() {
-  sh -c 'echo rtg-culprit > /proc/$$/comm
-    until grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; do usleep 50000; done
-    usleep 1500000
-    while grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; do
+    n=0
+    while if [ "'"$3"'" = while ]; then alive; else [ $n -lt 3 ]; fi; do
+      n=$((n+1))
       read u _ < /proc/uptime; end=$(( ${u%.*}${u#*.} + '"$1"' ))
       while :; do read u _ < /proc/uptime; [ ${u%.*}${u#*.} -ge $end ] && break; done
       usleep 600000
@@ -454,7 +445,7 @@ up rtla hist
 # rtla top's timerlat/ threads can outlive it for a moment: the next culprit must wait for hist's own.
 n=0; while grep -qs '^timerlat/' /proc/[0-9]*/task/[0-9]*/comm && [ $n -lt 100 ]; do usleep 50000; n=$((n+1)); done
 echo \"timerlat/ threads gone after $n polls\"
-culprit_while 25 timerlat/
+culprit 25 timerlat/ while
 time -v rtla timerlat hist -c 1 -d 8 -P f:10 > $OUT/rtla_hist.txt 2> $OUT/rtla_hist.time
 wait
 up done

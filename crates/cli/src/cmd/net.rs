@@ -145,26 +145,20 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
             .insert(&doc)
             .with_context(|| format!("storing the run in {db}"))
     });
-    let file = a.output.as_deref().filter(|p| !crate::output::is_stdout(p));
-    let written = file.map(|path| {
-        crate::output::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))
-    });
+    let written = crate::output::write_output_file(a.output.as_deref(), &doc);
     let shown = show(&results, command, code);
     if let Some(w) = why {
         eprintln!("rtgauge: net: {w}");
     }
     let id = stored.transpose()?;
-    written.transpose()?;
+    written?;
     let code = shown?;
     if let Some(id) = id {
         let mut out = std::io::stdout().lock();
         writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
         out.flush()?;
     }
-    if let Some(path) = a.output.as_deref().filter(|p| crate::output::is_stdout(p)) {
-        crate::output::write_json(path, &doc)?;
-    }
+    crate::output::write_output_to_stdout(a.output.as_deref(), &doc)?;
     Ok(code)
 }
 

@@ -145,20 +145,11 @@ fn run_once(
     // page): it must not cost the user the report of a stored run. A file is written first, so that a
     // closed stdout (`| head`), which ends the report quietly, does not cost the file; `-` follows the
     // report on stdout.
-    let (to_stdout, file) = match a.output.as_deref() {
-        Some(p) if crate::output::is_stdout(p) => (Some(p), None),
-        p => (None, p),
-    };
-    let output = file.map(|path| {
-        crate::output::write_json(path, &doc)
-            .with_context(|| format!("--output {}", path.display()))
-    });
+    let output = crate::output::write_output_file(a.output.as_deref(), &doc);
     let code = report(a, id, &db, &doc);
-    output.transpose()?;
+    output?;
     let code = code?;
-    if let Some(path) = to_stdout {
-        crate::output::write_json(path, &doc)?;
-    }
+    crate::output::write_output_to_stdout(a.output.as_deref(), &doc)?;
     if let Some(to) = &a.push {
         // A failed push is a runtime error (exit 2) even when the gates passed: the fleet's store lacks
         // the run. It stays stored here, and `rtgauge push` sends it later.
