@@ -42,17 +42,9 @@ fn guest(f: Flavour, topo: Topology, script: &str) -> Guest {
 /// Boot; the script must have run to its end with status 0. With `RTGAUGE_LAB_KEEP=DIR` the files handed
 /// back are also copied to DIR/<label> (they are removed with the `Boot` otherwise).
 fn boot(g: &Guest) -> Boot {
-    // A TCG guest on this shared 2-vCPU host has, a few times in some sixty boots under a busy suite,
-    // never reached power-off (stuck before its first line, or in its script); such a boot is printed and
-    // booted once more. Every other failure, and a second timeout, fails the test.
-    let b = match g.boot() {
-        Err(e @ rtgauge_lab::LabError::Timeout { .. }) => {
-            eprintln!("lab: {}: {e}\nlab: booting {} once more", g.label, g.label);
-            g.boot()
-        }
-        r => r,
-    }
-    .unwrap_or_else(|e| panic!("{}: {e}", g.label));
+    // A stuck boot (no init, a stall the guest's kernel reports, no power-off) is booted again by the lab,
+    // up to `Guest::boots` (3) boots; every other failure fails the test.
+    let b = g.boot().unwrap_or_else(|e| panic!("{}: {e}", g.label));
     if let Some(keep) = std::env::var_os("RTGAUGE_LAB_KEEP") {
         let base = std::path::Path::new(&keep).join(g.label.replace([' ', '×', ','], "_"));
         // A second boot of the same guest (the closed loop's) keeps its files beside the first's.

@@ -26,6 +26,22 @@ use std::time::{Duration, Instant};
 /// How long a KVM boot may stay silent before the lab decides KVM does not run its guests.
 pub const KVM_TRIAL: Duration = Duration::from_secs(15);
 
+/// How long a TCG boot may take to start its init. On this 2-vCPU host init starts 3-31 s after QEMU (31 s: a
+/// 16-vCPU RT guest beside two CPU hogs); a CI run lost a 4-vCPU RT guest that went silent at 2.5 s and
+/// was only killed by the 240 s bound of its script.
+pub const INIT_BOUND: Duration = Duration::from_secs(120);
+
+/// The kernel's own words for a guest that is stuck: an RCU stall report or a soft lockup. A CI run saw a
+/// 4-vCPU RT guest whose RCU grace-period kthread stayed runnable and never ran on an idle vCPU ("rcu_preempt
+/// kthread starved for 5252 jiffies! … ->state=0x0 ->cpu=2", all quiescent states seen): the signature of a
+/// wakeup lost on its way to a halted TCG vCPU. It never recovered (the same report 63, 126 and 189 s later)
+/// and the script never went on.
+const STALL_MARKS: [&str; 3] = [
+    "detected stalls on CPUs/tasks",
+    "self-detected stall on CPU",
+    "BUG: soft lockup",
+];
+
 /// How the guest's CPUs are emulated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
@@ -67,6 +83,10 @@ pub struct Guest {
     pub files: Vec<(String, Vec<u8>)>,
     /// Bound on the whole boot, from QEMU's start to its exit.
     pub timeout: Duration,
+    /// Boots at most, when one gets stuck ([`LabError::is_stuck`]: no init within [`INIT_BOUND`], a stall its
+    /// kernel reports, no power-off within the timeout): a TCG guest on a busy host now and then never
+    /// reaches init or loses a wakeup for good. Each stuck boot is printed. 3 by default.
+    pub boots: u32,
     /// A fourth serial port, ttyS3 (IRQ 7), connected to a unix socket on the host ([`Running::channel`]).
     pub clock_channel: bool,
 }
@@ -115,6 +135,7 @@ impl Guest {
             programs: Vec::new(),
             files: Vec::new(),
             timeout: Duration::from_secs(120),
+            boots: 3,
             clock_channel: false,
         }
     }
@@ -187,7 +208,16 @@ impl Guest {
                 }
             }
         };
-        let boot = self.run_qemu(&work, &initrd, accel, None, during)?;
+        let mut boots = 1;
+        let boot = loop {
+            match self.run_qemu(&work, &initrd, accel, None, during) {
+                Err(e) if e.is_stuck() && boots < self.boots => {
+                    boots += 1;
+                    eprintln!("rtgauge-lab: {e}\nrtgauge-lab: booting {} again (boot {boots} of at most {})", self.label, self.boots);
+                }
+                r => break r?,
+            }
+        };
         self.finish(boot, &work)
     }
 
@@ -304,8 +334,8 @@ impl Guest {
         a
     }
 
-    /// Start QEMU and wait for it to exit; with `trial`, give up (kill) when the guest's init has not
-    /// printed its first line within that time.
+    /// Start QEMU and wait for it to exit; give up (kill) when the guest's init has not printed its first
+    /// line within `trial` (a KVM trial) or [`INIT_BOUND`].
     fn run_qemu(
         &self,
         work: &WorkDir,
@@ -376,18 +406,32 @@ impl Guest {
         start: Instant,
     ) -> Result<std::process::ExitStatus, LabError> {
         let deadline = start + self.timeout;
+        let init_bound = trial.unwrap_or(INIT_BOUND);
+        let (mut init_seen, mut checked) = (false, start);
         Ok(loop {
             if let Some(s) = guard.try_wait() {
                 break s;
             }
             let now = Instant::now();
-            if let Some(t) = trial {
-                if now > start + t && !read_lossy(console).contains("rtgauge-lab: up") {
+            // The console is read once a second: for init's first line, then for the kernel's stall reports.
+            if now >= checked + Duration::from_secs(1) {
+                checked = now;
+                let text = read_lossy(console);
+                init_seen = init_seen || text.contains("rtgauge-lab: up");
+                if !init_seen && now > start + init_bound {
                     guard.kill();
-                    return Err(LabError::Timeout {
+                    return Err(LabError::NoInit {
                         guest: format!("{} under {accel}", self.label),
-                        secs: t.as_secs(),
-                        tail: tail(&read_lossy(console), 5),
+                        secs: init_bound.as_secs(),
+                        tail: tail(&text, 10),
+                    });
+                }
+                if let Some(line) = stall_report(&text) {
+                    guard.kill();
+                    return Err(LabError::Stalled {
+                        guest: self.label.clone(),
+                        line: line.trim().to_string(),
+                        tail: tail(&text, 30),
                     });
                 }
             }
@@ -657,6 +701,13 @@ fn read_lossy(p: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// The console's first line in which the guest's kernel reports a stall.
+fn stall_report(console: &str) -> Option<&str> {
+    console
+        .lines()
+        .find(|l| STALL_MARKS.iter().any(|m| l.contains(m)))
+}
+
 /// The last `n` lines.
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -800,6 +851,27 @@ fn remember_accel(cache: &Path, accel: Accel) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stall_report_is_found_in_the_console_and_a_sound_boot_has_none() {
+        // The console of the guest a CI run lost (kernel lines and the script's own).
+        let stuck = "rtgauge-lab: up 3.46 s, clocksource tsc\n[3.56 s] culprit\n\
+            [   25.792241] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\n\
+            [   25.794273] rcu: All QSes seen, last rcu_preempt kthread activity 5252 (4294898675-4294893423), jiffies_till_next_fqs=1, root ->qsmask 0x0\n\
+            [   25.796672] rcu: rcu_preempt kthread starved for 5252 jiffies! g-631 f0x2 RCU_GP_WAIT_FQS(5) ->state=0x0 ->cpu=2\n";
+        assert_eq!(
+            stall_report(stuck),
+            Some("[   25.792241] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:")
+        );
+        let lockup = "[   48.1] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [sh:96]\n";
+        assert!(stall_report(lockup).is_some());
+        // Lines of a sound RT boot that speak of lockups and RCU, and a script's own words.
+        let sound = "[    0.050417] IRQ lockup detection disabled\n\
+            [    0.093112] rcu: Preemptible hierarchical RCU implementation.\n\
+            [    0.093117] rcu: \tRCU priority boosting: priority 1 delay 500 ms.\n\
+            rtgauge: stalls: 3 episodes\nrtgauge-lab: up 3.5 s, clocksource tsc\n";
+        assert_eq!(stall_report(sound), None);
+    }
 
     #[test]
     fn clocksource_events_are_read_from_dmesg() {

@@ -61,6 +61,26 @@ pub enum LabError {
         /// The last lines of its serial console.
         tail: String,
     },
+    /// The guest's init did not start within the bound; it was killed.
+    #[error("{guest}: init did not start within {secs} s (killed); console ends with:\n{tail}")]
+    NoInit {
+        /// The guest's label (and its acceleration).
+        guest: String,
+        /// The bound.
+        secs: u64,
+        /// The last lines of its serial console.
+        tail: String,
+    },
+    /// The guest's kernel reported a stall (an RCU grace period or a CPU stuck); it was killed.
+    #[error("{guest}: its kernel reported a stall, `{line}` (killed); console ends with:\n{tail}")]
+    Stalled {
+        /// The guest's label.
+        guest: String,
+        /// The kernel's line.
+        line: String,
+        /// The last lines of its serial console.
+        tail: String,
+    },
     /// The guest ended without handing its files back (a panic, a crash of the script's shell).
     #[error("{guest}: ended without handing its files back ({why}); console ends with:\n{tail}")]
     NoResult {
@@ -71,6 +91,17 @@ pub enum LabError {
         /// The last lines of its serial console.
         tail: String,
     },
+}
+
+impl LabError {
+    /// Whether the guest got stuck (no init, a stall its kernel reported, no power-off in time) rather than
+    /// failed: what [`crate::Guest::boots`] boots once more.
+    pub fn is_stuck(&self) -> bool {
+        matches!(
+            self,
+            LabError::Timeout { .. } | LabError::NoInit { .. } | LabError::Stalled { .. }
+        )
+    }
 }
 
 pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> LabError + '_ {
