@@ -11,6 +11,32 @@ pub fn parse_load(s: &str) -> Result<LoadSpec, String> {
     LoadSpec::parse(s).map_err(|e| e.to_string())
 }
 
+/// `--load` and `--load-cmd` of the probes that measure on chosen CPUs (cyclic, oslat, ops): the load they
+/// put beside themselves, started and stopped with the measurement.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ProbeLoad {
+    /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
+    /// (kinds cpu, memory, io, fork, timer, msg, ipi; e.g. cpu,memory@housekeeping; docs/load.md). Achieved
+    /// load is recorded.
+    #[arg(long = "load", value_name = "MIX", value_parser = parse_load)]
+    pub load: Option<LoadSpec>,
+
+    /// Run an external load command beside the probe (e.g. 'stress-ng --cpu 1'), on the CPUs not measured;
+    /// stopped with the probe (its whole process group), its CPU use recorded with the result.
+    #[arg(long = "load-cmd", value_name = "COMMAND")]
+    pub load_cmd: Option<String>,
+}
+
+impl ProbeLoad {
+    /// What the session engine starts beside the probe.
+    pub fn request(&self) -> rtgauge_session::load::LoadRequest {
+        rtgauge_session::load::LoadRequest {
+            spec: self.load.clone(),
+            command: self.load_cmd.clone(),
+        }
+    }
+}
+
 /// Run measured, bounded load generators alone (e.g. beside cyclictest), then report what they achieved.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {

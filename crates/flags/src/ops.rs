@@ -15,14 +15,8 @@ use std::path::PathBuf;
 /// what lmbench subtracts for that operation) taken off; median, p99 and max per operation.
 #[derive(Debug, Clone, Args)]
 pub struct OpsArgs {
-    /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
-    /// (kinds cpu, memory, io, fork, timer, msg, ipi; see docs/load.md). Achieved load is recorded.
-    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
-    pub load: Option<rtgauge_model::load::LoadSpec>,
-
-    /// Run an external load command beside the probe, on the CPUs not measured (docs/load.md).
-    #[arg(long = "load-cmd", value_name = "COMMAND")]
-    pub load_cmd: Option<String>,
+    #[command(flatten)]
+    pub load: super::load::ProbeLoad,
 
     /// Operations to measure, comma-separated (default: all): null_syscall, read, write, stat, open_close,
     /// sig_install, sig_catch, pipe_rtt, unix_rtt, ctx_switch, fork_exit, fork_exec, fork_sh, mmap,

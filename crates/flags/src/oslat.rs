@@ -52,15 +52,8 @@ pub struct OslatArgs {
     #[arg(short = 'm', long = "workload-mem", value_name = "SIZE", default_value = "16K", value_parser = parse_size)]
     pub workload_mem: u64,
 
-    /// Put load on the system while measuring: KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPUS]
-    /// (kinds cpu, memory, io, fork, timer, msg, ipi). Achieved load is recorded.
-    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
-    pub load: Option<rtgauge_model::load::LoadSpec>,
-
-    /// Run an external load command beside the probe (e.g. 'stress-ng --cpu 1'), on the CPUs not measured;
-    /// stopped with the probe (its whole process group), its CPU use recorded with the result.
-    #[arg(long = "load-cmd", value_name = "COMMAND")]
-    pub load_cmd: Option<String>,
+    #[command(flatten)]
+    pub load: super::load::ProbeLoad,
 
     /// Print only the summary.
     #[arg(short = 'q', long = "quiet")]

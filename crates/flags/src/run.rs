@@ -283,18 +283,12 @@ fn plan_probe(
     root: &HostRoot,
 ) -> anyhow::Result<Stage> {
     let mut load = LoadRequest::none();
-    let mut take_load = |spec: &Option<rtgauge_model::load::LoadSpec>, command: &Option<String>| {
-        load = LoadRequest {
-            spec: spec.clone(),
-            command: command.clone(),
-        };
-    };
     let probe = match kind {
         ProbeKind::Cyclic => {
             let mut args: cyclic::CyclicArgs = flags(argv, what)?;
             args.duration = Some(duration);
             args.trace |= trace;
-            take_load(&args.load, &args.load_cmd);
+            load = args.load.request();
             let mut r = cyclic::resolve(&args, root).with_context(|| what.to_string())?;
             if r.why.threshold.is_none() {
                 r.why.threshold = bound;
@@ -306,7 +300,7 @@ fn plan_probe(
             let mut args: oslat::OslatArgs = flags(argv, what)?;
             args.duration = duration;
             args.trace |= trace;
-            take_load(&args.load, &args.load_cmd);
+            load = args.load.request();
             let mut r = oslat::resolve(&args, root).with_context(|| what.to_string())?;
             r.why.threshold = bound;
             ProbePlan::Oslat(Box::new(r))
@@ -321,14 +315,17 @@ fn plan_probe(
             if let net::NetCommand::Cps(net::CpsArgs { load: l, .. })
             | net::NetCommand::Throughput(net::ThroughputArgs { load: l, .. }) = &args.command
             {
-                take_load(&l.bg_load, &l.load_cmd);
+                load = LoadRequest {
+                    spec: l.bg_load.clone(),
+                    command: l.load_cmd.clone(),
+                };
             }
             let plan = args.command.plan(root).with_context(|| what.to_string())?;
             ProbePlan::Net(Box::new(plan))
         }
         ProbeKind::Ops => {
             let args: ops::OpsArgs = flags(argv, what)?;
-            take_load(&args.load, &args.load_cmd);
+            load = args.load.request();
             ProbePlan::Ops(Box::new(
                 ops::resolve(&args, root).with_context(|| what.to_string())?,
             ))

@@ -66,10 +66,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     };
     let live = !a.quiet && std::io::stdout().is_terminal();
     let around = rtgauge_session::Around {
-        load: rtgauge_session::load::LoadRequest {
-            spec: a.load.clone(),
-            command: a.load_cmd.clone(),
-        },
+        load: a.load.request(),
         why: Some(why.clone()),
         accounting: true,
     };

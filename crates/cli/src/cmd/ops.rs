@@ -14,10 +14,7 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
     let stop = super::stop_on_signals()?;
     let started = crate::output::now_rfc3339();
     let around = rtgauge_session::Around {
-        load: rtgauge_session::load::LoadRequest {
-            spec: a.load.clone(),
-            command: a.load_cmd.clone(),
-        },
+        load: a.load.request(),
         ..rtgauge_session::Around::default()
     };
     let (mut results, warnings) = super::measure(

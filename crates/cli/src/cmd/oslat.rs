@@ -108,10 +108,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         started_ns: 0,
     };
     let around = rtgauge_session::Around {
-        load: rtgauge_session::load::LoadRequest {
-            spec: a.load.clone(),
-            command: a.load_cmd.clone(),
-        },
+        load: a.load.request(),
         why: Some(why),
         accounting: true,
     };
