@@ -574,6 +574,37 @@ fn spikes_and_rtla(script: &str) {
     );
 }
 
+/// A guest stuck before init (here one whose init only sleeps, never printing init's first line) is killed
+/// at its init bound and booted again, up to its boots, and the error says so: what the lab does with a TCG
+/// guest that never reaches init, instead of waiting out the script's bound.
+#[test]
+fn a_guest_that_never_reaches_init_is_killed_and_booted_again() {
+    let mut g = guest(Flavour::Rt, Topology::flat(2), "true");
+    g.files.push((
+        "bin/stuck".into(),
+        b"#!/bin/busybox sh\n/bin/busybox sleep 600\n".to_vec(),
+    ));
+    g.cmdline = "rdinit=/bin/stuck".into();
+    g.init_bound = Duration::from_secs(15);
+    g.timeout = Duration::from_secs(600);
+    g.boots = 2;
+    let t = std::time::Instant::now();
+    let e = g
+        .boot()
+        .expect_err("a guest whose init sleeps cannot hand files back");
+    let took = t.elapsed();
+    assert!(
+        matches!(e, rtgauge_lab::LabError::NoInit { secs: 15, .. }),
+        "{e}"
+    );
+    assert!(e.is_stuck());
+    // Two boots of at least 15 s each, and far from the 600 s bound.
+    assert!(
+        took >= Duration::from_secs(30) && took < Duration::from_secs(120),
+        "{took:?}"
+    );
+}
+
 /// Many CPUs: a traced `run` with one thread per CPU on 16 vCPUs and 2 nodes completes, every CPU measured
 /// and traced, the kernel's lost events counted.
 #[test]

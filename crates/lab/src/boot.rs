@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 /// How long a KVM boot may stay silent before the lab decides KVM does not run its guests.
 pub const KVM_TRIAL: Duration = Duration::from_secs(15);
 
-/// How long a TCG boot may take to start its init. On this 2-vCPU host init starts 3-31 s after QEMU (31 s: a
-/// 16-vCPU RT guest beside two CPU hogs); a CI run lost a 4-vCPU RT guest that went silent at 2.5 s and
-/// was only killed by the 240 s bound of its script.
+/// How long a TCG boot may take to start its init, by default ([`Guest::init_bound`]). On this 2-vCPU host
+/// init starts 3-31 s after QEMU (31 s: a 16-vCPU RT guest beside two CPU hogs); a CI run lost a 4-vCPU RT
+/// guest that went silent at 2.5 s and was only killed by the 240 s bound of its script.
 pub const INIT_BOUND: Duration = Duration::from_secs(120);
 
 /// The kernel's own words for a guest that is stuck: an RCU stall report or a soft lockup. A CI run saw a
@@ -83,7 +83,9 @@ pub struct Guest {
     pub files: Vec<(String, Vec<u8>)>,
     /// Bound on the whole boot, from QEMU's start to its exit.
     pub timeout: Duration,
-    /// Boots at most, when one gets stuck ([`LabError::is_stuck`]: no init within [`INIT_BOUND`], a stall its
+    /// Bound on the time from QEMU's start to init's first line ([`INIT_BOUND`] by default).
+    pub init_bound: Duration,
+    /// Boots at most, when one gets stuck ([`LabError::is_stuck`]: no init within `init_bound`, a stall its
     /// kernel reports, no power-off within the timeout): a TCG guest on a busy host now and then never
     /// reaches init or loses a wakeup for good. Each stuck boot is printed. 3 by default.
     pub boots: u32,
@@ -135,6 +137,7 @@ impl Guest {
             programs: Vec::new(),
             files: Vec::new(),
             timeout: Duration::from_secs(120),
+            init_bound: INIT_BOUND,
             boots: 3,
             clock_channel: false,
         }
@@ -335,7 +338,7 @@ impl Guest {
     }
 
     /// Start QEMU and wait for it to exit; give up (kill) when the guest's init has not printed its first
-    /// line within `trial` (a KVM trial) or [`INIT_BOUND`].
+    /// line within `trial` (a KVM trial) or the guest's `init_bound`.
     fn run_qemu(
         &self,
         work: &WorkDir,
@@ -406,7 +409,7 @@ impl Guest {
         start: Instant,
     ) -> Result<std::process::ExitStatus, LabError> {
         let deadline = start + self.timeout;
-        let init_bound = trial.unwrap_or(INIT_BOUND);
+        let init_bound = trial.unwrap_or(self.init_bound);
         let (mut init_seen, mut checked) = (false, start);
         Ok(loop {
             if let Some(s) = guard.try_wait() {
