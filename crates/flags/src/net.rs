@@ -98,6 +98,16 @@ pub struct TrafficArgs {
     pub load_cmd: Option<String>,
 }
 
+impl TrafficArgs {
+    /// What the session engine starts beside the measurement.
+    pub fn load_request(&self) -> rtgauge_session::load::LoadRequest {
+        rtgauge_session::load::LoadRequest {
+            spec: self.bg_load.clone(),
+            command: self.load_cmd.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct CpsArgs {
     #[command(flatten)]

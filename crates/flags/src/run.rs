@@ -315,10 +315,7 @@ fn plan_probe(
             if let net::NetCommand::Cps(net::CpsArgs { load: l, .. })
             | net::NetCommand::Throughput(net::ThroughputArgs { load: l, .. }) = &args.command
             {
-                load = LoadRequest {
-                    spec: l.bg_load.clone(),
-                    command: l.load_cmd.clone(),
-                };
+                load = l.load_request();
             }
             let plan = args.command.plan(root).with_context(|| what.to_string())?;
             ProbePlan::Net(Box::new(plan))

@@ -105,10 +105,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         sysctls: rtgauge_host::system::read_net_sysctls(&root),
     };
     let around = rtgauge_session::Around {
-        load: rtgauge_session::load::LoadRequest {
-            spec: a.bg_load.clone(),
-            command: a.load_cmd.clone(),
-        },
+        load: a.load_request(),
         ..rtgauge_session::Around::default()
     };
     let (results, _) = super::measure(&root, &stop, &probe, &around, &mut [])?;
