@@ -7,7 +7,8 @@
 //!   planned command line, `audit` (the isolation rules pass) and `run` (its threads on the planned CPUs);
 //! - root cause on PREEMPT_RT: an injected FIFO culprit and an interrupt storm (a threaded handler) named by
 //!   `cyclic --trace`, and the same culprit seen by `rtla timerlat`;
-//! - many CPUs: a traced `run` with one thread per CPU on a 16-vCPU, 2-node guest completes.
+//! - many CPUs: a traced `run` with one thread per CPU on a 16-vCPU, 2-node guest completes;
+//! - a guest stuck before init is killed at its init bound and booted again.
 //!
 //! Under TCG latencies mean nothing (a vCPU is a host thread on a shared 2-CPU machine); what is asserted is
 //! the kernel's behaviour. Every boot prints the clocksource it found (stderr). Needs no root on the host
@@ -42,8 +43,8 @@ fn guest(f: Flavour, topo: Topology, script: &str) -> Guest {
 /// Boot; the script must have run to its end with status 0. With `RTGAUGE_LAB_KEEP=DIR` the files handed
 /// back are also copied to DIR/<label> (they are removed with the `Boot` otherwise).
 fn boot(g: &Guest) -> Boot {
-    // A stuck boot (no init, a stall the guest's kernel reports, no power-off) is booted again by the lab,
-    // up to `Guest::boots` (3) boots; every other failure fails the test.
+    // A stuck boot (init never started, or a stall the guest's kernel reports) is booted again by the lab,
+    // up to `Guest::boots` (3) boots; every other failure, a timeout among them, fails the test.
     let b = g.boot().unwrap_or_else(|e| panic!("{}: {e}", g.label));
     if let Some(keep) = std::env::var_os("RTGAUGE_LAB_KEEP") {
         let base = std::path::Path::new(&keep).join(g.label.replace([' ', '×', ','], "_"));
@@ -300,17 +301,22 @@ rtgauge audit --format json --capture $OUT/tree > $OUT/audit.json
 rtgauge audit --no-sample > $OUT/audit.txt
 rtgauge run --profile /lab/profile.toml --no-sample --db /root/rtgauge.db --output $OUT/run.json > $OUT/run.txt 2>&1 &
 pid=$!
-# Snapshot once there is a measuring thread per planned RT CPU (a fixed 3 s once caught 10 of 12 under a
-# busy host; waiting for the count to hold for 1 s once outlasted the run), at most 20 s.
+# Snapshot once there is a measuring thread pinned to one CPU per planned RT CPU (a fixed 3 s once caught 10
+# of 12 under a busy host; waiting for the count to hold for 1 s once outlasted the run; a thread is named
+# before it pins itself), at most 20 s.
 n=0
 while [ $n -lt 200 ] && [ -d /proc/$pid ]; do
-  [ $(cat /proc/$pid/task/*/comm 2>/dev/null | grep -c '^rtgauge-cyc') -ge {want} ] && break
+  c=0
+  for t in /proc/$pid/task/*; do
+    grep -qs '^rtgauge-cyc' $t/comm && grep Cpus_allowed_list $t/status | cut -f2 | grep -qv '[,-]' && c=$((c+1))
+  done
+  [ $c -ge {want} ] && break
   usleep 100000; n=$((n+1))
 done
 for t in /proc/$pid/task/*; do echo \"$(cat $t/comm) $(cut -d' ' -f39 $t/stat) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done > $OUT/threads
 wait $pid; echo \"run exit $?\"
 ",
-        want = iso.iter().count()
+        want = iso.len()
     );
     let mut g = guest(Flavour::Rt, topo, &script);
     g.cmdline = cmdline.clone();
@@ -416,7 +422,7 @@ const CULPRIT: &str = r#"culprit() {
 # timerlat/1 stayed at the kernel's FIFO 95 through `rtla timerlat hist -P f:10` (chrt -p at 9.2, 11.6 and
 # 14.1 s), where no FIFO 50 burst can delay it and hist saw 4-9 ms, not the bursts.
 timerlat_prio() {
-  ( until grep -qs '^timerlat/' /proc/[0-9]*/task/[0-9]*/comm; do usleep 50000; done
+  ( n=0; until grep -qs '^timerlat/' /proc/[0-9]*/task/[0-9]*/comm || [ $n -ge 400 ]; do usleep 50000; n=$((n+1)); done
     for c in /proc/[0-9]*/task/[0-9]*/comm; do
       grep -qs '^timerlat/' $c && { t=${c%/comm}; chrt -f -p 10 ${t##*/}; }
     done ) &
@@ -579,7 +585,8 @@ fn spikes_and_rtla(script: &str) {
 /// guest that never reaches init, instead of waiting out the script's bound.
 #[test]
 fn a_guest_that_never_reaches_init_is_killed_and_booted_again() {
-    let mut g = guest(Flavour::Rt, Topology::flat(2), "true");
+    let mut g = Guest::new(kernel(Flavour::Rt), Topology::flat(2), "true");
+    g.accel = Some(rtgauge_lab::Accel::Tcg);
     g.files.push((
         "bin/stuck".into(),
         b"#!/bin/busybox sh\n/bin/busybox sleep 600\n".to_vec(),
