@@ -480,15 +480,7 @@ impl Folder {
                         ),
                         None => (comm, pid, prio_in.min(prev_prio)),
                     };
-                    if pid != 0 && !self.exclude.contains(&pid) {
-                        let policy = self.policy_of(pid, prio);
-                        out.push(Span {
-                            start_ns: since,
-                            end_ns: t,
-                            kind: CauseKind::Thread,
-                            name: thread_name(&comm, pid, prio, policy),
-                        });
-                    }
+                    out.extend(self.thread_span(&comm, pid, prio, since, t));
                 }
                 let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
                 let pid = num("next_pid=", 0);
@@ -514,19 +506,32 @@ impl Folder {
         *self.policies.entry(pid).or_insert_with(|| read(pid))
     }
 
-    /// The thread running now as a span up to `now` (for windows that end before its switch-out).
-    pub fn running_span(&mut self, now: u64) -> Option<Span> {
-        let (comm, pid, since, prio) = self.running.clone()?;
+    /// `pid` running from `start` to `end` as a thread span, named with its policy; none for the idle task
+    /// and the excluded threads.
+    fn thread_span(
+        &mut self,
+        comm: &str,
+        pid: i64,
+        prio: i64,
+        start: u64,
+        end: u64,
+    ) -> Option<Span> {
         if pid == 0 || self.exclude.contains(&pid) {
             return None;
         }
         let policy = self.policy_of(pid, prio);
         Some(Span {
-            start_ns: since,
-            end_ns: now,
+            start_ns: start,
+            end_ns: end,
             kind: CauseKind::Thread,
-            name: thread_name(&comm, pid, prio, policy),
+            name: thread_name(comm, pid, prio, policy),
         })
+    }
+
+    /// The thread running now as a span up to `now` (for windows that end before its switch-out).
+    pub fn running_span(&mut self, now: u64) -> Option<Span> {
+        let (comm, pid, since, prio) = self.running.clone()?;
+        self.thread_span(&comm, pid, prio, since, now)
     }
 }
 
