@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, export_json, row, rtgauge, rtgauge_std, spinner};
+use common::{assert_ok, busy_cpu, export_json, row, rtgauge, rtgauge_std, scratch, spinner};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -31,7 +31,6 @@ flags = "-m -p10 -i 1000 -h 200 -a 1 -t 1 --mainaffinity=0 -q"
 "#;
 
 struct Fixture {
-    _dir: tempfile::TempDir,
     db: String,
     dir: PathBuf,
 }
@@ -42,9 +41,9 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let _cpu = busy_cpu();
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runs.db").to_str().unwrap().to_string();
-        let profile = dir.path().join("tl.toml");
+        let dir = scratch("report-fixture");
+        let db = dir.join("runs.db").to_str().unwrap().to_string();
+        let profile = dir.join("tl.toml");
         std::fs::write(&profile, PROFILE).unwrap();
         let run = |label: &str| {
             let out = rtgauge_std()
@@ -64,11 +63,7 @@ fn fixture() -> &'static Fixture {
         );
         run("stalled");
         hog.join().unwrap();
-        Fixture {
-            dir: dir.path().to_path_buf(),
-            _dir: dir,
-            db,
-        }
+        Fixture { dir, db }
     })
 }
 

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, export_json, rtgauge, rtgauge_std};
+use common::{assert_ok, busy_cpu, export_json, rtgauge, rtgauge_std, scratch};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -29,7 +29,6 @@ flags = "-m -p10 -i 1000 -h 200 -a 0-1 -t 2 --mainaffinity=0 -q"
 "#;
 
 struct Fixture {
-    _dir: tempfile::TempDir,
     db: String,
     dir: PathBuf,
 }
@@ -40,9 +39,9 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let _cpu = busy_cpu();
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runs.db").to_str().unwrap().to_string();
-        let profile = dir.path().join("two.toml");
+        let dir = scratch("report-views-fixture");
+        let db = dir.join("runs.db").to_str().unwrap().to_string();
+        let profile = dir.join("two.toml");
         std::fs::write(&profile, PROFILE).unwrap();
         for label in [LABEL, "second"] {
             let out = rtgauge_std()
@@ -78,18 +77,14 @@ fn fixture() -> &'static Fixture {
             "observed": max,
             "outcome": "fail"
         }]);
-        let path = dir.path().join("64.json");
+        let path = dir.join("64.json");
         std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
         let out = rtgauge()
             .args(["import", path.to_str().unwrap(), "--db", &db])
             .output()
             .unwrap();
         assert_ok(&out);
-        Fixture {
-            dir: dir.path().to_path_buf(),
-            _dir: dir,
-            db,
-        }
+        Fixture { dir, db }
     })
 }
 

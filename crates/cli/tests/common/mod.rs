@@ -264,3 +264,16 @@ pub fn twice(what: &str, attempt: impl Fn(u32) + std::panic::RefUnwindSafe) {
         attempt(2);
     }
 }
+
+/// An empty folder `NAME` under cargo's scratch folder for integration tests (target/tmp), for a fixture
+/// held in a `static`: a static is never dropped, so a `TempDir` there would leave one folder in /tmp per
+/// run of the suite. This one is emptied at the start of each run instead, and stays within target/.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    match std::fs::remove_dir_all(&d) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("{}: {e}", d.display()),
+        _ => {}
+    }
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
