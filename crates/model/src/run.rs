@@ -247,6 +247,19 @@ impl RunStatus {
 const DERIVED_UUID_NAMESPACE: uuid::Uuid =
     uuid::Uuid::from_u128(0x5c0e_4a4f_9d2b_4c61_8f3e_27a1_b0d4_e915);
 
+/// How a run whose host gave no node name (an rt-tests text import says none) is shown, grouped and
+/// selected (`fleet`, `compare --host`).
+pub const UNKNOWN_HOST: &str = "(unknown host)";
+
+/// The host name shown for a run's node name: [`UNKNOWN_HOST`] when it is empty.
+pub fn host_name(nodename: &str) -> &str {
+    if nodename.trim().is_empty() {
+        UNKNOWN_HOST
+    } else {
+        nodename
+    }
+}
+
 /// A new random run id (UUID v4).
 pub fn new_uuid() -> String {
     uuid::Uuid::new_v4().to_string()

@@ -20,17 +20,7 @@ use rtgauge_model::verdict::{Metric, Outcome};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// How a run without a host name is shown and grouped.
-pub const UNKNOWN_HOST: &str = "(unknown host)";
-
-/// The host name `fleet` shows for a run's node name: [`UNKNOWN_HOST`] when it is empty.
-pub fn host_name(nodename: &str) -> &str {
-    if nodename.trim().is_empty() {
-        UNKNOWN_HOST
-    } else {
-        nodename
-    }
-}
+pub use rtgauge_model::run::{host_name, UNKNOWN_HOST};
 
 /// What `fleet` keeps the newest run of: (host as shown, profile, the probes of a run without a profile).
 /// `probes` is the comma-separated list of the run's probes (`cyclic,oslat`, as the store lists them).

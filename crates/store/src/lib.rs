@@ -21,6 +21,7 @@
 
 mod common;
 mod pg;
+pub mod select;
 mod sqlite;
 
 pub use pg::PgStore;

@@ -483,3 +483,103 @@ fn postgres_over_tls_verifies_the_server_certificate() {
     assert_eq!(ssl, 1, "the store's connection is the one encrypted");
     assert_eq!(s.list().unwrap()[0].label.as_deref(), Some("over-tls"));
 }
+
+/// `select`: what each selector stands for, and each refusal naming the run or selector at fault, on a
+/// store of: runs 1–3 labelled `a` (complete), runs 4–6 one `run --repeat 3` labelled `r` (the last
+/// interrupted), run 7 of a host that gave no name.
+#[test]
+fn selection_takes_sets_groups_hosts_and_repeats_and_names_what_it_refuses() {
+    use rtgauge_model::run::RepeatOf;
+    use rtgauge_store::select::{self, SelectError};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open_store(&dir.path().join("r.db")).unwrap();
+    let mut stored = |label: &str, status, repeat: Option<u32>, host: &str| {
+        let mut d = doc(label);
+        d.status = status;
+        d.system.nodename = host.into();
+        d.repeat = repeat.map(|index| RepeatOf {
+            group: "0b7a8f0e-7d2c-4c61-9d5e-2f8c4e6b1a90".into(),
+            index,
+            count: 3,
+        });
+        let id = s.insert(&d).unwrap();
+        s.update(id, &d).unwrap();
+        id
+    };
+    for _ in 0..3 {
+        stored("a", RunStatus::Complete, None, "h");
+    }
+    for i in 1..=3 {
+        let status = if i == 3 {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        };
+        stored("r", status, Some(i), "h");
+    }
+    let nameless = stored("a", RunStatus::Complete, None, "");
+    let ids = |sets: &[select::Stored]| -> Vec<Vec<i64>> {
+        sets.iter()
+            .map(|set| set.iter().map(|(id, _)| *id).collect())
+            .collect()
+    };
+    let cols = |s: &mut dyn RunStore, runs: &[&str], labels: &[&str], every| {
+        let runs: Vec<String> = runs.iter().map(|r| r.to_string()).collect();
+        let labels: Vec<String> = labels.iter().map(|r| r.to_string()).collect();
+        select::column_sets(s, &runs, &labels, every)
+    };
+
+    // A label stands for its newest run's group, without the interrupted run; --every for all its runs.
+    let sets = cols(s.as_mut(), &["r", "1,2"], &["a"], false).unwrap();
+    assert_eq!(ids(&sets), [vec![4, 5], vec![1, 2], vec![nameless]]);
+    let sets = cols(s.as_mut(), &[], &["a"], true).unwrap();
+    assert_eq!(ids(&sets), [vec![1, 2, 3, nameless]]);
+
+    fn refused<T: std::fmt::Debug>(r: Result<T, SelectError>) -> String {
+        r.unwrap_err().to_string()
+    }
+    assert_eq!(
+        refused(cols(s.as_mut(), &["1,,2", "3"], &[], false)),
+        "run set '1,,2': an empty entry (write runs as 1,2,3)"
+    );
+    assert!(refused(cols(s.as_mut(), &["1,1", "3"], &[], false)).contains("run 1 appears twice"));
+    assert!(
+        refused(cols(s.as_mut(), &["1,2", "2"], &[], false)).contains("run 2 is in two columns")
+    );
+    assert!(refused(cols(s.as_mut(), &["4,6", "1"], &[], false))
+        .contains("run 6 is interrupted; a set holds complete runs"));
+    assert_eq!(
+        refused(cols(s.as_mut(), &[], &["nosuch"], true)),
+        "--label nosuch: no complete stored run has this label"
+    );
+    let e = select::fetch(s.as_mut(), "99").unwrap_err();
+    assert_eq!(e.to_string(), "run 99");
+    assert!(matches!(
+        e,
+        SelectError::Run {
+            cause: StoreError::NotFound(_),
+            ..
+        }
+    ));
+
+    // --host: the latest run of each host, by the name fleet shows ("(unknown host)" for no name).
+    let hosts = ["h".to_string(), "(unknown host)".to_string()];
+    assert_eq!(
+        select::latest_of_hosts(s.as_mut(), &hosts).unwrap(),
+        [6, nameless]
+    );
+    assert_eq!(
+        refused(select::latest_of_hosts(s.as_mut(), &["zz".into()])),
+        "--host zz: no run of this host in the store"
+    );
+
+    // Repeats of a single run: the complete runs alike in label, profile, host and probes, under the same
+    // conditions, never a compared run; none for a set column.
+    let sets = cols(s.as_mut(), &["1", "4,5"], &[], false).unwrap();
+    let (loaded, found) = select::repeats(s.as_mut(), &sets, |_, _| true).unwrap();
+    assert_eq!(found, [Some(vec![2, 3]), None]);
+    assert_eq!(loaded.keys().copied().collect::<Vec<_>>(), [2, 3]);
+    let (loaded, found) = select::repeats(s.as_mut(), &sets, |_, _| false).unwrap();
+    assert_eq!(found, [Some(vec![]), None]);
+    assert!(loaded.is_empty());
+}

@@ -7,17 +7,14 @@ use rtgauge_flags::DbArg;
 use rtgauge_formats::import::{limit_warnings, AnyRtTests};
 use rtgauge_formats::Importer;
 use rtgauge_model::run::RunDocument;
-use rtgauge_store::{RunStore, Selector};
+use rtgauge_store::RunStore;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-/// The run `run` names (an id, a label, `latest`) and its document.
+/// The run `run` names (an id, a label, `latest`) and its document; the error as anyhow's, whose `{:#}`
+/// prints the store's cause after the selector.
 pub fn find_run(store: &mut dyn RunStore, run: &str) -> anyhow::Result<(i64, RunDocument)> {
-    let id = store
-        .find(&Selector::parse(run))
-        .with_context(|| format!("run {run}"))?;
-    let doc = store.get(id).with_context(|| format!("run {run}"))?;
-    Ok((id, doc))
+    Ok(rtgauge_store::select::fetch(store, run)?)
 }
 
 pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {

@@ -1,22 +1,17 @@
-//! `rtgauge compare`: the runs each column stands for, selected from the store (a run, a set `1,2,3`, a
-//! label with its `run --repeat` group or --every run, a host's latest), each single run's stored repeats,
-//! and the comparison of `rtgauge_report::compare` printed, as JSON or written as HTML.
+//! `rtgauge compare`: the runs each column stands for and each single run's stored repeats, selected by
+//! `rtgauge_store::select`; the comparison of `rtgauge_report::compare`, printed, as JSON or written as HTML.
 
 use anyhow::bail;
 use rtgauge_flags::report::CompareArgs;
 use rtgauge_model::run::RunDocument;
 use rtgauge_report::compare::{self, Options};
 use rtgauge_report::html;
+use rtgauge_store::select::{self, Loaded};
 use std::io::Write as _;
 use std::process::ExitCode;
 
-mod select;
-use select::{column_sets, repeats, with_hosts, Loaded};
-
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
-    // --host NAME: each host's latest run, appended to the positional runs as its id.
-    let a = &with_hosts(a)?;
-    let columns = a.runs.len() + a.labels.len();
+    let columns = a.runs.len() + a.hosts.len() + a.labels.len();
     if columns < 2 {
         bail!("compare needs at least two runs (RUN…, --label or --host), got {columns}");
     }
@@ -24,7 +19,11 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         bail!("--every needs --label LABEL: every run with that label forms one set");
     }
     let (mut store, _) = a.db.open_existing()?;
-    let sets = column_sets(a, store.as_mut())?;
+    // --host NAME: each host's latest run, after the positional runs and before the labels.
+    let mut runs = a.runs.clone();
+    let hosts = select::latest_of_hosts(store.as_mut(), &a.hosts)?;
+    runs.extend(hosts.iter().map(i64::to_string));
+    let sets = select::column_sets(store.as_mut(), &runs, &a.labels, a.every)?;
     let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();
     let refs: Vec<&RunDocument> = sets.iter().map(|s| &s[0].1).collect();
     let set_refs: Vec<Vec<&RunDocument>> = sets
@@ -39,7 +38,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     // Single runs are judged by how much runs of their platform differ: their stored repeats' spread, or
     // without any (or with --no-repeats) the one-run floors.
     let (loaded, found) = match a.no_repeats {
-        false => repeats(store.as_mut(), &sets)?,
+        false => select::repeats(store.as_mut(), &sets, compare::same_conditions)?,
         true => (Loaded::new(), Vec::new()),
     };
     let repeats: Vec<Option<compare::Repeats>> = sets
