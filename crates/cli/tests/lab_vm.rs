@@ -196,6 +196,8 @@ fn boot(noise_cpu: Option<usize>, dir: &Path) -> (Value, Value, Value, HostSide)
     let mut g = Guest::new(&kernel, Topology::flat(2), SCRIPT);
     g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
     g.clock_channel = true;
+    // The observer follows each vCPU as a host thread of its own.
+    g.vcpu_threads = true;
     g.timeout = Duration::from_secs(180);
     g.label = match noise_cpu {
         Some(c) => format!("rt 2 CPUs, host noise on host CPU {c}"),

@@ -50,7 +50,8 @@ const STALL_MARKS: [&str; 4] = [
 pub enum Accel {
     /// Hardware virtualisation.
     Kvm,
-    /// QEMU's binary translator (multi-threaded: one host thread per vCPU).
+    /// QEMU's binary translator (single-threaded, or one host thread per vCPU with
+    /// [`Guest::vcpu_threads`]).
     Tcg,
 }
 
@@ -98,6 +99,14 @@ pub struct Guest {
     pub accel: Option<Accel>,
     /// A fourth serial port, ttyS3 (IRQ 7), connected to a unix socket on the host ([`Running::channel`]).
     pub clock_channel: bool,
+    /// Under TCG, one host thread per vCPU (`tcg,thread=multi`), as under KVM: for a host side that must see
+    /// each vCPU as a thread of its own (`rtgauge vm observe`). Off by default: all vCPUs then run in turn
+    /// on one host thread (`tcg,thread=single`). Debian's QEMU 7.2 with a thread per vCPU now and then
+    /// loses the wakeup of a halted vCPU and the guest freezes for good, with no stall report: of six
+    /// 16-vCPU RT boots running `oslat` then a traced `cyclic`, four froze as the traced run began (the
+    /// console silent from then on, the script's own 5 s heartbeat too); single-threaded, four of four
+    /// completed (docs/lab.md).
+    pub vcpu_threads: bool,
 }
 
 /// A guest while QEMU runs it, as [`Guest::boot_with`] hands it over.
@@ -148,6 +157,7 @@ impl Guest {
             boots: 3,
             accel: None,
             clock_channel: false,
+            vcpu_threads: false,
         }
     }
 
@@ -303,7 +313,10 @@ impl Guest {
             Accel::Tcg => a.extend(
                 [
                     "-accel",
-                    "tcg,thread=multi",
+                    match self.vcpu_threads {
+                        true => "tcg,thread=multi",
+                        false => "tcg,thread=single",
+                    },
                     "-cpu",
                     "max,vendor=GenuineIntel",
                 ]

@@ -65,6 +65,10 @@ enum Cmd {
         /// once QEMU runs, one line on stderr says its pid, console and socket (bench/vm_observe_overhead).
         #[arg(long)]
         clock_channel: bool,
+        /// Under TCG, one host thread per vCPU (as `rtgauge vm observe` needs); by default one thread runs
+        /// every vCPU in turn (QEMU 7.2's per-vCPU threads now and then freeze a guest: docs/lab.md).
+        #[arg(long)]
+        vcpu_threads: bool,
     },
     /// Download and cache a kernel; print where it is.
     Fetch {
@@ -126,6 +130,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             timeout,
             memory,
             clock_channel,
+            vcpu_threads,
         } => {
             let k = Kernel::fetch(flavour(&kernel)?)?;
             let text = std::fs::read_to_string(&script)
@@ -139,6 +144,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 g.memory_mib = m;
             }
             g.clock_channel = clock_channel;
+            g.vcpu_threads = vcpu_threads;
             let boot = g.boot_with(&|r: &rtgauge_lab::Running| {
                 eprintln!(
                     "rtgauge-lab: running: qemu pid {} console {} channel {}",
