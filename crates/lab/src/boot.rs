@@ -102,10 +102,10 @@ pub struct Guest {
     /// Under TCG, one host thread per vCPU (`tcg,thread=multi`), as under KVM: for a host side that must see
     /// each vCPU as a thread of its own (`rtgauge vm observe`). Off by default: all vCPUs then run in turn
     /// on one host thread (`tcg,thread=single`). Debian's QEMU 7.2 with a thread per vCPU now and then
-    /// loses the wakeup of a halted vCPU and the guest freezes for good, with no stall report: of six
-    /// 16-vCPU RT boots running `oslat` then a traced `cyclic`, four froze as the traced run began (the
-    /// console silent from then on, the script's own 5 s heartbeat too); single-threaded, four of four
-    /// completed (docs/lab.md).
+    /// loses the wakeup of a halted vCPU, and the guest freezes or waits for good on a CPU that never
+    /// answers, with no stall report: of six 16-vCPU RT boots running `oslat` then a traced `cyclic`, the
+    /// traced run never ended in four (one froze outright, the script's 5 s console heartbeat with it);
+    /// single-threaded, four of four completed (docs/lab.md).
     pub vcpu_threads: bool,
 }
 
