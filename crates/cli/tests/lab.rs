@@ -10,8 +10,8 @@
 //! - many CPUs: a traced `run` with one thread per CPU on a 16-vCPU, 2-node guest completes;
 //! - a guest stuck before init is killed at its init bound and booted again.
 //!
-//! Under TCG latencies mean nothing (a vCPU is a host thread on a shared 2-CPU machine); what is asserted is
-//! the kernel's behaviour. Every boot prints the clocksource it found (stderr). Needs no root on the host
+//! Under TCG latencies mean nothing (the vCPUs take turns on one host thread of a shared 2-CPU machine);
+//! what is asserted is the kernel's behaviour. Every boot prints the clocksource it found (stderr). Needs no root on the host
 //! (QEMU runs unprivileged); the guests run everything as root.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
@@ -45,10 +45,10 @@ fn guest(f: Flavour, topo: Topology, script: &str) -> Guest {
 fn boot(g: &Guest) -> Boot {
     // A stuck boot (init never started, or a stall the guest's kernel reports) is booted again by the lab,
     // up to `Guest::boots` (3) boots. A script that ran past the timeout is booted again here, up to three
-    // boots: the 16-vCPU traced run finished in 21-35 s of guest time in some runs and not within 240 s in
-    // others (init reached, no stall report, twice in a row in one full-suite run), and stuck boots come in
-    // runs (three 16-vCPU boots in a row stopped before init, the next two ran). Every other failure, and a
-    // third timeout, fails the test.
+    // boots: with a host thread per vCPU (the lab's TCG until 2026-11-27) the 16-vCPU traced run finished
+    // in 21-35 s of guest time in some runs and never in others, and stuck boots came in runs (docs/lab.md:
+    // multi-threaded TCG); single-threaded, none has been seen, and the retry stays as a safety net. Every
+    // other failure, and a third timeout, fails the test.
     let mut boots = 1;
     let b = loop {
         match g.boot() {
@@ -319,17 +319,20 @@ rtgauge run --profile /lab/profile.toml --no-sample --db /root/rtgauge.db --outp
 pid=$!
 # Snapshot once there is a measuring thread pinned to one CPU per planned RT CPU (a fixed 3 s once caught 10
 # of 12 under a busy host; waiting for the count to hold for 1 s once outlasted the run; a thread is named
-# before it pins itself), at most 20 s.
+# before it pins itself), at most 20 s. The snapshot is the pass that counted them: a second pass after it
+# once came as the run ended and found a measuring thread gone.
 n=0
 while [ $n -lt 200 ] && [ -d /proc/$pid ]; do
   c=0
+  : > $OUT/threads
   for t in /proc/$pid/task/*; do
-    grep -qs '^rtgauge-cyc' $t/comm && grep Cpus_allowed_list $t/status | cut -f2 | grep -qv '[,-]' && c=$((c+1))
+    comm=$(cat $t/comm); allowed=$(grep Cpus_allowed_list $t/status | cut -f2)
+    echo \"$comm $(cut -d' ' -f39 $t/stat) $allowed\" >> $OUT/threads
+    case $comm in rtgauge-cyc*) case $allowed in ''|*[,-]*) ;; *) c=$((c+1)) ;; esac ;; esac
   done
   [ $c -ge {want} ] && break
   usleep 100000; n=$((n+1))
 done
-for t in /proc/$pid/task/*; do echo \"$(cat $t/comm) $(cut -d' ' -f39 $t/stat) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done > $OUT/threads
 wait $pid; echo \"run exit $?\"
 ",
         want = iso.len()
@@ -652,7 +655,9 @@ fn a_traced_run_on_16_cpus_completes() {
     let mut g = guest(Flavour::Rt, Topology::new(2, 4, 2, 2).unwrap(), script);
     g.files
         .push(("lab/profile.toml".into(), profile.as_bytes().to_vec()));
-    g.timeout = Duration::from_secs(240);
+    // Single-threaded TCG runs the 16 vCPUs in turn: a 3 s traced cyclic on 16 CPUs took up to 125 s of
+    // guest time in the single-threaded boots of docs/lab.md ("The reported stall").
+    g.timeout = Duration::from_secs(360);
     let b = boot(&g);
     let run = json(&b, "run.json");
     let p = &run["probes"][0];

@@ -9,7 +9,8 @@
 //! guest's timeout and kills it otherwise; a guest stuck below its script (init silent past
 //! [`Guest::init_bound`], or a stall its kernel reports) is killed at once and booted again, up to
 //! [`Guest::boots`] boots. [`Guest::boot_with`] runs a function on the host while QEMU runs
-//! (its vCPU threads are named `CPU n/TCG` or `CPU n/KVM`: `debug-threads=on`).
+//! (with [`Guest::vcpu_threads`] or KVM its vCPU threads are named `CPU n/TCG` or `CPU n/KVM`:
+//! `debug-threads=on`; single-threaded TCG runs them all in one thread, `ALL CPUs/TCG`).
 //!
 //! Acceleration: KVM where it runs these guests, TCG otherwise. The first boot after the host boots tries
 //! KVM and falls back to TCG when the guest's init has not spoken within [`KVM_TRIAL`]; the verdict is kept in
@@ -101,9 +102,9 @@ pub struct Guest {
     pub clock_channel: bool,
     /// Under TCG, one host thread per vCPU (`tcg,thread=multi`), as under KVM: for a host side that must see
     /// each vCPU as a thread of its own (`rtgauge vm observe`). Off by default: all vCPUs then run in turn
-    /// on one host thread (`tcg,thread=single`). Debian's QEMU 7.2 with a thread per vCPU now and then
-    /// loses the wakeup of a halted vCPU, and the guest freezes or waits for good on a CPU that never
-    /// answers, with no stall report: of six 16-vCPU RT boots running `oslat` then a traced `cyclic`, the
+    /// on one host thread (`tcg,thread=single`). With a thread per vCPU, Debian's QEMU 7.2 now and then
+    /// left a guest stuck for good with no stall report (likely a wakeup lost on its way to a halted vCPU;
+    /// not traced to QEMU's source): of six 16-vCPU RT boots running `oslat` then a traced `cyclic`, the
     /// traced run never ended in four (one froze outright, the script's 5 s console heartbeat with it);
     /// single-threaded, four of four completed (docs/lab.md).
     pub vcpu_threads: bool,
@@ -295,7 +296,8 @@ impl Guest {
         let w = |n: &str| work.path().join(n).display().to_string();
         let mut a: Vec<String> = vec![
             "-name".into(),
-            // debug-threads: the vCPU threads are named `CPU n/TCG` (`CPU n/KVM`), as libvirt's guests' are.
+            // debug-threads: the vCPU threads are named `CPU n/TCG` (`CPU n/KVM`), as libvirt's guests' are
+            // (`ALL CPUs/TCG` for the one thread of single-threaded TCG).
             "rtgauge-lab,process=rtgauge-lab,debug-threads=on".into(),
             "-nodefaults".into(),
             "-no-user-config".into(),

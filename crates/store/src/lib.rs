@@ -2,7 +2,8 @@
 //! few indexed columns for listing and selection. Every view is rendered from what is stored.
 //!
 //! Two backends implement [`RunStore`]: SQLite (one file, the default on a host) and PostgreSQL (a central
-//! store a fleet pushes to). [`open_store`] picks one from `--db` / `RTGAUGE_DB`.
+//! store a fleet pushes to). [`open_store`] picks one from `--db` / `RTGAUGE_DB`. [`select`] says which
+//! stored runs a selector, a comparison's column or a host stands for.
 //!
 //! Invariants:
 //! - the schema is versioned (SQLite: `PRAGMA user_version`; PostgreSQL: the `schema_version` table; the

@@ -82,8 +82,9 @@ pub fn fetch(store: &mut dyn RunStore, selector: &str) -> Result<(i64, RunDocume
 
 /// One set of (id, document) per column, in order: first each of `runs` (a selector, or a set `1,2,3`; a
 /// label alone stands for its newest run with that run's `run --repeat` group), then each of `labels` (its
-/// newest run with its group, or with `every` every complete run of the label). Refused: a run twice in
-/// one set, a run in two columns of which one is a set, and a set holding a run that did not complete.
+/// newest run with its group, or with `every` every complete run of the label). Refused, besides a selector
+/// that names no run: an empty entry in a set, `every` with a label no complete run has, a run twice in one
+/// set, a run in two columns of which one is a set, and a set holding a run that did not complete.
 pub fn column_sets(
     store: &mut dyn RunStore,
     runs: &[String],

@@ -518,6 +518,19 @@ fn selection_takes_sets_groups_hosts_and_repeats_and_names_what_it_refuses() {
         stored("r", status, Some(i), "h");
     }
     let nameless = stored("a", RunStatus::Complete, None, "");
+    // Label r again, from another group: not a repeat of runs 4–6.
+    let mut other = doc("r");
+    other.status = RunStatus::Complete;
+    other.system.nodename = "h".into();
+    other.repeat = Some(RepeatOf {
+        group: "5d3c1b2a-0e9f-4a8b-b7c6-d5e4f3a2b1c0".into(),
+        index: 1,
+        count: 2,
+    });
+    let other_group = s.insert(&other).unwrap();
+    s.update(other_group, &other).unwrap();
+    // The newest run labelled r (other_group) stands for its own group only.
+    assert_eq!(select::fetch(s.as_mut(), "r").unwrap().0, other_group);
     let ids = |sets: &[select::Stored]| -> Vec<Vec<i64>> {
         sets.iter()
             .map(|set| set.iter().map(|(id, _)| *id).collect())
@@ -529,11 +542,26 @@ fn selection_takes_sets_groups_hosts_and_repeats_and_names_what_it_refuses() {
         select::column_sets(s, &runs, &labels, every)
     };
 
-    // A label stands for its newest run's group, without the interrupted run; --every for all its runs.
-    let sets = cols(s.as_mut(), &["r", "1,2"], &["a"], false).unwrap();
-    assert_eq!(ids(&sets), [vec![4, 5], vec![1, 2], vec![nameless]]);
-    let sets = cols(s.as_mut(), &[], &["a"], true).unwrap();
-    assert_eq!(ids(&sets), [vec![1, 2, 3, nameless]]);
+    // A label stands for its newest run's group (another group's runs and the interrupted run left out);
+    // --every for all its complete runs.
+    let sets = cols(s.as_mut(), &["6", "1,2"], &["a"], false).unwrap();
+    assert_eq!(ids(&sets), [vec![6], vec![1, 2], vec![nameless]]);
+    let sets = cols(s.as_mut(), &["r", "4,5"], &[], false).unwrap();
+    assert_eq!(ids(&sets), [vec![other_group], vec![4, 5]]);
+    let sets = cols(s.as_mut(), &[], &["a", "r"], true).unwrap();
+    assert_eq!(
+        ids(&sets),
+        [vec![1, 2, 3, nameless], vec![4, 5, other_group]]
+    );
+    // The interrupted run's group, by its label alone: its complete runs.
+    s.delete(other_group).unwrap();
+    let sets = cols(s.as_mut(), &["r", "1"], &[], false).unwrap();
+    assert_eq!(ids(&sets), [vec![4, 5], vec![1]]);
+    // A single run against itself reads exactly 1: allowed.
+    assert_eq!(
+        ids(&cols(s.as_mut(), &["1", "1"], &[], false).unwrap()),
+        [vec![1], vec![1]]
+    );
 
     fn refused<T: std::fmt::Debug>(r: Result<T, SelectError>) -> String {
         r.unwrap_err().to_string()
@@ -554,6 +582,12 @@ fn selection_takes_sets_groups_hosts_and_repeats_and_names_what_it_refuses() {
     );
     let e = select::fetch(s.as_mut(), "99").unwrap_err();
     assert_eq!(e.to_string(), "run 99");
+    let cause = std::error::Error::source(&e).map(ToString::to_string);
+    assert_eq!(
+        cause.as_deref(),
+        Some("run 99 not found"),
+        "the CLI prints the cause after the selector"
+    );
     assert!(matches!(
         e,
         SelectError::Run {
@@ -574,7 +608,7 @@ fn selection_takes_sets_groups_hosts_and_repeats_and_names_what_it_refuses() {
     );
 
     // Repeats of a single run: the complete runs alike in label, profile, host and probes, under the same
-    // conditions, never a compared run; none for a set column.
+    // conditions, never a compared run; none for a set column, nothing at all when every column is a set.
     let sets = cols(s.as_mut(), &["1", "4,5"], &[], false).unwrap();
     let (loaded, found) = select::repeats(s.as_mut(), &sets, |_, _| true).unwrap();
     assert_eq!(found, [Some(vec![2, 3]), None]);
@@ -582,4 +616,16 @@ fn selection_takes_sets_groups_hosts_and_repeats_and_names_what_it_refuses() {
     let (loaded, found) = select::repeats(s.as_mut(), &sets, |_, _| false).unwrap();
     assert_eq!(found, [Some(vec![]), None]);
     assert!(loaded.is_empty());
+    let sets = cols(s.as_mut(), &["1", "2"], &[], false).unwrap();
+    let (_, found) = select::repeats(s.as_mut(), &sets, |_, _| true).unwrap();
+    assert_eq!(
+        found,
+        [Some(vec![3]), Some(vec![3])],
+        "a compared run repeats neither"
+    );
+    let sets = cols(s.as_mut(), &["1,2", "4,5"], &[], false).unwrap();
+    assert_eq!(
+        select::repeats(s.as_mut(), &sets, |_, _| true).unwrap().1,
+        []
+    );
 }

@@ -265,11 +265,24 @@ pub fn twice(what: &str, attempt: impl Fn(u32) + std::panic::RefUnwindSafe) {
     }
 }
 
-/// An empty folder `NAME` under cargo's scratch folder for integration tests (target/tmp), for a fixture
+/// An empty folder `NAME-PID` under cargo's scratch folder for integration tests (target/tmp), for a fixture
 /// held in a `static`: a static is never dropped, so a `TempDir` there would leave one folder in /tmp per
-/// run of the suite. This one is emptied at the start of each run instead, and stays within target/.
+/// run of the suite. This one stays within target/, and the `NAME-*` folders of processes gone (earlier
+/// runs) are removed first; a run beside this one (the same test binary started twice) keeps its own.
 pub fn scratch(name: &str) -> std::path::PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(base).unwrap();
+    let prefix = format!("{name}-");
+    for e in std::fs::read_dir(base).unwrap().flatten() {
+        let file = e.file_name();
+        let pid = file.to_str().and_then(|f| f.strip_prefix(&prefix));
+        if let Some(pid) = pid.filter(|p| p.parse::<u32>().is_ok()) {
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let d = base.join(format!("{name}-{}", std::process::id()));
     match std::fs::remove_dir_all(&d) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("{}: {e}", d.display()),
         _ => {}
