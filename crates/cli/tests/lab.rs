@@ -11,8 +11,8 @@
 //! - a guest stuck before init is killed at its init bound and booted again.
 //!
 //! Under TCG latencies mean nothing (the vCPUs take turns on one host thread of a shared 2-CPU machine);
-//! what is asserted is the kernel's behaviour. Every boot prints the clocksource it found (stderr). Needs no root on the host
-//! (QEMU runs unprivileged); the guests run everything as root.
+//! what is asserted is the kernel's behaviour. Every boot prints the clocksource it found (stderr). Needs no
+//! root on the host (QEMU runs unprivileged); the guests run everything as root.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
