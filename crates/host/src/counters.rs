@@ -8,7 +8,7 @@
 use crate::accounting::{parse_stat_times, CpuTicks};
 use crate::parse::parse_counter_table;
 use crate::root::HostRoot;
-use rtgauge_model::attribution::{merge_pairs, IntervalCounters, MAX_INTERVALS, TOP_SOURCES};
+use rtgauge_model::attribution::{IntervalCounters, MAX_INTERVALS, TOP_SOURCES};
 use rtgauge_model::CpuSet;
 use std::collections::BTreeMap;
 
@@ -212,6 +212,46 @@ impl Sampler {
     }
 }
 
+/// Sum two named-counter lists, largest first, at most `keep`.
+fn add_named(a: &[(String, u64)], b: &[(String, u64)], keep: usize) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = a.to_vec();
+    for (n, c) in b {
+        match out.iter_mut().find(|(m, _)| m == n) {
+            Some(x) => x.1 += c,
+            None => out.push((n.clone(), *c)),
+        }
+    }
+    out.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    out.truncate(keep);
+    out
+}
+
+/// Merge each CPU's adjacent intervals pairwise (`counters` in time order, CPUs interleaved).
+fn merge_pairs(counters: &mut Vec<IntervalCounters>) {
+    let mut out: Vec<IntervalCounters> = Vec::with_capacity(counters.len() / 2 + 1);
+    let mut open: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    for c in counters.drain(..) {
+        match open.remove(&c.cpu) {
+            Some(i) => {
+                let a = &mut out[i];
+                a.len_ns = (c.start_ns + c.len_ns).saturating_sub(a.start_ns);
+                a.irqs = add_named(&a.irqs, &c.irqs, TOP_SOURCES);
+                a.softirqs = add_named(&a.softirqs, &c.softirqs, usize::MAX);
+                a.sched_calls = a.sched_calls.zip(c.sched_calls).map(|(x, y)| x + y);
+                a.irq_ns += c.irq_ns;
+                a.softirq_ns += c.softirq_ns;
+                a.steal_ns += c.steal_ns;
+                a.run_delay_ns = a.run_delay_ns.zip(c.run_delay_ns).map(|(x, y)| x + y);
+            }
+            None => {
+                open.insert(c.cpu, out.len());
+                out.push(c);
+            }
+        }
+    }
+    *counters = out;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +338,32 @@ mod tests {
             let _ = parse_schedstat(&s);
             let _ = counts(&s, &s, &s, &s);
         }
+    }
+
+    #[test]
+    fn intervals_merge_pairwise_per_cpu() {
+        let iv = |cpu, start_ns: u64, loc: u64| IntervalCounters {
+            cpu,
+            start_ns,
+            len_ns: 1_000,
+            irqs: vec![("LOC".into(), loc)],
+            steal_ns: 1,
+            ..IntervalCounters::default()
+        };
+        let mut v = vec![
+            iv(0, 0, 1),
+            iv(1, 0, 10),
+            iv(0, 1_000, 2),
+            iv(1, 1_000, 20),
+            iv(0, 2_000, 4),
+        ];
+        merge_pairs(&mut v);
+        assert_eq!(v.len(), 3);
+        assert_eq!(
+            (v[0].cpu, v[0].len_ns, v[0].irqs[0].1, v[0].steal_ns),
+            (0, 2_000, 3, 2)
+        );
+        assert_eq!((v[1].cpu, v[1].irqs[0].1), (1, 30));
+        assert_eq!((v[2].start_ns, v[2].len_ns), (2_000, 1_000));
     }
 }

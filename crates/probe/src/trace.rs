@@ -12,7 +12,7 @@
 //!
 //! The events are folded into [`Span`]s as they arrive (entry/exit pairs, sched_switch → running thread),
 //! kept for a rolling window plus any range [`TraceSession::pin`]ned, and broken down per spike with
-//! [`rtgauge_model::attribution::breakdown`].
+//! `rtgauge_analysis::episodes::breakdown`.
 //!
 //! Cleanup: dropping the session turns tracing off and removes the instance (and unmounts tracefs if it
 //! was mounted here). A killed run leaves its instance (and its tracefs mount) behind;
@@ -890,7 +890,7 @@ impl Drop for TraceSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtgauge_model::attribution::breakdown;
+    use rtgauge_analysis::episodes::breakdown;
 
     const LINES: &str = "\
             bash-6488    [001] d..2.  4718.530003: sched_switch: prev_comm=bash prev_pid=6488 prev_prio=120 prev_state=R ==> next_comm=rtg culprit next_pid=77 next_prio=4

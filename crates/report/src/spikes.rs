@@ -53,7 +53,7 @@ pub fn worst_intervals<'a>(
         .iter()
         .filter_map(|(cpu, tl)| {
             let worst = tl.iter().max_by_key(|e| e.max_ns)?;
-            let v = why.explain_interval(*cpu, worst.start_ns, worst.max_ns)?;
+            let v = rtgauge_analysis::interval::explain_interval(why, *cpu, worst.start_ns, worst.max_ns)?;
             Some((*cpu, worst, v.sentence()))
         })
         .collect()
@@ -138,7 +138,7 @@ pub fn spike_line(e: &Episode) -> String {
         e.cpu,
         e.start_mono_ns as f64 / 1e9,
         e.worst() as f64 / 1e3,
-        e.sentence()
+        rtgauge_analysis::episodes::sentence(e)
     )
 }
 
@@ -253,7 +253,7 @@ pub fn html(probe: &ProbeResult) -> maud::Markup {
                 tr { th { "CPU" } th { "at s (CLOCK_MONOTONIC)" } th { "worst µs" } th { "late samples" } th { "causes" } th { "share" } }
                 @for b in why.episodes.iter().take(50) {
                     tr { td { (b.cpu) } td.n { (format!("{:.3}", b.start_mono_ns as f64 / 1e9)) } td.n { (format!("{:.1}", b.worst() as f64 / 1e3)) }
-                         td.n { (b.samples) } td { (b.sentence()) } td { (bar(b)) } }
+                         td.n { (b.samples) } td { (rtgauge_analysis::episodes::sentence(b)) } td { (bar(b)) } }
                 }
             }
         }

@@ -54,7 +54,7 @@ pub fn render_record(r: &HostRecord) -> String {
             "not traced (no kvm tracepoints: TCG, or KVM not loaded)"
         }
     );
-    let totals = r.totals();
+    let totals = rtgauge_analysis::vm_join::host_totals(r);
     let _ = writeln!(
         s,
         "  what the host took from the vCPUs ({} intervals{}):",
@@ -87,10 +87,9 @@ pub fn render_record(r: &HostRecord) -> String {
         let _ = writeln!(s, "  VM exits: {}", parts.join(", "));
     }
     match &r.clock {
-        Some(c) => match c.best() {
+        Some(c) => match rtgauge_analysis::vm_join::best_sample(c) {
             Some(b) => {
-                let drift = c
-                    .drift_ppm()
+                let drift = rtgauge_analysis::vm_join::drift_ppm(c)
                     .map_or(String::new(), |d| format!(", drift {d:+.1} ppm"));
                 let _ = writeln!(
                     s,
@@ -159,7 +158,7 @@ pub fn join_line(why: &Why) -> Option<String> {
 /// "host: vCPU 1 off its CPU: … for 19.8 ms; …" for a joined episode.
 pub fn episode_line(e: &Episode) -> Option<String> {
     let h = e.host.as_ref()?;
-    Some(format!("host: {}", h.sentence(e.window_ns)))
+    Some(format!("host: {}", rtgauge_analysis::vm_join::episode_host_sentence(h, e.window_ns)))
 }
 
 /// Colour of a host kind in the timelines.
@@ -257,7 +256,7 @@ pub fn html(why: &Why) -> maud::Markup {
         }
         @for e in &joined {
             h4 { (format!("CPU {} at {:.3} s, {:.1} µs", e.cpu, e.start_mono_ns as f64 / 1e9, e.worst() as f64 / 1e3)) }
-            p { (e.sentence()) }
+            p { (rtgauge_analysis::episodes::sentence(e)) }
             @if let Some(l) = episode_line(e) { p { (l) } }
             (timeline(e))
         }

@@ -10,9 +10,11 @@
 
 use rtgauge_host::counters::Sampler;
 use rtgauge_host::HostRoot;
+use rtgauge_analysis::episodes::{
+    breakdown, rule_threshold, Candidate, EpisodeTracker, Late, Retain, RULE,
+};
 use rtgauge_model::attribution::{
-    breakdown, rule_threshold, BreakTrace, Episode, EpisodeThreshold, EpisodeTracker, Late, Retain,
-    TraceInfo, Why, BREAK_TRACE_NS, MAX_EPISODES, RULE,
+    BreakTrace, Episode, EpisodeThreshold, TraceInfo, Why, BREAK_TRACE_NS, MAX_EPISODES,
 };
 use rtgauge_model::cyclic::{CyclicResult, Spike};
 use rtgauge_model::latency::LatencyStats;
@@ -285,7 +287,7 @@ impl WhyRun {
 fn explain(
     why: &mut Why,
     d: &TraceData,
-    (candidates, total): (Vec<rtgauge_model::attribution::Candidate>, u64),
+    (candidates, total): (Vec<Candidate>, u64),
     thr: EpisodeThreshold,
 ) {
     let mut not_retained = 0;
@@ -495,7 +497,7 @@ fn attribute(d: &TraceData, cpu: u32, thread: u32, start: u64, end: u64) -> Opti
         worst_ns: end.saturating_sub(start),
         causes: breakdown(start, end, spans),
         steal_ns: 0,
-        gaps: rtgauge_model::vm::uncovered(start, end, spans),
+        gaps: rtgauge_analysis::vm_join::uncovered(start, end, spans),
         host: None,
     })
 }

@@ -1,5 +1,5 @@
 //! `rtgauge vm observe | clock-serve | join`: glue from the flags to `rtgauge_session::vm` (the host
-//! observer through the session engine, the guest's clock responder) and `rtgauge_model::vm::join`, and to
+//! observer through the session engine, the guest's clock responder) and `rtgauge_analysis::vm_join::join`, and to
 //! the views (`rtgauge_report::vm`). Inputs are checked before anything is traced: a bad pid, domain,
 //! channel or output directory is one line and exit 2.
 
@@ -169,7 +169,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     for p in &mut doc.probes {
         let why = match p {
             ProbeResult::Cyclic(c) => {
-                if !rtgauge_model::vm::ensure_episodes(c) {
+                if !rtgauge_analysis::vm_join::ensure_episodes(c) {
                     continue;
                 }
                 c.why.as_mut()
@@ -178,7 +178,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
             _ => None,
         };
         if let Some(w) = why {
-            rtgauge_model::vm::join(w, &record);
+            rtgauge_analysis::vm_join::join(w, &record);
             joined += 1;
         }
     }

@@ -24,10 +24,11 @@
 //! covers), spans kept per CPU only while a vCPU waits there (at most [`MAX_SPANS_PER_CPU`]). The trace is the
 //! probe crate's private tracefs instance with its cleanup (drop, and the next start after a kill -9).
 
+use rtgauge_analysis::vm_join::{host_kind_of_span, host_layer, layered};
 use rtgauge_model::attribution::CauseKind;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::vm::{
-    layered, ExitTotal, HostInterval, HostKind, HostRecord, HostTraceInfo, ObserverCost, VmIdent,
+    ExitTotal, HostInterval, HostKind, HostRecord, HostTraceInfo, ObserverCost, VmIdent,
     HOST_RECORD_KIND, HOST_SCHEMA_VERSION,
 };
 use rtgauge_model::CpuSet;
@@ -307,7 +308,7 @@ impl Recorder {
                 });
                 if let Some((index, since)) = running {
                     let name = self.intern(&s.name);
-                    let kind = HostKind::of_span(s.kind);
+                    let kind = host_kind_of_span(s.kind);
                     self.push(index, cpu, s.start_ns.max(since), s.end_ns, kind, name);
                 }
             }
@@ -318,7 +319,7 @@ impl Recorder {
             q.push_back((
                 s.start_ns,
                 s.end_ns,
-                HostKind::of_span(s.kind),
+                host_kind_of_span(s.kind),
                 s.name.into_boxed_str(),
             ));
         }
@@ -475,7 +476,7 @@ impl Recorder {
         let mut around: Vec<Around> = vec![(a, b, 0, (HostKind::Waiting, "".into()))];
         if let Some(q) = self.spans.get(&cpu) {
             for (x, y, k, n) in q.iter().filter(|s| s.1 > a && s.0 < b) {
-                around.push((*x, *y, k.layer(), (*k, n.clone())));
+                around.push((*x, *y, host_layer(*k), (*k, n.clone())));
             }
         }
         if let Some(s) = self.folders.get_mut(&cpu).and_then(|f| f.running_span(b)) {
@@ -1149,7 +1150,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            rtgauge_model::vm::host_cause_name(HostKind::WakerDelayed, got[1].3, 1, 1),
+            rtgauge_analysis::vm_join::host_cause_name(HostKind::WakerDelayed, got[1].3, 1, 1),
             "vCPU 1 asleep, its waker qemu-system-x86/42 waited while rtg-noise/77 FIFO 50 ran on host CPU 1"
         );
     }

@@ -1,0 +1,17 @@
+//! Analysis: what a run's data means, computed from the data alone — pure arithmetic on the run document
+//! and its parts, no I/O, no measurement, no rendering of pages.
+//!
+//! - [`episodes`]: late samples grouped into spike episodes, an episode's window broken down over the
+//!   trace's spans, the threshold rule for which are explained;
+//! - [`interval`]: the always-on counters' verdict on one interval against the CPU's typical one;
+//! - [`vm_join`]: a guest's episodes joined with its host's record over their shared clock.
+//!
+//! Callers: the session's "why" observer and the trace reader (episodes, breakdowns), `rtgauge vm join`,
+//! and the views.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod episodes;
+pub mod interval;
+pub mod vm_join;
