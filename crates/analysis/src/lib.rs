@@ -4,14 +4,17 @@
 //! - [`episodes`]: late samples grouped into spike episodes, an episode's window broken down over the
 //!   trace's spans, the threshold rule for which are explained;
 //! - [`interval`]: the always-on counters' verdict on one interval against the CPU's typical one;
-//! - [`vm_join`]: a guest's episodes joined with its host's record over their shared clock.
+//! - [`vm_join`]: a guest's episodes joined with its host's record over their shared clock;
+//! - [`compare`]: the comparison of runs — every shared measure's ratio to the baseline with its interval
+//!   (window bootstrap, order statistics, sets, stored repeats, one-run floors) and its verdict.
 //!
 //! Callers: the session's "why" observer and the trace reader (episodes, breakdowns), `rtgauge vm join`,
-//! and the views.
+//! `rtgauge compare` and the views.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod episodes;
 pub mod interval;
 pub mod vm_join;

@@ -12,6 +12,7 @@
 //! it are `rtgauge_vmhost`.
 
 use rtgauge_model::attribution::{Cause, CauseKind, Episode, Span, Why};
+use rtgauge_model::kind::KindData;
 use rtgauge_model::vm::{
     ClockSample, ClockSync, EpisodeHost, HostCause, HostInterval, HostJoin, HostKind, HostRecord,
     HostSegment, HostVerdict, OnHost, MAX_GAPS, MAX_SEGMENTS,
@@ -65,7 +66,11 @@ pub fn host_cause_name(kind: HostKind, name: &str, vcpu: u32, cpu: u32) -> Strin
 /// The vCPU threads' sleep is left out (mostly the guest idling: see [`HostRecord::asleep_ns`]).
 pub fn host_totals(record: &HostRecord) -> Vec<HostCause> {
     let mut out: Vec<HostCause> = Vec::new();
-    for i in record.intervals.iter().filter(|i| i.kind != HostKind::Asleep) {
+    for i in record
+        .intervals
+        .iter()
+        .filter(|i| i.kind != HostKind::Asleep)
+    {
         let name = host_cause_name(i.kind, record.name(i), i.vcpu, i.cpu);
         let ns = i.end_ns.saturating_sub(i.start_ns);
         match out.iter_mut().find(|c| c.kind == i.kind && c.name == name) {
@@ -559,26 +564,28 @@ fn join_episode(e: &Episode, record: &HostRecord) -> EpisodeHost {
     h
 }
 
-/// Give a cyclic result measured without `--trace` episodes from its late samples, so the host can explain
-/// them; `false` when it has neither.
-pub fn ensure_episodes(c: &mut rtgauge_model::cyclic::CyclicResult) -> bool {
-    if c.why.as_ref().is_some_and(|w| w.trace.is_some()) {
-        return true;
+/// The "why" of a guest's result to join with the host: its traced episodes as they are, or (a result
+/// measured without `--trace` that kept its late samples, `--spike`) episodes made from those, wholly
+/// unattributed from the guest's side; `None` when it has neither.
+pub fn joinable_why(p: &mut dyn KindData) -> Option<&mut Why> {
+    if p.why().is_some_and(|w| w.trace.is_some()) {
+        return p.why_slot()?.as_mut();
     }
-    let Some(thr) = c.config.spike_threshold_ns.filter(|_| !c.spikes.is_empty()) else {
-        return false;
-    };
-    let cpus = c.config.cpus.clone();
-    let (episodes, total) =
-        episodes_from_spikes(&c.spikes, |t| cpus.get(t as usize).copied().flatten(), thr);
-    let why = c.why.get_or_insert_with(Default::default);
+    let late = p.late_samples()?;
+    let thr = late.threshold_ns.filter(|_| !late.spikes.is_empty())?;
+    let (episodes, total) = episodes_from_spikes(
+        late.spikes,
+        |t| late.cpus.get(t as usize).copied().flatten(),
+        thr,
+    );
+    let why = p.why_slot()?.get_or_insert_with(Default::default);
     why.episodes = episodes;
     why.episodes_total = total;
     why.threshold = Some(rtgauge_model::attribution::EpisodeThreshold {
         ns: thr,
         rule: "--spike (the guest was not traced: its late samples only)".into(),
     });
-    true
+    Some(why)
 }
 
 /// A guest run measured without `--trace` (a VMware guest, or to keep the probe undisturbed): its late
@@ -898,8 +905,7 @@ mod tests {
             .ns;
         assert_eq!(left, 500_000);
         assert!(
-            crate::episodes::sentence(j)
-                .starts_with("94 % host vCPU 1 off its CPU: rtg-noise/77"),
+            crate::episodes::sentence(j).starts_with("94 % host vCPU 1 off its CPU: rtg-noise/77"),
             "{}",
             crate::episodes::sentence(j)
         );
@@ -935,8 +941,7 @@ mod tests {
         assert_eq!(h.verdict, HostVerdict::Joined);
         assert!(h.causes.is_empty());
         assert_eq!(j.causes, vec![unattributed(20_000_000)]);
-        assert!(episode_host_sentence(h, j.window_ns)
-            .contains("the host did nothing to vCPU 0"));
+        assert!(episode_host_sentence(h, j.window_ns).contains("the host did nothing to vCPU 0"));
         // A stall on vCPU 1 a second later: nothing either.
         let mut why = Why {
             episodes: vec![episode(
@@ -965,8 +970,7 @@ mod tests {
         let j = &why.episodes[0];
         assert_eq!(j.host.as_ref().unwrap().verdict, HostVerdict::BoundTooWide);
         assert_eq!(j.causes, vec![unattributed(80_000)], "nothing guessed");
-        assert!(episode_host_sentence(j.host.as_ref().unwrap(), 80_000)
-            .contains("wider than this"));
+        assert!(episode_host_sentence(j.host.as_ref().unwrap(), 80_000).contains("wider than this"));
         // Before the observation; no vCPU 7; no clock.
         for (cpu, start, rec, want) in [
             (1, 5_100_000_000, r.clone(), HostVerdict::NotCovered),

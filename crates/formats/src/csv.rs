@@ -2,7 +2,7 @@
 //! deadlines, overflows — for spreadsheets.
 
 use crate::{ExportError, Exporter};
-use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::run::RunDocument;
 
 /// `export --format csv`.
 #[derive(Debug, Clone, Copy)]
@@ -51,55 +51,10 @@ pub fn render_csv(document: &RunDocument) -> String {
             over.map_or(String::new(), |o| o.to_string())
         ));
     };
+    let facts = document.facts();
     for p in &document.probes {
-        match p {
-            ProbeResult::Cyclic(c) => {
-                for t in &c.threads {
-                    row(
-                        &mut s,
-                        "cyclic",
-                        t.index,
-                        t.conditions.cpu.achieved,
-                        &t.latency,
-                        document
-                            .missed_deadlines_known()
-                            .then_some(t.missed_deadlines),
-                        t.linear.as_ref().map(|l| l.overflows),
-                    );
-                }
-            }
-            ProbeResult::Oslat(o) => {
-                for t in &o.threads {
-                    // Gaps above 20 µs (native runs' highest threshold), empty where an import's
-                    // buckets do not tell.
-                    let over = t
-                        .over_thresholds
-                        .iter()
-                        .find(|x| x.threshold_ns == 20_000)
-                        .map(|x| x.count);
-                    row(
-                        &mut s,
-                        "oslat",
-                        t.index,
-                        Some(t.cpu),
-                        &t.gaps,
-                        Some(0),
-                        over,
-                    );
-                }
-            }
-            // One row per net result: the transaction-time distribution, failed attempts as "missed".
-            ProbeResult::Net(n) => row(
-                &mut s,
-                &n.key_prefix(),
-                0,
-                None,
-                &n.total,
-                Some(n.errors.total()),
-                None,
-            ),
-            // Not per-thread latency distributions: their figures leave through `measures()`.
-            ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {}
+        for r in p.export_rows(&facts) {
+            row(&mut s, &r.probe, r.index, r.cpu, r.stats, r.missed, r.over);
         }
     }
     s

@@ -576,17 +576,18 @@ pub fn render_rt_tests(document: &RunDocument) -> Result<Value, crate::ExportErr
         return_code: 0,
         system: &document.system,
     };
-    let cyclic = document.probes.iter().find_map(|p| match p {
-        ProbeResult::Cyclic(c) => Some(c),
-        _ => None,
-    });
+    // rt-tests formats exist for these two kinds only.
+    let cyclic = document
+        .probes
+        .iter()
+        .find_map(ProbeResult::downcast_ref::<CyclicResult>);
     if let Some(c) = cyclic {
         return Ok(render_cyclictest_json(c, &env));
     }
-    let oslat = document.probes.iter().find_map(|p| match p {
-        ProbeResult::Oslat(o) => Some(o),
-        _ => None,
-    });
+    let oslat = document
+        .probes
+        .iter()
+        .find_map(ProbeResult::downcast_ref::<OslatResult>);
     match oslat {
         Some(o) => Ok(render_oslat_json(o, &env)),
         None => Err(crate::ExportError::NoRtTestsResult),

@@ -299,7 +299,12 @@ mod tests {
             ..IntervalCounters::default()
         };
         let w = Why {
-            counters: vec![iv(0, 0, 2_000), iv(1, 0, 2_000), iv(0, 2_000, 1_000), iv(1, 5_000, 0)],
+            counters: vec![
+                iv(0, 0, 2_000),
+                iv(1, 0, 2_000),
+                iv(0, 2_000, 1_000),
+                iv(1, 5_000, 0),
+            ],
             ..Why::default()
         };
         assert_eq!(w.interval(1, 1_000).map(|c| c.start_ns), Some(0));

@@ -1,7 +1,14 @@
 //! Result of the timer wake-up latency probe (`rtgauge cyclic`, cyclictest's measurement).
 
+use crate::accounting::Accounting;
+use crate::attribution::Why;
+use crate::kind::{ExportRow, LatThread, LateSamples, ProbeKind, RunFacts};
+pub use crate::kind::{Spike, StopReason};
 use crate::latency::{LatencyStats, TimelineEntry};
+use crate::load::LoadResult;
+use crate::measure::{latency_measures, Better, Measure, MeasureUnit};
 use crate::rt::{ProcessConditions, SchedPolicy, ThreadConditions};
+use crate::verdict::Metric;
 use serde::{Deserialize, Serialize};
 
 /// How the probe was configured (after defaults and cyclictest's rules were applied).
@@ -48,20 +55,6 @@ impl CyclicConfig {
     }
 }
 
-/// Why the probe ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The requested duration (`-D`) elapsed.
-    Duration,
-    /// Every thread completed its cycles (`-l`).
-    Loops,
-    /// SIGINT or SIGTERM ended it.
-    Signal,
-    /// A sample crossed the break threshold (`-b`).
-    Break,
-}
-
 /// The rt-tests-compatible linear histogram of one thread (`-h`): buckets of `unit_ns`, the overflow count and
 /// the cycle numbers of the first overflows, exactly as cyclictest keeps them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,22 +67,6 @@ pub struct LinearHistogram {
     pub overflows: u64,
     /// Cycle numbers of the first `buckets.len()` overflows (cyclictest's list).
     pub overflow_cycles: Vec<u64>,
-}
-
-/// A sample above the spike threshold (`--spike`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Spike {
-    /// Index of the thread that saw the spike.
-    pub thread: u32,
-    /// Cycle number of the spike within its thread, from 0.
-    pub cycle: u64,
-    /// The spike's latency, ns.
-    pub latency_ns: u64,
-    /// CLOCK_MONOTONIC time of the wake-up, ns.
-    pub monotonic_ns: u64,
-    /// The CPU the thread woke on, where the thread was not pinned (a pinned thread's is in the config).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<u32>,
 }
 
 /// Live figures of one thread, readable while the probe runs.
@@ -266,5 +243,172 @@ impl CyclicResult {
             .map(|t| t.samples_at_or_above(thr))
             .sum();
         Some((thr, n))
+    }
+}
+
+impl crate::kind::KindData for CyclicResult {
+    fn kind(&self) -> ProbeKind {
+        ProbeKind::Cyclic
+    }
+
+    fn measures(&self) -> Vec<Measure> {
+        latency_measures(
+            "cyclic",
+            "timer latency",
+            self.threads.iter().map(|t| &t.latency),
+        )
+        .into_iter()
+        .chain([Measure::new(
+            "cyclic.missed",
+            "missed deadlines",
+            MeasureUnit::Count,
+            self.threads.iter().map(|t| t.missed_deadlines).sum::<u64>() as f64,
+            Better::Lower,
+        )])
+        .chain(self.overflows().map(|(thr, n)| {
+            Measure::new(
+                "cyclic.overflows",
+                if thr % 1000 == 0 {
+                    format!("samples ≥ {} µs (overflows)", thr / 1000)
+                } else {
+                    // A -N histogram's range is in ns (`-N -H 50`: 50 ns, not "0 µs").
+                    format!("samples ≥ {thr} ns (overflows)")
+                },
+                MeasureUnit::Count,
+                n as f64,
+                Better::Lower,
+            )
+        }))
+        .collect()
+    }
+
+    fn comparable_measures(&self, facts: &RunFacts) -> Vec<Measure> {
+        let mut m = self.measures();
+        // An imported cyclictest result did not count its missed deadlines: no figure to compare.
+        if !facts.missed_deadlines_known {
+            m.retain(|m| m.key != "cyclic.missed");
+        }
+        m
+    }
+
+    fn load(&self) -> Option<&LoadResult> {
+        self.load.as_ref()
+    }
+
+    fn set_load(&mut self, load: Option<LoadResult>) {
+        self.load = load;
+    }
+
+    fn accounting(&self) -> Option<&Accounting> {
+        self.accounting.as_ref()
+    }
+
+    fn set_accounting(&mut self, accounting: Accounting) {
+        self.accounting = Some(accounting);
+    }
+
+    fn stop_reason(&self) -> Option<StopReason> {
+        Some(self.stop_reason)
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        self.elapsed_ns
+    }
+
+    fn process_conditions(&self) -> Option<&ProcessConditions> {
+        Some(&self.conditions)
+    }
+
+    fn settings_json(&self) -> String {
+        serde_json::to_string(&self.config).unwrap_or_default()
+    }
+
+    fn settings_line(&self) -> Option<String> {
+        let cpus: Vec<String> = self
+            .config
+            .cpus
+            .iter()
+            .map(|x| x.map_or("any".into(), |c| c.to_string()))
+            .collect();
+        Some(format!(
+            "cyclic CPUs {}, interval {} µs, priority {}, {}",
+            cpus.join(","),
+            self.config.interval_ns / 1000,
+            self.config.priority,
+            self.config
+                .duration_ns
+                .map_or("no duration".into(), |ns| format!("{} s", ns as f64 / 1e9))
+        ))
+    }
+
+    fn why(&self) -> Option<&Why> {
+        self.why.as_ref()
+    }
+
+    fn why_slot(&mut self) -> Option<&mut Option<Why>> {
+        Some(&mut self.why)
+    }
+
+    fn late_samples(&self) -> Option<LateSamples<'_>> {
+        Some(LateSamples {
+            spikes: &self.spikes,
+            threshold_ns: self.config.spike_threshold_ns,
+            cpus: &self.config.cpus,
+        })
+    }
+
+    fn latency_threads(&self) -> Vec<LatThread<'_>> {
+        self.threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| LatThread {
+                index: t.index,
+                cpu: t.conditions.cpu.achieved,
+                planned_cpu: self.config.cpus.get(i).copied().flatten(),
+                stats: &t.latency,
+                windows: &t.windows,
+                timeline: &t.timeline,
+                conditions: &t.conditions,
+            })
+            .collect()
+    }
+
+    fn overflow_threshold_ns(&self) -> Option<u64> {
+        self.config.overflow_threshold_ns()
+    }
+
+    fn gate_values(&self, metric: Metric) -> Vec<u64> {
+        self.threads
+            .iter()
+            .filter_map(|t| match metric {
+                Metric::CyclicMaxNs => Some(t.latency.max_ns),
+                Metric::CyclicMissed => Some(t.missed_deadlines),
+                Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
+                    Some(t.samples_at_or_above(threshold_ns))
+                }
+                Metric::OslatMaxNs => None,
+            })
+            .collect()
+    }
+
+    fn limit_warnings(&self) -> Vec<String> {
+        self.threads
+            .iter()
+            .flat_map(|t| t.latency.beyond_warning(&format!("thread {}", t.index)))
+            .collect()
+    }
+
+    fn export_rows(&self, facts: &RunFacts) -> Vec<ExportRow<'_>> {
+        self.threads
+            .iter()
+            .map(|t| ExportRow {
+                probe: "cyclic".into(),
+                index: t.index,
+                cpu: t.conditions.cpu.achieved,
+                stats: &t.latency,
+                missed: facts.missed_deadlines_known.then_some(t.missed_deadlines),
+                over: t.linear.as_ref().map(|l| l.overflows),
+            })
+            .collect()
     }
 }

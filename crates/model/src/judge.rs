@@ -3,45 +3,25 @@
 //! because the run document holds verdicts: the plain types stay a leaf module, and only this one needs to
 //! see the whole run.
 
-use crate::run::{ProbeResult, RunDocument};
+use crate::run::RunDocument;
 use crate::verdict::{Gate, GateVerdict, Metric, Outcome};
 
 impl Metric {
-    /// The metric's value in a run, `None` if the run has no probe that measures it.
+    /// The metric's value in a run, `None` if the run has no probe that measures it: the largest of its
+    /// values for a maximum, their sum for a count.
     pub fn observe(self, document: &RunDocument) -> Option<u64> {
-        let cyclic = document.probes.iter().filter_map(|p| match p {
-            ProbeResult::Cyclic(c) => Some(c),
-            _ => None,
-        });
-        let oslat = document.probes.iter().filter_map(|p| match p {
-            ProbeResult::Oslat(o) => Some(o),
-            _ => None,
-        });
-        match self {
-            Metric::CyclicMaxNs => cyclic
-                .flat_map(|c| c.threads.iter().map(|t| t.latency.max_ns))
-                .max(),
-            Metric::CyclicMissed => {
-                let v: Vec<u64> = cyclic
-                    .flat_map(|c| c.threads.iter().map(|t| t.missed_deadlines))
-                    .collect();
-                (!v.is_empty()).then(|| v.iter().sum())
-            }
-            Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
-                let mut any = false;
-                let mut n = 0;
-                for c in cyclic {
-                    for t in &c.threads {
-                        any = true;
-                        n += t.samples_at_or_above(threshold_ns);
-                    }
-                }
-                any.then_some(n)
-            }
-            Metric::OslatMaxNs => oslat
-                .flat_map(|o| o.threads.iter().map(|t| t.gaps.max_ns))
-                .max(),
+        let values: Vec<u64> = document
+            .probes
+            .iter()
+            .flat_map(|p| p.gate_values(self))
+            .collect();
+        if values.is_empty() {
+            return None;
         }
+        Some(match self {
+            Metric::CyclicMaxNs | Metric::OslatMaxNs => values.into_iter().max().unwrap_or(0),
+            Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => values.iter().sum(),
+        })
     }
 }
 

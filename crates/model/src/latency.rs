@@ -70,6 +70,18 @@ pub struct LatencyStats {
 }
 
 impl LatencyStats {
+    /// The whole distribution as sparse buckets (empty if its histogram does not decode).
+    pub fn sparse(&self) -> Sparse {
+        self.hdr.decode().map(|h| sparse(&h)).unwrap_or_default()
+    }
+
+    /// The warning for an imported histogram whose limit lost samples ([`limit_warning`]), `what` naming
+    /// the thread; `None` for a distribution that recorded every value.
+    pub fn beyond_warning(&self, what: &str) -> Option<String> {
+        let b = self.beyond?;
+        limit_warning(what, self, b.limit_ns, b.count)
+    }
+
     /// Build the summary from exact side counters and the histogram.
     pub fn from_parts(
         histogram: &Histogram,

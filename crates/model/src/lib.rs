@@ -19,6 +19,7 @@ pub mod cyclic;
 pub mod error;
 pub mod fingerprint;
 pub mod judge;
+pub mod kind;
 pub mod latency;
 pub mod load;
 pub mod measure;

@@ -187,10 +187,14 @@ pub fn find_steps(
     steps
 }
 
-impl MemResult {
+impl crate::kind::KindData for MemResult {
+    fn kind(&self) -> crate::kind::ProbeKind {
+        crate::kind::ProbeKind::Mem
+    }
+
     /// `mem.latency.<size>` (ns per load, minimum, repetitions as replicates), `mem.bw.<kind>`,
     /// `mem.numa.<cpu node>.<mem node>.latency` and `.bw`.
-    pub fn measures(&self) -> Vec<crate::measure::Measure> {
+    fn measures(&self) -> Vec<crate::measure::Measure> {
         use crate::measure::{Better, Measure, MeasureUnit};
         let mut out = Vec::new();
         for p in &self.latency {
@@ -242,6 +246,18 @@ impl MemResult {
             ));
         }
         out
+    }
+
+    fn load(&self) -> Option<&crate::load::LoadResult> {
+        self.load.as_ref()
+    }
+
+    fn set_load(&mut self, load: Option<crate::load::LoadResult>) {
+        self.load = load;
+    }
+
+    fn settings_json(&self) -> String {
+        serde_json::to_string(&self.config).unwrap_or_default()
     }
 }
 

@@ -211,10 +211,16 @@ impl NetResult {
         let full = (self.elapsed_ns / 1_000_000_000) as usize;
         &self.per_second[..full.min(self.per_second.len())]
     }
+}
+
+impl crate::kind::KindData for NetResult {
+    fn kind(&self) -> crate::kind::ProbeKind {
+        crate::kind::ProbeKind::Net
+    }
 
     /// The comparable figures: rate (with per-second replicates), bit rate for throughput, errors, and
     /// the latency distributions.
-    pub fn measures(&self) -> Vec<Measure> {
+    fn measures(&self) -> Vec<Measure> {
         let p = self.key_prefix();
         let what = match self.config.mode {
             NetMode::Cps => "connections",
@@ -265,11 +271,40 @@ impl NetResult {
         ));
         out
     }
+
+    fn load(&self) -> Option<&crate::load::LoadResult> {
+        self.load.as_ref()
+    }
+
+    fn set_load(&mut self, load: Option<crate::load::LoadResult>) {
+        self.load = load;
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        self.elapsed_ns
+    }
+
+    fn settings_json(&self) -> String {
+        serde_json::to_string(&self.config).unwrap_or_default()
+    }
+
+    fn export_rows(&self, _facts: &crate::kind::RunFacts) -> Vec<crate::kind::ExportRow<'_>> {
+        // One row: the transaction-time distribution, failed attempts as "missed".
+        vec![crate::kind::ExportRow {
+            probe: self.key_prefix(),
+            index: 0,
+            cpu: None,
+            stats: &self.total,
+            missed: Some(self.errors.total()),
+            over: None,
+        }]
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::KindData;
     use crate::latency::{new_histogram, LatencyStats};
 
     fn stats(v: &[u64]) -> LatencyStats {

@@ -151,10 +151,16 @@ impl NumaResult {
             });
         (l + o > 0).then(|| l as f64 * 100.0 / (l + o) as f64)
     }
+}
+
+impl crate::kind::KindData for NumaResult {
+    fn kind(&self) -> crate::kind::ProbeKind {
+        crate::kind::ProbeKind::Numa
+    }
 
     /// `numa.alloc_local_pct`, `numa.resident_local_pct` (all listed processes, weighted by bytes), and
     /// `numa.pid.<comm>.local_pct` is left out on purpose: PIDs differ between runs.
-    pub fn measures(&self) -> Vec<crate::measure::Measure> {
+    fn measures(&self) -> Vec<crate::measure::Measure> {
         use crate::measure::{Better, Measure, MeasureUnit};
         let mut out = Vec::new();
         if let Some(p) = self.local_alloc_pct() {
@@ -194,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_numa_result_round_trips_inside_a_run_document_probe() {
-        let r = crate::run::ProbeResult::Numa(NumaResult {
+        let r = crate::run::ProbeResult::from(NumaResult {
             nodes: vec![],
             processes: vec![Locality {
                 pid: 1,

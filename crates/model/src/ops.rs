@@ -86,9 +86,13 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-impl OpsResult {
+impl crate::kind::KindData for OpsResult {
+    fn kind(&self) -> crate::kind::ProbeKind {
+        crate::kind::ProbeKind::Ops
+    }
+
     /// `ops.<op>.p50` (median, with every sample as a replicate), `ops.<op>.p99`, `ops.<op>.max`.
-    pub fn measures(&self) -> Vec<crate::measure::Measure> {
+    fn measures(&self) -> Vec<crate::measure::Measure> {
         use crate::measure::{Better, Measure, MeasureUnit};
         let mut out = Vec::new();
         for o in &self.ops {
@@ -119,6 +123,18 @@ impl OpsResult {
             ));
         }
         out
+    }
+
+    fn load(&self) -> Option<&crate::load::LoadResult> {
+        self.load.as_ref()
+    }
+
+    fn set_load(&mut self, load: Option<crate::load::LoadResult>) {
+        self.load = load;
+    }
+
+    fn settings_json(&self) -> String {
+        serde_json::to_string(&self.config).unwrap_or_default()
     }
 }
 

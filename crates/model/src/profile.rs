@@ -24,6 +24,7 @@
 //! Placeholders in flags: `{cpus}` the measured CPUs (the isolated set, or every online CPU), `{cpu}` one
 //! measured CPU (the last), `{housekeeping}` a CPU outside the measured set (or the first online CPU).
 
+pub use crate::kind::ProbeKind;
 use crate::units::parse_duration;
 use crate::verdict::{Gate, Metric};
 use crate::Nanos;
@@ -38,24 +39,6 @@ pub struct ProbeSpec {
     /// The probe's flags, as its verb reads them. The duration is not among them: the run hands the
     /// profile's (or `--duration`'s) to the probe as a duration.
     pub flags: String,
-}
-
-/// The probes a profile can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProbeKind {
-    /// The timer wake-up latency probe (`rtgauge cyclic` flags).
-    Cyclic,
-    /// The busy-loop OS-noise probe (`rtgauge oslat` flags).
-    Oslat,
-    /// `rtgauge net` flags: `cps …` or `throughput …`.
-    Net,
-    /// The OS-primitive latency probe (`rtgauge ops` flags).
-    Ops,
-    /// The memory latency and bandwidth probe (`rtgauge mem` flags).
-    Mem,
-    /// The NUMA locality probe (`rtgauge numa` flags).
-    Numa,
 }
 
 /// A gate as written in a profile.

@@ -4,6 +4,7 @@
 use crate::audit::AuditReport;
 use crate::cyclic::CyclicResult;
 use crate::fingerprint::Fingerprint;
+use crate::kind::{KindData, ProbeKind, RunFacts};
 use crate::oslat::OslatResult;
 use crate::verdict::GateVerdict;
 use crate::CpuSet;
@@ -41,7 +42,8 @@ pub struct SystemInfo {
     pub clocksource: Option<String>,
 }
 
-/// One probe's result, tagged by probe kind.
+/// One probe's result, tagged by probe kind. Reached through its kind's [`KindData`] (this type derefs to
+/// it); a kind's own verb takes its typed result back with [`ProbeResult::downcast`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "probe", rename_all = "snake_case")]
 pub enum ProbeResult {
@@ -101,6 +103,13 @@ impl RunDocument {
             .imported_from
             .as_ref()
             .is_some_and(|i| i.format.starts_with("cyclictest"))
+    }
+
+    /// What the document knows about its results that no result holds.
+    pub fn facts(&self) -> RunFacts {
+        RunFacts {
+            missed_deadlines_known: self.missed_deadlines_known(),
+        }
     }
 }
 
@@ -233,7 +242,7 @@ impl RunStatus {
     pub fn of_probes(probes: &[ProbeResult], all_ran: bool) -> RunStatus {
         let signalled = probes
             .iter()
-            .any(|p| p.stop_reason() == Some(crate::cyclic::StopReason::Signal));
+            .any(|p| p.stop_reason() == Some(crate::kind::StopReason::Signal));
         if all_ran && !signalled {
             RunStatus::Complete
         } else {
@@ -302,121 +311,119 @@ impl RunDocument {
     }
 }
 
+/// A result type of one kind: the downcast its own verb uses to get the typed result back from a
+/// [`ProbeResult`]. Implemented for each kind by the `kinds!` list below, nowhere else.
+pub trait Kind: KindData + Sized + Into<ProbeResult> {
+    /// The kind.
+    const KIND: ProbeKind;
+    /// The result, if `p` is of this kind.
+    fn from_ref(p: &ProbeResult) -> Option<&Self>;
+    /// The result, if `p` is of this kind.
+    fn from_mut(p: &mut ProbeResult) -> Option<&mut Self>;
+    /// The result, or `p` back when it is of another kind.
+    fn from_owned(p: ProbeResult) -> Result<Self, ProbeResult>;
+}
+
+/// The one list of probe kinds: each variant of [`ProbeResult`] with its result type. It gives the result
+/// its place in [`ProbeResult`] (`From`, the [`Kind`] downcast) and [`ProbeResult`] its dispatch to the
+/// kind's [`KindData`] — the only `match` on the variants.
+macro_rules! kinds {
+    ($($variant:ident => $ty:ty),* $(,)?) => {
+        impl ProbeResult {
+            /// The result as its kind's [`KindData`].
+            pub fn as_dyn(&self) -> &(dyn KindData + 'static) {
+                match self {
+                    $(ProbeResult::$variant(r) => r,)*
+                }
+            }
+
+            /// The result as its kind's [`KindData`], to fill in.
+            pub fn as_dyn_mut(&mut self) -> &mut (dyn KindData + 'static) {
+                match self {
+                    $(ProbeResult::$variant(r) => r,)*
+                }
+            }
+        }
+
+        $(
+            impl From<$ty> for ProbeResult {
+                fn from(r: $ty) -> ProbeResult {
+                    ProbeResult::$variant(r)
+                }
+            }
+
+            impl Kind for $ty {
+                const KIND: ProbeKind = ProbeKind::$variant;
+
+                fn from_ref(p: &ProbeResult) -> Option<&Self> {
+                    match p {
+                        ProbeResult::$variant(r) => Some(r),
+                        _ => None,
+                    }
+                }
+
+                fn from_mut(p: &mut ProbeResult) -> Option<&mut Self> {
+                    match p {
+                        ProbeResult::$variant(r) => Some(r),
+                        _ => None,
+                    }
+                }
+
+                fn from_owned(p: ProbeResult) -> Result<Self, ProbeResult> {
+                    match p {
+                        ProbeResult::$variant(r) => Ok(r),
+                        other => Err(other),
+                    }
+                }
+            }
+        )*
+    };
+}
+
+kinds! {
+    Cyclic => CyclicResult,
+    Oslat => OslatResult,
+    Net => crate::net::NetResult,
+    Ops => crate::ops::OpsResult,
+    Mem => crate::mem::MemResult,
+    Numa => crate::numa::NumaResult,
+}
+
+/// A result is its kind's [`KindData`]: `probe.measures()`, `probe.why()`, `probe.set_load(…)` reach the
+/// kind's own answer.
+impl std::ops::Deref for ProbeResult {
+    type Target = dyn KindData;
+
+    fn deref(&self) -> &Self::Target {
+        self.as_dyn()
+    }
+}
+
+impl std::ops::DerefMut for ProbeResult {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.as_dyn_mut()
+    }
+}
+
 impl ProbeResult {
     /// The probe's name, as the verbs and the store's probe list spell it (`cyclic`, `oslat`, …).
     pub fn name(&self) -> &'static str {
-        match self {
-            ProbeResult::Cyclic(_) => "cyclic",
-            ProbeResult::Oslat(_) => "oslat",
-            ProbeResult::Net(_) => "net",
-            ProbeResult::Ops(_) => "ops",
-            ProbeResult::Mem(_) => "mem",
-            ProbeResult::Numa(_) => "numa",
-        }
+        self.kind().as_str()
     }
 
-    /// The "why" of a latency probe (counters, trace, episodes); `None` for the others or without one.
-    pub fn why(&self) -> Option<&crate::attribution::Why> {
-        match self {
-            ProbeResult::Cyclic(c) => c.why.as_ref(),
-            ProbeResult::Oslat(o) => o.why.as_ref(),
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => None,
-        }
+    /// The result of kind `T`, if it is one (a kind's own verb taking its typed result back).
+    pub fn downcast_ref<T: Kind>(&self) -> Option<&T> {
+        T::from_ref(self)
     }
 
-    /// Record the load that ran beside the probe (the NUMA locality probe, never loaded, keeps none).
-    pub fn set_load(&mut self, load: Option<crate::load::LoadResult>) {
-        match self {
-            ProbeResult::Cyclic(c) => c.load = load,
-            ProbeResult::Oslat(o) => o.load = load,
-            ProbeResult::Net(n) => n.load = load,
-            ProbeResult::Ops(o) => o.load = load,
-            ProbeResult::Mem(m) => m.load = load,
-            ProbeResult::Numa(_) => {}
-        }
+    /// The result of kind `T`, if it is one.
+    pub fn downcast_mut<T: Kind>(&mut self) -> Option<&mut T> {
+        T::from_mut(self)
     }
 
-    /// Record what the system did while the latency probes measured (the others keep no accounting).
-    pub fn set_accounting(&mut self, a: crate::accounting::Accounting) {
-        match self {
-            ProbeResult::Cyclic(c) => c.accounting = Some(a),
-            ProbeResult::Oslat(o) => o.accounting = Some(a),
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => {}
-        }
-    }
-
-    /// The load generated while the probe measured, as achieved; `None` for an idle run and for the NUMA
-    /// locality probe (which observes other processes and is never loaded).
-    pub fn load(&self) -> Option<&crate::load::LoadResult> {
-        match self {
-            ProbeResult::Cyclic(c) => c.load.as_ref(),
-            ProbeResult::Oslat(o) => o.load.as_ref(),
-            ProbeResult::Net(n) => n.load.as_ref(),
-            ProbeResult::Ops(o) => o.load.as_ref(),
-            ProbeResult::Mem(m) => m.load.as_ref(),
-            ProbeResult::Numa(_) => None,
-        }
-    }
-
-    /// Why a timed probe (timer latency, OS noise) ended; `None` for the others.
-    pub fn stop_reason(&self) -> Option<crate::cyclic::StopReason> {
-        match self {
-            ProbeResult::Cyclic(c) => Some(c.stop_reason),
-            ProbeResult::Oslat(o) => Some(o.stop_reason),
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => None,
-        }
-    }
-
-    /// The probe's comparable figures (see [`crate::measure`]).
-    pub fn measures(&self) -> Vec<crate::measure::Measure> {
-        match self {
-            ProbeResult::Cyclic(c) => crate::measure::latency_measures(
-                "cyclic",
-                "timer latency",
-                c.threads.iter().map(|t| &t.latency),
-            )
-            .into_iter()
-            .chain([crate::measure::Measure::new(
-                "cyclic.missed",
-                "missed deadlines",
-                crate::measure::MeasureUnit::Count,
-                c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>() as f64,
-                crate::measure::Better::Lower,
-            )])
-            .chain(c.overflows().map(|(thr, n)| {
-                crate::measure::Measure::new(
-                    "cyclic.overflows",
-                    if thr % 1000 == 0 {
-                        format!("samples ≥ {} µs (overflows)", thr / 1000)
-                    } else {
-                        // A -N histogram's range is in ns (`-N -H 50`: 50 ns, not "0 µs").
-                        format!("samples ≥ {thr} ns (overflows)")
-                    },
-                    crate::measure::MeasureUnit::Count,
-                    n as f64,
-                    crate::measure::Better::Lower,
-                )
-            }))
-            .collect(),
-            ProbeResult::Oslat(o) => crate::measure::latency_measures(
-                "oslat",
-                "busy-loop gap",
-                o.threads.iter().map(|t| &t.gaps),
-            ),
-            ProbeResult::Net(n) => n.measures(),
-            ProbeResult::Ops(o) => o.measures(),
-            ProbeResult::Mem(m) => m.measures(),
-            ProbeResult::Numa(n) => n.measures(),
-        }
+    /// The result of kind `T`, or the result back when it is of another kind.
+    pub fn downcast<T: Kind>(self) -> Result<T, ProbeResult> {
+        T::from_owned(self)
     }
 }
 

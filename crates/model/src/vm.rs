@@ -242,7 +242,6 @@ impl HostRecord {
     pub fn covers(&self, from: u64, to: u64) -> bool {
         from >= self.started_ns.max(self.dropped_before_ns) && to <= self.ended_ns
     }
-
 }
 
 /// One exchange over the clock channel: host send (T1), the guest's CLOCK_MONOTONIC when it answered, host

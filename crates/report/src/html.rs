@@ -3,14 +3,11 @@
 //! from file:// and never makes a request.
 
 use crate::charts::{self, Series};
-use crate::compare::{Comparison, Judgement};
-use crate::threads::{lat_threads, pooled_sparse, sparse_of, LatThread};
-use crate::units::us_figure;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
+use rtgauge_analysis::compare::{Comparison, Judgement};
 use rtgauge_model::audit::AuditReport;
-use rtgauge_model::latency::{Sparse, TimelineEntry};
+use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::measure::MeasureUnit;
-use rtgauge_model::rt::ProcessConditions;
 use rtgauge_model::run::{ProbeResult, RunDocument};
 
 const CSS: &str = r#"
@@ -65,11 +62,10 @@ fn page_meta(title: &str, metas: &[(&str, String)], body: Markup) -> String {
     crate::escape::visible(&page).into_owned()
 }
 
-fn chart(svg: String) -> Markup {
+pub(crate) fn chart(svg: String) -> Markup {
     html! { figure.chart { (PreEscaped(svg)) } }
 }
 
-/// µs with 1 decimal, or 3 below 10 µs (busy-loop gaps are tens of ns).
 /// A column of a comparison: the run, or the set of runs (repetitions) it stands for.
 pub fn column_name(
     index: usize,
@@ -160,11 +156,12 @@ pub fn render_report(id: i64, doc: &RunDocument) -> String {
 /// and the content hash that `rtgauge verify` checks.
 pub fn render_report_with(id: i64, doc: &RunDocument, options: ReportOptions) -> String {
     let hashes = crate::record::hashes(doc);
+    let facts = doc.facts();
     let body = html! {
         (crate::verdict::html(doc))
         h2 { "Run" }
         (header(doc))
-        @for p in &doc.probes { (probe_section(p, options, doc.missed_deadlines_known())) }
+        @for p in &doc.probes { (crate::kind::view(p).html_section(options, &facts)) }
         @if !doc.warnings.is_empty() {
             h2 { "Warnings" }
             ul { @for w in &doc.warnings { li { (w) } } }
@@ -226,359 +223,19 @@ fn header(doc: &RunDocument) -> Markup {
     }
 }
 
-fn probe_title(p: &ProbeResult) -> (&'static str, String) {
-    match p {
-        ProbeResult::Cyclic(c) => (
-            "timer latency",
-            format!(
-                "Timer latency (cyclic, interval {}, {} {})",
-                crate::interval_text(c.config.interval_ns),
-                c.config.policy,
-                c.config.priority
-            ),
-        ),
-        ProbeResult::Oslat(_) => ("busy-loop gap", "OS noise (oslat busy loop)".to_string()),
-        _ => ("", String::new()),
-    }
-}
-
-/// CPUs up to which a probe's per-CPU tables are shown open and its histograms drawn one per CPU; above,
-/// the many-CPU views (overlay, heatmap, strip chart) carry the page and the per-CPU detail is collapsed.
-pub const FEW_CPUS: usize = 4;
-/// Per-CPU tables longer than this are collapsed (in `<details>`, readable without script).
-const OPEN_ROWS: usize = 8;
-
 /// `<details>`, open in the record (a collapsed section does not print).
-fn details(open: bool, summary: Markup, body: Markup) -> Markup {
+pub(crate) fn details(open: bool, summary: Markup, body: Markup) -> Markup {
     html! { details open[open] { summary { (summary) } (body) } }
 }
 
-fn probe_section(p: &ProbeResult, o: ReportOptions, missed_known: bool) -> Markup {
-    let threads = lat_threads(p);
-    let (what, title) = probe_title(p);
-    let process: Option<&ProcessConditions> = match p {
-        ProbeResult::Cyclic(c) => Some(&c.conditions),
-        ProbeResult::Oslat(o) => Some(&o.conditions),
-        _ => None,
-    };
-    if threads.is_empty() {
-        return generic_section(p);
-    }
-    let sparse: Vec<Sparse> = threads.iter().map(|t| sparse_of(t.stats)).collect();
-    let series: Vec<Series<Sparse>> = threads
-        .iter()
-        .zip(&sparse)
-        .map(|(t, s)| Series {
-            name: t.name.clone(),
-            data: s,
-        })
-        .collect();
-    // Per-thread samples over the -h range (seed 003's "overflows" column).
-    let overflows: Option<(u64, Vec<u64>)> = match p {
-        ProbeResult::Cyclic(c) => c.config.overflow_threshold_ns().map(|thr| {
-            (
-                thr,
-                c.threads
-                    .iter()
-                    .map(|t| t.samples_at_or_above(thr))
-                    .collect(),
-            )
-        }),
-        _ => None,
-    };
-    let worst = threads
-        .iter()
-        .enumerate()
-        .max_by_key(|(_, t)| t.stats.max_ns)
-        .map_or(0, |(i, _)| i);
-    let table = result_table(&threads, overflows.as_ref(), worst);
-    let conditions = conditions_table(&threads);
-    let shortfalls = threads
-        .iter()
-        .filter(|t| {
-            let c = t.conditions;
-            c.policy.error.is_some() || c.priority.error.is_some() || c.cpu.error.is_some()
-        })
-        .count();
-    html! {
-        h2 { (title) }
-        @if let Some(t) = threads.get(worst) {
-            p { (threads.len()) " CPU" (if threads.len() == 1 { "" } else { "s" }) "; the largest " (what) " "
-                strong { (us_figure(t.stats.max_ns)) " µs" } " on " (t.name)
-                @if let ProbeResult::Cyclic(c) = p {
-                    "; missed deadlines: " (if missed_known { c.threads.iter().map(|t| t.missed_deadlines).sum::<u64>().to_string() } else { "unknown (cyclictest does not count them)".to_string() })
-                    @if let Some((thr, n)) = c.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
-                }
-                "." }
-        }
-        @if threads.len() > OPEN_ROWS {
-            (details(o.record, html! { "Result per CPU (" (threads.len()) " CPUs: samples, min, avg, percentiles, max" @if overflows.is_some() { ", overflows" } ")" }, table))
-        } @else {
-            (table)
-        }
-        // An imported result without a histogram keeps only min and max: a distribution drawn from those two
-        // would be made up, so its charts are left out and the reason said.
-        @if threads.iter().all(|t| t.stats.beyond.is_some_and(|b| b.limit_ns == 0)) {
-            p.note { "No distribution to chart: the imported file has no histogram (only min, avg and max)." }
-        } @else {
-            (probe_charts(p, what, &threads, &series))
-        }
-        (crate::spikes::html(p))
-        h3 { "Conditions (requested → achieved)" }
-        @if threads.len() > OPEN_ROWS {
-            (details(o.record || shortfalls > 0, html! { "Per thread (" (threads.len()) "; " (shortfalls) " with a shortfall)" }, conditions))
-        } @else {
-            (conditions)
-        }
-        @if let Some(pc) = process {
-            table {
-                tr { th { "mlockall" } (setting(&pc.mlockall.requested.to_string(), &pc.mlockall.achieved.to_string(), pc.mlockall.error.as_deref())) }
-                tr { th { "cpu_dma_latency µs" } (setting(&fmt_opt(pc.cpu_dma_latency_us.requested), &fmt_opt(pc.cpu_dma_latency_us.achieved), pc.cpu_dma_latency_us.error.as_deref())) }
-            }
-        }
-    }
-}
-
-/// The result per CPU: samples, min, avg, percentiles, max (the `worst` row marked when there are many),
-/// and the samples at or above the overflow threshold when there is one.
-fn result_table(
-    threads: &[LatThread],
-    overflows: Option<&(u64, Vec<u64>)>,
-    worst: usize,
-) -> Markup {
-    let many = threads.len() > FEW_CPUS;
-    html! {
-        table {
-            tr { th { "CPU" } th { "samples" } th { "min µs" } th { "avg µs" } th { "p99 µs" } th { "p99.9 µs" } th { "p99.99 µs" } th { "max µs" }
-                 @if let Some((thr, _)) = &overflows { th { "overflows (≥ " (thr / 1000) " µs)" } } }
-            @for (i, t) in threads.iter().enumerate() {
-                tr {
-                    td { (t.name) } td.n { (t.stats.count) } td.n { (us_figure(t.stats.min_ns)) }
-                    td.n { (us_figure(t.stats.mean_ns as u64)) }
-                    td.n { (pct_us(t.stats, 99.0)) }
-                    td.n { (pct_us(t.stats, 99.9)) }
-                    td.n { (pct_us(t.stats, 99.99)) }
-                    td.n.worst[many && i == worst] { (us_figure(t.stats.max_ns)) }
-                    @if let Some((_, n)) = &overflows { td.n { (n.get(i).copied().unwrap_or(0)) } }
-                }
-            }
-        }
-    }
-}
-
-/// The scheduling settings of each measurement thread, requested → achieved.
-fn conditions_table(threads: &[LatThread]) -> Markup {
-    html! {
-        table {
-            tr { th { "thread" } th { "policy" } th { "priority" } th { "CPU" } }
-            @for t in threads {
-                tr {
-                    td { (t.name) }
-                    (setting(&t.conditions.policy.requested.to_string(), &t.conditions.policy.achieved.to_string(), t.conditions.policy.error.as_deref()))
-                    (setting(&t.conditions.priority.requested.to_string(), &t.conditions.priority.achieved.to_string(), t.conditions.priority.error.as_deref()))
-                    (setting(&fmt_opt(t.conditions.cpu.requested), &fmt_opt(t.conditions.cpu.achieved), t.conditions.cpu.error.as_deref()))
-                }
-            }
-        }
-    }
-}
-
-/// The charts of a latency probe: per-CPU histograms, percentiles and the timeline; with many CPUs a
-/// heatmap, an overlay and a strip instead of a histogram each.
-fn probe_charts(
-    p: &ProbeResult,
-    what: &str,
-    threads: &[LatThread],
-    series: &[Series<Sparse>],
-) -> Markup {
-    let many = threads.len() > FEW_CPUS;
-    // Many CPUs: the timeline of the largest value over all of them (64 lines would be a smear).
-    let pooled_tl;
-    let tl: Vec<Series<[TimelineEntry]>> = if many {
-        pooled_tl = pooled_timeline(p);
-        vec![Series {
-            name: format!("all {} CPUs", threads.len()),
-            data: pooled_tl.as_slice(),
-        }]
-    } else {
-        threads
-            .iter()
-            .map(|t| Series {
-                name: t.name.clone(),
-                data: t.timeline,
-            })
-            .collect()
-    };
-    let names: Vec<String> = threads.iter().map(|t| t.name.clone()).collect();
-    let figures: Vec<(String, Vec<u64>)> = [99.0, 99.9]
-        .iter()
-        .map(|&q| {
-            (
-                format!("p{q}"),
-                threads
-                    .iter()
-                    .map(|t| t.stats.percentile(q).unwrap_or(0))
-                    .collect(),
-            )
-        })
-        .chain(std::iter::once((
-            "max".to_string(),
-            threads.iter().map(|t| t.stats.max_ns).collect(),
-        )))
-        .collect();
-    html! {
-        @if many {
-            div.grid {
-                (chart(charts::heatmap(&format!("{what}: CPU × latency (shade: log samples)"), series)))
-                (chart(charts::histogram_overlay(&format!("{what} histograms, {} CPUs overlaid", series.len()), series)))
-                (chart(charts::strip(&format!("{what} per CPU"), &names, &figures)))
-                (chart(charts::percentiles(&format!("{what} percentiles"), series)))
-                @if tl.iter().any(|t| !t.data.is_empty()) {
-                    (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
-                }
-            }
-            (details(false, html! { "Histogram of each CPU (" (series.len()) ")" }, html! {
-                @for s in series {
-                    details { summary { (s.name) ": max " (threads.iter().find(|t| t.name == s.name).map_or(String::new(), |t| us_figure(t.stats.max_ns))) " µs" }
-                        (chart(charts::histogram(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s)))) }
-                }
-            }))
-        } @else {
-            div.grid {
-                @for s in series {
-                    (chart(charts::histogram_within(&format!("{what} histogram, {}", s.name), std::slice::from_ref(s), series)))
-                }
-                (chart(charts::percentiles(&format!("{what} percentiles"), series)))
-                @if tl.iter().any(|t| !t.data.is_empty()) {
-                    (chart(charts::timeline(&format!("largest {what} per interval"), &tl)))
-                }
-            }
-        }
-    }
-}
-
-/// A stored percentile in µs, or "> limit" when it lies beyond an imported histogram's range.
-pub fn pct_us(stats: &rtgauge_model::latency::LatencyStats, percentile: f64) -> String {
-    match stats.unknown_above(percentile) {
-        Some(l) => format!("> {}", us_figure(l)),
-        None => us_figure(stats.percentile(percentile).unwrap_or(0)),
-    }
-}
-
-fn fmt_opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or("-".to_string(), |x| x.to_string())
-}
-
-fn setting(requested: &str, achieved: &str, error: Option<&str>) -> Markup {
-    let ok = error.is_none();
-    html! {
-        td class=(if ok { "" } else { "fail" }) {
-            (requested) " → " (achieved)
-            @if let Some(e) = error { " (" (e) ")" }
-        }
-    }
-}
-
-/// Probes without latency charts (ops, mem, net): their measures as a table (and mem's latency curve).
-fn generic_section(p: &ProbeResult) -> Markup {
-    let ms = p.measures();
-    let title = match p {
-        ProbeResult::Ops(_) => "OS primitives (ops)",
-        ProbeResult::Mem(_) => "Memory (mem)",
-        ProbeResult::Numa(_) => "NUMA locality (numa)",
-        ProbeResult::Net(_) => "Network capacity (net)",
-        _ => "Measures",
-    };
-    let ns = |v: f64| fmt_value(v, MeasureUnit::Nanos);
-    html! {
-        h2 { (title) }
-        @match p {
-            // One row per operation (median, p99, max) rather than three measure/value rows each.
-            ProbeResult::Ops(r) => {
-                table {
-                    tr { th { "operation" } th { "median" } th { "p99" } th { "max" } th { "ops/sample" } }
-                    @for o in &r.ops {
-                        tr { td { (o.label) } td.n { (ns(o.median_ns)) } td.n { (ns(o.p99_ns() as f64)) }
-                             td.n { (ns(o.latency.max_ns as f64)) } td.n { (o.iterations_per_sample) } }
-                    }
-                    @for (op, why) in &r.skipped { tr { td { (op) } td colspan="4" { "not measured: " (why) } } }
-                }
-            }
-            ProbeResult::Mem(m) => {
-                div.grid {
-                    (mem_chart(&[("load latency".to_string(), m)]))
-                    div {
-                        @if !m.steps.is_empty() {
-                            table {
-                                tr { th { "step at" } th { "plateau" } th { "next" } th { "matches" } }
-                                @for st in &m.steps {
-                                    tr { td.n { (rtgauge_model::mem::size_label(st.capacity_bytes)) } td.n { (ns(st.plateau_ns)) }
-                                         td.n { (ns(st.next_ns)) } td { (st.matches.as_deref().unwrap_or("-")) } }
-                                }
-                            }
-                        }
-                        @if !m.bandwidth.is_empty() {
-                            table {
-                                tr { th { "bandwidth" } th { "working set" } th { "GB/s" } }
-                                @for b in &m.bandwidth {
-                                    tr { td { (b.kind) } td.n { (rtgauge_model::mem::size_label(b.size_bytes)) }
-                                         td.n { (fmt_value(b.bytes_per_sec, MeasureUnit::BytesPerSecond)) } }
-                                }
-                            }
-                        }
-                    }
-                }
-                (details(false, html! { "All measures (" (ms.len()) ")" }, measures_table(&ms)))
-            }
-            _ => { (measures_table(&ms)) }
-        }
-    }
-}
-
-fn measures_table(ms: &[rtgauge_model::measure::Measure]) -> Markup {
+/// Measures as a table of (measure, value) rows.
+pub(crate) fn measures_table(ms: &[rtgauge_model::measure::Measure]) -> Markup {
     html! {
         table {
             tr { th { "measure" } th { "value" } }
             @for m in ms { tr { td { (m.label) } td.n { (fmt_value(m.value, m.unit)) } } }
         }
     }
-}
-
-/// Load latency against working-set size, one curve per run, the caches sysfs reports marked.
-fn mem_chart(runs: &[(String, &rtgauge_model::mem::MemResult)]) -> Markup {
-    let curves: Vec<Vec<(f64, f64)>> = runs
-        .iter()
-        .map(|(_, m)| {
-            m.latency
-                .iter()
-                .map(|p| (p.size_bytes as f64, p.ns_per_load))
-                .collect()
-        })
-        .collect();
-    let series: Vec<Series<[(f64, f64)]>> = runs
-        .iter()
-        .zip(&curves)
-        .map(|((n, _), c)| Series {
-            name: n.clone(),
-            data: c.as_slice(),
-        })
-        .collect();
-    let marks: Vec<(f64, String)> = runs
-        .first()
-        .map(|(_, m)| {
-            m.caches
-                .iter()
-                .map(|c| (c.size_bytes as f64, format!("L{}", c.level)))
-                .collect()
-        })
-        .unwrap_or_default();
-    chart(charts::log_curve(
-        "memory load latency by working set",
-        "working set",
-        "ns per load",
-        &series,
-        &marks,
-    ))
 }
 
 /// The audit: failures and warnings open; the rules that pass, do not apply or could not be read in a
@@ -624,7 +281,7 @@ fn audit_section(a: &AuditReport, record: bool) -> Markup {
 
 fn kv_table(v: &serde_json::Value) -> Markup {
     let mut rows = Vec::new();
-    crate::flatten("", v, &mut rows);
+    rtgauge_model::fingerprint::flatten("", v, &mut rows);
     html! {
         table.kv { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
     }
@@ -646,7 +303,7 @@ pub fn fmt_value(value: f64, unit: MeasureUnit) -> String {
 }
 
 /// `ratio [lo–hi]`, or `—`.
-pub fn fmt_ratio(versus: &crate::compare::Versus) -> String {
+pub fn fmt_ratio(versus: &rtgauge_analysis::compare::Versus) -> String {
     let r = if versus.ratio.is_nan() {
         // An unknown value (beyond a histogram's limit) has no ratio.
         "-".into()
@@ -772,58 +429,6 @@ pub fn short_verdict(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[
     }
 }
 
-/// Per CPU, side by side: each run's p99 and max, and each later run's ratio to the baseline (CPUs
-/// matched by name; a CPU one run lacks shows "-"). Collapsed beyond a few CPUs.
-fn per_cpu_compare(names: &[String], runs: &[&RunDocument], kind: &str) -> Markup {
-    let threads: Vec<Vec<crate::threads::LatThread>> = runs
-        .iter()
-        .map(|d| probe_of(d, kind).map(lat_threads).unwrap_or_default())
-        .collect();
-    let mut cpus: Vec<&str> = Vec::new();
-    for t in threads.iter().flatten() {
-        if !cpus.contains(&t.name.as_str()) {
-            cpus.push(&t.name);
-        }
-    }
-    let find = |r: usize, cpu: &str| threads[r].iter().find(|t| t.name == cpu);
-    let fig = |r: usize, cpu: &str, q: Option<f64>| -> Option<u64> {
-        let t = find(r, cpu)?;
-        match q {
-            Some(q) => t.stats.percentile(q),
-            None => Some(t.stats.max_ns),
-        }
-    };
-    let ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
-        (Some(a), Some(b)) if a > 0 => format!("{:.2}×", b as f64 / a as f64),
-        _ => "-".into(),
-    };
-    let show = |v: Option<u64>| v.map_or("-".to_string(), us_figure);
-    let table = html! {
-        table {
-            tr { th { "CPU" } @for n in names { th { (n) " p99 µs" } th { (n) " max µs" } }
-                 @for n in names.iter().skip(1) { th { (n) " / baseline p99" } th { (n) " / baseline max" } } }
-            @for cpu in &cpus {
-                tr {
-                    td { (cpu) }
-                    @for r in 0..runs.len() { td.n { (show(fig(r, cpu, Some(99.0)))) } td.n { (show(fig(r, cpu, None))) } }
-                    @for r in 1..runs.len() {
-                        td.n { (ratio(fig(0, cpu, Some(99.0)), fig(r, cpu, Some(99.0)))) }
-                        td.n { (ratio(fig(0, cpu, None), fig(r, cpu, None))) }
-                    }
-                }
-            }
-        }
-    };
-    html! {
-        h3 { (kind) " per CPU" }
-        @if cpus.len() > OPEN_ROWS {
-            (details(false, html! { (cpus.len()) " CPUs: p99 and max per run, ratios to the baseline" }, table))
-        } @else {
-            (table)
-        }
-    }
-}
-
 /// A value of the table: "> limit" when it is unknown beyond a histogram's limit ("> min", the value,
 /// when the file had no histogram: limit 0).
 pub fn fmt_measure(value: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
@@ -844,10 +449,10 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Compariso
         .collect();
     let dur = comparison.durations_ns.iter().copied().max().unwrap_or(0);
     let notes = verdict_notes(comparison, dur);
-    // Overlays per latency probe kind present in every run.
-    let kinds: Vec<&str> = ["cyclic", "oslat"]
+    // Each kind's part, for the kinds every run has (its first result of the kind in each).
+    let kinds: Vec<Vec<&ProbeResult>> = ProbeKind::ALL
         .into_iter()
-        .filter(|k| runs.iter().all(|d| probe_of(d, k).is_some()))
+        .filter_map(|k| runs.iter().map(|d| probe_of(d, k)).collect())
         .collect();
     let body = html! {
         h2 { "Runs" }
@@ -875,25 +480,8 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Compariso
             }
         }
         @for (i, n) in notes.iter().enumerate() { p.note { "[" (i + 1) "] " (n) } }
-        @if let Some(n) = crate::compare::single_run_note(ids, comparison) { p.note { "Note: " (n) } }
-        @for k in &kinds {
-            @let pooled: Vec<Sparse> = runs.iter().map(|d| probe_of(d, k).map(pooled_sparse).unwrap_or_default()).collect();
-            @let series: Vec<Series<Sparse>> = names.iter().zip(&pooled).map(|(n, s)| Series { name: n.clone(), data: s }).collect();
-            @let tls: Vec<Vec<TimelineEntry>> = runs.iter().map(|d| probe_of(d, k).map(pooled_timeline).unwrap_or_default()).collect();
-            @let tl: Vec<Series<[TimelineEntry]>> = names.iter().zip(&tls).map(|(n, t)| Series { name: n.clone(), data: t.as_slice() }).collect();
-            h2 { (k) }
-            div.grid {
-                (chart(charts::histogram(&format!("{k}: histograms (all CPUs)"), &series)))
-                (chart(charts::percentiles(&format!("{k}: percentiles (all CPUs)"), &series)))
-                // Imported runs have no timeline: a chart with no data is left out rather than drawn empty.
-                @if tl.iter().any(|t| !t.data.is_empty()) {
-                    (chart(charts::timeline(&format!("{k}: largest per interval (all CPUs)"), &tl)))
-                }
-            }
-            (per_cpu_compare(&names, runs, k))
-        }
-        @let mems: Vec<(String, &rtgauge_model::mem::MemResult)> = names.iter().zip(runs).filter_map(|(n, d)| d.probes.iter().find_map(|p| match p { ProbeResult::Mem(m) => Some((n.clone(), m)), _ => None })).collect();
-        @if mems.len() == runs.len() { h2 { "mem" } (mem_chart(&mems)) }
+        @if let Some(n) = rtgauge_analysis::compare::single_run_note(ids, comparison) { p.note { "Note: " (n) } }
+        @for all in &kinds { (crate::kind::view(all[0]).compare_html(&names, all)) }
         @let why = crate::spikes::compare_sentences(&names, runs);
         @if !why.is_empty() { h2 { "Why the spikes" } ul { @for s in &why { li { (s) } } } }
         h2 { "Differences in platform and tuning" }
@@ -908,30 +496,9 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Compariso
     page(&format!("rtgauge comparison: {}", names.join(" vs ")), body)
 }
 
-/// The first latency probe of `kind` (`cyclic` or `oslat`) in a run document.
-pub fn probe_of<'a>(doc: &'a RunDocument, kind: &str) -> Option<&'a ProbeResult> {
-    doc.probes.iter().find(|p| match p {
-        ProbeResult::Cyclic(_) => kind == "cyclic",
-        ProbeResult::Oslat(_) => kind == "oslat",
-        _ => false,
-    })
-}
-
-/// The largest value per interval over all threads.
-fn pooled_timeline(p: &ProbeResult) -> Vec<TimelineEntry> {
-    let mut m: std::collections::BTreeMap<u64, TimelineEntry> = std::collections::BTreeMap::new();
-    for t in lat_threads(p) {
-        for e in t.timeline {
-            let x = m.entry(e.start_ns).or_insert(TimelineEntry {
-                start_ns: e.start_ns,
-                ..TimelineEntry::default()
-            });
-            x.max_ns = x.max_ns.max(e.max_ns);
-            x.count += e.count;
-            x.missed += e.missed;
-        }
-    }
-    m.into_values().collect()
+/// The first probe of `kind` in a run document.
+pub fn probe_of(doc: &RunDocument, kind: ProbeKind) -> Option<&ProbeResult> {
+    doc.probes.iter().find(|p| p.kind() == kind)
 }
 
 #[cfg(test)]

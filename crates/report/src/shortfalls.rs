@@ -2,90 +2,12 @@
 //! stored with the run (mlockall refused, a thread not pinned, a timeline reader starved, a NUMA cell on
 //! the wrong node, …). A measurement never stops for these; it says what it did not get.
 
-use rtgauge_model::cyclic::CyclicResult;
-use rtgauge_model::mem::MemResult;
-use rtgauge_model::ops::OpsResult;
-use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
 use rtgauge_model::run::ProbeResult;
 
 /// Every shortfall of one probe's result.
 pub fn of_probe(p: &ProbeResult) -> Vec<String> {
-    match p {
-        ProbeResult::Cyclic(r) => cyclic(r),
-        ProbeResult::Oslat(r) => oslat(r),
-        ProbeResult::Ops(r) => ops(r),
-        ProbeResult::Mem(r) => mem(r),
-        ProbeResult::Net(_) | ProbeResult::Numa(_) => Vec::new(),
-    }
-}
-
-/// The timer probe's: the process's and each thread's settings, starved timeline readers, late samples the
-/// episode tracker never saw.
-pub fn cyclic(r: &CyclicResult) -> Vec<String> {
-    let mut w = process(&r.conditions);
-    for t in &r.threads {
-        w.extend(thread(&format!("thread {}", t.index), &t.conditions));
-        if t.timeline_dropped > 0 {
-            w.push(format!(
-                "thread {}: {} timeline intervals dropped (reader starved)",
-                t.index, t.timeline_dropped
-            ));
-        }
-        if t.late_dropped > 0 {
-            w.push(format!(
-                "thread {}: {} late samples not handed to the episode tracker (reader starved)",
-                t.index, t.late_dropped
-            ));
-        }
-    }
-    w
-}
-
-/// The OS-noise probe's: the process's and each thread's settings, and a counter that drifted.
-pub fn oslat(r: &OslatResult) -> Vec<String> {
-    let mut w = process(&r.conditions);
-    for t in &r.threads {
-        w.extend(thread(&format!("CPU {}", t.cpu), &t.conditions));
-    }
-    if r.counter.cross_check_ppm.abs() > 1000.0 {
-        w.push(format!(
-            "counter frequency drifted {:+.0} ppm from CLOCK_MONOTONIC_RAW over the run: gap lengths are off by as much",
-            r.counter.cross_check_ppm
-        ));
-    }
-    w
-}
-
-/// The OS-primitive probe's: pinning not achieved, operations skipped.
-pub fn ops(r: &OpsResult) -> Vec<String> {
-    let mut w = Vec::new();
-    if !r.cpu.ok() {
-        w.push(format!(
-            "ops: not pinned to CPU {:?} ({})",
-            r.cpu.requested,
-            r.cpu.error.as_deref().unwrap_or("unknown")
-        ));
-    }
-    for (op, why) in &r.skipped {
-        w.push(format!("ops: {op} not measured: {why}"));
-    }
-    w
-}
-
-/// The memory probe's: NUMA cells that failed or landed on another node.
-pub fn mem(r: &MemResult) -> Vec<String> {
-    r.numa
-        .iter()
-        .filter_map(|c| match (&c.error, c.verified_node) {
-            (Some(e), _) => Some(format!("mem: NUMA {} → {}: {e}", c.cpu_node, c.mem_node)),
-            (None, Some(n)) if n != c.mem_node => Some(format!(
-                "mem: NUMA {} → {}: memory landed on node {n}",
-                c.cpu_node, c.mem_node
-            )),
-            _ => None,
-        })
-        .collect()
+    crate::kind::view(p).shortfalls()
 }
 
 /// One warning per process-wide setting that was requested but not achieved.

@@ -3,8 +3,8 @@
 //! (terminal), plus the shares a stacked bar or a comparison needs.
 
 use rtgauge_model::attribution::{CauseKind, Episode, Why};
+use rtgauge_model::kind::KindData;
 use rtgauge_model::latency::TimelineEntry;
-use rtgauge_model::run::ProbeResult;
 use std::fmt::Write as _;
 
 /// Episodes printed in the terminal summary.
@@ -14,34 +14,8 @@ pub const TERMINAL_EPISODES: usize = 5;
 pub type CpuTimelines<'a> = Vec<(u32, &'a [TimelineEntry])>;
 
 /// The why part and, per measured CPU, its timeline, of a latency probe.
-pub fn why_of(probe: &ProbeResult) -> Option<(&Why, CpuTimelines<'_>)> {
-    match probe {
-        ProbeResult::Cyclic(c) => Some((
-            c.why.as_ref()?,
-            c.threads
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| {
-                    let cpu = t
-                        .conditions
-                        .cpu
-                        .achieved
-                        .or_else(|| c.config.cpus.get(i).copied().flatten())?;
-                    Some((cpu, t.timeline.as_slice()))
-                })
-                .collect(),
-        )),
-        ProbeResult::Oslat(o) => Some((
-            o.why.as_ref()?,
-            o.threads
-                .iter()
-                .map(|t| (t.cpu, t.timeline.as_slice()))
-                .collect(),
-        )),
-        ProbeResult::Net(_) | ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {
-            None
-        }
-    }
+pub fn why_of(probe: &dyn KindData) -> Option<(&Why, CpuTimelines<'_>)> {
+    Some((probe.why()?, probe.cpu_timelines()))
 }
 
 /// The worst timeline interval of each CPU and what its counters say: (CPU, interval, sentence).
@@ -53,7 +27,12 @@ pub fn worst_intervals<'a>(
         .iter()
         .filter_map(|(cpu, tl)| {
             let worst = tl.iter().max_by_key(|e| e.max_ns)?;
-            let v = rtgauge_analysis::interval::explain_interval(why, *cpu, worst.start_ns, worst.max_ns)?;
+            let v = rtgauge_analysis::interval::explain_interval(
+                why,
+                *cpu,
+                worst.start_ns,
+                worst.max_ns,
+            )?;
             Some((*cpu, worst, v.sentence()))
         })
         .collect()
@@ -74,7 +53,7 @@ pub fn episodes_line(why: &Why) -> String {
 
 /// Terminal lines: the worst interval of each CPU against its typical interval, then the episodes'
 /// breakdowns.
-pub fn render_why(probe: &ProbeResult) -> String {
+pub fn render_why(probe: &dyn KindData) -> String {
     let Some((why, timelines)) = why_of(probe) else {
         return String::new();
     };
@@ -229,7 +208,7 @@ fn bar(b: &Episode) -> maud::Markup {
 
 /// The HTML part of a probe's why: worst interval per CPU against its typical interval, and a table of the
 /// explained episodes with a stacked bar each (empty when the probe has no why).
-pub fn html(probe: &ProbeResult) -> maud::Markup {
+pub fn html(probe: &dyn KindData) -> maud::Markup {
     let Some((why, timelines)) = why_of(probe) else {
         return maud::html! {};
     };
@@ -270,15 +249,13 @@ pub fn compare_sentences(
     let mut out = Vec::new();
     for (n, d) in names.iter().zip(runs) {
         for p in &d.probes {
-            let Some((why, _)) = why_of(p) else { continue };
+            let Some((why, _)) = why_of(p.as_dyn()) else {
+                continue;
+            };
             if why.trace.is_none() {
                 continue;
             }
-            let kind = if matches!(p, ProbeResult::Cyclic(_)) {
-                "cyclic"
-            } else {
-                "oslat"
-            };
+            let kind = p.name();
             let causes = dominant(&why.episodes).map_or(String::new(), |d| format!("; {d}"));
             out.push(format!("run {n}'s {kind}: {}{causes}", episodes_line(why)));
             if let Some(h) = crate::vm::join_line(why) {

@@ -1,8 +1,7 @@
 //! Terminal renderings of a stored run: the header (`runs show`, `report`), the per-CPU tables of the
 //! vPAC guide's layout, the accounting and the verdicts.
 
-use rtgauge_model::oslat::OslatResult;
-use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::run::RunDocument;
 use rtgauge_model::verdict::Outcome;
 
 /// `runs show`: conditions, results, verdicts, warnings.
@@ -68,81 +67,16 @@ pub fn render_show(id: i64, doc: &RunDocument) -> String {
 pub fn render_summary(doc: &RunDocument) -> String {
     let mut s = String::new();
     use std::fmt::Write as _;
-    let us = |ns: u64| ns as f64 / 1000.0;
+    let facts = doc.facts();
     for p in &doc.probes {
-        match p {
-            ProbeResult::Cyclic(c) => {
-                // The -h range in µs as the column has always said it; a sub-µs range (cyclictest -N,
-                // whose buckets are ns) in ns, so that it does not read as "≥0µs".
-                let over = match c.config.overflow_threshold_ns() {
-                    Some(ns) if ns < 1000 => format!("overflows≥{ns}ns"),
-                    Some(ns) => format!("overflows≥{}µs", ns / 1000),
-                    None => "overflows".to_string(),
-                };
-                let _ = writeln!(
-                    s,
-                    "\ntimer latency (cyclic, interval {}):",
-                    crate::interval_text(c.config.interval_ns)
-                );
-                let _ = writeln!(
-                    s,
-                    "{:>4} {:>14} {:>9} {:>9} {:>9} {:>14} {:>10} {:>10} {:>8}",
-                    "CPU",
-                    "samples",
-                    "min µs",
-                    "avg µs",
-                    "max µs",
-                    over,
-                    "p99.9 µs",
-                    "p99.99 µs",
-                    "missed"
-                );
-                for t in &c.threads {
-                    let _ = writeln!(
-                        s,
-                        "{:>4} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>14} {:>10} {:>10} {:>8}",
-                        t.conditions
-                            .cpu
-                            .achieved
-                            .map_or("-".into(), |c| c.to_string()),
-                        t.cycles,
-                        us(t.latency.min_ns),
-                        t.latency.mean_ns / 1000.0,
-                        us(t.latency.max_ns),
-                        t.linear
-                            .as_ref()
-                            .map_or("-".into(), |l| l.overflows.to_string()),
-                        pct(&t.latency, 99.9),
-                        pct(&t.latency, 99.99),
-                        if doc.missed_deadlines_known() {
-                            t.missed_deadlines.to_string()
-                        } else {
-                            "-".into()
-                        }
-                    );
-                }
-            }
-            ProbeResult::Oslat(o) => s.push_str(&render_oslat_table(o)),
-            ProbeResult::Net(n) => s.push_str(&crate::net::render_result(n)),
-            ProbeResult::Ops(o) => s.push_str(&crate::ops::render_table(o)),
-            ProbeResult::Mem(m) => s.push_str(&crate::mem::render(m, false)),
-            ProbeResult::Numa(n) => s.push_str(&crate::numa::render(n, 10)),
-        }
-        let acc = match p {
-            ProbeResult::Cyclic(c) => c.accounting.as_ref(),
-            ProbeResult::Oslat(o) => o.accounting.as_ref(),
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => None,
-        };
-        if let Some(a) = acc {
+        s.push_str(&crate::kind::view(p).terminal_section(&facts));
+        if let Some(a) = p.accounting() {
             s.push_str(&render_accounting(a));
         }
         if let Some(l) = p.load() {
             let _ = writeln!(s, "load achieved: {}", l.summary());
         }
-        s.push_str(&crate::spikes::render_why(p));
+        s.push_str(&crate::spikes::render_why(p.as_dyn()));
     }
     if !doc.verdicts.is_empty() {
         let _ = writeln!(
@@ -155,43 +89,6 @@ pub fn render_summary(doc: &RunDocument) -> String {
         }
         let pass = doc.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
         let _ = writeln!(s, "verdict: {}", if pass { "PASS" } else { "FAIL" });
-    }
-    s
-}
-
-fn render_oslat_table(o: &OslatResult) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(s, "\nOS noise (oslat busy loop):");
-    let _ = writeln!(
-        s,
-        "{:>4} {:>14} {:>8} {:>10} {:>10} {:>10} {:>12}",
-        "CPU", "iterations", "loop ns", "p99.99 µs", "max µs", ">20µs/s", "available %"
-    );
-    for t in &o.threads {
-        // Unknown for an import whose overflow bucket starts below 20 µs, and availability for any import.
-        let over20 = t
-            .over_thresholds
-            .iter()
-            .find(|x| x.threshold_ns == 20_000)
-            .map_or("-".into(), |x| format!("{:.2}", x.per_second));
-        let _ = writeln!(
-            s,
-            "{:>4} {:>14} {:>8.1} {:>10} {:>10.1} {:>10} {:>12}",
-            t.cpu,
-            t.iterations,
-            t.loop_ns,
-            match t.gaps.unknown_above(99.99) {
-                Some(l) => format!(">{:.3}", l as f64 / 1000.0),
-                None => format!(
-                    "{:.3}",
-                    t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0
-                ),
-            },
-            t.gaps.max_ns as f64 / 1000.0,
-            over20,
-            t.availability_pct.map_or("-".into(), |a| format!("{a:.4}"))
-        );
     }
     s
 }
@@ -233,7 +130,7 @@ fn render_accounting(a: &rtgauge_model::accounting::Accounting) -> String {
 pub fn render_compare(
     ids: &[i64],
     runs: &[&RunDocument],
-    comparison: &crate::compare::Comparison,
+    comparison: &rtgauge_analysis::compare::Comparison,
 ) -> String {
     use std::fmt::Write as _;
     let names: Vec<String> = ids
@@ -291,7 +188,7 @@ pub fn render_compare(
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(s, "[{}] {n}", i + 1);
     }
-    if let Some(n) = crate::compare::single_run_note(ids, comparison) {
+    if let Some(n) = rtgauge_analysis::compare::single_run_note(ids, comparison) {
         let _ = writeln!(s, "note: {n}");
     }
     if !comparison.differences.is_empty() {
@@ -313,14 +210,4 @@ pub fn render_compare(
         }
     }
     s
-}
-
-/// A percentile in µs with one decimal, or "> limit" when it lies beyond an imported histogram's range.
-fn pct(l: &rtgauge_model::latency::LatencyStats, p: f64) -> String {
-    match l.unknown_above(p) {
-        // Below 10 µs three decimals, so that a 50 ns limit does not read as ">0.1".
-        Some(lim) if lim < 10_000 => format!(">{:.3}", lim as f64 / 1000.0),
-        Some(lim) => format!(">{:.1}", lim as f64 / 1000.0),
-        None => format!("{:.1}", l.percentile(p).unwrap_or(0) as f64 / 1000.0),
-    }
 }

@@ -8,7 +8,7 @@ use crate::spikes::{spike_line, why_of, worst_intervals};
 use crate::units::us_label;
 use maud::{html, Markup};
 use rtgauge_model::audit::{Finding, Status};
-use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
+use rtgauge_model::run::{RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
 
 /// Reference requirements for gate-less profiles: (name, bound ns).
@@ -37,21 +37,7 @@ pub fn answer(doc: &RunDocument) -> (&'static str, &'static str) {
 pub fn headlines(doc: &RunDocument) -> Vec<(String, u64)> {
     doc.probes
         .iter()
-        .filter_map(|p| match p {
-            ProbeResult::Cyclic(c) => c
-                .threads
-                .iter()
-                .map(|t| t.latency.max_ns)
-                .max()
-                .map(|m| ("timer latency max (cyclic)".to_string(), m)),
-            ProbeResult::Oslat(o) => o
-                .threads
-                .iter()
-                .map(|t| t.gaps.max_ns)
-                .max()
-                .map(|m| ("busy-loop gap max (oslat)".to_string(), m)),
-            _ => None,
-        })
+        .filter_map(|p| crate::kind::view(p).headline())
         .collect()
 }
 
@@ -78,7 +64,7 @@ pub fn worst_spike(doc: &RunDocument) -> Option<String> {
         }
     };
     for p in &doc.probes {
-        let Some((why, timelines)) = why_of(p) else {
+        let Some((why, timelines)) = why_of(p.as_dyn()) else {
             continue;
         };
         if let Some(b) = why.episodes.iter().max_by_key(|b| b.worst()) {

@@ -158,7 +158,10 @@ pub fn join_line(why: &Why) -> Option<String> {
 /// "host: vCPU 1 off its CPU: … for 19.8 ms; …" for a joined episode.
 pub fn episode_line(e: &Episode) -> Option<String> {
     let h = e.host.as_ref()?;
-    Some(format!("host: {}", rtgauge_analysis::vm_join::episode_host_sentence(h, e.window_ns)))
+    Some(format!(
+        "host: {}",
+        rtgauge_analysis::vm_join::episode_host_sentence(h, e.window_ns)
+    ))
 }
 
 /// Colour of a host kind in the timelines.

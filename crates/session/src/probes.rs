@@ -27,6 +27,11 @@ impl Probe for Cyclic<'_> {
         Some(why::Scope {
             cpus: why::observed_cpus(&self.0.config.cpus),
             interval_ns: self.0.config.timeline_interval_ns,
+            finish: |w, r, thr| {
+                if let Some(r) = r.downcast_mut::<CyclicResult>() {
+                    w.finish_cyclic(r, thr);
+                }
+            },
         })
     }
 
@@ -51,8 +56,7 @@ impl Probe for Cyclic<'_> {
                     threads,
                     cpus: self.cpus,
                 };
-                self.inner
-                    .tick(&tick, &mut || ProbeResult::Cyclic(checkpoint()));
+                self.inner.tick(&tick, &mut || checkpoint().into());
             }
             fn late(&mut self, late: &[Spike]) {
                 self.inner.late(late);
@@ -65,7 +69,7 @@ impl Probe for Cyclic<'_> {
             cpus: &self.0.config.cpus,
         };
         let r = rtgauge_probe::cyclic::run(self.0, stop, &mut a)?;
-        Ok(vec![ProbeResult::Cyclic(r)])
+        Ok(vec![r.into()])
     }
 }
 
@@ -81,6 +85,11 @@ impl Probe for Oslat<'_> {
         Some(why::Scope {
             cpus: self.measured(),
             interval_ns: self.0.config.timeline_interval_ns,
+            finish: |w, r, thr| {
+                if let Some(r) = r.downcast_mut::<OslatResult>() {
+                    w.finish_oslat(r, thr);
+                }
+            },
         })
     }
 
@@ -110,12 +119,11 @@ impl Probe for Oslat<'_> {
                     threads: &[],
                     cpus: &[],
                 };
-                self.inner
-                    .tick(&tick, &mut || ProbeResult::Oslat(checkpoint()));
+                self.inner.tick(&tick, &mut || checkpoint().into());
             }
         }
         let r = rtgauge_probe::oslat::run(self.0, stop, &mut Adapter { inner: observer })?;
-        Ok(vec![ProbeResult::Oslat(r)])
+        Ok(vec![r.into()])
     }
 }
 
@@ -128,7 +136,7 @@ impl Probe for Ops<'_> {
     }
 
     fn run(&self, stop: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
-        Ok(vec![ProbeResult::Ops(rtgauge_probe::ops::run(
+        Ok(vec![ProbeResult::from(rtgauge_probe::ops::run(
             self.0, stop,
         )?)])
     }
@@ -143,7 +151,7 @@ impl Probe for Mem<'_> {
     }
 
     fn run(&self, _: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
-        Ok(vec![ProbeResult::Mem(rtgauge_probe::mem::run(self.0)?)])
+        Ok(vec![rtgauge_probe::mem::run(self.0)?.into()])
     }
 }
 
@@ -175,6 +183,6 @@ impl Probe for Net<'_> {
                 NetError::NoTarget => SessionError::NoTarget,
                 NetError::Client(e) => SessionError::Probe(e),
             })?;
-        Ok(results.into_iter().map(ProbeResult::Net).collect())
+        Ok(results.into_iter().map(ProbeResult::from).collect())
     }
 }

@@ -8,11 +8,11 @@
 //! explain them at the end, when the threshold is known (the profile's gate or `--spike`, else
 //! [`rule_threshold`] on the run's own distribution).
 
-use rtgauge_host::counters::Sampler;
-use rtgauge_host::HostRoot;
 use rtgauge_analysis::episodes::{
     breakdown, rule_threshold, Candidate, EpisodeTracker, Late, Retain, RULE,
 };
+use rtgauge_host::counters::Sampler;
+use rtgauge_host::HostRoot;
 use rtgauge_model::attribution::{
     BreakTrace, Episode, EpisodeThreshold, TraceInfo, Why, BREAK_TRACE_NS, MAX_EPISODES,
 };
@@ -366,14 +366,21 @@ pub fn observed_cpus(pinned: &[Option<u32>]) -> CpuSet {
     set
 }
 
-/// What the counters and the trace of a probe watch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the counters and the trace of a probe watch, and how what they collected joins its result.
+#[derive(Debug, Clone)]
 pub struct Scope {
     /// The CPUs its threads may run on (see [`observed_cpus`]).
     pub cpus: CpuSet,
     /// The timeline's interval: one counter interval each.
     pub interval_ns: u64,
+    /// Attaches the collected counters and episodes to the probe's result (its kind's own finisher:
+    /// [`WhyRun::finish_cyclic`], [`WhyRun::finish_oslat`]).
+    pub finish: Finish,
 }
+
+/// How a latency kind attaches what was collected while it ran to its result, explaining the episodes at
+/// or above the threshold.
+pub type Finish = fn(WhyRun, &mut ProbeResult, Option<&EpisodeThreshold>);
 
 /// The interval counters and the trace of a latency probe, as an observer: started with the measurement
 /// (after oslat's preheat, so their intervals line up with the timeline's), attached to its result at the
@@ -428,15 +435,7 @@ impl Observer for WhyObserver {
         let Some(w) = self.run.take() else {
             return;
         };
-        let threshold = self.opts.threshold.as_ref();
-        match result {
-            ProbeResult::Cyclic(r) => w.finish_cyclic(r, threshold),
-            ProbeResult::Oslat(r) => w.finish_oslat(r, threshold),
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => {}
-        }
+        (self.scope.finish)(w, result, self.opts.threshold.as_ref());
     }
 }
 

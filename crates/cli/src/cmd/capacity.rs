@@ -10,6 +10,7 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::capacity::{
     capacity_level, next_search_level, Capacity, CapacityPoint, CapacitySample,
 };
+use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::load::LoadSpec;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::Nanos;
@@ -89,7 +90,11 @@ impl Levels<'_> {
                 &around,
                 &mut [],
             )?;
-            let Some(ProbeResult::Cyclic(r)) = m.results.first() else {
+            let Some(r) = m
+                .results
+                .first()
+                .and_then(ProbeResult::downcast_ref::<CyclicResult>)
+            else {
                 bail!("the timer probe returned no result");
             };
             runs.push(CapacitySample::of(r, &a.gate).context("the probe returned no thread")?);

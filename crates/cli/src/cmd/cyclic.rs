@@ -85,7 +85,11 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
         // Replace the live block by the final summary rather than printing the lines twice.
         print!("\x1b[{}A\x1b[J", plan.config.threads + 2);
     }
-    let Some(ProbeResult::Cyclic(result)) = results.into_iter().next() else {
+    let Some(result) = results
+        .into_iter()
+        .next()
+        .and_then(|p| p.downcast::<CyclicResult>().ok())
+    else {
         anyhow::bail!("the timer probe returned no result");
     };
     super::warn_all(&shortfalls);
@@ -95,8 +99,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     print_text(&result, a)?;
     if why.trace {
         // Only with --trace: without it the output stays cyclictest's, byte for byte.
-        let p = ProbeResult::Cyclic(result.clone());
-        print!("{}", rtgauge_report::spikes::render_why(&p));
+        print!("{}", rtgauge_report::spikes::render_why(&result));
     }
     if let Some(path) = &a.json {
         crate::output::write_rt_tests_json(path, &started_2822, &system, |env| {
@@ -104,7 +107,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
     if let Some(path) = &a.output {
-        let probe = ProbeResult::Cyclic(result);
+        let probe = ProbeResult::from(result);
         let status = RunStatus::of_probes(std::slice::from_ref(&probe), true);
         crate::output::write_output(path, started, system, probe, status, warnings)?;
     }

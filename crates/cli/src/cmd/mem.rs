@@ -3,6 +3,7 @@
 
 use rtgauge_flags::mem::{resolve, MemArgs};
 use rtgauge_host::HostRoot;
+use rtgauge_model::mem::MemResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use std::process::ExitCode;
 
@@ -20,12 +21,11 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
         &mut [],
     )?;
     super::warn_all(&warnings);
-    let Some(probe @ ProbeResult::Mem(_)) = results.pop() else {
+    let Some(result) = results.pop().and_then(|p| p.downcast::<MemResult>().ok()) else {
         anyhow::bail!("the memory probe returned no result");
     };
-    if let ProbeResult::Mem(r) = &probe {
-        super::print_text(&rtgauge_report::mem::render(r, true))?;
-    }
+    super::print_text(&rtgauge_report::kind::mem::render(&result, true))?;
+    let probe = ProbeResult::from(result);
     if let Some(path) = &a.output {
         let system = rtgauge_host::system::read_system_info(&root);
         crate::output::write_output(path, started, system, probe, RunStatus::Complete, warnings)?;

@@ -15,7 +15,7 @@ use rtgauge_model::net::NetResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::net::server;
-use rtgauge_report::net::{render_result, render_sweep};
+use rtgauge_report::kind::net::{render_result, render_sweep};
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -111,10 +111,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let (results, _) = super::measure(&root, &stop, &probe, &around, &mut [])?;
     let results: Vec<NetResult> = results
         .into_iter()
-        .filter_map(|r| match r {
-            ProbeResult::Net(n) => Some(n),
-            _ => None,
-        })
+        .filter_map(|r| r.downcast::<NetResult>().ok())
         .collect();
     let (code, why) = outcome(&results, plan.max_errors);
     let status = if stop.is_set() || results.len() < plan.points.len() {
@@ -125,7 +122,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let mut doc = crate::output::document(
         started,
         system,
-        results.iter().cloned().map(ProbeResult::Net).collect(),
+        results.iter().cloned().map(ProbeResult::from).collect(),
         status,
         Vec::new(),
     );

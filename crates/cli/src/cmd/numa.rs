@@ -5,7 +5,7 @@ use anyhow::bail;
 use rtgauge_flags::numa::*;
 use rtgauge_host::HostRoot;
 use rtgauge_model::numa::NumaResult;
-use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::run::RunStatus;
 use rtgauge_model::Nanos;
 use std::process::ExitCode;
 
@@ -26,13 +26,13 @@ pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
     }
     let started = crate::output::now_rfc3339();
     let result = measure(&root, &a.pids, a.interval);
-    super::print_text(&rtgauge_report::numa::render(&result, a.top as usize))?;
+    super::print_text(&rtgauge_report::kind::numa::render(&result, a.top as usize))?;
     if let Some(path) = &a.output {
         crate::output::write_output(
             path,
             started,
             rtgauge_host::system::read_system_info(&root),
-            ProbeResult::Numa(result),
+            result.into(),
             RunStatus::Complete,
             Vec::new(),
         )?;

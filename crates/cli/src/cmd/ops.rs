@@ -4,6 +4,7 @@
 
 use rtgauge_flags::ops::{resolve, OpsArgs};
 use rtgauge_host::HostRoot;
+use rtgauge_model::ops::OpsResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use std::process::ExitCode;
 
@@ -25,12 +26,11 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
         &mut [],
     )?;
     super::warn_all(&warnings);
-    let Some(probe @ ProbeResult::Ops(_)) = results.pop() else {
+    let Some(result) = results.pop().and_then(|p| p.downcast::<OpsResult>().ok()) else {
         anyhow::bail!("the OS-primitive probe returned no result");
     };
-    if let ProbeResult::Ops(r) = &probe {
-        super::print_text(&rtgauge_report::ops::render_table(r))?;
-    }
+    super::print_text(&rtgauge_report::kind::ops::render_table(&result))?;
+    let probe = ProbeResult::from(result);
     if let Some(path) = &a.output {
         let status = if stop.is_set() {
             RunStatus::Interrupted

@@ -10,6 +10,7 @@ use rtgauge_flags::oslat::{resolve, OslatArgs};
 use rtgauge_flags::Resolved;
 use rtgauge_formats::rttests;
 use rtgauge_host::HostRoot;
+use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::oslat::Workload;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::CpuSet;
@@ -119,7 +120,11 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         &around,
         &mut [&mut announce],
     )?;
-    let Some(ProbeResult::Oslat(result)) = results.into_iter().next() else {
+    let Some(result) = results
+        .into_iter()
+        .next()
+        .and_then(|p| p.downcast::<OslatResult>().ok())
+    else {
         anyhow::bail!("the OS-noise probe returned no result");
     };
     let mut out = std::io::stdout().lock();
@@ -142,8 +147,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     )?;
     if a.trace {
         // Only with --trace: without it the output stays oslat's.
-        let p = ProbeResult::Oslat(result.clone());
-        write!(out, "{}", rtgauge_report::spikes::render_why(&p))?;
+        write!(out, "{}", rtgauge_report::spikes::render_why(&result))?;
     }
     out.flush()?;
 
@@ -153,7 +157,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
     if let Some(path) = &a.output {
-        let probe = ProbeResult::Oslat(result);
+        let probe = ProbeResult::from(result);
         let status = RunStatus::of_probes(std::slice::from_ref(&probe), true);
         crate::output::write_output(path, started, system, probe, status, warnings)?;
     }

@@ -46,10 +46,8 @@ impl Progress {
             self.cyclic(tick.elapsed, tick.threads);
             return;
         }
-        if let Some(ProbeResult::Oslat(r)) = checkpoint {
-            let max = r.threads.iter().map(|t| t.gaps.max_ns).max().unwrap_or(0);
-            let iters: u64 = r.threads.iter().map(|t| t.iterations).sum();
-            self.last = format!("max gap {:.1} µs, {iters} iterations", max as f64 / 1e3);
+        if let Some(line) = checkpoint.and_then(|p| rtgauge_report::kind::view(p).progress_line()) {
+            self.last = line;
         }
         self.update(tick.elapsed, self.last.clone());
     }

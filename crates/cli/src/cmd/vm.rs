@@ -6,7 +6,7 @@
 use anyhow::{bail, Context as _};
 use rtgauge_flags::vm::*;
 use rtgauge_formats::import::Importer as _;
-use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::run::RunDocument;
 use rtgauge_model::vm::HostRecord;
 use rtgauge_session::vm::clock::{self, Channel};
 use rtgauge_session::vm::discover;
@@ -167,17 +167,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     let record = read_record(&a.host)?;
     let mut joined = 0;
     for p in &mut doc.probes {
-        let why = match p {
-            ProbeResult::Cyclic(c) => {
-                if !rtgauge_analysis::vm_join::ensure_episodes(c) {
-                    continue;
-                }
-                c.why.as_mut()
-            }
-            ProbeResult::Oslat(o) => o.why.as_mut().filter(|w| w.trace.is_some()),
-            _ => None,
-        };
-        if let Some(w) = why {
+        if let Some(w) = rtgauge_analysis::vm_join::joinable_why(p.as_dyn_mut()) {
             rtgauge_analysis::vm_join::join(w, &record);
             joined += 1;
         }
@@ -211,7 +201,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     }
     let mut text = String::new();
     for p in &doc.probes {
-        text.push_str(&rtgauge_report::spikes::render_why(p));
+        text.push_str(&rtgauge_report::spikes::render_why(p.as_dyn()));
     }
     super::print_text(&text)?;
     Ok(ExitCode::SUCCESS)

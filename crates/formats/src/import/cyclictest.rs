@@ -11,7 +11,7 @@ use rtgauge_model::cyclic::{
 };
 use rtgauge_model::latency::{limit_warning, new_histogram, Beyond, Histogram, LatencyStats};
 use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
-use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::run::RunDocument;
 use serde_json::Value;
 
 /// Import a cyclictest `--json` file.
@@ -521,7 +521,7 @@ fn cyclic_document(
     Ok(imported_document(
         meta,
         "cyclictest",
-        ProbeResult::Cyclic(result),
+        result.into(),
         warnings,
     ))
 }
@@ -783,9 +783,9 @@ mod text_tests {
         // A refreshed screen repeats a thread's line: the last one holds its final figures.
         let d = parse_cyclictest_text(&(line(0, 500, "9") + &line(0, 1000, "12")), "r.txt", 1000)
             .unwrap();
-        let rtgauge_model::run::ProbeResult::Cyclic(c) = &d.probes[0] else {
-            panic!("not cyclic")
-        };
+        let c = d.probes[0]
+            .downcast_ref::<rtgauge_model::cyclic::CyclicResult>()
+            .expect("cyclic");
         assert_eq!(c.threads.len(), 1);
         assert_eq!(c.threads[0].latency.max_ns, 12_000);
         // A thread without its line is refused, not filled with zeros.

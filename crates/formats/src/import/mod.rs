@@ -38,7 +38,6 @@ pub use oslat::{parse_oslat_text, OslatJson, OslatText};
 
 use cyclictest::cyclictest_json;
 use oslat::oslat_json;
-use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::rt::{ProcessConditions, Setting};
 use rtgauge_model::run::{ImportSource, ProbeResult, RunDocument, RunStatus, SystemInfo, ToolInfo};
 use rtgauge_model::CpuSet;
@@ -382,33 +381,11 @@ fn imported_document(
 
 /// Warnings for rt-tests histograms whose limit lost samples (below the min, or > 0.1 % overflowing).
 pub fn limit_warnings(document: &RunDocument) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |what: String, s: &LatencyStats| {
-        if let Some(b) = s.beyond {
-            out.extend(rtgauge_model::latency::limit_warning(
-                &what, s, b.limit_ns, b.count,
-            ));
-        }
-    };
-    for p in &document.probes {
-        match p {
-            ProbeResult::Cyclic(c) => {
-                for t in &c.threads {
-                    check(format!("thread {}", t.index), &t.latency);
-                }
-            }
-            ProbeResult::Oslat(o) => {
-                for t in &o.threads {
-                    check(format!("CPU {}", t.cpu), &t.gaps);
-                }
-            }
-            ProbeResult::Net(_)
-            | ProbeResult::Ops(_)
-            | ProbeResult::Mem(_)
-            | ProbeResult::Numa(_) => {}
-        }
-    }
-    out
+    document
+        .probes
+        .iter()
+        .flat_map(|p| p.limit_warnings())
+        .collect()
 }
 
 #[cfg(test)]
@@ -448,10 +425,7 @@ mod tests {
                          "histogram": { "1": 215793394, "2": 3506, "32": 472 } } } }"#;
 
     fn cyclic(d: &RunDocument) -> &CyclicResult {
-        match &d.probes[0] {
-            ProbeResult::Cyclic(c) => c,
-            _ => panic!("expected cyclic"),
-        }
+        d.probes[0].downcast_ref().expect("cyclic")
     }
 
     #[test]
@@ -652,9 +626,9 @@ mod tests {
     #[test]
     fn imports_oslat_json() {
         let d = parse_rt_tests(OSLAT, "o.json", 1000).unwrap();
-        let ProbeResult::Oslat(o) = &d.probes[0] else {
-            panic!()
-        };
+        let o = d.probes[0]
+            .downcast_ref::<rtgauge_model::oslat::OslatResult>()
+            .expect("oslat");
         let t = &o.threads[0];
         assert_eq!(t.cpu, 1);
         assert_eq!(t.iterations, 215_793_394 + 3_506 + 472);
@@ -687,9 +661,9 @@ Counter Freq:\t 2597 2597 (Mhz)
     fn imports_oslat_text_with_its_overflow_bucket_unknown() {
         let d = parse_rt_tests(OSLAT_TEXT, "os.txt", 1000).unwrap();
         assert_eq!(d.imported_from.as_ref().unwrap().format, "oslat-text");
-        let ProbeResult::Oslat(o) = &d.probes[0] else {
-            panic!("not oslat")
-        };
+        let o = d.probes[0]
+            .downcast_ref::<rtgauge_model::oslat::OslatResult>()
+            .expect("oslat");
         assert_eq!(o.config.cpus, vec![0, 1]);
         let t = &o.threads[1];
         assert_eq!(t.buckets.counts, vec![121388384, 322, 0, 1865]);
@@ -721,9 +695,12 @@ Counter Freq:\t 2597 2597 (Mhz)
             parse_rt_tests(json, "o2.json", 1000).unwrap(),
             parse_rt_tests(text, "o2.txt", 1000).unwrap(),
         );
-        let thread = |d: &RunDocument| match &d.probes[0] {
-            ProbeResult::Oslat(o) => o.threads[0].clone(),
-            _ => panic!("not oslat"),
+        let thread = |d: &RunDocument| {
+            d.probes[0]
+                .downcast_ref::<rtgauge_model::oslat::OslatResult>()
+                .expect("oslat")
+                .threads[0]
+                .clone()
         };
         let (a, b) = (thread(&j), thread(&t));
         for x in [&a, &b] {

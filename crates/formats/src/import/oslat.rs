@@ -11,7 +11,7 @@ use rtgauge_model::oslat::{
     CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, ThresholdCount, Workload,
 };
 use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
-use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::run::RunDocument;
 use serde_json::Value;
 
 /// oslat text summary.
@@ -221,12 +221,7 @@ pub(super) fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportErr
         ended_at: rfc2822_to_3339(&s("end_time")),
         system: sysinfo(v.get("sysinfo")),
     };
-    Ok(imported_document(
-        meta,
-        "oslat",
-        ProbeResult::Oslat(result),
-        warnings,
-    ))
+    Ok(imported_document(meta, "oslat", result.into(), warnings))
 }
 
 /// Thresholds whose gap counts an import gives where the buckets tell them (native runs' defaults).

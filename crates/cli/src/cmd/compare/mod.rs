@@ -2,9 +2,9 @@
 //! `rtgauge_store::select`; the comparison of `rtgauge_report::compare`, printed, as JSON or written as HTML.
 
 use anyhow::bail;
+use rtgauge_analysis::compare::{self, Options};
 use rtgauge_flags::report::CompareArgs;
 use rtgauge_model::run::RunDocument;
-use rtgauge_report::compare::{self, Options};
 use rtgauge_report::html;
 use rtgauge_store::select::{self, Loaded};
 use std::io::Write as _;

@@ -26,6 +26,7 @@ use rtgauge_formats::openmetrics;
 use rtgauge_host::cpu::read_cpu_node;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicConfig;
+use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::monitor::{CpuSeries, MonitorState};
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::ProbeResult;
@@ -126,7 +127,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         seg_plan.config.duration_ns = Some(seg.as_nanos() as u64);
         let result = measure_segment(a, &seg_plan, &state, &live, &stop)?;
         if !warned {
-            super::warn_all(&rtgauge_report::shortfalls::cyclic(&result));
+            super::warn_all(&rtgauge_report::kind::KindView::shortfalls(&result));
             warned = true;
         }
         lock(&state).fold_segment(&result, a.gate.as_ns());
@@ -211,9 +212,14 @@ fn measure_segment(
             &mut [&mut peaks],
         )
         .context("measuring timer latency")?;
-    match m.results.into_iter().next() {
-        Some(ProbeResult::Cyclic(r)) => Ok(r),
-        _ => bail!("the timer probe returned no result"),
+    match m
+        .results
+        .into_iter()
+        .next()
+        .and_then(|p| p.downcast::<CyclicResult>().ok())
+    {
+        Some(r) => Ok(r),
+        None => bail!("the timer probe returned no result"),
     }
 }
 

@@ -6,7 +6,7 @@ use rtgauge_flags::monitor::MonitorArgs;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::{CyclicConfig, CyclicResult};
 use rtgauge_model::latency::WindowRecorder;
-use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::run::RunStatus;
 use std::time::Instant;
 
 /// The segments of one store period, merged into one cyclic result.
@@ -74,7 +74,7 @@ impl Accumulated {
         let mut doc = crate::output::document(
             self.started_at.clone(),
             rtgauge_host::system::read_system_info(&root),
-            vec![ProbeResult::Cyclic(r)],
+            vec![r.into()],
             RunStatus::Complete,
             Vec::new(),
         );

@@ -22,11 +22,12 @@ pub(super) fn measure(
         }
         let results = match &stage.probe {
             ProbePlan::Numa(pids, interval) => {
-                vec![ProbeResult::Numa(rtgauge_host::numa::read_numa(
+                vec![rtgauge_host::numa::read_numa(
                     &cx.root,
                     (!pids.is_empty()).then_some(pids.as_slice()),
                     interval.as_ns(),
-                ))]
+                )
+                .into()]
             }
             _ => measure_stage(&stage, doc, rec, cx)?,
         };

@@ -1,7 +1,9 @@
 //! Text rendering of `rtgauge net` results: one block per measurement (rate, errors by kind, latency
 //! percentiles, per-second rates) and the sweep table of seed 004's figure 3. Pure functions of model data.
 
+use super::KindView;
 use crate::units;
+use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetMode, NetResult};
 use rtgauge_model::CpuSet;
@@ -205,6 +207,20 @@ pub fn render_sweep(results: &[NetResult]) -> String {
         let _ = writeln!(s, "{line} {errors:>7}");
     }
     s
+}
+
+impl KindView for NetResult {
+    fn data(&self) -> &dyn KindData {
+        self
+    }
+
+    fn section_title(&self) -> String {
+        "Network capacity (net)".to_string()
+    }
+
+    fn terminal_section(&self, _facts: &RunFacts) -> String {
+        render_result(self)
+    }
 }
 
 #[cfg(test)]

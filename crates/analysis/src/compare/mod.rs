@@ -298,15 +298,12 @@ struct LatencyData {
 }
 
 fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
-    let thr = match p {
-        ProbeResult::Cyclic(c) => c.config.overflow_threshold_ns(),
-        ProbeResult::Oslat(_) => None,
-        ProbeResult::Net(_) | ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => {
-            return None
-        }
-    };
-    let threads = crate::threads::lat_threads(p);
-    let pooled = crate::threads::pooled_sparse(p);
+    if !p.kind().is_latency() {
+        return None;
+    }
+    let thr = p.overflow_threshold_ns();
+    let threads = p.latency_threads();
+    let pooled = p.pooled();
     let n = threads
         .iter()
         .map(|t| t.windows.hdr.len())
@@ -596,11 +593,7 @@ fn measures_of(doc: &RunDocument) -> Vec<(usize, Measure)> {
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for (i, p) in doc.probes.iter().enumerate() {
-        for m in p.measures() {
-            // An imported cyclictest result did not count its missed deadlines: no figure to compare.
-            if m.key == "cyclic.missed" && !doc.missed_deadlines_known() {
-                continue;
-            }
+        for m in p.comparable_measures(&doc.facts()) {
             // The first probe of a kind gives the measure (a profile rarely runs a kind twice).
             if seen.insert(m.key.clone()) {
                 out.push((i, m));
@@ -611,12 +604,7 @@ fn measures_of(doc: &RunDocument) -> Vec<(usize, Measure)> {
 }
 
 fn probe_duration_ns(p: &ProbeResult) -> u64 {
-    match p {
-        ProbeResult::Cyclic(c) => c.elapsed_ns,
-        ProbeResult::Oslat(o) => o.elapsed_ns,
-        ProbeResult::Net(n) => n.elapsed_ns,
-        ProbeResult::Ops(_) | ProbeResult::Mem(_) | ProbeResult::Numa(_) => 0,
-    }
+    p.elapsed_ns()
 }
 
 /// A measure as the rows name it: key, label, unit, which direction is better.
@@ -966,54 +954,14 @@ fn boot_replicates(
 fn probe_settings(d: &RunDocument) -> Vec<String> {
     d.probes
         .iter()
-        .map(|p| {
-            let config = match p {
-                ProbeResult::Cyclic(c) => serde_json::to_string(&c.config),
-                ProbeResult::Oslat(o) => serde_json::to_string(&o.config),
-                ProbeResult::Net(n) => serde_json::to_string(&n.config),
-                ProbeResult::Ops(o) => serde_json::to_string(&o.config),
-                ProbeResult::Mem(m) => serde_json::to_string(&m.config),
-                ProbeResult::Numa(_) => Ok(String::new()),
-            };
-            format!("{} {}", p.name(), config.unwrap_or_default())
-        })
+        .map(|p| format!("{} {}", p.name(), p.settings_json()))
         .collect()
 }
 
 /// The settings a reader compares at a glance: per timer-latency or OS-noise probe its CPUs, period or
 /// priority, and duration.
 fn settings_summary(d: &RunDocument) -> String {
-    let secs = |ns: u64| format!("{} s", ns as f64 / 1e9);
-    let parts: Vec<String> = d
-        .probes
-        .iter()
-        .filter_map(|p| match p {
-            ProbeResult::Cyclic(c) => {
-                let cpus: Vec<String> = c
-                    .config
-                    .cpus
-                    .iter()
-                    .map(|x| x.map_or("any".into(), |c| c.to_string()))
-                    .collect();
-                Some(format!(
-                    "cyclic CPUs {}, interval {} µs, priority {}, {}",
-                    cpus.join(","),
-                    c.config.interval_ns / 1000,
-                    c.config.priority,
-                    c.config.duration_ns.map_or("no duration".into(), secs)
-                ))
-            }
-            ProbeResult::Oslat(o) => {
-                let cpus: Vec<String> = o.config.cpus.iter().map(u32::to_string).collect();
-                Some(format!(
-                    "oslat CPUs {}, {}",
-                    cpus.join(","),
-                    secs(o.config.duration_ns)
-                ))
-            }
-            _ => None,
-        })
-        .collect();
+    let parts: Vec<String> = d.probes.iter().filter_map(|p| p.settings_line()).collect();
     parts.join("; ")
 }
 
@@ -1067,7 +1015,7 @@ fn load_difference(runs: &[&RunDocument]) -> Option<Difference> {
             let l: Vec<String> = d
                 .probes
                 .iter()
-                .filter_map(ProbeResult::load)
+                .filter_map(|p| p.load())
                 .map(|l| l.summary())
                 .collect();
             if l.is_empty() {
@@ -1095,11 +1043,7 @@ fn contention_difference(runs: &[&RunDocument]) -> Option<Difference> {
             let with: Vec<String> = d
                 .probes
                 .iter()
-                .filter_map(|p| match p {
-                    ProbeResult::Cyclic(c) => Some(&c.conditions.contended),
-                    ProbeResult::Oslat(o) => Some(&o.conditions.contended),
-                    _ => None,
-                })
+                .filter_map(|p| p.process_conditions().map(|c| &c.contended))
                 .flatten()
                 .map(|c| format!("pid {} on CPU {}", c.pid, c.cpus))
                 .collect();
@@ -1137,7 +1081,7 @@ fn fingerprint_differences(runs: &[&RunDocument]) -> Vec<Difference> {
             let mut v = Vec::new();
             if let Some(f) = &d.fingerprint {
                 if let Ok(j) = serde_json::to_value(f) {
-                    crate::flatten("", &j, &mut v);
+                    rtgauge_model::fingerprint::flatten("", &j, &mut v);
                 }
             }
             v

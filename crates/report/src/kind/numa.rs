@@ -1,5 +1,7 @@
 //! Terminal rendering of NUMA locality (`rtgauge numa`).
 
+use super::KindView;
+use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::numa::{Locality, NumaResult};
 use rtgauge_model::Nanos;
 
@@ -88,4 +90,18 @@ pub fn render(result: &NumaResult, top: usize) -> String {
         }
     }
     s
+}
+
+impl KindView for NumaResult {
+    fn data(&self) -> &dyn KindData {
+        self
+    }
+
+    fn section_title(&self) -> String {
+        "NUMA locality (numa)".to_string()
+    }
+
+    fn terminal_section(&self, _facts: &RunFacts) -> String {
+        render(self, 10)
+    }
 }

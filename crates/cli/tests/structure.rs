@@ -1,0 +1,516 @@
+//! The shape of the code, checked: no circle between a crate's modules, no non-test part of a file over
+//! 1,000 lines, no function over 120 lines, the probe kinds named only where they are listed, and every
+//! ns→µs conversion through the one helper. Each check reads the sources as text (rustfmt's layout: a
+//! function's closing brace sits at the indentation of its `fn`), and each has a test of its own that
+//! feeds it a made-up source breaking the rule, so a check that stopped finding anything would fail.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The workspace's `crates/` folder.
+fn crates_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crates/")
+        .to_path_buf()
+}
+
+/// Every library and binary source file of a crate (`src/`, not `tests/` or fixtures), sorted.
+fn sources(krate: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&krate.join("src"), &mut out);
+    out.sort();
+    out
+}
+
+fn crates() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(crates_dir())
+        .expect("crates/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("Cargo.toml").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The part of a source before its test module (`#[cfg(test)]` followed by `mod NAME {`), and a file that
+/// is a test module of its parent (`mod tests;` under `#[cfg(test)]`) is all test.
+fn non_test(text: &str) -> &str {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim() == "#[cfg(test)]" {
+            let rest = &text[at + line.len()..];
+            let next = rest.lines().next().unwrap_or("").trim();
+            if next.starts_with("mod ") && next.ends_with('{') {
+                return &text[..at];
+            }
+        }
+        at += line.len();
+    }
+    text
+}
+
+/// Files that are test modules of their parent (`#[cfg(test)] mod NAME;`).
+fn test_module_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        for w in lines.windows(2) {
+            if w[0].trim() == "#[cfg(test)]" {
+                if let Some(name) = w[1]
+                    .trim()
+                    .strip_prefix("mod ")
+                    .and_then(|r| r.strip_suffix(';'))
+                {
+                    let dir = module_dir(f);
+                    out.insert(dir.join(format!("{name}.rs")));
+                    out.insert(dir.join(name).join("mod.rs"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The folder a file's child modules live in: `src/` for lib.rs/main.rs/mod.rs, `src/a/` for `src/a.rs`.
+fn module_dir(file: &Path) -> PathBuf {
+    let parent = file.parent().expect("a file's folder").to_path_buf();
+    match file.file_name().and_then(|n| n.to_str()) {
+        Some("lib.rs" | "main.rs" | "mod.rs") => parent,
+        _ => parent.join(file.file_stem().expect("a name")),
+    }
+}
+
+/// Every non-test source of the workspace: (file, its non-test text).
+fn workspace_sources() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for c in crates() {
+        let files = sources(&c);
+        let tests = test_module_files(&files);
+        for f in files {
+            if tests.contains(&f) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).expect("a source");
+            out.push((f, non_test(&text).to_string()));
+        }
+    }
+    out
+}
+
+/// A line without its `//` comment (outside a string: good enough for code laid out by rustfmt).
+fn code_of(line: &str) -> &str {
+    let mut in_str = false;
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if in_str => i += 1,
+            b'"' => in_str = !in_str,
+            b'/' if !in_str && b.get(i + 1) == Some(&b'/') => return &line[..i],
+            _ => {}
+        }
+        i += 1;
+    }
+    line
+}
+
+/// The functions of a source longer than `max` lines: (name, first line, length). A function runs from its
+/// `fn` line to the first later line that is its closing brace at the same indentation.
+fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let indent = l.len() - t.len();
+        let sig = [
+            "fn ",
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "const fn ",
+            "pub const fn ",
+            "unsafe fn ",
+            "pub unsafe fn ",
+            "async fn ",
+            "pub async fn ",
+        ]
+        .iter()
+        .find_map(|p| t.strip_prefix(p));
+        let Some(rest) = sig else { continue };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // A declaration without a body (a trait's required method) ends with `;` before any `{`.
+        let mut j = i;
+        let mut has_body = false;
+        while j < lines.len() {
+            let c = code_of(lines[j]);
+            if c.trim_end().ends_with('{') || c.contains("{ }") || c.contains("{}") {
+                has_body = true;
+                break;
+            }
+            if c.trim_end().ends_with(';') {
+                break;
+            }
+            j += 1;
+        }
+        if !has_body {
+            continue;
+        }
+        let close = " ".repeat(indent) + "}";
+        let end = (j..lines.len()).find(|&k| {
+            let c = lines[k];
+            (k > i && c.trim_end() == close) || (k == j && code_of(c).trim_end().ends_with('}'))
+        });
+        if let Some(e) = end {
+            let len = e - i + 1;
+            if len > max {
+                out.push((name, i + 1, len));
+            }
+        }
+    }
+    out
+}
+
+/// The modules of one crate a source refers to (`crate::a::…`, `super::b`), as module paths.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src/");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The edges between a crate's modules: module → modules whose items it names. A reference to a module's
+/// own descendant or ancestor is not an edge (a parent declaring its children, a child using its parent's
+/// items through `super`); `crate::a::b::c` names `a::b` where that is a module (else `a`).
+fn module_edges(files: &[(Vec<String>, String)]) -> BTreeMap<String, BTreeSet<String>> {
+    let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.join("::")).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, text) in files {
+        let me = m.join("::");
+        let mut refs: Vec<Vec<String>> = Vec::new();
+        for line in text.lines().map(code_of) {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for (i, _) in line.match_indices("crate::") {
+                // `rtgauge_model::…` contains no `crate::`, but `$crate::` in a macro does: leave it out.
+                if i > 0 && line.as_bytes()[i - 1] == b'$' {
+                    continue;
+                }
+                if i > 0
+                    && (line.as_bytes()[i - 1].is_ascii_alphanumeric()
+                        || line.as_bytes()[i - 1] == b'_')
+                {
+                    continue;
+                }
+                refs.push(path_after(&line[i + "crate::".len()..]));
+            }
+            for (i, _) in line.match_indices("super::") {
+                if i > 0
+                    && (line.as_bytes()[i - 1].is_ascii_alphanumeric()
+                        || line.as_bytes()[i - 1] == b'_'
+                        || line.as_bytes()[i - 1] == b':')
+                {
+                    continue;
+                }
+                let mut base = m.clone();
+                let mut rest = &line[i..];
+                while let Some(r) = rest.strip_prefix("super::") {
+                    base.pop();
+                    rest = r;
+                }
+                let mut p = base;
+                p.extend(path_after(rest));
+                refs.push(p);
+            }
+            // `use crate::{a, b::c}` names several.
+            if let Some(r) = line.trim_start().strip_prefix("use crate::{") {
+                for item in r.split(',') {
+                    let item = item.trim().trim_end_matches("};").trim_end_matches('}');
+                    refs.push(path_after(item));
+                }
+            }
+        }
+        for r in refs {
+            // The longest prefix of the path that is a module.
+            let target = (1..=r.len())
+                .rev()
+                .map(|n| r[..n].join("::"))
+                .find(|p| modules.contains(p));
+            let Some(t) = target else { continue };
+            let related = t == me
+                || me.starts_with(&format!("{t}::"))
+                || t.starts_with(&format!("{me}::"))
+                || (t.is_empty() || me.is_empty());
+            if !related {
+                edges.entry(me.clone()).or_default().insert(t);
+            }
+        }
+    }
+    edges
+}
+
+/// The identifiers of a path up to the first that is not one (`a::b::C` → [a, b, C]).
+fn path_after(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for seg in s.split("::") {
+        let id: String = seg
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if id.is_empty() {
+            break;
+        }
+        let whole = id.len() == seg.len();
+        out.push(id);
+        if !whole {
+            break;
+        }
+    }
+    out
+}
+
+/// One circle among `edges`, if there is any (depth-first search).
+fn find_circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        stack.push(n.to_string());
+        for m in edges.get(n).into_iter().flatten() {
+            match state.get(m.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let from = stack.iter().position(|x| x == m).unwrap_or(0);
+                    let mut c = stack[from..].to_vec();
+                    c.push(m.clone());
+                    return Some(c);
+                }
+                0 => {
+                    if let Some(c) = visit(m, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in edges.keys() {
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0 {
+            let mut stack = Vec::new();
+            if let Some(c) = visit(n, edges, &mut state, &mut stack) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// The files naming a variant of the run document's probe result (`ProbeResult::Cyclic`, …).
+fn variant_namers(files: &[(PathBuf, String)]) -> Vec<PathBuf> {
+    const VARIANTS: [&str; 6] = ["Cyclic", "Oslat", "Net", "Ops", "Mem", "Numa"];
+    files
+        .iter()
+        .filter(|(_, text)| {
+            text.lines().map(code_of).any(|l| {
+                VARIANTS.iter().any(|v| {
+                    l.match_indices(&format!("ProbeResult::{v}")).any(|(i, s)| {
+                        let after = l[i + s.len()..].chars().next();
+                        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    })
+                })
+            })
+        })
+        .map(|(f, _)| f.clone())
+        .collect()
+}
+
+/// Lines dividing or multiplying by a thousand in floating point (`/ 1000.0`, `/ 1e3`, `* 1e-3`): the
+/// shape of a ns→µs conversion written inline.
+fn inline_us_conversions(text: &str) -> Vec<(usize, String)> {
+    const SHAPES: [&str; 8] = [
+        "/ 1000.0",
+        "/ 1_000.0",
+        "/ 1e3",
+        "/ 1000f64",
+        "* 1e-3",
+        "* 0.001",
+        "/1000.0",
+        "/1e3",
+    ];
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let c = code_of(l);
+            SHAPES.iter().any(|s| c.contains(s))
+        })
+        .map(|(i, l)| (i + 1, l.trim().to_string()))
+        .collect()
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(crates_dir().parent().expect("the workspace"))
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn no_non_test_part_of_a_file_is_over_1000_lines() {
+    let long: Vec<String> = workspace_sources()
+        .iter()
+        .filter(|(_, t)| t.lines().count() > 1000)
+        .map(|(f, t)| format!("{}: {} lines", rel(f), t.lines().count()))
+        .collect();
+    assert!(long.is_empty(), "{long:#?}");
+}
+
+#[test]
+fn no_function_is_over_120_lines() {
+    let mut long = Vec::new();
+    for (f, t) in workspace_sources() {
+        for (name, line, len) in long_functions(&t, 120) {
+            long.push(format!("{}:{line} {name}: {len} lines", rel(&f)));
+        }
+    }
+    assert!(long.is_empty(), "{long:#?}");
+}
+
+#[test]
+fn no_crate_has_a_circle_between_its_modules() {
+    for c in crates() {
+        let src = c.join("src");
+        let files = sources(&c);
+        let tests = test_module_files(&files);
+        // Binaries (main.rs and what it declares) are a crate of their own; the library is the rest.
+        let lib: Vec<(Vec<String>, String)> = files
+            .iter()
+            .filter(|f| !tests.contains(*f))
+            .map(|f| {
+                let text = std::fs::read_to_string(f).expect("a source");
+                (module_path(&src, f), non_test(&text).to_string())
+            })
+            .collect();
+        let edges = module_edges(&lib);
+        assert_eq!(find_circle(&edges), None, "{}", rel(&c));
+    }
+}
+
+#[test]
+fn the_probe_kinds_are_named_only_where_they_are_listed() {
+    let files = workspace_sources();
+    let allowed = ["crates/report/src/kind/mod.rs"];
+    let namers: Vec<String> = variant_namers(&files)
+        .iter()
+        .map(|f| rel(f))
+        .filter(|f| !allowed.contains(&f.as_str()))
+        .collect();
+    assert!(
+        namers.is_empty(),
+        "match through the kind traits instead: {namers:#?}"
+    );
+    // The list itself: one `kinds!` in the run document.
+    let run = std::fs::read_to_string(crates_dir().join("model/src/run.rs")).expect("run.rs");
+    assert!(run.contains("kinds! {"), "the kinds list moved");
+}
+
+#[test]
+fn every_ns_to_us_conversion_goes_through_the_one_helper() {
+    let helper = crates_dir().join("model/src/units.rs");
+    let mut found = Vec::new();
+    for (f, t) in workspace_sources() {
+        if f == helper {
+            continue;
+        }
+        for (line, text) in inline_us_conversions(&t) {
+            found.push(format!("{}:{line}: {text}", rel(&f)));
+        }
+    }
+    assert!(found.is_empty(), "use rtgauge_model::units: {found:#?}");
+}
+
+// The checks themselves, each on a made-up source that breaks its rule.
+
+#[test]
+fn the_checks_find_what_they_look_for() {
+    // A 130-line function, laid out as rustfmt lays it out, and a trait method without a body.
+    let body: String = (0..128).map(|i| format!("    let x{i} = {i};\n")).collect();
+    let src = format!(
+        "trait T {{\n    fn decl(&self);\n}}\n\nfn long() {{\n{body}}}\n\nfn short() {{}}\n"
+    );
+    assert_eq!(
+        long_functions(&src, 120),
+        vec![("long".to_string(), 5, 130)]
+    );
+    assert!(long_functions(&src, 130).is_empty());
+    // A test module is not counted.
+    let t = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn b() {}\n}\n";
+    assert_eq!(non_test(t), "fn a() {}\n");
+    // A circle a → b → a (through `crate::` and `super::`), and none where a child uses its parent.
+    let files = vec![
+        (vec!["a".to_string()], "use crate::b::Thing;\n".to_string()),
+        (
+            vec!["b".to_string()],
+            "fn f() -> crate::a::X { todo() }\n".to_string(),
+        ),
+        (vec!["c".to_string()], "".to_string()),
+        (
+            vec!["c".to_string(), "d".to_string()],
+            "use super::Y;\nuse super::super::b::Z;\n".to_string(),
+        ),
+    ];
+    let edges = module_edges(&files);
+    let circle = find_circle(&edges).expect("a circle");
+    assert!(
+        circle.contains(&"a".to_string()) && circle.contains(&"b".to_string()),
+        "{circle:?}"
+    );
+    assert_eq!(edges.get("c::d"), Some(&BTreeSet::from(["b".to_string()])));
+    let no_circle: Vec<_> = files.into_iter().filter(|(m, _)| m[0] != "b").collect();
+    assert_eq!(find_circle(&module_edges(&no_circle)), None);
+    // A variant named in code (not in a comment, not a longer name), and an inline conversion.
+    let f = |s: &str| vec![(PathBuf::from("x.rs"), s.to_string())];
+    assert_eq!(
+        variant_namers(&f("let x = ProbeResult::Oslat(r);")).len(),
+        1
+    );
+    assert!(
+        variant_namers(&f("// ProbeResult::Oslat\nlet y = ProbeResult::OslatLike;")).is_empty()
+    );
+    assert_eq!(
+        inline_us_conversions("let us = ns as f64 / 1000.0;\n// x / 1e3\n").len(),
+        1
+    );
+}

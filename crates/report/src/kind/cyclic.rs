@@ -1,0 +1,152 @@
+//! The timer wake-up latency probe (`rtgauge cyclic`, imported cyclictest) in every view: the terminal
+//! table in the layout of the vPAC guide's result table, the run page's latency section with missed
+//! deadlines and rt-tests overflows, its shortfalls, its headline and its comparison.
+
+use super::KindView;
+use crate::html::ReportOptions;
+use crate::latency::{self, Section};
+use maud::{html, Markup};
+use rtgauge_model::cyclic::CyclicResult;
+use rtgauge_model::kind::{KindData, RunFacts};
+use rtgauge_model::run::ProbeResult;
+use std::fmt::Write as _;
+
+impl KindView for CyclicResult {
+    fn data(&self) -> &dyn KindData {
+        self
+    }
+
+    fn section_title(&self) -> String {
+        format!(
+            "Timer latency (cyclic, interval {}, {} {})",
+            crate::interval_text(self.config.interval_ns),
+            self.config.policy,
+            self.config.priority
+        )
+    }
+
+    fn terminal_section(&self, facts: &RunFacts) -> String {
+        let mut s = String::new();
+        let us = |ns: u64| ns as f64 / 1000.0;
+        // The -h range in µs as the column has always said it; a sub-µs range (cyclictest -N,
+        // whose buckets are ns) in ns, so that it does not read as "≥0µs".
+        let over = match self.config.overflow_threshold_ns() {
+            Some(ns) if ns < 1000 => format!("overflows≥{ns}ns"),
+            Some(ns) => format!("overflows≥{}µs", ns / 1000),
+            None => "overflows".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "\ntimer latency (cyclic, interval {}):",
+            crate::interval_text(self.config.interval_ns)
+        );
+        let _ = writeln!(
+            s,
+            "{:>4} {:>14} {:>9} {:>9} {:>9} {:>14} {:>10} {:>10} {:>8}",
+            "CPU", "samples", "min µs", "avg µs", "max µs", over, "p99.9 µs", "p99.99 µs", "missed"
+        );
+        for t in &self.threads {
+            let _ = writeln!(
+                s,
+                "{:>4} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>14} {:>10} {:>10} {:>8}",
+                t.conditions
+                    .cpu
+                    .achieved
+                    .map_or("-".into(), |c| c.to_string()),
+                t.cycles,
+                us(t.latency.min_ns),
+                t.latency.mean_ns / 1000.0,
+                us(t.latency.max_ns),
+                t.linear
+                    .as_ref()
+                    .map_or("-".into(), |l| l.overflows.to_string()),
+                pct(&t.latency, 99.9),
+                pct(&t.latency, 99.99),
+                if facts.missed_deadlines_known {
+                    t.missed_deadlines.to_string()
+                } else {
+                    "-".into()
+                }
+            );
+        }
+        s
+    }
+
+    fn html_section(&self, options: ReportOptions, facts: &RunFacts) -> Markup {
+        let missed = match facts.missed_deadlines_known {
+            true => self
+                .threads
+                .iter()
+                .map(|t| t.missed_deadlines)
+                .sum::<u64>()
+                .to_string(),
+            false => "unknown (cyclictest does not count them)".to_string(),
+        };
+        let section = Section {
+            data: self,
+            what: "timer latency",
+            title: self.section_title(),
+            overflows: self.config.overflow_threshold_ns().map(|thr| {
+                (
+                    thr,
+                    self.threads
+                        .iter()
+                        .map(|t| t.samples_at_or_above(thr))
+                        .collect(),
+                )
+            }),
+            headline_extra: html! {
+                "; missed deadlines: " (missed)
+                @if let Some((thr, n)) = self.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
+            },
+        };
+        latency::section(&section, options)
+    }
+
+    /// The process's and each thread's settings, starved timeline readers, late samples the episode
+    /// tracker never saw.
+    fn shortfalls(&self) -> Vec<String> {
+        let mut w = crate::shortfalls::process(&self.conditions);
+        for t in &self.threads {
+            w.extend(crate::shortfalls::thread(
+                &format!("thread {}", t.index),
+                &t.conditions,
+            ));
+            if t.timeline_dropped > 0 {
+                w.push(format!(
+                    "thread {}: {} timeline intervals dropped (reader starved)",
+                    t.index, t.timeline_dropped
+                ));
+            }
+            if t.late_dropped > 0 {
+                w.push(format!(
+                    "thread {}: {} late samples not handed to the episode tracker (reader starved)",
+                    t.index, t.late_dropped
+                ));
+            }
+        }
+        w
+    }
+
+    fn headline(&self) -> Option<(String, u64)> {
+        self.threads
+            .iter()
+            .map(|t| t.latency.max_ns)
+            .max()
+            .map(|m| ("timer latency max (cyclic)".to_string(), m))
+    }
+
+    fn compare_html(&self, names: &[String], all: &[&ProbeResult]) -> Markup {
+        latency::compare("cyclic", names, all)
+    }
+}
+
+/// A percentile in µs with one decimal, or "> limit" when it lies beyond an imported histogram's range.
+fn pct(l: &rtgauge_model::latency::LatencyStats, p: f64) -> String {
+    match l.unknown_above(p) {
+        // Below 10 µs three decimals, so that a 50 ns limit does not read as ">0.1".
+        Some(lim) if lim < 10_000 => format!(">{:.3}", lim as f64 / 1000.0),
+        Some(lim) => format!(">{:.1}", lim as f64 / 1000.0),
+        None => format!("{:.1}", l.percentile(p).unwrap_or(0) as f64 / 1000.0),
+    }
+}

@@ -1,0 +1,216 @@
+//! Terminal rendering of the memory latency curve, bandwidth and NUMA matrix (`rtgauge mem`).
+
+use super::KindView;
+use crate::html::{fmt_value, ReportOptions};
+use maud::{html, Markup};
+use rtgauge_model::kind::{KindData, RunFacts};
+use rtgauge_model::measure::MeasureUnit;
+use rtgauge_model::mem::{size_label, MemResult};
+use rtgauge_model::run::ProbeResult;
+
+fn gbs(b: f64) -> String {
+    format!("{:.2}", b / 1e9)
+}
+
+/// Curve, steps, bandwidth and matrix as text.
+pub fn render(result: &MemResult, full_curve: bool) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let caches: Vec<String> = result
+        .caches
+        .iter()
+        .map(|c| format!("L{} {}", c.level, size_label(c.size_bytes)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nmemory (mem, {} pages; sysfs caches: {}):",
+        if result.config.hugepages {
+            "huge"
+        } else {
+            "4 KiB"
+        },
+        if caches.is_empty() {
+            "-".into()
+        } else {
+            caches.join(", ")
+        }
+    );
+    if full_curve {
+        let _ = writeln!(s, "  {:>10} {:>10}", "working set", "ns/load");
+        for p in &result.latency {
+            let _ = writeln!(
+                s,
+                "  {:>10} {:>10.2}",
+                size_label(p.size_bytes),
+                p.ns_per_load
+            );
+        }
+    }
+    let _ = writeln!(s, "  steps of the latency curve:");
+    for st in &result.steps {
+        let _ = writeln!(
+            s,
+            "    up to {:>6}: {:>7.2} ns, then {:>7.2} ns  {}",
+            size_label(st.capacity_bytes),
+            st.plateau_ns,
+            st.next_ns,
+            st.matches.as_ref().map_or(
+                "(no sysfs cache of this size: TLB reach, or the share of a cache this CPU gets)"
+                    .to_string(),
+                |m| format!("= {m}")
+            )
+        );
+    }
+    if let Some(last) = result.latency.last() {
+        let _ = writeln!(
+            s,
+            "    at {:>6}: {:>7.2} ns (largest working set)",
+            size_label(last.size_bytes),
+            last.ns_per_load
+        );
+    }
+    for b in &result.bandwidth {
+        let _ = writeln!(
+            s,
+            "  {:<5} bandwidth {:>6}: {:>8} GB/s",
+            b.kind,
+            size_label(b.size_bytes),
+            gbs(b.bytes_per_sec)
+        );
+    }
+    if !result.numa.is_empty() {
+        let _ = writeln!(
+            s,
+            "  NUMA matrix (CPUs of node → memory of node): latency ns, read GB/s"
+        );
+        for c in &result.numa {
+            match &c.error {
+                Some(e) => {
+                    let _ = writeln!(s, "    {} → {}: {e}", c.cpu_node, c.mem_node);
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "    {} → {} (CPU {}, page on node {}): {:>7.1} ns {:>8} GB/s",
+                        c.cpu_node,
+                        c.mem_node,
+                        c.cpu,
+                        c.verified_node.map_or("?".into(), |n| n.to_string()),
+                        c.latency_ns,
+                        gbs(c.read_bytes_per_sec)
+                    );
+                }
+            }
+        }
+    }
+    s
+}
+
+impl KindView for MemResult {
+    fn data(&self) -> &dyn KindData {
+        self
+    }
+
+    fn section_title(&self) -> String {
+        "Memory (mem)".to_string()
+    }
+
+    fn terminal_section(&self, _facts: &RunFacts) -> String {
+        render(self, false)
+    }
+
+    /// The latency curve beside the steps and bandwidths; every measure collapsed below.
+    fn html_section(&self, _options: ReportOptions, _facts: &RunFacts) -> Markup {
+        let ms = self.measures();
+        let ns = |v: f64| fmt_value(v, MeasureUnit::Nanos);
+        html! {
+            h2 { (self.section_title()) }
+                div.grid {
+                    (mem_chart(&[("load latency".to_string(), self)]))
+                    div {
+                        @if !self.steps.is_empty() {
+                            table {
+                                tr { th { "step at" } th { "plateau" } th { "next" } th { "matches" } }
+                                @for st in &self.steps {
+                                    tr { td.n { (rtgauge_model::mem::size_label(st.capacity_bytes)) } td.n { (ns(st.plateau_ns)) }
+                                         td.n { (ns(st.next_ns)) } td { (st.matches.as_deref().unwrap_or("-")) } }
+                                }
+                            }
+                        }
+                        @if !self.bandwidth.is_empty() {
+                            table {
+                                tr { th { "bandwidth" } th { "working set" } th { "GB/s" } }
+                                @for b in &self.bandwidth {
+                                    tr { td { (b.kind) } td.n { (rtgauge_model::mem::size_label(b.size_bytes)) }
+                                         td.n { (fmt_value(b.bytes_per_sec, MeasureUnit::BytesPerSecond)) } }
+                                }
+                            }
+                        }
+                    }
+                }
+                (crate::html::details(false, html! { "All measures (" (ms.len()) ")" }, crate::html::measures_table(&ms)))
+
+        }
+    }
+
+    /// NUMA cells that failed or landed on another node.
+    fn shortfalls(&self) -> Vec<String> {
+        self.numa
+            .iter()
+            .filter_map(|c| match (&c.error, c.verified_node) {
+                (Some(e), _) => Some(format!("mem: NUMA {} → {}: {e}", c.cpu_node, c.mem_node)),
+                (None, Some(n)) if n != c.mem_node => Some(format!(
+                    "mem: NUMA {} → {}: memory landed on node {n}",
+                    c.cpu_node, c.mem_node
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn compare_html(&self, names: &[String], all: &[&ProbeResult]) -> Markup {
+        let mems: Vec<(String, &MemResult)> = names
+            .iter()
+            .zip(all)
+            .filter_map(|(n, p)| Some((n.clone(), p.downcast_ref::<MemResult>()?)))
+            .collect();
+        html! { h2 { "mem" } (mem_chart(&mems)) }
+    }
+}
+
+/// Load latency against working-set size, one curve per run, the caches sysfs reports marked.
+fn mem_chart(runs: &[(String, &MemResult)]) -> Markup {
+    let curves: Vec<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|(_, m)| {
+            m.latency
+                .iter()
+                .map(|p| (p.size_bytes as f64, p.ns_per_load))
+                .collect()
+        })
+        .collect();
+    let series: Vec<crate::charts::Series<[(f64, f64)]>> = runs
+        .iter()
+        .zip(&curves)
+        .map(|((n, _), c)| crate::charts::Series {
+            name: n.clone(),
+            data: c.as_slice(),
+        })
+        .collect();
+    let marks: Vec<(f64, String)> = runs
+        .first()
+        .map(|(_, m)| {
+            m.caches
+                .iter()
+                .map(|c| (c.size_bytes as f64, format!("L{}", c.level)))
+                .collect()
+        })
+        .unwrap_or_default();
+    crate::html::chart(crate::charts::log_curve(
+        "memory load latency by working set",
+        "working set",
+        "ns per load",
+        &series,
+        &marks,
+    ))
+}

@@ -1,0 +1,70 @@
+//! A probe kind's views: every view of a run (the terminal summary, the HTML page, the comparison page,
+//! the verb's shortfall warnings and progress) reaches a result through its kind's [`KindView`], one
+//! module per kind ([`cyclic`], [`oslat`], [`net`], [`ops`], [`mem`], [`numa`]). [`view`] is the one place
+//! in the views that names the kinds.
+
+use crate::html::ReportOptions;
+use maud::{html, Markup};
+use rtgauge_model::kind::{KindData, RunFacts};
+use rtgauge_model::run::ProbeResult;
+
+pub mod cyclic;
+pub mod mem;
+pub mod net;
+pub mod numa;
+pub mod ops;
+pub mod oslat;
+
+/// How a probe kind's result is shown. Every method but the title and the terminal section has a
+/// default for kinds without that part.
+pub trait KindView {
+    /// The result's data (what the views compute from).
+    fn data(&self) -> &dyn KindData;
+
+    /// The heading of its section on the run page.
+    fn section_title(&self) -> String;
+
+    /// Its section of the terminal summary (`run`, `runs show`, `report`).
+    fn terminal_section(&self, facts: &RunFacts) -> String;
+
+    /// Its section of the run page: by default its measures as a table under its title.
+    fn html_section(&self, _options: ReportOptions, _facts: &RunFacts) -> Markup {
+        html! {
+            h2 { (self.section_title()) }
+            (crate::html::measures_table(&self.data().measures()))
+        }
+    }
+
+    /// Its settings that were requested but not achieved, one sentence each.
+    fn shortfalls(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Its headline latency for the verdict block: (what, largest value ns).
+    fn headline(&self) -> Option<(String, u64)> {
+        None
+    }
+
+    /// Its part of the comparison page, given the same kind's result of every compared run (`names`, in
+    /// column order).
+    fn compare_html(&self, _names: &[String], _all: &[&ProbeResult]) -> Markup {
+        html! {}
+    }
+
+    /// Its progress line from a checkpoint while it measures, for kinds whose progress is not live.
+    fn progress_line(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The views of `p`'s kind.
+pub fn view(p: &ProbeResult) -> &dyn KindView {
+    match p {
+        ProbeResult::Cyclic(r) => r,
+        ProbeResult::Oslat(r) => r,
+        ProbeResult::Net(r) => r,
+        ProbeResult::Ops(r) => r,
+        ProbeResult::Mem(r) => r,
+        ProbeResult::Numa(r) => r,
+    }
+}
