@@ -1,4 +1,4 @@
-//! `rtgauge vm observe | clock-serve | join`: glue from the flags to `rtgauge_session::vm` (the host
+//! `rtgauge vm observe | clock-serve | join`: glue from the flags to `rtgauge_vmhost` (the host
 //! observer through the session engine, the guest's clock responder) and `rtgauge_analysis::vm_join::join`, and to
 //! the views (`rtgauge_report::vm`). Inputs are checked before anything is traced: a bad pid, domain,
 //! channel or output directory is one line and exit 2.
@@ -8,9 +8,9 @@ use rtgauge_flags::vm::*;
 use rtgauge_formats::import::Importer as _;
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use rtgauge_model::vm::HostRecord;
-use rtgauge_session::vm::clock::{self, Channel};
-use rtgauge_session::vm::discover;
-use rtgauge_session::vm::host::{HostObserver, ObserveOpts, VmWatch};
+use rtgauge_vmhost::clock::{self, Channel};
+use rtgauge_vmhost::discover;
+use rtgauge_vmhost::host::{HostObserver, ObserveOpts, VmWatch};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;

@@ -4,8 +4,9 @@
 //!
 //! - [`discover`]: the VM's vCPU threads, by QEMU pid (thread names) or libvirt domain (its status file);
 //! - [`clock`]: the NTP-style exchange over a serial/virtio-serial port, a unix socket or TCP (both ends);
-//! - [`host`]: the host trace folded into per-vCPU intervals, as an [`crate::Observer`] run by a
-//!   [`crate::Probe`] that measures nothing itself ([`host::VmWatch`]) through [`crate::Session::measure`].
+//! - [`host`]: the host trace folded into per-vCPU intervals, as an [`rtgauge_session::Observer`] run by a
+//!   [`rtgauge_session::Probe`] that measures nothing itself ([`host::VmWatch`]) through
+//!   [`rtgauge_session::Session::measure`].
 
 pub mod clock;
 pub mod discover;

@@ -1,7 +1,7 @@
 //! The host side of a VM: its vCPU threads followed through the host's scheduler, interrupts and VM exits
 //! ([`Recorder`], pure: trace lines in, [`HostInterval`]s out), recorded by an [`Observer`]
 //! ([`HostObserver`]) while a [`Probe`] that measures nothing itself ([`VmWatch`]) runs it through
-//! [`crate::Session::measure`] — the session's stop flag, ticks and cleanup, unchanged.
+//! [`rtgauge_session::Session::measure`] — the session's stop flag, ticks and cleanup, unchanged.
 //!
 //! Per vCPU thread, from `sched_switch`, `sched_wakeup` and `sched_migrate_task` (every host CPU traced, as a
 //! wake-up is recorded on the waker's CPU):
@@ -39,10 +39,10 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::clock::{Channel, ClockClient};
-use super::discover::Vm;
-use super::VmError;
-use crate::{Observer, Probe, SessionError, Tick};
+use crate::clock::{Channel, ClockClient};
+use crate::discover::Vm;
+use crate::VmError;
+use rtgauge_session::{Observer, Probe, SessionError, Tick};
 
 /// VM exits shorter than this count in the totals only (the text trace's timestamps are µs).
 pub const EXIT_KEEP_NS: u64 = 1_000;
