@@ -31,15 +31,16 @@ use rtgauge_model::vm::HostRecord;
 /// follow the source's own (a clock that never answered, intervals the bound dropped).
 ///
 /// One source today: [`kvm::TracefsSource`], per-event intervals from a Linux host's scheduler, interrupt
-/// and kvm tracepoints. A VMware ESXi host's source would read esxtop (batch mode) or vmkperf counters:
-/// per vCPU and per sample period (seconds), the time it was ready but not running (`%RDY`), co-stopped
-/// (`%CSTP`), waiting in the VMkernel (`%VMWAIT`) — totals per period, not events. It would identify the VM
-/// and its vCPUs by their world ids, and its intervals could only say that a vCPU lost so much time in a
-/// period, not when within it: the record has no field for such totals yet (an additive one, the schema
-/// version kept), which is what such a source would add rather than stretch each total over its whole
-/// period. It would leave `missing` what only a per-event trace has: which thread, IRQ or softirq ran
-/// instead, VM exits and their reasons, wake-ups delayed by another thread, the host CPU of each interval,
-/// and a placement in time precise enough for the join to match a guest spike to one period.
+/// and kvm tracepoints. A VMware ESXi host's source would read esxtop (batch mode) or vmkperf counters,
+/// which give totals per vCPU and sample period (esxtop's delay, 5 s by default), not events: the time a
+/// vCPU was ready but not running (`%RDY`), co-stopped (`%CSTP`), waiting in the VMkernel (`%VMWAIT`). It
+/// would implement `gather` by reading the samples as they come, and `into_record` by naming the VM and
+/// its vCPUs by their world ids; but an interval of the record says when a vCPU lost time, and a total
+/// only how much within a period: the record would need an additive field for such totals (the schema
+/// version kept) rather than intervals stretched over whole periods. It would leave `missing` what only a
+/// per-event trace has: when within a period the time was lost (what the join matches a guest spike
+/// against), which thread, IRQ or softirq ran instead, VM exits and their reasons, wake-ups delayed by
+/// another thread, and the host CPU of each stretch.
 pub trait HostSource {
     /// Take in what the host produced since the last call. Called on every tick of the observation (about
     /// every 100 ms), from the session's main thread: quick, never waiting on the host.
