@@ -348,8 +348,7 @@ mod tests {
             ..b
         };
         assert!(
-            sentence(&stolen)
-                .ends_with("steal 20.0 ms in that interval)"),
+            sentence(&stolen).ends_with("steal 20.0 ms in that interval)"),
             "{}",
             sentence(&stolen)
         );

@@ -54,9 +54,8 @@ pub fn explain_interval(
         let m = rates.get(rates.len() / 2).copied().unwrap_or(0.0);
         (m * len(c) as f64).round() as u64
     };
-    let named = |list: &[(String, u64)], n: &str| {
-        list.iter().find(|(m, _)| m == n).map_or(0, |(_, v)| *v)
-    };
+    let named =
+        |list: &[(String, u64)], n: &str| list.iter().find(|(m, _)| m == n).map_or(0, |(_, v)| *v);
     let mut risen = Vec::new();
     for (name, value) in c.irqs.iter().chain(&c.softirqs) {
         let in_irqs = c.irqs.iter().any(|(m, _)| m == name);

@@ -65,7 +65,11 @@ pub fn host_cause_name(kind: HostKind, name: &str, vcpu: u32, cpu: u32) -> Strin
 /// The vCPU threads' sleep is left out (mostly the guest idling: see [`HostRecord::asleep_ns`]).
 pub fn host_totals(record: &HostRecord) -> Vec<HostCause> {
     let mut out: Vec<HostCause> = Vec::new();
-    for i in record.intervals.iter().filter(|i| i.kind != HostKind::Asleep) {
+    for i in record
+        .intervals
+        .iter()
+        .filter(|i| i.kind != HostKind::Asleep)
+    {
         let name = host_cause_name(i.kind, record.name(i), i.vcpu, i.cpu);
         let ns = i.end_ns.saturating_sub(i.start_ns);
         match out.iter_mut().find(|c| c.kind == i.kind && c.name == name) {
@@ -898,8 +902,7 @@ mod tests {
             .ns;
         assert_eq!(left, 500_000);
         assert!(
-            crate::episodes::sentence(j)
-                .starts_with("94 % host vCPU 1 off its CPU: rtg-noise/77"),
+            crate::episodes::sentence(j).starts_with("94 % host vCPU 1 off its CPU: rtg-noise/77"),
             "{}",
             crate::episodes::sentence(j)
         );
@@ -935,8 +938,7 @@ mod tests {
         assert_eq!(h.verdict, HostVerdict::Joined);
         assert!(h.causes.is_empty());
         assert_eq!(j.causes, vec![unattributed(20_000_000)]);
-        assert!(episode_host_sentence(h, j.window_ns)
-            .contains("the host did nothing to vCPU 0"));
+        assert!(episode_host_sentence(h, j.window_ns).contains("the host did nothing to vCPU 0"));
         // A stall on vCPU 1 a second later: nothing either.
         let mut why = Why {
             episodes: vec![episode(
@@ -965,8 +967,7 @@ mod tests {
         let j = &why.episodes[0];
         assert_eq!(j.host.as_ref().unwrap().verdict, HostVerdict::BoundTooWide);
         assert_eq!(j.causes, vec![unattributed(80_000)], "nothing guessed");
-        assert!(episode_host_sentence(j.host.as_ref().unwrap(), 80_000)
-            .contains("wider than this"));
+        assert!(episode_host_sentence(j.host.as_ref().unwrap(), 80_000).contains("wider than this"));
         // Before the observation; no vCPU 7; no clock.
         for (cpu, start, rec, want) in [
             (1, 5_100_000_000, r.clone(), HostVerdict::NotCovered),

@@ -8,11 +8,11 @@
 //! explain them at the end, when the threshold is known (the profile's gate or `--spike`, else
 //! [`rule_threshold`] on the run's own distribution).
 
-use rtgauge_host::counters::Sampler;
-use rtgauge_host::HostRoot;
 use rtgauge_analysis::episodes::{
     breakdown, rule_threshold, Candidate, EpisodeTracker, Late, Retain, RULE,
 };
+use rtgauge_host::counters::Sampler;
+use rtgauge_host::HostRoot;
 use rtgauge_model::attribution::{
     BreakTrace, Episode, EpisodeThreshold, TraceInfo, Why, BREAK_TRACE_NS, MAX_EPISODES,
 };
