@@ -17,13 +17,12 @@
 //! session, both also after a kill -9 through the next start), so an error at any step leaves nothing on.
 //!
 //! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe is
-//! one [`Observer`] — the host side of a VM is one ([`vm::host::HostObserver`], run by a probe that measures
-//! nothing itself, [`vm::host::VmWatch`]).
+//! one [`Observer`]. The host side of a VM is one such observer, with a probe that measures nothing itself
+//! to run it: both live in `rtgauge-vmhost`, which drives them through [`Session::measure`] like any verb.
 
 pub mod load;
 pub mod probes;
 pub mod record;
-pub mod vm;
 pub mod why;
 
 use rtgauge_host::HostRoot;

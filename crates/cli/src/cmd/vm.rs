@@ -1,16 +1,16 @@
-//! `rtgauge vm observe | clock-serve | join`: glue from the flags to `rtgauge_session::vm` (the host
-//! observer through the session engine, the guest's clock responder) and `rtgauge_analysis::vm_join::join`, and to
-//! the views (`rtgauge_report::vm`). Inputs are checked before anything is traced: a bad pid, domain,
-//! channel or output directory is one line and exit 2.
+//! `rtgauge vm observe | clock-serve | join`: glue from the flags to `rtgauge_vmhost` (this KVM/QEMU host's
+//! tracefs source observed through the session engine, the guest's clock responder) and
+//! `rtgauge_analysis::vm_join::join`, and to the views (`rtgauge_report::vm`). Inputs are checked before
+//! anything is traced: a bad pid, domain, channel or output directory is one line and exit 2.
 
 use anyhow::{bail, Context as _};
 use rtgauge_flags::vm::*;
 use rtgauge_formats::import::Importer as _;
 use rtgauge_model::run::RunDocument;
 use rtgauge_model::vm::HostRecord;
-use rtgauge_session::vm::clock::{self, Channel};
-use rtgauge_session::vm::discover;
-use rtgauge_session::vm::host::{HostObserver, ObserveOpts, VmWatch};
+use rtgauge_vmhost::clock::{self, Channel};
+use rtgauge_vmhost::kvm::{discover, TraceOpts, TracefsSource};
+use rtgauge_vmhost::observe::{HostObserver, ObserveOpts, VmWatch};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -82,13 +82,14 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map_or("none (--clock)".to_string(), |c| c.to_string())
     );
-    let opts = ObserveOpts {
-        clock: channel,
+    let trace = TraceOpts {
         cpus,
         buffer_kb: BUFFER_KB,
-        sync_every: Duration::from_nanos(a.sync_interval.as_ns()),
         max_intervals: a.max_intervals,
-        nice: Some(a.nice),
+    };
+    let opts = ObserveOpts {
+        clock: channel,
+        sync_every: Duration::from_nanos(a.sync_interval.as_ns()),
     };
     let vcpu_cpus = rtgauge_model::CpuSet::new(vm.vcpus.iter().flat_map(|v| {
         rtgauge_model::CpuSet::parse(&v.cpus_allowed)
@@ -96,7 +97,9 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     }));
     let pid = vm.pid;
-    let mut observer = HostObserver::start(vm, &opts)?;
+    rtgauge_vmhost::observe::renice(a.nice)?;
+    let source = TracefsSource::start(vm, &trace)?;
+    let mut observer = HostObserver::start(Box::new(source), &opts);
     let watch = VmWatch {
         pid,
         duration: a.duration.map(|d| Duration::from_nanos(d.as_ns())),
@@ -113,7 +116,7 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
         &rtgauge_session::Around::default(),
         &mut [&mut observer],
     )?;
-    let record = observer.finish();
+    let record = observer.into_record();
     // Compact: a busy host's record holds hundreds of thousands of intervals.
     let mut bytes = serde_json::to_vec(&record).context("serialising the host record")?;
     bytes.push(b'\n');

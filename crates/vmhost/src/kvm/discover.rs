@@ -14,7 +14,7 @@
 use rtgauge_model::vm::VcpuThread;
 use std::path::Path;
 
-use super::VmError;
+use crate::VmError;
 
 /// `CPU 1/KVM` → (1, "KVM"); anything else (the main thread, `IO mon_iothread`, `ALL CPUs/TCG`) → `None`.
 pub fn parse_vcpu_comm(comm: &str) -> Option<(u32, &str)> {

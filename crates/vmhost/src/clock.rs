@@ -20,7 +20,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::VmError;
+use crate::VmError;
 
 const PROBE: u8 = 0xA5;
 const ANSWER: u8 = 0x5A;
