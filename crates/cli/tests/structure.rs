@@ -374,7 +374,8 @@ fn inline_us_conversions(text: &str) -> Vec<(usize, String)> {
         .enumerate()
         .filter(|(_, l)| {
             let c = code_of(l);
-            SHAPES.iter().any(|s| c.contains(s))
+            // A thousand that is not a unit of time says so on its line.
+            SHAPES.iter().any(|s| c.contains(s)) && !l.contains("not a time")
         })
         .map(|(i, l)| (i + 1, l.trim().to_string()))
         .collect()

@@ -7,6 +7,7 @@
 use rtgauge_model::cyclic::{CyclicResult, CyclicThread, LiveThread};
 use rtgauge_model::oslat::{OslatResult, OslatThread};
 use rtgauge_model::run::{ProbeResult, RunDocument, SystemInfo};
+use rtgauge_model::units::{secs_to_ms, us, us_f64, us_trunc};
 use rtgauge_model::Nanos;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -31,7 +32,7 @@ pub fn render_summary_line(thread: &CyclicThread, unit_ns: u64) -> String {
     );
     let max = unit(thread.latency.max_ns, unit_ns);
     let prio = thread.conditions.priority.achieved;
-    let interval_us = thread.interval_ns / 1000;
+    let interval_us = us_trunc(thread.interval_ns);
     if unit_ns == 1 {
         format!(
             "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}",
@@ -307,12 +308,12 @@ pub fn render_percentile_table(result: &CyclicResult) -> String {
         let _ = write!(out, "# T:{:2}          ", t.index);
         for p in ps {
             let v = t.latency.percentile(*p).unwrap_or(0);
-            let _ = write!(out, "{:>10.3}", v as f64 / 1000.0);
+            let _ = write!(out, "{:>10.3}", us(v));
         }
         let _ = writeln!(
             out,
             "{:>10.3}{:>10}",
-            t.latency.max_ns as f64 / 1000.0,
+            us(t.latency.max_ns),
             t.missed_deadlines
         );
     }
@@ -331,15 +332,15 @@ fn oslat_precision(r: &OslatResult) -> usize {
 /// A gap in oslat's unit: whole µs (truncated) at precision 0, µs with ns precision at precision 3.
 fn oslat_value(ns: u64, precision: usize) -> String {
     if precision == 0 {
-        (ns / 1000).to_string()
+        us_trunc(ns).to_string()
     } else {
-        format!("{:.3}", ns as f64 / 1000.0)
+        format!("{:.3}", us(ns))
     }
 }
 
 /// Upper edge of oslat bucket `b`, µs (oslat's `bucket_to_lat`).
 fn oslat_label(t: &OslatThread, b: usize) -> f64 {
-    (t.buckets.bias_ns + (b as u64 + 1) * t.buckets.width_ns) as f64 / 1000.0
+    us(t.buckets.bias_ns + (b as u64 + 1) * t.buckets.width_ns)
 }
 
 /// oslat's final summary (`write_summary`), one column per CPU. The average is the exact mean of the gaps,
@@ -409,7 +410,7 @@ pub fn render_oslat_summary(result: &OslatResult, zero_omit: bool) -> String {
         &mut out,
         "Average",
         ts.iter()
-            .map(|t| format!("{:.3}", t.gaps.mean_ns / 1000.0))
+            .map(|t| format!("{:.3}", us_f64(t.gaps.mean_ns)))
             .collect(),
         " (us)",
     );
@@ -448,7 +449,7 @@ pub fn render_oslat_json(result: &OslatResult, run_envelope: &Envelope<'_>) -> V
     let mut m = envelope(run_envelope);
     m.insert("num_threads".into(), json!(result.threads.len()));
     let mut threads = Map::new();
-    let unit = |ns: u64| if prec == 0 { ns / 1000 } else { ns };
+    let unit = |ns: u64| if prec == 0 { us_trunc(ns) } else { ns };
     for t in &result.threads {
         let mut o = Map::new();
         o.insert("cpu".into(), json!(t.cpu));
@@ -457,12 +458,9 @@ pub fn render_oslat_json(result: &OslatResult, run_envelope: &Envelope<'_>) -> V
             json!(result.counter.frequency_hz / 1_000_000),
         );
         o.insert("min".into(), json!(unit(t.gaps.min_ns)));
-        o.insert("avg".into(), json!(t.gaps.mean_ns / 1000.0));
+        o.insert("avg".into(), json!(us_f64(t.gaps.mean_ns)));
         o.insert("max".into(), json!(unit(t.gaps.max_ns)));
-        o.insert(
-            "duration".into(),
-            json!((t.duration_ns as f64 / 1e6).round() / 1e3),
-        );
+        o.insert("duration".into(), json!(secs_to_ms(t.duration_ns)));
         o.insert("iterations".into(), json!(t.iterations));
         let h: Map<String, Value> = t
             .buckets
@@ -497,7 +495,7 @@ pub fn render_oslat_extras(result: &OslatResult, run_start_monotonic_ns: u64) ->
         .config
         .thresholds_ns
         .iter()
-        .map(|t| format!(">{}µs/s", t / 1000))
+        .map(|t| format!(">{}µs/s", us_trunc(*t)))
         .collect();
     let _ = write!(out, "# {:>4} {:>13} {:>8}", "CPU", "iterations", "loop ns");
     for t in &thr {
@@ -508,7 +506,7 @@ pub fn render_oslat_extras(result: &OslatResult, run_start_monotonic_ns: u64) ->
         " {:>11} {:>10} {:>10}",
         format!(
             "avail(>{}µs)",
-            result.config.availability_threshold_ns / 1000
+            us_trunc(result.config.availability_threshold_ns)
         ),
         "p99.99 µs",
         "max µs"
@@ -527,8 +525,8 @@ pub fn render_oslat_extras(result: &OslatResult, run_start_monotonic_ns: u64) ->
             " {:>11} {:>10.3} {:>10.3}",
             t.availability_pct
                 .map_or("-".into(), |a| format!("{a:.4}%")),
-            t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0,
-            t.gaps.max_ns as f64 / 1000.0
+            us(t.gaps.percentile(99.99).unwrap_or(0)),
+            us(t.gaps.max_ns)
         );
     }
     for t in &result.threads {
@@ -539,7 +537,7 @@ pub fn render_oslat_extras(result: &OslatResult, run_start_monotonic_ns: u64) ->
             .map(|g| {
                 format!(
                     "{:.3} µs at +{:.3} s",
-                    g.gap_ns as f64 / 1000.0,
+                    us(g.gap_ns),
                     g.monotonic_ns.saturating_sub(run_start_monotonic_ns) as f64 / 1e9
                 )
             })

@@ -8,6 +8,7 @@ use crate::latency::{LatencyStats, TimelineEntry};
 use crate::load::LoadResult;
 use crate::measure::{latency_measures, Better, Measure, MeasureUnit};
 use crate::rt::{ProcessConditions, SchedPolicy, ThreadConditions};
+use crate::units::us_trunc;
 use crate::verdict::Metric;
 use serde::{Deserialize, Serialize};
 
@@ -269,7 +270,7 @@ impl crate::kind::KindData for CyclicResult {
             Measure::new(
                 "cyclic.overflows",
                 if thr % 1000 == 0 {
-                    format!("samples ≥ {} µs (overflows)", thr / 1000)
+                    format!("samples ≥ {} µs (overflows)", us_trunc(thr))
                 } else {
                     // A -N histogram's range is in ns (`-N -H 50`: 50 ns, not "0 µs").
                     format!("samples ≥ {thr} ns (overflows)")
@@ -333,7 +334,7 @@ impl crate::kind::KindData for CyclicResult {
         Some(format!(
             "cyclic CPUs {}, interval {} µs, priority {}, {}",
             cpus.join(","),
-            self.config.interval_ns / 1000,
+            us_trunc(self.config.interval_ns),
             self.config.priority,
             self.config
                 .duration_ns

@@ -25,12 +25,43 @@ impl Nanos {
     }
     /// Whole microseconds, truncated as cyclictest does.
     pub const fn as_us_trunc(self) -> u64 {
-        self.0 / 1_000
+        us_trunc(self.0)
     }
     /// The value in seconds, as a float.
     pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1e9
+        secs(self.0)
     }
+}
+
+/// `ns` nanoseconds in microseconds: the one ns → µs conversion of every view, file format and message
+/// (the unit latencies are shown in; the caller's format says the digits).
+pub fn us(ns: u64) -> f64 {
+    us_f64(ns as f64)
+}
+
+/// A fractional count of nanoseconds (a mean, an interpolated value) in microseconds.
+pub fn us_f64(ns: f64) -> f64 {
+    ns / 1000.0
+}
+
+/// Whole microseconds of `ns`, truncated as cyclictest and oslat print them.
+pub const fn us_trunc(ns: u64) -> u64 {
+    ns / 1_000
+}
+
+/// `ns` nanoseconds in milliseconds.
+pub fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// `ns` nanoseconds in seconds.
+pub fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// `ns` nanoseconds in seconds, rounded to the millisecond (oslat's `duration`).
+pub fn secs_to_ms(ns: u64) -> f64 {
+    ms(ns).round() / 1e3
 }
 
 impl fmt::Display for Nanos {

@@ -2,6 +2,7 @@
 //! what was observed against it. These are plain types, a leaf module (the run document holds verdicts);
 //! the metrics are computed from a run in [`crate::judge`].
 
+use crate::units::us;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -28,7 +29,7 @@ impl fmt::Display for Metric {
         match self {
             Metric::CyclicMaxNs => write!(f, "cyclic max latency"),
             Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
-                write!(f, "cyclic samples ≥ {} µs", *threshold_ns as f64 / 1000.0)
+                write!(f, "cyclic samples ≥ {} µs", us(*threshold_ns))
             }
             Metric::CyclicMissed => write!(f, "cyclic missed deadlines"),
             Metric::OslatMaxNs => write!(f, "oslat max gap"),
@@ -80,7 +81,7 @@ impl fmt::Display for GateVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |v: u64| {
             if self.gate.metric.is_latency() {
-                format!("{:.1} µs", v as f64 / 1000.0)
+                format!("{:.1} µs", us(v))
             } else {
                 v.to_string()
             }

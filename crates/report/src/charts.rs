@@ -5,10 +5,10 @@
 //! Sizes are bounded whatever the run length: histograms have at most [`BINS`] bins and timelines at
 //! most [`TIMELINE_POINTS`] points (the largest value of each span is kept, so a single spike survives).
 
-use crate::units::us;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
+use rtgauge_model::units::us_f64;
 
 /// Bins of a latency histogram chart.
 pub const BINS: usize = 120;
@@ -182,7 +182,7 @@ pub fn histogram_within(title: &str, series: &[Series<Sparse>], all: &[Series<Sp
     let ymax = bins.iter().flatten().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 2.0;
     svg(|root| {
         let mut b = frame(root, title);
-        let x = us(lo)..us(hi);
+        let x = us_f64(lo)..us_f64(hi);
         let y = (0.5f64..ymax).log_scale();
         macro_rules! draw {
             ($chart:expr) => {{
@@ -236,7 +236,7 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
                 } else {
                     1.0 / (1.0 - q)
                 };
-                pts.push((x.max(1.0), us(v.max(1) as f64)));
+                pts.push((x.max(1.0), us_f64(v.max(1) as f64)));
             }
             thin(pts, TIMELINE_POINTS)
         })
@@ -323,7 +323,7 @@ impl Axis {
             .iter()
             .enumerate()
             .filter(|(_, &n)| n > 0)
-            .map(|(i, &n)| (us(self.edge(i)), us(self.edge(i + 1)), n))
+            .map(|(i, &n)| (us_f64(self.edge(i)), us_f64(self.edge(i + 1)), n))
             .collect()
     }
 }
@@ -340,14 +340,14 @@ pub fn histogram_overlay(title: &str, series: &[Series<Sparse>]) -> String {
                 .iter()
                 .enumerate()
                 .filter(|(_, &n)| n > 0)
-                .map(|(i, &n)| (us((axis.edge(i) + axis.edge(i + 1)) / 2.0), n as f64))
+                .map(|(i, &n)| (us_f64((axis.edge(i) + axis.edge(i + 1)) / 2.0), n as f64))
                 .collect()
         })
         .collect();
     let ymax = curves.iter().flatten().map(|p| p.1).fold(1.0f64, f64::max) * 2.0;
     svg(|root| {
         let mut b = frame(root, title);
-        let x = us(axis.lo)..us(axis.hi);
+        let x = us_f64(axis.lo)..us_f64(axis.hi);
         let y = (0.5f64..ymax).log_scale();
         macro_rules! draw {
             ($chart:expr) => {{
@@ -397,7 +397,7 @@ pub fn heatmap(title: &str, series: &[Series<Sparse>]) -> String {
     };
     svg_sized(size, |root| {
         let mut b = frame(root, title);
-        let x = us(axis.lo)..us(axis.hi);
+        let x = us_f64(axis.lo)..us_f64(axis.hi);
         let y = -0.5..n as f64 - 0.5;
         macro_rules! draw {
             ($chart:expr) => {{
@@ -443,7 +443,7 @@ pub fn strip(title: &str, cpus: &[String], figures: &[(String, Vec<u64>)]) -> St
     let (ymin, ymax) = log_range(
         figures
             .iter()
-            .flat_map(|f| f.1.iter().map(|&v| us(v.max(1) as f64))),
+            .flat_map(|f| f.1.iter().map(|&v| us_f64(v.max(1) as f64))),
     );
     let n = cpus.len().max(1);
     let label = |x: f64| -> String {
@@ -471,9 +471,9 @@ pub fn strip(title: &str, cpus: &[String], figures: &[(String, Vec<u64>)]) -> St
             let c = color(k);
             chart
                 .draw_series(
-                    vals.iter()
-                        .enumerate()
-                        .map(|(i, &v)| Circle::new((i as f64, us(v.max(1) as f64)), 3, c.filled())),
+                    vals.iter().enumerate().map(|(i, &v)| {
+                        Circle::new((i as f64, us_f64(v.max(1) as f64)), 3, c.filled())
+                    }),
                 )
                 .map_err(|e| e.to_string())?
                 .label(name.clone())
@@ -488,7 +488,7 @@ fn num_label(v: f64) -> String {
     let (v, suffix) = match v.abs() {
         a if a >= 1e9 => (v / 1e9, "G"),
         a if a >= 1e6 => (v / 1e6, "M"),
-        a if a >= 1e4 => (v / 1e3, "k"),
+        a if a >= 1e4 => (v / 1e3, "k"), // thousands on an axis: not a time
         _ => (v, ""),
     };
     let digits = if v.abs() >= 100.0 || v == 0.0 {
@@ -557,14 +557,14 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
                     Some((cb, m)) if *cb == b => *m = (*m).max(e.max_ns),
                     _ => {
                         if let Some((cb, m)) = cur {
-                            pts.push(((cb * span) as f64 / div, us(m.max(1) as f64)));
+                            pts.push(((cb * span) as f64 / div, us_f64(m.max(1) as f64)));
                         }
                         cur = Some((b, e.max_ns));
                     }
                 }
             }
             if let Some((cb, m)) = cur {
-                pts.push(((cb * span) as f64 / div, us(m.max(1) as f64)));
+                pts.push(((cb * span) as f64 / div, us_f64(m.max(1) as f64)));
             }
             pts
         })
@@ -643,9 +643,9 @@ pub fn load_curve(
 ) -> String {
     let pts: Vec<(f64, f64)> = series
         .iter()
-        .flat_map(|s| s.data.iter().map(|&(x, y)| (x, us(y))))
+        .flat_map(|s| s.data.iter().map(|&(x, y)| (x, us_f64(y))))
         .collect();
-    let bound = bound.map(|(ns, name)| (us(ns), name));
+    let bound = bound.map(|(ns, name)| (us_f64(ns), name));
     let ys = pts.iter().map(|p| p.1).chain(bound.iter().map(|b| b.0));
     let (y0, y1) = ys.fold((f64::MAX, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
     if pts.is_empty() || y0 > y1 {
@@ -655,7 +655,7 @@ pub fn load_curve(
     let (y0, y1) = ((y0 / 1.5).max(1e-3), y1 * 1.5);
     let in_us: Vec<Vec<(f64, f64)>> = series
         .iter()
-        .map(|s| s.data.iter().map(|&(x, y)| (x, us(y))).collect())
+        .map(|s| s.data.iter().map(|&(x, y)| (x, us_f64(y))).collect())
         .collect();
     svg(|root| {
         let mut chart = frame(root, title)

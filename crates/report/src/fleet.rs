@@ -16,6 +16,7 @@ use crate::units::us_label;
 use maud::html;
 use rtgauge_model::audit::Status;
 use rtgauge_model::run::RunDocument;
+use rtgauge_model::units::us;
 use rtgauge_model::verdict::{Metric, Outcome};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -438,7 +439,7 @@ pub fn age_text(age_s: Option<i64>) -> String {
 }
 
 fn opt_us(v: Option<u64>) -> String {
-    v.map_or("-".into(), |x| format!("{:.1}", x as f64 / 1000.0))
+    v.map_or("-".into(), |x| format!("{:.1}", us(x)))
 }
 
 fn audit_text(a: &Option<Vec<String>>) -> String {

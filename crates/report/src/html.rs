@@ -3,6 +3,8 @@
 //! from file:// and never makes a request.
 
 use crate::charts::{self, Series};
+use crate::markup::{chart, details};
+pub use crate::markup::{fmt_value, ReportOptions};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use rtgauge_analysis::compare::{Comparison, Judgement};
 use rtgauge_model::audit::AuditReport;
@@ -60,10 +62,6 @@ fn page_meta(title: &str, metas: &[(&str, String)], body: Markup) -> String {
     }
     .into_string();
     crate::escape::visible(&page).into_owned()
-}
-
-pub(crate) fn chart(svg: String) -> Markup {
-    html! { figure.chart { (PreEscaped(svg)) } }
 }
 
 /// A column of a comparison: the run, or the set of runs (repetitions) it stands for.
@@ -137,14 +135,6 @@ pub fn render_load_curve(
             }
         },
     )
-}
-
-/// How a run page is rendered.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReportOptions {
-    /// The qualification record (`report --pdf`): every collapsed table open, so the printed record holds
-    /// them all.
-    pub record: bool,
 }
 
 /// The HTML report of one run.
@@ -223,21 +213,6 @@ fn header(doc: &RunDocument) -> Markup {
     }
 }
 
-/// `<details>`, open in the record (a collapsed section does not print).
-pub(crate) fn details(open: bool, summary: Markup, body: Markup) -> Markup {
-    html! { details open[open] { summary { (summary) } (body) } }
-}
-
-/// Measures as a table of (measure, value) rows.
-pub(crate) fn measures_table(ms: &[rtgauge_model::measure::Measure]) -> Markup {
-    html! {
-        table {
-            tr { th { "measure" } th { "value" } }
-            @for m in ms { tr { td { (m.label) } td.n { (fmt_value(m.value, m.unit)) } } }
-        }
-    }
-}
-
 /// The audit: failures and warnings open; the rules that pass, do not apply or could not be read in a
 /// collapsed table (open in the record, which must hold the complete audit).
 fn audit_section(a: &AuditReport, record: bool) -> Markup {
@@ -284,21 +259,6 @@ fn kv_table(v: &serde_json::Value) -> Markup {
     rtgauge_model::fingerprint::flatten("", v, &mut rows);
     html! {
         table.kv { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
-    }
-}
-
-/// A measure's value in its unit, with the precision its size calls for (e.g. "1.23 µs", "512.0/s").
-pub fn fmt_value(value: f64, unit: MeasureUnit) -> String {
-    match unit {
-        MeasureUnit::Nanos if value < 100.0 => format!("{value:.1} ns"),
-        MeasureUnit::Nanos if value < 1000.0 => format!("{value:.0} ns"),
-        MeasureUnit::Nanos => format!("{:.2} µs", value / 1000.0),
-        MeasureUnit::Count => format!("{value:.0}"),
-        MeasureUnit::PerSecond => format!("{value:.1}/s"),
-        MeasureUnit::BytesPerSecond => format!("{:.2} GB/s", value / 1e9),
-        MeasureUnit::BitsPerSecond => format!("{:.2} Gbit/s", value / 1e9),
-        MeasureUnit::Bytes => format!("{value:.0} B"),
-        MeasureUnit::Percent => format!("{value:.2} %"),
     }
 }
 

@@ -4,13 +4,14 @@
 //! threads through [`KindData::latency_threads`]; the kinds add their own title and headline.
 
 use crate::charts::{self, Series};
-use crate::html::{chart, details, measures_table, ReportOptions};
+use crate::markup::{chart, details, measures_table, ReportOptions};
 use crate::units::us_figure;
 use maud::{html, Markup};
 use rtgauge_model::kind::{KindData, LatThread};
 use rtgauge_model::latency::{Sparse, TimelineEntry};
 use rtgauge_model::rt::ProcessConditions;
 use rtgauge_model::run::ProbeResult;
+use rtgauge_model::units::us_trunc;
 
 /// CPUs up to which a probe's per-CPU tables are shown open and its histograms drawn one per CPU; above,
 /// the many-CPU views (overlay, heatmap, strip chart) carry the page and the per-CPU detail is collapsed.
@@ -117,7 +118,7 @@ fn result_table(
     html! {
         table {
             tr { th { "CPU" } th { "samples" } th { "min µs" } th { "avg µs" } th { "p99 µs" } th { "p99.9 µs" } th { "p99.99 µs" } th { "max µs" }
-                 @if let Some((thr, _)) = &overflows { th { "overflows (≥ " (thr / 1000) " µs)" } } }
+                 @if let Some((thr, _)) = &overflows { th { "overflows (≥ " (us_trunc(*thr)) " µs)" } } }
             @for (i, t) in threads.iter().enumerate() {
                 tr {
                     td { (names[i]) } td.n { (t.stats.count) } td.n { (us_figure(t.stats.min_ns)) }

@@ -14,6 +14,7 @@ pub mod fleet;
 pub mod html;
 pub mod kind;
 mod latency;
+pub mod markup;
 pub mod plan;
 pub mod record;
 pub mod shortfalls;
@@ -29,6 +30,6 @@ pub fn interval_text(interval_ns: u64) -> String {
     if interval_ns == 0 {
         "unknown".to_string()
     } else {
-        format!("{} µs", interval_ns / 1000)
+        format!("{} µs", rtgauge_model::units::us_trunc(interval_ns))
     }
 }

@@ -5,6 +5,7 @@
 use rtgauge_model::attribution::{CauseKind, Episode, Why};
 use rtgauge_model::kind::KindData;
 use rtgauge_model::latency::TimelineEntry;
+use rtgauge_model::units::us;
 use std::fmt::Write as _;
 
 /// Episodes printed in the terminal summary.
@@ -41,7 +42,7 @@ pub fn worst_intervals<'a>(
 /// "3 episodes at or above 115.0 µs (max(p50 + 10 × (p90 − p50), 3 × p90)), 3 explained".
 pub fn episodes_line(why: &Why) -> String {
     let thr = why.threshold.as_ref().map_or(String::new(), |t| {
-        format!(" at or above {:.1} µs ({})", t.ns as f64 / 1e3, t.rule)
+        format!(" at or above {:.1} µs ({})", us(t.ns), t.rule)
     });
     format!(
         "{} episode{}{thr}, {} explained",
@@ -66,7 +67,7 @@ pub fn render_why(probe: &dyn KindData) -> String {
             s,
             "  worst interval CPU {cpu} at {:.0} s (max {:.1} µs): {sentence}",
             worst.start_ns as f64 / 1e9,
-            worst.max_ns as f64 / 1e3,
+            us(worst.max_ns),
         );
     }
     if let Some(t) = &why.trace {
@@ -116,7 +117,7 @@ pub fn spike_line(e: &Episode) -> String {
         "CPU {} at {:.3} s, {:.1} µs{samples}: {}",
         e.cpu,
         e.start_mono_ns as f64 / 1e9,
-        e.worst() as f64 / 1e3,
+        us(e.worst()),
         rtgauge_analysis::episodes::sentence(e)
     )
 }
@@ -220,7 +221,7 @@ pub fn html(probe: &dyn KindData) -> maud::Markup {
             table {
                 tr { th { "CPU" } th { "interval start s" } th { "max µs" } th { "what the counters say" } }
                 @for (cpu, e, sentence) in &worst {
-                    tr { td { (cpu) } td.n { (e.start_ns / 1_000_000_000) } td.n { (format!("{:.1}", e.max_ns as f64 / 1e3)) } td { (sentence) } }
+                    tr { td { (cpu) } td.n { (e.start_ns / 1_000_000_000) } td.n { (format!("{:.1}", us(e.max_ns))) } td { (sentence) } }
                 }
             }
         }
@@ -231,7 +232,7 @@ pub fn html(probe: &dyn KindData) -> maud::Markup {
             table {
                 tr { th { "CPU" } th { "at s (CLOCK_MONOTONIC)" } th { "worst µs" } th { "late samples" } th { "causes" } th { "share" } }
                 @for b in why.episodes.iter().take(50) {
-                    tr { td { (b.cpu) } td.n { (format!("{:.3}", b.start_mono_ns as f64 / 1e9)) } td.n { (format!("{:.1}", b.worst() as f64 / 1e3)) }
+                    tr { td { (b.cpu) } td.n { (format!("{:.3}", b.start_mono_ns as f64 / 1e9)) } td.n { (format!("{:.1}", us(b.worst()))) }
                          td.n { (b.samples) } td { (rtgauge_analysis::episodes::sentence(b)) } td { (bar(b)) } }
                 }
             }

@@ -3,6 +3,7 @@
 //! did meanwhile, and one timeline per episode with both sides on the guest's clock.
 
 use rtgauge_model::attribution::{Episode, Why};
+use rtgauge_model::units::us;
 use rtgauge_model::vm::{HostKind, HostRecord, HostVerdict};
 use std::fmt::Write as _;
 
@@ -143,7 +144,7 @@ pub fn join_line(why: &Why) -> Option<String> {
         format!(", not joined: {}", h.not_joined)
     };
     let drift = h.drift_ppb.map_or(String::new(), |d| {
-        format!(", drift {:+.1} ppm", d as f64 / 1e3)
+        format!(", drift {:+.1} ppm", d as f64 / 1e3) // ppb → ppm: not a time
     });
     Some(format!(
         "host: joined with the record of {} (VM {}): {} episode{} joined{not}; clock {}{drift}",
@@ -258,7 +259,7 @@ pub fn html(why: &Why) -> maud::Markup {
             }
         }
         @for e in &joined {
-            h4 { (format!("CPU {} at {:.3} s, {:.1} µs", e.cpu, e.start_mono_ns as f64 / 1e9, e.worst() as f64 / 1e3)) }
+            h4 { (format!("CPU {} at {:.3} s, {:.1} µs", e.cpu, e.start_mono_ns as f64 / 1e9, us(e.worst()))) }
             p { (rtgauge_analysis::episodes::sentence(e)) }
             @if let Some(l) = episode_line(e) { p { (l) } }
             (timeline(e))

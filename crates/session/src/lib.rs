@@ -71,8 +71,9 @@ pub trait Observer {
     fn start(&mut self, _bias_ns: Option<u64>) {}
 
     /// Once per probe tick while measuring. `checkpoint` builds the result of what was measured so far (it
-    /// merges histograms: call it only when one is due, every few seconds).
-    fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: &mut dyn FnMut() -> ProbeResult) {}
+    /// merges histograms: call it only when one is due, every few seconds); `None` for a probe that
+    /// measures nothing itself (a VM watch).
+    fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {}
 
     /// The timer probe's late samples since the last call (with a late floor in its plan), just before a
     /// tick.
@@ -147,8 +148,14 @@ impl Observer for Fanout<'_, '_> {
     fn start(&mut self, bias_ns: Option<u64>) {
         self.each(|o| o.start(bias_ns));
     }
-    fn tick(&mut self, tick: &Tick<'_>, checkpoint: &mut dyn FnMut() -> ProbeResult) {
-        self.each(|o| o.tick(tick, checkpoint));
+    fn tick(&mut self, tick: &Tick<'_>, mut checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
+        // Each observer may take the one checkpoint: it is lent to them in turn.
+        if let Some(w) = self.why.as_mut() {
+            w.tick(tick, checkpoint.as_mut().map(|c| &mut **c as _));
+        }
+        for o in self.others.iter_mut() {
+            o.tick(tick, checkpoint.as_mut().map(|c| &mut **c as _));
+        }
     }
     fn late(&mut self, late: &[Spike]) {
         self.each(|o| o.late(late));

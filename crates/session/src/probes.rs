@@ -56,7 +56,7 @@ impl Probe for Cyclic<'_> {
                     threads,
                     cpus: self.cpus,
                 };
-                self.inner.tick(&tick, &mut || checkpoint().into());
+                self.inner.tick(&tick, Some(&mut || checkpoint().into()));
             }
             fn late(&mut self, late: &[Spike]) {
                 self.inner.late(late);
@@ -119,7 +119,7 @@ impl Probe for Oslat<'_> {
                     threads: &[],
                     cpus: &[],
                 };
-                self.inner.tick(&tick, &mut || checkpoint().into());
+                self.inner.tick(&tick, Some(&mut || checkpoint().into()));
             }
         }
         let r = rtgauge_probe::oslat::run(self.0, stop, &mut Adapter { inner: observer })?;

@@ -78,8 +78,9 @@ pub struct Checkpoints<'r, 'a> {
 }
 
 impl Observer for Checkpoints<'_, '_> {
-    fn tick(&mut self, tick: &Tick<'_>, checkpoint: &mut dyn FnMut() -> ProbeResult) {
-        if self.recorder.due() {
+    fn tick(&mut self, tick: &Tick<'_>, checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
+        let due = checkpoint.filter(|_| self.recorder.due());
+        if let Some(checkpoint) = due {
             let p = checkpoint();
             (self.progress)(tick, Some(&p));
             self.recorder.checkpoint(self.base, p, (self.now)());

@@ -25,6 +25,7 @@ use rtgauge_probe::trace::{kernel_tracers, TraceData, TraceSession, TRACEFS};
 use std::time::Duration;
 
 use crate::{Observer, Tick};
+use rtgauge_model::units::us;
 
 /// Per-CPU ring buffer of the trace instance, KiB: ~30 s of a 1 kHz probe's CPU between two drains is far
 /// more than the main thread's tick needs; the buffer lives in kernel memory only for the run.
@@ -319,7 +320,7 @@ fn rule_of<'a>(stats: impl Iterator<Item = &'a LatencyStats>, floor_ns: u64) -> 
     let (p50, p90) = (merged.value_at_quantile(0.5), merged.value_at_quantile(0.9));
     let ns = rule_threshold(p50, p90).max(floor_ns);
     let floor = if floor_ns > 0 && ns == floor_ns {
-        format!(", at least {:.0} µs", floor_ns as f64 / 1e3)
+        format!(", at least {:.0} µs", us(floor_ns))
     } else {
         String::new()
     };
@@ -327,8 +328,8 @@ fn rule_of<'a>(stats: impl Iterator<Item = &'a LatencyStats>, floor_ns: u64) -> 
         ns,
         rule: format!(
             "{RULE} of this run: p50 {:.1} µs, p90 {:.1} µs{floor}",
-            p50 as f64 / 1e3,
-            p90 as f64 / 1e3
+            us(p50),
+            us(p90)
         ),
     }
 }
@@ -414,7 +415,7 @@ impl Observer for WhyObserver {
         ));
     }
 
-    fn tick(&mut self, tick: &Tick<'_>, _checkpoint: &mut dyn FnMut() -> ProbeResult) {
+    fn tick(&mut self, tick: &Tick<'_>, _checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
         if let Some(w) = self.run.as_mut() {
             // The timer probe's threads are never charged; the busy loops' are left out at the end (their
             // tids are in the result).

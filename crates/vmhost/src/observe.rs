@@ -123,7 +123,7 @@ fn own_cost(wall: Duration) -> ObserverCost {
 }
 
 impl Observer for HostObserver {
-    fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: &mut dyn FnMut() -> ProbeResult) {
+    fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
         self.source.gather();
         let now = now_ns(Clock::Monotonic);
         if now >= self.next_sync_ns {
@@ -162,29 +162,6 @@ impl Probe for VmWatch {
     ) -> Result<Vec<ProbeResult>, SessionError> {
         observer.start(None);
         let t0 = Instant::now();
-        // Nothing is measured here: a checkpoint is an empty result.
-        let mut empty = || {
-            ProbeResult::Ops(rtgauge_model::ops::OpsResult {
-                config: rtgauge_model::ops::OpsConfig {
-                    ops: Vec::new(),
-                    repetitions: 0,
-                    sample_ns: 0,
-                    ctx_procs: 0,
-                    ctx_size_bytes: 0,
-                    mmap_size_bytes: 0,
-                    sleep_intervals_ns: Vec::new(),
-                    exec_program: String::new(),
-                },
-                cpu: rtgauge_model::rt::Setting {
-                    requested: None,
-                    achieved: None,
-                    error: None,
-                },
-                ops: Vec::new(),
-                skipped: Vec::new(),
-                load: None,
-            })
-        };
         let alive = || {
             std::path::Path::new("/proc")
                 .join(self.pid.to_string())
@@ -198,7 +175,8 @@ impl Probe for VmWatch {
                 threads: &[],
                 cpus: &[],
             };
-            observer.tick(&tick, &mut empty);
+            // Nothing is measured here: no checkpoint.
+            observer.tick(&tick, None);
             if stop.is_set() {
                 self.ended.set("stopped (SIGINT/SIGTERM)");
                 break;
@@ -274,9 +252,7 @@ mod tests {
             cpus: &[],
         };
         for _ in 0..2 {
-            o.tick(&tick, &mut || {
-                panic!("the host observer takes no checkpoint")
-            });
+            o.tick(&tick, None);
         }
         assert_eq!(gathered.get(), 2, "the source gathers on every tick");
         let r = o.into_record();

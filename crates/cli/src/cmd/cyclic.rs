@@ -28,7 +28,7 @@ struct LiveScreen {
 }
 
 impl Observer for LiveScreen {
-    fn tick(&mut self, tick: &Tick<'_>, _: &mut dyn FnMut() -> ProbeResult) {
+    fn tick(&mut self, tick: &Tick<'_>, _: Option<&mut dyn FnMut() -> ProbeResult>) {
         let mut out = std::io::stdout().lock();
         if self.drawn {
             let _ = write!(out, "\x1b[{}A", tick.threads.len() + 2);

@@ -13,6 +13,7 @@ use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::NetResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::units::us;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::net::server;
 use rtgauge_report::kind::net::{render_result, render_sweep};
@@ -185,7 +186,7 @@ fn open_loop(
     if points.is_empty() {
         return Ok(code);
     }
-    let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
+    let us = |ns: u64| format!("{:.1}", us(ns));
     let mut t = String::from(
         "open loop: offered/s  achieved/s  ratio   missed     p50 µs     p99 µs     max µs\n",
     );

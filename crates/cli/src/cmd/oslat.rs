@@ -13,6 +13,7 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::oslat::Workload;
 use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::units::us;
 use rtgauge_model::CpuSet;
 use rtgauge_session::Observer;
 use std::io::Write as _;
@@ -35,7 +36,7 @@ impl Observer for Announce {
     fn start(&mut self, bias_ns: Option<u64>) {
         self.started_ns = rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic);
         if let Some(b) = bias_ns {
-            println!("Global bias set to {:.3} (us)", b as f64 / 1000.0);
+            println!("Global bias set to {:.3} (us)", us(b));
         }
         if !self.quiet {
             println!("Test starts...");
@@ -47,7 +48,7 @@ impl Observer for Announce {
 fn mark_trace(threshold_us: u64, cpu: u32, gap_ns: u64) -> String {
     let msg = format!(
         "rtgauge oslat: Trace threshold ({threshold_us} us) triggered on cpu {cpu} with {:.3} us!",
-        gap_ns as f64 / 1000.0
+        us(gap_ns)
     );
     for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
         let marker = std::path::Path::new(dir).join("trace_marker");

@@ -2,6 +2,7 @@
 //! probe's live figures or the noise probe's latest checkpoint.
 
 use rtgauge_model::run::ProbeResult;
+use rtgauge_model::units::us;
 use rtgauge_session::Tick;
 use std::io::IsTerminal as _;
 use std::time::{Duration, Instant};
@@ -67,9 +68,9 @@ impl Progress {
         let missed: u64 = live.iter().map(|t| t.missed).sum();
         let msg = format!(
             "min {:.1} avg {:.1} max {:.1} µs, missed {missed}",
-            min as f64 / 1e3,
-            sum.checked_div(n).unwrap_or(0) as f64 / 1e3,
-            max as f64 / 1e3
+            us(min),
+            us(sum.checked_div(n).unwrap_or(0)),
+            us(max)
         );
         self.update(elapsed, msg);
     }

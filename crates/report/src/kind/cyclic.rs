@@ -3,12 +3,13 @@
 //! deadlines and rt-tests overflows, its shortfalls, its headline and its comparison.
 
 use super::KindView;
-use crate::html::ReportOptions;
 use crate::latency::{self, Section};
+use crate::markup::ReportOptions;
 use maud::{html, Markup};
 use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::run::ProbeResult;
+use rtgauge_model::units::{us, us_f64, us_trunc};
 use std::fmt::Write as _;
 
 impl KindView for CyclicResult {
@@ -27,12 +28,12 @@ impl KindView for CyclicResult {
 
     fn terminal_section(&self, facts: &RunFacts) -> String {
         let mut s = String::new();
-        let us = |ns: u64| ns as f64 / 1000.0;
+        let us = |ns: u64| us(ns);
         // The -h range in µs as the column has always said it; a sub-µs range (cyclictest -N,
         // whose buckets are ns) in ns, so that it does not read as "≥0µs".
         let over = match self.config.overflow_threshold_ns() {
             Some(ns) if ns < 1000 => format!("overflows≥{ns}ns"),
-            Some(ns) => format!("overflows≥{}µs", ns / 1000),
+            Some(ns) => format!("overflows≥{}µs", us_trunc(ns)),
             None => "overflows".to_string(),
         };
         let _ = writeln!(
@@ -55,7 +56,7 @@ impl KindView for CyclicResult {
                     .map_or("-".into(), |c| c.to_string()),
                 t.cycles,
                 us(t.latency.min_ns),
-                t.latency.mean_ns / 1000.0,
+                us_f64(t.latency.mean_ns),
                 us(t.latency.max_ns),
                 t.linear
                     .as_ref()
@@ -97,7 +98,7 @@ impl KindView for CyclicResult {
             }),
             headline_extra: html! {
                 "; missed deadlines: " (missed)
-                @if let Some((thr, n)) = self.overflows() { "; samples ≥ " (thr / 1000) " µs (overflows): " (n) }
+                @if let Some((thr, n)) = self.overflows() { "; samples ≥ " (us_trunc(thr)) " µs (overflows): " (n) }
             },
         };
         latency::section(&section, options)
@@ -145,8 +146,8 @@ impl KindView for CyclicResult {
 fn pct(l: &rtgauge_model::latency::LatencyStats, p: f64) -> String {
     match l.unknown_above(p) {
         // Below 10 µs three decimals, so that a 50 ns limit does not read as ">0.1".
-        Some(lim) if lim < 10_000 => format!(">{:.3}", lim as f64 / 1000.0),
-        Some(lim) => format!(">{:.1}", lim as f64 / 1000.0),
-        None => format!("{:.1}", l.percentile(p).unwrap_or(0) as f64 / 1000.0),
+        Some(lim) if lim < 10_000 => format!(">{:.3}", us(lim)),
+        Some(lim) => format!(">{:.1}", us(lim)),
+        None => format!("{:.1}", us(l.percentile(p).unwrap_or(0))),
     }
 }

@@ -1,7 +1,7 @@
 //! Terminal rendering of the memory latency curve, bandwidth and NUMA matrix (`rtgauge mem`).
 
 use super::KindView;
-use crate::html::{fmt_value, ReportOptions};
+use crate::markup::{fmt_value, ReportOptions};
 use maud::{html, Markup};
 use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::measure::MeasureUnit;
@@ -148,7 +148,7 @@ impl KindView for MemResult {
                         }
                     }
                 }
-                (crate::html::details(false, html! { "All measures (" (ms.len()) ")" }, crate::html::measures_table(&ms)))
+                (crate::markup::details(false, html! { "All measures (" (ms.len()) ")" }, crate::markup::measures_table(&ms)))
 
         }
     }
@@ -206,7 +206,7 @@ fn mem_chart(runs: &[(String, &MemResult)]) -> Markup {
                 .collect()
         })
         .unwrap_or_default();
-    crate::html::chart(crate::charts::log_curve(
+    crate::markup::chart(crate::charts::log_curve(
         "memory load latency by working set",
         "working set",
         "ns per load",

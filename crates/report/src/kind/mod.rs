@@ -3,7 +3,7 @@
 //! module per kind ([`cyclic`], [`oslat`], [`net`], [`ops`], [`mem`], [`numa`]). [`view`] is the one place
 //! in the views that names the kinds.
 
-use crate::html::ReportOptions;
+use crate::markup::ReportOptions;
 use maud::{html, Markup};
 use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::run::ProbeResult;
@@ -31,7 +31,7 @@ pub trait KindView {
     fn html_section(&self, _options: ReportOptions, _facts: &RunFacts) -> Markup {
         html! {
             h2 { (self.section_title()) }
-            (crate::html::measures_table(&self.data().measures()))
+            (crate::markup::measures_table(&self.data().measures()))
         }
     }
 

@@ -2,10 +2,10 @@
 //! percentiles, per-second rates) and the sweep table of seed 004's figure 3. Pure functions of model data.
 
 use super::KindView;
-use crate::units;
 use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetMode, NetResult};
+use rtgauge_model::units;
 use rtgauge_model::CpuSet;
 
 fn latency_row(s: &mut String, name: &str, l: &LatencyStats) {
@@ -14,16 +14,16 @@ fn latency_row(s: &mut String, name: &str, l: &LatencyStats) {
         let _ = writeln!(s, "  {name:<26} (none)");
         return;
     }
-    let p = |q: f64| units::us(l.percentile(q).unwrap_or(0) as f64);
+    let p = |q: f64| units::us(l.percentile(q).unwrap_or(0));
     let _ = writeln!(
         s,
         "  {name:<26} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1}",
-        units::us(l.min_ns as f64),
+        units::us(l.min_ns),
         p(50.0),
         p(90.0),
         p(99.0),
         p(99.9),
-        units::us(l.max_ns as f64)
+        units::us(l.max_ns)
     );
 }
 

@@ -1,16 +1,16 @@
 //! Terminal rendering of the OS-primitive costs (`rtgauge ops`).
 
 use super::KindView;
-use crate::html::{fmt_value, ReportOptions};
-use crate::units;
+use crate::markup::{fmt_value, ReportOptions};
 use maud::{html, Markup};
 use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::measure::MeasureUnit;
 use rtgauge_model::ops::OpsResult;
+use rtgauge_model::units;
 
 /// Microseconds with three decimals, as lmbench prints them.
 fn us(ns: f64) -> String {
-    format!("{:.3}", units::us(ns))
+    format!("{:.3}", units::us_f64(ns))
 }
 
 /// The per-operation table (µs, as lmbench prints).

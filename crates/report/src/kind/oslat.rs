@@ -3,12 +3,13 @@
 //! shortfalls, its headline, its progress line and its comparison.
 
 use super::KindView;
-use crate::html::ReportOptions;
 use crate::latency::{self, Section};
+use crate::markup::ReportOptions;
 use maud::{html, Markup};
 use rtgauge_model::kind::{KindData, RunFacts};
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::run::ProbeResult;
+use rtgauge_model::units::us;
 use std::fmt::Write as _;
 
 impl KindView for OslatResult {
@@ -42,13 +43,10 @@ impl KindView for OslatResult {
                 t.iterations,
                 t.loop_ns,
                 match t.gaps.unknown_above(99.99) {
-                    Some(l) => format!(">{:.3}", l as f64 / 1000.0),
-                    None => format!(
-                        "{:.3}",
-                        t.gaps.percentile(99.99).unwrap_or(0) as f64 / 1000.0
-                    ),
+                    Some(l) => format!(">{:.3}", us(l)),
+                    None => format!("{:.3}", us(t.gaps.percentile(99.99).unwrap_or(0))),
                 },
-                t.gaps.max_ns as f64 / 1000.0,
+                us(t.gaps.max_ns),
                 over20,
                 t.availability_pct.map_or("-".into(), |a| format!("{a:.4}"))
             );
@@ -105,9 +103,6 @@ impl KindView for OslatResult {
             .max()
             .unwrap_or(0);
         let iters: u64 = self.threads.iter().map(|t| t.iterations).sum();
-        Some(format!(
-            "max gap {:.1} µs, {iters} iterations",
-            max as f64 / 1e3
-        ))
+        Some(format!("max gap {:.1} µs, {iters} iterations", us(max)))
     }
 }

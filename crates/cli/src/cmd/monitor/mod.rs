@@ -51,7 +51,7 @@ struct Peaks<'a> {
 }
 
 impl Observer for Peaks<'_> {
-    fn tick(&mut self, tick: &Tick<'_>, _: &mut dyn FnMut() -> ProbeResult) {
+    fn tick(&mut self, tick: &Tick<'_>, _: Option<&mut dyn FnMut() -> ProbeResult>) {
         let now = (self.started.elapsed().max(tick.elapsed)).as_nanos() as u64;
         let mut g = lock(self.state);
         for (c, t) in g.cpus.iter_mut().zip(tick.threads) {
