@@ -14,7 +14,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod compare;
 pub mod episodes;
 pub mod interval;
+pub mod judge;
+pub mod kind;
+pub mod monitor;
 pub mod vm_join;

@@ -11,8 +11,8 @@
 //! Pure arithmetic on intervals; the data is `rtgauge_model::vm`, the tracing and the channel that gather
 //! it are `rtgauge_vmhost`.
 
+use crate::kind::KindData;
 use rtgauge_model::attribution::{Cause, CauseKind, Episode, Span, Why};
-use rtgauge_model::kind::KindData;
 use rtgauge_model::vm::{
     ClockSample, ClockSync, EpisodeHost, HostCause, HostInterval, HostJoin, HostKind, HostRecord,
     HostSegment, HostVerdict, OnHost, MAX_GAPS, MAX_SEGMENTS,

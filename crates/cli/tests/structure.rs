@@ -432,7 +432,12 @@ fn no_crate_has_a_circle_between_its_modules() {
 #[test]
 fn the_probe_kinds_are_named_only_where_they_are_listed() {
     let files = workspace_sources();
-    let allowed = ["crates/report/src/kind/mod.rs"];
+    // The data's dispatch and the views': one `match` each (the model's own, in `kinds!`, names no variant
+    // by its path).
+    let allowed = [
+        "crates/analysis/src/kind/mod.rs",
+        "crates/report/src/kind/mod.rs",
+    ];
     let namers: Vec<String> = variant_namers(&files)
         .iter()
         .map(|f| rel(f))

@@ -3,7 +3,7 @@
 use super::load::parse_load;
 use super::parse_duration_arg;
 use clap::Args;
-use rtgauge_model::capacity::CapacityGate;
+use rtgauge_analysis::capacity::CapacityGate;
 use rtgauge_model::load::LoadSpec;
 use rtgauge_model::Nanos;
 use std::path::PathBuf;

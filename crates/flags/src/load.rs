@@ -2,13 +2,82 @@
 
 use super::parse_duration_arg;
 use clap::Args;
-use rtgauge_model::load::LoadSpec;
+use rtgauge_model::load::{LoadKind, LoadPlacement, LoadSpec};
+use rtgauge_model::CpuSet;
 use rtgauge_model::Nanos;
 use std::path::PathBuf;
 
 /// `--load` as clap parses it.
 pub fn parse_load(s: &str) -> Result<LoadSpec, String> {
-    LoadSpec::parse(s).map_err(|e| e.to_string())
+    parse_load_spec(s).map_err(|e| e.to_string())
+}
+
+/// Why a load specification was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadSpecError {
+    /// A name that is not a load kind.
+    #[error("'{0}' is not a load kind (cpu, memory, io, fork, timer, msg, ipi)")]
+    Kind(String),
+    /// A level that is not a whole percentage from 1 to 100.
+    #[error("level '{0}' is not a whole percentage from 1 to 100")]
+    Level(String),
+    /// A placement that is neither a keyword nor a CPU list.
+    #[error("placement '{0}' is not housekeeping, measured, all or a CPU list")]
+    Placement(String),
+    /// The specification names no kind.
+    #[error("no load kind given")]
+    Empty,
+}
+
+/// Parse `KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPULIST]`.
+pub fn parse_load_spec(text: &str) -> Result<LoadSpec, LoadSpecError> {
+    let (rest, placement) = match text.split_once('@') {
+        Some((r, p)) => (r, parse_placement(p.trim())?),
+        None => (text, LoadPlacement::Housekeeping),
+    };
+    let (kinds, level) = match rest.split_once(':') {
+        Some((k, l)) => {
+            let level: u8 = l
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v| (1..=100).contains(v))
+                .ok_or_else(|| LoadSpecError::Level(l.to_string()))?;
+            (k, level)
+        }
+        None => (rest, 100),
+    };
+    let mut out = Vec::new();
+    for k in kinds.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        let kind = LoadKind::ALL
+            .into_iter()
+            .find(|x| x.as_str() == k)
+            .ok_or_else(|| LoadSpecError::Kind(k.to_string()))?;
+        if !out.contains(&kind) {
+            out.push(kind);
+        }
+    }
+    if out.is_empty() {
+        return Err(LoadSpecError::Empty);
+    }
+    Ok(LoadSpec {
+        kinds: out,
+        level,
+        placement,
+    })
+}
+
+fn parse_placement(p: &str) -> Result<LoadPlacement, LoadSpecError> {
+    match p {
+        "housekeeping" | "hk" => Ok(LoadPlacement::Housekeeping),
+        "measured" | "rt" => Ok(LoadPlacement::Measured),
+        "all" | "both" => Ok(LoadPlacement::All),
+        list => CpuSet::parse(list)
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(LoadPlacement::Cpus)
+            .ok_or_else(|| LoadSpecError::Placement(p.to_string())),
+    }
 }
 
 /// `--load` and `--load-cmd` of the probes that measure on chosen CPUs (cyclic, oslat, ops): the load they
@@ -60,4 +129,40 @@ pub struct LoadArgs {
     /// Write what was achieved as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_with_defaults_and_refuse_nonsense() {
+        let s = parse_load_spec("cpu,memory:50@housekeeping").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.kinds, [LoadKind::Cpu, LoadKind::Memory]);
+        assert_eq!((s.level, &s.placement), (50, &LoadPlacement::Housekeeping));
+        assert_eq!(s.to_string(), "cpu,memory:50@housekeeping");
+        let d = parse_load_spec("io").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((d.level, d.placement), (100, LoadPlacement::Housekeeping));
+        assert_eq!(
+            parse_load_spec("fork@2-3").map(|s| s.placement),
+            Ok(LoadPlacement::Cpus(CpuSet::new([2, 3])))
+        );
+        assert_eq!(
+            parse_load_spec("gpu"),
+            Err(LoadSpecError::Kind("gpu".into()))
+        );
+        assert_eq!(
+            parse_load_spec("cpu:0"),
+            Err(LoadSpecError::Level("0".into()))
+        );
+        assert_eq!(
+            parse_load_spec("cpu:101"),
+            Err(LoadSpecError::Level("101".into()))
+        );
+        assert_eq!(
+            parse_load_spec("cpu@moon"),
+            Err(LoadSpecError::Placement("moon".into()))
+        );
+        assert_eq!(parse_load_spec(":50"), Err(LoadSpecError::Empty));
+    }
 }

@@ -8,8 +8,8 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
-use rtgauge_model::profile::{self, ProbeKind, Profile};
 use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_profile::{self as profile, ProbeKind, Profile};
 use rtgauge_session::load::LoadRequest;
 use std::path::PathBuf;
 
@@ -100,7 +100,7 @@ fn parse_repeat(s: &str) -> Result<u32, String> {
     let n: u64 = s
         .parse()
         .map_err(|_| format!("'{s}' is not a number of runs"))?;
-    rtgauge_model::profile::check_repeat(n)
+    rtgauge_profile::check_repeat(n)
 }
 
 /// A built-in profile name or a TOML file.

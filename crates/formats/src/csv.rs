@@ -2,6 +2,7 @@
 //! deadlines, overflows — for spreadsheets.
 
 use crate::{ExportError, Exporter};
+use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::run::RunDocument;
 
 /// `export --format csv`.
@@ -53,7 +54,7 @@ pub fn render_csv(document: &RunDocument) -> String {
     };
     let facts = document.facts();
     for p in &document.probes {
-        for r in p.export_rows(&facts) {
+        for r in p.data().export_rows(&facts) {
             row(&mut s, &r.probe, r.index, r.cpu, r.stats, r.missed, r.over);
         }
     }

@@ -17,7 +17,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
-use rtgauge_model::monitor::{CpuSeries, MonitorState, RuleState, BUCKETS_NS};
+use rtgauge_analysis::monitor::{CpuSeries, MonitorState, RuleState, BUCKETS_NS};
 use std::fmt::Write as _;
 
 const NS_PER_S: f64 = 1e9;

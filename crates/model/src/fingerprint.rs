@@ -235,28 +235,3 @@ pub struct HugePagePool {
     /// Pages not in use (`free_hugepages`).
     pub free: u64,
 }
-
-/// A JSON value as `(dotted.path, value)` rows (objects and arrays of objects descend; `null` reads
-/// "none"), for fingerprint tables and differences.
-pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&p, x, out);
-            }
-        }
-        serde_json::Value::Array(a) if a.iter().any(|x| x.is_object()) => {
-            for (i, x) in a.iter().enumerate() {
-                flatten(&format!("{prefix}[{i}]"), x, out);
-            }
-        }
-        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        serde_json::Value::Null => out.push((prefix.to_string(), "none".into())),
-        other => out.push((prefix.to_string(), other.to_string())),
-    }
-}

@@ -96,76 +96,6 @@ pub struct LoadSpec {
     pub placement: LoadPlacement,
 }
 
-/// Why a load specification was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LoadSpecError {
-    /// A name that is not a load kind.
-    #[error("'{0}' is not a load kind (cpu, memory, io, fork, timer, msg, ipi)")]
-    Kind(String),
-    /// A level that is not a whole percentage from 1 to 100.
-    #[error("level '{0}' is not a whole percentage from 1 to 100")]
-    Level(String),
-    /// A placement that is neither a keyword nor a CPU list.
-    #[error("placement '{0}' is not housekeeping, measured, all or a CPU list")]
-    Placement(String),
-    /// The specification names no kind.
-    #[error("no load kind given")]
-    Empty,
-}
-
-impl LoadSpec {
-    /// Parse `KIND[,KIND…][:LEVEL][@housekeeping|measured|all|CPULIST]`.
-    pub fn parse(text: &str) -> Result<LoadSpec, LoadSpecError> {
-        let (rest, placement) = match text.split_once('@') {
-            Some((r, p)) => (r, parse_placement(p.trim())?),
-            None => (text, LoadPlacement::Housekeeping),
-        };
-        let (kinds, level) = match rest.split_once(':') {
-            Some((k, l)) => {
-                let level: u8 = l
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|v| (1..=100).contains(v))
-                    .ok_or_else(|| LoadSpecError::Level(l.to_string()))?;
-                (k, level)
-            }
-            None => (rest, 100),
-        };
-        let mut out = Vec::new();
-        for k in kinds.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-            let kind = LoadKind::ALL
-                .into_iter()
-                .find(|x| x.as_str() == k)
-                .ok_or_else(|| LoadSpecError::Kind(k.to_string()))?;
-            if !out.contains(&kind) {
-                out.push(kind);
-            }
-        }
-        if out.is_empty() {
-            return Err(LoadSpecError::Empty);
-        }
-        Ok(LoadSpec {
-            kinds: out,
-            level,
-            placement,
-        })
-    }
-}
-
-fn parse_placement(p: &str) -> Result<LoadPlacement, LoadSpecError> {
-    match p {
-        "housekeeping" | "hk" => Ok(LoadPlacement::Housekeeping),
-        "measured" | "rt" => Ok(LoadPlacement::Measured),
-        "all" | "both" => Ok(LoadPlacement::All),
-        list => CpuSet::parse(list)
-            .ok()
-            .filter(|s| !s.is_empty())
-            .map(LoadPlacement::Cpus)
-            .ok_or_else(|| LoadSpecError::Placement(p.to_string())),
-    }
-}
-
 impl fmt::Display for LoadSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kinds: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).collect();
@@ -269,41 +199,5 @@ impl LoadResult {
             ),
             (_, None) => format!("{} on CPU {}: {}", self.spec, self.cpus, parts.join("; ")),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn specs_parse_with_defaults_and_refuse_nonsense() {
-        let s = LoadSpec::parse("cpu,memory:50@housekeeping").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(s.kinds, [LoadKind::Cpu, LoadKind::Memory]);
-        assert_eq!((s.level, &s.placement), (50, &LoadPlacement::Housekeeping));
-        assert_eq!(s.to_string(), "cpu,memory:50@housekeeping");
-        let d = LoadSpec::parse("io").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((d.level, d.placement), (100, LoadPlacement::Housekeeping));
-        assert_eq!(
-            LoadSpec::parse("fork@2-3").map(|s| s.placement),
-            Ok(LoadPlacement::Cpus(CpuSet::new([2, 3])))
-        );
-        assert_eq!(
-            LoadSpec::parse("gpu"),
-            Err(LoadSpecError::Kind("gpu".into()))
-        );
-        assert_eq!(
-            LoadSpec::parse("cpu:0"),
-            Err(LoadSpecError::Level("0".into()))
-        );
-        assert_eq!(
-            LoadSpec::parse("cpu:101"),
-            Err(LoadSpecError::Level("101".into()))
-        );
-        assert_eq!(
-            LoadSpec::parse("cpu@moon"),
-            Err(LoadSpecError::Placement("moon".into()))
-        );
-        assert_eq!(LoadSpec::parse(":50"), Err(LoadSpecError::Empty));
     }
 }

@@ -7,7 +7,6 @@
 //! a comparison can bootstrap a confidence interval from it.
 
 use crate::latency::LatencyStats;
-use crate::measure::{latency_measures, Better, Measure, MeasureUnit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -207,194 +206,15 @@ impl NetResult {
     }
 
     /// Full seconds only: a partial last second would bias the replicates low.
-    fn full_seconds(&self) -> &[NetSecond] {
+    pub fn full_seconds(&self) -> &[NetSecond] {
         let full = (self.elapsed_ns / 1_000_000_000) as usize;
         &self.per_second[..full.min(self.per_second.len())]
-    }
-}
-
-impl crate::kind::KindData for NetResult {
-    fn kind(&self) -> crate::kind::ProbeKind {
-        crate::kind::ProbeKind::Net
-    }
-
-    /// The comparable figures: rate (with per-second replicates), bit rate for throughput, errors, and
-    /// the latency distributions.
-    fn measures(&self) -> Vec<Measure> {
-        let p = self.key_prefix();
-        let what = match self.config.mode {
-            NetMode::Cps => "connections",
-            NetMode::Throughput => "requests",
-        };
-        let secs = self.full_seconds();
-        let mut out = vec![Measure::new(
-            format!("{p}.rate"),
-            format!("{what} per second"),
-            MeasureUnit::PerSecond,
-            self.rate_per_s,
-            Better::Higher,
-        )
-        .with_replicates(secs.iter().map(|s| s.transactions as f64).collect())];
-        if self.config.mode == NetMode::Throughput {
-            out.push(
-                Measure::new(
-                    format!("{p}.bitrate"),
-                    "throughput",
-                    MeasureUnit::BitsPerSecond,
-                    self.bits_per_s,
-                    Better::Higher,
-                )
-                .with_replicates(secs.iter().map(|s| s.bytes as f64 * 8.0).collect()),
-            );
-        }
-        out.push(Measure::new(
-            format!("{p}.errors"),
-            "failed attempts",
-            MeasureUnit::Count,
-            self.errors.total() as f64,
-            Better::Lower,
-        ));
-        out.extend(latency_measures(
-            &format!("{p}.latency"),
-            "transaction time",
-            std::iter::once(&self.total),
-        ));
-        out.extend(latency_measures(
-            &format!("{p}.connect"),
-            "connect time",
-            std::iter::once(&self.connect),
-        ));
-        out.extend(latency_measures(
-            &format!("{p}.ttfb"),
-            "time to first byte",
-            std::iter::once(&self.ttfb),
-        ));
-        out
-    }
-
-    fn load(&self) -> Option<&crate::load::LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<crate::load::LoadResult>) {
-        self.load = load;
-    }
-
-    fn elapsed_ns(&self) -> u64 {
-        self.elapsed_ns
-    }
-
-    fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
-    }
-
-    fn export_rows(&self, _facts: &crate::kind::RunFacts) -> Vec<crate::kind::ExportRow<'_>> {
-        // One row: the transaction-time distribution, failed attempts as "missed".
-        vec![crate::kind::ExportRow {
-            probe: self.key_prefix(),
-            index: 0,
-            cpu: None,
-            stats: &self.total,
-            missed: Some(self.errors.total()),
-            over: None,
-        }]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kind::KindData;
-    use crate::latency::{new_histogram, LatencyStats};
-
-    fn stats(v: &[u64]) -> LatencyStats {
-        let mut h = new_histogram();
-        for x in v {
-            h.record(*x).unwrap();
-        }
-        let (min, max) = (*v.iter().min().unwrap(), *v.iter().max().unwrap());
-        LatencyStats::from_parts(&h, min, max, v.iter().sum(), 0)
-    }
-
-    fn result(mode: NetMode, sweep: Option<u32>) -> NetResult {
-        NetResult {
-            config: NetConfig {
-                mode,
-                target: "127.0.0.1:80".into(),
-                path: "/2b".into(),
-                cpus: vec![1],
-                concurrency: 4,
-                duration_ns: 3_000_000_000,
-                timeout_ns: 2_000_000_000,
-                close: CloseMode::Server,
-                max_transactions: 1_000_000,
-                server_cpus: None,
-            },
-            sweep_cpus: sweep,
-            elapsed_ns: 2_500_000_000,
-            connections: 30,
-            transactions: 25,
-            bytes: 2500,
-            rate_per_s: 10.0,
-            bits_per_s: 8000.0,
-            errors: NetErrors {
-                reset: 2,
-                timeout: 1,
-                ..Default::default()
-            },
-            connect: stats(&[1_000, 2_000]),
-            ttfb: stats(&[3_000]),
-            total: stats(&[5_000, 9_000]),
-            per_second: vec![
-                NetSecond {
-                    transactions: 10,
-                    bytes: 1000,
-                    errors: 1,
-                },
-                NetSecond {
-                    transactions: 11,
-                    bytes: 1100,
-                    errors: 2,
-                },
-                NetSecond {
-                    transactions: 4,
-                    bytes: 400,
-                    errors: 0,
-                },
-            ],
-            sysctls: BTreeMap::new(),
-            in_flight_at_end: 0,
-            open_loop: None,
-            load: None,
-        }
-    }
-
-    #[test]
-    fn cps_measures_have_stable_keys_and_full_second_replicates() {
-        let m = result(NetMode::Cps, None).measures();
-        let rate = m.iter().find(|m| m.key == "net.cps.rate").unwrap();
-        assert_eq!(rate.better, Better::Higher);
-        // The partial third second is left out.
-        assert_eq!(rate.replicates, vec![10.0, 11.0]);
-        let errors = m.iter().find(|m| m.key == "net.cps.errors").unwrap();
-        assert_eq!(errors.value, 3.0);
-        assert!(m.iter().any(|m| m.key == "net.cps.latency.p99"));
-        assert!(m.iter().any(|m| m.key == "net.cps.connect.p50"));
-        assert!(m.iter().any(|m| m.key == "net.cps.ttfb.max"));
-        assert!(!m.iter().any(|m| m.key.contains("bitrate")));
-    }
-
-    #[test]
-    fn throughput_and_sweep_keys() {
-        let m = result(NetMode::Throughput, Some(4)).measures();
-        let bits = m
-            .iter()
-            .find(|m| m.key == "net.throughput.cpus4.bitrate")
-            .unwrap();
-        assert_eq!(bits.unit, MeasureUnit::BitsPerSecond);
-        assert_eq!(bits.replicates, vec![8000.0, 8800.0]);
-        assert!(m.iter().any(|m| m.key == "net.throughput.cpus4.rate"));
-    }
 
     #[test]
     fn errors_total_every_kind() {

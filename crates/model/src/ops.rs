@@ -86,58 +86,6 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-impl crate::kind::KindData for OpsResult {
-    fn kind(&self) -> crate::kind::ProbeKind {
-        crate::kind::ProbeKind::Ops
-    }
-
-    /// `ops.<op>.p50` (median, with every sample as a replicate), `ops.<op>.p99`, `ops.<op>.max`.
-    fn measures(&self) -> Vec<crate::measure::Measure> {
-        use crate::measure::{Better, Measure, MeasureUnit};
-        let mut out = Vec::new();
-        for o in &self.ops {
-            out.push(
-                Measure::new(
-                    format!("ops.{}.p50", o.op),
-                    format!("{} median", o.label),
-                    MeasureUnit::Nanos,
-                    o.median_ns,
-                    Better::Lower,
-                )
-                .with_replicates(o.samples_ns.clone()),
-            );
-            let p99 = o.p99_ns();
-            out.push(Measure::new(
-                format!("ops.{}.p99", o.op),
-                format!("{} p99", o.label),
-                MeasureUnit::Nanos,
-                p99 as f64,
-                Better::Lower,
-            ));
-            out.push(Measure::new(
-                format!("ops.{}.max", o.op),
-                format!("{} max", o.label),
-                MeasureUnit::Nanos,
-                o.latency.max_ns as f64,
-                Better::Lower,
-            ));
-        }
-        out
-    }
-
-    fn load(&self) -> Option<&crate::load::LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<crate::load::LoadResult>) {
-        self.load = load;
-    }
-
-    fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,14 +1,9 @@
 //! Result of the busy-loop OS-noise probe (`rtgauge oslat`, oslat's measurement): the gaps a polling thread
 //! sees between consecutive reads of the CPU's counter.
 
-use crate::accounting::Accounting;
-use crate::attribution::Why;
-use crate::kind::{ExportRow, LatThread, ProbeKind, RunFacts, StopReason};
+use crate::kind::StopReason;
 use crate::latency::{LatencyStats, TimelineEntry};
-use crate::load::LoadResult;
-use crate::measure::{latency_measures, Measure};
 use crate::rt::{ProcessConditions, ThreadConditions};
-use crate::verdict::Metric;
 use serde::{Deserialize, Serialize};
 
 /// Extra work done in every iteration (oslat `-w`).
@@ -179,116 +174,4 @@ pub struct OslatResult {
     /// The load generated while the probe measured (`--load`), as achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::load::LoadResult>,
-}
-
-impl crate::kind::KindData for OslatResult {
-    fn kind(&self) -> ProbeKind {
-        ProbeKind::Oslat
-    }
-
-    fn measures(&self) -> Vec<Measure> {
-        latency_measures(
-            "oslat",
-            "busy-loop gap",
-            self.threads.iter().map(|t| &t.gaps),
-        )
-    }
-
-    fn load(&self) -> Option<&LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<LoadResult>) {
-        self.load = load;
-    }
-
-    fn accounting(&self) -> Option<&Accounting> {
-        self.accounting.as_ref()
-    }
-
-    fn set_accounting(&mut self, accounting: Accounting) {
-        self.accounting = Some(accounting);
-    }
-
-    fn stop_reason(&self) -> Option<StopReason> {
-        Some(self.stop_reason)
-    }
-
-    fn elapsed_ns(&self) -> u64 {
-        self.elapsed_ns
-    }
-
-    fn process_conditions(&self) -> Option<&ProcessConditions> {
-        Some(&self.conditions)
-    }
-
-    fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
-    }
-
-    fn settings_line(&self) -> Option<String> {
-        let cpus: Vec<String> = self.config.cpus.iter().map(u32::to_string).collect();
-        Some(format!(
-            "oslat CPUs {}, {} s",
-            cpus.join(","),
-            self.config.duration_ns as f64 / 1e9
-        ))
-    }
-
-    fn why(&self) -> Option<&Why> {
-        self.why.as_ref()
-    }
-
-    fn why_slot(&mut self) -> Option<&mut Option<Why>> {
-        Some(&mut self.why)
-    }
-
-    fn latency_threads(&self) -> Vec<LatThread<'_>> {
-        self.threads
-            .iter()
-            .map(|t| LatThread {
-                index: t.index,
-                cpu: Some(t.cpu),
-                planned_cpu: Some(t.cpu),
-                stats: &t.gaps,
-                windows: &t.windows,
-                timeline: &t.timeline,
-                conditions: &t.conditions,
-            })
-            .collect()
-    }
-
-    fn gate_values(&self, metric: Metric) -> Vec<u64> {
-        match metric {
-            Metric::OslatMaxNs => self.threads.iter().map(|t| t.gaps.max_ns).collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    fn limit_warnings(&self) -> Vec<String> {
-        self.threads
-            .iter()
-            .flat_map(|t| t.gaps.beyond_warning(&format!("CPU {}", t.cpu)))
-            .collect()
-    }
-
-    fn export_rows(&self, _facts: &RunFacts) -> Vec<ExportRow<'_>> {
-        self.threads
-            .iter()
-            .map(|t| ExportRow {
-                probe: "oslat".into(),
-                index: t.index,
-                cpu: Some(t.cpu),
-                stats: &t.gaps,
-                missed: Some(0),
-                // Gaps above 20 µs (native runs' highest threshold), empty where an import's buckets do not
-                // tell.
-                over: t
-                    .over_thresholds
-                    .iter()
-                    .find(|x| x.threshold_ns == 20_000)
-                    .map(|x| x.count),
-            })
-            .collect()
-    }
 }

@@ -4,7 +4,7 @@
 use crate::audit::AuditReport;
 use crate::cyclic::CyclicResult;
 use crate::fingerprint::Fingerprint;
-use crate::kind::{KindData, ProbeKind, RunFacts};
+use crate::kind::{ProbeKind, RunFacts};
 use crate::oslat::OslatResult;
 use crate::verdict::GateVerdict;
 use crate::CpuSet;
@@ -42,8 +42,8 @@ pub struct SystemInfo {
     pub clocksource: Option<String>,
 }
 
-/// One probe's result, tagged by probe kind. Reached through its kind's [`KindData`] (this type derefs to
-/// it); a kind's own verb takes its typed result back with [`ProbeResult::downcast`].
+/// One probe's result, tagged by probe kind. Reached through its kind's `rtgauge_analysis::kind::KindData`;
+/// a kind's own verb takes its typed result back with [`ProbeResult::downcast`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "probe", rename_all = "snake_case")]
 pub enum ProbeResult {
@@ -236,21 +236,6 @@ impl RunDocument {
     }
 }
 
-impl RunStatus {
-    /// The one rule from how probes ended to how the run did: `complete` when every planned probe ran
-    /// (`all_ran`) and none was stopped by a signal, else `interrupted`.
-    pub fn of_probes(probes: &[ProbeResult], all_ran: bool) -> RunStatus {
-        let signalled = probes
-            .iter()
-            .any(|p| p.stop_reason() == Some(crate::kind::StopReason::Signal));
-        if all_ran && !signalled {
-            RunStatus::Complete
-        } else {
-            RunStatus::Interrupted
-        }
-    }
-}
-
 /// Namespace of the name-based (v5) ids derived for documents that carry no `uuid` (a fixed random UUID:
 /// changing it would give every old run a new id, and a second copy in each central store).
 const DERIVED_UUID_NAMESPACE: uuid::Uuid =
@@ -313,34 +298,26 @@ impl RunDocument {
 
 /// A result type of one kind: the downcast its own verb uses to get the typed result back from a
 /// [`ProbeResult`]. Implemented for each kind by the `kinds!` list below, nowhere else.
-pub trait Kind: KindData + Sized + Into<ProbeResult> {
+pub trait Kind: Sized + Into<ProbeResult> {
     /// The kind.
     const KIND: ProbeKind;
     /// The result, if `p` is of this kind.
     fn from_ref(p: &ProbeResult) -> Option<&Self>;
     /// The result, if `p` is of this kind.
     fn from_mut(p: &mut ProbeResult) -> Option<&mut Self>;
-    /// The result, or `p` back when it is of another kind.
-    fn from_owned(p: ProbeResult) -> Result<Self, ProbeResult>;
+    /// The result, if `p` is of this kind.
+    fn from_owned(p: ProbeResult) -> Option<Self>;
 }
 
 /// The one list of probe kinds: each variant of [`ProbeResult`] with its result type. It gives the result
-/// its place in [`ProbeResult`] (`From`, the [`Kind`] downcast) and [`ProbeResult`] its dispatch to the
-/// kind's [`KindData`] — the only `match` on the variants.
+/// its place in [`ProbeResult`] (`From`, the [`Kind`] downcast) and [`ProbeResult`] its [`ProbeKind`].
 macro_rules! kinds {
     ($($variant:ident => $ty:ty),* $(,)?) => {
         impl ProbeResult {
-            /// The result as its kind's [`KindData`].
-            pub fn as_dyn(&self) -> &(dyn KindData + 'static) {
+            /// Which kind of probe it is.
+            pub fn kind(&self) -> ProbeKind {
                 match self {
-                    $(ProbeResult::$variant(r) => r,)*
-                }
-            }
-
-            /// The result as its kind's [`KindData`], to fill in.
-            pub fn as_dyn_mut(&mut self) -> &mut (dyn KindData + 'static) {
-                match self {
-                    $(ProbeResult::$variant(r) => r,)*
+                    $(ProbeResult::$variant(_) => ProbeKind::$variant,)*
                 }
             }
         }
@@ -369,10 +346,10 @@ macro_rules! kinds {
                     }
                 }
 
-                fn from_owned(p: ProbeResult) -> Result<Self, ProbeResult> {
+                fn from_owned(p: ProbeResult) -> Option<Self> {
                     match p {
-                        ProbeResult::$variant(r) => Ok(r),
-                        other => Err(other),
+                        ProbeResult::$variant(r) => Some(r),
+                        _ => None,
                     }
                 }
             }
@@ -387,22 +364,6 @@ kinds! {
     Ops => crate::ops::OpsResult,
     Mem => crate::mem::MemResult,
     Numa => crate::numa::NumaResult,
-}
-
-/// A result is its kind's [`KindData`]: `probe.measures()`, `probe.why()`, `probe.set_load(…)` reach the
-/// kind's own answer.
-impl std::ops::Deref for ProbeResult {
-    type Target = dyn KindData;
-
-    fn deref(&self) -> &Self::Target {
-        self.as_dyn()
-    }
-}
-
-impl std::ops::DerefMut for ProbeResult {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        self.as_dyn_mut()
-    }
 }
 
 impl ProbeResult {
@@ -421,8 +382,8 @@ impl ProbeResult {
         T::from_mut(self)
     }
 
-    /// The result of kind `T`, or the result back when it is of another kind.
-    pub fn downcast<T: Kind>(self) -> Result<T, ProbeResult> {
+    /// The result of kind `T`, if it is one.
+    pub fn downcast<T: Kind>(self) -> Option<T> {
         T::from_owned(self)
     }
 }

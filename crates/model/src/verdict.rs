@@ -1,6 +1,6 @@
 //! Requirement gates and their verdicts: a gate names a metric of the run and a bound; a verdict records
 //! what was observed against it. These are plain types, a leaf module (the run document holds verdicts);
-//! the metrics are computed from a run in [`crate::judge`].
+//! the metrics are computed from a run in `rtgauge_analysis::judge`.
 
 use crate::units::us;
 use serde::{Deserialize, Serialize};

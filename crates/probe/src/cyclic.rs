@@ -16,6 +16,7 @@ use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::handover::{self, Emptier, Filler};
 use crate::observe::Observer;
+use crate::recorder::WindowRecorder;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
@@ -23,7 +24,7 @@ pub use rtgauge_model::cyclic::LiveThread;
 use rtgauge_model::cyclic::{
     CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike, StopReason,
 };
-use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry, WindowRecorder};
+use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
 use rtgauge_model::rt::{ProcessConditions, Setting, ThreadConditions};
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};

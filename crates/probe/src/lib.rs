@@ -27,6 +27,7 @@ pub mod observe;
 pub mod ops;
 pub mod oslat;
 pub mod programs;
+pub mod recorder;
 pub mod rt;
 pub mod scratch;
 pub mod stop;

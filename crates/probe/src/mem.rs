@@ -19,9 +19,8 @@
 
 use crate::ops::XorShift;
 use crate::ProbeError;
-use rtgauge_model::mem::{
-    find_steps, Bandwidth, CacheInfo, LatencyPoint, MemConfig, MemResult, NumaCell,
-};
+use rtgauge_analysis::kind::mem::find_steps;
+use rtgauge_model::mem::{Bandwidth, CacheInfo, LatencyPoint, MemConfig, MemResult, NumaCell};
 use rtgauge_model::ops::median;
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! The views of `rtgauge capacity`: the latency-vs-load table (the run with the worst gated figure of each
 //! level) with the answer, and a self-contained HTML page with the curve.
 
-use rtgauge_model::capacity::{Capacity, CapacityPoint, CapacitySample};
+use rtgauge_analysis::capacity::{Capacity, CapacityPoint, CapacitySample};
 use rtgauge_model::units::us_f64;
 use rtgauge_model::Nanos;
 use std::fmt::Write as _;

@@ -189,8 +189,8 @@ fn entry_of(r: &FleetRun<'_>) -> HostEntry {
         status: r.doc.status.as_str().to_string(),
         age_s: r.age_s,
         verdict: verdict_word(r.doc).to_string(),
-        cyclic_max_ns: Metric::CyclicMaxNs.observe(r.doc),
-        oslat_max_ns: Metric::OslatMaxNs.observe(r.doc),
+        cyclic_max_ns: rtgauge_analysis::judge::observe(Metric::CyclicMaxNs, r.doc),
+        oslat_max_ns: rtgauge_analysis::judge::observe(Metric::OslatMaxNs, r.doc),
         audit_failed: r.doc.audit.as_ref().map(|a| {
             a.findings
                 .iter()

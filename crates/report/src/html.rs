@@ -256,7 +256,7 @@ fn audit_section(a: &AuditReport, record: bool) -> Markup {
 
 fn kv_table(v: &serde_json::Value) -> Markup {
     let mut rows = Vec::new();
-    rtgauge_model::fingerprint::flatten("", v, &mut rows);
+    rtgauge_analysis::compare::flatten("", v, &mut rows);
     html! {
         table.kv { @for (k, v) in &rows { tr { th { (k) } td { (v) } } } }
     }

@@ -7,7 +7,8 @@ use crate::charts::{self, Series};
 use crate::markup::{chart, details, measures_table, ReportOptions};
 use crate::units::us_figure;
 use maud::{html, Markup};
-use rtgauge_model::kind::{KindData, LatThread};
+use rtgauge_analysis::kind::ProbeData;
+use rtgauge_analysis::kind::{KindData, LatThread};
 use rtgauge_model::latency::{Sparse, TimelineEntry};
 use rtgauge_model::rt::ProcessConditions;
 use rtgauge_model::run::ProbeResult;
@@ -252,7 +253,7 @@ fn setting(requested: &str, achieved: &str, error: Option<&str>) -> Markup {
 /// (histogram, percentiles, largest per interval), then per CPU side by side. `all` holds the kind's
 /// result of every run, in column order.
 pub(crate) fn compare(kind: &str, names: &[String], all: &[&ProbeResult]) -> Markup {
-    let pooled: Vec<Sparse> = all.iter().map(|p| p.pooled()).collect();
+    let pooled: Vec<Sparse> = all.iter().map(|p| p.data().pooled()).collect();
     let series: Vec<Series<Sparse>> = names
         .iter()
         .zip(&pooled)
@@ -261,7 +262,7 @@ pub(crate) fn compare(kind: &str, names: &[String], all: &[&ProbeResult]) -> Mar
             data: s,
         })
         .collect();
-    let tls: Vec<Vec<TimelineEntry>> = all.iter().map(|p| pooled_timeline(&***p)).collect();
+    let tls: Vec<Vec<TimelineEntry>> = all.iter().map(|p| pooled_timeline(p.data())).collect();
     let tl: Vec<Series<[TimelineEntry]>> = names
         .iter()
         .zip(&tls)
@@ -291,7 +292,8 @@ fn per_cpu_compare(names: &[String], all: &[&ProbeResult], kind: &str) -> Markup
     let threads: Vec<Vec<(String, LatThread)>> = all
         .iter()
         .map(|p| {
-            p.latency_threads()
+            p.data()
+                .latency_threads()
                 .into_iter()
                 .map(|t| (t.name(), t))
                 .collect()

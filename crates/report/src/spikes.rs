@@ -2,8 +2,9 @@
 //! (what rose, or that nothing in this kernel did), and the breakdown of the traced spike episodes
 //! (terminal), plus the shares a stacked bar or a comparison needs.
 
+use rtgauge_analysis::kind::KindData;
+use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::attribution::{CauseKind, Episode, Why};
-use rtgauge_model::kind::KindData;
 use rtgauge_model::latency::TimelineEntry;
 use rtgauge_model::units::us;
 use std::fmt::Write as _;
@@ -250,7 +251,7 @@ pub fn compare_sentences(
     let mut out = Vec::new();
     for (n, d) in names.iter().zip(runs) {
         for p in &d.probes {
-            let Some((why, _)) = why_of(p.as_dyn()) else {
+            let Some((why, _)) = why_of(p.data()) else {
                 continue;
             };
             if why.trace.is_none() {

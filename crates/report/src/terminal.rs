@@ -1,6 +1,7 @@
 //! Terminal renderings of a stored run: the header (`runs show`, `report`), the per-CPU tables of the
 //! vPAC guide's layout, the accounting and the verdicts.
 
+use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::run::RunDocument;
 use rtgauge_model::verdict::Outcome;
 
@@ -70,13 +71,13 @@ pub fn render_summary(doc: &RunDocument) -> String {
     let facts = doc.facts();
     for p in &doc.probes {
         s.push_str(&crate::kind::view(p).terminal_section(&facts));
-        if let Some(a) = p.accounting() {
+        if let Some(a) = p.data().accounting() {
             s.push_str(&render_accounting(a));
         }
-        if let Some(l) = p.load() {
+        if let Some(l) = p.data().load() {
             let _ = writeln!(s, "load achieved: {}", l.summary());
         }
-        s.push_str(&crate::spikes::render_why(p.as_dyn()));
+        s.push_str(&crate::spikes::render_why(p.data()));
     }
     if !doc.verdicts.is_empty() {
         let _ = writeln!(

@@ -7,6 +7,7 @@
 use crate::spikes::{spike_line, why_of, worst_intervals};
 use crate::units::us_label;
 use maud::{html, Markup};
+use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::audit::{Finding, Status};
 use rtgauge_model::run::{RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
@@ -64,7 +65,7 @@ pub fn worst_spike(doc: &RunDocument) -> Option<String> {
         }
     };
     for p in &doc.probes {
-        let Some((why, timelines)) = why_of(p.as_dyn()) else {
+        let Some((why, timelines)) = why_of(p.data()) else {
             continue;
         };
         if let Some(b) = why.episodes.iter().max_by_key(|b| b.worst()) {

@@ -25,6 +25,7 @@ pub mod probes;
 pub mod record;
 pub mod why;
 
+use rtgauge_analysis::kind::ProbeData;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::Spike;
 use rtgauge_model::load::LoadResult;
@@ -209,9 +210,9 @@ impl Session<'_> {
         });
         for r in &mut results {
             all.finish(r);
-            r.set_load(load.clone());
+            r.data_mut().set_load(load.clone());
             if let Some(a) = &accounting {
-                r.set_accounting(a.clone());
+                r.data_mut().set_accounting(a.clone());
             }
         }
         Ok(Measured {

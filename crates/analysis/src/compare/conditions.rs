@@ -2,20 +2,25 @@
 //! fields and audit findings that differ, and whether two runs were taken alike (a stored repeat).
 
 use super::Difference;
+use crate::kind::ProbeData;
 use rtgauge_model::run::RunDocument;
 
 /// Each probe's settings as a comparable text (its kind and its whole configuration).
 fn probe_settings(d: &RunDocument) -> Vec<String> {
     d.probes
         .iter()
-        .map(|p| format!("{} {}", p.name(), p.settings_json()))
+        .map(|p| format!("{} {}", p.name(), p.data().settings_json()))
         .collect()
 }
 
 /// The settings a reader compares at a glance: per timer-latency or OS-noise probe its CPUs, period or
 /// priority, and duration.
 fn settings_summary(d: &RunDocument) -> String {
-    let parts: Vec<String> = d.probes.iter().filter_map(|p| p.settings_line()).collect();
+    let parts: Vec<String> = d
+        .probes
+        .iter()
+        .filter_map(|p| p.data().settings_line())
+        .collect();
     parts.join("; ")
 }
 
@@ -34,7 +39,7 @@ pub fn same_conditions(a: &RunDocument, b: &RunDocument) -> bool {
         d.probes
             .iter()
             .map(|p| {
-                p.load().map_or_else(String::new, |l| {
+                p.data().load().map_or_else(String::new, |l| {
                     let command = l.command.as_ref().map(|c| c.command.as_str());
                     format!("{} on CPU {} {command:?}", l.spec, l.cpus)
                 })
@@ -69,7 +74,7 @@ fn load_difference(runs: &[&RunDocument]) -> Option<Difference> {
             let l: Vec<String> = d
                 .probes
                 .iter()
-                .filter_map(|p| p.load())
+                .filter_map(|p| p.data().load())
                 .map(|l| l.summary())
                 .collect();
             if l.is_empty() {
@@ -97,7 +102,7 @@ fn contention_difference(runs: &[&RunDocument]) -> Option<Difference> {
             let with: Vec<String> = d
                 .probes
                 .iter()
-                .filter_map(|p| p.process_conditions().map(|c| &c.contended))
+                .filter_map(|p| p.data().process_conditions().map(|c| &c.contended))
                 .flatten()
                 .map(|c| format!("pid {} on CPU {}", c.pid, c.cpus))
                 .collect();
@@ -135,7 +140,7 @@ fn fingerprint_differences(runs: &[&RunDocument]) -> Vec<Difference> {
             let mut v = Vec::new();
             if let Some(f) = &d.fingerprint {
                 if let Ok(j) = serde_json::to_value(f) {
-                    rtgauge_model::fingerprint::flatten("", &j, &mut v);
+                    flatten("", &j, &mut v);
                 }
             }
             v
@@ -214,4 +219,29 @@ fn audit_differences(runs: &[&RunDocument]) -> Vec<Difference> {
         }
     }
     out
+}
+
+/// A JSON value as `(dotted.path, value)` rows (objects and arrays of objects descend; `null` reads
+/// "none"), for fingerprint tables and differences.
+pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&p, x, out);
+            }
+        }
+        serde_json::Value::Array(a) if a.iter().any(|x| x.is_object()) => {
+            for (i, x) in a.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), x, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        serde_json::Value::Null => out.push((prefix.to_string(), "none".into())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
 }

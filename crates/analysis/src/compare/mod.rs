@@ -32,8 +32,9 @@ mod note;
 pub mod one_run;
 mod repeats;
 mod sets;
+use crate::kind::ProbeData;
 use conditions::differences;
-pub use conditions::same_conditions;
+pub use conditions::{flatten, same_conditions};
 pub use note::single_run_note;
 pub use repeats::{judge_single_runs, Repeats, MIN_REPEATS};
 pub use sets::compare_sets;
@@ -222,9 +223,9 @@ fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
     if !p.kind().is_latency() {
         return None;
     }
-    let thr = p.overflow_threshold_ns();
-    let threads = p.latency_threads();
-    let pooled = p.pooled();
+    let thr = p.data().overflow_threshold_ns();
+    let threads = p.data().latency_threads();
+    let pooled = p.data().pooled();
     let n = threads
         .iter()
         .map(|t| t.windows.hdr.len())
@@ -514,7 +515,7 @@ fn measures_of(doc: &RunDocument) -> Vec<(usize, Measure)> {
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for (i, p) in doc.probes.iter().enumerate() {
-        for m in p.comparable_measures(&doc.facts()) {
+        for m in p.data().comparable_measures(&doc.facts()) {
             // The first probe of a kind gives the measure (a profile rarely runs a kind twice).
             if seen.insert(m.key.clone()) {
                 out.push((i, m));
@@ -525,7 +526,7 @@ fn measures_of(doc: &RunDocument) -> Vec<(usize, Measure)> {
 }
 
 fn probe_duration_ns(p: &ProbeResult) -> u64 {
-    p.elapsed_ns()
+    p.data().elapsed_ns()
 }
 
 /// A measure as the rows name it: key, label, unit, which direction is better.

@@ -5,11 +5,11 @@
 
 use anyhow::{bail, Context as _};
 use clap::Parser;
-use rtgauge_flags::capacity::CapacityArgs;
-use rtgauge_host::HostRoot;
-use rtgauge_model::capacity::{
+use rtgauge_analysis::capacity::{
     capacity_level, next_search_level, Capacity, CapacityPoint, CapacitySample,
 };
+use rtgauge_flags::capacity::CapacityArgs;
+use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::load::LoadSpec;
 use rtgauge_model::run::ProbeResult;

@@ -13,7 +13,7 @@ use rtgauge_flags::Resolved;
 use rtgauge_formats::rttests;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicResult;
-use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::cyclic::CyclicPlan;
 use rtgauge_session::{Observer, Tick};
 use std::io::{IsTerminal as _, Write as _};
@@ -88,7 +88,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     let Some(result) = results
         .into_iter()
         .next()
-        .and_then(|p| p.downcast::<CyclicResult>().ok())
+        .and_then(|p| p.downcast::<CyclicResult>())
     else {
         anyhow::bail!("the timer probe returned no result");
     };
@@ -108,7 +108,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &a.output {
         let probe = ProbeResult::from(result);
-        let status = RunStatus::of_probes(std::slice::from_ref(&probe), true);
+        let status = rtgauge_analysis::kind::run_status(std::slice::from_ref(&probe), true);
         crate::output::write_output(path, started, system, probe, status, warnings)?;
     }
     Ok(ExitCode::SUCCESS)

@@ -21,7 +21,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
         &mut [],
     )?;
     super::warn_all(&warnings);
-    let Some(result) = results.pop().and_then(|p| p.downcast::<MemResult>().ok()) else {
+    let Some(result) = results.pop().and_then(|p| p.downcast::<MemResult>()) else {
         anyhow::bail!("the memory probe returned no result");
     };
     super::print_text(&rtgauge_report::kind::mem::render(&result, true))?;

@@ -1,6 +1,7 @@
 //! One module per verb: the glue from its arguments (parsed and validated by `rtgauge_flags`) to the
 //! session engine and the views.
 
+use rtgauge_analysis::kind::ProbeData;
 pub mod audit;
 pub mod capacity;
 pub mod compare;
@@ -51,7 +52,7 @@ pub fn measure(
     }
     let mut warnings = Vec::new();
     for r in &m.results {
-        if let Some(missing) = r.why().and_then(|w| w.missing.as_ref()) {
+        if let Some(missing) = r.data().why().and_then(|w| w.missing.as_ref()) {
             eprintln!("rtgauge: warning: {missing}");
         }
         warnings.extend(rtgauge_report::shortfalls::of_probe(r));

@@ -112,7 +112,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let (results, _) = super::measure(&root, &stop, &probe, &around, &mut [])?;
     let results: Vec<NetResult> = results
         .into_iter()
-        .filter_map(|r| r.downcast::<NetResult>().ok())
+        .filter_map(|r| r.downcast::<NetResult>())
         .collect();
     let (code, why) = outcome(&results, plan.max_errors);
     let status = if stop.is_set() || results.len() < plan.points.len() {

@@ -26,7 +26,7 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
         &mut [],
     )?;
     super::warn_all(&warnings);
-    let Some(result) = results.pop().and_then(|p| p.downcast::<OpsResult>().ok()) else {
+    let Some(result) = results.pop().and_then(|p| p.downcast::<OpsResult>()) else {
         anyhow::bail!("the OS-primitive probe returned no result");
     };
     super::print_text(&rtgauge_report::kind::ops::render_table(&result))?;

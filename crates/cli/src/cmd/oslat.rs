@@ -12,7 +12,7 @@ use rtgauge_formats::rttests;
 use rtgauge_host::HostRoot;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::oslat::Workload;
-use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::run::ProbeResult;
 use rtgauge_model::units::us;
 use rtgauge_model::CpuSet;
 use rtgauge_session::Observer;
@@ -124,7 +124,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     let Some(result) = results
         .into_iter()
         .next()
-        .and_then(|p| p.downcast::<OslatResult>().ok())
+        .and_then(|p| p.downcast::<OslatResult>())
     else {
         anyhow::bail!("the OS-noise probe returned no result");
     };
@@ -159,7 +159,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &a.output {
         let probe = ProbeResult::from(result);
-        let status = RunStatus::of_probes(std::slice::from_ref(&probe), true);
+        let status = rtgauge_analysis::kind::run_status(std::slice::from_ref(&probe), true);
         crate::output::write_output(path, started, system, probe, status, warnings)?;
     }
     Ok(ExitCode::SUCCESS)

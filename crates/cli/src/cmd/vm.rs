@@ -4,6 +4,7 @@
 //! anything is traced: a bad pid, domain, channel or output directory is one line and exit 2.
 
 use anyhow::{bail, Context as _};
+use rtgauge_analysis::kind::ProbeData;
 use rtgauge_flags::vm::*;
 use rtgauge_formats::import::Importer as _;
 use rtgauge_model::run::RunDocument;
@@ -170,7 +171,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     let record = read_record(&a.host)?;
     let mut joined = 0;
     for p in &mut doc.probes {
-        if let Some(w) = rtgauge_analysis::vm_join::joinable_why(p.as_dyn_mut()) {
+        if let Some(w) = rtgauge_analysis::vm_join::joinable_why(p.data_mut()) {
             rtgauge_analysis::vm_join::join(w, &record);
             joined += 1;
         }
@@ -204,7 +205,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     }
     let mut text = String::new();
     for p in &doc.probes {
-        text.push_str(&rtgauge_report::spikes::render_why(p.as_dyn()));
+        text.push_str(&rtgauge_report::spikes::render_why(p.data()));
     }
     super::print_text(&text)?;
     Ok(ExitCode::SUCCESS)

@@ -38,6 +38,7 @@ pub use oslat::{parse_oslat_text, OslatJson, OslatText};
 
 use cyclictest::cyclictest_json;
 use oslat::oslat_json;
+use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::rt::{ProcessConditions, Setting};
 use rtgauge_model::run::{ImportSource, ProbeResult, RunDocument, RunStatus, SystemInfo, ToolInfo};
 use rtgauge_model::CpuSet;
@@ -384,7 +385,7 @@ pub fn limit_warnings(document: &RunDocument) -> Vec<String> {
     document
         .probes
         .iter()
-        .flat_map(|p| p.limit_warnings())
+        .flat_map(|p| p.data().limit_warnings())
         .collect()
 }
 
@@ -519,7 +520,7 @@ mod tests {
             // Percentiles: only "> min" is known, never a figure made from min and max.
             assert_eq!(l.unknown_above(50.0), Some(l.min_ns), "{l:?}");
             assert_eq!(l.unknown_above(99.99), Some(l.min_ns));
-            let ms = d.probes[0].measures();
+            let ms = d.probes[0].data().measures();
             let p99 = ms.iter().find(|m| m.key == "cyclic.p99").unwrap();
             assert_eq!(p99.unknown_above, Some(0.0));
             let max = ms.iter().find(|m| m.key == "cyclic.max").unwrap();

@@ -17,9 +17,10 @@
 use super::http::{HttpError, Progress, ResponseReader};
 use super::sys::{self, Epoll, RawAddr, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
 use crate::clock::{now_ns, Clock};
+use crate::recorder::LatencyRecorder as Lat;
 use crate::stop::StopFlag;
 use crate::ProbeError;
-use rtgauge_model::latency::{LatencyRecorder as Lat, LatencyStats};
+use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetErrors, NetMode, NetSecond};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -16,13 +16,13 @@
 mod os;
 
 use crate::clock::{self, Clock};
+use crate::recorder::LatencyRecorder;
 use crate::ProbeError;
 use os::{
     close, cstr, exec_child, fork_wait, install_usr1, mmap_file, open_fd, path_cstr, pipe_pair,
     reap, round_trip, spawn_pipe_echo, spawn_unix_echo, usr1_action, Scratch, CAUGHT,
 };
 use rtgauge_model::error::one_line;
-use rtgauge_model::latency::LatencyRecorder;
 use rtgauge_model::ops::{median, OpResult, OpsConfig, OpsResult};
 use rtgauge_model::Nanos;
 use std::hint::black_box;

@@ -6,8 +6,9 @@
 use super::{OslatPlan, MAX_THRESHOLDS};
 use crate::counter::TickConverter;
 use crate::handover::Emptier;
+use crate::recorder::WindowRecorder;
 use crate::rt;
-use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry, WindowRecorder};
+use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
 use rtgauge_model::oslat::{Gap, OslatBuckets, OslatThread, ThresholdCount};
 use rtgauge_model::rt::ThreadConditions;
 

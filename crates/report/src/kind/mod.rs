@@ -5,7 +5,8 @@
 
 use crate::markup::ReportOptions;
 use maud::{html, Markup};
-use rtgauge_model::kind::{KindData, RunFacts};
+use rtgauge_analysis::kind::KindData;
+use rtgauge_model::kind::RunFacts;
 use rtgauge_model::run::ProbeResult;
 
 pub mod cyclic;

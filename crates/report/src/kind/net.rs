@@ -2,7 +2,8 @@
 //! percentiles, per-second rates) and the sweep table of seed 004's figure 3. Pure functions of model data.
 
 use super::KindView;
-use rtgauge_model::kind::{KindData, RunFacts};
+use rtgauge_analysis::kind::KindData;
+use rtgauge_model::kind::RunFacts;
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetMode, NetResult};
 use rtgauge_model::units;

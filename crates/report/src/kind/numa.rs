@@ -1,7 +1,8 @@
 //! Terminal rendering of NUMA locality (`rtgauge numa`).
 
 use super::KindView;
-use rtgauge_model::kind::{KindData, RunFacts};
+use rtgauge_analysis::kind::KindData;
+use rtgauge_model::kind::RunFacts;
 use rtgauge_model::numa::{Locality, NumaResult};
 use rtgauge_model::Nanos;
 

@@ -3,7 +3,8 @@
 use super::KindView;
 use crate::markup::{fmt_value, ReportOptions};
 use maud::{html, Markup};
-use rtgauge_model::kind::{KindData, RunFacts};
+use rtgauge_analysis::kind::KindData;
+use rtgauge_model::kind::RunFacts;
 use rtgauge_model::measure::MeasureUnit;
 use rtgauge_model::ops::OpsResult;
 use rtgauge_model::units;

@@ -6,8 +6,8 @@
 //! HTTP server crate: the endpoint answers one path to a handful of scrapers, one request per connection,
 //! and an async server stack would add more to the binary than the whole monitor.
 
+use rtgauge_analysis::monitor::MonitorState;
 use rtgauge_formats::openmetrics::{render_openmetrics, render_textfile};
-use rtgauge_model::monitor::MonitorState;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};

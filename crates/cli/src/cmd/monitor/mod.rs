@@ -21,13 +21,13 @@ mod snapshot;
 use snapshot::Accumulated;
 
 use anyhow::{bail, Context as _};
+use rtgauge_analysis::monitor::{CpuSeries, MonitorState};
 use rtgauge_flags::monitor::{resolve, MonitorArgs, MonitorPlan};
 use rtgauge_formats::openmetrics;
 use rtgauge_host::cpu::read_cpu_node;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicConfig;
 use rtgauge_model::cyclic::CyclicResult;
-use rtgauge_model::monitor::{CpuSeries, MonitorState};
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::clock::Clock;
@@ -216,7 +216,7 @@ fn measure_segment(
         .results
         .into_iter()
         .next()
-        .and_then(|p| p.downcast::<CyclicResult>().ok())
+        .and_then(|p| p.downcast::<CyclicResult>())
     {
         Some(r) => Ok(r),
         None => bail!("the timer probe returned no result"),

@@ -5,8 +5,8 @@ use super::SEGMENT;
 use rtgauge_flags::monitor::MonitorArgs;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::{CyclicConfig, CyclicResult};
-use rtgauge_model::latency::WindowRecorder;
 use rtgauge_model::run::RunStatus;
+use rtgauge_probe::recorder::WindowRecorder;
 use std::time::Instant;
 
 /// The segments of one store period, merged into one cyclic result.

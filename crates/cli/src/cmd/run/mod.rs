@@ -14,11 +14,11 @@ use anyhow::Context as _;
 use rtgauge_audit::AuditOptions;
 use rtgauge_flags::run::{load_profile, placement, plan, Placement, RunArgs};
 use rtgauge_host::HostRoot;
-use rtgauge_model::profile::Profile;
 use rtgauge_model::run::{RepeatOf, RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
 use rtgauge_model::Nanos;
 use rtgauge_probe::stop::StopFlag;
+use rtgauge_profile::Profile;
 use rtgauge_session::record::Recorder;
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -238,8 +238,12 @@ fn audit(root: &HostRoot, no_sample: bool) -> rtgauge_model::audit::AuditReport 
 /// The run's status (every probe ran, none stopped by a signal) and the profile's verdicts.
 fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
     let all_ran = !stop.is_set() && doc.probes.len() >= profile.probes.len();
-    doc.status = RunStatus::of_probes(&doc.probes, all_ran);
-    doc.verdicts = profile.gates.iter().map(|g| g.judge(doc)).collect();
+    doc.status = rtgauge_analysis::kind::run_status(&doc.probes, all_ran);
+    doc.verdicts = profile
+        .gates
+        .iter()
+        .map(|g| rtgauge_analysis::judge::judge(g, doc))
+        .collect();
     doc.ended_at = crate::output::now_rfc3339();
 }
 

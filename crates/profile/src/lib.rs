@@ -24,10 +24,13 @@
 //! Placeholders in flags: `{cpus}` the measured CPUs (the isolated set, or every online CPU), `{cpu}` one
 //! measured CPU (the last), `{housekeeping}` a CPU outside the measured set (or the first online CPU).
 
-pub use crate::kind::ProbeKind;
-use crate::units::parse_duration;
-use crate::verdict::{Gate, Metric};
-use crate::Nanos;
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub use rtgauge_model::kind::ProbeKind;
+use rtgauge_model::units::parse_duration;
+use rtgauge_model::verdict::{Gate, Metric};
+use rtgauge_model::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// A probe of a profile.
@@ -104,8 +107,8 @@ impl Profile {
     /// The lowest latency bound the gates put on the samples of a `kind` probe (`cyclic.max`,
     /// `cyclic.samples_at_or_above`'s threshold, `oslat.max`), with the gate's metric: where a spike episode
     /// starts to matter for this profile.
-    pub fn latency_bound(&self, kind: ProbeKind) -> Option<(u64, crate::verdict::Metric)> {
-        use crate::verdict::Metric;
+    pub fn latency_bound(&self, kind: ProbeKind) -> Option<(u64, rtgauge_model::verdict::Metric)> {
+        use rtgauge_model::verdict::Metric;
         self.gates
             .iter()
             .filter_map(|g| match (kind, g.metric) {

@@ -136,7 +136,7 @@ impl MonitorState {
     }
 
     /// Fold one segment's exact histograms and counters into the exported series.
-    pub fn fold_segment(&mut self, r: &crate::cyclic::CyclicResult, gate_ns: u64) {
+    pub fn fold_segment(&mut self, r: &rtgauge_model::cyclic::CyclicResult, gate_ns: u64) {
         for (c, t) in self.cpus.iter_mut().zip(&r.threads) {
             c.missed += t.missed_deadlines;
             c.count += t.latency.count;

@@ -5,8 +5,8 @@
 //! A level holds when the gate holds in *every* repetition (the worst run decides): a capacity is a promise,
 //! and one failing run out of three is a failure to keep it.
 
-use crate::cyclic::CyclicResult;
-use crate::load::LoadResult;
+use rtgauge_model::cyclic::CyclicResult;
+use rtgauge_model::load::LoadResult;
 use serde::Serialize;
 
 /// Which latency figure a gate bounds.
@@ -15,7 +15,7 @@ use serde::Serialize;
 pub enum Figure {
     /// The largest sample.
     Max,
-    /// A percentile, one of [`crate::latency::DEFAULT_PERCENTILES`].
+    /// A percentile, one of [`rtgauge_model::latency::DEFAULT_PERCENTILES`].
     Percentile(f64),
 }
 
@@ -43,7 +43,7 @@ impl CapacityGate {
                     .strip_prefix('p')
                     .and_then(|n| n.parse().ok())
                     .ok_or_else(|| format!("'{metric}' is not cyclic.max or cyclic.pNN"))?;
-                if !crate::latency::DEFAULT_PERCENTILES.contains(&v) {
+                if !rtgauge_model::latency::DEFAULT_PERCENTILES.contains(&v) {
                     return Err(format!(
                         "'{metric}': percentiles kept are p50, p90, p99, p99.9, p99.99 and p99.999"
                     ));
@@ -52,7 +52,7 @@ impl CapacityGate {
             }
             None => return Err(format!("'{metric}' is not a cyclic.* metric")),
         };
-        let max_ns = crate::units::parse_duration(bound.trim())
+        let max_ns = rtgauge_model::units::parse_duration(bound.trim())
             .map_err(|e| format!("bound '{bound}': {e}"))?
             .as_ns();
         Ok(CapacityGate {

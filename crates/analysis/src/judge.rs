@@ -1,0 +1,39 @@
+//! Judging a run: the value of each gate metric, computed from the stored run document only (so a stored or
+//! imported run can be judged again), and the verdict of a gate against it.
+
+use crate::kind::ProbeData;
+use rtgauge_model::run::RunDocument;
+use rtgauge_model::verdict::{Gate, GateVerdict, Metric, Outcome};
+
+/// The value of `metric` in a run, `None` if the run has no probe that measures it: the largest of its
+/// values for a maximum, their sum for a count.
+pub fn observe(metric: Metric, document: &RunDocument) -> Option<u64> {
+    let values: Vec<u64> = document
+        .probes
+        .iter()
+        .flat_map(|p| p.data().gate_values(metric))
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    Some(match metric {
+        Metric::CyclicMaxNs | Metric::OslatMaxNs => values.into_iter().max().unwrap_or(0),
+        Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => values.iter().sum(),
+    })
+}
+
+/// Judge `document` against `gate`: pass when the observed value is at most its bound, no data when the
+/// metric is absent.
+pub fn judge(gate: &Gate, document: &RunDocument) -> GateVerdict {
+    let observed = observe(gate.metric, document);
+    let outcome = match observed {
+        None => Outcome::NoData,
+        Some(v) if v <= gate.max => Outcome::Pass,
+        Some(_) => Outcome::Fail,
+    };
+    GateVerdict {
+        gate: gate.clone(),
+        observed,
+        outcome,
+    }
+}

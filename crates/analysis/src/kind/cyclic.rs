@@ -1,0 +1,173 @@
+//! The timer wake-up latency probe's result (`rtgauge cyclic`, imported cyclictest) as [`KindData`]: its
+//! latency measures with missed deadlines and rt-tests overflows, its threads, its gates, its late samples.
+
+use super::*;
+use rtgauge_model::cyclic::*;
+use rtgauge_model::units::us_trunc;
+
+impl KindData for CyclicResult {
+    fn kind(&self) -> ProbeKind {
+        ProbeKind::Cyclic
+    }
+
+    fn measures(&self) -> Vec<Measure> {
+        latency_measures(
+            "cyclic",
+            "timer latency",
+            self.threads.iter().map(|t| &t.latency),
+        )
+        .into_iter()
+        .chain([Measure::new(
+            "cyclic.missed",
+            "missed deadlines",
+            MeasureUnit::Count,
+            self.threads.iter().map(|t| t.missed_deadlines).sum::<u64>() as f64,
+            Better::Lower,
+        )])
+        .chain(self.overflows().map(|(thr, n)| {
+            Measure::new(
+                "cyclic.overflows",
+                if thr % 1000 == 0 {
+                    format!("samples ≥ {} µs (overflows)", us_trunc(thr))
+                } else {
+                    // A -N histogram's range is in ns (`-N -H 50`: 50 ns, not "0 µs").
+                    format!("samples ≥ {thr} ns (overflows)")
+                },
+                MeasureUnit::Count,
+                n as f64,
+                Better::Lower,
+            )
+        }))
+        .collect()
+    }
+
+    fn comparable_measures(&self, facts: &RunFacts) -> Vec<Measure> {
+        let mut m = self.measures();
+        // An imported cyclictest result did not count its missed deadlines: no figure to compare.
+        if !facts.missed_deadlines_known {
+            m.retain(|m| m.key != "cyclic.missed");
+        }
+        m
+    }
+
+    fn load(&self) -> Option<&LoadResult> {
+        self.load.as_ref()
+    }
+
+    fn set_load(&mut self, load: Option<LoadResult>) {
+        self.load = load;
+    }
+
+    fn accounting(&self) -> Option<&Accounting> {
+        self.accounting.as_ref()
+    }
+
+    fn set_accounting(&mut self, accounting: Accounting) {
+        self.accounting = Some(accounting);
+    }
+
+    fn stop_reason(&self) -> Option<StopReason> {
+        Some(self.stop_reason)
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        self.elapsed_ns
+    }
+
+    fn process_conditions(&self) -> Option<&ProcessConditions> {
+        Some(&self.conditions)
+    }
+
+    fn settings_json(&self) -> String {
+        serde_json::to_string(&self.config).unwrap_or_default()
+    }
+
+    fn settings_line(&self) -> Option<String> {
+        let cpus: Vec<String> = self
+            .config
+            .cpus
+            .iter()
+            .map(|x| x.map_or("any".into(), |c| c.to_string()))
+            .collect();
+        Some(format!(
+            "cyclic CPUs {}, interval {} µs, priority {}, {}",
+            cpus.join(","),
+            us_trunc(self.config.interval_ns),
+            self.config.priority,
+            self.config
+                .duration_ns
+                .map_or("no duration".into(), |ns| format!("{} s", ns as f64 / 1e9))
+        ))
+    }
+
+    fn why(&self) -> Option<&Why> {
+        self.why.as_ref()
+    }
+
+    fn why_slot(&mut self) -> Option<&mut Option<Why>> {
+        Some(&mut self.why)
+    }
+
+    fn late_samples(&self) -> Option<LateSamples<'_>> {
+        Some(LateSamples {
+            spikes: &self.spikes,
+            threshold_ns: self.config.spike_threshold_ns,
+            cpus: &self.config.cpus,
+        })
+    }
+
+    fn latency_threads(&self) -> Vec<LatThread<'_>> {
+        self.threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| LatThread {
+                index: t.index,
+                cpu: t.conditions.cpu.achieved,
+                planned_cpu: self.config.cpus.get(i).copied().flatten(),
+                stats: &t.latency,
+                windows: &t.windows,
+                timeline: &t.timeline,
+                conditions: &t.conditions,
+            })
+            .collect()
+    }
+
+    fn overflow_threshold_ns(&self) -> Option<u64> {
+        self.config.overflow_threshold_ns()
+    }
+
+    fn gate_values(&self, metric: Metric) -> Vec<u64> {
+        self.threads
+            .iter()
+            .filter_map(|t| match metric {
+                Metric::CyclicMaxNs => Some(t.latency.max_ns),
+                Metric::CyclicMissed => Some(t.missed_deadlines),
+                Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
+                    Some(t.samples_at_or_above(threshold_ns))
+                }
+                Metric::OslatMaxNs => None,
+            })
+            .collect()
+    }
+
+    fn limit_warnings(&self) -> Vec<String> {
+        self.threads
+            .iter()
+            .flat_map(|t| t.latency.beyond_warning(&format!("thread {}", t.index)))
+            .collect()
+    }
+
+    fn export_rows(&self, facts: &RunFacts) -> Vec<ExportRow<'_>> {
+        self.threads
+            .iter()
+            .map(|t| ExportRow {
+                probe: "cyclic".into(),
+                index: t.index,
+                cpu: t.conditions.cpu.achieved,
+                stats: &t.latency,
+                missed: facts.missed_deadlines_known.then_some(t.missed_deadlines),
+                over: t.linear.as_ref().map(|l| l.overflows),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,305 @@
+//! What every probe kind's result says about itself to the engine, the comparison, the judge, the file
+//! formats and the views ([`KindData`]): its comparable measures, its latency threads, its gate values, the
+//! load and accounting recorded with it, its "why", how it ended, its rows of the CSV export.
+//!
+//! One module per kind ([`cyclic`], [`oslat`], [`net`], [`ops`], [`mem`], [`numa`]) implements it for the
+//! kind's result type (plain data in `rtgauge_model`). [`ProbeData`] reaches a stored result's kind: its
+//! `data()` is the one place here that names the kinds. The views of a kind are
+//! `rtgauge_report::kind::KindView`.
+//!
+//! Adding a kind: its result type (a module of `rtgauge_model`, one line in `kinds!` there), its measuring
+//! loop (`rtgauge_probe`) and session adapter (`rtgauge_session::probes`), a module here and one in
+//! `rtgauge_report::kind` (one line in each dispatch), its verb's flags and glue.
+
+use rtgauge_model::accounting::Accounting;
+use rtgauge_model::attribution::Why;
+use rtgauge_model::kind::{ProbeKind, RunFacts, Spike, StopReason};
+use rtgauge_model::latency::{LatencyStats, Sparse, TimelineEntry, Windows};
+use rtgauge_model::load::LoadResult;
+use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
+use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
+use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::verdict::Metric;
+
+pub mod cyclic;
+pub mod mem;
+pub mod net;
+pub mod numa;
+pub mod ops;
+pub mod oslat;
+
+/// One measuring thread of a latency probe, as the comparison and the views see it.
+#[derive(Debug, Clone, Copy)]
+pub struct LatThread<'a> {
+    /// The thread's index (cyclictest's `T:`; oslat's thread).
+    pub index: u32,
+    /// The CPU it ran on, where known.
+    pub cpu: Option<u32>,
+    /// The CPU it was planned on (the configured affinity), where known.
+    pub planned_cpu: Option<u32>,
+    /// Its distribution (latency, or busy-loop gap).
+    pub stats: &'a LatencyStats,
+    /// Its time windows, for resampling.
+    pub windows: &'a Windows,
+    /// Its per-interval timeline.
+    pub timeline: &'a [TimelineEntry],
+    /// What it asked for and got.
+    pub conditions: &'a ThreadConditions,
+}
+
+impl LatThread<'_> {
+    /// "CPU 3", or "thread 2" where the CPU is unknown.
+    pub fn name(&self) -> String {
+        match self.cpu {
+            Some(c) => format!("CPU {c}"),
+            None => format!("thread {}", self.index),
+        }
+    }
+
+    /// The CPU its timeline and "why" intervals belong to: where it ran, else where it was planned.
+    pub fn measured_cpu(&self) -> Option<u32> {
+        self.cpu.or(self.planned_cpu)
+    }
+}
+
+/// One row of the per-thread CSV export.
+#[derive(Debug, Clone)]
+pub struct ExportRow<'a> {
+    /// The probe's key (`cyclic`, `oslat`, `net.cps`, …).
+    pub probe: String,
+    /// Thread index (0 for a probe without threads).
+    pub index: u32,
+    /// The thread's CPU, where known.
+    pub cpu: Option<u32>,
+    /// Its distribution.
+    pub stats: &'a LatencyStats,
+    /// Missed deadlines (or failed attempts), where counted.
+    pub missed: Option<u64>,
+    /// Samples above the kind's overflow bound, where it has one.
+    pub over: Option<u64>,
+}
+
+/// The late samples of a probe measured without `--trace`, from which episodes can still be made (a VM's
+/// host can explain them).
+#[derive(Debug, Clone, Copy)]
+pub struct LateSamples<'a> {
+    /// The samples at or above the spike threshold.
+    pub spikes: &'a [Spike],
+    /// The spike threshold they were kept above, ns.
+    pub threshold_ns: Option<u64>,
+    /// Each thread's planned CPU, by thread index.
+    pub cpus: &'a [Option<u32>],
+}
+
+/// What every probe kind's result says about itself. Every method but [`KindData::kind`] and
+/// [`KindData::measures`] has a default for kinds without that part (no load, no "why", no threads).
+pub trait KindData: std::fmt::Debug {
+    /// Which kind it is.
+    fn kind(&self) -> ProbeKind;
+
+    /// Its comparable figures (see [`crate::measure`]): what `compare` puts side by side.
+    fn measures(&self) -> Vec<Measure>;
+
+    /// [`KindData::measures`] as far as the document's facts let them be compared (a count that was not
+    /// counted is left out).
+    fn comparable_measures(&self, _facts: &RunFacts) -> Vec<Measure> {
+        self.measures()
+    }
+
+    /// The load generated while it measured, as achieved; `None` for an idle run and for kinds never loaded.
+    fn load(&self) -> Option<&LoadResult> {
+        None
+    }
+
+    /// Record the load that ran beside it (kinds never loaded keep none).
+    fn set_load(&mut self, _load: Option<LoadResult>) {}
+
+    /// What the system did while it measured, where the kind records it.
+    fn accounting(&self) -> Option<&Accounting> {
+        None
+    }
+
+    /// Record what the system did while it measured (kinds that keep no accounting ignore it).
+    fn set_accounting(&mut self, _accounting: Accounting) {}
+
+    /// Why a timed probe ended; `None` for the others.
+    fn stop_reason(&self) -> Option<StopReason> {
+        None
+    }
+
+    /// How long it measured, ns (0 for kinds that run for repetitions).
+    fn elapsed_ns(&self) -> u64 {
+        0
+    }
+
+    /// The process-wide conditions it ran under (memory locking, cpu_dma_latency, contenders).
+    fn process_conditions(&self) -> Option<&ProcessConditions> {
+        None
+    }
+
+    /// Its settings as JSON text, compared byte for byte to decide whether two runs measured alike.
+    fn settings_json(&self) -> String {
+        String::new()
+    }
+
+    /// The settings a reader compares at a glance (CPUs, period, priority, duration), for the kinds where
+    /// they tell runs apart.
+    fn settings_line(&self) -> Option<String> {
+        None
+    }
+
+    /// The "why" of a latency probe (counters, trace, episodes).
+    fn why(&self) -> Option<&Why> {
+        None
+    }
+
+    /// Where a latency probe keeps its "why", to fill or join it; `None` for kinds without one.
+    fn why_slot(&mut self) -> Option<&mut Option<Why>> {
+        None
+    }
+
+    /// Its late samples kept without a trace, for kinds that keep them.
+    fn late_samples(&self) -> Option<LateSamples<'_>> {
+        None
+    }
+
+    /// Its measuring threads, for kinds whose results are per-thread latency distributions.
+    fn latency_threads(&self) -> Vec<LatThread<'_>> {
+        Vec::new()
+    }
+
+    /// Per measured CPU, its timeline (for the worst interval of each): the CPU a thread ran on, else the
+    /// one it was planned on; a thread with neither is left out.
+    fn cpu_timelines(&self) -> Vec<(u32, &[TimelineEntry])> {
+        self.latency_threads()
+            .into_iter()
+            .filter_map(|t| Some((t.measured_cpu()?, t.timeline)))
+            .collect()
+    }
+
+    /// All its threads as one distribution.
+    fn pooled(&self) -> Sparse {
+        self.latency_threads().iter().fold(Sparse::new(), |acc, t| {
+            rtgauge_model::latency::sparse_add(&acc, &t.stats.sparse())
+        })
+    }
+
+    /// The bound of its overflow count (cyclictest's `-h` range), where it has one, ns.
+    fn overflow_threshold_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Each value a gate `metric` sees in it (one per thread); empty when it does not measure the metric.
+    fn gate_values(&self, _metric: Metric) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// Warnings for imported histograms whose limit lost samples.
+    fn limit_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Its rows of the per-thread CSV export (kinds without per-thread distributions have none: their
+    /// figures leave through [`KindData::measures`]).
+    fn export_rows(&self, _facts: &RunFacts) -> Vec<ExportRow<'_>> {
+        Vec::new()
+    }
+}
+
+/// min, p50 … p99.99 and max of the pooled distribution of several threads (`prefix.min`, …).
+pub fn latency_measures<'a>(
+    prefix: &str,
+    what: &str,
+    stats: impl Iterator<Item = &'a rtgauge_model::latency::LatencyStats>,
+) -> Vec<Measure> {
+    let mut pooled = rtgauge_model::latency::new_histogram();
+    let (mut min, mut max, mut any) = (u64::MAX, 0u64, false);
+    // Samples only counted beyond an imported histogram's range, and the lowest such range.
+    let (mut total, mut beyond, mut limit) = (0u64, 0u64, u64::MAX);
+    for s in stats {
+        if s.count == 0 {
+            continue;
+        }
+        any = true;
+        min = min.min(s.min_ns);
+        max = max.max(s.max_ns);
+        total += s.count;
+        if let Some(b) = s.beyond.filter(|b| b.count > 0) {
+            beyond += b.count;
+            limit = limit.min(b.limit_ns);
+        }
+        if let Ok(h) = s.hdr.decode() {
+            // Same bounds on both sides: adding cannot fail.
+            let _ = pooled.add(&h);
+        }
+    }
+    if !any {
+        return Vec::new();
+    }
+    let m = |stat: &str, v: u64| {
+        Measure::new(
+            format!("{prefix}.{stat}"),
+            format!("{what} {stat}"),
+            MeasureUnit::Nanos,
+            v as f64,
+            Better::Lower,
+        )
+    };
+    let mut out = vec![m("min", min)];
+    for (name, p) in LATENCY_STATISTICS {
+        if rtgauge_model::latency::unknown_rank(*p, total, beyond) {
+            let mut u = m(name, limit.max(min).min(max));
+            u.unknown_above = Some(limit as f64);
+            out.push(u);
+        } else {
+            out.push(m(name, pooled.value_at_percentile(*p).min(max)));
+        }
+    }
+    out.push(m("max", max));
+    out
+}
+
+/// A stored result's kind, as [`KindData`].
+pub trait ProbeData {
+    /// The result as its kind's [`KindData`].
+    fn data(&self) -> &dyn KindData;
+    /// The result as its kind's [`KindData`], to fill in.
+    fn data_mut(&mut self) -> &mut dyn KindData;
+}
+
+impl ProbeData for ProbeResult {
+    fn data(&self) -> &dyn KindData {
+        match self {
+            ProbeResult::Cyclic(r) => r,
+            ProbeResult::Oslat(r) => r,
+            ProbeResult::Net(r) => r,
+            ProbeResult::Ops(r) => r,
+            ProbeResult::Mem(r) => r,
+            ProbeResult::Numa(r) => r,
+        }
+    }
+
+    fn data_mut(&mut self) -> &mut dyn KindData {
+        match self {
+            ProbeResult::Cyclic(r) => r,
+            ProbeResult::Oslat(r) => r,
+            ProbeResult::Net(r) => r,
+            ProbeResult::Ops(r) => r,
+            ProbeResult::Mem(r) => r,
+            ProbeResult::Numa(r) => r,
+        }
+    }
+}
+
+/// The one rule from how probes ended to how the run did: `complete` when every planned probe ran
+/// (`all_ran`) and none was stopped by a signal, else `interrupted`.
+pub fn run_status(probes: &[ProbeResult], all_ran: bool) -> RunStatus {
+    let signalled = probes
+        .iter()
+        .any(|p| p.data().stop_reason() == Some(StopReason::Signal));
+    if all_ran && !signalled {
+        RunStatus::Complete
+    } else {
+        RunStatus::Interrupted
+    }
+}

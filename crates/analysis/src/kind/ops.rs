@@ -1,0 +1,56 @@
+//! The OS-primitive probe's result (`rtgauge ops`) as [`KindData`]: per operation its median, p99 and max.
+
+use super::*;
+use rtgauge_model::ops::*;
+
+impl KindData for OpsResult {
+    fn kind(&self) -> ProbeKind {
+        ProbeKind::Ops
+    }
+
+    /// `ops.<op>.p50` (median, with every sample as a replicate), `ops.<op>.p99`, `ops.<op>.max`.
+    fn measures(&self) -> Vec<rtgauge_model::measure::Measure> {
+        use rtgauge_model::measure::{Better, Measure, MeasureUnit};
+        let mut out = Vec::new();
+        for o in &self.ops {
+            out.push(
+                Measure::new(
+                    format!("ops.{}.p50", o.op),
+                    format!("{} median", o.label),
+                    MeasureUnit::Nanos,
+                    o.median_ns,
+                    Better::Lower,
+                )
+                .with_replicates(o.samples_ns.clone()),
+            );
+            let p99 = o.p99_ns();
+            out.push(Measure::new(
+                format!("ops.{}.p99", o.op),
+                format!("{} p99", o.label),
+                MeasureUnit::Nanos,
+                p99 as f64,
+                Better::Lower,
+            ));
+            out.push(Measure::new(
+                format!("ops.{}.max", o.op),
+                format!("{} max", o.label),
+                MeasureUnit::Nanos,
+                o.latency.max_ns as f64,
+                Better::Lower,
+            ));
+        }
+        out
+    }
+
+    fn load(&self) -> Option<&LoadResult> {
+        self.load.as_ref()
+    }
+
+    fn set_load(&mut self, load: Option<LoadResult>) {
+        self.load = load;
+    }
+
+    fn settings_json(&self) -> String {
+        serde_json::to_string(&self.config).unwrap_or_default()
+    }
+}
