@@ -240,9 +240,15 @@ fn capture_then_root_gives_the_same_findings() {
     assert_eq!(a["findings"], b["findings"]);
     assert_eq!(a["target"], b["target"]);
     // The fingerprint replays from the same capture.
-    let (code, fp, _) = run(&["fingerprint", "--json", "--root", cap.to_str().unwrap()]);
+    let (code, fp, _) = run(&[
+        "fingerprint",
+        "--format",
+        "json",
+        "--root",
+        cap.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0);
-    let (_, fp_live, _) = run(&["fingerprint", "--json"]);
+    let (_, fp_live, _) = run(&["fingerprint", "--format", "json"]);
     let (x, y): (Value, Value) = (
         serde_json::from_str(&fp).unwrap(),
         serde_json::from_str(&fp_live).unwrap(),
@@ -285,7 +291,8 @@ fn audit_is_fast() {
 fn fingerprint_of_fixture_trees() {
     let (code, out, _) = run(&[
         "fingerprint",
-        "--json",
+        "--format",
+        "json",
         "--root",
         &fixture("tuned-rt-2socket"),
     ]);
@@ -301,7 +308,13 @@ fn fingerprint_of_fixture_trees() {
     assert_eq!(v["memory"]["hugepages"][0]["total"], 16);
     let (_, out, _) = run(&["fingerprint", "--root", &fixture("photon-rt-esxi-guest")]);
     assert!(out.contains("vmware"), "{out}");
-    let (_, out, _) = run(&["fingerprint", "--json", "--root", &fixture("kvm-guest")]);
+    let (_, out, _) = run(&[
+        "fingerprint",
+        "--format",
+        "json",
+        "--root",
+        &fixture("kvm-guest"),
+    ]);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["kernel"]["preempt"]["dynamic_mode"], "full");
     assert_eq!(v["virt"]["platform"], "kvm");
@@ -367,7 +380,7 @@ fn a_root_that_points_outside_itself_is_never_left() {
     let (code, out, err) = run(&["audit", "--root", root, "--format", "json"]);
     let audit_took = t.elapsed();
     let t = std::time::Instant::now();
-    let (fcode, fout, ferr) = run(&["fingerprint", "--root", root, "--json"]);
+    let (fcode, fout, ferr) = run(&["fingerprint", "--root", root, "--format", "json"]);
     let fp_took = t.elapsed();
     eprintln!("audit {audit_took:?}, fingerprint {fp_took:?}");
     assert!(

@@ -104,7 +104,16 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
     );
     // Without the repeats the interval is the within-run one, no wider.
     let out = rtgauge_std()
-        .args(["compare", "1", "2", "--no-repeats", "--json", "--db", &db])
+        .args([
+            "compare",
+            "1",
+            "2",
+            "--no-repeats",
+            "--format",
+            "json",
+            "--db",
+            &db,
+        ])
         .output()
         .unwrap();
     assert_ok(&out);
@@ -262,7 +271,16 @@ fn run_repeat_stores_a_platforms_repeats_and_compare_takes_them_as_a_set() {
     );
     // --no-repeats judges single runs without their repeats: held to the floors too.
     let out = rtgauge_std()
-        .args(["compare", "2", "3", "--no-repeats", "--json", "--db", &db])
+        .args([
+            "compare",
+            "2",
+            "3",
+            "--no-repeats",
+            "--format",
+            "json",
+            "--db",
+            &db,
+        ])
         .output()
         .unwrap();
     assert_ok(&out);

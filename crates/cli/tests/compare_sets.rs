@@ -74,7 +74,7 @@ fn sets_of_runs_are_compared_by_their_geometric_means_over_runs() {
     // Selecting by label with --every gives the same sets, and the same verdicts.
     let out = rtgauge_std()
         .args([
-            "compare", "--label", "a", "--label", "b", "--every", "--json", "--db", &db,
+            "compare", "--label", "a", "--label", "b", "--every", "--format", "json", "--db", &db,
         ])
         .output()
         .unwrap();

@@ -126,7 +126,7 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
     // Every run was fetched and imported (the failed one too), each under its inventory name.
     let html = t.join("fleet.html");
     let out = rtgauge()
-        .args(["fleet", "--json", "--db", db.to_str().unwrap()])
+        .args(["fleet", "--format", "json", "--db", db.to_str().unwrap()])
         .args(["--html", html.to_str().unwrap()])
         .output()
         .unwrap();
@@ -162,7 +162,7 @@ fn the_playbook_qualifies_three_hosts_and_fleet_lists_them() {
     // --profile keeps that profile's runs only.
     for (profile, hosts) in [("tiny", 3), ("ran", 0)] {
         let out = rtgauge()
-            .args(["fleet", "--json", "--profile", profile])
+            .args(["fleet", "--format", "json", "--profile", profile])
             .args(["--db", db.to_str().unwrap()])
             .output()
             .unwrap();
@@ -319,7 +319,7 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
     assert_eq!(got, want);
 
     let out = rtgauge()
-        .args(["fleet", "--json", "--db", &url])
+        .args(["fleet", "--format", "json", "--db", &url])
         .output()
         .unwrap();
     assert_ok(&out);
@@ -337,7 +337,13 @@ fn the_playbook_pushes_three_quick_runs_to_postgresql_and_fleet_lists_them() {
         // The verdict is the run's own: the host's store, read by the same verb, gives the same one.
         let host_db = t.join(format!("hosts/{host}/rtgauge.db"));
         let out = rtgauge()
-            .args(["fleet", "--json", "--db", host_db.to_str().unwrap()])
+            .args([
+                "fleet",
+                "--format",
+                "json",
+                "--db",
+                host_db.to_str().unwrap(),
+            ])
             .output()
             .unwrap();
         assert_ok(&out);
@@ -585,7 +591,7 @@ fn imported_rt_tests_runs_each_keep_a_row_and_a_nameless_host_is_named() {
         .unwrap();
     assert_ok(&out);
     let out = rtgauge()
-        .args(["fleet", "--json", "--db", db])
+        .args(["fleet", "--format", "json", "--db", db])
         .output()
         .unwrap();
     assert_ok(&out);
@@ -640,7 +646,7 @@ fn imported_rt_tests_runs_each_keep_a_row_and_a_nameless_host_is_named() {
         .unwrap();
     assert_ok(&out);
     let out = rtgauge()
-        .args(["fleet", "--json", "--db", db])
+        .args(["fleet", "--format", "json", "--db", db])
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

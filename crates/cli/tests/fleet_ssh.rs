@@ -153,10 +153,10 @@ fn same_content(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// `rtgauge fleet --json --db DB`: (host, verdict, label) per entry, and the document.
+/// `rtgauge fleet --format json --db DB`: (host, verdict, label) per entry, and the document.
 fn fleet_view(db: &str) -> (Vec<(String, String, String)>, Value) {
     let out = rtgauge()
-        .args(["fleet", "--json", "--db", db])
+        .args(["fleet", "--format", "json", "--db", db])
         .output()
         .unwrap();
     assert_ok(&out);

@@ -50,7 +50,7 @@ fn views_of_stored_runs_are_byte_identical_to_their_goldens() {
         ("compare-1-2.txt", render(db, &["compare", "1", "2"], None)),
         (
             "compare-1-2.json",
-            render(db, &["compare", "1", "2", "--json"], None),
+            render(db, &["compare", "1", "2", "--format", "json"], None),
         ),
         (
             "compare-1-2.html",

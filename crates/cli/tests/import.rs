@@ -46,7 +46,11 @@ fn compare(db: &str, runs: &[&str], json: bool) -> String {
     let out = rtgauge()
         .arg("compare")
         .args(runs)
-        .args(if json { &["--json"][..] } else { &[][..] })
+        .args(if json {
+            &["--format", "json"][..]
+        } else {
+            &[][..]
+        })
         .args(["--db", db])
         .output()
         .unwrap();

@@ -162,9 +162,9 @@ const ISOLATION_RULES: &[&str] = &[
     "net-rps-and-queues",
 ];
 
-const INSPECT: &str = "rtgauge fingerprint --json > $OUT/fingerprint.json
+const INSPECT: &str = "rtgauge fingerprint --format json > $OUT/fingerprint.json
 rtgauge audit --no-sample --format json --capture $OUT/tree > $OUT/audit.json; echo \"audit exit $?\"
-rtgauge plan -o $OUT/plan > /dev/null
+rtgauge plan --config-dir $OUT/plan > /dev/null
 cat /sys/kernel/realtime > $OUT/realtime 2>/dev/null
 for c in /sys/devices/system/cpu/cpu[0-9]*; do echo \"${c##*/} $(cat $c/topology/physical_package_id) $(cat $c/topology/thread_siblings_list)\"; done > $OUT/topology
 ";

@@ -155,7 +155,7 @@ fn beside(r: &Running, noise_cpu: Option<usize>, host_json: &Path) -> HostSide {
             &r.qemu_pid.to_string(),
             "--clock",
             &channel,
-            "-o",
+            "--record",
         ])
         .arg(host_json)
         .stdout(std::process::Stdio::piped())

@@ -45,7 +45,13 @@ fn closed_loop(
     let out = tmp.path().join("out");
     let tree = tmp.path().join("tree");
     let root = fixture(name);
-    let mut a = vec!["plan", "--root", &root, "-o", out.to_str().unwrap()];
+    let mut a = vec![
+        "plan",
+        "--root",
+        &root,
+        "--config-dir",
+        out.to_str().unwrap(),
+    ];
     a.extend_from_slice(&["--apply-to-tree", tree.to_str().unwrap()]);
     a.extend_from_slice(args);
     let (code, stdout, stderr) = run(&a);
@@ -292,7 +298,7 @@ fn apply_to_tree_creates_parents_and_a_refused_request_writes_nothing() {
         "plan",
         "--root",
         &root,
-        "-o",
+        "--config-dir",
         out.to_str().unwrap(),
         "--apply-to-tree",
         tree.to_str().unwrap(),
@@ -315,28 +321,44 @@ fn apply_to_tree_creates_parents_and_a_refused_request_writes_nothing() {
     let t = tmp.path().join("t");
     for (args, want) in [
         (
-            vec!["-o", o2, "--apply-to-tree", full.to_str().unwrap()],
+            vec![
+                "--config-dir",
+                o2,
+                "--apply-to-tree",
+                full.to_str().unwrap(),
+            ],
             "exists and is not empty",
         ),
         (
-            vec!["-o", o2, "--apply-to-tree", &inside],
+            vec!["--config-dir", o2, "--apply-to-tree", &inside],
             "inside the --root tree",
         ),
         (
-            vec!["-o", o2, "--apply-to-tree", file_child.to_str().unwrap()],
+            vec![
+                "--config-dir",
+                o2,
+                "--apply-to-tree",
+                file_child.to_str().unwrap(),
+            ],
             "is not a directory",
         ),
         (
             vec![
-                "-o",
+                "--config-dir",
                 out_in_tree.to_str().unwrap(),
                 "--apply-to-tree",
                 t.to_str().unwrap(),
             ],
             "is inside it",
         ),
-        (vec!["-o", o2, "--rt-cpus", "20"], "cannot place 20 RT CPUs"),
-        (vec!["-o", file_child.to_str().unwrap()], "--output"),
+        (
+            vec!["--config-dir", o2, "--rt-cpus", "20"],
+            "cannot place 20 RT CPUs",
+        ),
+        (
+            vec!["--config-dir", file_child.to_str().unwrap()],
+            "--config-dir",
+        ),
     ] {
         let mut a = vec!["plan", "--root", &root];
         a.extend(args.iter().copied());
@@ -514,7 +536,7 @@ fn numa_refuses_a_matrix_without_usable_cells() {
             &fixture("numa-2node"),
             "--matrix",
             file.to_str().unwrap(),
-            "-o",
+            "--config-dir",
             out.to_str().unwrap(),
         ]);
         assert_eq!(code, 2, "{cells}: {err}");
@@ -635,7 +657,7 @@ fn malformed_topology_files_are_refused_naming_the_file() {
         assert_eq!(code, 0, "{name}: {err}");
         std::fs::write(root.join(file), text).unwrap();
         let out = case.join("out");
-        a.extend(["-o", out.to_str().unwrap()]);
+        a.extend(["--config-dir", out.to_str().unwrap()]);
         let (code, stdout, err) = run(&a);
         assert_eq!(code, 2, "{name} {file}: {err}");
         assert!(err.contains(want), "{name} {file}: {err}");
@@ -661,7 +683,7 @@ fn fingerprint_and_audit_warn_on_a_malformed_topology_file_and_go_on() {
         .unwrap();
     }
     let want = "/sys/devices/system/cpu/cpu0/topology/thread_siblings_list: out of range: CPU 70000 is above the supported maximum 65535 (read as absent)";
-    let (code, out, err) = run(&["fingerprint", "--root", r, "--json"]);
+    let (code, out, err) = run(&["fingerprint", "--root", r, "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     assert!(
         err.contains("rtgauge: warning: --root ") && err.contains(want),

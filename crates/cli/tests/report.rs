@@ -67,7 +67,7 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-/// `compare SELECTORS… --json` over the fixture's runs.
+/// `compare SELECTORS… --format json` over the fixture's runs.
 fn compare_json(selectors: &[&str]) -> Value {
     common::compare_in(&fixture().db, selectors)
 }

@@ -567,7 +567,7 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
     // Imported results compare like any run: the text and the JSON of one cyclictest run are the same
     // data (ratio 1); without time windows, percentiles get order-statistic intervals.
     let c = rtgauge()
-        .args(["compare", "1", "2", "--json", "--db", &db])
+        .args(["compare", "1", "2", "--format", "json", "--db", &db])
         .output()
         .unwrap();
     assert_ok(&c);

@@ -84,7 +84,7 @@ fn instance(pid: u32) -> PathBuf {
 /// Start `vm observe` (no -D) and wait until its trace instance records the scheduler.
 fn start_observer(qemu: &Qemu, output: &Path) -> std::process::Child {
     let child = common::rtgauge_std()
-        .args(["vm", "observe", "--pid", &qemu.pid(), "-o"])
+        .args(["vm", "observe", "--pid", &qemu.pid(), "--record"])
         .arg(output)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -119,7 +119,7 @@ fn no_tracing_is_left_on_after_a_normal_end_an_error_sigint_or_kill_9() {
     // A normal end: the record written, the instance gone, tracefs unmounted again.
     let out_file = dir.path().join("host.json");
     let child = common::rtgauge_std()
-        .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "-o"])
+        .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "--record"])
         .arg(&out_file)
         .output()
         .unwrap();
@@ -139,13 +139,13 @@ fn no_tracing_is_left_on_after_a_normal_end_an_error_sigint_or_kill_9() {
     let blocked = dir.path().join("blocked");
     std::fs::create_dir(&blocked).unwrap();
     let out = common::rtgauge_std()
-        .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "-o"])
+        .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "--record"])
         .arg(&blocked)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--output"), "{err}");
+    assert!(err.contains("--record"), "{err}");
     assert!(!mounted(), "tracefs left mounted after an error");
 
     // SIGINT: the normal path, the record written.
@@ -183,7 +183,7 @@ fn no_tracing_is_left_on_after_a_normal_end_an_error_sigint_or_kill_9() {
         "the killed observer's instance is still recording"
     );
     let next = common::rtgauge_std()
-        .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "-o"])
+        .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "--record"])
         .arg(dir.path().join("next.json"))
         .output()
         .unwrap();
@@ -242,8 +242,14 @@ fn bad_input_is_one_line_naming_it() {
                 "--clock serial",
             ),
             (
-                &["observe", "--pid", "1", "-o", "/nonexistent/dir/h.json"],
-                "--output",
+                &[
+                    "observe",
+                    "--pid",
+                    "1",
+                    "--record",
+                    "/nonexistent/dir/h.json",
+                ],
+                "--record",
             ),
             (
                 &["observe", "--pid", "1", "--sync-interval", "1ms"],

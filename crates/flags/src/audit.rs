@@ -1,16 +1,9 @@
 //! `rtgauge audit`'s flags: the audit of a host or captured tree, its capture, and the linters' inputs.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::{CpuSet, Nanos};
 use std::path::PathBuf;
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
 
 const AFTER_HELP: &str = "Statuses: pass, warn, fail, n/a, unavailable; rule ids are the catalogue's \
 (docs/audit.md).\nExit status: 0 no rule failed, 1 a rule failed, 2 usage or runtime error (a malformed \
@@ -32,9 +25,8 @@ pub struct AuditArgs {
     #[arg(long, value_name = "LIST", value_parser = |s: &str| CpuSet::parse(s).map_err(|e| e.to_string()))]
     pub isolated: Option<CpuSet>,
 
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    #[command(flatten)]
+    pub format: super::FormatArg,
 
     /// Skip the sampled rules (IRQ activity, steal time, C-state usage growth).
     #[arg(long)]

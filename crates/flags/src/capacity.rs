@@ -6,10 +6,11 @@ use clap::Args;
 use rtgauge_analysis::capacity::CapacityGate;
 use rtgauge_model::load::LoadSpec;
 use rtgauge_model::Nanos;
-use std::path::PathBuf;
 
 /// Find the highest load level at which a latency gate still holds, and the latency-vs-load curve.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("output", |a| a.help("Also write the curve and the answer as JSON to FILE ('-' = standard output, after the table)")))]
+#[command(mut_arg("html", |a| a.help("Also write a self-contained HTML page with the latency-vs-load chart and the table to FILE ('-' = standard output)")))]
 pub struct CapacityArgs {
     /// The requirement: cyclic.max, cyclic.p50, cyclic.p90, cyclic.p99, cyclic.p99.9 or cyclic.p99.99,
     /// then '<=' and a duration, e.g. 'cyclic.max<=120us'.
@@ -49,13 +50,11 @@ pub struct CapacityArgs {
     #[arg(short = 'i', long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     pub interval: u64,
 
-    /// Write the curve and the answer as JSON to FILE ('-' = stdout instead of the table).
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 
-    /// Write a self-contained HTML page with the latency-vs-load chart and the table to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub html: super::HtmlArg,
 }
 
 fn parse_gate(s: &str) -> Result<CapacityGate, String> {

@@ -164,9 +164,8 @@ pub struct CyclicArgs {
     #[arg(long = "skip-missed")]
     pub skip_missed: bool,
 
-    /// Write rtgauge's native, versioned run document (ns, HDR histogram, conditions, timeline) to FILE.
-    #[arg(long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 
     /// Length of one timeline interval (count, max and missed per thread), e.g. 1s, 100ms.
     #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]

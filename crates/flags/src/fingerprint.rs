@@ -9,7 +9,6 @@ pub struct FingerprintArgs {
     #[command(flatten)]
     pub root: super::RootArg,
 
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: super::FormatArg,
 }

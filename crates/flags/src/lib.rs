@@ -153,6 +153,53 @@ impl DbArg {
     }
 }
 
+/// `--output FILE`, one definition and one meaning for every verb that has it: the verb's result in its
+/// machine-readable form, written to FILE atomically, or to standard output after the verb's text for
+/// `-` (a measuring verb's run document; `export`'s chosen format; `load`'s and `capacity`'s own JSON, as
+/// their help says). A verb whose result is something else rewords the help with `mut_arg("output", …)`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArg {
+    /// Also write the run document to FILE ('-' = standard output, after the text): rtgauge's native,
+    /// versioned JSON (ns, HDR histograms, conditions, timeline), which `import` and `compare` read.
+    #[arg(long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `--html FILE`, one definition for every verb that renders a page: a self-contained HTML page (inline
+/// SVG, no script; it opens from file://), written atomically, or to standard output for `-`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HtmlArg {
+    /// Also write a self-contained HTML page to FILE ('-' = standard output).
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// What a verb prints on standard output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum PrintFormat {
+    /// Text for people: tables and sentences.
+    #[default]
+    Text,
+    /// The same as JSON, for scripts.
+    Json,
+}
+
+/// `--format text|json`, one definition for every verb that can print JSON instead of text (`--json` is
+/// rt-tests' own flag, a file, and only `cyclic` and `oslat` have it).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct FormatArg {
+    /// What to print on standard output: text, or the same as JSON for scripts.
+    #[arg(long = "format", value_enum, value_name = "FORMAT", default_value_t = PrintFormat::Text)]
+    pub format: PrintFormat,
+}
+
+impl FormatArg {
+    /// Whether JSON was asked for.
+    pub fn json(&self) -> bool {
+        self.format == PrintFormat::Json
+    }
+}
+
 /// Where a measuring verb stores its run and what it stores with it (`--tag`, `--db`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {

@@ -5,7 +5,6 @@ use clap::Args;
 use rtgauge_model::load::{LoadKind, LoadPlacement, LoadSpec};
 use rtgauge_model::CpuSet;
 use rtgauge_model::Nanos;
-use std::path::PathBuf;
 
 /// `--load` as clap parses it.
 pub fn parse_load(s: &str) -> Result<LoadSpec, String> {
@@ -108,6 +107,7 @@ impl ProbeLoad {
 
 /// Run measured, bounded load generators alone (e.g. beside cyclictest), then report what they achieved.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("output", |a| a.help("Also write what the load achieved as JSON to FILE ('-' = standard output, after the text)")))]
 pub struct LoadArgs {
     /// Generators and placement: cpu, memory, io, fork, timer, msg, ipi, comma-separated, with an optional
     /// ':LEVEL' (duty cycle %, default 100) and '@CPUS' (a CPU list; default: every online CPU).
@@ -126,9 +126,8 @@ pub struct LoadArgs {
     #[arg(short = 'D', long, value_name = "TIME", value_parser = parse_duration_arg)]
     pub duration: Option<Nanos>,
 
-    /// Write what was achieved as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::mem::{size_label, MemConfig};
 use rtgauge_probe::mem::{sweep_sizes, MemPlan};
-use std::path::PathBuf;
 
 /// Memory latency curve (4 KiB to beyond the last-level cache), bandwidth, NUMA matrix.
 #[derive(Debug, Clone, Args)]
@@ -46,9 +45,8 @@ pub struct MemArgs {
     #[arg(long = "hugepages")]
     pub hugepages: bool,
 
-    /// Write rtgauge's native, versioned run document to FILE.
-    #[arg(long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 }
 
 fn parse_mem_size(s: &str) -> Result<u64, String> {

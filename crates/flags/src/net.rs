@@ -11,7 +11,6 @@ use rtgauge_model::{CpuSet, Nanos};
 pub use rtgauge_probe::net::plan::NetPlan;
 use rtgauge_probe::net::plan::PointsSpec;
 use std::net::{SocketAddr, ToSocketAddrs as _};
-use std::path::PathBuf;
 
 /// Network-function capacity: L4/L7 connections per second and throughput, and a reference server.
 #[derive(Debug, Clone, Args)]
@@ -86,9 +85,8 @@ pub struct TrafficArgs {
     /// Do not store the run.
     #[arg(long = "no-store")]
     pub no_store: bool,
-    /// Also write the run document as JSON to FILE ('-' = stdout).
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
     /// Background load on the CPUs not used by the client or the server (or @CPUS, …), as for cyclic
     /// (docs/load.md); the achieved load is stored with each point.
     #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]

@@ -3,7 +3,6 @@
 use clap::Args;
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::Nanos;
-use std::path::PathBuf;
 
 /// Share of each process's (and cgroup's) resident memory on its local NUMA nodes, from
 /// /proc/PID/numa_maps and status; node-local vs remote allocations (numastat) over an interval.
@@ -29,9 +28,8 @@ pub struct NumaArgs {
     #[command(flatten)]
     pub root: super::RootArg,
 
-    /// Write rtgauge's native, versioned run document to FILE.
-    #[arg(long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 }
 
 fn parse_interval(s: &str) -> Result<Nanos, String> {

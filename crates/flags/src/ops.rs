@@ -61,9 +61,8 @@ pub struct OpsArgs {
     #[arg(long = "scratch-dir", value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
 
-    /// Write rtgauge's native, versioned run document to FILE.
-    #[arg(long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 }
 
 fn parse_op(s: &str) -> Result<String, String> {

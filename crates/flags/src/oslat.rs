@@ -101,9 +101,8 @@ pub struct OslatArgs {
     #[arg(long = "timeline-interval", value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
     pub timeline_interval: Nanos,
 
-    /// Write rtgauge's native, versioned run document to FILE.
-    #[arg(long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {

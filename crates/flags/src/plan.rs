@@ -11,14 +11,7 @@ pub enum SmtArg {
     Off,
 }
 
-/// Output format of the plan on standard output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
-
-const AFTER_HELP: &str = "Files written into --output DIR: cmdline.txt, tuned/<profile>-variables.conf, \
+const AFTER_HELP: &str = "Files written into --config-dir DIR: cmdline.txt, tuned/<profile>-variables.conf, \
 tuned/bootcmdline, irqbalance, systemd/system.conf.d/50-rtgauge-cpuaffinity.conf, irq-affinity.sh, plan.txt, \
 plan.json; with --for kvm-host libvirt/<vm>.xml, vmware-guest vmx/*.vmx, k8s k8s/performanceprofile.yaml and \
 k8s/kubelet-config.yaml.\nExit status: 0 planned, 2 impossible request or bad input.";
@@ -65,8 +58,8 @@ pub struct PlanArgs {
     pub mem: Option<u32>,
 
     /// Write every configuration file (and plan.txt, plan.json) into DIR.
-    #[arg(long, short, value_name = "DIR")]
-    pub output: Option<PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
 
     /// Write the plan into a copy of the --root tree at DIR (new, parents created as needed, or empty), for
     /// `rtgauge audit --root DIR`.
@@ -85,9 +78,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "PCT", default_value_t = 90.0, requires = "numa", value_parser = parse_pct)]
     pub below: f64,
 
-    /// Output format on standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    #[command(flatten)]
+    pub format: super::FormatArg,
 }
 
 fn parse_pct(s: &str) -> Result<f64, String> {

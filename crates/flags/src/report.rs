@@ -12,9 +12,8 @@ pub struct ReportArgs {
     /// Select the run by label (the most recent run with it).
     #[arg(long, conflicts_with = "run")]
     pub label: Option<String>,
-    /// Also write the HTML report to FILE (self-contained, opens from file://).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub html: super::HtmlArg,
     /// Also write the qualification record to FILE as PDF (rendered by headless Chromium; check it later
     /// with `rtgauge verify FILE`).
     #[arg(long, value_name = "FILE")]
@@ -41,12 +40,10 @@ pub struct CompareArgs {
     /// Equivalence margin, percent: a ratio whose 95 % interval lies within ±MARGIN is "equivalent".
     #[arg(long, default_value = "10", value_parser = parse_margin)]
     pub margin: f64,
-    /// Also write the HTML comparison to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Print the comparison as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub html: super::HtmlArg,
+    #[command(flatten)]
+    pub format: super::FormatArg,
     /// Select a host's latest run (repeatable; appended after the positional runs, before the labels).
     #[arg(long = "host", value_name = "NAME")]
     pub hosts: Vec<String>,

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 /// Run a profile of probes, judge the results against its gates and store the run.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("html", |a| a.help("Where to write the HTML report (default: reports/run-ID.html beside the database; '-' = standard output)")))]
 pub struct RunArgs {
     /// Profile: quick (default: timer latency and OS noise, 5 s each), ran (VMware RAN white paper, 1 h
     /// each, max 20 µs), vpr (VMware protection-relay guide, 24 h, max 120 µs and no sample ≥ 120 µs),
@@ -46,13 +47,11 @@ pub struct RunArgs {
     #[arg(long = "no-sample")]
     pub no_sample: bool,
 
-    /// Where to write the HTML report (default: reports/run-ID.html beside the database).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub html: super::HtmlArg,
 
-    /// Also write the run document as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
 
     /// Trace the measured CPUs during the timer and noise probes and break their spikes down (adds
     /// `--trace` to the profile's cyclic and oslat flags). Needs root and tracefs.

@@ -35,9 +35,10 @@ pub enum RunsAction {
     Export(ExportArgs),
 }
 
-/// Export formats.
+/// The export formats: the one registry of the file formats a stored run is written in (each an
+/// `rtgauge_formats::Exporter`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum ExportFormat {
     /// The native run document.
     Json,
     /// One row per probe thread: samples, min, avg, percentiles, max (ns), missed, overflows.
@@ -46,13 +47,13 @@ pub enum Format {
     RtTests,
 }
 
-impl Format {
+impl ExportFormat {
     /// The format's writer.
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
-            Format::Json => &NativeJson,
-            Format::Csv => &Csv,
-            Format::RtTests => &RtTestsJson,
+            ExportFormat::Json => &NativeJson,
+            ExportFormat::Csv => &Csv,
+            ExportFormat::RtTests => &RtTestsJson,
         }
     }
 
@@ -65,14 +66,15 @@ impl Format {
 
 /// Export one run.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("output", |a| a.short('o').help("Write the export to FILE instead of standard output ('-' = standard output)")))]
 pub struct ExportArgs {
     /// Run id, label, or `latest`.
     pub run: String,
+    /// The file format: the native run document, CSV, or rt-tests JSON.
     #[arg(long, value_enum, default_value = "json")]
-    pub format: Format,
-    /// Write to FILE instead of standard output.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    pub format: ExportFormat,
+    #[command(flatten)]
+    pub output: super::OutputArg,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -42,9 +42,9 @@ pub struct ObserveArgs {
     /// tcp:HOST:PORT, or a device path (a QEMU pty). Without it the record cannot be joined.
     #[arg(long, value_name = "CHANNEL")]
     pub clock: Option<String>,
-    /// Write the host record here (JSON).
-    #[arg(short = 'o', long, value_name = "FILE", default_value = "vm-host.json")]
-    pub output: PathBuf,
+    /// Write the host record here (JSON; `vm join` reads it).
+    #[arg(long, value_name = "FILE", default_value = "vm-host.json")]
+    pub record: PathBuf,
     /// Host CPUs to trace (default: every online CPU; a wake-up is recorded on the waker's CPU).
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     pub cpus: Option<rtgauge_model::CpuSet>,
@@ -75,25 +75,25 @@ pub struct ClockServeArgs {
 
 /// `rtgauge vm join`.
 #[derive(Debug, Args)]
+#[command(mut_arg("output", |a| a.short('o').help("Write the joined run document to FILE ('-' = standard output; import it with `rtgauge import` to compare it)")))]
+#[command(mut_arg("html", |a| a.help("Also write the HTML report of the joined run to FILE (one timeline per episode with both sides)")))]
+#[command(mut_arg("format", |a| a.help("What to print: the summary (text), or the joined run document (json)")))]
 pub struct JoinArgs {
     /// The guest run: its run document (`--output` of cyclic, oslat or run; `rtgauge export RUN`).
     #[arg(value_name = "GUEST_RUN")]
     pub guest: PathBuf,
-    /// The host record (`rtgauge vm observe --output`).
+    /// The host record (`rtgauge vm observe --record`).
     #[arg(value_name = "HOST_RECORD")]
     pub host: PathBuf,
-    /// Write the joined run document here (import it with `rtgauge import` to compare it).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Also write the HTML report of the joined run (one timeline per episode with both sides).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArg,
+    #[command(flatten)]
+    pub html: super::HtmlArg,
     /// Store the joined run in the database (then `rtgauge compare` it with a bare-metal run).
     #[arg(long)]
     pub store: bool,
-    /// Print the joined run document as JSON instead of the summary.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: super::FormatArg,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -139,7 +139,7 @@ mod tests {
             (o.pid, o.duration.map(|d| d.as_ns())),
             (Some(42), Some(30_000_000_000))
         );
-        assert_eq!(o.output, std::path::Path::new("vm-host.json"));
+        assert_eq!(o.record, std::path::Path::new("vm-host.json"));
         assert_eq!(o.sync_interval.as_ns(), 1_000_000_000);
         assert!(parse(&["observe", "--pid", "1", "--domain", "x"]).is_err());
         assert!(parse(&["observe", "--pid", "x"]).is_err());

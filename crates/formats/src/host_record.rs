@@ -1,4 +1,4 @@
-//! The host record of `rtgauge vm observe --output` read back for `rtgauge vm join`: checked to be one, and
+//! The host record of `rtgauge vm observe --record` read back for `rtgauge vm join`: checked to be one, and
 //! not from a newer rtgauge.
 
 use rtgauge_model::vm::{HostRecord, HOST_RECORD_KIND, HOST_SCHEMA_VERSION};
@@ -10,7 +10,7 @@ pub enum HostRecordError {
     #[error("not JSON: {0}")]
     Json(#[source] serde_json::Error),
     /// JSON of another kind (a run document, say).
-    #[error("not a host record (rtgauge vm observe --output)")]
+    #[error("not a host record (rtgauge vm observe --record)")]
     Kind,
     /// Written by a newer rtgauge.
     #[error("schema_version {0} is newer than this rtgauge reads ({HOST_SCHEMA_VERSION})")]

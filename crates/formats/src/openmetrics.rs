@@ -271,6 +271,27 @@ pub fn render_textfile(state: &MonitorState) -> String {
     out
 }
 
+/// Whether a scraper's `Accept` header value takes OpenMetrics (else it gets the Prometheus text format).
+pub fn accepts_openmetrics(accept: &str) -> bool {
+    accept.contains("application/openmetrics-text")
+}
+
+/// What `/metrics` serves: OpenMetrics to a scraper that accepts it, else the Prometheus 0.0.4 text format
+/// (node_exporter's textfile format), with its content type.
+pub fn render_metrics(state: &MonitorState, openmetrics: bool) -> (String, &'static str) {
+    if openmetrics {
+        (
+            render_openmetrics(state),
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )
+    } else {
+        (
+            render_textfile(state),
+            "text/plain; version=0.0.4; charset=utf-8",
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

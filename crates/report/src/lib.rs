@@ -15,6 +15,7 @@ pub mod html;
 pub mod kind;
 mod latency;
 pub mod markup;
+pub mod pdf;
 pub mod plan;
 pub mod record;
 pub mod shortfalls;

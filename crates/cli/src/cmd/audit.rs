@@ -5,6 +5,7 @@
 use anyhow::Context as _;
 use rtgauge_audit::{run_audit, AuditOptions};
 use rtgauge_flags::audit::*;
+use rtgauge_flags::PrintFormat;
 use rtgauge_lint::{k8s, libvirt, vmx};
 use rtgauge_model::audit::{AuditReport, Target};
 use rtgauge_report::audit::render_text as render_audit_text;
@@ -64,9 +65,9 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
         }
         report
     };
-    let out = match a.format {
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Text => render_audit_text(&report, a.verbose),
+    let out = match a.format.format {
+        PrintFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        PrintFormat::Text => render_audit_text(&report, a.verbose),
     };
     super::print_text(&out)?;
     Ok(if report.failed() {

@@ -156,18 +156,14 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
         capacity_level: capacity_level(&curve),
         curve,
     };
-    let to_stdout = a.output.as_deref() == Some(std::path::Path::new("-"));
-    if !to_stdout {
-        super::print_text(&rtgauge_report::capacity::render_table(&answer))?;
+    // As every --output: a file before the text (a closed stdout does not cost it), '-' after it.
+    let output = a.output.output.as_deref();
+    crate::output::write_output_file(output, &answer)?;
+    if let Some(path) = &a.html.html {
+        super::report::write_html(path, &rtgauge_report::capacity::render_html(&answer))?;
     }
-    if let Some(path) = &a.output {
-        crate::output::write_json(path, &answer)
-            .with_context(|| format!("--output {}", path.display()))?;
-    }
-    if let Some(path) = &a.html {
-        std::fs::write(path, rtgauge_report::capacity::render_html(&answer))
-            .with_context(|| format!("--html {}", path.display()))?;
-    }
+    super::print_text(&rtgauge_report::capacity::render_table(&answer))?;
+    crate::output::write_output_to_stdout(output, &answer)?;
     Ok(if answer.capacity_level.is_some() {
         ExitCode::SUCCESS
     } else {

@@ -10,7 +10,7 @@ pub fn run(a: &FingerprintArgs) -> anyhow::Result<ExitCode> {
     let fp = read_fingerprint(&root);
     super::warn_refused(&root);
     super::warn_topology(&root);
-    let out = if a.json {
+    let out = if a.format.json() {
         serde_json::to_string_pretty(&fp)? + "\n"
     } else {
         render_fingerprint(&fp)

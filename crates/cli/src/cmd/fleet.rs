@@ -57,17 +57,17 @@ pub fn run(a: &FleetArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let f = fleet::aggregate(&runs);
-    if let Some(path) = &a.html {
+    if let Some(path) = &a.html.html {
         crate::output::write_atomic(path, fleet::render_html(&f).as_bytes())
             .with_context(|| format!("--html {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.format.json() {
         serde_json::to_writer_pretty(&mut out, &f)?;
         writeln!(out)?;
     } else {
         super::print_text(&fleet::render_text(&f))?;
-        if let Some(p) = &a.html {
+        if let Some(p) = &a.html.html {
             writeln!(out, "report: {}", p.display())?;
         }
     }

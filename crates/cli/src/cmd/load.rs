@@ -43,7 +43,7 @@ pub fn run(a: &LoadArgs) -> anyhow::Result<ExitCode> {
             g.cpu_percent
         );
     }
-    if let Some(path) = &a.output {
+    if let Some(path) = &a.output.output {
         crate::output::write_json(path, &r)
             .with_context(|| format!("--output {}", path.display()))?;
     }

@@ -26,7 +26,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     };
     super::print_text(&rtgauge_report::kind::mem::render(&result, true))?;
     let probe = ProbeResult::from(result);
-    if let Some(path) = &a.output {
+    if let Some(path) = &a.output.output {
         let system = rtgauge_host::system::read_system_info(&root);
         crate::output::write_output(path, started, system, probe, RunStatus::Complete, warnings)?;
     }

@@ -108,14 +108,3 @@ pub fn warn_topology(root: &rtgauge_host::HostRoot) {
         eprintln!("{}", rtgauge_report::escape::visible(&line));
     }
 }
-
-/// The last non-empty line a tool wrote to `stderr` ("no output" when none): the one line an error
-/// about that tool quotes.
-pub fn last_stderr_line(stderr: &[u8]) -> String {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no output")
-        .to_string()
-}

@@ -140,7 +140,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
             .insert(&doc)
             .with_context(|| format!("storing the run in {db}"))
     });
-    let written = crate::output::write_output_file(a.output.as_deref(), &doc);
+    let written = crate::output::write_output_file(a.output.output.as_deref(), &doc);
     let shown = show(&results, command, code);
     if let Some(w) = why {
         eprintln!("rtgauge: net: {w}");
@@ -153,7 +153,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
         out.flush()?;
     }
-    crate::output::write_output_to_stdout(a.output.as_deref(), &doc)?;
+    crate::output::write_output_to_stdout(a.output.output.as_deref(), &doc)?;
     Ok(code)
 }
 

@@ -27,7 +27,7 @@ pub fn run(a: &NumaArgs) -> anyhow::Result<ExitCode> {
     let started = crate::output::now_rfc3339();
     let result = measure(&root, &a.pids, a.interval);
     super::print_text(&rtgauge_report::kind::numa::render(&result, a.top as usize))?;
-    if let Some(path) = &a.output {
+    if let Some(path) = &a.output.output {
         crate::output::write_output(
             path,
             started,

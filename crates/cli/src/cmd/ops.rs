@@ -31,7 +31,7 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
     };
     super::print_text(&rtgauge_report::kind::ops::render_table(&result))?;
     let probe = ProbeResult::from(result);
-    if let Some(path) = &a.output {
+    if let Some(path) = &a.output.output {
         let status = if stop.is_set() {
             RunStatus::Interrupted
         } else {

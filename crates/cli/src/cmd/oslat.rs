@@ -157,7 +157,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
             rttests::render_oslat_json(&result, env)
         })?;
     }
-    if let Some(path) = &a.output {
+    if let Some(path) = &a.output.output {
         let probe = ProbeResult::from(result);
         let status = rtgauge_analysis::kind::run_status(std::slice::from_ref(&probe), true);
         crate::output::write_output(path, started, system, probe, status, warnings)?;

@@ -1,11 +1,12 @@
 //! `rtgauge plan`: compute the real-time partition of this host (or a captured tree) for a stated need, print
-//! the reasoning, write every configuration file into `--output DIR`, and with `--apply-to-tree DIR` write
+//! the reasoning, write every configuration file into `--config-dir DIR`, and with `--apply-to-tree DIR` write
 //! the plan into a copy of the captured tree for `rtgauge audit --root DIR` (the closed loop). `--numa`
 //! instead advises bindings for running work whose memory is not local. Exit: 0 planned, 2 impossible
 //! request or bad input (one line naming it).
 
 use anyhow::{bail, Context as _};
 use rtgauge_flags::plan::*;
+use rtgauge_flags::PrintFormat;
 use rtgauge_host::HostRoot;
 use rtgauge_plan::{
     apply::{apply_to_tree, check_destination},
@@ -22,7 +23,7 @@ fn host_root(root: &Option<PathBuf>) -> anyhow::Result<HostRoot> {
     }
 }
 
-/// Check that `--output DIR` can be written without writing anything: DIR is a directory or can be created
+/// Check that `--config-dir DIR` can be written without writing anything: DIR is a directory or can be created
 /// (the nearest of its parents that exists is a directory). Run before any output so that a refused
 /// destination, like any other bad input, leaves no file behind.
 fn check_output_dir(dir: &Path) -> anyhow::Result<()> {
@@ -32,7 +33,7 @@ fn check_output_dir(dir: &Path) -> anyhow::Result<()> {
         .filter(|p| !p.as_os_str().is_empty());
     match existing {
         Some(p) if !p.is_dir() => bail!(
-            "--output {}: {} is not a directory",
+            "--config-dir {}: {} is not a directory",
             dir.display(),
             p.display()
         ),
@@ -50,10 +51,10 @@ fn inside(inner: &Path, outer: &Path) -> bool {
 fn write_file(dir: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
     let p = dir.join(rel);
     if let Some(d) = p.parent() {
-        std::fs::create_dir_all(d).with_context(|| format!("--output {}", d.display()))?;
+        std::fs::create_dir_all(d).with_context(|| format!("--config-dir {}", d.display()))?;
     }
     crate::output::write_atomic(&p, text.as_bytes())
-        .with_context(|| format!("--output {}", dir.display()))
+        .with_context(|| format!("--config-dir {}", dir.display()))
 }
 
 /// Read the NUMA cells of a `rtgauge mem` run document (or a bare `{"numa": [...]}`).
@@ -94,7 +95,7 @@ fn read_matrix(path: &Path, machine_nodes: &[u32]) -> anyhow::Result<numa::Matri
 }
 
 fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
-    if let Some(dir) = &a.output {
+    if let Some(dir) = &a.config_dir {
         check_output_dir(dir)?;
     }
     let result = rtgauge_host::numa::read_numa(root, None, 0);
@@ -107,12 +108,12 @@ fn run_numa(a: &PlanArgs, root: &HostRoot) -> anyhow::Result<ExitCode> {
         None => numa::Matrix::from_slit(root, &result.nodes),
     };
     let plan = numa::numa_plan(&result, matrix, a.below);
-    let text = match a.format {
-        Format::Text => rtgauge_report::plan::render_numa(&plan),
-        Format::Json => serde_json::to_string_pretty(&plan)? + "\n",
+    let text = match a.format.format {
+        PrintFormat::Text => rtgauge_report::plan::render_numa(&plan),
+        PrintFormat::Json => serde_json::to_string_pretty(&plan)? + "\n",
     };
     super::print_text(&text)?;
-    if let Some(dir) = &a.output {
+    if let Some(dir) = &a.config_dir {
         write_file(dir, "numa.txt", &rtgauge_report::plan::render_numa(&plan))?;
     }
     Ok(ExitCode::SUCCESS)
@@ -179,14 +180,14 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
         mem_gib: a.mem,
     };
     let plan = partition(&topo, &need).map_err(|e| anyhow::anyhow!("plan: {e}"))?;
-    // Every check before any output: a refused --output or --apply-to-tree leaves no file behind (and
+    // Every check before any output: a refused --config-dir or --apply-to-tree leaves no file behind (and
     // prints no plan that was not written).
-    if let Some(dir) = &a.output {
+    if let Some(dir) = &a.config_dir {
         check_output_dir(dir)?;
     }
     if let (Some(dst), Some(src)) = (&a.apply_to_tree, &a.root) {
         check_destination(src, dst)?;
-        if let Some(out) = a.output.as_ref().filter(|o| inside(o, dst)) {
+        if let Some(out) = a.config_dir.as_ref().filter(|o| inside(o, dst)) {
             bail!(
                 "--apply-to-tree {}: --output {} is inside it (the copy must start empty; give another directory)",
                 dst.display(),
@@ -198,12 +199,12 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
     let files = emit::files(&plan, guest_mem_mib);
     let text = rtgauge_report::plan::render_text(&plan) + &emit::explain(&plan, &files);
     let json = serde_json::to_string_pretty(&plan)? + "\n";
-    match a.format {
-        Format::Text => super::print_text(&text)?,
-        Format::Json => super::print_text(&json)?,
+    match a.format.format {
+        PrintFormat::Text => super::print_text(&text)?,
+        PrintFormat::Json => super::print_text(&json)?,
     }
-    if let Some(dir) = &a.output {
-        std::fs::create_dir_all(dir).with_context(|| format!("--output {}", dir.display()))?;
+    if let Some(dir) = &a.config_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("--config-dir {}", dir.display()))?;
         for f in &files {
             write_file(dir, &f.path, &f.text)?;
         }

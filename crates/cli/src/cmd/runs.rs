@@ -72,8 +72,10 @@ pub fn export(e: &ExportArgs, outer: &DbArg) -> anyhow::Result<ExitCode> {
         .exporter()
         .export(&doc)
         .map_err(|err| anyhow::anyhow!("--format {}: {err}", e.format.name()))?;
-    match &e.output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("--output {}", p.display()))?,
+    match &e.output.output {
+        // Atomically, as every --output: an interrupted export leaves no half file ('-' = stdout).
+        Some(p) => crate::output::write_atomic(p, &text)
+            .with_context(|| format!("--output {}", p.display()))?,
         None => std::io::stdout().lock().write_all(&text)?,
     }
     Ok(ExitCode::SUCCESS)

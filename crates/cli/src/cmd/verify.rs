@@ -1,6 +1,6 @@
 //! `rtgauge verify FILE.pdf|FILE.html`: check a filed report or qualification record against the stored
 //! run it names. The file carries the SHA-256 of the run document's canonical JSON and short hashes of its
-//! parts (see [`rtgauge_report::record`]); a PDF's text is read with `pdftotext` (poppler-utils).
+//! parts (see [`rtgauge_report::record`]); a PDF's text is read by `rtgauge_report::pdf` (`pdftotext`).
 //! The run is found by the uuid the record names (a copy pushed or imported into another store keeps its
 //! uuid under another id), else by the record's run id, whose stored run must then have the uuid the record
 //! names (when it names one); the answer says which. Exit 0 when the stored run
@@ -21,22 +21,7 @@ fn text_of(a: &VerifyArgs) -> anyhow::Result<String> {
         return String::from_utf8(bytes)
             .map_err(|_| anyhow::anyhow!("{what}: neither a PDF nor a UTF-8 HTML report"));
     }
-    let out = rtgauge_probe::programs::command("pdftotext")
-        .args(["-enc", "UTF-8"])
-        .arg(&a.file)
-        .arg("-")
-        .output()
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "{what}: reading a PDF needs {}",
-                rtgauge_probe::programs::not_found("pdftotext", &e)
-            )
-        })?;
-    if !out.status.success() {
-        let last = super::last_stderr_line(&out.stderr);
-        bail!("{what}: not a readable PDF (pdftotext: {})", last.trim());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    rtgauge_report::pdf::text_of(&a.file).with_context(|| what)
 }
 
 /// How the stored run was found: by the record's uuid (the same in every store holding a copy), or by its

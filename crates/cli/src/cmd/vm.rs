@@ -48,7 +48,7 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|c| Channel::parse(c, "--clock"))
         .transpose()?;
-    check_writable(&a.output, "--output")?;
+    check_writable(&a.record, "--record")?;
     let proc = Path::new("/proc");
     let vm = match (a.pid, &a.domain) {
         (Some(pid), _) => discover::by_pid(proc, pid)?,
@@ -121,13 +121,13 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
     // Compact: a busy host's record holds hundreds of thousands of intervals.
     let mut bytes = serde_json::to_vec(&record).context("serialising the host record")?;
     bytes.push(b'\n');
-    crate::output::write_atomic(&a.output, &bytes)
-        .with_context(|| format!("--output {}", a.output.display()))?;
+    crate::output::write_atomic(&a.record, &bytes)
+        .with_context(|| format!("--record {}", a.record.display()))?;
     super::print_text(&rtgauge_report::vm::render_record(&record))?;
     println!(
         "ended: {}; record: {}",
         watch.ended.get(),
-        a.output.display()
+        a.record.display()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -157,7 +157,7 @@ fn read_record(path: &Path) -> anyhow::Result<HostRecord> {
 }
 
 fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
-    for (p, flag) in [(&a.output, "--output"), (&a.html, "--html")] {
+    for (p, flag) in [(&a.output.output, "--output"), (&a.html.html, "--html")] {
         if let Some(p) = p {
             check_writable(p, flag)?;
         }
@@ -192,21 +192,21 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
         id = store.insert(&doc).context("storing the joined run")?;
         eprintln!("rtgauge: joined run stored as run {id} in {path}");
     }
-    if let Some(p) = &a.output {
-        crate::output::write_json(p, &doc).with_context(|| format!("--output {}", p.display()))?;
+    // As every --output: a file before the text, '-' after it.
+    let output = a.output.output.as_deref();
+    crate::output::write_output_file(output, &doc)?;
+    if let Some(p) = &a.html.html {
+        super::report::write_html(p, &rtgauge_report::html::render_report(id, &doc))?;
     }
-    if let Some(p) = &a.html {
-        crate::output::write_atomic(p, rtgauge_report::html::render_report(id, &doc).as_bytes())
-            .with_context(|| format!("--html {}", p.display()))?;
-    }
-    if a.json {
+    if a.format.json() {
         crate::output::write_json(Path::new("-"), &doc)?;
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        let mut text = String::new();
+        for p in &doc.probes {
+            text.push_str(&rtgauge_report::spikes::render_why(p.data()));
+        }
+        super::print_text(&text)?;
     }
-    let mut text = String::new();
-    for p in &doc.probes {
-        text.push_str(&rtgauge_report::spikes::render_why(p.data()));
-    }
-    super::print_text(&text)?;
+    crate::output::write_output_to_stdout(output, &doc)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -186,12 +186,12 @@ pub fn spinner(
     })
 }
 
-/// `rtgauge compare RUNS… --json --db DB`, parsed.
+/// `rtgauge compare RUNS… --format json --db DB`, parsed.
 pub fn compare_in(db: &str, runs: &[&str]) -> Value {
     let out = rtgauge_std()
         .arg("compare")
         .args(runs)
-        .args(["--json", "--db", db])
+        .args(["--format", "json", "--db", db])
         .output()
         .unwrap();
     assert_ok(&out);

@@ -64,16 +64,16 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             .map(|s| s.iter().map(|(id, _)| *id).collect())
             .collect();
     }
-    if let Some(path) = &a.html {
+    if let Some(path) = &a.html.html {
         super::report::write_html(path, &html::render_compare(&ids, &refs, &c))?;
     }
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.format.json() {
         serde_json::to_writer_pretty(&mut out, &c)?;
         writeln!(out)?;
     } else {
         super::print_text(&rtgauge_report::terminal::render_compare(&ids, &refs, &c))?;
-        if let Some(p) = &a.html {
+        if let Some(p) = &a.html.html {
             writeln!(out, "report: {}", p.display())?;
         }
     }

@@ -1,13 +1,13 @@
-//! The monitor's read-only HTTP endpoint: `GET /metrics` (OpenMetrics, or the Prometheus 0.0.4 text format
-//! when the scraper does not accept OpenMetrics) and `GET /` (a pointer to it). Nothing it serves changes
-//! state.
+//! The monitor's read-only HTTP endpoint, as transport: `GET /metrics` (what is served, OpenMetrics or the
+//! Prometheus 0.0.4 text format by what the scraper accepts, is `rtgauge_formats::openmetrics`') and `GET /`
+//! (a pointer to it). Nothing it serves changes state.
 //!
 //! Hand-written over std's TcpListener with httparse (already a dependency of the net probe) rather than an
 //! HTTP server crate: the endpoint answers one path to a handful of scrapers, one request per connection,
 //! and an async server stack would add more to the binary than the whole monitor.
 
 use rtgauge_analysis::monitor::MonitorState;
-use rtgauge_formats::openmetrics::{render_openmetrics, render_textfile};
+use rtgauge_formats::openmetrics::{accepts_openmetrics, render_metrics};
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -41,7 +41,7 @@ fn answer(mut stream: TcpStream, state: &Mutex<MonitorState>) -> std::io::Result
             Ok(httparse::Status::Complete(_)) => {
                 let accepts_om = req.headers.iter().any(|h| {
                     h.name.eq_ignore_ascii_case("accept")
-                        && String::from_utf8_lossy(h.value).contains("application/openmetrics-text")
+                        && accepts_openmetrics(&String::from_utf8_lossy(h.value))
                 });
                 break (
                     req.method.unwrap_or("").to_string(),
@@ -74,17 +74,7 @@ fn answer(mut stream: TcpStream, state: &Mutex<MonitorState>) -> std::io::Result
                 Ok(g) => g.clone(),
                 Err(poisoned) => poisoned.into_inner().clone(),
             };
-            let (body, kind) = if openmetrics {
-                (
-                    render_openmetrics(&snapshot),
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                )
-            } else {
-                (
-                    render_textfile(&snapshot),
-                    "text/plain; version=0.0.4; charset=utf-8",
-                )
-            };
+            let (body, kind) = render_metrics(&snapshot, openmetrics);
             respond(&mut stream, "200 OK", kind, &body)
         }
         "/" => respond(

@@ -29,7 +29,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&a.profile)?;
     let count = a.repeat.unwrap_or(profile.repeat);
     if count > 1 {
-        for (flag, path) in [("--html", &a.html), ("--output", &a.output)] {
+        for (flag, path) in [("--html", &a.html.html), ("--output", &a.output.output)] {
             if let Some(p) = path {
                 let asked = match a.repeat {
                     Some(_) => format!("--repeat {count}"),
@@ -145,11 +145,11 @@ fn run_once(
     // page): it must not cost the user the report of a stored run. A file is written first, so that a
     // closed stdout (`| head`), which ends the report quietly, does not cost the file; `-` follows the
     // report on stdout.
-    let output = crate::output::write_output_file(a.output.as_deref(), &doc);
+    let output = crate::output::write_output_file(a.output.output.as_deref(), &doc);
     let code = report(a, id, &db, &doc);
     output?;
     let code = code?;
-    crate::output::write_output_to_stdout(a.output.as_deref(), &doc)?;
+    crate::output::write_output_to_stdout(a.output.output.as_deref(), &doc)?;
     if let Some(to) = &a.push {
         // A failed push is a runtime error (exit 2) even when the gates passed: the fleet's store lacks
         // the run. It stays stored here, and `rtgauge push` sends it later.
@@ -249,7 +249,7 @@ fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
 
 /// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
 fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<ExitCode> {
-    let html = a.html.clone().unwrap_or_else(|| {
+    let html = a.html.html.clone().unwrap_or_else(|| {
         rtgauge_flags::store_dir(a.store.db.db.as_deref())
             .join("reports")
             .join(format!("run-{id}.html"))
