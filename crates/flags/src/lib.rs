@@ -1,8 +1,10 @@
 //! The command line's flags, in the manner of ripgrep's flag layer: one clap definition per verb and its
 //! resolution into a typed plan (`resolve`), tested beside them, so that the binary's verbs (crates/cli)
 //! are glue from a plan to the session engine and the views. Flags several verbs share are defined here
-//! once: `--root`, `--db` (and the store it opens), `--tag`, durations, sizes, names, and the bounded read
-//! of a file the user names.
+//! once, each with one meaning: `--output FILE` (the verb's machine-readable result), `--html FILE`,
+//! `--format text|json` (what it prints), `--root`, `--db` (and the store it opens), `--tag`, durations,
+//! sizes, names, and the bounded read of a file the user names. `--json FILE` is rt-tests' own, in
+//! `cyclic` and `oslat` only.
 
 pub mod audit;
 pub mod capacity;

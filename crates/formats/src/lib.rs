@@ -1,6 +1,7 @@
 //! The file formats at the edges of the pipeline, pure functions of model data: the run document's envelope
 //! (tool, command line, timestamps) and its native JSON, CSV, and rt-tests' cyclictest and oslat text and
-//! JSON — rendered out ([`rttests`]) and read in ([`import`]). Every output format is an [`Exporter`] and
+//! JSON — rendered out ([`rttests`]) and read in ([`import`]); the monitor's OpenMetrics and Prometheus
+//! text ([`openmetrics`]: what `/metrics` serves); a VM host record read back ([`host_record`]). Every output format is an [`Exporter`] and
 //! every input format an [`import::Importer`], one small module each, so a new format is one module and one
 //! line where the CLI names it.
 

@@ -1,6 +1,9 @@
-//! The views: terminal tables, HTML pages and charts, comparisons; each a pure function of model data
-//! (`render_*`), so it can be golden-tested and re-rendered from stored runs. File formats (rt-tests, CSV)
-//! are rtgauge-formats'.
+//! The views: terminal tables, HTML pages and charts, comparisons, the fleet, the plan, and the PDF
+//! qualification record; each a pure function of model data (`render_*`), so it can be golden-tested and
+//! re-rendered from stored runs. A probe kind's views are its module of [`kind`] (one `KindView` each);
+//! [`markup`] holds the HTML building blocks every page shares; [`pdf`] prints the record with headless
+//! Chromium (the one view that starts a program). File formats (rt-tests, CSV, OpenMetrics) are
+//! rtgauge-formats'.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
