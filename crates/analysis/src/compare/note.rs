@@ -6,7 +6,7 @@ use super::{one_run, Comparison, MIN_REPEATS};
 /// Under a comparison of single runs: how their verdicts took the variation between runs into account. The
 /// window bootstrap sees the variation inside each run, not a change of conditions between runs: on this
 /// project's shared VM, idle runs back to back differed 1.6× in p50 and more in the tail (bench/compare_aa).
-/// Where the store held repeats of the runs ([`judge_single_runs`]) their spread covers that, and the note
+/// Where the store held repeats of the runs ([`judge_single_runs`](super::judge_single_runs)) their spread covers that, and the note
 /// names them; where a pair had none, its verdicts were held to the one-run floors ([`one_run`]), and the
 /// note gives the floors and what would decide. `ids` are the columns' run ids. None when neither applied
 /// (sets only, or a run against itself).

@@ -1,5 +1,5 @@
 //! `rtgauge compare`: the runs each column stands for and each single run's stored repeats, selected by
-//! `rtgauge_store::select`; the comparison of `rtgauge_report::compare`, printed, as JSON or written as HTML.
+//! `rtgauge_store::select`; the comparison of `rtgauge_analysis::compare`, printed (text or JSON) or written as HTML.
 
 use anyhow::bail;
 use rtgauge_analysis::compare::{self, Options};
