@@ -419,6 +419,28 @@ fn us_to_ns(us: u64) -> u64 {
     Nanos::from_us(us).as_ns()
 }
 
+impl super::run::StagePlan for Resolved<CyclicPlan> {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Cyclic
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn why(&self) -> Option<rtgauge_session::why::WhyOpts> {
+        Some(self.why.clone())
+    }
+
+    fn duration_ns(&self) -> Option<u64> {
+        self.plan.config.duration_ns
+    }
+
+    fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::Cyclic(&self.plan))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! cyclictest command lines, parsed by the verb's own parser and resolved against a captured CPU tree,

@@ -118,3 +118,24 @@ pub fn resolve(a: &MemArgs, root: &HostRoot) -> anyhow::Result<MemPlan> {
         mem_nodes,
     })
 }
+
+impl super::run::StagePlan for rtgauge_probe::mem::MemPlan {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Mem
+    }
+
+    fn announce(
+        &self,
+        _duration: rtgauge_model::Nanos,
+        _cpus: &rtgauge_model::CpuSet,
+    ) -> Option<String> {
+        Some(format!(
+            "mem: latency curve over {} working sets, bandwidth, NUMA…",
+            self.config.sizes_bytes.len()
+        ))
+    }
+
+    fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::Mem(self))
+    }
+}

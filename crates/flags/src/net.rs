@@ -382,6 +382,23 @@ pub fn expand_rates(mut plan: NetPlan, rates: Option<&Rates>) -> NetPlan {
     plan
 }
 
+impl super::run::StagePlan for rtgauge_probe::net::plan::NetPlan {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Net
+    }
+
+    fn announce(&self, duration: Nanos, _cpus: &rtgauge_model::CpuSet) -> Option<String> {
+        Some(format!("net for {duration} per measurement…"))
+    }
+
+    fn probe<'a>(&'a self, root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::Net {
+            plan: self,
+            sysctls: rtgauge_host::system::read_net_sysctls(root),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

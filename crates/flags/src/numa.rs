@@ -39,3 +39,29 @@ fn parse_interval(s: &str) -> Result<Nanos, String> {
     }
     Ok(d)
 }
+
+/// A profile's NUMA locality probe: these processes (all when empty), over this interval.
+pub struct NumaStage {
+    /// The processes.
+    pub pids: Vec<u32>,
+    /// The counters' interval.
+    pub interval: Nanos,
+}
+
+impl super::run::StagePlan for NumaStage {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Numa
+    }
+
+    fn loadable(&self) -> bool {
+        false
+    }
+
+    fn probe<'a>(&'a self, root: &rtgauge_host::HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::Numa {
+            root: root.clone(),
+            pids: &self.pids,
+            interval_ns: self.interval.as_ns(),
+        })
+    }
+}

@@ -139,3 +139,17 @@ pub fn resolve(a: &OpsArgs, root: &HostRoot) -> anyhow::Result<OpsPlan> {
         scratch_dir: scratch,
     })
 }
+
+impl super::run::StagePlan for OpsPlan {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Ops
+    }
+
+    fn announce(&self, _duration: Nanos, _cpus: &rtgauge_model::CpuSet) -> Option<String> {
+        Some(format!("ops: {} operations…", self.config.ops.len()))
+    }
+
+    fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::Ops(self))
+    }
+}

@@ -198,6 +198,35 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatP
     })
 }
 
+impl super::run::StagePlan for Resolved<OslatPlan> {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Oslat
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn announce(&self, duration: Nanos, cpus: &CpuSet) -> Option<String> {
+        Some(format!(
+            "oslat on CPUs {cpus} for {duration} (after a {} preheat)…",
+            Nanos(self.plan.config.preheat_ns)
+        ))
+    }
+
+    fn why(&self) -> Option<rtgauge_session::why::WhyOpts> {
+        Some(self.why.clone())
+    }
+
+    fn duration_ns(&self) -> Option<u64> {
+        Some(self.plan.config.duration_ns)
+    }
+
+    fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::Oslat(&self.plan))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! oslat command lines, parsed by the verb's own parser and resolved against a captured CPU tree, field

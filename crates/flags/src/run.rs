@@ -2,8 +2,8 @@
 //! profile parsed and resolved by its own verb's flags (so a profile's `flags` mean what they mean on the
 //! command line), with the profile's duration, `--trace`, `--load` and the episode threshold its gates set.
 
+use super::parse_positive_duration;
 use super::{cyclic, mem, net, numa, ops, oslat};
-use super::{parse_positive_duration, Resolved};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
@@ -214,11 +214,47 @@ fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
         .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))
 }
 
+/// A profile probe resolved by its verb's flags, as `run` measures it: each kind implements it in its verb's
+/// flags module, and `run` reaches a stage only through it.
+pub trait StagePlan {
+    /// Which kind of probe it is.
+    fn kind(&self) -> ProbeKind;
+
+    /// Settings adjusted while resolving its flags: said before it measures and kept with the run.
+    fn notes(&self) -> &[String] {
+        &[]
+    }
+
+    /// The line said on stderr before it measures (`None`: its progress says what it does).
+    fn announce(&self, _duration: Nanos, _cpus: &CpuSet) -> Option<String> {
+        None
+    }
+
+    /// Interval counters and the trace beside it (the latency kinds).
+    fn why(&self) -> Option<rtgauge_session::why::WhyOpts> {
+        None
+    }
+
+    /// How long it measures, ns, for the kinds that take the profile's duration.
+    fn duration_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether `run --load` puts its load beside it (the NUMA locality probe watches other processes and
+    /// is never loaded).
+    fn loadable(&self) -> bool {
+        true
+    }
+
+    /// Its probe for the session engine, reading the host through `root`.
+    fn probe<'a>(&'a self, root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a>;
+}
+
 /// A profile probe, resolved, and the load beside it (a probe's `--load MIX` and `--load-cmd` run beside
 /// that probe only, docs/load.md).
 pub struct Stage {
     /// The probe.
-    pub probe: ProbePlan,
+    pub plan: Box<dyn StagePlan>,
     /// Its load.
     pub load: LoadRequest,
 }
@@ -226,7 +262,7 @@ pub struct Stage {
 impl Stage {
     /// `run --load`: this load instead of the probe's own (the NUMA locality probe is not loaded).
     fn replace_load(&mut self, l: &rtgauge_model::load::LoadSpec) {
-        if !matches!(self.probe, ProbePlan::Numa(..)) {
+        if self.plan.loadable() {
             self.load = LoadRequest::generators(Some(l.clone()));
         }
     }
@@ -282,7 +318,7 @@ fn plan_probe(
     root: &HostRoot,
 ) -> anyhow::Result<Stage> {
     let mut load = LoadRequest::none();
-    let probe = match kind {
+    let plan: Box<dyn StagePlan> = match kind {
         ProbeKind::Cyclic => {
             let mut args: cyclic::CyclicArgs = flags(argv, what)?;
             args.duration = Some(duration);
@@ -293,7 +329,7 @@ fn plan_probe(
                 r.why.threshold = bound;
                 r.plan.late_floor_ns = r.why.late_floor_ns();
             }
-            ProbePlan::Cyclic(Box::new(r))
+            Box::new(r)
         }
         ProbeKind::Oslat => {
             let mut args: oslat::OslatArgs = flags(argv, what)?;
@@ -302,7 +338,7 @@ fn plan_probe(
             load = args.load.request();
             let mut r = oslat::resolve(&args, root).with_context(|| what.to_string())?;
             r.why.threshold = bound;
-            ProbePlan::Oslat(Box::new(r))
+            Box::new(r)
         }
         ProbeKind::Net => {
             let mut args: net::NetArgs = flags(argv, what)?;
@@ -317,43 +353,26 @@ fn plan_probe(
                 load = l.load_request();
             }
             let plan = args.command.plan(root).with_context(|| what.to_string())?;
-            ProbePlan::Net(Box::new(plan))
+            Box::new(plan)
         }
         ProbeKind::Ops => {
             let args: ops::OpsArgs = flags(argv, what)?;
             load = args.load.request();
-            ProbePlan::Ops(Box::new(
-                ops::resolve(&args, root).with_context(|| what.to_string())?,
-            ))
+            Box::new(ops::resolve(&args, root).with_context(|| what.to_string())?)
         }
         ProbeKind::Mem => {
             let args: mem::MemArgs = flags(argv, what)?;
-            ProbePlan::Mem(Box::new(
-                mem::resolve(&args, root).with_context(|| what.to_string())?,
-            ))
+            Box::new(mem::resolve(&args, root).with_context(|| what.to_string())?)
         }
         ProbeKind::Numa => {
             let args: numa::NumaArgs = flags(argv, what)?;
-            ProbePlan::Numa(args.pids, args.interval)
+            Box::new(numa::NumaStage {
+                pids: args.pids,
+                interval: args.interval,
+            })
         }
     };
-    Ok(Stage { probe, load })
-}
-
-/// A profile probe, resolved by its verb's flags.
-pub enum ProbePlan {
-    /// Timer latency.
-    Cyclic(Box<Resolved<rtgauge_probe::cyclic::CyclicPlan>>),
-    /// OS noise.
-    Oslat(Box<Resolved<rtgauge_probe::oslat::OslatPlan>>),
-    /// Network-function capacity.
-    Net(Box<rtgauge_probe::net::plan::NetPlan>),
-    /// OS-primitive costs.
-    Ops(Box<rtgauge_probe::ops::OpsPlan>),
-    /// Memory latency and bandwidth.
-    Mem(Box<rtgauge_probe::mem::MemPlan>),
-    /// NUMA locality of these processes (all when empty), over this interval.
-    Numa(Vec<u32>, Nanos),
+    Ok(Stage { plan, load })
 }
 
 fn first_line(e: &clap::Error) -> String {
@@ -393,12 +412,12 @@ mod tests {
         let place = placement(&root, None).unwrap();
         let p = profile("-c {cpu} -q");
         let stages = plan(&p, Nanos::from_secs(7), true, None, &place, &root).unwrap();
-        match &stages[0].probe {
-            ProbePlan::Oslat(r) => {
-                assert_eq!(r.plan.config.duration_ns, 7_000_000_000);
-                assert!(r.why.trace, "run --trace reaches the probe");
-            }
-            _ => panic!("expected an oslat stage"),
-        }
+        let stage = &stages[0].plan;
+        assert_eq!(stage.kind(), ProbeKind::Oslat);
+        assert_eq!(stage.duration_ns(), Some(7_000_000_000));
+        assert!(
+            stage.why().is_some_and(|w| w.trace),
+            "run --trace reaches the probe"
+        );
     }
 }

@@ -186,3 +186,30 @@ impl Probe for Net<'_> {
         Ok(results.into_iter().map(ProbeResult::from).collect())
     }
 }
+
+/// NUMA locality of what runs (these processes, all when empty): read, with the allocation counters over
+/// the interval. It measures no CPU of its own.
+pub struct Numa<'a> {
+    /// The host it reads.
+    pub root: rtgauge_host::HostRoot,
+    /// The processes.
+    pub pids: &'a [u32],
+    /// The counters' interval, ns.
+    pub interval_ns: u64,
+}
+
+impl Probe for Numa<'_> {
+    fn measured(&self) -> CpuSet {
+        CpuSet::new([])
+    }
+
+    fn run(&self, _: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+        let pids = (!self.pids.is_empty()).then_some(self.pids);
+        Ok(vec![rtgauge_host::numa::read_numa(
+            &self.root,
+            pids,
+            self.interval_ns,
+        )
+        .into()])
+    }
+}

@@ -2,11 +2,10 @@
 
 use super::Context;
 use crate::cmd::progress::Progress;
-use rtgauge_flags::run::{ProbePlan, Stage};
+use rtgauge_flags::run::Stage;
 use rtgauge_model::run::{ProbeResult, RunDocument};
-use rtgauge_model::Nanos;
 use rtgauge_session::record::{Checkpoints, Recorder};
-use rtgauge_session::{probes, Around, Probe, Tick};
+use rtgauge_session::{Around, Tick};
 use std::time::Duration;
 
 /// Run the stages in order until one is stopped, storing the document after each.
@@ -20,17 +19,7 @@ pub(super) fn measure(
         if cx.stop.is_set() {
             break;
         }
-        let results = match &stage.probe {
-            ProbePlan::Numa(pids, interval) => {
-                vec![rtgauge_host::numa::read_numa(
-                    &cx.root,
-                    (!pids.is_empty()).then_some(pids.as_slice()),
-                    interval.as_ns(),
-                )
-                .into()]
-            }
-            _ => measure_stage(&stage, doc, rec, cx)?,
-        };
+        let results = measure_stage(&stage, doc, rec, cx)?;
         doc.probes.extend(results);
         doc.ended_at = crate::output::now_rfc3339();
         rec.save(doc);
@@ -46,56 +35,20 @@ fn measure_stage(
     cx: &Context,
 ) -> anyhow::Result<Vec<ProbeResult>> {
     let total = Duration::from_nanos(cx.duration.as_ns());
-    let (probe, why, what): (Box<dyn Probe + '_>, _, &str) = match &stage.probe {
-        ProbePlan::Cyclic(r) => {
-            crate::cmd::warn_all(&r.notes);
-            doc.warnings.extend(r.notes.iter().cloned());
-            (
-                Box::new(probes::Cyclic(&r.plan)),
-                Some(r.why.clone()),
-                "cyclic",
-            )
-        }
-        ProbePlan::Oslat(r) => {
-            eprintln!(
-                "oslat on CPUs {} for {} (after a {} preheat)…",
-                cx.place.cpus,
-                cx.duration,
-                Nanos(r.plan.config.preheat_ns)
-            );
-            (
-                Box::new(probes::Oslat(&r.plan)),
-                Some(r.why.clone()),
-                "oslat",
-            )
-        }
-        ProbePlan::Net(p) => {
-            eprintln!("net for {} per measurement…", cx.duration);
-            let net = probes::Net {
-                plan: p,
-                sysctls: rtgauge_host::system::read_net_sysctls(&cx.root),
-            };
-            (Box::new(net), None, "net")
-        }
-        ProbePlan::Ops(p) => {
-            eprintln!("ops: {} operations…", p.config.ops.len());
-            (Box::new(probes::Ops(p)), None, "ops")
-        }
-        ProbePlan::Mem(p) => {
-            eprintln!(
-                "mem: latency curve over {} working sets, bandwidth, NUMA…",
-                p.config.sizes_bytes.len()
-            );
-            (Box::new(probes::Mem(p)), None, "mem")
-        }
-        ProbePlan::Numa(..) => return Ok(Vec::new()),
-    };
+    let plan = stage.plan.as_ref();
+    crate::cmd::warn_all(plan.notes());
+    doc.warnings.extend(plan.notes().iter().cloned());
+    if let Some(line) = plan.announce(cx.duration, &cx.place.cpus) {
+        eprintln!("{line}");
+    }
+    let probe = plan.probe(&cx.root);
+    let why = plan.why();
     let around = Around {
         load: stage.load.clone(),
         accounting: why.is_some(),
         why,
     };
-    let mut progress = Progress::new(what, total);
+    let mut progress = Progress::new(plan.kind().as_str(), total);
     let base = doc.clone();
     let mut show =
         |tick: &Tick<'_>, checkpoint: Option<&ProbeResult>| progress.tick(tick, checkpoint);
