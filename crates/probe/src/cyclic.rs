@@ -15,7 +15,7 @@
 use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::handover::{self, Emptier, Filler};
-use crate::observe::Observer;
+use crate::observe::ProbeObserver;
 use crate::recorder::WindowRecorder;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
@@ -48,7 +48,7 @@ pub struct CyclicPlan {
     /// Capacity of the spike list per thread (cyclictest `--spike-nodes`).
     pub spike_nodes: usize,
     /// Samples at or above this are handed to the main thread as they happen (the observer's
-    /// [`Observer::late`]), for spike episodes; `None` hands none over.
+    /// [`ProbeObserver::late`]), for spike episodes; `None` hands none over.
     pub late_floor_ns: Option<u64>,
     /// NUMA node of each thread's CPU, for the result.
     pub nodes: Vec<Option<u32>>,
@@ -200,7 +200,7 @@ struct ThreadOutput {
 pub fn run(
     plan: &CyclicPlan,
     stop: &StopFlag,
-    observer: &mut dyn Observer<CyclicResult, [LiveThread]>,
+    observer: &mut dyn ProbeObserver<CyclicResult, [LiveThread]>,
 ) -> Result<CyclicResult, ProbeError> {
     let cfg = &plan.config;
     let n = cfg.threads as usize;
@@ -371,7 +371,7 @@ struct Live<'a> {
 fn drive(
     plan: &CyclicPlan,
     stop: &StopFlag,
-    observer: &mut dyn Observer<CyclicResult, [LiveThread]>,
+    observer: &mut dyn ProbeObserver<CyclicResult, [LiveThread]>,
     live: &Live,
     col: &mut Collector,
 ) {
@@ -956,7 +956,7 @@ mod tests {
     }
 
     struct Checkpoints(Vec<(u64, u64)>);
-    impl Observer<CyclicResult, [LiveThread]> for Checkpoints {
+    impl ProbeObserver<CyclicResult, [LiveThread]> for Checkpoints {
         fn tick(
             &mut self,
             _: Duration,

@@ -6,9 +6,9 @@
 //! 1. start the load beside the probe ([`load`]: generators and an external command), placed around the
 //!    CPUs the probe measures;
 //! 2. read the system's accounting (CPU time, context switches, per-CPU times);
-//! 3. run the probe ([`Probe`]), its main thread calling every [`Observer`] — the interval counters and the
-//!    trace of [`why`] (when asked), and the caller's own (progress, checkpoints into the store, a live
-//!    screen, a monitor's series);
+//! 3. run the probe ([`Probe`]), its main thread calling every [`SessionObserver`] — the interval counters
+//!    and the trace of [`why`] (when asked), and the caller's own (progress, checkpoints into the store, a
+//!    live screen, a monitor's series);
 //! 4. stop the load and take what it achieved;
 //! 5. let each observer add what it collected to the result, and record the load and the accounting's
 //!    deltas with it.
@@ -17,8 +17,10 @@
 //! session, both also after a kill -9 through the next start), so an error at any step leaves nothing on.
 //!
 //! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe is
-//! one [`Observer`]. The host side of a VM is one such observer, with a probe that measures nothing itself
-//! to run it: both live in `rtgauge-vmhost`, which drives them through [`Session::measure`] like any verb.
+//! one [`SessionObserver`]. The host side of a VM is one such observer, with a probe that measures nothing
+//! itself to run it: both live in `rtgauge-vmhost`, which drives them through [`Session::measure`] like any
+//! verb. (The probe crate's own [`rtgauge_probe::observe::ProbeObserver`] is what a probe's loop calls;
+//! [`probes`] adapts it to this one.)
 
 pub mod load;
 pub mod probes;
@@ -64,7 +66,7 @@ pub struct Tick<'a> {
 
 /// Watches a probe while the session runs it, from the probe's main thread (never a measuring one).
 /// Every method has a default that ignores it.
-pub trait Observer {
+pub trait SessionObserver {
     /// The probe warms up before it measures (oslat's "Pre-heat…").
     fn preheat(&mut self) {}
 
@@ -99,7 +101,7 @@ pub trait Probe {
     fn run(
         &self,
         stop: &StopFlag,
-        observer: &mut dyn Observer,
+        observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError>;
 }
 
@@ -128,11 +130,11 @@ pub struct Measured {
 /// Calls the "why" observer and the caller's, in that order.
 struct Fanout<'a, 'b> {
     why: Option<why::WhyObserver>,
-    others: &'a mut [&'b mut dyn Observer],
+    others: &'a mut [&'b mut dyn SessionObserver],
 }
 
 impl Fanout<'_, '_> {
-    fn each(&mut self, mut f: impl FnMut(&mut dyn Observer)) {
+    fn each(&mut self, mut f: impl FnMut(&mut dyn SessionObserver)) {
         if let Some(w) = self.why.as_mut() {
             f(w);
         }
@@ -142,7 +144,7 @@ impl Fanout<'_, '_> {
     }
 }
 
-impl Observer for Fanout<'_, '_> {
+impl SessionObserver for Fanout<'_, '_> {
     fn preheat(&mut self) {
         self.each(|o| o.preheat());
     }
@@ -181,7 +183,7 @@ impl Session<'_> {
         &self,
         probe: &dyn Probe,
         around: &Around,
-        observers: &mut [&mut dyn Observer],
+        observers: &mut [&mut dyn SessionObserver],
     ) -> Result<Measured, SessionError> {
         // A run killed with -9 left its tracing recording or its load running: whatever this run measures,
         // not only a traced or loaded one, they would disturb it.

@@ -3,7 +3,7 @@
 //! SIGKILL or by a reboot keeps its data up to the last checkpoint. Store errors are kept for one warning,
 //! never fatal to the measurement.
 
-use crate::{Observer, Tick};
+use crate::{SessionObserver, Tick};
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use rtgauge_store::RunStore;
 use std::time::{Duration, Instant};
@@ -77,7 +77,7 @@ pub struct Checkpoints<'r, 'a> {
     pub progress: &'r mut dyn FnMut(&Tick<'_>, Option<&ProbeResult>),
 }
 
-impl Observer for Checkpoints<'_, '_> {
+impl SessionObserver for Checkpoints<'_, '_> {
     fn tick(&mut self, tick: &Tick<'_>, checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
         let due = checkpoint.filter(|_| self.recorder.due());
         if let Some(checkpoint) = due {

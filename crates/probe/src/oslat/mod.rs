@@ -16,7 +16,7 @@ use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::counter::{self, Calibration, TickConverter};
 use crate::handover::{self, Filler};
-use crate::observe::Observer;
+use crate::observe::ProbeObserver;
 use crate::recorder::WindowRecorder;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
@@ -98,7 +98,7 @@ struct Output {
 pub fn run(
     plan: &OslatPlan,
     stop: &StopFlag,
-    observer: &mut dyn Observer<OslatResult>,
+    observer: &mut dyn ProbeObserver<OslatResult>,
 ) -> Result<OslatResult, ProbeError> {
     let cfg = &plan.config;
     let n = cfg.cpus.len();
@@ -777,7 +777,7 @@ mod tests {
     #[test]
     fn checkpoints_hold_the_handed_over_intervals() {
         struct Checkpoints(Vec<(u64, u64, u64)>);
-        impl Observer<OslatResult> for Checkpoints {
+        impl ProbeObserver<OslatResult> for Checkpoints {
             fn tick(&mut self, _: Duration, _: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
                 let r = checkpoint();
                 let t = &r.threads[0];

@@ -33,7 +33,7 @@ use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::CyclicPlan;
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_session::{Observer, Tick};
+use rtgauge_session::{SessionObserver, Tick};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::ExitCode;
@@ -50,7 +50,7 @@ struct Peaks<'a> {
     window_ns: u64,
 }
 
-impl Observer for Peaks<'_> {
+impl SessionObserver for Peaks<'_> {
     fn tick(&mut self, tick: &Tick<'_>, _: Option<&mut dyn FnMut() -> ProbeResult>) {
         let now = (self.started.elapsed().max(tick.elapsed)).as_nanos() as u64;
         let mut g = lock(self.state);
