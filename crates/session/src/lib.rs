@@ -195,7 +195,7 @@ impl Session<'_> {
         let running = load::start(&around.load, &probe.measured(), self.root)?;
         let before = around
             .accounting
-            .then(|| rtgauge_host::accounting::read_snapshot(self.root));
+            .then(|| rtgauge_host::accounting::read_sample(self.root));
         let mut all = Fanout {
             why: around
                 .why
@@ -208,7 +208,7 @@ impl Session<'_> {
         let load = running.map(load::stop);
         let mut results = results?;
         let accounting = before.map(|b| {
-            rtgauge_host::accounting::delta(&b, &rtgauge_host::accounting::read_snapshot(self.root))
+            rtgauge_host::accounting::delta(&b, &rtgauge_host::accounting::read_sample(self.root))
         });
         for r in &mut results {
             all.finish(r);
