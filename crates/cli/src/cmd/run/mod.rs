@@ -19,7 +19,7 @@ use rtgauge_model::verdict::Outcome;
 use rtgauge_model::Nanos;
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_profile::Profile;
-use rtgauge_session::record::Recorder;
+use rtgauge_session::record::CheckpointWriter;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -127,7 +127,7 @@ fn run_once(
     announce(id, profile, &doc, &cx);
     doc.audit = Some(audit(&cx.root, a.no_sample));
     let every = std::time::Duration::from_nanos(a.checkpoint.as_ns());
-    let mut rec = Recorder::new(store.as_mut(), id, every);
+    let mut rec = CheckpointWriter::new(store.as_mut(), id, every);
     rec.save(&doc);
     stages::measure(stages, &mut doc, &mut rec, &cx)?;
     if let Some(e) = &rec.failed {
