@@ -12,7 +12,7 @@ mod stages;
 
 use anyhow::Context as _;
 use rtgauge_audit::AuditOptions;
-use rtgauge_flags::run::{load_profile, placement, plan, Placement, RunArgs};
+use rtgauge_flags::run::{load_profile, placement, plan, RunArgs, RunCpus};
 use rtgauge_host::HostRoot;
 use rtgauge_model::run::{RepeatOf, RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
@@ -167,7 +167,7 @@ fn run_once(
 /// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
 struct Context {
     root: HostRoot,
-    place: Placement,
+    place: RunCpus,
     duration: Nanos,
     stop: StopFlag,
 }
