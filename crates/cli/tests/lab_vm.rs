@@ -19,7 +19,7 @@
 
 mod common;
 
-use rtgauge_lab::{Flavour, Guest, Kernel, Running, Topology};
+use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel, Running};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Mutex;
@@ -193,7 +193,7 @@ fn beside(r: &Running, noise_cpu: Option<usize>, host_json: &Path) -> HostSide {
 /// joined run.
 fn boot(noise_cpu: Option<usize>, dir: &Path) -> (Value, Value, Value, HostSide) {
     let kernel = Kernel::fetch(Flavour::Rt).unwrap();
-    let mut g = Guest::new(&kernel, Topology::flat(2), SCRIPT);
+    let mut g = Guest::new(&kernel, GuestTopology::flat(2), SCRIPT);
     g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
     g.clock_channel = true;
     // The observer follows each vCPU as a host thread of its own.

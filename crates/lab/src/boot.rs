@@ -19,7 +19,7 @@
 //! vendor string TCG exposes no SMT siblings.
 
 use crate::initramfs::Initramfs;
-use crate::{io, pid_alive, Kernel, LabError, Topology};
+use crate::{io, pid_alive, GuestTopology, Kernel, LabError};
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
@@ -73,7 +73,7 @@ pub struct Guest {
     /// The kernel.
     pub kernel: Kernel,
     /// Its topology.
-    pub topology: Topology,
+    pub topology: GuestTopology,
     /// Kernel parameters beyond the lab's own (`console=ttyS0 panic=-1 noirqdebug no_timer_check`).
     pub cmdline: String,
     /// Memory, MiB.
@@ -141,7 +141,7 @@ pub type During<'a> = &'a (dyn Fn(&Running) + Sync);
 impl Guest {
     /// A guest of `kernel` on `topology` that runs `script`, with 1 GiB (+ 64 MiB per CPU beyond 4) and a
     /// 120 s bound.
-    pub fn new(kernel: &Kernel, topology: Topology, script: &str) -> Guest {
+    pub fn new(kernel: &Kernel, topology: GuestTopology, script: &str) -> Guest {
         let cpus = topology.cpus();
         Guest {
             label: format!("{} {}", kernel.flavour.short(), topology),
