@@ -618,7 +618,7 @@ fn a_guest_that_never_reaches_init_is_killed_and_booted_again() {
     // behind other tests' guests, is not in it).
     let lives = std::sync::Mutex::new(Vec::new());
     let e = g
-        .boot_with(&|r: &rtgauge_lab::Running| {
+        .boot_with(&|r: &rtgauge_lab::RunningGuest| {
             let t = std::time::Instant::now();
             while r.alive() {
                 std::thread::sleep(Duration::from_millis(100));

@@ -21,7 +21,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod topology;
 
-pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, Running};
+pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, RunningGuest};
 pub use kernel::{Flavour, Kernel};
 pub use topology::GuestTopology;
 

@@ -145,7 +145,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             g.clock_channel = clock_channel;
             g.vcpu_threads = vcpu_threads;
-            let boot = g.boot_with(&|r: &rtgauge_lab::Running| {
+            let boot = g.boot_with(&|r: &rtgauge_lab::RunningGuest| {
                 eprintln!(
                     "rtgauge-lab: running: qemu pid {} console {} channel {}",
                     r.qemu_pid,

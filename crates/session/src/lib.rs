@@ -13,8 +13,9 @@
 //! 5. let each observer add what it collected to the result, and record the load and the accounting's
 //!    deltas with it.
 //!
-//! Cleanup is part of each piece (the load generators die with their [`load::Running`], the trace with its
-//! session, both also after a kill -9 through the next start), so an error at any step leaves nothing on.
+//! Cleanup is part of each piece (the load generators die with their [`load::RunningLoad`], the trace with
+//! its session, both also after a kill -9 through the next start), so an error at any step leaves nothing
+//! on.
 //!
 //! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe is
 //! one [`SessionObserver`]. The host side of a VM is one such observer, with a probe that measures nothing

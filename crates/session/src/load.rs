@@ -121,7 +121,7 @@ pub fn plan(spec: &LoadSpec, measured: &CpuSet, root: &HostRoot) -> Result<LoadP
 }
 
 /// Load running beside a probe: the generators, an external command, or both.
-pub struct Running {
+pub struct RunningLoad {
     generators: Option<Load>,
     command: Option<CommandLoad>,
 }
@@ -133,7 +133,7 @@ pub fn start(
     request: &LoadRequest,
     measured: &CpuSet,
     root: &HostRoot,
-) -> Result<Option<Running>, LoadError> {
+) -> Result<Option<RunningLoad>, LoadError> {
     if request.spec.is_none() && request.command.is_none() {
         return Ok(None);
     }
@@ -163,14 +163,14 @@ pub fn start(
             })?)
         }
     };
-    Ok(Some(Running {
+    Ok(Some(RunningLoad {
         generators,
         command,
     }))
 }
 
 /// Stop the load and report what it achieved.
-pub fn stop(running: Running) -> LoadResult {
+pub fn stop(running: RunningLoad) -> LoadResult {
     let mut r = match running.generators {
         Some(g) => g.stop(),
         None => LoadResult {
