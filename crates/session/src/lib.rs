@@ -118,7 +118,7 @@ pub struct Around {
 }
 
 /// The results of one measurement, with the load that ran beside it (also recorded in each result).
-pub struct Measured {
+pub struct Measurement {
     /// The probe's results.
     pub results: Vec<ProbeResult>,
     /// What the load achieved, when there was one.
@@ -185,7 +185,7 @@ impl Session<'_> {
         probe: &dyn Probe,
         around: &Around,
         observers: &mut [&mut dyn SessionObserver],
-    ) -> Result<Measured, SessionError> {
+    ) -> Result<Measurement, SessionError> {
         // A run killed with -9 left its tracing recording or its load running: whatever this run measures,
         // not only a traced or loaded one, they would disturb it.
         let mut cleaned = rtgauge_probe::trace::clean_killed_runs();
@@ -218,7 +218,7 @@ impl Session<'_> {
                 r.data_mut().set_accounting(a.clone());
             }
         }
-        Ok(Measured {
+        Ok(Measurement {
             results,
             load,
             cleaned,
