@@ -75,7 +75,7 @@ pub fn check_yaml_bounds(file: &str, text: &str) -> Result<(), LintError> {
 /// A check of the rules of one Kubernetes object.
 type Check = fn(&Object<'_>) -> Vec<LintOutcome>;
 /// A check of the whole file.
-type FileCheck = fn(&Stream<'_>) -> Vec<LintOutcome>;
+type FileCheck = fn(&YamlStream<'_>) -> Vec<LintOutcome>;
 
 /// The file's rules: one finding per document that is not YAML.
 const FILE_RULES: &[LintRule<FileCheck>] = &[LintRule {
@@ -285,7 +285,7 @@ pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
     let starts = document_starts(&lines);
     // Each document on its own, so that a syntax error in one is one finding and the others are linted.
     let mut docs = Vec::new();
-    let mut stream = Stream {
+    let mut stream = YamlStream {
         file,
         errors: Vec::new(),
     };
@@ -396,8 +396,8 @@ struct SyntaxError {
     start: usize,
 }
 
-/// What the file rules read: the documents that are not YAML.
-struct Stream<'a> {
+/// What the file rules read of the YAML stream (the file's documents): those that are not YAML.
+struct YamlStream<'a> {
     file: &'a str,
     errors: Vec<SyntaxError>,
 }
@@ -410,7 +410,7 @@ struct Object<'a> {
     spec: &'a Yaml,
 }
 
-fn syntax(s: &Stream) -> Vec<LintOutcome> {
+fn syntax(s: &YamlStream) -> Vec<LintOutcome> {
     let file = s.file;
     s.errors
         .iter()
