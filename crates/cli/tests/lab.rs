@@ -18,7 +18,7 @@
 
 mod common;
 
-use rtgauge_lab::{Boot, Flavour, Guest, Kernel, Topology};
+use rtgauge_lab::{Boot, Flavour, Guest, GuestTopology, Kernel};
 use serde_json::Value;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -34,7 +34,7 @@ fn kernel(f: Flavour) -> &'static Kernel {
 }
 
 /// A guest of `f` on `topo` running `script` with this build's rtgauge inside.
-fn guest(f: Flavour, topo: Topology, script: &str) -> Guest {
+fn guest(f: Flavour, topo: GuestTopology, script: &str) -> Guest {
     let mut g = Guest::new(kernel(f), topo, script);
     g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
     g
@@ -171,7 +171,7 @@ for c in /sys/devices/system/cpu/cpu[0-9]*; do echo \"${c##*/} $(cat $c/topology
 
 /// Boot `topo` on `f`, fingerprint and audit; check every figure against the topology asked for and the
 /// kernel booted, and print the row of docs/lab.md's table.
-fn inspect(f: Flavour, topo: Topology) -> Boot {
+fn inspect(f: Flavour, topo: GuestTopology) -> Boot {
     let b = boot(&guest(f, topo, INSPECT));
     let fp = json(&b, "fingerprint.json");
     let audit = json(&b, "audit.json");
@@ -264,11 +264,11 @@ fn inspect(f: Flavour, topo: Topology) -> Boot {
 fn fingerprint_and_audit_on_real_kernels_and_topologies() {
     let t0 = std::time::Instant::now();
     for (f, topo) in [
-        (Flavour::Rt, Topology::new(1, 4, 1, 1).unwrap()),
-        (Flavour::Rt, Topology::new(2, 4, 1, 4).unwrap()),
-        (Flavour::Standard, Topology::new(1, 4, 1, 1).unwrap()),
-        (Flavour::Standard, Topology::new(2, 2, 2, 2).unwrap()),
-        (Flavour::Standard, Topology::new(2, 4, 1, 4).unwrap()),
+        (Flavour::Rt, GuestTopology::new(1, 4, 1, 1).unwrap()),
+        (Flavour::Rt, GuestTopology::new(2, 4, 1, 4).unwrap()),
+        (Flavour::Standard, GuestTopology::new(1, 4, 1, 1).unwrap()),
+        (Flavour::Standard, GuestTopology::new(2, 2, 2, 2).unwrap()),
+        (Flavour::Standard, GuestTopology::new(2, 4, 1, 4).unwrap()),
     ] {
         let b = inspect(f, topo);
         if f == Flavour::Standard {
@@ -285,7 +285,7 @@ fn fingerprint_and_audit_on_real_kernels_and_topologies() {
 /// threads run on the planned RT CPUs, its reporting thread on a housekeeping one.
 #[test]
 fn the_plan_closes_the_loop_on_a_2_socket_smt_rt_kernel() {
-    let topo = Topology::new(2, 4, 2, 2).unwrap();
+    let topo = GuestTopology::new(2, 4, 2, 2).unwrap();
     let first = inspect(Flavour::Rt, topo);
     let plan = json(&first, "plan/plan.json");
     let cmdline = first.read("plan/cmdline.txt").trim().to_string();
@@ -488,7 +488,7 @@ up done
 
 /// One boot of the spikes scenario (`script`): rtgauge names the culprit and the storm, and rtla agrees.
 fn spikes_and_rtla(script: &str) {
-    let mut g = guest(Flavour::Rt, Topology::flat(4), script);
+    let mut g = guest(Flavour::Rt, GuestTopology::flat(4), script);
     g.guest_program("rtla").guest_program("chrt");
     g.timeout = Duration::from_secs(240);
     let b = boot(&g);
@@ -604,7 +604,7 @@ fn spikes_and_rtla(script: &str) {
 /// guest that never reaches init, instead of waiting out the script's bound.
 #[test]
 fn a_guest_that_never_reaches_init_is_killed_and_booted_again() {
-    let mut g = Guest::new(kernel(Flavour::Rt), Topology::flat(2), "true");
+    let mut g = Guest::new(kernel(Flavour::Rt), GuestTopology::flat(2), "true");
     g.accel = Some(rtgauge_lab::Accel::Tcg);
     g.files.push((
         "bin/stuck".into(),
@@ -618,7 +618,7 @@ fn a_guest_that_never_reaches_init_is_killed_and_booted_again() {
     // behind other tests' guests, is not in it).
     let lives = std::sync::Mutex::new(Vec::new());
     let e = g
-        .boot_with(&|r: &rtgauge_lab::Running| {
+        .boot_with(&|r: &rtgauge_lab::RunningGuest| {
             let t = std::time::Instant::now();
             while r.alive() {
                 std::thread::sleep(Duration::from_millis(100));
@@ -652,7 +652,7 @@ fn a_traced_run_on_16_cpus_completes() {
                    [[probe]]\nkind = \"cyclic\"\nflags = \"-m -p95 -i 1000 -a {cpus} -t -q\"\n";
     let script = "rtgauge run --profile /lab/profile.toml --cpus 0-15 --trace --no-sample --db /root/rtgauge.db \
                   --output $OUT/run.json --html $OUT/report.html > $OUT/run.txt 2>&1; echo \"run exit $?\"";
-    let mut g = guest(Flavour::Rt, Topology::new(2, 4, 2, 2).unwrap(), script);
+    let mut g = guest(Flavour::Rt, GuestTopology::new(2, 4, 2, 2).unwrap(), script);
     g.files
         .push(("lab/profile.toml".into(), profile.as_bytes().to_vec()));
     // Single-threaded TCG runs the 16 vCPUs in turn: a 3 s traced cyclic on 16 CPUs took up to 125 s of

@@ -19,7 +19,7 @@
 
 mod common;
 
-use rtgauge_lab::{Flavour, Guest, Kernel, Running, Topology};
+use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel, RunningGuest};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Mutex;
@@ -127,7 +127,7 @@ struct HostSide {
 
 /// Beside the running guest: pin the vCPU threads, observe, and make noise on `noise_cpu` once the guest
 /// measures.
-fn beside(r: &Running, noise_cpu: Option<usize>, host_json: &Path) -> HostSide {
+fn beside(r: &RunningGuest, noise_cpu: Option<usize>, host_json: &Path) -> HostSide {
     let mut side = HostSide::default();
     let t = Instant::now();
     let mut vcpus = vcpu_threads(r.qemu_pid);
@@ -193,7 +193,7 @@ fn beside(r: &Running, noise_cpu: Option<usize>, host_json: &Path) -> HostSide {
 /// joined run.
 fn boot(noise_cpu: Option<usize>, dir: &Path) -> (Value, Value, Value, HostSide) {
     let kernel = Kernel::fetch(Flavour::Rt).unwrap();
-    let mut g = Guest::new(&kernel, Topology::flat(2), SCRIPT);
+    let mut g = Guest::new(&kernel, GuestTopology::flat(2), SCRIPT);
     g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
     g.clock_channel = true;
     // The observer follows each vCPU as a host thread of its own.
@@ -206,7 +206,7 @@ fn boot(noise_cpu: Option<usize>, dir: &Path) -> (Value, Value, Value, HostSide)
     let host_json = dir.join("host.json");
     let side = Mutex::new(None);
     let b = g
-        .boot_with(&|r: &Running| {
+        .boot_with(&|r: &RunningGuest| {
             *side.lock().unwrap() = Some(beside(r, noise_cpu, &host_json));
         })
         .unwrap();

@@ -1,8 +1,9 @@
 //! The shape of the code, checked: no circle between a crate's modules, no non-test part of a file over
-//! 1,000 lines, no function over 120 lines, the probe kinds named only where they are listed, and every
-//! ns→µs conversion through the one helper. Each check reads the sources as text (rustfmt's layout: a
-//! function's closing brace sits at the indentation of its `fn`), and each has a test of its own that
-//! feeds it a made-up source breaking the rule, so a check that stopped finding anything would fail.
+//! 1,000 lines, no function over 120 lines, the probe kinds named only where they are listed, every ns→µs
+//! conversion through the one helper, and no type name defined twice (but the listed exceptions). Each
+//! check reads the sources as text (rustfmt's layout: a function's closing brace sits at the indentation of
+//! its `fn`), and each has a test of its own that feeds it a made-up source breaking the rule, so a check
+//! that stopped finding anything would fail.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -381,6 +382,89 @@ fn inline_us_conversions(text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Type names defined more than once on purpose, each with why (every other name is defined once).
+const SHARED_TYPE_NAMES: [(&str, &str); 6] = [
+    ("Check", "each linter's own check signature (lint: k8s, libvirt, vmx), private to it"),
+    ("Facts", "what each of lint's libvirt and vmx linters parsed, private to it"),
+    ("Pinning", "each of lint's libvirt and vmx linters' reading of CPU pinning, private to it"),
+    ("Key", "a private alias for a map's key, local to its module or function (analysis vm_join, cli fleet)"),
+    ("Adapter", "local to each of two functions of session::probes: a probe's observer over the session's"),
+    ("Cli", "the command line of each binary: rtgauge (cli) and rtgauge-lab (lab)"),
+];
+
+/// The item a line sits in: the nearest line above it indented less (a `{` alone on its line, after a
+/// `where` clause, stands for the header above it).
+fn enclosing<'a>(lines: &[&'a str], i: usize) -> Option<&'a str> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let n = indent(lines[i]);
+    let j = (0..i)
+        .rev()
+        .find(|&j| !code_of(lines[j]).trim().is_empty() && indent(lines[j]) < n)?;
+    if code_of(lines[j]).trim() != "{" {
+        return Some(lines[j]);
+    }
+    let m = indent(lines[j]);
+    (0..j).rev().map(|k| lines[k]).find(|l| {
+        let c = code_of(l).trim();
+        !c.is_empty() && indent(l) <= m && !c.starts_with("where")
+    })
+}
+
+/// A line of code without its visibility (`pub`, `pub(crate)`, `pub(in …)`) and `unsafe`.
+fn after_visibility(t: &str) -> &str {
+    let t = t.trim_start();
+    let t = match t.strip_prefix("pub") {
+        Some(r) if r.starts_with(' ') => r.trim_start(),
+        Some(r) if r.starts_with('(') => r.find(')').map_or(t, |e| r[e + 1..].trim_start()),
+        _ => t,
+    };
+    t.strip_prefix("unsafe ").unwrap_or(t)
+}
+
+/// The types a source defines — structs, enums, unions, traits and type aliases, also those local to a
+/// function, but not the associated types of a trait or an impl: (name, line).
+fn type_definitions(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = after_visibility(code_of(l));
+        let Some(rest) = ["struct ", "enum ", "union ", "trait ", "type "]
+            .iter()
+            .find_map(|k| t.strip_prefix(k))
+        else {
+            continue;
+        };
+        let name: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let associated = t.starts_with("type ")
+            && enclosing(&lines, i).is_some_and(|e| {
+                let e = after_visibility(code_of(e));
+                e.starts_with("impl") || e.starts_with("trait ")
+            });
+        if !name.is_empty() && !associated {
+            out.push((name, i + 1));
+        }
+    }
+    out
+}
+
+/// Every type name of `files` with where it is defined (`file:line`), for the names defined more than once.
+fn types_defined_twice(files: &[(PathBuf, String)]) -> BTreeMap<String, Vec<String>> {
+    let mut all: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (f, text) in files {
+        for (name, line) in type_definitions(text) {
+            all.entry(name)
+                .or_default()
+                .push(format!("{}:{line}", rel(f)));
+        }
+    }
+    all.retain(|_, at| at.len() > 1);
+    all
+}
+
 fn rel(p: &Path) -> String {
     p.strip_prefix(crates_dir().parent().expect("the workspace"))
         .unwrap_or(p)
@@ -467,6 +551,29 @@ fn every_ns_to_us_conversion_goes_through_the_one_helper() {
     assert!(found.is_empty(), "use rtgauge_model::units: {found:#?}");
 }
 
+#[test]
+fn no_type_name_is_defined_twice() {
+    let twice = types_defined_twice(&workspace_sources());
+    let unexpected: BTreeMap<&String, &Vec<String>> = twice
+        .iter()
+        .filter(|(name, _)| !SHARED_TYPE_NAMES.iter().any(|(n, _)| n == name))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "one name per concept: name each after what it is ({unexpected:#?})"
+    );
+    // An exception that is no longer one comes off the list.
+    let stale: Vec<&str> = SHARED_TYPE_NAMES
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| !twice.contains_key(*n))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "defined once now: remove from SHARED_TYPE_NAMES: {stale:?}"
+    );
+}
+
 // The checks themselves, each on a made-up source that breaks its rule.
 
 #[test]
@@ -518,5 +625,29 @@ fn the_checks_find_what_they_look_for() {
     assert_eq!(
         inline_us_conversions("let us = ns as f64 / 1000.0;\n// x / 1e3\n").len(),
         1
+    );
+    // A type defined in two files (once inside a function), and neither an impl's or a trait's associated
+    // type, a commented-out struct, nor a longer name counts as another definition.
+    let files = vec![
+        (
+            PathBuf::from("a.rs"),
+            "pub struct Thing;\nimpl Iterator for Thing {\n    type Item = u8;\n}\n".to_string(),
+        ),
+        (
+            PathBuf::from("b.rs"),
+            concat!(
+                "fn f() {\n    pub(crate) enum Thing {}\n}\n",
+                "impl<T> X for T\nwhere\n    T: Y,\n{\n    type Item = T;\n}\n",
+                "trait Z {\n    type Item;\n}\n// struct Item;\npub type ThingLike = u8;\n"
+            )
+            .to_string(),
+        ),
+    ];
+    assert_eq!(
+        types_defined_twice(&files),
+        BTreeMap::from([(
+            "Thing".to_string(),
+            vec!["a.rs:1".to_string(), "b.rs:2".to_string()]
+        )])
     );
 }

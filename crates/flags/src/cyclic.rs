@@ -222,13 +222,13 @@ struct Cpus {
 
 /// Where the threads go: the `-a` set, the thread count and each thread's CPU (cyclictest's rules), and the
 /// main thread's CPUs.
-struct Placement {
+struct ThreadPlacement {
     threads: u32,
     cpus: Vec<Option<u32>>,
     main_cpus: Option<CpuSet>,
 }
 
-fn place(a: &CyclicArgs, c: &Cpus, notes: &mut Vec<String>) -> anyhow::Result<Placement> {
+fn place(a: &CyclicArgs, c: &Cpus, notes: &mut Vec<String>) -> anyhow::Result<ThreadPlacement> {
     let affinity: Option<CpuSet> = if a.smp {
         Some(c.allowed.clone())
     } else {
@@ -273,7 +273,7 @@ fn place(a: &CyclicArgs, c: &Cpus, notes: &mut Vec<String>) -> anyhow::Result<Pl
         })
         .collect();
     let main_cpus = main_cpus(a, c, &cpus, affinity, notes)?;
-    Ok(Placement {
+    Ok(ThreadPlacement {
         threads,
         cpus,
         main_cpus,
@@ -340,7 +340,7 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
         online.clone()
     };
     let mut notes = Vec::new();
-    let Placement {
+    let ThreadPlacement {
         threads,
         cpus,
         main_cpus,

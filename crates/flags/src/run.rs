@@ -145,7 +145,7 @@ fn check_flags(profile: &Profile) -> Result<(), String> {
 }
 
 /// The measured CPUs and a housekeeping CPU for the main threads.
-pub struct Placement {
+pub struct RunCpus {
     /// The CPUs measured (`--cpus`, else the isolated CPUs, else every online CPU).
     pub cpus: CpuSet,
     /// A CPU not measured (the first online one when every CPU is measured).
@@ -153,7 +153,7 @@ pub struct Placement {
 }
 
 /// Where a run measures, from `--cpus` or the host's isolated CPUs.
-pub fn placement(root: &HostRoot, cpus: Option<&str>) -> anyhow::Result<Placement> {
+pub fn placement(root: &HostRoot, cpus: Option<&str>) -> anyhow::Result<RunCpus> {
     let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
     let measured = match cpus {
         Some(t) => {
@@ -181,14 +181,14 @@ pub fn placement(root: &HostRoot, cpus: Option<&str>) -> anyhow::Result<Placemen
         .next()
         .or_else(|| online.iter().next())
         .unwrap_or(0);
-    Ok(Placement {
+    Ok(RunCpus {
         cpus: measured,
         housekeeping,
     })
 }
 
 /// A profile probe's flags with `{cpus}`, `{cpu}` (the last measured CPU) and `{housekeeping}` filled in.
-fn expand_flags(flags: &str, p: &Placement) -> Vec<String> {
+fn expand_flags(flags: &str, p: &RunCpus) -> Vec<String> {
     let last = p.cpus.iter().last().unwrap_or(p.housekeeping);
     flags
         .replace("{cpus}", &p.cpus.to_string())
@@ -276,7 +276,7 @@ pub fn plan(
     duration: Nanos,
     trace: bool,
     load: Option<&rtgauge_model::load::LoadSpec>,
-    place: &Placement,
+    place: &RunCpus,
     root: &HostRoot,
 ) -> anyhow::Result<Vec<Stage>> {
     profile

@@ -41,7 +41,7 @@ fn cpu_label(c: &CpuSeries) -> Vec<(&'static str, String)> {
     vec![("cpu", c.cpu.to_string())]
 }
 
-impl prometheus_client::collector::Collector for Snapshot {
+impl prometheus_client::collector::Collector for MonitorCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let s = &self.0;
         encode_monitor(s, &mut enc)?;
@@ -224,14 +224,14 @@ fn encode_audit(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     Ok(())
 }
 
-/// A copy of the state taken for one rendering.
+/// The monitor's state as a prometheus-client collector: a copy taken for one rendering.
 #[derive(Debug)]
-pub struct Snapshot(pub MonitorState);
+pub struct MonitorCollector(pub MonitorState);
 
 /// The state in the OpenMetrics text format (what `/metrics` serves).
 pub fn render_openmetrics(state: &MonitorState) -> String {
     let mut registry = prometheus_client::registry::Registry::default();
-    registry.register_collector(Box::new(Snapshot(state.clone())));
+    registry.register_collector(Box::new(MonitorCollector(state.clone())));
     let mut out = String::new();
     // Writing into a String cannot fail; an encoder error would only come from our own collector.
     if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {

@@ -1,6 +1,7 @@
-//! Snapshots of system activity around a probe, and their deltas (model `Accounting`).
-//! Sources (Documentation/filesystems/proc.rst): `/proc/stat` (per-CPU times in USER_HZ ticks, `ctxt`),
-//! `/proc/interrupts` and `/proc/softirqs` (per-CPU counters), and getrusage(2) for the tool itself.
+//! Samples of system activity before and after a probe ([`AccountingSample`]), and their deltas (model
+//! `Accounting`). Sources (Documentation/filesystems/proc.rst): `/proc/stat` (per-CPU times in USER_HZ
+//! ticks, `ctxt`), `/proc/interrupts` and `/proc/softirqs` (per-CPU counters), and getrusage(2) for the
+//! tool itself.
 
 use crate::parse::parse_counter_table;
 use crate::root::HostRoot;
@@ -99,8 +100,8 @@ fn read_self_usage() -> SelfUsage {
 
 /// Everything needed for one side of a delta.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snapshot {
-    /// When the snapshot was taken (monotonic).
+pub struct AccountingSample {
+    /// When the sample was taken (monotonic).
     pub at: std::time::Instant,
     /// Per-CPU times by CPU number.
     pub cpus: BTreeMap<u32, CpuTicks>,
@@ -114,10 +115,10 @@ pub struct Snapshot {
     pub usage: SelfUsage,
 }
 
-/// Take a snapshot (a few small /proc reads; done before and after a probe, never during).
-pub fn read_snapshot(root: &HostRoot) -> Snapshot {
+/// Take a sample (a few small /proc reads; done before and after a probe, never during).
+pub fn read_sample(root: &HostRoot) -> AccountingSample {
     let (cpus, ctxt) = parse_stat_times(&root.read_optional("/proc/stat").unwrap_or_default());
-    Snapshot {
+    AccountingSample {
         at: std::time::Instant::now(),
         cpus,
         ctxt: ctxt.unwrap_or(0),
@@ -136,8 +137,8 @@ pub fn tick_ns() -> u64 {
     1_000_000_000 / if hz > 0 { hz as u64 } else { 100 }
 }
 
-/// Deltas between two snapshots (counters that went backwards, e.g. a CPU hot-plugged, count as 0).
-pub fn delta(before: &Snapshot, after: &Snapshot) -> Accounting {
+/// Deltas between two samples (counters that went backwards, e.g. a CPU hot-plugged, count as 0).
+pub fn delta(before: &AccountingSample, after: &AccountingSample) -> Accounting {
     let t = tick_ns();
     let cpus = after
         .cpus
@@ -266,13 +267,13 @@ mod tests {
             unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
         };
-        let a = read_snapshot(&root);
+        let a = read_sample(&root);
         let start = cpu_ns();
         let mut x = 0u64;
         while cpu_ns() - start < 50_000_000 {
             x = x.wrapping_add(std::hint::black_box(1));
         }
-        let b = read_snapshot(&root);
+        let b = read_sample(&root);
         let d = delta(&a, &b);
         // getrusage counts in scheduler ticks: allow a few of them.
         assert!(d.tool_user_ns + d.tool_system_ns >= 30_000_000, "{d:?} {x}");

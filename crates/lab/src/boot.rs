@@ -4,9 +4,9 @@
 //! the guest's `/out` back as a newc cpio archive once its script is done (raw bytes, nothing else writes
 //! there), and ttyS2 (IRQ 5, output discarded) is there to be stormed: writing to it makes interrupts
 //! whose handler is a thread `irq/5-ttyS2` on PREEMPT_RT. With [`Guest::clock_channel`] a fourth port,
-//! ttyS3 (IRQ 7), is a unix socket on the host ([`Running::channel`]): a channel both sides have, for the
-//! guest/host clock of `rtgauge vm`. The guest powers itself off; the host waits for QEMU to exit within the
-//! guest's timeout and kills it otherwise; a guest stuck below its script (init silent past
+//! ttyS3 (IRQ 7), is a unix socket on the host ([`RunningGuest::channel`]): a channel both sides have, for
+//! the guest/host clock of `rtgauge vm`. The guest powers itself off; the host waits for QEMU to exit within
+//! the guest's timeout and kills it otherwise; a guest stuck below its script (init silent past
 //! [`Guest::init_bound`], or a stall its kernel reports) is killed at once and booted again, up to
 //! [`Guest::boots`] boots. [`Guest::boot_with`] runs a function on the host while QEMU runs
 //! (with [`Guest::vcpu_threads`] or KVM its vCPU threads are named `CPU n/TCG` or `CPU n/KVM`:
@@ -19,7 +19,7 @@
 //! vendor string TCG exposes no SMT siblings.
 
 use crate::initramfs::Initramfs;
-use crate::{io, pid_alive, Kernel, LabError, Topology};
+use crate::{io, pid_alive, GuestTopology, Kernel, LabError};
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
@@ -73,7 +73,7 @@ pub struct Guest {
     /// The kernel.
     pub kernel: Kernel,
     /// Its topology.
-    pub topology: Topology,
+    pub topology: GuestTopology,
     /// Kernel parameters beyond the lab's own (`console=ttyS0 panic=-1 noirqdebug no_timer_check`).
     pub cmdline: String,
     /// Memory, MiB.
@@ -98,7 +98,8 @@ pub struct Guest {
     /// TCG. A guest that is meant to fail (a test's) forces TCG, so that its failure is not taken for
     /// KVM's.
     pub accel: Option<Accel>,
-    /// A fourth serial port, ttyS3 (IRQ 7), connected to a unix socket on the host ([`Running::channel`]).
+    /// A fourth serial port, ttyS3 (IRQ 7), connected to a unix socket on the host
+    /// ([`RunningGuest::channel`]).
     pub clock_channel: bool,
     /// Under TCG, one host thread per vCPU (`tcg,thread=multi`), as under KVM: for a host side that must see
     /// each vCPU as a thread of its own (`rtgauge vm observe`). Off by default: all vCPUs then run in turn
@@ -112,7 +113,7 @@ pub struct Guest {
 
 /// A guest while QEMU runs it, as [`Guest::boot_with`] hands it over.
 #[derive(Debug, Clone)]
-pub struct Running {
+pub struct RunningGuest {
     /// QEMU's process id.
     pub qemu_pid: u32,
     /// How the guest runs.
@@ -123,7 +124,7 @@ pub struct Running {
     pub channel: Option<PathBuf>,
 }
 
-impl Running {
+impl RunningGuest {
     /// Whether QEMU still runs.
     pub fn alive(&self) -> bool {
         pid_alive(self.qemu_pid)
@@ -136,12 +137,12 @@ impl Running {
 }
 
 /// What runs on the host beside a guest ([`Guest::boot_with`]).
-pub type During<'a> = &'a (dyn Fn(&Running) + Sync);
+pub type During<'a> = &'a (dyn Fn(&RunningGuest) + Sync);
 
 impl Guest {
     /// A guest of `kernel` on `topology` that runs `script`, with 1 GiB (+ 64 MiB per CPU beyond 4) and a
     /// 120 s bound.
-    pub fn new(kernel: &Kernel, topology: Topology, script: &str) -> Guest {
+    pub fn new(kernel: &Kernel, topology: GuestTopology, script: &str) -> Guest {
         let cpus = topology.cpus();
         Guest {
             label: format!("{} {}", kernel.flavour.short(), topology),
@@ -196,7 +197,7 @@ impl Guest {
 
     /// [`Guest::boot`], with `during` run on the host in a thread of its own while QEMU runs (once per QEMU
     /// start: a KVM trial that fails, the TCG boot after it and each boot of a stuck guest call it). The boot waits for `during`
-    /// to return after QEMU has exited; `during` should end when [`Running::alive`] turns false.
+    /// to return after QEMU has exited; `during` should end when [`RunningGuest::alive`] turns false.
     pub fn boot_with(&self, during: During<'_>) -> Result<Boot, LabError> {
         self.boot_inner(Some(during))
     }
@@ -405,7 +406,7 @@ impl Guest {
             program: "qemu-system-x86_64".into(),
             message: rtgauge_probe::programs::not_found("qemu-system-x86_64", &e),
         })?;
-        let running = Running {
+        let running = RunningGuest {
             qemu_pid: child.id(),
             accel,
             console: console.clone(),

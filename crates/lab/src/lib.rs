@@ -4,7 +4,7 @@
 //!
 //! - [`kernel`]: a Debian kernel package fetched with `apt-get download`, unpacked with `dpkg-deb`, its
 //!   vmlinux decompressed once, all cached outside the checkout ([`cache_dir`]).
-//! - [`Topology`]: sockets × cores × threads and NUMA nodes as QEMU's `-smp` and `-numa`.
+//! - [`GuestTopology`]: sockets × cores × threads and NUMA nodes as QEMU's `-smp` and `-numa`.
 //! - [`Guest::boot`]: builds the initramfs (busybox, the programs and the shared libraries `ldd` lists),
 //!   boots under KVM where it works and TCG otherwise, bounds the boot by a timeout, boots a stuck guest
 //!   again (init never started, or its kernel reported a stall), and returns the serial console, the
@@ -21,9 +21,9 @@ pub mod initramfs;
 pub mod kernel;
 pub mod topology;
 
-pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, Running};
+pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, RunningGuest};
 pub use kernel::{Flavour, Kernel};
-pub use topology::Topology;
+pub use topology::GuestTopology;
 
 use std::path::PathBuf;
 

@@ -13,7 +13,7 @@
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use rtgauge_lab::{Flavour, Guest, Kernel, Topology};
+use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -84,7 +84,7 @@ fn flavour(s: &str) -> anyhow::Result<Flavour> {
     Flavour::parse(s).with_context(|| format!("--kernel {s}: rt or std"))
 }
 
-fn topology(s: &str, nodes: u32) -> anyhow::Result<Topology> {
+fn topology(s: &str, nodes: u32) -> anyhow::Result<GuestTopology> {
     let v: Vec<u32> = s
         .split('x')
         .map(|p| p.parse::<u32>())
@@ -93,7 +93,7 @@ fn topology(s: &str, nodes: u32) -> anyhow::Result<Topology> {
     let [s_, c, t] = v[..] else {
         anyhow::bail!("--topology {s}: SOCKETSxCORESxTHREADS");
     };
-    Ok(Topology::new(s_, c, t, nodes)?)
+    Ok(GuestTopology::new(s_, c, t, nodes)?)
 }
 
 fn main() -> ExitCode {
@@ -145,7 +145,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             g.clock_channel = clock_channel;
             g.vcpu_threads = vcpu_threads;
-            let boot = g.boot_with(&|r: &rtgauge_lab::Running| {
+            let boot = g.boot_with(&|r: &rtgauge_lab::RunningGuest| {
                 eprintln!(
                     "rtgauge-lab: running: qemu pid {} console {} channel {}",
                     r.qemu_pid,

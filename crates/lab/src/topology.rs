@@ -10,7 +10,7 @@ use crate::LabError;
 
 /// Sockets × cores per socket × threads per core, and NUMA nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Topology {
+pub struct GuestTopology {
     /// Sockets (packages).
     pub sockets: u32,
     /// Cores per socket.
@@ -21,11 +21,16 @@ pub struct Topology {
     pub nodes: u32,
 }
 
-impl Topology {
+impl GuestTopology {
     /// A topology, checked: every count ≥ 1, nodes hold whole cores and never straddle a socket
     /// (nodes a multiple of sockets) or hold whole sockets (sockets a multiple of nodes).
-    pub fn new(sockets: u32, cores: u32, threads: u32, nodes: u32) -> Result<Topology, LabError> {
-        let t = Topology {
+    pub fn new(
+        sockets: u32,
+        cores: u32,
+        threads: u32,
+        nodes: u32,
+    ) -> Result<GuestTopology, LabError> {
+        let t = GuestTopology {
             sockets,
             cores,
             threads,
@@ -53,8 +58,8 @@ impl Topology {
     }
 
     /// One socket of `cpus` cores, no SMT, one node.
-    pub fn flat(cpus: u32) -> Topology {
-        Topology {
+    pub fn flat(cpus: u32) -> GuestTopology {
+        GuestTopology {
             sockets: 1,
             cores: cpus.max(1),
             threads: 1,
@@ -123,7 +128,7 @@ impl Topology {
     }
 }
 
-impl std::fmt::Display for Topology {
+impl std::fmt::Display for GuestTopology {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -146,7 +151,7 @@ mod tests {
 
     #[test]
     fn two_sockets_smt_two_nodes() {
-        let t = Topology::new(2, 4, 2, 2).unwrap();
+        let t = GuestTopology::new(2, 4, 2, 2).unwrap();
         assert_eq!(t.cpus(), 16);
         assert_eq!(t.node_cpus(1), (8, 15));
         assert_eq!(t.siblings(5), [4, 5]);
@@ -162,23 +167,23 @@ mod tests {
 
     #[test]
     fn four_nodes_on_two_sockets_and_refusals() {
-        let t = Topology::new(2, 4, 1, 4).unwrap();
+        let t = GuestTopology::new(2, 4, 1, 4).unwrap();
         assert_eq!(t.node_cpus(3), (6, 7));
         assert_eq!(t.node_of(5), 2);
         let a = t.qemu_args(1000).join(" ");
         assert!(a.contains("id=mem3,size=250M"), "{a}");
         assert!(
-            Topology::new(2, 3, 1, 4).is_err(),
+            GuestTopology::new(2, 3, 1, 4).is_err(),
             "3 cores do not split in 2"
         );
         assert!(
-            Topology::new(3, 2, 1, 2).is_err(),
+            GuestTopology::new(3, 2, 1, 2).is_err(),
             "a node would straddle a socket"
         );
-        assert!(Topology::new(0, 2, 1, 1).is_err());
-        assert!(Topology::new(1, 300, 1, 1).is_err());
+        assert!(GuestTopology::new(0, 2, 1, 1).is_err());
+        assert!(GuestTopology::new(1, 300, 1, 1).is_err());
         assert_eq!(
-            Topology::flat(4).to_string(),
+            GuestTopology::flat(4).to_string(),
             "1 socket × 4 cores × 1 thread, 1 node"
         );
     }

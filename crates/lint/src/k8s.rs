@@ -4,7 +4,7 @@
 //! The YAML tree carries no positions, so evidence lines come from locating `key:` in the text after the
 //! document's first line (good enough for hand-written manifests; "absent" when the key is not there).
 
-use super::{report, run_rules, LintError, LintRule, Outcome};
+use super::{report, run_rules, LintError, LintOutcome, LintRule};
 use rtgauge_model::audit::{AuditReport, Evidence, Finding, Severity, Subject};
 use rtgauge_model::CpuSet;
 use yaml_rust2::parser::{Event, Parser};
@@ -73,9 +73,9 @@ pub fn check_yaml_bounds(file: &str, text: &str) -> Result<(), LintError> {
 }
 
 /// A check of the rules of one Kubernetes object.
-type Check = fn(&Object<'_>) -> Vec<Outcome>;
+type Check = fn(&Object<'_>) -> Vec<LintOutcome>;
 /// A check of the whole file.
-type FileCheck = fn(&Stream<'_>) -> Vec<Outcome>;
+type FileCheck = fn(&YamlStream<'_>) -> Vec<LintOutcome>;
 
 /// The file's rules: one finding per document that is not YAML.
 const FILE_RULES: &[LintRule<FileCheck>] = &[LintRule {
@@ -285,7 +285,7 @@ pub fn lint_k8s(file: &str, text: &str) -> Result<AuditReport, LintError> {
     let starts = document_starts(&lines);
     // Each document on its own, so that a syntax error in one is one finding and the others are linted.
     let mut docs = Vec::new();
-    let mut stream = Stream {
+    let mut stream = YamlStream {
         file,
         errors: Vec::new(),
     };
@@ -396,8 +396,8 @@ struct SyntaxError {
     start: usize,
 }
 
-/// What the file rules read: the documents that are not YAML.
-struct Stream<'a> {
+/// What the file rules read of the YAML stream (the file's documents): those that are not YAML.
+struct YamlStream<'a> {
     file: &'a str,
     errors: Vec<SyntaxError>,
 }
@@ -410,12 +410,12 @@ struct Object<'a> {
     spec: &'a Yaml,
 }
 
-fn syntax(s: &Stream) -> Vec<Outcome> {
+fn syntax(s: &YamlStream) -> Vec<LintOutcome> {
     let file = s.file;
     s.errors
         .iter()
         .map(|e| {
-            Outcome::fail(
+            LintOutcome::fail(
                 format!("{file}:{}: {}", e.line, e.reason),
                 vec![Evidence::new(
                     "document",
@@ -457,7 +457,7 @@ fn name(c: &Yaml) -> String {
     c["name"].as_str().unwrap_or("?").to_string()
 }
 
-fn guaranteed_qos(o: &Object) -> Vec<Outcome> {
+fn guaranteed_qos(o: &Object) -> Vec<LintOutcome> {
     let (d, spec) = (o.d, o.spec);
     let conts = containers(spec);
     let mut problems = Vec::new();
@@ -494,21 +494,21 @@ fn guaranteed_qos(o: &Object) -> Vec<Outcome> {
         }
     }
     vec![if conts.is_empty() {
-        Outcome::fail(
+        LintOutcome::fail(
             "no containers",
             vec![d.ev("containers", &["containers"], None)],
         )
     } else if problems.is_empty() {
-        Outcome::pass(
+        LintOutcome::pass(
             "Guaranteed QoS: limits == requests for cpu and memory everywhere",
             ev,
         )
     } else {
-        Outcome::fail(problems.join("; "), ev)
+        LintOutcome::fail(problems.join("; "), ev)
     }]
 }
 
-fn whole_cpus(o: &Object) -> Vec<Outcome> {
+fn whole_cpus(o: &Object) -> Vec<LintOutcome> {
     let (d, spec) = (o.d, o.spec);
     let conts = containers(spec);
     let mut problems = Vec::new();
@@ -528,9 +528,9 @@ fn whole_cpus(o: &Object) -> Vec<Outcome> {
         }
     }
     vec![if problems.is_empty() && !ev.is_empty() {
-        Outcome::pass("integer CPU requests", ev)
+        LintOutcome::pass("integer CPU requests", ev)
     } else {
-        Outcome::fail(
+        LintOutcome::fail(
             if problems.is_empty() {
                 "no containers".into()
             } else {
@@ -541,7 +541,7 @@ fn whole_cpus(o: &Object) -> Vec<Outcome> {
     }]
 }
 
-fn hugepages(o: &Object) -> Vec<Outcome> {
+fn hugepages(o: &Object) -> Vec<LintOutcome> {
     let (d, spec) = (o.d, o.spec);
     let conts = containers(spec);
     let mut hp = Vec::new();
@@ -587,17 +587,17 @@ fn hugepages(o: &Object) -> Vec<Outcome> {
         ),
     ];
     vec![if hp.is_empty() {
-        Outcome::na("no huge pages requested", ev)
+        LintOutcome::na("no huge pages requested", ev)
     } else if !problems.is_empty() {
-        Outcome::fail(problems.join("; "), ev)
+        LintOutcome::fail(problems.join("; "), ev)
     } else if !vol {
-        Outcome::warn("huge pages requested but no HugePages emptyDir mounted", ev)
+        LintOutcome::warn("huge pages requested but no HugePages emptyDir mounted", ev)
     } else {
-        Outcome::pass(format!("{} requested and mounted", hp.join(", ")), ev)
+        LintOutcome::pass(format!("{} requested and mounted", hp.join(", ")), ev)
     }]
 }
 
-fn runtime_class(o: &Object) -> Vec<Outcome> {
+fn runtime_class(o: &Object) -> Vec<LintOutcome> {
     let (d, spec) = (o.d, o.spec);
     let has_crio = annotations(o.meta)
         .iter()
@@ -605,19 +605,19 @@ fn runtime_class(o: &Object) -> Vec<Outcome> {
     let rc = spec["runtimeClassName"].as_str().map(str::to_string);
     let ev = vec![d.ev("runtimeClassName", &["runtimeClassName"], rc.clone())];
     vec![match (&rc, !has_crio) {
-        (Some(r), _) => Outcome::pass(
+        (Some(r), _) => LintOutcome::pass(
             format!("runtime class {r} (its handler must allow the crio.io annotations)"),
             ev,
         ),
-        (None, false) => Outcome::fail(
+        (None, false) => LintOutcome::fail(
             "crio.io annotations without a runtime class: ignored by CRI-O",
             ev,
         ),
-        (None, true) => Outcome::warn("no high-performance runtime class", ev),
+        (None, true) => LintOutcome::warn("no high-performance runtime class", ev),
     }]
 }
 
-fn crio_annotations(o: &Object) -> Vec<Outcome> {
+fn crio_annotations(o: &Object) -> Vec<LintOutcome> {
     let d = o.d;
     let anns = annotations(o.meta);
     let get = |k: &str| anns.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
@@ -661,7 +661,7 @@ fn crio_annotations(o: &Object) -> Vec<Outcome> {
     if let Some(g) = gov.filter(|g| g != "performance") {
         warns.push(format!("cpu-freq-governor.crio.io: {g}"));
     }
-    vec![Outcome::of_problems(
+    vec![LintOutcome::of_problems(
         fails,
         warns,
         "CPU and IRQ load balancing and CFS quota disabled for the pod",
@@ -669,7 +669,7 @@ fn crio_annotations(o: &Object) -> Vec<Outcome> {
     )]
 }
 
-fn cpu_manager(o: &Object) -> Vec<Outcome> {
+fn cpu_manager(o: &Object) -> Vec<LintOutcome> {
     let (d, k) = (o.d, o.spec);
     let pol = k["cpuManagerPolicy"].as_str().map(str::to_string);
     let reserved = k["reservedSystemCPUs"].as_str().map(str::to_string);
@@ -687,7 +687,7 @@ fn cpu_manager(o: &Object) -> Vec<Outcome> {
         d.ev("full-pcpus-only", &["full-pcpus-only"], opts.clone()),
     ];
     vec![match (pol.as_deref(), &reserved) {
-        (Some("static"), Some(r)) if CpuSet::parse(r).is_ok() => Outcome::pass(
+        (Some("static"), Some(r)) if CpuSet::parse(r).is_ok() => LintOutcome::pass(
             format!(
                 "static CPU manager, reserved {r}{}",
                 if opts.as_deref() == Some("true") {
@@ -699,19 +699,19 @@ fn cpu_manager(o: &Object) -> Vec<Outcome> {
             ev,
         ),
         (Some("static"), Some(r)) => {
-            Outcome::fail(format!("reservedSystemCPUs '{r}' is not a CPU list"), ev)
+            LintOutcome::fail(format!("reservedSystemCPUs '{r}' is not a CPU list"), ev)
         }
         (Some("static"), None) => {
-            Outcome::fail("static CPU manager without reservedSystemCPUs", ev)
+            LintOutcome::fail("static CPU manager without reservedSystemCPUs", ev)
         }
-        (p, _) => Outcome::fail(
+        (p, _) => LintOutcome::fail(
             format!("cpuManagerPolicy {}", p.unwrap_or("none (default)")),
             ev,
         ),
     }]
 }
 
-fn topology_memory_manager(o: &Object) -> Vec<Outcome> {
+fn topology_memory_manager(o: &Object) -> Vec<LintOutcome> {
     let (d, k) = (o.d, o.spec);
     let topo = k["topologyManagerPolicy"].as_str().map(str::to_string);
     let mem = k["memoryManagerPolicy"].as_str().map(str::to_string);
@@ -736,22 +736,22 @@ fn topology_memory_manager(o: &Object) -> Vec<Outcome> {
     ];
     vec![match (topo.as_deref(), mem.as_deref()) {
         (_, Some("Static")) if !has_resv_mem => {
-            Outcome::fail("memoryManagerPolicy Static without reservedMemory", ev)
+            LintOutcome::fail("memoryManagerPolicy Static without reservedMemory", ev)
         }
-        (Some("single-numa-node" | "restricted"), _) => Outcome::pass(
+        (Some("single-numa-node" | "restricted"), _) => LintOutcome::pass(
             format!("topology manager {}", topo.clone().unwrap_or_default()),
             ev,
         ),
-        (t, _) => Outcome::fail(
+        (t, _) => LintOutcome::fail(
             format!("topologyManagerPolicy {}", t.unwrap_or("none (default)")),
             ev,
         ),
     }]
 }
 
-fn reserved_vs_host(o: &Object) -> Vec<Outcome> {
+fn reserved_vs_host(o: &Object) -> Vec<LintOutcome> {
     let reserved = o.spec["reservedSystemCPUs"].as_str().map(str::to_string);
-    vec![Outcome::na(
+    vec![LintOutcome::na(
         "needs the host's isolated and online CPUs, which a definition file does not carry",
         vec![o
             .d
@@ -759,7 +759,7 @@ fn reserved_vs_host(o: &Object) -> Vec<Outcome> {
     )]
 }
 
-fn performance_profile(o: &Object) -> Vec<Outcome> {
+fn performance_profile(o: &Object) -> Vec<LintOutcome> {
     let (d, s) = (o.d, o.spec);
     let iso = s["cpu"]["isolated"].as_str().map(str::to_string);
     let res = s["cpu"]["reserved"].as_str().map(str::to_string);
@@ -824,7 +824,7 @@ fn performance_profile(o: &Object) -> Vec<Outcome> {
                 .to_string(),
         );
     }
-    vec![Outcome::of_problems(
+    vec![LintOutcome::of_problems(
         fails,
         warns,
         "isolated/reserved disjoint, RT kernel, IRQ balancing disabled",

@@ -37,8 +37,8 @@ pub enum LintError {
 }
 
 /// One lint rule, the shape the three linters share: catalogue metadata and the check that judges it. `F` is
-/// the linter's check type, `fn(&Facts) -> Vec<Outcome>` over what that linter parsed; the audit's rules
-/// (rtgauge_audit's rules) have the same shape over host facts.
+/// the linter's check type, `fn(&Facts) -> Vec<LintOutcome>` over what that linter parsed; the audit's
+/// rules (rtgauge_audit's `Rule`, returning a `RuleOutcome`) have the same shape over host facts.
 pub(crate) struct LintRule<F> {
     pub id: &'static str,
     pub severity: Severity,
@@ -50,31 +50,31 @@ pub(crate) struct LintRule<F> {
 
 /// What a check found (most rules find one thing; a syntax rule finds one per bad line or document); the
 /// rule adds its id, severity, expectation and source.
-pub(crate) struct Outcome {
+pub(crate) struct LintOutcome {
     pub status: Status,
     pub summary: String,
     pub evidence: Vec<Evidence>,
 }
 
-impl Outcome {
-    pub fn new(status: Status, summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
-        Outcome {
+impl LintOutcome {
+    pub fn new(status: Status, summary: impl Into<String>, evidence: Vec<Evidence>) -> LintOutcome {
+        LintOutcome {
             status,
             summary: summary.into(),
             evidence,
         }
     }
-    pub fn pass(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
-        Outcome::new(Status::Pass, summary, evidence)
+    pub fn pass(summary: impl Into<String>, evidence: Vec<Evidence>) -> LintOutcome {
+        LintOutcome::new(Status::Pass, summary, evidence)
     }
-    pub fn warn(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
-        Outcome::new(Status::Warn, summary, evidence)
+    pub fn warn(summary: impl Into<String>, evidence: Vec<Evidence>) -> LintOutcome {
+        LintOutcome::new(Status::Warn, summary, evidence)
     }
-    pub fn fail(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
-        Outcome::new(Status::Fail, summary, evidence)
+    pub fn fail(summary: impl Into<String>, evidence: Vec<Evidence>) -> LintOutcome {
+        LintOutcome::new(Status::Fail, summary, evidence)
     }
-    pub fn na(summary: impl Into<String>, evidence: Vec<Evidence>) -> Outcome {
-        Outcome::new(Status::NotApplicable, summary, evidence)
+    pub fn na(summary: impl Into<String>, evidence: Vec<Evidence>) -> LintOutcome {
+        LintOutcome::new(Status::NotApplicable, summary, evidence)
     }
     /// Fail with every problem, the warnings after them; warn with the warnings; else pass with `passed`.
     pub fn of_problems(
@@ -82,21 +82,21 @@ impl Outcome {
         warns: Vec<String>,
         passed: &str,
         evidence: Vec<Evidence>,
-    ) -> Outcome {
+    ) -> LintOutcome {
         if !fails.is_empty() {
             fails.extend(warns);
-            Outcome::fail(fails.join("; "), evidence)
+            LintOutcome::fail(fails.join("; "), evidence)
         } else if !warns.is_empty() {
-            Outcome::warn(warns.join("; "), evidence)
+            LintOutcome::warn(warns.join("; "), evidence)
         } else {
-            Outcome::pass(passed, evidence)
+            LintOutcome::pass(passed, evidence)
         }
     }
 }
 
 impl<F> LintRule<F> {
     /// The finding of one outcome of this rule; an `info` rule never fails (it warns).
-    pub fn finding(&self, outcome: Outcome) -> Finding {
+    pub fn finding(&self, outcome: LintOutcome) -> Finding {
         Finding {
             id: self.id.to_string(),
             status: if self.severity == Severity::Info && outcome.status == Status::Fail {
@@ -117,7 +117,7 @@ impl<F> LintRule<F> {
 /// Every rule of a table in order, each through `check` (which calls the rule's check on the linter's facts).
 pub(crate) fn run_rules<F>(
     rules: &[LintRule<F>],
-    check: impl Fn(&F) -> Vec<Outcome>,
+    check: impl Fn(&F) -> Vec<LintOutcome>,
 ) -> Vec<Finding> {
     rules
         .iter()
@@ -157,21 +157,21 @@ mod tests {
             source: "[s]",
             check: (),
         };
-        let failed = || Outcome::fail("bad", Vec::new());
+        let failed = || LintOutcome::fail("bad", Vec::new());
         assert_eq!(rule(Severity::Info).finding(failed()).status, Status::Warn);
         assert_eq!(rule(Severity::Low).finding(failed()).status, Status::Fail);
-        let f = rule(Severity::Low).finding(Outcome::pass("ok", Vec::new()));
+        let f = rule(Severity::Low).finding(LintOutcome::pass("ok", Vec::new()));
         assert_eq!((f.id.as_str(), f.summary.as_str()), ("x", "ok"));
         assert_eq!((f.expected.as_str(), f.source.as_str()), ("e", "[s]"));
     }
 
     #[test]
     fn problems_fail_before_warnings() {
-        let o = Outcome::of_problems(vec!["a".into()], vec!["b".into()], "ok", Vec::new());
+        let o = LintOutcome::of_problems(vec!["a".into()], vec!["b".into()], "ok", Vec::new());
         assert_eq!((o.status, o.summary.as_str()), (Status::Fail, "a; b"));
-        let o = Outcome::of_problems(Vec::new(), vec!["b".into()], "ok", Vec::new());
+        let o = LintOutcome::of_problems(Vec::new(), vec!["b".into()], "ok", Vec::new());
         assert_eq!((o.status, o.summary.as_str()), (Status::Warn, "b"));
-        let o = Outcome::of_problems(Vec::new(), Vec::new(), "ok", Vec::new());
+        let o = LintOutcome::of_problems(Vec::new(), Vec::new(), "ok", Vec::new());
         assert_eq!((o.status, o.summary.as_str()), (Status::Pass, "ok"));
     }
 }

@@ -1,7 +1,7 @@
 //! libvirt domain XML linter (catalogue §9; element names from libvirt docs/formatdomain.rst and the
 //! kvm-realtime kbase). Evidence names `file:line` of the element read.
 
-use super::{report, run_rules, LintError, LintRule, Outcome};
+use super::{report, run_rules, LintError, LintOutcome, LintRule};
 use roxmltree::{Document, Node};
 use rtgauge_model::audit::{AuditReport, Evidence, Severity, Subject};
 use rtgauge_model::cpuset::CpuSetError;
@@ -202,7 +202,7 @@ pub fn lint_libvirt_on_host(
 }
 
 /// A check of the libvirt rules.
-type Check = fn(&Facts<'_, '_>) -> Vec<Outcome>;
+type Check = fn(&Facts<'_, '_>) -> Vec<LintOutcome>;
 
 /// The libvirt domain rules, in report order.
 const RULES: &[LintRule<Check>] = &[
@@ -395,7 +395,7 @@ impl<'a, 'i> Facts<'a, 'i> {
     }
 }
 
-fn vcpupin(c: &Facts) -> Vec<Outcome> {
+fn vcpupin(c: &Facts) -> Vec<LintOutcome> {
     let mut ev = c.pins.evidence.clone();
     let mut problems = c.pins.problems.clone();
     let vcpu_pcpus = &c.pins.vcpu_pcpus;
@@ -414,16 +414,16 @@ fn vcpupin(c: &Facts) -> Vec<Outcome> {
     }
     let n = c.vcpus;
     vec![if problems.is_empty() {
-        Outcome::pass(
+        LintOutcome::pass(
             format!("{n} vCPU(s) pinned 1:1 to host CPUs {vcpu_pcpus}"),
             ev,
         )
     } else {
-        Outcome::fail(problems.join("; "), ev)
+        LintOutcome::fail(problems.join("; "), ev)
     }]
 }
 
-fn emulator_iothread_pin(c: &Facts) -> Vec<Outcome> {
+fn emulator_iothread_pin(c: &Facts) -> Vec<LintOutcome> {
     let (d, cputune, vcpu_pcpus) = (c.domain, c.cputune, &c.pins.vcpu_pcpus);
     let emu = cputune.and_then(|ct| child(ct, "emulatorpin"));
     let mut ev = vec![c.ev("emulatorpin", emu)];
@@ -468,13 +468,13 @@ fn emulator_iothread_pin(c: &Facts) -> Vec<Outcome> {
         }
     }
     vec![if problems.is_empty() {
-        Outcome::pass("emulator (and IOThreads) pinned off the vCPU pCPUs", ev)
+        LintOutcome::pass("emulator (and IOThreads) pinned off the vCPU pCPUs", ev)
     } else {
-        Outcome::fail(problems.join("; "), ev)
+        LintOutcome::fail(problems.join("; "), ev)
     }]
 }
 
-fn vcpusched(c: &Facts) -> Vec<Outcome> {
+fn vcpusched(c: &Facts) -> Vec<LintOutcome> {
     let (cputune, n) = (c.cputune, c.vcpus);
     let scheds: Vec<Node> = cputune
         .map(|ct| children(ct, "vcpusched").collect())
@@ -517,41 +517,41 @@ fn vcpusched(c: &Facts) -> Vec<Outcome> {
         }
     }
     vec![if scheds.is_empty() {
-        Outcome::fail("no <vcpusched>: vCPU threads run SCHED_OTHER", ev)
+        LintOutcome::fail("no <vcpusched>: vCPU threads run SCHED_OTHER", ev)
     } else if problems.is_empty() {
-        Outcome::pass("RT vCPUs scheduled fifo/rr", ev)
+        LintOutcome::pass("RT vCPUs scheduled fifo/rr", ev)
     } else {
-        Outcome::fail(problems.join("; "), ev)
+        LintOutcome::fail(problems.join("; "), ev)
     }]
 }
 
-fn hugepages(c: &Facts) -> Vec<Outcome> {
+fn hugepages(c: &Facts) -> Vec<LintOutcome> {
     let d = c.domain;
     let mb = child(d, "memoryBacking");
     let hp = mb.and_then(|m| child(m, "hugepages"));
     let page = hp.and_then(|h| child(h, "page"));
     let ev = vec![c.ev("hugepages", hp), c.ev("page", page)];
     vec![match (hp, page) {
-        (None, _) => Outcome::fail("guest RAM on small pages", ev),
+        (None, _) => LintOutcome::fail("guest RAM on small pages", ev),
         (Some(_), Some(p)) => {
             let size = p.attribute("size").unwrap_or("");
             let unit = p.attribute("unit").unwrap_or("KiB");
             let gig = (size == "1" && unit.eq_ignore_ascii_case("G"))
                 || (size == "1048576" && unit.eq_ignore_ascii_case("KiB"));
             if gig {
-                Outcome::pass("guest RAM on 1 GiB pages", ev)
+                LintOutcome::pass("guest RAM on 1 GiB pages", ev)
             } else {
-                Outcome::pass(
+                LintOutcome::pass(
                     format!("guest RAM on {size} {unit} pages (1 GiB preferred)"),
                     ev,
                 )
             }
         }
-        (Some(_), None) => Outcome::pass("guest RAM on default-size huge pages", ev),
+        (Some(_), None) => LintOutcome::pass("guest RAM on default-size huge pages", ev),
     }]
 }
 
-fn locked_noshare(c: &Facts) -> Vec<Outcome> {
+fn locked_noshare(c: &Facts) -> Vec<LintOutcome> {
     let d = c.domain;
     let mb = child(d, "memoryBacking");
     let locked = mb.and_then(|m| child(m, "locked"));
@@ -563,30 +563,32 @@ fn locked_noshare(c: &Facts) -> Vec<Outcome> {
         c.ev("hard_limit", hard),
     ];
     vec![match (locked, noshare, hard) {
-        (Some(_), Some(_), Some(_)) => Outcome::pass("memory locked, KSM off, hard_limit set", ev),
-        (Some(_), Some(_), None) => Outcome::warn(
+        (Some(_), Some(_), Some(_)) => {
+            LintOutcome::pass("memory locked, KSM off, hard_limit set", ev)
+        }
+        (Some(_), Some(_), None) => LintOutcome::warn(
             "<locked/> without <hard_limit>: memlock limit removed entirely",
             ev,
         ),
-        (None, _, _) => Outcome::fail("guest memory not locked", ev),
-        (_, None, _) => Outcome::fail("no <nosharepages/>: KSM may merge guest pages", ev),
+        (None, _, _) => LintOutcome::fail("guest memory not locked", ev),
+        (_, None, _) => LintOutcome::fail("no <nosharepages/>: KSM may merge guest pages", ev),
     }]
 }
 
-fn numatune(c: &Facts) -> Vec<Outcome> {
+fn numatune(c: &Facts) -> Vec<LintOutcome> {
     let d = c.domain;
     let mem = path(d, &["numatune", "memory"]);
     let ev = vec![c.ev("numatune memory", mem)];
     vec![match mem {
-        None => Outcome::fail("no <numatune>: guest memory may come from any node", ev),
+        None => LintOutcome::fail("no <numatune>: guest memory may come from any node", ev),
         Some(m) if m.attribute("placement") == Some("auto") => {
-            Outcome::fail("placement='auto'", ev)
+            LintOutcome::fail("placement='auto'", ev)
         }
         Some(m)
             if m.attribute("mode").unwrap_or("strict") == "strict"
                 && m.attribute("nodeset").is_some() =>
         {
-            Outcome::pass(
+            LintOutcome::pass(
                 format!(
                     "memory strict on node(s) {}",
                     m.attribute("nodeset").unwrap_or("")
@@ -594,7 +596,7 @@ fn numatune(c: &Facts) -> Vec<Outcome> {
                 ev,
             )
         }
-        Some(m) => Outcome::warn(
+        Some(m) => LintOutcome::warn(
             format!(
                 "mode '{}' / nodeset {}",
                 m.attribute("mode").unwrap_or("strict"),
@@ -605,7 +607,7 @@ fn numatune(c: &Facts) -> Vec<Outcome> {
     }]
 }
 
-fn cpu_model_tsc(c: &Facts) -> Vec<Outcome> {
+fn cpu_model_tsc(c: &Facts) -> Vec<LintOutcome> {
     let d = c.domain;
     let cpu = child(d, "cpu");
     let topo = cpu.and_then(|x| child(x, "topology"));
@@ -650,7 +652,7 @@ fn cpu_model_tsc(c: &Facts) -> Vec<Outcome> {
             warns.push(format!("topology threads='{t}'"));
         }
     }
-    vec![Outcome::of_problems(
+    vec![LintOutcome::of_problems(
         problems,
         warns,
         "host-passthrough, migratable off, tsc-deadline and invtsc required",
@@ -658,51 +660,51 @@ fn cpu_model_tsc(c: &Facts) -> Vec<Outcome> {
     )]
 }
 
-fn pmu_off(c: &Facts) -> Vec<Outcome> {
+fn pmu_off(c: &Facts) -> Vec<LintOutcome> {
     let d = c.domain;
     let pmu = path(d, &["features", "pmu"]);
     let ev = vec![c.ev("pmu", pmu)];
     vec![match pmu.and_then(|p| p.attribute("state")) {
-        Some("off") => Outcome::pass("vPMU off", ev),
-        Some(s) => Outcome::fail(format!("vPMU {s}"), ev),
-        None => Outcome::fail("vPMU on (default when absent)", ev),
+        Some("off") => LintOutcome::pass("vPMU off", ev),
+        Some(s) => LintOutcome::fail(format!("vPMU {s}"), ev),
+        None => LintOutcome::fail("vPMU on (default when absent)", ev),
     }]
 }
 
-fn hint_dedicated(c: &Facts) -> Vec<Outcome> {
+fn hint_dedicated(c: &Facts) -> Vec<LintOutcome> {
     let (d, mode, one_to_one) = (c.domain, c.cpu_mode, c.pins.problems.is_empty());
     let hint = path(d, &["features", "kvm", "hint-dedicated"]);
     let ev = vec![c.ev("hint-dedicated", hint)];
     vec![match hint.and_then(|h| h.attribute("state")) {
-        Some("on") if mode != "host-passthrough" => Outcome::fail(
+        Some("on") if mode != "host-passthrough" => LintOutcome::fail(
             "hint-dedicated needs cpu mode host-passthrough (libvirt rejects it)",
             ev,
         ),
-        Some("on") if !one_to_one => Outcome::warn("hint-dedicated without 1:1 pinning", ev),
-        Some("on") => Outcome::pass("hint-dedicated on with 1:1 pinning", ev),
-        _ => Outcome::fail(
+        Some("on") if !one_to_one => LintOutcome::warn("hint-dedicated without 1:1 pinning", ev),
+        Some("on") => LintOutcome::pass("hint-dedicated on with 1:1 pinning", ev),
+        _ => LintOutcome::fail(
             "hint-dedicated not on: guest cannot use haltpoll / drops no PV spinlocks",
             ev,
         ),
     }]
 }
 
-fn memballoon_none(c: &Facts) -> Vec<Outcome> {
+fn memballoon_none(c: &Facts) -> Vec<LintOutcome> {
     let d = c.domain;
     let devices = child(d, "devices");
     let balloon = devices.and_then(|x| child(x, "memballoon"));
     let ev = vec![c.ev("memballoon", balloon)];
     vec![match balloon.and_then(|b| b.attribute("model")) {
-        Some("none") => Outcome::pass("no balloon device", ev),
-        Some(m) => Outcome::fail(format!("balloon model {m}"), ev),
-        None => Outcome::fail(
+        Some("none") => LintOutcome::pass("no balloon device", ev),
+        Some(m) => LintOutcome::fail(format!("balloon model {m}"), ev),
+        None => LintOutcome::fail(
             "no <memballoon model='none'/>: libvirt adds a virtio balloon",
             ev,
         ),
     }]
 }
 
-fn strip_devices(c: &Facts) -> Vec<Outcome> {
+fn strip_devices(c: &Facts) -> Vec<LintOutcome> {
     let devices = child(c.domain, "devices");
     let mut ev = Vec::new();
     let mut found = Vec::new();
@@ -725,9 +727,9 @@ fn strip_devices(c: &Facts) -> Vec<Outcome> {
         }
     }
     vec![if found.is_empty() {
-        Outcome::pass("no graphics, RNG or USB devices", ev)
+        LintOutcome::pass("no graphics, RNG or USB devices", ev)
     } else {
-        Outcome::fail(found.join(", "), ev)
+        LintOutcome::fail(found.join(", "), ev)
     }]
 }
 

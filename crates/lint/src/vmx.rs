@@ -5,7 +5,7 @@
 //! Settings of the seed documents (VMware RAN guides) that are dropped or set to another value fail their
 //! rule; keys whose semantics VMware does not document publicly are reported, not over-claimed.
 
-use super::{report, run_rules, LintError, LintRule, Outcome};
+use super::{report, run_rules, LintError, LintOutcome, LintRule};
 use rtgauge_model::audit::{AuditReport, Evidence, Severity, Subject};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -107,7 +107,7 @@ fn parse_line(l: &str) -> Result<(&str, String), LineError> {
 }
 
 /// A check of the `.vmx` rules.
-type Check = fn(&Facts<'_>) -> Vec<Outcome>;
+type Check = fn(&Facts<'_>) -> Vec<LintOutcome>;
 
 /// The `.vmx` rules, in report order.
 const RULES: &[LintRule<Check>] = &[
@@ -330,13 +330,13 @@ fn ev(file: &str, vmx: &Vmx, key: &str) -> Evidence {
     }
 }
 
-fn syntax(f: &Facts) -> Vec<Outcome> {
+fn syntax(f: &Facts) -> Vec<LintOutcome> {
     let file = f.file;
     f.vmx
         .malformed
         .iter()
         .map(|(line, reason)| {
-            Outcome::fail(
+            LintOutcome::fail(
                 format!("{file}:{line}: {reason}"),
                 vec![Evidence::new(
                     "line",
@@ -353,25 +353,25 @@ fn syntax(f: &Facts) -> Vec<Outcome> {
         .collect()
 }
 
-fn latency_sensitivity(f: &Facts) -> Vec<Outcome> {
+fn latency_sensitivity(f: &Facts) -> Vec<LintOutcome> {
     let key = "sched.cpu.latencySensitivity";
     let ls_val = f.vmx.get(key).unwrap_or("normal (absent)");
     vec![if f.ls_high {
-        Outcome::pass("latency sensitivity high", vec![f.e(key)])
+        LintOutcome::pass("latency sensitivity high", vec![f.e(key)])
     } else if f.pins.manual_exclusive() {
-        Outcome::pass(
+        LintOutcome::pass(
             format!("latency sensitivity {ls_val}, but every vCPU is exclusively pinned"),
             f.es(&[key, "sched.cpu.affinity.exclusive"]),
         )
     } else {
-        Outcome::fail(
+        LintOutcome::fail(
             format!("latency sensitivity {ls_val} and no exclusive pinning"),
             vec![f.e(key)],
         )
     }]
 }
 
-fn cpu_reservation(f: &Facts) -> Vec<Outcome> {
+fn cpu_reservation(f: &Facts) -> Vec<LintOutcome> {
     let cpu_max = f.vmx.get("sched.cpu.max");
     let ev = f.es(&[
         "sched.cpu.min",
@@ -382,31 +382,31 @@ fn cpu_reservation(f: &Facts) -> Vec<Outcome> {
     let limited = cpu_max.is_some_and(|m| m.trim() != "-1" && !m.eq_ignore_ascii_case("unlimited"));
     let nvcpu = f.nvcpu;
     vec![if limited {
-        Outcome::fail(format!("CPU limit {} set", cpu_max.unwrap_or_default()), ev)
+        LintOutcome::fail(format!("CPU limit {} set", cpu_max.unwrap_or_default()), ev)
     } else {
         match f.vmx.num("sched.cpu.min") {
-            Some(m) if m > 0 => Outcome::pass(format!("CPU reservation {m} MHz for {nvcpu} vCPU(s) (host MHz not known here: check it is the full amount)"), ev),
-            _ if f.pins.manual_exclusive() && !f.ls_high => Outcome::warn("no CPU reservation (exclusive manual pinning holds the pCPUs)", ev),
-            _ => Outcome::fail("no CPU reservation (Latency Sensitivity High requires a full one)", ev),
+            Some(m) if m > 0 => LintOutcome::pass(format!("CPU reservation {m} MHz for {nvcpu} vCPU(s) (host MHz not known here: check it is the full amount)"), ev),
+            _ if f.pins.manual_exclusive() && !f.ls_high => LintOutcome::warn("no CPU reservation (exclusive manual pinning holds the pCPUs)", ev),
+            _ => LintOutcome::fail("no CPU reservation (Latency Sensitivity High requires a full one)", ev),
         }
     }]
 }
 
-fn mem_reservation(f: &Facts) -> Vec<Outcome> {
+fn mem_reservation(f: &Facts) -> Vec<LintOutcome> {
     let ev = f.es(&["memSize", "sched.mem.min", "sched.mem.pin"]);
     vec![if f.full_mem {
-        Outcome::pass("all guest memory reserved", ev)
+        LintOutcome::pass("all guest memory reserved", ev)
     } else {
         let s = match (f.vmx.num("sched.mem.min"), f.vmx.num("memSize")) {
             (Some(a), Some(b)) => format!("memory reservation {a} MB of {b} MB"),
             (None, _) => "no memory reservation".to_string(),
             (Some(a), None) => format!("memory reservation {a} MB, memSize absent"),
         };
-        Outcome::fail(s, ev)
+        LintOutcome::fail(s, ev)
     }]
 }
 
-fn vcpu_affinity(f: &Facts) -> Vec<Outcome> {
+fn vcpu_affinity(f: &Facts) -> Vec<LintOutcome> {
     let p = &f.pins;
     let mut ev = p.evidence.clone();
     ev.push(f.e("sched.cpu.affinity.exclusive"));
@@ -414,23 +414,23 @@ fn vcpu_affinity(f: &Facts) -> Vec<Outcome> {
     let nvcpu = f.nvcpu;
     vec![if p.pinned.is_empty() && p.problems.is_empty() {
         if f.ls_high {
-            Outcome::pass(
+            LintOutcome::pass(
                 "no manual pinning; Latency Sensitivity High grants exclusive affinity",
                 ev,
             )
         } else {
-            Outcome::fail("no manual pinning and Latency Sensitivity not high", ev)
+            LintOutcome::fail("no manual pinning and Latency Sensitivity not high", ev)
         }
     } else if !p.problems.is_empty() {
-        Outcome::fail(p.problems.join("; "), ev)
+        LintOutcome::fail(p.problems.join("; "), ev)
     } else if !p.all_pinned {
         let missing: Vec<String> = (0..nvcpu)
             .filter(|n| !p.pinned.contains(n))
             .map(|n| n.to_string())
             .collect();
-        Outcome::fail(format!("vCPU(s) {} not pinned", missing.join(",")), ev)
+        LintOutcome::fail(format!("vCPU(s) {} not pinned", missing.join(",")), ev)
     } else if !p.exclusive {
-        Outcome::fail(
+        LintOutcome::fail(
             "every vCPU pinned but sched.cpu.affinity.exclusive is not TRUE",
             ev,
         )
@@ -440,7 +440,7 @@ fn vcpu_affinity(f: &Facts) -> Vec<Outcome> {
             .get("sched.cpu.affinity.exclusiveType")
             .map(|t| format!(" (exclusiveType {t}: reported, not judged)"))
             .unwrap_or_default();
-        Outcome::pass(
+        LintOutcome::pass(
             format!("{nvcpu} vCPU(s) pinned to distinct pCPUs, exclusive{t}"),
             ev,
         )
@@ -448,17 +448,17 @@ fn vcpu_affinity(f: &Facts) -> Vec<Outcome> {
 }
 
 /// A switch of the seed documents: dropped or not TRUE fails.
-fn seed_switch(f: &Facts, key: &str) -> Vec<Outcome> {
+fn seed_switch(f: &Facts, key: &str) -> Vec<LintOutcome> {
     let ev = vec![f.e(key)];
     vec![match f.vmx.get(key) {
-        Some(_) if f.vmx.is_true(key) => Outcome::pass(format!("{key} = TRUE"), ev),
-        Some(x) => Outcome::fail(format!("{key} = {x}"), ev),
-        None => Outcome::fail(format!("{key} absent"), ev),
+        Some(_) if f.vmx.is_true(key) => LintOutcome::pass(format!("{key} = TRUE"), ev),
+        Some(x) => LintOutcome::fail(format!("{key} = {x}"), ev),
+        None => LintOutcome::fail(format!("{key} absent"), ev),
     }]
 }
 
 /// Memory preallocation: the seed 000 keys; spelling varies, so any present form counts.
-fn mem_prealloc(f: &Facts) -> Vec<Outcome> {
+fn mem_prealloc(f: &Facts) -> Vec<LintOutcome> {
     let v = f.vmx;
     let pre = "sched.mem.prealloc";
     let pinned_keys = [
@@ -472,34 +472,34 @@ fn mem_prealloc(f: &Facts) -> Vec<Outcome> {
         .collect();
     let pinned_main = pinned_keys.iter().any(|k| v.is_true(k));
     vec![if !falses.is_empty() {
-        Outcome::fail(format!("{} not TRUE", falses.join(", ")), ev)
+        LintOutcome::fail(format!("{} not TRUE", falses.join(", ")), ev)
     } else if v.is_true(pre) && pinned_main {
-        Outcome::pass("guest memory preallocated and pinned", ev)
+        LintOutcome::pass("guest memory preallocated and pinned", ev)
     } else if v.is_true(pre) || pinned_main {
-        Outcome::warn("only one of prealloc / pinnedMainMem set", ev)
+        LintOutcome::warn("only one of prealloc / pinnedMainMem set", ev)
     } else {
-        Outcome::warn("memory preallocation keys absent", ev)
+        LintOutcome::warn("memory preallocation keys absent", ev)
     }]
 }
 
-fn gig_pages(f: &Facts) -> Vec<Outcome> {
+fn gig_pages(f: &Facts) -> Vec<LintOutcome> {
     let key = "sched.mem.lpage.enable1GPage";
     let ev = f.es(&[key, "sched.mem.min", "sched.mem.pin"]);
     let on = f.vmx.is_true(key);
     vec![match f.vmx.get(key) {
         Some(_) if on && f.full_mem => {
-            Outcome::pass("1 GiB pages with full memory reservation", ev)
+            LintOutcome::pass("1 GiB pages with full memory reservation", ev)
         }
-        Some(_) if on => Outcome::fail(
+        Some(_) if on => LintOutcome::fail(
             "1 GiB pages without full memory reservation: the VM will not power on",
             ev,
         ),
-        Some(x) => Outcome::fail(format!("{key} = {x}"), ev),
-        None => Outcome::fail(format!("{key} absent: guest RAM on small pages"), ev),
+        Some(x) => LintOutcome::fail(format!("{key} = {x}"), ev),
+        None => LintOutcome::fail(format!("{key} absent: guest RAM on small pages"), ev),
     }]
 }
 
-fn vtopology(f: &Facts) -> Vec<Outcome> {
+fn vtopology(f: &Facts) -> Vec<LintOutcome> {
     let ev = f.es(&[
         "cpuid.coresPerSocket",
         "numa.nodeAffinity",
@@ -512,7 +512,7 @@ fn vtopology(f: &Facts) -> Vec<Outcome> {
         .filter(|k| f.vmx.is_true(k))
         .collect();
     vec![if hot.is_empty() {
-        Outcome::pass(
+        LintOutcome::pass(
             format!(
                 "hot-add off; coresPerSocket {}",
                 f.vmx.get("cpuid.coresPerSocket").unwrap_or("default")
@@ -520,11 +520,11 @@ fn vtopology(f: &Facts) -> Vec<Outcome> {
             ev,
         )
     } else {
-        Outcome::fail(format!("{} on: hides vNUMA", hot.join(", ")), ev)
+        LintOutcome::fail(format!("{} on: hides vNUMA", hot.join(", ")), ev)
     }]
 }
 
-fn vnic_coalescing(f: &Facts) -> Vec<Outcome> {
+fn vnic_coalescing(f: &Facts) -> Vec<LintOutcome> {
     let v = f.vmx;
     let nics: Vec<&str> = v
         .entries
@@ -554,19 +554,19 @@ fn vnic_coalescing(f: &Facts) -> Vec<Outcome> {
         }
     }
     vec![if nics.is_empty() {
-        Outcome::na("no virtual NIC", ev)
+        LintOutcome::na("no virtual NIC", ev)
     } else if bad.is_empty() {
-        Outcome::pass(
+        LintOutcome::pass(
             format!("{} vNIC(s) vmxnet3 without coalescing", nics.len()),
             ev,
         )
     } else {
-        Outcome::warn(bad.join("; "), ev)
+        LintOutcome::warn(bad.join("; "), ev)
     }]
 }
 
 /// Evidence only (info): logging and VMX swap.
-fn misc(f: &Facts) -> Vec<Outcome> {
+fn misc(f: &Facts) -> Vec<LintOutcome> {
     let ev = f.es(&["logging", "sched.swap.vmxSwapEnabled", "virtualHW.version"]);
     let off = |k: &str| {
         f.vmx
@@ -581,9 +581,9 @@ fn misc(f: &Facts) -> Vec<Outcome> {
         notes.push("VMX swap on");
     }
     vec![if notes.is_empty() {
-        Outcome::pass("logging and VMX swap off", ev)
+        LintOutcome::pass("logging and VMX swap off", ev)
     } else {
-        Outcome::warn(notes.join(", "), ev)
+        LintOutcome::warn(notes.join(", "), ev)
     }]
 }
 

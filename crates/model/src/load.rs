@@ -137,12 +137,12 @@ pub struct LoadResult {
     pub generators: Vec<GeneratorResult>,
     /// An external load command (`--load-cmd`) and the CPU it used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<CommandLoad>,
+    pub command: Option<CommandLoadResult>,
 }
 
 /// What an external load command (`--load-cmd 'stress-ng --cpu 4'`) did while the probe measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandLoad {
+pub struct CommandLoadResult {
     /// The command line, as given to `--load-cmd`.
     pub command: String,
     /// User + system CPU time of the command and the children it waited for (wait4's rusage), ns.

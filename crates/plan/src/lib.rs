@@ -10,7 +10,7 @@
 //! - with `--nic`, RT CPUs go to the NIC's node first and leave it only when it is full;
 //! - a request that cannot be met is a [`PlanError`], never a silently smaller plan.
 //!
-//! The partition is pure: its input is a [`Topology`] built from the fingerprint model plus the per-CPU
+//! The partition is pure: its input is a [`HostTopology`] built from the fingerprint model plus the per-CPU
 //! topology files ([`read_topology_input`] does that I/O).
 
 pub mod apply;
@@ -155,7 +155,7 @@ pub struct Irq {
 
 /// The partition's input: the machine's cores (with siblings, sockets, nodes), nodes, NICs and vendor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Topology {
+pub struct HostTopology {
     /// Cores in ascending order of their lowest CPU.
     pub cores: Vec<Core>,
     /// NUMA nodes and their memory (one node 0 when the machine shows none).
@@ -173,14 +173,14 @@ pub struct Topology {
     pub irqs: Vec<Irq>,
 }
 
-impl Topology {
+impl HostTopology {
     /// Build from the fingerprint model and the per-CPU topology files. CPUs without topology files (a
     /// container, an old kernel) are one core each; CPUs outside every node are on node 0.
     pub fn from_fingerprint(
         fingerprint: &Fingerprint,
         topology: &BTreeMap<u32, CpuTopo>,
         nics: Vec<Nic>,
-    ) -> Topology {
+    ) -> HostTopology {
         let online = &fingerprint.cpu.online;
         let node_of = |cpu: u32| {
             fingerprint
@@ -238,7 +238,7 @@ impl Topology {
             .unwrap_or(1)
             .max(1);
         let flag = |f: &str| fingerprint.cpu.timing_flags.iter().any(|t| t == f);
-        Topology {
+        HostTopology {
             cores,
             nodes,
             nics,
@@ -309,10 +309,10 @@ pub fn read_irqs(root: &HostRoot) -> Vec<Irq> {
 }
 
 /// Read everything the partition needs through the root.
-pub fn read_topology_input(root: &HostRoot) -> (Fingerprint, Topology) {
+pub fn read_topology_input(root: &HostRoot) -> (Fingerprint, HostTopology) {
     let fp = read_fingerprint(root);
     let topo = read_topology(root, &fp.cpu.online);
-    let mut t = Topology::from_fingerprint(&fp, &topo, read_nics(root));
+    let mut t = HostTopology::from_fingerprint(&fp, &topo, read_nics(root));
     t.irqs = read_irqs(root);
     (fp, t)
 }
@@ -576,7 +576,7 @@ mod tests {
 
     /// `sockets` × `nodes_per_socket` nodes, `cores` cores per node, `tpc` threads; Linux numbering
     /// (sibling k of core c is c + k × total cores).
-    pub(crate) fn synth(sockets: u32, nodes_per_socket: u32, cores: u32, tpc: u32) -> Topology {
+    pub(crate) fn synth(sockets: u32, nodes_per_socket: u32, cores: u32, tpc: u32) -> HostTopology {
         let total = sockets * nodes_per_socket * cores;
         let mut out = Vec::new();
         for c in 0..total {
@@ -587,7 +587,7 @@ mod tests {
                 node,
             });
         }
-        Topology {
+        HostTopology {
             cores: out,
             nodes: (0..sockets * nodes_per_socket)
                 .map(|id| NodeMem {
@@ -616,7 +616,7 @@ mod tests {
 
     #[test]
     fn tsc_reliable_only_on_an_invariant_tsc() {
-        let tokens = |t: &Topology| {
+        let tokens = |t: &HostTopology| {
             let p = partition(t, &Need::new(PlanTarget::Host)).expect("plan");
             let params = emit::kernel_params(&p);
             (

@@ -4,7 +4,8 @@
 //! reasoning in the order the operator reads them; [`partition`] runs them in that order.
 
 use super::{
-    Core, Need, Nic, NodePlan, Plan, PlanError, PlanTarget, Smt, Topology, Vendor, VmNeed, VmPlan,
+    Core, HostTopology, Need, Nic, NodePlan, Plan, PlanError, PlanTarget, Smt, Vendor, VmNeed,
+    VmPlan,
 };
 use rtgauge_model::CpuSet;
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,7 +75,7 @@ impl Free<'_> {
 }
 
 /// Compute the partition. Pure; see the module invariants.
-pub fn partition(topology: &Topology, need: &Need) -> Result<Plan, PlanError> {
+pub fn partition(topology: &HostTopology, need: &Need) -> Result<Plan, PlanError> {
     let mut why: Vec<String> = Vec::new();
     let shape = summarise_topology(topology, need, &mut why)?;
     let (nic, nic_node) = choose_nic(topology, need, &shape, &mut why)?;
@@ -131,7 +132,7 @@ pub fn partition(topology: &Topology, need: &Need) -> Result<Plan, PlanError> {
 /// Stage 1: the cores after the SMT choice (with `--smt off` the lowest thread of each core stays online),
 /// the machine's size, and the topology sentences.
 fn summarise_topology(
-    topo: &Topology,
+    topo: &HostTopology,
     need: &Need,
     why: &mut Vec<String>,
 ) -> Result<Shape, PlanError> {
@@ -206,7 +207,7 @@ fn summarise_topology(
 
 /// Stage 2: the NIC named by `--nic` and its node, the node RT CPUs and memory go to first.
 fn choose_nic(
-    topo: &Topology,
+    topo: &HostTopology,
     need: &Need,
     shape: &Shape,
     why: &mut Vec<String>,
@@ -620,7 +621,7 @@ fn pin_vms(
 /// Stage 8: 1 GiB huge pages per node (the VMs' memory on their nodes, or `--mem` spread over the RT nodes),
 /// checked against each node's memory.
 fn huge_pages(
-    topo: &Topology,
+    topo: &HostTopology,
     need: &Need,
     shape: &Shape,
     vms: &[VmPlan],
@@ -741,7 +742,7 @@ fn node_plans(
 /// Stage 10: the closing reasoning: where IRQs go, which fire on the RT CPUs today, the NIC's queues, and
 /// what SMT siblings mean.
 fn explain_irqs(
-    topo: &Topology,
+    topo: &HostTopology,
     shape: &Shape,
     nic: Option<&Nic>,
     nic_node: Option<u32>,

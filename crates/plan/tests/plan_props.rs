@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use rtgauge_model::CpuSet;
-use rtgauge_plan::{partition, Core, Need, Nic, NodeMem, PlanTarget, Smt, Topology, Vendor};
+use rtgauge_plan::{partition, Core, HostTopology, Need, Nic, NodeMem, PlanTarget, Smt, Vendor};
 
 #[derive(Debug, Clone)]
 struct Shape {
@@ -38,7 +38,7 @@ fn shapes() -> impl Strategy<Value = Shape> {
 
 /// Linux-like numbering: core k's threads are k, k + cores, ...; node of core k is k / cores_per_node
 /// (block) or k % nodes (interleaved, as some firmware enumerates).
-fn topology(s: &Shape, nic_node: Option<u32>) -> Topology {
+fn topology(s: &Shape, nic_node: Option<u32>) -> HostTopology {
     let cores = s.nodes * s.cores_per_node;
     let nodes_per_socket = s.nodes / s.sockets;
     let core_list = (0..cores)
@@ -55,7 +55,7 @@ fn topology(s: &Shape, nic_node: Option<u32>) -> Topology {
             }
         })
         .collect();
-    Topology {
+    HostTopology {
         cores: core_list,
         nodes: (0..s.nodes)
             .map(|id| NodeMem {
@@ -74,7 +74,7 @@ fn topology(s: &Shape, nic_node: Option<u32>) -> Topology {
     }
 }
 
-fn node_cpus(t: &Topology, node: u32) -> CpuSet {
+fn node_cpus(t: &HostTopology, node: u32) -> CpuSet {
     CpuSet::new(
         t.cores
             .iter()
@@ -231,7 +231,7 @@ proptest! {
                 Some((c, CpuTopo { package: packages.get(k).copied().flatten(), core: None, siblings: CpuSet::new(s.iter().copied()) }))
             })
             .collect();
-        let t = Topology::from_fingerprint(&fp, &topo, Vec::new());
+        let t = HostTopology::from_fingerprint(&fp, &topo, Vec::new());
         let mut seen: Vec<u32> = t.cores.iter().flat_map(|c| c.cpus.iter().collect::<Vec<_>>()).collect();
         let n = seen.len();
         seen.sort_unstable();

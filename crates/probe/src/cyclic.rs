@@ -15,7 +15,7 @@
 use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::handover::{self, Emptier, Filler};
-use crate::observe::Observer;
+use crate::observe::ProbeObserver;
 use crate::recorder::WindowRecorder;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
@@ -48,7 +48,7 @@ pub struct CyclicPlan {
     /// Capacity of the spike list per thread (cyclictest `--spike-nodes`).
     pub spike_nodes: usize,
     /// Samples at or above this are handed to the main thread as they happen (the observer's
-    /// [`Observer::late`]), for spike episodes; `None` hands none over.
+    /// [`ProbeObserver::late`]), for spike episodes; `None` hands none over.
     pub late_floor_ns: Option<u64>,
     /// NUMA node of each thread's CPU, for the result.
     pub nodes: Vec<Option<u32>>,
@@ -94,7 +94,7 @@ impl Shared {
 }
 
 /// State shared by all threads of one probe run.
-struct Common {
+struct CyclicRun {
     stop: StopFlag,
     finished: AtomicUsize,
     break_hit: AtomicBool,
@@ -122,7 +122,7 @@ struct ThreadRings {
 }
 
 /// Main-thread side of the rings, with everything collected so far.
-struct Collector {
+struct CyclicCollector {
     timeline_rx: Vec<rtrb::Consumer<TimelineEntry>>,
     hist_rx: Vec<Emptier<Histogram>>,
     late_rx: Vec<rtrb::Consumer<Spike>>,
@@ -136,7 +136,7 @@ struct Collector {
 /// Empty histograms per thread in circulation besides the one being filled.
 const SPARE_HISTS: usize = 2;
 
-impl Collector {
+impl CyclicCollector {
     fn drain(&mut self) {
         for i in 0..self.timelines.len() {
             while let Ok(e) = self.timeline_rx[i].pop() {
@@ -200,7 +200,7 @@ struct ThreadOutput {
 pub fn run(
     plan: &CyclicPlan,
     stop: &StopFlag,
-    observer: &mut dyn Observer<CyclicResult, [LiveThread]>,
+    observer: &mut dyn ProbeObserver<CyclicResult, [LiveThread]>,
 ) -> Result<CyclicResult, ProbeError> {
     let cfg = &plan.config;
     let n = cfg.threads as usize;
@@ -216,7 +216,7 @@ pub fn run(
     let mlock = rt::lock_memory(plan.mlockall);
     let dma = DmaLatencyGuard::hold(plan.dma_latency_us);
 
-    let common = Arc::new(Common {
+    let common = Arc::new(CyclicRun {
         // The threads' own flag: set by the main thread (on `stop`, or at the end) or by a threshold hit,
         // never visible to the caller, whose `stop` means only "the user asked to stop".
         stop: StopFlag::new(),
@@ -289,14 +289,14 @@ pub fn run(
 fn spawn_threads(
     plan: &CyclicPlan,
     intervals: &[u64],
-    common: &Arc<Common>,
+    common: &Arc<CyclicRun>,
     shared: &Arc<Vec<Shared>>,
     barrier: &Arc<Barrier>,
-) -> Result<(Collector, Vec<JoinHandle<ThreadOutput>>), ProbeError> {
+) -> Result<(CyclicCollector, Vec<JoinHandle<ThreadOutput>>), ProbeError> {
     let cfg = &plan.config;
     let n = intervals.len();
     let t0 = clock::now_ns(plan.clock);
-    let mut col = Collector {
+    let mut col = CyclicCollector {
         timeline_rx: Vec::with_capacity(n),
         hist_rx: Vec::with_capacity(n),
         late_rx: Vec::with_capacity(n),
@@ -359,7 +359,7 @@ fn spawn_threads(
 
 /// What the main thread reads while the probe runs.
 struct Live<'a> {
-    common: &'a Common,
+    common: &'a CyclicRun,
     shared: &'a [Shared],
     intervals: &'a [u64],
     conditions: &'a ProcessConditions,
@@ -371,9 +371,9 @@ struct Live<'a> {
 fn drive(
     plan: &CyclicPlan,
     stop: &StopFlag,
-    observer: &mut dyn Observer<CyclicResult, [LiveThread]>,
+    observer: &mut dyn ProbeObserver<CyclicResult, [LiveThread]>,
     live: &Live,
-    col: &mut Collector,
+    col: &mut CyclicCollector,
 ) {
     let n = live.intervals.len();
     let mut snaps = vec![LiveThread::default(); n];
@@ -401,8 +401,8 @@ fn drive(
 fn assemble(
     plan: &CyclicPlan,
     outputs: Vec<ThreadOutput>,
-    col: Collector,
-    common: &Common,
+    col: CyclicCollector,
+    common: &CyclicRun,
     stop_reason: StopReason,
     elapsed_ns: u64,
     conditions: ProcessConditions,
@@ -411,7 +411,7 @@ fn assemble(
     let mut spikes = Vec::new();
     let mut spikes_total = 0;
     let mut threads = Vec::with_capacity(outputs.len());
-    let Collector {
+    let CyclicCollector {
         timelines,
         mut merged,
         mut windows,
@@ -483,7 +483,7 @@ fn assemble(
 fn checkpoint_result(
     plan: &CyclicPlan,
     shared: &[Shared],
-    col: &Collector,
+    col: &CyclicCollector,
     live: &[LiveThread],
     conditions: &ProcessConditions,
     elapsed: Duration,
@@ -556,7 +556,7 @@ fn checkpoint_result(
 fn thread_main(
     plan: &CyclicPlan,
     p: ThreadParams,
-    common: &Common,
+    common: &CyclicRun,
     shared: &Shared,
     barrier: &Barrier,
     mut rings: ThreadRings,
@@ -736,7 +736,7 @@ impl ThreadState {
 fn measure(
     plan: &CyclicPlan,
     p: &ThreadParams,
-    common: &Common,
+    common: &CyclicRun,
     shared: &Shared,
     st: &mut ThreadState,
     rings: &mut ThreadRings,
@@ -956,7 +956,7 @@ mod tests {
     }
 
     struct Checkpoints(Vec<(u64, u64)>);
-    impl Observer<CyclicResult, [LiveThread]> for Checkpoints {
+    impl ProbeObserver<CyclicResult, [LiveThread]> for Checkpoints {
         fn tick(
             &mut self,
             _: Duration,

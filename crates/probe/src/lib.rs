@@ -9,6 +9,9 @@
 //!    break threshold or the main thread) or on its own duration/loop bound;
 //! 3. *drain* — join, and turn thread-owned state into model results.
 //!
+//! While the timer and busy-loop probes measure, their main thread reports phases, ticks and late samples
+//! to a [`observe::ProbeObserver`] (the session crate adapts it to its `SessionObserver`).
+//!
 //! The crate never prints (`clippy::print_stdout`/`print_stderr` are denied): it returns data.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]

@@ -7,10 +7,10 @@
 //! also written to `rtgauge-load-PID/cmd.pgid` in the scratch directory, so the next start kills what is
 //! left of the group (grandchildren that did not ask for a death signal) and removes the directory.
 //!
-//! PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process: [`CommandLoad::start`] must
+//! PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process: [`LoadCommand::start`] must
 //! be called from a thread that lives as long as the load (the verbs call it from the main thread).
 
-use rtgauge_model::load::CommandLoad as CommandResult;
+use rtgauge_model::load::CommandLoadResult;
 use rtgauge_model::{CpuSet, Nanos};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -22,7 +22,7 @@ const GRACE: Duration = Duration::from_secs(2);
 
 /// A running external load command.
 #[derive(Debug)]
-pub struct CommandLoad {
+pub struct LoadCommand {
     command: String,
     pid: i32,
     started: Instant,
@@ -30,14 +30,14 @@ pub struct CommandLoad {
     done: bool,
 }
 
-impl CommandLoad {
+impl LoadCommand {
     /// Start `command` under `/bin/sh -c`, optionally restricted to `cpus`; stdout goes to /dev/null (the
     /// probe's output stays clean), stderr is inherited (its errors stay visible).
     pub fn start(
         command: &str,
         cpus: Option<&CpuSet>,
         scratch: &Path,
-    ) -> std::io::Result<CommandLoad> {
+    ) -> std::io::Result<LoadCommand> {
         crate::scratch::clean_leftovers(scratch);
         let dir = crate::scratch::own_dir(scratch);
         std::fs::create_dir_all(&dir)?;
@@ -80,7 +80,7 @@ impl CommandLoad {
         drop(child);
         let marker = dir.join(crate::scratch::PGID_FILE);
         std::fs::write(&marker, pid.to_string())?;
-        Ok(CommandLoad {
+        Ok(LoadCommand {
             command: command.to_string(),
             pid,
             started: Instant::now(),
@@ -107,7 +107,7 @@ impl CommandLoad {
     }
 
     /// Stop the command (its whole process group) and report its CPU use.
-    pub fn stop(mut self) -> CommandResult {
+    pub fn stop(mut self) -> CommandLoadResult {
         let wall = self.started.elapsed();
         // Taken before SIGTERM: a group killed at once never waits for its members, so wait4's rusage
         // would miss their CPU time (stress-ng's workers, for one).
@@ -143,7 +143,7 @@ impl CommandLoad {
                 + Nanos::from_us(t.tv_usec.max(0) as u64).as_ns()
         };
         let cpu_ns = (tv(ru.ru_utime) + tv(ru.ru_stime)).max(group_ns);
-        CommandResult {
+        CommandLoadResult {
             command: self.command.clone(),
             cpu_ns,
             cpu_percent: cpu_ns as f64 / wall.as_nanos().max(1) as f64 * 100.0,
@@ -191,7 +191,7 @@ fn group_cpu_ns(pgid: i32) -> u64 {
     ticks * tick_ns
 }
 
-impl Drop for CommandLoad {
+impl Drop for LoadCommand {
     /// A command that was not stopped (an error path) is killed with its group and reaped.
     fn drop(&mut self) {
         if !self.done {

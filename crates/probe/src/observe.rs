@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 /// Receives a running probe's phases and ticks. Every method has a default that ignores it.
-pub trait Observer<R, L: ?Sized = ()> {
+pub trait ProbeObserver<R, L: ?Sized = ()> {
     /// The probe warms up before it measures (oslat's "Pre-heat…").
     fn preheat(&mut self) {}
 
@@ -25,7 +25,7 @@ pub trait Observer<R, L: ?Sized = ()> {
 }
 
 /// A closure over the elapsed time and the live figures observes the ticks only.
-impl<R, L: ?Sized, F: FnMut(Duration, &L)> Observer<R, L> for F {
+impl<R, L: ?Sized, F: FnMut(Duration, &L)> ProbeObserver<R, L> for F {
     fn tick(&mut self, elapsed: Duration, live: &L, _: &mut dyn FnMut() -> R) {
         self(elapsed, live)
     }
@@ -34,4 +34,4 @@ impl<R, L: ?Sized, F: FnMut(Duration, &L)> Observer<R, L> for F {
 /// Observes nothing.
 pub struct Silent;
 
-impl<R, L: ?Sized> Observer<R, L> for Silent {}
+impl<R, L: ?Sized> ProbeObserver<R, L> for Silent {}

@@ -6,19 +6,22 @@
 //! 1. start the load beside the probe ([`load`]: generators and an external command), placed around the
 //!    CPUs the probe measures;
 //! 2. read the system's accounting (CPU time, context switches, per-CPU times);
-//! 3. run the probe ([`Probe`]), its main thread calling every [`Observer`] — the interval counters and the
-//!    trace of [`why`] (when asked), and the caller's own (progress, checkpoints into the store, a live
-//!    screen, a monitor's series);
+//! 3. run the probe ([`Probe`]), its main thread calling every [`SessionObserver`] — the interval counters
+//!    and the trace of [`why`] (when asked), and the caller's own (progress, checkpoints into the store, a
+//!    live screen, a monitor's series);
 //! 4. stop the load and take what it achieved;
 //! 5. let each observer add what it collected to the result, and record the load and the accounting's
 //!    deltas with it.
 //!
-//! Cleanup is part of each piece (the load generators die with their [`load::Running`], the trace with its
-//! session, both also after a kill -9 through the next start), so an error at any step leaves nothing on.
+//! Cleanup is part of each piece (the load generators die with their [`load::RunningLoad`], the trace with
+//! its session, both also after a kill -9 through the next start), so an error at any step leaves nothing
+//! on.
 //!
 //! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe is
-//! one [`Observer`]. The host side of a VM is one such observer, with a probe that measures nothing itself
-//! to run it: both live in `rtgauge-vmhost`, which drives them through [`Session::measure`] like any verb.
+//! one [`SessionObserver`]. The host side of a VM is one such observer, with a probe that measures nothing
+//! itself to run it: both live in `rtgauge-vmhost`, which drives them through [`Session::measure`] like any
+//! verb. (The probe crate's own [`rtgauge_probe::observe::ProbeObserver`] is what a probe's loop calls;
+//! [`probes`] adapts it to this one.)
 
 pub mod load;
 pub mod probes;
@@ -64,7 +67,7 @@ pub struct Tick<'a> {
 
 /// Watches a probe while the session runs it, from the probe's main thread (never a measuring one).
 /// Every method has a default that ignores it.
-pub trait Observer {
+pub trait SessionObserver {
     /// The probe warms up before it measures (oslat's "Pre-heat…").
     fn preheat(&mut self) {}
 
@@ -99,7 +102,7 @@ pub trait Probe {
     fn run(
         &self,
         stop: &StopFlag,
-        observer: &mut dyn Observer,
+        observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError>;
 }
 
@@ -115,7 +118,7 @@ pub struct Around {
 }
 
 /// The results of one measurement, with the load that ran beside it (also recorded in each result).
-pub struct Measured {
+pub struct Measurement {
     /// The probe's results.
     pub results: Vec<ProbeResult>,
     /// What the load achieved, when there was one.
@@ -128,11 +131,11 @@ pub struct Measured {
 /// Calls the "why" observer and the caller's, in that order.
 struct Fanout<'a, 'b> {
     why: Option<why::WhyObserver>,
-    others: &'a mut [&'b mut dyn Observer],
+    others: &'a mut [&'b mut dyn SessionObserver],
 }
 
 impl Fanout<'_, '_> {
-    fn each(&mut self, mut f: impl FnMut(&mut dyn Observer)) {
+    fn each(&mut self, mut f: impl FnMut(&mut dyn SessionObserver)) {
         if let Some(w) = self.why.as_mut() {
             f(w);
         }
@@ -142,7 +145,7 @@ impl Fanout<'_, '_> {
     }
 }
 
-impl Observer for Fanout<'_, '_> {
+impl SessionObserver for Fanout<'_, '_> {
     fn preheat(&mut self) {
         self.each(|o| o.preheat());
     }
@@ -181,8 +184,8 @@ impl Session<'_> {
         &self,
         probe: &dyn Probe,
         around: &Around,
-        observers: &mut [&mut dyn Observer],
-    ) -> Result<Measured, SessionError> {
+        observers: &mut [&mut dyn SessionObserver],
+    ) -> Result<Measurement, SessionError> {
         // A run killed with -9 left its tracing recording or its load running: whatever this run measures,
         // not only a traced or loaded one, they would disturb it.
         let mut cleaned = rtgauge_probe::trace::clean_killed_runs();
@@ -193,7 +196,7 @@ impl Session<'_> {
         let running = load::start(&around.load, &probe.measured(), self.root)?;
         let before = around
             .accounting
-            .then(|| rtgauge_host::accounting::read_snapshot(self.root));
+            .then(|| rtgauge_host::accounting::read_sample(self.root));
         let mut all = Fanout {
             why: around
                 .why
@@ -206,7 +209,7 @@ impl Session<'_> {
         let load = running.map(load::stop);
         let mut results = results?;
         let accounting = before.map(|b| {
-            rtgauge_host::accounting::delta(&b, &rtgauge_host::accounting::read_snapshot(self.root))
+            rtgauge_host::accounting::delta(&b, &rtgauge_host::accounting::read_sample(self.root))
         });
         for r in &mut results {
             all.finish(r);
@@ -215,7 +218,7 @@ impl Session<'_> {
                 r.data_mut().set_accounting(a.clone());
             }
         }
-        Ok(Measured {
+        Ok(Measurement {
             results,
             load,
             cleaned,

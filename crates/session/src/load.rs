@@ -8,7 +8,7 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::load::{LoadPlacement, LoadResult, LoadSpec};
 use rtgauge_model::CpuSet;
 use rtgauge_probe::load::{Load, LoadPlan};
-use rtgauge_probe::load_cmd::CommandLoad;
+use rtgauge_probe::load_cmd::LoadCommand;
 
 /// Why a load could not be planned or started.
 #[derive(Debug, thiserror::Error)]
@@ -121,9 +121,9 @@ pub fn plan(spec: &LoadSpec, measured: &CpuSet, root: &HostRoot) -> Result<LoadP
 }
 
 /// Load running beside a probe: the generators, an external command, or both.
-pub struct Running {
+pub struct RunningLoad {
     generators: Option<Load>,
-    command: Option<CommandLoad>,
+    command: Option<LoadCommand>,
 }
 
 /// Start what `request` asks for beside a probe on `measured` (None when it asks for nothing). The command
@@ -133,7 +133,7 @@ pub fn start(
     request: &LoadRequest,
     measured: &CpuSet,
     root: &HostRoot,
-) -> Result<Option<Running>, LoadError> {
+) -> Result<Option<RunningLoad>, LoadError> {
     if request.spec.is_none() && request.command.is_none() {
         return Ok(None);
     }
@@ -144,7 +144,7 @@ pub fn start(
             let rest = online.difference(measured);
             let cpus = (!rest.is_empty()).then_some(&rest);
             Some(
-                CommandLoad::start(c, cpus, &std::env::temp_dir()).map_err(|source| {
+                LoadCommand::start(c, cpus, &std::env::temp_dir()).map_err(|source| {
                     LoadError::Command {
                         command: c.clone(),
                         source,
@@ -163,14 +163,14 @@ pub fn start(
             })?)
         }
     };
-    Ok(Some(Running {
+    Ok(Some(RunningLoad {
         generators,
         command,
     }))
 }
 
 /// Stop the load and report what it achieved.
-pub fn stop(running: Running) -> LoadResult {
+pub fn stop(running: RunningLoad) -> LoadResult {
     let mut r = match running.generators {
         Some(g) => g.stop(),
         None => LoadResult {

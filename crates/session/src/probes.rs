@@ -1,7 +1,7 @@
 //! The probes a session runs: each a [`Probe`] over the probe crate's plan, turning its own observer calls
-//! and results into the session's ([`Observer`], [`ProbeResult`]).
+//! and results into the session's ([`SessionObserver`], [`ProbeResult`]).
 
-use crate::{why, Observer, Probe, SessionError, Tick};
+use crate::{why, Probe, SessionError, SessionObserver, Tick};
 use rtgauge_model::cyclic::{CyclicResult, Spike};
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::run::ProbeResult;
@@ -38,13 +38,13 @@ impl Probe for Cyclic<'_> {
     fn run(
         &self,
         stop: &StopFlag,
-        observer: &mut dyn Observer,
+        observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError> {
         struct Adapter<'o> {
-            inner: &'o mut dyn Observer,
+            inner: &'o mut dyn SessionObserver,
             cpus: &'o [Option<u32>],
         }
-        impl rtgauge_probe::observe::Observer<CyclicResult, [LiveThread]> for Adapter<'_> {
+        impl rtgauge_probe::observe::ProbeObserver<CyclicResult, [LiveThread]> for Adapter<'_> {
             fn tick(
                 &mut self,
                 elapsed: Duration,
@@ -96,12 +96,12 @@ impl Probe for Oslat<'_> {
     fn run(
         &self,
         stop: &StopFlag,
-        observer: &mut dyn Observer,
+        observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError> {
         struct Adapter<'o> {
-            inner: &'o mut dyn Observer,
+            inner: &'o mut dyn SessionObserver,
         }
-        impl rtgauge_probe::observe::Observer<OslatResult> for Adapter<'_> {
+        impl rtgauge_probe::observe::ProbeObserver<OslatResult> for Adapter<'_> {
             fn preheat(&mut self) {
                 self.inner.preheat();
             }
@@ -135,7 +135,11 @@ impl Probe for Ops<'_> {
         CpuSet::new(self.0.cpu)
     }
 
-    fn run(&self, stop: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+    fn run(
+        &self,
+        stop: &StopFlag,
+        _: &mut dyn SessionObserver,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
         Ok(vec![ProbeResult::from(rtgauge_probe::ops::run(
             self.0, stop,
         )?)])
@@ -150,7 +154,11 @@ impl Probe for Mem<'_> {
         CpuSet::new(self.0.config.cpu)
     }
 
-    fn run(&self, _: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+    fn run(
+        &self,
+        _: &StopFlag,
+        _: &mut dyn SessionObserver,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
         Ok(vec![rtgauge_probe::mem::run(self.0)?.into()])
     }
 }
@@ -175,7 +183,11 @@ impl Probe for Net<'_> {
         }))
     }
 
-    fn run(&self, stop: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+    fn run(
+        &self,
+        stop: &StopFlag,
+        _: &mut dyn SessionObserver,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
         use rtgauge_probe::net::NetError;
         let results =
             rtgauge_probe::net::measure(self.plan, stop, &self.sysctls).map_err(|e| match e {
@@ -203,7 +215,11 @@ impl Probe for Numa<'_> {
         CpuSet::new([])
     }
 
-    fn run(&self, _: &StopFlag, _: &mut dyn Observer) -> Result<Vec<ProbeResult>, SessionError> {
+    fn run(
+        &self,
+        _: &StopFlag,
+        _: &mut dyn SessionObserver,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
         let pids = (!self.pids.is_empty()).then_some(self.pids);
         Ok(vec![rtgauge_host::numa::read_numa(
             &self.root,

@@ -3,13 +3,13 @@
 //! SIGKILL or by a reboot keeps its data up to the last checkpoint. Store errors are kept for one warning,
 //! never fatal to the measurement.
 
-use crate::{Observer, Tick};
+use crate::{SessionObserver, Tick};
 use rtgauge_model::run::{ProbeResult, RunDocument};
 use rtgauge_store::RunStore;
 use std::time::{Duration, Instant};
 
 /// Stores a run's document now and then.
-pub struct Recorder<'a> {
+pub struct CheckpointWriter<'a> {
     /// The store the run is in.
     pub store: &'a mut dyn RunStore,
     id: i64,
@@ -19,10 +19,10 @@ pub struct Recorder<'a> {
     pub failed: Option<String>,
 }
 
-impl<'a> Recorder<'a> {
+impl<'a> CheckpointWriter<'a> {
     /// Checkpoints of run `id` every `every` (at least 1 s).
-    pub fn new(store: &'a mut dyn RunStore, id: i64, every: Duration) -> Recorder<'a> {
-        Recorder {
+    pub fn new(store: &'a mut dyn RunStore, id: i64, every: Duration) -> CheckpointWriter<'a> {
+        CheckpointWriter {
             store,
             id,
             every: every.max(Duration::from_secs(1)),
@@ -49,7 +49,7 @@ impl<'a> Recorder<'a> {
         self.save(&d);
     }
 
-    /// Store `doc` as the run's document now. The first failure is kept in [`Recorder::failed`].
+    /// Store `doc` as the run's document now. The first failure is kept in [`CheckpointWriter::failed`].
     pub fn save(&mut self, doc: &RunDocument) -> bool {
         self.last = Instant::now();
         match self.store.update(self.id, doc) {
@@ -70,20 +70,20 @@ pub struct Checkpoints<'r, 'a> {
     /// The document before this probe (facts, earlier probes).
     pub base: &'r RunDocument,
     /// Where it goes.
-    pub recorder: &'r mut Recorder<'a>,
+    pub writer: &'r mut CheckpointWriter<'a>,
     /// The current time for the document's end, RFC 3339.
     pub now: fn() -> String,
     /// Called every tick.
     pub progress: &'r mut dyn FnMut(&Tick<'_>, Option<&ProbeResult>),
 }
 
-impl Observer for Checkpoints<'_, '_> {
+impl SessionObserver for Checkpoints<'_, '_> {
     fn tick(&mut self, tick: &Tick<'_>, checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
-        let due = checkpoint.filter(|_| self.recorder.due());
+        let due = checkpoint.filter(|_| self.writer.due());
         if let Some(checkpoint) = due {
             let p = checkpoint();
             (self.progress)(tick, Some(&p));
-            self.recorder.checkpoint(self.base, p, (self.now)());
+            self.writer.checkpoint(self.base, p, (self.now)());
         } else {
             (self.progress)(tick, None);
         }

@@ -1,7 +1,7 @@
-//! The "why" of a latency probe, an [`Observer`] driven from the probe's main thread (on its housekeeping
-//! CPU): the always-on interval counters of the observed CPUs, and with `--trace` a kernel trace of those
-//! CPUs whose spans break each spike episode's window down (see `rtgauge_probe::trace` for the mechanism
-//! and its costs).
+//! The "why" of a latency probe, a [`SessionObserver`] driven from the probe's main thread (on its
+//! housekeeping CPU): the always-on interval counters of the observed CPUs, and with `--trace` a kernel
+//! trace of those CPUs whose spans break each spike episode's window down (see `rtgauge_probe::trace` for
+//! the mechanism and its costs).
 //!
 //! Episodes: the timer probe hands its late samples over as they happen; [`EpisodeTracker`] groups those of
 //! one stall into one episode and keeps the worst ones, whose trace is pinned so that a long run can still
@@ -24,7 +24,7 @@ use rtgauge_model::CpuSet;
 use rtgauge_probe::trace::{kernel_tracers, TraceData, TraceSession, TRACEFS};
 use std::time::Duration;
 
-use crate::{Observer, Tick};
+use crate::{SessionObserver, Tick};
 use rtgauge_model::units::us;
 
 /// Per-CPU ring buffer of the trace instance, KiB: ~30 s of a 1 kHz probe's CPU between two drains is far
@@ -405,7 +405,7 @@ impl WhyObserver {
     }
 }
 
-impl Observer for WhyObserver {
+impl SessionObserver for WhyObserver {
     fn start(&mut self, _bias_ns: Option<u64>) {
         self.run = Some(WhyRun::start(
             &self.scope.cpus,

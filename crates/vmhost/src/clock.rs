@@ -81,8 +81,8 @@ impl std::fmt::Display for Channel {
 }
 
 /// A byte stream with a descriptor to poll.
-pub trait Stream: Read + Write + AsRawFd + Send {}
-impl<T: Read + Write + AsRawFd + Send> Stream for T {}
+pub trait ClockStream: Read + Write + AsRawFd + Send {}
+impl<T: Read + Write + AsRawFd + Send> ClockStream for T {}
 
 /// Put a tty into raw mode at 115 200 baud (no echo, no line discipline): what a UART carries then is the
 /// protocol's bytes. A non-tty (a virtio-serial port, a socket) is left as it is (`None`); for a tty, the
@@ -174,7 +174,7 @@ fn readable(fd: RawFd, timeout: Duration) -> bool {
 }
 
 /// Read exactly `buf.len()` bytes before `deadline_ns` (CLOCK_MONOTONIC), or `false`.
-fn read_until(s: &mut dyn Stream, buf: &mut [u8], deadline_ns: u64) -> bool {
+fn read_until(s: &mut dyn ClockStream, buf: &mut [u8], deadline_ns: u64) -> bool {
     let mut got = 0;
     while got < buf.len() {
         let now = now_ns(Clock::Monotonic);
@@ -190,7 +190,7 @@ fn read_until(s: &mut dyn Stream, buf: &mut [u8], deadline_ns: u64) -> bool {
 }
 
 /// Throw away whatever is waiting to be read.
-fn drain(s: &mut dyn Stream) {
+fn drain(s: &mut dyn ClockStream) {
     let mut junk = [0u8; 256];
     while readable(s.as_raw_fd(), Duration::ZERO) {
         match s.read(&mut junk) {
@@ -200,7 +200,7 @@ fn drain(s: &mut dyn Stream) {
     }
 }
 
-fn open(ch: &Channel) -> std::io::Result<Box<dyn Stream>> {
+fn open(ch: &Channel) -> std::io::Result<Box<dyn ClockStream>> {
     Ok(match ch {
         Channel::Unix(p) => Box::new(std::os::unix::net::UnixStream::connect(p)?),
         Channel::Tcp(a) => {
@@ -224,7 +224,7 @@ fn open(ch: &Channel) -> std::io::Result<Box<dyn Stream>> {
 /// The host's end: sends probes, keeps each burst's best exchange.
 pub struct ClockClient {
     channel: Channel,
-    stream: Option<Box<dyn Stream>>,
+    stream: Option<Box<dyn ClockStream>>,
     seq: u8,
     /// What was measured so far.
     pub sync: ClockSync,
@@ -335,7 +335,7 @@ pub fn serve(channel: &Channel, stop: &StopFlag, until_ns: Option<u64>) -> Resul
                     Ok((s, _)) => {
                         s.set_nonblocking(false).map_err(io)?;
                         s.set_nodelay(true).map_err(io)?;
-                        let mut s: Box<dyn Stream> = Box::new(s);
+                        let mut s: Box<dyn ClockStream> = Box::new(s);
                         answer(s.as_mut(), &done, &mut answered);
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(100)),
@@ -347,7 +347,7 @@ pub fn serve(channel: &Channel, stop: &StopFlag, until_ns: Option<u64>) -> Resul
 }
 
 /// Answer probes on one stream until `done` or its end.
-fn answer(s: &mut dyn Stream, done: &dyn Fn() -> bool, answered: &mut u64) {
+fn answer(s: &mut dyn ClockStream, done: &dyn Fn() -> bool, answered: &mut u64) {
     let mut b = [0u8; 1];
     while !done() {
         if !readable(s.as_raw_fd(), Duration::from_millis(200)) {
@@ -469,7 +469,7 @@ mod tests {
         let guest_stop = stop.clone();
         let guest = std::thread::spawn(move || {
             let (s, _) = listener.accept().unwrap();
-            let mut s: Box<dyn Stream> = Box::new(s);
+            let mut s: Box<dyn ClockStream> = Box::new(s);
             let mut n = 0;
             answer(s.as_mut(), &|| guest_stop.is_set(), &mut n);
             n

@@ -9,7 +9,7 @@
 //!   tracefs, is the one source today ([`kvm`]: finding its vCPU threads, folding the trace);
 //! - [`clock`]: the NTP-style exchange over a serial/virtio-serial port, a unix socket or TCP (both ends),
 //!   whatever the source;
-//! - [`observe`]: a source and the clock as an [`rtgauge_session::Observer`] run by a
+//! - [`observe`]: a source and the clock as a [`rtgauge_session::SessionObserver`] run by a
 //!   [`rtgauge_session::Probe`] that measures nothing itself ([`observe::VmWatch`]) through
 //!   [`rtgauge_session::Session::measure`].
 

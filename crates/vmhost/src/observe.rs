@@ -1,5 +1,5 @@
-//! Observing a VM's host while its guest measures: an [`Observer`] ([`HostObserver`]) that gathers the
-//! host record from a [`HostSource`] and measures the guest's clock over its channel, run by a [`Probe`]
+//! Observing a VM's host while its guest measures: a [`SessionObserver`] ([`HostObserver`]) that gathers
+//! the host record from a [`HostSource`] and measures the guest's clock over its channel, run by a [`Probe`]
 //! that measures nothing itself ([`VmWatch`]) through [`rtgauge_session::Session::measure`] — the session's
 //! stop flag, ticks and cleanup, unchanged.
 
@@ -8,7 +8,7 @@ use rtgauge_model::vm::{HostRecord, ObserverCost};
 use rtgauge_model::CpuSet;
 use rtgauge_probe::clock::{now_ns, Clock};
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_session::{Observer, Probe, SessionError, Tick};
+use rtgauge_session::{Probe, SessionError, SessionObserver, Tick};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,8 @@ pub fn renice(n: i32) -> Result<(), VmError> {
     Ok(())
 }
 
-/// The host observer: a host source gathering on every tick, and the clock exchanges, as an [`Observer`].
+/// The host observer: a host source gathering on every tick, and the clock exchanges, as a
+/// [`SessionObserver`].
 pub struct HostObserver {
     source: Box<dyn HostSource>,
     clock: Option<ClockClient>,
@@ -122,7 +123,7 @@ fn own_cost(wall: Duration) -> ObserverCost {
     }
 }
 
-impl Observer for HostObserver {
+impl SessionObserver for HostObserver {
     fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
         self.source.gather();
         let now = now_ns(Clock::Monotonic);
@@ -158,7 +159,7 @@ impl Probe for VmWatch {
     fn run(
         &self,
         stop: &StopFlag,
-        observer: &mut dyn Observer,
+        observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError> {
         observer.start(None);
         let t0 = Instant::now();

@@ -343,13 +343,13 @@ impl Rng {
 }
 
 /// Bootstrap replicates of every latency statistic (and overflows, missed) for run A and run B.
-struct Boot {
+struct Replicates {
     /// [statistic][replicate] log ratios B/A.
     log_ratios: Vec<Vec<f64>>,
 }
 
 /// Statistics, in order: LATENCY_KEYS…, overflows, missed.
-fn boot_latency(a: &LatencyData, b: &LatencyData, o: &Options) -> Option<Boot> {
+fn boot_latency(a: &LatencyData, b: &LatencyData, o: &Options) -> Option<Replicates> {
     if a.windows.len() < 2 || b.windows.len() < 2 {
         return None;
     }
@@ -380,7 +380,7 @@ fn boot_latency(a: &LatencyData, b: &LatencyData, o: &Options) -> Option<Boot> {
             MeasureUnit::Count,
         ));
     }
-    Some(Boot { log_ratios })
+    Some(Replicates { log_ratios })
 }
 
 /// ln(b/a) on the scale of [`log_value`](sets::log_value): counts get +1 on both sides so that a zero
@@ -567,7 +567,7 @@ fn unknown_versus(limit: f64) -> Versus {
 const NOT_COMPARABLE: &str = "not comparable";
 
 /// Bootstraps per (run, probe index of A, probe index of B), computed once per probe pair.
-type Boots = std::collections::HashMap<(usize, usize, usize), Option<Boot>>;
+type ReplicatesByPair = std::collections::HashMap<(usize, usize, usize), Option<Replicates>>;
 
 /// Compare `runs[1..]` with `runs[0]`.
 pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
@@ -580,7 +580,7 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
     let keys = measure_keys(per_run.iter().flatten().map(|(_, m)| m));
     let find = |r: usize, key: &str| per_run[r].iter().find(|(_, m)| m.key == key);
     let resolution: Vec<(f64, f64)> = runs.iter().map(|d| bucket_band(d)).collect();
-    let mut boots = Boots::new();
+    let mut boots = ReplicatesByPair::new();
     let mut rows = Vec::new();
     for measure in keys {
         let (key, unit, better) = (measure.0.as_str(), measure.2, measure.3);
@@ -661,7 +661,12 @@ impl Interval {
 
 /// Judge one pair of runs: the ratio, its interval (bootstraps memoised in `boots` under `slot`) and the
 /// verdict against the margin.
-fn versus_runs(p: &Pair, boots: &mut Boots, slot: (usize, usize, usize), o: &Options) -> Versus {
+fn versus_runs(
+    p: &Pair,
+    boots: &mut ReplicatesByPair,
+    slot: (usize, usize, usize),
+    o: &Options,
+) -> Versus {
     let (ma, mb) = (p.a, p.b);
     let count = p.unit == MeasureUnit::Count;
     let lr = log_ratio(mb.value, ma.value, p.unit);
@@ -781,7 +786,13 @@ fn within_resolution(
 
 /// The interval of a latency statistic `stat` of log ratio `lr`: from the block bootstrap over time
 /// windows where both runs have windows, else from order statistics (percentiles only).
-fn latency_interval(p: &Pair, stat: &str, boot: Option<&Boot>, extreme: bool, lr: f64) -> Interval {
+fn latency_interval(
+    p: &Pair,
+    stat: &str,
+    boot: Option<&Replicates>,
+    extreme: bool,
+    lr: f64,
+) -> Interval {
     let idx = match stat {
         "overflows" => Some(LATENCY_KEYS.len()),
         "missed" => Some(LATENCY_KEYS.len() + 1),

@@ -47,14 +47,14 @@ fn cyclic_plan(a: &CapacityArgs, cpu: u32, root: &HostRoot) -> anyhow::Result<Cy
 }
 
 /// Measures the levels of one capacity search.
-struct Levels<'a> {
+struct LevelSearch<'a> {
     a: &'a CapacityArgs,
     plan: CyclicPlan,
     root: HostRoot,
     stop: StopFlag,
 }
 
-impl Levels<'_> {
+impl LevelSearch<'_> {
     /// One level: its runs, or None when a signal stopped the measurement.
     fn measure(&self, level: u8) -> anyhow::Result<Option<CapacityPoint>> {
         let a = self.a;
@@ -115,7 +115,7 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
             .last()
             .context("no CPU available to run on")?,
     };
-    let levels = Levels {
+    let levels = LevelSearch {
         a,
         plan: cyclic_plan(a, cpu, &root)?,
         root,

@@ -15,7 +15,7 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::cyclic::CyclicPlan;
-use rtgauge_session::{Observer, Tick};
+use rtgauge_session::{SessionObserver, Tick};
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 
@@ -27,7 +27,7 @@ struct LiveScreen {
     root: HostRoot,
 }
 
-impl Observer for LiveScreen {
+impl SessionObserver for LiveScreen {
     fn tick(&mut self, tick: &Tick<'_>, _: Option<&mut dyn FnMut() -> ProbeResult>) {
         let mut out = std::io::stdout().lock();
         if self.drawn {
@@ -70,7 +70,7 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
         why: Some(why.clone()),
         accounting: true,
     };
-    let mut observers: Vec<&mut dyn Observer> = Vec::new();
+    let mut observers: Vec<&mut dyn SessionObserver> = Vec::new();
     if live {
         observers.push(&mut screen);
     }

@@ -41,7 +41,7 @@ pub fn measure(
     stop: &rtgauge_probe::stop::StopFlag,
     probe: &dyn rtgauge_session::Probe,
     around: &rtgauge_session::Around,
-    observers: &mut [&mut dyn rtgauge_session::Observer],
+    observers: &mut [&mut dyn rtgauge_session::SessionObserver],
 ) -> anyhow::Result<(Vec<rtgauge_model::run::ProbeResult>, Vec<String>)> {
     let m = rtgauge_session::Session { root, stop }.measure(probe, around, observers)?;
     for c in &m.cleaned {

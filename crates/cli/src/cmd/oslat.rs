@@ -15,7 +15,7 @@ use rtgauge_model::oslat::Workload;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::units::us;
 use rtgauge_model::CpuSet;
-use rtgauge_session::Observer;
+use rtgauge_session::SessionObserver;
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -27,7 +27,7 @@ struct Announce {
     started_ns: u64,
 }
 
-impl Observer for Announce {
+impl SessionObserver for Announce {
     fn preheat(&mut self) {
         if !self.quiet {
             println!("Pre-heat for {} seconds...", self.preheat_s);

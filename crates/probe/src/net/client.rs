@@ -14,7 +14,7 @@
 //! No allocation after the start barrier: slots (with their response-head buffers), the receive buffer,
 //! histograms and the per-second table are allocated before it.
 
-use super::http::{HttpError, Progress, ResponseReader};
+use super::http::{HttpError, ParseProgress, ResponseReader};
 use super::sys::{self, Epoll, RawAddr, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
 use crate::clock::{now_ns, Clock};
 use crate::recorder::LatencyRecorder as Lat;
@@ -84,7 +84,7 @@ pub struct ClientOutcome {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+enum ConnPhase {
     /// No socket: (re)open at the next turn of the loop.
     Idle,
     Connecting,
@@ -99,7 +99,7 @@ enum Phase {
 struct Slot {
     fd: i32,
     gen: u32,
-    phase: Phase,
+    phase: ConnPhase,
     /// connect() called.
     t_start: u64,
     /// Request written (first byte).
@@ -223,7 +223,7 @@ impl<'a> Worker<'a> {
                 .map(|_| Slot {
                     fd: -1,
                     gen: 0,
-                    phase: Phase::Idle,
+                    phase: ConnPhase::Idle,
                     t_start: 0,
                     t_sent: 0,
                     got_first: false,
@@ -268,7 +268,7 @@ impl Worker<'_> {
             let n = self.slots.len();
             match (0..n)
                 .map(|k| (self.free_hint + k) % n)
-                .find(|&i| self.slots[i].phase == Phase::Idle)
+                .find(|&i| self.slots[i].phase == ConnPhase::Idle)
             {
                 Some(i) => {
                     self.free_hint = i + 1;
@@ -283,7 +283,7 @@ impl Worker<'_> {
     #[inline]
     fn reopen_idle(&mut self) {
         for i in 0..self.slots.len() {
-            if self.slots[i].phase == Phase::Idle {
+            if self.slots[i].phase == ConnPhase::Idle {
                 self.open(i);
             }
         }
@@ -366,8 +366,8 @@ impl Worker<'_> {
             sys::close(s.fd);
             s.fd = -1;
         }
-        if s.phase != Phase::Idle {
-            s.phase = Phase::Idle;
+        if s.phase != ConnPhase::Idle {
+            s.phase = ConnPhase::Idle;
             self.idle += 1;
         }
     }
@@ -402,7 +402,7 @@ impl Worker<'_> {
         let s = &mut self.slots[i];
         s.fd = fd;
         s.gen = s.gen.wrapping_add(1);
-        s.phase = Phase::Connecting;
+        s.phase = ConnPhase::Connecting;
         s.t_start = if due > 0 { due.min(now) } else { now };
         s.deadline = now.saturating_add(self.plan.timeout_ns);
         s.got_first = false;
@@ -425,7 +425,7 @@ impl Worker<'_> {
         let t = now.saturating_sub(self.slots[i].t_start);
         self.tally.connect.record(t);
         let s = &mut self.slots[i];
-        s.phase = Phase::Sending;
+        s.phase = ConnPhase::Sending;
         s.sent = 0;
         s.t_sent = now;
         self.send(i, now);
@@ -442,13 +442,13 @@ impl Worker<'_> {
                 Err(e) => return self.fail(i, classify(e), now),
             }
         }
-        s.phase = Phase::Reading;
+        s.phase = ConnPhase::Reading;
     }
 
     fn on_event(&mut self, i: usize, ev: u32, now: u64) {
         match self.slots[i].phase {
-            Phase::Idle => {}
-            Phase::Connecting => {
+            ConnPhase::Idle => {}
+            ConnPhase::Connecting => {
                 if ev & (EV_OUT | EV_ERR) == 0 {
                     return;
                 }
@@ -462,17 +462,19 @@ impl Worker<'_> {
                     return self.fail(i, classify(e), now);
                 }
                 self.on_connected(i, now);
-                if self.slots[i].phase == Phase::Reading && ev & (EV_IN | EV_RDHUP) != 0 {
+                if self.slots[i].phase == ConnPhase::Reading && ev & (EV_IN | EV_RDHUP) != 0 {
                     self.read(i, ev, now);
                 }
             }
-            Phase::Sending => {
+            ConnPhase::Sending => {
                 self.send(i, now);
-                if self.slots[i].phase == Phase::Reading && ev & (EV_IN | EV_RDHUP | EV_ERR) != 0 {
+                if self.slots[i].phase == ConnPhase::Reading
+                    && ev & (EV_IN | EV_RDHUP | EV_ERR) != 0
+                {
                     self.read(i, ev, now);
                 }
             }
-            Phase::Reading | Phase::Draining => self.read(i, ev, now),
+            ConnPhase::Reading | ConnPhase::Draining => self.read(i, ev, now),
         }
     }
 
@@ -488,7 +490,7 @@ impl Worker<'_> {
                     self.tally.bytes += n as u64;
                     self.second(now).bytes += n as u64;
                     let s = &mut self.slots[i];
-                    if s.phase == Phase::Draining {
+                    if s.phase == ConnPhase::Draining {
                         continue;
                     }
                     if !s.got_first {
@@ -498,12 +500,12 @@ impl Worker<'_> {
                     }
                     let s = &mut self.slots[i];
                     match s.reader.feed(&self.buf[..n]) {
-                        Ok(Progress::More) => {}
-                        Ok(Progress::Done) => {
+                        Ok(ParseProgress::More) => {}
+                        Ok(ParseProgress::Done) => {
                             if !self.on_response(i, now) {
                                 return;
                             }
-                            if self.slots[i].phase == Phase::Draining && ev & EV_RDHUP != 0 {
+                            if self.slots[i].phase == ConnPhase::Draining && ev & EV_RDHUP != 0 {
                                 // The FIN came with the response: no need to read the end of stream.
                                 return self.finish(i, now);
                             }
@@ -515,7 +517,7 @@ impl Worker<'_> {
                 Err(libc::EINTR) => {}
                 Err(e) => {
                     // A reset after the whole response arrived still ends a successful transaction.
-                    if self.slots[i].phase == Phase::Draining {
+                    if self.slots[i].phase == ConnPhase::Draining {
                         return self.finish(i, now);
                     }
                     return self.fail(i, classify(e), now);
@@ -526,7 +528,7 @@ impl Worker<'_> {
 
     fn on_eof(&mut self, i: usize, now: u64) {
         match self.slots[i].phase {
-            Phase::Draining => self.finish(i, now),
+            ConnPhase::Draining => self.finish(i, now),
             _ => match self.slots[i].reader.eof() {
                 Ok(_) => {
                     if self.on_response(i, now) {
@@ -556,7 +558,7 @@ impl Worker<'_> {
                 let s = &mut self.slots[i];
                 s.ok = ok;
                 if self.plan.close == CloseMode::Server && !s.reader.keep_alive {
-                    s.phase = Phase::Draining;
+                    s.phase = ConnPhase::Draining;
                     return true;
                 }
                 self.finish(i, now);
@@ -577,11 +579,11 @@ impl Worker<'_> {
                 s.reader.reset();
                 s.got_first = false;
                 s.deadline = now.saturating_add(self.plan.timeout_ns);
-                s.phase = Phase::Sending;
+                s.phase = ConnPhase::Sending;
                 s.sent = 0;
                 s.t_sent = now;
                 self.send(i, now);
-                self.slots[i].phase == Phase::Reading
+                self.slots[i].phase == ConnPhase::Reading
             }
         }
     }
@@ -608,7 +610,7 @@ impl Worker<'_> {
             let s = &self.slots[i];
             // Draining included: the response was complete but the server did not close, so the connection
             // did not end within the bound.
-            if s.phase != Phase::Idle && now > s.deadline {
+            if s.phase != ConnPhase::Idle && now > s.deadline {
                 self.fail(i, ErrKind::Timeout, now);
             }
         }

@@ -16,7 +16,7 @@ pub enum HttpError {
 
 /// Result of feeding bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
+pub enum ParseProgress {
     /// The response is not complete yet: feed more bytes.
     More,
     /// The response is complete.
@@ -35,7 +35,7 @@ enum Chunk {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+enum ParsePhase {
     Head,
     Length(u64),
     Chunked(Chunk),
@@ -48,7 +48,7 @@ enum Phase {
 pub struct ResponseReader {
     head: Box<[u8]>,
     head_len: usize,
-    phase: Phase,
+    phase: ParsePhase,
     /// Status code, once the head is read.
     pub status: u16,
     /// Whether the server keeps the connection open after this response.
@@ -66,7 +66,7 @@ impl ResponseReader {
         ResponseReader {
             head: vec![0u8; HEAD_MAX].into_boxed_slice(),
             head_len: 0,
-            phase: Phase::Head,
+            phase: ParsePhase::Head,
             status: 0,
             keep_alive: false,
             head_request,
@@ -77,22 +77,22 @@ impl ResponseReader {
     #[inline]
     pub fn reset(&mut self) {
         self.head_len = 0;
-        self.phase = Phase::Head;
+        self.phase = ParsePhase::Head;
         self.status = 0;
         self.keep_alive = false;
     }
 
     /// Feed received bytes. Bytes after the end of the response are ignored (requests are not pipelined).
     #[inline]
-    pub fn feed(&mut self, data: &[u8]) -> Result<Progress, HttpError> {
-        let body = if self.phase == Phase::Head {
+    pub fn feed(&mut self, data: &[u8]) -> Result<ParseProgress, HttpError> {
+        let body = if self.phase == ParsePhase::Head {
             let prev = self.head_len;
             let take = data.len().min(self.head.len() - prev);
             self.head[prev..prev + take].copy_from_slice(&data[..take]);
             self.head_len += take;
             match self.parse_head()? {
                 None if self.head_len == self.head.len() => return Err(HttpError::TooLarge),
-                None => return Ok(Progress::More),
+                None => return Ok(ParseProgress::More),
                 Some(n) => &data[n - prev..],
             }
         } else {
@@ -102,11 +102,11 @@ impl ResponseReader {
     }
 
     /// The peer closed the connection.
-    pub fn eof(&mut self) -> Result<Progress, HttpError> {
+    pub fn eof(&mut self) -> Result<ParseProgress, HttpError> {
         match self.phase {
-            Phase::UntilClose | Phase::Done => {
-                self.phase = Phase::Done;
-                Ok(Progress::Done)
+            ParsePhase::UntilClose | ParsePhase::Done => {
+                self.phase = ParsePhase::Done;
+                Ok(ParseProgress::Done)
             }
             _ => Err(HttpError::Truncated),
         }
@@ -153,54 +153,54 @@ impl ResponseReader {
         }
         self.status = status;
         self.phase = if self.head_request || status == 204 || status == 304 {
-            Phase::Length(0)
+            ParsePhase::Length(0)
         } else if chunked {
-            Phase::Chunked(Chunk::Size {
+            ParsePhase::Chunked(Chunk::Size {
                 value: 0,
                 digits: 0,
                 ext: false,
             })
         } else if let Some(l) = length {
-            Phase::Length(l)
+            ParsePhase::Length(l)
         } else {
             keep_alive = false;
-            Phase::UntilClose
+            ParsePhase::UntilClose
         };
         self.keep_alive = keep_alive;
         Ok(Some(n))
     }
 
     #[inline]
-    fn feed_body(&mut self, mut data: &[u8]) -> Result<Progress, HttpError> {
+    fn feed_body(&mut self, mut data: &[u8]) -> Result<ParseProgress, HttpError> {
         loop {
             match self.phase {
-                Phase::Head => return Ok(Progress::More),
-                Phase::Done => return Ok(Progress::Done),
-                Phase::UntilClose => return Ok(Progress::More),
-                Phase::Length(left) => {
+                ParsePhase::Head => return Ok(ParseProgress::More),
+                ParsePhase::Done => return Ok(ParseProgress::Done),
+                ParsePhase::UntilClose => return Ok(ParseProgress::More),
+                ParsePhase::Length(left) => {
                     let take = (data.len() as u64).min(left);
                     if left - take == 0 {
-                        self.phase = Phase::Done;
-                        return Ok(Progress::Done);
+                        self.phase = ParsePhase::Done;
+                        return Ok(ParseProgress::Done);
                     }
-                    self.phase = Phase::Length(left - take);
-                    return Ok(Progress::More);
+                    self.phase = ParsePhase::Length(left - take);
+                    return Ok(ParseProgress::More);
                 }
-                Phase::Chunked(Chunk::Data(left)) => {
+                ParsePhase::Chunked(Chunk::Data(left)) => {
                     let take = (data.len() as u64).min(left);
                     data = &data[take as usize..];
-                    self.phase = Phase::Chunked(if left == take {
+                    self.phase = ParsePhase::Chunked(if left == take {
                         Chunk::DataCr
                     } else {
                         Chunk::Data(left - take)
                     });
                     if data.is_empty() {
-                        return Ok(Progress::More);
+                        return Ok(ParseProgress::More);
                     }
                 }
-                Phase::Chunked(c) => {
+                ParsePhase::Chunked(c) => {
                     let Some((&b, rest)) = data.split_first() else {
-                        return Ok(Progress::More);
+                        return Ok(ParseProgress::More);
                     };
                     data = rest;
                     self.phase = step_chunk(c, b)?;
@@ -211,7 +211,7 @@ impl ResponseReader {
 }
 
 /// One byte of the chunked framing outside chunk data (RFC 9112 §7.1).
-fn step_chunk(c: Chunk, b: u8) -> Result<Phase, HttpError> {
+fn step_chunk(c: Chunk, b: u8) -> Result<ParsePhase, HttpError> {
     let next = match c {
         Chunk::Size { value, digits, ext } => match b {
             b'\r' if digits > 0 => Chunk::SizeLf { value },
@@ -250,13 +250,13 @@ fn step_chunk(c: Chunk, b: u8) -> Result<Phase, HttpError> {
         Chunk::Trailer { line } => Chunk::Trailer { line: line + 1 },
         Chunk::TrailerLf { line } if b == b'\n' => {
             if line == 0 {
-                return Ok(Phase::Done);
+                return Ok(ParsePhase::Done);
             }
             Chunk::Trailer { line: 0 }
         }
         _ => return Err(HttpError::Malformed),
     };
-    Ok(Phase::Chunked(next))
+    Ok(ParsePhase::Chunked(next))
 }
 
 /// The request a run sends, built once: `GET PATH HTTP/1.1`, Host, and `Connection: close` when asked.
@@ -289,8 +289,12 @@ pub(super) fn connection_keep_alive(value: &[u8], current: bool) -> bool {
 mod tests {
     use super::*;
 
-    fn feed_all(r: &mut ResponseReader, text: &[u8], step: usize) -> Result<Progress, HttpError> {
-        let mut last = Progress::More;
+    fn feed_all(
+        r: &mut ResponseReader,
+        text: &[u8],
+        step: usize,
+    ) -> Result<ParseProgress, HttpError> {
+        let mut last = ParseProgress::More;
         for part in text.chunks(step) {
             last = r.feed(part)?;
         }
@@ -302,12 +306,16 @@ mod tests {
         let text = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
         for step in 1..text.len() {
             let mut r = ResponseReader::new(false);
-            assert_eq!(feed_all(&mut r, text, step), Ok(Progress::Done), "{step}");
+            assert_eq!(
+                feed_all(&mut r, text, step),
+                Ok(ParseProgress::Done),
+                "{step}"
+            );
             assert_eq!(r.status, 200);
             assert!(r.keep_alive);
         }
         let mut r = ResponseReader::new(false);
-        assert_eq!(r.feed(&text[..text.len() - 1]), Ok(Progress::More));
+        assert_eq!(r.feed(&text[..text.len() - 1]), Ok(ParseProgress::More));
         assert_eq!(r.eof(), Err(HttpError::Truncated));
     }
 
@@ -332,7 +340,11 @@ mod tests {
         let text = b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nwiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-T: 1\r\n\r\n";
         for step in 1..text.len() {
             let mut r = ResponseReader::new(false);
-            assert_eq!(feed_all(&mut r, text, step), Ok(Progress::Done), "{step}");
+            assert_eq!(
+                feed_all(&mut r, text, step),
+                Ok(ParseProgress::Done),
+                "{step}"
+            );
             assert_eq!(r.status, 404);
         }
     }
@@ -340,19 +352,22 @@ mod tests {
     #[test]
     fn until_close_and_no_body_statuses() {
         let mut r = ResponseReader::new(false);
-        assert_eq!(r.feed(b"HTTP/1.1 200 OK\r\n\r\nabc"), Ok(Progress::More));
+        assert_eq!(
+            r.feed(b"HTTP/1.1 200 OK\r\n\r\nabc"),
+            Ok(ParseProgress::More)
+        );
         assert!(!r.keep_alive);
-        assert_eq!(r.eof(), Ok(Progress::Done));
+        assert_eq!(r.eof(), Ok(ParseProgress::Done));
         let mut r = ResponseReader::new(false);
         assert_eq!(
             r.feed(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"),
-            Ok(Progress::Done)
+            Ok(ParseProgress::Done)
         );
         assert_eq!(r.status, 204);
         let mut r = ResponseReader::new(true);
         assert_eq!(
             r.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"),
-            Ok(Progress::Done)
+            Ok(ParseProgress::Done)
         );
     }
 

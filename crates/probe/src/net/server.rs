@@ -111,7 +111,7 @@ pub fn body_size(path: &str) -> Option<u64> {
     (n <= MAX_BODY).then_some(n)
 }
 
-enum Step {
+enum ConnStep {
     Open,
     Closed,
 }
@@ -191,8 +191,8 @@ impl Loop {
         loop {
             if self.conns[i].busy {
                 match self.write(i) {
-                    Some(Step::Open) if self.conns[i].busy => return,
-                    Some(Step::Open) => {}
+                    Some(ConnStep::Open) if self.conns[i].busy => return,
+                    Some(ConnStep::Open) => {}
                     _ => return,
                 }
             }
@@ -255,7 +255,7 @@ impl Loop {
     }
 
     /// Send the queued response; `None` when the connection was closed.
-    fn write(&mut self, i: usize) -> Option<Step> {
+    fn write(&mut self, i: usize) -> Option<ConnStep> {
         let c = &mut self.conns[i];
         while c.head_off < c.head_len || c.body_off < c.body_len {
             let head = &c.head[c.head_off..c.head_len];
@@ -273,7 +273,7 @@ impl Loop {
                     }
                 }
                 Err(libc::EINTR) => {}
-                Err(libc::EAGAIN) => return Some(Step::Open),
+                Err(libc::EAGAIN) => return Some(ConnStep::Open),
                 Err(_) => {
                     self.close(i, true);
                     return None;
@@ -283,9 +283,9 @@ impl Loop {
         c.busy = false;
         if c.close_after {
             self.close(i, false);
-            return Some(Step::Closed);
+            return Some(ConnStep::Closed);
         }
-        Some(Step::Open)
+        Some(ConnStep::Open)
     }
 }
 

@@ -199,7 +199,7 @@ pub struct OpsPlan {
 }
 
 /// Operation costs before they become an [`OpResult`].
-struct Measured {
+struct OpSamples {
     iterations: u64,
     overhead_ns: f64,
     samples_ns: Vec<f64>,
@@ -278,9 +278,9 @@ fn simple(
     sample_ns: u64,
     lo: f64,
     op: &mut impl FnMut() -> i64,
-) -> Result<Measured, OpError> {
+) -> Result<OpSamples, OpError> {
     let (n, s) = sampled(reps, sample_ns, op)?;
-    Ok(Measured {
+    Ok(OpSamples {
         iterations: n,
         overhead_ns: lo,
         samples_ns: s.into_iter().map(|x| x - lo).collect(),
@@ -295,7 +295,7 @@ fn sum_words(data: &[u64]) -> u64 {
 
 /// lat_ctx: `procs` processes in a ring of pipes; the token goes round, each process sums its own working
 /// set on receipt. Result per switch = ring time / procs − the hot single-process hop (write, read, sum).
-fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError> {
+fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<OpSamples, OpError> {
     let procs = cfg.ctx_procs.clamp(2, 64) as usize;
     let words = (cfg.ctx_size_bytes / 8) as usize;
     let mut pipes: Vec<[libc::c_int; 2]> = Vec::with_capacity(procs);
@@ -401,7 +401,7 @@ fn ctx_switch(cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError> {
     }
     let ovr = ovr?;
     let (n, s) = res?;
-    Ok(Measured {
+    Ok(OpSamples {
         iterations: n * procs as u64,
         overhead_ns: ovr + lo,
         samples_ns: s.into_iter().map(|x| x / procs as f64 - ovr - lo).collect(),
@@ -434,7 +434,7 @@ impl XorShift {
 }
 
 /// Measure one operation; `interval_ns` is the sleep of [`Op::Sleep`].
-fn measure_one(op: Op, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Measured, OpError> {
+fn measure_one(op: Op, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<OpSamples, OpError> {
     let cfg = &plan.config;
     let (reps, sn) = (cfg.repetitions, cfg.sample_ns);
     match op {
@@ -489,7 +489,7 @@ fn measure_one(op: Op, plan: &OpsPlan, lo: f64, interval_ns: u64) -> Result<Meas
 }
 
 /// lat_syscall read (1 byte of /dev/zero) or write (1 byte to /dev/null).
-fn read_write(read: bool, reps: u32, sn: u64, lo: f64) -> Result<Measured, OpError> {
+fn read_write(read: bool, reps: u32, sn: u64, lo: f64) -> Result<OpSamples, OpError> {
     let (path, flags) = if read {
         (c"/dev/zero", libc::O_RDONLY)
     } else {
@@ -513,7 +513,7 @@ fn read_write(read: bool, reps: u32, sn: u64, lo: f64) -> Result<Measured, OpErr
 }
 
 /// lat_syscall stat, or open+close, of a scratch file.
-fn stat_open(stat: bool, plan: &OpsPlan, lo: f64) -> Result<Measured, OpError> {
+fn stat_open(stat: bool, plan: &OpsPlan, lo: f64) -> Result<OpSamples, OpError> {
     let (reps, sn) = (plan.config.repetitions, plan.config.sample_ns);
     let f = Scratch::new(&plan.scratch_dir, "stat", 512)?;
     let p = path_cstr(&f.path)?;
@@ -538,7 +538,7 @@ fn stat_open(stat: bool, plan: &OpsPlan, lo: f64) -> Result<Measured, OpError> {
 }
 
 /// lat_sig catch: send SIGUSR1 to this thread and handle it, less the send-only cost.
-fn sig_catch(reps: u32, sn: u64) -> Result<Measured, OpError> {
+fn sig_catch(reps: u32, sn: u64) -> Result<OpSamples, OpError> {
     let _restore = install_usr1()?;
     let (pid, tid) = (std::process::id() as libc::pid_t, crate::rt::gettid());
     // tgkill to this thread, not kill to the process: the probe runs on a thread of a multi-threaded
@@ -557,7 +557,7 @@ fn sig_catch(reps: u32, sn: u64) -> Result<Measured, OpError> {
 }
 
 /// lat_proc exec (fork, execve of the program) or shell (fork, /bin/sh -c program).
-fn fork_exec(shell: bool, cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError> {
+fn fork_exec(shell: bool, cfg: &OpsConfig, lo: f64) -> Result<OpSamples, OpError> {
     let (reps, sn) = (cfg.repetitions, cfg.sample_ns);
     let prog = cstr(&cfg.exec_program)?;
     let name = cstr(
@@ -601,7 +601,7 @@ fn fork_exec(shell: bool, cfg: &OpsConfig, lo: f64) -> Result<Measured, OpError>
 }
 
 /// lat_mmap: map a scratch file, touch it, unmap.
-fn mmap(plan: &OpsPlan, lo: f64) -> Result<Measured, OpError> {
+fn mmap(plan: &OpsPlan, lo: f64) -> Result<OpSamples, OpError> {
     let cfg = &plan.config;
     let size = cfg.mmap_size_bytes.max(1 << 16) as usize;
     let f = Scratch::new(&plan.scratch_dir, "mmap", size as u64)?;
@@ -628,7 +628,7 @@ fn mmap(plan: &OpsPlan, lo: f64) -> Result<Measured, OpError> {
 
 /// lat_pagefault: per page, in a random order, of a mapping whose pages were invalidated; less the
 /// map/invalidate/unmap cost.
-fn page_fault(plan: &OpsPlan) -> Result<Measured, OpError> {
+fn page_fault(plan: &OpsPlan) -> Result<OpSamples, OpError> {
     let (reps, sn) = (plan.config.repetitions, plan.config.sample_ns);
     let size = plan.config.mmap_size_bytes.max(1 << 20) as usize;
     let page = 4096usize;
@@ -659,7 +659,7 @@ fn page_fault(plan: &OpsPlan) -> Result<Measured, OpError> {
     let (n, s) = sampled(reps, sn, &mut || map(true))?;
     close(fd);
     let per = |x: f64| (x - base_ns) / pages as f64;
-    Ok(Measured {
+    Ok(OpSamples {
         iterations: n * pages as u64,
         overhead_ns: base_ns / pages as f64,
         samples_ns: s.into_iter().map(per).collect(),
@@ -667,7 +667,7 @@ fn page_fault(plan: &OpsPlan) -> Result<Measured, OpError> {
 }
 
 /// lat_usleep: one sleep per sample, the overshoot, actual − requested (lat_usleep reports the actual mean).
-fn sleep(reps: u32, interval_ns: u64) -> Result<Measured, OpError> {
+fn sleep(reps: u32, interval_ns: u64) -> Result<OpSamples, OpError> {
     let mut out = Vec::with_capacity(reps as usize);
     for i in 0..reps + 1 {
         let t0 = clock::now_ns(Clock::Monotonic);
@@ -680,14 +680,14 @@ fn sleep(reps: u32, interval_ns: u64) -> Result<Measured, OpError> {
             out.push(t1.saturating_sub(t0) as f64 - interval_ns as f64);
         }
     }
-    Ok(Measured {
+    Ok(OpSamples {
         iterations: 1,
         overhead_ns: 0.0,
         samples_ns: out,
     })
 }
 
-fn result(op: &str, label: String, m: Measured) -> OpResult {
+fn result(op: &str, label: String, m: OpSamples) -> OpResult {
     let mut lat = LatencyRecorder::new();
     for &x in &m.samples_ns {
         // Costs below 1 ns (after subtracting the overhead) count as 1 ns; NaN as 0 → 1 ns.

@@ -1,5 +1,5 @@
 //! The accumulators of the busy-loop probe: what one thread counts between two hand-overs ([`Accum`]),
-//! the main thread's end that merges them ([`Collector`]), and the conversion of merged counts into a
+//! the main thread's end that merges them ([`OslatCollector`]), and the conversion of merged counts into a
 //! thread's result. [`bucket`] and [`find_worst_min`] run in the measuring loop's slow path and allocate
 //! nothing; merging may allocate and happens on the main thread only.
 
@@ -123,7 +123,7 @@ impl Accum {
 }
 
 /// The main thread's ends, and what it has merged so far.
-pub(super) struct Collector {
+pub(super) struct OslatCollector {
     pub(super) handed: Emptier<Accum>,
     pub(super) total: Box<Accum>,
     pub(super) timeline: Vec<TimelineEntry>,
@@ -133,7 +133,7 @@ pub(super) struct Collector {
     pub(super) interval_ns: u64,
 }
 
-impl Collector {
+impl OslatCollector {
     /// Add `a` (the intervals since the last hand-over) to the windows.
     pub(super) fn window(&mut self, a: &Accum) {
         let until = if a.until_ns == 0 {

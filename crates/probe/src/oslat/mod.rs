@@ -16,12 +16,12 @@ use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::counter::{self, Calibration, TickConverter};
 use crate::handover::{self, Filler};
-use crate::observe::Observer;
+use crate::observe::ProbeObserver;
 use crate::recorder::WindowRecorder;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
-use accum::{assemble_thread, bucket, find_worst_min, Accum, Collector};
+use accum::{assemble_thread, bucket, find_worst_min, Accum, OslatCollector};
 use rtgauge_model::cyclic::StopReason;
 use rtgauge_model::latency::{self, TimelineEntry};
 use rtgauge_model::oslat::{CounterInfo, Gap, OslatConfig, OslatResult, Workload};
@@ -53,7 +53,8 @@ pub struct OslatPlan {
 /// Empty accumulators per thread in circulation besides the one being filled.
 const SPARE_ACCUMS: usize = 3;
 
-struct Common {
+/// State shared by all threads of one probe run.
+struct OslatRun {
     stop: StopFlag,
     finished: AtomicUsize,
     trace_hit: AtomicBool,
@@ -66,7 +67,7 @@ struct Common {
 }
 
 /// Thread-owned state, allocated and pre-faulted before measuring.
-struct State {
+struct OslatThreadState {
     conv: TickConverter,
     /// Held inline (not boxed): the loop's fast path reaches `acc.small` without a pointer hop.
     acc: Accum,
@@ -91,14 +92,14 @@ struct State {
 
 struct Output {
     index: usize,
-    state: State,
+    state: OslatThreadState,
 }
 
 /// Run the probe: calibrate the counter, preheat, measure until the duration or `stop`.
 pub fn run(
     plan: &OslatPlan,
     stop: &StopFlag,
-    observer: &mut dyn Observer<OslatResult>,
+    observer: &mut dyn ProbeObserver<OslatResult>,
 ) -> Result<OslatResult, ProbeError> {
     let cfg = &plan.config;
     let n = cfg.cpus.len();
@@ -121,7 +122,7 @@ pub fn run(
     let mlock = rt::lock_memory(true);
     // oslat never touches /dev/cpu_dma_latency: the busy loop keeps its CPU out of idle anyway.
     let dma = DmaLatencyGuard::hold(None);
-    let common = Arc::new(Common {
+    let common = Arc::new(OslatRun {
         // The threads' own flag: set by the main thread (on `stop`, or at the end) or by a threshold hit,
         // never visible to the caller, whose `stop` means only "the user asked to stop".
         stop: StopFlag::new(),
@@ -150,7 +151,7 @@ pub fn run(
     let start = std::time::Instant::now();
     loop {
         std::thread::sleep(plan.tick);
-        collectors.iter_mut().for_each(Collector::collect);
+        collectors.iter_mut().for_each(OslatCollector::collect);
         let elapsed = start.elapsed();
         observer.tick(elapsed, &(), &mut || {
             checkpoint_result(
@@ -195,9 +196,9 @@ struct Barriers {
 fn spawn_threads(
     plan: &OslatPlan,
     conv: TickConverter,
-    common: &Arc<Common>,
+    common: &Arc<OslatRun>,
     barriers: &Barriers,
-) -> Result<(Vec<Collector>, Vec<JoinHandle<Output>>), ProbeError> {
+) -> Result<(Vec<OslatCollector>, Vec<JoinHandle<Output>>), ProbeError> {
     let cfg = &plan.config;
     let n = cfg.cpus.len();
     let small_len = fast_limit(cfg, &conv);
@@ -216,7 +217,7 @@ fn spawn_threads(
         let (handover, handed) =
             handover::channel((0..SPARE_ACCUMS).map(|_| new_accum()).collect());
         let interval_ns = timeline_interval_ns(cfg);
-        collectors.push(Collector {
+        collectors.push(OslatCollector {
             handed,
             total: new_accum(),
             timeline: Vec::new(),
@@ -242,9 +243,9 @@ fn finish(
     plan: &OslatPlan,
     cal: &Calibration,
     conv: &TickConverter,
-    common: &Common,
+    common: &OslatRun,
     outputs: Vec<Output>,
-    collectors: Vec<Collector>,
+    collectors: Vec<OslatCollector>,
     conditions: ProcessConditions,
     signalled: bool,
     elapsed_ns: u64,
@@ -333,7 +334,7 @@ fn timeline_interval_ns(cfg: &OslatConfig) -> u64 {
     cfg.timeline_interval_ns.max(1_000_000)
 }
 
-fn global_preheat_min(common: &Common) -> u64 {
+fn global_preheat_min(common: &OslatRun) -> u64 {
     common
         .preheat_min
         .iter()
@@ -344,7 +345,7 @@ fn global_preheat_min(common: &Common) -> u64 {
 }
 
 /// Tid and settings of thread `i`, or "not started" ones if it never got that far.
-fn started(common: &Common, cfg: &OslatConfig, i: usize) -> (i32, ThreadConditions) {
+fn started(common: &OslatRun, cfg: &OslatConfig, i: usize) -> (i32, ThreadConditions) {
     common.started[i].get().cloned().unwrap_or_else(|| {
         let not = || Some("not started".to_string());
         (
@@ -381,8 +382,8 @@ fn checkpoint_result(
     plan: &OslatPlan,
     cal: &Calibration,
     conv: &TickConverter,
-    common: &Common,
-    collectors: &[Collector],
+    common: &OslatRun,
+    collectors: &[OslatCollector],
     conditions: &ProcessConditions,
     bias: u64,
     elapsed: Duration,
@@ -426,7 +427,7 @@ fn thread_main(
     conv: TickConverter,
     acc: Box<Accum>,
     t0_ns: u64,
-    common: &Common,
+    common: &OslatRun,
     barriers: &Barriers,
     mut timeline: rtrb::Producer<TimelineEntry>,
     mut handover: Filler<Accum>,
@@ -434,7 +435,7 @@ fn thread_main(
     rt::block_signals();
     let tid = rt::gettid();
     let cpu = rt::pin_thread(Some(cfg.cpus[index]));
-    let mut st = State::prepare(cfg, conv, acc);
+    let mut st = OslatThreadState::prepare(cfg, conv, acc);
     rt::prefault_stack(32 * 1024);
     let (policy, priority) = match cfg.rtprio {
         Some(p) => rt::set_sched(SchedPolicy::Fifo, p),
@@ -501,13 +502,13 @@ fn thread_main(
     Output { index, state: st }
 }
 
-impl State {
-    fn prepare(cfg: &OslatConfig, conv: TickConverter, acc: Box<Accum>) -> State {
+impl OslatThreadState {
+    fn prepare(cfg: &OslatConfig, conv: TickConverter, acc: Box<Accum>) -> OslatThreadState {
         let mut thresholds = [u64::MAX; MAX_THRESHOLDS];
         for (t, v) in thresholds.iter_mut().zip(&cfg.thresholds_ns) {
             *t = *v;
         }
-        let mut st = State {
+        let mut st = OslatThreadState {
             conv,
             acc: *acc,
             thresholds,
@@ -557,7 +558,7 @@ impl State {
         duration_ns: u64,
         trace_thr: Option<u64>,
         t0_ns: u64,
-        common: &Common,
+        common: &OslatRun,
         cpu: u32,
         timeline: &mut rtrb::Producer<TimelineEntry>,
         mut handover: Option<&mut Filler<Accum>>,
@@ -632,7 +633,7 @@ impl State {
 
     /// A gap of at least `small.len()` ticks that began at counter value `began`.
     #[inline(never)]
-    fn slow(&mut self, ticks: u64, began: u64, common: &Common, cpu: u32) {
+    fn slow(&mut self, ticks: u64, began: u64, common: &OslatRun, cpu: u32) {
         let g = self.conv.ns(ticks);
         let (bias, width) = (self.bias, self.width);
         let a = &mut self.acc;
@@ -777,7 +778,7 @@ mod tests {
     #[test]
     fn checkpoints_hold_the_handed_over_intervals() {
         struct Checkpoints(Vec<(u64, u64, u64)>);
-        impl Observer<OslatResult> for Checkpoints {
+        impl ProbeObserver<OslatResult> for Checkpoints {
             fn tick(&mut self, _: Duration, _: &(), checkpoint: &mut dyn FnMut() -> OslatResult) {
                 let r = checkpoint();
                 let t = &r.threads[0];

@@ -78,7 +78,7 @@ pub fn exit_reason(fields: &str) -> &str {
 type Stretch = (u32, u64, u64);
 
 #[derive(Debug, Clone)]
-enum State {
+enum SchedState {
     Unknown,
     Asleep {
         cpu: u32,
@@ -109,7 +109,7 @@ enum Role {
 struct Followed {
     role: Role,
     tid: i64,
-    state: State,
+    state: SchedState,
     exit: Option<(u64, u32)>,
 }
 
@@ -180,7 +180,7 @@ impl VcpuFolder {
             r.threads.push(Followed {
                 role,
                 tid,
-                state: State::Unknown,
+                state: SchedState::Unknown,
                 exit: None,
             });
         }
@@ -278,7 +278,7 @@ impl VcpuFolder {
             if s.kind != CauseKind::Thread {
                 // An interrupt of a vCPU running on this CPU took that time from its guest.
                 let running = self.threads.iter().find_map(|v| match (v.role, &v.state) {
-                    (Role::Vcpu(index), State::Running { cpu: c, since })
+                    (Role::Vcpu(index), SchedState::Running { cpu: c, since })
                         if *c == cpu && *since < s.end_ns =>
                     {
                         Some((index, *since))
@@ -310,20 +310,22 @@ impl VcpuFolder {
         if let Some(i) = self.followed(fields, "prev_pid=") {
             let runnable = kv(fields, "prev_state=").is_some_and(|s| s.starts_with('R'));
             self.threads[i].state = if runnable {
-                State::Waiting {
+                SchedState::Waiting {
                     cpu,
                     since: t,
                     before: Vec::new(),
                 }
             } else {
-                State::Asleep { cpu, since: t }
+                SchedState::Asleep { cpu, since: t }
             };
         }
         if let Some(i) = self.followed(fields, "next_pid=") {
-            let was =
-                std::mem::replace(&mut self.threads[i].state, State::Running { cpu, since: t });
+            let was = std::mem::replace(
+                &mut self.threads[i].state,
+                SchedState::Running { cpu, since: t },
+            );
             match was {
-                State::Waiting {
+                SchedState::Waiting {
                     cpu: c,
                     since,
                     mut before,
@@ -334,13 +336,13 @@ impl VcpuFolder {
                     }
                 }
                 // Woken where the wake-up was not traced: asleep up to here.
-                State::Asleep { cpu: c, since } => {
+                SchedState::Asleep { cpu: c, since } => {
                     if let Role::Vcpu(index) = self.threads[i].role {
                         let n = self.intern("");
                         self.push(index, c, since, t, HostKind::Asleep, n);
                     }
                 }
-                State::Unknown | State::Running { .. } => {}
+                SchedState::Unknown | SchedState::Running { .. } => {}
             }
         }
     }
@@ -352,7 +354,7 @@ impl VcpuFolder {
         };
         let target = num(fields, "target_cpu=").map_or(cpu, |c| c as u32);
         match self.threads[i].state {
-            State::Asleep { cpu: c, since } => {
+            SchedState::Asleep { cpu: c, since } => {
                 if let Role::Vcpu(index) = self.threads[i].role {
                     let n = self.intern("");
                     self.push(index, c, since, t, HostKind::Asleep, n);
@@ -364,10 +366,10 @@ impl VcpuFolder {
                     }
                 }
             }
-            State::Unknown => {}
-            State::Running { .. } | State::Waiting { .. } => return,
+            SchedState::Unknown => {}
+            SchedState::Running { .. } | SchedState::Waiting { .. } => return,
         }
-        self.threads[i].state = State::Waiting {
+        self.threads[i].state = SchedState::Waiting {
             cpu: target,
             since: t,
             before: Vec::new(),
@@ -381,7 +383,7 @@ impl VcpuFolder {
         };
         let dest = num(fields, "dest_cpu=").map(|c| c as u32);
         if let (
-            State::Waiting {
+            SchedState::Waiting {
                 cpu: c,
                 since,
                 before,
@@ -451,8 +453,8 @@ impl VcpuFolder {
         if b <= a {
             return;
         }
-        type Around = (u64, u64, u8, (HostKind, Box<str>));
-        let mut around: Vec<Around> = vec![(a, b, 0, (HostKind::Waiting, "".into()))];
+        type Overlay = (u64, u64, u8, (HostKind, Box<str>));
+        let mut around: Vec<Overlay> = vec![(a, b, 0, (HostKind::Waiting, "".into()))];
         if let Some(q) = self.spans.get(&cpu) {
             for (x, y, k, n) in q.iter().filter(|s| s.1 > a && s.0 < b) {
                 around.push((*x, *y, host_layer(*k), (*k, n.clone())));
@@ -496,7 +498,7 @@ impl VcpuFolder {
             .threads
             .iter()
             .filter_map(|v| match &v.state {
-                State::Waiting { since, before, .. } => {
+                SchedState::Waiting { since, before, .. } => {
                     Some(before.first().map_or(*since, |b| b.1))
                 }
                 _ => None,
@@ -526,7 +528,7 @@ impl VcpuFolder {
             .enumerate()
             .filter(|(_, v)| matches!(v.role, Role::Vcpu(_)))
             .filter_map(|(i, v)| match &v.state {
-                State::Waiting { cpu, since, before } => {
+                SchedState::Waiting { cpu, since, before } => {
                     let mut all = before.clone();
                     all.push((*cpu, *since, end_ns.max(*since)));
                     Some((i, all))

@@ -16,9 +16,9 @@
 //! operator configured it.
 
 mod http;
-mod snapshot;
+mod store_every;
 
-use snapshot::Accumulated;
+use store_every::StorePeriod;
 
 use anyhow::{bail, Context as _};
 use rtgauge_analysis::monitor::{CpuSeries, MonitorState};
@@ -33,7 +33,7 @@ use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::CyclicPlan;
 use rtgauge_probe::stop::StopFlag;
-use rtgauge_session::{Observer, Tick};
+use rtgauge_session::{SessionObserver, Tick};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::ExitCode;
@@ -50,7 +50,7 @@ struct Peaks<'a> {
     window_ns: u64,
 }
 
-impl Observer for Peaks<'_> {
+impl SessionObserver for Peaks<'_> {
     fn tick(&mut self, tick: &Tick<'_>, _: Option<&mut dyn FnMut() -> ProbeResult>) {
         let now = (self.started.elapsed().max(tick.elapsed)).as_nanos() as u64;
         let mut g = lock(self.state);
@@ -118,7 +118,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         .duration
         .map(|d| Instant::now() + Duration::from_nanos(d.as_ns()));
     let store_every = a.store_every.map(|d| Duration::from_nanos(d.as_ns()));
-    let mut snapshot = Accumulated::new(&plan.config);
+    let mut period = StorePeriod::new(&plan.config);
     let mut warned = false;
     loop {
         let mut seg_plan = plan.clone();
@@ -137,16 +137,16 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         }
         // Segments are kept (merged) only for the store's snapshots: without --store-every nothing grows.
         if store.is_some() {
-            snapshot.absorb(result);
+            period.absorb(result);
         }
         let stopping = stop.is_set() || deadline.is_some_and(|d| Instant::now() >= d);
         if let (Some((s, db)), Some(every)) = (store.as_mut(), store_every) {
-            if stopping || snapshot.started.elapsed() >= every {
-                if let Some(doc) = snapshot.document(a) {
+            if stopping || period.started.elapsed() >= every {
+                if let Some(doc) = period.document(a) {
                     s.insert(&doc)
                         .with_context(|| format!("storing a monitor snapshot in {db}"))?;
                 }
-                snapshot = Accumulated::new(&plan.config);
+                period = StorePeriod::new(&plan.config);
             }
         }
         if stopping {

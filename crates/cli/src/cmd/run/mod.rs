@@ -12,14 +12,14 @@ mod stages;
 
 use anyhow::Context as _;
 use rtgauge_audit::AuditOptions;
-use rtgauge_flags::run::{load_profile, placement, plan, Placement, RunArgs};
+use rtgauge_flags::run::{load_profile, placement, plan, RunArgs, RunCpus};
 use rtgauge_host::HostRoot;
 use rtgauge_model::run::{RepeatOf, RunDocument, RunStatus};
 use rtgauge_model::verdict::Outcome;
 use rtgauge_model::Nanos;
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_profile::Profile;
-use rtgauge_session::record::Recorder;
+use rtgauge_session::record::CheckpointWriter;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -127,7 +127,7 @@ fn run_once(
     announce(id, profile, &doc, &cx);
     doc.audit = Some(audit(&cx.root, a.no_sample));
     let every = std::time::Duration::from_nanos(a.checkpoint.as_ns());
-    let mut rec = Recorder::new(store.as_mut(), id, every);
+    let mut rec = CheckpointWriter::new(store.as_mut(), id, every);
     rec.save(&doc);
     stages::measure(stages, &mut doc, &mut rec, &cx)?;
     if let Some(e) = &rec.failed {
@@ -167,7 +167,7 @@ fn run_once(
 /// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
 struct Context {
     root: HostRoot,
-    place: Placement,
+    place: RunCpus,
     duration: Nanos,
     stop: StopFlag,
 }

@@ -4,7 +4,7 @@ use super::Context;
 use crate::cmd::progress::Progress;
 use rtgauge_flags::run::Stage;
 use rtgauge_model::run::{ProbeResult, RunDocument};
-use rtgauge_session::record::{Checkpoints, Recorder};
+use rtgauge_session::record::{CheckpointWriter, Checkpoints};
 use rtgauge_session::{Around, Tick};
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 pub(super) fn measure(
     stages: Vec<Stage>,
     doc: &mut RunDocument,
-    rec: &mut Recorder<'_>,
+    rec: &mut CheckpointWriter<'_>,
     cx: &Context,
 ) -> anyhow::Result<()> {
     for stage in stages {
@@ -31,7 +31,7 @@ pub(super) fn measure(
 fn measure_stage(
     stage: &Stage,
     doc: &mut RunDocument,
-    rec: &mut Recorder<'_>,
+    rec: &mut CheckpointWriter<'_>,
     cx: &Context,
 ) -> anyhow::Result<Vec<ProbeResult>> {
     let total = Duration::from_nanos(cx.duration.as_ns());
@@ -54,7 +54,7 @@ fn measure_stage(
         |tick: &Tick<'_>, checkpoint: Option<&ProbeResult>| progress.tick(tick, checkpoint);
     let mut ck = Checkpoints {
         base: &base,
-        recorder: rec,
+        writer: rec,
         now: crate::output::now_rfc3339,
         progress: &mut show,
     };

@@ -10,21 +10,21 @@ use rtgauge_probe::recorder::WindowRecorder;
 use std::time::Instant;
 
 /// The segments of one store period, merged into one cyclic result.
-pub struct Accumulated {
+pub struct StorePeriod {
     pub started: Instant,
     started_at: String,
-    before: rtgauge_host::accounting::Snapshot,
+    before: rtgauge_host::accounting::AccountingSample,
     merged: Option<CyclicResult>,
     windows: Vec<WindowRecorder>,
     offset_ns: u64,
 }
 
-impl Accumulated {
-    pub fn new(config: &CyclicConfig) -> Accumulated {
-        Accumulated {
+impl StorePeriod {
+    pub fn new(config: &CyclicConfig) -> StorePeriod {
+        StorePeriod {
             started: Instant::now(),
             started_at: crate::output::now_rfc3339(),
-            before: rtgauge_host::accounting::read_snapshot(&HostRoot::live()),
+            before: rtgauge_host::accounting::read_sample(&HostRoot::live()),
             merged: None,
             windows: (0..config.threads)
                 .map(|_| WindowRecorder::new(SEGMENT.as_nanos() as u64))
@@ -69,7 +69,7 @@ impl Accumulated {
         r.config.duration_ns = Some(r.elapsed_ns);
         r.accounting = Some(rtgauge_host::accounting::delta(
             &self.before,
-            &rtgauge_host::accounting::read_snapshot(&root),
+            &rtgauge_host::accounting::read_sample(&root),
         ));
         let mut doc = crate::output::document(
             self.started_at.clone(),
