@@ -306,7 +306,7 @@ fn the_plan_closes_the_loop_on_a_2_socket_smt_rt_kernel() {
         ));
     }
     let profile =
-        "name = \"lab\"\ndescription = \"timer latency on the measured CPUs\"\nduration = \"4s\"\n\
+        "name = \"lab\"\ndescription = \"timer latency on the measured CPUs\"\nduration = \"10s\"\n\
                    [[probe]]\nkind = \"cyclic\"\n\
                    flags = \"-m -p95 -i 1000 -a {cpus} -t --mainaffinity={housekeeping} -q\"\n";
     files.push(("lab/profile.toml".into(), profile.as_bytes().to_vec()));
@@ -326,8 +326,12 @@ while [ $n -lt 200 ] && [ -d /proc/$pid ]; do
   c=0
   : > $OUT/threads
   for t in /proc/$pid/task/*; do
-    comm=$(cat $t/comm); allowed=$(grep Cpus_allowed_list $t/status | cut -f2)
-    echo \"$comm $(cut -d' ' -f39 $t/stat) $allowed\" >> $OUT/threads
+    # Shell builtins only: under TCG a fork costs milliseconds, and a pass of three per thread outlasted the
+    # measuring threads of a 4 s run on a host ~4.6× slower than docs/lab.md's (boot 52-76 s, not 11 s).
+    read -r comm < $t/comm; allowed=
+    while read -r k v; do [ \"$k\" = Cpus_allowed_list: ] && allowed=$v; done < $t/status
+    read -r st < $t/stat; set -- $st; shift 38
+    echo \"$comm $1 $allowed\" >> $OUT/threads
     case $comm in rtgauge-cyc*) case $allowed in ''|*[,-]*) ;; *) c=$((c+1)) ;; esac ;; esac
   done
   [ $c -ge {want} ] && break
@@ -502,14 +506,33 @@ fn spikes_and_rtla(script: &str) {
     assert!(spikes.len() >= 3, "{}", b.read("culprit.txt"));
     let mut by_size = spikes.clone();
     by_size.sort_by_key(|s| std::cmp::Reverse(s["window_ns"].as_u64().unwrap()));
+    // Judged on what the guest's trace attributes. The rest of a window is time CPU 1 did not run at all:
+    // single-threaded TCG runs the vCPUs in turn, and on a slow host the probe's vCPU waits for its turn
+    // after a burst (gaps of ~3.7 ms every ~4 ms in the episode's unattributed stretches, 200-930 ms of
+    // 0.5-1.4 s windows on a host whose boots took 52-115 s where docs/lab.md's took 11 s). That time is
+    // the emulator's, not the culprit's, and is left unattributed, as on a real hypervisor; what the
+    // guest's kernel saw must be the culprit: the largest attributed cause, with most of its 25 cs burst.
+    const BURST_NS: f64 = 250e6;
     for s in &by_size[..3] {
-        let c = &s["causes"][0];
-        let share = c["ns"].as_f64().unwrap() / s["window_ns"].as_f64().unwrap();
+        let causes = s["causes"].as_array().unwrap();
+        let c = causes
+            .iter()
+            .find(|c| c["kind"] != "unattributed")
+            .unwrap_or_else(|| panic!("nothing attributed: {s}"));
+        let attributed: f64 = causes
+            .iter()
+            .filter(|c| c["kind"] != "unattributed")
+            .map(|c| c["ns"].as_f64().unwrap())
+            .sum();
+        let ns = c["ns"].as_f64().unwrap();
         let name = c["name"].as_str().unwrap();
         eprintln!(
-            "lab culprit spike: {:.1} ms, {:.0} % {} {name}",
+            "lab culprit spike: {:.1} ms, {:.0} % of it attributed; {:.0} % of that (and {:.0} ms of a {:.0} ms burst) {} {name}",
             s["window_ns"].as_f64().unwrap() / 1e6,
-            share * 100.0,
+            attributed * 100.0 / s["window_ns"].as_f64().unwrap(),
+            ns * 100.0 / attributed,
+            ns / 1e6,
+            BURST_NS / 1e6,
             c["kind"]
         );
         assert_eq!(c["kind"], "thread", "{s}");
@@ -517,7 +540,7 @@ fn spikes_and_rtla(script: &str) {
             name.starts_with("rtg-culprit?/") && name.ends_with("FIFO 50"),
             "{s}"
         );
-        assert!(share >= 0.6, "{s}");
+        assert!(ns >= 0.6 * BURST_NS, "{s}");
     }
     let culprit_max_ms = by_size[0]["window_ns"].as_f64().unwrap() / 1e6;
 
@@ -535,7 +558,13 @@ fn spikes_and_rtla(script: &str) {
         .iter()
         .max_by_key(|s| s["window_ns"].as_u64().unwrap())
         .unwrap_or_else(|| panic!("no spike: {}", b.read("storm.txt")));
-    let c = &worst["causes"][0];
+    // The largest attributed cause, as for the culprit above (the emulator's turns are unattributed).
+    let c = worst["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] != "unattributed")
+        .unwrap_or_else(|| panic!("nothing attributed: {worst}"));
     let name = c["name"].as_str().unwrap();
     eprintln!(
         "lab storm spike: {:.1} ms, {:.0} % {} {name}",
