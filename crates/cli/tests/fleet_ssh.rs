@@ -716,7 +716,7 @@ fn start_child(
     std::process::Child,
     std::io::BufReader<std::process::ChildStdout>,
 ) {
-    let mut child = rtgauge_probe::programs::command(std::env::current_exe().unwrap())
+    let mut child = rtgauge_programs::command(std::env::current_exe().unwrap())
         .args([
             "child_makes_hosts_then_panics_or_waits",
             "--exact",

@@ -2,7 +2,7 @@
 //! installs what it lists (scripts/test does) can run every program rtgauge and its tests start.
 //!
 //! - Every program the sources start is found by scanning them: programs are started only through
-//!   `rtgauge_probe::programs::command` and the tests' `common::program` / `common::program_line` /
+//!   `rtgauge_programs::command` and the tests' `common::program` / `common::program_line` /
 //!   `common::program_in_netns` (`ip netns exec NS PROGRAM`; clippy's `disallowed_methods` forbids
 //!   `Command::new` elsewhere, and this test checks it too), programs the kernel lab copies into its guests
 //!   through `guest_program("name")` (crates/lab), and absolute program paths (`/bin/true`, `/usr/sbin/…`)
@@ -12,7 +12,7 @@
 
 mod common;
 
-use rtgauge_probe::programs::{entries, entry};
+use rtgauge_programs::{entries, entry};
 use std::path::{Path, PathBuf};
 
 fn workspace() -> PathBuf {
@@ -149,7 +149,7 @@ fn every_program_started_is_in_the_manifest() {
                 _ => line.to_string(),
             };
             let (names, new) = started(&line);
-            if new && !rel.ends_with("crates/probe/src/programs.rs") {
+            if new && !rel.ends_with("crates/programs/src/lib.rs") {
                 direct.push(format!("{rel}:{}: {}", i + 1, line.trim()));
             }
             for n in names {
@@ -162,7 +162,7 @@ fn every_program_started_is_in_the_manifest() {
     }
     assert!(
         direct.is_empty(),
-        "programs started without rtgauge_probe::programs::command or common::program, which the \
+        "programs started without rtgauge_programs::command or common::program, which the \
          manifest check cannot see:\n{}",
         direct.join("\n")
     );

@@ -377,7 +377,7 @@ impl Guest {
             let _ = std::fs::remove_file(f);
         }
         let args = self.qemu_args(work, initrd, accel);
-        let mut cmd = rtgauge_probe::programs::command("qemu-system-x86_64");
+        let mut cmd = rtgauge_programs::command("qemu-system-x86_64");
         cmd.args(&args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -404,7 +404,7 @@ impl Guest {
         let start = Instant::now();
         let child = cmd.spawn().map_err(|e| LabError::Program {
             program: "qemu-system-x86_64".into(),
-            message: rtgauge_probe::programs::not_found("qemu-system-x86_64", &e),
+            message: rtgauge_programs::not_found("qemu-system-x86_64", &e),
         })?;
         let running = RunningGuest {
             qemu_pid: child.id(),

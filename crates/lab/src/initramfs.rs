@@ -135,12 +135,12 @@ impl Initramfs {
 
 /// The shared libraries a program loads, as `ldd` lists them (the dynamic loader included).
 pub fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>, LabError> {
-    let out = rtgauge_probe::programs::command("ldd")
+    let out = rtgauge_programs::command("ldd")
         .arg(program)
         .output()
         .map_err(|e| LabError::Program {
             program: "ldd".into(),
-            message: rtgauge_probe::programs::not_found("ldd", &e),
+            message: rtgauge_programs::not_found("ldd", &e),
         })?;
     // A static program: ldd says so and exits 1.
     let text = String::from_utf8_lossy(&out.stdout);

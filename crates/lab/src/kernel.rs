@@ -146,13 +146,13 @@ fn download(dir: &Path, package: &str) -> Result<PathBuf, LabError> {
         found.pop()
     };
     let get = || {
-        let out = rtgauge_probe::programs::command("apt-get")
+        let out = rtgauge_programs::command("apt-get")
             .args(["download", "-q", package])
             .current_dir(dir)
             .output()
             .map_err(|e| LabError::Program {
                 program: "apt-get".into(),
-                message: rtgauge_probe::programs::not_found("apt-get", &e),
+                message: rtgauge_programs::not_found("apt-get", &e),
             })?;
         match out.status.success() {
             true => Ok(()),

@@ -131,7 +131,7 @@ pub fn cache_dir() -> PathBuf {
 /// The host path of a program the guest runs (copied into its initramfs with its libraries): it must be
 /// listed in deps/programs.tsv (which scripts/test installs from) and be on this machine's PATH.
 pub fn guest_program(name: &str) -> Result<PathBuf, LabError> {
-    let entry = rtgauge_probe::programs::entry(name).ok_or_else(|| {
+    let entry = rtgauge_programs::entry(name).ok_or_else(|| {
         LabError::GuestProgram(format!(
             "{name} runs in the lab's guests but is not listed in deps/programs.tsv"
         ))
@@ -154,12 +154,12 @@ pub fn guest_program(name: &str) -> Result<PathBuf, LabError> {
 
 /// Run a host program to completion; its stdout, or an error carrying its stderr.
 pub(crate) fn run_program(program: &str, args: &[&str]) -> Result<Vec<u8>, LabError> {
-    let out = rtgauge_probe::programs::command(program)
+    let out = rtgauge_programs::command(program)
         .args(args)
         .output()
         .map_err(|e| LabError::Program {
             program: program.to_string(),
-            message: rtgauge_probe::programs::not_found(program, &e),
+            message: rtgauge_programs::not_found(program, &e),
         })?;
     if !out.status.success() {
         return Err(LabError::Program {

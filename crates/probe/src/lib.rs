@@ -29,7 +29,6 @@ pub mod net;
 pub mod observe;
 pub mod ops;
 pub mod oslat;
-pub mod programs;
 pub mod recorder;
 pub mod rt;
 pub mod scratch;

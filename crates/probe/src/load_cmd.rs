@@ -53,7 +53,7 @@ impl LoadCommand {
             }
             set = Some(s);
         }
-        let mut cmd = crate::programs::command("/bin/sh");
+        let mut cmd = rtgauge_programs::command("/bin/sh");
         cmd.arg("-c")
             .arg(command)
             .stdin(Stdio::null())

@@ -1,9 +1,9 @@
 //! The qualification record as PDF, and its text read back: the record page (`crate::html` with
 //! `ReportOptions { record: true }`) printed by headless Chromium, and a PDF's text extracted by
-//! `pdftotext` for `rtgauge verify`. Both programs are started through `rtgauge_probe::programs`, the one
+//! `pdftotext` for `rtgauge verify`. Both programs are started through `rtgauge_programs`, the one
 //! registry of the programs rtgauge starts (deps/programs.tsv names their packages).
 
-use rtgauge_probe::programs;
+use rtgauge_programs as programs;
 use std::path::{Path, PathBuf};
 
 /// Why a record could not be printed or read.
@@ -15,9 +15,12 @@ pub enum PdfError {
     /// The folder the PDF goes to does not exist.
     #[error("no directory {0}")]
     NoDirectory(PathBuf),
-    /// A file of the print could not be written or moved.
+    /// A file of the print could not be written.
     #[error("{}", .0.display())]
     File(PathBuf, #[source] std::io::Error),
+    /// The printed record could not be put where it was asked (the caller names that place).
+    #[error(transparent)]
+    Place(std::io::Error),
     /// Chromium could not be started.
     #[error("running {}", .0.display())]
     Start(PathBuf, #[source] std::io::Error),
@@ -41,7 +44,7 @@ pub enum PdfError {
 
 /// The last non-empty line a tool wrote to `stderr` ("no output" when none): the one line an error about
 /// that tool quotes.
-pub fn last_stderr_line(stderr: &[u8]) -> String {
+fn last_stderr_line(stderr: &[u8]) -> String {
     String::from_utf8_lossy(stderr)
         .lines()
         .rev()
@@ -97,9 +100,9 @@ pub fn print_record(path: &Path, html: &str) -> Result<(), PdfError> {
             std::io::stdout()
                 .lock()
                 .write_all(&bytes)
-                .map_err(|e| PdfError::File(path.to_path_buf(), e))
+                .map_err(PdfError::Place)
         }
-        false => std::fs::rename(&tmp, path).map_err(|e| PdfError::File(path.to_path_buf(), e)),
+        false => std::fs::rename(&tmp, path).map_err(PdfError::Place),
     });
     let _ = std::fs::remove_file(&tmp);
     let _ = std::fs::remove_dir_all(&dir);

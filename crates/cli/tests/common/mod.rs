@@ -10,7 +10,7 @@ pub fn rtgauge() -> assert_cmd::Command {
 }
 
 pub fn rtgauge_std() -> std::process::Command {
-    rtgauge_probe::programs::command(assert_cmd::cargo::cargo_bin("rtgauge"))
+    rtgauge_programs::command(assert_cmd::cargo::cargo_bin("rtgauge"))
 }
 
 /// A command that starts `name`, which must be listed in deps/programs.tsv: the manifest scripts/test
@@ -18,7 +18,7 @@ pub fn rtgauge_std() -> std::process::Command {
 /// which is what `tests/programs.rs` scans for.
 pub fn program(name: &str) -> std::process::Command {
     assert_listed(name);
-    rtgauge_probe::programs::command(name)
+    rtgauge_programs::command(name)
 }
 
 /// `name ARGS` as one command line for another program to run (`--load-cmd`, `sh -c`), `name` listed in
@@ -39,7 +39,7 @@ pub fn program_in_netns(name: &str, ns: &str) -> std::process::Command {
 
 fn assert_listed(name: &str) {
     assert!(
-        rtgauge_probe::programs::entry(name).is_some(),
+        rtgauge_programs::entry(name).is_some(),
         "{name} is started by a test but not listed in deps/programs.tsv (add it with its Debian package)"
     );
 }

@@ -263,9 +263,9 @@ impl Drop for PgServer {
 fn program(path: impl AsRef<std::path::Path>) -> Command {
     let p = path.as_ref();
     assert!(
-        rtgauge_probe::programs::entry(&p.to_string_lossy()).is_some(),
+        rtgauge_programs::entry(&p.to_string_lossy()).is_some(),
         "{} is started by a test but not listed in deps/programs.tsv",
         p.display()
     );
-    rtgauge_probe::programs::command(p)
+    rtgauge_programs::command(p)
 }

@@ -1,4 +1,5 @@
-//! The external programs rtgauge starts, and where each comes from.
+//! The external programs rtgauge starts, and where each comes from: the one registry every crate that starts
+//! a program goes through (the probes' loads, the PDF record, the kernel lab, the tests).
 //!
 //! Every program the binary (and its test suite) starts is listed in the repository's manifest,
 //! `deps/programs.tsv` (program → Debian package), compiled in here. Starting one goes through [`command`]
@@ -7,6 +8,9 @@
 //!   (`crates/cli/tests/programs.rs`), on the development machine, before a fresh machine finds it;
 //! - a program missing on this machine is named with the package to install ([`not_found`]), instead of a
 //!   bare "No such file or directory".
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 /// The manifest, as written in the repository.
 pub const MANIFEST: &str = include_str!("../../../deps/programs.tsv");
