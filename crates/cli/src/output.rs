@@ -68,7 +68,8 @@ pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyh
     write_atomic(path, text.as_bytes())
 }
 
-/// Write `bytes` to `path` through a temporary file and a rename (`-` = stdout).
+/// Write `bytes` to `path` through a temporary file and a rename (`-` = stdout; a device or a pipe is
+/// written in place).
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use std::io::Write as _;
@@ -77,6 +78,11 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> 
             .lock()
             .write_all(bytes)
             .context("writing to stdout");
+    }
+    // A device or a pipe (/dev/stdout, /dev/null, a FIFO, a process substitution) is written in place: a
+    // rename over it would replace it with a regular file, or fail where the write would work.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()));
     }
     let tmp = path.with_extension(format!(
         "{}.tmp{}",

@@ -419,7 +419,7 @@ fn us_to_ns(us: u64) -> u64 {
     Nanos::from_us(us).as_ns()
 }
 
-impl super::run::StagePlan for Resolved<CyclicPlan> {
+impl super::stage::StagePlan for Resolved<CyclicPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Cyclic
     }

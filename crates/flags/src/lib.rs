@@ -23,6 +23,7 @@ pub mod push;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod stage;
 pub mod verify;
 pub mod vm;
 
@@ -162,7 +163,7 @@ impl DbArg {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct OutputArg {
     /// Also write the run document to FILE ('-' = standard output, after the text): rtgauge's native,
-    /// versioned JSON (ns, HDR histograms, conditions, timeline), which `import` and `compare` read.
+    /// versioned JSON (ns, HDR histograms, the conditions it ran under), which `import` reads back.
     #[arg(long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -187,7 +188,8 @@ pub enum PrintFormat {
 }
 
 /// `--format text|json`, one definition for every verb that can print JSON instead of text (`--json` is
-/// rt-tests' own flag, a file, and only `cyclic` and `oslat` have it).
+/// rt-tests' own flag, a file, and only `cyclic` and `oslat` have it). `export --format` is the format of
+/// the file it writes (its own values: json, csv, rt-tests).
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct FormatArg {
     /// What to print on standard output: text, or the same as JSON for scripts.

@@ -119,7 +119,7 @@ pub fn resolve(a: &MemArgs, root: &HostRoot) -> anyhow::Result<MemPlan> {
     })
 }
 
-impl super::run::StagePlan for rtgauge_probe::mem::MemPlan {
+impl super::stage::StagePlan for rtgauge_probe::mem::MemPlan {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Mem
     }

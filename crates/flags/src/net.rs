@@ -382,7 +382,7 @@ pub fn expand_rates(mut plan: NetPlan, rates: Option<&Rates>) -> NetPlan {
     plan
 }
 
-impl super::run::StagePlan for rtgauge_probe::net::plan::NetPlan {
+impl super::stage::StagePlan for rtgauge_probe::net::plan::NetPlan {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Net
     }

@@ -48,7 +48,7 @@ pub struct NumaStage {
     pub interval: Nanos,
 }
 
-impl super::run::StagePlan for NumaStage {
+impl super::stage::StagePlan for NumaStage {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Numa
     }

@@ -140,7 +140,7 @@ pub fn resolve(a: &OpsArgs, root: &HostRoot) -> anyhow::Result<OpsPlan> {
     })
 }
 
-impl super::run::StagePlan for OpsPlan {
+impl super::stage::StagePlan for OpsPlan {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Ops
     }

@@ -198,7 +198,7 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatP
     })
 }
 
-impl super::run::StagePlan for Resolved<OslatPlan> {
+impl super::stage::StagePlan for Resolved<OslatPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Oslat
     }

@@ -3,6 +3,7 @@
 //! command line), with the profile's duration, `--trace`, `--load` and the episode threshold its gates set.
 
 use super::parse_positive_duration;
+use super::stage::StagePlan;
 use super::{cyclic, mem, net, numa, ops, oslat};
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser};
@@ -212,42 +213,6 @@ fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
     Flags::<T>::try_parse_from(argv)
         .map(|f| f.args)
         .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))
-}
-
-/// A profile probe resolved by its verb's flags, as `run` measures it: each kind implements it in its verb's
-/// flags module, and `run` reaches a stage only through it.
-pub trait StagePlan {
-    /// Which kind of probe it is.
-    fn kind(&self) -> ProbeKind;
-
-    /// Settings adjusted while resolving its flags: said before it measures and kept with the run.
-    fn notes(&self) -> &[String] {
-        &[]
-    }
-
-    /// The line said on stderr before it measures (`None`: its progress says what it does).
-    fn announce(&self, _duration: Nanos, _cpus: &CpuSet) -> Option<String> {
-        None
-    }
-
-    /// Interval counters and the trace beside it (the latency kinds).
-    fn why(&self) -> Option<rtgauge_session::why::WhyOpts> {
-        None
-    }
-
-    /// How long it measures, ns, for the kinds that take the profile's duration.
-    fn duration_ns(&self) -> Option<u64> {
-        None
-    }
-
-    /// Whether `run --load` puts its load beside it (the NUMA locality probe watches other processes and
-    /// is never loaded).
-    fn loadable(&self) -> bool {
-        true
-    }
-
-    /// Its probe for the session engine, reading the host through `root`.
-    fn probe<'a>(&'a self, root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a>;
 }
 
 /// A profile probe, resolved, and the load beside it (a probe's `--load MIX` and `--load-cmd` run beside

@@ -76,7 +76,7 @@ pub struct ClockServeArgs {
 /// `rtgauge vm join`.
 #[derive(Debug, Args)]
 #[command(mut_arg("output", |a| a.short('o').help("Write the joined run document to FILE ('-' = standard output; import it with `rtgauge import` to compare it)")))]
-#[command(mut_arg("html", |a| a.help("Also write the HTML report of the joined run to FILE (one timeline per episode with both sides)")))]
+#[command(mut_arg("html", |a| a.help("Also write the HTML report of the joined run to FILE ('-' = standard output; one timeline per episode with both sides)")))]
 #[command(mut_arg("format", |a| a.help("What to print: the summary (text), or the joined run document (json)")))]
 pub struct JoinArgs {
     /// The guest run: its run document (`--output` of cyclic, oslat or run; `rtgauge export RUN`).

@@ -1,7 +1,7 @@
 //! `rtgauge capacity`: the timer-latency probe runs at each load level (repeated) through the session
 //! engine, every run is judged against one gate, and the answer is the highest level up to which the gate
-//! held at every level, with the whole latency-vs-load curve beside it (table, JSON, HTML). The model is
-//! `rtgauge_model::capacity`, the views `rtgauge_report::capacity`.
+//! held at every level, with the whole latency-vs-load curve beside it (table, JSON, HTML). The search and
+//! its answer are `rtgauge_analysis::capacity`, the views `rtgauge_report::capacity`.
 
 use anyhow::{bail, Context as _};
 use clap::Parser;
@@ -156,14 +156,18 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
         capacity_level: capacity_level(&curve),
         curve,
     };
-    // As every --output: a file before the text (a closed stdout does not cost it), '-' after it.
+    // As every --output: a file before the text (a closed stdout does not cost it), '-' after it. A file
+    // that cannot be written fails the verb only after the table is printed: the search may have taken
+    // hours, and its answer is not lost to a mistyped path.
     let output = a.output.output.as_deref();
-    crate::output::write_output_file(output, &answer)?;
-    if let Some(path) = &a.html.html {
-        super::report::write_html(path, &rtgauge_report::capacity::render_html(&answer))?;
-    }
+    let file = crate::output::write_output_file(output, &answer);
+    let page = a.html.html.as_ref().map(|path| {
+        super::report::write_html(path, &rtgauge_report::capacity::render_html(&answer))
+    });
     super::print_text(&rtgauge_report::capacity::render_table(&answer))?;
     crate::output::write_output_to_stdout(output, &answer)?;
+    file?;
+    page.transpose()?;
     Ok(if answer.capacity_level.is_some() {
         ExitCode::SUCCESS
     } else {

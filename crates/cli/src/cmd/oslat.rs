@@ -159,7 +159,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &a.output.output {
         let probe = ProbeResult::from(result);
-        let status = rtgauge_analysis::kind::run_status(std::slice::from_ref(&probe), true);
+        let status = rtgauge_analysis::judge::run_status(std::slice::from_ref(&probe), true);
         crate::output::write_output(path, started, system, probe, status, warnings)?;
     }
     Ok(ExitCode::SUCCESS)

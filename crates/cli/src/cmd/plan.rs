@@ -42,7 +42,7 @@ fn check_output_dir(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Whether `inner` is `outer` or lies inside it (paths made absolute, not resolved: a guard against the
-/// plain mistake `-o after/ --apply-to-tree after/`, whose copy must start empty).
+/// plain mistake `--config-dir after/ --apply-to-tree after/`, whose copy must start empty).
 fn inside(inner: &Path, outer: &Path) -> bool {
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     abs(inner).starts_with(abs(outer))
@@ -189,7 +189,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
         check_destination(src, dst)?;
         if let Some(out) = a.config_dir.as_ref().filter(|o| inside(o, dst)) {
             bail!(
-                "--apply-to-tree {}: --output {} is inside it (the copy must start empty; give another directory)",
+                "--apply-to-tree {}: --config-dir {} is inside it (the copy must start empty; give another directory)",
                 dst.display(),
                 out.display()
             );

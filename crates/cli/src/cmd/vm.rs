@@ -199,6 +199,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
         super::report::write_html(p, &rtgauge_report::html::render_report(id, &doc))?;
     }
     if a.format.json() {
+        // The document itself is what it prints: once, whatever --output says.
         crate::output::write_json(Path::new("-"), &doc)?;
     } else {
         let mut text = String::new();
@@ -206,7 +207,7 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
             text.push_str(&rtgauge_report::spikes::render_why(p.data()));
         }
         super::print_text(&text)?;
+        crate::output::write_output_to_stdout(output, &doc)?;
     }
-    crate::output::write_output_to_stdout(output, &doc)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -238,7 +238,7 @@ fn audit(root: &HostRoot, no_sample: bool) -> rtgauge_model::audit::AuditReport 
 /// The run's status (every probe ran, none stopped by a signal) and the profile's verdicts.
 fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
     let all_ran = !stop.is_set() && doc.probes.len() >= profile.probes.len();
-    doc.status = rtgauge_analysis::kind::run_status(&doc.probes, all_ran);
+    doc.status = rtgauge_analysis::judge::run_status(&doc.probes, all_ran);
     doc.verdicts = profile
         .gates
         .iter()
