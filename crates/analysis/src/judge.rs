@@ -1,8 +1,9 @@
 //! Judging a run: the value of each gate metric, computed from the stored run document only (so a stored or
-//! imported run can be judged again), and the verdict of a gate against it.
+//! imported run can be judged again), the verdict of a gate against it, and how the run ended.
 
 use crate::kind::ProbeData;
-use rtgauge_model::run::RunDocument;
+use rtgauge_model::kind::StopReason;
+use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus};
 use rtgauge_model::verdict::{Gate, GateVerdict, Metric, Outcome};
 
 /// The value of `metric` in a run, `None` if the run has no probe that measures it: the largest of its
@@ -35,5 +36,18 @@ pub fn judge(gate: &Gate, document: &RunDocument) -> GateVerdict {
         gate: gate.clone(),
         observed,
         outcome,
+    }
+}
+
+/// The one rule from how probes ended to how the run did: `complete` when every planned probe ran
+/// (`all_ran`) and none was stopped by a signal, else `interrupted`.
+pub fn run_status(probes: &[ProbeResult], all_ran: bool) -> RunStatus {
+    let signalled = probes
+        .iter()
+        .any(|p| p.data().stop_reason() == Some(StopReason::Signal));
+    if all_ran && !signalled {
+        RunStatus::Complete
+    } else {
+        RunStatus::Interrupted
     }
 }

@@ -1,7 +1,7 @@
 //! The state of `rtgauge monitor`: the latency series of each watched CPU (exact histogram buckets, peaks
 //! over a window, missed deadlines, samples above the gate, CPU time), and the audit's rules with their
-//! drift from the first pass. Plain data, updated by the monitor's threads; `rtgauge_formats::openmetrics`
-//! renders it.
+//! drift from the first pass, and how a measured segment and an audit pass fold into them (updated by the
+//! monitor's threads); `rtgauge_formats::openmetrics` renders it.
 
 use std::collections::{BTreeMap, VecDeque};
 

@@ -306,8 +306,8 @@ fn apply_to_tree_creates_parents_and_a_refused_request_writes_nothing() {
     assert_eq!(code, 0, "{err}");
     assert!(tree.join("proc/cmdline").is_file(), "{err}");
     assert!(out.join("cmdline.txt").is_file());
-    // Each refused request (a bad --apply-to-tree, a bad --output, an impossible plan) leaves no --output
-    // directory and prints no plan.
+    // Each refused request (a bad --apply-to-tree, a bad --config-dir, an impossible plan) leaves no
+    // --config-dir directory and prints no plan.
     let full = tmp.path().join("full");
     std::fs::create_dir(&full).unwrap();
     std::fs::write(full.join("keep"), "x").unwrap();

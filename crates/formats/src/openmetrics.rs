@@ -1,5 +1,6 @@
 //! The monitor's state in the OpenMetrics text format (prometheus-client's encoder) and in the Prometheus
-//! text format node_exporter's textfile collector reads. Series (all prefixed `rtgauge_`):
+//! text format node_exporter's textfile collector reads, and which of the two `/metrics` serves a scraper
+//! ([`render_metrics`], by what its `Accept` header takes). Series (all prefixed `rtgauge_`):
 //! - `latency_seconds{cpu}`: histogram of timer wake-up latency, buckets 1 µs–100 ms. Exact (from the
 //!   probe's HDR histograms), updated at the end of each measuring segment (10 s).
 //! - `latency_window_max_seconds{cpu}`: the largest sample of the last `window` (default 15 s, at least a

@@ -595,7 +595,8 @@ pub fn render_rt_tests(document: &RunDocument) -> Result<Value, crate::ExportErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtgauge_model::cyclic::{CyclicConfig, LinearHistogram, StopReason};
+    use rtgauge_model::cyclic::{CyclicConfig, LinearHistogram};
+    use rtgauge_model::kind::StopReason;
     use rtgauge_model::latency::{new_histogram, LatencyStats};
     use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};
     use rtgauge_model::CpuSet;

@@ -1,6 +1,6 @@
 //! Result of the timer wake-up latency probe (`rtgauge cyclic`, cyclictest's measurement).
 
-pub use crate::kind::{Spike, StopReason};
+use crate::kind::StopReason;
 use crate::latency::{LatencyStats, TimelineEntry};
 use crate::rt::{ProcessConditions, SchedPolicy, ThreadConditions};
 use serde::{Deserialize, Serialize};
@@ -61,6 +61,22 @@ pub struct LinearHistogram {
     pub overflows: u64,
     /// Cycle numbers of the first `buckets.len()` overflows (cyclictest's list).
     pub overflow_cycles: Vec<u64>,
+}
+
+/// A sample above the spike threshold (`--spike`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spike {
+    /// Index of the thread that saw the spike.
+    pub thread: u32,
+    /// Cycle number of the spike within its thread, from 0.
+    pub cycle: u64,
+    /// The spike's latency, ns.
+    pub latency_ns: u64,
+    /// CLOCK_MONOTONIC time of the wake-up, ns.
+    pub monotonic_ns: u64,
+    /// The CPU the thread woke on, where the thread was not pinned (a pinned thread's is in the config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
 }
 
 /// Live figures of one thread, readable while the probe runs.

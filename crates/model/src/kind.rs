@@ -1,5 +1,5 @@
 //! Which kind of probe a result is ([`ProbeKind`]), and the facts every kind shares: how a timed probe
-//! ended ([`StopReason`]), a late sample ([`Spike`]), what a document knows of its results ([`RunFacts`]).
+//! ended ([`StopReason`]), what a document knows of its results ([`RunFacts`]).
 //!
 //! The one place that lists the kinds is `crate::run::ProbeResult`, whose `kinds!` list gives each result
 //! type its `crate::run::Kind` (the downcast a kind's own verb uses to get its typed result back). What
@@ -50,22 +50,10 @@ impl ProbeKind {
         }
     }
 
-    /// The kind whose measure `key` is (`cyclic.p99` → cyclic); `None` for a key of no kind.
-    pub fn of_measure_key(key: &str) -> Option<ProbeKind> {
-        let prefix = key.split('.').next()?;
-        ProbeKind::ALL.into_iter().find(|k| k.as_str() == prefix)
-    }
-
     /// Whether its results are per-thread latency distributions with windows, a timeline and a "why" (the
     /// timer and the busy-loop probe).
     pub fn is_latency(self) -> bool {
         matches!(self, ProbeKind::Cyclic | ProbeKind::Oslat)
-    }
-
-    /// Whether a profile's (or `--duration`'s) duration applies to it; the others run for their repetitions
-    /// (ops, mem) or their interval (numa).
-    pub fn takes_duration(self) -> bool {
-        matches!(self, ProbeKind::Cyclic | ProbeKind::Oslat | ProbeKind::Net)
     }
 }
 
@@ -88,20 +76,4 @@ pub enum StopReason {
     Signal,
     /// A sample crossed the break threshold (`-b`).
     Break,
-}
-
-/// A sample above the spike threshold (`--spike`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Spike {
-    /// Index of the thread that saw the spike.
-    pub thread: u32,
-    /// Cycle number of the spike within its thread, from 0.
-    pub cycle: u64,
-    /// The spike's latency, ns.
-    pub latency_ns: u64,
-    /// CLOCK_MONOTONIC time of the wake-up, ns.
-    pub monotonic_ns: u64,
-    /// The CPU the thread woke on, where the thread was not pinned (a pinned thread's is in the config).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<u32>,
 }

@@ -2,7 +2,7 @@
 //! report shows is one of these plain, serde-friendly types: each probe kind's result (one module per
 //! kind, listed once in [`run::ProbeResult`]'s `kinds!`), the conditions it was taken under, the
 //! fingerprint and audit, gates and verdicts, the "why" of a spike, a VM's host record, CPU sets, HDR
-//! histograms and nanoseconds ([`units`]: the one conversion to µs, ms and s). Nothing here does I/O,
+//! histograms and nanoseconds ([`units`]: the one ns → µs conversion). Nothing here does I/O,
 //! measurement or analysis: what the data means is `rtgauge_analysis`, how it is shown `rtgauge_report`.
 //!
 //! Invariants:

@@ -147,6 +147,15 @@ pub struct OslatThread {
     pub timeline_dropped: u64,
 }
 
+impl OslatThread {
+    /// Its gaps of `threshold_ns` or more, where counted (an import whose buckets do not tell has none).
+    pub fn over(&self, threshold_ns: u64) -> Option<&ThresholdCount> {
+        self.over_thresholds
+            .iter()
+            .find(|x| x.threshold_ns == threshold_ns)
+    }
+}
+
 /// The whole probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OslatResult {

@@ -299,8 +299,6 @@ impl RunDocument {
 /// A result type of one kind: the downcast its own verb uses to get the typed result back from a
 /// [`ProbeResult`]. Implemented for each kind by the `kinds!` list below, nowhere else.
 pub trait Kind: Sized + Into<ProbeResult> {
-    /// The kind.
-    const KIND: ProbeKind;
     /// The result, if `p` is of this kind.
     fn from_ref(p: &ProbeResult) -> Option<&Self>;
     /// The result, if `p` is of this kind.
@@ -330,8 +328,6 @@ macro_rules! kinds {
             }
 
             impl Kind for $ty {
-                const KIND: ProbeKind = ProbeKind::$variant;
-
                 fn from_ref(p: &ProbeResult) -> Option<&Self> {
                     match p {
                         ProbeResult::$variant(r) => Some(r),

@@ -1,4 +1,5 @@
-//! Units: integer nanoseconds and the duration syntax users know from rt-tests (`90`, `15m`, `1h`, `7d`).
+//! Units: integer nanoseconds, the duration syntax users know from rt-tests (`90`, `15m`, `1h`, `7d`), and
+//! the one ns → µs conversion every view, file format and message uses ([`us`], [`us_f64`], [`us_trunc`]).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -50,12 +51,12 @@ pub const fn us_trunc(ns: u64) -> u64 {
 }
 
 /// `ns` nanoseconds in milliseconds.
-pub fn ms(ns: u64) -> f64 {
+fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
 /// `ns` nanoseconds in seconds.
-pub fn secs(ns: u64) -> f64 {
+fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 

@@ -21,9 +21,8 @@ use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
 pub use rtgauge_model::cyclic::LiveThread;
-use rtgauge_model::cyclic::{
-    CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike, StopReason,
-};
+use rtgauge_model::cyclic::{CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike};
+use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
 use rtgauge_model::rt::{ProcessConditions, Setting, ThreadConditions};
 use rtgauge_model::CpuSet;

@@ -2,7 +2,7 @@
 //! level) with the answer, and a self-contained HTML page with the curve.
 
 use rtgauge_analysis::capacity::{Capacity, CapacityPoint, CapacitySample};
-use rtgauge_model::units::us_f64;
+use rtgauge_model::units::us;
 use rtgauge_model::Nanos;
 use std::fmt::Write as _;
 
@@ -23,7 +23,7 @@ fn worst_runs(c: &Capacity) -> Vec<(&CapacityPoint, &CapacitySample)> {
 }
 
 fn us1(ns: u64) -> String {
-    format!("{:.1}", us_f64(ns as f64))
+    format!("{:.1}", us(ns))
 }
 
 fn load_of(s: &CapacitySample) -> String {

@@ -8,7 +8,7 @@
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 use rtgauge_model::latency::{Sparse, TimelineEntry};
-use rtgauge_model::units::us_f64;
+use rtgauge_model::units::{us, us_f64};
 
 /// Bins of a latency histogram chart.
 pub const BINS: usize = 120;
@@ -236,7 +236,7 @@ pub fn percentiles(title: &str, series: &[Series<Sparse>]) -> String {
                 } else {
                     1.0 / (1.0 - q)
                 };
-                pts.push((x.max(1.0), us_f64(v.max(1) as f64)));
+                pts.push((x.max(1.0), us(v.max(1))));
             }
             thin(pts, TIMELINE_POINTS)
         })
@@ -443,7 +443,7 @@ pub fn strip(title: &str, cpus: &[String], figures: &[(String, Vec<u64>)]) -> St
     let (ymin, ymax) = log_range(
         figures
             .iter()
-            .flat_map(|f| f.1.iter().map(|&v| us_f64(v.max(1) as f64))),
+            .flat_map(|f| f.1.iter().map(|&v| us(v.max(1)))),
     );
     let n = cpus.len().max(1);
     let label = |x: f64| -> String {
@@ -471,9 +471,9 @@ pub fn strip(title: &str, cpus: &[String], figures: &[(String, Vec<u64>)]) -> St
             let c = color(k);
             chart
                 .draw_series(
-                    vals.iter().enumerate().map(|(i, &v)| {
-                        Circle::new((i as f64, us_f64(v.max(1) as f64)), 3, c.filled())
-                    }),
+                    vals.iter()
+                        .enumerate()
+                        .map(|(i, &v)| Circle::new((i as f64, us(v.max(1))), 3, c.filled())),
                 )
                 .map_err(|e| e.to_string())?
                 .label(name.clone())
@@ -557,14 +557,14 @@ pub fn timeline(title: &str, series: &[Series<[TimelineEntry]>]) -> String {
                     Some((cb, m)) if *cb == b => *m = (*m).max(e.max_ns),
                     _ => {
                         if let Some((cb, m)) = cur {
-                            pts.push(((cb * span) as f64 / div, us_f64(m.max(1) as f64)));
+                            pts.push(((cb * span) as f64 / div, us(m.max(1))));
                         }
                         cur = Some((b, e.max_ns));
                     }
                 }
             }
             if let Some((cb, m)) = cur {
-                pts.push(((cb * span) as f64 / div, us_f64(m.max(1) as f64)));
+                pts.push(((cb * span) as f64 / div, us(m.max(1))));
             }
             pts
         })

@@ -16,7 +16,7 @@ use rtgauge_model::units::us_trunc;
 
 /// CPUs up to which a probe's per-CPU tables are shown open and its histograms drawn one per CPU; above,
 /// the many-CPU views (overlay, heatmap, strip chart) carry the page and the per-CPU detail is collapsed.
-pub const FEW_CPUS: usize = 4;
+pub(crate) const FEW_CPUS: usize = 4;
 /// Per-CPU tables longer than this are collapsed (in `<details>`, readable without script).
 const OPEN_ROWS: usize = 8;
 
@@ -228,7 +228,7 @@ fn charts_of(
 }
 
 /// A stored percentile in µs, or "> limit" when it lies beyond an imported histogram's range.
-pub fn pct_us(stats: &rtgauge_model::latency::LatencyStats, percentile: f64) -> String {
+pub(crate) fn pct_us(stats: &rtgauge_model::latency::LatencyStats, percentile: f64) -> String {
     match stats.unknown_above(percentile) {
         Some(l) => format!("> {}", us_figure(l)),
         None => us_figure(stats.percentile(percentile).unwrap_or(0)),
@@ -253,7 +253,10 @@ fn setting(requested: &str, achieved: &str, error: Option<&str>) -> Markup {
 /// (histogram, percentiles, largest per interval), then per CPU side by side. `all` holds the kind's
 /// result of every run, in column order.
 pub(crate) fn compare(kind: &str, names: &[String], all: &[&ProbeResult]) -> Markup {
-    let pooled: Vec<Sparse> = all.iter().map(|p| p.data().pooled()).collect();
+    let pooled: Vec<Sparse> = all
+        .iter()
+        .map(|p| rtgauge_analysis::kind::pooled(p.data()))
+        .collect();
     let series: Vec<Series<Sparse>> = names
         .iter()
         .zip(&pooled)

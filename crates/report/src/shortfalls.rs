@@ -1,6 +1,8 @@
 //! Settings that were requested but not achieved, as sentences: one warning each, printed by the verb and
-//! stored with the run (mlockall refused, a thread not pinned, a timeline reader starved, a NUMA cell on
-//! the wrong node, …). A measurement never stops for these; it says what it did not get.
+//! stored with the run. A measurement never stops for these; it says what it did not get. Each kind says
+//! its own (`KindView::shortfalls`: a thread not pinned, a timeline reader starved, a NUMA cell on the wrong
+//! node, …); here are the dispatch and the sentences every kind shares, of the process (mlockall refused,
+//! cpu_dma_latency not held) and of a measuring thread.
 
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
 use rtgauge_model::run::ProbeResult;

@@ -17,7 +17,7 @@ pub type CpuTimelines<'a> = Vec<(u32, &'a [TimelineEntry])>;
 
 /// The why part and, per measured CPU, its timeline, of a latency probe.
 pub fn why_of(probe: &dyn KindData) -> Option<(&Why, CpuTimelines<'_>)> {
-    Some((probe.why()?, probe.cpu_timelines()))
+    Some((probe.why()?, rtgauge_analysis::kind::cpu_timelines(probe)))
 }
 
 /// The worst timeline interval of each CPU and what its counters say: (CPU, interval, sentence).

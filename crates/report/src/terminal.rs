@@ -1,5 +1,6 @@
-//! Terminal renderings of a stored run: the header (`runs show`, `report`), the per-CPU tables of the
-//! vPAC guide's layout, the accounting and the verdicts.
+//! Terminal renderings of a stored run: the header (`runs show`, `report`), each probe's section (its kind's
+//! `KindView`: the timer probe's table in the vPAC guide's layout, …), the accounting, the why, the
+//! verdicts; and the comparison as a table.
 
 use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::run::RunDocument;

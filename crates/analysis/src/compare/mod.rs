@@ -225,7 +225,7 @@ fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
     }
     let thr = p.data().overflow_threshold_ns();
     let threads = p.data().latency_threads();
-    let pooled = p.data().pooled();
+    let pooled = crate::kind::pooled(p.data());
     let n = threads
         .iter()
         .map(|t| t.windows.hdr.len())

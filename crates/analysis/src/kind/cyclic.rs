@@ -6,10 +6,6 @@ use rtgauge_model::cyclic::*;
 use rtgauge_model::units::us_trunc;
 
 impl KindData for CyclicResult {
-    fn kind(&self) -> ProbeKind {
-        ProbeKind::Cyclic
-    }
-
     fn measures(&self) -> Vec<Measure> {
         latency_measures(
             "cyclic",
@@ -79,7 +75,7 @@ impl KindData for CyclicResult {
     }
 
     fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
+        config_json(&self.config)
     }
 
     fn settings_line(&self) -> Option<String> {

@@ -5,14 +5,9 @@ use super::*;
 use rtgauge_model::mem::*;
 
 impl KindData for MemResult {
-    fn kind(&self) -> ProbeKind {
-        ProbeKind::Mem
-    }
-
     /// `mem.latency.<size>` (ns per load, minimum, repetitions as replicates), `mem.bw.<kind>`,
     /// `mem.numa.<cpu node>.<mem node>.latency` and `.bw`.
-    fn measures(&self) -> Vec<rtgauge_model::measure::Measure> {
-        use rtgauge_model::measure::{Better, Measure, MeasureUnit};
+    fn measures(&self) -> Vec<Measure> {
         let mut out = Vec::new();
         for p in &self.latency {
             let s = size_label(p.size_bytes);
@@ -73,8 +68,13 @@ impl KindData for MemResult {
         self.load = load;
     }
 
+    /// It runs for its repetitions, not a duration.
+    fn elapsed_ns(&self) -> u64 {
+        0
+    }
+
     fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
+        config_json(&self.config)
     }
 }
 

@@ -4,7 +4,9 @@
 //!
 //! One module per kind ([`cyclic`], [`oslat`], [`net`], [`ops`], [`mem`], [`numa`]) implements it for the
 //! kind's result type (plain data in `rtgauge_model`). [`ProbeData`] reaches a stored result's kind: its
-//! `data()` is the one place here that names the kinds. The views of a kind are
+//! `data()` is the one place here that names the kinds. Beside them: a latency thread as every view sees it
+//! ([`LatThread`]), what a thread pool's distribution and timelines are ([`pooled`], [`cpu_timelines`]),
+//! the pooled latency measures of a kind ([`latency_measures`]). The views of a kind are
 //! `rtgauge_report::kind::KindView`.
 //!
 //! Adding a kind: its result type (a module of `rtgauge_model`, one line in `kinds!` there), its measuring
@@ -13,12 +15,13 @@
 
 use rtgauge_model::accounting::Accounting;
 use rtgauge_model::attribution::Why;
-use rtgauge_model::kind::{ProbeKind, RunFacts, Spike, StopReason};
+use rtgauge_model::cyclic::Spike;
+use rtgauge_model::kind::{RunFacts, StopReason};
 use rtgauge_model::latency::{LatencyStats, Sparse, TimelineEntry, Windows};
 use rtgauge_model::load::LoadResult;
 use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
-use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::run::ProbeResult;
 use rtgauge_model::verdict::Metric;
 
 pub mod cyclic;
@@ -94,10 +97,7 @@ pub struct LateSamples<'a> {
 /// What every probe kind's result says about itself. Every method but [`KindData::kind`] and
 /// [`KindData::measures`] has a default for kinds without that part (no load, no "why", no threads).
 pub trait KindData: std::fmt::Debug {
-    /// Which kind it is.
-    fn kind(&self) -> ProbeKind;
-
-    /// Its comparable figures (see [`crate::measure`]): what `compare` puts side by side.
+    /// Its comparable figures (see `rtgauge_model::measure`): what `compare` puts side by side.
     fn measures(&self) -> Vec<Measure>;
 
     /// [`KindData::measures`] as far as the document's facts let them be compared (a count that was not
@@ -107,12 +107,10 @@ pub trait KindData: std::fmt::Debug {
     }
 
     /// The load generated while it measured, as achieved; `None` for an idle run and for kinds never loaded.
-    fn load(&self) -> Option<&LoadResult> {
-        None
-    }
+    fn load(&self) -> Option<&LoadResult>;
 
     /// Record the load that ran beside it (kinds never loaded keep none).
-    fn set_load(&mut self, _load: Option<LoadResult>) {}
+    fn set_load(&mut self, load: Option<LoadResult>);
 
     /// What the system did while it measured, where the kind records it.
     fn accounting(&self) -> Option<&Accounting> {
@@ -128,19 +126,16 @@ pub trait KindData: std::fmt::Debug {
     }
 
     /// How long it measured, ns (0 for kinds that run for repetitions).
-    fn elapsed_ns(&self) -> u64 {
-        0
-    }
+    fn elapsed_ns(&self) -> u64;
 
     /// The process-wide conditions it ran under (memory locking, cpu_dma_latency, contenders).
     fn process_conditions(&self) -> Option<&ProcessConditions> {
         None
     }
 
-    /// Its settings as JSON text, compared byte for byte to decide whether two runs measured alike.
-    fn settings_json(&self) -> String {
-        String::new()
-    }
+    /// Its settings as JSON text, compared byte for byte to decide whether two runs measured alike (stored
+    /// repeats): [`config_json`] of its configuration, or empty for a kind without one.
+    fn settings_json(&self) -> String;
 
     /// The settings a reader compares at a glance (CPUs, period, priority, duration), for the kinds where
     /// they tell runs apart.
@@ -166,22 +161,6 @@ pub trait KindData: std::fmt::Debug {
     /// Its measuring threads, for kinds whose results are per-thread latency distributions.
     fn latency_threads(&self) -> Vec<LatThread<'_>> {
         Vec::new()
-    }
-
-    /// Per measured CPU, its timeline (for the worst interval of each): the CPU a thread ran on, else the
-    /// one it was planned on; a thread with neither is left out.
-    fn cpu_timelines(&self) -> Vec<(u32, &[TimelineEntry])> {
-        self.latency_threads()
-            .into_iter()
-            .filter_map(|t| Some((t.measured_cpu()?, t.timeline)))
-            .collect()
-    }
-
-    /// All its threads as one distribution.
-    fn pooled(&self) -> Sparse {
-        self.latency_threads().iter().fold(Sparse::new(), |acc, t| {
-            rtgauge_model::latency::sparse_add(&acc, &t.stats.sparse())
-        })
     }
 
     /// The bound of its overflow count (cyclictest's `-h` range), where it has one, ns.
@@ -259,6 +238,27 @@ pub fn latency_measures<'a>(
     out
 }
 
+/// A kind's configuration as [`KindData::settings_json`] compares it: its JSON text.
+pub fn config_json<T: serde::Serialize>(config: &T) -> String {
+    serde_json::to_string(config).unwrap_or_default()
+}
+
+/// Per measured CPU, its timeline (for the worst interval of each): the CPU a thread ran on, else the one
+/// it was planned on; a thread with neither is left out.
+pub fn cpu_timelines(d: &dyn KindData) -> Vec<(u32, &[TimelineEntry])> {
+    d.latency_threads()
+        .into_iter()
+        .filter_map(|t| Some((t.measured_cpu()?, t.timeline)))
+        .collect()
+}
+
+/// All of a result's threads as one distribution.
+pub fn pooled(d: &dyn KindData) -> Sparse {
+    d.latency_threads().iter().fold(Sparse::new(), |acc, t| {
+        rtgauge_model::latency::sparse_add(&acc, &t.stats.sparse())
+    })
+}
+
 /// A stored result's kind, as [`KindData`].
 pub trait ProbeData {
     /// The result as its kind's [`KindData`].
@@ -288,18 +288,5 @@ impl ProbeData for ProbeResult {
             ProbeResult::Mem(r) => r,
             ProbeResult::Numa(r) => r,
         }
-    }
-}
-
-/// The one rule from how probes ended to how the run did: `complete` when every planned probe ran
-/// (`all_ran`) and none was stopped by a signal, else `interrupted`.
-pub fn run_status(probes: &[ProbeResult], all_ran: bool) -> RunStatus {
-    let signalled = probes
-        .iter()
-        .any(|p| p.data().stop_reason() == Some(StopReason::Signal));
-    if all_ran && !signalled {
-        RunStatus::Complete
-    } else {
-        RunStatus::Interrupted
     }
 }

@@ -5,10 +5,6 @@ use super::*;
 use rtgauge_model::net::*;
 
 impl KindData for NetResult {
-    fn kind(&self) -> ProbeKind {
-        ProbeKind::Net
-    }
-
     /// The comparable figures: rate (with per-second replicates), bit rate for throughput, errors, and
     /// the latency distributions.
     fn measures(&self) -> Vec<Measure> {
@@ -76,7 +72,7 @@ impl KindData for NetResult {
     }
 
     fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
+        config_json(&self.config)
     }
 
     fn export_rows(&self, _facts: &RunFacts) -> Vec<ExportRow<'_>> {

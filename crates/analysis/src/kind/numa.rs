@@ -4,14 +4,9 @@ use super::*;
 use rtgauge_model::numa::*;
 
 impl KindData for NumaResult {
-    fn kind(&self) -> ProbeKind {
-        ProbeKind::Numa
-    }
-
     /// `numa.alloc_local_pct`, `numa.resident_local_pct` (all listed processes, weighted by bytes), and
     /// `numa.pid.<comm>.local_pct` is left out on purpose: PIDs differ between runs.
-    fn measures(&self) -> Vec<rtgauge_model::measure::Measure> {
-        use rtgauge_model::measure::{Better, Measure, MeasureUnit};
+    fn measures(&self) -> Vec<Measure> {
         let mut out = Vec::new();
         if let Some(p) = self.local_alloc_pct() {
             out.push(Measure::new(
@@ -41,5 +36,22 @@ impl KindData for NumaResult {
             );
         }
         out
+    }
+
+    /// It watches other processes and is never loaded.
+    fn load(&self) -> Option<&LoadResult> {
+        None
+    }
+
+    fn set_load(&mut self, _load: Option<LoadResult>) {}
+
+    /// It samples for its interval, not a duration.
+    fn elapsed_ns(&self) -> u64 {
+        0
+    }
+
+    /// It keeps no configuration of its own.
+    fn settings_json(&self) -> String {
+        String::new()
     }
 }

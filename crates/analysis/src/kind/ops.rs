@@ -4,13 +4,8 @@ use super::*;
 use rtgauge_model::ops::*;
 
 impl KindData for OpsResult {
-    fn kind(&self) -> ProbeKind {
-        ProbeKind::Ops
-    }
-
     /// `ops.<op>.p50` (median, with every sample as a replicate), `ops.<op>.p99`, `ops.<op>.max`.
-    fn measures(&self) -> Vec<rtgauge_model::measure::Measure> {
-        use rtgauge_model::measure::{Better, Measure, MeasureUnit};
+    fn measures(&self) -> Vec<Measure> {
         let mut out = Vec::new();
         for o in &self.ops {
             out.push(
@@ -50,7 +45,12 @@ impl KindData for OpsResult {
         self.load = load;
     }
 
+    /// It runs for its repetitions, not a duration.
+    fn elapsed_ns(&self) -> u64 {
+        0
+    }
+
     fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
+        config_json(&self.config)
     }
 }

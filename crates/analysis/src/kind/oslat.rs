@@ -5,10 +5,6 @@ use super::*;
 use rtgauge_model::oslat::*;
 
 impl KindData for OslatResult {
-    fn kind(&self) -> ProbeKind {
-        ProbeKind::Oslat
-    }
-
     fn measures(&self) -> Vec<Measure> {
         latency_measures(
             "oslat",
@@ -46,7 +42,7 @@ impl KindData for OslatResult {
     }
 
     fn settings_json(&self) -> String {
-        serde_json::to_string(&self.config).unwrap_or_default()
+        config_json(&self.config)
     }
 
     fn settings_line(&self) -> Option<String> {
@@ -84,7 +80,9 @@ impl KindData for OslatResult {
     fn gate_values(&self, metric: Metric) -> Vec<u64> {
         match metric {
             Metric::OslatMaxNs => self.threads.iter().map(|t| t.gaps.max_ns).collect(),
-            _ => Vec::new(),
+            Metric::CyclicMaxNs | Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => {
+                Vec::new()
+            }
         }
     }
 
@@ -106,11 +104,7 @@ impl KindData for OslatResult {
                 missed: Some(0),
                 // Gaps above 20 µs (native runs' highest threshold), empty where an import's buckets do not
                 // tell.
-                over: t
-                    .over_thresholds
-                    .iter()
-                    .find(|x| x.threshold_ns == 20_000)
-                    .map(|x| x.count),
+                over: t.over(20_000).map(|x| x.count),
             })
             .collect()
     }

@@ -6,9 +6,8 @@ use super::{
     sysinfo, Figures, ImportError, ImportedThread, Importer, Meta, CYCLICTEST_UNSET_MIN,
     MAX_BUCKETS, MAX_SAMPLES, MAX_THREADS,
 };
-use rtgauge_model::cyclic::{
-    CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, StopReason,
-};
+use rtgauge_model::cyclic::{CyclicConfig, CyclicResult, CyclicThread, LinearHistogram};
+use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{limit_warning, new_histogram, Beyond, Histogram, LatencyStats};
 use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
 use rtgauge_model::run::RunDocument;

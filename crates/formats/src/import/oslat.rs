@@ -5,7 +5,7 @@ use super::{
     bad, check_figures, imported_document, not_recorded, read_avg, rfc2822_to_3339, sysinfo,
     Figures, ImportError, Importer, Meta, MAX_THREADS, OSLAT_UNSET_MIN,
 };
-use rtgauge_model::cyclic::StopReason;
+use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{new_histogram, Beyond, Histogram, LatencyStats};
 use rtgauge_model::oslat::{
     CounterInfo, OslatBuckets, OslatConfig, OslatResult, OslatThread, ThresholdCount, Workload,

@@ -22,7 +22,7 @@ use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
 use accum::{assemble_thread, bucket, find_worst_min, Accum, OslatCollector};
-use rtgauge_model::cyclic::StopReason;
+use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{self, TimelineEntry};
 use rtgauge_model::oslat::{CounterInfo, Gap, OslatConfig, OslatResult, Workload};
 use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};

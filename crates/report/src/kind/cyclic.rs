@@ -29,7 +29,6 @@ impl KindView for CyclicResult {
 
     fn terminal_section(&self, facts: &RunFacts) -> String {
         let mut s = String::new();
-        let us = |ns: u64| us(ns);
         // The -h range in µs as the column has always said it; a sub-µs range (cyclictest -N,
         // whose buckets are ns) in ns, so that it does not read as "≥0µs".
         let over = match self.config.overflow_threshold_ns() {

@@ -1,4 +1,6 @@
-//! Terminal rendering of the memory latency curve, bandwidth and NUMA matrix (`rtgauge mem`).
+//! The memory probe (`rtgauge mem`) in every view: its terminal rendering of the latency curve, bandwidth
+//! and NUMA matrix, its section of the run page (the curve beside the steps and bandwidths), its
+//! shortfalls (NUMA cells on the wrong node) and its comparison (the curves overlaid).
 
 use super::KindView;
 use crate::markup::{fmt_value, ReportOptions};

@@ -1,5 +1,6 @@
-//! Text rendering of `rtgauge net` results: one block per measurement (rate, errors by kind, latency
-//! percentiles, per-second rates) and the sweep table of seed 004's figure 3. Pure functions of model data.
+//! The network-function capacity probe (`rtgauge net`) in every view: one text block per measurement (rate,
+//! errors by kind, latency percentiles, per-second rates), the sweep table of seed 004's figure 3, and its
+//! section of the run page (its measures). Pure functions of model data.
 
 use super::KindView;
 use rtgauge_analysis::kind::KindData;

@@ -1,4 +1,5 @@
-//! Terminal rendering of NUMA locality (`rtgauge numa`).
+//! The NUMA locality probe (`rtgauge numa`) in every view: its terminal tables of local shares per
+//! process and cgroup and the allocation counters; its section of the run page is its measures.
 
 use super::KindView;
 use rtgauge_analysis::kind::KindData;

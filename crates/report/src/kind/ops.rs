@@ -1,4 +1,5 @@
-//! Terminal rendering of the OS-primitive costs (`rtgauge ops`).
+//! The OS-primitive probe (`rtgauge ops`) in every view: its terminal table (median, p99, max per
+//! operation), its section of the run page, and its shortfalls (pinning not achieved, operations skipped).
 
 use super::KindView;
 use crate::markup::{fmt_value, ReportOptions};

@@ -33,9 +33,7 @@ impl KindView for OslatResult {
         for t in &self.threads {
             // Unknown for an import whose overflow bucket starts below 20 µs, and availability for any import.
             let over20 = t
-                .over_thresholds
-                .iter()
-                .find(|x| x.threshold_ns == 20_000)
+                .over(20_000)
                 .map_or("-".into(), |x| format!("{:.2}", x.per_second));
             let _ = writeln!(
                 s,
