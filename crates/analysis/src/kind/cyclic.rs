@@ -6,6 +6,8 @@ use rtgauge_model::cyclic::*;
 use rtgauge_model::units::us_trunc;
 
 impl KindData for CyclicResult {
+    fields!(load, accounting, why, elapsed, settings);
+
     fn measures(&self) -> Vec<Measure> {
         latency_measures(
             "cyclic",
@@ -46,36 +48,12 @@ impl KindData for CyclicResult {
         m
     }
 
-    fn load(&self) -> Option<&LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<LoadResult>) {
-        self.load = load;
-    }
-
-    fn accounting(&self) -> Option<&Accounting> {
-        self.accounting.as_ref()
-    }
-
-    fn set_accounting(&mut self, accounting: Accounting) {
-        self.accounting = Some(accounting);
-    }
-
     fn stop_reason(&self) -> Option<StopReason> {
         Some(self.stop_reason)
     }
 
-    fn elapsed_ns(&self) -> u64 {
-        self.elapsed_ns
-    }
-
     fn process_conditions(&self) -> Option<&ProcessConditions> {
         Some(&self.conditions)
-    }
-
-    fn settings_json(&self) -> String {
-        config_json(&self.config)
     }
 
     fn settings_line(&self) -> Option<String> {
@@ -94,14 +72,6 @@ impl KindData for CyclicResult {
                 .duration_ns
                 .map_or("no duration".into(), |ns| format!("{} s", ns as f64 / 1e9))
         ))
-    }
-
-    fn why(&self) -> Option<&Why> {
-        self.why.as_ref()
-    }
-
-    fn why_slot(&mut self) -> Option<&mut Option<Why>> {
-        Some(&mut self.why)
     }
 
     fn late_samples(&self) -> Option<LateSamples<'_>> {

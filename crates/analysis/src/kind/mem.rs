@@ -5,6 +5,8 @@ use super::*;
 use rtgauge_model::mem::*;
 
 impl KindData for MemResult {
+    fields!(load, settings);
+
     /// `mem.latency.<size>` (ns per load, minimum, repetitions as replicates), `mem.bw.<kind>`,
     /// `mem.numa.<cpu node>.<mem node>.latency` and `.bw`.
     fn measures(&self) -> Vec<Measure> {
@@ -60,21 +62,9 @@ impl KindData for MemResult {
         out
     }
 
-    fn load(&self) -> Option<&LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<LoadResult>) {
-        self.load = load;
-    }
-
     /// It runs for its repetitions, not a duration.
     fn elapsed_ns(&self) -> u64 {
         0
-    }
-
-    fn settings_json(&self) -> String {
-        config_json(&self.config)
     }
 }
 

@@ -24,6 +24,53 @@ use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::verdict::Metric;
 
+/// The parts a kind's result keeps in fields of the usual names, written once for every kind that keeps
+/// them, each getter with its setter: `load` (`load`, `set_load`), `accounting`, `why` (`why`, `why_slot`),
+/// `elapsed` (`elapsed_ns`), `settings` (`settings_json` of its `config`). Used inside `impl KindData`.
+macro_rules! fields {
+    (load) => {
+        fn load(&self) -> Option<&rtgauge_model::load::LoadResult> {
+            self.load.as_ref()
+        }
+
+        fn set_load(&mut self, load: Option<rtgauge_model::load::LoadResult>) {
+            self.load = load;
+        }
+    };
+    (accounting) => {
+        fn accounting(&self) -> Option<&rtgauge_model::accounting::Accounting> {
+            self.accounting.as_ref()
+        }
+
+        fn set_accounting(&mut self, accounting: rtgauge_model::accounting::Accounting) {
+            self.accounting = Some(accounting);
+        }
+    };
+    (why) => {
+        fn why(&self) -> Option<&rtgauge_model::attribution::Why> {
+            self.why.as_ref()
+        }
+
+        fn why_slot(&mut self) -> Option<&mut Option<rtgauge_model::attribution::Why>> {
+            Some(&mut self.why)
+        }
+    };
+    (elapsed) => {
+        fn elapsed_ns(&self) -> u64 {
+            self.elapsed_ns
+        }
+    };
+    (settings) => {
+        fn settings_json(&self) -> String {
+            $crate::kind::config_json(&self.config)
+        }
+    };
+    ($($part:ident),+) => {
+        $($crate::kind::fields!($part);)+
+    };
+}
+pub(crate) use fields;
+
 pub mod cyclic;
 pub mod mem;
 pub mod net;

@@ -5,6 +5,8 @@ use super::*;
 use rtgauge_model::net::*;
 
 impl KindData for NetResult {
+    fields!(load, elapsed, settings);
+
     /// The comparable figures: rate (with per-second replicates), bit rate for throughput, errors, and
     /// the latency distributions.
     fn measures(&self) -> Vec<Measure> {
@@ -57,22 +59,6 @@ impl KindData for NetResult {
             std::iter::once(&self.ttfb),
         ));
         out
-    }
-
-    fn load(&self) -> Option<&LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<LoadResult>) {
-        self.load = load;
-    }
-
-    fn elapsed_ns(&self) -> u64 {
-        self.elapsed_ns
-    }
-
-    fn settings_json(&self) -> String {
-        config_json(&self.config)
     }
 
     fn export_rows(&self, _facts: &RunFacts) -> Vec<ExportRow<'_>> {

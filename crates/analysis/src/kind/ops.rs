@@ -4,6 +4,8 @@ use super::*;
 use rtgauge_model::ops::*;
 
 impl KindData for OpsResult {
+    fields!(load, settings);
+
     /// `ops.<op>.p50` (median, with every sample as a replicate), `ops.<op>.p99`, `ops.<op>.max`.
     fn measures(&self) -> Vec<Measure> {
         let mut out = Vec::new();
@@ -37,20 +39,8 @@ impl KindData for OpsResult {
         out
     }
 
-    fn load(&self) -> Option<&LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<LoadResult>) {
-        self.load = load;
-    }
-
     /// It runs for its repetitions, not a duration.
     fn elapsed_ns(&self) -> u64 {
         0
-    }
-
-    fn settings_json(&self) -> String {
-        config_json(&self.config)
     }
 }

@@ -5,6 +5,8 @@ use super::*;
 use rtgauge_model::oslat::*;
 
 impl KindData for OslatResult {
+    fields!(load, accounting, why, elapsed, settings);
+
     fn measures(&self) -> Vec<Measure> {
         latency_measures(
             "oslat",
@@ -13,36 +15,12 @@ impl KindData for OslatResult {
         )
     }
 
-    fn load(&self) -> Option<&LoadResult> {
-        self.load.as_ref()
-    }
-
-    fn set_load(&mut self, load: Option<LoadResult>) {
-        self.load = load;
-    }
-
-    fn accounting(&self) -> Option<&Accounting> {
-        self.accounting.as_ref()
-    }
-
-    fn set_accounting(&mut self, accounting: Accounting) {
-        self.accounting = Some(accounting);
-    }
-
     fn stop_reason(&self) -> Option<StopReason> {
         Some(self.stop_reason)
     }
 
-    fn elapsed_ns(&self) -> u64 {
-        self.elapsed_ns
-    }
-
     fn process_conditions(&self) -> Option<&ProcessConditions> {
         Some(&self.conditions)
-    }
-
-    fn settings_json(&self) -> String {
-        config_json(&self.config)
     }
 
     fn settings_line(&self) -> Option<String> {
@@ -52,14 +30,6 @@ impl KindData for OslatResult {
             cpus.join(","),
             self.config.duration_ns as f64 / 1e9
         ))
-    }
-
-    fn why(&self) -> Option<&Why> {
-        self.why.as_ref()
-    }
-
-    fn why_slot(&mut self) -> Option<&mut Option<Why>> {
-        Some(&mut self.why)
     }
 
     fn latency_threads(&self) -> Vec<LatThread<'_>> {
