@@ -125,7 +125,8 @@ pub struct Cause {
     pub name: String,
     /// Time of the window spent in it, ns.
     pub ns: u64,
-    /// How many times it started (IRQs, softirqs) or was switched in (threads) inside the window.
+    /// How many times it started (IRQs, softirqs) or was switched in (threads) inside the window; a softirq
+    /// or work item its thread was switched out of counts once for each stretch it ran.
     pub count: u64,
 }
 

@@ -376,6 +376,12 @@ pub struct Folder {
     stack: Vec<(CauseKind, String, u64)>,
     /// The running thread since: (comm, pid, since, kernel priority at its switch-in).
     running: Option<(String, i64, u64, i64)>,
+    /// Softirqs and work items open in a thread that was switched out, by pid: they run in thread context
+    /// (every softirq on PREEMPT_RT, in ksoftirqd or in the thread that raised it; every work item in its
+    /// kworker) and can be preempted or sleep, so each is charged only while its thread runs and goes on
+    /// when the thread switches back in. Left open over the switch, a CFS ksoftirqd's SCHED softirq
+    /// covered the FIFO 50 thread that preempted it and took 242 ms of its 250 ms burst.
+    suspended: std::collections::HashMap<i64, Vec<(CauseKind, String)>>,
     /// Threads not to charge (the probe's own) and the idle task (pid 0) are left out.
     pub exclude: Vec<i64>,
     /// Events folded so far.
@@ -394,6 +400,7 @@ impl Default for Folder {
         Folder {
             stack: Vec::new(),
             running: None,
+            suspended: std::collections::HashMap::new(),
             exclude: Vec::new(),
             events: 0,
             policy: read_rt_policy,
@@ -470,6 +477,10 @@ impl Folder {
                 let prev_pid = field(event.fields, "prev_pid=", None).and_then(|v| v.parse().ok());
                 let prev_prio = num("prev_prio=", 120);
                 let prev_comm = field(event.fields, "prev_comm=", Some(" prev_pid="));
+                // The thread switching out takes its open thread-context spans with it (a piece each).
+                if let Some(out_pid) = prev_pid.or(self.running.as_ref().map(|r| r.1)) {
+                    self.suspend(out_pid, t, out);
+                }
                 if let Some((comm, pid, since, prio_in)) = self.running.take() {
                     let (comm, pid, prio) = match prev_pid {
                         Some(p) if p != pid => (prev_comm.unwrap_or("?").to_string(), p, prev_prio),
@@ -484,6 +495,10 @@ impl Folder {
                 }
                 let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
                 let pid = num("next_pid=", 0);
+                if let Some(open) = self.suspended.remove(&pid) {
+                    self.stack
+                        .extend(open.into_iter().map(|(kind, name)| (kind, name, t)));
+                }
                 self.running = Some((comm.to_string(), pid, t, num("next_prio=", 120)));
             }
             n => {
@@ -494,6 +509,30 @@ impl Folder {
                 }
             }
         }
+    }
+
+    /// Close the softirqs and work items open on this CPU at `t`, a piece each, and keep them for `pid`'s
+    /// next switch-in. Interrupts and vectors stay: they never span a switch.
+    fn suspend(&mut self, pid: i64, t: u64, out: &mut Vec<Span>) {
+        let threaded = |k: CauseKind| matches!(k, CauseKind::Softirq | CauseKind::Work);
+        if !self.stack.iter().any(|(k, _, _)| threaded(*k)) {
+            return;
+        }
+        let mut kept = Vec::new();
+        for (kind, name, start) in std::mem::take(&mut self.stack) {
+            if !threaded(kind) {
+                kept.push((kind, name, start));
+                continue;
+            }
+            out.push(Span {
+                start_ns: start,
+                end_ns: t,
+                kind,
+                name: name.clone(),
+            });
+            self.suspended.entry(pid).or_default().push((kind, name));
+        }
+        self.stack = kept;
     }
 
     /// The real-time policy of `pid` at kernel priority `prio` (none asked for a non-RT one), read once
@@ -947,6 +986,40 @@ mod tests {
             .find(|c| c.kind == CauseKind::Unattributed)
             .map(|c| c.ns);
         assert_eq!(rest, Some(7_000), "switch at .535003, observed at .535010");
+    }
+
+    #[test]
+    fn a_softirq_preempted_in_its_thread_is_charged_only_while_it_runs() {
+        // PREEMPT_RT: ksoftirqd (CFS) enters SCHED, a FIFO 50 thread preempts it for 250 ms, ksoftirqd comes
+        // back and leaves the softirq. The burst is the thread's, not the softirq's (as on the lab guest,
+        // where the open softirq covered 242 ms of a culprit's burst).
+        let lines = "\
+ ksoftirqd/1-29 [001] ..s.. 100.000000: softirq_entry: vec=7 [action=SCHED]
+ ksoftirqd/1-29 [001] d..2. 100.001000: sched_switch: prev_comm=ksoftirqd/1 prev_pid=29 prev_prio=120 prev_state=R ==> next_comm=spinner next_pid=4242 next_prio=49
+ spinner-4242 [001] d..2. 100.251000: sched_switch: prev_comm=spinner prev_pid=4242 prev_prio=49 prev_state=S ==> next_comm=ksoftirqd/1 next_pid=29 next_prio=120
+ ksoftirqd/1-29 [001] ..s.. 100.251500: softirq_exit: vec=7 [action=SCHED]";
+        let mut f = Folder {
+            policy: |pid| (pid == 4242).then_some("FIFO"),
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in lines.lines() {
+            f.feed(&parse_line(l).expect(l), &mut out);
+        }
+        let c = breakdown(100_000_000_000, 100_252_000_000, &out);
+        assert_eq!(c[0].name, "spinner/4242 FIFO 50", "{c:?}");
+        assert_eq!(c[0].ns, 250_000_000);
+        let sched = c.iter().find(|c| c.kind == CauseKind::Softirq).unwrap();
+        assert_eq!(
+            (sched.ns, sched.count),
+            (1_500_000, 2),
+            "two stretches of SCHED"
+        );
+        assert!(
+            f.suspended.is_empty(),
+            "resumed and closed: {:?}",
+            f.suspended
+        );
     }
 
     #[test]
