@@ -331,7 +331,8 @@ while [ $n -lt 200 ] && [ -d /proc/$pid ]; do
     # A thread gone mid-pass is skipped, not reported with the previous thread's values.
     comm=; allowed=; st=
     read -r comm < $t/comm || continue
-    while read -r k v; do [ \"$k\" = Cpus_allowed_list: ] && allowed=$v; done < $t/status || continue
+    # (A while loop's status is its last test's: not a sign that the file was gone.)
+    while read -r k v; do [ \"$k\" = Cpus_allowed_list: ] && allowed=$v; done < $t/status
     read -r st < $t/stat || continue
     set -- $st; shift 38
     echo \"$comm $1 $allowed\" >> $OUT/threads
@@ -427,10 +428,11 @@ wait $pid; echo \"run exit $?\"
 /// 0.6 s apart: three, or with `$3` = `while` for as long as such a task exists (rtla hist, which is judged:
 /// every burst of its 8 s falls inside its histogram, whenever its tracing begins). Named with `echo`, as
 /// people do: the comm ends in a newline, which cuts every trace line naming the task in two; the trace
-/// reader joins them (the name reads `rtg-culprit?`, as in `ps`).
+/// reader joins them (the name reads `rtg-culprit?`, as in `ps`). Its check for the task (a grep over /proc)
+/// runs at SCHED_OTHER: at the shell's FIFO 50 it held CPU 1 for 75 ms of a measured episode on a slow host.
 const CULPRIT: &str = r#"culprit() {
   sh -c 'echo rtg-culprit > /proc/$$/comm
-    alive() { grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; }
+    alive() { chrt -o 0 grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; }
     until alive; do usleep 50000; done
     usleep 1500000
     n=0
@@ -594,17 +596,25 @@ fn spikes_and_rtla(script: &str) {
         .lines()
         .find(|l| l.trim_start().starts_with("1 #"))
         .unwrap_or_else(|| panic!("no CPU 1 row: {top}"));
-    let maxima: Vec<f64> = row
+    // The IRQ's and the thread's maxima, the last figure of each part; `-` where a part has no sample.
+    let maxima: Vec<Option<f64>> = row
         .split('|')
         .skip(1)
-        .filter_map(|part| part.split_whitespace().last()?.parse().ok())
+        .map(|part| part.split_whitespace().last()?.parse().ok())
         .collect();
     assert_eq!(maxima.len(), 2, "{row}");
+    let thread_max = maxima[1].unwrap_or_else(|| panic!("no thread latency: {row}"));
     assert!(
-        maxima[1] >= 100_000.0,
+        thread_max >= 100_000.0,
         "rtla top stopped on the thread latency: {row}"
     );
-    assert!(maxima[0] < maxima[1] / 10.0, "with the IRQ not late: {row}");
+    // The IRQ's latency a fifth of the thread's at most: under TCG on a slow host the timer IRQ itself waits
+    // for the vCPU's turn (12.7 ms against the thread's 124.9 ms here, a tenth was too tight). rtla can
+    // stop on the first activation's thread sample before it counts that activation's IRQ (`1 #0 | - - - - |
+    // 478065 …` on a slow CI host): no IRQ sample, so none late.
+    if let Some(irq_max) = maxima[0] {
+        assert!(irq_max < thread_max / 5.0, "with the IRQ not late: {row}");
+    }
     let hist = b.read("rtla_hist.txt");
     let max = hist
         .lines()
@@ -620,7 +630,7 @@ fn spikes_and_rtla(script: &str) {
         "rtla's hist sees the bursts as thread latency: {max_thr} µs\n{hist}"
     );
     assert!(
-        max_irq < max_thr / 10.0,
+        max_irq < max_thr / 5.0,
         "the timer IRQ itself was not late: {max_irq} µs\n{hist}"
     );
     eprintln!(
