@@ -656,6 +656,7 @@ mod tests {
             timeline: vec![],
             timeline_dropped: 0,
             late_dropped: 0,
+            disturbance: None,
         }
     }
 

@@ -152,6 +152,9 @@ pub struct CyclicThread {
     /// Late samples not handed to the episode tracker because its ring was full (should be 0).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_dropped: u64,
+    /// Faults and preemptions the thread took while it measured; `None` in imported results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<crate::rt::ThreadDisturbance>,
 }
 
 /// The whole probe.

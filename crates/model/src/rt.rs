@@ -104,6 +104,33 @@ pub struct Contender {
     pub cpus: CpuSet,
 }
 
+/// What disturbed one measuring thread from the kernel's side while it measured (getrusage RUSAGE_THREAD
+/// from its first sample to its last): rtgauge's own interference shows here first. A fork of the probe
+/// write-protects its pages (a minor fault at the next store); anything runnable above it on its CPU
+/// preempts it (an involuntary switch). Both ~0 on a quiet, locked, isolated CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ThreadDisturbance {
+    /// Minor page faults the thread took (no I/O: a write-protect or first-touch fault).
+    pub minor_faults: u64,
+    /// Major page faults (the page had to be read in).
+    pub major_faults: u64,
+    /// Times the thread was preempted while runnable.
+    pub involuntary_switches: u64,
+}
+
+impl ThreadDisturbance {
+    /// What was added since `before` (counters that went backwards count 0).
+    pub fn since(&self, before: &ThreadDisturbance) -> ThreadDisturbance {
+        ThreadDisturbance {
+            minor_faults: self.minor_faults.saturating_sub(before.minor_faults),
+            major_faults: self.major_faults.saturating_sub(before.major_faults),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(before.involuntary_switches),
+        }
+    }
+}
+
 /// Conditions of one measurement thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadConditions {

@@ -24,7 +24,7 @@ pub use rtgauge_model::cyclic::LiveThread;
 use rtgauge_model::cyclic::{CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike};
 use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
-use rtgauge_model::rt::{ProcessConditions, Setting, ThreadConditions};
+use rtgauge_model::rt::{ProcessConditions, Setting, ThreadConditions, ThreadDisturbance};
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -193,6 +193,7 @@ struct ThreadOutput {
     conditions: ThreadConditions,
     state: ThreadState,
     error: Option<String>,
+    disturbance: ThreadDisturbance,
 }
 
 /// Run the probe until its duration or loop count is reached, or `stop` is set (signal, break threshold).
@@ -453,6 +454,7 @@ fn assemble(
             windows: win.windows(),
             timeline_dropped: s.tl_dropped,
             late_dropped: s.late_dropped,
+            disturbance: Some(out.disturbance),
         });
     }
     spikes.sort_by_key(|s| (s.monotonic_ns, s.thread));
@@ -534,6 +536,7 @@ fn checkpoint_result(
                 windows: col.windows[i].windows(),
                 timeline_dropped: 0,
                 late_dropped: 0,
+                disturbance: None,
             }
         })
         .collect();
@@ -581,7 +584,9 @@ fn thread_main(
     let _ = shared.conditions.set(conditions.clone());
 
     barrier.wait();
+    let before = rt::thread_disturbance();
     let error = measure(plan, &p, common, shared, &mut state, &mut rings);
+    let disturbance = rt::thread_disturbance().since(&before);
     // Flush the interval in progress; a full ring is counted, never waited on.
     if state.tl_cur.count > 0 && rings.timeline.push(state.tl_cur).is_err() {
         state.tl_dropped += 1;
@@ -594,6 +599,7 @@ fn thread_main(
         conditions,
         state,
         error,
+        disturbance,
     }
 }
 

@@ -5,7 +5,7 @@
 //! Everything changed here is held only for the run: the latency guard restores the previous PM QoS request
 //! when dropped, and threads return to SCHED_OTHER when they end.
 
-use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting};
+use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadDisturbance};
 use rtgauge_model::CpuSet;
 use std::io::{Read, Write};
 
@@ -151,6 +151,22 @@ pub fn set_sched(policy: SchedPolicy, priority: i32) -> (Setting<SchedPolicy>, S
             error: err,
         },
     )
+}
+
+/// The calling thread's faults and involuntary switches so far (getrusage RUSAGE_THREAD: one system call,
+/// no allocation); [`ThreadDisturbance::since`] of two readings is what happened between them.
+pub fn thread_disturbance() -> ThreadDisturbance {
+    // SAFETY: rusage is plain data, filled by getrusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer; RUSAGE_THREAD is the calling thread (Linux ≥ 2.6.26).
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return ThreadDisturbance::default();
+    }
+    ThreadDisturbance {
+        minor_faults: ru.ru_minflt.max(0) as u64,
+        major_faults: ru.ru_majflt.max(0) as u64,
+        involuntary_switches: ru.ru_nivcsw.max(0) as u64,
+    }
 }
 
 /// Drop the calling thread back to SCHED_OTHER (end of a measurement thread).

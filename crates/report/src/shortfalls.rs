@@ -4,7 +4,7 @@
 //! node, …); here are the dispatch and the sentences every kind shares, of the process (mlockall refused,
 //! cpu_dma_latency not held) and of a measuring thread.
 
-use rtgauge_model::rt::{ProcessConditions, ThreadConditions};
+use rtgauge_model::rt::{ProcessConditions, ThreadConditions, ThreadDisturbance};
 use rtgauge_model::run::ProbeResult;
 
 /// Every shortfall of one probe's result.
@@ -74,6 +74,21 @@ pub fn thread(who: &str, k: &ThreadConditions) -> Vec<String> {
     w
 }
 
+/// A warning when measurement thread `who` took page faults while it measured: the probe touches its
+/// memory before the first sample, so a fault is a disturbance (a fork of the probe, memory not locked,
+/// NUMA balancing), and its handling was counted as latency. (Preemptions are the platform's to show, not
+/// a shortfall of the run.)
+pub fn disturbance(who: &str, d: Option<&ThreadDisturbance>) -> Option<String> {
+    let d = d?;
+    let faults = d.minor_faults + d.major_faults;
+    (faults > 0).then(|| {
+        format!(
+            "{who}: {faults} page faults while it measured ({} major); their handling counts as latency",
+            d.major_faults
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +115,20 @@ mod tests {
             process(&c),
             ["/dev/cpu_dma_latency 0 µs not held: Permission denied (os error 13)"]
         );
+    }
+
+    #[test]
+    fn faults_while_measuring_are_a_shortfall_and_preemptions_are_not() {
+        let d = |minor, major, inv| ThreadDisturbance {
+            minor_faults: minor,
+            major_faults: major,
+            involuntary_switches: inv,
+        };
+        assert_eq!(
+            disturbance("thread 0", Some(&d(19_727, 1, 0))).as_deref(),
+            Some("thread 0: 19728 page faults while it measured (1 major); their handling counts as latency")
+        );
+        assert_eq!(disturbance("thread 0", Some(&d(0, 0, 40))), None);
+        assert_eq!(disturbance("thread 0", None), None, "an imported result");
     }
 }

@@ -105,7 +105,7 @@ impl KindView for CyclicResult {
     }
 
     /// The process's and each thread's settings, starved timeline readers, late samples the episode
-    /// tracker never saw.
+    /// tracker never saw, page faults taken while measuring.
     fn shortfalls(&self) -> Vec<String> {
         let mut w = crate::shortfalls::process(&self.conditions);
         for t in &self.threads {
@@ -125,6 +125,10 @@ impl KindView for CyclicResult {
                     t.index, t.late_dropped
                 ));
             }
+            w.extend(crate::shortfalls::disturbance(
+                &format!("thread {}", t.index),
+                t.disturbance.as_ref(),
+            ));
         }
         w
     }
