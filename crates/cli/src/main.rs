@@ -11,6 +11,10 @@ use clap::Parser as _;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The load generators' worker process is this binary too (rtgauge_probe::load).
+    if let Some(code) = rtgauge_probe::load::worker_main() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(2));
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return cli::report_parse_error(&e),

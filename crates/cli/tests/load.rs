@@ -162,6 +162,58 @@ fn housekeeping_load_is_recorded_with_the_latency() {
     );
 }
 
+/// rtgauge measures the platform, not itself: under each load kind on the housekeeping CPU (and under the
+/// loaded profiles' mix) the measuring thread takes no page fault and is never preempted while it measures.
+/// A `fork` load inside the probe's process write-protected every page of it: each fork cost the
+/// measuring thread a fault at its next store (see rtgauge_probe::load).
+#[test]
+fn no_load_kind_disturbs_the_measuring_thread() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let mixes = [
+        "cpu",
+        "memory",
+        "io",
+        "fork",
+        "timer",
+        "msg",
+        "ipi",
+        "cpu,memory,io,fork,timer",
+    ];
+    for mix in mixes {
+        let out = dir.path().join(format!("{mix}.json"));
+        let o = rtgauge_std()
+            .args([
+                "cyclic", "-m", "-p", "95", "-a", "1", "-i", "200", "-D", "2", "-q",
+            ])
+            .args(["--load", &format!("{mix}@0"), "--output"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_ok(&o);
+        let r = read_json(&out);
+        let probe = &r["probes"][0];
+        let generators = probe["load"]["generators"].as_array().unwrap();
+        assert!(
+            generators.iter().all(|g| g["ops"].as_u64().unwrap() > 0),
+            "{mix}: a generator did nothing: {generators:?}"
+        );
+        for t in probe["threads"].as_array().unwrap() {
+            let d = &t["disturbance"];
+            let faults = d["minor_faults"].as_u64().unwrap() + d["major_faults"].as_u64().unwrap();
+            let preempted = d["involuntary_switches"].as_u64().unwrap();
+            eprintln!(
+                "--load {mix}@0: thread on CPU 1 took {faults} faults, {preempted} preemptions"
+            );
+            assert!(
+                faults <= 2,
+                "{mix}: {faults} faults in the measuring thread: {d}"
+            );
+            assert!(preempted <= 2, "{mix}: preempted {preempted} times: {d}");
+        }
+    }
+}
+
 fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -191,7 +243,8 @@ fn no_load_outlives_rtgauge() {
     );
     assert_ok(&o);
     assert!(took < Duration::from_secs(1), "{took:?}");
-    // kill -9: threads die with the process; the fork generator's children die with it too.
+    // kill -9: the generators' worker process sees its stdin close and ends; the fork generator's
+    // children die with their generator.
     let mut child = rtgauge_std()
         .args(["load", "io,fork", "--cpus", "0"])
         .stdout(std::process::Stdio::null())
@@ -201,13 +254,21 @@ fn no_load_outlives_rtgauge() {
     std::thread::sleep(Duration::from_millis(1500));
     let dir = scratch.join(format!("rtgauge-load-{pid}"));
     assert!(dir.exists(), "no scratch directory while loading");
+    let workers = children_of(pid);
+    assert_eq!(workers.len(), 1, "one worker process: {workers:?}");
+    let forks = children_of(workers[0]);
     child.kill().unwrap();
     child.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let gone = |p: &u32| !Path::new(&format!("/proc/{p}")).exists();
+    let t0 = std::time::Instant::now();
+    while !workers.iter().chain(&forks).all(gone) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(
-        children_of(pid).is_empty(),
-        "children of the killed rtgauge remain"
+        workers.iter().chain(&forks).all(gone),
+        "the worker {workers:?} or its children {forks:?} outlived the killed rtgauge"
     );
+    eprintln!("worker gone {:?} after the kill -9", t0.elapsed());
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
     // Its scratch directory is a leftover until the next start, which removes it.
     assert_ok(

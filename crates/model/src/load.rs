@@ -138,6 +138,10 @@ pub struct LoadResult {
     /// An external load command (`--load-cmd`) and the CPU it used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandLoadResult>,
+    /// Set when the generators' worker process ended before it was stopped (killed from outside): how it
+    /// ended. Its generators' figures are then missing and the load did not cover the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
 }
 
 /// What an external load command (`--load-cmd 'stress-ng --cpu 4'`) did while the probe measured.
@@ -189,7 +193,12 @@ impl LoadResult {
                 if c.exited_early { " (ended early)" } else { "" }
             )
         });
-        match (self.generators.is_empty(), command) {
+        let lost = self
+            .lost
+            .as_ref()
+            .map(|l| format!(" (generators lost: {l})"))
+            .unwrap_or_default();
+        let line = match (self.generators.is_empty(), command) {
             (true, Some(c)) => c,
             (false, Some(c)) => format!(
                 "{} on CPU {}: {}; {c}",
@@ -198,6 +207,7 @@ impl LoadResult {
                 parts.join("; ")
             ),
             (_, None) => format!("{} on CPU {}: {}", self.spec, self.cpus, parts.join("; ")),
-        }
+        };
+        line + &lost
     }
 }

@@ -1,17 +1,30 @@
 //! Load generators: measured, bounded, pinned workloads that run while a probe measures (or alone, for
 //! `rtgauge load`), each counting the work it did so the achieved load is recorded, not just the requested.
 //!
-//! Every generator is a thread of this process, pinned to one CPU, SCHED_OTHER (nice 19 when it shares a
-//! measured CPU with a real-time probe, so the probe's class must win), working in a duty cycle: busy for
-//! `level` % of each 10 ms period, asleep for the rest. Threads die with the process, so a load never
-//! outlives rtgauge — also after kill -9. The two exceptions hold to the same rule: `fork` children ask the
-//! kernel for SIGKILL when their parent dies (PR_SET_PDEATHSIG) and exit at once anyway; `io` writes a
-//! scratch file in a directory named after the pid, removed at the end, and a directory left by a killed
-//! run is removed by the next start.
+//! Every generator is a thread pinned to one CPU, SCHED_OTHER (nice 19 when it shares a measured CPU with a
+//! real-time probe, so the probe's class must win), working in a duty cycle: busy for `level` % of each
+//! 10 ms period, asleep for the rest.
+//!
+//! The generators run in a **worker process** (this binary again, started with [`WORKER_ARG`]), not in the
+//! probe's: a fork write-protects every private page of the forking process and flushes the TLB of every
+//! CPU running one of its threads, and unmapping a buffer does the same, so `fork` and `memory` generators
+//! inside the probe sent the measured CPUs IPIs and write-protect faults that were rtgauge's own (p99
+//! 98.8–767 µs against 36.7–48.3 µs for the same load from another process: docs/load.md). The worker is
+//! spawned without a fork of the probe (posix_spawn) before the measurement begins; it reads its stdin until
+//! the probe closes it — at stop, or when the probe dies, kill -9 included — then reports what each
+//! generator did on its stdout and exits. It ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: a Ctrl-C or a
+//! `timeout` reaching the whole process group must not end the load before the probe collects its figures.
+//! `ipi` is the exception by design: its membarrier interrupts the CPUs running threads of *its* process,
+//! the measured ones, which is the load it stands for; it stays a thread of the probe.
+//!
+//! `fork` children ask the kernel for SIGKILL when their generator dies (PR_SET_PDEATHSIG) and exit at once
+//! anyway; `io` writes a scratch file in a directory named after the probe's pid, removed at the end, and a
+//! directory left by a killed run is removed by the next start.
 
 use crate::stop::StopFlag;
 use rtgauge_model::load::{GeneratorResult, LoadKind, LoadResult};
 use rtgauge_model::CpuSet;
+use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,6 +35,9 @@ pub const MAX_MEMORY_BYTES: usize = 128 << 20;
 
 /// Length of one duty cycle.
 const PERIOD: Duration = Duration::from_millis(10);
+
+/// The first argument that makes the rtgauge binary a load worker ([`worker_main`]); not a verb.
+pub const WORKER_ARG: &str = "__load-worker";
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -43,19 +59,19 @@ pub struct LoadPlan {
     pub scratch: PathBuf,
 }
 
-/// Running generators.
+/// Running generators: those of the worker process and the probe's own (`ipi`).
 #[derive(Debug)]
 pub struct Load {
     spec: String,
     cpus: CpuSet,
-    stop: StopFlag,
     started: Instant,
-    threads: Vec<JoinHandle<GeneratorResult>>,
+    worker: Option<Worker>,
+    local: Generators,
     scratch: Option<PathBuf>,
 }
 
 impl Load {
-    /// Start one generator per kind and CPU.
+    /// Start one generator per kind and CPU; returns once every one is working.
     pub fn start(plan: &LoadPlan) -> std::io::Result<Load> {
         crate::scratch::clean_leftovers(&plan.scratch);
         let scratch = plan
@@ -65,10 +81,8 @@ impl Load {
         if let Some(dir) = &scratch {
             std::fs::create_dir_all(dir)?;
         }
-        let stop = StopFlag::new();
-        let mut threads = Vec::new();
-        // Each generator says when its buffers are ready, so the load is on before the probe starts.
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let mut remote = Vec::new();
+        let mut local = Vec::new();
         for cpu in plan.cpus.iter() {
             for &kind in &plan.kinds {
                 let g = Generator {
@@ -79,40 +93,39 @@ impl Load {
                     memory_bytes: plan.memory_bytes,
                     file: scratch.as_ref().map(|d| d.join(format!("{kind}-{cpu}"))),
                 };
-                let s = stop.clone();
-                let ready = ready_tx.clone();
-                threads.push(
-                    std::thread::Builder::new()
-                        .name(format!("rtg-load-{kind}"))
-                        .spawn(move || g.run(&s, &ready))?,
-                );
+                if kind == LoadKind::Ipi {
+                    local.push(g);
+                } else {
+                    remote.push(g);
+                }
             }
         }
-        drop(ready_tx);
-        for _ in 0..threads.len() {
-            if ready_rx.recv().is_err() {
-                break;
-            }
-        }
+        let worker = if remote.is_empty() {
+            None
+        } else {
+            Some(Worker::start(&remote)?)
+        };
         Ok(Load {
             spec: plan.spec.clone(),
             cpus: plan.cpus.clone(),
-            stop,
             started: Instant::now(),
-            threads,
+            worker,
+            local: Generators::start(local)?,
             scratch,
         })
     }
 
     /// Stop every generator and report what each achieved.
     pub fn stop(self) -> LoadResult {
-        self.stop.set();
         let elapsed = self.started.elapsed();
-        let mut generators: Vec<GeneratorResult> = self
-            .threads
-            .into_iter()
-            .filter_map(|t| t.join().ok())
-            .collect();
+        let mut generators = self.local.stop();
+        let mut lost = None;
+        if let Some(w) = self.worker {
+            match w.stop() {
+                Ok(mut g) => generators.append(&mut g),
+                Err(e) => lost = Some(e),
+            }
+        }
         generators.sort_by_key(|g| (g.kind, g.cpu));
         if let Some(dir) = &self.scratch {
             let _ = std::fs::remove_dir_all(dir);
@@ -123,8 +136,198 @@ impl Load {
             elapsed_ns: elapsed.as_nanos() as u64,
             generators,
             command: None,
+            lost,
         }
     }
+}
+
+/// Generator threads of one process, started together.
+#[derive(Debug)]
+struct Generators {
+    stop: StopFlag,
+    threads: Vec<JoinHandle<GeneratorResult>>,
+}
+
+impl Generators {
+    /// Start `gens`, each on its own thread; returns once each has its buffers ready.
+    fn start(gens: Vec<Generator>) -> std::io::Result<Generators> {
+        let stop = StopFlag::new();
+        let mut threads = Vec::new();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        for g in gens {
+            let s = stop.clone();
+            let ready = ready_tx.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("rtg-load-{}", g.kind))
+                    .spawn(move || g.run(&s, &ready))?,
+            );
+        }
+        drop(ready_tx);
+        for _ in 0..threads.len() {
+            if ready_rx.recv().is_err() {
+                break;
+            }
+        }
+        Ok(Generators { stop, threads })
+    }
+
+    /// Stop them and collect what each did.
+    fn stop(self) -> Vec<GeneratorResult> {
+        self.stop.set();
+        self.threads
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .collect()
+    }
+}
+
+/// The worker process running the generators outside the probe's address space.
+#[derive(Debug)]
+struct Worker {
+    child: std::process::Child,
+    /// Closed to stop the worker.
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Worker {
+    /// Spawn the worker for `gens` and wait until its generators work.
+    fn start(gens: &[Generator]) -> std::io::Result<Worker> {
+        // The binary by its path, so the worker's comm reads `rtgauge`; /proc/self/exe if it was replaced.
+        let exe = std::env::current_exe()
+            .ok()
+            .filter(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
+        // (Itself: not a program of the manifest.)
+        let mut cmd = rtgauge_programs::command(exe);
+        cmd.arg(WORKER_ARG);
+        for g in gens {
+            cmd.arg(g.to_arg());
+        }
+        // No pre_exec: the standard library then spawns without forking the probe (posix_spawn), which
+        // would write-protect the probe's pages like the fork load itself.
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit());
+        let mut child = cmd.spawn()?;
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let Some(stdout) = stdout else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("the load worker has no stdout"));
+        };
+        let mut w = Worker {
+            child,
+            stdin,
+            stdout: std::io::BufReader::new(stdout),
+        };
+        let mut line = String::new();
+        w.stdout.read_line(&mut line)?;
+        if line.trim_end() != "ready" {
+            let _ = w.child.kill();
+            let status = w.child.wait()?;
+            return Err(std::io::Error::other(format!(
+                "the load worker did not start ({status}): {}",
+                line.trim_end()
+            )));
+        }
+        Ok(w)
+    }
+
+    /// Close its stdin and read its generators' figures; how it ended when it did not report them all.
+    fn stop(mut self) -> Result<Vec<GeneratorResult>, String> {
+        drop(self.stdin.take());
+        let mut out = Vec::new();
+        let mut bad = None;
+        for line in (&mut self.stdout).lines() {
+            let Ok(line) = line else { break };
+            match parse_result(&line) {
+                Some(g) => out.push(g),
+                None => bad = Some(line),
+            }
+        }
+        let status = self.child.wait().map_err(|e| e.to_string())?;
+        match (status.success(), bad) {
+            (true, None) => Ok(out),
+            (_, Some(line)) => Err(format!("the worker said '{line}'")),
+            (false, None) => Err(format!("the worker ended by itself, {status}")),
+        }
+    }
+}
+
+/// The worker process: called first thing by the binary's `main`. None unless the first argument is
+/// [`WORKER_ARG`]; then runs the generators its arguments name until its stdin closes, prints one line per
+/// generator (`kind cpu ops rate cpu_percent`) and gives the exit code.
+pub fn worker_main() -> Option<i32> {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() != Some(WORKER_ARG) {
+        return None;
+    }
+    let gens: Option<Vec<Generator>> = args.map(|a| Generator::from_arg(&a)).collect();
+    let Some(gens) = gens.filter(|g| !g.is_empty()) else {
+        let _ = writeln!(
+            std::io::stdout(),
+            "error: {WORKER_ARG}: expected KIND:CPU:LEVEL:NICE:BYTES[:FILE] arguments"
+        );
+        return Some(2);
+    };
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: setting a signal's disposition to ignore; no handler runs.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    // The worker's own thread waits on the generators' CPUs, never on a measured one it inherited.
+    crate::rt::set_affinity(&CpuSet::new(gens.iter().map(|g| g.cpu)));
+    crate::rt::reset_sched();
+    let running = match Generators::start(gens) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(std::io::stdout(), "error: starting the generators: {e}");
+            return Some(2);
+        }
+    };
+    let mut out = std::io::stdout();
+    if writeln!(out, "ready").and_then(|()| out.flush()).is_err() {
+        return Some(2);
+    }
+    // Until the probe closes the pipe: at its stop, or when it dies (the kernel closes its end).
+    let mut sink = [0u8; 64];
+    loop {
+        match std::io::Read::read(&mut std::io::stdin(), &mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    // The probe may be gone (killed): a closed pipe is no error here, and println! would panic on it.
+    let mut out = std::io::stdout().lock();
+    for g in running.stop() {
+        let _ = writeln!(
+            out,
+            "{} {} {} {} {}",
+            g.kind, g.cpu, g.ops, g.rate, g.cpu_percent
+        );
+    }
+    Some(0)
+}
+
+/// One worker result line, as [`worker_main`] prints it.
+fn parse_result(line: &str) -> Option<GeneratorResult> {
+    let mut w = line.split_whitespace();
+    let kind = kind_named(w.next()?)?;
+    let r = GeneratorResult {
+        kind,
+        cpu: w.next()?.parse().ok()?,
+        ops: w.next()?.parse().ok()?,
+        rate: w.next()?.parse().ok()?,
+        cpu_percent: w.next()?.parse().ok()?,
+    };
+    w.next().is_none().then_some(r)
+}
+
+fn kind_named(name: &str) -> Option<LoadKind> {
+    LoadKind::ALL.into_iter().find(|k| k.as_str() == name)
 }
 
 /// One generator thread's parameters.
@@ -135,6 +338,38 @@ struct Generator {
     nice: bool,
     memory_bytes: usize,
     file: Option<PathBuf>,
+}
+
+impl Generator {
+    /// As one worker argument: `KIND:CPU:LEVEL:NICE:BYTES[:FILE]` (the file last, so it may hold colons).
+    fn to_arg(&self) -> String {
+        let mut a = format!(
+            "{}:{}:{}:{}:{}",
+            self.kind,
+            self.cpu,
+            self.level,
+            u8::from(self.nice),
+            self.memory_bytes
+        );
+        if let Some(f) = &self.file {
+            a.push(':');
+            a.push_str(&f.to_string_lossy());
+        }
+        a
+    }
+
+    /// The generator [`Generator::to_arg`] wrote.
+    fn from_arg(arg: &str) -> Option<Generator> {
+        let mut p = arg.splitn(6, ':');
+        Some(Generator {
+            kind: kind_named(p.next()?)?,
+            cpu: p.next()?.parse().ok()?,
+            level: p.next()?.parse().ok().filter(|l| (1..=100).contains(l))?,
+            nice: p.next()? == "1",
+            memory_bytes: p.next()?.parse().ok()?,
+            file: p.next().map(PathBuf::from),
+        })
+    }
 }
 
 fn thread_cpu_time() -> Duration {
@@ -153,6 +388,7 @@ fn thread_cpu_time() -> Duration {
 impl Generator {
     fn run(self, stop: &StopFlag, ready: &std::sync::mpsc::Sender<()>) -> GeneratorResult {
         crate::rt::pin_thread(Some(self.cpu));
+        crate::rt::reset_sched();
         if self.nice {
             // SAFETY: setpriority on the calling thread (who = 0 is this thread on Linux).
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
@@ -416,28 +652,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_generator_does_work_and_stops_and_cleans_up() {
+    fn every_generator_does_work_and_stops() {
+        // In this process: the worker that runs them in rtgauge is tested through the binary
+        // (crates/cli/tests/load.rs); a unit test binary is not a worker.
         let dir = tempfile::tempdir().unwrap();
-        // A leftover of a run that is gone (pid 2^22 + 1 is above the default pid_max).
-        std::fs::create_dir_all(dir.path().join("rtgauge-load-4194305")).unwrap();
-        let plan = LoadPlan {
-            spec: "all".into(),
-            kinds: LoadKind::ALL.to_vec(),
-            level: 50,
-            cpus: CpuSet::new([0]),
-            nice: true,
-            memory_bytes: 1 << 20,
-            scratch: dir.path().to_path_buf(),
-        };
-        let load = Load::start(&plan).unwrap();
-        assert!(!dir.path().join("rtgauge-load-4194305").exists());
+        let gens = LoadKind::ALL
+            .into_iter()
+            .map(|kind| Generator {
+                kind,
+                cpu: 0,
+                level: 50,
+                nice: true,
+                memory_bytes: 1 << 20,
+                file: Some(dir.path().join(format!("{kind}-0"))),
+            })
+            .collect();
+        let running = Generators::start(gens).unwrap();
         std::thread::sleep(Duration::from_millis(300));
-        let r = load.stop();
-        assert_eq!(r.generators.len(), LoadKind::ALL.len());
-        for g in &r.generators {
+        let r = running.stop();
+        assert_eq!(r.len(), LoadKind::ALL.len());
+        for g in &r {
             assert!(g.ops > 0, "{g:?}");
             assert!(g.rate > 0.0, "{g:?}");
         }
-        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn worker_arguments_and_results_read_back() {
+        let g = Generator {
+            kind: LoadKind::Io,
+            cpu: 3,
+            level: 25,
+            nice: true,
+            memory_bytes: 64 << 20,
+            file: Some(PathBuf::from("/tmp/a:b/io-3")),
+        };
+        let back = Generator::from_arg(&g.to_arg()).unwrap();
+        assert_eq!(
+            (
+                back.kind,
+                back.cpu,
+                back.level,
+                back.nice,
+                back.memory_bytes
+            ),
+            (LoadKind::Io, 3, 25, true, 64 << 20)
+        );
+        assert_eq!(back.file.as_deref(), Some(Path::new("/tmp/a:b/io-3")));
+        assert!(Generator::from_arg("fork:0:0:0:1").is_none(), "level 0");
+        assert!(Generator::from_arg("gpu:0:50:0:1").is_none());
+        let r = parse_result("fork 1 2036 2036.5 99.25").unwrap();
+        assert_eq!((r.kind, r.cpu, r.ops), (LoadKind::Fork, 1, 2036));
+        assert_eq!((r.rate, r.cpu_percent), (2036.5, 99.25));
+        assert!(parse_result("fork 1 2036 2036.5").is_none());
+        assert!(parse_result("error: starting the generators").is_none());
     }
 }

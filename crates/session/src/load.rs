@@ -179,6 +179,7 @@ pub fn stop(running: RunningLoad) -> LoadResult {
             elapsed_ns: 0,
             generators: Vec::new(),
             command: None,
+            lost: None,
         },
     };
     if let Some(c) = running.command {
