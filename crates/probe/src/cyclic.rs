@@ -72,6 +72,9 @@ struct Shared {
     peak: AtomicU64,
     /// Set once by the thread before measuring, for checkpoints.
     conditions: std::sync::OnceLock<ThreadConditions>,
+    /// The spare histograms the thread allocated once pinned, for the main thread to put in circulation
+    /// after the start barrier (locked once each, never while measuring).
+    spares: std::sync::Mutex<Vec<Box<Histogram>>>,
 }
 
 impl Shared {
@@ -235,6 +238,12 @@ pub fn run(
 
     let mut conditions = rt::process_conditions(plan.main_cpus.as_ref(), mlock, &dma);
     barrier.wait();
+    // Every thread has allocated its spares on its own CPU: put them in circulation.
+    for (s, rx) in shared.iter().zip(col.hist_rx.iter_mut()) {
+        if let Ok(mut spares) = s.spares.lock() {
+            spares.drain(..).for_each(|h| rx.give_back(h));
+        }
+    }
     let start = std::time::Instant::now();
     drive(
         plan,
@@ -310,14 +319,8 @@ fn spawn_threads(
     let mut handles = Vec::with_capacity(n);
     for (i, &interval_ns) in intervals.iter().enumerate() {
         let (timeline, timeline_rx) = handover::timeline_ring(plan.tick, cfg.timeline_interval_ns);
-        let spares = (0..SPARE_HISTS)
-            .map(|_| {
-                let mut h = Box::new(latency::new_histogram());
-                h.reset(); // maps its pages now
-                h
-            })
-            .collect();
-        let (hist, hist_rx) = handover::channel(spares);
+        // The thread allocates the spares itself, on its CPU ([`Shared::spares`]).
+        let (hist, hist_rx) = handover::channel_for(SPARE_HISTS);
         col.timeline_rx.push(timeline_rx);
         col.hist_rx.push(hist_rx);
         let late = plan.late_floor_ns.map(|_| {
@@ -569,6 +572,13 @@ fn thread_main(
     let cpu = rt::pin_thread(p.cpu);
     let cfg = &plan.config;
     let mut state = ThreadState::prepare(cfg, plan.spike_nodes);
+    if let Ok(mut spares) = shared.spares.lock() {
+        spares.extend((0..SPARE_HISTS).map(|_| {
+            let mut h = Box::new(latency::new_histogram());
+            h.reset(); // maps its pages now, on this thread's node
+            h
+        }));
+    }
     rt::prefault_stack(32 * 1024);
     let (policy, priority) = rt::set_sched(cfg.policy, p.priority);
     shared.tid.store(tid as u64, Ordering::Relaxed);

@@ -24,12 +24,20 @@ pub(crate) struct Emptier<T> {
 /// Both ends, with `spares` empty boxes in circulation besides the value the thread fills. Each ring has a
 /// slot for every box, so a push never fails.
 pub(crate) fn channel<T>(spares: Vec<Box<T>>) -> (Filler<T>, Emptier<T>) {
-    let n = spares.len().max(1);
-    let (full_tx, full_rx) = RingBuffer::new(n);
-    let (mut empty_tx, empty_rx) = RingBuffer::new(n);
+    let (filler, mut emptier) = channel_for(spares.len());
     for b in spares {
-        let _ = empty_tx.push(b);
+        emptier.give_back(b);
     }
+    (filler, emptier)
+}
+
+/// Both ends, with room for `boxes` boxes and none in circulation yet: for a thread that allocates its
+/// spares itself (after pinning, so that they are first touched on its NUMA node) and passes them to the
+/// main thread, which puts them in with [`Emptier::give_back`]. Until then hand-overs wait (nothing lost).
+pub(crate) fn channel_for<T>(boxes: usize) -> (Filler<T>, Emptier<T>) {
+    let n = boxes.max(1);
+    let (full_tx, full_rx) = RingBuffer::new(n);
+    let (empty_tx, empty_rx) = RingBuffer::new(n);
     (
         Filler {
             full: full_tx,
