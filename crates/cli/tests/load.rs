@@ -214,6 +214,41 @@ fn no_load_kind_disturbs_the_measuring_thread() {
     }
 }
 
+/// A load whose worker is killed from outside mid-run: the run says that it was not loaded throughout,
+/// with how the worker ended, and the result records it (`lost`).
+#[test]
+fn a_load_that_did_not_last_the_run_is_a_shortfall() {
+    let _cpu = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let child = rtgauge_std()
+        .args([
+            "cyclic", "-m", "-p", "95", "-a", "1", "-i", "1000", "-D", "3", "-q",
+        ])
+        .args(["--load", "cpu@0", "--output"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let workers = children_of(child.id());
+    assert_eq!(workers.len(), 1, "{workers:?}");
+    // SAFETY: SIGKILL to the worker this test's rtgauge started.
+    unsafe { libc::kill(workers[0] as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    assert_ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: load cpu:100@0: its generators ended before the probe did")
+            && err.contains("SIGKILL"),
+        "{err}"
+    );
+    let r = read_json(&out);
+    let lost = r["probes"][0]["load"]["lost"].as_str().unwrap();
+    assert!(lost.contains("before it was stopped"), "{lost}");
+}
+
 fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {

@@ -208,6 +208,6 @@ impl LoadResult {
             ),
             (_, None) => format!("{} on CPU {}: {}", self.spec, self.cpus, parts.join("; ")),
         };
-        line + &lost
+        format!("{}{lost}", line.trim_end())
     }
 }

@@ -21,19 +21,10 @@ pub(crate) struct Emptier<T> {
     empty: Producer<Box<T>>,
 }
 
-/// Both ends, with `spares` empty boxes in circulation besides the value the thread fills. Each ring has a
-/// slot for every box, so a push never fails.
-pub(crate) fn channel<T>(spares: Vec<Box<T>>) -> (Filler<T>, Emptier<T>) {
-    let (filler, mut emptier) = channel_for(spares.len());
-    for b in spares {
-        emptier.give_back(b);
-    }
-    (filler, emptier)
-}
-
-/// Both ends, with room for `boxes` boxes and none in circulation yet: for a thread that allocates its
-/// spares itself (after pinning, so that they are first touched on its NUMA node) and passes them to the
-/// main thread, which puts them in with [`Emptier::give_back`]. Until then hand-overs wait (nothing lost).
+/// Both ends, with room for `boxes` boxes (each ring has a slot for every box, so a push never fails) and
+/// none in circulation yet: the measuring thread allocates its spares itself, after pinning, so that they
+/// are first touched on its NUMA node, and passes them to the main thread, which puts them in with
+/// [`Emptier::give_back`]. Until then hand-overs wait (nothing is lost).
 pub(crate) fn channel_for<T>(boxes: usize) -> (Filler<T>, Emptier<T>) {
     let n = boxes.max(1);
     let (full_tx, full_rx) = RingBuffer::new(n);
@@ -101,7 +92,10 @@ mod tests {
 
     #[test]
     fn boxes_circulate_and_nothing_is_lost() {
-        let (mut tx, mut rx) = channel(vec![Box::new(0u64), Box::new(0)]);
+        let (mut tx, mut rx) = channel_for(2);
+        assert!(!tx.hand_over(&mut 0u64, |_| {}), "no spare yet");
+        rx.give_back(Box::new(0u64));
+        rx.give_back(Box::new(0));
         let mut current = 0u64;
         let mut collected = 0;
         for round in 1..=10u64 {

@@ -251,7 +251,7 @@ impl Worker {
         match (status.success(), bad) {
             (true, None) => Ok(out),
             (_, Some(line)) => Err(format!("the worker said '{line}'")),
-            (false, None) => Err(format!("the worker ended by itself, {status}")),
+            (false, None) => Err(format!("the worker ended before it was stopped ({status})")),
         }
     }
 }

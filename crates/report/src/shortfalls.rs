@@ -7,9 +7,20 @@
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions, ThreadDisturbance};
 use rtgauge_model::run::ProbeResult;
 
-/// Every shortfall of one probe's result.
+/// Every shortfall of one probe's result: its kind's, and a load that did not last the run.
 pub fn of_probe(p: &ProbeResult) -> Vec<String> {
-    crate::kind::view(p).shortfalls()
+    let view = crate::kind::view(p);
+    let mut w = view.shortfalls();
+    if let Some(l) = view.data().load() {
+        if let Some(lost) = &l.lost {
+            w.push(format!(
+                "load {}: its generators ended before the probe did, so the run was not loaded \
+                 throughout ({lost})",
+                l.spec
+            ));
+        }
+    }
+    w
 }
 
 /// One warning per process-wide setting that was requested but not achieved.
