@@ -73,7 +73,9 @@ struct Shared {
     /// Set once by the thread before measuring, for checkpoints.
     conditions: std::sync::OnceLock<ThreadConditions>,
     /// The spare histograms the thread allocated once pinned, for the main thread to put in circulation
-    /// after the start barrier (locked once each, never while measuring).
+    /// after the start barrier (locked once each, never while measuring). Boxed: the hand-over circulates
+    /// boxes, swapping only their contents.
+    #[allow(clippy::vec_box)]
     spares: std::sync::Mutex<Vec<Box<Histogram>>>,
 }
 
