@@ -65,7 +65,7 @@ pub struct Load {
     spec: String,
     cpus: CpuSet,
     started: Instant,
-    worker: Option<Worker>,
+    worker: Option<LoadWorker>,
     local: Generators,
     scratch: Option<PathBuf>,
 }
@@ -103,7 +103,7 @@ impl Load {
         let worker = if remote.is_empty() {
             None
         } else {
-            Some(Worker::start(&remote)?)
+            Some(LoadWorker::start(&remote)?)
         };
         Ok(Load {
             spec: plan.spec.clone(),
@@ -184,16 +184,16 @@ impl Generators {
 
 /// The worker process running the generators outside the probe's address space.
 #[derive(Debug)]
-struct Worker {
+struct LoadWorker {
     child: std::process::Child,
     /// Closed to stop the worker.
     stdin: Option<std::process::ChildStdin>,
     stdout: std::io::BufReader<std::process::ChildStdout>,
 }
 
-impl Worker {
+impl LoadWorker {
     /// Spawn the worker for `gens` and wait until its generators work.
-    fn start(gens: &[Generator]) -> std::io::Result<Worker> {
+    fn start(gens: &[Generator]) -> std::io::Result<LoadWorker> {
         // The binary by its path, so the worker's comm reads `rtgauge`; /proc/self/exe if it was replaced.
         let exe = std::env::current_exe()
             .ok()
@@ -217,7 +217,7 @@ impl Worker {
             let _ = child.wait();
             return Err(std::io::Error::other("the load worker has no stdout"));
         };
-        let mut w = Worker {
+        let mut w = LoadWorker {
             child,
             stdin,
             stdout: std::io::BufReader::new(stdout),
