@@ -334,11 +334,7 @@ fn policy_and_priority(a: &CyclicArgs, threads: u32) -> anyhow::Result<(SchedPol
 pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<CyclicPlan>> {
     let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
     let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
-    let allowed = if root.is_live() {
-        rtgauge_probe::rt::current_affinity().intersection(&online)
-    } else {
-        online.clone()
-    };
+    let allowed = super::allowed_cpus(root, &online);
     let mut notes = Vec::new();
     let ThreadPlacement {
         threads,

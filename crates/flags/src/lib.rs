@@ -238,6 +238,19 @@ impl RootArg {
     }
 }
 
+/// The CPUs a probe's threads may use by default: this process's affinity on the live system, every online
+/// CPU of a captured tree (whose affinity is not this process's).
+pub(crate) fn allowed_cpus(
+    root: &rtgauge_host::HostRoot,
+    online: &rtgauge_model::CpuSet,
+) -> rtgauge_model::CpuSet {
+    if root.is_live() {
+        rtgauge_probe::rt::current_affinity().intersection(online)
+    } else {
+        online.clone()
+    }
+}
+
 /// Sizes with an optional K, M or G suffix (binary units), at most `max`.
 pub fn parse_size_max(s: &str, max: u64) -> Result<u64, String> {
     let t = s.trim();

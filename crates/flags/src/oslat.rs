@@ -27,14 +27,19 @@ pub struct OslatArgs {
     #[arg(short = 'c', long = "cpu-list", value_name = "LIST")]
     pub cpu_list: Option<String>,
 
-    /// CPU of the main thread.
+    /// CPU of the main thread (default: the lowest CPU this process may use that is not measured; only
+    /// when every such CPU is measured, the lowest of them, with a warning). Every 250 ms the main thread
+    /// drains the threads' rings, merges their accumulators, samples /proc and writes checkpoints (oslat's
+    /// main thread only sleeps): on a measured CPU that work shows as the CPU's noise.
     #[arg(
         short = 'C',
         long = "cpu-main-thread",
         value_name = "CPU",
-        default_value_t = 0
+        default_value = "auto",
+        hide_default_value = true,
+        value_parser = parse_main_cpu
     )]
-    pub cpu_main_thread: u32,
+    pub cpu_main_thread: MainCpu,
 
     /// Duration: seconds, or with suffix s, m, h, d (e.g. 60, 20m, 2h).
     #[arg(short = 'D', long = "duration", value_name = "TIME", default_value = "1", allow_hyphen_values = true, value_parser = parse_duration_arg)]
@@ -105,6 +110,28 @@ pub struct OslatArgs {
     pub output: super::OutputArg,
 }
 
+/// `-C`: a CPU, or `auto` (the default: a CPU not measured, chosen when the flags are resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MainCpu(pub Option<u32>);
+
+impl std::fmt::Display for MainCpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(c) => write!(f, "{c}"),
+            None => f.write_str("auto"),
+        }
+    }
+}
+
+fn parse_main_cpu(s: &str) -> Result<MainCpu, String> {
+    if s == "auto" {
+        return Ok(MainCpu(None));
+    }
+    s.parse::<u32>()
+        .map(|c| MainCpu(Some(c)))
+        .map_err(|_| format!("'{s}': expected a CPU number"))
+}
+
 fn parse_workload(s: &str) -> Result<Workload, String> {
     match s {
         "no" => Ok(Workload::No),
@@ -126,6 +153,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatPlan>> {
     let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
     let possible = read_cpu_mask(root, CpuMask::Possible).unwrap_or_else(|_| online.clone());
+    let allowed = super::allowed_cpus(root, &online);
     let cpus = match &a.cpu_list {
         Some(t) => {
             let set = CpuSet::parse(t).map_err(|e| anyhow::anyhow!("-c/--cpu-list {t}: {e}"))?;
@@ -142,14 +170,15 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatP
             }
             set
         }
-        None => rtgauge_probe::rt::current_affinity().intersection(&online),
+        None => allowed.clone(),
     };
-    if !possible.contains(a.cpu_main_thread) {
-        bail!(
-            "-C/--cpu-main-thread {}: CPU does not exist on this machine (CPUs {possible})",
-            a.cpu_main_thread
-        );
+    if let Some(c) = a.cpu_main_thread.0 {
+        if !possible.contains(c) {
+            bail!("-C/--cpu-main-thread {c}: CPU does not exist on this machine (CPUs {possible})");
+        }
     }
+    let mut notes = Vec::new();
+    let main_cpu = main_cpu(a.cpu_main_thread.0, &cpus, &allowed, &mut notes);
     if a.duration.as_ns() == 0 {
         bail!("-D/--duration: must be longer than 0");
     }
@@ -160,7 +189,7 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatP
     let plan = OslatPlan {
         config: OslatConfig {
             cpus: cpus.as_slice().to_vec(),
-            main_cpu: Some(a.cpu_main_thread),
+            main_cpu: Some(main_cpu),
             duration_ns: a.duration.as_ns(),
             rtprio: a.rtprio,
             preheat_ns: a.preheat.as_ns(),
@@ -181,21 +210,60 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatP
             timeline_interval_ns: a.timeline_interval.as_ns().max(1_000_000),
         },
         nodes,
-        tick: if a.trace_threshold.is_some() {
-            Duration::from_millis(5)
-        } else {
-            Duration::from_millis(100)
-        },
+        tick: main_tick(a),
     };
     Ok(Resolved {
         plan,
-        notes: Vec::new(),
+        notes,
         why: rtgauge_session::why::WhyOpts {
             counters: true,
             trace: a.trace,
             threshold: None,
         },
     })
+}
+
+/// The main thread's CPU: `-C`, else the lowest allowed CPU not measured (as cyclic keeps its main
+/// thread off the measured CPUs), else — every allowed CPU measured — the lowest allowed one, as oslat's
+/// `-C 0`. A main thread sharing a measured CPU is said: its work is that CPU's noise.
+fn main_cpu(
+    requested: Option<u32>,
+    measured: &CpuSet,
+    allowed: &CpuSet,
+    notes: &mut Vec<String>,
+) -> u32 {
+    let cpu = requested.unwrap_or_else(|| {
+        let rest = allowed.difference(measured);
+        let lowest = |s: &CpuSet| s.as_slice().first().copied();
+        lowest(&rest).or_else(|| lowest(allowed)).unwrap_or(0)
+    });
+    if measured.contains(cpu) {
+        notes.push(format!(
+            "the main thread shares CPU {cpu} with a measuring thread: its bookkeeping (draining, merging, \
+             /proc samples, checkpoints) will show as CPU {cpu}'s noise{}",
+            if requested.is_some() {
+                ""
+            } else {
+                " (every CPU this process may use is measured; leave one out of -c or pass -C)"
+            }
+        ));
+    }
+    cpu
+}
+
+/// How often the main thread wakes to drain the rings, sample the interval counters and look for the end:
+/// with `-T` every 5 ms (tracing is stopped soon after the hit), with `--trace` every 100 ms (the trace
+/// buffers are drained then), else every 250 ms — the threads hand their accumulators over once per
+/// timeline interval (at least 1 ms, rings sized for eight ticks, hand-overs wait when no spare is back),
+/// checkpoints are seconds apart, and SIGINT is still answered within a quarter second.
+fn main_tick(a: &OslatArgs) -> Duration {
+    if a.trace_threshold.is_some() {
+        Duration::from_millis(5)
+    } else if a.trace {
+        Duration::from_millis(100)
+    } else {
+        Duration::from_millis(250)
+    }
 }
 
 impl super::stage::StagePlan for Resolved<OslatPlan> {
@@ -288,7 +356,7 @@ mod tests {
         let p = resolved("-c 3");
         let c = &p.config;
         assert_eq!(c.cpus, vec![3]);
-        assert_eq!(c.main_cpu, Some(0));
+        assert_eq!(c.main_cpu, Some(0), "the lowest CPU not measured");
         assert_eq!(c.duration_ns, 1_000_000_000);
         assert_eq!(c.rtprio, None);
         assert_eq!(c.preheat_ns, 1_000_000_000);
@@ -301,8 +369,54 @@ mod tests {
         assert_eq!(c.thresholds_ns, vec![1_000, 5_000, 10_000, 20_000]);
         assert_eq!(c.worst_count, 16);
         assert_eq!(c.timeline_interval_ns, 1_000_000_000);
-        assert_eq!(p.tick, Duration::from_millis(100));
+        assert_eq!(p.tick, Duration::from_millis(250));
         assert_eq!(p.nodes, vec![Some(0)]);
+    }
+
+    fn resolved_with_notes(online: &str, line: &str) -> (OslatPlan, Vec<String>) {
+        let a = <Line as clap::Parser>::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .args;
+        let t = tree(online, "0-15");
+        let r = resolve(&a, &HostRoot::at(t.path())).unwrap();
+        (r.plan, r.notes)
+    }
+
+    #[test]
+    fn the_main_thread_stays_off_the_measured_cpus_unless_told() {
+        let main = |online: &str, line: &str| {
+            let (p, notes) = resolved_with_notes(online, line);
+            (p.config.main_cpu, notes)
+        };
+        assert_eq!(main("0-15", "-c 0"), (Some(1), vec![]));
+        assert_eq!(main("0-15", "-c 0-3,5"), (Some(4), vec![]));
+        assert_eq!(main("0-15", "-c 0-3 -C 9"), (Some(9), vec![]));
+        assert_eq!(main("0-15", "-c 1 -C auto"), (Some(0), vec![]));
+        // Every allowed CPU measured (no -c: all of them): oslat's behaviour, said.
+        let (cpu, notes) = main("0-3", "");
+        assert_eq!(cpu, Some(0));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("the main thread shares CPU 0 with a measuring thread")
+                && notes[0].contains("will show as CPU 0's noise")
+                && notes[0].contains("leave one out of -c or pass -C"),
+            "{notes:?}"
+        );
+        // Pinned onto a measured CPU by the user: said too.
+        let (cpu, notes) = main("0-15", "-c 1 -C 1");
+        assert_eq!(cpu, Some(1));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("shares CPU 1") && !notes[0].contains("pass -C"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn the_main_thread_sleeps_as_long_as_the_run_allows() {
+        assert_eq!(resolved("-c 1").tick, Duration::from_millis(250));
+        assert_eq!(resolved("-c 1 --trace").tick, Duration::from_millis(100));
+        assert_eq!(resolved("-c 1 -T 20").tick, Duration::from_millis(5));
     }
 
     #[test]

@@ -74,7 +74,9 @@ fn print_header(a: &OslatArgs, plan: &rtgauge_probe::oslat::OslatPlan) {
             .map_or("default".to_string(), |p| format!("SCHED_FIFO:{p}"))
     );
     println!("CPU list: \t\t{}", CpuSet::new(cfg.cpus.iter().copied()));
-    println!("CPU for main thread: \t{}", a.cpu_main_thread);
+    if let Some(c) = cfg.main_cpu {
+        println!("CPU for main thread: \t{c}");
+    }
     println!(
         "Workload: \t\t{}",
         if a.workload == Workload::Memmove {
@@ -93,7 +95,8 @@ fn print_header(a: &OslatArgs, plan: &rtgauge_probe::oslat::OslatPlan) {
 /// `rtgauge oslat`.
 pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
-    let Resolved { plan, why, .. } = resolve(a, &root)?;
+    let Resolved { plan, notes, why } = resolve(a, &root)?;
+    super::warn_all(&notes);
     if a.rtprio.is_some() && plan.config.cpus.contains(&0) {
         eprintln!("rtgauge: warning: running a SCHED_FIFO busy loop on CPU 0 may starve its housekeeping work");
     }
@@ -114,7 +117,7 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         why: Some(why),
         accounting: true,
     };
-    let (results, warnings) = super::measure(
+    let (results, shortfalls) = super::measure(
         &root,
         &stop,
         &rtgauge_session::probes::Oslat(&plan),
@@ -135,7 +138,9 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     if !a.quiet {
         writeln!(out, "Test completed.\n")?;
     }
-    super::warn_all(&warnings);
+    super::warn_all(&shortfalls);
+    let mut warnings = notes;
+    warnings.extend(shortfalls);
     write!(
         out,
         "{}",
