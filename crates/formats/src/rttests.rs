@@ -530,6 +530,21 @@ pub fn render_oslat_extras(result: &OslatResult, run_start_monotonic_ns: u64) ->
         );
     }
     for t in &result.threads {
+        if let Some(b) = &t.bookkeeping {
+            let _ = writeln!(
+                out,
+                "# CPU {}: the loop's own bookkeeping, not counted as gaps: {} blocks, {:.1} µs ({:.3} % of \
+                 the run), longest {:.3} µs; {} interrupted, left in their gaps",
+                t.cpu,
+                b.blocks,
+                us(b.total_ns),
+                b.total_ns as f64 * 100.0 / t.duration_ns.max(1) as f64,
+                us(b.max_ns),
+                b.interrupted
+            );
+        }
+    }
+    for t in &result.threads {
         let shown: Vec<String> = t
             .worst
             .iter()

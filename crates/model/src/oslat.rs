@@ -145,6 +145,28 @@ pub struct OslatThread {
     /// Timeline intervals lost because the reader fell behind (should be 0).
     #[serde(default)]
     pub timeline_dropped: u64,
+    /// The loop's own bookkeeping, timed apart from the gaps; `None` in imported results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bookkeeping: Option<Bookkeeping>,
+    /// Faults and preemptions the thread took while it measured; `None` in imported results and
+    /// checkpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<crate::rt::ThreadDisturbance>,
+}
+
+/// The measuring loop's own work — the slow path of a long gap and the block every 1024 iterations (stop
+/// flag, end, timeline, hand-over) — timed apart from the gaps, so that it is never counted as one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Bookkeeping {
+    /// Blocks timed.
+    pub blocks: u64,
+    /// Their time in all, ns (the gaps' sum and this make the measured time).
+    pub total_ns: u64,
+    /// The longest, ns.
+    pub max_ns: u64,
+    /// Blocks that took as long as a gap worth recording (interrupted by the platform): their time was left
+    /// in the next gap instead, so that noise is never hidden in bookkeeping.
+    pub interrupted: u64,
 }
 
 impl OslatThread {

@@ -1,33 +1,42 @@
-//! The measuring loop must not allocate: a counting global allocator tallies allocations made on the
-//! probe's own threads (named `rtgauge-cyc*`), and the tally must not depend on how many periods ran.
+//! The measuring loops must not allocate: a counting global allocator tallies allocations made on the
+//! probes' own threads (named `rtgauge-cyc*` for the timer probe, `rtgauge-osl*` for the busy loop), and
+//! the tally must not depend on how long the loop ran.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 use rtgauge_model::cyclic::CyclicConfig;
+use rtgauge_model::oslat::{OslatConfig, Workload};
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
+use rtgauge_probe::observe::Silent;
+use rtgauge_probe::oslat::{self, OslatPlan};
 use rtgauge_probe::stop::StopFlag;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 struct Counting;
-static PROBE_ALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Allocations on the timer probe's threads, and on the busy loop's (the two tests run at once).
+static CYCLIC_ALLOCS: AtomicU64 = AtomicU64::new(0);
+static OSLAT_ALLOCS: AtomicU64 = AtomicU64::new(0);
 
-fn on_probe_thread() -> bool {
+/// Count an allocation made on a probe thread.
+fn count() {
     let mut name = [0u8; 16];
     // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`; no allocation happens here.
     unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
-    name.starts_with(b"rtgauge-cyc")
+    if name.starts_with(b"rtgauge-cyc") {
+        CYCLIC_ALLOCS.fetch_add(1, Ordering::Relaxed);
+    } else if name.starts_with(b"rtgauge-osl") {
+        OSLAT_ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 // SAFETY: forwards to the system allocator; the bookkeeping neither allocates nor unwinds.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if on_probe_thread() {
-            PROBE_ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
+        count();
         // SAFETY: same contract as ours.
         unsafe { System.alloc(l) }
     }
@@ -36,9 +45,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if on_probe_thread() {
-            PROBE_ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
+        count();
         // SAFETY: same contract as ours.
         unsafe { System.realloc(p, l, n) }
     }
@@ -76,7 +83,7 @@ fn allocations_for(loops: u64) -> u64 {
         nodes: vec![None],
         tick: Duration::from_millis(10),
     };
-    PROBE_ALLOCS.store(0, Ordering::Relaxed);
+    CYCLIC_ALLOCS.store(0, Ordering::Relaxed);
     let r = cyclic::run(
         &plan,
         &StopFlag::new(),
@@ -85,7 +92,7 @@ fn allocations_for(loops: u64) -> u64 {
     .unwrap();
     assert_eq!(r.threads[0].cycles, loops);
     assert_eq!(r.spikes_total, loops);
-    PROBE_ALLOCS.load(Ordering::Relaxed)
+    CYCLIC_ALLOCS.load(Ordering::Relaxed)
 }
 
 #[test]
@@ -99,5 +106,62 @@ fn measuring_loop_does_not_allocate() {
     assert_eq!(
         short, long,
         "allocations on the probe thread grew with the number of periods"
+    );
+}
+
+/// Allocations on the busy loop's threads over a run of `ms` on two CPUs: every gap takes the slow path
+/// (worst-gap list, thresholds, buckets), a timeline interval ends and an accumulator is handed over every
+/// millisecond, and the memmove workload runs.
+fn oslat_allocations_for(ms: u64) -> u64 {
+    let cpus: Vec<u32> = rtgauge_probe::rt::current_affinity()
+        .iter()
+        .take(2)
+        .collect();
+    let plan = OslatPlan {
+        config: OslatConfig {
+            cpus: cpus.clone(),
+            main_cpu: None,
+            duration_ns: ms * 1_000_000,
+            rtprio: None,
+            preheat_ns: 20_000_000,
+            single_preheat: false,
+            bucket_count: 32,
+            bucket_width_ns: 1000,
+            bias: false,
+            workload: Workload::Memmove,
+            workload_mem_bytes: 4096,
+            trace_threshold_ns: None,
+            availability_threshold_ns: 1_000,
+            thresholds_ns: vec![1], // every gap is slow
+            worst_count: 4,
+            timeline_interval_ns: 1_000_000,
+        },
+        nodes: vec![None; cpus.len()],
+        tick: Duration::from_millis(10),
+    };
+    OSLAT_ALLOCS.store(0, Ordering::Relaxed);
+    let r = oslat::run(&plan, &StopFlag::new(), &mut Silent).unwrap();
+    for t in &r.threads {
+        assert_eq!(t.gaps.count, t.iterations);
+        assert!(
+            t.timeline.len() as u64 >= ms / 2,
+            "{} intervals",
+            t.timeline.len()
+        );
+    }
+    OSLAT_ALLOCS.load(Ordering::Relaxed)
+}
+
+#[test]
+fn busy_loop_does_not_allocate() {
+    let short = oslat_allocations_for(20);
+    let long = oslat_allocations_for(400);
+    assert!(
+        short > 0,
+        "the counter must see the threads' own accumulators being allocated"
+    );
+    assert_eq!(
+        short, long,
+        "allocations on the busy loop's threads grew with the length of the run"
     );
 }

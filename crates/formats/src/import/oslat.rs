@@ -421,6 +421,8 @@ fn oslat_thread(
         worst: Vec::new(),
         timeline: Vec::new(),
         timeline_dropped: 0,
+        bookkeeping: None,
+        disturbance: None,
     };
     Ok((thread, freq_mhz, warning))
 }

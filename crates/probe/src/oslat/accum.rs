@@ -9,7 +9,7 @@ use crate::handover::Emptier;
 use crate::recorder::WindowRecorder;
 use crate::rt;
 use rtgauge_model::latency::{self, Histogram, LatencyStats, TimelineEntry};
-use rtgauge_model::oslat::{Gap, OslatBuckets, OslatThread, ThresholdCount};
+use rtgauge_model::oslat::{Bookkeeping, Gap, OslatBuckets, OslatThread, ThresholdCount};
 use rtgauge_model::rt::ThreadConditions;
 
 /// Everything the loop counts. The thread fills one and hands it over at every timeline interval (see
@@ -30,9 +30,16 @@ pub(super) struct Accum {
     pub(super) worst_min: usize,
     pub(super) buckets: Vec<u64>,
     pub(super) overflow_sum: u64,
-    /// Iterations (= gaps) and counter ticks accumulated here.
+    /// Iterations (= gaps) and counter ticks accumulated here: the gaps and the bookkeeping blocks.
     pub(super) iterations: u64,
     pub(super) ticks: u64,
+    /// The loop's own bookkeeping (slow path, every-1024-iterations block), timed apart from the gaps:
+    /// blocks, their ticks in all and the longest.
+    pub(super) book_count: u64,
+    pub(super) book_ticks: u64,
+    pub(super) book_max: u64,
+    /// Blocks that took as long as a slow-path gap (interrupted), left in the next gap instead.
+    pub(super) book_long: u64,
     /// Timeline offset, ns, up to which this holds the run (set at hand-over).
     pub(super) until_ns: u64,
 }
@@ -53,6 +60,10 @@ impl Accum {
             overflow_sum: 0,
             iterations: 0,
             ticks: 0,
+            book_count: 0,
+            book_ticks: 0,
+            book_max: 0,
+            book_long: 0,
             until_ns: 0,
         });
         rt::prefault_vec(
@@ -82,7 +93,26 @@ impl Accum {
         self.overflow_sum = 0;
         self.iterations = 0;
         self.ticks = 0;
+        self.book_count = 0;
+        self.book_ticks = 0;
+        self.book_max = 0;
+        self.book_long = 0;
         self.until_ns = 0;
+    }
+
+    /// One bookkeeping block of `ticks` (measuring loop: no allocation).
+    #[inline(always)]
+    pub(super) fn bookkeeping(&mut self, ticks: u64) {
+        self.book_count += 1;
+        self.book_ticks += ticks;
+        if ticks > self.book_max {
+            self.book_max = ticks;
+        }
+    }
+
+    /// Counter ticks spent in gaps: the accumulated time less the bookkeeping's.
+    pub(super) fn gap_ticks(&self) -> u64 {
+        self.ticks.saturating_sub(self.book_ticks)
     }
 
     /// Add `o` (a later or concurrent part of the same thread's run) into `self`. Main thread only: the
@@ -105,6 +135,10 @@ impl Accum {
         self.overflow_sum += o.overflow_sum;
         self.iterations += o.iterations;
         self.ticks += o.ticks;
+        self.book_count += o.book_count;
+        self.book_ticks += o.book_ticks;
+        self.book_max = self.book_max.max(o.book_max);
+        self.book_long += o.book_long;
         self.until_ns = self.until_ns.max(o.until_ns);
         self.worst.extend_from_slice(&o.worst);
         self.worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
@@ -242,8 +276,9 @@ pub(super) fn assemble_thread(
             .map_or(0, |t| conv.ns(t as u64)),
     );
     let duration_ns = conv.ns(acc.ticks);
-    // The gaps tile the run: their sum is the elapsed counter time.
-    let gaps = LatencyStats::from_parts(&hist, min, max, duration_ns, acc.clamped);
+    // The gaps and the bookkeeping blocks tile the run: the gaps' sum is the elapsed counter time less the
+    // bookkeeping's.
+    let gaps = LatencyStats::from_parts(&hist, min, max, conv.ns(acc.gap_ticks()), acc.clamped);
     let secs = duration_ns as f64 / 1e9;
     let over_thresholds = cfg
         .thresholds_ns
@@ -292,6 +327,13 @@ pub(super) fn assemble_thread(
         timeline,
         windows: Default::default(),
         timeline_dropped,
+        bookkeeping: Some(Bookkeeping {
+            blocks: acc.book_count,
+            total_ns: conv.ns(acc.book_ticks),
+            max_ns: conv.ns(acc.book_max),
+            interrupted: acc.book_long,
+        }),
+        disturbance: None,
     }
 }
 

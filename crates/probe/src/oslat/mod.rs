@@ -10,6 +10,19 @@
 //! turned into ns exactly afterwards, so nothing is lost or rounded. The stop flag, the end time and the
 //! timeline are checked every 1024 iterations.
 //!
+//! The probe measures the platform, not itself: the slow path and the every-1024-iterations block
+//! (stop flag, end, timeline entry, accumulator hand-over) are *bookkeeping*; the counter is read again
+//! after them and the next gap starts there, so their cost (~60 ns a block, ~0.2 % of the loop's time
+//! here) is not a gap. It is counted apart (blocks, total and largest ticks in `Accum`): gaps and
+//! bookkeeping together tile the run. A block that took as long as a slow-path gap (1 µs) was interrupted
+//! — the platform's noise, not rtgauge's — and is left in the next gap, as before, so nothing the platform
+//! did is hidden. (oslat has no such block; its per-iteration bucket division is in every gap alike.)
+//!
+//! Each measuring thread allocates and pre-faults its own memory (state, accumulators and their spares)
+//! after pinning itself, so the kernel's first-touch placement puts it on the measured CPU's NUMA node.
+//! The main thread — off the measured CPUs unless every allowed CPU is measured (`-C`) — sleeps between
+//! drains, waking on tick boundaries.
+//!
 //! As in `cyclic`, nothing in the loop allocates, locks, prints or does I/O.
 
 use crate::clock::{self, Clock};
@@ -25,10 +38,12 @@ use accum::{assemble_thread, bucket, find_worst_min, Accum, OslatCollector};
 use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{self, TimelineEntry};
 use rtgauge_model::oslat::{CounterInfo, Gap, OslatConfig, OslatResult, Workload};
-use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};
+use rtgauge_model::rt::{
+    ProcessConditions, SchedPolicy, Setting, ThreadConditions, ThreadDisturbance,
+};
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -53,9 +68,25 @@ pub struct OslatPlan {
 /// Empty accumulators per thread in circulation besides the one being filled.
 const SPARE_ACCUMS: usize = 3;
 
+/// The threads' stop flag, alone on its cache lines (two: the adjacent-line prefetcher pairs them): the
+/// loops read it every 1024 iterations, and nothing the main thread writes may share its line.
+#[repr(align(128))]
+#[derive(Default)]
+struct LoopStop(AtomicBool);
+
+impl LoopStop {
+    #[inline(always)]
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// State shared by all threads of one probe run.
 struct OslatRun {
-    stop: StopFlag,
+    stop: LoopStop,
     finished: AtomicUsize,
     trace_hit: AtomicBool,
     trace_cpu: AtomicU32,
@@ -64,6 +95,9 @@ struct OslatRun {
     preheat_min: Vec<AtomicU64>,
     /// Tid and achieved settings per thread, set once before measuring (for checkpoints).
     started: Vec<OnceLock<(i32, ThreadConditions)>>,
+    /// The spare accumulators each thread allocated once pinned, for the main thread to put in circulation
+    /// after the first barrier (locked once each, never while measuring).
+    spares: Vec<Mutex<Spares>>,
 }
 
 /// Thread-owned state, allocated and pre-faulted before measuring.
@@ -93,6 +127,8 @@ struct OslatThreadState {
 struct Output {
     index: usize,
     state: OslatThreadState,
+    /// Faults and preemptions from the first gap measured to the last (the preheat left out).
+    disturbance: ThreadDisturbance,
 }
 
 /// Run the probe: calibrate the counter, preheat, measure until the duration or `stop`.
@@ -125,32 +161,50 @@ pub fn run(
     let common = Arc::new(OslatRun {
         // The threads' own flag: set by the main thread (on `stop`, or at the end) or by a threshold hit,
         // never visible to the caller, whose `stop` means only "the user asked to stop".
-        stop: StopFlag::new(),
+        stop: LoopStop::default(),
         finished: AtomicUsize::new(0),
         trace_hit: AtomicBool::new(false),
         trace_cpu: AtomicU32::new(0),
         trace_gap: AtomicU64::new(0),
         preheat_min: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
         started: (0..n).map(|_| OnceLock::new()).collect(),
+        spares: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
     });
     let barriers = Barriers {
         ready: Arc::new(Barrier::new(n + 1)),
         preheated: Arc::new(Barrier::new(n + 1)),
         go: Arc::new(Barrier::new(n + 1)),
     };
-    let (mut collectors, handles) = spawn_threads(plan, conv, &common, &barriers)?;
+    // The main thread goes to its CPU first: what it allocates (rings, totals) is first touched there.
     let main_cpus = cfg.main_cpu.map(|c| CpuSet::new([c]));
     let mut conditions = rt::process_conditions(main_cpus.as_ref(), mlock, &dma);
+    let (mut collectors, handles) = spawn_threads(plan, conv, &common, &barriers)?;
 
     barriers.ready.wait();
+    // Every thread has pinned itself and allocated its spares on its own CPU: put them in circulation.
+    for (spares, c) in common.spares.iter().zip(collectors.iter_mut()) {
+        if let Ok(mut spares) = spares.lock() {
+            spares.drain(..).for_each(|a| c.handed.give_back(a));
+        }
+    }
     observer.preheat();
     barriers.preheated.wait();
     let bias = cfg.bias.then(|| global_preheat_min(&common));
     observer.start(bias);
     barriers.go.wait();
     let start = std::time::Instant::now();
+    let tick_ns = (plan.tick.as_nanos() as u64).max(1);
     loop {
-        std::thread::sleep(plan.tick);
+        // Blocked until the next tick boundary (absolute: the work below does not shift the wake-ups, which
+        // fall on timeline-interval boundaries when the interval is a multiple of the tick), or the end;
+        // once the threads are due to end, every 10 ms (at most) until they have.
+        let e = start.elapsed().as_nanos() as u64;
+        let next = if e < cfg.duration_ns {
+            ((e / tick_ns + 1) * tick_ns).min(cfg.duration_ns)
+        } else {
+            e + tick_ns.min(10_000_000)
+        };
+        std::thread::sleep(Duration::from_nanos(next - e));
         collectors.iter_mut().for_each(OslatCollector::collect);
         let elapsed = start.elapsed();
         observer.tick(elapsed, &(), &mut || {
@@ -191,8 +245,21 @@ struct Barriers {
     go: Arc<Barrier>,
 }
 
-/// Start one measurement thread per CPU, with pre-faulted accumulators, and return the main thread's
-/// ends of their rings.
+/// A thread's accumulators, allocated on its CPU, sized for this run.
+fn new_accum(cfg: &OslatConfig, conv: &TickConverter) -> Box<Accum> {
+    Accum::new(
+        fast_limit(cfg, conv),
+        cfg.worst_count as usize,
+        cfg.bucket_count as usize,
+    )
+}
+
+/// A thread's spare accumulators, boxed: the hand-over circulates boxes, swapping only their contents.
+#[allow(clippy::vec_box)]
+type Spares = Vec<Box<Accum>>;
+
+/// Start one measurement thread per CPU, which allocates its own accumulators once pinned, and return the
+/// main thread's ends of their rings. The main thread's running totals are its own memory.
 fn spawn_threads(
     plan: &OslatPlan,
     conv: TickConverter,
@@ -201,36 +268,27 @@ fn spawn_threads(
 ) -> Result<(Vec<OslatCollector>, Vec<JoinHandle<Output>>), ProbeError> {
     let cfg = &plan.config;
     let n = cfg.cpus.len();
-    let small_len = fast_limit(cfg, &conv);
     let t0_ns = clock::now_ns(Clock::Monotonic);
-    let new_accum = || {
-        Accum::new(
-            small_len,
-            cfg.worst_count as usize,
-            cfg.bucket_count as usize,
-        )
-    };
     let mut collectors = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
         let (producer, timeline_rx) = handover::timeline_ring(plan.tick, cfg.timeline_interval_ns);
-        let (handover, handed) =
-            handover::channel((0..SPARE_ACCUMS).map(|_| new_accum()).collect());
+        // The thread allocates the spares itself, on its CPU ([`OslatRun::spares`]).
+        let (handover, handed) = handover::channel_for(SPARE_ACCUMS);
         let interval_ns = timeline_interval_ns(cfg);
         collectors.push(OslatCollector {
             handed,
-            total: new_accum(),
+            total: new_accum(cfg, &conv),
             timeline: Vec::new(),
             timeline_rx,
             windows: WindowRecorder::new(interval_ns),
             conv,
             interval_ns,
         });
-        let acc = new_accum();
         let (cfg2, common2, barriers2) = (cfg.clone(), Arc::clone(common), barriers.clone());
         handles.push(rt::spawn_thread(format!("rtgauge-osl{i}"), i, move || {
             thread_main(
-                &cfg2, i, conv, acc, t0_ns, &common2, &barriers2, producer, handover,
+                &cfg2, i, conv, t0_ns, &common2, &barriers2, producer, handover,
             )
         })?);
     }
@@ -286,6 +344,7 @@ fn finish(
             st.tl_dropped,
         );
         t.windows = col.windows.windows();
+        t.disturbance = Some(out.disturbance);
         threads.push(t);
     }
     // The cross-check furthest from zero.
@@ -425,7 +484,6 @@ fn thread_main(
     cfg: &OslatConfig,
     index: usize,
     conv: TickConverter,
-    acc: Box<Accum>,
     t0_ns: u64,
     common: &OslatRun,
     barriers: &Barriers,
@@ -435,7 +493,12 @@ fn thread_main(
     rt::block_signals();
     let tid = rt::gettid();
     let cpu = rt::pin_thread(Some(cfg.cpus[index]));
-    let mut st = OslatThreadState::prepare(cfg, conv, acc);
+    // Pinned: everything allocated and pre-faulted from here on is first touched on the measured CPU.
+    let mut st = OslatThreadState::prepare(cfg, conv, new_accum(cfg, &conv));
+    if let Ok(mut spares) = common.spares[index].lock() {
+        // The main thread puts them in circulation once every thread is at the first barrier.
+        spares.extend((0..SPARE_ACCUMS).map(|_| new_accum(cfg, &conv)));
+    }
     rt::prefault_stack(32 * 1024);
     let (policy, priority) = match cfg.rtprio {
         Some(p) => rt::set_sched(SchedPolicy::Fifo, p),
@@ -485,6 +548,7 @@ fn thread_main(
         st.bias = global_preheat_min(common);
     }
     barriers.go.wait();
+    let before = rt::thread_disturbance();
     st.measure(
         cfg.duration_ns,
         cfg.trace_threshold_ns,
@@ -494,15 +558,22 @@ fn thread_main(
         &mut timeline,
         Some(&mut handover),
     );
+    let disturbance = rt::thread_disturbance().since(&before);
     if st.tl.count > 0 && timeline.push(st.tl).is_err() {
         st.tl_dropped += 1;
     }
     rt::reset_sched();
     common.finished.fetch_add(1, Ordering::Release);
-    Output { index, state: st }
+    Output {
+        index,
+        state: st,
+        disturbance,
+    }
 }
 
 impl OslatThreadState {
+    /// Called on the pinned thread: `acc` was allocated there, the workload buffer is, and `reset`
+    /// pre-faults both.
     fn prepare(cfg: &OslatConfig, conv: TickConverter, acc: Box<Accum>) -> OslatThreadState {
         let mut thresholds = [u64::MAX; MAX_THRESHOLDS];
         for (t, v) in thresholds.iter_mut().zip(&cfg.thresholds_ns) {
@@ -535,7 +606,8 @@ impl OslatThreadState {
         st
     }
 
-    /// Zero everything (writing every page, which also pre-faults it).
+    /// Zero everything (writing every page, which also pre-faults it), the preheat's timeline drops included:
+    /// they are not the run's.
     fn reset(&mut self) {
         self.acc.clear();
         for b in self.workload.iter_mut() {
@@ -545,6 +617,7 @@ impl OslatThreadState {
         self.tl = TimelineEntry::default();
         self.tl_index = 0;
         self.tl_iter_start = 0;
+        self.tl_dropped = 0;
         self.iterations = 0;
         self.ticks = 0;
         self.raw_ns = 0;
@@ -588,12 +661,16 @@ impl OslatThreadState {
             let d = now.wrapping_sub(prev);
             if let Some(c) = self.acc.small.get_mut(d as usize) {
                 *c += 1;
+                prev = now;
             } else {
                 self.slow(d, prev, common, cpu);
+                // The slow path is bookkeeping: the next gap starts after it.
+                prev = self.end_bookkeeping(now);
             }
-            prev = now;
             n += 1;
             if n & CHECK_MASK == 0 {
+                // `prev`: the end of the last gap (or of the slow path after it), where this block begins.
+                let now = prev;
                 if common.stop.is_set() || now >= end {
                     break;
                 }
@@ -621,6 +698,9 @@ impl OslatThreadState {
                         }
                     }
                 }
+                // Bookkeeping, not a gap: the next gap starts after it. Its cost goes into the accumulator
+                // that now spans it (the new one after a hand-over).
+                prev = self.end_bookkeeping(now);
             }
         }
         self.tl.count = n - self.tl_iter_start;
@@ -629,6 +709,21 @@ impl OslatThreadState {
         self.iterations = n;
         self.ticks = prev - start;
         self.raw_ns = clock::now_ns(Clock::MonotonicRaw) - raw0;
+    }
+
+    /// The end of a bookkeeping block that began at counter value `began`: where the next gap starts. A
+    /// block as long as a slow-path gap (`small.len()` ticks) was interrupted: it stays in the next gap.
+    #[inline(always)]
+    fn end_bookkeeping(&mut self, began: u64) -> u64 {
+        let now = counter::read();
+        let ticks = now.wrapping_sub(began);
+        if ticks < self.acc.small.len() as u64 {
+            self.acc.bookkeeping(ticks);
+            now
+        } else {
+            self.acc.book_long += 1;
+            began
+        }
     }
 
     /// A gap of at least `small.len()` ticks that began at counter value `began`.
@@ -814,6 +909,89 @@ mod tests {
         assert_eq!(t.gaps.count, fin);
         assert_eq!(t.buckets.counts.iter().sum::<u64>(), fin);
         assert_eq!(t.timeline.iter().map(|e| e.count).sum::<u64>(), fin);
+    }
+
+    /// One thread's state prepared on the calling thread, with the shared state of a one-thread run.
+    fn one_thread(c: &OslatConfig) -> (OslatThreadState, OslatRun) {
+        let conv = TickConverter::new(counter::calibrate().frequency_hz);
+        let st = OslatThreadState::prepare(c, conv, new_accum(c, &conv));
+        let common = OslatRun {
+            stop: LoopStop::default(),
+            finished: AtomicUsize::new(0),
+            trace_hit: AtomicBool::new(false),
+            trace_cpu: AtomicU32::new(0),
+            trace_gap: AtomicU64::new(0),
+            preheat_min: vec![AtomicU64::new(u64::MAX)],
+            started: vec![OnceLock::new()],
+            spares: vec![Mutex::new(Vec::new())],
+        };
+        (st, common)
+    }
+
+    #[test]
+    fn bookkeeping_is_timed_apart_from_the_gaps() {
+        let c = config(vec![0], 0);
+        let (mut st, common) = one_thread(&c);
+        let (mut tx, _rx) = rtrb::RingBuffer::<TimelineEntry>::new(1024);
+        st.measure(300_000_000, None, 0, &common, 0, &mut tx, None);
+        let a = &st.acc;
+        let slow = a.hist.len();
+        assert!(st.iterations > 10 * 1024, "{} iterations", st.iterations);
+        // One block per slow gap and per 1024 iterations, less the block that ended the loop (untimed);
+        // the few interrupted ones were left in the gaps.
+        assert_eq!(st.iterations % 1024, 0);
+        assert_eq!(a.book_count + a.book_long, slow + st.iterations / 1024 - 1);
+        assert!(
+            a.book_long <= a.book_count / 10,
+            "{} of {}",
+            a.book_long,
+            a.book_count
+        );
+        assert!(a.book_ticks > 0 && a.book_max > 0 && a.book_max <= a.book_ticks);
+        assert!(
+            a.book_max < a.small.len() as u64,
+            "a block is bookkeeping only while shorter than a slow-path gap"
+        );
+        // The gaps and the blocks tile the run: the per-tick table, the slow gaps (ns, HDR precision) and
+        // the bookkeeping add up to the elapsed ticks.
+        let fast: u64 = a.small.iter().enumerate().map(|(t, &k)| t as u64 * k).sum();
+        let slow_ticks = st.conv.ticks((a.hist.mean() * slow as f64) as u64);
+        let total = fast + slow_ticks + a.book_ticks;
+        let err = (total as f64 - st.ticks as f64).abs() / st.ticks as f64;
+        assert!(
+            err < 0.01,
+            "gaps + bookkeeping = {total} ticks, run {} ticks",
+            st.ticks
+        );
+        assert_eq!(a.gap_ticks(), st.ticks - a.book_ticks);
+    }
+
+    #[test]
+    fn reset_after_the_preheat_forgets_its_counts() {
+        let mut c = config(vec![0], 0);
+        c.timeline_interval_ns = 1_000_000;
+        let (mut st, common) = one_thread(&c);
+        // The preheat's sink holds one entry: every later interval is dropped.
+        let mut sink = rtrb::RingBuffer::<TimelineEntry>::new(1).0;
+        st.measure(20_000_000, None, 0, &common, 0, &mut sink, None);
+        assert!(st.tl_dropped > 0, "the preheat dropped its intervals");
+        assert!(st.acc.book_count > 0);
+        st.reset();
+        assert_eq!(st.tl_dropped, 0, "preheat drops are not the run's");
+        assert_eq!(
+            (st.acc.book_count, st.acc.book_ticks, st.acc.book_max),
+            (0, 0, 0)
+        );
+        assert_eq!(
+            (st.iterations, st.acc.iterations, st.acc.hist.len()),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn the_stop_flag_has_its_cache_lines_to_itself() {
+        assert_eq!(std::mem::align_of::<LoopStop>(), 128);
+        assert_eq!(std::mem::size_of::<LoopStop>(), 128);
     }
 
     #[test]

@@ -64,13 +64,18 @@ impl KindView for OslatResult {
         latency::section(&section, options)
     }
 
-    /// The process's and each thread's settings, and a counter that drifted.
+    /// The process's and each thread's settings, page faults taken while measuring, and a counter that
+    /// drifted.
     fn shortfalls(&self) -> Vec<String> {
         let mut w = crate::shortfalls::process(&self.conditions);
         for t in &self.threads {
             w.extend(crate::shortfalls::thread(
                 &format!("CPU {}", t.cpu),
                 &t.conditions,
+            ));
+            w.extend(crate::shortfalls::disturbance(
+                &format!("CPU {}", t.cpu),
+                t.disturbance.as_ref(),
             ));
         }
         if self.counter.cross_check_ppm.abs() > 1000.0 {
