@@ -48,10 +48,7 @@ pub fn parse_load_spec(text: &str) -> Result<LoadSpec, LoadSpecError> {
     };
     let mut out = Vec::new();
     for k in kinds.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-        let kind = LoadKind::ALL
-            .into_iter()
-            .find(|x| x.as_str() == k)
-            .ok_or_else(|| LoadSpecError::Kind(k.to_string()))?;
+        let kind = LoadKind::from_name(k).ok_or_else(|| LoadSpecError::Kind(k.to_string()))?;
         if !out.contains(&kind) {
             out.push(kind);
         }

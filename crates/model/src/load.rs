@@ -51,6 +51,10 @@ impl LoadKind {
             LoadKind::Ipi => "ipi",
         }
     }
+    /// The kind named `name` as in `--load` ("cpu", "memory", ...).
+    pub fn from_name(name: &str) -> Option<LoadKind> {
+        LoadKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
     /// Unit of the achieved rate.
     pub fn unit(self) -> &'static str {
         match self {

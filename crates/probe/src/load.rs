@@ -8,8 +8,8 @@
 //! The generators run in a **worker process** (this binary again, started with [`WORKER_ARG`]), not in the
 //! probe's: a fork write-protects every private page of the forking process and flushes the TLB of every
 //! CPU running one of its threads, and unmapping a buffer does the same, so `fork` and `memory` generators
-//! inside the probe sent the measured CPUs IPIs and write-protect faults that were rtgauge's own (p99
-//! 98.8–767 µs against 36.7–48.3 µs for the same load from another process: docs/load.md). The worker is
+//! inside the probe sent the measured CPUs IPIs and write-protect faults that were rtgauge's own (median
+//! p99 143.7 µs against 33.6 µs for the same load from another process: docs/load.md). The worker is
 //! spawned without a fork of the probe (posix_spawn) before the measurement begins; it reads its stdin until
 //! the probe closes it — at stop, or when the probe dies, kill -9 included — then reports what each
 //! generator did on its stdout and exits. It ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: a Ctrl-C or a
@@ -24,7 +24,7 @@
 use crate::stop::StopFlag;
 use rtgauge_model::load::{GeneratorResult, LoadKind, LoadResult};
 use rtgauge_model::CpuSet;
-use std::io::{BufRead as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -118,8 +118,14 @@ impl Load {
     /// Stop every generator and report what each achieved.
     pub fn stop(self) -> LoadResult {
         let elapsed = self.started.elapsed();
+        let local = self.local.threads.len();
         let mut generators = self.local.stop();
-        let mut lost = None;
+        let mut lost = (generators.len() != local).then(|| {
+            format!(
+                "{} of {local} in-process generators reported",
+                generators.len()
+            )
+        });
         if let Some(w) = self.worker {
             match w.stop() {
                 Ok(mut g) => generators.append(&mut g),
@@ -141,7 +147,8 @@ impl Load {
     }
 }
 
-/// Generator threads of one process, started together.
+/// Generator threads of one process, started together; stopped and joined when dropped (an error or a
+/// panic in the probe must not leave an `ipi` storm behind).
 #[derive(Debug)]
 struct Generators {
     stop: StopFlag,
@@ -151,44 +158,69 @@ struct Generators {
 impl Generators {
     /// Start `gens`, each on its own thread; returns once each has its buffers ready.
     fn start(gens: Vec<Generator>) -> std::io::Result<Generators> {
-        let stop = StopFlag::new();
-        let mut threads = Vec::new();
+        let mut started = Generators {
+            stop: StopFlag::new(),
+            threads: Vec::new(),
+        };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
         for g in gens {
-            let s = stop.clone();
+            let s = started.stop.clone();
             let ready = ready_tx.clone();
-            threads.push(
+            // On an error the ones already started are stopped by the drop.
+            started.threads.push(
                 std::thread::Builder::new()
                     .name(format!("rtg-load-{}", g.kind))
                     .spawn(move || g.run(&s, &ready))?,
             );
         }
         drop(ready_tx);
-        for _ in 0..threads.len() {
+        for _ in 0..started.threads.len() {
             if ready_rx.recv().is_err() {
                 break;
             }
         }
-        Ok(Generators { stop, threads })
+        Ok(started)
     }
 
-    /// Stop them and collect what each did.
-    fn stop(self) -> Vec<GeneratorResult> {
+    /// Stop them and collect what each did; a generator that panicked is missing (the caller counts).
+    fn stop(mut self) -> Vec<GeneratorResult> {
         self.stop.set();
         self.threads
-            .into_iter()
+            .drain(..)
             .filter_map(|t| t.join().ok())
             .collect()
     }
 }
 
-/// The worker process running the generators outside the probe's address space.
+impl Drop for Generators {
+    fn drop(&mut self) {
+        self.stop.set();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Set in the worker's environment: with [`WORKER_ARG`] it makes a process a worker, so that the argument
+/// alone (typed by hand) is only an unknown verb. Its value is the protocol's version.
+const WORKER_ENV: &str = "RTGAUGE_LOAD_WORKER";
+/// How long the worker may take to report its generators ready (the memory generator fills three buffers
+/// of up to 128 MiB per CPU first) and, after its stop, to report their figures.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+const REPORT_WITHIN: Duration = Duration::from_secs(10);
+
+/// The worker process running the generators outside the probe's address space. Dropped without
+/// [`LoadWorker::stop`] (an error, a panic) it is told to stop and, if it does not within a second, killed.
 #[derive(Debug)]
 struct LoadWorker {
     child: std::process::Child,
     /// Closed to stop the worker.
     stdin: Option<std::process::ChildStdin>,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
+    lines: WorkerLines,
+    /// Generators it runs (as many result lines are due).
+    expected: usize,
+    /// Waited for: nothing left to do when dropped.
+    reaped: bool,
 }
 
 impl LoadWorker {
@@ -200,8 +232,8 @@ impl LoadWorker {
             .filter(|p| p.exists())
             .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
         // (Itself: not a program of the manifest.)
-        let mut cmd = rtgauge_programs::command(exe);
-        cmd.arg(WORKER_ARG);
+        let mut cmd = rtgauge_programs::command(&exe);
+        cmd.arg(WORKER_ARG).env(WORKER_ENV, "1");
         for g in gens {
             cmd.arg(g.to_arg());
         }
@@ -220,38 +252,143 @@ impl LoadWorker {
         let mut w = LoadWorker {
             child,
             stdin,
-            stdout: std::io::BufReader::new(stdout),
+            lines: WorkerLines {
+                out: stdout,
+                buf: Vec::new(),
+            },
+            expected: gens.len(),
+            reaped: false,
         };
-        let mut line = String::new();
-        w.stdout.read_line(&mut line)?;
-        if line.trim_end() != "ready" {
-            let _ = w.child.kill();
-            let status = w.child.wait()?;
-            return Err(std::io::Error::other(format!(
-                "the load worker did not start ({status}): {}",
-                line.trim_end()
-            )));
+        match w.lines.next(Instant::now() + READY_WITHIN) {
+            Ok(Some(line)) if line == "ready" => Ok(w),
+            said => {
+                let _ = w.child.kill();
+                let status = w.child.wait()?;
+                w.reaped = true;
+                let said = match said {
+                    Ok(Some(line)) => format!(": it said '{line}'"),
+                    Ok(None) => String::new(),
+                    Err(e) => format!(": {e} (within {} s)", READY_WITHIN.as_secs()),
+                };
+                Err(std::io::Error::other(format!(
+                    "the load worker ({} {WORKER_ARG}) did not start ({status}){said}; a program that \
+                     starts loads must call rtgauge_probe::load::worker_main first",
+                    exe.display()
+                )))
+            }
         }
-        Ok(w)
     }
 
-    /// Close its stdin and read its generators' figures; how it ended when it did not report them all.
+    /// Close its stdin and read its generators' figures; why they are not all there otherwise.
     fn stop(mut self) -> Result<Vec<GeneratorResult>, String> {
+        // Gone already: killed from outside while the probe measured.
+        let early = self.child.try_wait().ok().flatten();
         drop(self.stdin.take());
+        let deadline = Instant::now() + REPORT_WITHIN;
         let mut out = Vec::new();
         let mut bad = None;
-        for line in (&mut self.stdout).lines() {
-            let Ok(line) = line else { break };
-            match parse_result(&line) {
-                Some(g) => out.push(g),
-                None => bad = Some(line),
+        let mut late = None;
+        loop {
+            match self.lines.next(deadline) {
+                Ok(Some(line)) => match parse_result(&line) {
+                    Some(g) => out.push(g),
+                    None => bad = Some(line),
+                },
+                Ok(None) => break,
+                Err(e) => {
+                    let _ = self.child.kill();
+                    late = Some(e);
+                    break;
+                }
             }
         }
         let status = self.child.wait().map_err(|e| e.to_string())?;
-        match (status.success(), bad) {
-            (true, None) => Ok(out),
-            (_, Some(line)) => Err(format!("the worker said '{line}'")),
-            (false, None) => Err(format!("the worker ended before it was stopped ({status})")),
+        self.reaped = true;
+        if let Some(st) = early {
+            return Err(format!("the worker ended before it was stopped ({st})"));
+        }
+        if let Some(e) = late {
+            return Err(format!(
+                "the worker did not report its figures within {} s of its stop ({e}); killed",
+                REPORT_WITHIN.as_secs()
+            ));
+        }
+        if let Some(line) = bad {
+            return Err(format!("the worker said '{line}'"));
+        }
+        if out.len() != self.expected {
+            return Err(format!(
+                "{} of the worker's {} generators reported ({status})",
+                out.len(),
+                self.expected
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for LoadWorker {
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        drop(self.stdin.take());
+        let until = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The worker's stdout as lines, each waited for until a deadline (poll(2)), so that a hung worker cannot
+/// hang the probe. (std's BufReader has no timeout.)
+#[derive(Debug)]
+struct WorkerLines {
+    out: std::process::ChildStdout,
+    buf: Vec<u8>,
+}
+
+impl WorkerLines {
+    /// The next line; None at the end of the output; an error past `deadline`.
+    fn next(&mut self, deadline: Instant) -> Result<Option<String>, String> {
+        use std::io::Read as _;
+        use std::os::fd::AsRawFd as _;
+        loop {
+            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return Ok(Some(String::from_utf8_lossy(&line).trim_end().to_string()));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err("it did not answer in time".into());
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.out.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, for the duration of the call.
+            let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1000) as libc::c_int) };
+            if n <= 0 {
+                continue; // timed out this slice, or EINTR: look at the deadline again
+            }
+            let mut chunk = [0u8; 4096];
+            match self.out.read(&mut chunk) {
+                Ok(0) if self.buf.is_empty() => return Ok(None),
+                Ok(0) => {
+                    let line = String::from_utf8_lossy(&self.buf).trim_end().to_string();
+                    self.buf.clear();
+                    return Ok(Some(line));
+                }
+                Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
         }
     }
 }
@@ -260,8 +397,10 @@ impl LoadWorker {
 /// [`WORKER_ARG`]; then runs the generators its arguments name until its stdin closes, prints one line per
 /// generator (`kind cpu ops rate cpu_percent`) and gives the exit code.
 pub fn worker_main() -> Option<i32> {
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() != Some(WORKER_ARG) {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(WORKER_ARG))
+        || std::env::var_os(WORKER_ENV).is_none()
+    {
         return None;
     }
     let gens: Option<Vec<Generator>> = args.map(|a| Generator::from_arg(&a)).collect();
@@ -315,7 +454,7 @@ pub fn worker_main() -> Option<i32> {
 /// One worker result line, as [`worker_main`] prints it.
 fn parse_result(line: &str) -> Option<GeneratorResult> {
     let mut w = line.split_whitespace();
-    let kind = kind_named(w.next()?)?;
+    let kind = LoadKind::from_name(w.next()?)?;
     let r = GeneratorResult {
         kind,
         cpu: w.next()?.parse().ok()?,
@@ -324,10 +463,6 @@ fn parse_result(line: &str) -> Option<GeneratorResult> {
         cpu_percent: w.next()?.parse().ok()?,
     };
     w.next().is_none().then_some(r)
-}
-
-fn kind_named(name: &str) -> Option<LoadKind> {
-    LoadKind::ALL.into_iter().find(|k| k.as_str() == name)
 }
 
 /// One generator thread's parameters.
@@ -341,33 +476,44 @@ struct Generator {
 }
 
 impl Generator {
-    /// As one worker argument: `KIND:CPU:LEVEL:NICE:BYTES[:FILE]` (the file last, so it may hold colons).
-    fn to_arg(&self) -> String {
-        let mut a = format!(
+    /// As one worker argument: `KIND:CPU:LEVEL:NICE:BYTES[:FILE]` (the file last, so it may hold colons;
+    /// its bytes as they are, so any path the OS takes).
+    fn to_arg(&self) -> std::ffi::OsString {
+        let mut a = std::ffi::OsString::from(format!(
             "{}:{}:{}:{}:{}",
             self.kind,
             self.cpu,
             self.level,
             u8::from(self.nice),
             self.memory_bytes
-        );
+        ));
         if let Some(f) = &self.file {
-            a.push(':');
-            a.push_str(&f.to_string_lossy());
+            a.push(":");
+            a.push(f);
         }
         a
     }
 
     /// The generator [`Generator::to_arg`] wrote.
-    fn from_arg(arg: &str) -> Option<Generator> {
-        let mut p = arg.splitn(6, ':');
+    fn from_arg(arg: &std::ffi::OsStr) -> Option<Generator> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let mut p = arg.as_bytes().splitn(6, |&b| b == b':');
+        let mut field = || std::str::from_utf8(p.next()?).ok();
+        let kind = LoadKind::from_name(field()?)?;
+        let cpu = field()?.parse().ok()?;
+        let level = field()?.parse().ok().filter(|l| (1..=100).contains(l))?;
+        let nice = field()? == "1";
+        let memory_bytes = field()?.parse().ok()?;
+        let file = p
+            .next()
+            .map(|f| PathBuf::from(std::ffi::OsStr::from_bytes(f)));
         Some(Generator {
-            kind: kind_named(p.next()?)?,
-            cpu: p.next()?.parse().ok()?,
-            level: p.next()?.parse().ok().filter(|l| (1..=100).contains(l))?,
-            nice: p.next()? == "1",
-            memory_bytes: p.next()?.parse().ok()?,
-            file: p.next().map(PathBuf::from),
+            kind,
+            cpu,
+            level,
+            nice,
+            memory_bytes,
+            file,
         })
     }
 }
@@ -699,8 +845,23 @@ mod tests {
             (LoadKind::Io, 3, 25, true, 64 << 20)
         );
         assert_eq!(back.file.as_deref(), Some(Path::new("/tmp/a:b/io-3")));
-        assert!(Generator::from_arg("fork:0:0:0:1").is_none(), "level 0");
-        assert!(Generator::from_arg("gpu:0:50:0:1").is_none());
+        use std::os::unix::ffi::OsStrExt as _;
+        let odd = std::ffi::OsStr::from_bytes(b"/tmp/\xff/io-3");
+        let g = Generator {
+            file: Some(PathBuf::from(odd)),
+            ..g
+        };
+        let back = Generator::from_arg(&g.to_arg()).unwrap();
+        assert_eq!(
+            back.file.as_deref(),
+            Some(Path::new(odd)),
+            "a non-UTF-8 path"
+        );
+        assert!(
+            Generator::from_arg("fork:0:0:0:1".as_ref()).is_none(),
+            "level 0"
+        );
+        assert!(Generator::from_arg("gpu:0:50:0:1".as_ref()).is_none());
         let r = parse_result("fork 1 2036 2036.5 99.25").unwrap();
         assert_eq!((r.kind, r.cpu, r.ops), (LoadKind::Fork, 1, 2036));
         assert_eq!((r.rate, r.cpu_percent), (2036.5, 99.25));

@@ -7,15 +7,14 @@
 use rtgauge_model::rt::{ProcessConditions, ThreadConditions, ThreadDisturbance};
 use rtgauge_model::run::ProbeResult;
 
-/// Every shortfall of one probe's result: its kind's, and a load that did not last the run.
+/// Every shortfall of one probe's result: its kind's, and a load whose figures did not all come back.
 pub fn of_probe(p: &ProbeResult) -> Vec<String> {
     let view = crate::kind::view(p);
     let mut w = view.shortfalls();
     if let Some(l) = view.data().load() {
         if let Some(lost) = &l.lost {
             w.push(format!(
-                "load {}: its generators ended before the probe did, so the run was not loaded \
-                 throughout ({lost})",
+                "load {}: {lost}: what the load achieved is not known, and it may not have covered the run",
                 l.spec
             ));
         }

@@ -40,6 +40,8 @@ pub(super) struct Accum {
     pub(super) book_max: u64,
     /// Blocks that took as long as a slow-path gap (interrupted), left in the next gap instead.
     pub(super) book_long: u64,
+    /// Counter ticks of the slow-path gaps, exactly (the HDR histogram holds them at its precision).
+    pub(super) slow_ticks: u64,
     /// Timeline offset, ns, up to which this holds the run (set at hand-over).
     pub(super) until_ns: u64,
 }
@@ -64,6 +66,7 @@ impl Accum {
             book_ticks: 0,
             book_max: 0,
             book_long: 0,
+            slow_ticks: 0,
             until_ns: 0,
         });
         rt::prefault_vec(
@@ -97,6 +100,7 @@ impl Accum {
         self.book_ticks = 0;
         self.book_max = 0;
         self.book_long = 0;
+        self.slow_ticks = 0;
         self.until_ns = 0;
     }
 
@@ -139,6 +143,7 @@ impl Accum {
         self.book_ticks += o.book_ticks;
         self.book_max = self.book_max.max(o.book_max);
         self.book_long += o.book_long;
+        self.slow_ticks += o.slow_ticks;
         self.until_ns = self.until_ns.max(o.until_ns);
         self.worst.extend_from_slice(&o.worst);
         self.worst.sort_by_key(|g| std::cmp::Reverse(g.gap_ns));
