@@ -28,9 +28,10 @@ pub struct OslatArgs {
     pub cpu_list: Option<String>,
 
     /// CPU of the main thread (default: the lowest CPU this process may use that is not measured; only
-    /// when every such CPU is measured, the lowest of them, with a warning). Every 250 ms the main thread
-    /// drains the threads' rings, merges their accumulators, samples /proc and writes checkpoints (oslat's
-    /// main thread only sleeps): on a measured CPU that work shows as the CPU's noise.
+    /// when every such CPU is measured, the lowest of them, with a warning). Every 250 ms (100 ms with
+    /// --trace, 5 ms with -T, at least once per --timeline-interval) the main thread drains the threads'
+    /// rings, merges their accumulators, samples /proc and writes checkpoints (oslat's main thread only
+    /// sleeps): on a measured CPU that work shows as the CPU's noise.
     #[arg(
         short = 'C',
         long = "cpu-main-thread",
@@ -257,13 +258,16 @@ fn main_cpu(
 /// timeline interval (at least 1 ms, rings sized for eight ticks, hand-overs wait when no spare is back),
 /// checkpoints are seconds apart, and SIGINT is still answered within a quarter second.
 fn main_tick(a: &OslatArgs) -> Duration {
-    if a.trace_threshold.is_some() {
+    let tick = if a.trace_threshold.is_some() {
         Duration::from_millis(5)
     } else if a.trace {
         Duration::from_millis(100)
     } else {
         Duration::from_millis(250)
-    }
+    };
+    // A thread hands an accumulator over per timeline interval and has three spares: with intervals
+    // shorter than the tick they would run out between drains (hand-overs late, windows coarser).
+    tick.min(Duration::from_nanos(a.timeline_interval.as_ns()).max(Duration::from_millis(5)))
 }
 
 impl super::stage::StagePlan for Resolved<OslatPlan> {
@@ -432,8 +436,19 @@ mod tests {
         assert_eq!(c.availability_threshold_ns, 10_000);
         assert_eq!(c.worst_count, 4);
         assert_eq!(c.timeline_interval_ns, 100_000_000);
-        let c = resolved("-c 8 --timeline-interval 1us").config;
-        assert_eq!(c.timeline_interval_ns, 1_000_000, "at least 1 ms");
+        let p = resolved("-c 8 --timeline-interval 1us");
+        assert_eq!(p.config.timeline_interval_ns, 1_000_000, "at least 1 ms");
+        assert_eq!(
+            p.tick,
+            Duration::from_millis(5),
+            "waking once per interval, 5 ms at most often"
+        );
+        let p = resolved("-c 8 --timeline-interval 50ms");
+        assert_eq!(
+            p.tick,
+            Duration::from_millis(50),
+            "the spares come back every interval"
+        );
     }
 
     #[test]

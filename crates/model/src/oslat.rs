@@ -165,7 +165,7 @@ pub struct Bookkeeping {
     /// The longest, ns.
     pub max_ns: u64,
     /// Blocks that took as long as a gap worth recording (interrupted by the platform): their time was left
-    /// in the next gap instead, so that noise is never hidden in bookkeeping.
+    /// in the next gap instead, so that no interruption of a gap's size is hidden in bookkeeping.
     pub interrupted: u64,
 }
 

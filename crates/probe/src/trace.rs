@@ -440,12 +440,12 @@ impl Folder {
             "irq_handler_exit" => close(&mut self.stack, CauseKind::Irq, t, out),
             "softirq_entry" => {
                 let name = field(event.fields, "action=", Some("]")).unwrap_or("?");
-                self.stack.push((CauseKind::Softirq, name.to_string(), t));
+                self.open_alone(CauseKind::Softirq, name.to_string(), t);
             }
             "softirq_exit" => close(&mut self.stack, CauseKind::Softirq, t, out),
             "workqueue_execute_start" => {
                 let name = field(event.fields, "function ", None).unwrap_or("?");
-                self.stack.push((CauseKind::Work, name.to_string(), t));
+                self.open_alone(CauseKind::Work, name.to_string(), t);
             }
             "workqueue_execute_end" => close(&mut self.stack, CauseKind::Work, t, out),
             "nmi_handler" => {
@@ -509,6 +509,14 @@ impl Folder {
                 }
             }
         }
+    }
+
+    /// Open a softirq or a work item. Neither nests in its own kind on one CPU (softirqs are not re-entered,
+    /// a kworker runs one item at a time), so one still open is stale — its thread ran on, or finished it,
+    /// on another CPU, or its end was lost — and is dropped rather than charged for what follows.
+    fn open_alone(&mut self, kind: CauseKind, name: String, t: u64) {
+        self.stack.retain(|(k, _, _)| *k != kind);
+        self.stack.push((kind, name, t));
     }
 
     /// Close the softirqs and work items open on this CPU at `t`, a piece each, and keep them for `pid`'s
@@ -1020,6 +1028,35 @@ mod tests {
             "resumed and closed: {:?}",
             f.suspended
         );
+    }
+
+    #[test]
+    fn a_work_item_left_open_by_a_migrated_kworker_is_not_charged_for_what_follows() {
+        // kworker/u4:1 sleeps in its item on CPU 1 and finishes it on CPU 0 (not in this CPU's trace); back
+        // on CPU 1 it starts another item: the first one is stale, not the name of everything it runs.
+        let lines = "\
+ kworker/u4:1-50 [001] ..... 100.000000: workqueue_execute_start: work struct 0000: function flush_to_ldisc
+ kworker/u4:1-50 [001] d..2. 100.001000: sched_switch: prev_comm=kworker/u4:1 prev_pid=50 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120
+ swapper/1-0 [001] d..2. 100.100000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=kworker/u4:1 next_pid=50 next_prio=120
+ kworker/u4:1-50 [001] ..... 100.100100: workqueue_execute_start: work struct 0001: function vmstat_update
+ kworker/u4:1-50 [001] ..... 100.100200: workqueue_execute_end: work struct 0001: function vmstat_update
+ kworker/u4:1-50 [001] d..2. 100.105000: sched_switch: prev_comm=kworker/u4:1 prev_pid=50 prev_prio=120 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        let mut f = Folder {
+            policy: |_| None,
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in lines.lines() {
+            f.feed(&parse_line(l).expect(l), &mut out);
+        }
+        let c = breakdown(100_100_000_000, 100_105_000_000, &out);
+        assert_eq!(c[0].name, "kworker/u4:1/50 CFS", "{c:?}");
+        assert_eq!(c[0].ns, 4_900_000);
+        assert!(
+            !c.iter().any(|c| c.name == "flush_to_ldisc"),
+            "the stale item: {c:?}"
+        );
+        assert!(f.stack.is_empty() && f.suspended.is_empty());
     }
 
     #[test]

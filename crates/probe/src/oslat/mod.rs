@@ -15,8 +15,8 @@
 //! after them and the next gap starts there, so their cost (~60 ns a block, ~0.2 % of the loop's time
 //! here) is not a gap. It is counted apart (blocks, total and largest ticks in `Accum`): gaps and
 //! bookkeeping together tile the run. A block that took as long as a slow-path gap (1 µs) was interrupted
-//! — the platform's noise, not rtgauge's — and is left in the next gap, as before, so nothing the platform
-//! did is hidden. (oslat has no such block; its per-iteration bucket division is in every gap alike.)
+//! — the platform's noise, not rtgauge's — and is left in the next gap, as before, so no interruption of
+//! 1 µs or more is hidden (a shorter one landing in a block is booked with it). (oslat has no such block; its per-iteration bucket division is in every gap alike.)
 //!
 //! Each measuring thread allocates and pre-faults its own memory (state, accumulators and their spares)
 //! after pinning itself, so the kernel's first-touch placement puts it on the measured CPU's NUMA node.
@@ -195,8 +195,8 @@ pub fn run(
     let start = std::time::Instant::now();
     let tick_ns = (plan.tick.as_nanos() as u64).max(1);
     loop {
-        // Blocked until the next tick boundary (absolute: the work below does not shift the wake-ups, which
-        // fall on timeline-interval boundaries when the interval is a multiple of the tick), or the end;
+        // Blocked until the next tick boundary, counted from the start of the measurement (absolute: the
+        // work below does not shift the wake-ups), or the end;
         // once the threads are due to end, every 10 ms (at most) until they have.
         let e = start.elapsed().as_nanos() as u64;
         let next = if e < cfg.duration_ns {
