@@ -950,6 +950,19 @@ mod tests {
      rtg culprit-77      [001] d..2.  4718.535003: sched_switch: prev_comm=rtg culprit prev_pid=77 prev_prio=4 prev_state=S ==> next_comm=probe next_pid=9 next_prio=1
 ";
 
+    /// Every line of `lines` (each must parse) folded by a fresh folder that finds policies with `policy`.
+    fn fold(lines: &str, policy: fn(i64) -> Option<&'static str>) -> (Folder, Vec<Span>) {
+        let mut f = Folder {
+            policy,
+            ..Folder::default()
+        };
+        let mut out = Vec::new();
+        for l in lines.lines() {
+            f.feed(&parse_line(l).expect(l), &mut out);
+        }
+        (f, out)
+    }
+
     #[test]
     fn lines_fold_into_spans_and_break_down() {
         let mut f = Folder {
@@ -1006,14 +1019,7 @@ mod tests {
  ksoftirqd/1-29 [001] d..2. 100.001000: sched_switch: prev_comm=ksoftirqd/1 prev_pid=29 prev_prio=120 prev_state=R ==> next_comm=spinner next_pid=4242 next_prio=49
  spinner-4242 [001] d..2. 100.251000: sched_switch: prev_comm=spinner prev_pid=4242 prev_prio=49 prev_state=S ==> next_comm=ksoftirqd/1 next_pid=29 next_prio=120
  ksoftirqd/1-29 [001] ..s.. 100.251500: softirq_exit: vec=7 [action=SCHED]";
-        let mut f = Folder {
-            policy: |pid| (pid == 4242).then_some("FIFO"),
-            ..Folder::default()
-        };
-        let mut out = Vec::new();
-        for l in lines.lines() {
-            f.feed(&parse_line(l).expect(l), &mut out);
-        }
+        let (f, out) = fold(lines, |pid| (pid == 4242).then_some("FIFO"));
         let c = breakdown(100_000_000_000, 100_252_000_000, &out);
         assert_eq!(c[0].name, "spinner/4242 FIFO 50", "{c:?}");
         assert_eq!(c[0].ns, 250_000_000);
@@ -1041,14 +1047,7 @@ mod tests {
  kworker/u4:1-50 [001] ..... 100.100100: workqueue_execute_start: work struct 0001: function vmstat_update
  kworker/u4:1-50 [001] ..... 100.100200: workqueue_execute_end: work struct 0001: function vmstat_update
  kworker/u4:1-50 [001] d..2. 100.105000: sched_switch: prev_comm=kworker/u4:1 prev_pid=50 prev_prio=120 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120";
-        let mut f = Folder {
-            policy: |_| None,
-            ..Folder::default()
-        };
-        let mut out = Vec::new();
-        for l in lines.lines() {
-            f.feed(&parse_line(l).expect(l), &mut out);
-        }
+        let (f, out) = fold(lines, |_| None);
         let c = breakdown(100_100_000_000, 100_105_000_000, &out);
         assert_eq!(c[0].name, "kworker/u4:1/50 CFS", "{c:?}");
         assert_eq!(c[0].ns, 4_900_000);
@@ -1066,14 +1065,7 @@ mod tests {
         let lines = "\
  rcu_preempt-15 [001] d..2. 17722.609578: sched_switch: prev_comm=rcu_preempt prev_pid=15 prev_prio=120 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120
  bash-13251 [001] d..2. 17722.614540: sched_switch: prev_comm=bash prev_pid=13251 prev_prio=49 prev_state=Z ==> next_comm=rtgauge-cyc0 next_pid=13253 next_prio=89";
-        let mut f = Folder {
-            policy: |_| Some("FIFO"),
-            ..Folder::default()
-        };
-        let mut out = Vec::new();
-        for l in lines.lines() {
-            f.feed(&parse_line(l).expect(l), &mut out);
-        }
+        let (_, out) = fold(lines, |_| Some("FIFO"));
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].name, "bash/13251 FIFO 50");
         assert_eq!(out[0].end_ns - out[0].start_ns, 4_962_000);
@@ -1087,14 +1079,7 @@ mod tests {
         let lines = "\
  swapper/1-0 [001] d..2. 100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=spinner next_pid=4242 next_prio=120
  spinner-4242 [001] d..2. 100.005000: sched_switch: prev_comm=spinner prev_pid=4242 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
-        let mut f = Folder {
-            policy: |pid| (pid == 4242).then_some("FIFO"),
-            ..Folder::default()
-        };
-        let mut out = Vec::new();
-        for l in lines.lines() {
-            f.feed(&parse_line(l).expect(l), &mut out);
-        }
+        let (_, out) = fold(lines, |pid| (pid == 4242).then_some("FIFO"));
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].name, "spinner/4242 FIFO 50");
     }
@@ -1106,14 +1091,7 @@ mod tests {
         let lines = "\
  swapper/1-0 [001] d..2. 100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a_guest_stall_i next_pid=7033 next_prio=120
  rtg-noise-7033 [001] d..2. 100.020000: sched_switch: prev_comm=rtg-noise prev_pid=7033 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
-        let mut f = Folder {
-            policy: |pid| (pid == 7033).then_some("FIFO"),
-            ..Folder::default()
-        };
-        let mut out = Vec::new();
-        for l in lines.lines() {
-            f.feed(&parse_line(l).expect(l), &mut out);
-        }
+        let (_, out) = fold(lines, |pid| (pid == 7033).then_some("FIFO"));
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].name, "rtg-noise/7033 FIFO 50");
     }
@@ -1163,14 +1141,7 @@ CPU:1 [LOST 3 EVENTS]
         let lines = "\
  cat-201 [001] d..2. 16.660100: sched_switch: prev_comm=cat prev_pid=201 prev_prio=120 prev_state=R+ ==> next_comm=irq/5-ttyS2 next_pid=165 next_prio=49
  irq/5-ttyS2-165 [001] d..2. 16.661100: sched_switch: prev_comm=irq/5-ttyS2 prev_pid=165 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
-        let mut f = Folder {
-            policy: |_| Some("FIFO"),
-            ..Folder::default()
-        };
-        let mut out = Vec::new();
-        for l in lines.lines() {
-            f.feed(&parse_line(l).expect(l), &mut out);
-        }
+        let (_, out) = fold(lines, |_| Some("FIFO"));
         assert_eq!(out.len(), 1, "cat ran before the first event: {out:?}");
         assert_eq!(out[0].kind, CauseKind::Thread);
         assert_eq!(
