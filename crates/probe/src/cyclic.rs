@@ -72,11 +72,8 @@ struct Shared {
     peak: AtomicU64,
     /// Set once by the thread before measuring, for checkpoints.
     conditions: std::sync::OnceLock<ThreadConditions>,
-    /// The spare histograms the thread allocated once pinned, for the main thread to put in circulation
-    /// after the start barrier (locked once each, never while measuring). Boxed: the hand-over circulates
-    /// boxes, swapping only their contents.
-    #[allow(clippy::vec_box)]
-    spares: std::sync::Mutex<Vec<Box<Histogram>>>,
+    /// The spare histograms the thread allocated once pinned, put in circulation after the start barrier.
+    spares: handover::Spares<Histogram>,
 }
 
 impl Shared {
@@ -242,9 +239,7 @@ pub fn run(
     barrier.wait();
     // Every thread has allocated its spares on its own CPU: put them in circulation.
     for (s, rx) in shared.iter().zip(col.hist_rx.iter_mut()) {
-        if let Ok(mut spares) = s.spares.lock() {
-            spares.drain(..).for_each(|h| rx.give_back(h));
-        }
+        s.spares.circulate(rx);
     }
     let start = std::time::Instant::now();
     drive(
@@ -574,13 +569,11 @@ fn thread_main(
     let cpu = rt::pin_thread(p.cpu);
     let cfg = &plan.config;
     let mut state = ThreadState::prepare(cfg, plan.spike_nodes);
-    if let Ok(mut spares) = shared.spares.lock() {
-        spares.extend((0..SPARE_HISTS).map(|_| {
-            let mut h = Box::new(latency::new_histogram());
-            h.reset(); // maps its pages now, on this thread's node
-            h
-        }));
-    }
+    shared.spares.stock((0..SPARE_HISTS).map(|_| {
+        let mut h = Box::new(latency::new_histogram());
+        h.reset(); // maps its pages now, on this thread's node
+        h
+    }));
     rt::prefault_stack(32 * 1024);
     let (policy, priority) = rt::set_sched(cfg.policy, p.priority);
     shared.tid.store(tid as u64, Ordering::Relaxed);

@@ -72,6 +72,32 @@ impl<T> Emptier<T> {
     }
 }
 
+/// The spare boxes a measuring thread allocated once pinned, waiting for the main thread to put them in
+/// circulation after a start barrier: each side locks it once, never while measuring.
+pub(crate) struct Spares<T>(std::sync::Mutex<Vec<Box<T>>>);
+
+impl<T> Default for Spares<T> {
+    fn default() -> Self {
+        Spares(std::sync::Mutex::new(Vec::new()))
+    }
+}
+
+impl<T> Spares<T> {
+    /// The thread's side: keep `boxes` for the main thread.
+    pub(crate) fn stock(&self, boxes: impl Iterator<Item = Box<T>>) {
+        if let Ok(mut s) = self.0.lock() {
+            s.extend(boxes);
+        }
+    }
+
+    /// The main thread's side: put what was stocked in circulation through `to`.
+    pub(crate) fn circulate(&self, to: &mut Emptier<T>) {
+        if let Ok(mut s) = self.0.lock() {
+            s.drain(..).for_each(|b| to.give_back(b));
+        }
+    }
+}
+
 /// The ring that carries one thread's timeline entries (one per `interval_ns`) to the main thread, which
 /// drains it every `tick`: room for eight ticks and then some, so the thread never has to drop an entry
 /// even if the main thread is starved for a while.

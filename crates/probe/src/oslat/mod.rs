@@ -43,7 +43,7 @@ use rtgauge_model::rt::{
 };
 use rtgauge_model::CpuSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex, OnceLock};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -97,7 +97,7 @@ struct OslatRun {
     started: Vec<OnceLock<(i32, ThreadConditions)>>,
     /// The spare accumulators each thread allocated once pinned, for the main thread to put in circulation
     /// after the first barrier (locked once each, never while measuring).
-    spares: Vec<Mutex<Spares>>,
+    spares: Vec<handover::Spares<Accum>>,
 }
 
 /// Thread-owned state, allocated and pre-faulted before measuring.
@@ -168,7 +168,7 @@ pub fn run(
         trace_gap: AtomicU64::new(0),
         preheat_min: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
         started: (0..n).map(|_| OnceLock::new()).collect(),
-        spares: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
+        spares: (0..n).map(|_| handover::Spares::default()).collect(),
     });
     let barriers = Barriers {
         ready: Arc::new(Barrier::new(n + 1)),
@@ -183,9 +183,7 @@ pub fn run(
     barriers.ready.wait();
     // Every thread has pinned itself and allocated its spares on its own CPU: put them in circulation.
     for (spares, c) in common.spares.iter().zip(collectors.iter_mut()) {
-        if let Ok(mut spares) = spares.lock() {
-            spares.drain(..).for_each(|a| c.handed.give_back(a));
-        }
+        spares.circulate(&mut c.handed);
     }
     observer.preheat();
     barriers.preheated.wait();
@@ -253,10 +251,6 @@ fn new_accum(cfg: &OslatConfig, conv: &TickConverter) -> Box<Accum> {
         cfg.bucket_count as usize,
     )
 }
-
-/// A thread's spare accumulators, boxed: the hand-over circulates boxes, swapping only their contents.
-#[allow(clippy::vec_box)]
-type Spares = Vec<Box<Accum>>;
 
 /// Start one measurement thread per CPU, which allocates its own accumulators once pinned, and return the
 /// main thread's ends of their rings. The main thread's running totals are its own memory.
@@ -495,10 +489,8 @@ fn thread_main(
     let cpu = rt::pin_thread(Some(cfg.cpus[index]));
     // Pinned: everything allocated and pre-faulted from here on is first touched on the measured CPU.
     let mut st = OslatThreadState::prepare(cfg, conv, new_accum(cfg, &conv));
-    if let Ok(mut spares) = common.spares[index].lock() {
-        // The main thread puts them in circulation once every thread is at the first barrier.
-        spares.extend((0..SPARE_ACCUMS).map(|_| new_accum(cfg, &conv)));
-    }
+    // The main thread puts them in circulation once every thread is at the first barrier.
+    common.spares[index].stock((0..SPARE_ACCUMS).map(|_| new_accum(cfg, &conv)));
     rt::prefault_stack(32 * 1024);
     let (policy, priority) = match cfg.rtprio {
         Some(p) => rt::set_sched(SchedPolicy::Fifo, p),
@@ -924,7 +916,7 @@ mod tests {
             trace_gap: AtomicU64::new(0),
             preheat_min: vec![AtomicU64::new(u64::MAX)],
             started: vec![OnceLock::new()],
-            spares: vec![Mutex::new(Vec::new())],
+            spares: vec![handover::Spares::default()],
         };
         (st, common)
     }
