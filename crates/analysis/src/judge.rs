@@ -24,10 +24,12 @@ pub fn observe(metric: Metric, document: &RunDocument) -> Option<u64> {
 }
 
 /// Judge `document` against `gate`: pass when the observed value is at most its bound, no data when the
-/// metric is absent.
-pub fn judge(gate: &Gate, document: &RunDocument) -> GateVerdict {
+/// metric is absent; not judged (the value still observed) when `judged` is false: the run's conditions
+/// fell short of what was asked.
+pub fn judge(gate: &Gate, document: &RunDocument, judged: bool) -> GateVerdict {
     let observed = observe(gate.metric, document);
     let outcome = match observed {
+        _ if !judged => Outcome::NotJudged,
         None => Outcome::NoData,
         Some(v) if v <= gate.max => Outcome::Pass,
         Some(_) => Outcome::Fail,

@@ -20,6 +20,7 @@
 
 pub mod capacity;
 pub mod compare;
+pub mod conditions;
 pub mod episodes;
 pub mod interval;
 pub mod judge;

@@ -1,10 +1,10 @@
-//! Catalogue §8: guest-only checks (and container privileges).
+//! Catalogue §8: guest-only checks (a container's privileges are the process rules', `process.rs`).
 
 use super::{Ctx, Rule, RuleOutcome};
-use rtgauge_host::parse::{parse_cap_has, parse_stat_steal, parse_status};
+use rtgauge_host::parse::parse_stat_steal;
 use rtgauge_model::audit::{Evidence, Severity};
 
-pub static RULES: [Rule; 4] = [
+pub static RULES: [Rule; 3] = [
     Rule {
         id: "guest-min-vcpus",
         section: 8,
@@ -34,16 +34,6 @@ pub static RULES: [Rule; 4] = [
         source: "[K9g]",
         sampled: false,
         check: hint_dedicated,
-    },
-    Rule {
-        id: "container-rt-privileges",
-        section: 8,
-        severity: Severity::Medium,
-        expected: "inside a container: CAP_SYS_NICE and CAP_IPC_LOCK effective, RT priority and memlock limits allow SCHED_FIFO and mlockall",
-        remediation: "Grant CAP_SYS_NICE and CAP_IPC_LOCK (securityContext.capabilities.add), raise rtprio/memlock ulimits, give RT budget (cpu.rt_runtime_us) on RT_GROUP_SCHED kernels.",
-        source: "[R4]",
-        sampled: false,
-        check: container_privs,
     },
 ];
 
@@ -148,72 +138,6 @@ fn hint_dedicated(c: &Ctx) -> RuleOutcome {
     .evs(ev)
 }
 
-fn container_privs(c: &Ctx) -> RuleOutcome {
-    if !c.in_container() {
-        return RuleOutcome::na("not in a container");
-    }
-    let status = c
-        .root
-        .read_optional("/proc/self/status")
-        .map(|t| parse_status(&t));
-    let cap = status.as_ref().and_then(|s| s.get("CapEff").cloned());
-    let limits = c.read("/proc/self/limits").unwrap_or_default();
-    let limit = |name: &str| {
-        limits
-            .lines()
-            .find(|l| l.starts_with(name))
-            .map(|l| {
-                l[name.len()..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or("")
-                    .to_string()
-            })
-            .unwrap_or_else(|| "?".into())
-    };
-    let rtprio = limit("Max realtime priority");
-    let memlock = limit("Max locked memory");
-    let ev = vec![
-        Evidence::new(
-            "CapEff",
-            "/proc/self/status",
-            cap.clone().unwrap_or_else(|| "unreadable".into()),
-        ),
-        Evidence::new(
-            "Max realtime priority (soft)",
-            "/proc/self/limits",
-            rtprio.clone(),
-        ),
-        Evidence::new(
-            "Max locked memory (soft)",
-            "/proc/self/limits",
-            memlock.clone(),
-        ),
-    ];
-    let Some(cap) = cap else {
-        return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
-    };
-    let nice = parse_cap_has(&cap, 23).unwrap_or(false);
-    let ipc = parse_cap_has(&cap, 14).unwrap_or(false);
-    let mut missing = Vec::new();
-    if !nice {
-        missing.push("CAP_SYS_NICE");
-    }
-    if !ipc {
-        missing.push("CAP_IPC_LOCK");
-    }
-    if !missing.is_empty() {
-        return RuleOutcome::fail(format!("container lacks {}", missing.join(" and "))).evs(ev);
-    }
-    if rtprio == "0" || (memlock != "unlimited" && memlock != "?") {
-        return RuleOutcome::warn(
-            "capabilities present; rtprio/memlock soft limits are low (capabilities override them)",
-        )
-        .evs(ev);
-    }
-    RuleOutcome::pass("container may use SCHED_FIFO and mlockall").evs(ev)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::testutil::Fx;
@@ -264,28 +188,6 @@ mod tests {
         assert_eq!(
             fx.finding_with("guest-steal-time", G, Some("0")).status,
             Status::Pass
-        );
-    }
-
-    #[test]
-    fn container_capabilities() {
-        let fx = Fx::new()
-            .file("/.dockerenv", "")
-            .file("/proc/self/status", "Name:\tx\nCapEff:\t00000000a80425fb\n");
-        assert_eq!(
-            fx.finding("container-rt-privileges", G).status,
-            Status::Fail
-        );
-        let fx = fx
-            .file("/proc/self/status", "Name:\tx\nCapEff:\t000001ffffffffff\n")
-            .file("/proc/self/limits", "Max locked memory         unlimited            unlimited            bytes\nMax realtime priority     99                   99\n");
-        assert_eq!(
-            fx.finding("container-rt-privileges", G).status,
-            Status::Pass
-        );
-        assert_eq!(
-            Fx::new().finding("container-rt-privileges", G).status,
-            Status::NotApplicable
         );
     }
 }

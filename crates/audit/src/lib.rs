@@ -17,6 +17,7 @@ mod irq;
 mod isolation;
 mod kubelet;
 mod power;
+mod process;
 mod sched;
 mod tasks;
 mod time;
@@ -52,6 +53,12 @@ pub struct AuditOptions {
     pub isolated: Option<CpuSet>,
     /// Sampling interval; `None` skips sampled rules (`--no-sample`).
     pub sample: Option<Duration>,
+    /// The real-time priority the measurement will ask for (`run`: its probes'); `None` = 99, the highest
+    /// any built-in profile asks.
+    pub rt_priority: Option<i32>,
+    /// The CPUs the measurement will use (`run`: its measured and housekeeping CPUs); `None` = the online
+    /// CPUs.
+    pub measured: Option<CpuSet>,
 }
 
 /// The verdict a rule function returns; the registry adds id, default severity, expectation and source.
@@ -148,6 +155,7 @@ pub fn rules() -> Vec<&'static Rule> {
     v.extend(env::RULES.iter());
     v.extend(isolation::RULES.iter());
     v.extend(sched::RULES.iter());
+    v.extend(process::RULES.iter());
     v.extend(power::RULES.iter());
     v.extend(time::RULES.iter());
     v.extend(background::RULES.iter());
@@ -213,6 +221,10 @@ pub struct Ctx<'a> {
     pub hk: CpuSet,
     /// The two samples of the sampled files; `None` with `--no-sample` or a tree captured without them.
     pub samples: Option<Samples>,
+    /// The real-time priority the measurement will ask for.
+    pub rt_priority: i32,
+    /// The CPUs the measurement will use.
+    pub measured: CpuSet,
     tasks: OnceCell<Vec<Task>>,
     topo: OnceCell<BTreeMap<u32, CpuTopo>>,
 }
@@ -525,6 +537,7 @@ pub fn run_audit(root: &HostRoot, options: &AuditOptions) -> AuditReport {
         .sample
         .filter(|_| replayable)
         .map(|d| take_samples(root, &online, d));
+    let measured = options.measured.clone().unwrap_or_else(|| online.clone());
     let ctx = Ctx {
         root,
         target,
@@ -535,6 +548,8 @@ pub fn run_audit(root: &HostRoot, options: &AuditOptions) -> AuditReport {
         iso_source,
         hk,
         samples,
+        rt_priority: options.rt_priority.unwrap_or(99),
+        measured,
         tasks: OnceCell::new(),
         topo: OnceCell::new(),
     };
@@ -619,6 +634,7 @@ pub(crate) mod testutil {
                     target: Some(target),
                     isolated: iso.map(|s| CpuSet::parse(s).unwrap()),
                     sample: Some(Duration::from_millis(0)),
+                    ..Default::default()
                 },
             );
             r.findings.into_iter().find(|f| f.id == id).unwrap()
@@ -693,6 +709,7 @@ mod tests {
                 target: Some(Target::RtGuest),
                 isolated: Some(CpuSet::parse("1").unwrap()),
                 sample: None,
+                ..Default::default()
             },
         );
         let f = r

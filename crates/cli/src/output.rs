@@ -3,7 +3,33 @@
 use rtgauge_model::run::{ProbeResult, RunStatus, SystemInfo};
 
 // The envelope itself (tool, command line, timestamps) is a format: it lives in rtgauge-formats.
-pub use rtgauge_formats::envelope::{command_line, document, now_rfc2822, now_rfc3339};
+pub use rtgauge_formats::envelope::{command_line, now_rfc2822, now_rfc3339};
+
+/// A run document of this machine (`rtgauge_formats::envelope::document`) with its unmet conditions.
+pub fn document(
+    started_at: String,
+    system: SystemInfo,
+    probes: Vec<ProbeResult>,
+    status: RunStatus,
+    warnings: Vec<String>,
+) -> rtgauge_model::run::RunDocument {
+    let mut doc = rtgauge_formats::envelope::document(started_at, system, probes, status, warnings);
+    doc.unmet = unmet(&doc.probes);
+    doc
+}
+
+/// The conditions `probes` asked for and did not get, each with the cause this process shows (its
+/// capabilities, limits, cgroups: `rtgauge_host::privilege`).
+pub fn unmet(probes: &[ProbeResult]) -> Vec<rtgauge_model::conditions::Unmet> {
+    let mut unmet = rtgauge_analysis::conditions::unmet(probes);
+    if !unmet.is_empty() {
+        let p = rtgauge_host::privilege::read_privilege(&rtgauge_host::HostRoot::live());
+        for u in &mut unmet {
+            p.explain(u);
+        }
+    }
+    unmet
+}
 
 /// Write a verb's one-probe run document to its `--output` file.
 pub fn write_output(

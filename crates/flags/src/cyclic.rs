@@ -432,6 +432,14 @@ impl super::stage::StagePlan for Resolved<CyclicPlan> {
         self.plan.config.duration_ns
     }
 
+    fn rt_priority(&self) -> Option<i32> {
+        self.plan
+            .config
+            .policy
+            .is_realtime()
+            .then_some(self.plan.config.priority)
+    }
+
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
         Box::new(rtgauge_session::probes::Cyclic(&self.plan))
     }

@@ -294,6 +294,10 @@ impl super::stage::StagePlan for Resolved<OslatPlan> {
         Some(self.plan.config.duration_ns)
     }
 
+    fn rt_priority(&self) -> Option<i32> {
+        self.plan.config.rtprio
+    }
+
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
         Box::new(rtgauge_session::probes::Oslat(&self.plan))
     }

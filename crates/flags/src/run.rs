@@ -82,6 +82,12 @@ pub struct RunArgs {
     /// a verdict needs to know how much runs of one platform differ, which one run cannot show.
     #[arg(long, value_name = "N", value_parser = parse_repeat)]
     pub repeat: Option<u32>,
+
+    /// Judge the gates even when the run's conditions fall short of what was asked (SCHED_FIFO refused,
+    /// CPUs not pinned, memory not locked, cpu_dma_latency not held); the verdict says so. Without it (or
+    /// the profile's allow_degraded = true) such a run is "not judged" (exit code 3).
+    #[arg(long = "allow-degraded")]
+    pub allow_degraded: bool,
 }
 
 /// `--push`: a store rtgauge knows, checked before anything is measured (a day-long run must not end on a

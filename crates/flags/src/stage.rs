@@ -31,6 +31,12 @@ pub trait StagePlan {
         None
     }
 
+    /// The real-time priority its measuring threads ask for (SCHED_FIFO/RR), for the audit to check before
+    /// it measures; `None` when they run at a normal policy.
+    fn rt_priority(&self) -> Option<i32> {
+        None
+    }
+
     /// Whether `run --load` puts its load beside it (the NUMA locality probe watches other processes and
     /// is never loaded).
     fn loadable(&self) -> bool {

@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod fingerprint;
 pub mod numa;
 pub mod parse;
+pub mod privilege;
 pub mod root;
 pub mod system;
 

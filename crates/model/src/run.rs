@@ -2,6 +2,7 @@
 //! it was taken under. Every view (terminal, JSON, HTML, CSV) is rendered from it.
 
 use crate::audit::AuditReport;
+use crate::conditions::Unmet;
 use crate::cyclic::CyclicResult;
 use crate::fingerprint::Fingerprint;
 use crate::kind::{ProbeKind, RunFacts};
@@ -164,6 +165,14 @@ pub struct RunDocument {
     /// The run is one of several made back to back by `rtgauge run --repeat N`; `None` for a run made alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<RepeatOf>,
+    /// The conditions asked for and not got (a real-time policy refused, memory not locked, …), one per
+    /// cause; empty when the run got all it asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmet: Vec<Unmet>,
+    /// Who accepted judging the run although its conditions fell short (`--allow-degraded`, or the
+    /// profile's `allow_degraded`); `None` when nobody did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded_allowed_by: Option<String>,
 }
 
 /// A run's place among the runs of one `rtgauge run --repeat N`: the same profile, label and settings measured
@@ -232,6 +241,8 @@ impl RunDocument {
             verdicts: Vec::new(),
             imported_from: None,
             repeat: None,
+            unmet: Vec::new(),
+            degraded_allowed_by: None,
         }
     }
 }

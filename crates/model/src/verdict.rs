@@ -64,6 +64,21 @@ pub enum Outcome {
     Fail,
     /// The run has no data for the metric.
     NoData,
+    /// The run's conditions fell short of what was asked (a real-time policy refused, …): its figures are
+    /// of something else and are not judged against the bound.
+    NotJudged,
+}
+
+impl Outcome {
+    /// The word a verdict shows.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::NoData => "NO DATA",
+            Outcome::NotJudged => "NOT JUDGED",
+        }
+    }
 }
 
 /// A gate with what was observed.
@@ -86,17 +101,17 @@ impl fmt::Display for GateVerdict {
                 v.to_string()
             }
         };
-        let word = match self.outcome {
-            Outcome::Pass => "PASS",
-            Outcome::Fail => "FAIL",
-            Outcome::NoData => "NO DATA",
-        };
         write!(
             f,
-            "{word:7} {} ≤ {}: observed {}",
+            "{:7} {} ≤ {}: observed {}",
+            self.outcome.word(),
             self.gate.metric,
             show(self.gate.max),
             self.observed.map_or("nothing".to_string(), show)
-        )
+        )?;
+        if self.outcome == Outcome::NotJudged {
+            write!(f, " (conditions not met)")?;
+        }
+        Ok(())
     }
 }

@@ -9,6 +9,7 @@
 //! duration = "24h"
 //! min_duration = "24h"          # shorter runs get a warning
 //! repeat = 3                    # measured 3 times back to back (optional; `run --repeat` overrides)
+//! allow_degraded = false        # true: judge a run whose conditions fell short (SCHED_FIFO refused, …)
 //! [[probe]]
 //! kind = "cyclic"
 //! flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q"
@@ -75,6 +76,10 @@ pub struct ProfileSpec {
     /// not given.
     #[serde(default)]
     pub repeat: Option<u64>,
+    /// Judge the gates even when the run's conditions fell short (a real-time policy refused, memory not
+    /// locked, …); the verdict then says so. False when not given: such a run is "not judged".
+    #[serde(default)]
+    pub allow_degraded: bool,
     /// The probes to run, in order (`[[probe]]` tables).
     #[serde(rename = "probe")]
     pub probes: Vec<ProbeSpec>,
@@ -97,6 +102,8 @@ pub struct Profile {
     /// How many runs `rtgauge run` makes of the profile, back to back, as repeats of one another (1..=
     /// [`MAX_REPEAT`]).
     pub repeat: u32,
+    /// Whether a run whose conditions fell short is judged all the same.
+    pub allow_degraded: bool,
     /// The probes to run, in order.
     pub probes: Vec<ProbeSpec>,
     /// The requirements, parsed; empty = no gates.
@@ -248,6 +255,7 @@ impl ProfileSpec {
                 .repeat
                 .map_or(Ok(1), check_repeat)
                 .map_err(|e| field("repeat", e))?,
+            allow_degraded: self.allow_degraded,
             probes: self.probes.clone(),
             gates,
         })

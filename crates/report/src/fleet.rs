@@ -164,6 +164,8 @@ pub const FINGERPRINT_FIELDS: &[(&str, &str)] = &[
 fn verdict_word(doc: &RunDocument) -> &'static str {
     if doc.verdicts.is_empty() {
         "no gates"
+    } else if doc.verdicts.iter().any(|v| v.outcome == Outcome::NotJudged) {
+        "not judged"
     } else if doc.verdicts.iter().any(|v| v.outcome == Outcome::Fail) {
         "fail"
     } else if doc.verdicts.iter().any(|v| v.outcome == Outcome::NoData) {

@@ -86,10 +86,35 @@ pub fn column_name(
         (true, true) => format!("runs {ids}"),
         (true, false) => format!("run {ids}"),
     };
-    match &doc.label {
+    let name = match &doc.label {
         Some(l) => format!("{what} ({l})"),
         None => what,
+    };
+    if rtgauge_model::conditions::degrades(&doc.unmet) {
+        format!("{name} {DEGRADED}")
+    } else {
+        name
     }
+}
+
+/// The mark of a compared run whose conditions fell short of what was asked (SCHED_FIFO refused, …): in its
+/// column's name, so every table it appears in shows it.
+pub const DEGRADED: &str = "[conditions not met]";
+
+/// One sentence per compared run marked [`DEGRADED`]: which, and what it did not get.
+pub fn degraded_notes(names: &[String], runs: &[&RunDocument]) -> Vec<String> {
+    names
+        .iter()
+        .zip(runs)
+        .filter(|(_, d)| rtgauge_model::conditions::degrades(&d.unmet))
+        .map(|(n, d)| {
+            let what: Vec<String> = d.unmet.iter().map(|u| u.line()).collect();
+            format!(
+                "{n}: its figures are not of the run that was asked for: {}",
+                what.join("; ")
+            )
+        })
+        .collect()
 }
 
 fn run_name(id: i64, d: &RunDocument) -> String {
@@ -414,7 +439,9 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Compariso
         .into_iter()
         .filter_map(|k| runs.iter().map(|d| probe_of(d, k)).collect())
         .collect();
+    let degraded = degraded_notes(&names, runs);
     let body = html! {
+        @for n in &degraded { p.fail { strong { "Conditions not met. " } (n) } }
         h2 { "Runs" }
         table {
             tr { th { "" } th { "status" } th { "host" } th { "kernel" } th { "virtualization" } th { "started" } }

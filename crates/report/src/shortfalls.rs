@@ -1,10 +1,12 @@
 //! Settings that were requested but not achieved, as sentences: one warning each, printed by the verb and
 //! stored with the run. A measurement never stops for these; it says what it did not get. Each kind says
-//! its own (`KindView::shortfalls`: a thread not pinned, a timeline reader starved, a NUMA cell on the wrong
-//! node, …); here are the dispatch and the sentences every kind shares, of the process (mlockall refused,
-//! cpu_dma_latency not held) and of a measuring thread.
+//! its own (`KindView::shortfalls`: a timeline reader starved, a NUMA cell on the wrong node, …); here are
+//! the dispatch and the sentences every kind shares, of the process (another run on the same CPUs, the main
+//! thread not placed) and of a measuring thread (page faults). The conditions a run asked for and did not
+//! get (a real-time policy, a CPU, mlockall, cpu_dma_latency) are not warnings but the run's unmet
+//! conditions (`rtgauge_analysis::conditions`), said once per cause with that cause, before the figures.
 
-use rtgauge_model::rt::{ProcessConditions, ThreadConditions, ThreadDisturbance};
+use rtgauge_model::rt::{ProcessConditions, ThreadDisturbance};
 use rtgauge_model::run::ProbeResult;
 
 /// Every shortfall of one probe's result: its kind's, and a load whose figures did not all come back.
@@ -22,24 +24,10 @@ pub fn of_probe(p: &ProbeResult) -> Vec<String> {
     w
 }
 
-/// One warning per process-wide setting that was requested but not achieved.
+/// One warning per process-wide shortfall that is not an unmet condition: another run measuring the same
+/// CPUs, the main thread not placed.
 pub fn process(c: &ProcessConditions) -> Vec<String> {
-    let why = |e: &Option<String>| e.clone().unwrap_or_else(|| "unknown".into());
     let mut w = Vec::new();
-    if !c.mlockall.ok() {
-        w.push(format!("mlockall not achieved: {}", why(&c.mlockall.error)));
-    }
-    if !c.cpu_dma_latency_us.ok() {
-        let request = c
-            .cpu_dma_latency_us
-            .requested
-            .map(|us| format!(" {us} µs"))
-            .unwrap_or_default();
-        w.push(format!(
-            "/dev/cpu_dma_latency{request} not held: {}",
-            why(&c.cpu_dma_latency_us.error)
-        ));
-    }
     for other in &c.contended {
         w.push(format!(
             "CPU {} measured at the same time by pid {} ({}): the two runs disturbed each other",
@@ -54,32 +42,6 @@ pub fn process(c: &ProcessConditions) -> Vec<String> {
     }
     if let Some(e) = &c.main_affinity.error {
         w.push(format!("main thread affinity not achieved: {e}"));
-    }
-    w
-}
-
-/// One warning per setting of measurement thread `who` that was requested but not achieved.
-pub fn thread(who: &str, k: &ThreadConditions) -> Vec<String> {
-    let mut w = Vec::new();
-    if !k.policy.ok() || !k.priority.ok() {
-        w.push(format!(
-            "{who}: requested {}:{}, running {}:{} ({})",
-            k.policy.requested,
-            k.priority.requested,
-            k.policy.achieved,
-            k.priority.achieved,
-            k.policy.error.as_deref().unwrap_or("unknown")
-        ));
-    }
-    if !k.cpu.ok() {
-        w.push(format!(
-            "{who}: not pinned to CPU {} ({})",
-            k.cpu.requested.map_or("-".to_string(), |c| c.to_string()),
-            k.cpu
-                .error
-                .as_deref()
-                .unwrap_or("CPU offline or not allowed")
-        ));
     }
     w
 }
@@ -113,17 +75,23 @@ mod tests {
     }
 
     #[test]
-    fn a_shortfall_reads_as_a_sentence_not_a_debug_dump() {
-        let c = ProcessConditions {
-            mlockall: setting(true, true, None),
+    fn conditions_are_not_warnings_here_and_a_contender_reads_as_a_sentence() {
+        let mut c = ProcessConditions {
+            mlockall: setting(true, false, Some("mlockall: Cannot allocate memory")),
             cpu_dma_latency_us: setting(Some(0), None, Some("Permission denied (os error 13)")),
             cpu_dma_latency_before_us: None,
             main_affinity: setting(None, None, None),
             contended: Vec::new(),
         };
+        assert!(process(&c).is_empty(), "{:?}", process(&c));
+        c.contended.push(rtgauge_model::rt::Contender {
+            pid: 7,
+            command: "cyclictest".into(),
+            cpus: rtgauge_model::CpuSet::parse("1").unwrap(),
+        });
         assert_eq!(
             process(&c),
-            ["/dev/cpu_dma_latency 0 µs not held: Permission denied (os error 13)"]
+            ["CPU 1 measured at the same time by pid 7 (cyclictest): the two runs disturbed each other"]
         );
     }
 

@@ -70,6 +70,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
     let mut s = String::new();
     use std::fmt::Write as _;
     let facts = doc.facts();
+    s.push_str(&render_unmet(doc));
     for p in &doc.probes {
         s.push_str(&crate::kind::view(p).terminal_section(&facts));
         if let Some(a) = p.data().accounting() {
@@ -89,8 +90,42 @@ pub fn render_summary(doc: &RunDocument) -> String {
         for v in &doc.verdicts {
             let _ = writeln!(s, "  {v}");
         }
-        let pass = doc.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
-        let _ = writeln!(s, "verdict: {}", if pass { "PASS" } else { "FAIL" });
+        let word = if doc.verdicts.iter().any(|v| v.outcome == Outcome::NotJudged) {
+            "NOT JUDGED (conditions not met: see the top)"
+        } else if doc.verdicts.iter().all(|v| v.outcome == Outcome::Pass) {
+            "PASS"
+        } else {
+            "FAIL"
+        };
+        let _ = writeln!(s, "verdict: {word}");
+        if let Some(by) = doc
+            .degraded_allowed_by
+            .as_ref()
+            .filter(|_| rtgauge_model::conditions::degrades(&doc.unmet))
+        {
+            let _ = writeln!(
+                s,
+                "  judged although its conditions fell short, as {by} allows: not a qualification of the platform as asked"
+            );
+        }
+    }
+    s
+}
+
+/// The run's unmet conditions, one line each, before any figure: `CONDITIONS NOT MET` when they bear on the
+/// figures (a normal-priority thread is not what was asked to be measured), else a note.
+pub fn render_unmet(doc: &RunDocument) -> String {
+    if doc.unmet.is_empty() {
+        return String::new();
+    }
+    let head = if rtgauge_model::conditions::degrades(&doc.unmet) {
+        "CONDITIONS NOT MET: these figures are not of the run that was asked for"
+    } else {
+        "conditions not met (the figures stand; their explanation is incomplete)"
+    };
+    let mut s = format!("{head}:\n");
+    for u in &doc.unmet {
+        s.push_str(&format!("  {}\n", u.line()));
     }
     s
 }
@@ -143,7 +178,12 @@ pub fn render_compare(
         .collect();
     let dur = comparison.durations_ns.iter().copied().max().unwrap_or(0);
     let notes = crate::html::no_interval_notes(comparison);
-    let mut s = format!(
+    let mut s = String::new();
+    for n in crate::html::degraded_notes(&names, runs) {
+        let _ = writeln!(s, "CONDITIONS NOT MET: run {n}");
+    }
+    let _ = write!(
+        s,
         "baseline: run {}; margin ±{:.0} %; 95 % intervals\n\n",
         names[0],
         comparison.margin * 100.0

@@ -20,10 +20,13 @@ pub const REFERENCES: [(&str, u64); 2] = [
 /// Audit failures named in the block.
 pub const TOP_FINDINGS: usize = 3;
 
-/// The overall answer: a word and its CSS class.
+/// The overall answer: a word and its CSS class. A run whose conditions fell short is not judged, whatever
+/// its figures (unless a profile or flag accepted the degraded run: then it is judged, and says so).
 pub fn answer(doc: &RunDocument) -> (&'static str, &'static str) {
     let v = &doc.verdicts;
-    if v.iter().any(|v| v.outcome == Outcome::Fail) {
+    if v.iter().any(|v| v.outcome == Outcome::NotJudged) || (v.is_empty() && not_judged(doc)) {
+        ("NOT JUDGED", "fail")
+    } else if v.iter().any(|v| v.outcome == Outcome::Fail) {
         ("NOT FIT", "fail")
     } else if v.is_empty() {
         ("NO GATES", "warn")
@@ -31,6 +34,36 @@ pub fn answer(doc: &RunDocument) -> (&'static str, &'static str) {
         ("INCONCLUSIVE", "warn")
     } else {
         ("FIT", "pass")
+    }
+}
+
+/// Whether the run's conditions fell short in a way that bears on its figures and nobody accepted it.
+pub fn not_judged(doc: &RunDocument) -> bool {
+    rtgauge_model::conditions::degrades(&doc.unmet) && doc.degraded_allowed_by.is_none()
+}
+
+/// The run's unmet conditions, first in the verdict block: what fell short, its cause and fix, and what
+/// that does to the verdict.
+fn unmet_html(doc: &RunDocument) -> Markup {
+    if doc.unmet.is_empty() {
+        return html! {};
+    }
+    let degrades = rtgauge_model::conditions::degrades(&doc.unmet);
+    html! {
+        div.unmet {
+            p class=(if degrades { "fail" } else { "warn" }) {
+                strong { "Conditions not met. " }
+                @if !degrades {
+                    "The figures stand; what explains them is incomplete:"
+                } @else if let Some(by) = &doc.degraded_allowed_by {
+                    "The figures are of a run that did not get what it asked for; judged anyway, as " (by) " allows:"
+                } @else {
+                    "The figures are of a run that did not get what it asked for (not of this platform as \
+                     asked): they are not judged."
+                }
+            }
+            ul.unmet { @for u in &doc.unmet { li { (u.line()) } } }
+        }
     }
 }
 
@@ -95,6 +128,7 @@ pub fn html(doc: &RunDocument) -> Markup {
     html! {
         section #verdict .verdict {
             h2 { "Is this platform fit for " (profile) "? " span class=(cls) { (word) } }
+            (unmet_html(doc))
             @if doc.status != RunStatus::Complete {
                 p.warn { "The run is " (doc.status.as_str()) ": its figures cover only the time measured." }
             }
@@ -103,11 +137,12 @@ pub fn html(doc: &RunDocument) -> Markup {
                     tr { th { "gate" } th { "bound" } th { "observed" } th { "outcome" } }
                     @for v in &doc.verdicts {
                         @let show = |x: u64| if v.gate.metric.is_latency() { us_label(x as f64) } else { x.to_string() };
-                        @let (w, c) = match v.outcome {
-                            Outcome::Pass => ("PASS", "pass"),
-                            Outcome::Fail => ("FAIL", "fail"),
-                            Outcome::NoData => ("NO DATA", "warn"),
+                        @let c = match v.outcome {
+                            Outcome::Pass => "pass",
+                            Outcome::Fail => "fail",
+                            Outcome::NoData | Outcome::NotJudged => "warn",
                         };
+                        @let w = v.outcome.word();
                         tr { td { (v.gate.metric.to_string()) } td.n { "≤ " (show(v.gate.max)) }
                              td.n { (v.observed.map_or("nothing".to_string(), show)) } td class=(c) { (w) } }
                     }
@@ -121,7 +156,8 @@ pub fn html(doc: &RunDocument) -> Markup {
                     @for (what, ns) in &heads {
                         tr { td { (what) } td.n { (us_label(*ns as f64)) }
                              @for (_, b) in &REFERENCES {
-                                 @if ns <= b { td.pass { "within" } } @else { td.fail { "exceeds" } }
+                                 @if not_judged(doc) { td.warn { "not judged" } }
+                                 @else if ns <= b { td.pass { "within" } } @else { td.fail { "exceeds" } }
                              } }
                     }
                 }

@@ -42,6 +42,8 @@ fn doc(label: &str) -> RunDocument {
         verdicts: vec![],
         imported_from: None,
         repeat: None,
+        unmet: Vec::new(),
+        degraded_allowed_by: None,
     }
 }
 

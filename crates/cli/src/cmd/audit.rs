@@ -49,6 +49,7 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
             target,
             isolated: a.isolated.clone(),
             sample: (!a.no_sample).then(|| std::time::Duration::from_nanos(a.interval.as_ns())),
+            ..Default::default()
         };
         let report = run_audit(&root, &opts);
         super::warn_refused(&root);

@@ -35,7 +35,8 @@ pub fn stop_on_signals() -> anyhow::Result<rtgauge_probe::stop::StopFlag> {
 
 /// Measure `probe` on the live host through the session engine ([`rtgauge_session::Session::measure`]):
 /// the results, and the settings that were not achieved (for the caller to say and store). Says (stderr)
-/// what the load achieved and what the "why" could not collect.
+/// first the conditions it did not get, one line per cause with the cause and its fix, then what the load
+/// achieved and what else fell short.
 pub fn measure(
     root: &rtgauge_host::HostRoot,
     stop: &rtgauge_probe::stop::StopFlag,
@@ -44,6 +45,17 @@ pub fn measure(
     observers: &mut [&mut dyn rtgauge_session::SessionObserver],
 ) -> anyhow::Result<(Vec<rtgauge_model::run::ProbeResult>, Vec<String>)> {
     let m = rtgauge_session::Session { root, stop }.measure(probe, around, observers)?;
+    for u in crate::output::unmet(&m.results) {
+        eprintln!(
+            "rtgauge: {}: {}",
+            if u.condition.bears_on_figures() {
+                "NOT MET"
+            } else {
+                "not met"
+            },
+            u.line()
+        );
+    }
     for c in &m.cleaned {
         eprintln!("rtgauge: warning: {c} before measuring");
     }
@@ -52,7 +64,13 @@ pub fn measure(
     }
     let mut warnings = Vec::new();
     for r in &m.results {
-        if let Some(missing) = r.data().why().and_then(|w| w.missing.as_ref()) {
+        // A trace that was asked for and not taken is an unmet condition, said above.
+        if let Some(missing) = r
+            .data()
+            .why()
+            .and_then(|w| w.missing.as_ref())
+            .filter(|m| !m.starts_with("--trace"))
+        {
             eprintln!("rtgauge: warning: {missing}");
         }
         warnings.extend(rtgauge_report::shortfalls::of_probe(r));

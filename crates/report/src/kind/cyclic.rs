@@ -19,11 +19,11 @@ impl KindView for CyclicResult {
     }
 
     fn section_title(&self) -> String {
+        let sched = super::sched_shortfall(self)
+            .unwrap_or_else(|| format!("{} {}", self.config.policy, self.config.priority));
         format!(
-            "Timer latency (cyclic, interval {}, {} {})",
+            "Timer latency (cyclic, interval {}, {sched})",
             crate::interval_text(self.config.interval_ns),
-            self.config.policy,
-            self.config.priority
         )
     }
 
@@ -38,8 +38,9 @@ impl KindView for CyclicResult {
         };
         let _ = writeln!(
             s,
-            "\ntimer latency (cyclic, interval {}):",
-            crate::interval_text(self.config.interval_ns)
+            "\ntimer latency (cyclic, interval {}{}):",
+            crate::interval_text(self.config.interval_ns),
+            super::sched_shortfall(self).map_or(String::new(), |s| format!("; {s}"))
         );
         let _ = writeln!(
             s,
@@ -104,15 +105,11 @@ impl KindView for CyclicResult {
         latency::section(&section, options)
     }
 
-    /// The process's and each thread's settings, starved timeline readers, late samples the episode
-    /// tracker never saw, page faults taken while measuring.
+    /// Another run on the same CPUs, starved timeline readers, late samples the episode tracker never saw,
+    /// page faults taken while measuring (the settings not got are the run's unmet conditions).
     fn shortfalls(&self) -> Vec<String> {
         let mut w = crate::shortfalls::process(&self.conditions);
         for t in &self.threads {
-            w.extend(crate::shortfalls::thread(
-                &format!("thread {}", t.index),
-                &t.conditions,
-            ));
             if t.timeline_dropped > 0 {
                 w.push(format!(
                     "thread {}: {} timeline intervals dropped (reader starved)",

@@ -16,6 +16,21 @@ pub mod numa;
 pub mod ops;
 pub mod oslat;
 
+/// What the threads ran at when it is not what they asked for: `fifo 95 requested, ran at other 0` (the
+/// first refused thread's), for a section's heading; `None` when every thread got its policy and priority.
+pub fn sched_shortfall(d: &dyn KindData) -> Option<String> {
+    d.latency_threads()
+        .iter()
+        .map(|t| t.conditions)
+        .find(|c| !c.policy.ok() || !c.priority.ok())
+        .map(|c| {
+            format!(
+                "{} {} requested, ran at {} {}",
+                c.policy.requested, c.priority.requested, c.policy.achieved, c.priority.achieved
+            )
+        })
+}
+
 /// How a probe kind's result is shown. Every method but the title and the terminal section has a
 /// default for kinds without that part.
 pub trait KindView {

@@ -19,12 +19,19 @@ impl KindView for OslatResult {
     }
 
     fn section_title(&self) -> String {
-        "OS noise (oslat busy loop)".to_string()
+        match super::sched_shortfall(self) {
+            Some(s) => format!("OS noise (oslat busy loop, {s})"),
+            None => "OS noise (oslat busy loop)".to_string(),
+        }
     }
 
     fn terminal_section(&self, _facts: &RunFacts) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "\nOS noise (oslat busy loop):");
+        let _ = writeln!(
+            s,
+            "\nOS noise (oslat busy loop{}):",
+            super::sched_shortfall(self).map_or(String::new(), |s| format!("; {s}"))
+        );
         let _ = writeln!(
             s,
             "{:>4} {:>14} {:>8} {:>10} {:>10} {:>10} {:>12}",
@@ -64,15 +71,11 @@ impl KindView for OslatResult {
         latency::section(&section, options)
     }
 
-    /// The process's and each thread's settings, page faults taken while measuring, and a counter that
-    /// drifted.
+    /// Another run on the same CPUs, page faults taken while measuring, and a counter that drifted (the
+    /// settings not got are the run's unmet conditions).
     fn shortfalls(&self) -> Vec<String> {
         let mut w = crate::shortfalls::process(&self.conditions);
         for t in &self.threads {
-            w.extend(crate::shortfalls::thread(
-                &format!("CPU {}", t.cpu),
-                &t.conditions,
-            ));
             w.extend(crate::shortfalls::disturbance(
                 &format!("CPU {}", t.cpu),
                 t.disturbance.as_ref(),

@@ -23,7 +23,12 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let mut runs = a.runs.clone();
     let hosts = select::latest_of_hosts(store.as_mut(), &a.hosts)?;
     runs.extend(hosts.iter().map(i64::to_string));
-    let sets = select::column_sets(store.as_mut(), &runs, &a.labels, a.every)?;
+    let sets = without_empty_runs(select::column_sets(
+        store.as_mut(),
+        &runs,
+        &a.labels,
+        a.every,
+    )?)?;
     let ids: Vec<i64> = sets.iter().map(|s| s[0].0).collect();
     let refs: Vec<&RunDocument> = sets.iter().map(|s| &s[0].1).collect();
     let set_refs: Vec<Vec<&RunDocument>> = sets
@@ -78,4 +83,42 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each column's runs without those that hold no measurement (a run stopped before its first probe
+/// ended): one left out of a set is named; a column left with none is an error naming it, as a column of
+/// "-" would compare nothing without a word.
+fn without_empty_runs(
+    sets: Vec<Vec<(i64, RunDocument)>>,
+) -> anyhow::Result<Vec<Vec<(i64, RunDocument)>>> {
+    let name = |id: i64, d: &RunDocument| {
+        let label = d
+            .label
+            .as_ref()
+            .map_or(String::new(), |l| format!(" ({l})"));
+        format!(
+            "run {id}{label} holds no measurement (stored {})",
+            d.status.as_str()
+        )
+    };
+    sets.into_iter()
+        .map(|set| {
+            let (kept, empty): (Vec<_>, Vec<_>) =
+                set.into_iter().partition(|(_, d)| !d.probes.is_empty());
+            match (kept.is_empty(), empty.first()) {
+                (true, Some((id, d))) => {
+                    bail!(
+                        "{}: nothing to compare; name a run that measured",
+                        name(*id, d)
+                    )
+                }
+                _ => {
+                    for (id, d) in &empty {
+                        eprintln!("rtgauge: warning: {}: left out of its set", name(*id, d));
+                    }
+                    Ok(kept)
+                }
+            }
+        })
+        .collect()
 }

@@ -275,6 +275,7 @@ fn audit_loop(root: &HostRoot, state: &Mutex<MonitorState>, every: Duration, sto
         target: None,
         isolated: None,
         sample: Some(Duration::from_secs(1)),
+        ..Default::default()
     };
     loop {
         let report = rtgauge_audit::run_audit(root, &opts);

@@ -24,6 +24,10 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The exit code of a run whose gates were not judged: its conditions fell short of what was asked and
+/// nothing accepted a degraded run (0 = passed, 1 = a gate failed, 2 = usage or runtime error).
+pub const NOT_JUDGED: u8 = 3;
+
 /// `rtgauge run`: the profile measured once, or `--repeat N` times back to back as one platform's repeats.
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&a.profile)?;
@@ -112,6 +116,13 @@ fn run_once(
     let (mut store, db) = a.store.db.open()?;
     // Plan: every probe resolved before anything is measured, so that bad flags fail fast.
     let stages = plan(profile, duration, a.trace, a.load.as_ref(), &place, &root)?;
+    // A load with no CPU to run on is the run's own flags' fault: refused before anything is stored.
+    for s in &stages {
+        if let Some(spec) = &s.load.spec {
+            let measured = s.plan.probe(&root).measured();
+            rtgauge_session::load::plan(spec, &measured, &root)?;
+        }
+    }
     let cx = Context {
         root,
         place,
@@ -125,7 +136,8 @@ fn run_once(
         .insert(&doc)
         .with_context(|| format!("storing the run in {db}"))?;
     announce(id, profile, &doc, &cx);
-    doc.audit = Some(audit(&cx.root, a.no_sample));
+    let rt_priority = stages.iter().filter_map(|s| s.plan.rt_priority()).max();
+    doc.audit = Some(audit(&cx, a.no_sample, rt_priority));
     let every = std::time::Duration::from_nanos(a.checkpoint.as_ns());
     let mut rec = CheckpointWriter::new(store.as_mut(), id, every);
     rec.save(&doc);
@@ -134,7 +146,14 @@ fn run_once(
         eprintln!("rtgauge: warning: checkpoint not stored: {e}");
     }
     // Judge, store, report.
-    judge(&mut doc, profile, &cx.stop);
+    let allowed_by = if a.allow_degraded {
+        Some("--allow-degraded".to_string())
+    } else {
+        profile
+            .allow_degraded
+            .then(|| format!("profile {} (allow_degraded = true)", profile.name))
+    };
+    judge(&mut doc, profile, &cx.stop, allowed_by);
     for w in &doc.warnings {
         eprintln!("rtgauge: warning: {w}");
     }
@@ -217,14 +236,25 @@ fn announce(id: i64, profile: &Profile, doc: &RunDocument, cx: &Context) {
     );
 }
 
-/// The tuning audit, its summary printed.
-fn audit(root: &HostRoot, no_sample: bool) -> rtgauge_model::audit::AuditReport {
+/// The tuning audit, its summary printed, then what it found this process will not get (SCHED_FIFO at
+/// the probes' highest priority `rt_priority`, memory locking, the measured CPUs): said before anything is
+/// measured, with its cause and fix.
+fn audit(
+    cx: &Context,
+    no_sample: bool,
+    rt_priority: Option<i32>,
+) -> rtgauge_model::audit::AuditReport {
+    let mut measured = cx.place.cpus.clone();
+    if !measured.contains(cx.place.housekeeping) {
+        measured = rtgauge_model::CpuSet::new(measured.iter().chain([cx.place.housekeeping]));
+    }
     let audit = rtgauge_audit::run_audit(
-        root,
+        &cx.root,
         &AuditOptions {
-            target: None,
-            isolated: None,
             sample: (!no_sample).then(|| Duration::from_secs(1)),
+            rt_priority,
+            measured: Some(measured),
+            ..AuditOptions::default()
         },
     );
     let s = &audit.summary;
@@ -232,22 +262,44 @@ fn audit(root: &HostRoot, no_sample: bool) -> rtgauge_model::audit::AuditReport 
         "audit: {} pass, {} warn, {} fail, {} n/a, {} unavailable",
         s.pass, s.warn, s.fail, s.not_applicable, s.unavailable
     );
+    let process_rules = [
+        "rt-priority-allowed",
+        "mlockall-allowed",
+        "measured-cpus-allowed",
+    ];
+    for f in audit.findings.iter().filter(|f| {
+        f.status == rtgauge_model::audit::Status::Fail
+            && (rt_priority.is_some() || f.id != "rt-priority-allowed")
+            && process_rules.contains(&f.id.as_str())
+    }) {
+        eprintln!(
+            "rtgauge: NOT MET (found before measuring, audit {}): {}",
+            f.id, f.summary
+        );
+    }
     audit
 }
 
-/// The run's status (every probe ran, none stopped by a signal) and the profile's verdicts.
-fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag) {
+/// The run's status (every probe ran, none stopped by a signal), its unmet conditions and the profile's
+/// verdicts: not judged when a condition that bears on the figures was not met, unless `allowed_by` (the
+/// flag or the profile) accepts the degraded run.
+fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag, allowed_by: Option<String>) {
     let all_ran = !stop.is_set() && doc.probes.len() >= profile.probes.len();
     doc.status = rtgauge_analysis::judge::run_status(&doc.probes, all_ran);
+    doc.unmet = crate::output::unmet(&doc.probes);
+    let degraded = rtgauge_model::conditions::degrades(&doc.unmet);
+    doc.degraded_allowed_by = allowed_by.filter(|_| degraded);
+    let judged = !degraded || doc.degraded_allowed_by.is_some();
     doc.verdicts = profile
         .gates
         .iter()
-        .map(|g| rtgauge_analysis::judge::judge(g, doc))
+        .map(|g| rtgauge_analysis::judge::judge(g, doc, judged))
         .collect();
     doc.ended_at = crate::output::now_rfc3339();
 }
 
-/// The HTML report beside the database, the terminal summary, and the exit code: 1 when a gate failed.
+/// The HTML report beside the database, the terminal summary, and the exit code: 3 when the gates were not
+/// judged (the run's conditions fell short), else 1 when a gate failed.
 fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<ExitCode> {
     let html = a.html.html.clone().unwrap_or_else(|| {
         rtgauge_flags::store_dir(a.store.db.db.as_deref())
@@ -276,10 +328,16 @@ fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<E
             html.display()
         ),
     }
-    let failed = doc.verdicts.iter().any(|v| v.outcome != Outcome::Pass);
-    Ok(if failed {
+    Ok(verdict_code(doc))
+}
+
+/// The exit code of a judged run: [`NOT_JUDGED`] when its gates were not judged, 1 when one did not pass.
+pub fn verdict_code(doc: &RunDocument) -> ExitCode {
+    if doc.verdicts.iter().any(|v| v.outcome == Outcome::NotJudged) {
+        ExitCode::from(NOT_JUDGED)
+    } else if doc.verdicts.iter().any(|v| v.outcome != Outcome::Pass) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }

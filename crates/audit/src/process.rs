@@ -1,0 +1,241 @@
+//! Catalogue §4: whether this process may measure as asked — SCHED_FIFO at the measurement's priority,
+//! `mlockall`, the measured CPUs — on any target (a host, a guest, a container, a pod). The causes and fixes
+//! are `rtgauge_host::privilege`'s, the same words a run's unmet conditions use, so the audit before a run
+//! names the cause the run will meet.
+
+use super::{Ctx, Rule, RuleOutcome};
+use rtgauge_host::privilege::{read_privilege, Group, Limit, Privilege};
+use rtgauge_model::audit::{Evidence, Severity};
+
+pub static RULES: [Rule; 3] = [
+    Rule {
+        id: "rt-priority-allowed",
+        section: 4,
+        severity: Severity::High,
+        expected: "this process may use SCHED_FIFO at the measurement's priority: CAP_SYS_NICE or RLIMIT_RTPRIO at least that high, and a real-time budget in its cgroup",
+        remediation: "Grant CAP_SYS_NICE (pod securityContext.capabilities.add [SYS_NICE], docker --cap-add=SYS_NICE) or raise RLIMIT_RTPRIO; give the cgroup an RT budget (docker --cpu-rt-runtime, cpu.rt_runtime_us); or run on the host.",
+        source: "[R4][T1]",
+        sampled: false,
+        check: priority,
+    },
+    Rule {
+        id: "mlockall-allowed",
+        section: 4,
+        severity: Severity::High,
+        expected: "this process may lock its memory: CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK",
+        remediation: "Grant CAP_IPC_LOCK (pod securityContext.capabilities.add [IPC_LOCK], docker --cap-add=IPC_LOCK) or raise RLIMIT_MEMLOCK (ulimit -l unlimited, LimitMEMLOCK=infinity).",
+        source: "[R4][T1]",
+        sampled: false,
+        check: mlockall,
+    },
+    Rule {
+        id: "measured-cpus-allowed",
+        section: 4,
+        severity: Severity::High,
+        expected: "every measured CPU is in this process's allowed set (its cpuset)",
+        remediation: "Guaranteed QoS with whole CPUs (static CPU manager policy), docker --cpuset-cpus, or measure only the allowed CPUs (--cpus).",
+        source: "[K1][R4]",
+        sampled: false,
+        check: cpus,
+    },
+];
+
+fn limit(l: Option<Limit>) -> String {
+    let one = |v: Option<u64>| v.map_or("unlimited".to_string(), |n| n.to_string());
+    l.map_or("unreadable".into(), |l| {
+        format!("soft {}, hard {}", one(l.soft), one(l.hard))
+    })
+}
+
+fn group_ev(what: &str, g: &Option<Group>) -> Option<Evidence> {
+    let g = g.as_ref()?;
+    Some(Evidence::new(
+        format!("{what} (cgroup {})", g.path),
+        &g.file,
+        g.value.clone().unwrap_or_else(|| "unreadable".into()),
+    ))
+}
+
+fn cap_ev(p: &Privilege) -> Evidence {
+    Evidence::new(
+        "CapEff",
+        "/proc/self/status",
+        p.cap_eff.clone().unwrap_or_else(|| "unreadable".into()),
+    )
+}
+
+fn priority(c: &Ctx) -> RuleOutcome {
+    let p = read_privilege(c.root);
+    let mut ev = vec![
+        cap_ev(&p),
+        Evidence::new("RLIMIT_RTPRIO", "/proc/self/limits", limit(p.rtprio)),
+    ];
+    ev.extend(group_ev("cpu.rt_runtime_us", &p.cpu_v1));
+    ev.extend(group_ev("parent's cgroup.subtree_control", &p.cpu_v2));
+    if let Some(v) = p.rt_group_sched {
+        ev.push(Evidence::new(
+            "CONFIG_RT_GROUP_SCHED",
+            "kernel configuration",
+            if v { "y" } else { "not set" },
+        ));
+    }
+    let prio = c.rt_priority;
+    if p.cap_eff.is_none() {
+        return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
+    }
+    match p.fifo_refusal(prio) {
+        Some(cause) => RuleOutcome::fail(format!(
+            "SCHED_FIFO {prio} will be refused: {} — {}",
+            cause.cause, cause.fix
+        ))
+        .evs(ev),
+        None => RuleOutcome::pass(format!("this process may use SCHED_FIFO {prio}")).evs(ev),
+    }
+}
+
+fn mlockall(c: &Ctx) -> RuleOutcome {
+    let p = read_privilege(c.root);
+    let ev = vec![
+        cap_ev(&p),
+        Evidence::new(
+            "RLIMIT_MEMLOCK (bytes)",
+            "/proc/self/limits",
+            limit(p.memlock),
+        ),
+        Evidence::new(
+            "VmSize",
+            "/proc/self/status",
+            p.vm_size_kib
+                .map_or("unreadable".into(), |k| format!("{k} kB")),
+        ),
+    ];
+    if p.cap_eff.is_none() {
+        return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
+    }
+    match p.mlockall_refusal() {
+        Some(cause) => RuleOutcome::fail(format!(
+            "mlockall will be refused: {} — {}",
+            cause.cause, cause.fix
+        ))
+        .evs(ev),
+        None => RuleOutcome::pass("this process may lock its memory").evs(ev),
+    }
+}
+
+fn cpus(c: &Ctx) -> RuleOutcome {
+    let p = read_privilege(c.root);
+    let mut ev = vec![
+        Evidence::new("measured CPUs", "the measurement", c.measured.to_string()),
+        Evidence::new(
+            "Cpus_allowed_list",
+            "/proc/self/status",
+            p.allowed
+                .as_ref()
+                .map_or("unreadable".into(), |a| a.to_string()),
+        ),
+    ];
+    ev.extend(group_ev("cpuset", &p.cpuset));
+    if p.allowed.is_none() {
+        return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
+    }
+    match p.cpus_refusal(&c.measured) {
+        Some(cause) => RuleOutcome::fail(format!("{} — {}", cause.cause, cause.fix)).evs(ev),
+        None => RuleOutcome::pass(format!(
+            "CPUs {} are all in this process's allowed set",
+            c.measured
+        ))
+        .evs(ev),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::Fx;
+    use rtgauge_model::audit::{Status, Target};
+
+    const H: Target = Target::BareMetalRtHost;
+
+    fn status(cap: &str, cpus: &str) -> String {
+        format!(
+            "Name:\trtgauge\nVmSize:\t  204800 kB\nCapEff:\t{cap}\nCpus_allowed_list:\t{cpus}\n"
+        )
+    }
+
+    const LIMITS: &str =
+        "Limit                     Soft Limit           Hard Limit           Units     \n\
+        Max locked memory         65536                65536                bytes     \n\
+        Max realtime priority     0                    0                              \n";
+
+    #[test]
+    fn a_container_without_an_rt_budget_fails_with_its_cgroup_named() {
+        let fx = Fx::new()
+            .file("/proc/self/status", &status("000001ffffffffff", "0-3"))
+            .file("/proc/self/limits", LIMITS)
+            .file("/proc/self/cgroup", "3:cpu,cpuacct:/docker/ab\n0::/\n")
+            .file(
+                "/proc/self/mountinfo",
+                "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n",
+            )
+            .file(
+                "/sys/fs/cgroup/cpu,cpuacct/docker/ab/cpu.rt_runtime_us",
+                "0\n",
+            );
+        let f = fx.finding("rt-priority-allowed", H);
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary.starts_with(
+                "SCHED_FIFO 99 will be refused: this cgroup (/docker/ab) has cpu.rt_runtime_us = 0 — run the container with --cpu-rt-runtime=950000"
+            ),
+            "{}",
+            f.summary
+        );
+        assert!(f.evidence.iter().any(|e| e.value == "0"
+            && e.source == "/sys/fs/cgroup/cpu,cpuacct/docker/ab/cpu.rt_runtime_us"));
+        // Root with CAP_IPC_LOCK: mlockall ignores the limit; every CPU allowed.
+        assert_eq!(fx.finding("mlockall-allowed", H).status, Status::Pass);
+        assert_eq!(fx.finding("measured-cpus-allowed", H).status, Status::Pass);
+    }
+
+    #[test]
+    fn a_process_without_capabilities_fails_on_its_limits_and_cpuset() {
+        let fx = Fx::new()
+            .file("/proc/self/status", &status("0000000000000000", "0-1"))
+            .file("/proc/self/limits", LIMITS);
+        let f = fx.finding("rt-priority-allowed", H);
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary.contains(
+                "lacks CAP_SYS_NICE and its RLIMIT_RTPRIO (hard) is 0, below priority 99"
+            ),
+            "{}",
+            f.summary
+        );
+        let m = fx.finding("mlockall-allowed", H);
+        assert_eq!(m.status, Status::Fail);
+        assert!(
+            m.summary.contains("RLIMIT_MEMLOCK is 64 KiB"),
+            "{}",
+            m.summary
+        );
+        let c = fx.finding("measured-cpus-allowed", H);
+        assert_eq!(c.status, Status::Fail);
+        assert!(
+            c.summary
+                .starts_with("CPUs 2-3 are outside the CPUs this process may use, 0-1"),
+            "{}",
+            c.summary
+        );
+    }
+
+    #[test]
+    fn a_tree_without_the_process_is_unavailable() {
+        let fx = Fx::new();
+        for id in [
+            "rt-priority-allowed",
+            "mlockall-allowed",
+            "measured-cpus-allowed",
+        ] {
+            assert_eq!(fx.finding(id, H).status, Status::Unavailable, "{id}");
+        }
+    }
+}

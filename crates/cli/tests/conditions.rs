@@ -1,0 +1,344 @@
+//! A platform that refuses what a run asks for, on real kernel state: a cgroup with no real-time budget, a
+//! non-root user whose RLIMIT_RTPRIO is 0, root without CAP_SYS_NICE, and an RLIMIT_MEMLOCK too small for
+//! mlockall without CAP_IPC_LOCK. Each run must say so first, one line per cause naming the cause and its
+//! fix, head its sections with what was achieved, and give "not judged" (exit 3) instead of a verdict; the
+//! audit before it must find the same cause. The same run unrestricted is judged as before.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+use common::{program, rtgauge_std};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One cyclic thread at SCHED_FIFO 95 with a gate it passes on any machine: only the conditions decide.
+const PROFILE: &str = "name = 'gated'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\n\
+    flags = '-m -p 95 -i 1000 -t 1 -a {cpu} -q'\n[[gate]]\nmetric = 'cyclic.max'\nmax = '1s'\n";
+
+/// A world-writable directory (a non-root user writes its store there) holding the profile.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::write(dir.path().join("gated.toml"), PROFILE).unwrap();
+        Scratch { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `rtgauge run` of the gated profile, its store, page and document in the scratch directory.
+    fn run_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = [
+            "run",
+            "--profile",
+            &self.path("gated.toml").display().to_string(),
+            "--no-sample",
+            "--db",
+            &self.path("rtgauge.db").display().to_string(),
+            "--html",
+            &self.path("run.html").display().to_string(),
+            "--output",
+            &self.path("run.json").display().to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    }
+
+    fn doc(&self) -> Value {
+        common::read_json(&self.path("run.json"))
+    }
+
+    fn html(&self) -> String {
+        std::fs::read_to_string(self.path("run.html")).unwrap()
+    }
+}
+
+/// `wrapper` (a program that ends by exec'ing its last arguments) running `rtgauge ARGS`: exit code,
+/// stdout, stderr.
+fn under(mut wrapper: Command, args: &[String]) -> (i32, String, String) {
+    let o = wrapper
+        .arg(assert_cmd::cargo::cargo_bin("rtgauge"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// What every refused run shows: exit 3; the cause said before anything was measured (by the audit) and
+/// once after; the summary led by the unmet conditions, the section heading saying what was achieved, the
+/// gate not judged; the page's verdict block led by them; the document holding them.
+fn assert_not_judged(s: &Scratch, (code, out, err): &(i32, String, String), line: &str) {
+    assert_eq!(*code, 3, "{out}\n{err}");
+    let first = out.find("CONDITIONS NOT MET").expect(out);
+    let table = out.find("timer latency (cyclic").expect(out);
+    assert!(
+        first < table,
+        "the unmet conditions come before the figures:\n{out}"
+    );
+    assert!(out[first..table].contains(line), "{line}\nnot in:\n{out}");
+    assert!(
+        out.contains("NOT JUDGED cyclic max latency ≤ 1000000.0 µs")
+            && out.contains("verdict: NOT JUDGED"),
+        "{out}"
+    );
+    // Said once per cause, not once per thread, and the per-thread warning of old is gone.
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("rtgauge: NOT MET: "))
+        .collect();
+    assert_eq!(said.iter().filter(|l| l.contains(line)).count(), 1, "{err}");
+    assert!(!err.contains("requested fifo:95"), "{err}");
+    let doc = s.doc();
+    assert_eq!(doc["verdicts"][0]["outcome"], "not_judged", "{doc:#}");
+    assert!(
+        doc["unmet"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| line.starts_with(u["what"].as_str().unwrap())),
+        "{:#}",
+        doc["unmet"]
+    );
+    // The page: its verdict block says NOT JUDGED and names the cause before the gate table.
+    let html = s.html();
+    let block = &html[html.find("id=\"verdict\"").expect(&html)..];
+    let block = &block[..block.find("</section>").unwrap()];
+    assert!(block.contains("NOT JUDGED"), "{block}");
+    let cause = block.find("Conditions not met.").expect(block);
+    let gates = block.find("<table>").expect(block);
+    assert!(cause < gates, "{block}");
+    let escaped = line
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    assert!(block.contains(&escaped), "{escaped}\nnot in\n{block}");
+}
+
+/// A child of the cgroup v1 `cpu` controller's root with `cpu.rt_runtime_us` = 0, removed at the end.
+struct NoRtBudget {
+    dir: PathBuf,
+    name: String,
+}
+
+impl NoRtBudget {
+    fn new() -> NoRtBudget {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let (_, point) = rtgauge_host::privilege::parse_cgroup_mount(&mounts, "cpu")
+            .expect("a cgroup v1 cpu controller (this VM mounts one at /sys/fs/cgroup/cpu)");
+        let name = format!("rtgauge-test-{}", std::process::id());
+        let dir = Path::new(&point).join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cpu.rt_runtime_us"), "0").unwrap();
+        NoRtBudget { dir, name }
+    }
+}
+
+impl Drop for NoRtBudget {
+    fn drop(&mut self) {
+        // Its processes have exited; a cgroup directory is removed with rmdir.
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn a_cgroup_without_a_real_time_budget_is_named_and_the_run_not_judged() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let cg = NoRtBudget::new();
+    let mut sh = program("/bin/sh");
+    sh.args([
+        "-c",
+        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
+        &cg.dir.display().to_string(),
+    ]);
+    let r = under(sh, &s.run_args(&[]));
+    let cause = format!("this cgroup (/{}) has cpu.rt_runtime_us = 0", cg.name);
+    assert!(
+        r.2.contains(&format!(
+            "NOT MET (found before measuring, audit rt-priority-allowed): SCHED_FIFO 95 will be refused: {cause} — run the container with --cpu-rt-runtime=950000"
+        )),
+        "{}",
+        r.2
+    );
+    assert_not_judged(
+        &s,
+        &r,
+        &format!("SCHED_FIFO 95 refused on the one thread (it ran at SCHED_OTHER): {cause} — run the container with --cpu-rt-runtime=950000"),
+    );
+    assert!(
+        r.1.contains("timer latency (cyclic, interval 1000 µs; fifo 95 requested, ran at other 0)"),
+        "{}",
+        r.1
+    );
+    let doc = s.doc();
+    let rule = doc["audit"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "rt-priority-allowed")
+        .unwrap()
+        .clone();
+    assert_eq!(rule["status"], "fail", "{rule:#}");
+    assert!(
+        rule["summary"].as_str().unwrap().contains(&cause),
+        "{rule:#}"
+    );
+}
+
+#[test]
+fn a_user_whose_rtprio_limit_is_0_is_named() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let mut w = program("setpriv");
+    w.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+    ]);
+    w.arg(program("prlimit").get_program()).arg("--rtprio=0");
+    let r = under(w, &s.run_args(&[]));
+    assert_not_judged(
+        &s,
+        &r,
+        "SCHED_FIFO 95 refused on the one thread (it ran at SCHED_OTHER): this process lacks CAP_SYS_NICE and its RLIMIT_RTPRIO (hard) is 0, below priority 95 — give it CAP_SYS_NICE",
+    );
+    // Not root: memory locking and cpu_dma_latency are refused too, each on its own line.
+    assert!(r.1.contains("memory not locked (mlockall refused; a page fault can land in a measurement): this process lacks CAP_IPC_LOCK and its RLIMIT_MEMLOCK is"), "{}", r.1);
+    assert!(r.1.contains("/dev/cpu_dma_latency 0 µs not held (the CPUs may enter deeper idle states): this process runs as uid 65534, and the device opens for writing to root alone — run as root"), "{}", r.1);
+}
+
+#[test]
+fn root_without_cap_sys_nice_is_named() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let mut w = program("setpriv");
+    w.arg("--bounding-set=-sys_nice");
+    // Root may lower its limit, not raise it past the hard one (nor may root in every container).
+    w.arg(program("prlimit").get_program()).arg("--rtprio=0");
+    let r = under(w, &s.run_args(&[]));
+    assert_not_judged(
+        &s,
+        &r,
+        "SCHED_FIFO 95 refused on the one thread (it ran at SCHED_OTHER): this process lacks CAP_SYS_NICE and its RLIMIT_RTPRIO (hard) is 0, below priority 95",
+    );
+    assert!(
+        !r.1.contains("mlockall refused"),
+        "root keeps CAP_IPC_LOCK:\n{}",
+        r.1
+    );
+}
+
+#[test]
+fn a_memlock_limit_too_small_is_named_and_allow_degraded_judges_it_saying_so() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let wrapper = || {
+        let mut w = program("setpriv");
+        w.arg("--bounding-set=-ipc_lock");
+        w.arg(program("prlimit").get_program())
+            .arg("--memlock=65536");
+        w
+    };
+    let r = under(wrapper(), &s.run_args(&[]));
+    assert_not_judged(
+        &s,
+        &r,
+        "memory not locked (mlockall refused; a page fault can land in a measurement): this process lacks CAP_IPC_LOCK and its RLIMIT_MEMLOCK is 64 KiB",
+    );
+    assert!(
+        !r.1.contains("SCHED_FIFO 95 refused"),
+        "root keeps CAP_SYS_NICE:\n{}",
+        r.1
+    );
+    // Accepted by the flag: judged, and the verdict says on what.
+    let (code, out, err) = under(wrapper(), &s.run_args(&["--allow-degraded"]));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("verdict: PASS") && out.contains("as --allow-degraded allows"),
+        "{out}"
+    );
+    assert_eq!(s.doc()["degraded_allowed_by"], "--allow-degraded");
+    assert!(s
+        .html()
+        .contains("judged anyway, as --allow-degraded allows"));
+}
+
+#[test]
+fn the_same_run_unrestricted_is_judged_and_says_nothing_of_conditions() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let o = rtgauge_std().args(s.run_args(&[])).output().unwrap();
+    common::assert_ok(&o);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        !out.contains("CONDITIONS NOT MET") && !err.contains("NOT MET"),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains("timer latency (cyclic, interval 1000 µs):"),
+        "{out}"
+    );
+    assert!(out.contains("verdict: PASS"), "{out}");
+    let doc = s.doc();
+    assert!(doc.get("unmet").is_none(), "{:#}", doc["unmet"]);
+    assert_eq!(doc["verdicts"][0]["outcome"], "pass");
+}
+
+#[test]
+fn compare_refuses_a_run_that_holds_no_measurement_naming_it() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let db = s.path("rtgauge.db").display().to_string();
+    let o = rtgauge_std()
+        .args(s.run_args(&["--label", "bare"]))
+        .output()
+        .unwrap();
+    common::assert_ok(&o);
+    // Run 2 is killed while it measures: stored, with no probe finished.
+    let mut child = rtgauge_std()
+        .args([
+            "run",
+            "--duration",
+            "60s",
+            "--no-sample",
+            "--label",
+            "vm",
+            "--db",
+            &db,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    assert!(lines.any(|l| l.unwrap().starts_with("audit:")));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (code, out, err) = common::run(&["compare", "1", "2", "--db", &db]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("run 2 (vm) holds no measurement (stored interrupted): nothing to compare"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+}
