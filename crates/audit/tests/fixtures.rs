@@ -504,6 +504,16 @@ fn k8s_definitions_pass_and_variations_fail() {
             "    cpu-quota.crio.io: \"enable\"",
             "k8s-pod-crio-annotations",
         ),
+        (
+            "add: [\"SYS_NICE\", \"IPC_LOCK\"]",
+            "add: [\"IPC_LOCK\"]",
+            "k8s-pod-rt-capabilities",
+        ),
+        (
+            "add: [\"SYS_NICE\", \"IPC_LOCK\"]",
+            "add: [\"SYS_NICE\"]",
+            "k8s-pod-rt-capabilities",
+        ),
     ];
     variations_fail(lint_k8s, &pod, &cases);
     let kubelet = read("k8s/kubelet-config.yaml");

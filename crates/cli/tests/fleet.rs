@@ -736,6 +736,7 @@ fn the_kubernetes_manifests_pass_rtgauge_audit_k8s() {
             "k8s-pod-whole-cpus",
             "k8s-pod-runtimeclass",
             "k8s-pod-crio-annotations",
+            "k8s-pod-rt-capabilities",
         ] {
             let f = r["findings"]
                 .as_array()

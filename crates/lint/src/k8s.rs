@@ -107,6 +107,14 @@ const POD_RULES: &[LintRule<Check>] = &[
         check: whole_cpus,
     },
     LintRule {
+        id: "k8s-pod-rt-capabilities",
+        severity: Severity::High,
+        expected: "every container may use SCHED_FIFO and mlockall: securityContext.capabilities.add holds SYS_NICE and IPC_LOCK (or privileged: true)",
+        remediation: "Add securityContext.capabilities.add: [\"SYS_NICE\", \"IPC_LOCK\"] to each real-time container (rtgauge's audit rules rt-priority-allowed and mlockall-allowed check the same from inside).",
+        source: "[R4][O2]",
+        check: rt_capabilities,
+    },
+    LintRule {
         id: "k8s-pod-hugepages",
         severity: Severity::Medium,
         expected: "hugepages-* requests == limits and a HugePages emptyDir volume",
@@ -503,6 +511,62 @@ fn guaranteed_qos(o: &Object) -> Vec<LintOutcome> {
             "Guaranteed QoS: limits == requests for cpu and memory everywhere",
             ev,
         )
+    } else {
+        LintOutcome::fail(problems.join("; "), ev)
+    }]
+}
+
+fn rt_capabilities(o: &Object) -> Vec<LintOutcome> {
+    let (d, spec) = (o.d, o.spec);
+    let conts = containers(spec);
+    let mut problems = Vec::new();
+    let mut ev = Vec::new();
+    for (label, c) in conts.iter().filter(|(l, _)| *l == "container") {
+        let n = name(c);
+        let sc = &c["securityContext"];
+        let added: Vec<String> = sc["capabilities"]["add"]
+            .as_vec()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|c| c.as_str())
+                    .map(|c| c.trim_start_matches("CAP_").to_ascii_uppercase())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ev.push(d.ev(
+            &format!("{n} capabilities.add"),
+            &["capabilities", "add"],
+            (!added.is_empty()).then(|| added.join(", ")),
+        ));
+        if sc["privileged"].as_bool() == Some(true) {
+            continue;
+        }
+        let missing: Vec<&str> = ["SYS_NICE", "IPC_LOCK"]
+            .into_iter()
+            .filter(|m| !added.iter().any(|a| a == m))
+            .collect();
+        if !missing.is_empty() {
+            let refused: Vec<&str> = missing
+                .iter()
+                .map(|m| {
+                    if *m == "SYS_NICE" {
+                        "SCHED_FIFO"
+                    } else {
+                        "mlockall"
+                    }
+                })
+                .collect();
+            problems.push(format!(
+                "{label} {n}: no {} ({} will be refused)",
+                missing.join(" and "),
+                refused.join(" and ")
+            ));
+        }
+    }
+    vec![if conts.is_empty() {
+        LintOutcome::fail("no containers", ev)
+    } else if problems.is_empty() {
+        LintOutcome::pass("every container may use SCHED_FIFO and mlockall", ev)
     } else {
         LintOutcome::fail(problems.join("; "), ev)
     }]
