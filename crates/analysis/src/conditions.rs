@@ -3,7 +3,7 @@
 //! one reason: one line, not sixteen). The causes are the host's to name (`rtgauge_host::privilege`); here
 //! are what fell short and the kernel's error.
 
-use crate::kind::ProbeData;
+use crate::kind::{KindData, ProbeData};
 use rtgauge_model::conditions::{Condition, Unmet};
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::ProbeResult;
@@ -32,6 +32,11 @@ fn of(n: usize, total: usize) -> String {
 /// The conditions `probes` asked for and did not get, one per cause, in the order: priority, affinity,
 /// memory locking, cpu_dma_latency, trace.
 pub fn unmet(probes: &[ProbeResult]) -> Vec<Unmet> {
+    of_results(probes.iter().map(|p| p.data()))
+}
+
+/// [`unmet`] of results as their kinds' data (a monitor's segment, before it is a `ProbeResult`).
+pub fn of_results<'a>(results: impl IntoIterator<Item = &'a dyn KindData>) -> Vec<Unmet> {
     // Threads by what they asked: (policy, priority) → (asked, refused, what the first refused got, error).
     type Asked = (usize, usize, Option<(SchedPolicy, i32)>, Option<String>);
     let mut by_request: BTreeMap<(String, i32), (SchedPolicy, Asked)> = BTreeMap::new();
@@ -40,8 +45,7 @@ pub fn unmet(probes: &[ProbeResult]) -> Vec<Unmet> {
     let mut mlock = None;
     let mut dma: Option<Unmet> = None;
     let mut trace = None;
-    for p in probes {
-        let d = p.data();
+    for d in results {
         for t in d.latency_threads() {
             let c = t.conditions;
             let key = (c.policy.requested.to_string(), c.priority.requested);

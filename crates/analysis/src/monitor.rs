@@ -123,6 +123,9 @@ pub struct MonitorState {
     pub audit_runs: u64,
     /// When the last audit pass ran, Unix time, s.
     pub audit_last_unix_s: f64,
+    /// What the last segment asked for and did not get (a real-time policy refused, …): its latency
+    /// series are then not of what was asked.
+    pub unmet: Vec<rtgauge_model::conditions::Unmet>,
 }
 
 impl MonitorState {

@@ -21,7 +21,13 @@ pub fn document(
 /// The conditions `probes` asked for and did not get, each with the cause this process shows (its
 /// capabilities, limits, cgroups: `rtgauge_host::privilege`).
 pub fn unmet(probes: &[ProbeResult]) -> Vec<rtgauge_model::conditions::Unmet> {
-    let mut unmet = rtgauge_analysis::conditions::unmet(probes);
+    explain(rtgauge_analysis::conditions::unmet(probes))
+}
+
+/// `unmet`, each with the cause this process shows.
+pub fn explain(
+    mut unmet: Vec<rtgauge_model::conditions::Unmet>,
+) -> Vec<rtgauge_model::conditions::Unmet> {
     if !unmet.is_empty() {
         let p = rtgauge_host::privilege::read_privilege(&rtgauge_host::HostRoot::live());
         for u in &mut unmet {

@@ -342,3 +342,67 @@ fn compare_refuses_a_run_that_holds_no_measurement_naming_it() {
     );
     assert!(out.is_empty(), "{out}");
 }
+
+#[test]
+fn the_monitor_says_it_runs_without_real_time_priority_in_its_log_metric_and_snapshot() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let cg = NoRtBudget::new();
+    let prom = s.path("prom");
+    std::fs::create_dir(&prom).unwrap();
+    let db = s.path("rtgauge.db").display().to_string();
+    let mut sh = program("/bin/sh");
+    sh.args([
+        "-c",
+        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
+        &cg.dir.display().to_string(),
+    ]);
+    let args: Vec<String> = [
+        "monitor",
+        "--cpus",
+        "1",
+        "--interval",
+        "1ms",
+        "--listen",
+        "off",
+        "--duration",
+        "2s",
+        "--audit-every",
+        "0",
+        "--store-every",
+        "1h",
+        "--label",
+        "watch",
+        "--db",
+        &db,
+        "--textfile",
+        &prom.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, out, err) = under(sh, &args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let cause = format!("this cgroup (/{}) has cpu.rt_runtime_us = 0", cg.name);
+    assert!(
+        err.contains("rtgauge monitor: NOT MET: SCHED_FIFO")
+            && err.contains(&format!("(it ran at SCHED_OTHER): {cause}")),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(prom.join("rtgauge.prom")).unwrap();
+    assert!(
+        text.contains("rtgauge_condition_unmet{condition=\"priority\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rtgauge_condition_unmet{condition=\"mlockall\"} 0"),
+        "{text}"
+    );
+    let doc = common::export_json(&db, "watch");
+    assert_eq!(
+        doc["unmet"][0]["condition"], "priority",
+        "{:#}",
+        doc["unmet"]
+    );
+    assert!(doc["unmet"][0]["cause"].as_str().unwrap().contains(&cause));
+}

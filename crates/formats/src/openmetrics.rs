@@ -12,6 +12,9 @@
 //! - `audit_finding{rule,severity,status}` = 1 for each rule's current status, `audit_drift{rule}` = 1 while
 //!   a rule's status differs from the first audit's (the baseline), `audit_runs_total`,
 //!   `audit_last_run_timestamp_seconds`.
+//! - `condition_unmet{condition}` = 1 while the monitor's threads do not get what they ask for
+//!   (`priority`: SCHED_FIFO refused, so the latency series are of a normal-priority thread; `affinity`,
+//!   `mlockall`, …), else 0; the cause is in the monitor's log and its stored snapshots.
 //! - `monitor_info{version,interval,cpus}`, `monitor_start_time_seconds`.
 
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
@@ -46,6 +49,7 @@ impl prometheus_client::collector::Collector for MonitorCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let s = &self.0;
         encode_monitor(s, &mut enc)?;
+        encode_conditions(s, &mut enc)?;
         encode_latency(s, &mut enc)?;
         encode_cpu_time(s, &mut enc)?;
         encode_audit(s, &mut enc)
@@ -79,6 +83,24 @@ fn encode_monitor(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Re
         [(vec![], ConstGauge::new(s.start_unix_s))],
     )?;
     Ok(())
+}
+
+/// `condition_unmet{condition}`: 1 for each condition the last segment did not get, 0 for the others.
+fn encode_conditions(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    use rtgauge_model::conditions::Condition;
+    family(
+        enc,
+        "rtgauge_condition_unmet",
+        "1 while the monitor's measuring threads do not get a condition they ask for (priority: SCHED_FIFO refused; affinity; mlockall; cpu_dma_latency): their latency is not of what was asked.",
+        MetricType::Gauge,
+        Condition::ALL.into_iter().filter(|c| c.bears_on_figures()).map(|c| {
+            let unmet = s.unmet.iter().any(|u| u.condition == c);
+            (
+                vec![("condition", c.as_str().to_string())],
+                ConstGauge::new(i64::from(unmet)),
+            )
+        }),
+    )
 }
 
 /// The latency series: histogram, window maximum, missed deadlines, samples above the gate, the gate.

@@ -25,6 +25,15 @@ pub enum Condition {
 }
 
 impl Condition {
+    /// Every condition, in the order a run says them.
+    pub const ALL: [Condition; 5] = [
+        Condition::Priority,
+        Condition::Affinity,
+        Condition::Mlockall,
+        Condition::CpuDmaLatency,
+        Condition::Trace,
+    ];
+
     /// Whether a run without it measured something other than what was asked: a normal-priority thread, a
     /// thread on other CPUs, memory that can fault, deep C-states. The trace only explains the figures.
     pub fn bears_on_figures(self) -> bool {

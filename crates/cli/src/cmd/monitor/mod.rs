@@ -130,6 +130,16 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
             super::warn_all(&rtgauge_report::kind::KindView::shortfalls(&result));
             warned = true;
         }
+        let unmet = crate::output::explain(rtgauge_analysis::conditions::of_results([
+            &result as &dyn rtgauge_analysis::kind::KindData
+        ]));
+        if unmet != lock(&state).unmet {
+            // Said when it starts and whenever it changes (a cgroup given a budget, a limit raised).
+            for u in &unmet {
+                eprintln!("rtgauge monitor: NOT MET: {}", u.line());
+            }
+            lock(&state).unmet = unmet;
+        }
         lock(&state).fold_segment(&result, a.gate.as_ns());
         lock(&state).set_cpu_times(&rtgauge_host::accounting::read_cpu_seconds(&live));
         if let Some(dir) = &a.textfile {
@@ -176,15 +186,16 @@ fn spawn_side_threads(
             .context("starting the metrics endpoint")?;
     }
     if a.audit_every.as_ns() > 0 {
-        let (st, root, every, stop) = (
+        let (st, root, every, priority, stop) = (
             Arc::clone(state),
             audit_root,
             Duration::from_nanos(a.audit_every.as_ns()),
+            a.priority,
             stop.clone(),
         );
         std::thread::Builder::new()
             .name("rtg-audit".into())
-            .spawn(move || audit_loop(&root, &st, every, &stop))
+            .spawn(move || audit_loop(&root, &st, every, priority, &stop))
             .context("starting the audit thread")?;
     }
     Ok(())
@@ -270,11 +281,17 @@ fn write_textfile(dir: &Path, state: &MonitorState) -> anyhow::Result<()> {
 }
 
 /// Re-run the audit every `every` and fold its findings into the state (drift is logged with the rule id).
-fn audit_loop(root: &HostRoot, state: &Mutex<MonitorState>, every: Duration, stop: &StopFlag) {
+/// `rt-priority-allowed` is judged at the monitor's own `priority`.
+fn audit_loop(
+    root: &HostRoot,
+    state: &Mutex<MonitorState>,
+    every: Duration,
+    priority: i32,
+    stop: &StopFlag,
+) {
     let opts = rtgauge_audit::AuditOptions {
-        target: None,
-        isolated: None,
         sample: Some(Duration::from_secs(1)),
+        rt_priority: Some(priority),
         ..Default::default()
     };
     loop {
