@@ -4,8 +4,9 @@
 //! probes with the guest's `rtgauge vm clock-serve` over a serial port (ttyS3 ↔ a unix socket).
 //!
 //! - With host noise — a SCHED_FIFO 50 thread named `rtg-noise` pinned to the host CPU of vCPU 1 taking it
-//!   three times for 20 ms — the guest sees three stalls it cannot explain (unattributed), and the join
-//!   names that host thread for each of them, with the clock's offset and bound.
+//!   three times for 20 ms, the second time having made itself FIFO 50 only while it spins (every switch of
+//!   it reads CFS) — the guest sees three stalls it cannot explain (unattributed), and the join names that
+//!   host thread for each of them by the policy it held, with the clock's offset and bound.
 //! - Without it, no episode is charged to a FIFO 50 host thread. (This development host is shared: other
 //!   people's builds preempt the vCPU threads too, and the join names them, CFS; they are printed, not
 //!   judged.)
@@ -78,12 +79,24 @@ fn pin(tid: i32, cpu: usize) {
     }
 }
 
-/// A SCHED_FIFO 50 thread named `rtg-noise` on host CPU `cpu`, spinning [`BURST`] [`BURSTS`] times: its tid
-/// and each burst's (start, end) on CLOCK_MONOTONIC.
+/// The burst whose thread makes itself SCHED_FIFO 50 only while it spins and SCHED_OTHER again before it
+/// sleeps (issue 36's culprit): every switch of it reads CFS. The others are FIFO 50 at their switches.
+const SELF_RAISED: usize = 1;
+
+/// A thread named `rtg-noise` on host CPU `cpu`, spinning [`BURST`] [`BURSTS`] times at SCHED_FIFO 50 (burst
+/// [`SELF_RAISED`] raised to it while running): its tid and each burst's (start, end) on CLOCK_MONOTONIC.
 fn noise(cpu: usize) -> (i32, Vec<(u64, u64)>) {
     std::thread::Builder::new()
         .name("rtg-noise".into())
         .spawn(move || {
+            let set = |policy, prio| {
+                let p = libc::sched_param {
+                    sched_priority: prio,
+                };
+                // SAFETY: plain libc call on the calling thread with valid arguments.
+                let rc = unsafe { libc::sched_setscheduler(0, policy, &p) };
+                assert_eq!(rc, 0, "needs root");
+            };
             // SAFETY: plain libc calls on the calling thread with valid arguments.
             let tid = unsafe {
                 let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -92,22 +105,25 @@ fn noise(cpu: usize) -> (i32, Vec<(u64, u64)>) {
                     libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
                     0
                 );
-                let p = libc::sched_param { sched_priority: 50 };
-                assert_eq!(
-                    libc::sched_setscheduler(0, libc::SCHED_FIFO, &p),
-                    0,
-                    "needs root"
-                );
                 libc::gettid()
             };
             let mut bursts = Vec::new();
-            for _ in 0..BURSTS {
+            for k in 0..BURSTS as usize {
+                set(libc::SCHED_FIFO, 50);
+                if k != SELF_RAISED {
+                    // Switched out and in again at FIFO 50 before the burst.
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 let (t, a) = (Instant::now(), mono_ns());
                 while t.elapsed() < BURST {
                     std::hint::spin_loop();
                 }
                 bursts.push((a, mono_ns()));
+                if k == SELF_RAISED {
+                    set(libc::SCHED_OTHER, 0);
+                }
                 std::thread::sleep(GAP);
+                set(libc::SCHED_OTHER, 0);
             }
             (tid, bursts)
         })
@@ -356,8 +372,14 @@ fn noisy_boot(noisy: &Path) {
     let guest_eps = episodes(&guest);
     let joined_eps = episodes(&joined);
     assert_eq!(guest_eps.len(), joined_eps.len());
-    let name = format!("rtg-noise/{} FIFO 50", side.noise_tid);
     for (k, burst) in side.bursts.iter().enumerate() {
+        let name = match k {
+            SELF_RAISED => format!(
+                "rtg-noise/{} FIFO (set while running; priority not traced)",
+                side.noise_tid
+            ),
+            _ => format!("rtg-noise/{} FIFO 50", side.noise_tid),
+        };
         let hits = overlapping(&joined_eps, *burst);
         assert!(
             !hits.is_empty(),
@@ -390,7 +412,10 @@ fn noisy_boot(noisy: &Path) {
             let h = &joined_eps[x]["host"];
             bound_ms = bound_ms.max(h["bound_ns"].as_f64().unwrap() / 1e6);
             for c in h["causes"].as_array().unwrap() {
-                if c["name"].as_str().unwrap().contains(&name) {
+                let cname = c["name"].as_str().unwrap();
+                let cfs = format!("rtg-noise/{} CFS", side.noise_tid);
+                assert!(!cname.contains(&cfs), "burst {k}: a CFS thread cannot hold a FIFO 90 guest off for {window_ms:.1} ms: {c}");
+                if cname.contains(&name) {
                     assert!(
                         c["kind"] == "preempted" || c["kind"] == "waker_delayed",
                         "burst {k}: {c}"

@@ -2,7 +2,8 @@
 //! - a SCHED_FIFO 50 thread named `rtg-culprit`, above the probe's priority, takes CPU 1 for 5 ms three
 //!   times: a default `--trace` run (no `--spike`: the rule's threshold) finds three episodes — one per
 //!   stall, however many late samples each made — each charged to "rtg-culprit/… FIFO 50" with ≥ 90 % of
-//!   its window; the same run without the culprit has no episode;
+//!   its window; the same run without the culprit has no episode; one that makes itself FIFO 50 only for
+//!   its spin (every switch of it at CFS priority) is named by the policy it held, never CFS;
 //! - a timer storm (4000 timerfds armed on CPU 1 to expire at the same instant, 20 times) is a kernel-context
 //!   culprit: spikes inside it are charged to the local timer interrupt;
 //! - a traced run killed with SIGKILL leaves its instance behind, and the next run removes it.
@@ -172,6 +173,75 @@ fn each_stall_of_a_fifo_culprit_is_one_episode_named_with_its_policy() {
             check(us >= 3_000, || format!("{x}"))?;
             // One 5 ms stall of a 1 ms timer is several late samples, one episode.
             check(x["samples"].as_u64().unwrap() >= 2, || format!("{x}"))?;
+        }
+        Ok(())
+    });
+}
+
+/// The culprit of issue 36: it makes itself SCHED_FIFO 50 only for its 5 ms spin and SCHED_OTHER again
+/// before it sleeps (what `os.sched_setscheduler` around a busy loop does), so every switch of it reads
+/// CFS. A CFS thread cannot keep a FIFO 10 thread off its CPU for 4 ms: each episode must name it by the
+/// policy it held (its priority is not in the trace, and says so), never CFS.
+#[test]
+fn a_culprit_that_raises_itself_only_while_it_spins_is_named_by_the_policy_it_held() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    attempts("self-raising rtg-culprit", || {
+        let doc = traced("3", &[], || {
+            std::thread::Builder::new()
+                .name("rtg-culprit".into())
+                .spawn(|| {
+                    pin(1);
+                    std::thread::sleep(Duration::from_millis(700));
+                    for _ in 0..3 {
+                        let set = |policy, prio| {
+                            let p = libc::sched_param {
+                                sched_priority: prio,
+                            };
+                            // SAFETY: valid parameters for the calling thread.
+                            let rc = unsafe { libc::sched_setscheduler(0, policy, &p) };
+                            assert_eq!(rc, 0, "needs root");
+                        };
+                        set(libc::SCHED_FIFO, 50);
+                        let t = std::time::Instant::now();
+                        while t.elapsed() < Duration::from_millis(5) {
+                            std::hint::spin_loop();
+                        }
+                        set(libc::SCHED_OTHER, 0);
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+        });
+        let s = spikes(&doc);
+        let culprit: Vec<&Value> = s
+            .iter()
+            .filter(|x| top(x).1.starts_with("rtg-culprit/"))
+            .collect();
+        for x in &s {
+            eprintln!(
+                "  episode: {} µs, {:?}",
+                x["worst_ns"].as_u64().unwrap_or(0) / 1000,
+                top(x)
+            );
+        }
+        check(culprit.len() == 3, || {
+            format!(
+                "{} culprit episodes of {}, 3 stalls",
+                culprit.len(),
+                s.len()
+            )
+        })?;
+        for x in culprit {
+            let (kind, name, pct) = top(x);
+            check(kind == "thread", || format!("{x}"))?;
+            check(
+                name.ends_with(" FIFO (set while running; priority not traced)"),
+                || name.clone(),
+            )?;
+            check(!name.contains("CFS"), || name.clone())?;
+            check(pct >= 90.0, || format!("{pct:.1} % of {x}"))?;
         }
         Ok(())
     });

@@ -60,6 +60,10 @@ const EVENTS: &[(&str, &str)] = &[
     ("irq", "softirq_entry"),
     ("irq", "softirq_exit"),
     ("sched", "sched_switch"),
+    // A thread that makes itself real-time while it runs shows no switch: its spans would read CFS at both
+    // ends. (Enabling a syscall tracepoint sends every task's system calls through the kernel's traced
+    // entry path, tens of ns each, for as long as the trace runs.)
+    ("syscalls", "sys_enter_sched_setscheduler"),
     ("workqueue", "workqueue_execute_start"),
     ("workqueue", "workqueue_execute_end"),
     ("nmi", "nmi_handler"),
@@ -350,14 +354,29 @@ pub fn read_rt_policy(tid: i64) -> Option<&'static str> {
 }
 
 /// A thread as spans name it: `comm/pid FIFO 50` (or `RT 50` when the policy is unknown, `CFS`), at the
-/// highest priority it had over the span. A threaded interrupt handler (`irq/N-name`, every device IRQ on
+/// highest priority it had over the span. A thread that set itself a real-time policy while it ran
+/// (`raised`, from its sched_setscheduler) and shows CFS at both ends is named by that policy, its priority
+/// said not to be in the trace (the system call's argument is a pointer the tracepoint does not follow):
+/// `comm/pid FIFO (set while running; priority not traced)`, never CFS, which could not have kept a
+/// real-time thread off its CPU. A threaded interrupt handler (`irq/N-name`, every device IRQ on
 /// PREEMPT_RT, `threadirqs` elsewhere; `irq/N-s-name` for a secondary handler) also names its IRQ the way a
 /// hard handler's span does (`5 ttyS2`), so that a storm reads as that interrupt on both kinds of kernel:
 /// `irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)`. The span stays a thread span: softirqs, vectors and
 /// IRQs nested inside it are still charged to themselves. The comm is cut at 15 bytes by the kernel, so a
 /// long device name may be cut too; the number is whole.
-fn thread_name(comm: &str, pid: i64, prio: i64, policy: Option<&str>) -> String {
-    let base = format!("{comm}/{pid} {}", prio_name(prio, policy));
+fn thread_name(
+    comm: &str,
+    pid: i64,
+    prio: i64,
+    policy: Option<&str>,
+    raised: Option<&str>,
+) -> String {
+    let base = match raised {
+        Some(p) if prio >= 100 => {
+            format!("{comm}/{pid} {p} (set while running; priority not traced)")
+        }
+        _ => format!("{comm}/{pid} {}", prio_name(prio, policy)),
+    };
     let irq = comm.strip_prefix("irq/").and_then(|r| {
         let (n, dev) = r.split_once('-')?;
         let dev = dev.strip_prefix("s-").unwrap_or(dev);
@@ -376,6 +395,8 @@ pub struct Folder {
     stack: Vec<(CauseKind, String, u64)>,
     /// The running thread since: (comm, pid, since, kernel priority at its switch-in).
     running: Option<(String, i64, u64, i64)>,
+    /// The real-time policy the running thread set itself since its switch-in (its sched_setscheduler).
+    raised: Option<&'static str>,
     /// Softirqs and work items open in a thread that was switched out, by pid: they run in thread context
     /// (every softirq on PREEMPT_RT, in ksoftirqd or in the thread that raised it; every work item in its
     /// kworker) and can be preempted or sleep, so each is charged only while its thread runs and goes on
@@ -400,6 +421,7 @@ impl Default for Folder {
         Folder {
             stack: Vec::new(),
             running: None,
+            raised: None,
             suspended: std::collections::HashMap::new(),
             exclude: Vec::new(),
             events: 0,
@@ -491,8 +513,10 @@ impl Folder {
                         ),
                         None => (comm, pid, prio_in.min(prev_prio)),
                     };
-                    out.extend(self.thread_span(&comm, pid, prio, since, t));
+                    let raised = self.raised.take();
+                    out.extend(self.thread_span(&comm, pid, prio, since, t, raised));
                 }
+                self.raised = None;
                 let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
                 let pid = num("next_pid=", 0);
                 if let Some(open) = self.suspended.remove(&pid) {
@@ -501,6 +525,7 @@ impl Folder {
                 }
                 self.running = Some((comm.to_string(), pid, t, num("next_prio=", 120)));
             }
+            n if n.starts_with("sys_sched_setscheduler(") => self.on_setscheduler(event.fields),
             n => {
                 if let Some(v) = n.strip_suffix("_entry") {
                     self.stack.push((CauseKind::Vector, v.to_string(), t));
@@ -509,6 +534,32 @@ impl Folder {
                 }
             }
         }
+    }
+
+    /// `sys_sched_setscheduler(pid: 0, policy: 1, param: …)`, its fields read after the name's first colon:
+    /// the running thread setting its own policy (pid 0, or its own). 6.1 prints every argument in hex
+    /// without 0x; later kernels print integers in decimal and pointers with 0x.
+    fn on_setscheduler(&mut self, fields: &str) {
+        let radix = if fields.contains("0x") { 10 } else { 16 };
+        let int = |v: &str| i64::from_str_radix(v.trim(), radix).ok();
+        let target = fields.split(',').next().and_then(int);
+        let policy = field(fields, "policy: ", Some(",")).and_then(int);
+        let Some(pid) = self.running.as_ref().map(|r| r.1) else {
+            return;
+        };
+        if !target.is_some_and(|t| t == 0 || t == pid) {
+            return;
+        }
+        // SCHED_RESET_ON_FORK may be or'ed in.
+        let word = match policy.map(|p| p & 0xff) {
+            Some(1) => "FIFO",
+            Some(2) => "RR",
+            _ => return,
+        };
+        self.raised = Some(word);
+        // What it set is its policy at real-time priorities from now on: read from /proc at drain time
+        // instead, a thread that drops back to SCHED_OTHER reads as neither.
+        self.policies.insert(pid, Some(word));
     }
 
     /// Open a softirq or a work item. Neither nests in its own kind on one CPU (softirqs are not re-entered,
@@ -562,6 +613,7 @@ impl Folder {
         prio: i64,
         start: u64,
         end: u64,
+        raised: Option<&'static str>,
     ) -> Option<Span> {
         if pid == 0 || self.exclude.contains(&pid) {
             return None;
@@ -571,14 +623,15 @@ impl Folder {
             start_ns: start,
             end_ns: end,
             kind: CauseKind::Thread,
-            name: thread_name(comm, pid, prio, policy),
+            name: thread_name(comm, pid, prio, policy, raised),
         })
     }
 
     /// The thread running now as a span up to `now` (for windows that end before its switch-out).
     pub fn running_span(&mut self, now: u64) -> Option<Span> {
         let (comm, pid, since, prio) = self.running.clone()?;
-        self.thread_span(&comm, pid, prio, since, now)
+        let raised = self.raised;
+        self.thread_span(&comm, pid, prio, since, now, raised)
     }
 }
 
@@ -964,6 +1017,45 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_that_makes_itself_fifo_while_running_is_not_named_cfs() {
+        // Python's os.sched_setscheduler around a 5 ms spin: switched in and out at CFS priority, FIFO 50
+        // in between. The 6.1 format (hex, no 0x) and the later one (decimal, pointers with 0x).
+        for (raise, drop) in [
+            (
+                "pid: 0, policy: 1, param: 0x7ffe388a8434",
+                "pid: 0, policy: 0, param: 0x7ffe388a8434",
+            ),
+            (
+                "pid: 4d, policy: 40000001, param: 7ffe388a8434",
+                "pid: 0, policy: 0, param: 7ffe388a8434",
+            ),
+        ] {
+            let lines = format!(
+                "\
+      bash-6488    [001] d..2.  4718.530003: sched_switch: prev_comm=bash prev_pid=6488 prev_prio=120 prev_state=S ==> next_comm=rtg-culprit next_pid=77 next_prio=120
+ rtg-culprit-77    [001] .....  4718.530100: sys_sched_setscheduler({raise})
+ rtg-culprit-77    [001] .....  4718.535100: sys_sched_setscheduler({drop})
+ rtg-culprit-77    [001] d..2.  4718.535200: sched_switch: prev_comm=rtg-culprit prev_pid=77 prev_prio=120 prev_state=R+ ==> next_comm=probe next_pid=9 next_prio=89
+     probe-9       [001] d..2.  4718.535300: sched_switch: prev_comm=probe prev_pid=9 prev_prio=89 prev_state=S ==> next_comm=rtg-culprit next_pid=77 next_prio=120
+ rtg-culprit-77    [001] d..2.  4718.536000: sched_switch: prev_comm=rtg-culprit prev_pid=77 prev_prio=120 prev_state=S ==> next_comm=bash next_pid=6488 next_prio=120
+"
+            );
+            let (_, spans) = fold(&lines, |_| None);
+            let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "rtg-culprit/77 FIFO (set while running; priority not traced)",
+                    "probe/9 RT 10",
+                    // Its next turn, after the drop, is CFS again.
+                    "rtg-culprit/77 CFS",
+                ],
+                "{raise}"
+            );
+        }
+    }
+
+    #[test]
     fn lines_fold_into_spans_and_break_down() {
         let mut f = Folder {
             exclude: vec![9],
@@ -1082,6 +1174,14 @@ mod tests {
         let (_, out) = fold(lines, |pid| (pid == 4242).then_some("FIFO"));
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].name, "spinner/4242 FIFO 50");
+        // The same with its sched_setscheduler traced: the policy it set names it, whatever /proc says by
+        // the time the span is read (it may be back at SCHED_OTHER).
+        let lines = "\
+ swapper/1-0 [001] d..2. 100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=spinner next_pid=4242 next_prio=120
+ spinner-4242 [001] ..... 100.000100: sys_sched_setscheduler(pid: 0, policy: 1, param: 0x7ffe388a8434)
+ spinner-4242 [001] d..2. 100.005000: sched_switch: prev_comm=spinner prev_pid=4242 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        let (_, out) = fold(lines, |_| None);
+        assert_eq!(out[0].name, "spinner/4242 FIFO 50");
     }
 
     #[test]
@@ -1150,12 +1250,15 @@ CPU:1 [LOST 3 EVENTS]
         );
         assert_eq!(out[0].end_ns - out[0].start_ns, 1_000_000);
         assert_eq!(
-            thread_name("irq/24-s-virtio0", 7, 49, None),
+            thread_name("irq/24-s-virtio0", 7, 49, None, None),
             "irq/24-s-virtio0/7 RT 50 (threaded IRQ 24 virtio0)"
         );
         // Not an interrupt thread: no IRQ named.
         for comm in ["irq/x-ttyS2", "irq/-a", "irqbalance", "irq/5"] {
-            assert!(!thread_name(comm, 1, 120, None).contains("IRQ"), "{comm}");
+            assert!(
+                !thread_name(comm, 1, 120, None, None).contains("IRQ"),
+                "{comm}"
+            );
         }
     }
 

@@ -35,7 +35,26 @@ pub fn worst_intervals<'a>(
                 worst.start_ns,
                 worst.max_ns,
             )?;
-            Some((*cpu, worst, v.sentence()))
+            // The interval's worst sample is an episode's worst (the same sample, to the ns): joined with
+            // its VM host's record, the host says what the guest's counters could not.
+            let host = why
+                .episodes
+                .iter()
+                .filter(|e| e.cpu == *cpu && e.worst() == worst.max_ns)
+                .find_map(|e| Some((e.host.as_ref()?, e.window_ns)));
+            let sentence = match host {
+                Some((h, window)) if v.risen.is_empty() => format!(
+                    "nothing in the guest's kernel rose; its host's record explains it: {}",
+                    rtgauge_analysis::vm_join::episode_host_sentence(h, window)
+                ),
+                Some((h, window)) => format!(
+                    "{}; its host's record: {}",
+                    v.sentence(),
+                    rtgauge_analysis::vm_join::episode_host_sentence(h, window)
+                ),
+                None => v.sentence(),
+            };
+            Some((*cpu, worst, sentence))
         })
         .collect()
 }
@@ -56,14 +75,19 @@ pub fn episodes_line(why: &Why) -> String {
 /// Terminal lines: the worst interval of each CPU against its typical interval, then the episodes'
 /// breakdowns.
 pub fn render_why(probe: &dyn KindData) -> String {
-    let Some((why, timelines)) = why_of(probe) else {
-        return String::new();
-    };
+    match why_of(probe) {
+        Some((why, timelines)) => render_why_of(why, &timelines),
+        None => String::new(),
+    }
+}
+
+/// [`render_why`] of a probe's why and timelines.
+pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>) -> String {
     let mut s = String::new();
     if let Some(m) = &why.missing {
         let _ = writeln!(s, "  why: {m}");
     }
-    for (cpu, worst, sentence) in worst_intervals(why, &timelines) {
+    for (cpu, worst, sentence) in worst_intervals(why, timelines) {
         let _ = writeln!(
             s,
             "  worst interval CPU {cpu} at {:.0} s (max {:.1} µs): {sentence}",
@@ -71,20 +95,34 @@ pub fn render_why(probe: &dyn KindData) -> String {
             us(worst.max_ns),
         );
     }
-    if let Some(t) = &why.trace {
-        let _ = writeln!(
-            s,
-            "  episodes: {} ({} events read, {} lost, {} older than the trace kept{})",
-            episodes_line(why),
-            t.events,
-            t.lost,
-            t.not_retained,
-            if t.late_dropped > 0 {
-                format!(", {} late samples dropped", t.late_dropped)
-            } else {
-                String::new()
-            }
-        );
+    // A guest measured without --trace has episodes too once joined with its host's record (--spike).
+    let joined = why.episodes.iter().any(|b| b.host.is_some());
+    match &why.trace {
+        Some(t) => {
+            let _ = writeln!(
+                s,
+                "  episodes: {} ({} events read, {} lost, {} older than the trace kept{})",
+                episodes_line(why),
+                t.events,
+                t.lost,
+                t.not_retained,
+                if t.late_dropped > 0 {
+                    format!(", {} late samples dropped", t.late_dropped)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        None if joined => {
+            let _ = writeln!(
+                s,
+                "  episodes: {} (the guest was not traced: what its host's record shows)",
+                episodes_line(why)
+            );
+        }
+        None => {}
+    }
+    if why.trace.is_some() || joined {
         for b in why.episodes.iter().take(TERMINAL_EPISODES) {
             let _ = writeln!(s, "    {}", spike_line(b));
             if let Some(h) = crate::vm::episode_line(b) {

@@ -339,6 +339,43 @@ mod tests {
     }
 
     #[test]
+    fn an_untraced_guests_joined_episodes_are_printed_and_its_worst_interval_points_to_the_host() {
+        // A guest measured with --spike only (the VMware-like case): no trace, its counters show nothing,
+        // the host's record explains the stall.
+        let mut why = joined();
+        assert!(why.trace.is_none());
+        let counters = |start_ns| rtgauge_model::attribution::IntervalCounters {
+            cpu: 1,
+            start_ns,
+            len_ns: 1_000_000_000,
+            ..Default::default()
+        };
+        why.counters = vec![counters(0), counters(1_000_000_000)];
+        let tl = |start_ns, max_ns| rtgauge_model::latency::TimelineEntry {
+            start_ns,
+            count: 1000,
+            max_ns,
+            missed: 0,
+        };
+        let timeline = [tl(0, 40_000), tl(1_000_000_000, 20_000_000)];
+        let text = crate::spikes::render_why_of(&why, &vec![(1, &timeline[..])]);
+        assert!(
+            text.contains("worst interval CPU 1 at 1 s (max 20000.0 µs): nothing in the guest's kernel rose; its host's record explains it: vCPU 1 off its CPU"),
+            "{text}"
+        );
+        assert!(!text.contains("points outside this kernel"), "{text}");
+        assert!(
+            text.contains("episodes: 0 episodes, 1 explained (the guest was not traced: what its host's record shows)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    CPU 1 at 15.000 s, 20000.0 µs (20 late samples): "),
+            "{text}"
+        );
+        assert!(text.contains("      host: vCPU 1 off its CPU"), "{text}");
+    }
+
+    #[test]
     fn a_joined_episode_in_words_and_as_a_timeline() {
         let w = joined();
         assert_eq!(
