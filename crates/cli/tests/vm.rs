@@ -134,6 +134,33 @@ fn no_tracing_is_left_on_after_a_normal_end_an_error_sigint_or_kill_9() {
     assert_eq!(rec["vm"]["accel"], "TCG");
     assert!(rec["trace"]["events"].as_u64().unwrap() > 0, "{rec}");
     assert!(!mounted(), "tracefs left mounted after a normal end");
+    // QEMU started plainly: its vCPU threads run at SCHED_OTHER, which the observer says first and the
+    // record keeps; one made FIFO 1, as a real-time VM's are, is no longer named.
+    let err = String::from_utf8_lossy(&child.stderr);
+    assert!(
+        err.contains("rtgauge: NOT MET: vCPU threads 0 (other 0), 1 (other 0) of 2 run at no real-time policy on this host"),
+        "{err}"
+    );
+    assert_eq!(rec["vcpus"][0]["sched"], "other 0", "{rec}");
+    let tid = rec["vcpus"][0]["tid"].as_i64().unwrap() as i32;
+    let p = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain libc call on a thread of our own child.
+    assert_eq!(
+        unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &p) },
+        0
+    );
+    let again = common::rtgauge_std()
+        .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "--record"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    common::assert_ok(&again);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains("NOT MET: vCPU threads 1 (other 0) of 2"),
+        "{err}"
+    );
+    assert_eq!(common::read_json(&out_file)["vcpus"][0]["sched"], "fifo 1");
 
     // An error after tracing started (the record cannot be written: its path is a directory).
     let blocked = dir.path().join("blocked");

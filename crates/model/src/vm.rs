@@ -68,6 +68,18 @@ pub struct VcpuThread {
     pub comm: String,
     /// The host CPUs it may run on, when observation started.
     pub cpus_allowed: String,
+    /// Its scheduling policy and real-time priority on the host when observation started (`fifo 1`,
+    /// `other 0`); `None` in records written before it was kept, or when unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<String>,
+}
+
+impl VcpuThread {
+    /// Whether it runs at a real-time policy on the host (`None`: not known).
+    pub fn realtime(&self) -> Option<bool> {
+        let s = self.sched.as_deref()?;
+        Some(s.starts_with("fifo") || s.starts_with("rr"))
+    }
 }
 
 /// One interval of a vCPU thread's life on the host that took time from its guest, host CLOCK_MONOTONIC.

@@ -83,6 +83,25 @@ fn observe(a: &ObserveArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map_or("none (--clock)".to_string(), |c| c.to_string())
     );
+    // A real-time guest's vCPU threads run at a real-time policy on the host (libvirt vcpusched, tuned's
+    // realtime-virtual-host guides): at SCHED_OTHER any host thread above CFS, and CFS threads by their
+    // share, take their CPU, and the guest's figures are not of a real-time VM. Said first.
+    let normal: Vec<String> = vm
+        .vcpus
+        .iter()
+        .filter(|v| v.realtime() == Some(false))
+        .map(|v| format!("{} ({})", v.index, v.sched.as_deref().unwrap_or("?")))
+        .collect();
+    if !normal.is_empty() {
+        eprintln!(
+            "rtgauge: NOT MET: vCPU threads {} of {} run at no real-time policy on this host: any host thread \
+             above CFS, and CFS threads by their share, take their CPU — give them SCHED_FIFO (libvirt \
+             <vcpusched vcpus='…' scheduler='fifo' priority='1'/>, or chrt -f -p 1 TID); the record keeps \
+             each vCPU's policy",
+            normal.join(", "),
+            vm.vcpus.len()
+        );
+    }
     let trace = TraceOpts {
         cpus,
         buffer_kb: BUFFER_KB,

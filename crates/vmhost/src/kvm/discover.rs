@@ -81,6 +81,28 @@ fn cpus_allowed(proc: &Path, pid: u32, tid: u32) -> String {
         .unwrap_or_default()
 }
 
+/// A thread's policy and real-time priority (`fifo 1`, `other 0`) from its stat (proc(5) fields 41 and
+/// 40); `None` when unreadable.
+fn sched(proc: &Path, pid: u32, tid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(proc.join(format!("{pid}/task/{tid}/stat"))).ok()?;
+    // The comm (field 2) may hold spaces and parentheses: fields are counted after its closing one.
+    let mut f = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .skip(40 - 3);
+    let prio: u32 = f.next()?.parse().ok()?;
+    let name = match f.next()?.parse::<u32>().ok()? {
+        0 => "other",
+        1 => "fifo",
+        2 => "rr",
+        3 => "batch",
+        5 => "idle",
+        6 => "deadline",
+        _ => "unknown",
+    };
+    Some(format!("{name} {prio}"))
+}
+
 /// A VM found on this host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vm {
@@ -125,6 +147,7 @@ pub fn by_pid(proc: &Path, pid: u32) -> Result<Vm, VmError> {
                 tid,
                 comm: c.to_string(),
                 cpus_allowed: cpus_allowed(proc, pid, tid),
+                sched: sched(proc, pid, tid),
             });
         } else {
             others.push((tid, c.to_string()));
@@ -193,6 +216,7 @@ pub fn by_domain(proc: &Path, run: &Path, domain: &str) -> Result<Vm, VmError> {
             index: id,
             tid,
             cpus_allowed: cpus_allowed(proc, pid, tid),
+            sched: sched(proc, pid, tid),
             comm,
         });
     }
