@@ -185,6 +185,13 @@ fn a_cgroup_without_a_real_time_budget_is_named_and_the_run_not_judged() {
         "{}",
         r.1
     );
+    // Its worst interval is not blamed on the hypervisor or firmware: a normal thread waits for anyone.
+    assert!(
+        r.1.contains("(its real-time policy was refused)")
+            && !r.1.contains("points outside this kernel"),
+        "{}",
+        r.1
+    );
     let doc = s.doc();
     let rule = doc["audit"]["findings"]
         .as_array()

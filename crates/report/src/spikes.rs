@@ -21,9 +21,14 @@ pub fn why_of(probe: &dyn KindData) -> Option<(&Why, CpuTimelines<'_>)> {
 }
 
 /// The worst timeline interval of each CPU and what its counters say: (CPU, interval, sentence).
+///
+/// `normal_priority`: the measuring threads were refused their real-time policy, so any runnable thread could
+/// delay them without a counter showing it; an interval whose counters show nothing then says so, not
+/// "outside this kernel".
 pub fn worst_intervals<'a>(
     why: &Why,
     timelines: &CpuTimelines<'a>,
+    normal_priority: bool,
 ) -> Vec<(u32, &'a TimelineEntry, String)> {
     timelines
         .iter()
@@ -52,6 +57,14 @@ pub fn worst_intervals<'a>(
                     v.sentence(),
                     rtgauge_analysis::vm_join::episode_host_sentence(h, window)
                 ),
+                None if normal_priority && v.risen.is_empty() => "nothing in this kernel's counters rose, \
+                    and the thread ran at a normal priority (its real-time policy was refused): any runnable \
+                    thread could have delayed it without showing here (--trace names it)"
+                    .to_string(),
+                None if normal_priority => format!(
+                    "{}; the thread ran at a normal priority (its real-time policy was refused)",
+                    v.sentence()
+                ),
                 None => v.sentence(),
             };
             Some((*cpu, worst, sentence))
@@ -76,18 +89,22 @@ pub fn episodes_line(why: &Why) -> String {
 /// breakdowns.
 pub fn render_why(probe: &dyn KindData) -> String {
     match why_of(probe) {
-        Some((why, timelines)) => render_why_of(why, &timelines),
+        Some((why, timelines)) => render_why_of(
+            why,
+            &timelines,
+            crate::kind::sched_shortfall(probe).is_some(),
+        ),
         None => String::new(),
     }
 }
 
-/// [`render_why`] of a probe's why and timelines.
-pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>) -> String {
+/// [`render_why`] of a probe's why and timelines (`normal_priority`: see [`worst_intervals`]).
+pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: bool) -> String {
     let mut s = String::new();
     if let Some(m) = &why.missing {
         let _ = writeln!(s, "  why: {m}");
     }
-    for (cpu, worst, sentence) in worst_intervals(why, timelines) {
+    for (cpu, worst, sentence) in worst_intervals(why, timelines, normal_priority) {
         let _ = writeln!(
             s,
             "  worst interval CPU {cpu} at {:.0} s (max {:.1} µs): {sentence}",
@@ -252,7 +269,11 @@ pub fn html(probe: &dyn KindData) -> maud::Markup {
     let Some((why, timelines)) = why_of(probe) else {
         return maud::html! {};
     };
-    let worst = worst_intervals(why, &timelines);
+    let worst = worst_intervals(
+        why,
+        &timelines,
+        crate::kind::sched_shortfall(probe).is_some(),
+    );
     maud::html! {
         h3 { "Why: the worst interval against the typical one" }
         @if let Some(m) = &why.missing { probe { (m) } }

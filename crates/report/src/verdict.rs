@@ -105,7 +105,8 @@ pub fn worst_spike(doc: &RunDocument) -> Option<String> {
             keep(b.worst(), spike_line(b));
             continue;
         }
-        for (cpu, w, sentence) in worst_intervals(why, &timelines) {
+        let normal = crate::kind::sched_shortfall(p.data()).is_some();
+        for (cpu, w, sentence) in worst_intervals(why, &timelines, normal) {
             keep(
                 w.max_ns,
                 format!(

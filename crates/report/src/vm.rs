@@ -358,7 +358,7 @@ mod tests {
             missed: 0,
         };
         let timeline = [tl(0, 40_000), tl(1_000_000_000, 20_000_000)];
-        let text = crate::spikes::render_why_of(&why, &vec![(1, &timeline[..])]);
+        let text = crate::spikes::render_why_of(&why, &vec![(1, &timeline[..])], false);
         assert!(
             text.contains("worst interval CPU 1 at 1 s (max 20000.0 µs): nothing in the guest's kernel rose; its host's record explains it: vCPU 1 off its CPU"),
             "{text}"
