@@ -145,10 +145,8 @@ fn no_tracing_is_left_on_after_a_normal_end_an_error_sigint_or_kill_9() {
     let tid = rec["vcpus"][0]["tid"].as_i64().unwrap() as i32;
     let p = libc::sched_param { sched_priority: 1 };
     // SAFETY: plain libc call on a thread of our own child.
-    assert_eq!(
-        unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &p) },
-        0
-    );
+    let rc = unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &p) };
+    assert_eq!(rc, 0);
     let again = common::rtgauge_std()
         .args(["vm", "observe", "--pid", &qemu.pid(), "-D", "1", "--record"])
         .arg(&out_file)
