@@ -78,7 +78,15 @@ pub fn of_results<'a>(results: impl IntoIterator<Item = &'a dyn KindData>) -> Ve
                 u.error = pc.mlockall.error.clone();
                 mlock = Some(u);
             }
-            if !pc.cpu_dma_latency_us.ok() && dma.is_none() {
+            // Another holder's lower (stricter) value satisfies the request.
+            let dma_held = match (
+                pc.cpu_dma_latency_us.requested,
+                pc.cpu_dma_latency_us.achieved,
+            ) {
+                (Some(r), Some(a)) => a <= r,
+                (r, a) => r == a,
+            };
+            if !dma_held && dma.is_none() {
                 let asked = pc
                     .cpu_dma_latency_us
                     .requested
@@ -97,7 +105,9 @@ pub fn of_results<'a>(results: impl IntoIterator<Item = &'a dyn KindData>) -> Ve
                     Condition::Trace,
                     "--trace asked, no kernel trace taken (spikes are explained from counters only)",
                 );
-                u.error = Some(m.trim_start_matches("--trace: ").to_string());
+                // The tracer's own error is the cause (tracefs not mountable, not root, …).
+                let e = m.trim_start_matches("--trace: ");
+                u.cause = Some(e.trim_end_matches("; counters only").to_string());
                 trace = Some(u);
             }
         }

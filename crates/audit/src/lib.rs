@@ -53,11 +53,11 @@ pub struct AuditOptions {
     pub isolated: Option<CpuSet>,
     /// Sampling interval; `None` skips sampled rules (`--no-sample`).
     pub sample: Option<Duration>,
-    /// The real-time priority the measurement will ask for (`run`: its probes'); `None` = 99, the highest
-    /// any built-in profile asks.
+    /// The real-time priority the measurement will ask for (`run`: its probes'; 0 when none asks for one);
+    /// `None` = 99, the highest any built-in profile asks.
     pub rt_priority: Option<i32>,
-    /// The CPUs the measurement will use (`run`: its measured and housekeeping CPUs); `None` = the online
-    /// CPUs.
+    /// The CPUs the measurement will use (`run`: its measured and housekeeping CPUs); `None` = the RT CPU
+    /// set I, where one is declared.
     pub measured: Option<CpuSet>,
 }
 
@@ -221,10 +221,11 @@ pub struct Ctx<'a> {
     pub hk: CpuSet,
     /// The two samples of the sampled files; `None` with `--no-sample` or a tree captured without them.
     pub samples: Option<Samples>,
-    /// The real-time priority the measurement will ask for.
+    /// The real-time priority the measurement will ask for (0: none).
     pub rt_priority: i32,
-    /// The CPUs the measurement will use.
-    pub measured: CpuSet,
+    /// The CPUs the measurement will use, where known.
+    pub measured: Option<CpuSet>,
+    privilege: OnceCell<rtgauge_host::privilege::Privilege>,
     tasks: OnceCell<Vec<Task>>,
     topo: OnceCell<BTreeMap<u32, CpuTopo>>,
 }
@@ -264,6 +265,11 @@ impl<'a> Ctx<'a> {
             self.iso_source.as_deref().unwrap_or("-"),
             self.iso.as_ref().map(|s| s.to_string()).unwrap_or_default(),
         )
+    }
+    /// What this process may do (read once).
+    pub fn privilege(&self) -> &rtgauge_host::privilege::Privilege {
+        self.privilege
+            .get_or_init(|| rtgauge_host::privilege::read_privilege(self.root))
     }
     /// Every thread on the system (read once).
     pub fn tasks(&self) -> &[Task] {
@@ -537,7 +543,7 @@ pub fn run_audit(root: &HostRoot, options: &AuditOptions) -> AuditReport {
         .sample
         .filter(|_| replayable)
         .map(|d| take_samples(root, &online, d));
-    let measured = options.measured.clone().unwrap_or_else(|| online.clone());
+    let measured = options.measured.clone().or_else(|| iso.clone());
     let ctx = Ctx {
         root,
         target,
@@ -550,6 +556,7 @@ pub fn run_audit(root: &HostRoot, options: &AuditOptions) -> AuditReport {
         samples,
         rt_priority: options.rt_priority.unwrap_or(99),
         measured,
+        privilege: OnceCell::new(),
         tasks: OnceCell::new(),
         topo: OnceCell::new(),
     };

@@ -4,7 +4,7 @@
 //! names the cause the run will meet.
 
 use super::{Ctx, Rule, RuleOutcome};
-use rtgauge_host::privilege::{read_privilege, Group, Limit, Privilege};
+use rtgauge_host::privilege::{Group, Limit, Privilege, Refusal};
 use rtgauge_model::audit::{Evidence, Severity};
 
 pub static RULES: [Rule; 3] = [
@@ -22,7 +22,7 @@ pub static RULES: [Rule; 3] = [
         id: "mlockall-allowed",
         section: 4,
         severity: Severity::High,
-        expected: "this process may lock its memory: CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK",
+        expected: "this process may lock its memory: CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (a finite limit above what it maps now warns: a measuring process maps more)",
         remediation: "Grant CAP_IPC_LOCK (pod securityContext.capabilities.add [IPC_LOCK], docker --cap-add=IPC_LOCK) or raise RLIMIT_MEMLOCK (ulimit -l unlimited, LimitMEMLOCK=infinity).",
         source: "[R4][T1]",
         sampled: false,
@@ -32,7 +32,7 @@ pub static RULES: [Rule; 3] = [
         id: "measured-cpus-allowed",
         section: 4,
         severity: Severity::High,
-        expected: "every measured CPU is in this process's allowed set (its cpuset)",
+        expected: "every measured CPU (run's, or the RT CPU set I) is in this process's allowed set (its cpuset)",
         remediation: "Guaranteed QoS with whole CPUs (static CPU manager policy), docker --cpuset-cpus, or measure only the allowed CPUs (--cpus).",
         source: "[K1][R4]",
         sampled: false,
@@ -64,10 +64,20 @@ fn cap_ev(p: &Privilege) -> Evidence {
     )
 }
 
+/// A refusal as a finding: fail when what was read shows it, warn when it is the likely cause.
+fn refused(what: &str, r: &Refusal) -> RuleOutcome {
+    let line = format!("{what} will be refused: {} — {}", r.cause, r.fix);
+    if r.certain {
+        RuleOutcome::fail(line)
+    } else {
+        RuleOutcome::warn(line.replace(" will be refused: ", " may be refused: "))
+    }
+}
+
 fn priority(c: &Ctx) -> RuleOutcome {
-    let p = read_privilege(c.root);
+    let p = c.privilege();
     let mut ev = vec![
-        cap_ev(&p),
+        cap_ev(p),
         Evidence::new("RLIMIT_RTPRIO", "/proc/self/limits", limit(p.rtprio)),
     ];
     ev.extend(group_ev("cpu.rt_runtime_us", &p.cpu_v1));
@@ -80,23 +90,22 @@ fn priority(c: &Ctx) -> RuleOutcome {
         ));
     }
     let prio = c.rt_priority;
+    if prio <= 0 {
+        return RuleOutcome::na("the measurement asks for no real-time priority").evs(ev);
+    }
     if p.cap_eff.is_none() {
         return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
     }
     match p.fifo_refusal(prio) {
-        Some(cause) => RuleOutcome::fail(format!(
-            "SCHED_FIFO {prio} will be refused: {} — {}",
-            cause.cause, cause.fix
-        ))
-        .evs(ev),
+        Some(r) => refused(&format!("SCHED_FIFO {prio}"), &r).evs(ev),
         None => RuleOutcome::pass(format!("this process may use SCHED_FIFO {prio}")).evs(ev),
     }
 }
 
 fn mlockall(c: &Ctx) -> RuleOutcome {
-    let p = read_privilege(c.root);
+    let p = c.privilege();
     let ev = vec![
-        cap_ev(&p),
+        cap_ev(p),
         Evidence::new(
             "RLIMIT_MEMLOCK (bytes)",
             "/proc/self/limits",
@@ -113,19 +122,18 @@ fn mlockall(c: &Ctx) -> RuleOutcome {
         return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
     }
     match p.mlockall_refusal() {
-        Some(cause) => RuleOutcome::fail(format!(
-            "mlockall will be refused: {} — {}",
-            cause.cause, cause.fix
-        ))
-        .evs(ev),
+        Some(r) => refused("mlockall", &r).evs(ev),
         None => RuleOutcome::pass("this process may lock its memory").evs(ev),
     }
 }
 
 fn cpus(c: &Ctx) -> RuleOutcome {
-    let p = read_privilege(c.root);
+    let p = c.privilege();
+    let Some(measured) = &c.measured else {
+        return RuleOutcome::na("no measured CPUs given and no RT CPU set declared");
+    };
     let mut ev = vec![
-        Evidence::new("measured CPUs", "the measurement", c.measured.to_string()),
+        Evidence::new("measured CPUs", "the measurement", measured.to_string()),
         Evidence::new(
             "Cpus_allowed_list",
             "/proc/self/status",
@@ -138,11 +146,10 @@ fn cpus(c: &Ctx) -> RuleOutcome {
     if p.allowed.is_none() {
         return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
     }
-    match p.cpus_refusal(&c.measured) {
+    match p.cpus_refusal(measured) {
         Some(cause) => RuleOutcome::fail(format!("{} — {}", cause.cause, cause.fix)).evs(ev),
         None => RuleOutcome::pass(format!(
-            "CPUs {} are all in this process's allowed set",
-            c.measured
+            "CPUs {measured} are all in this process's allowed set"
         ))
         .evs(ev),
     }
@@ -193,7 +200,16 @@ mod tests {
             && e.source == "/sys/fs/cgroup/cpu,cpuacct/docker/ab/cpu.rt_runtime_us"));
         // Root with CAP_IPC_LOCK: mlockall ignores the limit; every CPU allowed.
         assert_eq!(fx.finding("mlockall-allowed", H).status, Status::Pass);
-        assert_eq!(fx.finding("measured-cpus-allowed", H).status, Status::Pass);
+        // The measured CPUs are the RT CPU set when no run gives its own; without either the rule is n/a.
+        assert_eq!(
+            fx.finding_with("measured-cpus-allowed", H, Some("0-3"))
+                .status,
+            Status::Pass
+        );
+        assert_eq!(
+            fx.finding("measured-cpus-allowed", H).status,
+            Status::NotApplicable
+        );
     }
 
     #[test]
@@ -217,7 +233,7 @@ mod tests {
             "{}",
             m.summary
         );
-        let c = fx.finding("measured-cpus-allowed", H);
+        let c = fx.finding_with("measured-cpus-allowed", H, Some("0-3"));
         assert_eq!(c.status, Status::Fail);
         assert!(
             c.summary
@@ -235,7 +251,11 @@ mod tests {
             "mlockall-allowed",
             "measured-cpus-allowed",
         ] {
-            assert_eq!(fx.finding(id, H).status, Status::Unavailable, "{id}");
+            assert_eq!(
+                fx.finding_with(id, H, Some("1")).status,
+                Status::Unavailable,
+                "{id}"
+            );
         }
     }
 }

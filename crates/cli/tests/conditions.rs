@@ -66,12 +66,13 @@ impl Scratch {
 
 /// `wrapper` (a program that ends by exec'ing its last arguments) running `rtgauge ARGS`: exit code,
 /// stdout, stderr.
-fn under(mut wrapper: Command, args: &[String]) -> (i32, String, String) {
-    let o = wrapper
-        .arg(assert_cmd::cargo::cargo_bin("rtgauge"))
-        .args(args)
-        .output()
-        .unwrap();
+fn under(wrapper: Command, args: &[String]) -> (i32, String, String) {
+    under_exe(wrapper, &assert_cmd::cargo::cargo_bin("rtgauge"), args)
+}
+
+/// [`under`] with the rtgauge executable at `exe`.
+fn under_exe(mut wrapper: Command, exe: &Path, args: &[String]) -> (i32, String, String) {
+    let o = wrapper.arg(exe).args(args).output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -143,15 +144,25 @@ impl NoRtBudget {
         let name = format!("rtgauge-test-{}", std::process::id());
         let dir = Path::new(&point).join(&name);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("cpu.rt_runtime_us"), "0").unwrap();
-        NoRtBudget { dir, name }
+        // Removed when dropped from here on, whatever fails next.
+        let group = NoRtBudget { dir, name };
+        let budget = group.dir.join("cpu.rt_runtime_us");
+        if let Err(e) = std::fs::write(&budget, "0") {
+            panic!(
+                "{}: {e} (the kernel needs RT group scheduling, CONFIG_RT_GROUP_SCHED, as this VM's has)",
+                budget.display()
+            );
+        }
+        group
     }
 }
 
 impl Drop for NoRtBudget {
     fn drop(&mut self) {
         // Its processes have exited; a cgroup directory is removed with rmdir.
-        let _ = std::fs::remove_dir(&self.dir);
+        if let Err(e) = std::fs::remove_dir(&self.dir) {
+            eprintln!("leaving cgroup {} behind: {e}", self.dir.display());
+        }
     }
 }
 
@@ -218,15 +229,22 @@ fn a_user_whose_rtprio_limit_is_0_is_named() {
         "--clear-groups",
         "--inh-caps=-all",
     ]);
-    w.arg(program("prlimit").get_program()).arg("--rtprio=0");
-    let r = under(w, &s.run_args(&[]));
+    w.arg(program("prlimit").get_program())
+        .args(["--rtprio=0", "--memlock=65536"]);
+    // The user runs a copy it may execute, from a directory it may write (a checkout under /root is not).
+    use std::os::unix::fs::PermissionsExt as _;
+    let exe = s.path("rtgauge");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("rtgauge"), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.current_dir(s.dir.path());
+    let r = under_exe(w, &exe, &s.run_args(&[]));
     assert_not_judged(
         &s,
         &r,
         "SCHED_FIFO 95 refused on the one thread (it ran at SCHED_OTHER): this process lacks CAP_SYS_NICE and its RLIMIT_RTPRIO (hard) is 0, below priority 95 — give it CAP_SYS_NICE",
     );
     // Not root: memory locking and cpu_dma_latency are refused too, each on its own line.
-    assert!(r.1.contains("memory not locked (mlockall refused; a page fault can land in a measurement): this process lacks CAP_IPC_LOCK and its RLIMIT_MEMLOCK is"), "{}", r.1);
+    assert!(r.1.contains("memory not locked (mlockall refused; a page fault can land in a measurement): this process lacks CAP_IPC_LOCK and its RLIMIT_MEMLOCK is 64 KiB"), "{}", r.1);
     assert!(r.1.contains("/dev/cpu_dma_latency 0 µs not held (the CPUs may enter deeper idle states): this process runs as uid 65534, and the device opens for writing to root alone — run as root"), "{}", r.1);
 }
 
@@ -235,8 +253,9 @@ fn root_without_cap_sys_nice_is_named() {
     let _busy = common::busy_cpu();
     let s = Scratch::new();
     let mut w = program("setpriv");
-    w.arg("--bounding-set=-sys_nice");
-    // Root may lower its limit, not raise it past the hard one (nor may root in every container).
+    // Dropped from every set that could give it back across exec (bounding, inheritable, so ambient too).
+    w.args(["--bounding-set=-sys_nice", "--inh-caps=-sys_nice"]);
+    // A known limit: lowering it is always allowed (raising it past the hard one is not, in every sandbox).
     w.arg(program("prlimit").get_program()).arg("--rtprio=0");
     let r = under(w, &s.run_args(&[]));
     assert_not_judged(
@@ -257,7 +276,7 @@ fn a_memlock_limit_too_small_is_named_and_allow_degraded_judges_it_saying_so() {
     let s = Scratch::new();
     let wrapper = || {
         let mut w = program("setpriv");
-        w.arg("--bounding-set=-ipc_lock");
+        w.args(["--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock"]);
         w.arg(program("prlimit").get_program())
             .arg("--memlock=65536");
         w
@@ -412,4 +431,47 @@ fn the_monitor_says_it_runs_without_real_time_priority_in_its_log_metric_and_sna
         doc["unmet"]
     );
     assert!(doc["unmet"][0]["cause"].as_str().unwrap().contains(&cause));
+}
+
+#[test]
+fn capacity_without_real_time_priority_searches_nothing_and_is_not_judged() {
+    let _busy = common::busy_cpu();
+    let cg = NoRtBudget::new();
+    let mut sh = program("/bin/sh");
+    sh.args([
+        "-c",
+        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
+        &cg.dir.display().to_string(),
+    ]);
+    let args: Vec<String> = [
+        "capacity",
+        "--gate",
+        "cyclic.max<=10ms",
+        "--load",
+        "cpu",
+        "--levels",
+        "0,50",
+        "--repeat",
+        "1",
+        "-D",
+        "300ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, out, err) = under(sh, &args);
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(
+        err.contains("NOT MET: SCHED_FIFO")
+            && err.contains(&format!(
+                "this cgroup (/{}) has cpu.rt_runtime_us = 0",
+                cg.name
+            )),
+        "{err}"
+    );
+    assert!(err.contains("capacity: not judged"), "{err}");
+    assert!(
+        !err.contains("level 50 %"),
+        "the search stopped at its first run: {err}"
+    );
 }

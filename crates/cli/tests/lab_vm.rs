@@ -119,11 +119,10 @@ fn noise(cpu: usize) -> (i32, Vec<(u64, u64)>) {
                     std::hint::spin_loop();
                 }
                 bursts.push((a, mono_ns()));
-                if k == SELF_RAISED {
-                    set(libc::SCHED_OTHER, 0);
-                }
-                std::thread::sleep(GAP);
+                // Back to SCHED_OTHER before it sleeps: it wakes for the next burst at CFS priority, so the
+                // self-raised burst's span starts and ends at CFS.
                 set(libc::SCHED_OTHER, 0);
+                std::thread::sleep(GAP);
             }
             (tid, bursts)
         })

@@ -47,6 +47,8 @@ pub struct Refusal {
     pub cause: String,
     /// How to remove it.
     pub fix: String,
+    /// Whether what was read shows it for certain (else it is the likely cause, and says why it may not be).
+    pub certain: bool,
 }
 
 /// What this process may do, as read.
@@ -66,8 +68,8 @@ pub struct Privilege {
     pub allowed: Option<CpuSet>,
     /// Its cgroup v1 `cpu` group and `cpu.rt_runtime_us` there; `None` without a v1 cpu hierarchy.
     pub cpu_v1: Option<Group>,
-    /// Its cgroup v2 group with the parent's `cgroup.subtree_control` (whether the cpu controller is on for
-    /// it); `None` without a v2 hierarchy, or when the cpu controller is in v1.
+    /// Its cgroup v2 group and its `cpu.weight`, present when the cpu controller is on for it; `None` without
+    /// a v2 hierarchy, or when the cpu controller is in v1.
     pub cpu_v2: Option<Group>,
     /// `CONFIG_RT_GROUP_SCHED` of the kernel's configuration; `None` when not readable.
     pub rt_group_sched: Option<bool>,
@@ -127,11 +129,14 @@ pub fn parse_cgroup_mount(text: &str, controller: &str) -> Option<(String, Strin
     })
 }
 
-/// Where a cgroup of `path` lies under a mount of `mount_root` at `mount_point`.
+/// Where a cgroup of `path` lies under a mount of `mount_root` at `mount_point` (a path outside the mount's
+/// root, as another cgroup namespace shows it, is taken as relative to the mount).
 fn group_dir(mount_root: &str, mount_point: &str, path: &str) -> String {
-    let rel = path
-        .strip_prefix(mount_root.trim_end_matches('/'))
-        .unwrap_or(path);
+    let base = mount_root.trim_end_matches('/');
+    let rel = match path.strip_prefix(base) {
+        Some(r) if base.is_empty() || r.is_empty() || r.starts_with('/') => r,
+        _ => path,
+    };
     format!(
         "{}/{}",
         mount_point.trim_end_matches('/'),
@@ -152,6 +157,7 @@ pub fn read_privilege(root: &HostRoot) -> Privilege {
     let mounts = root
         .read_optional("/proc/self/mountinfo")
         .unwrap_or_default();
+    // This process's group of a v1 `controller` (v2 when empty) and `file` in it.
     let group = |controller: &str, file: &str| -> Option<Group> {
         let path = parse_cgroup_path(&cgroup, controller)?;
         let (mroot, point) = parse_cgroup_mount(&mounts, controller)?;
@@ -160,26 +166,9 @@ pub fn read_privilege(root: &HostRoot) -> Privilege {
         Some(Group { path, file, value })
     };
     let cpu_v1 = group("cpu", "cpu.rt_runtime_us");
-    // On v2 the cpu controller is on for a group when its parent's subtree_control lists it.
-    let cpu_v2 = if cpu_v1.is_none() {
-        parse_cgroup_path(&cgroup, "").and_then(|path| {
-            let (mroot, point) = parse_cgroup_mount(&mounts, "")?;
-            let dir = group_dir(&mroot, &point, &path);
-            let parent = dir.rsplit_once('/').map_or(dir.as_str(), |(p, _)| p);
-            let file = format!("{parent}/cgroup.subtree_control");
-            let value = root.read_optional(&file).map(|v| v.trim().to_string());
-            Some(Group { path, file, value })
-        })
-    } else {
-        None
-    };
-    let cpuset = group("cpuset", "cpuset.cpus").or_else(|| {
-        let path = parse_cgroup_path(&cgroup, "")?;
-        let (mroot, point) = parse_cgroup_mount(&mounts, "")?;
-        let file = format!("{}/cpuset.cpus.effective", group_dir(&mroot, &point, &path));
-        let value = root.read_optional(&file).map(|v| v.trim().to_string());
-        Some(Group { path, file, value })
-    });
+    // On v2 a group has cpu.weight when the cpu controller is on for it (the root cgroup never has it).
+    let cpu_v2 = cpu_v1.is_none().then(|| group("", "cpu.weight")).flatten();
+    let cpuset = group("cpuset", "cpuset.cpus").or_else(|| group("", "cpuset.cpus.effective"));
     let kconfig = crate::fingerprint::read_kconfig(root);
     Privilege {
         euid: status
@@ -262,6 +251,7 @@ impl Privilege {
                              --cap-add=SYS_NICE), or raise RLIMIT_RTPRIO to {priority} (limits.conf rtprio, \
                              systemd LimitRTPRIO=, prlimit --rtprio)"
                         ),
+                        certain: true,
                     });
                 }
             }
@@ -274,26 +264,31 @@ impl Privilege {
                           give the cgroup a real-time budget (cpu.rt_runtime_us, parents first), or run on \
                           the host"
                         .into(),
+                    certain: true,
                 });
             }
         }
-        if let Some(g) = &self.cpu_v2 {
-            let cpu_on = g
-                .value
-                .as_deref()
-                .is_some_and(|v| v.split_whitespace().any(|c| c == "cpu"));
-            if g.path != "/" && cpu_on && self.rt_group_sched == Some(true) {
-                return Some(Refusal {
-                    cause: format!(
-                        "this cgroup v2 group ({}) has the cpu controller and the kernel has RT group \
-                         scheduling (CONFIG_RT_GROUP_SCHED=y): real-time tasks may run only in the root cgroup",
-                        g.path
-                    ),
-                    fix: "run it in the root cgroup (or without the cpu controller on its parent), or on a \
-                          kernel without CONFIG_RT_GROUP_SCHED"
-                        .into(),
-                });
-            }
+        if let Some(g) = self.cpu_v2.as_ref().filter(|g| g.value.is_some()) {
+            let (certain, kernel) = match self.rt_group_sched {
+                Some(true) => (true, "the kernel has RT group scheduling (CONFIG_RT_GROUP_SCHED=y)"),
+                Some(false) => return None,
+                None => (
+                    false,
+                    "if the kernel has RT group scheduling (CONFIG_RT_GROUP_SCHED; its configuration is not \
+                     readable here)",
+                ),
+            };
+            return Some(Refusal {
+                cause: format!(
+                    "this cgroup v2 group ({}) has the cpu controller, and {kernel}: real-time tasks may run \
+                     only in the root cgroup",
+                    g.path
+                ),
+                fix: "run it in the root cgroup (or with the cpu controller off above it), or on a kernel \
+                      without RT group scheduling"
+                    .into(),
+                certain,
+            });
         }
         None
     }
@@ -307,32 +302,34 @@ impl Privilege {
             fix: "run as root, or hold the value outside the run (tuned force_latency, a root helper) and \
                   measure with --default-system"
                 .into(),
+            certain: true,
         })
     }
 
-    /// Why `mlockall(MCL_CURRENT|MCL_FUTURE)` is refused to this process, where what was read shows it.
+    /// Why `mlockall(MCL_CURRENT|MCL_FUTURE)` is refused to this process, where what was read shows it:
+    /// without CAP_IPC_LOCK only an unlimited RLIMIT_MEMLOCK is sure to hold a measuring process, whose
+    /// threads and histograms map more than it does before it measures.
     pub fn mlockall_refusal(&self) -> Option<Refusal> {
         if self.cap_ipc_lock() != Some(false) {
             return None;
         }
         let limit = self.memlock?.soft?;
-        let size = self.vm_size_kib.map(|k| k * 1024);
-        if size.is_some_and(|s| s <= limit) {
-            return None;
-        }
+        let size = self.vm_size_kib.map(|k| k.saturating_mul(1024));
         Some(Refusal {
             cause: format!(
                 "this process lacks CAP_IPC_LOCK and its RLIMIT_MEMLOCK is {}{}",
                 bytes(limit),
-                size.map_or(String::new(), |s| format!(
-                    ", less than the {} MiB it maps",
-                    s.div_ceil(1 << 20)
-                ))
+                size.filter(|s| *s > limit)
+                    .map_or(String::new(), |s| format!(
+                        ", less than the {} MiB it maps",
+                        s.div_ceil(1 << 20)
+                    ))
             ),
             fix: "give it CAP_IPC_LOCK (pod: securityContext.capabilities.add [IPC_LOCK]; docker: \
                   --cap-add=IPC_LOCK), or raise RLIMIT_MEMLOCK to unlimited (ulimit -l unlimited, systemd \
                   LimitMEMLOCK=infinity, docker --ulimit memlock=-1)"
                 .into(),
+            certain: size.is_some_and(|s| s > limit),
         })
     }
 
@@ -359,6 +356,7 @@ impl Privilege {
                 "give the pod guaranteed QoS with whole CPUs (static CPU manager policy) or the container \
                  --cpuset-cpus, or measure --cpus {allowed}"
             ),
+            certain: true,
         })
     }
 }
@@ -474,6 +472,16 @@ mod tests {
             x.mlockall_refusal().unwrap().cause,
             "this process lacks CAP_IPC_LOCK and its RLIMIT_MEMLOCK is 64 KiB, less than the 200 MiB it maps"
         );
+        x.vm_size_kib = Some(10);
+        let r = x.mlockall_refusal().unwrap();
+        assert!(
+            !r.certain,
+            "a finite limit above what it maps now may not hold the run"
+        );
+        assert_eq!(
+            r.cause,
+            "this process lacks CAP_IPC_LOCK and its RLIMIT_MEMLOCK is 64 KiB"
+        );
         x.memlock = Some(Limit {
             soft: None,
             hard: None,
@@ -491,14 +499,22 @@ mod tests {
     fn cgroup_v2_refuses_only_with_rt_group_scheduling_and_the_cpu_controller() {
         let mut x = p();
         x.cpu_v2 = Some(Group {
-            path: "/kubepods/pod1".into(),
-            file: "/sys/fs/cgroup/kubepods/cgroup.subtree_control".into(),
-            value: Some("cpuset cpu io memory".into()),
+            path: "/".into(),
+            file: "/sys/fs/cgroup/cpu.weight".into(),
+            value: Some("100".into()),
         });
-        assert_eq!(x.fifo_refusal(50), None, "RT group scheduling unknown");
+        let r = x.fifo_refusal(50).unwrap();
+        assert!(
+            !r.certain && r.cause.contains("if the kernel has RT group scheduling"),
+            "{r:?}"
+        );
         x.rt_group_sched = Some(true);
-        assert!(x.fifo_refusal(50).unwrap().cause.contains("root cgroup"));
-        x.cpu_v2.as_mut().unwrap().value = Some("memory".into());
+        let r = x.fifo_refusal(50).unwrap();
+        assert!(r.certain && r.cause.contains("root cgroup"), "{r:?}");
+        x.rt_group_sched = Some(false);
         assert_eq!(x.fifo_refusal(50), None);
+        x.rt_group_sched = Some(true);
+        x.cpu_v2.as_mut().unwrap().value = None;
+        assert_eq!(x.fifo_refusal(50), None, "no cpu controller on the group");
     }
 }

@@ -78,7 +78,11 @@ impl VcpuThread {
     /// Whether it runs at a real-time policy on the host (`None`: not known).
     pub fn realtime(&self) -> Option<bool> {
         let s = self.sched.as_deref()?;
-        Some(s.starts_with("fifo") || s.starts_with("rr"))
+        match s.split(' ').next()? {
+            "fifo" | "rr" | "deadline" => Some(true),
+            "other" | "batch" | "idle" => Some(false),
+            _ => None,
+        }
     }
 }
 

@@ -110,7 +110,8 @@ pub fn degraded_notes(names: &[String], runs: &[&RunDocument]) -> Vec<String> {
         .map(|(n, d)| {
             let what: Vec<String> = d.unmet.iter().map(|u| u.line()).collect();
             format!(
-                "{n}: its figures are not of the run that was asked for: {}",
+                "{}: its figures are not of the run that was asked for: {}",
+                n.trim_end_matches(DEGRADED).trim_end(),
                 what.join("; ")
             )
         })

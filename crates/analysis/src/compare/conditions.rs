@@ -34,6 +34,11 @@ pub fn same_conditions(a: &RunDocument, b: &RunDocument) -> bool {
     {
         return false;
     }
+    // A run whose threads were refused what they asked for measured something else.
+    let degraded = |d: &RunDocument| rtgauge_model::conditions::degrades(&d.unmet);
+    if degraded(a) != degraded(b) {
+        return false;
+    }
     // Per probe, the load asked for (spec, CPUs, command): what a repeat must share.
     let loads = |d: &RunDocument| -> Vec<String> {
         d.probes

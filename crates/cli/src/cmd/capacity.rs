@@ -52,6 +52,9 @@ struct LevelSearch<'a> {
     plan: CyclicPlan,
     root: HostRoot,
     stop: StopFlag,
+    /// Set when a run did not get what it asked for (SCHED_FIFO refused, …): the search stops, as a curve of
+    /// a normal-priority thread answers nothing about the platform's capacity.
+    refused: std::cell::Cell<bool>,
 }
 
 impl LevelSearch<'_> {
@@ -90,6 +93,14 @@ impl LevelSearch<'_> {
                 &around,
                 &mut [],
             )?;
+            let unmet = crate::output::unmet(&m.results);
+            if rtgauge_model::conditions::degrades(&unmet) {
+                for u in &unmet {
+                    eprintln!("rtgauge: NOT MET: {}", u.line());
+                }
+                self.refused.set(true);
+                return Ok(None);
+            }
             let Some(r) = m
                 .results
                 .first()
@@ -120,6 +131,7 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
         plan: cyclic_plan(a, cpu, &root)?,
         root,
         stop: super::stop_on_signals()?,
+        refused: std::cell::Cell::new(false),
     };
     let mut curve: Vec<CapacityPoint> = Vec::new();
     match a.search {
@@ -146,6 +158,12 @@ pub fn run(a: &CapacityArgs) -> anyhow::Result<ExitCode> {
             }
             curve.sort_by_key(|p| p.level);
         }
+    }
+    if levels.refused.get() {
+        eprintln!(
+            "capacity: not judged: the probe did not get what it asked for (above); no level was searched"
+        );
+        return Ok(ExitCode::from(super::run::NOT_JUDGED));
     }
     let answer = Capacity {
         gate: a.gate.clone(),

@@ -111,7 +111,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         cpus: setup.cpus.iter().map(CpuSeries::new).collect(),
         ..MonitorState::default()
     }));
-    spawn_side_threads(a, &state, listener, audit_root, &stop)?;
+    spawn_side_threads(a, &state, listener, audit_root, &setup.cpus, &stop)?;
 
     let plan = segment_plan(a, &setup);
     let deadline = a
@@ -172,6 +172,7 @@ fn spawn_side_threads(
     state: &Arc<Mutex<MonitorState>>,
     listener: Option<TcpListener>,
     audit_root: HostRoot,
+    measured: &rtgauge_model::CpuSet,
     stop: &StopFlag,
 ) -> anyhow::Result<()> {
     if let Some(l) = listener {
@@ -186,16 +187,21 @@ fn spawn_side_threads(
             .context("starting the metrics endpoint")?;
     }
     if a.audit_every.as_ns() > 0 {
-        let (st, root, every, priority, stop) = (
+        let opts = rtgauge_audit::AuditOptions {
+            sample: Some(Duration::from_secs(1)),
+            rt_priority: Some(a.priority),
+            measured: Some(measured.clone()),
+            ..Default::default()
+        };
+        let (st, root, every, stop) = (
             Arc::clone(state),
             audit_root,
             Duration::from_nanos(a.audit_every.as_ns()),
-            a.priority,
             stop.clone(),
         );
         std::thread::Builder::new()
             .name("rtg-audit".into())
-            .spawn(move || audit_loop(&root, &st, every, priority, &stop))
+            .spawn(move || audit_loop(&root, &st, every, &opts, &stop))
             .context("starting the audit thread")?;
     }
     Ok(())
@@ -281,21 +287,16 @@ fn write_textfile(dir: &Path, state: &MonitorState) -> anyhow::Result<()> {
 }
 
 /// Re-run the audit every `every` and fold its findings into the state (drift is logged with the rule id).
-/// `rt-priority-allowed` is judged at the monitor's own `priority`.
+/// `opts` judge the process rules at the monitor's own priority and CPUs.
 fn audit_loop(
     root: &HostRoot,
     state: &Mutex<MonitorState>,
     every: Duration,
-    priority: i32,
+    opts: &rtgauge_audit::AuditOptions,
     stop: &StopFlag,
 ) {
-    let opts = rtgauge_audit::AuditOptions {
-        sample: Some(Duration::from_secs(1)),
-        rt_priority: Some(priority),
-        ..Default::default()
-    };
     loop {
-        let report = rtgauge_audit::run_audit(root, &opts);
+        let report = rtgauge_audit::run_audit(root, opts);
         let findings = report.findings.iter().map(|f| {
             (
                 f.id.clone(),

@@ -66,7 +66,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         match run_once(a, &profile, repeat, &stop) {
             Ok((id, c)) => {
                 ids.push(id);
-                if c != ExitCode::SUCCESS {
+                // A failed gate outranks a run not judged, which outranks a pass.
+                if c == ExitCode::from(1) || code == ExitCode::SUCCESS {
                     code = c;
                 }
             }
@@ -136,7 +137,12 @@ fn run_once(
         .insert(&doc)
         .with_context(|| format!("storing the run in {db}"))?;
     announce(id, profile, &doc, &cx);
-    let rt_priority = stages.iter().filter_map(|s| s.plan.rt_priority()).max();
+    // The highest real-time priority a probe asks for; 0 (the audit's rule n/a) when none asks for one.
+    let rt_priority = stages
+        .iter()
+        .filter_map(|s| s.plan.rt_priority())
+        .max()
+        .unwrap_or(0);
     doc.audit = Some(audit(&cx, a.no_sample, rt_priority));
     let every = std::time::Duration::from_nanos(a.checkpoint.as_ns());
     let mut rec = CheckpointWriter::new(store.as_mut(), id, every);
@@ -239,11 +245,7 @@ fn announce(id: i64, profile: &Profile, doc: &RunDocument, cx: &Context) {
 /// The tuning audit, its summary printed, then what it found this process will not get (SCHED_FIFO at
 /// the probes' highest priority `rt_priority`, memory locking, the measured CPUs): said before anything is
 /// measured, with its cause and fix.
-fn audit(
-    cx: &Context,
-    no_sample: bool,
-    rt_priority: Option<i32>,
-) -> rtgauge_model::audit::AuditReport {
+fn audit(cx: &Context, no_sample: bool, rt_priority: i32) -> rtgauge_model::audit::AuditReport {
     let mut measured = cx.place.cpus.clone();
     if !measured.contains(cx.place.housekeeping) {
         measured = rtgauge_model::CpuSet::new(measured.iter().chain([cx.place.housekeeping]));
@@ -252,7 +254,7 @@ fn audit(
         &cx.root,
         &AuditOptions {
             sample: (!no_sample).then(|| Duration::from_secs(1)),
-            rt_priority,
+            rt_priority: Some(rt_priority),
             measured: Some(measured),
             ..AuditOptions::default()
         },
@@ -268,12 +270,17 @@ fn audit(
         "measured-cpus-allowed",
     ];
     for f in audit.findings.iter().filter(|f| {
-        f.status == rtgauge_model::audit::Status::Fail
-            && (rt_priority.is_some() || f.id != "rt-priority-allowed")
-            && process_rules.contains(&f.id.as_str())
+        matches!(
+            f.status,
+            rtgauge_model::audit::Status::Fail | rtgauge_model::audit::Status::Warn
+        ) && process_rules.contains(&f.id.as_str())
     }) {
+        let word = match f.status {
+            rtgauge_model::audit::Status::Fail => "NOT MET",
+            _ => "may not be met",
+        };
         eprintln!(
-            "rtgauge: NOT MET (found before measuring, audit {}): {}",
+            "rtgauge: {word} (found before measuring, audit {}): {}",
             f.id, f.summary
         );
     }

@@ -21,6 +21,8 @@ pub(super) fn measure(
         }
         let results = measure_stage(&stage, doc, rec, cx)?;
         doc.probes.extend(results);
+        // A run killed later keeps what its conditions were so far.
+        doc.unmet = crate::output::unmet(&doc.probes);
         doc.ended_at = crate::output::now_rfc3339();
         rec.save(doc);
     }
