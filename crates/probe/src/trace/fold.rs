@@ -84,11 +84,13 @@ pub struct Folder {
     pub(super) stack: Vec<(CauseKind, String, u64)>,
     /// The running thread since: (comm, pid, since, kernel priority at its switch-in).
     running: Option<(String, i64, u64, i64)>,
-    /// The real-time policy the running thread set itself since its switch-in (its sched_setscheduler).
-    raised: Option<&'static str>,
-    /// A real-time policy the running thread asked for, until its sched_setscheduler returns (the entry
-    /// event comes before the kernel decides: a refused one must not name it).
-    asked: Option<&'static str>,
+    /// The real-time policy a thread set itself while it ran (its sched_setscheduler), by pid, until its
+    /// span closes at its next switch-out. Keyed by the caller's pid from the event's header, not by the
+    /// recorded running thread: the switch into it can be missing from the trace.
+    raised: std::collections::HashMap<i64, &'static str>,
+    /// A real-time policy a thread asked for, until its sched_setscheduler returns (the entry event comes
+    /// before the kernel decides: a refused one must not name it): (pid, policy).
+    asked: Option<(i64, &'static str)>,
     /// Softirqs and work items open in a thread that was switched out, by pid: they run in thread context
     /// (every softirq on PREEMPT_RT, in ksoftirqd or in the thread that raised it; every work item in its
     /// kworker) and can be preempted or sleep, so each is charged only while its thread runs and goes on
@@ -113,7 +115,7 @@ impl Default for Folder {
         Folder {
             stack: Vec::new(),
             running: None,
-            raised: None,
+            raised: std::collections::HashMap::new(),
             asked: None,
             suspended: std::collections::HashMap::new(),
             exclude: Vec::new(),
@@ -206,11 +208,13 @@ impl Folder {
                         ),
                         None => (comm, pid, prio_in.min(prev_prio)),
                     };
-                    let raised = self.raised.take();
+                    let raised = self.raised.remove(&pid);
                     out.extend(self.thread_span(&comm, pid, prio, since, t, raised));
                 }
-                self.raised = None;
-                self.asked = None;
+                // A raise names only the span it happened in.
+                if let Some(p) = prev_pid {
+                    self.raised.remove(&p);
+                }
                 let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
                 let pid = num("next_pid=", 0);
                 if let Some(open) = self.suspended.remove(&pid) {
@@ -219,20 +223,22 @@ impl Folder {
                 }
                 self.running = Some((comm.to_string(), pid, t, num("next_prio=", 120)));
             }
-            n if n.starts_with("sys_sched_setscheduler(") => self.on_setscheduler(event.fields),
+            n if n.starts_with("sys_sched_setscheduler(") => {
+                self.on_setscheduler(event.pid, event.fields)
+            }
             // `sys_sched_setscheduler -> 0x0`: what it asked for holds when it returned 0.
             n if n.starts_with("sys_sched_setscheduler ->") => {
                 let ret = n.rsplit(' ').next().unwrap_or("");
                 let ok = i64::from_str_radix(ret.trim_start_matches("0x"), 16) == Ok(0);
-                if let (true, Some(w), Some(pid)) =
-                    (ok, self.asked.take(), self.running.as_ref().map(|r| r.1))
-                {
-                    self.raised = Some(w);
-                    // What it set is its policy at real-time priorities from now on: read from /proc at
-                    // drain time instead, a thread that drops back to SCHED_OTHER reads as neither.
-                    self.policies.insert(pid, Some(w));
+                match self.asked.take() {
+                    Some((pid, w)) if ok && event.pid.is_none_or(|p| p == pid) => {
+                        self.raised.insert(pid, w);
+                        // What it set is its policy at real-time priorities from now on: read from /proc
+                        // at drain time instead, a thread that drops back to SCHED_OTHER reads as neither.
+                        self.policies.insert(pid, Some(w));
+                    }
+                    _ => {}
                 }
-                self.asked = None;
             }
             n => {
                 if let Some(v) = n.strip_suffix("_entry") {
@@ -247,12 +253,13 @@ impl Folder {
     /// `sys_sched_setscheduler(pid: 0, policy: 1, param: …)`, its fields read after the name's first colon:
     /// the running thread asking for a policy of its own (pid 0, or its own), until the call returns. 6.1 prints every argument in hex
     /// without 0x; later kernels print integers in decimal and pointers with 0x.
-    fn on_setscheduler(&mut self, fields: &str) {
+    fn on_setscheduler(&mut self, caller: Option<i64>, fields: &str) {
         let radix = if fields.contains("0x") { 10 } else { 16 };
         let int = |v: &str| i64::from_str_radix(v.trim(), radix).ok();
         let target = fields.split(',').next().and_then(int);
         let policy = field(fields, "policy: ", Some(",")).and_then(int);
-        let Some(pid) = self.running.as_ref().map(|r| r.1) else {
+        // The caller is the header's task, else the thread recorded running here.
+        let Some(pid) = caller.or(self.running.as_ref().map(|r| r.1)) else {
             return;
         };
         if !target.is_some_and(|t| t == 0 || t == pid) {
@@ -260,8 +267,8 @@ impl Folder {
         }
         // SCHED_RESET_ON_FORK may be or'ed in. Held until the call returns.
         self.asked = match policy.map(|p| p & 0xff) {
-            Some(1) => Some("FIFO"),
-            Some(2) => Some("RR"),
+            Some(1) => Some((pid, "FIFO")),
+            Some(2) => Some((pid, "RR")),
             _ => None,
         };
     }
@@ -334,7 +341,7 @@ impl Folder {
     /// The thread running now as a span up to `now` (for windows that end before its switch-out).
     pub fn running_span(&mut self, now: u64) -> Option<Span> {
         let (comm, pid, since, prio) = self.running.clone()?;
-        let raised = self.raised;
+        let raised = self.raised.get(&pid).copied();
         self.thread_span(&comm, pid, prio, since, now, raised)
     }
 }

@@ -233,6 +233,8 @@ pub struct Event<'a> {
     pub name: &'a str,
     /// The rest of the line: the event's fields, unparsed.
     pub fields: &'a str,
+    /// The task the event happened in (the header's `comm-pid`), where it parses.
+    pub pid: Option<i64>,
 }
 
 /// Parse one text line of trace_pipe: `comm-pid [cpu] flags secs.usecs: event: fields`. The timestamp is the
@@ -261,10 +263,15 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
         let tail = rest.get(start + word.len()..)?.trim_start();
         // A syscall's exit event has no fields: `sys_sched_setscheduler -> 0x0`.
         let (name, fields) = tail.split_once(':').unwrap_or((tail, ""));
+        let head = line.get(..after_cpu - 2)?;
+        let pid = head
+            .get(..head.rfind(" [")?)
+            .and_then(|h| h.trim_end().rsplit_once('-')?.1.parse().ok());
         return Some(Event {
             ts_ns,
             name: name.trim(),
             fields: fields.trim(),
+            pid,
         });
     }
     None
@@ -739,6 +746,20 @@ mod tests {
             );
             let (_, r) = fold(&refused, |_| None);
             assert_eq!(r[0].name, "rtg-culprit/77 CFS", "{raise}");
+            // Its switch-in missing from the trace (seen on 6.18): charged from the last recorded switch
+            // at its switch-out's CFS priority, still named by the policy it set, from the events' header.
+            let missing = lines.replacen(
+                "next_comm=rtg-culprit next_pid=77 next_prio=120",
+                "next_comm=kworker/1:1 next_pid=50 next_prio=120",
+                1,
+            );
+            let (_, m) = fold(&missing, |_| None);
+            assert!(
+                m.iter()
+                    .any(|s| s.name
+                        == "rtg-culprit/77 FIFO (set while running; priority not traced)"),
+                "{raise}: {m:?}"
+            );
             assert_eq!(
                 names,
                 [
