@@ -428,13 +428,18 @@ wait $pid; echo \"run exit $?\"
 /// 0.6 s apart: three, or with `$3` = `while` for as long as such a task exists (rtla hist, which is judged:
 /// every burst of its 8 s falls inside its histogram, whenever its tracing begins). Named with `echo`, as
 /// people do: the comm ends in a newline, which cuts every trace line naming the task in two; the trace
-/// reader joins them (the name reads `rtg-culprit?`, as in `ps`). Its check for the task (a grep over /proc)
-/// runs at SCHED_OTHER: at the shell's FIFO 50 it held CPU 1 for 75 ms of a measured episode on a slow host.
+/// reader joins them (the name reads `rtg-culprit?`, as in `ps`). It is made FIFO 50 (by a helper, through a
+/// file in $OUT) only after its first check for the task and its 1.5 s wait: forked from a FIFO 50 shell, the
+/// check's `chrt` ran at FIFO 50 until it set itself to SCHED_OTHER, and under TCG its exec held CPU 1 for
+/// 75–113 ms of a measured episode on a slow host. The check inside the loop (`while`) runs its grep at
+/// SCHED_OTHER for the same reason.
 const CULPRIT: &str = r#"culprit() {
   sh -c 'echo rtg-culprit > /proc/$$/comm
     alive() { chrt -o 0 grep -qs "^'"$2"'" /proc/[0-9]*/task/[0-9]*/comm; }
     until alive; do usleep 50000; done
     usleep 1500000
+    : > $OUT/raise.$$
+    while [ -e $OUT/raise.$$ ]; do usleep 10000; done
     n=0
     while if [ "'"$3"'" = while ]; then alive; else [ $n -lt 3 ]; fi; do
       n=$((n+1))
@@ -442,8 +447,9 @@ const CULPRIT: &str = r#"culprit() {
       while :; do read u _ < /proc/uptime; [ ${u%.*}${u#*.} -ge $end ] && break; done
       usleep 600000
     done' &
-  taskset -p -c 1 $! > /dev/null
-  chrt -f -p 50 $!
+  c=$!
+  taskset -p -c 1 $c > /dev/null
+  ( until [ -e $OUT/raise.$c ]; do usleep 20000; done; chrt -f -p 50 $c; rm -f $OUT/raise.$c ) &
 }
 # What rtla's `-P f:10` asks for: its timerlat/ threads at FIFO 10, below the culprit. rtla 6.1 applies -P
 # right after selecting the tracer, before the tracer's threads exist, so it reaches none: in this guest
