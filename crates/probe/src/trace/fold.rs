@@ -226,19 +226,8 @@ impl Folder {
             n if n.starts_with("sys_sched_setscheduler(") => {
                 self.on_setscheduler(event.pid, event.fields)
             }
-            // `sys_sched_setscheduler -> 0x0`: what it asked for holds when it returned 0.
             n if n.starts_with("sys_sched_setscheduler ->") => {
-                let ret = n.rsplit(' ').next().unwrap_or("");
-                let ok = i64::from_str_radix(ret.trim_start_matches("0x"), 16) == Ok(0);
-                match self.asked.take() {
-                    Some((pid, w)) if ok && event.pid.is_none_or(|p| p == pid) => {
-                        self.raised.insert(pid, w);
-                        // What it set is its policy at real-time priorities from now on: read from /proc
-                        // at drain time instead, a thread that drops back to SCHED_OTHER reads as neither.
-                        self.policies.insert(pid, Some(w));
-                    }
-                    _ => {}
-                }
+                self.on_setscheduler_exit(n, event.pid)
             }
             n => {
                 if let Some(v) = n.strip_suffix("_entry") {
@@ -271,6 +260,22 @@ impl Folder {
             Some(2) => Some((pid, "RR")),
             _ => None,
         };
+    }
+
+    /// `sys_sched_setscheduler -> 0x0` (the whole event is its name): what the caller asked for holds when
+    /// the call returned 0.
+    fn on_setscheduler_exit(&mut self, name: &str, caller: Option<i64>) {
+        let ret = name.rsplit(' ').next().unwrap_or("");
+        let ok = i64::from_str_radix(ret.trim_start_matches("0x"), 16) == Ok(0);
+        match self.asked.take() {
+            Some((pid, w)) if ok && caller.is_none_or(|p| p == pid) => {
+                self.raised.insert(pid, w);
+                // What it set is its policy at real-time priorities from now on: read from /proc at drain
+                // time instead, a thread that drops back to SCHED_OTHER reads as neither.
+                self.policies.insert(pid, Some(w));
+            }
+            _ => {}
+        }
     }
 
     /// Open a softirq or a work item. Neither nests in its own kind on one CPU (softirqs are not re-entered,
