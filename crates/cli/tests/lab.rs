@@ -508,15 +508,45 @@ fn spikes_and_rtla(script: &str) {
     g.timeout = Duration::from_secs(240);
     let b = boot(&g);
 
-    // The culprit: the worst episodes are its bursts (one each), charged to it by name with its policy.
+    // The culprit: three episodes are its bursts (one each), charged to it by name with its policy. They
+    // are the episodes whose largest attributed cause is a thread named rtg-culprit, the most charged
+    // first: on a starved host (boots of 119 s) TCG's own stalls make larger windows that the guest
+    // cannot attribute at all, and are not the culprit's (printed, not judged).
     let doc = json(&b, "culprit.json");
     let spikes = doc["probes"][0]["why"]["episodes"]
         .as_array()
         .unwrap()
         .clone();
-    assert!(spikes.len() >= 3, "{}", b.read("culprit.txt"));
-    let mut by_size = spikes.clone();
-    by_size.sort_by_key(|s| std::cmp::Reverse(s["window_ns"].as_u64().unwrap()));
+    let top_attributed = |s: &Value| -> Option<(String, f64)> {
+        let c = s["causes"]
+            .as_array()?
+            .iter()
+            .find(|c| c["kind"] != "unattributed")?;
+        Some((c["name"].as_str()?.to_string(), c["ns"].as_f64()?))
+    };
+    let mut by_size: Vec<Value> = spikes
+        .iter()
+        .filter(|s| top_attributed(s).is_some_and(|(n, _)| n.starts_with("rtg-culprit")))
+        .cloned()
+        .collect();
+    by_size.sort_by(|a, b| {
+        let ns = |s: &Value| top_attributed(s).map_or(0.0, |c| c.1);
+        ns(b).total_cmp(&ns(a))
+    });
+    for s in spikes.iter().filter(|s| !by_size.contains(s)).take(5) {
+        eprintln!(
+            "lab spikes: another episode, {:.1} ms: {:?}",
+            s["window_ns"].as_f64().unwrap_or(0.0) / 1e6,
+            top_attributed(s)
+        );
+    }
+    assert!(
+        by_size.len() >= 3,
+        "{} episodes led by the culprit of {}: {}",
+        by_size.len(),
+        spikes.len(),
+        b.read("culprit.txt")
+    );
     // Judged on what the guest's trace attributes. The rest of a window is time CPU 1 did not run at all:
     // single-threaded TCG runs the vCPUs in turn, and on a slow host the probe's vCPU waits for its turn
     // after a burst (gaps of ~3.7 ms every ~4 ms in the episode's unattributed stretches, 200-930 ms of
