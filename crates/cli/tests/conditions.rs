@@ -157,6 +157,19 @@ impl NoRtBudget {
     }
 }
 
+impl NoRtBudget {
+    /// A shell that moves itself into the group, then execs its last arguments.
+    fn wrapper(&self) -> Command {
+        let mut sh = program("/bin/sh");
+        sh.args([
+            "-c",
+            "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
+            &self.dir.display().to_string(),
+        ]);
+        sh
+    }
+}
+
 impl Drop for NoRtBudget {
     fn drop(&mut self) {
         // Its processes have exited; a cgroup directory is removed with rmdir.
@@ -171,12 +184,7 @@ fn a_cgroup_without_a_real_time_budget_is_named_and_the_run_not_judged() {
     let _busy = common::busy_cpu();
     let s = Scratch::new();
     let cg = NoRtBudget::new();
-    let mut sh = program("/bin/sh");
-    sh.args([
-        "-c",
-        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
-        &cg.dir.display().to_string(),
-    ]);
+    let sh = cg.wrapper();
     let r = under(sh, &s.run_args(&[]));
     let cause = format!("this cgroup (/{}) has cpu.rt_runtime_us = 0", cg.name);
     assert!(
@@ -377,12 +385,7 @@ fn the_monitor_says_it_runs_without_real_time_priority_in_its_log_metric_and_sna
     let prom = s.path("prom");
     std::fs::create_dir(&prom).unwrap();
     let db = s.path("rtgauge.db").display().to_string();
-    let mut sh = program("/bin/sh");
-    sh.args([
-        "-c",
-        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
-        &cg.dir.display().to_string(),
-    ]);
+    let sh = cg.wrapper();
     let args: Vec<String> = [
         "monitor",
         "--cpus",
@@ -437,12 +440,7 @@ fn the_monitor_says_it_runs_without_real_time_priority_in_its_log_metric_and_sna
 fn capacity_without_real_time_priority_searches_nothing_and_is_not_judged() {
     let _busy = common::busy_cpu();
     let cg = NoRtBudget::new();
-    let mut sh = program("/bin/sh");
-    sh.args([
-        "-c",
-        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
-        &cg.dir.display().to_string(),
-    ]);
+    let sh = cg.wrapper();
     let args: Vec<String> = [
         "capacity",
         "--gate",
