@@ -255,6 +255,33 @@ impl EpisodeTracker {
     }
 }
 
+/// What an episode's unattributed remainder points to: firmware first where its CPU took SMIs in the
+/// enclosing counter interval (an SMI stops the CPU in firmware no kernel sees; the interval is longer than
+/// the window, so the others stay named), else the three suspects, with the steal the hypervisor admitted
+/// and whether SMIs were counted.
+pub fn unattributed(e: &Episode) -> String {
+    let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+    match (e.smis, e.steal_ns) {
+        (Some(n), _) if n > 0 => format!(
+            "unattributed (firmware: {n} SMI{} on CPU {} in that interval; else hypervisor/hardware)",
+            if n == 1 { "" } else { "s" },
+            e.cpu
+        ),
+        (Some(_), 0) => {
+            "unattributed (hypervisor/firmware/hardware; no SMI counted in that interval)".into()
+        }
+        (Some(_), s) => format!(
+            "unattributed (hypervisor/firmware/hardware; steal {} and no SMI in that interval)",
+            ms(s)
+        ),
+        (None, 0) => "unattributed (hypervisor/firmware/hardware)".into(),
+        (None, s) => format!(
+            "unattributed (hypervisor/firmware/hardware; steal {} in that interval)",
+            ms(s)
+        ),
+    }
+}
+
 /// "78 % thread rtg-culprit/1234 FIFO 95, 12 % IRQ 24 virtio0-input, 10 % unattributed".
 pub fn sentence(e: &Episode) -> String {
     // Shares that round to 0 % say nothing in a sentence; the causes list keeps them.
@@ -266,17 +293,8 @@ pub fn sentence(e: &Episode) -> String {
         .map(|(_, c)| c)
         .take(4)
         .map(|c| {
-            if c.kind == CauseKind::Unattributed && e.steal_ns > 0 {
-                format!(
-                    "{:.0} % unattributed (hypervisor/firmware/hardware; steal {:.1} ms in that interval)",
-                    e.pct(c),
-                    e.steal_ns as f64 / 1e6
-                )
-            } else if c.kind == CauseKind::Unattributed {
-                format!(
-                    "{:.0} % unattributed (hypervisor/firmware/hardware)",
-                    e.pct(c)
-                )
+            if c.kind == CauseKind::Unattributed {
+                format!("{:.0} % {}", e.pct(c), unattributed(e))
             } else {
                 format!("{:.0} % {} {}", e.pct(c), c.kind.label(), c.name)
             }
@@ -338,11 +356,21 @@ mod tests {
             worst_ns: 100,
             causes: c,
             steal_ns: 0,
+            smis: None,
             gaps: Vec::new(),
             host: None,
         };
         assert!(b.top().is_none());
         assert!(sentence(&b).starts_with("100 % unattributed"));
+        let fired = Episode {
+            smis: Some(1),
+            ..b.clone()
+        };
+        assert!(
+            sentence(&fired).starts_with("100 % unattributed (firmware: 1 SMI on CPU"),
+            "{}",
+            sentence(&fired)
+        );
         let stolen = Episode {
             steal_ns: 20_000_000,
             ..b

@@ -26,6 +26,10 @@ pub struct IntervalVerdict {
     /// Whether the probe's run-queue wait was counted (else a thread that preempted it shows only in CPU
     /// time at tick resolution, or with `--trace`).
     pub run_delay_known: bool,
+    /// SMIs the CPU took in the interval (`None`: not countable here).
+    pub smis: Option<u64>,
+    /// The CPU.
+    pub cpu: u32,
 }
 
 /// Compare the interval of `cpu` containing `start_ns` with the CPU's typical interval (the median of
@@ -111,13 +115,26 @@ pub fn explain_interval(
         risen,
         steal_ns: c.steal_ns,
         run_delay_known: c.run_delay_ns.is_some(),
+        smis: c.smis,
+        cpu,
     })
 }
 
 impl IntervalVerdict {
     /// The verdict in one sentence: what rose, or that nothing in this kernel did and where that points.
+    /// SMIs counted in the interval name firmware, whatever else rose: an SMI stops the CPU in firmware
+    /// that no kernel counter sees.
     pub fn sentence(&self) -> String {
         let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+        let smis = match self.smis {
+            Some(n) if n > 0 => format!(
+                "{n} SMI{} on CPU {} in that interval: firmware (System Management Mode) held the CPU — BIOS \
+                 power/thermal management, USB legacy emulation or a firmware updater (docs/hwnoise.md)",
+                if n == 1 { "" } else { "s" },
+                self.cpu
+            ),
+            _ => String::new(),
+        };
         if !self.risen.is_empty() {
             let parts: Vec<String> = self
                 .risen
@@ -136,8 +153,13 @@ impl IntervalVerdict {
             } else {
                 String::new()
             };
+            let smis = if smis.is_empty() {
+                smis
+            } else {
+                format!("; {smis}")
+            };
             return format!(
-                "rose above the typical interval: {}{steal}",
+                "rose above the typical interval: {}{steal}{smis}",
                 parts.join(", ")
             );
         }
@@ -146,13 +168,23 @@ impl IntervalVerdict {
         } else {
             "interrupts, softirqs and IRQ time; this kernel keeps no per-task run-queue wait, so a thread that held the CPU briefly would not show"
         };
+        if !smis.is_empty() {
+            return format!(
+                "nothing in this kernel rose above its typical interval ({looked}); {smis}"
+            );
+        }
+        let counted = if self.smis.is_some() {
+            "no SMI counted, "
+        } else {
+            ""
+        };
         let outside = if self.steal_ns > 0 {
             format!(
-                "steal {} in that interval: the stall points outside this kernel — the hypervisor (it reported steal), firmware/SMI or hardware",
+                "{counted}steal {} in that interval: the stall points outside this kernel — the hypervisor (it reported steal), firmware/SMI or hardware",
                 ms(self.steal_ns)
             )
         } else {
-            "no steal reported: the stall points outside this kernel — firmware/SMI, hardware, or a hypervisor that reports no steal".to_string()
+            format!("{counted}no steal reported: the stall points outside this kernel — firmware/SMI, hardware, or a hypervisor that reports no steal")
         };
         format!("nothing in this kernel rose above its typical interval ({looked}); {outside}; --trace breaks a stall down")
     }
@@ -205,6 +237,40 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("--trace"), "{s}");
+    }
+
+    #[test]
+    fn smis_in_the_interval_name_firmware_and_a_counted_zero_is_said() {
+        let mut counters: Vec<IntervalCounters> = (0..10)
+            .map(|s| IntervalCounters {
+                smis: Some(0),
+                ..iv(s, 250, 2, 0, Some(1))
+            })
+            .collect();
+        counters[3].smis = Some(2);
+        let why = Why {
+            counters,
+            ..Why::default()
+        };
+        let s = explain_interval(&why, 1, 3_000_000_000, 400_000)
+            .unwrap()
+            .sentence();
+        assert!(
+            s.starts_with("nothing in this kernel rose")
+                && s.contains("2 SMIs on CPU 1 in that interval: firmware"),
+            "{s}"
+        );
+        let s = explain_interval(&why, 1, 4_000_000_000, 400_000)
+            .unwrap()
+            .sentence();
+        assert!(s.contains("no SMI counted, no steal reported"), "{s}");
+        // Where SMIs are not countable nothing is said of them.
+        let mut why = why;
+        why.counters.iter_mut().for_each(|c| c.smis = None);
+        let s = explain_interval(&why, 1, 3_000_000_000, 400_000)
+            .unwrap()
+            .sentence();
+        assert!(!s.contains("SMI counted") && !s.contains("SMIs on"), "{s}");
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct CpuSeries {
     pub irq_s: f64,
     /// Softirq time of the CPU since the monitor started, s.
     pub softirq_s: f64,
+    /// SMIs the CPU took since the monitor started (`MSR_SMI_COUNT`); `None` where not countable.
+    pub smis: Option<u64>,
 }
 
 impl CpuSeries {
@@ -134,6 +136,15 @@ impl MonitorState {
         for c in &mut self.cpus {
             if let Some(&t) = times.get(&c.cpu) {
                 (c.steal_s, c.irq_s, c.softirq_s) = t.into();
+            }
+        }
+    }
+
+    /// Set each watched CPU's SMIs since the monitor started (cpu → count).
+    pub fn set_smis(&mut self, smis: &BTreeMap<u32, u64>) {
+        for c in &mut self.cpus {
+            if let Some(&n) = smis.get(&c.cpu) {
+                c.smis = Some(n);
             }
         }
     }

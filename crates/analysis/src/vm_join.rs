@@ -638,6 +638,7 @@ pub fn episodes_from_spikes(
                     count: 0,
                 }],
                 steal_ns: 0,
+                smis: None,
                 gaps: vec![[c.start_ns, c.end_ns]],
                 host: None,
             }
@@ -813,6 +814,7 @@ mod tests {
             samples: 20,
             worst_ns: window,
             causes,
+            smis: None,
             steal_ns: 0,
             gaps,
             host: None,

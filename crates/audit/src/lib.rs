@@ -12,6 +12,7 @@
 
 mod background;
 mod env;
+mod firmware;
 mod guest;
 mod irq;
 mod isolation;
@@ -159,6 +160,7 @@ pub fn rules() -> Vec<&'static Rule> {
     v.extend(power::RULES.iter());
     v.extend(time::RULES.iter());
     v.extend(background::RULES.iter());
+    v.extend(firmware::RULES.iter());
     v.extend(guest::RULES.iter());
     v.extend(kubelet::RULES.iter());
     v
@@ -199,6 +201,10 @@ pub struct Samples {
     pub idle_first: BTreeMap<(u32, String), u64>,
     /// cpuidle `usage` per (cpu, state) at the second sample.
     pub idle_second: BTreeMap<(u32, String), u64>,
+    /// `MSR_SMI_COUNT` per online CPU at the first sample, or why SMIs are not countable.
+    pub smi_first: Result<BTreeMap<u32, u64>, String>,
+    /// The same at the second sample.
+    pub smi_second: Result<BTreeMap<u32, u64>, String>,
 }
 
 /// Everything rules share: the root, the target, the RT set I and housekeeping set H, and lazily read facts.
@@ -469,13 +475,16 @@ fn take_samples(root: &HostRoot, online: &CpuSet, interval: Duration) -> Samples
         }
         m
     };
+    let smi2 = format!("{SAMPLE2_PREFIX}{}", firmware::SMI_FILE);
     let first = read_all(false);
     let idle_first = idle(false);
+    let smi_first = firmware::sample(root, online, firmware::SMI_FILE);
     if root.is_live() {
         std::thread::sleep(interval);
     }
     let second = read_all(true);
     let idle_second = idle(true);
+    let smi_second = firmware::sample(root, online, &smi2);
     if root.is_live() {
         // Keep the first sample under the real path and the second under the pseudo path, for --capture.
         for (p, t) in &first {
@@ -515,6 +524,8 @@ fn take_samples(root: &HostRoot, online: &CpuSet, interval: Duration) -> Samples
         second,
         idle_first,
         idle_second,
+        smi_first,
+        smi_second,
     }
 }
 

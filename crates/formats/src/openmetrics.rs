@@ -197,6 +197,18 @@ fn encode_cpu_time(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::R
                 .map(|c| (cpu_label(c), ConstCounter::new(get(c)))),
         )?;
     }
+    // Only where countable: a CPU without the counter has no series rather than a zero.
+    if s.cpus.iter().any(|c| c.smis.is_some()) {
+        family(
+            enc,
+            "rtgauge_smis",
+            "System Management Interrupts this CPU took since the monitor started (MSR_SMI_COUNT): firmware ran and no kernel saw it.",
+            MetricType::Counter,
+            s.cpus
+                .iter()
+                .filter_map(|c| Some((cpu_label(c), ConstCounter::new(c.smis?)))),
+        )?;
+    }
     Ok(())
 }
 
@@ -339,6 +351,15 @@ mod tests {
         };
         s.apply_audit([("cstate".into(), "high".into(), "pass".into())], 1.0);
         s
+    }
+
+    #[test]
+    fn smis_are_a_counter_only_where_countable() {
+        let mut s = state();
+        assert!(!render_openmetrics(&s).contains("rtgauge_smis"));
+        s.set_smis(&std::collections::BTreeMap::from([(1, 3)]));
+        let t = render_openmetrics(&s);
+        assert!(t.contains("rtgauge_smis_total{cpu=\"1\"} 3"), "{t}");
     }
 
     #[test]

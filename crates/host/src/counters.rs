@@ -2,12 +2,14 @@
 //! source (`/proc/interrupts`), softirqs per type (`/proc/softirqs`), scheduler calls (`/proc/schedstat`)
 //! and IRQ/softirq/steal time (`/proc/stat`), and the run-queue wait of the probe's own threads
 //! (`/proc/self/task/<tid>/schedstat`: time runnable but not running, i.e. another task held the CPU, ns
-//! resolution, kept by every kernel with CONFIG_SCHED_INFO). No tracing needed; the main thread samples them on its
+//! resolution, kept by every kernel with CONFIG_SCHED_INFO), and the SMIs each CPU took (`MSR_SMI_COUNT`,
+//! [`crate::smi`], where countable). No tracing needed; the main thread samples them on its
 //! housekeeping CPU once per interval (four small /proc reads, ~100 µs), never the measured CPUs.
 
 use crate::accounting::{parse_stat_times, CpuTicks};
 use crate::parse::parse_counter_table;
 use crate::root::HostRoot;
+use crate::smi::{smi_delta, SmiPlatform, SmiReader};
 use rtgauge_model::attribution::{IntervalCounters, MAX_INTERVALS, TOP_SOURCES};
 use rtgauge_model::CpuSet;
 use std::collections::BTreeMap;
@@ -47,6 +49,8 @@ struct CpuCounts {
     ticks: CpuTicks,
     /// Run-queue wait of the probe's threads pinned to the CPU, ns (summed).
     run_delay: Option<u64>,
+    /// MSR_SMI_COUNT, where countable.
+    smis: Option<u64>,
 }
 
 /// The run delay (time runnable but waiting for a CPU, ns) of a per-task schedstat file: its second field
@@ -124,6 +128,7 @@ fn delta(cpu: u32, start_ns: u64, a: &CpuCounts, b: &CpuCounts, tick_ns: u64) ->
             .run_delay
             .zip(b.run_delay)
             .map(|(a, b)| a.saturating_sub(b)),
+        smis: a.smis.zip(b.smis).map(|(a, b)| smi_delta(a, b)),
         irq_ns: a.ticks.irq.saturating_sub(b.ticks.irq) * tick_ns,
         softirq_ns: a.ticks.softirq.saturating_sub(b.ticks.softirq) * tick_ns,
         steal_ns: a.ticks.steal.saturating_sub(b.ticks.steal) * tick_ns,
@@ -140,6 +145,9 @@ pub struct Sampler {
     tick_ns: u64,
     /// The probe's threads: (CPU it is pinned to, thread id).
     threads: Vec<(u32, i32)>,
+    smi: Option<SmiReader>,
+    /// What the SMI counts cover, or why there are none (one line, for the document).
+    pub smi_note: String,
     /// The deltas so far, in interval order, one per CPU and interval.
     pub intervals: Vec<IntervalCounters>,
 }
@@ -156,8 +164,17 @@ impl Sampler {
             last_start_ns: 0,
             tick_ns: 1_000_000_000 / if hz > 0 { hz as u64 } else { 100 },
             threads: Vec::new(),
+            smi: None,
+            smi_note: String::new(),
             intervals: Vec::new(),
         };
+        match SmiReader::open(root, cpus.iter()) {
+            Ok(r) => {
+                s.smi = Some(r);
+                s.smi_note = crate::smi::read_platform(root).describe();
+            }
+            Err(why) => s.smi_note = SmiPlatform::NotCountable(why).describe(),
+        }
         s.last = s.read();
         s
     }
@@ -180,6 +197,13 @@ impl Sampler {
             let d = r(&format!("/proc/self/task/{tid}/schedstat"));
             if let (Some(c), Some(ns)) = (all.get_mut(&cpu), parse_task_schedstat(&d)) {
                 c.run_delay = Some(c.run_delay.unwrap_or(0) + ns);
+            }
+        }
+        if let Some(r) = &self.smi {
+            for (cpu, n) in r.read() {
+                if let Some(c) = all.get_mut(&cpu) {
+                    c.smis = Some(n);
+                }
             }
         }
         all
@@ -242,6 +266,7 @@ fn merge_pairs(counters: &mut Vec<IntervalCounters>) {
                 a.softirq_ns += c.softirq_ns;
                 a.steal_ns += c.steal_ns;
                 a.run_delay_ns = a.run_delay_ns.zip(c.run_delay_ns).map(|(x, y)| x + y);
+                a.smis = a.smis.zip(c.smis).map(|(x, y)| x + y);
             }
             None => {
                 open.insert(c.cpu, out.len());

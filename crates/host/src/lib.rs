@@ -15,6 +15,7 @@ pub mod numa;
 pub mod parse;
 pub mod privilege;
 pub mod root;
+pub mod smi;
 pub mod system;
 
 pub use root::{HostError, HostRoot};

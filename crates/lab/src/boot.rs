@@ -82,6 +82,12 @@ pub struct Guest {
     pub script: String,
     /// Host binary installed as `/usr/bin/rtgauge` (stripped of debug sections), if any.
     pub rtgauge: Option<PathBuf>,
+    /// Boot through SeaBIOS (QEMU's default firmware) instead of qboot: it sets up System Management
+    /// Mode and enables the APM control port's SMIs (0xB2), which qboot leaves off. Seconds slower.
+    pub seabios: bool,
+    /// Modules of the kernel's package ([`crate::kernel::KEPT_MODULES`], by name: `msr`) installed under
+    /// `/lib/modules/<release>/` with a `modules.dep`, for the guest's `modprobe` (not loaded).
+    pub modules: Vec<String>,
     /// Programs from deps/programs.tsv installed under `/usr/bin` with their libraries (`rtla`, `chrt`).
     pub programs: Vec<String>,
     /// Extra files: guest path → bytes.
@@ -153,6 +159,8 @@ impl Guest {
             script: script.to_string(),
             rtgauge: None,
             programs: Vec::new(),
+            modules: Vec::new(),
+            seabios: false,
             files: Vec::new(),
             timeout: Duration::from_secs(120),
             init_bound: INIT_BOUND,
@@ -290,6 +298,23 @@ impl Guest {
         for (path, data) in &self.files {
             fs.file(path, data.clone(), 0o755);
         }
+        if !self.modules.is_empty() {
+            let base = format!("lib/modules/{}", self.kernel.release());
+            fs.dir(&base);
+            let mut dep = String::new();
+            for m in &self.modules {
+                let (host, rel) = self.kernel.module(m).ok_or_else(|| LabError::Program {
+                    program: "rtgauge-lab".into(),
+                    message: format!(
+                        "module {m}: not among the kept modules {:?}",
+                        crate::kernel::KEPT_MODULES
+                    ),
+                })?;
+                fs.host_file(&format!("{base}/{rel}"), &host, 0o644);
+                dep.push_str(&format!("{rel}:\n"));
+            }
+            fs.file(&format!("{base}/modules.dep"), dep, 0o644);
+        }
         Ok(fs)
     }
 
@@ -305,12 +330,13 @@ impl Guest {
             "-display".into(),
             "none".into(),
             "-no-reboot".into(),
-            // qboot: a firmware that only loads the kernel (SeaBIOS adds seconds of TCG time per boot).
-            "-bios".into(),
-            "qboot.rom".into(),
             "-pidfile".into(),
             w("qemu.pid"),
         ];
+        if !self.seabios {
+            // qboot: a firmware that only loads the kernel (SeaBIOS adds seconds of TCG time per boot).
+            a.extend(["-bios".into(), "qboot.rom".into()]);
+        }
         match accel {
             Accel::Kvm => a.extend(["-accel", "kvm", "-cpu", "host"].map(String::from)),
             Accel::Tcg => a.extend(

@@ -103,7 +103,10 @@ impl Kernel {
             vmlinux: dir.join("vmlinux"),
             config: dir.join("config"),
         };
-        if k.vmlinux.is_file() && k.config.is_file() {
+        if k.vmlinux.is_file()
+            && k.config.is_file()
+            && KEPT_MODULES.iter().all(|m| k.module_at(m).is_file())
+        {
             return Ok(k);
         }
         let deb = download(&debs, &package)?;
@@ -118,6 +121,20 @@ impl Kernel {
         text.lines()
             .find_map(|l| l.strip_prefix(&key))
             .map(str::to_string)
+    }
+
+    /// A module kept from the package ([`KEPT_MODULES`], by file name without `.ko`: `msr`): its path on
+    /// this machine and its path under `/lib/modules/<release>/` in a guest.
+    pub fn module(&self, name: &str) -> Option<(PathBuf, String)> {
+        let rel = KEPT_MODULES
+            .iter()
+            .find(|m| m.rsplit('/').next() == Some(&format!("{name}.ko")))?;
+        Some((self.module_at(rel), format!("kernel/{rel}")))
+    }
+
+    fn module_at(&self, rel: &str) -> PathBuf {
+        let file = rel.rsplit('/').next().unwrap_or(rel);
+        self.vmlinux.with_file_name("modules").join(file)
     }
 
     /// The kernel release (`uname -r`), from the package name.
@@ -232,11 +249,31 @@ fn unpack(deb: &Path, dir: &Path) -> Result<(), LabError> {
     std::fs::write(s.join("vmlinux"), elf).map_err(io(&s.join("vmlinux")))?;
     std::fs::copy(&config, s.join("config")).map_err(io(&config))?;
     std::fs::copy(&vmlinuz, s.join("vmlinuz")).map_err(io(&vmlinuz))?;
+    let modules = tmp.path().join("lib/modules");
+    let release = std::fs::read_dir(&modules)
+        .map_err(io(&modules))?
+        .flatten()
+        .next()
+        .map(|e| e.path())
+        .ok_or_else(|| LabError::Program {
+            program: "dpkg-deb".into(),
+            message: format!("{}: no lib/modules/<release>", deb.display()),
+        })?;
+    std::fs::create_dir_all(s.join("modules")).map_err(io(&s.join("modules")))?;
+    for m in KEPT_MODULES {
+        let from = release.join("kernel").join(m);
+        let file = m.rsplit('/').next().unwrap_or(m);
+        std::fs::copy(&from, s.join("modules").join(file)).map_err(io(&from))?;
+    }
     let _ = std::fs::remove_dir_all(dir);
     let staged = staged.keep();
     std::fs::rename(&staged, dir).map_err(io(dir))?;
     Ok(())
 }
+
+/// Modules kept from the image package (paths under `lib/modules/<release>/kernel/`; the other 400 MB are
+/// not): the msr driver that SMI counting reads through.
+pub const KEPT_MODULES: &[&str] = &["arch/x86/kernel/msr.ko"];
 
 /// The ELF vmlinux inside an x86 bzImage whose payload is xz-compressed (Debian's CONFIG_KERNEL_XZ), as the
 /// kernel's scripts/extract-vmlinux finds it: the first xz stream that decompresses to an ELF image.

@@ -42,6 +42,10 @@ pub struct IntervalCounters {
     /// the kernel keeps no per-task schedstat (CONFIG_SCHED_INFO off) or the thread is not pinned here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_delay_ns: Option<u64>,
+    /// System Management Interrupts the CPU took over the interval (`MSR_SMI_COUNT` deltas): firmware ran
+    /// and no kernel saw it. `None` where SMIs are not countable ([`Why::smi`] says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smis: Option<u64>,
 }
 
 /// Interrupt sources kept per interval.
@@ -75,6 +79,9 @@ impl IntervalCounters {
         }
         if self.steal_ns > 0 {
             parts.push(format!("steal {:.1} ms", self.steal_ns as f64 / 1e6));
+        }
+        if let Some(n) = self.smis.filter(|&n| n > 0) {
+            parts.push(format!("{n} SMI{}", if n == 1 { "" } else { "s" }));
         }
         parts.join(", ")
     }
@@ -158,6 +165,9 @@ pub struct Episode {
     /// Steal time of the CPU in the enclosing counter interval, ns (what the hypervisor admits to).
     #[serde(default)]
     pub steal_ns: u64,
+    /// SMIs the CPU took in the enclosing counter interval (`None`: not countable): firmware ran there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smis: Option<u64>,
     /// The stretches of the window the trace explains nothing of (CLOCK_MONOTONIC ns, the longest
     /// [`crate::vm::MAX_GAPS`]): where a VM's host record is laid over the episode (`rtgauge_analysis::vm_join::join`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -242,6 +252,9 @@ pub struct Why {
     /// What could not be collected, one line ("no tracefs: counters only").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// What the SMI counts of [`IntervalCounters::smis`] cover, or why there are none (one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smi: Option<String>,
     /// The VM host record the episodes were joined with (`rtgauge vm join`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::vm::HostJoin>,

@@ -32,6 +32,7 @@ pub mod oslat;
 pub mod recorder;
 pub mod rt;
 pub mod scratch;
+pub mod smi;
 pub mod stop;
 pub mod trace;
 

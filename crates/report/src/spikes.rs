@@ -72,6 +72,27 @@ pub fn worst_intervals<'a>(
         .collect()
 }
 
+/// "SMIs: 5 (CPU 0 5, CPU 1 0); MSR_SMI_COUNT …", or "SMIs not counted: …": what firmware took, per CPU,
+/// over the run (`None` for documents from before SMIs were counted).
+pub fn smi_line(why: &Why) -> Option<String> {
+    let note = why.smi.as_ref()?;
+    let mut per_cpu: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    for c in &why.counters {
+        if let Some(n) = c.smis {
+            *per_cpu.entry(c.cpu).or_insert(0) += n;
+        }
+    }
+    if per_cpu.is_empty() {
+        return Some(note.clone());
+    }
+    let total: u64 = per_cpu.values().sum();
+    let cpus: Vec<String> = per_cpu
+        .iter()
+        .map(|(c, n)| format!("CPU {c} {n}"))
+        .collect();
+    Some(format!("SMIs: {total} ({}); {note}", cpus.join(", ")))
+}
+
 /// "3 episodes at or above 115.0 µs (max(p50 + 10 × (p90 − p50), 3 × p90)), 3 explained".
 pub fn episodes_line(why: &Why) -> String {
     let thr = why.threshold.as_ref().map_or(String::new(), |t| {
@@ -103,6 +124,9 @@ pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: b
     let mut s = String::new();
     if let Some(m) = &why.missing {
         let _ = writeln!(s, "  why: {m}");
+    }
+    if let Some(l) = smi_line(why) {
+        let _ = writeln!(s, "  {l}");
     }
     for (cpu, worst, sentence) in worst_intervals(why, timelines, normal_priority) {
         let _ = writeln!(
@@ -277,6 +301,7 @@ pub fn html(probe: &dyn KindData) -> maud::Markup {
     maud::html! {
         h3 { "Why: the worst interval against the typical one" }
         @if let Some(m) = &why.missing { probe { (m) } }
+        @if let Some(l) = smi_line(why) { p { (l) } }
         @if !worst.is_empty() {
             table {
                 tr { th { "CPU" } th { "interval start s" } th { "max µs" } th { "what the counters say" } }
@@ -350,6 +375,7 @@ mod tests {
                 })
                 .collect(),
             steal_ns: 0,
+            smis: None,
             gaps: Vec::new(),
             host: None,
         }

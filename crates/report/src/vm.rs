@@ -321,6 +321,7 @@ mod tests {
                     },
                 ],
                 steal_ns: 0,
+                smis: None,
                 gaps: vec![[15_000_000_000, 15_020_000_000]],
                 host: Some(host),
             }],

@@ -21,6 +21,7 @@ use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
+use rtgauge_probe::smi::MsrDriver;
 use rtgauge_probe::trace::{kernel_tracers, TraceData, TraceSession, TRACEFS};
 use std::time::Duration;
 
@@ -73,6 +74,9 @@ pub struct WhyRun {
     retain: Vec<Retain>,
     /// CLOCK_MONOTONIC time of the first counter sample (the counter intervals' origin).
     origin_ns: u64,
+    /// The msr driver the SMI counts read through, held (and unloaded if this run loaded it) after the
+    /// sampler's files are closed: the last field.
+    _msr: Option<MsrDriver>,
 }
 
 impl WhyRun {
@@ -80,7 +84,15 @@ impl WhyRun {
     /// `cpus` are the CPUs the probe's threads may run on: where they are pinned, or where an unpinned
     /// thread is allowed to go.
     pub fn start(cpus: &CpuSet, interval_ns: u64, counters: bool, trace: bool) -> WhyRun {
-        let sampler = counters.then(|| Sampler::start(&HostRoot::live(), cpus));
+        let root = HostRoot::live();
+        let msr = counters.then(MsrDriver::ensure);
+        let sampler = counters.then(|| {
+            let mut s = Sampler::start(&root, cpus);
+            if let Some(note) = msr.as_ref().and_then(|m| m.note.as_ref()) {
+                s.smi_note = format!("{} ({note})", s.smi_note);
+            }
+            s
+        });
         let mut missing = None;
         let session = if trace {
             let list: Vec<u32> = cpus.iter().collect();
@@ -104,6 +116,7 @@ impl WhyRun {
             episodes: EpisodeTracker::default(),
             retain: Vec::new(),
             origin_ns: rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic),
+            _msr: msr,
         }
     }
 
@@ -169,19 +182,21 @@ impl WhyRun {
         }
     }
 
-    /// Each episode's steal: the steal delta of its CPU's counter interval (what the hypervisor admits to
-    /// having taken around it; tick resolution).
+    /// Each episode's steal and SMIs: the deltas of its CPU's counter interval (what the hypervisor admits
+    /// to having taken around it, tick resolution; what firmware took).
     fn steal(why: &mut Why, origin_ns: u64, interval_ns: u64) {
-        let steals: Vec<u64> = why
+        let found: Vec<(u64, Option<u64>)> = why
             .episodes
             .iter()
             .map(|b| {
                 let k = b.start_mono_ns.saturating_sub(origin_ns) / interval_ns * interval_ns;
-                why.interval(b.cpu, k).map_or(0, |c| c.steal_ns)
+                why.interval(b.cpu, k)
+                    .map_or((0, None), |c| (c.steal_ns, c.smis))
             })
             .collect();
-        for (b, s) in why.episodes.iter_mut().zip(steals) {
-            b.steal_ns = s;
+        for (b, (steal, smis)) in why.episodes.iter_mut().zip(found) {
+            b.steal_ns = steal;
+            b.smis = smis;
         }
     }
 
@@ -211,6 +226,7 @@ impl WhyRun {
                 late_dropped: 0,
             }),
             missing,
+            smi: self.sampler.as_ref().map(|s| s.smi_note.clone()),
             ..Why::default()
         };
         (why, data, self.episodes)
@@ -497,6 +513,7 @@ fn attribute(d: &TraceData, cpu: u32, thread: u32, start: u64, end: u64) -> Opti
         worst_ns: end.saturating_sub(start),
         causes: breakdown(start, end, spans),
         steal_ns: 0,
+        smis: None,
         gaps: rtgauge_analysis::vm_join::uncovered(start, end, spans),
         host: None,
     })

@@ -51,7 +51,11 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<ExitCode> {
             sample: (!a.no_sample).then(|| std::time::Duration::from_nanos(a.interval.as_ns())),
             ..Default::default()
         };
+        // The SMI rule reads /dev/cpu/N/msr: the driver is loaded for the audit where missing, and unloaded.
+        let msr =
+            (root.is_live() && opts.sample.is_some()).then(rtgauge_probe::smi::MsrDriver::ensure);
         let report = run_audit(&root, &opts);
+        drop(msr);
         super::warn_refused(&root);
         super::warn_topology(&root);
         if let Some(dir) = &a.capture {

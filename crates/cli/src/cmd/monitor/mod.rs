@@ -113,6 +113,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
     }));
     spawn_side_threads(a, &state, listener, audit_root, &setup.cpus, &stop)?;
 
+    let smi = SmiWatch::start(&live, &setup.cpus);
     let plan = segment_plan(a, &setup);
     let deadline = a
         .duration
@@ -142,6 +143,9 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         }
         lock(&state).fold_segment(&result, a.gate.as_ns());
         lock(&state).set_cpu_times(&rtgauge_host::accounting::read_cpu_seconds(&live));
+        if let Some(since) = smi.since() {
+            lock(&state).set_smis(&since);
+        }
         if let Some(dir) = &a.textfile {
             write_textfile(dir, &lock(&state))?;
         }
@@ -164,6 +168,45 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The SMIs of the watched CPUs since the monitor started, where countable; the msr driver is held (and
+/// unloaded at the end if the monitor loaded it).
+struct SmiWatch {
+    reader: Option<(
+        rtgauge_host::smi::SmiReader,
+        std::collections::BTreeMap<u32, u64>,
+    )>,
+    _msr: rtgauge_probe::smi::MsrDriver,
+}
+
+impl SmiWatch {
+    fn start(live: &HostRoot, cpus: &rtgauge_model::CpuSet) -> SmiWatch {
+        let msr = rtgauge_probe::smi::MsrDriver::ensure();
+        let reader = match rtgauge_host::smi::SmiReader::open(live, cpus.iter()) {
+            Ok(r) => {
+                let base = r.read();
+                Some((r, base))
+            }
+            Err(why) => {
+                eprintln!("rtgauge monitor: SMIs not counted: {why}");
+                None
+            }
+        };
+        SmiWatch { reader, _msr: msr }
+    }
+
+    fn since(&self) -> Option<std::collections::BTreeMap<u32, u64>> {
+        let (r, base) = self.reader.as_ref()?;
+        Some(
+            r.read()
+                .into_iter()
+                .filter_map(|(cpu, n)| {
+                    Some((cpu, rtgauge_host::smi::smi_delta(n, *base.get(&cpu)?)))
+                })
+                .collect(),
+        )
+    }
 }
 
 /// The `/metrics` endpoint and the audit thread, on the housekeeping CPUs.

@@ -250,6 +250,8 @@ fn audit(cx: &Context, no_sample: bool, rt_priority: i32) -> rtgauge_model::audi
     if !measured.contains(cx.place.housekeeping) {
         measured = rtgauge_model::CpuSet::new(measured.iter().chain([cx.place.housekeeping]));
     }
+    // The SMI rule reads /dev/cpu/N/msr: loaded for the audit where missing (and unloaded after it).
+    let msr = (cx.root.is_live() && !no_sample).then(rtgauge_probe::smi::MsrDriver::ensure);
     let audit = rtgauge_audit::run_audit(
         &cx.root,
         &AuditOptions {
@@ -259,6 +261,7 @@ fn audit(cx: &Context, no_sample: bool, rt_priority: i32) -> rtgauge_model::audi
             ..AuditOptions::default()
         },
     );
+    drop(msr);
     let s = &audit.summary;
     println!(
         "audit: {} pass, {} warn, {} fail, {} n/a, {} unavailable",

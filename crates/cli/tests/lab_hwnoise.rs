@@ -1,0 +1,145 @@
+//! Hardware and firmware noise on a real kernel (Debian's PREEMPT_RT in the kernel lab, docs/lab.md):
+//! System Management Interrupts made on purpose and counted per CPU.
+//!
+//! QEMU emulates SMM: a write to the APM control port (0xB2) raises an SMI on the CPU that wrote it, and
+//! the CPU's `MSR_SMI_COUNT` (0x34) counts it, read through the msr driver. The guest's rtgauge loads the
+//! driver itself (the module is in the guest's /lib/modules, as on a Debian host) and unloads it at the end.
+//! Under TCG the SMIs take no measurable time; what is asserted is the count, per CPU and per interval.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+
+use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel};
+use serde_json::Value;
+use std::time::Duration;
+
+/// SMIs the guest makes on CPU 0.
+const SMIS: u64 = 5;
+
+/// An audit whose 3 s sample sees three SMIs, then a timer probe on CPUs 0 and 1 (its counters read the SMI
+/// counts) 2.5 s into which five SMIs are made: one-byte writes to port 0xB2 from CPU 0. After each, whether
+/// the msr driver is still there.
+const SCRIPT: &str = r#"test -e /dev/cpu/0/msr && echo "msr loaded before the run"
+smi() { for i in $(seq $1); do printf '\000' | taskset -c 0 dd of=/dev/port bs=1 seek=178 count=1 conv=notrunc 2>/dev/null; done; }
+rtgauge audit --interval 3s --format json > $OUT/audit.json 2> $OUT/audit.err &
+audit=$!
+usleep 1500000
+smi 3
+wait $audit
+test -e /dev/cpu/0/msr && echo "msr still loaded after the audit"
+rtgauge cyclic -m -p 90 -t 2 -a 0-1 -i 1000 -D 5 --output $OUT/run.json > $OUT/run.txt 2>&1 &
+probe=$!
+usleep 2500000
+smi 5
+echo "smis written"
+wait $probe; echo "cyclic exit $?"
+test -e /dev/cpu/0/msr && echo "msr still loaded after the run"
+true
+"#;
+
+#[test]
+fn smis_are_counted_per_cpu_in_the_interval_they_happened() {
+    let kernel = Kernel::fetch(Flavour::Rt).unwrap();
+    let mut g = Guest::new(&kernel, GuestTopology::flat(2), SCRIPT);
+    g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
+    g.modules = vec!["msr".into()];
+    g.seabios = true;
+    g.label = "rt 2 CPUs, SMIs on CPU 0".into();
+    g.timeout = Duration::from_secs(150);
+    let b = g.boot().unwrap();
+    let log = b.log();
+    eprintln!("lab smi: {log}");
+    assert_eq!(b.status, Some(0), "{log}\n{}", b.console);
+    assert!(
+        log.contains("smis written") && log.contains("cyclic exit 0"),
+        "{log}"
+    );
+    assert!(!log.contains("msr loaded before"), "{log}");
+    // Loaded by rtgauge for its run, and unloaded at its end.
+    assert!(!log.contains("msr still loaded"), "{log}");
+
+    // The audit saw the three SMIs of its sample, on CPU 0.
+    let audit: Value = serde_json::from_str(&b.read("audit.json")).unwrap();
+    let f = audit["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "smi-during-sample")
+        .unwrap();
+    eprintln!("lab smi: audit {f}");
+    assert_eq!(f["status"], "fail", "{f}");
+    assert!(f.to_string().contains("CPU 0: 3 SMIs"), "{f}");
+
+    let run: Value = serde_json::from_str(&b.read("run.json")).unwrap();
+    let why = &run["probes"][0]["why"];
+    let note = why["smi"].as_str().unwrap();
+    assert!(
+        note.starts_with("MSR_SMI_COUNT")
+            && note.contains("in a guest")
+            && note.contains("msr module was loaded"),
+        "{note}"
+    );
+    // Every interval of both CPUs has a count (0 is a count, not "unknown"); CPU 0's add up to the five
+    // SMIs, in one interval or two adjacent ones (the writes may straddle a boundary); CPU 1 took none.
+    let counters = why["counters"].as_array().unwrap();
+    let of = |cpu: u64| -> Vec<(u64, u64)> {
+        counters
+            .iter()
+            .filter(|c| c["cpu"] == cpu)
+            .map(|c| {
+                (
+                    c["start_ns"].as_u64().unwrap(),
+                    c["smis"].as_u64().expect("an SMI count"),
+                )
+            })
+            .collect()
+    };
+    let (cpu0, cpu1) = (of(0), of(1));
+    assert!(cpu0.len() >= 4 && cpu1.len() >= 4, "{counters:#?}");
+    assert_eq!(cpu0.iter().map(|x| x.1).sum::<u64>(), SMIS, "{cpu0:?}");
+    assert!(cpu1.iter().all(|x| x.1 == 0), "{cpu1:?}");
+    let with: Vec<&(u64, u64)> = cpu0.iter().filter(|x| x.1 > 0).collect();
+    assert!(with.len() <= 2, "{cpu0:?}");
+    if let [a, b] = with[..] {
+        assert_eq!(b.0 - a.0, 1_000_000_000, "adjacent intervals: {cpu0:?}");
+    }
+
+    // The report says it per CPU, and the interval's verdict names the SMIs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    std::fs::write(&path, b.read("run.json")).unwrap();
+    let db = dir.path().join("runs.db");
+    let import = common::rtgauge_std()
+        .arg("import")
+        .arg(&path)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    common::assert_ok(&import);
+    let report = common::rtgauge_std()
+        .args(["report", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    common::assert_ok(&report);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains(&format!("SMIs: {SMIS} (CPU 0 {SMIS}, CPU 1 0)")),
+        "{text}"
+    );
+    let w: rtgauge_model::attribution::Why = serde_json::from_value(why.clone()).unwrap();
+    let (start, n) = **with.iter().max_by_key(|x| x.1).unwrap();
+    let v = rtgauge_analysis::interval::explain_interval(&w, 0, start, 1_000).unwrap();
+    let s = v.sentence();
+    eprintln!(
+        "lab smi: CPU 0 {cpu0:?}, CPU 1 {cpu1:?}\n{}\ninterval at {} s: {s}",
+        text.lines().find(|l| l.contains("SMIs:")).unwrap_or(""),
+        start / 1_000_000_000
+    );
+    assert!(
+        s.contains(&format!("{n} SMI")) && s.contains("on CPU 0"),
+        "{s}"
+    );
+}
