@@ -18,17 +18,25 @@ pub fn observe(metric: Metric, document: &RunDocument) -> Option<u64> {
         return None;
     }
     Some(match metric {
-        Metric::CyclicMaxNs | Metric::OslatMaxNs => values.into_iter().max().unwrap_or(0),
+        Metric::CyclicMaxNs | Metric::OslatMaxNs | Metric::HwnoiseMaxNs => {
+            values.into_iter().max().unwrap_or(0)
+        }
         Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => values.iter().sum(),
     })
 }
 
-/// Judge `document` against `gate`: pass when the observed value is at most its bound, no data when the
-/// metric is absent; not judged (the value still observed) when `judged` is false: the run's conditions
+/// Judge `document` against `gate`: pass when the observed value is at most its bound, skipped when the
+/// probe that measures it could not run on the platform (the run says why), no data when the metric is
+/// otherwise absent; not judged (the value still observed) when `judged` is false: the run's conditions
 /// fell short of what was asked.
 pub fn judge(gate: &Gate, document: &RunDocument, judged: bool) -> GateVerdict {
     let observed = observe(gate.metric, document);
+    let skipped = document
+        .skipped
+        .iter()
+        .any(|s| s.kind == gate.metric.kind());
     let outcome = match observed {
+        None if skipped => Outcome::Skipped,
         _ if !judged => Outcome::NotJudged,
         None => Outcome::NoData,
         Some(v) if v <= gate.max => Outcome::Pass,

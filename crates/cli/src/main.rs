@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         cli::Command::Audit(a) => cmd::audit::run(a),
         cli::Command::Fingerprint(a) => cmd::fingerprint::run(a),
         cli::Command::Ops(a) => cmd::ops::run(a),
+        cli::Command::Hwnoise(a) => cmd::hwnoise::run(a),
         cli::Command::Mem(a) => cmd::mem::run(a),
         cli::Command::Numa(a) => cmd::numa::run(a),
         cli::Command::Plan(a) => cmd::plan::run(a),

@@ -20,6 +20,8 @@
 
 mod common;
 
+use common::hostnoise::{burst, pin_vcpus, place};
+
 use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel, RunningGuest};
 use serde_json::Value;
 use std::path::Path;
@@ -45,72 +47,10 @@ kill $cs; wait $cs
 cat $OUT/clock-serve.txt
 "#;
 
-fn mono_ns() -> u64 {
-    rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic)
-}
-
-/// QEMU's vCPU threads: (index, tid), once they exist.
-fn vcpu_threads(pid: u32) -> Vec<(u32, i32)> {
-    let mut v: Vec<(u32, i32)> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|t| {
-                    let tid = t.file_name().to_str()?.parse().ok()?;
-                    let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
-                    let n = comm.strip_prefix("CPU ")?.split('/').next()?.parse().ok()?;
-                    Some((n, tid))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_unstable();
-    v
-}
-
-fn pin(tid: i32, cpu: usize) {
-    // SAFETY: plain libc calls with a valid, zeroed CPU set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            0,
-            "pinning vCPU thread {tid} to host CPU {cpu}"
-        );
-    }
-}
-
 /// The burst made by a thread that makes itself SCHED_FIFO 50 only while it spins and SCHED_OTHER again
 /// before it ends (issue 36's culprit): every switch of it reads CFS. The others are made by a thread that is
 /// FIFO 50 throughout. Both are named `rtg-noise`.
 const SELF_RAISED: usize = 1;
-
-/// Spin for [`BURST`]: the burst's (start, end) on CLOCK_MONOTONIC.
-fn burst() -> (u64, u64) {
-    let (t, a) = (Instant::now(), mono_ns());
-    while t.elapsed() < BURST {
-        std::hint::spin_loop();
-    }
-    (a, mono_ns())
-}
-
-/// The calling thread on host CPU `cpu` at `policy`, `prio`; its tid.
-fn place(cpu: usize, policy: i32, prio: i32) -> i32 {
-    // SAFETY: plain libc calls on the calling thread with valid arguments.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            0
-        );
-        let p = libc::sched_param {
-            sched_priority: prio,
-        };
-        assert_eq!(libc::sched_setscheduler(0, policy, &p), 0, "needs root");
-        libc::gettid()
-    }
-}
 
 /// Threads named `rtg-noise` on host CPU `cpu`, spinning [`BURST`] [`BURSTS`] times [`GAP`] apart at
 /// SCHED_FIFO 50 (burst [`SELF_RAISED`] by a second thread that raises itself to it while running): the tid
@@ -132,7 +72,7 @@ fn noise(cpu: usize) -> Vec<(i32, (u64, u64))> {
                             // SAFETY: plain libc call on the calling thread with valid arguments.
                             let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
                             assert_eq!(rc, 0);
-                            let b = burst();
+                            let b = burst(BURST);
                             let p = libc::sched_param { sched_priority: 0 };
                             // SAFETY: as above.
                             let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
@@ -142,7 +82,7 @@ fn noise(cpu: usize) -> Vec<(i32, (u64, u64))> {
                         .unwrap();
                     out.push(raiser.join().unwrap());
                 } else {
-                    out.push((tid, burst()));
+                    out.push((tid, burst(BURST)));
                 }
                 std::thread::sleep(GAP);
             }
@@ -166,21 +106,9 @@ struct HostSide {
 fn beside(r: &RunningGuest, noise_cpu: Option<usize>, host_json: &Path) -> HostSide {
     let mut side = HostSide::default();
     let t = Instant::now();
-    let mut vcpus = vcpu_threads(r.qemu_pid);
-    while vcpus.len() < 2 && r.alive() && t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-        vcpus = vcpu_threads(r.qemu_pid);
-    }
-    if vcpus.len() < 2 {
-        side.error = Some(format!("vCPU threads: {vcpus:?}"));
+    if let Err(e) = pin_vcpus(r.qemu_pid, 2, || r.alive()) {
+        side.error = Some(e);
         return side;
-    }
-    for (n, tid) in &vcpus {
-        pin(*tid, *n as usize);
-        // The vCPU threads at nice 0 (QEMU's own nice is the test's, which may be higher) keep the guest's
-        // collector from starving on a loaded host, so that its late samples all reach its tracker.
-        // SAFETY: setpriority on a thread id of QEMU, our child.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, *tid as libc::id_t, 0) };
     }
     // The observer starts once the guest's script does: observing a TCG boot took a whole host CPU (191 s
     // boots on a busy CI host), and the boot is not under test.

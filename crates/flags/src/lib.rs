@@ -11,6 +11,7 @@ pub mod capacity;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod fleet;
+pub mod hwnoise;
 pub mod load;
 pub mod mem;
 pub mod monitor;

@@ -335,6 +335,14 @@ fn plan_probe(
             let args: mem::MemArgs = flags(argv, what)?;
             Box::new(mem::resolve(&args, root).with_context(|| what.to_string())?)
         }
+        ProbeKind::Hwnoise => {
+            let mut args: super::hwnoise::HwnoiseArgs = flags(argv, what)?;
+            args.duration = Some(
+                args.duration
+                    .map_or(duration, |d| Nanos(d.as_ns().min(duration.as_ns()))),
+            );
+            Box::new(super::hwnoise::resolve(&args, root).with_context(|| what.to_string())?)
+        }
         ProbeKind::Numa => {
             let args: numa::NumaArgs = flags(argv, what)?;
             Box::new(numa::NumaStage {

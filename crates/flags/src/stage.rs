@@ -37,6 +37,12 @@ pub trait StagePlan {
         None
     }
 
+    /// Why this platform cannot run it at all (a kernel without the tracer it drives), said and recorded
+    /// instead of measuring; `None` for a stage that can run (the default).
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
+
     /// Whether `run --load` puts its load beside it (the NUMA locality probe watches other processes and
     /// is never loaded).
     fn loadable(&self) -> bool {

@@ -85,7 +85,7 @@ pub struct Guest {
     /// Boot through SeaBIOS (QEMU's default firmware) instead of qboot: it sets up System Management
     /// Mode and enables the APM control port's SMIs (0xB2), which qboot leaves off. Seconds slower.
     pub seabios: bool,
-    /// Modules of the kernel's package ([`crate::kernel::KEPT_MODULES`], by name: `msr`) installed under
+    /// Modules of the kernel's package (those it keeps, by name: `msr`) installed under
     /// `/lib/modules/<release>/` with a `modules.dep`, for the guest's `modprobe` (not loaded).
     pub modules: Vec<String>,
     /// Programs from deps/programs.tsv installed under `/usr/bin` with their libraries (`rtla`, `chrt`).
@@ -306,8 +306,7 @@ impl Guest {
                 let (host, rel) = self.kernel.module(m).ok_or_else(|| LabError::Program {
                     program: "rtgauge-lab".into(),
                     message: format!(
-                        "module {m}: not among the kept modules {:?}",
-                        crate::kernel::KEPT_MODULES
+                        "module {m}: not among the modules kept from the kernel package"
                     ),
                 })?;
                 fs.host_file(&format!("{base}/{rel}"), &host, 0o644);

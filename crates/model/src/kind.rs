@@ -25,13 +25,16 @@ pub enum ProbeKind {
     Mem,
     /// The NUMA locality probe (`rtgauge numa` flags).
     Numa,
+    /// The hardware/firmware noise probe (`rtgauge hwnoise` flags).
+    Hwnoise,
 }
 
 impl ProbeKind {
     /// Every kind, in the order the views show them.
-    pub const ALL: [ProbeKind; 6] = [
+    pub const ALL: [ProbeKind; 7] = [
         ProbeKind::Cyclic,
         ProbeKind::Oslat,
+        ProbeKind::Hwnoise,
         ProbeKind::Net,
         ProbeKind::Ops,
         ProbeKind::Mem,
@@ -47,6 +50,7 @@ impl ProbeKind {
             ProbeKind::Ops => "ops",
             ProbeKind::Mem => "mem",
             ProbeKind::Numa => "numa",
+            ProbeKind::Hwnoise => "hwnoise",
         }
     }
 

@@ -22,6 +22,7 @@ pub mod cpuset;
 pub mod cyclic;
 pub mod error;
 pub mod fingerprint;
+pub mod hwnoise;
 pub mod kind;
 pub mod latency;
 pub mod load;

@@ -60,6 +60,8 @@ pub enum ProbeResult {
     Mem(crate::mem::MemResult),
     /// NUMA memory locality (`rtgauge numa`).
     Numa(crate::numa::NumaResult),
+    /// Hardware and firmware noise (`rtgauge hwnoise`).
+    Hwnoise(crate::hwnoise::HwnoiseResult),
 }
 
 /// Whether a run finished.
@@ -173,6 +175,19 @@ pub struct RunDocument {
     /// profile's `allow_degraded`); `None` when nobody did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded_allowed_by: Option<String>,
+    /// Probes of the profile this platform cannot run (a kernel without the hwlat tracer for `hwnoise`),
+    /// with the reason: not measured, and their gates skipped rather than failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedProbe>,
+}
+
+/// A probe of the profile that was not run because the platform cannot run it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedProbe {
+    /// Its kind.
+    pub kind: ProbeKind,
+    /// Why, and what would make it possible ("this kernel has no hwlat tracer … boot …").
+    pub why: String,
 }
 
 /// A run's place among the runs of one `rtgauge run --repeat N`: the same profile, label and settings measured
@@ -243,6 +258,7 @@ impl RunDocument {
             repeat: None,
             unmet: Vec::new(),
             degraded_allowed_by: None,
+            skipped: Vec::new(),
         }
     }
 }
@@ -371,6 +387,7 @@ kinds! {
     Ops => crate::ops::OpsResult,
     Mem => crate::mem::MemResult,
     Numa => crate::numa::NumaResult,
+    Hwnoise => crate::hwnoise::HwnoiseResult,
 }
 
 impl ProbeResult {

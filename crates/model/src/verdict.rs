@@ -22,6 +22,8 @@ pub enum Metric {
     CyclicMissed,
     /// Largest busy-loop gap over all CPUs.
     OslatMaxNs,
+    /// Largest hardware/firmware gap over all CPUs (`hwnoise`, 0 when none reached its threshold).
+    HwnoiseMaxNs,
 }
 
 impl fmt::Display for Metric {
@@ -33,14 +35,30 @@ impl fmt::Display for Metric {
             }
             Metric::CyclicMissed => write!(f, "cyclic missed deadlines"),
             Metric::OslatMaxNs => write!(f, "oslat max gap"),
+            Metric::HwnoiseMaxNs => write!(f, "hwnoise max gap"),
         }
     }
 }
 
 impl Metric {
+    /// The kind of probe that measures it.
+    pub fn kind(self) -> crate::kind::ProbeKind {
+        use crate::kind::ProbeKind;
+        match self {
+            Metric::OslatMaxNs => ProbeKind::Oslat,
+            Metric::HwnoiseMaxNs => ProbeKind::Hwnoise,
+            Metric::CyclicMaxNs | Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => {
+                ProbeKind::Cyclic
+            }
+        }
+    }
+
     /// Whether the metric is a latency in ns (else a count).
     pub fn is_latency(self) -> bool {
-        matches!(self, Metric::CyclicMaxNs | Metric::OslatMaxNs)
+        matches!(
+            self,
+            Metric::CyclicMaxNs | Metric::OslatMaxNs | Metric::HwnoiseMaxNs
+        )
     }
 }
 
@@ -67,6 +85,9 @@ pub enum Outcome {
     /// The run's conditions fell short of what was asked (a real-time policy refused, …): its figures are
     /// of something else and are not judged against the bound.
     NotJudged,
+    /// The probe the gate needs could not run on this platform (a kernel without the hwlat tracer); the
+    /// run says why. Neither a pass nor a failure.
+    Skipped,
 }
 
 impl Outcome {
@@ -77,6 +98,7 @@ impl Outcome {
             Outcome::Fail => "FAIL",
             Outcome::NoData => "NO DATA",
             Outcome::NotJudged => "NOT JUDGED",
+            Outcome::Skipped => "SKIPPED",
         }
     }
 }
@@ -101,13 +123,18 @@ impl fmt::Display for GateVerdict {
                 v.to_string()
             }
         };
+        let observed = match (self.observed, self.outcome) {
+            (None, Outcome::Skipped) => {
+                "not measured (its probe was skipped: see the run's warnings)".to_string()
+            }
+            (o, _) => format!("observed {}", o.map_or("nothing".to_string(), show)),
+        };
         write!(
             f,
-            "{:7} {} ≤ {}: observed {}",
+            "{:7} {} ≤ {}: {observed}",
             self.outcome.word(),
             self.gate.metric,
             show(self.gate.max),
-            self.observed.map_or("nothing".to_string(), show)
         )?;
         if self.outcome == Outcome::NotJudged {
             write!(f, " (conditions not met)")?;

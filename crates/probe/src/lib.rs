@@ -22,6 +22,7 @@ pub mod contention;
 pub mod counter;
 pub mod cyclic;
 mod handover;
+pub mod hwnoise;
 pub mod load;
 pub mod load_cmd;
 pub mod mem;

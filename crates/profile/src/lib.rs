@@ -37,8 +37,9 @@ use serde::{Deserialize, Serialize};
 /// A probe of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeSpec {
-    /// `cyclic`, `oslat`, `net`, `ops`, `mem` or `numa`. The profile's duration applies to cyclic, oslat and net:
-    /// ops and mem run for their repetitions (`-r`, `--sample-time`), numa for its `--interval`.
+    /// `cyclic`, `oslat`, `hwnoise`, `net`, `ops`, `mem` or `numa`. The profile's duration applies to cyclic,
+    /// oslat and net, and to hwnoise capped by its flags' `-D`: ops and mem run for their repetitions
+    /// (`-r`, `--sample-time`), numa for its `--interval`.
     pub kind: ProbeKind,
     /// The probe's flags, as its verb reads them. The duration is not among them: the run hands the
     /// profile's (or `--duration`'s) to the probe as a duration.
@@ -49,7 +50,7 @@ pub struct ProbeSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GateSpec {
-    /// `cyclic.max`, `cyclic.samples_at_or_above`, `cyclic.missed`, `oslat.max`.
+    /// `cyclic.max`, `cyclic.samples_at_or_above`, `cyclic.missed`, `oslat.max`, `hwnoise.max`.
     pub metric: String,
     /// Bound: a duration (`20us`) for latencies, a count for counts.
     pub max: String,
@@ -212,25 +213,23 @@ impl ProfileSpec {
                 let metric = match (g.metric.as_str(), &g.threshold) {
                     ("cyclic.max", None) => Metric::CyclicMaxNs,
                     ("oslat.max", None) => Metric::OslatMaxNs,
+                    ("hwnoise.max", None) => Metric::HwnoiseMaxNs,
                     ("cyclic.missed", None) => Metric::CyclicMissed,
                     ("cyclic.samples_at_or_above", Some(t)) => {
                         Metric::CyclicSamplesAtOrAbove { threshold_ns: duration("gate.threshold", t)?.as_ns() }
                     }
                     ("cyclic.samples_at_or_above", None) => return Err(field("gate.threshold", "required for this metric")),
-                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed"].contains(&m) => {
+                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed", "hwnoise.max"].contains(&m) => {
                         return Err(field("gate.threshold", format!("not used by {m}")))
                     }
                     (m, _) => {
                         return Err(field(
                             "gate.metric",
-                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max)"),
+                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max, hwnoise.max)"),
                         ))
                     }
                 };
-                let needs = match metric {
-                    Metric::OslatMaxNs => ProbeKind::Oslat,
-                    _ => ProbeKind::Cyclic,
-                };
+                let needs = metric.kind();
                 if !self.probes.iter().any(|p| p.kind == needs) {
                     return Err(field("gate.metric", format!("{} needs a {:?} probe in the profile", g.metric, needs)));
                 }
@@ -281,6 +280,9 @@ max = "20us"
 [[gate]]
 metric = "oslat.max"
 max = "20us"
+[[gate]]
+metric = "hwnoise.max"
+max = "10us"
 "#
     };
 }
@@ -296,6 +298,9 @@ max = "120us"
 metric = "cyclic.samples_at_or_above"
 threshold = "120us"
 max = "0"
+[[gate]]
+metric = "hwnoise.max"
+max = "10us"
 "#
     };
 }
@@ -328,7 +333,7 @@ flags = "--all --interval 0"
         "ran",
         concat!(
             r#"name = "ran"
-description = "5G RAN (VMware RAN white paper): cyclictest and oslat as published; max 20 µs"
+description = "5G RAN (VMware RAN white paper): cyclictest and oslat as published, max 20 µs; hardware/firmware noise (hwlat, as OpenShift's latency suite runs hwlatdetect) max 10 µs, skipped where the kernel has no hwlat tracer"
 duration = "1h"
 [[probe]]
 kind = "cyclic"
@@ -336,6 +341,9 @@ flags = "-m -p99 -i 100 -h 100 -a {cpus} -t --mainaffinity={housekeeping} -q"
 [[probe]]
 kind = "oslat"
 flags = "-c {cpus} -f 99 -C {housekeeping} -q"
+[[probe]]
+kind = "hwnoise"
+flags = "-c {cpus} -D 5m --threshold 10"
 "#,
             ran_gates!()
         ),
@@ -344,12 +352,15 @@ flags = "-c {cpus} -f 99 -C {housekeeping} -q"
         "vpr",
         concat!(
             r#"name = "vpr"
-description = "Virtual protection relay (VMware protection-relay guide): max 120 µs, no sample at or above 120 µs, 24 h or more"
+description = "Virtual protection relay (VMware protection-relay guide): max 120 µs, no sample at or above 120 µs, 24 h or more; hardware/firmware noise max 10 µs, skipped where the kernel has no hwlat tracer"
 duration = "24h"
 min_duration = "24h"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q"
+[[probe]]
+kind = "hwnoise"
+flags = "-c {cpu} -D 10m --threshold 10"
 "#,
             vpr_gates!()
         ),
@@ -370,6 +381,9 @@ flags = "-m -p99 -i 100 -h 100 -a {cpus} -t --mainaffinity={housekeeping} -q --l
 [[probe]]
 kind = "oslat"
 flags = "-c {cpus} -f 99 -C {housekeeping} -q --load cpu,memory,io,fork,timer@housekeeping"
+[[probe]]
+kind = "hwnoise"
+flags = "-c {cpus} -D 5m --threshold 10"
 "#,
             ran_gates!()
         ),
@@ -384,6 +398,9 @@ min_duration = "24h"
 [[probe]]
 kind = "cyclic"
 flags = "-m -p 99 -i 100 -t 1 -a {cpu} -h 120 --mainaffinity={housekeeping} -q --load cpu,memory,io,fork,timer@housekeeping"
+[[probe]]
+kind = "hwnoise"
+flags = "-c {cpu} -D 10m --threshold 10"
 "#,
             vpr_gates!()
         ),

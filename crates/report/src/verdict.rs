@@ -141,7 +141,7 @@ pub fn html(doc: &RunDocument) -> Markup {
                         @let c = match v.outcome {
                             Outcome::Pass => "pass",
                             Outcome::Fail => "fail",
-                            Outcome::NoData | Outcome::NotJudged => "warn",
+                            Outcome::NoData | Outcome::NotJudged | Outcome::Skipped => "warn",
                         };
                         @let w = v.outcome.word();
                         tr { td { (v.gate.metric.to_string()) } td.n { "≤ " (show(v.gate.max)) }

@@ -53,6 +53,9 @@ pub enum SessionError {
     /// The network probe has nothing to load.
     #[error("--target: required")]
     NoTarget,
+    /// The hardware-noise probe could not run (no hwlat tracer, no tracefs).
+    #[error(transparent)]
+    Hwnoise(#[from] rtgauge_probe::hwnoise::HwnoiseError),
 }
 
 /// One tick of a running probe, as observers see it.
@@ -188,7 +191,11 @@ impl Session<'_> {
     ) -> Result<Measurement, SessionError> {
         // A run killed with -9 left its tracing recording or its load running: whatever this run measures,
         // not only a traced or loaded one, they would disturb it.
-        let mut cleaned = rtgauge_probe::trace::clean_killed_runs();
+        // A hwlat tracer left on spins with interrupts off whether or not tracefs is still mounted.
+        let mut cleaned: Vec<String> = rtgauge_probe::hwnoise::clean_killed_run()
+            .into_iter()
+            .collect();
+        cleaned.extend(rtgauge_probe::trace::clean_killed_runs());
         let loads = rtgauge_probe::scratch::clean_leftovers(&std::env::temp_dir());
         if loads > 0 {
             cleaned.push(format!("stopped the load of {loads} killed rtgauge run(s)"));

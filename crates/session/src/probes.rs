@@ -7,6 +7,7 @@ use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
 use rtgauge_probe::cyclic::{CyclicPlan, LiveThread};
+use rtgauge_probe::hwnoise::HwnoisePlan;
 use rtgauge_probe::mem::MemPlan;
 use rtgauge_probe::net::plan::NetPlan;
 use rtgauge_probe::ops::OpsPlan;
@@ -227,5 +228,58 @@ impl Probe for Numa<'_> {
             self.interval_ns,
         )
         .into()])
+    }
+}
+
+/// Hardware and firmware noise: the kernel's hwlat tracer on the chosen CPUs, with their interval counters
+/// (the SMIs each CPU took) beside it.
+pub struct Hwnoise<'a>(pub &'a HwnoisePlan);
+
+impl Probe for Hwnoise<'_> {
+    fn measured(&self) -> CpuSet {
+        self.0.config.cpus.clone()
+    }
+
+    fn why_scope(&self) -> Option<why::Scope> {
+        Some(why::Scope {
+            cpus: self.measured(),
+            interval_ns: 1_000_000_000,
+            finish: |w, r, _| {
+                if let Some(r) = r.downcast_mut::<rtgauge_model::hwnoise::HwnoiseResult>() {
+                    w.finish_hwnoise(r);
+                }
+            },
+        })
+    }
+
+    fn run(
+        &self,
+        stop: &StopFlag,
+        observer: &mut dyn SessionObserver,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
+        use rtgauge_model::hwnoise::HwnoiseResult;
+        struct Adapter<'o> {
+            inner: &'o mut dyn SessionObserver,
+        }
+        impl rtgauge_probe::observe::ProbeObserver<HwnoiseResult> for Adapter<'_> {
+            fn start(&mut self, bias_ns: Option<u64>) {
+                self.inner.start(bias_ns);
+            }
+            fn tick(
+                &mut self,
+                elapsed: Duration,
+                _: &(),
+                checkpoint: &mut dyn FnMut() -> HwnoiseResult,
+            ) {
+                let tick = Tick {
+                    elapsed,
+                    threads: &[],
+                    cpus: &[],
+                };
+                self.inner.tick(&tick, Some(&mut || checkpoint().into()));
+            }
+        }
+        let r = rtgauge_probe::hwnoise::run(self.0, stop, &mut Adapter { inner: observer })?;
+        Ok(vec![r.into()])
     }
 }

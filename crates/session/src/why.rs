@@ -252,6 +252,13 @@ impl WhyRun {
         r.why = Some(why);
     }
 
+    /// Attach the interval counters (SMIs among them) to a hwnoise result: its gaps are the tracer's, and
+    /// nothing in the kernel runs on a CPU whose interrupts the tracer holds off.
+    pub fn finish_hwnoise(self, r: &mut rtgauge_model::hwnoise::HwnoiseResult) {
+        let (why, _, _) = self.finish(r.elapsed_ns);
+        r.why = Some(why);
+    }
+
     /// Attach counters and the breakdowns of the gaps at or above the threshold to an oslat result (its
     /// worst gaps are its episodes: a stall is one gap of a busy loop).
     pub fn finish_oslat(self, r: &mut OslatResult, threshold: Option<&EpisodeThreshold>) {

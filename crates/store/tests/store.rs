@@ -44,6 +44,7 @@ fn doc(label: &str) -> RunDocument {
         repeat: None,
         unmet: Vec::new(),
         degraded_allowed_by: None,
+        skipped: Vec::new(),
     }
 }
 

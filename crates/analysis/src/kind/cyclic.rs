@@ -111,7 +111,7 @@ impl KindData for CyclicResult {
                 Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
                     Some(t.samples_at_or_above(threshold_ns))
                 }
-                Metric::OslatMaxNs => None,
+                Metric::OslatMaxNs | Metric::HwnoiseMaxNs => None,
             })
             .collect()
     }

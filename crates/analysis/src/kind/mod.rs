@@ -72,6 +72,7 @@ macro_rules! fields {
 pub(crate) use fields;
 
 pub mod cyclic;
+pub mod hwnoise;
 pub mod mem;
 pub mod net;
 pub mod numa;
@@ -323,6 +324,7 @@ impl ProbeData for ProbeResult {
             ProbeResult::Ops(r) => r,
             ProbeResult::Mem(r) => r,
             ProbeResult::Numa(r) => r,
+            ProbeResult::Hwnoise(r) => r,
         }
     }
 
@@ -334,6 +336,7 @@ impl ProbeData for ProbeResult {
             ProbeResult::Ops(r) => r,
             ProbeResult::Mem(r) => r,
             ProbeResult::Numa(r) => r,
+            ProbeResult::Hwnoise(r) => r,
         }
     }
 }

@@ -50,9 +50,7 @@ impl KindData for OslatResult {
     fn gate_values(&self, metric: Metric) -> Vec<u64> {
         match metric {
             Metric::OslatMaxNs => self.threads.iter().map(|t| t.gaps.max_ns).collect(),
-            Metric::CyclicMaxNs | Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => {
-                Vec::new()
-            }
+            _ => Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod fleet;
+pub mod hwnoise;
 pub mod load;
 pub mod mem;
 pub mod monitor;

@@ -5,6 +5,8 @@
 use serde_json::Value;
 use std::path::Path;
 
+pub mod hostnoise;
+
 pub fn rtgauge() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("rtgauge").unwrap()
 }

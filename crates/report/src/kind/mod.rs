@@ -10,6 +10,7 @@ use rtgauge_model::kind::RunFacts;
 use rtgauge_model::run::ProbeResult;
 
 pub mod cyclic;
+pub mod hwnoise;
 pub mod mem;
 pub mod net;
 pub mod numa;
@@ -82,5 +83,6 @@ pub fn view(p: &ProbeResult) -> &dyn KindView {
         ProbeResult::Ops(r) => r,
         ProbeResult::Mem(r) => r,
         ProbeResult::Numa(r) => r,
+        ProbeResult::Hwnoise(r) => r,
     }
 }

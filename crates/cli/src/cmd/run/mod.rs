@@ -294,7 +294,8 @@ fn audit(cx: &Context, no_sample: bool, rt_priority: i32) -> rtgauge_model::audi
 /// verdicts: not judged when a condition that bears on the figures was not met, unless `allowed_by` (the
 /// flag or the profile) accepts the degraded run.
 fn judge(doc: &mut RunDocument, profile: &Profile, stop: &StopFlag, allowed_by: Option<String>) {
-    let all_ran = !stop.is_set() && doc.probes.len() >= profile.probes.len();
+    // A probe the platform cannot run was not left out by a stop: it counts as run.
+    let all_ran = !stop.is_set() && doc.probes.len() + doc.skipped.len() >= profile.probes.len();
     doc.status = rtgauge_analysis::judge::run_status(&doc.probes, all_ran);
     doc.unmet = crate::output::unmet(&doc.probes);
     let degraded = rtgauge_model::conditions::degrades(&doc.unmet);
@@ -341,11 +342,16 @@ fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<E
     Ok(verdict_code(doc))
 }
 
-/// The exit code of a judged run: [`NOT_JUDGED`] when its gates were not judged, 1 when one did not pass.
+/// The exit code of a judged run: [`NOT_JUDGED`] when its gates were not judged, 1 when one did not pass
+/// (a gate skipped because the platform cannot run its probe is neither).
 pub fn verdict_code(doc: &RunDocument) -> ExitCode {
     if doc.verdicts.iter().any(|v| v.outcome == Outcome::NotJudged) {
         ExitCode::from(NOT_JUDGED)
-    } else if doc.verdicts.iter().any(|v| v.outcome != Outcome::Pass) {
+    } else if doc
+        .verdicts
+        .iter()
+        .any(|v| !matches!(v.outcome, Outcome::Pass | Outcome::Skipped))
+    {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -3,7 +3,7 @@
 use super::Context;
 use crate::cmd::progress::Progress;
 use rtgauge_flags::run::Stage;
-use rtgauge_model::run::{ProbeResult, RunDocument};
+use rtgauge_model::run::{ProbeResult, RunDocument, SkippedProbe};
 use rtgauge_session::record::{CheckpointWriter, Checkpoints};
 use rtgauge_session::{Around, Tick};
 use std::time::Duration;
@@ -18,6 +18,16 @@ pub(super) fn measure(
     for stage in stages {
         if cx.stop.is_set() {
             break;
+        }
+        let kind = stage.plan.kind();
+        if let Some(why) = stage.plan.unavailable() {
+            // Not a failure of the platform under test: said, recorded, and its gates skipped.
+            let line = format!("{} skipped: {why}", kind.as_str());
+            eprintln!("rtgauge: {line}");
+            doc.warnings.push(line);
+            doc.skipped.push(SkippedProbe { kind, why });
+            rec.save(doc);
+            continue;
         }
         let results = measure_stage(&stage, doc, rec, cx)?;
         doc.probes.extend(results);

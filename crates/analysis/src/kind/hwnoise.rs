@@ -1,0 +1,79 @@
+//! The hardware/firmware noise probe's result (`rtgauge hwnoise`) as [`KindData`]: the largest gap, the
+//! reported windows and NMIs, overall and per CPU; its gate `hwnoise.max`.
+
+use super::*;
+use rtgauge_model::hwnoise::*;
+
+impl KindData for HwnoiseResult {
+    fields!(why, elapsed, settings);
+
+    /// `hwnoise.max` (the largest gap, 0 when no window reached the threshold), `hwnoise.gaps` (windows at
+    /// or above it), `hwnoise.nmi`, and `hwnoise.cpuN.max` per CPU.
+    fn measures(&self) -> Vec<Measure> {
+        let mut out = vec![
+            Measure::new(
+                "hwnoise.max",
+                "hardware/firmware gap max",
+                MeasureUnit::Nanos,
+                self.max_ns() as f64,
+                Better::Lower,
+            ),
+            Measure::new(
+                "hwnoise.gaps",
+                format!(
+                    "windows with a gap ≥ {} µs",
+                    self.config.threshold_ns / 1000
+                ),
+                MeasureUnit::Count,
+                self.gaps_total as f64,
+                Better::Lower,
+            ),
+            Measure::new(
+                "hwnoise.nmi",
+                "NMIs in those windows",
+                MeasureUnit::Count,
+                self.cpus.iter().map(|c| c.nmi_count).sum::<u64>() as f64,
+                Better::Lower,
+            ),
+        ];
+        for c in &self.cpus {
+            out.push(Measure::new(
+                format!("hwnoise.cpu{}.max", c.cpu),
+                format!("CPU {} hardware/firmware gap max", c.cpu),
+                MeasureUnit::Nanos,
+                c.gaps.max_ns as f64,
+                Better::Lower,
+            ));
+        }
+        out
+    }
+
+    fn load(&self) -> Option<&rtgauge_model::load::LoadResult> {
+        None
+    }
+
+    /// It measures alone: a load would only add the OS's noise, which the tracer does not see.
+    fn set_load(&mut self, _load: Option<rtgauge_model::load::LoadResult>) {}
+
+    fn stop_reason(&self) -> Option<StopReason> {
+        Some(self.stop_reason)
+    }
+
+    fn settings_line(&self) -> Option<String> {
+        Some(format!(
+            "CPUs {}, {} mode, width {} µs per window {} µs, threshold {} µs",
+            self.config.cpus,
+            self.config.mode,
+            self.config.width_ns / 1000,
+            self.config.window_ns / 1000,
+            self.config.threshold_ns / 1000
+        ))
+    }
+
+    fn gate_values(&self, metric: Metric) -> Vec<u64> {
+        match metric {
+            Metric::HwnoiseMaxNs => vec![self.max_ns()],
+            _ => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! `rtgauge hwnoise`: the kernel's hwlat tracer on the chosen CPUs (hwlatdetect's method), with the SMIs
+//! each CPU took; per-CPU figures on the terminal, the run document with `--output`. The flags and their
+//! resolution are in `rtgauge_flags::hwnoise`, the tracer's driving in `rtgauge_probe::hwnoise`.
+
+use rtgauge_flags::hwnoise::{resolve, HwnoiseArgs};
+use rtgauge_flags::stage::StagePlan as _;
+use rtgauge_host::HostRoot;
+use rtgauge_model::hwnoise::HwnoiseResult;
+use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_report::kind::KindView as _;
+use std::process::ExitCode;
+
+/// `rtgauge hwnoise`.
+pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
+    let root = HostRoot::live();
+    let plan = resolve(a, &root)?;
+    let stop = super::stop_on_signals()?;
+    let started = crate::output::now_rfc3339();
+    if let Some(why) = plan.unavailable() {
+        anyhow::bail!("{why}");
+    }
+    let duration = rtgauge_model::Nanos(plan.config.duration_ns.unwrap_or_default());
+    if let Some(l) = plan.announce(duration, &plan.config.cpus) {
+        eprintln!("rtgauge: {l}");
+    }
+    let around = rtgauge_session::Around {
+        why: plan.why(),
+        ..rtgauge_session::Around::default()
+    };
+    let (mut results, warnings) = super::measure(
+        &root,
+        &stop,
+        &rtgauge_session::probes::Hwnoise(&plan),
+        &around,
+        &mut [],
+    )?;
+    super::warn_all(&warnings);
+    let Some(result) = results.pop().and_then(|p| p.downcast::<HwnoiseResult>()) else {
+        anyhow::bail!("the hardware-noise probe returned no result");
+    };
+    super::print_text(&result.terminal_section(&rtgauge_model::kind::RunFacts {
+        missed_deadlines_known: true,
+    }))?;
+    let probe = ProbeResult::from(result);
+    if let Some(path) = &a.output.output {
+        let status = if stop.is_set() {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        };
+        let system = rtgauge_host::system::read_system_info(&root);
+        crate::output::write_output(path, started, system, probe, status, warnings)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

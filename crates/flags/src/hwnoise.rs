@@ -1,0 +1,159 @@
+//! `rtgauge hwnoise`'s flags (hwlatdetect's where they make sense), resolved into the hardware-noise
+//! probe's plan.
+
+use super::parse_duration_arg;
+use anyhow::{bail, Context as _};
+use clap::Args;
+use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
+use rtgauge_host::HostRoot;
+use rtgauge_model::hwnoise::HwnoiseConfig;
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::hwnoise::HwnoisePlan;
+use std::time::Duration;
+
+/// Hardware and firmware noise: the kernel's hwlat tracer spins with interrupts off for `--width` of every
+/// `--window` on each CPU and reports every window whose largest gap reached `--threshold` (what is left
+/// when the OS cannot run: SMIs, NMIs, the hypervisor, the hardware). Needs root and a kernel with the
+/// hwlat tracer; each sampled CPU is busy with interrupts off for width/window of the time.
+#[derive(Debug, Clone, Args)]
+pub struct HwnoiseArgs {
+    /// How long (hwlatdetect's --duration: 90, 30s, 15m, 24h; default 30s). In a profile: at most this,
+    /// and no longer than the run's duration.
+    #[arg(short = 'D', long = "duration", value_name = "TIME", value_parser = parse_duration_arg)]
+    pub duration: Option<Nanos>,
+
+    /// Report windows whose largest gap is at least this (µs without a unit; hwlatdetect's default 10).
+    #[arg(long = "threshold", value_name = "TIME", default_value = "10", value_parser = parse_us)]
+    pub threshold: Nanos,
+
+    /// The sampling window (µs without a unit).
+    #[arg(long = "window", value_name = "TIME", default_value = "1000000", value_parser = parse_us)]
+    pub window: Nanos,
+
+    /// Time sampled with interrupts off in each window (µs without a unit; at most the window).
+    #[arg(long = "width", value_name = "TIME", default_value = "500000", value_parser = parse_us)]
+    pub width: Nanos,
+
+    /// CPUs to sample, kernel list syntax (default: every online CPU).
+    #[arg(short = 'c', long = "cpu-list", value_name = "LIST")]
+    pub cpu_list: Option<String>,
+
+    /// `per-cpu`: a sampling thread on every chosen CPU at once (rtla hwnoise's coverage); `round-robin`:
+    /// one thread moved to the next CPU each window (hwlatdetect's kernel default); kernels before 5.14
+    /// have neither and sample with one thread.
+    #[arg(long = "mode", value_name = "MODE", default_value = "per-cpu", value_parser = ["per-cpu", "round-robin"])]
+    pub mode: String,
+
+    #[command(flatten)]
+    pub output: super::OutputArg,
+}
+
+/// How long the verb samples without `-D`.
+pub const DEFAULT_DURATION_NS: u64 = 30_000_000_000;
+
+/// A time in µs as hwlatdetect takes it (`10`), or with a unit (`10us`, `1ms`, `1s`).
+fn parse_us(s: &str) -> Result<Nanos, String> {
+    match s.trim().parse::<u64>() {
+        Ok(us) => Ok(Nanos(us.saturating_mul(1000))),
+        Err(_) => parse_duration_arg(s),
+    }
+}
+
+/// Check the CPUs, width and window and build the plan.
+pub fn resolve(a: &HwnoiseArgs, root: &HostRoot) -> anyhow::Result<HwnoisePlan> {
+    let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+    let cpus = match &a.cpu_list {
+        Some(l) => {
+            let c = CpuSet::parse(l).map_err(|e| anyhow::anyhow!("-c/--cpu-list {l}: {e}"))?;
+            if let Some(off) = c.iter().find(|x| !online.contains(*x)) {
+                bail!("-c/--cpu-list {l}: CPU {off} is not online (online: {online})");
+            }
+            c
+        }
+        None => online,
+    };
+    if cpus.is_empty() {
+        bail!("-c/--cpu-list: no CPU");
+    }
+    let (width, window, thr) = (a.width.as_ns(), a.window.as_ns(), a.threshold.as_ns());
+    if thr < 1000 {
+        bail!(
+            "--threshold {}: at least 1 µs (the tracer counts whole µs)",
+            a.threshold
+        );
+    }
+    if window < 1000 || width < 1000 {
+        bail!("--width/--window: at least 1 µs each");
+    }
+    if width > window {
+        bail!(
+            "--width {} is longer than --window {}: the tracer samples width out of every window",
+            a.width,
+            a.window
+        );
+    }
+    let duration = a.duration.unwrap_or(Nanos(DEFAULT_DURATION_NS));
+    if duration.as_ns() == 0 {
+        bail!("-D/--duration: must be longer than 0");
+    }
+    Ok(HwnoisePlan {
+        config: HwnoiseConfig {
+            cpus,
+            mode: a.mode.clone(),
+            threshold_ns: thr,
+            width_ns: width,
+            window_ns: window,
+            duration_ns: Some(duration.as_ns()),
+        },
+        tick: Duration::from_millis(100),
+    })
+}
+
+impl super::stage::StagePlan for HwnoisePlan {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Hwnoise
+    }
+
+    fn announce(&self, duration: Nanos, cpus: &CpuSet) -> Option<String> {
+        Some(format!(
+            "hwnoise on CPUs {cpus} for {duration} (hwlat tracer, width {} of every {} µs, interrupts off)…",
+            self.config.width_ns / 1000,
+            self.config.window_ns / 1000
+        ))
+    }
+
+    fn why(&self) -> Option<rtgauge_session::why::WhyOpts> {
+        Some(rtgauge_session::why::WhyOpts {
+            counters: true,
+            ..Default::default()
+        })
+    }
+
+    fn duration_ns(&self) -> Option<u64> {
+        self.config.duration_ns
+    }
+
+    fn loadable(&self) -> bool {
+        false
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        rtgauge_probe::hwnoise::unavailable()
+    }
+
+    fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::Hwnoise(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_microseconds_unless_a_unit_is_given() {
+        assert_eq!(parse_us("10").unwrap().as_ns(), 10_000);
+        assert_eq!(parse_us("1ms").unwrap().as_ns(), 1_000_000);
+        assert!(parse_us("ten").is_err());
+    }
+}
