@@ -255,17 +255,17 @@ impl EpisodeTracker {
     }
 }
 
-/// What an episode's unattributed remainder points to: firmware first where its CPU took SMIs in the
-/// enclosing counter interval (an SMI stops the CPU in firmware no kernel sees; the interval is longer than
-/// the window, so the others stay named), else the three suspects, with the steal the hypervisor admitted
-/// and whether SMIs were counted.
+/// What an episode's unattributed remainder points to: the three suspects, with the steal the hypervisor
+/// admitted in the enclosing counter interval and the SMIs counted there (the interval is longer than the
+/// window: an SMI in it is not shown to be at the stall).
 pub fn unattributed(e: &Episode) -> String {
     let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
     match (e.smis, e.steal_ns) {
-        (Some(n), _) if n > 0 => format!(
-            "unattributed (firmware: {n} SMI{} on CPU {} in that interval; else hypervisor/hardware)",
+        (Some(n), s) if n > 0 => format!(
+            "unattributed (hypervisor/firmware/hardware; {n} SMI{} on CPU {} in that interval, steal {})",
             if n == 1 { "" } else { "s" },
-            e.cpu
+            e.cpu,
+            ms(s)
         ),
         (Some(_), 0) => {
             "unattributed (hypervisor/firmware/hardware; no SMI counted in that interval)".into()
@@ -367,7 +367,8 @@ mod tests {
             ..b.clone()
         };
         assert!(
-            sentence(&fired).starts_with("100 % unattributed (firmware: 1 SMI on CPU"),
+            sentence(&fired)
+                .starts_with("100 % unattributed (hypervisor/firmware/hardware; 1 SMI on CPU"),
             "{}",
             sentence(&fired)
         );

@@ -128,8 +128,8 @@ impl IntervalVerdict {
         let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
         let smis = match self.smis {
             Some(n) if n > 0 => format!(
-                "{n} SMI{} on CPU {} in that interval: firmware (System Management Mode) held the CPU — BIOS \
-                 power/thermal management, USB legacy emulation or a firmware updater (docs/hwnoise.md)",
+                "{n} SMI{} counted on CPU {} in that interval: firmware (System Management Mode) ran on it then, \
+                 not shown to be at the worst sample (docs/hwnoise.md)",
                 if n == 1 { "" } else { "s" },
                 self.cpu
             ),
@@ -168,15 +168,15 @@ impl IntervalVerdict {
         } else {
             "interrupts, softirqs and IRQ time; this kernel keeps no per-task run-queue wait, so a thread that held the CPU briefly would not show"
         };
-        if !smis.is_empty() {
-            return format!(
-                "nothing in this kernel rose above its typical interval ({looked}); {smis}"
-            );
-        }
-        let counted = if self.smis.is_some() {
-            "no SMI counted, "
-        } else {
-            ""
+        let counted = match self.smis {
+            Some(0) => "no SMI counted, ",
+            Some(_) => {
+                return format!(
+                    "nothing in this kernel rose above its typical interval ({looked}); {smis}; steal {}; --trace breaks a stall down",
+                    ms(self.steal_ns)
+                )
+            }
+            None => "",
         };
         let outside = if self.steal_ns > 0 {
             format!(
@@ -257,7 +257,7 @@ mod tests {
             .sentence();
         assert!(
             s.starts_with("nothing in this kernel rose")
-                && s.contains("2 SMIs on CPU 1 in that interval: firmware"),
+                && s.contains("2 SMIs counted on CPU 1 in that interval: firmware"),
             "{s}"
         );
         let s = explain_interval(&why, 1, 4_000_000_000, 400_000)

@@ -13,8 +13,12 @@ fn has_hwlat() -> bool {
     rtgauge_probe::hwnoise::unavailable().is_none()
 }
 
+/// One test at a time: the tracer has one user (a second run is refused), and tracefs is mounted for a look.
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn the_verb_measures_or_names_what_the_kernel_lacks() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("hw.json");
     let (code, stdout, stderr) = common::run(&[
@@ -53,6 +57,7 @@ fn the_verb_measures_or_names_what_the_kernel_lacks() {
 
 #[test]
 fn the_ran_profile_skips_hwnoise_where_the_kernel_has_no_tracer() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
     let (code, stdout, stderr) = common::run(&[

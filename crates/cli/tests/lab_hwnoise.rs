@@ -21,24 +21,33 @@ use std::time::Duration;
 /// SMIs the guest makes on CPU 0.
 const SMIS: u64 = 5;
 
-/// An audit whose 3 s sample sees three SMIs, then a timer probe on CPUs 0 and 1 (its counters read the SMI
-/// counts) 2.5 s into which five SMIs are made: one-byte writes to port 0xB2 from CPU 0. After each, whether
-/// the msr driver is still there.
+/// An audit whose 3 s sample sees three SMIs; a timer probe on CPUs 0 and 1 counting SMIs per interval
+/// (`--smi`) into which five SMIs are made; one without `--smi` with two (counted at its start and end
+/// only). SMIs are one-byte writes to port 0xB2 from CPU 0, made once rtgauge has loaded the msr driver
+/// (and read the counts). After each command, whether the driver is still there.
 const SCRIPT: &str = r#"test -e /dev/cpu/0/msr && echo "msr loaded before the run"
 smi() { for i in $(seq $1); do printf '\000' | taskset -c 0 dd of=/dev/port bs=1 seek=178 count=1 conv=notrunc 2>/dev/null; done; }
+loaded() { until test -e /dev/cpu/0/msr || ! kill -0 $1 2>/dev/null; do usleep 10000; done; usleep 1000000; }
 rtgauge audit --interval 3s --format json > $OUT/audit.json 2> $OUT/audit.err &
-audit=$!
-usleep 1500000
+p=$!
+loaded $p
 smi 3
-wait $audit
+wait $p
+cat $OUT/audit.err
 test -e /dev/cpu/0/msr && echo "msr still loaded after the audit"
-rtgauge cyclic -m -p 90 -t 2 -a 0-1 -i 1000 -D 5 --output $OUT/run.json > $OUT/run.txt 2>&1 &
-probe=$!
-usleep 2500000
+rtgauge cyclic -m -p 90 -t 2 -a 0-1 -i 1000 -D 5 --smi --output $OUT/run.json > $OUT/run.txt 2>&1 &
+p=$!
+loaded $p
 smi 5
 echo "smis written"
-wait $probe; echo "cyclic exit $?"
+wait $p; echo "cyclic exit $?"
 test -e /dev/cpu/0/msr && echo "msr still loaded after the run"
+rtgauge cyclic -m -p 90 -t 2 -a 0-1 -i 1000 -D 4 --output $OUT/run2.json > $OUT/run2.txt 2>&1 &
+p=$!
+loaded $p
+smi 2
+wait $p; echo "second cyclic exit $?"
+cat $OUT/run.txt $OUT/run2.txt
 true
 "#;
 
@@ -50,13 +59,15 @@ fn smis_are_counted_per_cpu_in_the_interval_they_happened() {
     g.modules = vec!["msr".into()];
     g.seabios = true;
     g.label = "rt 2 CPUs, SMIs on CPU 0".into();
-    g.timeout = Duration::from_secs(150);
+    g.timeout = Duration::from_secs(240);
     let b = g.boot().unwrap();
     let log = b.log();
     eprintln!("lab smi: {log}");
     assert_eq!(b.status, Some(0), "{log}\n{}", b.console);
     assert!(
-        log.contains("smis written") && log.contains("cyclic exit 0"),
+        log.contains("smis written")
+            && log.contains("cyclic exit 0")
+            && log.contains("second cyclic exit 0"),
         "{log}"
     );
     assert!(!log.contains("msr loaded before"), "{log}");
@@ -70,7 +81,7 @@ fn smis_are_counted_per_cpu_in_the_interval_they_happened() {
         .unwrap()
         .iter()
         .find(|f| f["id"] == "smi-during-sample")
-        .unwrap();
+        .unwrap_or_else(|| panic!("no smi-during-sample finding: {audit}"));
     eprintln!("lab smi: audit {f}");
     assert_eq!(f["status"], "fail", "{f}");
     assert!(f.to_string().contains("CPU 0: 3 SMIs"), "{f}");
@@ -108,6 +119,20 @@ fn smis_are_counted_per_cpu_in_the_interval_they_happened() {
     if let [a, b] = with[..] {
         assert_eq!(b.0 - a.0, 1_000_000_000, "adjacent intervals: {cpu0:?}");
     }
+
+    // Without --smi: the totals only (read at the start and the end), no per-interval count.
+    let run2: Value = serde_json::from_str(&b.read("run2.json")).unwrap();
+    let why2 = &run2["probes"][0]["why"];
+    assert_eq!(why2["smis"], serde_json::json!([[0, 2], [1, 0]]), "{why2}");
+    assert!(
+        why2["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["smis"].is_null()),
+        "{why2}"
+    );
+    assert_eq!(why["smis"], serde_json::json!([[0, SMIS], [1, 0]]), "{why}");
 
     // The report says it per CPU, and the interval's verdict names the SMIs.
     let dir = tempfile::tempdir().unwrap();
@@ -151,12 +176,15 @@ fn smis_are_counted_per_cpu_in_the_interval_they_happened() {
 /// The guest: `rtgauge hwnoise` on both vCPUs (width 900 ms of every 1 s window, threshold 1 ms: TCG's own
 /// jitter stays below it), a console line once it samples (the host's bursts start from it); then the
 /// tracer's settings as read back, a run killed with SIGKILL (the tracer left on), and the next run, which
-/// puts it back.
+/// puts it back; last, hwlatdetect (rt-tests) on vCPU 1 with the same width, window and threshold, under
+/// the same bursts (`@PYTHON@`: the interpreter copied in).
 const HW_SCRIPT: &str = r#"t=/sys/kernel/tracing
+d=/sys/kernel/debug/tracing
 mounted() { test -e $t/current_tracer || mount -t tracefs nodev $t; }
-rtgauge hwnoise -c 0-1 -D 8 --width 900000 --window 1000000 --threshold 1000 --output $OUT/hw.json > $OUT/hw.txt 2>&1 &
+sampling() { until grep -qs hwlat $d/current_tracer || ! kill -0 $1 2>/dev/null; do usleep 20000; done; }
+rtgauge hwnoise -c 0-1 -D 10 --width 900000 --window 1000000 --threshold 1000 --output $OUT/hw.json > $OUT/hw.txt 2>&1 &
 p=$!
-until grep -qs "hwlat" $t/current_tracer; do usleep 20000; done
+sampling $p
 echo "rtgauge-lab-hw: sampling"
 wait $p; echo "hwnoise exit $?"
 mounted
@@ -165,7 +193,7 @@ test -e /run/rtgauge/hwlat-saved && echo "marker left"
 umount $t
 rtgauge hwnoise -c 1 -D 60 > /dev/null 2>&1 &
 p=$!
-usleep 3000000
+sampling $p
 kill -9 $p; wait $p
 mounted
 echo "killed: $(cat $t/current_tracer) width $(cat $t/hwlat_detector/width)"
@@ -173,22 +201,36 @@ rtgauge hwnoise -c 0 -D 1 --width 100000 --window 200000 > $OUT/hw2.txt 2>&1; ec
 mounted
 echo "cleaned: $(cat $t/current_tracer) thresh $(cat $t/tracing_thresh) width $(cat $t/hwlat_detector/width) window $(cat $t/hwlat_detector/window)"
 cat $OUT/hw.txt $OUT/hw2.txt
+umount $t
+@PYTHON@ -S /usr/sbin/hwlatdetect --duration=10 --threshold=1000 --window=1000000 --width=900000 --cpu-list=1 > $OUT/hwlatdetect.txt 2>&1 &
+p=$!
+sampling $p
+echo "rtgauge-lab-hw: hwlatdetect sampling"
+wait $p; echo "hwlatdetect exit $?"
+echo "after hwlatdetect: $(cat $d/current_tracer) thresh $(cat $d/tracing_thresh) width $(cat $d/hwlat_detector/width) on $(cat $d/tracing_on)"
+cat $OUT/hwlatdetect.txt
 "#;
 
 /// Bursts the host makes on vCPU 1's host CPU, and their length.
-const BURSTS: usize = 3;
+const BURSTS: usize = 5;
 const BURST: Duration = Duration::from_millis(50);
 
 #[test]
 fn hwnoise_finds_the_gaps_a_host_thread_makes_and_leaves_the_tracer_as_it_was() {
     let kernel = Kernel::fetch(Flavour::Rt).unwrap();
-    let mut g = Guest::new(&kernel, GuestTopology::flat(2), HW_SCRIPT);
+    let (python, files) = hwlatdetect_for_guest();
+    let script = HW_SCRIPT.replace("@PYTHON@", &python.display().to_string());
+    let mut g = Guest::new(&kernel, GuestTopology::flat(2), &script);
+    g.binaries = vec![python];
+    g.files = files;
     g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
     // The host must take one vCPU's thread, not the one thread of single-threaded TCG.
     g.vcpu_threads = true;
     g.label = "rt 2 CPUs, hwnoise with host bursts on host CPU 1".into();
-    g.timeout = Duration::from_secs(180);
-    let side = Mutex::new(Err("not run".to_string()));
+    g.timeout = Duration::from_secs(300);
+    let side = Mutex::new(Err::<(Vec<(u64, u64)>, Vec<(u64, u64)>), _>(
+        "not run".to_string(),
+    ));
     let b = g
         .boot_with(&|r: &RunningGuest| {
             *side.lock().unwrap() = beside(r);
@@ -197,7 +239,7 @@ fn hwnoise_finds_the_gaps_a_host_thread_makes_and_leaves_the_tracer_as_it_was() 
     let log = b.log();
     eprintln!("lab hwnoise: {log}");
     assert_eq!(b.status, Some(0), "{log}\n{}", b.console);
-    let bursts = side
+    let (bursts, hwlatdetect_bursts) = side
         .into_inner()
         .unwrap()
         .unwrap_or_else(|e| panic!("{e}\n{log}"));
@@ -253,18 +295,104 @@ fn hwnoise_finds_the_gaps_a_host_thread_makes_and_leaves_the_tracer_as_it_was() 
         "CPU 1 gaps {on1:?} for {BURSTS} bursts of {BURST:?}"
     );
     assert!(r["why"]["smi"].as_str().is_some(), "{r}");
+
+    // hwlatdetect, same tracer, same settings, the same bursts on vCPU 1: its samples ("ts: …, inner:N,
+    // outer:N", µs) see them as well. It leaves the width it set and tracing off (the kernel itself puts
+    // the threshold back when the tracer stops).
+    let samples: Vec<f64> = log
+        .lines()
+        .filter_map(|l| {
+            let inner = l
+                .split("inner:")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .trim()
+                .parse::<f64>()
+                .ok()?;
+            let outer = l.split("outer:").nth(1)?.trim().parse::<f64>().ok()?;
+            Some(inner.max(outer) / 1000.0)
+        })
+        .collect();
+    eprintln!("lab hwnoise: hwlatdetect bursts {hwlatdetect_bursts:?}; its samples ms {samples:?}");
+    assert!(
+        log.contains("hwlatdetect exit 1"),
+        "it exits 1 when a sample is above the threshold: {log}"
+    );
+    let seen = samples
+        .iter()
+        .filter(|&&ms| (45.0..=65.0).contains(&ms))
+        .count();
+    assert!(seen >= 2, "hwlatdetect samples {samples:?}");
+    assert!(
+        log.contains("after hwlatdetect: nop thresh 0 width 900000 on 0"),
+        "{log}"
+    );
 }
 
-/// Pin the vCPU threads, wait for the guest to sample, make the bursts on host CPU 1.
-fn beside(r: &RunningGuest) -> Result<Vec<(u64, u64)>, String> {
-    pin_vcpus(r.qemu_pid, 2, || r.alive())?;
+/// The Python interpreter hwlatdetect runs under and what it needs in the guest: the interpreter (its real
+/// path; copied there with its libraries) and, as files, hwlatdetect and every module file it imports
+/// (found by running its `--help` here, under `-S` as in the guest).
+fn hwlatdetect_for_guest() -> (std::path::PathBuf, Vec<(String, Vec<u8>)>) {
+    let script = rtgauge_lab::guest_program("hwlatdetect").unwrap();
+    let code = format!(
+        r#"
+import contextlib, io, os, runpy, sys
+sys.argv = ["hwlatdetect", "--help"]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        runpy.run_path({:?}, run_name="__main__")
+    except SystemExit:
+        pass
+print(os.path.realpath(sys.executable))
+for m in list(sys.modules.values()):
+    f = getattr(m, "__file__", None)
+    if f:
+        print(os.path.realpath(f))
+"#,
+        script.display().to_string()
+    );
+    let out = common::program("python3")
+        .args(["-S", "-c", &code])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let python = std::path::PathBuf::from(lines.next().unwrap());
+    let mut files: Vec<(String, Vec<u8>)> = lines
+        .map(|p| {
+            (
+                p.trim_start_matches('/').to_string(),
+                std::fs::read(p).unwrap(),
+            )
+        })
+        .collect();
+    files.push((
+        "usr/sbin/hwlatdetect".into(),
+        std::fs::read(&script).unwrap(),
+    ));
+    (python, files)
+}
+
+/// Bursts on host CPU 1 from 1.5 s after the guest says `line`.
+fn bursts_after(r: &RunningGuest, line: &str) -> Result<Vec<(u64, u64)>, String> {
     let t = std::time::Instant::now();
-    while r.alive() && !r.console_text().contains("rtgauge-lab-hw: sampling") {
-        if t.elapsed() > Duration::from_secs(150) {
-            return Err("the guest never sampled".into());
+    while !r.console_text().contains(line) {
+        if !r.alive() || t.elapsed() > Duration::from_secs(240) {
+            return Err(format!("the guest never said '{line}'"));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(1500));
     Ok(fifo_bursts(1, BURSTS, BURST, Duration::from_millis(1300)).1)
+}
+
+/// Pin the vCPU threads, and make the bursts while rtgauge samples, then while hwlatdetect does.
+#[allow(clippy::type_complexity)]
+fn beside(r: &RunningGuest) -> Result<(Vec<(u64, u64)>, Vec<(u64, u64)>), String> {
+    pin_vcpus(r.qemu_pid, 2, || r.alive())?;
+    let ours = bursts_after(r, "rtgauge-lab-hw: sampling")?;
+    let theirs = bursts_after(r, "rtgauge-lab-hw: hwlatdetect sampling")?;
+    Ok((ours, theirs))
 }

@@ -167,7 +167,17 @@ fn vpr_profile_prints_the_seed_003_table_and_a_verdict() {
         "exit code follows the verdict"
     );
     let d = export_json(&db, "latest");
-    assert_eq!(d["verdicts"].as_array().unwrap().len(), 2);
+    // The two cyclic gates, and hwnoise.max: measured, or skipped where the kernel has no hwlat tracer.
+    let v = d["verdicts"].as_array().unwrap();
+    assert_eq!(v.len(), 3);
+    assert_eq!(v[2]["gate"]["metric"], "hwnoise_max_ns");
+    let skipped = v[2]["outcome"] == "skipped";
+    assert_eq!(
+        skipped,
+        rtgauge_probe::hwnoise::unavailable().is_some(),
+        "{}",
+        v[2]
+    );
     assert_eq!(
         d["probes"][0]["threads"][0]["cycles"], 20_000,
         "2 s at 100 µs"

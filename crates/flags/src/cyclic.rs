@@ -139,6 +139,11 @@ pub struct CyclicArgs {
     #[arg(long = "trace")]
     pub trace: bool,
 
+    /// Count the SMIs of the measured CPUs every interval (cyclictest's --smi): each read of a CPU's
+    /// MSR_SMI_COUNT interrupts it, so without it they are read at the start and the end only (Intel; root).
+    #[arg(long = "smi")]
+    pub smi: bool,
+
     /// Do not sample the interval counters (for the overhead bench only).
     #[arg(long = "no-counters", hide = true)]
     pub no_counters: bool,
@@ -392,6 +397,7 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
         counters: !a.no_counters,
         trace: a.trace || a.break_above.is_some(),
         threshold: a.spike.map(rtgauge_session::why::spike_threshold),
+        smi_intervals: a.smi,
     };
     Ok(Resolved {
         plan: CyclicPlan {

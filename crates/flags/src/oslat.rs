@@ -74,6 +74,11 @@ pub struct OslatArgs {
     #[arg(long = "trace")]
     pub trace: bool,
 
+    /// Count the SMIs of the measured CPUs every interval (cyclictest's --smi): each read of a CPU's
+    /// MSR_SMI_COUNT interrupts it, so without it they are read at the start and the end only (Intel; root).
+    #[arg(long = "smi")]
+    pub smi: bool,
+
     /// Stop at the first gap ≥ US µs and write a marker into the ftrace buffer, then stop tracing. Unlike
     /// oslat, the summary and the JSON are still written.
     #[arg(short = 'T', long = "trace-threshold", value_name = "US", value_parser = clap::value_parser!(u64).range(1..))]
@@ -220,6 +225,7 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatP
             counters: true,
             trace: a.trace,
             threshold: None,
+            smi_intervals: a.smi,
         },
     })
 }

@@ -146,6 +146,10 @@ pub struct Sampler {
     /// The probe's threads: (CPU it is pinned to, thread id).
     threads: Vec<(u32, i32)>,
     smi: Option<SmiReader>,
+    /// Whether each interval reads the SMI counts (else only the start and the end do: reading another
+    /// CPU's MSR interrupts it, an IPI, so per-interval counts are asked for, as `cyclictest --smi` is).
+    smi_each: bool,
+    smi_first: BTreeMap<u32, u64>,
     /// What the SMI counts cover, or why there are none (one line, for the document).
     pub smi_note: String,
     /// The deltas so far, in interval order, one per CPU and interval.
@@ -153,8 +157,9 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Take the first sample now (the start of the interval at 0 ns).
-    pub fn start(root: &HostRoot, cpus: &CpuSet) -> Sampler {
+    /// Take the first sample now (the start of the interval at 0 ns); `smi_each`: read the SMI counts every
+    /// interval, not only at the start and the end.
+    pub fn start(root: &HostRoot, cpus: &CpuSet, smi_each: bool) -> Sampler {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let mut s = Sampler {
@@ -165,11 +170,14 @@ impl Sampler {
             tick_ns: 1_000_000_000 / if hz > 0 { hz as u64 } else { 100 },
             threads: Vec::new(),
             smi: None,
+            smi_each,
+            smi_first: BTreeMap::new(),
             smi_note: String::new(),
             intervals: Vec::new(),
         };
         match SmiReader::open(root, cpus.iter()) {
             Ok(r) => {
+                s.smi_first = r.read();
                 s.smi = Some(r);
                 s.smi_note = crate::smi::read_platform(root).describe();
             }
@@ -199,7 +207,7 @@ impl Sampler {
                 c.run_delay = Some(c.run_delay.unwrap_or(0) + ns);
             }
         }
-        if let Some(r) = &self.smi {
+        if let Some(r) = self.smi.as_ref().filter(|_| self.smi_each) {
             for (cpu, n) in r.read() {
                 if let Some(c) = all.get_mut(&cpu) {
                     c.smis = Some(n);
@@ -233,6 +241,19 @@ impl Sampler {
         }
         self.last = now;
         self.last_start_ns = now_ns;
+    }
+}
+
+impl Sampler {
+    /// The SMIs each CPU took since the start (read now), where countable; empty otherwise.
+    pub fn smi_totals(&self) -> Vec<(u32, u64)> {
+        let Some(r) = &self.smi else {
+            return Vec::new();
+        };
+        r.read()
+            .into_iter()
+            .filter_map(|(cpu, n)| Some((cpu, smi_delta(n, *self.smi_first.get(&cpu)?))))
+            .collect()
     }
 }
 
@@ -347,7 +368,7 @@ mod tests {
     fn live_sampler_sees_the_local_timer_of_a_busy_cpu() {
         let root = HostRoot::live();
         let cpus = CpuSet::parse("0").unwrap();
-        let mut s = Sampler::start(&root, &cpus);
+        let mut s = Sampler::start(&root, &cpus, false);
         assert!(s.available());
         std::thread::sleep(std::time::Duration::from_millis(100));
         s.sample(1_000_000_000);

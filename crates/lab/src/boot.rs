@@ -85,6 +85,10 @@ pub struct Guest {
     /// Boot through SeaBIOS (QEMU's default firmware) instead of qboot: it sets up System Management
     /// Mode and enables the APM control port's SMIs (0xB2), which qboot leaves off. Seconds slower.
     pub seabios: bool,
+    /// Host binaries installed at the same path in the guest with the shared libraries `ldd` lists (an
+    /// interpreter a script of `files` runs under); the caller starts them, so they are in
+    /// deps/programs.tsv by the command that found them.
+    pub binaries: Vec<PathBuf>,
     /// Modules of the kernel's package (those it keeps, by name: `msr`) installed under
     /// `/lib/modules/<release>/` with a `modules.dep`, for the guest's `modprobe` (not loaded).
     pub modules: Vec<String>,
@@ -160,6 +164,7 @@ impl Guest {
             rtgauge: None,
             programs: Vec::new(),
             modules: Vec::new(),
+            binaries: Vec::new(),
             seabios: false,
             files: Vec::new(),
             timeout: Duration::from_secs(120),
@@ -294,6 +299,10 @@ impl Guest {
         for p in &self.programs {
             let host = crate::guest_program(p)?;
             fs.binary_with_libraries(&format!("usr/bin/{p}"), &host)?;
+        }
+        for b in &self.binaries {
+            let at = b.display().to_string();
+            fs.binary_with_libraries(at.trim_start_matches('/'), b)?;
         }
         for (path, data) in &self.files {
             fs.file(path, data.clone(), 0o755);

@@ -1,11 +1,13 @@
 //! Debian kernels for the lab, fetched like any other test dependency: `apt-get download` of the
 //! metapackage (`linux-image-rt-amd64`, `linux-image-amd64`) names the current image package
-//! (`linux-image-6.1.0-N-rt-amd64`), which is downloaded and unpacked with `dpkg-deb -x`; only `boot/` is
-//! kept (the 400 MB of modules are not needed: the guests use built-in drivers only), and the vmlinux inside
+//! (`linux-image-6.1.0-N-rt-amd64`), which is downloaded and unpacked with `dpkg-deb -x`; only `boot/` and
+//! the few modules of [`KEPT_MODULES`] are kept (not the other 400 MB: the guests use built-in drivers, and
+//! a guest asks for a kept module by name), and the vmlinux inside
 //! the bzImage is decompressed once, so that QEMU boots the ELF through PVH instead of spending ~10 s of TCG
 //! time in the kernel's own xz decompressor at every boot.
 //!
-//! Layout of the cache ([`crate::cache_dir`]): `debs/*.deb`, `PACKAGE_VERSION/{vmlinux,config,vmlinuz}`.
+//! Layout of the cache ([`crate::cache_dir`]): `debs/*.deb`, `PACKAGE_VERSION/{vmlinux,config,vmlinuz}`,
+//! `PACKAGE_VERSION/modules/*.ko`.
 //! When the package index cannot be reached (offline), the newest kernel already cached is used and a
 //! warning says so.
 
@@ -103,10 +105,7 @@ impl Kernel {
             vmlinux: dir.join("vmlinux"),
             config: dir.join("config"),
         };
-        if k.vmlinux.is_file()
-            && k.config.is_file()
-            && KEPT_MODULES.iter().all(|m| k.module_at(m).is_file())
-        {
+        if k.complete() {
             return Ok(k);
         }
         let deb = download(&debs, &package)?;
@@ -130,6 +129,14 @@ impl Kernel {
             .iter()
             .find(|m| m.rsplit('/').next() == Some(&format!("{name}.ko")))?;
         Some((self.module_at(rel), format!("kernel/{rel}")))
+    }
+
+    /// Whether everything the lab keeps of the package is in the cache (a kernel cached before a module
+    /// was kept is unpacked again).
+    fn complete(&self) -> bool {
+        self.vmlinux.is_file()
+            && self.config.is_file()
+            && KEPT_MODULES.iter().all(|m| self.module_at(m).is_file())
     }
 
     fn module_at(&self, rel: &str) -> PathBuf {
@@ -318,7 +325,7 @@ fn cached(cache: &Path, flavour: Flavour) -> Option<Kernel> {
                 config: e.path().join("config"),
             })
         })
-        .filter(|k| k.vmlinux.is_file() && k.config.is_file())
+        .filter(Kernel::complete)
         .collect();
     found.sort_by_key(|k| {
         std::fs::metadata(&k.vmlinux)

@@ -43,7 +43,8 @@ pub struct IntervalCounters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_delay_ns: Option<u64>,
     /// System Management Interrupts the CPU took over the interval (`MSR_SMI_COUNT` deltas): firmware ran
-    /// and no kernel saw it. `None` where SMIs are not countable ([`Why::smi`] says why).
+    /// and no kernel saw it. `None` where SMIs are not countable ([`Why::smi`] says why) or were not asked
+    /// for per interval (`--smi`: each read interrupts the CPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smis: Option<u64>,
 }
@@ -255,6 +256,10 @@ pub struct Why {
     /// What the SMI counts of [`IntervalCounters::smis`] cover, or why there are none (one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smi: Option<String>,
+    /// The SMIs each measured CPU took over the probe, (CPU, count), where countable: read at its start
+    /// and end (per interval too, in [`IntervalCounters::smis`], with `--smi`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub smis: Vec<(u32, u64)>,
     /// The VM host record the episodes were joined with (`rtgauge vm join`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::vm::HostJoin>,

@@ -103,6 +103,12 @@ impl Outcome {
     }
 }
 
+/// Whether gates were given and every one was skipped (their probes could not run on the platform):
+/// nothing was judged, which is no pass.
+pub fn all_skipped(verdicts: &[GateVerdict]) -> bool {
+    !verdicts.is_empty() && verdicts.iter().all(|v| v.outcome == Outcome::Skipped)
+}
+
 /// A gate with what was observed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateVerdict {

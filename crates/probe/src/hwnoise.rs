@@ -54,7 +54,7 @@ pub enum HwnoiseError {
         available: String,
     },
     /// The tracer is already running for someone else.
-    #[error("the hwlat tracer is already on ({0} runs it): one user at a time")]
+    #[error("the kernel's tracer is in use ({0}): tracefs has one current tracer, and rtgauge does not take it from another user")]
     Busy(String),
     /// Setting the tracer up failed.
     #[error("{path}: {source}")]
@@ -77,8 +77,16 @@ pub struct HwnoisePlan {
 
 /// One tracer entry: (CPU, the window's gap record, its wall-clock stamp in ns since the epoch).
 pub fn parse_entry(line: &str) -> Option<(HwGap, u64)> {
-    let rest = line.split_once("inner/outer(us):")?.1;
-    let cpu = line
+    let (head, rest) = line.split_once("inner/outer(us):")?;
+    // The hwlat form only: "#<seq>" right before (other top-level events never forge a gap).
+    let seq = head.trim_end().rsplit(char::is_whitespace).next()?;
+    let seq_ok = seq
+        .strip_prefix('#')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !seq_ok {
+        return None;
+    }
+    let cpu = head
         .split_once('[')?
         .1
         .split_once(']')?
@@ -87,24 +95,31 @@ pub fn parse_entry(line: &str) -> Option<(HwGap, u64)> {
         .parse()
         .ok()?;
     let (inner, rest) = rest.trim_start().split_once('/')?;
-    let mut words = rest.split_whitespace();
-    let outer: u64 = words.next()?.parse().ok()?;
-    let field =
-        |name: &str| -> Option<&str> { rest.split_whitespace().find_map(|w| w.strip_prefix(name)) };
+    let outer: u64 = rest.split_whitespace().next()?.parse().ok()?;
+    let field = |name: &str| rest.split_whitespace().find_map(|w| w.strip_prefix(name));
     let ts = field("ts:")?;
-    let (s, ns) = ts.split_once('.').unwrap_or((ts, "0"));
-    let wall =
-        s.parse::<u64>().ok()? * 1_000_000_000 + format!("{ns:0<9}")[..9].parse::<u64>().ok()?;
+    let (secs, frac) = ts.split_once('.').unwrap_or((ts, "0"));
+    if frac.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac = frac.get(..9).unwrap_or(frac);
+    let ns = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
+    let wall = secs
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(ns)?;
     let num = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let us = |v: u64| v.checked_mul(1000);
     Some((
         HwGap {
             cpu,
             at_ns: 0,
-            inner_ns: inner.trim().parse::<u64>().ok()? * 1000,
-            outer_ns: outer * 1000,
+            inner_ns: us(inner.trim().parse().ok()?)?,
+            outer_ns: us(outer)?,
             count: num("count:").max(1),
             nmi_count: num("nmi-count:"),
-            nmi_ns: num("nmi-total:") * 1000,
+            nmi_ns: us(num("nmi-total:"))?,
         },
         wall,
     ))
@@ -142,11 +157,11 @@ fn has_tracer(root: &Path) -> Result<(), HwnoiseError> {
     })
 }
 
-/// Why this system cannot run the probe (no tracefs, no hwlat tracer), or `None`; tracefs left as found.
+/// Why this kernel cannot run the probe (it has no hwlat tracer), or `None`; tracefs left as found. Not
+/// being allowed to (no root, no tracefs) is not a property of the platform: that is the run's error.
 pub fn unavailable() -> Option<String> {
-    let owns = match mount_tracefs() {
-        Ok(o) => o,
-        Err(e) => return Some(e.to_string()),
+    let Ok(owns) = mount_tracefs() else {
+        return None;
     };
     let r = has_tracer(Path::new(TRACEFS));
     if owns {
@@ -160,6 +175,27 @@ struct Armed {
     root: PathBuf,
     saved: Vec<(&'static str, String)>,
     owns_mount: bool,
+    /// [`LOCK`], held while the tracer is ours (released by the kernel if this process is killed).
+    _lock: std::fs::File,
+}
+
+/// Held by the run that has the tracer on: a second run is refused, and a leftover [`SAVED`] whose lock
+/// can be taken is a killed run's (no pid to be reused).
+const LOCK: &str = "/run/rtgauge/hwlat.lock";
+
+/// [`LOCK`], taken without waiting; `None` when another run holds it.
+fn lock() -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let _ = std::fs::create_dir_all("/run/rtgauge");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK)
+        .ok()?;
+    // SAFETY: flock on a descriptor this File owns.
+    let ok = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    ok.then_some(f)
 }
 
 fn write(root: &Path, file: &str, value: &str) -> Result<(), HwnoiseError> {
@@ -205,20 +241,18 @@ impl Armed {
             }
             return Err(e);
         }
-        let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
-        if current.trim() == "hwlat" {
+        let busy = |who: String| {
             if owns_mount {
                 unmount_tracefs();
             }
-            let who = std::fs::read_to_string(SAVED)
-                .ok()
-                .and_then(|t| {
-                    t.lines()
-                        .next()
-                        .map(|p| format!("rtgauge pid {}", p.trim()))
-                })
-                .unwrap_or_else(|| "another tool (hwlatdetect?)".into());
-            return Err(HwnoiseError::Busy(who));
+            Err(HwnoiseError::Busy(who))
+        };
+        let Some(lock) = lock() else {
+            return busy("another rtgauge hwnoise run".into());
+        };
+        let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
+        if current.trim() != "nop" {
+            return busy(format!("current_tracer is {}", current.trim()));
         }
         let saved: Vec<(&'static str, String)> = FILES
             .iter()
@@ -239,6 +273,7 @@ impl Armed {
             root,
             saved,
             owns_mount,
+            _lock: lock,
         };
         let r = &armed.root;
         write(r, "current_tracer", "nop")?;
@@ -286,9 +321,8 @@ pub fn clean_killed_run() -> Option<String> {
     let text = std::fs::read_to_string(SAVED).ok()?;
     let mut lines = text.lines();
     let pid: u32 = lines.next()?.trim().parse().ok()?;
-    if Path::new(&format!("/proc/{pid}")).exists() {
-        return None;
-    }
+    // A run that is alive holds the lock.
+    let _lock = lock()?;
     let owns = mount_tracefs().unwrap_or(false);
     let root = Path::new(TRACEFS);
     let saved: Vec<(String, String)> = lines
@@ -298,15 +332,22 @@ pub fn clean_killed_run() -> Option<String> {
         })
         .filter(|(f, _)| FILES.contains(&f.as_str()))
         .collect();
-    if root.join("current_tracer").exists() {
-        let _ = std::fs::write(root.join("current_tracer"), "nop");
+    // Only what that run left: the tracer still on. Someone else's since then is not touched.
+    let on =
+        std::fs::read_to_string(root.join("current_tracer")).is_ok_and(|t| t.trim() == "hwlat");
+    let done = on && std::fs::write(root.join("current_tracer"), "nop").is_ok();
+    if done {
         restore(root, &saved);
     }
-    let _ = std::fs::remove_file(SAVED);
+    if done || !on {
+        let _ = std::fs::remove_file(SAVED);
+    }
     if owns {
         unmount_tracefs();
     }
-    Some(format!("switched off the hwlat tracer a killed rtgauge run (pid {pid}) had left on, and restored its settings"))
+    done.then(|| {
+        format!("switched off the hwlat tracer a killed rtgauge run (pid {pid}) had left on, and restored its settings")
+    })
 }
 
 /// Reads `trace_pipe` without blocking and keeps what it reports.
@@ -357,11 +398,13 @@ pub fn run(
     stop: &StopFlag,
     observer: &mut dyn ProbeObserver<HwnoiseResult>,
 ) -> Result<HwnoiseResult, HwnoiseError> {
+    // The observers first: their first reads of the sampled CPUs (SMI counts) must not wait behind the
+    // tracer's interrupts-off width.
+    observer.start(None);
     let armed = Armed::arm(&plan.config)?;
     let mut reader = Reader::open(&armed.root)?;
     let start_wall = wall_ns();
     let t0 = Instant::now();
-    observer.start(None);
     let stop_reason = loop {
         std::thread::sleep(plan.tick);
         reader.drain();
@@ -441,7 +484,7 @@ pub fn summarise(
             let mut nmi = 0;
             for g in gaps.iter().filter(|g| g.cpu == cpu) {
                 rec.record(g.gap_ns().max(1));
-                nmi += g.nmi_count;
+                nmi = u64::saturating_add(nmi, g.nmi_count);
             }
             HwnoiseCpu {
                 cpu,
@@ -495,6 +538,9 @@ mod tests {
             "",
             "# tracer: hwlat",
             "x [001] inner/outer(us): a/b ts:1.0",
+            "sh-1 [001] .... 5.0: tracing_mark_write: inner/outer(us): 9999/9999 ts:1.0",
+            "x-1 [001] .... 1.0: #1 inner/outer(us): 1/2 ts:1.12345678é",
+            "x-1 [001] .... 1.0: #1 inner/outer(us): 99999999999999999/2 ts:1.0",
             "[x] inner/outer(us): 1/2 ts:1.0",
         ] {
             assert!(parse_entry(bad).is_none(), "{bad}");

@@ -46,7 +46,7 @@ impl MsrDriver {
             rtgauge_host::smi::read_platform(&rtgauge_host::HostRoot::live()),
             rtgauge_host::smi::SmiPlatform::NotCountable(_)
         );
-        let present = Path::new("/dev/cpu/0/msr").exists();
+        let present = Path::new("/dev/cpu/0/msr").exists() || Path::new("/sys/module/msr").exists();
         if present {
             let orphaned =
                 marker_pid().is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
@@ -86,10 +86,11 @@ impl MsrDriver {
 impl Drop for MsrDriver {
     fn drop(&mut self) {
         if self.owned && marker_pid() == Some(std::process::id()) {
-            // Another holder of /dev/cpu/N/msr (turbostat) keeps it loaded: modprobe -r then fails, which
-            // is right.
-            let _ = modprobe(&["-r", "msr"]);
-            let _ = std::fs::remove_file(MARKER);
+            // Another holder of /dev/cpu/N/msr (turbostat, a second run) keeps it loaded: modprobe -r then
+            // fails, and the marker stays for a later run to adopt and unload once this one is gone.
+            if modprobe(&["-r", "msr"]).is_ok() {
+                let _ = std::fs::remove_file(MARKER);
+            }
         }
     }
 }

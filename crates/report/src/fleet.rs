@@ -168,7 +168,9 @@ fn verdict_word(doc: &RunDocument) -> &'static str {
         "not judged"
     } else if doc.verdicts.iter().any(|v| v.outcome == Outcome::Fail) {
         "fail"
-    } else if doc.verdicts.iter().any(|v| v.outcome == Outcome::NoData) {
+    } else if doc.verdicts.iter().any(|v| v.outcome == Outcome::NoData)
+        || rtgauge_model::verdict::all_skipped(&doc.verdicts)
+    {
         "no data"
     } else {
         "pass"

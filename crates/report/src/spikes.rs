@@ -73,13 +73,16 @@ pub fn worst_intervals<'a>(
 }
 
 /// "SMIs: 5 (CPU 0 5, CPU 1 0); MSR_SMI_COUNT …", or "SMIs not counted: …": what firmware took, per CPU,
-/// over the run (`None` for documents from before SMIs were counted).
+/// over the probe (`None` for documents from before SMIs were counted).
 pub fn smi_line(why: &Why) -> Option<String> {
     let note = why.smi.as_ref()?;
-    let mut per_cpu: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
-    for c in &why.counters {
-        if let Some(n) = c.smis {
-            *per_cpu.entry(c.cpu).or_insert(0) += n;
+    let mut per_cpu: std::collections::BTreeMap<u32, u64> = why.smis.iter().copied().collect();
+    if per_cpu.is_empty() {
+        // Documents that counted per interval only.
+        for c in &why.counters {
+            if let Some(n) = c.smis {
+                *per_cpu.entry(c.cpu).or_insert(0) += n;
+            }
         }
     }
     if per_cpu.is_empty() {

@@ -90,12 +90,26 @@ pub fn render_summary(doc: &RunDocument) -> String {
         for v in &doc.verdicts {
             let _ = writeln!(s, "  {v}");
         }
+        let skipped = doc
+            .verdicts
+            .iter()
+            .filter(|v| v.outcome == Outcome::Skipped)
+            .count();
         let word = if doc.verdicts.iter().any(|v| v.outcome == Outcome::NotJudged) {
-            "NOT JUDGED (conditions not met: see the top)"
-        } else if doc.verdicts.iter().all(|v| v.outcome == Outcome::Pass) {
-            "PASS"
+            "NOT JUDGED (conditions not met: see the top)".to_string()
+        } else if rtgauge_model::verdict::all_skipped(&doc.verdicts) {
+            "INCONCLUSIVE (every gate skipped: its probe cannot run here)".to_string()
+        } else if doc
+            .verdicts
+            .iter()
+            .all(|v| matches!(v.outcome, Outcome::Pass | Outcome::Skipped))
+        {
+            match skipped {
+                0 => "PASS".to_string(),
+                n => format!("PASS ({n} gate{} skipped)", if n == 1 { "" } else { "s" }),
+            }
         } else {
-            "FAIL"
+            "FAIL".to_string()
         };
         let _ = writeln!(s, "verdict: {word}");
         if let Some(by) = doc

@@ -30,7 +30,10 @@ pub fn answer(doc: &RunDocument) -> (&'static str, &'static str) {
         ("NOT FIT", "fail")
     } else if v.is_empty() {
         ("NO GATES", "warn")
-    } else if v.iter().any(|v| v.outcome == Outcome::NoData) || doc.status != RunStatus::Complete {
+    } else if v.iter().any(|v| v.outcome == Outcome::NoData)
+        || rtgauge_model::verdict::all_skipped(v)
+        || doc.status != RunStatus::Complete
+    {
         ("INCONCLUSIVE", "warn")
     } else {
         ("FIT", "pass")

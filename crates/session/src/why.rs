@@ -49,6 +49,9 @@ pub struct WhyOpts {
     pub trace: bool,
     /// Episodes at or above this are explained (`--spike`, a profile's gate); `None`: the rule.
     pub threshold: Option<EpisodeThreshold>,
+    /// `--smi`: the SMI counts read every interval (each read interrupts the measured CPU), not only at
+    /// the start and the end.
+    pub smi_intervals: bool,
 }
 
 impl WhyOpts {
@@ -83,11 +86,12 @@ impl WhyRun {
     /// Start sampling `cpus` every `interval_ns` (the timeline's interval), and tracing them when asked.
     /// `cpus` are the CPUs the probe's threads may run on: where they are pinned, or where an unpinned
     /// thread is allowed to go.
-    pub fn start(cpus: &CpuSet, interval_ns: u64, counters: bool, trace: bool) -> WhyRun {
+    pub fn start(cpus: &CpuSet, interval_ns: u64, opts: &WhyOpts) -> WhyRun {
+        let (counters, trace) = (opts.counters, opts.trace);
         let root = HostRoot::live();
         let msr = counters.then(MsrDriver::ensure);
         let sampler = counters.then(|| {
-            let mut s = Sampler::start(&root, cpus);
+            let mut s = Sampler::start(&root, cpus, opts.smi_intervals);
             if let Some(note) = msr.as_ref().and_then(|m| m.note.as_ref()) {
                 s.smi_note = format!("{} ({note})", s.smi_note);
             }
@@ -227,6 +231,11 @@ impl WhyRun {
             }),
             missing,
             smi: self.sampler.as_ref().map(|s| s.smi_note.clone()),
+            smis: self
+                .sampler
+                .as_ref()
+                .map(Sampler::smi_totals)
+                .unwrap_or_default(),
             ..Why::default()
         };
         (why, data, self.episodes)
@@ -433,8 +442,7 @@ impl SessionObserver for WhyObserver {
         self.run = Some(WhyRun::start(
             &self.scope.cpus,
             self.scope.interval_ns,
-            self.opts.counters,
-            self.opts.trace,
+            &self.opts,
         ));
     }
 

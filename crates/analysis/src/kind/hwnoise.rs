@@ -70,9 +70,10 @@ impl KindData for HwnoiseResult {
         ))
     }
 
+    /// None when the kernel dropped entries before they were read: the largest gap may be among them.
     fn gate_values(&self, metric: Metric) -> Vec<u64> {
         match metric {
-            Metric::HwnoiseMaxNs => vec![self.max_ns()],
+            Metric::HwnoiseMaxNs if self.lost == 0 => vec![self.max_ns()],
             _ => Vec::new(),
         }
     }

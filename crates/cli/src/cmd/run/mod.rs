@@ -347,10 +347,11 @@ fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<E
 pub fn verdict_code(doc: &RunDocument) -> ExitCode {
     if doc.verdicts.iter().any(|v| v.outcome == Outcome::NotJudged) {
         ExitCode::from(NOT_JUDGED)
-    } else if doc
-        .verdicts
-        .iter()
-        .any(|v| !matches!(v.outcome, Outcome::Pass | Outcome::Skipped))
+    } else if rtgauge_model::verdict::all_skipped(&doc.verdicts)
+        || doc
+            .verdicts
+            .iter()
+            .any(|v| !matches!(v.outcome, Outcome::Pass | Outcome::Skipped))
     {
         ExitCode::from(1)
     } else {
