@@ -45,7 +45,7 @@ pub fn sample(root: &HostRoot, online: &CpuSet, path: &str) -> Result<BTreeMap<u
             })
             .collect());
     }
-    let counts = SmiReader::open(root, online.iter()).map(|r| r.read());
+    let counts = SmiReader::open(root, online.iter()).map(|r| r.opened);
     let text = match &counts {
         Ok(m) => m.iter().map(|(c, n)| format!("{c} {n}\n")).collect(),
         Err(why) => format!("not countable: {why}\n"),
@@ -64,10 +64,7 @@ fn smis(c: &Ctx) -> RuleOutcome {
             return RuleOutcome::unavailable(format!("SMIs not countable: {why}"))
         }
     };
-    let cpus: Vec<u32> = match &c.iso {
-        Some(i) => i.iter().collect(),
-        None => c.online.iter().collect(),
-    };
+    let cpus = c.rt_or_online();
     let rose: Vec<String> = cpus
         .iter()
         .filter_map(|cpu| {
@@ -81,11 +78,7 @@ fn smis(c: &Ctx) -> RuleOutcome {
     );
     let ev = vec![
         c.iso_evidence(),
-        Evidence::new(
-            "sample interval",
-            "-",
-            format!("{:.3} s", s.interval.as_secs_f64()),
-        ),
+        s.interval_evidence(),
         Evidence::new(
             "SMIs between the samples",
             "/dev/cpu/N/msr (MSR_SMI_COUNT, 0x34)",

@@ -65,10 +65,7 @@ fn steal(c: &Ctx) -> RuleOutcome {
         return RuleOutcome::unavailable("/proc/stat unreadable");
     };
     let (a, b) = (parse_stat_steal(a), parse_stat_steal(b));
-    let cpus: Vec<u32> = match &c.iso {
-        Some(i) => i.iter().collect(),
-        None => c.online.iter().collect(),
-    };
+    let cpus = c.rt_or_online();
     let grew: Vec<String> = cpus
         .iter()
         .filter_map(|cpu| {
@@ -78,11 +75,7 @@ fn steal(c: &Ctx) -> RuleOutcome {
         .collect();
     let ev = vec![
         c.iso_evidence(),
-        Evidence::new(
-            "sample interval",
-            "-",
-            format!("{:.3} s", s.interval.as_secs_f64()),
-        ),
+        s.interval_evidence(),
         Evidence::new(
             "steal growth",
             "/proc/stat",

@@ -300,14 +300,7 @@ pub(super) fn irq_activity(c: &Ctx) -> RuleOutcome {
         .filter(|(_, _, d, _)| *d as f64 / secs > NOISY_PER_S)
         .map(|(n, cpu, d, _)| format!("{n} +{d} on CPU {cpu}"))
         .collect();
-    let mut ev = vec![
-        c.iso_evidence(),
-        Evidence::new(
-            "sample interval",
-            "-",
-            format!("{:.3} s", s.interval.as_secs_f64()),
-        ),
-    ];
+    let mut ev = vec![c.iso_evidence(), s.interval_evidence()];
     if !device.is_empty() {
         ev.push(Evidence::new(
             "device IRQs on I",

@@ -207,6 +207,17 @@ pub struct Samples {
     pub smi_second: Result<BTreeMap<u32, u64>, String>,
 }
 
+impl Samples {
+    /// Evidence: the time between the two samples.
+    pub fn interval_evidence(&self) -> Evidence {
+        Evidence::new(
+            "sample interval",
+            "-",
+            format!("{:.3} s", self.interval.as_secs_f64()),
+        )
+    }
+}
+
 /// Everything rules share: the root, the target, the RT set I and housekeeping set H, and lazily read facts.
 pub struct Ctx<'a> {
     /// The root every read goes through.
@@ -263,6 +274,10 @@ impl<'a> Ctx<'a> {
         self.iso.as_ref().ok_or_else(|| {
             RuleOutcome::na("no RT CPU set declared (use --isolated, tuned isolated_cores or isolcpus/nohz_full)")
         })
+    }
+    /// The CPUs a rule about the RT set judges: I, or every online CPU when none is declared.
+    pub fn rt_or_online(&self) -> Vec<u32> {
+        self.iso.as_ref().unwrap_or(&self.online).iter().collect()
     }
     /// Evidence line for the RT set.
     pub fn iso_evidence(&self) -> Evidence {

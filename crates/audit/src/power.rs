@@ -238,10 +238,7 @@ fn cpuidle(c: &Ctx) -> RuleOutcome {
         c.cmdline_ev("processor.max_cstate"),
         c.cmdline_ev("intel_idle.max_cstate"),
     ];
-    let cpus: Vec<u32> = match &c.iso {
-        Some(i) => i.iter().collect(),
-        None => c.online.iter().collect(),
-    };
+    let cpus = c.rt_or_online();
     let budget = c
         .read_int("/sys/devices/system/cpu/cpu0/cpuidle/state1/latency")
         .filter(|v| *v > 0)

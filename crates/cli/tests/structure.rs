@@ -463,12 +463,11 @@ fn inline_us_conversions(text: &str) -> Vec<(usize, String)> {
 }
 
 /// Type names defined more than once on purpose, each with why (every other name is defined once).
-const SHARED_TYPE_NAMES: [(&str, &str); 6] = [
+const SHARED_TYPE_NAMES: [(&str, &str); 5] = [
     ("Check", "each linter's own check signature (lint: k8s, libvirt, vmx), private to it"),
     ("Facts", "what each of lint's libvirt and vmx linters parsed, private to it"),
     ("Pinning", "each of lint's libvirt and vmx linters' reading of CPU pinning, private to it"),
     ("Key", "a private alias for a map's key, local to its module or function (analysis vm_join, cli fleet)"),
-    ("Adapter", "local to each of two functions of session::probes: a probe's observer over the session's"),
     ("Cli", "the command line of each binary: rtgauge (cli) and rtgauge-lab (lab)"),
 ];
 

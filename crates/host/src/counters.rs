@@ -177,9 +177,9 @@ impl Sampler {
         };
         match SmiReader::open(root, cpus.iter()) {
             Ok(r) => {
-                s.smi_first = r.read();
+                s.smi_first = r.opened.clone();
+                s.smi_note = r.platform.describe();
                 s.smi = Some(r);
-                s.smi_note = crate::smi::read_platform(root).describe();
             }
             Err(why) => s.smi_note = SmiPlatform::NotCountable(why).describe(),
         }

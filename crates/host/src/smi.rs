@@ -77,15 +77,28 @@ pub fn read_platform(root: &HostRoot) -> SmiPlatform {
 #[derive(Debug)]
 pub struct SmiReader {
     files: Vec<(u32, File)>,
+    /// What the counts cover.
+    pub platform: SmiPlatform,
+    /// Every CPU's count when opened (the read that proved the counter answers; each read interrupts the
+    /// CPU, so it serves as the first sample).
+    pub opened: BTreeMap<u32, u64>,
+}
+
+/// The counter through an open `/dev/cpu/N/msr` (bits 31:0).
+fn read_count(f: &File) -> Option<u64> {
+    let mut b = [0u8; 8];
+    f.read_exact_at(&mut b, MSR_SMI_COUNT).ok()?;
+    Some(u64::from_le_bytes(b) & 0xffff_ffff)
 }
 
 impl SmiReader {
     /// A reader of the counters of `cpus`, each read once to prove it answers.
     pub fn open(root: &HostRoot, cpus: impl IntoIterator<Item = u32>) -> Result<SmiReader, String> {
-        if let SmiPlatform::NotCountable(why) = read_platform(root) {
+        let platform = read_platform(root);
+        if let SmiPlatform::NotCountable(why) = platform {
             return Err(why);
         }
-        let mut files = Vec::new();
+        let (mut files, mut opened) = (Vec::new(), BTreeMap::new());
         for cpu in cpus {
             let p = root.path(&format!("/dev/cpu/{cpu}/msr"));
             let f = File::open(&p).map_err(|e| match e.kind() {
@@ -98,30 +111,27 @@ impl SmiReader {
                     p.display()
                 ),
             })?;
-            let r = SmiReader {
-                files: vec![(cpu, f)],
-            };
-            if r.read_one(0).is_none() {
-                return Err(format!(
+            let n = read_count(&f).ok_or_else(|| {
+                format!(
                     "{}: MSR_SMI_COUNT (0x34) cannot be read (a CPU or hypervisor without it)",
                     p.display()
-                ));
-            }
-            files.extend(r.files);
+                )
+            })?;
+            opened.insert(cpu, n);
+            files.push((cpu, f));
         }
-        Ok(SmiReader { files })
-    }
-
-    fn read_one(&self, i: usize) -> Option<u64> {
-        let mut b = [0u8; 8];
-        self.files[i].1.read_exact_at(&mut b, MSR_SMI_COUNT).ok()?;
-        Some(u64::from_le_bytes(b) & 0xffff_ffff)
+        Ok(SmiReader {
+            files,
+            platform,
+            opened,
+        })
     }
 
     /// Every CPU's count now (a CPU whose read fails is left out).
     pub fn read(&self) -> BTreeMap<u32, u64> {
-        (0..self.files.len())
-            .filter_map(|i| Some((self.files[i].0, self.read_one(i)?)))
+        self.files
+            .iter()
+            .filter_map(|(cpu, f)| Some((*cpu, read_count(f)?)))
             .collect()
     }
 }
@@ -180,5 +190,7 @@ mod tests {
         std::fs::write(dir.path().join("dev/cpu/0/msr"), msr).unwrap();
         let r = SmiReader::open(&root, [0]).unwrap();
         assert_eq!(r.read(), BTreeMap::from([(0, 0x11)]));
+        assert_eq!(r.opened, r.read());
+        assert_eq!(r.platform, SmiPlatform::IntelHost);
     }
 }

@@ -12,11 +12,10 @@
 
 use crate::observe::ProbeObserver;
 use crate::stop::StopFlag;
-use crate::trace::{mount_tracefs, unmount_tracefs, TRACEFS};
+use crate::trace::{mount_tracefs, read_whole_lines, unmount_tracefs, TRACEFS};
 use rtgauge_model::hwnoise::{HwGap, HwnoiseConfig, HwnoiseCpu, HwnoiseResult, MAX_GAPS};
 use rtgauge_model::kind::StopReason;
 use rtgauge_model::CpuSet;
-use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -353,7 +352,8 @@ pub fn clean_killed_run() -> Option<String> {
 /// Reads `trace_pipe` without blocking and keeps what it reports.
 struct Reader {
     pipe: std::fs::File,
-    partial: String,
+    buf: Vec<u8>,
+    partial: Vec<u8>,
     gaps: Vec<(HwGap, u64)>,
 }
 
@@ -370,25 +370,26 @@ impl Reader {
             })?;
         Ok(Reader {
             pipe,
-            partial: String::new(),
+            buf: vec![0; 16384],
+            partial: Vec::new(),
             gaps: Vec::new(),
         })
     }
 
     fn drain(&mut self) {
-        let mut buf = [0u8; 16384];
-        while let Ok(n) = self.pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            self.partial.push_str(&String::from_utf8_lossy(&buf[..n]));
-            while let Some(i) = self.partial.find('\n') {
-                let line: String = self.partial.drain(..=i).collect();
-                if let Some(g) = parse_entry(&line) {
-                    self.gaps.push(g);
-                }
-            }
-        }
+        let gaps = &mut self.gaps;
+        read_whole_lines(
+            &mut self.pipe,
+            &mut self.buf,
+            &mut self.partial,
+            &mut |whole| {
+                gaps.extend(
+                    String::from_utf8_lossy(whole)
+                        .lines()
+                        .filter_map(parse_entry),
+                );
+            },
+        );
     }
 }
 

@@ -16,6 +16,27 @@ use rtgauge_probe::stop::StopFlag;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The session's observers as a probe's, for the probes whose ticks carry no live threads (oslat,
+/// hwnoise): phases passed on, each checkpoint as a [`ProbeResult`].
+struct Threadless<'o>(&'o mut dyn SessionObserver);
+
+impl<R: Into<ProbeResult>> rtgauge_probe::observe::ProbeObserver<R> for Threadless<'_> {
+    fn preheat(&mut self) {
+        self.0.preheat();
+    }
+    fn start(&mut self, bias_ns: Option<u64>) {
+        self.0.start(bias_ns);
+    }
+    fn tick(&mut self, elapsed: Duration, _: &(), checkpoint: &mut dyn FnMut() -> R) {
+        let tick = Tick {
+            elapsed,
+            threads: &[],
+            cpus: &[],
+        };
+        self.0.tick(&tick, Some(&mut || checkpoint().into()));
+    }
+}
+
 /// The timer wake-up latency probe.
 pub struct Cyclic<'a>(pub &'a CyclicPlan);
 
@@ -99,31 +120,7 @@ impl Probe for Oslat<'_> {
         stop: &StopFlag,
         observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError> {
-        struct Adapter<'o> {
-            inner: &'o mut dyn SessionObserver,
-        }
-        impl rtgauge_probe::observe::ProbeObserver<OslatResult> for Adapter<'_> {
-            fn preheat(&mut self) {
-                self.inner.preheat();
-            }
-            fn start(&mut self, bias_ns: Option<u64>) {
-                self.inner.start(bias_ns);
-            }
-            fn tick(
-                &mut self,
-                elapsed: Duration,
-                _: &(),
-                checkpoint: &mut dyn FnMut() -> OslatResult,
-            ) {
-                let tick = Tick {
-                    elapsed,
-                    threads: &[],
-                    cpus: &[],
-                };
-                self.inner.tick(&tick, Some(&mut || checkpoint().into()));
-            }
-        }
-        let r = rtgauge_probe::oslat::run(self.0, stop, &mut Adapter { inner: observer })?;
+        let r = rtgauge_probe::oslat::run(self.0, stop, &mut Threadless(observer))?;
         Ok(vec![r.into()])
     }
 }
@@ -257,29 +254,7 @@ impl Probe for Hwnoise<'_> {
         stop: &StopFlag,
         observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError> {
-        use rtgauge_model::hwnoise::HwnoiseResult;
-        struct Adapter<'o> {
-            inner: &'o mut dyn SessionObserver,
-        }
-        impl rtgauge_probe::observe::ProbeObserver<HwnoiseResult> for Adapter<'_> {
-            fn start(&mut self, bias_ns: Option<u64>) {
-                self.inner.start(bias_ns);
-            }
-            fn tick(
-                &mut self,
-                elapsed: Duration,
-                _: &(),
-                checkpoint: &mut dyn FnMut() -> HwnoiseResult,
-            ) {
-                let tick = Tick {
-                    elapsed,
-                    threads: &[],
-                    cpus: &[],
-                };
-                self.inner.tick(&tick, Some(&mut || checkpoint().into()));
-            }
-        }
-        let r = rtgauge_probe::hwnoise::run(self.0, stop, &mut Adapter { inner: observer })?;
+        let r = rtgauge_probe::hwnoise::run(self.0, stop, &mut Threadless(observer))?;
         Ok(vec![r.into()])
     }
 }

@@ -6,7 +6,7 @@ use rtgauge_flags::hwnoise::{resolve, HwnoiseArgs};
 use rtgauge_flags::stage::StagePlan as _;
 use rtgauge_host::HostRoot;
 use rtgauge_model::hwnoise::HwnoiseResult;
-use rtgauge_model::run::{ProbeResult, RunStatus};
+use rtgauge_model::run::ProbeResult;
 use rtgauge_report::kind::KindView as _;
 use std::process::ExitCode;
 
@@ -43,11 +43,7 @@ pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
     }))?;
     let probe = ProbeResult::from(result);
     if let Some(path) = &a.output.output {
-        let status = if stop.is_set() {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
-        };
+        let status = rtgauge_analysis::judge::run_status(std::slice::from_ref(&probe), true);
         let system = rtgauge_host::system::read_system_info(&root);
         crate::output::write_output(path, started, system, probe, status, warnings)?;
     }

@@ -329,6 +329,29 @@ impl Rejoin {
     }
 }
 
+/// Read what `pipe` (a non-blocking `trace_pipe`) holds until it is empty, and hand `f` each stretch of
+/// whole lines; a line cut by the read waits in `partial` for the next. The one reader of the event and
+/// hwlat pipes.
+pub(crate) fn read_whole_lines(
+    pipe: &mut std::fs::File,
+    buf: &mut [u8],
+    partial: &mut Vec<u8>,
+    f: &mut dyn FnMut(&[u8]),
+) {
+    while let Ok(n) = pipe.read(buf) {
+        if n == 0 {
+            break;
+        }
+        partial.extend_from_slice(&buf[..n]);
+        let end = partial
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        f(&partial[..end]);
+        partial.drain(..end);
+    }
+}
+
 /// One measured CPU's reader.
 struct CpuTrace {
     cpu: u32,
@@ -486,26 +509,13 @@ impl TraceSession {
     /// its CPU, unfolded: for readers that fold the events themselves (the host side of a VM).
     pub fn drain_lines(&mut self, f: &mut dyn FnMut(u32, &str)) {
         for c in &mut self.cpus {
-            loop {
-                match c.pipe.read(&mut self.buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        c.partial.extend_from_slice(&self.buf[..n]);
-                        let end = c
-                            .partial
-                            .iter()
-                            .rposition(|&b| b == b'\n')
-                            .map_or(0, |i| i + 1);
-                        let (cpu, events) = (c.cpu, &mut c.folder.events);
-                        c.lines.feed(&c.partial[..end], &mut |line| {
-                            *events += 1;
-                            f(cpu, line);
-                        });
-                        c.partial.drain(..end);
-                    }
-                    Err(_) => break,
-                }
-            }
+            let (cpu, events, lines) = (c.cpu, &mut c.folder.events, &mut c.lines);
+            read_whole_lines(&mut c.pipe, &mut self.buf, &mut c.partial, &mut |whole| {
+                lines.feed(whole, &mut |line| {
+                    *events += 1;
+                    f(cpu, line);
+                });
+            });
         }
     }
 
@@ -555,30 +565,18 @@ impl TraceSession {
     /// Read what the kernel has buffered on every CPU (non-blocking) and fold it.
     pub fn drain(&mut self) {
         for c in &mut self.cpus {
-            loop {
-                match c.pipe.read(&mut self.buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        c.partial.extend_from_slice(&self.buf[..n]);
-                        let end = c
-                            .partial
-                            .iter()
-                            .rposition(|&b| b == b'\n')
-                            .map_or(0, |i| i + 1);
-                        let mut out = Vec::new();
-                        let (last_ts, folder) = (&mut c.last_ts, &mut c.folder);
-                        c.lines.feed(&c.partial[..end], &mut |line| {
-                            if let Some(e) = parse_line(line) {
-                                *last_ts = (*last_ts).max(e.ts_ns);
-                                folder.feed(&e, &mut out);
-                            }
-                        });
-                        c.partial.drain(..end);
-                        c.spans.extend(out);
+            let (last_ts, folder, lines, spans) =
+                (&mut c.last_ts, &mut c.folder, &mut c.lines, &mut c.spans);
+            read_whole_lines(&mut c.pipe, &mut self.buf, &mut c.partial, &mut |whole| {
+                let mut out = Vec::new();
+                lines.feed(whole, &mut |line| {
+                    if let Some(e) = parse_line(line) {
+                        *last_ts = (*last_ts).max(e.ts_ns);
+                        folder.feed(&e, &mut out);
                     }
-                    Err(_) => break,
-                }
-            }
+                });
+                spans.extend(out);
+            });
             let horizon = c.last_ts.saturating_sub(self.keep_ns);
             while c.spans.front().is_some_and(|s| s.end_ns < horizon) {
                 if let Some(s) = c.spans.pop_front() {

@@ -185,7 +185,7 @@ impl SmiWatch {
         let msr = rtgauge_probe::smi::MsrDriver::ensure();
         let reader = match rtgauge_host::smi::SmiReader::open(live, cpus.iter()) {
             Ok(r) => {
-                let base = r.read();
+                let base = r.opened.clone();
                 Some((r, base))
             }
             Err(why) => {
