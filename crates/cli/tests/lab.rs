@@ -37,6 +37,10 @@ fn kernel(f: Flavour) -> &'static Kernel {
 fn guest(f: Flavour, topo: GuestTopology, script: &str) -> Guest {
     let mut g = Guest::new(kernel(f), topo, script);
     g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
+    // Three times the lab's default: on a host ~1.6× slower than this one (two CPU hogs beside QEMU) the
+    // 2-socket inspection's script ended at 92.6 s and its captured tree (528 files) was still crossing
+    // the serial port at 120 s, and the boot was killed.
+    g.timeout = Duration::from_secs(360);
     g
 }
 
@@ -471,13 +475,13 @@ fn spikes_on_preempt_rt_are_named_and_rtla_agrees() {
 up() {{ echo \"[$(cut -d' ' -f1 /proc/uptime) s] $*\"; }}
 up culprit
 culprit 25 rtgauge-cyc
-time -v rtgauge cyclic -m -p 10 -a 1 -i 1000 -D 7 --mainaffinity=0 --trace --spike 20000 --output $OUT/culprit.json -q > $OUT/culprit.txt 2> $OUT/culprit.time
+time -v rtgauge cyclic -m -p 10 -a 1 -i 2000 -D 7 --mainaffinity=0 --trace --spike 20000 --output $OUT/culprit.json -q > $OUT/culprit.txt 2> $OUT/culprit.time
 wait
 up storm
 echo 1 > /proc/irq/5/smp_affinity_list
 ( until ls /sys/kernel/tracing/instances 2>/dev/null | grep -q .; do usleep 50000; done
   usleep 1500000; taskset -c 2 timeout 1 cat /dev/zero > /dev/ttyS2 ) &
-rtgauge cyclic -m -p 10 -a 1 -i 1000 -D 6 --mainaffinity=0 --trace --spike 20000 --output $OUT/storm.json -q > $OUT/storm.txt
+rtgauge cyclic -m -p 10 -a 1 -i 2000 -D 6 --mainaffinity=0 --trace --spike 20000 --output $OUT/storm.json -q > $OUT/storm.txt
 wait
 grep -E ' 5:' /proc/interrupts > $OUT/irq5
 up rtla top
@@ -505,13 +509,27 @@ up done
 fn spikes_and_rtla(script: &str) {
     let mut g = guest(Flavour::Rt, GuestTopology::flat(4), script);
     g.guest_program("rtla").guest_program("chrt");
-    g.timeout = Duration::from_secs(240);
     let b = boot(&g);
+    // When each stage began, guest time: on a slow host the traced runs' own work stretches them.
+    let stages: Vec<&str> = b.console.lines().filter(|l| l.contains(" s] ")).collect();
+    eprintln!(
+        "lab spikes: {}\nrtgauge cyclic (culprit):\n{}",
+        stages.join("; "),
+        b.read("culprit.time")
+    );
 
-    // The culprit: three episodes are its bursts (one each), charged to it by name with its policy. They
-    // are the episodes whose largest attributed cause is a thread named rtg-culprit, the most charged
-    // first: on a starved host (boots of 119 s) TCG's own stalls make larger windows that the guest
-    // cannot attribute at all, and are not the culprit's (printed, not judged).
+    // The probe wakes every 2 ms, not 1: under single-threaded TCG every vCPU waits while another runs,
+    // and at 1 ms the tracing main thread's share of the emulator starved CPU 1 on a slow host (gaps of
+    // 3.7 ms every 4 ms) so far that the probe never caught up (p50 197 ms over the whole run) and the
+    // culprit's bursts began after the run had ended.
+    // The culprit: its three bursts are charged to it by name with its policy, in the episodes whose
+    // largest attributed cause is a thread named rtg-culprit. How many episodes they make depends on the
+    // host: the probe catches up between bursts (0.6 s apart) on a fast one, three episodes; on a slow one
+    // it has not caught up when the next burst comes and two bursts are one episode (CI: 1,456 ms with
+    // 503 ms of the culprit, then a 444 ms one with 245 ms). So the bursts are judged together: what the
+    // culprit-led episodes charge to it is its 750 ms, give or take (TCG's turns stretch a burst a little,
+    // a lost vCPU turn trims it), and in each episode that holds a burst it is most of what was attributed.
+    // TCG's own stalls make other windows the guest cannot attribute: printed, not judged.
     let doc = json(&b, "culprit.json");
     let spikes = doc["probes"][0]["why"]["episodes"]
         .as_array()
@@ -540,26 +558,16 @@ fn spikes_and_rtla(script: &str) {
             top_attributed(s)
         );
     }
-    assert!(
-        by_size.len() >= 3,
-        "{} episodes led by the culprit of {}: {}",
-        by_size.len(),
-        spikes.len(),
-        b.read("culprit.txt")
-    );
     // Judged on what the guest's trace attributes. The rest of a window is time CPU 1 did not run at all:
     // single-threaded TCG runs the vCPUs in turn, and on a slow host the probe's vCPU waits for its turn
     // after a burst (gaps of ~3.7 ms every ~4 ms in the episode's unattributed stretches, 200-930 ms of
     // 0.5-1.4 s windows on a host whose boots took 52-115 s where docs/lab.md's took 11 s). That time is
-    // the emulator's, not the culprit's, and is left unattributed, as on a real hypervisor; what the
-    // guest's kernel saw must be the culprit: the largest attributed cause, with most of its 25 cs burst.
+    // the emulator's, not the culprit's, and is left unattributed, as on a real hypervisor.
     const BURST_NS: f64 = 250e6;
-    for s in &by_size[..3] {
+    let mut charged = 0.0;
+    for s in &by_size {
         let causes = s["causes"].as_array().unwrap();
-        let c = causes
-            .iter()
-            .find(|c| c["kind"] != "unattributed")
-            .unwrap_or_else(|| panic!("nothing attributed: {s}"));
+        let c = causes.iter().find(|c| c["kind"] != "unattributed").unwrap();
         let attributed: f64 = causes
             .iter()
             .filter(|c| c["kind"] != "unattributed")
@@ -568,7 +576,7 @@ fn spikes_and_rtla(script: &str) {
         let ns = c["ns"].as_f64().unwrap();
         let name = c["name"].as_str().unwrap();
         eprintln!(
-            "lab culprit spike: {:.1} ms, {:.0} % of it attributed; {:.0} % of that (and {:.0} ms of a {:.0} ms burst) {} {name}",
+            "lab culprit spike: {:.1} ms, {:.0} % of it attributed; {:.0} % of that ({:.0} ms; a burst is {:.0} ms) {} {name}",
             s["window_ns"].as_f64().unwrap() / 1e6,
             attributed * 100.0 / s["window_ns"].as_f64().unwrap(),
             ns * 100.0 / attributed,
@@ -577,13 +585,22 @@ fn spikes_and_rtla(script: &str) {
             c["kind"]
         );
         assert_eq!(c["kind"], "thread", "{s}");
-        assert!(
-            name.starts_with("rtg-culprit?/") && name.ends_with("FIFO 50"),
-            "{s}"
-        );
-        assert!(ns >= 0.6 * BURST_NS, "{s}");
-        assert!(ns >= 0.5 * attributed, "most of what was attributed: {s}");
+        assert!(name.starts_with("rtg-culprit?/"), "{s}");
+        // The shell before its raise (its check and its wait, at SCHED_OTHER) can lead a small window.
+        if ns >= 0.6 * BURST_NS {
+            assert!(name.ends_with("FIFO 50"), "{s}");
+            assert!(ns >= 0.5 * attributed, "most of what was attributed: {s}");
+        }
+        charged += ns;
     }
+    assert!(
+        (0.8 * 3.0 * BURST_NS..=1.2 * 3.0 * BURST_NS).contains(&charged),
+        "the culprit's three bursts: {:.0} ms charged to it in {} episodes of {}: {}",
+        charged / 1e6,
+        by_size.len(),
+        spikes.len(),
+        b.read("culprit.txt")
+    );
     let culprit_max_ms = by_size[0]["window_ns"].as_f64().unwrap() / 1e6;
 
     // The storm: a threaded handler on CPU 1, named with its IRQ.
