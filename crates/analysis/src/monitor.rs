@@ -128,6 +128,21 @@ pub struct MonitorState {
     /// What the last segment asked for and did not get (a real-time policy refused, …): its latency
     /// series are then not of what was asked.
     pub unmet: Vec<rtgauge_model::conditions::Unmet>,
+    /// What the `/metrics` endpoint did with its connections, copied in for the rendering that serves
+    /// them (absent from the textfile, which no endpoint serves).
+    pub endpoint: Option<EndpointCounts>,
+}
+
+/// The `/metrics` endpoint's connections: how many are open, its cap, and how those that ended ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointCounts {
+    /// Connections open now.
+    pub open: u64,
+    /// The most connections it holds at once (beyond it, the oldest still sending its request is closed).
+    pub cap: u64,
+    /// Connections ended since the monitor started, by outcome (`answered`, `rejected`, `head_timeout`,
+    /// `write_timeout`, `evicted`, `refused`, `client_closed`), in a fixed order.
+    pub ended: Vec<(&'static str, u64)>,
 }
 
 impl MonitorState {

@@ -375,3 +375,342 @@ fn a_non_loopback_address_needs_allow_remote() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// GET `path` with the query string already encoded, `time` added when given (Unix seconds).
+fn query_at(port: u16, q: &str, time: f64) -> Vec<Value> {
+    let Some(body) = http_get(
+        port,
+        &format!("/api/v1/query?query={}&time={time:.3}", encode(q)),
+    ) else {
+        return Vec::new();
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// `n` connections to 127.0.0.1:`port` held open until `until`, each opened again when the server closes
+/// it; with `drip`, each sends a request head that never ends, one byte a second (a slowloris), else
+/// nothing. The connections opened in all.
+fn hold(port: u16, n: usize, drip: bool, until: Instant) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        const HEAD: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+        let mut conns: Vec<Option<(TcpStream, usize, Instant)>> = (0..n).map(|_| None).collect();
+        let mut opened = 0;
+        while Instant::now() < until {
+            for c in conns.iter_mut() {
+                if let Some((s, _, _)) = c {
+                    let mut b = [0u8; 512];
+                    match s.read(&mut b) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        _ => *c = None, // closed, reset or answered: gone
+                    }
+                }
+                if c.is_none() {
+                    if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+                        s.set_nonblocking(true).unwrap();
+                        *c = Some((s, 0, Instant::now()));
+                        opened += 1;
+                    }
+                }
+                if let Some((s, sent, next)) = c {
+                    if drip && Instant::now() >= *next {
+                        let byte = HEAD.get(*sent).copied().unwrap_or(b'a');
+                        if s.write(&[byte]).is_err() {
+                            *c = None;
+                        } else {
+                            *sent += 1;
+                            *next += Duration::from_secs(1);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        opened
+    })
+}
+
+/// `n` requests of garbage (bytes no HTTP parser takes, ended as a head would be), `per_s` a second; the
+/// number answered `400 Bad Request`.
+fn garbage(port: u16, n: usize, per_s: u32) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut bad = 0;
+        for i in 0..n {
+            let t = Instant::now();
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let junk: Vec<u8> = (0..64u32)
+                    .map(|k| (k.wrapping_mul(97) ^ i as u32).to_le_bytes()[0] | 0x80)
+                    .chain(*b"\r\n\r\n")
+                    .collect();
+                let _ = s.write_all(&junk);
+                let mut out = String::new();
+                let _ = s.read_to_string(&mut out);
+                bad += usize::from(out.starts_with("HTTP/1.1 400"));
+            }
+            std::thread::sleep(
+                Duration::from_secs(1) / per_s - t.elapsed().min(Duration::from_secs(1) / per_s),
+            );
+        }
+        bad
+    })
+}
+
+/// The monitor's resident memory (kB) and threads.
+fn rss_and_threads(pid: u32) -> (u64, u64) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("Threads:"))
+}
+
+/// The CPU time the process has used (user + system), s.
+fn cpu_seconds(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
+    let rest = s.rsplit_once(')').map_or("", |x| x.1);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    f.get(10)
+        .zip(f.get(11))
+        .map_or(f64::NAN, |(u, s)| (u + s) / hz)
+}
+
+/// The p99 of CPU 1's latency between two readings of the cumulative histogram in /metrics, as the
+/// upper bound of its bucket (µs), and the samples in between.
+fn p99_between(before: &str, after: &str) -> (f64, u64) {
+    let buckets = |m: &str| -> Vec<(f64, u64)> {
+        m.lines()
+            .filter_map(|l| {
+                let rest = l.strip_prefix("rtgauge_latency_seconds_bucket{le=\"")?;
+                let (le, v) = rest.split_once("\",cpu=\"1\"} ")?;
+                let le = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().ok()?
+                };
+                Some((le * 1e6, v.trim().parse().ok()?))
+            })
+            .collect()
+    };
+    let (a, b) = (buckets(before), buckets(after));
+    let total = b.last().map_or(0, |x| x.1) - a.last().map_or(0, |x| x.1);
+    let p99 = a
+        .iter()
+        .zip(&b)
+        .find(|((_, x), (_, y))| (y - x) as f64 >= 0.99 * total as f64)
+        .map_or(f64::NAN, |((le, _), _)| *le);
+    (p99, total)
+}
+
+/// Prometheus scrapes every second with a 1 s timeout while the test holds 200 idle connections, then
+/// drips 50 slowloris heads, then sends 1,000 garbage requests: every scrape succeeds, the monitor's
+/// memory and threads stay put, the measured CPU keeps its latency, the textfile keeps its pace, and what
+/// the endpoint dropped is counted and logged.
+#[test]
+fn every_scrape_is_answered_within_a_second_under_idle_slow_and_garbage_clients() {
+    let _cpu = common::busy_cpu();
+    // The attackers, Prometheus and the monitor's side threads on CPU 0; the measured CPU is 1.
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET and sched_setaffinity on a cpu_set_t we own, for this thread only.
+    unsafe {
+        libc::CPU_SET(0, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+            0
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let textdir = dir.path().join("text");
+    std::fs::create_dir(&textdir).unwrap();
+    let (mport, pport) = (free_port(), free_port());
+    let monitor = start_monitor(&[
+        "--cpus",
+        "1",
+        "--interval",
+        "1ms",
+        "--listen",
+        &format!("127.0.0.1:{mport}"),
+        "--textfile",
+        textdir.to_str().unwrap(),
+        "--audit-every",
+        "0",
+        "--window",
+        "5s",
+    ]);
+    let pid = monitor.0.id();
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: rtgauge\n    \
+             static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    let _prom = Killed(
+        common::program("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (Debian package 'prometheus'; scripts/test installs it)"),
+    );
+    let up = wait_for(Duration::from_secs(30), || {
+        query(pport, "up{job=\"rtgauge\"} == 1").first().map(|_| ())
+    });
+    assert!(up.is_some(), "Prometheus never scraped the monitor");
+
+    // A segment boundary: the histogram in /metrics changes (every 10 s).
+    let count = |m: &str| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("rtgauge_latency_seconds_count{cpu=\"1\"} "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let next_segment = |after: Option<u64>| {
+        wait_for(Duration::from_secs(15), || {
+            let m = http_get(mport, "/metrics")?;
+            (count(&m).is_some() && count(&m) != after).then_some(m)
+        })
+        .expect("the histogram did not move within 15 s")
+    };
+    let m0 = next_segment(None);
+    let m0 = next_segment(count(&m0));
+    let calm_from = unix_now();
+    // Two segments undisturbed, the monitor's memory and threads read every 0.2 s.
+    let (mut calm, mut m1, mut boundaries) = (Vec::new(), m0.clone(), 0);
+    while boundaries < 2 {
+        assert!(unix_now() - calm_from < 40.0, "no two segments in 40 s");
+        calm.push(rss_and_threads(pid));
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(m) = http_get(mport, "/metrics") {
+            if count(&m) != count(&m1) {
+                (m1, boundaries) = (m, boundaries + 1);
+            }
+        }
+    }
+    let calm_to = unix_now();
+
+    // The attack: 200 idle for 15 s, 50 slowloris for 15 s, 1,000 garbage requests over 10 s.
+    let textfile = textdir.join("rtgauge.prom");
+    let mtime = || std::fs::metadata(&textfile).and_then(|m| m.modified()).ok();
+    let attack_from = unix_now();
+    let cpu_before = cpu_seconds(pid);
+    let t = Instant::now();
+    let idle = hold(mport, 200, false, t + Duration::from_secs(15));
+    let slow = hold(mport, 50, true, t + Duration::from_secs(30));
+    let mut junk = None;
+    let (mut worst_rss, mut threads) = (0, Vec::new());
+    let (mut last_write, mut last_mtime, mut longest_gap) =
+        (Instant::now(), mtime(), Duration::ZERO);
+    while t.elapsed() < Duration::from_secs(42) {
+        if junk.is_none() && t.elapsed() >= Duration::from_secs(30) {
+            junk = Some(garbage(mport, 1000, 100));
+        }
+        let (rss, th) = rss_and_threads(pid);
+        worst_rss = worst_rss.max(rss);
+        threads.push(th);
+        if mtime() != last_mtime {
+            longest_gap = longest_gap.max(last_write.elapsed());
+            (last_write, last_mtime) = (Instant::now(), mtime());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    longest_gap = longest_gap.max(last_write.elapsed());
+    let attack_cpu = cpu_seconds(pid) - cpu_before;
+    let (idle_opened, slow_opened) = (idle.join().unwrap(), slow.join().unwrap());
+    let answered_400 = junk.unwrap().join().unwrap();
+    let attack_to = unix_now();
+    let m2 = next_segment(count(&http_get(mport, "/metrics").unwrap()));
+
+    // Every scrape of the attack's 42 s answered within Prometheus' 1 s timeout.
+    let range = format!("{}s", (attack_to - attack_from).floor() as u64);
+    let at = |q: &str| {
+        query_at(pport, &q.replace("RANGE", &range), attack_to)
+            .first()
+            .map_or(f64::NAN, sample_value)
+    };
+    let scrapes = at("count_over_time(up{job=\"rtgauge\"}[RANGE])");
+    let failed = at("count_over_time((up{job=\"rtgauge\"} == 0)[RANGE:1s])");
+    let slowest = at("max_over_time(scrape_duration_seconds{job=\"rtgauge\"}[RANGE])");
+    let (calm_p99, calm_n) = p99_between(&m0, &m1);
+    let (attack_p99, attack_n) = p99_between(&m1, &m2);
+    let endpoint: Vec<String> = m2
+        .lines()
+        .filter(|l| l.starts_with("rtgauge_http_"))
+        .map(str::to_string)
+        .collect();
+    let err = stderr_of(monitor);
+    let calm_rss = calm.iter().map(|x| x.0).max().unwrap();
+    let calm_threads = calm.iter().map(|x| x.1).max().unwrap();
+    eprintln!(
+        "endpoint under attack: {scrapes} scrapes in {range}, {failed} failed, slowest {:.1} ms; \
+         idle connections opened {idle_opened}, slowloris {slow_opened}, garbage answered 400: {answered_400}; \
+         RSS calm max {calm_rss} kB, attack max {worst_rss} kB; threads calm {calm_threads}, attack {}..{}; \
+         monitor CPU {attack_cpu:.2} s in the attack's 42 s; \
+         CPU 1 p99 ≤ {calm_p99} µs calm ({calm_n} samples, {:.0} s), ≤ {attack_p99} µs attacked ({attack_n}); \
+         textfile longest gap {longest_gap:?}\n{}\n{err}",
+        slowest * 1e3,
+        threads.iter().min().unwrap(),
+        threads.iter().max().unwrap(),
+        calm_to - calm_from,
+        endpoint.join("\n"),
+    );
+    assert!(
+        scrapes >= (attack_to - attack_from) - 3.0,
+        "{scrapes} scrapes"
+    );
+    assert!(failed.is_nan() || failed == 0.0, "{failed} scrapes failed");
+    assert!(slowest < 1.0, "slowest scrape {slowest} s");
+    // Cut off and opened again: the idle connections by the head deadline and the cap, the slow ones by
+    // the head deadline.
+    assert!(idle_opened > 200, "{idle_opened}");
+    assert!(slow_opened > 50, "{slow_opened}");
+    assert_eq!(answered_400, 1000);
+    let metric = |name: &str| {
+        endpoint
+            .iter()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(metric("rtgauge_http_connections_total{outcome=\"rejected\"}") >= 1000.0);
+    assert!(metric("rtgauge_http_connections_total{outcome=\"head_timeout\"}") >= 50.0);
+    assert!(metric("rtgauge_http_connections_total{outcome=\"evicted\"}") >= 1.0);
+    assert!(metric("rtgauge_http_connections_total{outcome=\"answered\"}") >= 40.0);
+    assert!(err.contains("/metrics dropped connections"), "{err}");
+    // One thread serves every client: no more threads than calm; memory within 8 MB of the calm run's.
+    assert!(
+        threads.iter().all(|t| *t <= calm_threads),
+        "{threads:?} vs {calm_threads}"
+    );
+    assert!(
+        worst_rss <= calm_rss + 8 * 1024,
+        "{worst_rss} kB vs {calm_rss} kB"
+    );
+    assert!(
+        longest_gap <= Duration::from_secs(12),
+        "textfile: {longest_gap:?}"
+    );
+    assert!(calm_n > 15_000 && attack_n > 30_000, "{calm_n} {attack_n}");
+}

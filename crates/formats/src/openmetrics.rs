@@ -16,6 +16,9 @@
 //!   (`priority`: SCHED_FIFO refused, so the latency series are of a normal-priority thread; `affinity`,
 //!   `mlockall`, …), else 0; the cause is in the monitor's log and its stored snapshots.
 //! - `monitor_info{version,interval,cpus}`, `monitor_start_time_seconds`.
+//! - `/metrics` only: `http_connections_total{outcome}` (how the endpoint's connections ended: answered,
+//!   rejected, head_timeout, write_timeout, evicted, refused, client_closed), `http_open_connections`,
+//!   `http_connection_cap`.
 
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -52,7 +55,8 @@ impl prometheus_client::collector::Collector for MonitorCollector {
         encode_conditions(s, &mut enc)?;
         encode_latency(s, &mut enc)?;
         encode_cpu_time(s, &mut enc)?;
-        encode_audit(s, &mut enc)
+        encode_audit(s, &mut enc)?;
+        encode_endpoint(s, &mut enc)
     }
 }
 
@@ -259,6 +263,36 @@ fn encode_audit(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     Ok(())
 }
 
+/// The endpoint's own connections, where an endpoint serves the rendering.
+fn encode_endpoint(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    let Some(e) = &s.endpoint else {
+        return Ok(());
+    };
+    family(
+        enc,
+        "rtgauge_http_connections",
+        "Connections to this /metrics endpoint that ended, by outcome: answered; rejected (a malformed request or not GET, answered 4xx); head_timeout (no whole request within the deadline); write_timeout (the answer not taken within the deadline); evicted (closed at the cap while still sending its request); refused (over the cap with none to evict); client_closed.",
+        MetricType::Counter,
+        e.ended
+            .iter()
+            .map(|(outcome, n)| (vec![("outcome", (*outcome).to_string())], ConstCounter::new(*n))),
+    )?;
+    family(
+        enc,
+        "rtgauge_http_open_connections",
+        "Connections to this /metrics endpoint open now.",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(e.open as i64))],
+    )?;
+    family(
+        enc,
+        "rtgauge_http_connection_cap",
+        "The most connections this /metrics endpoint holds at once.",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(e.cap as i64))],
+    )
+}
+
 /// The monitor's state as a prometheus-client collector: a copy taken for one rendering.
 #[derive(Debug)]
 pub struct MonitorCollector(pub MonitorState);
@@ -360,6 +394,25 @@ mod tests {
         s.set_smis(&std::collections::BTreeMap::from([(1, 3)]));
         let t = render_openmetrics(&s);
         assert!(t.contains("rtgauge_smis_total{cpu=\"1\"} 3"), "{t}");
+    }
+
+    #[test]
+    fn endpoint_counters_only_where_an_endpoint_serves_them() {
+        let mut s = state();
+        assert!(!render_openmetrics(&s).contains("rtgauge_http"));
+        s.endpoint = Some(rtgauge_analysis::monitor::EndpointCounts {
+            open: 3,
+            cap: 64,
+            ended: vec![("answered", 7), ("head_timeout", 2)],
+        });
+        for t in [render_openmetrics(&s), render_textfile(&s)] {
+            assert!(
+                t.contains("rtgauge_http_connections_total{outcome=\"head_timeout\"} 2"),
+                "{t}"
+            );
+            assert!(t.contains("rtgauge_http_open_connections{} 3"), "{t}");
+            assert!(t.contains("rtgauge_http_connection_cap{} 64"), "{t}");
+        }
     }
 
     #[test]

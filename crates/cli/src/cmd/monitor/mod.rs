@@ -226,7 +226,11 @@ fn spawn_side_threads(
         let st = Arc::clone(state);
         std::thread::Builder::new()
             .name("rtg-metrics".into())
-            .spawn(move || http::serve(l, st))
+            .spawn(move || {
+                if let Err(e) = http::serve(l, st) {
+                    eprintln!("rtgauge monitor: the /metrics endpoint could not start: {e}");
+                }
+            })
             .context("starting the metrics endpoint")?;
     }
     if a.audit_every.as_ns() > 0 {
