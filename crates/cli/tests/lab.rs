@@ -527,8 +527,8 @@ fn spikes_and_rtla(script: &str) {
     // host: the probe catches up between bursts (0.6 s apart) on a fast one, three episodes; on a slow one
     // it has not caught up when the next burst comes and two bursts are one episode (CI: 1,456 ms with
     // 503 ms of the culprit, then a 444 ms one with 245 ms). So the bursts are judged together: what the
-    // culprit-led episodes charge to it is its 750 ms, give or take (TCG's turns stretch a burst a little,
-    // a lost vCPU turn trims it), and in each episode that holds a burst it is most of what was attributed.
+    // culprit-led episodes charge to it at FIFO 50 is its 750 ms, give or take (TCG's turns stretch a
+    // burst a little, a lost vCPU turn trims it), and most of what those episodes attribute.
     // TCG's own stalls make other windows the guest cannot attribute: printed, not judged.
     let doc = json(&b, "culprit.json");
     let spikes = doc["probes"][0]["why"]["episodes"]
@@ -564,7 +564,7 @@ fn spikes_and_rtla(script: &str) {
     // 0.5-1.4 s windows on a host whose boots took 52-115 s where docs/lab.md's took 11 s). That time is
     // the emulator's, not the culprit's, and is left unattributed, as on a real hypervisor.
     const BURST_NS: f64 = 250e6;
-    let mut charged = 0.0;
+    let (mut charged, mut attributed_there) = (0.0, 0.0);
     for s in &by_size {
         let causes = s["causes"].as_array().unwrap();
         let c = causes.iter().find(|c| c["kind"] != "unattributed").unwrap();
@@ -585,21 +585,31 @@ fn spikes_and_rtla(script: &str) {
             c["kind"]
         );
         assert_eq!(c["kind"], "thread", "{s}");
-        assert!(name.starts_with("rtg-culprit?/"), "{s}");
-        // The shell before its raise (its check and its wait, at SCHED_OTHER) can lead a small window.
-        if ns >= 0.6 * BURST_NS {
-            assert!(name.ends_with("FIFO 50"), "{s}");
-            assert!(ns >= 0.5 * attributed, "most of what was attributed: {s}");
+        if name.ends_with("FIFO 50") {
+            charged += ns;
+            attributed_there += attributed;
+        } else {
+            // The shell before its raise (its check and its wait, at SCHED_OTHER) can lead a small
+            // window; its bursts cannot be there.
+            assert!(
+                ns < 0.1 * BURST_NS,
+                "the culprit's burst at its policy: {s}"
+            );
         }
-        charged += ns;
     }
     assert!(
         (0.8 * 3.0 * BURST_NS..=1.2 * 3.0 * BURST_NS).contains(&charged),
-        "the culprit's three bursts: {:.0} ms charged to it in {} episodes of {}: {}",
+        "the culprit's three bursts: {:.0} ms charged to it at FIFO 50 in {} episodes of {}: {}",
         charged / 1e6,
         by_size.len(),
         spikes.len(),
         b.read("culprit.txt")
+    );
+    assert!(
+        charged >= 0.5 * attributed_there,
+        "the culprit is most of what its episodes attribute: {:.0} of {:.0} ms",
+        charged / 1e6,
+        attributed_there / 1e6
     );
     let culprit_max_ms = by_size[0]["window_ns"].as_f64().unwrap() / 1e6;
 

@@ -518,10 +518,11 @@ fn p99_between(before: &str, after: &str) -> (f64, u64) {
     (p99, total)
 }
 
-/// Prometheus scrapes every second with a 1 s timeout while the test holds 200 idle connections, then
-/// drips 50 slowloris heads, then sends 1,000 garbage requests: every scrape succeeds, the monitor's
-/// memory and threads stay put, the measured CPU keeps its latency, the textfile keeps its pace, and what
-/// the endpoint dropped is counted and logged.
+/// Prometheus scrapes every second with a 1 s timeout while the test holds 200 idle connections and,
+/// from the same start, drips 50 slowloris heads, then sends 1,000 garbage requests: every scrape
+/// succeeds, the monitor's memory and threads stay put, the textfile keeps its pace, and what the endpoint
+/// dropped is counted and logged. The measured CPU's p99, calm and attacked, is printed (this VM's noise
+/// moves it between runs as much as an attack could: not judged).
 #[test]
 fn every_scrape_is_answered_within_a_second_under_idle_slow_and_garbage_clients() {
     let _cpu = common::busy_cpu();
@@ -652,7 +653,8 @@ fn every_scrape_is_answered_within_a_second_under_idle_slow_and_garbage_clients(
             .map_or(f64::NAN, sample_value)
     };
     let scrapes = at("count_over_time(up{job=\"rtgauge\"}[RANGE])");
-    let failed = at("count_over_time((up{job=\"rtgauge\"} == 0)[RANGE:1s])");
+    // `or vector(0)`: none failed is 0, so NaN can only mean the query itself failed.
+    let failed = at("sum(count_over_time((up{job=\"rtgauge\"} == 0)[RANGE:1s])) or vector(0)");
     let slowest = at("max_over_time(scrape_duration_seconds{job=\"rtgauge\"}[RANGE])");
     let (calm_p99, calm_n) = p99_between(&m0, &m1);
     let (attack_p99, attack_n) = p99_between(&m1, &m2);
@@ -681,7 +683,7 @@ fn every_scrape_is_answered_within_a_second_under_idle_slow_and_garbage_clients(
         scrapes >= (attack_to - attack_from) - 3.0,
         "{scrapes} scrapes"
     );
-    assert!(failed.is_nan() || failed == 0.0, "{failed} scrapes failed");
+    assert_eq!(failed, 0.0, "scrapes failed (NaN: the query failed)");
     assert!(slowest < 1.0, "slowest scrape {slowest} s");
     // Cut off and opened again: the idle connections by the head deadline and the cap, the slow ones by
     // the head deadline.

@@ -271,7 +271,7 @@ fn encode_endpoint(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::R
     family(
         enc,
         "rtgauge_http_connections",
-        "Connections to this /metrics endpoint that ended, by outcome: answered; rejected (a malformed request or not GET, answered 4xx); head_timeout (no whole request within the deadline); write_timeout (the answer not taken within the deadline); evicted (closed at the cap while still sending its request); refused (over the cap with none to evict); client_closed.",
+        "Connections to this /metrics endpoint that ended, by outcome: answered; rejected (a malformed request, or neither GET nor HEAD: answered 4xx); head_timeout (no whole request within the deadline); write_timeout (the answer not taken within the deadline); evicted (closed at the cap while still sending its request); refused (over the cap with none to evict); client_closed.",
         MetricType::Counter,
         e.ended
             .iter()

@@ -1,12 +1,14 @@
 //! The monitor's read-only HTTP endpoint, as transport: `GET /metrics` (what is served, OpenMetrics or the
 //! Prometheus 0.0.4 text format by what the scraper accepts, is `rtgauge_formats::openmetrics`') and `GET /`
-//! (a pointer to it). Nothing it serves changes state.
+//! (a pointer to it); `HEAD` of either. Nothing it serves changes state.
 //!
 //! Every scraper is answered within its deadline whatever other clients do: connections are served
 //! concurrently by one thread (tokio's single-threaded runtime), at most [`CAP`] at once; a connection
 //! must send its whole request head within [`HEAD_DEADLINE`] and take its answer within
 //! [`WRITE_DEADLINE`]; at the cap, the oldest connection still sending its head is closed to make room (a
-//! scraper sends its head at once, so the connections closed are the idle and the slow). How connections
+//! scraper sends its head at once, so the connections closed are the idle and the slow; only a flood of
+//! more than [`CAP`] new connections within a scraper's own connect-to-request time can close a scraper's
+//! connection before its request is read). How connections
 //! ended is counted in `/metrics` itself, and drops are logged at most once per [`LOG_EVERY`].
 //!
 //! Over tokio (already in the binary for the PostgreSQL client) with httparse (already there for the net
@@ -123,23 +125,36 @@ struct Held {
     answering: Arc<AtomicBool>,
 }
 
-/// Serve `state` on `listener` until the process ends. Returns only if the runtime cannot start.
-pub fn serve(
-    listener: std::net::TcpListener,
-    state: Arc<Mutex<MonitorState>>,
-) -> std::io::Result<()> {
-    listener.set_nonblocking(true)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()?;
-    rt.block_on(async move {
-        let listener = TcpListener::from_std(listener)?;
-        let counters = Arc::new(EndpointCounters::default());
-        tokio::spawn(log_drops(Arc::clone(&counters)));
-        accept_loop(&listener, &state, &counters).await;
-        Ok(())
-    })
+/// The endpoint, set up: its runtime and its listener registered with it.
+pub struct Endpoint {
+    rt: tokio::runtime::Runtime,
+    listener: TcpListener,
+}
+
+impl Endpoint {
+    /// Set up on the caller's thread, so that a failure is the monitor's error at its start.
+    pub fn new(listener: std::net::TcpListener) -> std::io::Result<Endpoint> {
+        listener.set_nonblocking(true)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let listener = {
+            let _in = rt.enter();
+            TcpListener::from_std(listener)?
+        };
+        Ok(Endpoint { rt, listener })
+    }
+
+    /// Serve `state` until the process ends.
+    pub fn serve(self, state: Arc<Mutex<MonitorState>>) {
+        let Endpoint { rt, listener } = self;
+        rt.block_on(async move {
+            let counters = Arc::new(EndpointCounters::default());
+            tokio::spawn(log_drops(Arc::clone(&counters)));
+            accept_loop(&listener, &state, &counters).await;
+        });
+    }
 }
 
 async fn accept_loop(
@@ -189,8 +204,9 @@ async fn accept_loop(
             task: task.abort_handle(),
             answering,
         });
-        // Let the new connection read what it was sent before the next accept: a scraper's head is there
-        // at once and marks it answering, so a flood of new connections cannot evict it unread.
+        // Let the new connection read what it was sent before the next accept: a scraper's head, read,
+        // marks it answering. (A flood of more than CAP new connections between a scraper's connect and
+        // the arrival of its head can still evict it: the scrape fails, and is counted and logged.)
         tokio::task::yield_now().await;
     }
 }
@@ -275,15 +291,22 @@ impl Connection {
         );
         let (status, kind, body, outcome) = self.reply(head);
         let answer = async {
+            let allow = if status.starts_with("405") {
+                "Allow: GET, HEAD\r\n"
+            } else {
+                ""
+            };
             let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
                 body.len()
             );
             stream.write_all(head.as_bytes()).await?;
             if !head_only {
                 stream.write_all(body.as_bytes()).await?;
             }
-            stream.shutdown().await
+            // Written whole: a client gone before our FIN does not make it unanswered.
+            let _ = stream.shutdown().await;
+            Ok::<(), std::io::Error>(())
         };
         match timeout(WRITE_DEADLINE, answer).await {
             Err(_) => ConnEnd::WriteTimeout,
@@ -304,7 +327,7 @@ impl Connection {
             Head::NotGet => (
                 "405 Method Not Allowed",
                 text,
-                "only GET: this endpoint changes nothing\n".into(),
+                "only GET and HEAD: this endpoint changes nothing\n".into(),
                 ConnEnd::Rejected,
             ),
             Head::Get {
@@ -312,7 +335,7 @@ impl Connection {
             } => match path.split('?').next().unwrap_or("") {
                 "/metrics" => {
                     // The copy is taken under the lock; the rendering is done outside it.
-                    let mut snapshot = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    let mut snapshot = super::lock(&self.state).clone();
                     snapshot.endpoint = Some(self.counters.snapshot());
                     let (body, kind) = render_metrics(&snapshot, openmetrics);
                     ("200 OK", kind, body, ConnEnd::Answered)

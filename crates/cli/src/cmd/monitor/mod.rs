@@ -147,7 +147,9 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
             lock(&state).set_smis(&since);
         }
         if let Some(dir) = &a.textfile {
-            write_textfile(dir, &lock(&state))?;
+            // Rendered and written outside the lock: the endpoint's scrapes never wait on the disk.
+            let snapshot = lock(&state).clone();
+            write_textfile(dir, &snapshot)?;
         }
         // Segments are kept (merged) only for the store's snapshots: without --store-every nothing grows.
         if store.is_some() {
@@ -223,14 +225,11 @@ fn spawn_side_threads(
             .local_addr()
             .map_or_else(|_| a.listen.clone(), |x| x.to_string());
         eprintln!("rtgauge monitor: serving http://{addr}/metrics");
+        let endpoint = http::Endpoint::new(l).context("starting the metrics endpoint")?;
         let st = Arc::clone(state);
         std::thread::Builder::new()
             .name("rtg-metrics".into())
-            .spawn(move || {
-                if let Err(e) = http::serve(l, st) {
-                    eprintln!("rtgauge monitor: the /metrics endpoint could not start: {e}");
-                }
-            })
+            .spawn(move || endpoint.serve(st))
             .context("starting the metrics endpoint")?;
     }
     if a.audit_every.as_ns() > 0 {
