@@ -54,11 +54,55 @@ fn encode(q: &str) -> String {
 
 /// Instant query against Prometheus' HTTP API: the result vector.
 fn query(port: u16, q: &str) -> Vec<Value> {
-    let Some(body) = http_get(port, &format!("/api/v1/query?query={}", encode(q))) else {
+    api_query(port, &format!("query={}", encode(q)))
+}
+
+/// [`query`] evaluated at `time` (Unix seconds).
+fn query_at(port: u16, q: &str, time: f64) -> Vec<Value> {
+    api_query(port, &format!("query={}&time={time:.3}", encode(q)))
+}
+
+/// `/api/v1/query?PARAMS`: the result vector, empty when nothing answers.
+fn api_query(port: u16, params: &str) -> Vec<Value> {
+    let Some(body) = http_get(port, &format!("/api/v1/query?{params}")) else {
         return Vec::new();
     };
     let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// A Prometheus (storage in `dir`, on a free loopback port) scraping the monitor on `mport` every 1 s, with
+/// `global` as one more line of its global settings; returned once it has scraped the monitor, with its
+/// port.
+fn prometheus_scraping(dir: &Path, mport: u16, global: &str) -> (Killed, u16) {
+    let pport = free_port();
+    let cfg = dir.join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  {global}\nscrape_configs:\n  - job_name: rtgauge\n    \
+             static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    let prom = Killed(
+        common::program("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (Debian package 'prometheus'; scripts/test installs it)"),
+    );
+    let up = wait_for(Duration::from_secs(30), || {
+        query(pport, "up{job=\"rtgauge\"} == 1").first().map(|_| ())
+    });
+    assert!(up.is_some(), "Prometheus never scraped the monitor");
+    (prom, pport)
 }
 
 fn sample_value(v: &Value) -> f64 {
@@ -111,7 +155,7 @@ fn deploy(file: &str) -> PathBuf {
 fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrapes() {
     let _cpu = common::busy_cpu();
     let dir = tempfile::tempdir().unwrap();
-    let (mport, pport) = (free_port(), free_port());
+    let mport = free_port();
     // Priority 40: below the test's SCHED_FIFO 50 spinner, which must be able to delay the measuring thread.
     let _monitor = start_monitor(&[
         "--cpus",
@@ -127,32 +171,7 @@ fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrap
         "--window",
         "5s",
     ]);
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: rtgauge\n    \
-             static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
-        ),
-    )
-    .unwrap();
-    let _prom = Killed(
-        common::program("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus (Debian package 'prometheus'; scripts/test installs it)"),
-    );
-    let up = wait_for(Duration::from_secs(30), || {
-        query(pport, "up{job=\"rtgauge\"} == 1").first().map(|_| ())
-    });
-    assert!(up.is_some(), "Prometheus never scraped the monitor");
+    let (_prom, pport) = prometheus_scraping(dir.path(), mport, "evaluation_interval: 1s");
 
     // The histogram (after the first 10 s segment) and the audit series reach Prometheus.
     let buckets = wait_for(Duration::from_secs(25), || {
@@ -376,18 +395,6 @@ fn a_non_loopback_address_needs_allow_remote() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// GET `path` with the query string already encoded, `time` added when given (Unix seconds).
-fn query_at(port: u16, q: &str, time: f64) -> Vec<Value> {
-    let Some(body) = http_get(
-        port,
-        &format!("/api/v1/query?query={}&time={time:.3}", encode(q)),
-    ) else {
-        return Vec::new();
-    };
-    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    v["data"]["result"].as_array().cloned().unwrap_or_default()
-}
-
 fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -540,7 +547,7 @@ fn every_scrape_is_answered_within_a_second_under_idle_slow_and_garbage_clients(
     let dir = tempfile::tempdir().unwrap();
     let textdir = dir.path().join("text");
     std::fs::create_dir(&textdir).unwrap();
-    let (mport, pport) = (free_port(), free_port());
+    let mport = free_port();
     let monitor = start_monitor(&[
         "--cpus",
         "1",
@@ -556,32 +563,7 @@ fn every_scrape_is_answered_within_a_second_under_idle_slow_and_garbage_clients(
         "5s",
     ]);
     let pid = monitor.0.id();
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: rtgauge\n    \
-             static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
-        ),
-    )
-    .unwrap();
-    let _prom = Killed(
-        common::program("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus (Debian package 'prometheus'; scripts/test installs it)"),
-    );
-    let up = wait_for(Duration::from_secs(30), || {
-        query(pport, "up{job=\"rtgauge\"} == 1").first().map(|_| ())
-    });
-    assert!(up.is_some(), "Prometheus never scraped the monitor");
+    let (_prom, pport) = prometheus_scraping(dir.path(), mport, "scrape_timeout: 1s");
 
     // A segment boundary: the histogram in /metrics changes (every 10 s).
     let count = |m: &str| {
