@@ -32,7 +32,7 @@ pub static RULES: [Rule; 3] = [
         id: "measured-cpus-allowed",
         section: 4,
         severity: Severity::High,
-        expected: "every measured CPU (run's, or the RT CPU set I) is in this process's allowed set (its cpuset)",
+        expected: "every measured CPU (run's, or the RT CPU set I) is in this process's cpuset, where its threads may pin themselves (its current mask, which isolcpus or taskset narrow, does not bound them)",
         remediation: "Guaranteed QoS with whole CPUs (static CPU manager policy), docker --cpuset-cpus, or measure only the allowed CPUs (--cpus).",
         source: "[K1][R4]",
         sampled: false,
@@ -143,14 +143,20 @@ fn cpus(c: &Ctx) -> RuleOutcome {
         ),
     ];
     ev.extend(group_ev("cpuset", &p.cpuset));
-    if p.allowed.is_none() {
-        return RuleOutcome::unavailable("/proc/self/status unreadable").evs(ev);
+    if p.allowed.is_none() && p.cpuset_cpus().is_none() {
+        return RuleOutcome::unavailable("/proc/self/status and the cpuset unreadable").evs(ev);
     }
     match p.cpus_refusal(measured) {
-        Some(cause) => RuleOutcome::fail(format!("{} — {}", cause.cause, cause.fix)).evs(ev),
-        None => RuleOutcome::pass(format!(
-            "CPUs {measured} are all in this process's allowed set"
-        ))
+        Some(r) if r.certain => RuleOutcome::fail(format!("{} — {}", r.cause, r.fix)).evs(ev),
+        Some(r) => RuleOutcome::warn(format!("{} — {}", r.cause, r.fix)).evs(ev),
+        None => match p.cpuset_cpus() {
+            Some((_, set)) => {
+                RuleOutcome::pass(format!("CPUs {measured} are all in this process's cpuset, {set}"))
+            }
+            None => RuleOutcome::pass(format!(
+                "CPUs {measured} are all in this process's current CPUs (its cpuset was not readable)"
+            )),
+        }
         .evs(ev),
     }
 }
@@ -233,13 +239,63 @@ mod tests {
             "{}",
             m.summary
         );
+        // No cpuset read: the current mask only hints (a thread may widen it), so it warns.
         let c = fx.finding_with("measured-cpus-allowed", H, Some("0-3"));
-        assert_eq!(c.status, Status::Fail);
+        assert_eq!(c.status, Status::Warn);
         assert!(
             c.summary
-                .starts_with("CPUs 2-3 are outside the CPUs this process may use, 0-1"),
+                .starts_with("CPUs 2-3 are outside this process's current CPUs, 0-1, and its cpuset was not readable"),
             "{}",
             c.summary
+        );
+    }
+
+    /// isolcpus=2-7 narrows every process's mask to 0-1 while its cpuset holds 0-7: the measuring threads
+    /// may pin themselves to 2-7 (a lab guest's closed loop once read the mask as a refusal).
+    #[test]
+    fn the_cpuset_decides_not_the_mask_isolcpus_or_taskset_narrowed() {
+        let v1 = |cpus: &str| {
+            Fx::new()
+                .file("/proc/self/status", &status("000001ffffffffff", "0-1"))
+                .file("/proc/self/limits", LIMITS)
+                .file("/proc/self/cgroup", "4:cpuset:/\n0::/\n")
+                .file(
+                    "/proc/self/mountinfo",
+                    "34 31 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n",
+                )
+                .file("/sys/fs/cgroup/cpuset/cpuset.cpus", &format!("{cpus}\n"))
+        };
+        let f = v1("0-7").finding_with("measured-cpus-allowed", H, Some("2-7"));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert_eq!(f.summary, "CPUs 2-7 are all in this process's cpuset, 0-7");
+        let f = v1("0-3").finding_with("measured-cpus-allowed", H, Some("2-7"));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary.starts_with(
+                "CPUs 4-7 are outside this process's cpuset, 0-3 (cpuset /: cpuset.cpus) — "
+            ),
+            "{}",
+            f.summary
+        );
+        // cgroup v2: a pod's container group without the cpuset controller is bound by its nearest
+        // ancestor's effective set.
+        let v2 = Fx::new()
+            .file("/proc/self/status", &status("000001ffffffffff", "2-3"))
+            .file("/proc/self/limits", LIMITS)
+            .file("/proc/self/cgroup", "0::/kubepods/pod1/c1\n")
+            .file(
+                "/proc/self/mountinfo",
+                "41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+            )
+            .file("/sys/fs/cgroup/kubepods/cpuset.cpus.effective", "2-5\n")
+            .file("/sys/fs/cgroup/cpuset.cpus.effective", "0-7\n");
+        let f = v2.finding_with("measured-cpus-allowed", H, Some("2-7"));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary
+                .starts_with("CPUs 6-7 are outside this process's cpuset, 2-5 (cpuset /kubepods: cpuset.cpus.effective)"),
+            "{}",
+            f.summary
         );
     }
 

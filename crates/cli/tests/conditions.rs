@@ -130,34 +130,60 @@ fn assert_not_judged(s: &Scratch, (code, out, err): &(i32, String, String), line
     assert!(block.contains(&escaped), "{escaped}\nnot in\n{block}");
 }
 
-/// A child of the cgroup v1 `cpu` controller's root with `cpu.rt_runtime_us` = 0, removed at the end.
-struct NoRtBudget {
+/// A child of the root of the cgroup v1 hierarchy of `controller`, its `files` written in order, removed at
+/// the end.
+struct Group {
     dir: PathBuf,
     name: String,
 }
 
-impl NoRtBudget {
-    fn new() -> NoRtBudget {
+impl Group {
+    fn new(controller: &str, files: &[(&str, String)], why: &str) -> Group {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        let (_, point) = rtgauge_host::privilege::parse_cgroup_mount(&mounts, "cpu")
-            .expect("a cgroup v1 cpu controller (this VM mounts one at /sys/fs/cgroup/cpu)");
-        let name = format!("rtgauge-test-{}", std::process::id());
+        let (_, point) = rtgauge_host::privilege::parse_cgroup_mount(&mounts, controller)
+            .unwrap_or_else(|| {
+                panic!(
+                    "a cgroup v1 {controller} controller (this VM mounts one under /sys/fs/cgroup)"
+                )
+            });
+        let name = format!("rtgauge-test-{controller}-{}", std::process::id());
         let dir = Path::new(&point).join(&name);
         std::fs::create_dir_all(&dir).unwrap();
         // Removed when dropped from here on, whatever fails next.
-        let group = NoRtBudget { dir, name };
-        let budget = group.dir.join("cpu.rt_runtime_us");
-        if let Err(e) = std::fs::write(&budget, "0") {
-            panic!(
-                "{}: {e} (the kernel needs RT group scheduling, CONFIG_RT_GROUP_SCHED, as this VM's has)",
-                budget.display()
-            );
+        let group = Group { dir, name };
+        for (f, v) in files {
+            let file = group.dir.join(f);
+            if let Err(e) = std::fs::write(&file, v) {
+                panic!("{}: {e} ({why})", file.display());
+            }
         }
         group
     }
-}
 
-impl NoRtBudget {
+    /// A group with `cpu.rt_runtime_us` = 0.
+    fn no_rt_budget() -> Group {
+        Group::new(
+            "cpu",
+            &[("cpu.rt_runtime_us", "0".into())],
+            "the kernel needs RT group scheduling, CONFIG_RT_GROUP_SCHED, as this VM's has",
+        )
+    }
+
+    /// A cpuset of CPU `cpu` alone (and the root's memory nodes).
+    fn cpuset_of(cpu: u32) -> Group {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let (_, point) = rtgauge_host::privilege::parse_cgroup_mount(&mounts, "cpuset").unwrap();
+        let mems = std::fs::read_to_string(Path::new(&point).join("cpuset.mems")).unwrap();
+        Group::new(
+            "cpuset",
+            &[
+                ("cpuset.cpus", cpu.to_string()),
+                ("cpuset.mems", mems.trim().to_string()),
+            ],
+            "a cpuset needs its CPUs and memory nodes before a task joins it",
+        )
+    }
+
     /// A shell that moves itself into the group, then execs its last arguments.
     fn wrapper(&self) -> Command {
         let mut sh = program("/bin/sh");
@@ -170,7 +196,7 @@ impl NoRtBudget {
     }
 }
 
-impl Drop for NoRtBudget {
+impl Drop for Group {
     fn drop(&mut self) {
         // Its processes have exited; a cgroup directory is removed with rmdir.
         if let Err(e) = std::fs::remove_dir(&self.dir) {
@@ -183,7 +209,7 @@ impl Drop for NoRtBudget {
 fn a_cgroup_without_a_real_time_budget_is_named_and_the_run_not_judged() {
     let _busy = common::busy_cpu();
     let s = Scratch::new();
-    let cg = NoRtBudget::new();
+    let cg = Group::no_rt_budget();
     let sh = cg.wrapper();
     let r = under(sh, &s.run_args(&[]));
     let cause = format!("this cgroup (/{}) has cpu.rt_runtime_us = 0", cg.name);
@@ -224,6 +250,59 @@ fn a_cgroup_without_a_real_time_budget_is_named_and_the_run_not_judged() {
         rule["summary"].as_str().unwrap().contains(&cause),
         "{rule:#}"
     );
+}
+
+/// The measured CPU (1) outside the process's cpuset (CPU 0): the audit before says so for certain and the
+/// thread's refused pin is named by that cpuset. The same CPU outside only the process's current mask
+/// (`taskset -c 0`, as isolcpus narrows every process's mask at boot) is no refusal: the thread pins itself
+/// there, the run is judged and nothing is said of conditions.
+#[test]
+fn a_cpuset_refuses_the_measured_cpu_and_a_narrowed_mask_does_not() {
+    let _busy = common::busy_cpu();
+    let s = Scratch::new();
+    let cg = Group::cpuset_of(0);
+    let r = under(cg.wrapper(), &s.run_args(&[]));
+    let cause = format!(
+        "CPUs 1 are outside this process's cpuset, 0 (cpuset /{}: cpuset.cpus)",
+        cg.name
+    );
+    assert!(
+        r.2.contains(&format!(
+            "NOT MET (found before measuring, audit measured-cpus-allowed): {cause} — "
+        )),
+        "{}",
+        r.2
+    );
+    assert_not_judged(&s, &r, "not pinned to CPUs 1 on the one thread");
+    assert!(
+        r.1.contains(&cause),
+        "the refused pin is named by its cpuset:\n{}",
+        r.1
+    );
+    drop(cg);
+
+    let mut w = program("taskset");
+    w.args(["-c", "0"]);
+    let (code, out, err) = under(w, &s.run_args(&[]));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        !out.contains("CONDITIONS NOT MET")
+            && !err.contains("NOT MET")
+            && !err.contains("may not be met"),
+        "{out}\n{err}"
+    );
+    assert!(out.contains("verdict: PASS"), "{out}");
+    let doc = s.doc();
+    let rule = doc["audit"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "measured-cpus-allowed")
+        .unwrap()
+        .clone();
+    assert_eq!(rule["status"], "pass", "{rule:#}");
+    let got = &doc["probes"][0]["threads"][0]["conditions"]["cpu"];
+    assert_eq!(got["achieved"], 1, "{got:#}");
 }
 
 #[test]
@@ -381,7 +460,7 @@ fn compare_refuses_a_run_that_holds_no_measurement_naming_it() {
 fn the_monitor_says_it_runs_without_real_time_priority_in_its_log_metric_and_snapshot() {
     let _busy = common::busy_cpu();
     let s = Scratch::new();
-    let cg = NoRtBudget::new();
+    let cg = Group::no_rt_budget();
     let prom = s.path("prom");
     std::fs::create_dir(&prom).unwrap();
     let db = s.path("rtgauge.db").display().to_string();
@@ -439,7 +518,7 @@ fn the_monitor_says_it_runs_without_real_time_priority_in_its_log_metric_and_sna
 #[test]
 fn capacity_without_real_time_priority_searches_nothing_and_is_not_judged() {
     let _busy = common::busy_cpu();
-    let cg = NoRtBudget::new();
+    let cg = Group::no_rt_budget();
     let sh = cg.wrapper();
     let args: Vec<String> = [
         "capacity",

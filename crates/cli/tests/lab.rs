@@ -309,10 +309,13 @@ fn the_plan_closes_the_loop_on_a_2_socket_smt_rt_kernel() {
             std::fs::read(first.dir().join("plan").join(f)).unwrap(),
         ));
     }
+    // A 10 ms period: what is judged is where the threads run. At 1 ms, 12 threads' wakeups outran
+    // single-threaded TCG's 16 vCPUs (a 10 s probe took 33 s of wall time, its latencies seconds, and the
+    // shell on vCPU 0 that counts the threads seldom ran).
     let profile =
         "name = \"lab\"\ndescription = \"timer latency on the measured CPUs\"\nduration = \"10s\"\n\
                    [[probe]]\nkind = \"cyclic\"\n\
-                   flags = \"-m -p95 -i 1000 -a {cpus} -t --mainaffinity={housekeeping} -q\"\n";
+                   flags = \"-m -p95 -i 10000 -a {cpus} -t --mainaffinity={housekeeping} -q\"\n";
     files.push(("lab/profile.toml".into(), profile.as_bytes().to_vec()));
     let script = format!(
         "sh /plan/irq-affinity.sh
@@ -323,12 +326,13 @@ rtgauge run --profile /lab/profile.toml --no-sample --db /root/rtgauge.db --outp
 pid=$!
 # Snapshot once there is a measuring thread pinned to one CPU per planned RT CPU (a fixed 3 s once caught 10
 # of 12 under a busy host; waiting for the count to hold for 1 s once outlasted the run; a thread is named
-# before it pins itself), at most 20 s. The snapshot is the pass that counted them: a second pass after it
-# once came as the run ended and found a measuring thread gone.
-n=0
-while [ $n -lt 200 ] && [ -d /proc/$pid ]; do
+# before it pins itself), for as long as the run lives: a bound of 20 s once ran out on CI's slower host
+# before the probe began. What is kept is the pass that counted most (the snapshot when all were found): a
+# last pass after the probe had ended once left only the main thread to show.
+best=-1
+while [ -d /proc/$pid ]; do
   c=0
-  : > $OUT/threads
+  pass=
   for t in /proc/$pid/task/*; do
     # Shell builtins only: under TCG a fork costs milliseconds, and a pass of three per thread outlasted the
     # measuring threads of a 4 s run on a host ~4.6× slower than docs/lab.md's (boot 52-76 s, not 11 s).
@@ -339,11 +343,13 @@ while [ $n -lt 200 ] && [ -d /proc/$pid ]; do
     while read -r k v; do [ \"$k\" = Cpus_allowed_list: ] && allowed=$v; done < $t/status
     read -r st < $t/stat || continue
     set -- $st; shift 38
-    echo \"$comm $1 $allowed\" >> $OUT/threads
+    pass=\"$pass$comm $1 $allowed
+\"
     case $comm in rtgauge-cyc*) case $allowed in ''|*[,-]*) ;; *) c=$((c+1)) ;; esac ;; esac
   done
+  [ $c -gt $best ] && {{ best=$c; printf '%s' \"$pass\" > $OUT/threads; }}
   [ $c -ge {want} ] && break
-  usleep 100000; n=$((n+1))
+  usleep 100000
 done
 wait $pid; echo \"run exit $?\"
 ",
@@ -408,6 +414,13 @@ wait $pid; echo \"run exit $?\"
         }
     }
     seen.sort_unstable();
+    // The process's mask is the housekeeping set (isolcpus narrows init's and so every child's), its cpuset
+    // every CPU: no condition is refused, and none may be said to be.
+    let run_txt = b.read("run.txt");
+    assert!(
+        !run_txt.contains("NOT MET") && !run_txt.contains("may not be met"),
+        "{run_txt}"
+    );
     assert_eq!(
         seen,
         iso.iter().collect::<Vec<_>>(),

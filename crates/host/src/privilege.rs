@@ -168,7 +168,19 @@ pub fn read_privilege(root: &HostRoot) -> Privilege {
     let cpu_v1 = group("cpu", "cpu.rt_runtime_us");
     // On v2 a group has cpu.weight when the cpu controller is on for it (the root cgroup never has it).
     let cpu_v2 = cpu_v1.is_none().then(|| group("", "cpu.weight")).flatten();
-    let cpuset = group("cpuset", "cpuset.cpus").or_else(|| group("", "cpuset.cpus.effective"));
+    // On v2 a group without the cpuset controller has no cpuset file: its nearest ancestor's set binds it.
+    let cpuset = group("cpuset", "cpuset.cpus").or_else(|| {
+        let mut g = group("", "cpuset.cpus.effective")?;
+        while g.value.is_none() && g.path.len() > 1 {
+            let up = g.path.rsplit_once('/').map_or("/", |(p, _)| p);
+            g.path = if up.is_empty() { "/".into() } else { up.into() };
+            let (dir, _) = g.file.rsplit_once('/')?;
+            let (parent, _) = dir.rsplit_once('/')?;
+            g.file = format!("{parent}/cpuset.cpus.effective");
+            g.value = root.read_optional(&g.file).map(|v| v.trim().to_string());
+        }
+        Some(g)
+    });
     let kconfig = crate::fingerprint::read_kconfig(root);
     Privilege {
         euid: status
@@ -208,7 +220,12 @@ impl Privilege {
         let found = match u.condition {
             Condition::Priority => self.fifo_refusal(u.priority.unwrap_or(1)),
             Condition::Mlockall => self.mlockall_refusal(),
-            Condition::Affinity => u.cpus.as_ref().and_then(|c| self.cpus_refusal(c)),
+            // Only a cpuset read is the cause of a refused pin; the current mask never is.
+            Condition::Affinity => u
+                .cpus
+                .as_ref()
+                .and_then(|c| self.cpus_refusal(c))
+                .filter(|r| r.certain),
             Condition::CpuDmaLatency => self.dma_latency_refusal(u.error.as_deref()),
             Condition::Trace => None,
         };
@@ -333,31 +350,46 @@ impl Privilege {
         })
     }
 
-    /// Why `cpus` cannot all be used by this process: the ones outside its allowed set, and the cpuset that
-    /// confines it; `None` when all are allowed or the allowed set was not read.
+    /// Why `cpus` cannot all be used by this process's threads. Its cpuset bounds where a thread may pin
+    /// itself (`sched_setaffinity` outside it is EINVAL); its current mask does not (isolcpus' default
+    /// affinity, `taskset`, systemd's `CPUAffinity=` narrow it, and a thread may widen it again within the
+    /// cpuset). So CPUs outside the cpuset are refused for certain; with no cpuset read, CPUs outside the
+    /// current mask may be. `None` when none is outside, or neither was read.
     pub fn cpus_refusal(&self, cpus: &CpuSet) -> Option<Refusal> {
-        let allowed = self.allowed.as_ref()?;
-        let outside = cpus.difference(allowed);
-        if outside.is_empty() {
-            return None;
-        }
-        let set = self
-            .cpuset
-            .as_ref()
-            .and_then(|g| {
-                let v = g.value.as_ref()?;
-                let name = g.file.rsplit('/').next().unwrap_or("cpuset.cpus");
-                Some(format!(" (cpuset {}: {name} {v})", g.path))
-            })
-            .unwrap_or_default();
-        Some(Refusal {
-            cause: format!("CPUs {outside} are outside the CPUs this process may use, {allowed}{set}"),
-            fix: format!(
+        let fix = |allowed: &CpuSet| {
+            format!(
                 "give the pod guaranteed QoS with whole CPUs (static CPU manager policy) or the container \
                  --cpuset-cpus, or measure --cpus {allowed}"
+            )
+        };
+        if let Some((g, set)) = self.cpuset_cpus() {
+            let outside = cpus.difference(&set);
+            let name = g.file.rsplit('/').next().unwrap_or("cpuset.cpus");
+            return (!outside.is_empty()).then(|| Refusal {
+                cause: format!(
+                    "CPUs {outside} are outside this process's cpuset, {set} (cpuset {}: {name})",
+                    g.path
+                ),
+                fix: fix(&set),
+                certain: true,
+            });
+        }
+        let allowed = self.allowed.as_ref()?;
+        let outside = cpus.difference(allowed);
+        (!outside.is_empty()).then(|| Refusal {
+            cause: format!(
+                "CPUs {outside} are outside this process's current CPUs, {allowed}, and its cpuset was not \
+                 readable (a cpuset refuses them; a mask set by isolcpus or taskset does not)"
             ),
-            certain: true,
+            fix: fix(allowed),
+            certain: false,
         })
+    }
+
+    /// The cpuset group read and its CPUs, when its value parses.
+    pub fn cpuset_cpus(&self) -> Option<(&Group, CpuSet)> {
+        let g = self.cpuset.as_ref()?;
+        Some((g, CpuSet::parse(g.value.as_deref()?).ok()?))
     }
 }
 
