@@ -375,3 +375,51 @@ fn a_signal_ends_the_repeat_in_progress_and_starts_no_more() {
         "{list}"
     );
 }
+
+/// One run per platform of the OS-primitive, memory and NUMA probes: every verdict is held to the floor of
+/// its measure's family, named in the document (`ops.*.p50`, `mem.latency.*`); the NUMA locality rows have
+/// no floor (the A/A bench had one node) and say so on their own row.
+#[test]
+fn single_runs_of_ops_mem_and_numa_are_held_to_their_familys_floor() {
+    let _cpu = busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db").to_str().unwrap().to_string();
+    let profile = dir.path().join("f.toml");
+    std::fs::write(
+        &profile,
+        "name = 'families'\nduration = '1s'\n\
+         [[probe]]\nkind = 'ops'\nflags = '--cpu 1 -r 7 --sample-time 200us'\n\
+         [[probe]]\nkind = 'mem'\nflags = '--cpu 1 --max-size 1M -r 3 --loads 20000 --bw-size 8M --numa-size 8M'\n\
+         [[probe]]\nkind = 'numa'\nflags = '--all --interval 0'\n",
+    )
+    .unwrap();
+    for label in ["p", "q"] {
+        let out = rtgauge_std()
+            .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
+            .args(["--label", label, "--db", &db])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+    }
+    let c = compare_in(&db, &["p", "q"]);
+    assert_held_to_floors(&c);
+    let family = |key: &str| row(&c, key)["versus"][0]["one_run"]["family"].clone();
+    assert_eq!(family("ops.null_syscall.p50"), "ops.*.p50");
+    assert_eq!(family("mem.latency.4k"), "mem.latency.*");
+    assert_eq!(family("mem.bw.read"), "mem.bw.*");
+    let numa = row(&c, "numa.resident_local_pct");
+    assert!(numa["versus"][0]["one_run"]["floor"].is_null(), "{numa}");
+    let text = compare_text(&db, &["p", "q"]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("resident memory on local nodes"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with("inconclusive: one run per platform, and no A/A floor for this measure (repeat with --repeat 3)"), "{line}");
+    // The note names each family once, with its floor.
+    assert!(
+        text.contains("ops.*.p50 1.8×")
+            && text.contains("mem.latency.* 11×")
+            && text.contains("none for numa.* (no verdict)"),
+        "{text}"
+    );
+}

@@ -309,6 +309,13 @@ pub fn fmt_ratio(versus: &rtgauge_analysis::compare::Versus) -> String {
 pub fn fmt_verdict(key: &str, verdict: &Judgement, duration_ns: u64) -> String {
     let repeated = key.starts_with("ops.") || key.starts_with("mem.") || key.starts_with("numa.");
     match verdict {
+        // A measure no A/A bench gave a floor cannot decide from one run per platform at all: said per row.
+        Judgement::Inconclusive { one_run: true, .. }
+            if rtgauge_analysis::compare::one_run::floor_of(key).is_none() =>
+        {
+            "inconclusive: one run per platform, and no A/A floor for this measure (repeat with --repeat 3)"
+                .into()
+        }
         Judgement::Inconclusive { one_run: true, .. } => {
             "inconclusive: one run per platform (repeat with --repeat 3)".into()
         }

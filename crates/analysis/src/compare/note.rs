@@ -42,7 +42,7 @@ pub fn single_run_note(ids: &[i64], comparison: &Comparison) -> Option<String> {
             "one run per platform, judged without stored repeats (fewer than {MIN_REPEATS} runs with the same \
              label, profile, host and conditions, or --no-repeats): intervals cover the variation inside each run, not how much runs of \
              one platform differ, so a measure decides only where its whole interval lies beyond the largest \
-             ratio between two idle runs of one platform in the A/A bench (bench/compare_aa, docs/report.md): {}; \
+             ratio between two idle runs of one platform in the A/A benches (bench/compare_aa, bench/compare_aa_probes, docs/report.md): {}; \
              to judge by the variation between runs, measure each platform several times (rtgauge run --repeat 3 \
              --label NAME) or compare sets (rtgauge compare 1,2,3 4,5,6)",
             listed.join(", ")

@@ -7,7 +7,8 @@
 //! and one run per platform cannot show how much. Where stored repeats give that spread
 //! ([`widen_with_repeats`](super::repeats::widen_with_repeats)) the interval carries it; where neither side has
 //! any, a measure is decided only when its whole interval lies beyond the measure's *floor*: the largest ratio
-//! (either way) between two idle runs of one platform seen in the A/A bench ([`FLOORS`]). Anything nearer is
+//! (either way) between two idle runs of one platform seen in the A/A benches, per measure family
+//! ([`family_of`]; each kind keeps its own beside its measures). Anything nearer is
 //! "inconclusive: one run per platform", and so is an interval inside the margin: an equivalence needs the
 //! run-to-run spread to be known as much as a difference does. A measure without a floor (the bench
 //! measured none for it) gets no verdict from one run per platform.
@@ -18,34 +19,45 @@ use serde::Serialize;
 /// The one-run floor a pair of single runs was held to.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Floor {
+    /// The measure family whose floor it is (`ops.*.p50`), None without one.
+    pub family: Option<&'static str>,
     /// The ratio, either way, that the interval had to lie wholly beyond for a verdict (never below the
     /// margin); None where the A/A bench gave the measure no floor: no verdict from one run per platform.
     pub floor: Option<f64>,
 }
 
-/// The floors: per measure, the largest ratio (B/A or A/B) between two idle runs of one platform in the A/A
-/// bench, rounded up to two significant digits — `bench/compare_aa` of 2026-11-26 14:40 (session 2 in
-/// docs/report.md): 20 s runs of one timer-latency profile (`-m -p10 -i 1000 -h 2000 -a 1`, FIFO 10 on CPU 1)
-/// on this project's 2-vCPU VM, the 29 idle runs no other measuring run disturbed, every pair of them (406).
-/// Counts compare as (B + 1)/(A + 1). The max moved 45× (0.47 vs 21 ms: the VM's host stalls a vCPU for up to
-/// ~20 ms at random) and p99.9 131×; p50 2.5× (13.6 vs 34.3 µs). Only measures the bench measured have one.
-pub const FLOORS: &[(&str, f64)] = &[
-    ("cyclic.min", 1.8),
-    ("cyclic.p50", 2.6),
-    ("cyclic.p99", 12.0),
-    ("cyclic.p99.9", 140.0),
-    ("cyclic.p99.99", 110.0),
-    ("cyclic.max", 46.0),
-    ("cyclic.missed", 150.0),
-    ("cyclic.overflows", 120.0),
-];
-
 /// The overflows row the bench measured: samples above its `-h 2000` histogram.
 const OVERFLOWS_MEASURED: &str = "samples ≥ 2000 µs";
 
-/// The floor of measure `key`, None where the bench measured none.
+/// Whether measure `key` is of the family `pattern`: dot-separated parts alike, where one `*` stands for
+/// any number of parts, none included (`ops.*.p50` is the median of every OS primitive,
+/// `net.throughput.*.rate` the rate with or without a core count of `--sweep-cpus`).
+fn of_family(pattern: &str, key: &str) -> bool {
+    let k: Vec<&str> = key.split('.').collect();
+    match pattern.split_once('*') {
+        None => pattern == key,
+        Some((pre, post)) => {
+            let pre: Vec<&str> = pre.split('.').filter(|p| !p.is_empty()).collect();
+            let post: Vec<&str> = post.split('.').filter(|p| !p.is_empty()).collect();
+            k.len() >= pre.len() + post.len() && k.starts_with(&pre) && k.ends_with(&post)
+        }
+    }
+}
+
+/// The family of measure `key` and its floor: the first of every kind's floors
+/// ([`ONE_RUN_FLOORS`](crate::kind::ONE_RUN_FLOORS)) whose pattern it is of; None where the A/A benches
+/// measured none for it.
+pub fn family_of(key: &str) -> Option<(&'static str, f64)> {
+    crate::kind::ONE_RUN_FLOORS
+        .iter()
+        .flat_map(|k| k.iter())
+        .find(|(p, _)| of_family(p, key))
+        .copied()
+}
+
+/// The floor of measure `key`, None where the A/A benches measured none.
 pub fn floor_of(key: &str) -> Option<f64> {
-    FLOORS.iter().find(|(k, _)| *k == key).map(|(_, f)| *f)
+    family_of(key).map(|(_, f)| f)
 }
 
 /// Hold the pairs of single runs that nothing told the run-to-run spread of to the floors: `single[col]` is
@@ -63,8 +75,9 @@ pub(super) fn hold_to_floors(
     };
     for (r, row) in c.rows.iter_mut().enumerate() {
         // The overflows floor counts samples ≥ 2 ms (the bench's -h 2000): another bound counts other events.
-        let floor = floor_of(&row.key)
+        let family = family_of(&row.key)
             .filter(|_| row.key != "cyclic.overflows" || row.label.starts_with(OVERFLOWS_MEASURED));
+        let floor = family.map(|(_, f)| f);
         for (k, versus) in row.versus.iter_mut().enumerate() {
             let col = k + 1;
             let (Some(v), Some(Some(run))) = (versus.as_mut(), single.get(col)) else {
@@ -82,7 +95,10 @@ pub(super) fn hold_to_floors(
                 continue;
             }
             let floor = floor.map(|f| f.max(1.0 + margin));
-            v.one_run = Some(Floor { floor });
+            v.one_run = Some(Floor {
+                family: family.map(|(p, _)| p),
+                floor,
+            });
             if !beyond(floor, (lo, hi), margin) {
                 v.verdict = Judgement::Inconclusive {
                     longer: None,
@@ -103,18 +119,20 @@ fn beyond(floor: Option<f64>, (lo, hi): (f64, f64), margin: f64) -> bool {
     })
 }
 
-/// The floors the held pairs of `c` were held to, in the order of the table: (measure key, floor).
+/// The floors the held pairs of `c` were held to, in the order of the table, once per family: (the family,
+/// or the measure key where it has none; floor).
 pub fn floors_used(c: &Comparison) -> Vec<(&str, Option<f64>)> {
-    c.rows
-        .iter()
-        .filter_map(|r| {
-            r.versus
-                .iter()
-                .flatten()
-                .find_map(|v| v.one_run)
-                .map(|f| (r.key.as_str(), f.floor))
-        })
-        .collect()
+    let mut out: Vec<(&str, Option<f64>)> = Vec::new();
+    for r in &c.rows {
+        let Some(f) = r.versus.iter().flatten().find_map(|v| v.one_run) else {
+            continue;
+        };
+        let name = f.family.unwrap_or(r.key.as_str());
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, f.floor));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -193,9 +211,9 @@ mod tests {
                 Some((0.98, 1.03)),
                 Judgement::Equivalent,
             ),
-            // No floor measured: no verdict, however large.
+            // No floor measured (no A/A bench for the kind yet): no verdict, however large.
             row(
-                "oslat.max",
+                "hwnoise.max",
                 ns,
                 1000.0,
                 Some((900.0, 1100.0)),
@@ -219,7 +237,7 @@ mod tests {
         assert_eq!(verdict(&c, "cyclic.max"), Judgement::Worse);
         assert_eq!(verdict(&c, "cyclic.p99.99"), Judgement::Better);
         assert_eq!(verdict(&c, "cyclic.p99"), HELD);
-        assert_eq!(verdict(&c, "oslat.max"), HELD);
+        assert_eq!(verdict(&c, "hwnoise.max"), HELD);
         // A verdict without an interval is not one the floor could change.
         assert!(matches!(
             verdict(&c, "cyclic.p99.9"),
@@ -234,14 +252,14 @@ mod tests {
                 ("cyclic.max", floor_of("cyclic.max")),
                 ("cyclic.p99.99", floor_of("cyclic.p99.99")),
                 ("cyclic.p99", floor_of("cyclic.p99")),
-                ("oslat.max", None),
+                ("hwnoise.max", None),
             ]
         );
         let note = super::super::single_run_note(&[1, 2], &c).unwrap();
         assert!(
             note.contains("one run per platform")
                 && note.contains("run --repeat 3")
-                && note.contains("none for oslat.* (no verdict)"),
+                && note.contains("none for hwnoise.* (no verdict)"),
             "{note}"
         );
     }
@@ -282,11 +300,45 @@ mod tests {
         assert!(!beyond(None, (100.0, 200.0), 0.10));
     }
 
+    /// A floor is a ratio (1 where idle runs never moved: the margin then decides), and every pattern is
+    /// reached: none is shadowed by one before it.
     #[test]
-    fn every_floor_is_a_ratio_beyond_the_default_margin() {
-        for (k, f) in FLOORS {
-            assert!(*f > 1.1 && f.is_finite(), "{k}: {f}");
+    fn every_floor_is_a_ratio_and_every_family_its_own() {
+        let all: Vec<(&str, f64)> = crate::kind::ONE_RUN_FLOORS
+            .iter()
+            .flat_map(|k| k.iter().copied())
+            .collect();
+        for (i, (p, f)) in all.iter().enumerate() {
+            assert!(*f >= 1.0 && f.is_finite(), "{p}: {f}");
+            let shadow = all[..i]
+                .iter()
+                .find(|(q, _)| of_family(q, &p.replace('*', "x")));
+            assert!(shadow.is_none(), "{p} is shadowed by {shadow:?}");
         }
+    }
+
+    #[test]
+    fn a_family_pattern_stands_for_any_parts_none_included() {
+        assert!(of_family("ops.*.p50", "ops.null_syscall.p50"));
+        assert!(!of_family("ops.*.p50", "ops.null_syscall.p99"));
+        assert!(of_family("mem.numa.*.bw", "mem.numa.0.1.bw"));
+        assert!(of_family("net.throughput.*.rate", "net.throughput.rate"));
+        assert!(of_family(
+            "net.throughput.*.rate",
+            "net.throughput.cpus4.rate"
+        ));
+        assert!(!of_family(
+            "net.throughput.*.rate",
+            "net.throughput.bitrate"
+        ));
+        assert!(!of_family("net.cps.*.latency.p99", "net.cps.latency.p99.9"));
+        assert!(of_family("cyclic.p99.9", "cyclic.p99.9"));
+        assert!(!of_family("cyclic.p99", "cyclic.p99.9"));
+        assert_eq!(
+            family_of("ops.pipe_rtt.p50").map(|f| f.0),
+            Some("ops.*.p50")
+        );
+        assert_eq!(family_of("hwnoise.max"), None);
     }
 
     #[test]
