@@ -182,7 +182,7 @@ const HW_SCRIPT: &str = r#"t=/sys/kernel/tracing
 d=/sys/kernel/debug/tracing
 mounted() { test -e $t/current_tracer || mount -t tracefs nodev $t; }
 sampling() { until grep -qs hwlat $d/current_tracer || ! kill -0 $1 2>/dev/null; do usleep 20000; done; }
-rtgauge hwnoise -c 0-1 -D 10 --width 900000 --window 1000000 --threshold 1000 --output $OUT/hw.json > $OUT/hw.txt 2>&1 &
+rtgauge hwnoise -c 0-1 -D 10 --width 900000 --window 1000000 --threshold 1000 --output $OUT/hw.json --json $OUT/hw-rt.json > $OUT/hw.txt 2>&1 &
 p=$!
 sampling $p
 echo "rtgauge-lab-hw: sampling"
@@ -200,7 +200,16 @@ echo "killed: $(cat $t/current_tracer) width $(cat $t/hwlat_detector/width)"
 rtgauge hwnoise -c 0 -D 1 --width 100000 --window 200000 > $OUT/hw2.txt 2>&1; echo "second exit $?"
 mounted
 echo "cleaned: $(cat $t/current_tracer) thresh $(cat $t/tracing_thresh) width $(cat $t/hwlat_detector/width) window $(cat $t/hwlat_detector/window)"
-cat $OUT/hw.txt $OUT/hw2.txt
+umount $t
+rtgauge hwnoise -c 1 -D 60 --width 100000 --window 200000 > $OUT/hw3.txt 2>&1 &
+p=$!
+sampling $p
+usleep 500000
+kill -INT $p; wait $p; echo "sigint exit $?"
+mounted
+echo "interrupted: $(cat $t/current_tracer) thresh $(cat $t/tracing_thresh) width $(cat $t/hwlat_detector/width) window $(cat $t/hwlat_detector/window)"
+test -e /run/rtgauge/hwlat-saved && echo "marker left after SIGINT"
+cat $OUT/hw.txt $OUT/hw2.txt $OUT/hw3.txt
 umount $t
 @PYTHON@ -S /usr/sbin/hwlatdetect --duration=10 --threshold=1000 --window=1000000 --width=900000 --cpu-list=1 > $OUT/hwlatdetect.txt 2>&1 &
 p=$!
@@ -261,6 +270,18 @@ fn hwnoise_finds_the_gaps_a_host_thread_makes_and_leaves_the_tracer_as_it_was() 
         log.contains("cleaned: nop thresh 0 width 500000 window 1000000"),
         "{log}"
     );
+    // Interrupted (SIGINT) half a second into sampling: exit 0, its summary printed, everything put back.
+    assert!(log.contains("sigint exit 0"), "{log}");
+    assert!(
+        log.contains("interrupted: nop thresh 0 width 500000 window 1000000"),
+        "{log}"
+    );
+    assert!(!log.contains("marker left after SIGINT"), "{log}");
+    let hw3 = b.read("hw3.txt");
+    assert!(
+        hw3.contains("hardware and firmware noise (hwnoise: cpus 1") && hw3.contains("  CPU 1: "),
+        "{hw3}"
+    );
 
     let run: Value = serde_json::from_str(&b.read("hw.json")).unwrap();
     let r = &run["probes"][0];
@@ -295,6 +316,32 @@ fn hwnoise_finds_the_gaps_a_host_thread_makes_and_leaves_the_tracer_as_it_was() 
         "CPU 1 gaps {on1:?} for {BURSTS} bursts of {BURST:?}"
     );
     assert!(r["why"]["smi"].as_str().is_some(), "{r}");
+    // --json: rt-tests' envelope, per CPU the windows and a histogram of them by µs; the gaps as the run
+    // document has them.
+    let rt: Value = serde_json::from_str(&b.read("hw-rt.json")).unwrap();
+    assert_eq!(rt["num_threads"], 2, "{rt}");
+    assert_eq!(rt["threshold"], 1000, "{rt}");
+    for cpu in ["0", "1"] {
+        let t = &rt["thread"][cpu];
+        let in_histogram: u64 = t["histogram"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(in_histogram), t["samples"].as_u64(), "{t}");
+    }
+    let max1 = rt["thread"]["1"]["max"].as_u64().unwrap();
+    assert_eq!(
+        Some(max1),
+        r["cpus"][1]["gaps"]["max_ns"].as_u64().map(|ns| ns / 1000),
+        "{rt}"
+    );
+    assert_eq!(
+        rt["gaps"].as_array().map(Vec::len),
+        Some(gaps.len()),
+        "{rt}"
+    );
 
     // hwlatdetect, same tracer, same settings, the same bursts on vCPU 1: its samples ("ts: …, inner:N,
     // outer:N", µs) see them as well. It leaves the width it set and tracing off (the kernel itself puts

@@ -44,6 +44,13 @@ pub struct HwnoiseArgs {
     #[arg(long = "mode", value_name = "MODE", default_value = "per-cpu", value_parser = ["per-cpu", "round-robin"])]
     pub mode: String,
 
+    /// Write the results as JSON to FILE ('-' = stdout) in rt-tests' `--json` layout (the envelope of
+    /// cyclictest's and oslat's): per CPU the windows that reached the threshold, their smallest, mean and
+    /// largest gap in µs, NMIs, and a histogram of gaps by whole µs; then the largest such windows, as
+    /// hwlatdetect's report lists them (`ts`, `inner`, `outer`, `cpu`). The run document is `--output`.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub output: super::OutputArg,
 }

@@ -231,6 +231,7 @@ pub fn read_fingerprint(root: &HostRoot) -> Fingerprint {
         smt_control,
         smt_active,
         timing_flags,
+        smi: crate::smi::read_platform(root).describe(),
         ..cpuinfo.identity.clone()
     };
     let cmdline = read_cmdline(root);

@@ -61,6 +61,11 @@ pub struct CpuInfo {
     /// Flags from `/proc/cpuinfo` that matter for timing and virtualization (tsc, constant_tsc, nonstop_tsc,
     /// tsc_reliable, tsc_known_freq, tsc_deadline_timer, hypervisor, ht).
     pub timing_flags: Vec<String>,
+    /// What SMI counts cover on this CPU (`rtgauge_host::smi`): every SMI (Intel, bare metal), only a
+    /// guest's virtual firmware's (Intel, in a guest), or "SMIs not counted" and why (AMD, others). Empty in
+    /// documents written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub smi: String,
 }
 
 /// One NUMA node.

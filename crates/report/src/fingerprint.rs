@@ -120,6 +120,9 @@ fn system_lines(fingerprint: &Fingerprint, line: &mut dyn FnMut(&str, String)) {
         ),
     );
     line("tsc flags", fingerprint.cpu.timing_flags.join(" "));
+    if !fingerprint.cpu.smi.is_empty() {
+        line("SMI counts", fingerprint.cpu.smi.clone());
+    }
     line(
         "virtualization",
         format!(

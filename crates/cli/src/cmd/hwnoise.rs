@@ -1,5 +1,5 @@
 //! `rtgauge hwnoise`: the kernel's hwlat tracer on the chosen CPUs (hwlatdetect's method), with the SMIs
-//! each CPU took; per-CPU figures on the terminal, the run document with `--output`. The flags and their
+//! each CPU took; per-CPU figures on the terminal, rt-tests-style JSON with `--json`, the run document with `--output`. The flags and their
 //! resolution are in `rtgauge_flags::hwnoise`, the tracer's driving in `rtgauge_probe::hwnoise`.
 
 use rtgauge_flags::hwnoise::{resolve, HwnoiseArgs};
@@ -16,6 +16,7 @@ pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
     let plan = resolve(a, &root)?;
     let stop = super::stop_on_signals()?;
     let started = crate::output::now_rfc3339();
+    let started_2822 = crate::output::now_rfc2822();
     if let Some(why) = plan.unavailable() {
         anyhow::bail!("{why}");
     }
@@ -41,10 +42,15 @@ pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
     super::print_text(&result.terminal_section(&rtgauge_model::kind::RunFacts {
         missed_deadlines_known: true,
     }))?;
+    let system = rtgauge_host::system::read_system_info(&root);
+    if let Some(path) = &a.json {
+        crate::output::write_rt_tests_json(path, &started_2822, &system, |env| {
+            rtgauge_formats::rttests::render_hwnoise_json(&result, env)
+        })?;
+    }
     let probe = ProbeResult::from(result);
     if let Some(path) = &a.output.output {
         let status = rtgauge_analysis::judge::run_status(std::slice::from_ref(&probe), true);
-        let system = rtgauge_host::system::read_system_info(&root);
         crate::output::write_output(path, started, system, probe, status, warnings)?;
     }
     Ok(ExitCode::SUCCESS)
