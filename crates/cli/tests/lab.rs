@@ -26,9 +26,11 @@ use std::time::Duration;
 fn kernel(f: Flavour) -> &'static Kernel {
     static RT: OnceLock<Kernel> = OnceLock::new();
     static STD: OnceLock<Kernel> = OnceLock::new();
+    static BPO: OnceLock<Kernel> = OnceLock::new();
     let cell = match f {
         Flavour::Rt => &RT,
         Flavour::Standard => &STD,
+        Flavour::RtBackports => &BPO,
     };
     cell.get_or_init(|| Kernel::fetch(f).unwrap_or_else(|e| panic!("fetching {f:?}: {e}")))
 }
@@ -421,17 +423,29 @@ wait $pid; echo \"run exit $?\"
         !run_txt.contains("NOT MET") && !run_txt.contains("may not be met"),
         "{run_txt}"
     );
-    assert_eq!(
-        seen,
-        iso.iter().collect::<Vec<_>>(),
-        "one measuring thread per planned RT CPU:\n{threads}\n{}",
-        b.read("run.txt")
+    // Seen from outside: every measuring thread the shell caught was pinned to an RT CPU of its own. Not
+    // all twelve at once: under a starved guest one pass over /proc took seconds, and CI's best pass of a
+    // 10 s run caught seven (the others not yet made when it began, the run over at the next).
+    let mut distinct = seen.clone();
+    distinct.dedup();
+    assert!(
+        !seen.is_empty() && distinct.len() == seen.len(),
+        "measuring threads pinned, one per planned RT CPU:\n{threads}\n{run_txt}"
     );
-    assert_eq!(
-        cyc["threads"].as_array().map(Vec::len),
-        Some(iso.iter().count()),
-        "{cyc}"
-    );
+    // Seen from inside, for every thread: the run document's achieved CPU is the one planned, one thread
+    // per planned RT CPU.
+    let mut achieved: Vec<u32> = cyc["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let c = &t["conditions"]["cpu"];
+            assert_eq!(c["achieved"], c["requested"], "{t}");
+            c["achieved"].as_u64().unwrap() as u32
+        })
+        .collect();
+    achieved.sort_unstable();
+    assert_eq!(achieved, iso.iter().collect::<Vec<_>>(), "{cyc}");
     eprintln!(
         "lab closed loop: planned `{cmdline}`; isolated {isolated}; passing: {}; tasks-on-isolated: {summary_t}; after: {}",
         passed.join(", "),

@@ -242,7 +242,7 @@ fn hwnoise_finds_the_gaps_a_host_thread_makes_and_leaves_the_tracer_as_it_was() 
     ));
     let b = g
         .boot_with(&|r: &RunningGuest| {
-            *side.lock().unwrap() = beside(r);
+            *side.lock().unwrap() = beside(r, "rtgauge-lab-hw: hwlatdetect sampling");
         })
         .unwrap();
     let log = b.log();
@@ -437,9 +437,121 @@ fn bursts_after(r: &RunningGuest, line: &str) -> Result<Vec<(u64, u64)>, String>
 
 /// Pin the vCPU threads, and make the bursts while rtgauge samples, then while hwlatdetect does.
 #[allow(clippy::type_complexity)]
-fn beside(r: &RunningGuest) -> Result<(Vec<(u64, u64)>, Vec<(u64, u64)>), String> {
+fn beside(r: &RunningGuest, theirs: &str) -> Result<(Vec<(u64, u64)>, Vec<(u64, u64)>), String> {
     pin_vcpus(r.qemu_pid, 2, || r.alive())?;
     let ours = bursts_after(r, "rtgauge-lab-hw: sampling")?;
-    let theirs = bursts_after(r, "rtgauge-lab-hw: hwlatdetect sampling")?;
+    let theirs = bursts_after(r, theirs)?;
     Ok((ours, theirs))
+}
+
+/// rtgauge hwnoise (the hwlat tracer), then Debian 12 backports' `rtla hwnoise` 6.12 (osnoise with
+/// `OSNOISE_IRQ_DISABLE`, from 6.3; Debian 12's own rtla 6.1 has no hwnoise), on vCPU 1 of the backports'
+/// 6.12 PREEMPT_RT kernel, each for 10 s with a 900 ms sample in every 1 s and a 1 ms threshold.
+const RTLA_SCRIPT: &str = r#"t=/sys/kernel/tracing
+mount -t tracefs nodev $t
+sampling() { until grep -qs hwlat $t/current_tracer || ! kill -0 $1 2>/dev/null; do usleep 20000; done; }
+osnoising() { until grep -qs osnoise $t/instances/*/current_tracer || ! kill -0 $1 2>/dev/null; do usleep 20000; done; }
+rtgauge hwnoise -c 1 -D 10 --width 900000 --window 1000000 --threshold 1000 --output $OUT/hw.json > $OUT/hw.txt 2>&1 &
+p=$!
+sampling $p
+echo "rtgauge-lab-hw: sampling"
+wait $p; echo "hwnoise exit $?"
+@RTLA@ hwnoise -c 1 -d 10s -p 1000000 -r 900000 -T 1000 -q > $OUT/rtla.txt 2>&1 &
+p=$!
+osnoising $p
+echo "rtgauge-lab-hw: rtla sampling"
+wait $p; echo "rtla exit $?"
+echo "after: $(cat $t/current_tracer) instances: $(ls $t/instances | tr '\n' ' ')"
+cat $OUT/hw.txt $OUT/rtla.txt
+"#;
+
+/// Side by side with `rtla hwnoise` on the same boot: five 50 ms host bursts on vCPU 1's host CPU while
+/// each samples. Both must see bursts of their length; rtla reports per CPU its largest single noise and
+/// the count of noises above the threshold ("HW"), rtgauge every window.
+#[test]
+fn rtla_hwnoise_and_rtgauge_hwnoise_see_the_same_bursts_on_6_12() {
+    let kernel = Kernel::fetch(Flavour::RtBackports).unwrap();
+    let rtla = rtgauge_lab::debian_package(Some(rtgauge_lab::BACKPORTS), "rtla")
+        .unwrap()
+        .join("usr/bin/rtla");
+    let script = RTLA_SCRIPT.replace("@RTLA@", &rtla.display().to_string());
+    let mut g = Guest::new(&kernel, GuestTopology::flat(2), &script);
+    g.binaries = vec![rtla];
+    g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
+    g.vcpu_threads = true;
+    g.label = "rt 6.12 2 CPUs, hwnoise and rtla hwnoise with host bursts on host CPU 1".into();
+    g.timeout = Duration::from_secs(300);
+    let side = Mutex::new(Err::<(Vec<(u64, u64)>, Vec<(u64, u64)>), _>(
+        "not run".to_string(),
+    ));
+    let b = g
+        .boot_with(&|r: &RunningGuest| {
+            *side.lock().unwrap() = beside(r, "rtgauge-lab-hw: rtla sampling");
+        })
+        .unwrap();
+    let log = b.log();
+    eprintln!("lab rtla hwnoise: {log}");
+    assert_eq!(b.status, Some(0), "{log}\n{}", b.console);
+    let (ours, theirs) = side
+        .into_inner()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}\n{log}"));
+    assert!(
+        log.contains("hwnoise exit 0") && log.contains("rtla exit 0"),
+        "{log}"
+    );
+    // Both put the tracers back: no tracer on, rtla's instance gone.
+    assert!(
+        log.contains("after: nop instances: \n") || log.contains("after: nop instances: "),
+        "{log}"
+    );
+
+    let run: Value = serde_json::from_str(&b.read("hw.json")).unwrap();
+    let on1: Vec<f64> = run["probes"][0]["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["cpu"] == 1)
+        .map(|g| {
+            g["inner_ns"]
+                .as_u64()
+                .unwrap()
+                .max(g["outer_ns"].as_u64().unwrap()) as f64
+                / 1e6
+        })
+        .collect();
+    let sized = on1
+        .iter()
+        .filter(|&&ms| (45.0..=65.0).contains(&ms))
+        .count();
+    assert!(
+        sized >= 2,
+        "rtgauge's CPU 1 gaps ms {on1:?} for {BURSTS} bursts of {BURST:?}"
+    );
+
+    // rtla hwnoise -q: "CPU Period Runtime Noise % CPU Aval Max Noise Max Single HW NMI", then one row per
+    // CPU ("  1 #10 …"), times in µs.
+    let rtla_txt = b.read("rtla.txt");
+    let row: Vec<&str> = rtla_txt
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 #"))
+        .unwrap_or_else(|| panic!("no CPU 1 row:\n{rtla_txt}"))
+        .split_whitespace()
+        .collect();
+    assert!(row.len() >= 9, "{rtla_txt}");
+    let max_single_ms = row[6].parse::<f64>().unwrap() / 1000.0;
+    let hw = row[7].parse::<u64>().unwrap();
+    let our_max = on1.iter().copied().fold(0.0, f64::max);
+    eprintln!(
+        "lab rtla hwnoise: host bursts ours {ours:?} theirs {theirs:?}; rtgauge CPU 1 gaps ms {on1:?} (max {our_max:.2}); \
+         rtla max single {max_single_ms:.2} ms, HW {hw}"
+    );
+    assert!(
+        (45.0..=65.0).contains(&max_single_ms) && hw >= 2,
+        "rtla saw max single {max_single_ms} ms, {hw} noises:\n{rtla_txt}"
+    );
+    assert!(
+        (0.8..=1.25).contains(&(our_max / max_single_ms)),
+        "rtgauge max {our_max} ms vs rtla {max_single_ms} ms"
+    );
 }

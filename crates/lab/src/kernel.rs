@@ -9,7 +9,8 @@
 //! Layout of the cache ([`crate::cache_dir`]): `debs/*.deb`, `PACKAGE_VERSION/{vmlinux,config,vmlinuz}`,
 //! `PACKAGE_VERSION/modules/*.ko`.
 //! When the package index cannot be reached (offline), the newest kernel already cached is used and a
-//! warning says so.
+//! warning says so. Debian 12's backports (6.12) come through apt with a sources list of their own
+//! ([`BACKPORTS`]), never through the machine's apt configuration.
 
 use crate::{io, run_program, LabError};
 use std::io::Read as _;
@@ -22,14 +23,25 @@ pub enum Flavour {
     Rt,
     /// `linux-image-amd64`: the standard (PREEMPT_DYNAMIC, voluntary by default) kernel.
     Standard,
+    /// `linux-image-rt-amd64` of Debian 12's backports (6.12): what 6.1 lacks, the osnoise tracer's
+    /// `OSNOISE_IRQ_DISABLE` (from 6.3) that `rtla hwnoise` needs.
+    RtBackports,
 }
 
 impl Flavour {
     /// The Debian metapackage that names the current image.
     pub fn metapackage(self) -> &'static str {
         match self {
-            Flavour::Rt => "linux-image-rt-amd64",
+            Flavour::Rt | Flavour::RtBackports => "linux-image-rt-amd64",
             Flavour::Standard => "linux-image-amd64",
+        }
+    }
+
+    /// The Debian suite its packages come from beyond the machine's own sources (None: those).
+    pub fn suite(self) -> Option<&'static str> {
+        match self {
+            Flavour::RtBackports => Some(BACKPORTS),
+            Flavour::Rt | Flavour::Standard => None,
         }
     }
 
@@ -38,13 +50,15 @@ impl Flavour {
         match self {
             Flavour::Rt => "rt",
             Flavour::Standard => "std",
+            Flavour::RtBackports => "rt-bpo",
         }
     }
 
-    /// `rt` / `std` (also `standard`) back into a flavour.
+    /// `rt` / `std` (also `standard`) / `rt-bpo` back into a flavour.
     pub fn parse(s: &str) -> Option<Flavour> {
         match s {
             "rt" => Some(Flavour::Rt),
+            "rt-bpo" => Some(Flavour::RtBackports),
             "std" | "standard" => Some(Flavour::Standard),
             _ => None,
         }
@@ -70,10 +84,9 @@ impl Kernel {
     /// Fetch (or find in the cache) the current kernel of `flavour`.
     pub fn fetch(flavour: Flavour) -> Result<Kernel, LabError> {
         let cache = crate::cache_dir();
-        let debs = cache.join("debs");
-        std::fs::create_dir_all(&debs).map_err(io(&debs))?;
+        let apt = Apt::new(&cache, flavour.suite())?;
         let _lock = crate::boot::FileLock::exclusive(&cache.join("fetch.lock"))?;
-        let meta = match download(&debs, flavour.metapackage()) {
+        let meta = match apt.download(flavour.metapackage()) {
             Ok(p) => p,
             Err(e) => {
                 let Some(k) = cached(&cache, flavour) else {
@@ -108,7 +121,7 @@ impl Kernel {
         if k.complete() {
             return Ok(k);
         }
-        let deb = download(&debs, &package)?;
+        let deb = apt.download(&package)?;
         unpack(&deb, &dir)?;
         Ok(k)
     }
@@ -152,9 +165,85 @@ impl Kernel {
     }
 }
 
-/// `apt-get download PACKAGE` into `dir` (after `apt-get update` when the index does not know it: a fresh
-/// machine has no package lists); the .deb downloaded.
-fn download(dir: &Path, package: &str) -> Result<PathBuf, LabError> {
+/// Debian 12's backports suite, where its newer kernels and their tools are.
+pub const BACKPORTS: &str = "bookworm-backports";
+
+/// apt as the lab uses it: the machine's own sources, or one other suite of the Debian archive through a
+/// sources list, package lists and cache of its own under the lab's cache (`apt-<suite>/`), so that the
+/// machine's apt configuration is never changed. Its `.deb`s go to `debs/` or `debs-<suite>/` (a suite's
+/// metapackage has the same name as the machine's).
+struct Apt {
+    debs: PathBuf,
+    options: Vec<String>,
+}
+
+impl Apt {
+    fn new(cache: &Path, suite: Option<&str>) -> Result<Apt, LabError> {
+        let Some(suite) = suite else {
+            let debs = cache.join("debs");
+            std::fs::create_dir_all(&debs).map_err(io(&debs))?;
+            return Ok(Apt {
+                debs,
+                options: Vec::new(),
+            });
+        };
+        let root = cache.join(format!("apt-{suite}"));
+        for d in ["lists/partial", "cache/archives/partial", "parts"] {
+            std::fs::create_dir_all(root.join(d)).map_err(io(&root.join(d)))?;
+        }
+        let list = root.join("sources.list");
+        let line = format!(
+            "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian {suite} main\n"
+        );
+        std::fs::write(&list, line).map_err(io(&list))?;
+        let debs = cache.join(format!("debs-{suite}"));
+        std::fs::create_dir_all(&debs).map_err(io(&debs))?;
+        let opt = |k: &str, v: &Path| vec!["-o".to_string(), format!("{k}={}", v.display())];
+        let options = [
+            opt("Dir::Etc::SourceList", &list),
+            opt("Dir::Etc::SourceParts", &root.join("parts")),
+            opt("Dir::State::Lists", &root.join("lists")),
+            opt("Dir::Cache", &root.join("cache")),
+        ]
+        .concat();
+        Ok(Apt { debs, options })
+    }
+
+    /// `apt-get download PACKAGE` (after `apt-get update` when the index does not know it: a fresh
+    /// machine has no package lists); the .deb downloaded.
+    fn download(&self, package: &str) -> Result<PathBuf, LabError> {
+        download(&self.debs, &self.options, package)
+    }
+
+    /// A package's files unpacked under the lab's cache (`PACKAGE_VERSION/`), downloaded once.
+    fn unpacked(&self, cache: &Path, package: &str) -> Result<PathBuf, LabError> {
+        let deb = self.download(package)?;
+        let version = deb_field(&deb, "Version")?;
+        let dir = cache.join(format!("{package}_{version}"));
+        if !dir.join(".complete").is_file() {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            let d = dir.display().to_string();
+            run_program("dpkg-deb", &["-x", &deb.display().to_string(), &d])?;
+            std::fs::write(dir.join(".complete"), b"").map_err(io(&dir))?;
+        }
+        Ok(dir)
+    }
+}
+
+/// Debian package `package` of `suite` (the machine's own sources when None) unpacked under the lab's cache:
+/// the directory its files are in (`usr/bin/…`). For a program newer than the machine's own (`rtla` 6.12 of
+/// the backports, which has `hwnoise`), to be copied into a guest with its libraries.
+pub fn debian_package(suite: Option<&str>, package: &str) -> Result<PathBuf, LabError> {
+    let cache = crate::cache_dir();
+    let apt = Apt::new(&cache, suite)?;
+    let _lock = crate::boot::FileLock::exclusive(&cache.join("fetch.lock"))?;
+    apt.unpacked(&cache, package)
+}
+
+/// `apt-get OPTIONS download PACKAGE` into `dir` (after `apt-get update` when the index does not know it: a
+/// fresh machine has no package lists); the .deb downloaded.
+fn download(dir: &Path, options: &[String], package: &str) -> Result<PathBuf, LabError> {
     let find = || -> Option<PathBuf> {
         let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
             .ok()?
@@ -171,6 +260,7 @@ fn download(dir: &Path, package: &str) -> Result<PathBuf, LabError> {
     };
     let get = || {
         let out = rtgauge_programs::command("apt-get")
+            .args(options)
             .args(["download", "-q", package])
             .current_dir(dir)
             .output()
@@ -192,7 +282,9 @@ fn download(dir: &Path, package: &str) -> Result<PathBuf, LabError> {
         let _ = std::fs::remove_file(b);
     }
     if get().is_err() {
-        run_program("apt-get", &["update", "-qq"])?;
+        let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
+        update.extend(["update", "-qq"]);
+        run_program("apt-get", &update)?;
         if let Err(e) = get() {
             // Offline: keep what was cached.
             if let Some(b) = before {
@@ -269,8 +361,20 @@ fn unpack(deb: &Path, dir: &Path) -> Result<(), LabError> {
     std::fs::create_dir_all(s.join("modules")).map_err(io(&s.join("modules")))?;
     for m in KEPT_MODULES {
         let from = release.join("kernel").join(m);
-        let file = m.rsplit('/').next().unwrap_or(m);
-        std::fs::copy(&from, s.join("modules").join(file)).map_err(io(&from))?;
+        let to = s.join("modules").join(m.rsplit('/').next().unwrap_or(m));
+        // 6.12's modules are xz-compressed (`msr.ko.xz`): kept decompressed, as a guest's busybox
+        // insmod takes them.
+        let xz = from.with_extension("ko.xz");
+        if !from.exists() && xz.is_file() {
+            let packed = std::fs::read(&xz).map_err(io(&xz))?;
+            let mut plain = Vec::new();
+            liblzma::read::XzDecoder::new(&packed[..])
+                .read_to_end(&mut plain)
+                .map_err(io(&xz))?;
+            std::fs::write(&to, plain).map_err(io(&to))?;
+        } else {
+            std::fs::copy(&from, &to).map_err(io(&from))?;
+        }
     }
     let _ = std::fs::remove_dir_all(dir);
     let staged = staged.keep();
@@ -282,24 +386,38 @@ fn unpack(deb: &Path, dir: &Path) -> Result<(), LabError> {
 /// not): the msr driver that SMI counting reads through.
 pub const KEPT_MODULES: &[&str] = &["arch/x86/kernel/msr.ko"];
 
-/// The ELF vmlinux inside an x86 bzImage whose payload is xz-compressed (Debian's CONFIG_KERNEL_XZ), as the
-/// kernel's scripts/extract-vmlinux finds it: the first xz stream that decompresses to an ELF image.
+/// The ELF vmlinux inside an x86 bzImage whose payload is xz-compressed (Debian 12's CONFIG_KERNEL_XZ) or
+/// zstd-compressed (its backports' CONFIG_KERNEL_ZSTD), as the kernel's scripts/extract-vmlinux finds it:
+/// the first stream of either that decompresses to an ELF image.
 pub fn extract_vmlinux(bzimage: &[u8]) -> std::io::Result<Vec<u8>> {
     const XZ_MAGIC: &[u8] = b"\xfd7zXZ\x00";
-    let mut from = 0;
-    while let Some(i) = find(&bzimage[from..], XZ_MAGIC) {
-        let at = from + i;
-        let mut out = Vec::new();
-        let mut dec = liblzma::read::XzDecoder::new(&bzimage[at..]);
-        // The xz stream is followed by the image's trailer: decoding stops at the stream's end.
-        if dec.read_to_end(&mut out).is_ok() && out.starts_with(b"\x7fELF") {
-            return Ok(out);
+    const ZSTD_MAGIC: &[u8] = b"\x28\xb5\x2f\xfd";
+    for magic in [XZ_MAGIC, ZSTD_MAGIC] {
+        let mut from = 0;
+        while let Some(i) = find(&bzimage[from..], magic) {
+            let at = from + i;
+            let mut out = Vec::new();
+            // The stream is followed by the image's trailer: decoding stops at the stream's end.
+            let ok = if magic == XZ_MAGIC {
+                liblzma::read::XzDecoder::new(&bzimage[at..])
+                    .read_to_end(&mut out)
+                    .is_ok()
+            } else {
+                let mut src = &bzimage[at..];
+                ruzstd::StreamingDecoder::new(&mut src)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+                    .and_then(|mut d| d.read_to_end(&mut out))
+                    .is_ok()
+            };
+            if ok && out.starts_with(b"\x7fELF") {
+                return Ok(out);
+            }
+            from = at + 1;
         }
-        from = at + 1;
     }
     Err(std::io::Error::new(
         std::io::ErrorKind::InvalidData,
-        "no xz-compressed ELF kernel inside (not a CONFIG_KERNEL_XZ bzImage)",
+        "no xz- or zstd-compressed ELF kernel inside (not a CONFIG_KERNEL_XZ or _ZSTD bzImage)",
     ))
 }
 
@@ -309,7 +427,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// The newest kernel of `flavour` already in the cache.
 fn cached(cache: &Path, flavour: Flavour) -> Option<Kernel> {
-    let rt = flavour == Flavour::Rt;
+    let rt = flavour != Flavour::Standard;
+    let backports = flavour.suite().is_some();
     let mut found: Vec<Kernel> = std::fs::read_dir(cache)
         .ok()?
         .flatten()
@@ -317,12 +436,15 @@ fn cached(cache: &Path, flavour: Flavour) -> Option<Kernel> {
             let name = e.file_name().to_string_lossy().into_owned();
             let (package, version) = name.split_once('_')?;
             let is_rt = package.ends_with("-rt-amd64");
-            (package.starts_with("linux-image-") && is_rt == rt).then(|| Kernel {
-                flavour,
-                package: package.to_string(),
-                version: version.to_string(),
-                vmlinux: e.path().join("vmlinux"),
-                config: e.path().join("config"),
+            let is_bpo = version.contains("~bpo");
+            (package.starts_with("linux-image-") && is_rt == rt && is_bpo == backports).then(|| {
+                Kernel {
+                    flavour,
+                    package: package.to_string(),
+                    version: version.to_string(),
+                    vmlinux: e.path().join("vmlinux"),
+                    config: e.path().join("config"),
+                }
             })
         })
         .filter(Kernel::complete)
@@ -341,7 +463,7 @@ mod tests {
 
     #[test]
     fn flavours_round_trip() {
-        for f in [Flavour::Rt, Flavour::Standard] {
+        for f in [Flavour::Rt, Flavour::Standard, Flavour::RtBackports] {
             assert_eq!(Flavour::parse(f.short()), Some(f));
         }
         assert_eq!(Flavour::parse("x"), None);

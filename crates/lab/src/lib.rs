@@ -22,7 +22,7 @@ pub mod kernel;
 pub mod topology;
 
 pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, RunningGuest};
-pub use kernel::{Flavour, Kernel};
+pub use kernel::{debian_package, Flavour, Kernel, BACKPORTS};
 pub use topology::GuestTopology;
 
 use std::path::PathBuf;

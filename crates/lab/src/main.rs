@@ -31,7 +31,7 @@ struct Cli {
 enum Cmd {
     /// Boot a kernel, run a script inside, copy the files it wrote under $OUT to --out.
     Boot {
-        /// rt (linux-image-rt-amd64) or std (linux-image-amd64).
+        /// rt (linux-image-rt-amd64), std (linux-image-amd64) or rt-bpo (Debian 12 backports: 6.12 RT).
         #[arg(long, default_value = "rt")]
         kernel: String,
         /// SOCKETSxCORESxTHREADS, e.g. 2x4x2.
@@ -81,7 +81,8 @@ enum Cmd {
 }
 
 fn flavour(s: &str) -> anyhow::Result<Flavour> {
-    Flavour::parse(s).with_context(|| format!("--kernel {s}: rt or std"))
+    Flavour::parse(s)
+        .with_context(|| format!("--kernel {s}: rt, std or rt-bpo (Debian 12's backports)"))
 }
 
 fn topology(s: &str, nodes: u32) -> anyhow::Result<GuestTopology> {
