@@ -617,9 +617,11 @@ fn spikes_and_rtla(script: &str) {
             attributed_there += attributed;
         } else {
             // The shell before its raise (its check and its wait, at SCHED_OTHER) can lead a small
-            // window; its bursts cannot be there.
+            // window; its bursts cannot be there. On a starved host that check (forks and execs of chrt,
+            // grep and usleep under TCG) held CPU 1 for 25.1 and 31.3 ms of two windows (a fresh-clone run
+            // beside two other guests); a burst is 250 ms.
             assert!(
-                ns < 0.1 * BURST_NS,
+                ns < 0.4 * BURST_NS,
                 "the culprit's burst at its policy: {s}"
             );
         }

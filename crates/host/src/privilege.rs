@@ -519,12 +519,38 @@ mod tests {
             hard: None,
         });
         assert_eq!(x.mlockall_refusal(), None, "unlimited");
+        // The mask alone (no cpuset read): CPUs outside it may be refused, not for certain.
         let two = CpuSet::parse("1-3").unwrap();
-        assert_eq!(
-            x.cpus_refusal(&two).unwrap().cause,
-            "CPUs 2-3 are outside the CPUs this process may use, 0-1"
+        let r = x.cpus_refusal(&two).unwrap();
+        assert!(!r.certain);
+        assert!(
+            r.cause
+                .starts_with("CPUs 2-3 are outside this process's current CPUs, 0-1,"),
+            "{}",
+            r.cause
         );
         assert_eq!(x.cpus_refusal(&CpuSet::parse("0").unwrap()), None);
+        // The cpuset decides: a mask narrower than it (isolcpus, taskset) refuses nothing within it.
+        x.cpuset = Some(Group {
+            path: "/".into(),
+            file: "/sys/fs/cgroup/cpuset/cpuset.cpus".into(),
+            value: Some("0-2".into()),
+        });
+        let r = x.cpus_refusal(&two).unwrap();
+        assert!(r.certain);
+        assert_eq!(
+            r.cause,
+            "CPUs 3 are outside this process's cpuset, 0-2 (cpuset /: cpuset.cpus)"
+        );
+        assert_eq!(x.cpus_refusal(&CpuSet::parse("1-2").unwrap()), None);
+        // An affinity that failed is explained only by the cpuset.
+        let mut u = Unmet::new(Condition::Affinity, "not pinned");
+        u.cpus = Some(two);
+        x.explain(&mut u);
+        assert_eq!(
+            u.cause.as_deref(),
+            Some("CPUs 3 are outside this process's cpuset, 0-2 (cpuset /: cpuset.cpus)")
+        );
     }
 
     #[test]
