@@ -170,16 +170,19 @@ pub fn read_privilege(root: &HostRoot) -> Privilege {
     let cpu_v2 = cpu_v1.is_none().then(|| group("", "cpu.weight")).flatten();
     // On v2 a group without the cpuset controller has no cpuset file: its nearest ancestor's set binds it.
     let cpuset = group("cpuset", "cpuset.cpus").or_else(|| {
-        let mut g = group("", "cpuset.cpus.effective")?;
-        while g.value.is_none() && g.path.len() > 1 {
-            let up = g.path.rsplit_once('/').map_or("/", |(p, _)| p);
-            g.path = if up.is_empty() { "/".into() } else { up.into() };
-            let (dir, _) = g.file.rsplit_once('/')?;
-            let (parent, _) = dir.rsplit_once('/')?;
-            g.file = format!("{parent}/cpuset.cpus.effective");
-            g.value = root.read_optional(&g.file).map(|v| v.trim().to_string());
+        let (mroot, point) = parse_cgroup_mount(&mounts, "")?;
+        let mut path = parse_cgroup_path(&cgroup, "")?;
+        loop {
+            let file = format!("{}/cpuset.cpus.effective", group_dir(&mroot, &point, &path));
+            let value = root.read_optional(&file).map(|v| v.trim().to_string());
+            if value.is_some() || path.len() <= 1 {
+                return Some(Group { path, file, value });
+            }
+            path = match path.rsplit_once('/') {
+                Some((up, _)) if !up.is_empty() => up.to_string(),
+                _ => "/".to_string(),
+            };
         }
-        Some(g)
     });
     let kconfig = crate::fingerprint::read_kconfig(root);
     Privilege {
