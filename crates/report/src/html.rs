@@ -6,7 +6,7 @@ use crate::charts::{self, Series};
 use crate::markup::{chart, details};
 pub use crate::markup::{fmt_value, ReportOptions};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use rtgauge_analysis::compare::{Comparison, Judgement};
+use rtgauge_analysis::compare::{Comparison, Judgement, Row};
 use rtgauge_model::audit::AuditReport;
 use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::measure::MeasureUnit;
@@ -306,12 +306,13 @@ pub fn fmt_ratio(versus: &rtgauge_analysis::compare::Versus) -> String {
 
 /// The verdict in words, with what would decide an inconclusive one: longer runs for probes that measure
 /// over a duration, more repetitions for those that repeat a measurement (ops, mem).
-pub fn fmt_verdict(key: &str, verdict: &Judgement, duration_ns: u64) -> String {
+pub fn fmt_verdict(row: &Row, verdict: &Judgement, duration_ns: u64) -> String {
+    let key = row.key.as_str();
     let repeated = key.starts_with("ops.") || key.starts_with("mem.") || key.starts_with("numa.");
     match verdict {
         // A measure no A/A bench gave a floor cannot decide from one run per platform at all: said per row.
         Judgement::Inconclusive { one_run: true, .. }
-            if rtgauge_analysis::compare::one_run::floor_of(key).is_none() =>
+            if rtgauge_analysis::compare::one_run::row_family(key, &row.label).is_none() =>
         {
             "inconclusive: one run per platform, and no A/A floor for this measure (repeat with --repeat 3)"
                 .into()
@@ -370,7 +371,7 @@ fn footnote(verdict: &Judgement) -> Option<String> {
 
 /// A verdict cell: the verdict in words; "n/a [k]" or "unknown [k]" pointing at footnote k (whose reason
 /// would otherwise repeat in every cell).
-pub fn verdict_cell(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
+pub fn verdict_cell(row: &Row, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
     match footnote(verdict) {
         Some(n) => {
             let word = verdict.word().replace("no interval", "n/a");
@@ -379,7 +380,7 @@ pub fn verdict_cell(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[S
                 None => word,
             }
         }
-        None => fmt_verdict(key, verdict, duration_ns),
+        None => fmt_verdict(row, verdict, duration_ns),
     }
 }
 
@@ -392,7 +393,7 @@ pub fn verdict_notes(comparison: &Comparison, duration_ns: u64) -> Vec<String> {
             let n = match &v.verdict {
                 Judgement::NoInterval { why } => format!("n/a: {why}"),
                 Judgement::Inconclusive { .. } | Judgement::Unknown { .. } => {
-                    fmt_verdict(&r.key, &v.verdict, duration_ns)
+                    fmt_verdict(r, &v.verdict, duration_ns)
                 }
                 _ => continue,
             };
@@ -405,10 +406,10 @@ pub fn verdict_notes(comparison: &Comparison, duration_ns: u64) -> Vec<String> {
 }
 
 /// A verdict cell of the comparison page: its word, with "[k]" pointing at the footnote that says more.
-pub fn short_verdict(key: &str, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
+pub fn short_verdict(row: &Row, verdict: &Judgement, duration_ns: u64, notes: &[String]) -> String {
     let long = match verdict {
         Judgement::NoInterval { why } => format!("n/a: {why}"),
-        verdict => fmt_verdict(key, verdict, duration_ns),
+        verdict => fmt_verdict(row, verdict, duration_ns),
     };
     let word = match verdict {
         Judgement::NoInterval { .. } => "n/a",
@@ -467,7 +468,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Compariso
                     @for (i, v) in r.values.iter().enumerate() { td.n { (v.map_or("-".to_string(), |x| fmt_measure(x, r.unknown_above.get(i).copied().flatten(), r.unit))) } }
                     @for v in &r.versus {
                         @match v {
-                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (short_verdict(&r.key, &v.verdict, dur, &notes)) } }
+                            Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (short_verdict(r, &v.verdict, dur, &notes)) } }
                             None => { td { "-" } td { "-" } }
                         }
                     }

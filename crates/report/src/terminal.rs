@@ -231,7 +231,7 @@ pub fn render_compare(
                         s,
                         "  {:<26} {}",
                         crate::html::fmt_ratio(v),
-                        crate::html::verdict_cell(&r.key, &v.verdict, dur, &notes)
+                        crate::html::verdict_cell(r, &v.verdict, dur, &notes)
                     );
                 }
                 None => {

@@ -82,8 +82,8 @@ pub enum Judgement {
         #[serde(skip_serializing_if = "Option::is_none")]
         runs: Option<usize>,
         /// One run per platform and no stored repeats, and the interval did not lie wholly beyond the measure's
-        /// one-run floor ([`Versus::one_run`]): how much runs of one platform differ is unknown, so neither
-        /// length nor margin decides — repeating the runs does.
+        /// one-run floor ([`Versus::one_run`]): how much runs of one platform differ is not known well
+        /// enough, so a longer run does not decide — repeating the runs does.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         one_run: bool,
     },

@@ -60,6 +60,13 @@ pub fn floor_of(key: &str) -> Option<f64> {
     family_of(key).map(|(_, f)| f)
 }
 
+/// The family and floor a row of a comparison (`key`, `label`) is held to: its key's, but the overflows
+/// row has one only where it counts what the bench counted (samples ≥ 2 ms, its `-h 2000`): another bound
+/// counts other events.
+pub fn row_family(key: &str, label: &str) -> Option<(&'static str, f64)> {
+    family_of(key).filter(|_| key != "cyclic.overflows" || label.starts_with(OVERFLOWS_MEASURED))
+}
+
 /// Hold the pairs of single runs that nothing told the run-to-run spread of to the floors: `single[col]` is
 /// the run id of a column that is one run (None for a set, whose comparisons judge by the spread between its
 /// runs), `widened[row][k]` whether pair (0, k + 1) of that row took the spread of stored repeats. A run
@@ -74,9 +81,7 @@ pub(super) fn hold_to_floors(
         return;
     };
     for (r, row) in c.rows.iter_mut().enumerate() {
-        // The overflows floor counts samples ≥ 2 ms (the bench's -h 2000): another bound counts other events.
-        let family = family_of(&row.key)
-            .filter(|_| row.key != "cyclic.overflows" || row.label.starts_with(OVERFLOWS_MEASURED));
+        let family = row_family(&row.key, &row.label);
         let floor = family.map(|(_, f)| f);
         for (k, versus) in row.versus.iter_mut().enumerate() {
             let col = k + 1;
@@ -314,6 +319,25 @@ mod tests {
                 .iter()
                 .find(|(q, _)| of_family(q, &p.replace('*', "x")));
             assert!(shadow.is_none(), "{p} is shadowed by {shadow:?}");
+        }
+    }
+
+    /// A pattern has at most one `*`, standing alone as a part; its instances with none, one and two parts
+    /// there are of it.
+    #[test]
+    fn every_pattern_has_at_most_one_star_as_a_whole_part() {
+        for (p, _) in crate::kind::ONE_RUN_FLOORS.iter().flat_map(|k| k.iter()) {
+            assert!(p.matches('*').count() <= 1, "{p}");
+            assert!(
+                p.split('.').all(|part| part == "*" || !part.contains('*')),
+                "{p}"
+            );
+            if p.contains('*') {
+                let none = p.replace(".*", "").replace("*.", "");
+                for key in [none, p.replace('*', "x"), p.replace('*', "x.y")] {
+                    assert!(of_family(p, &key), "{p} vs {key}");
+                }
+            }
         }
     }
 

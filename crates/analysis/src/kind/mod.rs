@@ -308,8 +308,9 @@ pub fn pooled(d: &dyn KindData) -> Sparse {
 }
 
 /// Every kind's one-run floors (`crate::compare::one_run`), each kept in its kind's module with where it
-/// was measured. Not `numa`'s (the A/A bench had one node, where locality is 100 % by construction) nor
-/// `hwnoise`'s (its bench needs the hwlat tracer): their measures get no verdict from one run per platform.
+/// was measured. Not `numa`'s nor the memory probe's NUMA matrix (the A/A bench had one node, where
+/// locality is 100 % by construction), nor `hwnoise`'s (its bench needs the hwlat tracer): their measures
+/// get no verdict from one run per platform.
 pub const ONE_RUN_FLOORS: [&[(&str, f64)]; 5] = [
     cyclic::ONE_RUN_FLOORS,
     oslat::ONE_RUN_FLOORS,

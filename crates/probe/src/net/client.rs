@@ -421,7 +421,9 @@ impl Worker<'_> {
         }
     }
 
-    fn on_connected(&mut self, i: usize, now: u64) {
+    fn on_connected(&mut self, i: usize, batch_now: u64) {
+        // A fresh timestamp: the request's time counts from its send, not from the batch's start.
+        let now = now_ns(Clock::Monotonic).max(batch_now);
         let t = now.saturating_sub(self.slots[i].t_start);
         self.tally.connect.record(t);
         let s = &mut self.slots[i];
