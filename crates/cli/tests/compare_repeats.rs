@@ -33,12 +33,7 @@ fn single_runs_are_widened_by_the_spread_of_their_repeats() {
     std::fs::write(&profile, PROFILE).unwrap();
     // Runs 1–5 repeat platform "a"; run 6 is platform "b", measured once.
     for label in ["a", "a", "a", "a", "a", "b"] {
-        let out = rtgauge_std()
-            .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
-            .args(["--label", label, "--db", &db])
-            .output()
-            .unwrap();
-        assert_ok(&out);
+        run_labelled(&profile, label, &db);
     }
     // Same label, profile and host, but not the same conditions, so no repeat: run 7, an imported copy of
     // run 5 under another kernel command line; run 8, a copy without a fingerprint (as an rt-tests import
@@ -394,12 +389,7 @@ fn single_runs_of_ops_mem_and_numa_are_held_to_their_familys_floor() {
     )
     .unwrap();
     for label in ["p", "q"] {
-        let out = rtgauge_std()
-            .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
-            .args(["--label", label, "--db", &db])
-            .output()
-            .unwrap();
-        assert_ok(&out);
+        run_labelled(&profile, label, &db);
     }
     let c = compare_in(&db, &["p", "q"]);
     assert_held_to_floors(&c);

@@ -18,12 +18,7 @@ fn four_runs(dir: &std::path::Path) -> String {
     let profile = dir.join("sets.toml");
     std::fs::write(&profile, PROFILE).unwrap();
     for label in ["a", "a", "b", "b"] {
-        let out = rtgauge_std()
-            .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
-            .args(["--label", label, "--db", &db])
-            .output()
-            .unwrap();
-        assert_ok(&out);
+        run_labelled(&profile, label, &db);
     }
     db
 }

@@ -13,7 +13,7 @@
 mod common;
 
 use common::hostnoise::{fifo_bursts, pin_vcpus};
-use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel, RunningGuest};
+use rtgauge_lab::{Boot, Flavour, Guest, GuestTopology, Kernel, RunningGuest};
 use serde_json::Value;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -232,26 +232,9 @@ fn hwnoise_finds_the_gaps_a_host_thread_makes_and_leaves_the_tracer_as_it_was() 
     let mut g = Guest::new(&kernel, GuestTopology::flat(2), &script);
     g.binaries = vec![python];
     g.files = files;
-    g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
-    // The host must take one vCPU's thread, not the one thread of single-threaded TCG.
-    g.vcpu_threads = true;
     g.label = "rt 2 CPUs, hwnoise with host bursts on host CPU 1".into();
-    g.timeout = Duration::from_secs(300);
-    let side = Mutex::new(Err::<(Vec<(u64, u64)>, Vec<(u64, u64)>), _>(
-        "not run".to_string(),
-    ));
-    let b = g
-        .boot_with(&|r: &RunningGuest| {
-            *side.lock().unwrap() = beside(r, "rtgauge-lab-hw: hwlatdetect sampling");
-        })
-        .unwrap();
-    let log = b.log();
-    eprintln!("lab hwnoise: {log}");
-    assert_eq!(b.status, Some(0), "{log}\n{}", b.console);
-    let (bursts, hwlatdetect_bursts) = side
-        .into_inner()
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{e}\n{log}"));
+    let (b, log, bursts, hwlatdetect_bursts) =
+        boot_with_bursts(g, "rtgauge-lab-hw: hwlatdetect sampling", "lab hwnoise");
     assert!(
         log.contains("hwnoise exit 0") && log.contains("second exit 0"),
         "{log}"
@@ -435,13 +418,40 @@ fn bursts_after(r: &RunningGuest, line: &str) -> Result<Vec<(u64, u64)>, String>
     Ok(fifo_bursts(1, BURSTS, BURST, Duration::from_millis(1300)).1)
 }
 
-/// Pin the vCPU threads, and make the bursts while rtgauge samples, then while hwlatdetect does.
+/// Boot `g` (2 vCPUs) with this build's rtgauge, a host thread per vCPU (the host must take one vCPU's
+/// thread, not the one thread of single-threaded TCG), pinned; make the bursts on vCPU 1's host CPU while
+/// rtgauge samples, then once the guest says `theirs`, while the reference tool does. The boot (its script
+/// exited 0), its log (printed after `what`), and the bursts' host times, rtgauge's then the tool's.
 #[allow(clippy::type_complexity)]
-fn beside(r: &RunningGuest, theirs: &str) -> Result<(Vec<(u64, u64)>, Vec<(u64, u64)>), String> {
-    pin_vcpus(r.qemu_pid, 2, || r.alive())?;
-    let ours = bursts_after(r, "rtgauge-lab-hw: sampling")?;
-    let theirs = bursts_after(r, theirs)?;
-    Ok((ours, theirs))
+fn boot_with_bursts(
+    mut g: Guest,
+    theirs: &str,
+    what: &str,
+) -> (Boot, String, Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
+    g.vcpu_threads = true;
+    g.timeout = Duration::from_secs(300);
+    let side = Mutex::new(Err::<(Vec<(u64, u64)>, Vec<(u64, u64)>), _>(
+        "not run".to_string(),
+    ));
+    let b = g
+        .boot_with(&|r: &RunningGuest| {
+            *side.lock().unwrap() = pin_vcpus(r.qemu_pid, 2, || r.alive()).and_then(|_| {
+                Ok((
+                    bursts_after(r, "rtgauge-lab-hw: sampling")?,
+                    bursts_after(r, theirs)?,
+                ))
+            });
+        })
+        .unwrap();
+    let log = b.log();
+    eprintln!("{what}: {log}");
+    assert_eq!(b.status, Some(0), "{log}\n{}", b.console);
+    let (ours, tool) = side
+        .into_inner()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}\n{log}"));
+    (b, log, ours, tool)
 }
 
 /// rtgauge hwnoise (the hwlat tracer), then Debian 12 backports' `rtla hwnoise` 6.12 (osnoise with
@@ -477,32 +487,16 @@ fn rtla_hwnoise_and_rtgauge_hwnoise_see_the_same_bursts_on_6_12() {
     let script = RTLA_SCRIPT.replace("@RTLA@", &rtla.display().to_string());
     let mut g = Guest::new(&kernel, GuestTopology::flat(2), &script);
     g.binaries = vec![rtla];
-    g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
-    g.vcpu_threads = true;
     g.label = "rt 6.12 2 CPUs, hwnoise and rtla hwnoise with host bursts on host CPU 1".into();
-    g.timeout = Duration::from_secs(300);
-    let side = Mutex::new(Err::<(Vec<(u64, u64)>, Vec<(u64, u64)>), _>(
-        "not run".to_string(),
-    ));
-    let b = g
-        .boot_with(&|r: &RunningGuest| {
-            *side.lock().unwrap() = beside(r, "rtgauge-lab-hw: rtla sampling");
-        })
-        .unwrap();
-    let log = b.log();
-    eprintln!("lab rtla hwnoise: {log}");
-    assert_eq!(b.status, Some(0), "{log}\n{}", b.console);
-    let (ours, theirs) = side
-        .into_inner()
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{e}\n{log}"));
+    let (b, log, ours, theirs) =
+        boot_with_bursts(g, "rtgauge-lab-hw: rtla sampling", "lab rtla hwnoise");
     assert!(
         log.contains("hwnoise exit 0") && log.contains("rtla exit 0"),
         "{log}"
     );
     // Both put the tracers back: no tracer on, rtla's instance gone.
     assert!(
-        log.contains("after: nop instances: \n") || log.contains("after: nop instances: "),
+        log.lines().any(|l| l.trim_end() == "after: nop instances:"),
         "{log}"
     );
 

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, export_json, row, rtgauge, rtgauge_std, scratch, spinner};
+use common::{assert_ok, busy_cpu, export_json, row, rtgauge, run_labelled, scratch, spinner};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -46,12 +46,7 @@ fn fixture() -> &'static Fixture {
         let profile = dir.join("tl.toml");
         std::fs::write(&profile, PROFILE).unwrap();
         let run = |label: &str| {
-            let out = rtgauge_std()
-                .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
-                .args(["--label", label, "--db", &db])
-                .output()
-                .unwrap();
-            assert_ok(&out);
+            run_labelled(&profile, label, &db);
         };
         run(LABEL);
         let hog = spinner(

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{assert_ok, busy_cpu, export_json, rtgauge, rtgauge_std, scratch};
+use common::{assert_ok, busy_cpu, export_json, rtgauge, run_labelled, scratch};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -44,12 +44,7 @@ fn fixture() -> &'static Fixture {
         let profile = dir.join("two.toml");
         std::fs::write(&profile, PROFILE).unwrap();
         for label in [LABEL, "second"] {
-            let out = rtgauge_std()
-                .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
-                .args(["--label", label, "--db", &db])
-                .output()
-                .unwrap();
-            assert_ok(&out);
+            run_labelled(&profile, label, &db);
         }
         let mut doc = export_json(&db, "1");
         let threads = doc["probes"][0]["threads"].as_array().unwrap().clone();

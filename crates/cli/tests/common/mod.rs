@@ -188,6 +188,16 @@ pub fn spinner(
     })
 }
 
+/// `rtgauge run --profile PROFILE --no-sample --label LABEL --db DB`, which must succeed.
+pub fn run_labelled(profile: &Path, label: &str, db: &str) {
+    let out = rtgauge_std()
+        .args(["run", "--profile", profile.to_str().unwrap(), "--no-sample"])
+        .args(["--label", label, "--db", db])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+}
+
 /// `rtgauge compare RUNS… --format json --db DB`, parsed.
 pub fn compare_in(db: &str, runs: &[&str]) -> Value {
     let out = rtgauge_std()
