@@ -45,7 +45,8 @@ pub enum Command {
     Audit(rtgauge_flags::audit::AuditArgs),
     /// The platform fingerprint: CPU, topology, NUMA, kernel and preemption, clocksource, virtualization, tuning.
     Fingerprint(rtgauge_flags::fingerprint::FingerprintArgs),
-    /// Hardware and firmware noise: the kernel's hwlat tracer (hwlatdetect's method) and the SMIs each CPU took.
+    /// Hardware and firmware noise: the kernel's hwlat tracer (hwlatdetect's method) or osnoise with
+    /// interrupts off (rtla hwnoise's), and the SMIs each CPU took.
     Hwnoise(Box<rtgauge_flags::hwnoise::HwnoiseArgs>),
     /// OS-primitive costs in the manner of lmbench: syscalls, signals, IPC, context switch, fork/exec, mmap.
     Ops(Box<rtgauge_flags::ops::OpsArgs>),

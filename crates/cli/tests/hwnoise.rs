@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Whether this kernel offers the hwlat tracer (tracefs mounted for the look, and left as found).
 fn has_hwlat() -> bool {
-    rtgauge_probe::hwnoise::unavailable().is_none()
+    rtgauge_probe::hwnoise::unavailable(None).is_none()
 }
 
 /// One test at a time: the tracer has one user (a second run is refused), and tracefs is mounted for a look.
@@ -38,7 +38,9 @@ fn the_verb_measures_or_names_what_the_kernel_lacks() {
     } else {
         assert_eq!(code, 2, "{stdout}{stderr}");
         assert!(
-            stderr.contains("has no hwlat tracer (available_tracers: ")
+            stderr.contains(
+                "has no hwlat tracer and no osnoise tracer with OSNOISE_IRQ_DISABLE (available_tracers: "
+            )
                 && stderr.contains("CONFIG_HWLAT_TRACER"),
             "{stderr}"
         );
@@ -46,7 +48,28 @@ fn the_verb_measures_or_names_what_the_kernel_lacks() {
     }
     // Either way, the tracer is off and no marker is left.
     assert!(!std::path::Path::new("/run/rtgauge/hwlat-saved").exists());
+    // rtla hwnoise's method, asked for: measured, or what is missing named.
+    let (code, stdout, stderr) =
+        common::run(&["hwnoise", "--tracer", "osnoise", "-c", "0", "-D", "1"]);
+    match rtgauge_probe::hwnoise::unavailable(Some(rtgauge_model::hwnoise::HwTracer::Osnoise)) {
+        None => assert!(code == 0 && stdout.contains("CPU 0: "), "{stdout}{stderr}"),
+        Some(why) => {
+            assert_eq!(code, 2, "{stdout}{stderr}");
+            assert!(
+                why.contains("osnoise") && stderr.contains(&why) && stderr.contains("Linux 6.3"),
+                "{stderr}"
+            );
+        }
+    }
+    assert!(!std::path::Path::new("/run/rtgauge/hwlat-saved").exists());
     // Bad input: named, exit 2.
+    let (code, _, stderr) =
+        common::run(&["hwnoise", "--tracer", "osnoise", "--mode", "round-robin"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--mode round-robin is the hwlat tracer's"),
+        "{stderr}"
+    );
     let (code, _, stderr) = common::run(&["hwnoise", "--width", "2000000", "--window", "1000000"]);
     assert_eq!(code, 2);
     assert!(

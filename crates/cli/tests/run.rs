@@ -174,7 +174,7 @@ fn vpr_profile_prints_the_seed_003_table_and_a_verdict() {
     let skipped = v[2]["outcome"] == "skipped";
     assert_eq!(
         skipped,
-        rtgauge_probe::hwnoise::unavailable().is_some(),
+        rtgauge_probe::hwnoise::unavailable(None).is_some(),
         "{}",
         v[2]
     );

@@ -6,15 +6,16 @@ use anyhow::{bail, Context as _};
 use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
-use rtgauge_model::hwnoise::HwnoiseConfig;
+use rtgauge_model::hwnoise::{HwTracer, HwnoiseConfig};
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::hwnoise::HwnoisePlan;
 use std::time::Duration;
 
-/// Hardware and firmware noise: the kernel's hwlat tracer spins with interrupts off for `--width` of every
-/// `--window` on each CPU and reports every window whose largest gap reached `--threshold` (what is left
-/// when the OS cannot run: SMIs, NMIs, the hypervisor, the hardware). Needs root and a kernel with the
-/// hwlat tracer; each sampled CPU is busy with interrupts off for width/window of the time.
+/// Hardware and firmware noise: a kernel detector (the hwlat tracer, or osnoise with interrupts off) spins
+/// with interrupts off for `--width` of every `--window` on each CPU and reports every window whose largest
+/// gap reached `--threshold` (what is left when the OS cannot run: SMIs, NMIs, the hypervisor, the
+/// hardware). Needs root and a kernel with either tracer; each sampled CPU is busy with interrupts off for
+/// width/window of the time.
 #[derive(Debug, Clone, Args)]
 pub struct HwnoiseArgs {
     /// How long (hwlatdetect's --duration: 90, 30s, 15m, 24h; default 30s). In a profile: at most this,
@@ -43,6 +44,12 @@ pub struct HwnoiseArgs {
     /// have neither and sample with one thread.
     #[arg(long = "mode", value_name = "MODE", default_value = "per-cpu", value_parser = ["per-cpu", "round-robin"])]
     pub mode: String,
+
+    /// The detector: `hwlat` (hwlatdetect's: inner/outer gaps per window), `osnoise` (rtla hwnoise's:
+    /// osnoise with OSNOISE_IRQ_DISABLE, Linux 6.3+: every noise, and the share of each CPU's sampled time
+    /// it took), or `auto`: hwlat where the kernel has it, else osnoise.
+    #[arg(long = "tracer", value_name = "TRACER", default_value = "auto", value_parser = ["auto", "hwlat", "osnoise"])]
+    pub tracer: String,
 
     /// Write the results as JSON to FILE ('-' = stdout) in rt-tests' `--json` layout (the envelope of
     /// cyclictest's and oslat's): per CPU the windows that reached the threshold, their smallest, mean and
@@ -103,8 +110,18 @@ pub fn resolve(a: &HwnoiseArgs, root: &HostRoot) -> anyhow::Result<HwnoisePlan> 
     if duration.as_ns() == 0 {
         bail!("-D/--duration: must be longer than 0");
     }
+    let tracer = match a.tracer.as_str() {
+        "hwlat" => Some(HwTracer::Hwlat),
+        "osnoise" => Some(HwTracer::Osnoise),
+        _ => None,
+    };
+    if tracer == Some(HwTracer::Osnoise) && a.mode == "round-robin" {
+        bail!("--mode round-robin is the hwlat tracer's: osnoise samples every chosen CPU at once");
+    }
     Ok(HwnoisePlan {
+        tracer,
         config: HwnoiseConfig {
+            tracer: tracer.unwrap_or_default(),
             cpus,
             mode: a.mode.clone(),
             threshold_ns: thr,
@@ -123,7 +140,14 @@ impl super::stage::StagePlan for HwnoisePlan {
 
     fn announce(&self, duration: Nanos, cpus: &CpuSet) -> Option<String> {
         Some(format!(
-            "hwnoise on CPUs {cpus} for {duration} (hwlat tracer, width {} of every {} µs, interrupts off)…",
+            "hwnoise on CPUs {cpus} for {duration} ({}, width {} of every {} µs, interrupts off)…",
+            self.tracer.map_or(
+                "hwlat tracer, or osnoise where the kernel lacks it",
+                |t| match t {
+                    HwTracer::Hwlat => "hwlat tracer",
+                    HwTracer::Osnoise => "osnoise tracer",
+                }
+            ),
             self.config.width_ns / 1000,
             self.config.window_ns / 1000
         ))
@@ -145,7 +169,7 @@ impl super::stage::StagePlan for HwnoisePlan {
     }
 
     fn unavailable(&self) -> Option<String> {
-        rtgauge_probe::hwnoise::unavailable()
+        rtgauge_probe::hwnoise::unavailable(self.tracer)
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {

@@ -492,6 +492,7 @@ pub fn render_hwnoise_json(result: &HwnoiseResult, run_envelope: &Envelope<'_>) 
     m.insert("width".into(), json!(us_trunc(c.width_ns)));
     m.insert("window".into(), json!(us_trunc(c.window_ns)));
     m.insert("mode".into(), json!(c.mode));
+    m.insert("tracer".into(), json!(c.tracer.as_str()));
     let mut threads = Map::new();
     for cpu in &result.cpus {
         let g = &cpu.gaps;
@@ -514,6 +515,14 @@ pub fn render_hwnoise_json(result: &HwnoiseResult, run_envelope: &Envelope<'_>) 
         );
         o.insert("max".into(), json!(us_trunc(g.max_ns)));
         o.insert("nmi_count".into(), json!(cpu.nmi_count));
+        // osnoise's per-CPU totals, as rtla hwnoise prints them (µs, %).
+        if let (Some(s), Some(n)) = (cpu.sampled_ns, cpu.noise_ns) {
+            o.insert("runtime".into(), json!(us_trunc(s)));
+            o.insert("noise".into(), json!(us_trunc(n)));
+            if let Some(pct) = cpu.available_pct() {
+                o.insert("cpu_available".into(), json!(pct));
+            }
+        }
         o.insert("histogram".into(), Value::Object(h));
         threads.insert(cpu.cpu.to_string(), Value::Object(o));
     }

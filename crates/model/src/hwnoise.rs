@@ -1,9 +1,11 @@
-//! Hardware and firmware noise (`rtgauge hwnoise`): what the kernel's `hwlat` tracer finds — a kernel
-//! thread that spins with interrupts disabled for `width` of every `window` on each chosen CPU, reading the
-//! clock in a tight loop; any gap between two reads (inner: between the reads of one pair; outer: between
-//! pairs) that nothing in the OS can have caused is hardware, firmware (SMIs) or, in a guest, the
-//! hypervisor. The tracer reports each window whose largest gap is at or above the threshold
-//! (`tracing_thresh`), with the NMIs that fell in it; hwlatdetect (rt-tests) drives the same tracer.
+//! Hardware and firmware noise (`rtgauge hwnoise`): what the kernel's own detectors find — a kernel thread
+//! that spins with interrupts disabled for `width` of every `window` on each chosen CPU, reading the clock
+//! in a tight loop; any gap between two reads that nothing in the OS can have caused is hardware, firmware
+//! (SMIs) or, in a guest, the hypervisor. Two tracers do it ([`HwTracer`]): `hwlat` (hwlatdetect's) reports
+//! each window whose largest gap is at or above the threshold (`tracing_thresh`), inner (between the reads
+//! of one pair) and outer (between pairs), with the NMIs that fell in it; `osnoise` with
+//! `OSNOISE_IRQ_DISABLE` (rtla hwnoise's, Linux 6.3 and later) reports every noise at or above the
+//! threshold and, per period (the window), the time sampled and the noise in it.
 
 use crate::attribution::Why;
 use crate::kind::StopReason;
@@ -11,9 +13,33 @@ use crate::latency::LatencyStats;
 use crate::CpuSet;
 use serde::{Deserialize, Serialize};
 
+/// The kernel tracer that samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HwTracer {
+    /// `hwlat` (`kernel/trace/trace_hwlat.c`): hwlatdetect's.
+    #[default]
+    Hwlat,
+    /// `osnoise` with the `OSNOISE_IRQ_DISABLE` option (`kernel/trace/trace_osnoise.c`): rtla hwnoise's.
+    Osnoise,
+}
+
+impl HwTracer {
+    /// The tracer's name in `available_tracers`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HwTracer::Hwlat => "hwlat",
+            HwTracer::Osnoise => "osnoise",
+        }
+    }
+}
+
 /// How the probe was configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HwnoiseConfig {
+    /// The tracer that sampled (runs stored before there was a choice: `hwlat`).
+    #[serde(default)]
+    pub tracer: HwTracer,
     /// The CPUs sampled (`tracing_cpumask`).
     pub cpus: CpuSet,
     /// `per-cpu` (a sampling thread on every chosen CPU at once), `round-robin` (one thread moved to the
@@ -30,7 +56,8 @@ pub struct HwnoiseConfig {
     pub duration_ns: Option<u64>,
 }
 
-/// One window whose largest gap reached the threshold.
+/// One window whose largest gap reached the threshold. From `osnoise`: the period's largest noise as
+/// `inner_ns` (`outer_ns` 0), the noises at or above the threshold as `count`, the period's NMIs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HwGap {
     /// The CPU it was sampled on.
@@ -66,6 +93,20 @@ pub struct HwnoiseCpu {
     pub gaps: LatencyStats,
     /// NMIs in the reported windows.
     pub nmi_count: u64,
+    /// Time sampled with interrupts off, ns (`osnoise` reports it per period; `hwlat` does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_ns: Option<u64>,
+    /// Noise in that time, ns: the sum of every noise at or above the threshold (`osnoise` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_ns: Option<u64>,
+}
+
+impl HwnoiseCpu {
+    /// The share of the sampled time the CPU was available, % (rtla's "% CPU Aval"), where known.
+    pub fn available_pct(&self) -> Option<f64> {
+        let (s, n) = (self.sampled_ns?, self.noise_ns?);
+        (s > 0).then(|| 100.0 * (1.0 - n.min(s) as f64 / s as f64))
+    }
 }
 
 /// Result of the hwnoise probe.

@@ -333,7 +333,7 @@ flags = "--all --interval 0"
         "ran",
         concat!(
             r#"name = "ran"
-description = "5G RAN (VMware RAN white paper): cyclictest and oslat as published, max 20 µs; hardware/firmware noise (hwlat, as OpenShift's latency suite runs hwlatdetect) max 10 µs, skipped where the kernel has no hwlat tracer"
+description = "5G RAN (VMware RAN white paper): cyclictest and oslat as published, max 20 µs; hardware/firmware noise (hwlat or osnoise with interrupts off, as OpenShift's latency suite runs hwlatdetect) max 10 µs, skipped where the kernel has neither the hwlat tracer nor osnoise with OSNOISE_IRQ_DISABLE"
 duration = "1h"
 [[probe]]
 kind = "cyclic"
@@ -352,7 +352,7 @@ flags = "-c {cpus} -D 5m --threshold 10"
         "vpr",
         concat!(
             r#"name = "vpr"
-description = "Virtual protection relay (VMware protection-relay guide): max 120 µs, no sample at or above 120 µs, 24 h or more; hardware/firmware noise max 10 µs, skipped where the kernel has no hwlat tracer"
+description = "Virtual protection relay (VMware protection-relay guide): max 120 µs, no sample at or above 120 µs, 24 h or more; hardware/firmware noise max 10 µs, skipped where the kernel has neither the hwlat tracer nor osnoise with OSNOISE_IRQ_DISABLE"
 duration = "24h"
 min_duration = "24h"
 [[probe]]

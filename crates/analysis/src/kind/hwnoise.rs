@@ -61,8 +61,9 @@ impl KindData for HwnoiseResult {
 
     fn settings_line(&self) -> Option<String> {
         Some(format!(
-            "CPUs {}, {} mode, width {} µs per window {} µs, threshold {} µs",
+            "CPUs {}, {} tracer, {} mode, width {} µs per window {} µs, threshold {} µs",
             self.config.cpus,
+            self.config.tracer.as_str(),
             self.config.mode,
             self.config.width_ns / 1000,
             self.config.window_ns / 1000,

@@ -1,6 +1,7 @@
-//! `rtgauge hwnoise`: the kernel's hwlat tracer on the chosen CPUs (hwlatdetect's method), with the SMIs
-//! each CPU took; per-CPU figures on the terminal, rt-tests-style JSON with `--json`, the run document with `--output`. The flags and their
-//! resolution are in `rtgauge_flags::hwnoise`, the tracer's driving in `rtgauge_probe::hwnoise`.
+//! `rtgauge hwnoise`: the kernel's hwlat tracer (hwlatdetect's method) or osnoise with interrupts off (rtla
+//! hwnoise's) on the chosen CPUs, with the SMIs each CPU took; per-CPU figures on the terminal,
+//! rt-tests-style JSON with `--json`, the run document with `--output`. The flags and their resolution are
+//! in `rtgauge_flags::hwnoise`, the tracers' driving in `rtgauge_probe::hwnoise`.
 
 use rtgauge_flags::hwnoise::{resolve, HwnoiseArgs};
 use rtgauge_flags::stage::StagePlan as _;

@@ -5,7 +5,7 @@ use super::KindView;
 use crate::markup::ReportOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
-use rtgauge_model::hwnoise::HwnoiseResult;
+use rtgauge_model::hwnoise::{HwTracer, HwnoiseResult};
 use rtgauge_model::kind::RunFacts;
 
 /// Worst windows listed.
@@ -15,23 +15,63 @@ fn us(ns: u64) -> String {
     format!("{:.1}", rtgauge_model::units::us(ns))
 }
 
-/// One line per CPU: "CPU 1: 3 windows with a gap ≥ 10 µs, max 20012.0 µs, 0 NMIs" or "no gap ≥ 10 µs".
+/// One line per CPU: "CPU 1: 3 windows with a gap ≥ 10 µs, max 20012.0 µs, 0 NMIs" or "no gap ≥ 10 µs";
+/// where the tracer says (osnoise), the time sampled and the share of it the CPU was available.
 pub fn cpu_lines(r: &HwnoiseResult) -> Vec<String> {
     let thr = us(r.config.threshold_ns);
     r.cpus
         .iter()
-        .map(|c| match c.gaps.count {
-            0 => format!("CPU {}: no gap ≥ {thr} µs", c.cpu),
-            n => format!(
-                "CPU {}: {n} window{} with a gap ≥ {thr} µs, max {} µs, {} NMI{}",
-                c.cpu,
-                if n == 1 { "" } else { "s" },
-                us(c.gaps.max_ns),
-                c.nmi_count,
-                if c.nmi_count == 1 { "" } else { "s" }
-            ),
+        .map(|c| {
+            let mut l = match c.gaps.count {
+                0 => format!("CPU {}: no gap ≥ {thr} µs", c.cpu),
+                n => format!(
+                    "CPU {}: {n} window{} with a gap ≥ {thr} µs, max {} µs, {} NMI{}",
+                    c.cpu,
+                    if n == 1 { "" } else { "s" },
+                    us(c.gaps.max_ns),
+                    c.nmi_count,
+                    if c.nmi_count == 1 { "" } else { "s" }
+                ),
+            };
+            if let (Some(s), Some(n)) = (c.sampled_ns, c.noise_ns) {
+                l.push_str(&match c.available_pct() {
+                    Some(pct) => format!(
+                        "; noise {} µs in {:.1} s sampled: {pct:.5} % available",
+                        us(n),
+                        s as f64 / 1e9
+                    ),
+                    None => "; no period completed (nothing sampled to judge)".into(),
+                });
+            }
+            l
         })
         .collect()
+}
+
+/// One window in words: hwlat's inner and outer gaps, or osnoise's largest noise.
+fn window_words(r: &HwnoiseResult, g: &rtgauge_model::hwnoise::HwGap) -> String {
+    let plural = |n: u64, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let nmis = if g.nmi_count > 0 && r.config.tracer == HwTracer::Hwlat {
+        format!(", {} NMIs ({} µs)", g.nmi_count, us(g.nmi_ns))
+    } else if g.nmi_count > 0 {
+        format!(", {}", plural(g.nmi_count, "NMI"))
+    } else {
+        String::new()
+    };
+    match r.config.tracer {
+        HwTracer::Hwlat => format!(
+            "inner {} µs, outer {} µs, {} in the window{nmis}",
+            us(g.inner_ns),
+            us(g.outer_ns),
+            plural(g.count, "gap")
+        ),
+        HwTracer::Osnoise => format!(
+            "largest noise {} µs, {} ≥ {} µs in the period{nmis}",
+            us(g.inner_ns),
+            plural(g.count, "noise"),
+            us(r.config.threshold_ns)
+        ),
+    }
 }
 
 impl KindView for HwnoiseResult {
@@ -55,18 +95,10 @@ impl KindView for HwnoiseResult {
         for g in self.gaps.iter().take(LISTED) {
             let _ = writeln!(
                 s,
-                "  at {:.3} s on CPU {}: inner {} µs, outer {} µs, {} gap{} in the window{}",
+                "  at {:.3} s on CPU {}: {}",
                 g.at_ns as f64 / 1e9,
                 g.cpu,
-                us(g.inner_ns),
-                us(g.outer_ns),
-                g.count,
-                if g.count == 1 { "" } else { "s" },
-                if g.nmi_count > 0 {
-                    format!(", {} NMIs ({} µs)", g.nmi_count, us(g.nmi_ns))
-                } else {
-                    String::new()
-                }
+                window_words(self, g)
             );
         }
         if self.lost > 0 {
@@ -88,11 +120,18 @@ impl KindView for HwnoiseResult {
             p { (self.method) }
             ul { @for l in cpu_lines(self) { li { (l) } } }
             @if !self.gaps.is_empty() {
+                @let osnoise = self.config.tracer == HwTracer::Osnoise;
                 table {
-                    tr { th { "at s" } th { "CPU" } th { "inner µs" } th { "outer µs" } th { "gaps" } th { "NMIs" } }
+                    tr {
+                        th { "at s" } th { "CPU" }
+                        @if osnoise { th { "largest noise µs" } th { "noises" } }
+                        @else { th { "inner µs" } th { "outer µs" } th { "gaps" } }
+                        th { "NMIs" }
+                    }
                     @for g in self.gaps.iter().take(50) {
                         tr { td.n { (format!("{:.3}", g.at_ns as f64 / 1e9)) } td.n { (g.cpu) } td.n { (us(g.inner_ns)) }
-                             td.n { (us(g.outer_ns)) } td.n { (g.count) } td.n { (g.nmi_count) } }
+                             @if !osnoise { td.n { (us(g.outer_ns)) } }
+                             td.n { (g.count) } td.n { (g.nmi_count) } }
                     }
                 }
             }
