@@ -52,6 +52,11 @@ enum Cmd {
         /// Programs from deps/programs.tsv to install in the guest (rtla, chrt).
         #[arg(long = "program")]
         programs: Vec<String>,
+        /// A program newer than the machine's own, from the Debian package of that name in bookworm-backports
+        /// (rtla: 6.12, which has hwnoise), installed in the guest at its unpacked path; the script finds
+        /// it as $NAME_BIN (RTLA_BIN).
+        #[arg(long = "backports-program", value_name = "NAME")]
+        backports_programs: Vec<String>,
         /// Where to copy the files the guest handed back.
         #[arg(long)]
         out: PathBuf,
@@ -127,6 +132,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             script,
             rtgauge,
             programs,
+            backports_programs,
             out,
             timeout,
             memory,
@@ -134,10 +140,23 @@ fn real_main() -> anyhow::Result<ExitCode> {
             vcpu_threads,
         } => {
             let k = Kernel::fetch(flavour(&kernel)?)?;
-            let text = std::fs::read_to_string(&script)
+            let mut text = std::fs::read_to_string(&script)
                 .with_context(|| format!("--script {}", script.display()))?;
+            let mut binaries = Vec::new();
+            for name in &backports_programs {
+                let bin = rtgauge_lab::debian_package(Some(rtgauge_lab::BACKPORTS), name)?
+                    .join("usr/bin")
+                    .join(name);
+                text = format!(
+                    "{}_BIN={}\n{text}",
+                    name.to_uppercase().replace('-', "_"),
+                    bin.display()
+                );
+                binaries.push(bin);
+            }
             let mut g = Guest::new(&k, topology(&topo, nodes)?, &text);
             g.cmdline = append;
+            g.binaries = binaries;
             g.rtgauge = rtgauge;
             g.programs = programs;
             g.timeout = std::time::Duration::from_secs(timeout);
