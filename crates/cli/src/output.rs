@@ -52,7 +52,7 @@ pub fn write_output(
 }
 
 /// Whether an `--output` path means stdout (`-`).
-fn is_stdout(path: &std::path::Path) -> bool {
+pub fn is_stdout(path: &std::path::Path) -> bool {
     path.as_os_str() == "-"
 }
 

@@ -85,7 +85,8 @@ pub struct RunArgs {
 
     /// Judge the gates even when the run's conditions fall short of what was asked (SCHED_FIFO refused,
     /// CPUs not pinned, memory not locked, cpu_dma_latency not held); the verdict says so. Without it (or
-    /// the profile's allow_degraded = true) such a run is "not judged" (exit code 3).
+    /// the profile's allow_degraded = true) such a run is "not judged" (exit code 3). A run measured but not
+    /// stored (the store refused it at the end: its document is written to a file the error names) exits 4.
     #[arg(long = "allow-degraded")]
     pub allow_degraded: bool,
 }

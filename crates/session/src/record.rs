@@ -15,19 +15,33 @@ pub struct CheckpointWriter<'a> {
     id: i64,
     every: Duration,
     last: Instant,
-    /// The first store error, for one warning (later ones are not repeated).
+    /// Checkpoints tried, and those the store refused.
+    pub tried: u64,
+    /// See `tried`.
+    pub refused: u64,
+    /// The first store error (later ones are counted, not kept).
     pub failed: Option<String>,
+    /// Told the first error, when it happens (the run says it then, once).
+    on_first: fn(&str),
 }
 
 impl<'a> CheckpointWriter<'a> {
-    /// Checkpoints of run `id` every `every` (at least 1 s).
-    pub fn new(store: &'a mut dyn RunStore, id: i64, every: Duration) -> CheckpointWriter<'a> {
+    /// Checkpoints of run `id` every `every` (at least 1 s); `on_first` is told the first refusal.
+    pub fn new(
+        store: &'a mut dyn RunStore,
+        id: i64,
+        every: Duration,
+        on_first: fn(&str),
+    ) -> CheckpointWriter<'a> {
         CheckpointWriter {
             store,
             id,
             every: every.max(Duration::from_secs(1)),
             last: Instant::now(),
+            tried: 0,
+            refused: 0,
             failed: None,
+            on_first,
         }
     }
 
@@ -49,14 +63,20 @@ impl<'a> CheckpointWriter<'a> {
         self.save(&d);
     }
 
-    /// Store `doc` as the run's document now. The first failure is kept in [`CheckpointWriter::failed`].
+    /// Store `doc` as the run's document now ([`RunStore::checkpoint`]: without waiting long for a lock).
+    /// A refusal is counted; the first is kept in [`CheckpointWriter::failed`] and told.
     pub fn save(&mut self, doc: &RunDocument) -> bool {
         self.last = Instant::now();
-        match self.store.update(self.id, doc) {
+        self.tried += 1;
+        match self.store.checkpoint(self.id, doc) {
             Ok(()) => true,
             Err(e) => {
-                self.failed
-                    .get_or_insert_with(|| rtgauge_model::error::one_line(&e));
+                self.refused += 1;
+                if self.failed.is_none() {
+                    let e = rtgauge_model::error::one_line(&e);
+                    (self.on_first)(&e);
+                    self.failed = Some(e);
+                }
                 false
             }
         }

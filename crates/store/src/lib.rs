@@ -206,6 +206,12 @@ pub trait RunStore: Send {
     ) -> Result<std::collections::HashSet<String>, StoreError>;
     /// Replace a run's document (a checkpoint, or the final result). The run keeps its `uuid`.
     fn update(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError>;
+    /// [`RunStore::update`] for a checkpoint taken while a probe measures: it must not hold up the thread
+    /// that drains the probe, so a store that would wait for another writer's lock may fail at once (the
+    /// next checkpoint tries again). By default the same as `update`.
+    fn checkpoint(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError> {
+        self.update(id, document)
+    }
     /// Every stored run, in id (insertion) order.
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
     /// The document of run `id` (a `running` run whose writer is gone comes back `interrupted`).

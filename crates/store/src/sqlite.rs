@@ -48,6 +48,10 @@ const UUID_INDEX: &str = "CREATE UNIQUE INDEX runs_uuid ON runs(uuid);";
 /// How long a writer waits for another one before giving up.
 const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long a checkpoint waits for another writer: a run's main thread takes it between draining its
+/// probe's samples, so it gives up quickly and tries again at the next checkpoint.
+const CHECKPOINT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Run `f` until it does not fail with SQLITE_BUSY/LOCKED, for up to [`BUSY_WAIT`].
 fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
     let start = std::time::Instant::now();
@@ -64,6 +68,27 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
             other => return other,
         }
     }
+}
+
+/// Whether the filesystem holding `path` (or its directory, when the file does not exist yet) is mounted
+/// read-only: opening it for writing (or creating a directory beside it) fails with EROFS. Nothing is
+/// written or left behind.
+fn read_only_fs(path: &Path) -> bool {
+    let r = if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+    } else {
+        let probe = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(format!(".rtgauge-write-probe-{}", std::process::id()));
+        std::fs::create_dir(&probe).map(|_| {
+            let _ = std::fs::remove_dir(&probe);
+        })
+    };
+    r.is_err_and(|e| e.raw_os_error() == Some(libc::EROFS))
 }
 
 /// A SQLite error as a store error naming the database file.
@@ -110,7 +135,19 @@ impl SqliteStore {
                 cause,
             })?;
         }
-        let sq = sqlite_error(&p);
+        // SQLite says "unable to open database file" or "readonly database" without the cause: a read-only
+        // filesystem is said (it is the usual one, and `--db` elsewhere the fix).
+        let sq = |e: rusqlite::Error| {
+            let mut e = sqlite_error(&p)(e);
+            if let StoreError::Sqlite { cause, .. } = &mut e {
+                if read_only_fs(path) {
+                    cause
+                        .line
+                        .push_str(" (its filesystem is mounted read-only)");
+                }
+            }
+            e
+        };
         let conn = Connection::open(path).map_err(sq)?;
         conn.busy_timeout(BUSY_WAIT).map_err(sq)?;
         // Switching to WAL needs an exclusive lock and SQLite may answer BUSY without calling the busy
@@ -333,6 +370,14 @@ impl RunStore for SqliteStore {
         }
         Self::write_tags(&tx, id, document).map_err(sq)?;
         tx.commit().map_err(sq)
+    }
+
+    /// A checkpoint waits for another writer's lock [`CHECKPOINT_WAIT`] at most, not [`BUSY_WAIT`].
+    fn checkpoint(&mut self, id: i64, document: &RunDocument) -> Result<(), StoreError> {
+        let _ = self.conn.busy_timeout(CHECKPOINT_WAIT);
+        let r = self.update(id, document);
+        let _ = self.conn.busy_timeout(BUSY_WAIT);
+        r
     }
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {

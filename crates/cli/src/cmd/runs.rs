@@ -7,6 +7,7 @@ use rtgauge_flags::DbArg;
 use rtgauge_formats::import::{limit_warnings, AnyRtTests};
 use rtgauge_formats::Importer;
 use rtgauge_model::run::RunDocument;
+use rtgauge_model::run::RunStatus;
 use rtgauge_store::RunStore;
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -103,11 +104,33 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         docs.push((name, doc));
     }
     let (mut store, path) = a.db.open()?;
+    // A run the store refused at its end (`rtgauge run` kept its document in a file) is stored as it was at
+    // its last checkpoint, `running` or `interrupted`, under the same uuid: the document completes it.
+    let unfinished: std::collections::HashMap<String, (i64, RunStatus)> = store
+        .list()
+        .with_context(|| format!("reading {path}"))?
+        .into_iter()
+        .filter(|r| matches!(r.status, RunStatus::Running | RunStatus::Interrupted))
+        .map(|r| (r.uuid, (r.id, r.status)))
+        .collect();
     for (name, doc) in docs {
-        let id = store
-            .insert(&doc)
-            .with_context(|| format!("storing {name}"))?;
-        println!("imported {name} as run {id} into {path}");
+        match doc.uuid.as_ref().and_then(|u| unfinished.get(u)) {
+            Some(&(id, was)) => {
+                store
+                    .update(id, &doc)
+                    .with_context(|| format!("storing {name} as run {id}"))?;
+                println!(
+                    "imported {name} into {path}: it completes run {id} (stored {} at its last checkpoint)",
+                    was.as_str()
+                );
+            }
+            None => {
+                let id = store
+                    .insert(&doc)
+                    .with_context(|| format!("storing {name}"))?;
+                println!("imported {name} as run {id} into {path}");
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

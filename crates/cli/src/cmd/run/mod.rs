@@ -28,6 +28,10 @@ use std::time::Duration;
 /// nothing accepted a degraded run (0 = passed, 1 = a gate failed, 2 = usage or runtime error).
 pub const NOT_JUDGED: u8 = 3;
 
+/// The exit code of a run that measured to its end but could not be stored (a full disk, a read-only or
+/// locked store): its summary was printed and its document written to a file the error names.
+pub const NOT_STORED: u8 = 4;
+
 /// `rtgauge run`: the profile measured once, or `--repeat N` times back to back as one platform's repeats.
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&a.profile)?;
@@ -65,9 +69,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         });
         match run_once(a, &profile, repeat, &stop) {
             Ok((id, c)) => {
-                ids.push(id);
-                // A failed gate outranks a run not judged, which outranks a pass.
-                if c == ExitCode::from(1) || code == ExitCode::SUCCESS {
+                ids.extend(id);
+                // A run not stored outranks a failed gate, which outranks a run not judged, which
+                // outranks a pass.
+                let not_stored = ExitCode::from(NOT_STORED);
+                if code != not_stored
+                    && (c == not_stored || c == ExitCode::from(1) || code == ExitCode::SUCCESS)
+                {
                     code = c;
                 }
             }
@@ -103,13 +111,13 @@ fn repeats_line(a: &RunArgs, ids: &[i64], count: u32) {
 }
 
 /// One run of the profile (`repeat`: its place among the runs of one `--repeat`): load → plan → measure →
-/// judge → store → report; its id and exit code.
+/// judge → store → report; its id (none when the store refused the finished run) and exit code.
 fn run_once(
     a: &RunArgs,
     profile: &Profile,
     repeat: Option<RepeatOf>,
     stop: &StopFlag,
-) -> anyhow::Result<(i64, ExitCode)> {
+) -> anyhow::Result<(Option<i64>, ExitCode)> {
     // Load: where to measure, the store.
     let duration = a.duration.unwrap_or(profile.duration);
     let root = HostRoot::live();
@@ -145,11 +153,20 @@ fn run_once(
         .unwrap_or(0);
     doc.audit = Some(audit(&cx, a.no_sample, rt_priority));
     let every = std::time::Duration::from_nanos(a.checkpoint.as_ns());
-    let mut rec = CheckpointWriter::new(store.as_mut(), id, every);
+    let mut rec = CheckpointWriter::new(store.as_mut(), id, every, |e| {
+        eprintln!(
+            "rtgauge: warning: checkpoint not stored: {e}; the run goes on, kept in memory (later \
+             refusals are counted, not repeated)"
+        )
+    });
     rec.save(&doc);
     stages::measure(stages, &mut doc, &mut rec, &cx)?;
     if let Some(e) = &rec.failed {
-        eprintln!("rtgauge: warning: checkpoint not stored: {e}");
+        doc.warnings.push(format!(
+            "{} of {} checkpoints not stored (the first: {e}); a run killed before its end would have \
+             lost what was measured since the last one stored",
+            rec.refused, rec.tried
+        ));
     }
     // Judge, store, report.
     let allowed_by = if a.allow_degraded {
@@ -163,9 +180,9 @@ fn run_once(
     for w in &doc.warnings {
         eprintln!("rtgauge: warning: {w}");
     }
-    rec.store
-        .update(id, &doc)
-        .with_context(|| format!("storing run {id} in {db}"))?;
+    if let Err(e) = rec.store.update(id, &doc) {
+        return Ok((None, not_stored(a, id, &db, &doc, &e.into())));
+    }
     // A failed `--output` is an error of its own, returned after the report (summary, verdict, HTML
     // page): it must not cost the user the report of a stored run. A file is written first, so that a
     // closed stdout (`| head`), which ends the report quietly, does not cost the file; `-` follows the
@@ -186,7 +203,78 @@ fn run_once(
             );
         }
     }
-    Ok((id, code))
+    Ok((Some(id), code))
+}
+
+/// The end of a run the store refused when it finished: the measurement is not lost. Its document goes to
+/// `--output` (where given and writable) or to a fallback file, the summary is printed as for a stored run,
+/// and the error names the store, the cause, the file and how to store it later; the exit code is
+/// [`NOT_STORED`].
+fn not_stored(
+    a: &RunArgs,
+    id: i64,
+    db: &str,
+    doc: &RunDocument,
+    cause: &anyhow::Error,
+) -> ExitCode {
+    let kept = match crate::output::write_output_file(a.output.output.as_deref(), doc) {
+        Ok(()) => a
+            .output
+            .output
+            .clone()
+            .filter(|p| !crate::output::is_stdout(p))
+            .ok_or_else(|| anyhow::anyhow!("no --output file")),
+        Err(e) => Err(e),
+    }
+    .or_else(|_| fallback_file(a, doc));
+    let summary = super::print_text(&rtgauge_report::terminal::render_summary(doc));
+    if summary.is_ok() {
+        println!(
+            "not stored: run {id} ({}) — {db} refused it at the end; it keeps its last checkpoint",
+            doc.status.as_str()
+        );
+    }
+    match kept {
+        Ok(path) => eprintln!(
+            "rtgauge: error: the run was measured but not stored: {cause:#}. Its document is in \
+             {p}: `rtgauge import {p}` completes stored run {id} once the store can be written",
+            p = path.display()
+        ),
+        Err(e) => eprintln!(
+            "rtgauge: error: the run was measured but not stored in {db}: {cause:#}; nor could its \
+             document be written anywhere ({e:#}): the summary above is all that is left"
+        ),
+    }
+    let _ = crate::output::write_output_to_stdout(a.output.output.as_deref(), doc);
+    ExitCode::from(NOT_STORED)
+}
+
+/// Write a run's document where a refused store is least likely to be: beside the store
+/// (`unstored/run-…json`: a locked or read-only database file in a writable directory), else the
+/// temporary directory, else the current one. The file written, or why none could be.
+fn fallback_file(a: &RunArgs, doc: &RunDocument) -> anyhow::Result<std::path::PathBuf> {
+    let name = format!(
+        "rtgauge-run-{}-{}.json",
+        doc.started_at.replace([':', '+'], "-"),
+        std::process::id()
+    );
+    let dirs = [
+        rtgauge_flags::store_dir(a.store.db.db.as_deref()).join("unstored"),
+        std::env::temp_dir(),
+        std::path::PathBuf::from("."),
+    ];
+    let mut tried = Vec::new();
+    for d in dirs {
+        let p = d.join(&name);
+        let r = std::fs::create_dir_all(&d)
+            .map_err(anyhow::Error::from)
+            .and_then(|_| crate::output::write_json(&p, doc));
+        match r {
+            Ok(()) => return Ok(p),
+            Err(e) => tried.push(format!("{}: {e:#}", p.display())),
+        }
+    }
+    anyhow::bail!("{}", tried.join("; "))
 }
 
 /// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
@@ -211,6 +299,9 @@ fn begin(a: &RunArgs, profile: &Profile, cx: &Context) -> RunDocument {
         RunStatus::Running,
         Vec::new(),
     );
+    // Its own id from the start, so that a document the store refused at the end (kept in a file) completes
+    // this stored run when imported later.
+    doc.uuid = Some(rtgauge_model::run::new_uuid());
     doc.profile = Some(profile.name.clone());
     doc.label = a.label.clone();
     doc.tags = a.store.tags.iter().cloned().collect();
