@@ -243,7 +243,9 @@ impl HdrBlob {
 }
 
 /// One interval of a probe's timeline (default 1 s): enough to plot max latency over time and to
-/// checkpoint long runs.
+/// checkpoint long runs. A long run's entries cover several intervals: past [`MAX_TIMELINE`] entries the
+/// timeline is thinned ([`push_bounded`]) into aligned buckets twice as long, each keeping the worst
+/// sample of its bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TimelineEntry {
     /// Start of the interval, ns after the probe's start.
@@ -254,6 +256,40 @@ pub struct TimelineEntry {
     pub max_ns: u64,
     /// Missed deadlines (timer probes) or gaps above the threshold (noise probes) in the interval.
     pub missed: u64,
+}
+
+/// Most timeline entries kept per thread: past it, adjacent entries merge into buckets twice as long (as
+/// the counter intervals, `attribution::MAX_INTERVALS`, do), so a 60-hour run keeps 1,688 entries of 128 s
+/// per thread instead of 216,000 one-second ones, and none loses its bucket's worst sample.
+pub const MAX_TIMELINE: usize = 2048;
+
+/// Append one interval's entry `e` to `timeline`, whose entries are buckets of `*span_ns` aligned to the
+/// probe's start: into the last entry when `e` falls in its bucket (counts and missed added, the larger
+/// max kept), else as a new one; past [`MAX_TIMELINE`] entries the span doubles and the timeline is merged
+/// into the new buckets.
+pub fn push_bounded(timeline: &mut Vec<TimelineEntry>, span_ns: &mut u64, e: TimelineEntry) {
+    let span = (*span_ns).max(1);
+    let bucket = e.start_ns / span * span;
+    match timeline.last_mut() {
+        Some(last) if last.start_ns == bucket => merge_entry(last, &e),
+        _ => timeline.push(TimelineEntry {
+            start_ns: bucket,
+            ..e
+        }),
+    }
+    if timeline.len() > MAX_TIMELINE {
+        *span_ns = span.saturating_mul(2);
+        let old = std::mem::take(timeline);
+        for e in old {
+            push_bounded(timeline, span_ns, e);
+        }
+    }
+}
+
+fn merge_entry(into: &mut TimelineEntry, e: &TimelineEntry) {
+    into.count = into.count.saturating_add(e.count);
+    into.missed = into.missed.saturating_add(e.missed);
+    into.max_ns = into.max_ns.max(e.max_ns);
 }
 
 /// Most windows a distribution keeps; adjacent windows merge pairwise beyond it, so a 7-day run keeps 64
@@ -334,6 +370,55 @@ impl Windows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_timeline_is_thinned_into_aligned_buckets_that_keep_their_worst() {
+        const S: u64 = 1_000_000_000;
+        let (mut t, mut span) = (Vec::new(), S);
+        for i in 0..5000u64 {
+            // Interval 700 had no sample at all (nothing pushed); interval 3333 held the spike.
+            if i == 700 {
+                continue;
+            }
+            let max_ns = if i == 3333 { 999_000 } else { 10_000 + i % 7 };
+            push_bounded(
+                &mut t,
+                &mut span,
+                TimelineEntry {
+                    start_ns: i * S,
+                    count: 1000,
+                    max_ns,
+                    missed: u64::from(i % 1000 == 0),
+                },
+            );
+        }
+        // 4,999 entries > 2 × 2,048: buckets of 4 s, 1,250 of them.
+        assert_eq!(span, 4 * S);
+        assert_eq!(t.len(), 1250);
+        assert!(t.iter().all(|e| e.start_ns % span == 0));
+        assert!(t.windows(2).all(|w| w[0].start_ns < w[1].start_ns));
+        assert_eq!(t.iter().map(|e| e.count).sum::<u64>(), 4999 * 1000);
+        assert_eq!(t.iter().map(|e| e.missed).sum::<u64>(), 5);
+        let worst = t.iter().max_by_key(|e| e.max_ns).unwrap();
+        assert_eq!((worst.start_ns, worst.max_ns), (3332 * S, 999_000));
+        // The bucket without interval 700 has its other three.
+        assert_eq!(t[175].count, 3000);
+        // A short run is not touched.
+        let (mut short, mut span) = (Vec::new(), S);
+        for i in 0..10 {
+            push_bounded(
+                &mut short,
+                &mut span,
+                TimelineEntry {
+                    start_ns: i * S,
+                    count: 1,
+                    max_ns: i,
+                    missed: 0,
+                },
+            );
+        }
+        assert_eq!((short.len(), span, short[9].max_ns), (10, S, 9));
+    }
 
     #[test]
     fn blob_round_trip_keeps_counts() {

@@ -130,6 +130,8 @@ struct CyclicCollector {
     /// Late samples drained since the observer last saw them.
     late: Vec<Spike>,
     timelines: Vec<Vec<TimelineEntry>>,
+    /// Each timeline's bucket length ([`rtgauge_model::latency::push_bounded`]).
+    spans: Vec<u64>,
     merged: Vec<Histogram>,
     windows: Vec<WindowRecorder>,
 }
@@ -141,7 +143,7 @@ impl CyclicCollector {
     fn drain(&mut self) {
         for i in 0..self.timelines.len() {
             while let Ok(e) = self.timeline_rx[i].pop() {
-                self.timelines[i].push(e);
+                rtgauge_model::latency::push_bounded(&mut self.timelines[i], &mut self.spans[i], e);
             }
             if let Some(rx) = self.late_rx.get_mut(i) {
                 while let Ok(s) = rx.pop() {
@@ -308,6 +310,7 @@ fn spawn_threads(
         late_rx: Vec::with_capacity(n),
         late: Vec::new(),
         timelines: vec![Vec::new(); n],
+        spans: vec![cfg.timeline_interval_ns; n],
         merged: (0..n).map(|_| latency::new_histogram()).collect(),
         windows: (0..n)
             .map(|_| WindowRecorder::new(cfg.timeline_interval_ns))

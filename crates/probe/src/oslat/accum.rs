@@ -166,6 +166,8 @@ pub(super) struct OslatCollector {
     pub(super) handed: Emptier<Accum>,
     pub(super) total: Box<Accum>,
     pub(super) timeline: Vec<TimelineEntry>,
+    /// The timeline's bucket length ([`rtgauge_model::latency::push_bounded`]).
+    pub(super) span_ns: u64,
     pub(super) timeline_rx: rtrb::Consumer<TimelineEntry>,
     pub(super) windows: WindowRecorder,
     pub(super) conv: TickConverter,
@@ -195,7 +197,7 @@ impl OslatCollector {
             self.handed.give_back(a);
         }
         while let Ok(e) = self.timeline_rx.pop() {
-            self.timeline.push(e);
+            rtgauge_model::latency::push_bounded(&mut self.timeline, &mut self.span_ns, e);
         }
     }
 }

@@ -274,6 +274,7 @@ fn spawn_threads(
             handed,
             total: new_accum(cfg, &conv),
             timeline: Vec::new(),
+            span_ns: interval_ns,
             timeline_rx,
             windows: WindowRecorder::new(interval_ns),
             conv,
