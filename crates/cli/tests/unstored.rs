@@ -106,26 +106,51 @@ fn start_run(dir: &Path, db: &Path, tmp: &Path) -> Running {
         std::io::Read::read_to_string(&mut out, &mut s).unwrap();
         s
     });
+    // The store takes the first checkpoints (at 1 s and 2 s) before the test takes it away.
     std::thread::sleep(Duration::from_millis(2500));
-    Running { child, stdout }
+    Running {
+        child: Some(child),
+        stdout: Some(stdout),
+    }
 }
 
-/// A run started by [`start_run`].
+/// A run started by [`start_run`]; killed if the test fails before it ends.
 struct Running {
-    child: Child,
-    stdout: std::thread::JoinHandle<String>,
+    child: Option<Child>,
+    stdout: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Running {
     /// Wait for the run: exit code, stdout after its first line, stderr.
-    fn finish(self) -> (i32, String, String) {
-        let out = self.child.wait_with_output().unwrap();
+    fn finish(mut self) -> (i32, String, String) {
+        let out = self.child.take().unwrap().wait_with_output().unwrap();
         (
             out.status.code().unwrap_or(-1),
-            self.stdout.join().unwrap(),
+            self.stdout.take().unwrap().join().unwrap(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The count N of the run's warning "N of M checkpoints not stored …".
+fn refused(doc: &Value) -> u64 {
+    let w = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|w| w.contains("checkpoints not stored"))
+        .unwrap_or_else(|| panic!("refusals not counted: {doc}"));
+    w.split(' ').next().unwrap().parse().unwrap()
 }
 
 /// The measurement survived a store that refused it: summary printed, exit 4, one warning for the first
@@ -155,15 +180,12 @@ fn assert_kept(code: i32, stdout: &str, stderr: &str, tmp: &Path) -> PathBuf {
     let doc: Value = common::read_json(&file);
     assert_eq!(doc["status"], "complete");
     assert_eq!(doc["probes"][0]["probe"], "cyclic");
-    let counted = doc["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .find(|w| w.contains("checkpoints not stored"))
-        .unwrap_or_else(|| panic!("refusals not counted: {doc}"));
-    let refused: u64 = counted.split(' ').next().unwrap().parse().unwrap();
-    assert!(refused >= 2, "{counted}");
+    let n = refused(&doc);
+    assert!(n >= 2, "{n} refused");
+    assert!(
+        stdout.contains(&format!("checkpoint ({n} of ")),
+        "the summary says how many were refused: {stdout}"
+    );
     file
 }
 
@@ -268,17 +290,17 @@ fn a_store_locked_mid_run_delays_nothing_and_stores_the_run() {
     );
     assert!(stdout.contains("stored: run 1 (complete)"), "{stdout}");
     let doc = common::export_json(db.to_str().unwrap(), "1");
-    let counted = doc["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .find(|w| w.contains("checkpoints not stored"))
-        .unwrap_or_else(|| panic!("refusals not counted: {doc}"));
-    let refused: u64 = counted.split(' ').next().unwrap().parse().unwrap();
+    let n = refused(&doc);
     // 3 s of lock, a checkpoint a second, each refused after at most 0.2 s.
-    assert!((2..=4).contains(&refused), "{counted}");
-    // 6 s of measuring plus start and end; a checkpoint that waited out SQLite's 30 s would show.
+    assert!((2..=4).contains(&n), "{n} refused");
+    // 6 s of measuring plus start and end; a checkpoint that waited out SQLite's 30 s would show. And
+    // the main thread kept draining the rings meanwhile: nothing the thread handed over was dropped.
     assert!(wall < Duration::from_secs(20), "{wall:?}");
-    eprintln!("locked store: {counted}; run wall time {wall:?}");
+    let t = &doc["probes"][0]["threads"][0];
+    assert_eq!(
+        (t["timeline_dropped"].as_u64(), t["late_dropped"].as_u64()),
+        (Some(0), None),
+        "{t}"
+    );
+    eprintln!("locked store: {n} of the checkpoints refused; run wall time {wall:?}");
 }

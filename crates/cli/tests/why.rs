@@ -266,7 +266,10 @@ fn a_run_without_a_stall_has_no_episode_of_its_own() {
             .as_array()
             .map_or(0, |t| t.iter().filter_map(|t| t["cycles"].as_u64()).sum());
         let total = why["episodes_total"].as_u64().unwrap_or(0);
-        check(samples >= 2000 && total * 100 <= samples, || {
+        // A rule that took ordinary samples would take a tenth of them or more (everything above p90);
+        // this shared VM's host now and then puts 1.5–2 % of a quiet run's samples beyond the rule
+        // (45–61 episodes in 3,000 cycles, the binary before and after alike, 2026-11-28): 5 % is the bar.
+        check(samples >= 2000 && total * 20 <= samples, || {
             format!(
                 "{total} episodes in {samples} cycles: the rule threshold takes ordinary samples"
             )

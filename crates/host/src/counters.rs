@@ -152,8 +152,15 @@ pub struct Sampler {
     smi_first: BTreeMap<u32, u64>,
     /// What the SMI counts cover, or why there are none (one line, for the document).
     pub smi_note: String,
-    /// The deltas so far, in interval order, one per CPU and interval.
+    /// The deltas so far, in interval order, one per CPU and bucket of `span_ns`.
     pub intervals: Vec<IntervalCounters>,
+    /// The buckets' length: the timeline's interval to start with, doubled (and the intervals merged into
+    /// the new buckets) each time a CPU would have more than [`MAX_INTERVALS`]. Buckets are aligned to the
+    /// probe's start as the timeline's are (`rtgauge_model::latency::push_bounded`), so that a timeline
+    /// bucket lies within one counter interval whenever its span is no longer.
+    pub span_ns: u64,
+    /// Each CPU's last bucket (an index into `intervals`).
+    open: BTreeMap<u32, usize>,
 }
 
 impl Sampler {
@@ -174,6 +181,8 @@ impl Sampler {
             smi_first: BTreeMap::new(),
             smi_note: String::new(),
             intervals: Vec::new(),
+            span_ns: 1_000_000_000,
+            open: BTreeMap::new(),
         };
         match SmiReader::open(root, cpus.iter()) {
             Ok(r) => {
@@ -232,12 +241,16 @@ impl Sampler {
             if let Some(b) = self.last.get(cpu) {
                 let mut d = delta(*cpu, self.last_start_ns, a, b, self.tick_ns);
                 d.len_ns = now_ns.saturating_sub(self.last_start_ns);
-                self.intervals.push(d);
+                push_aligned(&mut self.intervals, &mut self.open, self.span_ns, d);
             }
         }
-        // Bounded storage for long runs: merge pairwise once a CPU has more than MAX_INTERVALS.
-        if self.intervals.len() > MAX_INTERVALS * now.len().max(1) {
-            merge_pairs(&mut self.intervals);
+        // Bounded storage for long runs: buckets twice as long once a CPU has more than MAX_INTERVALS.
+        while self.intervals.len() > MAX_INTERVALS * now.len().max(1) {
+            self.span_ns = self.span_ns.saturating_mul(2);
+            self.open.clear();
+            for d in std::mem::take(&mut self.intervals) {
+                push_aligned(&mut self.intervals, &mut self.open, self.span_ns, d);
+            }
         }
         self.last = now;
         self.last_start_ns = now_ns;
@@ -271,31 +284,38 @@ fn add_named(a: &[(String, u64)], b: &[(String, u64)], keep: usize) -> Vec<(Stri
     out
 }
 
-/// Merge each CPU's adjacent intervals pairwise (`counters` in time order, CPUs interleaved).
-fn merge_pairs(counters: &mut Vec<IntervalCounters>) {
-    let mut out: Vec<IntervalCounters> = Vec::with_capacity(counters.len() / 2 + 1);
-    let mut open: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
-    for c in counters.drain(..) {
-        match open.remove(&c.cpu) {
-            Some(i) => {
-                let a = &mut out[i];
-                a.len_ns = (c.start_ns + c.len_ns).saturating_sub(a.start_ns);
-                a.irqs = add_named(&a.irqs, &c.irqs, TOP_SOURCES);
-                a.softirqs = add_named(&a.softirqs, &c.softirqs, usize::MAX);
-                a.sched_calls = a.sched_calls.zip(c.sched_calls).map(|(x, y)| x + y);
-                a.irq_ns += c.irq_ns;
-                a.softirq_ns += c.softirq_ns;
-                a.steal_ns += c.steal_ns;
-                a.run_delay_ns = a.run_delay_ns.zip(c.run_delay_ns).map(|(x, y)| x + y);
-                a.smis = a.smis.zip(c.smis).map(|(x, y)| x + y);
-            }
-            None => {
-                open.insert(c.cpu, out.len());
-                out.push(c);
-            }
+/// Add interval `d` to its CPU's bucket of `span_ns` (aligned to the probe's start): into the CPU's last
+/// interval when that is the same bucket, else as a new interval starting at the bucket's start.
+fn push_aligned(
+    intervals: &mut Vec<IntervalCounters>,
+    open: &mut BTreeMap<u32, usize>,
+    span_ns: u64,
+    d: IntervalCounters,
+) {
+    let span = span_ns.max(1);
+    let bucket = d.start_ns / span * span;
+    let end = d.start_ns.saturating_add(d.len_ns);
+    match open.get(&d.cpu).map(|&i| &mut intervals[i]) {
+        Some(a) if a.start_ns == bucket => {
+            a.len_ns = end.saturating_sub(a.start_ns);
+            a.irqs = add_named(&a.irqs, &d.irqs, TOP_SOURCES);
+            a.softirqs = add_named(&a.softirqs, &d.softirqs, usize::MAX);
+            a.sched_calls = a.sched_calls.zip(d.sched_calls).map(|(x, y)| x + y);
+            a.irq_ns += d.irq_ns;
+            a.softirq_ns += d.softirq_ns;
+            a.steal_ns += d.steal_ns;
+            a.run_delay_ns = a.run_delay_ns.zip(d.run_delay_ns).map(|(x, y)| x + y);
+            a.smis = a.smis.zip(d.smis).map(|(x, y)| x + y);
+        }
+        _ => {
+            open.insert(d.cpu, intervals.len());
+            intervals.push(IntervalCounters {
+                start_ns: bucket,
+                len_ns: end.saturating_sub(bucket),
+                ..d
+            });
         }
     }
-    *counters = out;
 }
 
 #[cfg(test)]
@@ -387,7 +407,7 @@ mod tests {
     }
 
     #[test]
-    fn intervals_merge_pairwise_per_cpu() {
+    fn intervals_merge_into_aligned_buckets_per_cpu() {
         let iv = |cpu, start_ns: u64, loc: u64| IntervalCounters {
             cpu,
             start_ns,
@@ -396,14 +416,16 @@ mod tests {
             steal_ns: 1,
             ..IntervalCounters::default()
         };
-        let mut v = vec![
+        let (mut v, mut open) = (Vec::new(), BTreeMap::new());
+        for d in [
             iv(0, 0, 1),
             iv(1, 0, 10),
             iv(0, 1_000, 2),
             iv(1, 1_000, 20),
             iv(0, 2_000, 4),
-        ];
-        merge_pairs(&mut v);
+        ] {
+            push_aligned(&mut v, &mut open, 2_000, d);
+        }
         assert_eq!(v.len(), 3);
         assert_eq!(
             (v[0].cpu, v[0].len_ns, v[0].irqs[0].1, v[0].steal_ns),
@@ -411,5 +433,11 @@ mod tests {
         );
         assert_eq!((v[1].cpu, v[1].irqs[0].1), (1, 30));
         assert_eq!((v[2].start_ns, v[2].len_ns), (2_000, 1_000));
+        // An interval that starts inside a bucket (the probe's first, after a short tick) joins it, and
+        // the bucket starts on the grid.
+        let (mut v, mut open) = (Vec::new(), BTreeMap::new());
+        push_aligned(&mut v, &mut open, 4_000, iv(0, 1_000, 1));
+        push_aligned(&mut v, &mut open, 4_000, iv(0, 2_000, 1));
+        assert_eq!((v.len(), v[0].start_ns, v[0].len_ns), (1, 0, 3_000));
     }
 }

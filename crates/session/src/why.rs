@@ -92,6 +92,8 @@ impl WhyRun {
         let msr = counters.then(MsrDriver::ensure);
         let sampler = counters.then(|| {
             let mut s = Sampler::start(&root, cpus, opts.smi_intervals);
+            // Its buckets on the timeline's grid (see `Sampler::span_ns`).
+            s.span_ns = interval_ns.max(1_000_000);
             if let Some(note) = msr.as_ref().and_then(|m| m.note.as_ref()) {
                 s.smi_note = format!("{} ({note})", s.smi_note);
             }

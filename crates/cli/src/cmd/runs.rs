@@ -105,23 +105,29 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     }
     let (mut store, path) = a.db.open()?;
     // A run the store refused at its end (`rtgauge run` kept its document in a file) is stored as it was at
-    // its last checkpoint, `running` or `interrupted`, under the same uuid: the document completes it.
-    let unfinished: std::collections::HashMap<String, (i64, RunStatus)> = store
+    // its last checkpoint under the same uuid; once its writer is gone `list` reaps it to `interrupted`.
+    // A finished document of that run (the same uuid and start) completes it. A run still `running` after
+    // the reap has a live writer and is never touched.
+    let interrupted: std::collections::HashMap<String, (i64, String)> = store
         .list()
         .with_context(|| format!("reading {path}"))?
         .into_iter()
-        .filter(|r| matches!(r.status, RunStatus::Running | RunStatus::Interrupted))
-        .map(|r| (r.uuid, (r.id, r.status)))
+        .filter(|r| r.status == RunStatus::Interrupted)
+        .map(|r| (r.uuid, (r.id, r.started_at)))
         .collect();
     for (name, doc) in docs {
-        match doc.uuid.as_ref().and_then(|u| unfinished.get(u)) {
-            Some(&(id, was)) => {
+        let completes = doc
+            .uuid
+            .as_ref()
+            .and_then(|u| interrupted.get(u))
+            .filter(|(_, started)| *started == doc.started_at && doc.status != RunStatus::Running);
+        match completes {
+            Some(&(id, _)) => {
                 store
                     .update(id, &doc)
                     .with_context(|| format!("storing {name} as run {id}"))?;
                 println!(
-                    "imported {name} into {path}: it completes run {id} (stored {} at its last checkpoint)",
-                    was.as_str()
+                    "imported {name} into {path}: it completes run {id} (stored interrupted at its last checkpoint)"
                 );
             }
             None => {

@@ -20,12 +20,6 @@ pub const FILES: &[&str] = &[
     "tracing_on",
 ];
 
-/// Who else has the top level's tracer (hwlat runs there only), or `None`.
-pub fn busy(root: &Path) -> Option<String> {
-    let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
-    (current.trim() != "nop").then(|| format!("current_tracer is {}", current.trim()))
-}
-
 /// Set the tracer up and switch it on (the caller has saved [`FILES`]).
 pub fn arm(r: &Path, config: &HwnoiseConfig) -> Result<(), HwnoiseError> {
     write(r, "current_tracer", "nop")?;
@@ -58,39 +52,19 @@ pub fn restorable(file: &str, text: &str) -> Option<String> {
 }
 
 /// One tracer entry: (the window's gap record with its CPU, its wall-clock stamp in ns since the epoch).
+/// The payload must be hwlat's own (`#<seq> inner/outer(us): …`), right after the header's stamp.
 pub fn parse_entry(line: &str) -> Option<(HwGap, u64)> {
-    let (head, rest) = line.split_once("inner/outer(us):")?;
-    // The hwlat form only: "#<seq>" right before (other top-level events never forge a gap).
-    let seq = head.trim_end().rsplit(char::is_whitespace).next()?;
-    let seq_ok = seq
-        .strip_prefix('#')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    if !seq_ok {
+    let (cpu, _, payload) = super::header(line)?;
+    let (seq, rest) = payload.trim_start().split_once(char::is_whitespace)?;
+    let n = seq.strip_prefix('#')?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let cpu = head
-        .split_once('[')?
-        .1
-        .split_once(']')?
-        .0
-        .trim()
-        .parse()
-        .ok()?;
+    let rest = rest.trim_start().strip_prefix("inner/outer(us):")?;
     let (inner, rest) = rest.trim_start().split_once('/')?;
     let outer: u64 = rest.split_whitespace().next()?.parse().ok()?;
     let field = |name: &str| rest.split_whitespace().find_map(|w| w.strip_prefix(name));
-    let ts = field("ts:")?;
-    let (secs, frac) = ts.split_once('.').unwrap_or((ts, "0"));
-    if frac.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let frac = frac.get(..9).unwrap_or(frac);
-    let ns = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
-    let wall = secs
-        .parse::<u64>()
-        .ok()?
-        .checked_mul(1_000_000_000)?
-        .checked_add(ns)?;
+    let wall = super::stamp_ns(field("ts:")?)?;
     let num = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let us = |v: u64| v.checked_mul(1000);
     Some((
@@ -154,6 +128,7 @@ mod tests {
             "# tracer: hwlat",
             "x [001] inner/outer(us): a/b ts:1.0",
             "sh-1 [001] .... 5.0: tracing_mark_write: inner/outer(us): 9999/9999 ts:1.0",
+            "sh-1 [000] .... 5.0: tracing_mark_write: #1 inner/outer(us): 99999/0 ts:1.0",
             "x-1 [001] .... 1.0: #1 inner/outer(us): 1/2 ts:1.12345678é",
             "x-1 [001] .... 1.0: #1 inner/outer(us): 99999999999999999/2 ts:1.0",
             "[x] inner/outer(us): 1/2 ts:1.0",

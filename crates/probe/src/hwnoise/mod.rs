@@ -50,8 +50,8 @@ pub enum HwnoiseError {
         /// What to boot.
         fix: &'static str,
     },
-    /// The tracer is already running for someone else.
-    #[error("the kernel's tracer is in use ({0}): rtgauge does not take it from another user")]
+    /// A tracer is already running (someone else's, or a leftover of rtgauge's own): the sentence says which.
+    #[error("{0}")]
     Busy(String),
     /// What was asked cannot be done by the tracer chosen.
     #[error("{0}")]
@@ -203,7 +203,6 @@ struct Armed {
     /// Where the tracer's `trace_pipe` and `per_cpu/` are: tracefs's top level (hwlat) or the probe's
     /// instance (osnoise), which is removed when dropped.
     dir: PathBuf,
-    instance: bool,
     saved: Vec<(&'static str, String)>,
     owns_mount: bool,
     /// [`LOCK`], held while the tracer is ours (released by the kernel if this process is killed).
@@ -222,11 +221,17 @@ impl Armed {
             }
         };
         let tracer = match choose(&root, wanted) {
-            Ok(HwTracer::Osnoise) if config.mode == "round-robin" => Err(HwnoiseError::Unsupported(
-                "--mode round-robin is the hwlat tracer's; osnoise samples every chosen CPU at once \
-                 (per-cpu)"
-                    .into(),
-            )),
+            Ok(HwTracer::Osnoise) if config.mode == "round-robin" => {
+                Err(HwnoiseError::Unsupported(format!(
+                    "--mode round-robin is the hwlat tracer's{}; osnoise samples every chosen CPU at \
+                     once (per-cpu)",
+                    if wanted.is_none() {
+                        ", which this kernel lacks"
+                    } else {
+                        ""
+                    }
+                )))
+            }
             t => t,
         };
         let tracer = match tracer {
@@ -237,12 +242,8 @@ impl Armed {
             }
         };
         let busy = match lock() {
-            None => Err("another rtgauge hwnoise run".to_string()),
-            Some(lock) => match tracer {
-                HwTracer::Hwlat => hwlat::busy(&root),
-                HwTracer::Osnoise => osnoise::busy(&root),
-            }
-            .map_or(Ok(lock), Err),
+            None => Err(in_use("another rtgauge hwnoise run")),
+            Some(lock) => busy(&root, tracer).map_or(Ok(lock), Err),
         };
         let lock = match busy {
             Ok(l) => l,
@@ -283,7 +284,6 @@ impl Armed {
             tracer,
             root,
             dir,
-            instance,
             saved,
             owns_mount,
             _lock: lock,
@@ -296,24 +296,65 @@ impl Armed {
     }
 }
 
-/// Switch a tracer off: the instance's tracer and the instance itself, or the top level's tracer. Whether
-/// it is off.
-fn switch_off(root: &Path, instance: Option<&str>) -> bool {
-    match instance {
-        Some(name) => {
-            let dir = root.join("instances").join(name);
-            let _ = std::fs::write(dir.join("current_tracer"), "nop");
-            std::fs::remove_dir(&dir).is_ok() || !dir.exists()
-        }
-        None => std::fs::write(root.join("current_tracer"), "nop").is_ok(),
+fn in_use(who: &str) -> String {
+    format!("the kernel's tracer is in use ({who}): rtgauge does not take it from another user")
+}
+
+/// Why `tracer` cannot start now, or `None`: any tracer that spins with interrupts off (hwlat, osnoise,
+/// timerlat) at the top level or in an instance — rtla's, another tool's — fights it for the CPUs and the
+/// global `tracing_thresh`; hwlat also needs the top level's one tracer; and the probe's own instance left
+/// by a run whose record is gone is said as such, with how to remove it.
+fn busy(root: &Path, tracer: HwTracer) -> Option<String> {
+    let spins = |t: &str| matches!(t, "hwlat" | "osnoise" | "timerlat");
+    let read = |p: &Path| {
+        std::fs::read_to_string(p.join("current_tracer"))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let top = read(root);
+    if spins(&top) || (tracer == HwTracer::Hwlat && top != "nop" && !top.is_empty()) {
+        return Some(in_use(&format!("current_tracer is {top}")));
     }
+    for e in std::fs::read_dir(root.join("instances")).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == osnoise::INSTANCE {
+            return Some(format!(
+                "a tracing instance {name} is left from an rtgauge run whose record of the settings it \
+                 changed is gone: remove it (rmdir {}) and check the osnoise settings",
+                e.path().display()
+            ));
+        }
+        let t = read(&e.path());
+        if spins(&t) {
+            return Some(in_use(&format!(
+                "tracing instance {name} runs the {t} tracer"
+            )));
+        }
+    }
+    None
+}
+
+/// Switch the tracer off (the instance's, or the top level's), restore `saved`, then remove the instance:
+/// in that order, so that a run killed half-way still leaves the instance for the next run to find.
+/// Whether the tracer is off and the instance gone.
+fn put_back(root: &Path, instance: Option<&str>, saved: &[(impl AsRef<str>, String)]) -> bool {
+    let dir = instance.map(|n| root.join("instances").join(n));
+    let tracer = dir.as_deref().unwrap_or(root).join("current_tracer");
+    let off = !tracer.exists() || std::fs::write(&tracer, "nop").is_ok();
+    restore(root, saved);
+    let removed = dir.is_none_or(|d| std::fs::remove_dir(&d).is_ok() || !d.exists());
+    off && removed
 }
 
 impl Drop for Armed {
+    /// The marker is kept when the tracer could not be switched off (a reader holding the top level's
+    /// `trace_pipe` makes the kernel refuse, EBUSY): the next run tries again.
     fn drop(&mut self) {
-        switch_off(&self.root, self.instance.then_some(osnoise::INSTANCE));
-        restore(&self.root, &self.saved);
-        let _ = std::fs::remove_file(SAVED);
+        let instance = (self.tracer == HwTracer::Osnoise).then_some(osnoise::INSTANCE);
+        if put_back(&self.root, instance, &self.saved) {
+            let _ = std::fs::remove_file(SAVED);
+        }
         if self.owns_mount {
             unmount_tracefs();
         }
@@ -341,31 +382,75 @@ pub fn clean_killed_run() -> Option<String> {
         })
         .filter(|(f, _)| known(f))
         .collect();
-    // Only what that run left: its tracer still on. Someone else's since then is not touched.
-    let on = match &instance {
-        Some(name) => name == osnoise::INSTANCE && root.join("instances").join(name).exists(),
-        None => {
-            std::fs::read_to_string(root.join("current_tracer")).is_ok_and(|t| t.trim() == "hwlat")
-        }
+    // Only what that run left: its instance still there, or the hwlat tracer on (or already off: killed
+    // between switching it off and restoring). Someone else's tracer since then is not touched.
+    let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
+    let (on, what) = match &instance {
+        Some(name) => (
+            name == osnoise::INSTANCE && root.join("instances").join(name).exists(),
+            "switched off the osnoise tracer (its instance removed)",
+        ),
+        None => match current.trim() {
+            "hwlat" => (true, "switched off the hwlat tracer"),
+            "nop" => (
+                true,
+                "found the hwlat tracer off but its settings not restored",
+            ),
+            _ => (false, ""),
+        },
     };
-    let done = on && switch_off(root, instance.as_deref());
-    if done {
-        restore(root, &saved);
-    }
+    let done = on && put_back(root, instance.as_deref(), &saved);
     if done || !on {
         let _ = std::fs::remove_file(SAVED);
     }
     if owns {
         unmount_tracefs();
     }
-    let which = if instance.is_some() {
-        "osnoise tracer (its instance removed)"
-    } else {
-        "hwlat tracer"
-    };
     done.then(|| {
-        format!("switched off the {which} a killed rtgauge run (pid {pid}) had left on, and restored its settings")
+        format!("{what} a killed rtgauge run (pid {pid}) had left, and restored its settings")
     })
+}
+
+/// A trace stamp `5.790581` (seconds, up to 9 decimals) in ns.
+pub(crate) fn stamp_ns(s: &str) -> Option<u64> {
+    let (secs, frac) = s.split_once('.')?;
+    if secs.is_empty()
+        || frac.is_empty()
+        || frac.len() > 9
+        || !(secs.bytes().chain(frac.bytes())).all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let ns = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
+    secs.parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(ns)
+}
+
+/// A trace line's header, `comm-pid [cpu] flags stamp: payload`: (CPU, stamp in ns, payload). The stamp is
+/// the first `digits.digits: ` with a `[cpu]` before it (a comm may hold spaces, brackets and colons); the
+/// payload is what the event printed, so a `trace_marker` line (`tracing_mark_write: …`) never reads as a
+/// tracer's own.
+pub(crate) fn header(line: &str) -> Option<(u32, u64, &str)> {
+    let mut from = 0;
+    while let Some(i) = line.get(from..)?.find(": ") {
+        let end = from + i;
+        from = end + 2;
+        let word = line[..end].rsplit(' ').next().unwrap_or_default();
+        let Some(ns) = stamp_ns(word) else {
+            continue;
+        };
+        let before = &line[..end - word.len()];
+        let cpu = before.rfind('[').and_then(|open| {
+            let close = open + before[open..].find(']')?;
+            before[open + 1..close].trim().parse::<u32>().ok()
+        });
+        if let Some(cpu) = cpu {
+            return Some((cpu, ns, &line[end + 2..]));
+        }
+    }
+    None
 }
 
 /// What a tracer's lines become: one entry per reported window with its stamp (ns, in the clock the
@@ -435,6 +520,10 @@ pub fn run(
     // The observers first: their first reads of the sampled CPUs (SMI counts) must not wait behind the
     // tracer's interrupts-off width.
     observer.start(None);
+    // The probe's start in both clocks a tracer stamps with (hwlat: the wall clock; the osnoise instance
+    // traces with CLOCK_MONOTONIC), taken before the tracer is on so that its first windows are not
+    // clamped to 0.
+    let (wall0, mono0) = (now_ns(libc::CLOCK_REALTIME), now_ns(libc::CLOCK_MONOTONIC));
     let armed = Armed::arm(plan.tracer, &plan.config)?;
     let tracer = armed.tracer;
     let plan = &HwnoisePlan {
@@ -445,13 +534,10 @@ pub fn run(
         ..plan.clone()
     };
     let mut reader = Reader::open(&armed.dir, tracer)?;
-    // The clock the tracer's stamps are in: hwlat stamps each window with the wall clock, and the osnoise
-    // instance is set to trace with CLOCK_MONOTONIC.
-    let clock = match tracer {
-        HwTracer::Hwlat => libc::CLOCK_REALTIME,
-        HwTracer::Osnoise => libc::CLOCK_MONOTONIC,
+    let start = match tracer {
+        HwTracer::Hwlat => wall0,
+        HwTracer::Osnoise => mono0,
     };
-    let start = now_ns(clock);
     let t0 = Instant::now();
     let stop_reason = loop {
         std::thread::sleep(plan.tick);

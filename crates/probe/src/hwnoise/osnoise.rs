@@ -51,29 +51,6 @@ pub fn lacking(root: &Path) -> &'static str {
     }
 }
 
-/// Who else runs a detector that this one would fight: a tracer that spins (hwlat, osnoise, timerlat) at
-/// the top level or in any instance (rtla's, another tool's, a killed run's instance of ours not yet
-/// cleaned), or `None`.
-pub fn busy(root: &Path) -> Option<String> {
-    let spins = |t: &str| matches!(t, "hwlat" | "osnoise" | "timerlat");
-    let top = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
-    if spins(top.trim()) {
-        return Some(format!("current_tracer is {}", top.trim()));
-    }
-    let instances = std::fs::read_dir(root.join("instances")).ok()?;
-    for e in instances.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let t = std::fs::read_to_string(e.path().join("current_tracer")).unwrap_or_default();
-        if spins(t.trim()) || name == INSTANCE {
-            return Some(format!(
-                "tracing instance {name} runs the {} tracer",
-                t.trim()
-            ));
-        }
-    }
-    None
-}
-
 /// For `osnoise/options`: the words of [`OPTIONS`] as they were set (`NO_OSNOISE_IRQ_DISABLE`), written
 /// back one at a time; `None` for the other files.
 pub fn restorable(file: &str, text: &str) -> Option<String> {
@@ -156,27 +133,9 @@ pub enum Line {
     },
 }
 
-/// A trace stamp `5.790581` in ns.
-fn stamp(s: &str) -> Option<u64> {
-    let (secs, frac) = s.split_once('.')?;
-    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let ns = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
-    secs.parse::<u64>()
-        .ok()?
-        .checked_mul(1_000_000_000)?
-        .checked_add(ns)
-}
-
 /// Read one line of the trace: a noise, a period's summary, or `None` (headers, other events).
 pub fn parse(line: &str) -> Option<Line> {
-    // "<comm>-<pid> [cpu] <flags> <stamp>: <payload>": the CPU is the last bracket before the stamp.
-    let (head, _) = line.split_once(": ")?;
-    let (before, after) = head.rsplit_once(']')?;
-    let cpu = before.rsplit_once('[')?.1.trim().parse().ok()?;
-    let stamp_ns = stamp(after.split_whitespace().last()?)?;
-    let payload = &line[head.len() + 2..];
+    let (cpu, stamp_ns, payload) = super::header(line)?;
     let words: Vec<&str> = payload.split_whitespace().collect();
     if let Some(rest) = payload.trim_start().strip_prefix("sample_threshold:") {
         let w: Vec<&str> = rest.split_whitespace().collect();
@@ -323,6 +282,19 @@ mod tests {
                 noise_us: 126_507,
                 max_single_us: 1169,
                 hw: 239,
+                nmi: 0
+            })
+        );
+        // A comm with spaces, brackets and a colon: the CPU is the bracket before the stamp.
+        assert_eq!(
+            parse("my task: [7] x-12  [003] d...1  5.5: 900000 0 100.00000 0 0 0 0 0 0"),
+            Some(Line::Period {
+                cpu: 3,
+                stamp_ns: 5_500_000_000,
+                runtime_us: 900_000,
+                noise_us: 0,
+                max_single_us: 0,
+                hw: 0,
                 nmi: 0
             })
         );

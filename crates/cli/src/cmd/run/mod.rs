@@ -181,7 +181,8 @@ fn run_once(
         eprintln!("rtgauge: warning: {w}");
     }
     if let Err(e) = rec.store.update(id, &doc) {
-        return Ok((None, not_stored(a, id, &db, &doc, &e.into())));
+        let checkpoints = (rec.tried, rec.refused);
+        return Ok((None, not_stored(a, id, &doc, e, checkpoints)));
     }
     // A failed `--output` is an error of its own, returned after the report (summary, verdict, HTML
     // page): it must not cost the user the report of a stored run. A file is written first, so that a
@@ -208,44 +209,74 @@ fn run_once(
 
 /// The end of a run the store refused when it finished: the measurement is not lost. Its document goes to
 /// `--output` (where given and writable) or to a fallback file, the summary is printed as for a stored run,
-/// and the error names the store, the cause, the file and how to store it later; the exit code is
-/// [`NOT_STORED`].
+/// and the error names the cause, the file and how to store it later; the exit code is [`NOT_STORED`].
+/// `checkpoints`: (tried, refused).
 fn not_stored(
     a: &RunArgs,
     id: i64,
-    db: &str,
     doc: &RunDocument,
-    cause: &anyhow::Error,
+    cause: rtgauge_store::StoreError,
+    checkpoints: (u64, u64),
 ) -> ExitCode {
-    let kept = match crate::output::write_output_file(a.output.output.as_deref(), doc) {
-        Ok(()) => a
-            .output
-            .output
-            .clone()
-            .filter(|p| !crate::output::is_stdout(p))
-            .ok_or_else(|| anyhow::anyhow!("no --output file")),
-        Err(e) => Err(e),
-    }
-    .or_else(|_| fallback_file(a, doc));
+    let gone = matches!(cause, rtgauge_store::StoreError::NotFound(_));
+    // With its chain: "database …: database or disk is full".
+    let cause = anyhow::Error::from(cause);
+    let output = a.output.output.as_deref();
+    let to_stdout = output.is_some_and(crate::output::is_stdout);
+    let (kept, output_failed) = match output.filter(|p| !crate::output::is_stdout(p)) {
+        Some(p) => match crate::output::write_output_file(Some(p), doc) {
+            Ok(()) => (Ok(p.to_path_buf()), None),
+            Err(e) => (fallback_file(a, doc), Some(format!("{e:#}"))),
+        },
+        None => (fallback_file(a, doc), None),
+    };
     let summary = super::print_text(&rtgauge_report::terminal::render_summary(doc));
     if summary.is_ok() {
+        let (tried, refused) = checkpoints;
+        let kept_there = if gone {
+            format!("run {id} is no longer in the store")
+        } else if refused == tried {
+            format!("it holds only the run's start ({refused} of {tried} checkpoints refused)")
+        } else {
+            format!(
+                "it keeps its last stored checkpoint ({refused} of {tried} checkpoints refused)"
+            )
+        };
         println!(
-            "not stored: run {id} ({}) — {db} refused it at the end; it keeps its last checkpoint",
+            "not stored: run {id} ({}) — the store refused it at the end; {kept_there}",
             doc.status.as_str()
         );
     }
+    if let Some(e) = &output_failed {
+        eprintln!("rtgauge: error: {e}");
+    }
+    let later = if gone {
+        "stores it as a new run".to_string()
+    } else {
+        format!("completes stored run {id}")
+    };
+    let pushed = a.push.as_ref().map_or(String::new(), |to| {
+        format!(
+            "; it was not pushed to {} either (push it after the import)",
+            rtgauge_store::display_spec(to)
+        )
+    });
     match kept {
         Ok(path) => eprintln!(
-            "rtgauge: error: the run was measured but not stored: {cause:#}. Its document is in \
-             {p}: `rtgauge import {p}` completes stored run {id} once the store can be written",
+            "rtgauge: error: the run was measured but not stored: {cause:#}. Its document is in {p}: \
+             `rtgauge import {p}` {later} once the store can be written{pushed}",
             p = path.display()
         ),
+        Err(e) if to_stdout => eprintln!(
+            "rtgauge: error: the run was measured but not stored: {cause:#}; its document follows on \
+             standard output (--output -), no file could take a copy ({e:#}){pushed}"
+        ),
         Err(e) => eprintln!(
-            "rtgauge: error: the run was measured but not stored in {db}: {cause:#}; nor could its \
-             document be written anywhere ({e:#}): the summary above is all that is left"
+            "rtgauge: error: the run was measured but not stored: {cause:#}; nor could its document be \
+             written anywhere ({e:#}): the summary above is all that is left{pushed}"
         ),
     }
-    let _ = crate::output::write_output_to_stdout(a.output.output.as_deref(), doc);
+    let _ = crate::output::write_output_to_stdout(output, doc);
     ExitCode::from(NOT_STORED)
 }
 
