@@ -623,15 +623,18 @@ fn rtla_hwnoise_and_rtgauge_hwnoise_see_the_same_bursts_on_6_12() {
         sized(&osn1) >= 2,
         "rtgauge osnoise's CPU 1 noises ms {osn1:?} for {BURSTS} bursts of {BURST:?}"
     );
-    // The sampled time and its noise, as rtla prints them: 0.9 s of each period.
+    // The sampled time and its noise, as rtla prints them: about 0.9 s of each period (the kernel reports
+    // the runtime each period had: 8.17 s for nine in one run here, not 8.1), the five bursts in the
+    // noise, and no more sampled than the run lasted.
     let cpu1 = &o["cpus"][0];
     let (sampled, noise) = (
         cpu1["sampled_ns"].as_u64().unwrap(),
         cpu1["noise_ns"].as_u64().unwrap(),
     );
+    let elapsed = o["elapsed_ns"].as_u64().unwrap();
     assert!(
-        sampled % 900_000_000 == 0 && sampled >= 8 * 900_000_000 && noise >= 100_000_000,
-        "sampled {sampled} ns, noise {noise} ns"
+        sampled >= 8 * 850_000_000 && sampled <= elapsed && noise >= 100_000_000 && noise < sampled,
+        "sampled {sampled} ns, noise {noise} ns, elapsed {elapsed} ns"
     );
     let osn_txt = b.read("osn.txt");
     assert!(
