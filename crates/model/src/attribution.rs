@@ -218,6 +218,24 @@ pub struct TraceInfo {
     /// Late samples the probe could not hand to the tracker (its ring was full): their episodes are unknown.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_dropped: u64,
+    /// CPU time the collector (the main thread reading and folding the trace) used, ns; 0: not measured
+    /// (runs before it was).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub collector_ns: u64,
+    /// How long the trace ran, ns (with `cpus`, what the collector's time is per CPU and second).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub traced_ns: u64,
+    /// The CPUs traced.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub cpus: u64,
+}
+
+impl TraceInfo {
+    /// The collector's CPU time per traced CPU and second of trace, ns (`None` when not measured).
+    pub fn collector_ns_per_cpu_s(&self) -> Option<f64> {
+        (self.collector_ns > 0 && self.traced_ns > 0 && self.cpus > 0)
+            .then(|| self.collector_ns as f64 / self.cpus as f64 / (self.traced_ns as f64 / 1e9))
+    }
 }
 
 /// The latency above which an episode is explained, and why that value.

@@ -9,6 +9,19 @@ use rtgauge_model::latency::TimelineEntry;
 use rtgauge_model::units::us;
 use std::fmt::Write as _;
 
+/// What reading the trace cost the housekeeping CPU: `collector: 0.31 ms of CPU per traced CPU per second
+/// (4 CPUs, 10.0 s: 0.12 % of one CPU)`.
+pub(crate) fn collector_line(t: &rtgauge_model::attribution::TraceInfo) -> Option<String> {
+    let per = t.collector_ns_per_cpu_s()?;
+    Some(format!(
+        "collector: {:.2} ms of CPU per traced CPU per second ({} CPUs, {:.1} s: {:.2} % of one CPU)",
+        per / 1e6,
+        t.cpus,
+        t.traced_ns as f64 / 1e9,
+        t.collector_ns as f64 / t.traced_ns as f64 * 100.0,
+    ))
+}
+
 /// Episodes printed in the terminal summary.
 pub const TERMINAL_EPISODES: usize = 5;
 
@@ -156,6 +169,9 @@ pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: b
                     String::new()
                 }
             );
+            if let Some(c) = collector_line(t) {
+                let _ = writeln!(s, "  {c}");
+            }
         }
         None if joined => {
             let _ = writeln!(
@@ -316,6 +332,7 @@ pub fn html(probe: &dyn KindData) -> maud::Markup {
         @if let Some(t) = &why.trace {
             h3 { "Spike episodes broken down (" (t.mechanism) ")" }
             probe { (episodes_line(why)) "; " (t.events) " events read, " (t.lost) " lost, " (t.not_retained) " older than the trace kept."
+                @if let Some(c) = collector_line(t) { " " (c) "." }
                 @if let Some(d) = dominant(&why.episodes) { " Overall: " (d) "." } }
             table {
                 tr { th { "CPU" } th { "at s (CLOCK_MONOTONIC)" } th { "worst µs" } th { "late samples" } th { "causes" } th { "share" } }
@@ -359,6 +376,26 @@ pub fn compare_sentences(
 mod tests {
     use super::*;
     use rtgauge_model::attribution::Cause;
+
+    #[test]
+    fn the_collector_cost_is_said_per_cpu_and_second_and_not_when_unmeasured() {
+        let mut t = rtgauge_model::attribution::TraceInfo {
+            collector_ns: 26_000_000,
+            traced_ns: 10_000_000_000,
+            cpus: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            collector_line(&t).as_deref(),
+            Some("collector: 1.30 ms of CPU per traced CPU per second (2 CPUs, 10.0 s: 0.26 % of one CPU)")
+        );
+        t.collector_ns = 0;
+        assert_eq!(
+            collector_line(&t),
+            None,
+            "a run from before it was measured"
+        );
+    }
 
     fn b(causes: &[(CauseKind, &str, u64)]) -> Episode {
         Episode {

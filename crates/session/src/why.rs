@@ -225,11 +225,14 @@ impl WhyRun {
                 .map(|s| std::mem::take(&mut s.intervals))
                 .unwrap_or_default(),
             trace: data.as_ref().map(|d| TraceInfo {
-                mechanism: mechanism(),
+                mechanism: mechanism(d.binary),
                 events: d.events,
                 lost: d.lost,
                 not_retained: 0,
                 late_dropped: 0,
+                collector_ns: d.collector_ns,
+                traced_ns: d.traced_ns,
+                cpus: d.spans.len() as u64,
             }),
             missing,
             smi: self.sampler.as_ref().map(|s| s.smi_note.clone()),
@@ -474,9 +477,14 @@ impl SessionObserver for WhyObserver {
 }
 
 /// "tracefs events", naming the richer tracers the kernel has (used where present is future work).
-fn mechanism() -> String {
+fn mechanism(binary: bool) -> String {
     let (timerlat, osnoise) = kernel_tracers(std::path::Path::new(TRACEFS));
-    let mut m = "tracefs events (instance, trace_clock mono, per-CPU trace_pipe)".to_string();
+    let pipe = if binary {
+        "trace_pipe_raw"
+    } else {
+        "trace_pipe"
+    };
+    let mut m = format!("tracefs events (instance, trace_clock mono, per-CPU {pipe})");
     if timerlat || osnoise {
         m.push_str("; kernel also offers");
         if timerlat {

@@ -53,6 +53,7 @@ pub fn read_rt_policy(tid: i64) -> Option<&'static str> {
 /// `irq/5-ttyS2/165 FIFO 50 (threaded IRQ 5 ttyS2)`. The span stays a thread span: softirqs, vectors and
 /// IRQs nested inside it are still charged to themselves. The comm is cut at 15 bytes by the kernel, so a
 /// long device name may be cut too; the number is whole.
+#[cfg(test)]
 pub(super) fn thread_name(
     comm: &str,
     pid: i64,
@@ -60,34 +61,67 @@ pub(super) fn thread_name(
     policy: Option<&str>,
     raised: Option<&str>,
 ) -> String {
-    let base = match raised {
+    let mut s = String::new();
+    write_thread_name(&mut s, comm, pid, prio, policy, raised);
+    s
+}
+
+/// [`thread_name`] written into `s` (no allocation once `s` has grown).
+fn write_thread_name(
+    s: &mut String,
+    comm: &str,
+    pid: i64,
+    prio: i64,
+    policy: Option<&str>,
+    raised: Option<&str>,
+) {
+    use std::fmt::Write as _;
+    let _ = match raised {
         Some(p) if prio >= 100 => {
-            format!("{comm}/{pid} {p} (set while running; priority not traced)")
+            write!(
+                s,
+                "{comm}/{pid} {p} (set while running; priority not traced)"
+            )
         }
-        _ => format!("{comm}/{pid} {}", prio_name(prio, policy)),
+        _ if prio < 0 => write!(s, "{comm}/{pid} DEADLINE"),
+        _ if prio < 100 => write!(s, "{comm}/{pid} {} {}", policy.unwrap_or("RT"), 99 - prio),
+        _ => write!(s, "{comm}/{pid} CFS"),
     };
     let irq = comm.strip_prefix("irq/").and_then(|r| {
         let (n, dev) = r.split_once('-')?;
         let dev = dev.strip_prefix("s-").unwrap_or(dev);
         (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some((n, dev))
     });
-    match irq {
-        Some((n, dev)) => format!("{base} (threaded IRQ {n} {dev})"),
-        None => base,
+    if let Some((n, dev)) = irq {
+        let _ = write!(s, " (threaded IRQ {n} {dev})");
     }
+}
+
+/// A span as the rolling window keeps it: its name an index into its [`Folder`]'s names, so that a
+/// window of a minute of events holds 24 bytes per span and no allocation of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Start, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// End (exclusive), ns.
+    pub end_ns: u64,
+    /// What ran.
+    pub kind: CauseKind,
+    /// Its name: [`Folder::name`].
+    pub name: u32,
 }
 
 /// Folds one CPU's events into spans.
 #[derive(Debug)]
 pub struct Folder {
     /// Open entry events: kind, name, start.
-    pub(super) stack: Vec<(CauseKind, String, u64)>,
+    pub(super) stack: Vec<(CauseKind, u32, u64)>,
     /// The running thread since: (comm, pid, since, kernel priority at its switch-in).
     running: Option<(String, i64, u64, i64)>,
     /// The real-time policy a thread set itself while it ran (its sched_setscheduler), by pid, until its
     /// span closes at its next switch-out. Keyed by the caller's pid from the event's header, not by the
     /// recorded running thread: the switch into it can be missing from the trace.
-    raised: std::collections::HashMap<i64, &'static str>,
+    raised: foldhash::HashMap<i64, &'static str>,
     /// A real-time policy a thread asked for, until its sched_setscheduler returns (the entry event comes
     /// before the kernel decides: a refused one must not name it): (pid, policy).
     asked: Option<(i64, &'static str)>,
@@ -96,7 +130,7 @@ pub struct Folder {
     /// kworker) and can be preempted or sleep, so each is charged only while its thread runs and goes on
     /// when the thread switches back in. Left open over the switch, a CFS ksoftirqd's SCHED softirq
     /// covered the FIFO 50 thread that preempted it and took 242 ms of its 250 ms burst.
-    pub(super) suspended: std::collections::HashMap<i64, Vec<(CauseKind, String)>>,
+    pub(super) suspended: foldhash::HashMap<i64, Vec<(CauseKind, u32)>>,
     /// Threads not to charge (the probe's own) and the idle task (pid 0) are left out.
     pub exclude: Vec<i64>,
     /// Events folded so far.
@@ -107,7 +141,12 @@ pub struct Folder {
     /// thousands of times a second, and each `/proc/<tid>/stat` read is three system calls: uncached, they
     /// kept a 16-vCPU lab guest's collector busy in the kernel for over a minute after a 5 s run. A pid
     /// reused by a thread of another policy within one run would keep the first one's.
-    policies: std::collections::HashMap<i64, Option<&'static str>>,
+    policies: foldhash::HashMap<i64, Option<&'static str>>,
+    /// Every name a span of this CPU has had, once; [`Piece::name`] indexes it.
+    names: Vec<String>,
+    ids: foldhash::HashMap<String, u32>,
+    /// Where a name is written before it is looked up.
+    scratch: String,
 }
 
 impl Default for Folder {
@@ -115,31 +154,197 @@ impl Default for Folder {
         Folder {
             stack: Vec::new(),
             running: None,
-            raised: std::collections::HashMap::new(),
+            raised: foldhash::HashMap::default(),
             asked: None,
-            suspended: std::collections::HashMap::new(),
+            suspended: foldhash::HashMap::default(),
             exclude: Vec::new(),
             events: 0,
             policy: read_rt_policy,
-            policies: std::collections::HashMap::new(),
+            policies: foldhash::HashMap::default(),
+            names: Vec::new(),
+            ids: foldhash::HashMap::default(),
+            scratch: String::new(),
+        }
+    }
+}
+
+/// One trace event as the folder needs it, whether read as text ([`Ev::from_text`]) or decoded from the
+/// ring buffer's binary records (`raw`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ev<'a> {
+    /// `irq_handler_entry`: the IRQ number and its action's name.
+    IrqEntry {
+        /// The IRQ number.
+        irq: Option<i64>,
+        /// The handler's name.
+        name: &'a str,
+    },
+    /// `irq_handler_exit`.
+    IrqExit,
+    /// `softirq_entry`, by its action's name (`NET_RX`).
+    SoftirqEntry(&'a str),
+    /// `softirq_exit`.
+    SoftirqExit,
+    /// `workqueue_execute_start`, by its function's name.
+    WorkStart(&'a str),
+    /// `workqueue_execute_end`.
+    WorkEnd,
+    /// `nmi_handler`: the handler's name and how long it ran.
+    Nmi {
+        /// The handler's name.
+        handler: &'a str,
+        /// Its duration, ns.
+        delta_ns: u64,
+    },
+    /// `sched_switch`.
+    Switch {
+        /// The thread switching out: comm, pid (where known), kernel priority.
+        prev_comm: Option<&'a str>,
+        /// Its pid.
+        prev_pid: Option<i64>,
+        /// Its kernel priority.
+        prev_prio: i64,
+        /// The thread switching in.
+        next_comm: &'a str,
+        /// Its pid.
+        next_pid: i64,
+        /// Its kernel priority.
+        next_prio: i64,
+    },
+    /// `sys_enter_sched_setscheduler`: the target pid (0: the caller) and the policy asked for.
+    SetschedEnter {
+        /// Its `pid` argument.
+        target: Option<i64>,
+        /// Its `policy` argument.
+        policy: Option<i64>,
+    },
+    /// `sys_exit_sched_setscheduler`: whether it returned 0.
+    SetschedExit {
+        /// The call succeeded.
+        ok: bool,
+    },
+    /// An `irq_vectors` entry event, by its vector's name (`local_timer`).
+    VectorEntry(&'a str),
+    /// An `irq_vectors` exit event.
+    VectorExit,
+    /// Anything else (counted, not folded).
+    Other,
+}
+
+impl<'a> Ev<'a> {
+    /// The typed event of one text line of trace_pipe.
+    pub fn from_text(event: &Event<'a>) -> Ev<'a> {
+        let f = event.fields;
+        let num = |key: &str, default: i64| -> i64 {
+            field(f, key, None)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        match event.name {
+            "irq_handler_entry" => Ev::IrqEntry {
+                irq: field(f, "irq=", None).and_then(|v| v.parse().ok()),
+                name: field(f, "name=", Some("\u{0}")).unwrap_or(""),
+            },
+            "irq_handler_exit" => Ev::IrqExit,
+            "softirq_entry" => Ev::SoftirqEntry(field(f, "action=", Some("]")).unwrap_or("?")),
+            "softirq_exit" => Ev::SoftirqExit,
+            "workqueue_execute_start" => Ev::WorkStart(field(f, "function ", None).unwrap_or("?")),
+            "workqueue_execute_end" => Ev::WorkEnd,
+            "nmi_handler" => Ev::Nmi {
+                handler: field(f, "handler=", None).unwrap_or("?"),
+                delta_ns: field(f, "delta_ns=", None)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            },
+            "sched_switch" => Ev::Switch {
+                prev_comm: field(f, "prev_comm=", Some(" prev_pid=")),
+                prev_pid: field(f, "prev_pid=", None).and_then(|v| v.parse().ok()),
+                prev_prio: num("prev_prio=", 120),
+                next_comm: field(f, "next_comm=", Some(" next_pid=")).unwrap_or("?"),
+                next_pid: num("next_pid=", 0),
+                next_prio: num("next_prio=", 120),
+            },
+            // `sys_sched_setscheduler(pid: 0, policy: 1, param: …)`, its fields read after the name's first
+            // colon. 6.1 prints every argument in hex without 0x; later kernels print integers in decimal
+            // and pointers with 0x.
+            n if n.starts_with("sys_sched_setscheduler(") => {
+                let radix = if f.contains("0x") { 10 } else { 16 };
+                let int = |v: &str| i64::from_str_radix(v.trim(), radix).ok();
+                Ev::SetschedEnter {
+                    target: f.split(',').next().and_then(int),
+                    policy: field(f, "policy: ", Some(",")).and_then(int),
+                }
+            }
+            // `sys_sched_setscheduler -> 0x0` (the whole event is its name).
+            n if n.starts_with("sys_sched_setscheduler ->") => {
+                let ret = n.rsplit(' ').next().unwrap_or("");
+                Ev::SetschedExit {
+                    ok: i64::from_str_radix(ret.trim_start_matches("0x"), 16) == Ok(0),
+                }
+            }
+            n => {
+                if let Some(v) = n.strip_suffix("_entry") {
+                    Ev::VectorEntry(v)
+                } else if n.ends_with("_exit") {
+                    Ev::VectorExit
+                } else {
+                    Ev::Other
+                }
+            }
         }
     }
 }
 
 impl Folder {
-    /// Feed one event; finished spans are pushed to `out`.
+    /// Feed one text event; finished spans are pushed to `out`.
     pub fn feed(&mut self, event: &Event<'_>, out: &mut Vec<Span>) {
+        let mut pieces = Vec::new();
+        self.feed_ev(event.ts_ns, event.pid, &Ev::from_text(event), &mut pieces);
+        out.extend(pieces.iter().map(|p| self.span(p)));
+    }
+
+    /// The id of the name `write` writes, added to the names when new.
+    fn intern(&mut self, write: impl FnOnce(&mut String)) -> u32 {
+        self.scratch.clear();
+        write(&mut self.scratch);
+        if let Some(&id) = self.ids.get(self.scratch.as_str()) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(self.scratch.clone());
+        self.ids.insert(self.scratch.clone(), id);
+        id
+    }
+
+    /// The name of id `id` ([`Piece::name`]).
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("?", String::as_str)
+    }
+
+    /// A piece as a span, named.
+    pub fn span(&self, p: &Piece) -> Span {
+        Span {
+            start_ns: p.start_ns,
+            end_ns: p.end_ns,
+            kind: p.kind,
+            name: self.name(p.name).to_string(),
+        }
+    }
+
+    /// Feed one event at `t` (ns) in task `pid` (the record's, where known); finished spans are pushed to
+    /// `out`.
+    pub fn feed_ev(&mut self, t: u64, pid: Option<i64>, event: &Ev<'_>, out: &mut Vec<Piece>) {
+        use std::fmt::Write as _;
         self.events += 1;
-        let t = event.ts_ns;
         fn close(
-            stack: &mut Vec<(CauseKind, String, u64)>,
+            stack: &mut Vec<(CauseKind, u32, u64)>,
             kind: CauseKind,
             t: u64,
-            out: &mut Vec<Span>,
+            out: &mut Vec<Piece>,
         ) {
             if let Some(i) = stack.iter().rposition(|(k, _, _)| *k == kind) {
                 let (k, name, start) = stack.remove(i);
-                out.push(Span {
+                out.push(Piece {
                     start_ns: start,
                     end_ns: t,
                     kind: k,
@@ -147,37 +352,46 @@ impl Folder {
                 });
             }
         }
-        match event.name {
-            "irq_handler_entry" => {
-                let irq = field(event.fields, "irq=", None).unwrap_or("?");
-                let name = field(event.fields, "name=", Some("\u{0}")).unwrap_or("");
-                self.stack
-                    .push((CauseKind::Irq, format!("{irq} {name}"), t));
+        match *event {
+            Ev::IrqEntry { irq, name } => {
+                let id = self.intern(|s| {
+                    let _ = match irq {
+                        Some(n) => write!(s, "{n} {name}"),
+                        None => write!(s, "? {name}"),
+                    };
+                });
+                self.stack.push((CauseKind::Irq, id, t));
             }
-            "irq_handler_exit" => close(&mut self.stack, CauseKind::Irq, t, out),
-            "softirq_entry" => {
-                let name = field(event.fields, "action=", Some("]")).unwrap_or("?");
-                self.open_alone(CauseKind::Softirq, name.to_string(), t);
+            Ev::IrqExit => close(&mut self.stack, CauseKind::Irq, t, out),
+            Ev::SoftirqEntry(name) => {
+                let id = self.intern(|s| s.push_str(name));
+                self.open_alone(CauseKind::Softirq, id, t)
             }
-            "softirq_exit" => close(&mut self.stack, CauseKind::Softirq, t, out),
-            "workqueue_execute_start" => {
-                let name = field(event.fields, "function ", None).unwrap_or("?");
-                self.open_alone(CauseKind::Work, name.to_string(), t);
+            Ev::SoftirqExit => close(&mut self.stack, CauseKind::Softirq, t, out),
+            Ev::WorkStart(name) => {
+                let id = self.intern(|s| s.push_str(name));
+                self.open_alone(CauseKind::Work, id, t)
             }
-            "workqueue_execute_end" => close(&mut self.stack, CauseKind::Work, t, out),
-            "nmi_handler" => {
-                let d: u64 = field(event.fields, "delta_ns=", None)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let name = field(event.fields, "handler=", None).unwrap_or("?");
-                out.push(Span {
-                    start_ns: t.saturating_sub(d),
+            Ev::WorkEnd => close(&mut self.stack, CauseKind::Work, t, out),
+            Ev::Nmi { handler, delta_ns } => {
+                let id = self.intern(|s| {
+                    let _ = write!(s, "NMI {handler}");
+                });
+                out.push(Piece {
+                    start_ns: t.saturating_sub(delta_ns),
                     end_ns: t,
                     kind: CauseKind::Vector,
-                    name: format!("NMI {name}"),
-                });
+                    name: id,
+                })
             }
-            "sched_switch" => {
+            Ev::Switch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                next_comm,
+                next_pid,
+                next_prio,
+            } => {
                 // Who ran up to this switch is what its prev_* fields say. The switch into that thread can be
                 // missing from the trace (seen on this project's 6.18 guest kernel: an idle → task switch
                 // after a wake-up from D state was not traced), so when the recorded thread is not the one
@@ -186,68 +400,49 @@ impl Folder {
                 // FIFO 50 while running switched in as CFS, and it held the CPU as FIFO 50. It is named by its
                 // comm at the switch out: a new thread switches in under its parent's comm and names itself
                 // while running (Rust's and glibc's named threads do), so the later name is the one it has.
-                let num = |key: &str, default: i64| -> i64 {
-                    field(event.fields, key, None)
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(default)
-                };
-                let prev_pid = field(event.fields, "prev_pid=", None).and_then(|v| v.parse().ok());
-                let prev_prio = num("prev_prio=", 120);
-                let prev_comm = field(event.fields, "prev_comm=", Some(" prev_pid="));
                 // The thread switching out takes its open thread-context spans with it (a piece each).
                 if let Some(out_pid) = prev_pid.or(self.running.as_ref().map(|r| r.1)) {
                     self.suspend(out_pid, t, out);
                 }
+                // The comm's buffer is reused for the thread switching in.
+                let mut buf = String::new();
                 if let Some((comm, pid, since, prio_in)) = self.running.take() {
-                    let (comm, pid, prio) = match prev_pid {
-                        Some(p) if p != pid => (prev_comm.unwrap_or("?").to_string(), p, prev_prio),
-                        Some(_) => (
-                            prev_comm.map_or(comm, str::to_string),
-                            pid,
-                            prio_in.min(prev_prio),
-                        ),
-                        None => (comm, pid, prio_in.min(prev_prio)),
+                    let (name, pid, prio) = match prev_pid {
+                        Some(p) if p != pid => (prev_comm.unwrap_or("?"), p, prev_prio),
+                        Some(_) => (prev_comm.unwrap_or(&comm), pid, prio_in.min(prev_prio)),
+                        None => (comm.as_str(), pid, prio_in.min(prev_prio)),
                     };
                     let raised = self.raised.remove(&pid);
-                    out.extend(self.thread_span(&comm, pid, prio, since, t, raised));
+                    out.extend(self.thread_span(name, pid, prio, since, t, raised));
+                    buf = comm;
                 }
                 // A raise names only the span it happened in.
                 if let Some(p) = prev_pid {
                     self.raised.remove(&p);
                 }
-                let comm = field(event.fields, "next_comm=", Some(" next_pid=")).unwrap_or("?");
-                let pid = num("next_pid=", 0);
-                if let Some(open) = self.suspended.remove(&pid) {
+                if let Some(open) = self.suspended.remove(&next_pid) {
                     self.stack
                         .extend(open.into_iter().map(|(kind, name)| (kind, name, t)));
                 }
-                self.running = Some((comm.to_string(), pid, t, num("next_prio=", 120)));
+                buf.clear();
+                buf.push_str(next_comm);
+                self.running = Some((buf, next_pid, t, next_prio));
             }
-            n if n.starts_with("sys_sched_setscheduler(") => {
-                self.on_setscheduler(event.pid, event.fields)
+            Ev::SetschedEnter { target, policy } => self.on_setscheduler(pid, target, policy),
+            Ev::SetschedExit { ok } => self.on_setscheduler_exit(ok, pid),
+            Ev::VectorEntry(v) => {
+                let id = self.intern(|s| s.push_str(v));
+                self.stack.push((CauseKind::Vector, id, t))
             }
-            n if n.starts_with("sys_sched_setscheduler ->") => {
-                self.on_setscheduler_exit(n, event.pid)
-            }
-            n => {
-                if let Some(v) = n.strip_suffix("_entry") {
-                    self.stack.push((CauseKind::Vector, v.to_string(), t));
-                } else if n.ends_with("_exit") {
-                    close(&mut self.stack, CauseKind::Vector, t, out);
-                }
-            }
+            Ev::VectorExit => close(&mut self.stack, CauseKind::Vector, t, out),
+            Ev::Other => {}
         }
     }
 
-    /// `sys_sched_setscheduler(pid: 0, policy: 1, param: …)`, its fields read after the name's first colon:
-    /// the running thread asking for a policy of its own (pid 0, or its own), until the call returns. 6.1 prints every argument in hex
-    /// without 0x; later kernels print integers in decimal and pointers with 0x.
-    fn on_setscheduler(&mut self, caller: Option<i64>, fields: &str) {
-        let radix = if fields.contains("0x") { 10 } else { 16 };
-        let int = |v: &str| i64::from_str_radix(v.trim(), radix).ok();
-        let target = fields.split(',').next().and_then(int);
-        let policy = field(fields, "policy: ", Some(",")).and_then(int);
-        // The caller is the header's task, else the thread recorded running here.
+    /// The running thread asking for a policy of its own (`target` 0, or its own pid), held until the call
+    /// returns.
+    fn on_setscheduler(&mut self, caller: Option<i64>, target: Option<i64>, policy: Option<i64>) {
+        // The caller is the record's task, else the thread recorded running here.
         let Some(pid) = caller.or(self.running.as_ref().map(|r| r.1)) else {
             return;
         };
@@ -262,11 +457,8 @@ impl Folder {
         };
     }
 
-    /// `sys_sched_setscheduler -> 0x0` (the whole event is its name): what the caller asked for holds when
-    /// the call returned 0.
-    fn on_setscheduler_exit(&mut self, name: &str, caller: Option<i64>) {
-        let ret = name.rsplit(' ').next().unwrap_or("");
-        let ok = i64::from_str_radix(ret.trim_start_matches("0x"), 16) == Ok(0);
+    /// The call returned: what the caller asked for holds when it returned 0.
+    fn on_setscheduler_exit(&mut self, ok: bool, caller: Option<i64>) {
         match self.asked.take() {
             Some((pid, w)) if ok && caller.is_none_or(|p| p == pid) => {
                 self.raised.insert(pid, w);
@@ -281,14 +473,14 @@ impl Folder {
     /// Open a softirq or a work item. Neither nests in its own kind on one CPU (softirqs are not re-entered,
     /// a kworker runs one item at a time), so one still open is stale — its thread ran on, or finished it,
     /// on another CPU, or its end was lost — and is dropped rather than charged for what follows.
-    fn open_alone(&mut self, kind: CauseKind, name: String, t: u64) {
+    fn open_alone(&mut self, kind: CauseKind, name: u32, t: u64) {
         self.stack.retain(|(k, _, _)| *k != kind);
         self.stack.push((kind, name, t));
     }
 
     /// Close the softirqs and work items open on this CPU at `t`, a piece each, and keep them for `pid`'s
     /// next switch-in. Interrupts and vectors stay: they never span a switch.
-    fn suspend(&mut self, pid: i64, t: u64, out: &mut Vec<Span>) {
+    fn suspend(&mut self, pid: i64, t: u64, out: &mut Vec<Piece>) {
         let threaded = |k: CauseKind| matches!(k, CauseKind::Softirq | CauseKind::Work);
         if !self.stack.iter().any(|(k, _, _)| threaded(*k)) {
             return;
@@ -299,11 +491,11 @@ impl Folder {
                 kept.push((kind, name, start));
                 continue;
             }
-            out.push(Span {
+            out.push(Piece {
                 start_ns: start,
                 end_ns: t,
                 kind,
-                name: name.clone(),
+                name,
             });
             self.suspended.entry(pid).or_default().push((kind, name));
         }
@@ -330,16 +522,17 @@ impl Folder {
         start: u64,
         end: u64,
         raised: Option<&'static str>,
-    ) -> Option<Span> {
+    ) -> Option<Piece> {
         if pid == 0 || self.exclude.contains(&pid) {
             return None;
         }
         let policy = self.policy_of(pid, prio);
-        Some(Span {
+        let name = self.intern(|s| write_thread_name(s, comm, pid, prio, policy, raised));
+        Some(Piece {
             start_ns: start,
             end_ns: end,
             kind: CauseKind::Thread,
-            name: thread_name(comm, pid, prio, policy, raised),
+            name,
         })
     }
 
@@ -347,6 +540,7 @@ impl Folder {
     pub fn running_span(&mut self, now: u64) -> Option<Span> {
         let (comm, pid, since, prio) = self.running.clone()?;
         let raised = self.raised.get(&pid).copied();
-        self.thread_span(&comm, pid, prio, since, now, raised)
+        let p = self.thread_span(&comm, pid, prio, since, now, raised)?;
+        Some(self.span(&p))
     }
 }

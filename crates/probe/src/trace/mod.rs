@@ -1,14 +1,18 @@
 //! Kernel trace events of the measured CPUs, for `--trace`: a private tracefs instance
 //! (`instances/rtgauge-<pid>`, so the global buffer and other users are never disturbed), per-CPU ring
-//! buffers with `trace_clock mono` (CLOCK_MONOTONIC, the probes' clock), read as text from
-//! `per_cpu/cpuN/trace_pipe` by the main thread on its housekeeping CPU, never by a measured CPU.
+//! buffers with `trace_clock mono` (CLOCK_MONOTONIC, the probes' clock), read by the main thread on its
+//! housekeeping CPU, never by a measured CPU: in binary from `per_cpu/cpuN/trace_pipe_raw` (pages decoded
+//! in [`raw`] with the layouts the kernel publishes), or as text from `trace_pipe` where a layout cannot
+//! be read and for readers of the text lines (the host side of a VM).
 //!
-//! Why text trace_pipe and not trace_pipe_raw, perf_event_open or eBPF: it needs no event-format decoder, no
-//! BPF toolchain or kernel BTF, and works on every kernel with tracefs; the events are recorded by the kernel
-//! into the measured CPU's own ring buffer (tens of ns per event there), the formatting cost (~1 µs per
-//! event) is paid by the reader on the housekeeping CPU. Per-CPU buffers also scale: each CPU has its own
-//! ring, so the collection does not funnel every CPU through one reader the way rtla's single tracefs pass
-//! does. The timestamp printed is µs-resolution, which bounds the breakdown's resolution to 1 µs.
+//! Why trace_pipe_raw and not text, perf_event_open or eBPF: the text made the kernel format every event
+//! for the reader and the reader parse it back (~5 µs of the housekeeping CPU per event on this project's
+//! VM); the raw pages cost a copy and a few loads per record (~0.25 µs per event, reads included), and the
+//! timestamp keeps its ns. It needs no BPF toolchain or kernel BTF and works on every kernel with tracefs;
+//! the events are recorded by the kernel into the measured CPU's own ring buffer (tens of ns per event
+//! there). Per-CPU buffers also scale: each CPU has its own ring, so the collection does not funnel every
+//! CPU through one formatter the way rtla's tracefs mode does. The collector's CPU time is measured
+//! ([`TraceSession::collector_ns`]) and printed with every traced run.
 //!
 //! The events are folded into [`Span`]s as they arrive (entry/exit pairs, sched_switch → running thread),
 //! kept for a rolling window plus any range [`TraceSession::pin`]ned, and broken down per spike with
@@ -19,14 +23,15 @@
 //! [`TraceSession::start`] removes instances of dead `rtgauge-<pid>` processes first, and adopts a mount
 //! whose owner (`/run/rtgauge/tracefs-mounted-by`) is dead, to unmount it at the end.
 
-use rtgauge_model::attribution::Span;
+use rtgauge_model::attribution::{CauseKind, Span};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 mod fold;
-pub use fold::{prio_name, read_rt_policy, Folder};
+mod raw;
+pub use fold::{prio_name, read_rt_policy, Ev, Folder, Piece};
 
 /// Where tracefs is (or is mounted).
 pub const TRACEFS: &str = "/sys/kernel/tracing";
@@ -359,9 +364,9 @@ struct CpuTrace {
     partial: Vec<u8>,
     lines: Rejoin,
     folder: Folder,
-    spans: VecDeque<Span>,
+    spans: VecDeque<Piece>,
     /// Spans past the rolling window kept for a pin, with the pin's id.
-    kept: Vec<(u64, Span)>,
+    kept: Vec<(u64, Piece)>,
     last_ts: u64,
     /// Unpinned spans ending before this were dropped.
     pruned_before: u64,
@@ -382,6 +387,12 @@ pub struct TraceSession {
     started_ns: u64,
     /// Events enabled beyond [`EVENTS`] ([`TraceSession::start_with`]), disabled again on drop.
     extra: Vec<(String, String)>,
+    /// The page layout when the pipes are `trace_pipe_raw` (decoded in [`raw`]); `None`: text `trace_pipe`.
+    layout: Option<raw::PageLayout>,
+    /// Spans folded from one page, before they join their CPU's window (kept to reuse its memory).
+    out: Vec<Piece>,
+    /// CPU time this process spent reading and folding the trace ([`TraceSession::drain`]), ns.
+    pub collector_ns: u64,
     /// The extra events whose filter the kernel refused (a filter of a page or more: a VM of ~220 threads),
     /// enabled unfiltered: every task's events are read, and the reader keeps those it follows.
     pub unfiltered: Vec<String>,
@@ -400,17 +411,28 @@ pub struct ExtraEvent {
 }
 
 impl TraceSession {
-    /// Mount tracefs if needed, remove stale instances, create ours and start recording on `cpus`.
+    /// Mount tracefs if needed, remove stale instances, create ours and start recording on `cpus`, to be
+    /// folded into spans ([`TraceSession::drain`]): read in binary (`trace_pipe_raw`) where the kernel
+    /// publishes the page layout, else as text.
     pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<TraceSession, TraceError> {
-        TraceSession::start_with(cpus, buffer_kb, &[])
+        TraceSession::open(cpus, buffer_kb, &[], true)
     }
 
     /// [`TraceSession::start`] with `extra` events enabled too (those the kernel lacks are skipped: see
-    /// [`TraceSession::has_event`]); for readers of the raw lines ([`TraceSession::drain_lines`]).
+    /// [`TraceSession::has_event`]); for readers of the text lines ([`TraceSession::drain_lines`]).
     pub fn start_with(
         cpus: &[u32],
         buffer_kb: u32,
         extra: &[ExtraEvent],
+    ) -> Result<TraceSession, TraceError> {
+        TraceSession::open(cpus, buffer_kb, extra, false)
+    }
+
+    fn open(
+        cpus: &[u32],
+        buffer_kb: u32,
+        extra: &[ExtraEvent],
+        binary: bool,
     ) -> Result<TraceSession, TraceError> {
         let root = PathBuf::from(TRACEFS);
         let mounted = mount_tracefs()?;
@@ -433,6 +455,9 @@ impl TraceSession {
                 .map(|e| (e.system.to_string(), e.event.to_string()))
                 .collect(),
             unfiltered: Vec::new(),
+            layout: None,
+            out: Vec::new(),
+            collector_ns: 0,
         };
         // From here on, Drop removes the instance whatever fails.
         let w = |p: &str, v: &str| -> Result<(), TraceError> {
@@ -465,8 +490,19 @@ impl TraceSession {
             }
             let _ = std::fs::write(d.join("enable"), "1");
         }
+        if binary {
+            s.layout = raw::PageLayout::load(&dir, EVENTS);
+        }
+        if let Some(l) = &s.layout {
+            s.buf.resize(s.buf.len().max(l.page), 0);
+        }
+        let file = if s.layout.is_some() {
+            "trace_pipe_raw"
+        } else {
+            "trace_pipe"
+        };
         for &cpu in cpus {
-            let p = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"));
+            let p = dir.join(format!("per_cpu/cpu{cpu}/{file}"));
             let pipe = std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
@@ -562,33 +598,54 @@ impl TraceSession {
         }
     }
 
+    /// Whether the trace is read in binary (`trace_pipe_raw`), not as text.
+    pub fn binary(&self) -> bool {
+        self.layout.is_some()
+    }
+
     /// Read what the kernel has buffered on every CPU (non-blocking) and fold it.
     pub fn drain(&mut self) {
+        let cpu0 = crate::clock::thread_cpu_ns();
         for c in &mut self.cpus {
-            let (last_ts, folder, lines, spans) =
-                (&mut c.last_ts, &mut c.folder, &mut c.lines, &mut c.spans);
-            read_whole_lines(&mut c.pipe, &mut self.buf, &mut c.partial, &mut |whole| {
-                let mut out = Vec::new();
-                lines.feed(whole, &mut |line| {
-                    if let Some(e) = parse_line(line) {
-                        *last_ts = (*last_ts).max(e.ts_ns);
-                        folder.feed(&e, &mut out);
+            let (last_ts, folder, spans, out) =
+                (&mut c.last_ts, &mut c.folder, &mut c.spans, &mut self.out);
+            match &self.layout {
+                Some(layout) => {
+                    // One read hands over one page (or what a page the kernel is still filling holds).
+                    while let Ok(n @ 1..) = c.pipe.read(&mut self.buf) {
+                        layout.page(&self.buf[..n], &mut |ts, pid, e| {
+                            *last_ts = (*last_ts).max(ts);
+                            folder.feed_ev(ts, pid, e, out);
+                        });
+                        spans.extend(out.drain(..));
                     }
-                });
-                spans.extend(out);
-            });
+                }
+                None => {
+                    let lines = &mut c.lines;
+                    read_whole_lines(&mut c.pipe, &mut self.buf, &mut c.partial, &mut |whole| {
+                        lines.feed(whole, &mut |line| {
+                            if let Some(e) = parse_line(line) {
+                                *last_ts = (*last_ts).max(e.ts_ns);
+                                folder.feed_ev(e.ts_ns, e.pid, &Ev::from_text(&e), out);
+                            }
+                        });
+                        spans.extend(out.drain(..));
+                    });
+                }
+            }
             let horizon = c.last_ts.saturating_sub(self.keep_ns);
             while c.spans.front().is_some_and(|s| s.end_ns < horizon) {
                 if let Some(s) = c.spans.pop_front() {
                     c.pruned_before = c.pruned_before.max(s.end_ns);
                     for &(id, a, b) in &self.pins {
                         if s.end_ns >= a && s.start_ns <= b {
-                            c.kept.push((id, s.clone()));
+                            c.kept.push((id, s));
                         }
                     }
                 }
             }
         }
+        self.collector_ns += crate::clock::thread_cpu_ns().saturating_sub(cpu0);
     }
 
     /// Stop recording and return every CPU's retained spans (the running thread closed at the last event),
@@ -604,19 +661,34 @@ impl TraceSession {
             data.lost += parse_overrun(&stats);
             data.events += c.folder.events;
             // A span kept for two overlapping pins is kept once.
+            let folder = &c.folder;
             let mut spans: Vec<Span> = std::mem::take(&mut c.kept)
                 .into_iter()
-                .map(|k| k.1)
+                .map(|k| folder.span(&k.1))
                 .collect();
             spans.sort_by(|a, b| {
                 (a.start_ns, a.end_ns, &a.name).cmp(&(b.start_ns, b.end_ns, &b.name))
             });
             spans.dedup();
-            spans.extend(c.spans.drain(..));
+            spans.extend(c.spans.drain(..).map(|p| folder.span(&p)));
             spans.extend(c.folder.running_span(c.last_ts));
             data.pruned_before.insert(c.cpu, c.pruned_before);
             data.spans.insert(c.cpu, spans);
         }
+        if self.layout.is_some() {
+            raw::resolve_symbols(data.spans.values_mut().flatten().filter_map(|s| {
+                let named = match s.kind {
+                    CauseKind::Work => s.name.starts_with("0x"),
+                    CauseKind::Vector => s.name.starts_with("NMI 0x"),
+                    _ => false,
+                };
+                named.then_some(&mut s.name)
+            }));
+        }
+        data.collector_ns = self.collector_ns;
+        data.traced_ns =
+            crate::clock::now_ns(crate::clock::Clock::Monotonic).saturating_sub(self.started_ns);
+        data.binary = self.layout.is_some();
         data.started_ns = self.started_ns;
         data.pins = self.pins.iter().map(|&(_, a, b)| (a, b)).collect();
         data
@@ -647,6 +719,12 @@ pub struct TraceData {
     pub events: u64,
     /// Events the kernel dropped because the buffer was full.
     pub lost: u64,
+    /// CPU time spent reading and folding the trace, ns.
+    pub collector_ns: u64,
+    /// How long the trace ran, ns.
+    pub traced_ns: u64,
+    /// Read in binary (`trace_pipe_raw`), not as text.
+    pub binary: bool,
 }
 
 impl TraceData {
@@ -1050,11 +1128,83 @@ CPU:1 [LOST 3 EVENTS]
         assert_eq!(o, offered.split_whitespace().any(|x| x == "osnoise"));
     }
 
+    /// The binary reader folds what the text one does: one recording, read as text (the per-CPU `trace`
+    /// file, which does not consume) and then in binary (trace_pipe_raw), gives the same spans to the µs
+    /// (the text's resolution, rounded), with the same names.
+    #[test]
+    fn the_binary_reader_folds_what_the_text_reader_does() {
+        let s = TraceSession::start(&[0], 4096).expect("tracefs (the tests run as root)");
+        assert!(s.binary());
+        // Something to fold on CPU 0: a named thread that sleeps and wakes, and a work item now and then.
+        let worker = std::thread::Builder::new()
+            .name("rtg-fold-eq".into())
+            .spawn(|| {
+                let _ = crate::rt::pin_thread(Some(0));
+                for _ in 0..150 {
+                    std::thread::sleep(std::time::Duration::from_micros(700));
+                }
+            })
+            .expect("thread");
+        worker.join().expect("worker");
+        s.stop_recording();
+        let text = std::fs::read_to_string(s.dir().join("per_cpu/cpu0/trace")).expect("trace");
+        let mut f = Folder::default();
+        let mut text_spans = Vec::new();
+        let mut last = 0;
+        for line in text.lines() {
+            if let Some(e) = parse_line(line) {
+                last = last.max(e.ts_ns);
+                f.feed(&e, &mut text_spans);
+            }
+        }
+        text_spans.extend(f.running_span(last));
+        let d = s.finish();
+        let raw_spans = &d.spans[&0];
+        let us = |v: &[Span]| -> Vec<(u64, u64, CauseKind, String)> {
+            v.iter()
+                // The text rounds to the nearest µs (the kernel's ns2usecs).
+                .map(|s| {
+                    (
+                        (s.start_ns + 500) / 1000,
+                        (s.end_ns + 500) / 1000,
+                        s.kind,
+                        s.name.clone(),
+                    )
+                })
+                .collect()
+        };
+        let (a, b) = (us(&text_spans), us(raw_spans));
+        assert!(a.len() > 100, "the worker's wake-ups folded: {}", a.len());
+        assert!(
+            a.iter().any(|s| s.3.starts_with("rtg-fold-eq/")),
+            "the worker named: {a:?}"
+        );
+        assert_eq!(d.events, f.events, "as many events read both ways");
+        if let Some(i) = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)) {
+            let around = |v: &[(u64, u64, CauseKind, String)]| {
+                v[i.saturating_sub(2)..(i + 3).min(v.len())].to_vec()
+            };
+            panic!(
+                "span {i} of {}/{} differs: text {:?}, binary {:?}",
+                a.len(),
+                b.len(),
+                around(&a),
+                around(&b)
+            );
+        }
+    }
+
     #[test]
     fn live_session_records_the_cpu_and_cleans_up() {
         let mut s = TraceSession::start(&[0], 1024).expect("tracefs (the tests run as root)");
         let dir = s.dir().to_path_buf();
         assert!(dir.exists());
+        assert!(
+            s.binary(),
+            "the page layout of {} reads: {:?}",
+            dir.display(),
+            raw::PageLayout::load(&dir, EVENTS)
+        );
         let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
         while std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
