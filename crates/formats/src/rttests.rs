@@ -686,6 +686,45 @@ mod tests {
     use rtgauge_model::rt::{ProcessConditions, SchedPolicy, Setting, ThreadConditions};
     use rtgauge_model::CpuSet;
 
+    /// The monitor's `--store-every` absorbs its 10 s segments into one thread (8,640 a day; 600 here, each
+    /// a histogram decode and encode): its timeline stays within `MAX_TIMELINE` entries, keeps every sample
+    /// counted and the one spike as its bucket's worst.
+    #[test]
+    fn a_day_of_monitor_segments_keeps_a_bounded_timeline_and_its_worst_sample() {
+        use rtgauge_model::latency::{TimelineEntry, MAX_TIMELINE};
+        let seg = |spike: bool| {
+            let mut t = thread(0, &[10_000, 12_000], 4);
+            t.timeline = (0..10)
+                .map(|i| TimelineEntry {
+                    start_ns: i * 1_000_000_000,
+                    count: 1_000,
+                    max_ns: if spike && i == 7 { 950_000 } else { 20_000 },
+                    missed: 0,
+                })
+                .collect();
+            t
+        };
+        let mut day = seg(false);
+        let mut span = 1_000_000_000;
+        for k in 1..600u64 {
+            day.absorb(seg(k == 400), k * 10_000_000_000, &mut span);
+        }
+        assert!(day.timeline.len() <= MAX_TIMELINE, "{}", day.timeline.len());
+        assert_eq!(day.timeline.iter().map(|e| e.count).sum::<u64>(), 6_000_000);
+        let worst = day
+            .timeline
+            .iter()
+            .max_by_key(|e| e.max_ns)
+            .expect("entries");
+        assert_eq!(worst.max_ns, 950_000);
+        let at = 400 * 10_000_000_000 + 7_000_000_000;
+        assert!(
+            worst.start_ns <= at && at < worst.start_ns + span,
+            "the spike's bucket"
+        );
+        assert_eq!(span, 4_000_000_000, "1 s buckets doubled twice for 6,000 s");
+    }
+
     fn thread(index: u32, samples: &[u64], buckets: usize) -> CyclicThread {
         let mut h = new_histogram();
         let mut lin = vec![0u64; buckets];
@@ -741,6 +780,7 @@ mod tests {
             timeline: vec![],
             timeline_dropped: 0,
             late_dropped: 0,
+            late_merged: 0,
             disturbance: None,
         }
     }

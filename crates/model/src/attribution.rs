@@ -215,7 +215,8 @@ pub struct TraceInfo {
     /// Episodes whose window was older than the retained trace.
     #[serde(default)]
     pub not_retained: u64,
-    /// Late samples the probe could not hand to the tracker (its ring was full): their episodes are unknown.
+    /// Late samples the probe could not hand to the tracker (its ring was full and a later stall came): each
+    /// a stall whose episode is unknown.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_dropped: u64,
     /// CPU time the collector (the main thread reading and folding the trace) used, ns; 0: not measured

@@ -152,6 +152,10 @@ pub struct CyclicThread {
     /// Late samples not handed to the episode tracker because its ring was full (should be 0).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_dropped: u64,
+    /// Late samples merged into the stall before them while that ring was full: handed over as one
+    /// (its window and worst sample whole, its count of late samples short by these).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub late_merged: u64,
     /// Faults and preemptions the thread took while it measured; `None` in imported results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbance: Option<crate::rt::ThreadDisturbance>,
@@ -190,8 +194,10 @@ pub struct CyclicResult {
 
 impl CyclicThread {
     /// Add the same thread's next segment `b`, which started `offset_ns` after this one's start: counts,
-    /// timeline and the exact distribution (the monitor's periods are segments of 10 s).
-    pub fn absorb(&mut self, b: CyclicThread, offset_ns: u64) {
+    /// timeline and the exact distribution (the monitor's periods are segments of 10 s). The timeline stays
+    /// bounded ([`crate::latency::push_bounded`], its buckets `*span_ns` long): a day-long store period of
+    /// 10 s segments keeps at most 2,048 entries per thread, each with its bucket's worst sample.
+    pub fn absorb(&mut self, b: CyclicThread, offset_ns: u64, span_ns: &mut u64) {
         let a = self;
         a.cycles += b.cycles;
         a.missed_deadlines += b.missed_deadlines;
@@ -199,10 +205,16 @@ impl CyclicThread {
         a.early_wakeups += b.early_wakeups;
         a.last_ns = b.last_ns;
         a.timeline_dropped += b.timeline_dropped;
-        a.timeline.extend(b.timeline.iter().map(|e| TimelineEntry {
-            start_ns: e.start_ns + offset_ns,
-            ..*e
-        }));
+        for e in &b.timeline {
+            crate::latency::push_bounded(
+                &mut a.timeline,
+                span_ns,
+                TimelineEntry {
+                    start_ns: e.start_ns + offset_ns,
+                    ..*e
+                },
+            );
+        }
         if let (Ok(mut h), Ok(hb)) = (a.latency.hdr.decode(), b.latency.hdr.decode()) {
             if h.add(&hb).is_ok() {
                 let min = match (a.latency.count, b.latency.count) {

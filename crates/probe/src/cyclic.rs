@@ -181,6 +181,10 @@ struct ThreadState {
     tl_dropped: u64,
     /// Late samples not handed over because the main thread's ring was full.
     late_dropped: u64,
+    /// A late sample that found the ring full, waiting for room ([`hand_late`]).
+    late_pending: Option<Spike>,
+    /// Late samples merged into the one waiting (same stall), not handed over one by one.
+    late_merged: u64,
 }
 
 struct Linear {
@@ -263,6 +267,9 @@ pub fn run(
     let outputs = rt::join_all(handles)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;
     col.drain();
+    // A sample still waiting for room in its ring when its thread ended.
+    col.late
+        .extend(outputs.iter().filter_map(|o| o.state.late_pending));
     // The last tick's late samples (the spike that hit --break, those after a signal) reach the observer too.
     if !col.late.is_empty() {
         observer.late(&col.late);
@@ -459,6 +466,7 @@ fn assemble(
             windows: win.windows(),
             timeline_dropped: s.tl_dropped,
             late_dropped: s.late_dropped,
+            late_merged: s.late_merged,
             disturbance: Some(out.disturbance),
         });
     }
@@ -541,6 +549,7 @@ fn checkpoint_result(
                 windows: col.windows[i].windows(),
                 timeline_dropped: 0,
                 late_dropped: 0,
+                late_merged: 0,
                 disturbance: None,
             }
         })
@@ -662,6 +671,8 @@ impl ThreadState {
             tl_index: 0,
             tl_dropped: 0,
             late_dropped: 0,
+            late_pending: None,
+            late_merged: 0,
         };
         if let Some(l) = s.linear.as_mut() {
             for b in l.buckets.iter_mut() {
@@ -747,6 +758,38 @@ impl ThreadState {
     }
 }
 
+/// Hand a late sample to the main thread. When the ring is full (the main thread starved, or a stall of
+/// seconds whose catch-up wakes the thread thousands of times at once), the sample waits in the state; the
+/// next ones of the same stall (windows overlapping it) are merged into it — its window stretched to
+/// their end, counted in `late_merged` — so the stall still reaches the episode tracker whole, once there
+/// is room. Only a sample of a later stall arriving while one still waits makes the waiting one lost
+/// (`late_dropped`). No allocation, no system call.
+#[inline]
+fn hand_late(tx: &mut rtrb::Producer<Spike>, st: &mut ThreadState, s: Spike) {
+    if let Some(p) = st.late_pending.take() {
+        if let Err(rtrb::PushError::Full(p)) = tx.push(p) {
+            st.late_pending = Some(p);
+        }
+    }
+    let Some(p) = st.late_pending.as_mut() else {
+        if let Err(rtrb::PushError::Full(s)) = tx.push(s) {
+            st.late_pending = Some(s);
+        }
+        return;
+    };
+    let p_start = p.monotonic_ns.saturating_sub(p.latency_ns);
+    if s.monotonic_ns.saturating_sub(s.latency_ns) <= p.monotonic_ns {
+        if s.monotonic_ns > p.monotonic_ns {
+            p.monotonic_ns = s.monotonic_ns;
+            p.latency_ns = s.monotonic_ns - p_start;
+        }
+        st.late_merged += 1;
+    } else {
+        *p = s;
+        st.late_dropped += 1;
+    }
+}
+
 /// The measuring loop. Returns an error description if the clock failed (the samples so far are kept).
 fn measure(
     plan: &CyclicPlan,
@@ -802,9 +845,7 @@ fn measure(
                     monotonic_ns: now,
                     cpu: Some(cpu),
                 };
-                if tx.push(s).is_err() {
-                    st.late_dropped += 1;
-                }
+                hand_late(tx, st, s);
             }
         }
         let missed = lat >= interval;
@@ -865,6 +906,46 @@ mod tests {
     use super::*;
     use rtgauge_model::rt::SchedPolicy;
     use rtgauge_model::Nanos;
+
+    /// A stall's catch-up burst finds the main thread's ring full: the burst still reaches it as one
+    /// stall (its first window to its last wake-up), and only a later stall arriving while one waits is
+    /// lost, counted.
+    #[test]
+    fn late_samples_of_one_stall_are_merged_when_the_ring_is_full_and_only_another_stall_is_lost() {
+        let mut st = ThreadState::prepare(&plan(1, 1000, 1).config, 1);
+        let (mut tx, mut rx) = rtrb::RingBuffer::<Spike>::new(2);
+        // A 10 ms stall of a 1 ms timer: ten wake-ups at its end, each 1 ms later expected.
+        let at = |k: u64, end: u64| Spike {
+            thread: 0,
+            cycle: k,
+            latency_ns: end - k * 1_000_000,
+            monotonic_ns: end,
+            cpu: Some(1),
+        };
+        for k in 0..10 {
+            hand_late(&mut tx, &mut st, at(k, 10_000_000 + k * 1_000));
+        }
+        assert_eq!((st.late_merged, st.late_dropped), (7, 0));
+        let waiting = st.late_pending.expect("one waits");
+        assert_eq!(
+            waiting.monotonic_ns, 10_009_000,
+            "stretched to the burst's last wake-up"
+        );
+        assert_eq!(
+            waiting.monotonic_ns - waiting.latency_ns,
+            2_000_000,
+            "from its own window's start"
+        );
+        // Another stall, 50 ms later, while the ring is still full: the waiting one is lost.
+        hand_late(&mut tx, &mut st, at(60, 60_500_000));
+        assert_eq!((st.late_merged, st.late_dropped), (7, 1));
+        // Room again: what waits goes first.
+        let _ = (rx.pop(), rx.pop());
+        hand_late(&mut tx, &mut st, at(70, 70_300_000));
+        assert!(st.late_pending.is_none());
+        assert_eq!(rx.pop().map(|s| s.cycle), Ok(60));
+        assert_eq!(rx.pop().map(|s| s.cycle), Ok(70));
+    }
 
     fn plan(threads: u32, interval_us: u64, loops: u64) -> CyclicPlan {
         CyclicPlan {

@@ -164,7 +164,10 @@ pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: b
                 t.lost,
                 t.not_retained,
                 if t.late_dropped > 0 {
-                    format!(", {} late samples dropped", t.late_dropped)
+                    format!(
+                        ", {} stalls lost before the episode tracker saw them",
+                        t.late_dropped
+                    )
                 } else {
                     String::new()
                 }

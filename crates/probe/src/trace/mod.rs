@@ -1131,8 +1131,12 @@ CPU:1 [LOST 3 EVENTS]
     /// The binary reader folds what the text one does: one recording, read as text (the per-CPU `trace`
     /// file, which does not consume) and then in binary (trace_pipe_raw), gives the same spans to the µs
     /// (the text's resolution, rounded), with the same names.
+    /// The live sessions of this process share one instance name (`rtgauge-<pid>`): one at a time.
+    static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn the_binary_reader_folds_what_the_text_reader_does() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
         let s = TraceSession::start(&[0], 4096).expect("tracefs (the tests run as root)");
         assert!(s.binary());
         // Something to fold on CPU 0: a named thread that sleeps and wakes, and a work item now and then.
@@ -1196,6 +1200,7 @@ CPU:1 [LOST 3 EVENTS]
 
     #[test]
     fn live_session_records_the_cpu_and_cleans_up() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
         let mut s = TraceSession::start(&[0], 1024).expect("tracefs (the tests run as root)");
         let dir = s.dir().to_path_buf();
         assert!(dir.exists());

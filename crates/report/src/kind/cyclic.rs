@@ -118,7 +118,7 @@ impl KindView for CyclicResult {
             }
             if t.late_dropped > 0 {
                 w.push(format!(
-                    "thread {}: {} late samples not handed to the episode tracker (reader starved)",
+                    "thread {}: {} late samples (each a stall) not handed to the episode tracker (its ring was full: reader starved)",
                     t.index, t.late_dropped
                 ));
             }

@@ -17,6 +17,8 @@ pub struct StorePeriod {
     merged: Option<CyclicResult>,
     windows: Vec<WindowRecorder>,
     offset_ns: u64,
+    /// Each thread's timeline bucket length, grown as the period's timeline is thinned.
+    spans: Vec<u64>,
 }
 
 impl StorePeriod {
@@ -30,6 +32,7 @@ impl StorePeriod {
                 .map(|_| WindowRecorder::new(SEGMENT.as_nanos() as u64))
                 .collect(),
             offset_ns: 0,
+            spans: Vec::new(),
         }
     }
 
@@ -48,8 +51,10 @@ impl StorePeriod {
                 self.merged = Some(seg);
             }
             Some(m) => {
-                for (a, b) in m.threads.iter_mut().zip(seg.threads) {
-                    a.absorb(b, offset);
+                let first = m.config.timeline_interval_ns.max(1);
+                self.spans.resize(m.threads.len(), first);
+                for ((a, b), span) in m.threads.iter_mut().zip(seg.threads).zip(&mut self.spans) {
+                    a.absorb(b, offset, span);
                 }
                 m.elapsed_ns += seg.elapsed_ns;
                 m.stop_reason = seg.stop_reason;
