@@ -1,6 +1,6 @@
 //! Writing a verb's documents to files: the run document (`--output`), rt-tests JSON (`--json`), atomically.
 
-use rtgauge_model::run::{ProbeResult, RunStatus, SystemInfo};
+use rtgauge_model::run::{ProbeResult, RunDocument, RunStatus, SystemInfo};
 
 // The envelope itself (tool, command line, timestamps) is a format: it lives in rtgauge-formats.
 pub use rtgauge_formats::envelope::{command_line, now_rfc2822, now_rfc3339};
@@ -145,4 +145,35 @@ pub fn write_rt_tests_json(
         system,
     };
     write_json(path, &render(&env)).with_context(|| format!("--json {}", path.display()))
+}
+
+/// Write a run's document where a refused store is least likely to be: beside the store `db`
+/// (`unstored/rtgauge-run-…json`: a locked or read-only database file in a writable directory), else the
+/// temporary directory, else the current one. The file written, or why none could be.
+pub fn fallback_file(
+    db: Option<&std::path::Path>,
+    doc: &RunDocument,
+) -> anyhow::Result<std::path::PathBuf> {
+    let name = format!(
+        "rtgauge-run-{}-{}.json",
+        doc.started_at.replace([':', '+'], "-"),
+        std::process::id()
+    );
+    let dirs = [
+        rtgauge_flags::store_dir(db).join("unstored"),
+        std::env::temp_dir(),
+        std::path::PathBuf::from("."),
+    ];
+    let mut tried = Vec::new();
+    for d in dirs {
+        let p = d.join(&name);
+        let r = std::fs::create_dir_all(&d)
+            .map_err(anyhow::Error::from)
+            .and_then(|_| write_json(&p, doc));
+        match r {
+            Ok(()) => return Ok(p),
+            Err(e) => tried.push(format!("{}: {e:#}", p.display())),
+        }
+    }
+    anyhow::bail!("{}", tried.join("; "))
 }

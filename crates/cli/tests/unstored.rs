@@ -304,3 +304,71 @@ fn a_store_locked_mid_run_delays_nothing_and_stores_the_run() {
     );
     eprintln!("locked store: {n} of the checkpoints refused; run wall time {wall:?}");
 }
+
+/// `rtgauge net` on a store whose disk is full when it ends: the results are printed, the document goes to
+/// a fallback file named in the error (the temporary directory: the store's own is full too), exit 4, and
+/// `import` stores it once there is room.
+#[test]
+fn a_net_run_the_store_refuses_is_kept_in_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Tmpfs::mount(&dir.path().join("store"), 1024);
+    let db = fs.0.join("rtgauge.db");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = common::rtgauge()
+        .args(["import", &common::fixture("rt-tests/cyclictest-h20.json")])
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let child = rtgauge_std()
+        .args(["net", "cps", "--serve-cpus", "0", "--cpus", "1", "-D", "2"])
+        .args(["--db", db.to_str().unwrap()])
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once it measures (the store is open), fill what is left of the disk.
+    std::thread::sleep(Duration::from_millis(700));
+    let filler = fs.0.join("filler");
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(4), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("connections/s"),
+        "the results shown: {stdout}"
+    );
+    assert!(
+        stderr.contains("measured but not stored") && stderr.contains("full"),
+        "{stderr}"
+    );
+    let file = stderr
+        .split("Its document is in ")
+        .nth(1)
+        .and_then(|r| r.split(": `").next())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("a file named: {stderr}"));
+    assert!(file.starts_with(&tmp), "in TMPDIR: {}", file.display());
+    std::fs::remove_file(&filler).unwrap();
+    let out = common::rtgauge()
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let doc = common::export_json(db.to_str().unwrap(), "2");
+    assert_eq!(doc["probes"][0]["probe"], "net", "{doc}");
+}

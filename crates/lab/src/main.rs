@@ -63,6 +63,10 @@ enum Cmd {
         /// Bound on the boot, seconds.
         #[arg(long, default_value_t = 180)]
         timeout: u64,
+        /// Bound on the time from QEMU's start to init, seconds (a 64-vCPU guest under TCG needs more
+        /// than the default 90).
+        #[arg(long, default_value_t = rtgauge_lab::boot::INIT_BOUND.as_secs())]
+        init_bound: u64,
         /// Memory, MiB (default: 1 GiB + 64 MiB per CPU beyond 4).
         #[arg(long)]
         memory: Option<u32>,
@@ -135,6 +139,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             backports_programs,
             out,
             timeout,
+            init_bound,
             memory,
             clock_channel,
             vcpu_threads,
@@ -160,6 +165,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             g.rtgauge = rtgauge;
             g.programs = programs;
             g.timeout = std::time::Duration::from_secs(timeout);
+            g.init_bound = std::time::Duration::from_secs(init_bound);
             if let Some(m) = memory {
                 g.memory_mib = m;
             }

@@ -145,7 +145,11 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     if let Some(w) = why {
         eprintln!("rtgauge: net: {w}");
     }
-    let id = stored.transpose()?;
+    let id = match stored.transpose() {
+        Ok(id) => id,
+        // The results are on the screen; the document must not be lost with the store.
+        Err(e) => return not_stored(a, &doc, &e, written),
+    };
     written?;
     let code = shown?;
     if let Some(id) = id {
@@ -155,6 +159,43 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     }
     crate::output::write_output_to_stdout(a.output.output.as_deref(), &doc)?;
     Ok(code)
+}
+
+/// The store refused the finished run: its document is in `--output` (when that was written) or a fallback
+/// file, named in the error with how to store it later; the exit code says "measured, not stored".
+fn not_stored(
+    a: &TrafficArgs,
+    doc: &rtgauge_model::run::RunDocument,
+    cause: &anyhow::Error,
+    written: anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    let output = a
+        .output
+        .output
+        .as_deref()
+        .filter(|p| !crate::output::is_stdout(p));
+    let kept = match (output, written) {
+        (Some(p), Ok(())) => Ok(p.to_path_buf()),
+        (_, w) => {
+            if let Err(e) = w {
+                eprintln!("rtgauge: error: {e:#}");
+            }
+            crate::output::fallback_file(a.store.db.db.as_deref(), doc)
+        }
+    };
+    match kept {
+        Ok(p) => eprintln!(
+            "rtgauge: error: the run was measured but not stored: {cause:#}. Its document is in {p}: \
+             `rtgauge import {p}` stores it once the store can be written",
+            p = p.display()
+        ),
+        Err(e) => eprintln!(
+            "rtgauge: error: the run was measured but not stored: {cause:#}; nor could its document be \
+             written anywhere ({e:#}): the results above are all that is left"
+        ),
+    }
+    crate::output::write_output_to_stdout(a.output.output.as_deref(), doc)?;
+    Ok(ExitCode::from(super::run::NOT_STORED))
 }
 
 /// Print each point's result, the sweep and (cps) the open-loop table; the exit code as `open_loop` sets it.

@@ -226,9 +226,15 @@ fn not_stored(
     let (kept, output_failed) = match output.filter(|p| !crate::output::is_stdout(p)) {
         Some(p) => match crate::output::write_output_file(Some(p), doc) {
             Ok(()) => (Ok(p.to_path_buf()), None),
-            Err(e) => (fallback_file(a, doc), Some(format!("{e:#}"))),
+            Err(e) => (
+                crate::output::fallback_file(a.store.db.db.as_deref(), doc),
+                Some(format!("{e:#}")),
+            ),
         },
-        None => (fallback_file(a, doc), None),
+        None => (
+            crate::output::fallback_file(a.store.db.db.as_deref(), doc),
+            None,
+        ),
     };
     let summary = super::print_text(&rtgauge_report::terminal::render_summary(doc));
     if summary.is_ok() {
@@ -278,34 +284,6 @@ fn not_stored(
     }
     let _ = crate::output::write_output_to_stdout(output, doc);
     ExitCode::from(NOT_STORED)
-}
-
-/// Write a run's document where a refused store is least likely to be: beside the store
-/// (`unstored/run-…json`: a locked or read-only database file in a writable directory), else the
-/// temporary directory, else the current one. The file written, or why none could be.
-fn fallback_file(a: &RunArgs, doc: &RunDocument) -> anyhow::Result<std::path::PathBuf> {
-    let name = format!(
-        "rtgauge-run-{}-{}.json",
-        doc.started_at.replace([':', '+'], "-"),
-        std::process::id()
-    );
-    let dirs = [
-        rtgauge_flags::store_dir(a.store.db.db.as_deref()).join("unstored"),
-        std::env::temp_dir(),
-        std::path::PathBuf::from("."),
-    ];
-    let mut tried = Vec::new();
-    for d in dirs {
-        let p = d.join(&name);
-        let r = std::fs::create_dir_all(&d)
-            .map_err(anyhow::Error::from)
-            .and_then(|_| crate::output::write_json(&p, doc));
-        match r {
-            Ok(()) => return Ok(p),
-            Err(e) => tried.push(format!("{}: {e:#}", p.display())),
-        }
-    }
-    anyhow::bail!("{}", tried.join("; "))
 }
 
 /// What every stage of a run reads: the host, where and how long to measure, and the stop flag.
