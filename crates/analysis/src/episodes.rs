@@ -231,6 +231,23 @@ impl EpisodeTracker {
         });
     }
 
+    /// Close the open episodes that ended before `before_ns`: a late sample that could still join one
+    /// would have to be later by more than the time since, so the caller picks a `before_ns` that no
+    /// hand-over takes that long. Closed, an episode among the worst is pinned at once, while its trace is
+    /// still in the rolling window (an open one is only closed by its thread's next late sample, which on
+    /// a quiet platform may come minutes later).
+    pub fn close_ended(&mut self, before_ns: u64, retain: &mut Vec<Retain>) {
+        let mut i = 0;
+        while i < self.open.len() {
+            if self.open[i].end_ns < before_ns {
+                let c = self.open.swap_remove(i);
+                self.close(c, retain);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// Close every open episode (the probe has ended).
     pub fn finish(&mut self, retain: &mut Vec<Retain>) {
         for c in std::mem::take(&mut self.open) {
@@ -536,6 +553,36 @@ mod tests {
         );
         // Nothing above a threshold above every episode.
         assert_eq!(t.above(6_000_000), (Vec::new(), 0));
+    }
+
+    /// A lone stall is pinned a second after it ends, not when its thread is next late (minutes later on
+    /// a quiet platform, when its trace would be gone); an episode still going on is left open.
+    #[test]
+    fn an_episode_over_for_a_while_is_closed_and_pinned_without_waiting_for_the_next() {
+        let mut t = EpisodeTracker::default();
+        let mut r = Vec::new();
+        t.feed(late(0, 1_000_000, 3_000_000), &mut r);
+        t.feed(late(1, 1_500_000_000, 1_600_000_000), &mut r);
+        assert!(r.is_empty(), "both open: {r:?}");
+        t.close_ended(1_000_000_000, &mut r);
+        assert_eq!(
+            r,
+            vec![Retain::Keep {
+                id: 1,
+                from: 1_000_000,
+                to: 3_000_000
+            }]
+        );
+        // Thread 0's next sample opens a new episode; thread 1's still open one joins its overlapping one.
+        t.feed(late(0, 2_000_000_000, 2_000_100_000), &mut r);
+        t.feed(late(1, 1_599_000_000, 1_700_000_000), &mut r);
+        t.finish(&mut r);
+        let (eps, total) = t.above(1);
+        assert_eq!(total, 3);
+        assert!(
+            eps.iter().any(|e| e.thread == 1 && e.samples == 2),
+            "{eps:?}"
+        );
     }
 
     #[test]

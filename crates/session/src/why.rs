@@ -32,6 +32,10 @@ use rtgauge_model::units::us;
 /// more than the main thread's tick needs; the buffer lives in kernel memory only for the run.
 const BUFFER_KB: u32 = 8192;
 
+/// An episode whose last late sample is older than this is closed (and pinned when among the worst): far
+/// longer than a hand-over takes (a main-thread tick, 100 ms), far shorter than the trace's rolling window.
+const CLOSE_AFTER_NS: u64 = 1_000_000_000;
+
 /// Late samples below this are not handed over by the timer probe when the threshold is left to the rule:
 /// the rule's threshold is at least 3 × p90, and no platform measured so far has a p90 under 2 µs.
 pub const LATE_FLOOR_NS: u64 = 5_000;
@@ -151,6 +155,14 @@ impl WhyRun {
                 s.sample(start);
             }
             self.next_ns = start + self.interval_ns;
+        }
+        if self.trace.is_some() {
+            // Episodes over for a second are closed, so that the worst are pinned before the rolling window
+            // lets their trace go; then the trace is read.
+            let now = rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic);
+            self.episodes
+                .close_ended(now.saturating_sub(CLOSE_AFTER_NS), &mut self.retain);
+            self.apply_retain();
         }
         if let Some(t) = self.trace.as_mut() {
             t.drain();

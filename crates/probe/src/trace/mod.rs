@@ -372,6 +372,12 @@ struct CpuTrace {
     pruned_before: u64,
 }
 
+/// How long the spans of each CPU are kept when no episode pins them, ns: the worst episodes are pinned
+/// within about a second of their end (`rtgauge_session::why`), so this bounds the longest stall explained
+/// whole (~9 s) and the window's memory — 24 bytes a span, ~2,000 spans per CPU per second of a 1 kHz probe:
+/// ~0.5 MB per CPU, 120 MB for 256 CPUs (60 s, before, would have held 740 MB).
+pub const KEEP_NS: u64 = 10_000_000_000;
+
 /// A running trace of the measured CPUs.
 pub struct TraceSession {
     dir: PathBuf,
@@ -446,7 +452,7 @@ impl TraceSession {
             mounted,
             cpus: Vec::new(),
             buf: vec![0; 1 << 16],
-            keep_ns: 60_000_000_000,
+            keep_ns: KEEP_NS,
             pins: Vec::new(),
             cleaned,
             started_ns: crate::clock::now_ns(crate::clock::Clock::Monotonic),
