@@ -153,7 +153,7 @@ pub struct CyclicThread {
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_dropped: u64,
     /// Late samples merged into the stall before them while that ring was full: handed over as one
-    /// (its window and worst sample whole, its count of late samples short by these).
+    /// sample spanning the stall's window (its count of late samples short by these).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_merged: u64,
     /// Faults and preemptions the thread took while it measured; `None` in imported results.

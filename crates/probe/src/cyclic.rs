@@ -761,9 +761,11 @@ impl ThreadState {
 /// Hand a late sample to the main thread. When the ring is full (the main thread starved, or a stall of
 /// seconds whose catch-up wakes the thread thousands of times at once), the sample waits in the state; the
 /// next ones of the same stall (windows overlapping it) are merged into it — its window stretched to
-/// their end, counted in `late_merged` — so the stall still reaches the episode tracker whole, once there
-/// is room. Only a sample of a later stall arriving while one still waits makes the waiting one lost
-/// (`late_dropped`). No allocation, no system call.
+/// their end, counted in `late_merged` — and the measuring loop hands it over at its first cycle with room
+/// (or at the thread's end): the stall reaches the episode tracker as one window. Its latency is then the
+/// window's length, which for a catch-up burst is its first sample's. Only a sample of a later stall
+/// arriving while one still waits makes the waiting one lost (`late_dropped`). No allocation, no system
+/// call.
 #[inline]
 fn hand_late(tx: &mut rtrb::Producer<Spike>, st: &mut ThreadState, s: Spike) {
     if let Some(p) = st.late_pending.take() {
@@ -830,6 +832,12 @@ fn measure(
         let cycle = st.cycles;
         st.record(lat, cycle, now, index, cfg);
         if let (Some(floor), Some(tx)) = (plan.late_floor_ns, rings.late.as_mut()) {
+            // A sample waiting for room goes as soon as there is some, late sample or not.
+            if let Some(p) = st.late_pending.take() {
+                if let Err(rtrb::PushError::Full(p)) = tx.push(p) {
+                    st.late_pending = Some(p);
+                }
+            }
             if lat >= floor {
                 // An unpinned thread says where it woke (vDSO getcpu, no system call); a pinned one's CPU
                 // is in the plan.

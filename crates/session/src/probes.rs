@@ -49,6 +49,7 @@ impl Probe for Cyclic<'_> {
         Some(why::Scope {
             cpus: why::observed_cpus(&self.0.config.cpus),
             interval_ns: self.0.config.timeline_interval_ns,
+            live_episodes: true,
             finish: |w, r, thr| {
                 if let Some(r) = r.downcast_mut::<CyclicResult>() {
                     w.finish_cyclic(r, thr);
@@ -107,6 +108,7 @@ impl Probe for Oslat<'_> {
         Some(why::Scope {
             cpus: self.measured(),
             interval_ns: self.0.config.timeline_interval_ns,
+            live_episodes: false,
             finish: |w, r, thr| {
                 if let Some(r) = r.downcast_mut::<OslatResult>() {
                     w.finish_oslat(r, thr);
@@ -241,6 +243,7 @@ impl Probe for Hwnoise<'_> {
         Some(why::Scope {
             cpus: self.measured(),
             interval_ns: 1_000_000_000,
+            live_episodes: false,
             finish: |w, r, _| {
                 if let Some(r) = r.downcast_mut::<rtgauge_model::hwnoise::HwnoiseResult>() {
                     w.finish_hwnoise(r);

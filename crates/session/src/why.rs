@@ -32,6 +32,9 @@ use rtgauge_model::units::us;
 /// more than the main thread's tick needs; the buffer lives in kernel memory only for the run.
 const BUFFER_KB: u32 = 8192;
 
+/// The trace kept for a probe whose episodes are found only at its end (oslat's gaps): the last minute.
+const KEEP_NS_AT_END: u64 = 60_000_000_000;
+
 /// An episode whose last late sample is older than this is closed (and pinned when among the worst): far
 /// longer than a hand-over takes (a main-thread tick, 100 ms), far shorter than the trace's rolling window.
 const CLOSE_AFTER_NS: u64 = 1_000_000_000;
@@ -90,7 +93,7 @@ impl WhyRun {
     /// Start sampling `cpus` every `interval_ns` (the timeline's interval), and tracing them when asked.
     /// `cpus` are the CPUs the probe's threads may run on: where they are pinned, or where an unpinned
     /// thread is allowed to go.
-    pub fn start(cpus: &CpuSet, interval_ns: u64, opts: &WhyOpts) -> WhyRun {
+    pub fn start(cpus: &CpuSet, interval_ns: u64, opts: &WhyOpts, live_episodes: bool) -> WhyRun {
         let (counters, trace) = (opts.counters, opts.trace);
         let root = HostRoot::live();
         let msr = counters.then(MsrDriver::ensure);
@@ -107,7 +110,12 @@ impl WhyRun {
         let session = if trace {
             let list: Vec<u32> = cpus.iter().collect();
             match TraceSession::start(&list, BUFFER_KB) {
-                Ok(s) => Some(s),
+                Ok(mut s) => {
+                    if !live_episodes {
+                        s.keep_ns = KEEP_NS_AT_END;
+                    }
+                    Some(s)
+                }
                 Err(e) => {
                     missing = Some(format!("--trace: {e}; counters only"));
                     None
@@ -426,6 +434,10 @@ pub struct Scope {
     /// Attaches the collected counters and episodes to the probe's result (its kind's own finisher:
     /// [`WhyRun::finish_cyclic`], [`WhyRun::finish_oslat`]).
     pub finish: Finish,
+    /// The probe hands its late samples over as they happen ([`WhyRun::late`]: the timer probe), so the
+    /// worst episodes are pinned while the run goes and the trace keeps a short window
+    /// ([`rtgauge_probe::trace::KEEP_NS`]); the others' episodes are found at the end, within a minute's.
+    pub live_episodes: bool,
 }
 
 /// How a latency kind attaches what was collected while it ran to its result, explaining the episodes at
@@ -460,6 +472,7 @@ impl SessionObserver for WhyObserver {
             &self.scope.cpus,
             self.scope.interval_ns,
             &self.opts,
+            self.scope.live_episodes,
         ));
     }
 

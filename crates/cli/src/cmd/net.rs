@@ -189,12 +189,17 @@ fn not_stored(
              `rtgauge import {p}` stores it once the store can be written",
             p = p.display()
         ),
+        Err(e) if a.output.output.as_deref().is_some_and(crate::output::is_stdout) => eprintln!(
+            "rtgauge: error: the run was measured but not stored: {cause:#}; its document follows on \
+             standard output (--output -), no file could take a copy ({e:#})"
+        ),
         Err(e) => eprintln!(
             "rtgauge: error: the run was measured but not stored: {cause:#}; nor could its document be \
              written anywhere ({e:#}): the results above are all that is left"
         ),
     }
-    crate::output::write_output_to_stdout(a.output.output.as_deref(), doc)?;
+    // A closed stdout must not turn "measured, not stored" into another error.
+    let _ = crate::output::write_output_to_stdout(a.output.output.as_deref(), doc);
     Ok(ExitCode::from(super::run::NOT_STORED))
 }
 

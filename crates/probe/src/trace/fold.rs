@@ -97,8 +97,8 @@ fn write_thread_name(
     }
 }
 
-/// A span as the rolling window keeps it: its name an index into its [`Folder`]'s names, so that a
-/// window of a minute of events holds 24 bytes per span and no allocation of its own.
+/// A span as the rolling window keeps it: its name an index into its [`Folder`]'s names, so that the
+/// window holds 24 bytes per span and no allocation of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Piece {
     /// Start, CLOCK_MONOTONIC ns.
@@ -143,10 +143,12 @@ pub struct Folder {
     /// reused by a thread of another policy within one run would keep the first one's.
     policies: foldhash::HashMap<i64, Option<&'static str>>,
     /// Every name a span of this CPU has had, once; [`Piece::name`] indexes it.
-    names: Vec<String>,
+    pub(super) names: Vec<String>,
     ids: foldhash::HashMap<String, u32>,
     /// Where a name is written before it is looked up.
     scratch: String,
+    /// Names kept by the last [`Folder::compact`].
+    names_kept: usize,
 }
 
 impl Default for Folder {
@@ -164,6 +166,7 @@ impl Default for Folder {
             names: Vec::new(),
             ids: foldhash::HashMap::default(),
             scratch: String::new(),
+            names_kept: 0,
         }
     }
 }
@@ -250,9 +253,10 @@ impl<'a> Ev<'a> {
             "softirq_exit" => Ev::SoftirqExit,
             "workqueue_execute_start" => Ev::WorkStart(field(f, "function ", None).unwrap_or("?")),
             "workqueue_execute_end" => Ev::WorkEnd,
+            // `perf_event_nmi_handler() delta_ns: 2345 handled: 1` (the kernel's `%ps() delta_ns: %lld`).
             "nmi_handler" => Ev::Nmi {
-                handler: field(f, "handler=", None).unwrap_or("?"),
-                delta_ns: field(f, "delta_ns=", None)
+                handler: f.split_once("()").map_or("?", |(h, _)| h.trim()),
+                delta_ns: field(f, "delta_ns: ", None)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0),
             },
@@ -314,6 +318,43 @@ impl Folder {
         self.names.push(self.scratch.clone());
         self.ids.insert(self.scratch.clone(), id);
         id
+    }
+
+    /// Whether the names table has grown enough to be worth [`Folder::compact`]ing: twice what the last
+    /// compaction kept, and at least 4,096 (each new thread or pid is a new name).
+    pub fn names_grown(&self) -> bool {
+        self.names.len() > (2 * self.names_kept).max(4096)
+    }
+
+    /// Forget the names nothing refers to any more: `held` are the names of the caller's pieces (the
+    /// window and the pinned ones), renumbered in place with the folder's own open ones. Keeps memory
+    /// bounded on a host that starts new processes all the time.
+    pub fn compact<'a>(&mut self, held: impl Iterator<Item = &'a mut u32>) {
+        let mut map = vec![u32::MAX; self.names.len()];
+        let mut names = Vec::new();
+        let mut renumber = |id: &mut u32| {
+            let Some(m) = map.get_mut(*id as usize) else {
+                return;
+            };
+            if *m == u32::MAX {
+                *m = names.len() as u32;
+                names.push(std::mem::take(&mut self.names[*id as usize]));
+            }
+            *id = *m;
+        };
+        held.for_each(&mut renumber);
+        self.stack.iter_mut().for_each(|e| renumber(&mut e.1));
+        self.suspended
+            .values_mut()
+            .flatten()
+            .for_each(|e| renumber(&mut e.1));
+        self.ids = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
+        self.names_kept = names.len();
+        self.names = names;
     }
 
     /// The name of id `id` ([`Piece::name`]).

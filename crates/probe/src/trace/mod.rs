@@ -7,7 +7,7 @@
 //!
 //! Why trace_pipe_raw and not text, perf_event_open or eBPF: the text made the kernel format every event
 //! for the reader and the reader parse it back (~5 µs of the housekeeping CPU per event on this project's
-//! VM); the raw pages cost a copy and a few loads per record (~0.25 µs per event, reads included), and the
+//! VM); the raw pages cost a copy and a few loads per record (~0.3 µs per event, reads included), and the
 //! timestamp keeps its ns. It needs no BPF toolchain or kernel BTF and works on every kernel with tracefs;
 //! the events are recorded by the kernel into the measured CPU's own ring buffer (tens of ns per event
 //! there). Per-CPU buffers also scale: each CPU has its own ring, so the collection does not funnel every
@@ -650,6 +650,11 @@ impl TraceSession {
                     }
                 }
             }
+            if c.folder.names_grown() {
+                let held = c.spans.iter_mut().map(|p| &mut p.name);
+                c.folder
+                    .compact(held.chain(c.kept.iter_mut().map(|k| &mut k.1.name)));
+            }
         }
         self.collector_ns += crate::clock::thread_cpu_ns().saturating_sub(cpu0);
     }
@@ -681,6 +686,8 @@ impl TraceSession {
             data.pruned_before.insert(c.cpu, c.pruned_before);
             data.spans.insert(c.cpu, spans);
         }
+        // The symbol lookup is the collector's too.
+        let cpu0 = crate::clock::thread_cpu_ns();
         if self.layout.is_some() {
             raw::resolve_symbols(data.spans.values_mut().flatten().filter_map(|s| {
                 let named = match s.kind {
@@ -691,6 +698,7 @@ impl TraceSession {
                 named.then_some(&mut s.name)
             }));
         }
+        self.collector_ns += crate::clock::thread_cpu_ns().saturating_sub(cpu0);
         data.collector_ns = self.collector_ns;
         data.traced_ns =
             crate::clock::now_ns(crate::clock::Clock::Monotonic).saturating_sub(self.started_ns);
@@ -1137,9 +1145,78 @@ CPU:1 [LOST 3 EVENTS]
     /// The binary reader folds what the text one does: one recording, read as text (the per-CPU `trace`
     /// file, which does not consume) and then in binary (trace_pipe_raw), gives the same spans to the µs
     /// (the text's resolution, rounded), with the same names.
+    /// nmi_handler's text is `%ps() delta_ns: %lld handled: %d`: the span ends at the event and lasts
+    /// delta_ns.
+    #[test]
+    fn an_nmi_line_is_a_span_of_its_handler() {
+        let (_, out) = fold(
+            "          <idle>-0       [001] d.Z1.   100.000010: nmi_handler: perf_event_nmi_handler() delta_ns: 2345 handled: 1\n",
+            |_| None,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].name, "NMI perf_event_nmi_handler");
+        assert_eq!(
+            (out[0].start_ns, out[0].end_ns),
+            (100_000_010_000 - 2_345, 100_000_010_000)
+        );
+    }
+
+    /// A host that starts processes all the time gives the folder a new name per pid: the names no piece
+    /// refers to any more are forgotten, and the ones still held keep naming the same threads.
+    #[test]
+    fn names_no_piece_refers_to_are_forgotten() {
+        let mut f = Folder::default();
+        f.policy = |_| None;
+        let mut pieces = Vec::new();
+        for pid in 1..=5_000i64 {
+            f.feed_ev(
+                pid as u64 * 1_000,
+                None,
+                &Ev::Switch {
+                    prev_comm: None,
+                    prev_pid: None,
+                    prev_prio: 120,
+                    next_comm: "short",
+                    next_pid: pid,
+                    next_prio: 120,
+                },
+                &mut pieces,
+            );
+        }
+        assert_eq!(pieces.len(), 4_999);
+        assert!(f.names_grown());
+        let mut held: Vec<Piece> = pieces[4_990..].to_vec();
+        let before: Vec<String> = held.iter().map(|p| f.span(p).name).collect();
+        f.compact(held.iter_mut().map(|p| &mut p.name));
+        assert!(!f.names_grown());
+        let after: Vec<String> = held.iter().map(|p| f.span(p).name).collect();
+        assert_eq!(before, after);
+        assert_eq!(after[0], "short/4991 CFS");
+        // Interning goes on from the kept table: a name held is found again, a new one added.
+        f.feed_ev(
+            9_000_000,
+            None,
+            &Ev::Switch {
+                prev_comm: None,
+                prev_pid: None,
+                prev_prio: 120,
+                next_comm: "short",
+                next_pid: 4_991,
+                next_prio: 120,
+            },
+            &mut pieces,
+        );
+        let last = pieces.last().expect("the last thread's span");
+        assert_eq!(f.span(last).name, "short/5000 CFS");
+        assert_eq!(f.names.len(), 10, "9 held + the running thread's");
+    }
+
     /// The live sessions of this process share one instance name (`rtgauge-<pid>`): one at a time.
     static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// The binary reader folds what the text one does: one recording, read as text (the per-CPU `trace`
+    /// file, which does not consume) and then in binary (trace_pipe_raw), gives the same spans to the µs
+    /// (the text's resolution, rounded), with the same names.
     #[test]
     fn the_binary_reader_folds_what_the_text_reader_does() {
         let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());

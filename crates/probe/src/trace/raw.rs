@@ -74,7 +74,8 @@ impl Field {
 }
 
 /// A comm or name as text: valid UTF-8 as it is; otherwise (or holding a newline, as `echo name >
-/// /proc/PID/comm` leaves) written into `scratch` with `?` for what is not printable, as `ps` shows it.
+/// /proc/PID/comm` leaves) written into `scratch`, the newline as `?` (as the text reader joins such a
+/// line) and invalid bytes as U+FFFD (as the text reader reads them).
 fn text<'a>(b: &'a [u8], scratch: &'a mut String) -> &'a str {
     match std::str::from_utf8(b) {
         Ok(s) if !s.contains('\n') => s,
@@ -235,20 +236,26 @@ pub(crate) struct PageLayout {
     kinds: Vec<Option<Decoder>>,
 }
 
-/// A tracefs layout file, in one read: the kernel writes `header_page` whole for a read at offset 0 and
-/// nothing for one further on (6.18 here: `read_to_string`'s first small read got the first 32 bytes, the
-/// next one nothing).
-fn read_once(path: &Path) -> Option<String> {
+/// A tracefs layout file, read until the kernel says it is done: `header_page` answers only a read at
+/// offset 0 (6.18 here: `read_to_string`'s first small read got its first 32 bytes and the next nothing), so
+/// the first read asks for far more than it holds; a `format` file is a seq_file that may come in pieces.
+fn read_whole(path: &Path) -> Option<String> {
     let mut f = std::fs::File::open(path).ok()?;
+    let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
-    let n = std::io::Read::read(&mut f, &mut buf).ok()?;
-    buf.truncate(n);
-    String::from_utf8(buf).ok()
+    loop {
+        match std::io::Read::read(&mut f, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
-/// The flags the kernel may set in a read page's commit word (events missed before it, their count
-/// stored at its end).
-const MISSED_FLAGS: i64 = (1 << 31) | (1 << 30);
+/// The length bits of a read page's commit word; the two above are flags (events missed before it, their
+/// count stored at its end).
+const LENGTH_MASK: u64 = (1 << 30) - 1;
 
 /// Event header type_len values (include/linux/ring_buffer.h).
 const PADDING: u32 = 29;
@@ -259,7 +266,12 @@ impl PageLayout {
     /// The layout of instance `dir`'s pages and of `events` (system, event) that the kernel has; `None`
     /// where the page header or a common field cannot be read (the reader then uses text).
     pub(crate) fn load(dir: &Path, events: &[(&str, &str)]) -> Option<PageLayout> {
-        let header = read_once(&dir.join("events/header_page"))?;
+        // The event header's bit fields are laid out for little-endian here; a big-endian kernel's are
+        // the other way round: read as text there.
+        if cfg!(target_endian = "big") {
+            return None;
+        }
+        let header = read_whole(&dir.join("events/header_page"))?;
         let mut commit = None;
         let mut data = None;
         for line in header.lines() {
@@ -280,7 +292,7 @@ impl PageLayout {
         let mut kinds = Vec::new();
         let mut common = None;
         for (sys, ev) in events {
-            let Some(text) = read_once(&dir.join("events").join(sys).join(ev).join("format"))
+            let Some(text) = read_whole(&dir.join("events").join(sys).join(ev).join("format"))
             else {
                 continue;
             };
@@ -298,6 +310,14 @@ impl PageLayout {
             }
         }
         let (common_type, common_pid) = common?;
+        // Without sched_switch no thread would be charged: the text reader is used instead.
+        if !kinds
+            .iter()
+            .flatten()
+            .any(|k| matches!(k, Decoder::Switch(_)))
+        {
+            return None;
+        }
         Some(PageLayout {
             commit,
             data: data.offset,
@@ -324,7 +344,9 @@ impl PageLayout {
         let Some(commit) = self.commit.int(page) else {
             return;
         };
-        let len = (commit & !MISSED_FLAGS).max(0) as usize;
+        // The length is in the low 30 bits: the flags above may be set, and a 4-byte local_t (a 32-bit
+        // kernel) reads sign-extended when the top one is.
+        let len = (commit as u64 & LENGTH_MASK) as usize;
         let end = self.data.saturating_add(len).min(page.len());
         let mut at = self.data;
         let mut scratch = [String::new(), String::new(), String::new()];
@@ -372,6 +394,7 @@ impl PageLayout {
     }
 
     fn decode<'a>(&'a self, rec: &'a [u8], scratch: &'a mut [String; 3]) -> Ev<'a> {
+        use std::fmt::Write as _;
         let Some(kind) = self
             .common_type
             .int(rec)
@@ -397,12 +420,14 @@ impl PageLayout {
             // A function pointer: named from /proc/kallsyms when the spans are handed back
             // ([`resolve_symbols`]), once for the whole run rather than per event.
             Decoder::WorkStart { function } => {
-                *s0 = format!("{:#x}", function.int(rec).unwrap_or(0) as u64);
+                s0.clear();
+                let _ = write!(s0, "{:#x}", function.int(rec).unwrap_or(0) as u64);
                 Ev::WorkStart(s0)
             }
             Decoder::WorkEnd => Ev::WorkEnd,
             Decoder::Nmi { handler, delta } => {
-                *s0 = format!("{:#x}", handler.int(rec).unwrap_or(0) as u64);
+                s0.clear();
+                let _ = write!(s0, "{:#x}", handler.int(rec).unwrap_or(0) as u64);
                 Ev::Nmi {
                     handler: s0,
                     delta_ns: delta.int(rec).unwrap_or(0).max(0) as u64,
