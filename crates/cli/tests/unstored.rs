@@ -189,8 +189,8 @@ fn assert_kept(code: i32, stdout: &str, stderr: &str, tmp: &Path) -> PathBuf {
     file
 }
 
-/// Import `file` into `db` once the store takes it: it completes run 1.
-fn assert_importable(db: &Path, file: &Path) {
+/// `rtgauge import FILE --db DB`, which must succeed.
+fn import(db: &Path, file: &Path) -> std::process::Output {
     let out = common::rtgauge()
         .args([
             "import",
@@ -201,6 +201,12 @@ fn assert_importable(db: &Path, file: &Path) {
         .output()
         .unwrap();
     common::assert_ok(&out);
+    out
+}
+
+/// Import `file` into `db` once the store takes it: it completes run 1.
+fn assert_importable(db: &Path, file: &Path) {
+    let out = import(db, file);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("it completes run 1"), "{said}");
     let doc = common::export_json(db.to_str().unwrap(), "1");
@@ -359,16 +365,7 @@ fn a_net_run_the_store_refuses_is_kept_in_a_file() {
         .unwrap_or_else(|| panic!("a file named: {stderr}"));
     assert!(file.starts_with(&tmp), "in TMPDIR: {}", file.display());
     std::fs::remove_file(&filler).unwrap();
-    let out = common::rtgauge()
-        .args([
-            "import",
-            file.to_str().unwrap(),
-            "--db",
-            db.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    common::assert_ok(&out);
+    import(&db, &file);
     let doc = common::export_json(db.to_str().unwrap(), "2");
     assert_eq!(doc["probes"][0]["probe"], "net", "{doc}");
 }

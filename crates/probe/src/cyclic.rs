@@ -767,12 +767,8 @@ impl ThreadState {
 /// arriving while one still waits makes the waiting one lost (`late_dropped`). No allocation, no system
 /// call.
 #[inline]
+/// The caller has offered the waiting one the ring first ([`send_waiting`]).
 fn hand_late(tx: &mut rtrb::Producer<Spike>, st: &mut ThreadState, s: Spike) {
-    if let Some(p) = st.late_pending.take() {
-        if let Err(rtrb::PushError::Full(p)) = tx.push(p) {
-            st.late_pending = Some(p);
-        }
-    }
     let Some(p) = st.late_pending.as_mut() else {
         if let Err(rtrb::PushError::Full(s)) = tx.push(s) {
             st.late_pending = Some(s);
@@ -789,6 +785,16 @@ fn hand_late(tx: &mut rtrb::Producer<Spike>, st: &mut ThreadState, s: Spike) {
     } else {
         *p = s;
         st.late_dropped += 1;
+    }
+}
+
+/// Hand the late sample waiting for room ([`hand_late`]) over if the ring has some now.
+#[inline]
+fn send_waiting(tx: &mut rtrb::Producer<Spike>, st: &mut ThreadState) {
+    if let Some(p) = st.late_pending.take() {
+        if let Err(rtrb::PushError::Full(p)) = tx.push(p) {
+            st.late_pending = Some(p);
+        }
     }
 }
 
@@ -833,11 +839,7 @@ fn measure(
         st.record(lat, cycle, now, index, cfg);
         if let (Some(floor), Some(tx)) = (plan.late_floor_ns, rings.late.as_mut()) {
             // A sample waiting for room goes as soon as there is some, late sample or not.
-            if let Some(p) = st.late_pending.take() {
-                if let Err(rtrb::PushError::Full(p)) = tx.push(p) {
-                    st.late_pending = Some(p);
-                }
-            }
+            send_waiting(tx, st);
             if lat >= floor {
                 // An unpinned thread says where it woke (vDSO getcpu, no system call); a pinned one's CPU
                 // is in the plan.
@@ -930,8 +932,13 @@ mod tests {
             monotonic_ns: end,
             cpu: Some(1),
         };
+        // As the measuring loop does: the waiting sample offered first, then the new one.
+        let cycle = |tx: &mut rtrb::Producer<Spike>, st: &mut ThreadState, s: Spike| {
+            send_waiting(tx, st);
+            hand_late(tx, st, s);
+        };
         for k in 0..10 {
-            hand_late(&mut tx, &mut st, at(k, 10_000_000 + k * 1_000));
+            cycle(&mut tx, &mut st, at(k, 10_000_000 + k * 1_000));
         }
         assert_eq!((st.late_merged, st.late_dropped), (7, 0));
         let waiting = st.late_pending.expect("one waits");
@@ -945,11 +952,11 @@ mod tests {
             "from its own window's start"
         );
         // Another stall, 50 ms later, while the ring is still full: the waiting one is lost.
-        hand_late(&mut tx, &mut st, at(60, 60_500_000));
+        cycle(&mut tx, &mut st, at(60, 60_500_000));
         assert_eq!((st.late_merged, st.late_dropped), (7, 1));
         // Room again: what waits goes first.
         let _ = (rx.pop(), rx.pop());
-        hand_late(&mut tx, &mut st, at(70, 70_300_000));
+        cycle(&mut tx, &mut st, at(70, 70_300_000));
         assert!(st.late_pending.is_none());
         assert_eq!(rx.pop().map(|s| s.cycle), Ok(60));
         assert_eq!(rx.pop().map(|s| s.cycle), Ok(70));

@@ -1142,9 +1142,6 @@ CPU:1 [LOST 3 EVENTS]
         assert_eq!(o, offered.split_whitespace().any(|x| x == "osnoise"));
     }
 
-    /// The binary reader folds what the text one does: one recording, read as text (the per-CPU `trace`
-    /// file, which does not consume) and then in binary (trace_pipe_raw), gives the same spans to the µs
-    /// (the text's resolution, rounded), with the same names.
     /// nmi_handler's text is `%ps() delta_ns: %lld handled: %d`: the span ends at the event and lasts
     /// delta_ns.
     #[test]
@@ -1168,20 +1165,20 @@ CPU:1 [LOST 3 EVENTS]
         let mut f = Folder::default();
         f.policy = |_| None;
         let mut pieces = Vec::new();
+        // A switch into thread `pid` of comm "short" at `t`: the thread before it becomes a piece.
+        let switch_to = |f: &mut Folder, pieces: &mut Vec<Piece>, t: u64, pid: i64| {
+            let ev = Ev::Switch {
+                prev_comm: None,
+                prev_pid: None,
+                prev_prio: 120,
+                next_comm: "short",
+                next_pid: pid,
+                next_prio: 120,
+            };
+            f.feed_ev(t, None, &ev, pieces);
+        };
         for pid in 1..=5_000i64 {
-            f.feed_ev(
-                pid as u64 * 1_000,
-                None,
-                &Ev::Switch {
-                    prev_comm: None,
-                    prev_pid: None,
-                    prev_prio: 120,
-                    next_comm: "short",
-                    next_pid: pid,
-                    next_prio: 120,
-                },
-                &mut pieces,
-            );
+            switch_to(&mut f, &mut pieces, pid as u64 * 1_000, pid);
         }
         assert_eq!(pieces.len(), 4_999);
         assert!(f.names_grown());
@@ -1193,19 +1190,7 @@ CPU:1 [LOST 3 EVENTS]
         assert_eq!(before, after);
         assert_eq!(after[0], "short/4991 CFS");
         // Interning goes on from the kept table: a name held is found again, a new one added.
-        f.feed_ev(
-            9_000_000,
-            None,
-            &Ev::Switch {
-                prev_comm: None,
-                prev_pid: None,
-                prev_prio: 120,
-                next_comm: "short",
-                next_pid: 4_991,
-                next_prio: 120,
-            },
-            &mut pieces,
-        );
+        switch_to(&mut f, &mut pieces, 9_000_000, 4_991);
         let last = pieces.last().expect("the last thread's span");
         assert_eq!(f.span(last).name, "short/5000 CFS");
         assert_eq!(f.names.len(), 10, "9 held + the running thread's");
