@@ -125,6 +125,23 @@ pub struct Late {
     pub start_ns: u64,
     /// Actual wake-up, ns.
     pub end_ns: u64,
+    /// Its latency, ns: `end_ns - start_ns` for one sample, less for samples merged into one window.
+    pub worst_ns: u64,
+}
+
+impl Late {
+    /// A probe's late sample (or samples merged into one window, [`Spike::absorb`]) woken on `cpu`.
+    ///
+    /// [`Spike::absorb`]: rtgauge_model::cyclic::Spike::absorb
+    pub fn of(s: &rtgauge_model::cyclic::Spike, cpu: u32) -> Late {
+        Late {
+            thread: s.thread,
+            cpu,
+            start_ns: s.window_start_ns(),
+            end_ns: s.monotonic_ns,
+            worst_ns: s.latency_ns,
+        }
+    }
 }
 
 /// An episode while it is tracked: its window, worst sample and count of late samples.
@@ -207,7 +224,7 @@ impl Default for EpisodeTracker {
 impl EpisodeTracker {
     /// Add one late sample; what the trace should keep or release is pushed to `retain`.
     pub fn feed(&mut self, s: Late, retain: &mut Vec<Retain>) {
-        let lat = s.end_ns.saturating_sub(s.start_ns);
+        let lat = s.worst_ns;
         if let Some(i) = self.open.iter().position(|c| c.thread == s.thread) {
             let c = &mut self.open[i];
             if s.start_ns <= c.end_ns {
@@ -515,6 +532,7 @@ mod tests {
             cpu: thread,
             start_ns,
             end_ns,
+            worst_ns: end_ns - start_ns,
         }
     }
 
@@ -553,6 +571,43 @@ mod tests {
         );
         // Nothing above a threshold above every episode.
         assert_eq!(t.above(6_000_000), (Vec::new(), 0));
+    }
+
+    /// Two stalls a probe handed over merged into one window (its ring was full): one episode over both,
+    /// its worst the worse sample's latency, not the window's length.
+    #[test]
+    fn samples_merged_by_the_probe_keep_their_worst_latency() {
+        use rtgauge_model::cyclic::Spike;
+        let mut first = Spike {
+            thread: 0,
+            cycle: 10,
+            latency_ns: 2_000_000,
+            monotonic_ns: 12_000_000,
+            cpu: Some(3),
+            window_ns: 0,
+        };
+        let second = Spike {
+            cycle: 90,
+            latency_ns: 3_000_000,
+            monotonic_ns: 93_000_000,
+            ..first
+        };
+        first.absorb(&second);
+        let l = Late::of(&first, 3);
+        assert_eq!(
+            (l.start_ns, l.end_ns, l.worst_ns),
+            (10_000_000, 93_000_000, 3_000_000)
+        );
+        let mut t = EpisodeTracker::default();
+        let mut r = Vec::new();
+        t.feed(l, &mut r);
+        t.finish(&mut r);
+        let (eps, total) = t.above(1);
+        assert_eq!(total, 1);
+        assert_eq!(
+            (eps[0].start_ns, eps[0].end_ns, eps[0].worst_ns),
+            (10_000_000, 93_000_000, 3_000_000)
+        );
     }
 
     /// A lone stall is pinned a second after it ends, not when its thread is next late (minutes later on

@@ -607,15 +607,7 @@ pub fn episodes_from_spikes(
         let Some(cpu) = s.cpu.or_else(|| cpu_of(s.thread)) else {
             continue;
         };
-        t.feed(
-            Late {
-                thread: s.thread,
-                cpu,
-                start_ns: s.monotonic_ns.saturating_sub(s.latency_ns),
-                end_ns: s.monotonic_ns,
-            },
-            &mut retain,
-        );
+        t.feed(Late::of(s, cpu), &mut retain);
     }
     t.finish(&mut retain);
     let (kept, total) = t.above(threshold_ns);
@@ -1013,6 +1005,7 @@ mod tests {
             latency_ns,
             monotonic_ns,
             cpu: None,
+            window_ns: 0,
         };
         // Thread 0 on CPU 1: one 20 ms stall seen by 20 late 1 ms periods, and a lone 50 µs sample.
         let mut s: Vec<_> = (0..20)

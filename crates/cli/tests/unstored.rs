@@ -304,8 +304,12 @@ fn a_store_locked_mid_run_delays_nothing_and_stores_the_run() {
     assert!(wall < Duration::from_secs(20), "{wall:?}");
     let t = &doc["probes"][0]["threads"][0];
     assert_eq!(
-        (t["timeline_dropped"].as_u64(), t["late_dropped"].as_u64()),
-        (Some(0), None),
+        (
+            t["timeline_dropped"].as_u64(),
+            t["late_dropped"].as_u64(),
+            t["late_coalesced"].as_u64()
+        ),
+        (Some(0), None, None),
         "{t}"
     );
     eprintln!("locked store: {n} of the checkpoints refused; run wall time {wall:?}");

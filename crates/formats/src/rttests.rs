@@ -780,6 +780,7 @@ mod tests {
             timeline: vec![],
             timeline_dropped: 0,
             late_dropped: 0,
+            late_coalesced: 0,
             late_merged: 0,
             disturbance: None,
         }

@@ -215,10 +215,14 @@ pub struct TraceInfo {
     /// Episodes whose window was older than the retained trace.
     #[serde(default)]
     pub not_retained: u64,
-    /// Late samples the probe could not hand to the tracker (its ring was full and a later stall came): each
-    /// a stall whose episode is unknown.
+    /// Late samples the probe could not hand to the tracker (runs before 2026-11-28: its ring was full and
+    /// a later stall came): each a stall whose episode is unknown.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_dropped: u64,
+    /// Stalls the tracker got inside the window of the stall before them (the probe's ring was full and 64
+    /// earlier stalls already waited for room): explained together with it.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub late_coalesced: u64,
     /// CPU time the collector (the main thread reading and folding the trace) used, ns; 0: not measured
     /// (runs before it was).
     #[serde(default, skip_serializing_if = "crate::is_zero")]

@@ -77,6 +77,30 @@ pub struct Spike {
     /// The CPU the thread woke on, where the thread was not pinned (a pinned thread's is in the config).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
+    /// The window this sample stands for, ending at `monotonic_ns`, where it is wider than its latency:
+    /// later late samples were merged into it while the main thread's ring was full (`latency_ns` is
+    /// then the worst of them). 0: the sample's own window (its latency).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub window_ns: u64,
+}
+
+impl Spike {
+    /// Start of the window the sample stands for: its expected wake-up, or the first merged one's.
+    pub fn window_start_ns(&self) -> u64 {
+        self.monotonic_ns
+            .saturating_sub(self.latency_ns.max(self.window_ns))
+    }
+
+    /// Merge a later late sample of the same thread into this one: the window stretched to its end, the
+    /// worst latency kept.
+    pub fn absorb(&mut self, later: &Spike) {
+        let start = self.window_start_ns();
+        if later.monotonic_ns > self.monotonic_ns {
+            self.monotonic_ns = later.monotonic_ns;
+        }
+        self.latency_ns = self.latency_ns.max(later.latency_ns);
+        self.window_ns = self.monotonic_ns - start;
+    }
 }
 
 /// Live figures of one thread, readable while the probe runs.
@@ -149,9 +173,14 @@ pub struct CyclicThread {
     /// Timeline intervals lost because the reader fell behind (should be 0).
     #[serde(default)]
     pub timeline_dropped: u64,
-    /// Late samples not handed to the episode tracker because its ring was full (should be 0).
+    /// Stalls not handed to the episode tracker (runs before 2026-11-28; since then a stall is never
+    /// dropped, see `late_coalesced`).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub late_dropped: u64,
+    /// Stalls handed to the episode tracker inside the window of the one before them: the main thread's
+    /// ring was full and 64 earlier stalls already waited for room in the thread (should be 0).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub late_coalesced: u64,
     /// Late samples merged into the stall before them while that ring was full: handed over as one
     /// sample spanning the stall's window (its count of late samples short by these).
     #[serde(default, skip_serializing_if = "crate::is_zero")]

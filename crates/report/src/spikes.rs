@@ -156,21 +156,28 @@ pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: b
     let joined = why.episodes.iter().any(|b| b.host.is_some());
     match &why.trace {
         Some(t) => {
+            let mut behind = String::new();
+            if t.late_dropped > 0 {
+                let _ = write!(
+                    behind,
+                    ", {} stalls lost before the episode tracker saw them",
+                    t.late_dropped
+                );
+            }
+            if t.late_coalesced > 0 {
+                let _ = write!(
+                    behind,
+                    ", {} stalls explained inside the window of the stall before them (the main thread fell behind)",
+                    t.late_coalesced
+                );
+            }
             let _ = writeln!(
                 s,
-                "  episodes: {} ({} events read, {} lost, {} older than the trace kept{})",
+                "  episodes: {} ({} events read, {} lost, {} older than the trace kept{behind})",
                 episodes_line(why),
                 t.events,
                 t.lost,
                 t.not_retained,
-                if t.late_dropped > 0 {
-                    format!(
-                        ", {} stalls lost before the episode tracker saw them",
-                        t.late_dropped
-                    )
-                } else {
-                    String::new()
-                }
             );
             if let Some(c) = collector_line(t) {
                 let _ = writeln!(s, "  {c}");

@@ -182,15 +182,7 @@ impl WhyRun {
     pub fn late(&mut self, late: &[Spike]) {
         for s in late {
             let cpu = s.cpu.unwrap_or(0);
-            self.episodes.feed(
-                Late {
-                    thread: s.thread,
-                    cpu,
-                    start_ns: s.monotonic_ns.saturating_sub(s.latency_ns),
-                    end_ns: s.monotonic_ns,
-                },
-                &mut self.retain,
-            );
+            self.episodes.feed(Late::of(s, cpu), &mut self.retain);
         }
         self.apply_retain();
     }
@@ -250,6 +242,7 @@ impl WhyRun {
                 lost: d.lost,
                 not_retained: 0,
                 late_dropped: 0,
+                late_coalesced: 0,
                 collector_ns: d.collector_ns,
                 traced_ns: d.traced_ns,
                 cpus: d.spans.len() as u64,
@@ -279,6 +272,7 @@ impl WhyRun {
             explain(&mut why, &d, candidates, thr);
             if let Some(t) = why.trace.as_mut() {
                 t.late_dropped = r.threads.iter().map(|t| t.late_dropped).sum();
+                t.late_coalesced = r.threads.iter().map(|t| t.late_coalesced).sum();
             }
             why.break_sample = break_trace(r, &d);
         }
@@ -320,6 +314,7 @@ impl WhyRun {
                             cpu: t.cpu,
                             start_ns: g.monotonic_ns,
                             end_ns: g.monotonic_ns + g.gap_ns,
+                            worst_ns: g.gap_ns,
                         },
                         &mut retain,
                     );

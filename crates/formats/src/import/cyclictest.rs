@@ -579,6 +579,7 @@ fn cyclic_thread(
         timeline: Vec::new(),
         timeline_dropped: 0,
         late_dropped: 0,
+        late_coalesced: 0,
         late_merged: 0,
         disturbance: None,
     })

@@ -122,6 +122,12 @@ impl KindView for CyclicResult {
                     t.index, t.late_dropped
                 ));
             }
+            if t.late_coalesced > 0 {
+                w.push(format!(
+                    "thread {}: {} stalls explained inside the window of the stall before them (the main thread fell behind: its ring full, 64 stalls waiting)",
+                    t.index, t.late_coalesced
+                ));
+            }
             w.extend(crate::shortfalls::disturbance(
                 &format!("thread {}", t.index),
                 t.disturbance.as_ref(),
