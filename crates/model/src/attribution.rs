@@ -227,6 +227,10 @@ pub struct TraceInfo {
     /// (runs before it was).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub collector_ns: u64,
+    /// CPU time the collector spent once, at the end, naming the kernel functions the binary records hold
+    /// as addresses (reading `/proc/kallsyms`), ns: not in `collector_ns`, which grows with the run.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub symbols_ns: u64,
     /// How long the trace ran, ns (with `cpus`, what the collector's time is per CPU and second).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub traced_ns: u64,

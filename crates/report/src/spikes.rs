@@ -13,8 +13,16 @@ use std::fmt::Write as _;
 /// (4 CPUs, 10.0 s: 0.12 % of one CPU)`.
 pub(crate) fn collector_line(t: &rtgauge_model::attribution::TraceInfo) -> Option<String> {
     let per = t.collector_ns_per_cpu_s()?;
+    let once = if t.symbols_ns > 0 {
+        format!(
+            "; {:.1} ms once at the end naming kernel functions",
+            t.symbols_ns as f64 / 1e6
+        )
+    } else {
+        String::new()
+    };
     Some(format!(
-        "collector: {:.2} ms of CPU per traced CPU per second ({} CPUs, {:.1} s: {:.2} % of one CPU)",
+        "collector: {:.2} ms of CPU per traced CPU per second ({} CPUs, {:.1} s: {:.2} % of one CPU){once}",
         per / 1e6,
         t.cpus,
         t.traced_ns as f64 / 1e9,
@@ -398,6 +406,11 @@ mod tests {
         assert_eq!(
             collector_line(&t).as_deref(),
             Some("collector: 1.30 ms of CPU per traced CPU per second (2 CPUs, 10.0 s: 0.26 % of one CPU)")
+        );
+        t.symbols_ns = 41_500_000;
+        assert_eq!(
+            collector_line(&t).as_deref(),
+            Some("collector: 1.30 ms of CPU per traced CPU per second (2 CPUs, 10.0 s: 0.26 % of one CPU); 41.5 ms once at the end naming kernel functions")
         );
         t.collector_ns = 0;
         assert_eq!(

@@ -244,6 +244,7 @@ impl WhyRun {
                 late_dropped: 0,
                 late_coalesced: 0,
                 collector_ns: d.collector_ns,
+                symbols_ns: d.symbols_ns,
                 traced_ns: d.traced_ns,
                 cpus: d.spans.len() as u64,
             }),
