@@ -237,7 +237,7 @@ impl WhyRun {
                 .map(|s| std::mem::take(&mut s.intervals))
                 .unwrap_or_default(),
             trace: data.as_ref().map(|d| TraceInfo {
-                mechanism: mechanism(d.binary),
+                mechanism: mechanism(d.binary, d.idle_switches_filtered),
                 events: d.events,
                 lost: d.lost,
                 not_retained: 0,
@@ -498,14 +498,19 @@ impl SessionObserver for WhyObserver {
 }
 
 /// "tracefs events", naming the richer tracers the kernel has (used where present is future work).
-fn mechanism(binary: bool) -> String {
+fn mechanism(binary: bool, idle_filtered: bool) -> String {
     let (timerlat, osnoise) = kernel_tracers(std::path::Path::new(TRACEFS));
     let pipe = if binary {
         "trace_pipe_raw"
     } else {
         "trace_pipe"
     };
-    let mut m = format!("tracefs events (instance, trace_clock mono, per-CPU {pipe})");
+    let filtered = if idle_filtered {
+        "; the probe's switches to and from idle dropped in the kernel"
+    } else {
+        ""
+    };
+    let mut m = format!("tracefs events (instance, trace_clock mono, per-CPU {pipe}{filtered})");
     if timerlat || osnoise {
         m.push_str("; kernel also offers");
         if timerlat {

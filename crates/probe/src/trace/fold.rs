@@ -118,6 +118,12 @@ pub struct Folder {
     pub(super) stack: Vec<(CauseKind, u32, u64)>,
     /// The running thread since: (comm, pid, since, kernel priority at its switch-in).
     running: Option<(String, i64, u64, i64)>,
+    /// The task the latest events were recorded in (their header's pid) and the time of the last event
+    /// recorded in another task before them: a thread whose switch-in the trace lacks ran only after
+    /// that ([`Ev::Switch`]).
+    context: (i64, u64),
+    /// Time of the latest event.
+    last_ts: u64,
     /// The real-time policy a thread set itself while it ran (its sched_setscheduler), by pid, until its
     /// span closes at its next switch-out. Keyed by the caller's pid from the event's header, not by the
     /// recorded running thread: the switch into it can be missing from the trace.
@@ -156,6 +162,8 @@ impl Default for Folder {
         Folder {
             stack: Vec::new(),
             running: None,
+            context: (-1, 0),
+            last_ts: 0,
             raised: foldhash::HashMap::default(),
             asked: None,
             suspended: foldhash::HashMap::default(),
@@ -377,6 +385,12 @@ impl Folder {
     pub fn feed_ev(&mut self, t: u64, pid: Option<i64>, event: &Ev<'_>, out: &mut Vec<Piece>) {
         use std::fmt::Write as _;
         self.events += 1;
+        if let Some(p) = pid {
+            if p != self.context.0 {
+                self.context = (p, self.last_ts);
+            }
+        }
+        self.last_ts = t;
         fn close(
             stack: &mut Vec<(CauseKind, u32, u64)>,
             kind: CauseKind,
@@ -447,9 +461,18 @@ impl Folder {
                 }
                 // The comm's buffer is reused for the thread switching in.
                 let mut buf = String::new();
-                if let Some((comm, pid, since, prio_in)) = self.running.take() {
+                if let Some((comm, pid, mut since, prio_in)) = self.running.take() {
                     let (name, pid, prio) = match prev_pid {
-                        Some(p) if p != pid => (prev_comm.unwrap_or("?"), p, prev_prio),
+                        Some(p) if p != pid => {
+                            // Its switch-in is missing: it ran no earlier than the last event recorded
+                            // in another task (6.18 leaves out some idle → task switches: from the last
+                            // recorded switch, a thread was charged for the idle time and the probe's
+                            // wake-ups before it).
+                            if self.context.0 == p {
+                                since = since.max(self.context.1);
+                            }
+                            (prev_comm.unwrap_or("?"), p, prev_prio)
+                        }
                         Some(_) => (prev_comm.unwrap_or(&comm), pid, prio_in.min(prev_prio)),
                         None => (comm.as_str(), pid, prio_in.min(prev_prio)),
                     };
