@@ -1,4 +1,4 @@
-//! `rtgauge-lab`: the kernel lab from the command line, for the benches (bench/lab_many_cpus) and for
+//! `rtgauge-lab`: the kernel lab from the command line, for the benches (bench/scale) and for
 //! looking into a guest by hand:
 //!
 //! ```sh
