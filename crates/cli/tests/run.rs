@@ -584,6 +584,16 @@ fn real_cyclictest_text_and_json_and_oslat_json_import_alike() {
     let c: Value = serde_json::from_slice(&c.stdout).unwrap();
     for r in c["rows"].as_array().unwrap() {
         let v = &r["versus"][0];
+        // The same data, closer than an imported result's 1 µs buckets can tell apart (a p50 of 9 µs on a
+        // quiet machine): ratio 1, no verdict.
+        if v["verdict"]["verdict"] == "unknown"
+            && v["verdict"]["why"]
+                .as_str()
+                .is_some_and(|w| w.contains("resolution"))
+        {
+            assert_eq!(v["ratio"].as_f64(), Some(1.0), "{r}");
+            continue;
+        }
         // A percentile beyond the 60 µs range (this VM has spikes) is unknown in both, and not compared.
         if v["verdict"]["verdict"] == "unknown" {
             assert_eq!(r["unknown_above"][0], r["unknown_above"][1], "{r}");
