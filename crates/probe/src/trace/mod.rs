@@ -702,17 +702,22 @@ impl TraceSession {
         // its own (/proc/kallsyms is ~120,000 lines the kernel formats: ~30 ms of system time alone on a
         // 6.18 kernel), so that the per-second figure is the drains'.
         let cpu0 = crate::clock::thread_cpu_ns();
+        let mut read_kallsyms = false;
         if self.layout.is_some() {
-            raw::resolve_symbols(data.spans.values_mut().flatten().filter_map(|s| {
-                let named = match s.kind {
-                    CauseKind::Work => s.name.starts_with("0x"),
-                    CauseKind::Vector => s.name.starts_with("NMI 0x"),
-                    _ => false,
-                };
-                named.then_some(&mut s.name)
-            }));
+            read_kallsyms =
+                raw::resolve_symbols(data.spans.values_mut().flatten().filter_map(|s| {
+                    let named = match s.kind {
+                        CauseKind::Work => s.name.starts_with("0x"),
+                        CauseKind::Vector => s.name.starts_with("NMI 0x"),
+                        _ => false,
+                    };
+                    named.then_some(&mut s.name)
+                }));
         }
-        data.symbols_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
+        // Nothing to name, nothing said (not a "0.0 ms").
+        if read_kallsyms {
+            data.symbols_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
+        }
         data.collector_ns = self.collector_ns;
         data.traced_ns =
             crate::clock::now_ns(crate::clock::Clock::Monotonic).saturating_sub(self.started_ns);

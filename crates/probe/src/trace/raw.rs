@@ -457,7 +457,8 @@ impl PageLayout {
 /// Name the work functions and NMI handlers that the binary records hold as addresses (`0x…`), from
 /// `/proc/kallsyms` read once; an address it does not name (no privilege to see them, a module unloaded
 /// since) stays as it is.
-pub(crate) fn resolve_symbols<'a>(names: impl Iterator<Item = &'a mut String>) {
+/// Whether `/proc/kallsyms` was read (some name needed it).
+pub(crate) fn resolve_symbols<'a>(names: impl Iterator<Item = &'a mut String>) -> bool {
     let mut want: Vec<(&'a mut String, u64, usize)> = names
         .filter_map(|n| {
             let at = n.find("0x")?;
@@ -466,13 +467,13 @@ pub(crate) fn resolve_symbols<'a>(names: impl Iterator<Item = &'a mut String>) {
         })
         .collect();
     if want.is_empty() {
-        return;
+        return false;
     }
     let mut addrs: Vec<u64> = want.iter().map(|w| w.1).collect();
     addrs.sort_unstable();
     addrs.dedup();
     let Ok(syms) = std::fs::read_to_string("/proc/kallsyms") else {
-        return;
+        return true;
     };
     let mut found: HashMap<u64, &str> = HashMap::new();
     for line in syms.lines() {
@@ -491,6 +492,7 @@ pub(crate) fn resolve_symbols<'a>(names: impl Iterator<Item = &'a mut String>) {
             n.replace_range(*at.., sym);
         }
     }
+    true
 }
 
 #[cfg(test)]
