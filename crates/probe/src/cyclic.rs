@@ -767,9 +767,7 @@ impl ThreadState {
     }
 }
 
-/// How many distinct stalls may wait in a thread for room in its ring (below): 64 vCPUs of a guest the
-/// emulator ran 80× slower than real time lost 294 stalls in all (1–17 per thread) when only one could wait.
-const LATE_WAITING: usize = 64;
+use rtgauge_model::cyclic::LATE_WAITING;
 
 /// Hand a late sample to the main thread. When the ring is full (the main thread starved, or a stall of
 /// seconds whose catch-up wakes the thread thousands of times at once), the sample waits in the state; the

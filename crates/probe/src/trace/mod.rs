@@ -1280,22 +1280,15 @@ CPU:1 [LOST 3 EVENTS]
             f.feed_ev(t, Some(41), &ev, pieces);
         };
         to_idle(&mut f, &mut pieces, 100_000);
+        // A timer interrupt from `t` to `end` in the context of task `pid`.
+        let interrupt = |f: &mut Folder, pieces: &mut Vec<Piece>, t: u64, end: u64, pid: i64| {
+            f.feed_ev(t, Some(pid), &Ev::VectorEntry("local_timer"), pieces);
+            f.feed_ev(end, Some(pid), &Ev::VectorExit, pieces);
+        };
         // Idle: the probe's timer interrupt (its own switches filtered out).
-        f.feed_ev(
-            200_000,
-            Some(0),
-            &Ev::VectorEntry("local_timer"),
-            &mut pieces,
-        );
-        f.feed_ev(210_000, Some(0), &Ev::VectorExit, &mut pieces);
+        interrupt(&mut f, &mut pieces, 200_000, 210_000, 0);
         // The kworker runs (its switch-in not traced): an interrupt in its context, then it sleeps.
-        f.feed_ev(
-            500_000,
-            Some(41),
-            &Ev::VectorEntry("local_timer"),
-            &mut pieces,
-        );
-        f.feed_ev(505_000, Some(41), &Ev::VectorExit, &mut pieces);
+        interrupt(&mut f, &mut pieces, 500_000, 505_000, 41);
         to_idle(&mut f, &mut pieces, 600_000);
         let threads: Vec<(u64, u64, String)> = pieces
             .iter()

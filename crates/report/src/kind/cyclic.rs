@@ -124,8 +124,8 @@ impl KindView for CyclicResult {
             }
             if t.late_coalesced > 0 {
                 w.push(format!(
-                    "thread {}: {} stalls explained inside the window of the stall before them (the main thread fell behind: its ring full, 64 stalls waiting)",
-                    t.index, t.late_coalesced
+                    "thread {}: {} stalls explained inside the window of the stall before them (the main thread fell behind: its ring full, {} stalls waiting)",
+                    t.index, t.late_coalesced, rtgauge_model::cyclic::LATE_WAITING
                 ));
             }
             w.extend(crate::shortfalls::disturbance(
