@@ -46,8 +46,7 @@ pub fn of_results<'a>(results: impl IntoIterator<Item = &'a dyn KindData>) -> Ve
     let mut dma: Option<Unmet> = None;
     let mut trace = None;
     for d in results {
-        for t in d.latency_threads() {
-            let c = t.conditions;
+        for c in d.thread_conditions() {
             let key = (c.policy.requested.to_string(), c.priority.requested);
             let (_, e) = by_request
                 .entry(key)

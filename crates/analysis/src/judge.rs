@@ -18,10 +18,14 @@ pub fn observe(metric: Metric, document: &RunDocument) -> Option<u64> {
         return None;
     }
     Some(match metric {
-        Metric::CyclicMaxNs | Metric::OslatMaxNs | Metric::HwnoiseMaxNs => {
-            values.into_iter().max().unwrap_or(0)
-        }
-        Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => values.iter().sum(),
+        Metric::CyclicMaxNs
+        | Metric::OslatMaxNs
+        | Metric::HwnoiseMaxNs
+        | Metric::NetLatencyMaxNs => values.into_iter().max().unwrap_or(0),
+        Metric::CyclicMissed
+        | Metric::CyclicSamplesAtOrAbove { .. }
+        | Metric::NetLatencyLost
+        | Metric::NetLatencyLate => values.iter().sum(),
     })
 }
 

@@ -7,9 +7,11 @@ use clap::{Args, Subcommand};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::{CloseMode, NetMode};
+use rtgauge_model::netlat::{NetLatencyConfig, RxMode};
 use rtgauge_model::{CpuSet, Nanos};
 pub use rtgauge_probe::net::plan::NetPlan;
 use rtgauge_probe::net::plan::PointsSpec;
+pub use rtgauge_probe::netlat::NetLatencyPlan;
 use std::net::{SocketAddr, ToSocketAddrs as _};
 
 /// Network-function capacity: L4/L7 connections per second and throughput, and a reference server.
@@ -29,6 +31,222 @@ pub enum NetCommand {
     Cps(CpsArgs),
     /// Throughput: keep-alive GETs (default the 128 KB object) over N connections, in Gbit/s and requests/s.
     Throughput(ThroughputArgs),
+    /// Packet latency: a periodic UDP stream from a pinned sender to a pinned receiver, one-way (both ends
+    /// on this host: loopback, or network namespaces) or round trip through a reflector; each packet's
+    /// latency split at the kernel's receive timestamp into path and wake-up; loss, reordering, duplicates.
+    Latency(LatencyArgs),
+    /// The round trip's far end for `latency --reflector`: every datagram sent back where it came from.
+    Reflect(ReflectArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LatencyArgs {
+    /// One-way: the address the receiver binds and the sender sends to, IP:PORT (port 0 picks one). In
+    /// another namespace with --rx-netns.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:0",
+        conflicts_with = "reflector"
+    )]
+    pub bind: String,
+    /// Round trip: send to the reflector at IP:PORT (`rtgauge net reflect`) and receive its echoes.
+    #[arg(long, value_name = "ADDR")]
+    pub reflector: Option<String>,
+    /// Packets per second (a protection relay's Sampled Values stream: 4,000/s at 50 Hz).
+    #[arg(long, value_name = "N", default_value_t = 4000.0, value_parser = parse_packet_rate)]
+    pub rate: f64,
+    /// Packets sent back to back at each period (the rate still counts packets).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub burst: u32,
+    /// UDP payload bytes (24 at least: tag, stream, sequence number, send time).
+    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = clap::value_parser!(u32).range(24..=65_507))]
+    pub size: u32,
+    /// The sender's CPU (default: the next-to-last usable CPU, the last one when there is only one).
+    #[arg(long = "tx-cpu", value_name = "CPU")]
+    pub tx_cpu: Option<u32>,
+    /// The receiver's CPU (default: the last usable CPU).
+    #[arg(long = "rx-cpu", value_name = "CPU")]
+    pub rx_cpu: Option<u32>,
+    /// SCHED_FIFO priority of the sender and the receiver (0: SCHED_OTHER).
+    #[arg(short = 'p', long, value_name = "PRIO", default_value_t = 80, value_parser = clap::value_parser!(i32).range(0..=99))]
+    pub priority: i32,
+    /// How the receiver waits: block (in recvmsg, woken by the kernel) or poll (spins, as a poll-mode
+    /// driver: no wake-up, a whole CPU).
+    #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_rx_mode)]
+    pub rx: RxMode,
+    /// A packet this late or later counts as late (the deadline's overflow count, gate net.latency.late).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration_arg)]
+    pub deadline: Option<Nanos>,
+    /// How long the sender sends.
+    #[arg(short = 'D', long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
+    pub duration: Nanos,
+    /// How long the receiver waits for stragglers after the last send.
+    #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_duration_arg)]
+    pub drain: Nanos,
+    /// The sender's network namespace (a name under /run/netns, or a path such as /proc/PID/ns/net).
+    #[arg(long = "tx-netns", value_name = "NS")]
+    pub tx_netns: Option<String>,
+    /// The receiver's network namespace (one-way only).
+    #[arg(long = "rx-netns", value_name = "NS", conflicts_with = "reflector")]
+    pub rx_netns: Option<String>,
+    /// Length of one timeline interval.
+    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
+    pub interval: Nanos,
+    /// Name of the platform, for comparisons (e.g. bare-metal, kvm-virtio).
+    #[arg(long, value_parser = super::parse_name)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
+    /// Do not store the run.
+    #[arg(long = "no-store")]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub output: super::OutputArg,
+    /// Background load on the CPUs the sender and receiver do not use (docs/load.md).
+    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
+    pub bg_load: Option<rtgauge_model::load::LoadSpec>,
+    /// An external load command beside the measurement (docs/load.md).
+    #[arg(long = "load-cmd", value_name = "COMMAND")]
+    pub load_cmd: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReflectArgs {
+    /// Address to listen on, IP:PORT (port 0 picks one; the address is printed).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// The reflector's CPU.
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<u32>,
+    /// SCHED_FIFO priority (0: SCHED_OTHER).
+    #[arg(short = 'p', long, value_name = "PRIO", default_value_t = 80, value_parser = clap::value_parser!(i32).range(0..=99))]
+    pub priority: i32,
+    /// Stop after this long (default: until SIGINT or SIGTERM).
+    #[arg(short = 'D', long, value_name = "TIME", value_parser = parse_duration_arg)]
+    pub duration: Option<Nanos>,
+}
+
+fn parse_packet_rate(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r >= 1.0 && *r <= 2_000_000.0)
+        .ok_or_else(|| format!("'{s}' is not a packet rate per second (1 to 2000000)"))
+}
+
+fn parse_rx_mode(s: &str) -> Result<RxMode, String> {
+    match s {
+        "block" => Ok(RxMode::Block),
+        "poll" => Ok(RxMode::Poll),
+        _ => Err("expected block or poll".into()),
+    }
+}
+
+impl LatencyArgs {
+    /// What the session engine starts beside the measurement.
+    pub fn load_request(&self) -> rtgauge_session::load::LoadRequest {
+        rtgauge_session::load::LoadRequest {
+            spec: self.bg_load.clone(),
+            command: self.load_cmd.clone(),
+        }
+    }
+
+    /// Validate the flags into the probe's plan.
+    pub fn plan(&self, root: &HostRoot) -> anyhow::Result<NetLatencyPlan> {
+        let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
+        let usable: Vec<u32> = rtgauge_probe::rt::current_affinity()
+            .intersection(&online)
+            .iter()
+            .collect();
+        let check = |flag: &str, c: Option<u32>| -> anyhow::Result<Option<u32>> {
+            match c {
+                Some(c) if !online.contains(c) => {
+                    bail!("{flag} {c}: CPU {c} is not online (online: {online})")
+                }
+                c => Ok(c),
+            }
+        };
+        let last = usable.last().copied();
+        let before_last = usable.iter().rev().nth(1).copied().or(last);
+        let tx_cpu = check("--tx-cpu", self.tx_cpu)?.or(before_last);
+        let rx_cpu = check("--rx-cpu", self.rx_cpu)?.or(last);
+        if self.duration.as_ns() == 0 {
+            bail!("-D/--duration: must be longer than 0");
+        }
+        if self.interval.as_ns() < 1_000_000 {
+            bail!("--interval: at least 1ms");
+        }
+        if self.deadline.is_some_and(|d| d.as_ns() == 0) {
+            bail!("--deadline: must be longer than 0");
+        }
+        let (addr, round_trip) = match &self.reflector {
+            Some(r) => (resolve_addr("--reflector", r)?, true),
+            None => (resolve_addr("--bind", &self.bind)?, false),
+        };
+        if round_trip && addr.port() == 0 {
+            bail!("--reflector {addr}: needs the reflector's port");
+        }
+        let plan = NetLatencyPlan {
+            config: NetLatencyConfig {
+                target: addr.to_string(),
+                round_trip,
+                rate_per_s: self.rate,
+                burst: self.burst,
+                size: self.size,
+                tx_cpu,
+                rx_cpu,
+                rtprio: (self.priority > 0).then_some(self.priority),
+                rx_mode: self.rx,
+                tx_netns: self.tx_netns.clone(),
+                rx_netns: self.rx_netns.clone(),
+                deadline_ns: self.deadline.map(|d| d.as_ns()),
+                duration_ns: self.duration.as_ns(),
+                drain_ns: self.drain.as_ns(),
+                timeline_interval_ns: self.interval.as_ns(),
+            },
+            addr,
+        };
+        // One bit per packet of the run, in each of two tables: bound it (a 1 GiB table is a typo).
+        if plan.capacity() > 1 << 33 {
+            bail!(
+                "--rate × --duration: {} packets is more than one run can track (8,589,934,592)",
+                plan.capacity()
+            );
+        }
+        Ok(plan)
+    }
+}
+
+impl super::stage::StagePlan for NetLatencyPlan {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::NetLatency
+    }
+
+    fn announce(&self, duration: Nanos, _cpus: &rtgauge_model::CpuSet) -> Option<String> {
+        Some(format!(
+            "net latency: {} packets/s {} to {} for {duration}…",
+            self.config.rate_per_s,
+            if self.config.round_trip {
+                "round trip"
+            } else {
+                "one-way"
+            },
+            self.config.target
+        ))
+    }
+
+    fn duration_ns(&self) -> Option<u64> {
+        Some(self.config.duration_ns)
+    }
+
+    fn rt_priority(&self) -> Option<i32> {
+        self.config.rtprio
+    }
+
+    fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::NetLatency(self))
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -332,7 +550,10 @@ impl NetCommand {
                 None,
                 root,
             ),
-            NetCommand::Serve(_) => bail!("'serve' is not a measurement (use cps or throughput)"),
+            NetCommand::Serve(_) | NetCommand::Reflect(_) => {
+                bail!("'serve' and 'reflect' are not measurements (use cps or throughput)")
+            }
+            NetCommand::Latency(_) => bail!("'latency' is a probe of its own (kind net_latency)"),
         }
     }
 }

@@ -318,6 +318,8 @@ fn plan_probe(
                 net::NetCommand::Cps(c) => c.load.duration = duration,
                 net::NetCommand::Throughput(t) => t.load.duration = duration,
                 net::NetCommand::Serve(s) => s.duration = Some(duration),
+                net::NetCommand::Reflect(r) => r.duration = Some(duration),
+                net::NetCommand::Latency(l) => l.duration = duration,
             }
             if let net::NetCommand::Cps(net::CpsArgs { load: l, .. })
             | net::NetCommand::Throughput(net::ThroughputArgs { load: l, .. }) = &args.command
@@ -326,6 +328,12 @@ fn plan_probe(
             }
             let plan = args.command.plan(root).with_context(|| what.to_string())?;
             Box::new(plan)
+        }
+        ProbeKind::NetLatency => {
+            let mut args: net::LatencyArgs = flags(argv, what)?;
+            args.duration = duration;
+            load = args.load_request();
+            Box::new(args.plan(root).with_context(|| what.to_string())?)
         }
         ProbeKind::Ops => {
             let args: ops::OpsArgs = flags(argv, what)?;

@@ -383,8 +383,13 @@ fn unpack(deb: &Path, dir: &Path) -> Result<(), LabError> {
 }
 
 /// Modules kept from the image package (paths under `lib/modules/<release>/kernel/`; the other 400 MB are
-/// not): the msr driver that SMI counting reads through.
-pub const KEPT_MODULES: &[&str] = &["arch/x86/kernel/msr.ko"];
+/// not): the msr driver that SMI counting reads through; veth and netem, for the packet probe's namespaces
+/// and the loss and reordering it counts.
+pub const KEPT_MODULES: &[&str] = &[
+    "arch/x86/kernel/msr.ko",
+    "drivers/net/veth.ko",
+    "net/sched/sch_netem.ko",
+];
 
 /// The ELF vmlinux inside an x86 bzImage whose payload is xz-compressed (Debian 12's CONFIG_KERNEL_XZ) or
 /// zstd-compressed (its backports' CONFIG_KERNEL_ZSTD), as the kernel's scripts/extract-vmlinux finds it:

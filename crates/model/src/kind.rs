@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// The kinds of probe. The serialised name (`cyclic`, …) is the run document's `"probe"` tag, a profile's
 /// `kind`, a measure key's prefix and the verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ProbeKind {
     /// The timer wake-up latency probe (`rtgauge cyclic` flags).
     Cyclic,
@@ -19,6 +19,8 @@ pub enum ProbeKind {
     Oslat,
     /// `rtgauge net` flags: `cps …` or `throughput …`.
     Net,
+    /// `rtgauge net latency` flags: packet latency, one-way or round trip.
+    NetLatency,
     /// The OS-primitive latency probe (`rtgauge ops` flags).
     Ops,
     /// The memory latency and bandwidth probe (`rtgauge mem` flags).
@@ -31,11 +33,12 @@ pub enum ProbeKind {
 
 impl ProbeKind {
     /// Every kind, in the order the views show them.
-    pub const ALL: [ProbeKind; 7] = [
+    pub const ALL: [ProbeKind; 8] = [
         ProbeKind::Cyclic,
         ProbeKind::Oslat,
         ProbeKind::Hwnoise,
         ProbeKind::Net,
+        ProbeKind::NetLatency,
         ProbeKind::Ops,
         ProbeKind::Mem,
         ProbeKind::Numa,
@@ -47,6 +50,7 @@ impl ProbeKind {
             ProbeKind::Cyclic => "cyclic",
             ProbeKind::Oslat => "oslat",
             ProbeKind::Net => "net",
+            ProbeKind::NetLatency => "net_latency",
             ProbeKind::Ops => "ops",
             ProbeKind::Mem => "mem",
             ProbeKind::Numa => "numa",

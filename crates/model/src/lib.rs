@@ -29,6 +29,7 @@ pub mod load;
 pub mod measure;
 pub mod mem;
 pub mod net;
+pub mod netlat;
 pub mod numa;
 pub mod ops;
 pub mod oslat;

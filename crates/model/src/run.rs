@@ -54,6 +54,8 @@ pub enum ProbeResult {
     Oslat(OslatResult),
     /// Network-function capacity (`rtgauge net`).
     Net(crate::net::NetResult),
+    /// Packet latency through the platform (`rtgauge net latency`).
+    NetLatency(crate::netlat::NetLatencyResult),
     /// OS-primitive latencies (`rtgauge ops`).
     Ops(crate::ops::OpsResult),
     /// Memory latency curve, bandwidth and NUMA matrix (`rtgauge mem`).
@@ -384,6 +386,7 @@ kinds! {
     Cyclic => CyclicResult,
     Oslat => OslatResult,
     Net => crate::net::NetResult,
+    NetLatency => crate::netlat::NetLatencyResult,
     Ops => crate::ops::OpsResult,
     Mem => crate::mem::MemResult,
     Numa => crate::numa::NumaResult,

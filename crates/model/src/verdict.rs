@@ -24,6 +24,12 @@ pub enum Metric {
     OslatMaxNs,
     /// Largest hardware/firmware gap over all CPUs (`hwnoise`, 0 when none reached its threshold).
     HwnoiseMaxNs,
+    /// Largest packet latency (`net latency`: one-way or round trip, as measured).
+    NetLatencyMaxNs,
+    /// Packets sent and never received (`net latency`).
+    NetLatencyLost,
+    /// Packets received at or after the probe's `--deadline` (`net latency`).
+    NetLatencyLate,
 }
 
 impl fmt::Display for Metric {
@@ -36,6 +42,9 @@ impl fmt::Display for Metric {
             Metric::CyclicMissed => write!(f, "cyclic missed deadlines"),
             Metric::OslatMaxNs => write!(f, "oslat max gap"),
             Metric::HwnoiseMaxNs => write!(f, "hwnoise max gap"),
+            Metric::NetLatencyMaxNs => write!(f, "net latency max"),
+            Metric::NetLatencyLost => write!(f, "net latency lost packets"),
+            Metric::NetLatencyLate => write!(f, "net latency packets past the deadline"),
         }
     }
 }
@@ -47,6 +56,9 @@ impl Metric {
         match self {
             Metric::OslatMaxNs => ProbeKind::Oslat,
             Metric::HwnoiseMaxNs => ProbeKind::Hwnoise,
+            Metric::NetLatencyMaxNs | Metric::NetLatencyLost | Metric::NetLatencyLate => {
+                ProbeKind::NetLatency
+            }
             Metric::CyclicMaxNs | Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => {
                 ProbeKind::Cyclic
             }
@@ -57,7 +69,10 @@ impl Metric {
     pub fn is_latency(self) -> bool {
         matches!(
             self,
-            Metric::CyclicMaxNs | Metric::OslatMaxNs | Metric::HwnoiseMaxNs
+            Metric::CyclicMaxNs
+                | Metric::OslatMaxNs
+                | Metric::HwnoiseMaxNs
+                | Metric::NetLatencyMaxNs
         )
     }
 }

@@ -27,6 +27,7 @@ pub mod load;
 pub mod load_cmd;
 pub mod mem;
 pub mod net;
+pub mod netlat;
 pub mod observe;
 pub mod ops;
 pub mod oslat;

@@ -50,7 +50,8 @@ pub struct ProbeSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GateSpec {
-    /// `cyclic.max`, `cyclic.samples_at_or_above`, `cyclic.missed`, `oslat.max`, `hwnoise.max`.
+    /// `cyclic.max`, `cyclic.samples_at_or_above`, `cyclic.missed`, `oslat.max`, `hwnoise.max`,
+    /// `net.latency.max`, `net.latency.lost`, `net.latency.late`.
     pub metric: String,
     /// Bound: a duration (`20us`) for latencies, a count for counts.
     pub max: String,
@@ -214,18 +215,21 @@ impl ProfileSpec {
                     ("cyclic.max", None) => Metric::CyclicMaxNs,
                     ("oslat.max", None) => Metric::OslatMaxNs,
                     ("hwnoise.max", None) => Metric::HwnoiseMaxNs,
+                    ("net.latency.max", None) => Metric::NetLatencyMaxNs,
+                    ("net.latency.lost", None) => Metric::NetLatencyLost,
+                    ("net.latency.late", None) => Metric::NetLatencyLate,
                     ("cyclic.missed", None) => Metric::CyclicMissed,
                     ("cyclic.samples_at_or_above", Some(t)) => {
                         Metric::CyclicSamplesAtOrAbove { threshold_ns: duration("gate.threshold", t)?.as_ns() }
                     }
                     ("cyclic.samples_at_or_above", None) => return Err(field("gate.threshold", "required for this metric")),
-                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed", "hwnoise.max"].contains(&m) => {
+                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed", "hwnoise.max", "net.latency.max", "net.latency.lost", "net.latency.late"].contains(&m) => {
                         return Err(field("gate.threshold", format!("not used by {m}")))
                     }
                     (m, _) => {
                         return Err(field(
                             "gate.metric",
-                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max, hwnoise.max)"),
+                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max, hwnoise.max, net.latency.max, net.latency.lost, net.latency.late)"),
                         ))
                     }
                 };

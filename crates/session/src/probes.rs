@@ -199,6 +199,25 @@ impl Probe for Net<'_> {
     }
 }
 
+/// Packet latency: a sender and a receiver thread, each on its CPU.
+pub struct NetLatency<'a>(pub &'a rtgauge_probe::netlat::NetLatencyPlan);
+
+impl Probe for NetLatency<'_> {
+    fn measured(&self) -> CpuSet {
+        let c = &self.0.config;
+        CpuSet::new(c.tx_cpu.into_iter().chain(c.rx_cpu))
+    }
+
+    fn run(
+        &self,
+        stop: &StopFlag,
+        observer: &mut dyn SessionObserver,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
+        observer.start(None);
+        Ok(vec![rtgauge_probe::netlat::run(self.0, stop)?.into()])
+    }
+}
+
 /// NUMA locality of what runs (these processes, all when empty): read, with the allocation counters over
 /// the interval. It measures no CPU of its own.
 pub struct Numa<'a> {

@@ -128,7 +128,7 @@ impl KindData for CyclicResult {
                 Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
                     Some(t.samples_at_or_above(threshold_ns))
                 }
-                Metric::OslatMaxNs | Metric::HwnoiseMaxNs => None,
+                _ => None,
             })
             .collect()
     }

@@ -75,6 +75,7 @@ pub mod cyclic;
 pub mod hwnoise;
 pub mod mem;
 pub mod net;
+pub mod netlat;
 pub mod numa;
 pub mod ops;
 pub mod oslat;
@@ -211,6 +212,16 @@ pub trait KindData: std::fmt::Debug {
         Vec::new()
     }
 
+    /// What each of its measuring threads asked for and got (policy, priority, CPU): its latency threads'
+    /// by default; a kind whose threads are not latency threads (the packet probe's sender and receiver)
+    /// says its own.
+    fn thread_conditions(&self) -> Vec<&ThreadConditions> {
+        self.latency_threads()
+            .into_iter()
+            .map(|t| t.conditions)
+            .collect()
+    }
+
     /// The bound of its overflow count (cyclictest's `-h` range), where it has one, ns.
     fn overflow_threshold_ns(&self) -> Option<u64> {
         None
@@ -333,6 +344,7 @@ impl ProbeData for ProbeResult {
             ProbeResult::Cyclic(r) => r,
             ProbeResult::Oslat(r) => r,
             ProbeResult::Net(r) => r,
+            ProbeResult::NetLatency(r) => r,
             ProbeResult::Ops(r) => r,
             ProbeResult::Mem(r) => r,
             ProbeResult::Numa(r) => r,
@@ -345,6 +357,7 @@ impl ProbeData for ProbeResult {
             ProbeResult::Cyclic(r) => r,
             ProbeResult::Oslat(r) => r,
             ProbeResult::Net(r) => r,
+            ProbeResult::NetLatency(r) => r,
             ProbeResult::Ops(r) => r,
             ProbeResult::Mem(r) => r,
             ProbeResult::Numa(r) => r,

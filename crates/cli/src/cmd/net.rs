@@ -7,11 +7,13 @@
 
 use anyhow::{bail, Context as _};
 use rtgauge_flags::net::{
-    cpu_list, resolve_addr, CpsArgs, NetArgs, NetCommand, ServeArgs, ThroughputArgs, TrafficArgs,
+    cpu_list, resolve_addr, CpsArgs, LatencyArgs, NetArgs, NetCommand, ReflectArgs, ServeArgs,
+    ThroughputArgs, TrafficArgs,
 };
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::NetResult;
+use rtgauge_model::netlat::NetLatencyResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::units::us;
 use rtgauge_model::{CpuSet, Nanos};
@@ -47,6 +49,8 @@ pub fn run(a: &NetArgs) -> anyhow::Result<ExitCode> {
         NetCommand::Serve(s) => serve(s),
         NetCommand::Cps(CpsArgs { load: l, .. })
         | NetCommand::Throughput(ThroughputArgs { load: l, .. }) => measure(l, &a.command),
+        NetCommand::Latency(l) => latency(l),
+        NetCommand::Reflect(r) => reflect(r),
     }
 }
 
@@ -89,15 +93,41 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where a measured run goes: the store (unless `--no-store`), `--output`, and its label and tags.
+struct Keep<'a> {
+    store: &'a rtgauge_flags::StoreArgs,
+    no_store: bool,
+    output: &'a rtgauge_flags::OutputArg,
+    label: &'a Option<String>,
+}
+
+impl<'a> From<&'a TrafficArgs> for Keep<'a> {
+    fn from(a: &'a TrafficArgs) -> Keep<'a> {
+        Keep {
+            store: &a.store,
+            no_store: a.no_store,
+            output: &a.output,
+            label: &a.label,
+        }
+    }
+}
+
+impl<'a> From<&'a LatencyArgs> for Keep<'a> {
+    fn from(a: &'a LatencyArgs) -> Keep<'a> {
+        Keep {
+            store: &a.store,
+            no_store: a.no_store,
+            output: &a.output,
+            label: &a.label,
+        }
+    }
+}
+
 fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
     let plan = command.plan(&root)?;
-    let (mut store, db) = if a.no_store {
-        (None, String::new())
-    } else {
-        let (s, name) = a.store.db.open()?;
-        (Some(s), name)
-    };
+    let keep = Keep::from(a);
+    let store = open_store(&keep)?;
     let stop = super::stop_on_signals()?;
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::output::now_rfc3339();
@@ -127,44 +157,68 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         status,
         Vec::new(),
     );
-    doc.label = a.label.clone();
-    doc.tags = a.store.tags.iter().cloned().collect();
     if let Some(w) = &why {
         doc.warnings.push(w.clone());
     }
+    keep_run(&keep, store, &mut doc, || {
+        let shown = show(&results, command, code);
+        if let Some(w) = why {
+            eprintln!("rtgauge: net: {w}");
+        }
+        shown
+    })
+}
+
+/// The store `keep` asks for, opened before measuring (a store that cannot be opened is said at once).
+fn open_store(keep: &Keep) -> anyhow::Result<Option<(Box<dyn rtgauge_store::RunStore>, String)>> {
+    if keep.no_store {
+        return Ok(None);
+    }
+    let (s, name) = keep.store.db.open()?;
+    Ok(Some((s, name)))
+}
+
+/// Store and write the finished run `doc`, then `show` it; the exit code is `show`'s unless the store
+/// refused the run.
+fn keep_run(
+    keep: &Keep,
+    mut store: Option<(Box<dyn rtgauge_store::RunStore>, String)>,
+    doc: &mut rtgauge_model::run::RunDocument,
+    show: impl FnOnce() -> std::io::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    doc.label = keep.label.clone();
+    doc.tags = keep.store.tags.iter().cloned().collect();
     // Stored and written before anything is printed: a closed stdout (`| head`) ends the printing quietly
     // and must not lose the measurement. Each of the three is tried whatever became of the others; the
     // first error in that order is the one returned.
-    let stored = store.as_mut().map(|store| {
+    let stored = store.as_mut().map(|(store, db)| {
         store
-            .insert(&doc)
+            .insert(doc)
             .with_context(|| format!("storing the run in {db}"))
+            .map(|id| (id, db.clone()))
     });
-    let written = crate::output::write_output_file(a.output.output.as_deref(), &doc);
-    let shown = show(&results, command, code);
-    if let Some(w) = why {
-        eprintln!("rtgauge: net: {w}");
-    }
+    let written = crate::output::write_output_file(keep.output.output.as_deref(), doc);
+    let shown = show();
     let id = match stored.transpose() {
         Ok(id) => id,
         // The results are on the screen; the document must not be lost with the store.
-        Err(e) => return not_stored(a, &doc, &e, written),
+        Err(e) => return not_stored(keep, doc, &e, written),
     };
     written?;
     let code = shown?;
-    if let Some(id) = id {
+    if let Some((id, db)) = id {
         let mut out = std::io::stdout().lock();
         writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
         out.flush()?;
     }
-    crate::output::write_output_to_stdout(a.output.output.as_deref(), &doc)?;
+    crate::output::write_output_to_stdout(keep.output.output.as_deref(), doc)?;
     Ok(code)
 }
 
 /// The store refused the finished run: its document is in `--output` (when that was written) or a fallback
 /// file, named in the error with how to store it later; the exit code says "measured, not stored".
 fn not_stored(
-    a: &TrafficArgs,
+    a: &Keep,
     doc: &rtgauge_model::run::RunDocument,
     cause: &anyhow::Error,
     written: anyhow::Result<()>,
@@ -271,4 +325,83 @@ fn open_loop(
     }
     super::print_text(&t)?;
     Ok(code)
+}
+
+/// `rtgauge net latency`: the packet stream measured, its unmet conditions said first, stored like a run.
+fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
+    let root = HostRoot::live();
+    let plan = a.plan(&root)?;
+    let keep = Keep::from(a);
+    let store = open_store(&keep)?;
+    let stop = super::stop_on_signals()?;
+    let system = rtgauge_host::system::read_system_info(&root);
+    let started = crate::output::now_rfc3339();
+    let around = rtgauge_session::Around {
+        load: a.load_request(),
+        ..rtgauge_session::Around::default()
+    };
+    let probe = rtgauge_session::probes::NetLatency(&plan);
+    let (mut results, warnings) = super::measure(&root, &stop, &probe, &around, &mut [])?;
+    let Some(result) = results.pop().and_then(|p| p.downcast::<NetLatencyResult>()) else {
+        bail!("the packet-latency probe returned no result");
+    };
+    let status = if stop.is_set() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    let probe = ProbeResult::from(result.clone());
+    let mut doc = crate::output::document(started, system, vec![probe], status, warnings.clone());
+    let code = if result.received == 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    };
+    keep_run(&keep, store, &mut doc, || {
+        super::warn_all(&warnings);
+        super::print_text(&rtgauge_report::kind::netlat::render(&result))?;
+        Ok(code)
+    })
+}
+
+/// `rtgauge net reflect`: echo datagrams until the duration or a signal.
+fn reflect(a: &ReflectArgs) -> anyhow::Result<ExitCode> {
+    let root = HostRoot::live();
+    let online = read_cpu_mask(&root, CpuMask::Online).context("reading the online CPUs")?;
+    let listen = resolve_addr("--listen", &a.listen)?;
+    if let Some(c) = a.cpu.filter(|c| !online.contains(*c)) {
+        bail!("--cpu {c}: CPU {c} is not online (online: {online})");
+    }
+    if a.duration.is_some_and(|d| d.as_ns() == 0) {
+        bail!("-D/--duration: must be longer than 0");
+    }
+    let stop = super::stop_on_signals()?;
+    let plan = rtgauge_probe::netlat::ReflectPlan {
+        listen,
+        cpu: a.cpu,
+        rtprio: (a.priority > 0).then_some(a.priority),
+        duration_ns: a.duration.map(|d| d.as_ns()),
+    };
+    let r = rtgauge_probe::netlat::reflect(&plan, &stop, |addr| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "reflecting on {addr}");
+        let _ = out.flush();
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let c = &r.conditions;
+    if !c.policy.ok() || !c.priority.ok() {
+        eprintln!(
+            "rtgauge: conditions: the reflector asked {} {} and ran at {} {}{}",
+            c.policy.requested,
+            c.priority.requested,
+            c.policy.achieved,
+            c.priority.achieved,
+            c.policy
+                .error
+                .as_deref()
+                .map_or(String::new(), |e| format!(" ({e})"))
+        );
+    }
+    println!("reflected {} datagrams, {} send errors", r.echoed, r.errors);
+    Ok(ExitCode::SUCCESS)
 }

@@ -19,7 +19,7 @@ pub mod http;
 mod measure;
 pub mod plan;
 pub mod server;
-mod sys;
+pub(crate) mod sys;
 
 pub use measure::{measure, NetError};
 pub use plan::{NetPlan, Point};

@@ -128,7 +128,7 @@ pub fn set_linger_reset(fd: i32) -> Result<(), i32> {
 
 /// setsockopt with a plain C value as the option.
 #[inline]
-fn setsockopt<T: Copy>(fd: i32, level: i32, opt: i32, val: &T) -> Result<(), i32> {
+pub fn setsockopt<T: Copy>(fd: i32, level: i32, opt: i32, val: &T) -> Result<(), i32> {
     // SAFETY: `val` outlives the call; its size is passed.
     let r = unsafe {
         libc::setsockopt(
@@ -157,6 +157,16 @@ pub fn connect(fd: i32, addr: &RawAddr) -> Result<bool, i32> {
     match errno() {
         libc::EINPROGRESS => Ok(false),
         e => Err(e),
+    }
+}
+
+/// bind() to `addr`.
+pub fn bind(fd: i32, addr: &RawAddr) -> Result<(), i32> {
+    // SAFETY: `addr` holds a valid sockaddr of `len` bytes.
+    if unsafe { libc::bind(fd, addr.ptr(), addr.len) } < 0 {
+        Err(errno())
+    } else {
+        Ok(())
     }
 }
 
@@ -193,6 +203,51 @@ pub fn close(fd: i32) {
 pub fn recv(fd: i32, buf: &mut [u8]) -> Result<usize, i32> {
     // SAFETY: `buf` is valid for writes of its length.
     let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+    if r < 0 {
+        Err(errno())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// recvfrom(): one datagram and its sender's address.
+pub fn recv_from(fd: i32, buf: &mut [u8]) -> Result<(usize, RawAddr), i32> {
+    let mut from = RawAddr {
+        // SAFETY: sockaddr_storage is plain data: all zeroes is a valid value.
+        storage: unsafe { std::mem::zeroed() },
+        len: std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+    };
+    // SAFETY: `buf` is valid for writes of its length, `from.storage` for `from.len` bytes.
+    let r = unsafe {
+        libc::recvfrom(
+            fd,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+            0,
+            &mut from.storage as *mut _ as *mut libc::sockaddr,
+            &mut from.len,
+        )
+    };
+    if r < 0 {
+        Err(errno())
+    } else {
+        Ok((r as usize, from))
+    }
+}
+
+/// sendto() without SIGPIPE.
+pub fn send_to(fd: i32, buf: &[u8], to: &RawAddr) -> Result<usize, i32> {
+    // SAFETY: `buf` is valid for reads of its length; `to` holds a valid sockaddr of `len` bytes.
+    let r = unsafe {
+        libc::sendto(
+            fd,
+            buf.as_ptr() as *const libc::c_void,
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+            to.ptr(),
+            to.len,
+        )
+    };
     if r < 0 {
         Err(errno())
     } else {

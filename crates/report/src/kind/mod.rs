@@ -13,6 +13,7 @@ pub mod cyclic;
 pub mod hwnoise;
 pub mod mem;
 pub mod net;
+pub mod netlat;
 pub mod numa;
 pub mod ops;
 pub mod oslat;
@@ -20,9 +21,8 @@ pub mod oslat;
 /// What the threads ran at when it is not what they asked for: `fifo 95 requested, ran at other 0` (the
 /// first refused thread's), for a section's heading; `None` when every thread got its policy and priority.
 pub fn sched_shortfall(d: &dyn KindData) -> Option<String> {
-    d.latency_threads()
-        .iter()
-        .map(|t| t.conditions)
+    d.thread_conditions()
+        .into_iter()
         .find(|c| !c.policy.ok() || !c.priority.ok())
         .map(|c| {
             format!(
@@ -80,6 +80,7 @@ pub fn view(p: &ProbeResult) -> &dyn KindView {
         ProbeResult::Cyclic(r) => r,
         ProbeResult::Oslat(r) => r,
         ProbeResult::Net(r) => r,
+        ProbeResult::NetLatency(r) => r,
         ProbeResult::Ops(r) => r,
         ProbeResult::Mem(r) => r,
         ProbeResult::Numa(r) => r,

@@ -1,0 +1,107 @@
+//! The packet-latency probe's result (`rtgauge net latency`) as [`KindData`]: the latency of each packet
+//! and its two stages, the sender's own lateness, and the exact counts (lost, reordered, duplicated, late).
+
+use super::*;
+use rtgauge_model::netlat::NetLatencyResult;
+
+impl KindData for NetLatencyResult {
+    fields!(load, elapsed, settings);
+
+    /// `net.latency.*` (send → receiving thread), `net.latency.path.*` (send → kernel receive),
+    /// `net.latency.wakeup.*` (kernel → thread), `net.latency.send.*` (the sender's lateness against its
+    /// schedule), and the counts `net.latency.lost`, `.reordered`, `.duplicates`, `.late`.
+    fn measures(&self) -> Vec<Measure> {
+        let p = "net.latency";
+        let dir = self.direction();
+        let mut out = latency_measures(
+            p,
+            &format!("packet latency ({dir})"),
+            std::iter::once(&self.latency),
+        );
+        if let Some(path) = &self.path {
+            out.extend(latency_measures(
+                &format!("{p}.path"),
+                "send to kernel receive",
+                std::iter::once(path),
+            ));
+        }
+        if let Some(w) = &self.wakeup {
+            out.extend(latency_measures(
+                &format!("{p}.wakeup"),
+                "kernel receive to thread",
+                std::iter::once(w),
+            ));
+        }
+        out.extend(latency_measures(
+            &format!("{p}.send"),
+            "sender lateness",
+            std::iter::once(&self.send_lateness),
+        ));
+        let count = |key: &str, what: &str, v: u64| {
+            Measure::new(
+                format!("{p}.{key}"),
+                what,
+                MeasureUnit::Count,
+                v as f64,
+                Better::Lower,
+            )
+        };
+        out.push(count("lost", "packets lost", self.lost));
+        out.push(count("reordered", "packets reordered", self.reordered));
+        out.push(count("duplicates", "packets duplicated", self.duplicates));
+        if self.config.deadline_ns.is_some() {
+            out.push(count("late", "packets past the deadline", self.late));
+        }
+        out
+    }
+
+    fn stop_reason(&self) -> Option<StopReason> {
+        Some(self.stop_reason)
+    }
+
+    fn process_conditions(&self) -> Option<&ProcessConditions> {
+        Some(&self.process)
+    }
+
+    fn thread_conditions(&self) -> Vec<&ThreadConditions> {
+        vec![&self.sender, &self.receiver]
+    }
+
+    fn settings_line(&self) -> Option<String> {
+        let c = &self.config;
+        let cpu = |c: Option<u32>| c.map_or("any".to_string(), |c| c.to_string());
+        Some(format!(
+            "{} to {}, {}/s × {} B, sender CPU {}, receiver CPU {} ({}), {}",
+            self.direction(),
+            c.target,
+            c.rate_per_s,
+            c.size,
+            cpu(c.tx_cpu),
+            cpu(c.rx_cpu),
+            c.rx_mode.as_str(),
+            c.rtprio
+                .map_or("SCHED_OTHER".to_string(), |p| format!("FIFO {p}")),
+        ))
+    }
+
+    fn gate_values(&self, metric: Metric) -> Vec<u64> {
+        match metric {
+            Metric::NetLatencyMaxNs if self.latency.count > 0 => vec![self.latency.max_ns],
+            Metric::NetLatencyLost => vec![self.lost],
+            Metric::NetLatencyLate if self.config.deadline_ns.is_some() => vec![self.late],
+            _ => Vec::new(),
+        }
+    }
+
+    fn export_rows(&self, _facts: &RunFacts) -> Vec<ExportRow<'_>> {
+        // One row: the packets' latency, lost packets as "missed", late ones as "over".
+        vec![ExportRow {
+            probe: "net.latency".into(),
+            index: 0,
+            cpu: self.config.rx_cpu,
+            stats: &self.latency,
+            missed: Some(self.lost),
+            over: self.config.deadline_ns.map(|_| self.late),
+        }]
+    }
+}

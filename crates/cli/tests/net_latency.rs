@@ -1,0 +1,282 @@
+//! `rtgauge net latency` end to end: on loopback (one-way, and round trip through `rtgauge net reflect`),
+//! and between two network namespaces joined by a veth pair that the test creates. (Loss and reordering
+//! injected with `tc netem` are counted in `lab_net.rs`, in a guest: this host's kernel has no netem.)
+//!
+//! The namespaces are `rtgl<pid>tx`/`rtgl<pid>rx` (the test process's pid): [`Pair`]'s Drop deletes them
+//! (and the veth link with them), also when the test fails; a killed test's leftovers (their pid gone) are
+//! deleted by the next [`Pair::new`].
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+mod common;
+
+use serde_json::Value;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn ip(args: &[&str]) {
+    let o = common::program("ip").args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Two namespaces joined by a veth pair: the sender's end 10.213.N.1 in `tx`, the receiver's 10.213.N.2 in
+/// `rx`.
+struct Pair {
+    tx: String,
+    rx: String,
+    rx_addr: String,
+}
+
+static PAIRS: AtomicU32 = AtomicU32::new(0);
+
+impl Pair {
+    fn new() -> Pair {
+        Pair::clean_stale();
+        let n = PAIRS.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("rtgl{}n{n}", std::process::id());
+        let (tx, rx) = (format!("{tag}tx"), format!("{tag}rx"));
+        let pair = Pair {
+            tx: tx.clone(),
+            rx: rx.clone(),
+            rx_addr: format!("10.213.{n}.2"),
+        };
+        ip(&["netns", "add", &tx]);
+        ip(&["netns", "add", &rx]);
+        ip(&[
+            "link", "add", "rtglveth", "netns", &tx, "type", "veth", "peer", "name", "rtglpeer",
+            "netns", &rx,
+        ]);
+        ip(&[
+            "-n",
+            &tx,
+            "addr",
+            "add",
+            &format!("10.213.{n}.1/24"),
+            "dev",
+            "rtglveth",
+        ]);
+        ip(&[
+            "-n",
+            &rx,
+            "addr",
+            "add",
+            &format!("{}/24", pair.rx_addr),
+            "dev",
+            "rtglpeer",
+        ]);
+        for (ns, dev) in [(&tx, "rtglveth"), (&rx, "rtglpeer")] {
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        pair
+    }
+
+    /// Delete the namespaces of test processes that are gone.
+    fn clean_stale() {
+        let o = common::program("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap();
+        for line in String::from_utf8_lossy(&o.stdout).lines() {
+            let name = line.split_whitespace().next().unwrap_or("");
+            let pid = name
+                .strip_prefix("rtgl")
+                .and_then(|r| r.split('n').next())
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(pid) = pid.filter(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            {
+                let _ = pid;
+                let _ = common::program("ip").args(["netns", "del", name]).status();
+            }
+        }
+    }
+
+    /// `rtgauge net latency` one-way from `tx` to `rx`: the result.
+    fn latency(&self, extra: &[&str]) -> Value {
+        let bind = format!("{}:0", self.rx_addr);
+        let mut args = vec![
+            "net",
+            "latency",
+            "--tx-netns",
+            &self.tx,
+            "--rx-netns",
+            &self.rx,
+            "--bind",
+            &bind,
+        ];
+        args.extend_from_slice(extra);
+        latency(&args)
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for ns in [&self.tx, &self.rx] {
+            let _ = common::program("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// `rtgauge net latency ARGS` (not stored, SCHED_OTHER): its result, from the document it wrote.
+fn latency(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("run.json");
+    let out = common::rtgauge_std()
+        .args(args)
+        .args(["--no-store", "-p", "0", "--output", doc.to_str().unwrap()])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    common::read_json(&doc)["probes"][0].clone()
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"))
+}
+
+#[test]
+fn one_way_on_loopback_is_stored_with_its_split() {
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("runs.db");
+    let db_arg = db_path.to_str().unwrap();
+    let (code, stdout, stderr) = common::run(&[
+        "net",
+        "latency",
+        "-D",
+        "1s",
+        "--rate",
+        "2000",
+        "--deadline",
+        "1us",
+        "--db",
+        db_arg,
+        "--label",
+        "loopback",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("sent 2000"), "{stdout}");
+    assert!(stdout.contains("path (send → kernel)"), "{stdout}");
+    assert!(
+        stdout.contains("late (≥ 1.0 µs deadline): 2000 of 2000 received"),
+        "{stdout}"
+    );
+    let id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("stored: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let doc = common::export_json(db_arg, &id);
+    let p = &doc["probes"][0];
+    assert_eq!(p["probe"], "net_latency");
+    assert_eq!(
+        (u(p, "sent"), u(p, "received"), u(p, "lost")),
+        (2000, 2000, 0)
+    );
+    assert_eq!(p["timestamps"]["kind"], "software");
+    assert_eq!(u(&p["path"], "count"), 2000);
+    assert_eq!(
+        p["sender"]["policy"]["achieved"], "fifo",
+        "-p 80 by default, as root"
+    );
+}
+
+#[test]
+fn a_round_trip_through_the_reflector_comes_back_whole() {
+    let mut refl = common::rtgauge_std()
+        .args([
+            "net",
+            "reflect",
+            "--listen",
+            "127.0.0.1:0",
+            "-D",
+            "20s",
+            "-p",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(refl.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("reflecting on ")
+        .unwrap()
+        .to_string();
+    let p = latency(&[
+        "net",
+        "latency",
+        "--reflector",
+        &addr,
+        "-D",
+        "1s",
+        "--rate",
+        "1000",
+    ]);
+    let _ = refl.kill();
+    let _ = refl.wait();
+    let p = &p;
+    assert_eq!(p["config"]["round_trip"], true);
+    assert_eq!((u(p, "sent"), u(p, "received")), (1000, 1000));
+}
+
+#[test]
+fn between_namespaces_over_a_veth_every_packet_arrives_with_its_split() {
+    let pair = Pair::new();
+    let p = pair.latency(&["-D", "2s", "--rate", "4000", "--rx", "poll"]);
+    assert_eq!(
+        (u(&p, "sent"), u(&p, "received"), u(&p, "lost")),
+        (8000, 8000, 0)
+    );
+    assert_eq!(p["config"]["rx_netns"], pair.rx.as_str());
+    assert_eq!(
+        p["config"]["target"].as_str().unwrap().split(':').next(),
+        Some(pair.rx_addr.as_str())
+    );
+    assert_eq!(
+        u(&p["wakeup"], "count"),
+        8000,
+        "a poller's packets are split too"
+    );
+    assert_eq!(u(&p, "reordered"), 0);
+}
+
+#[test]
+fn a_profile_gates_lost_packets_and_the_worst_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("sv.toml");
+    std::fs::write(
+        &profile,
+        "name = 'sv'\ndescription = 'a Sampled Values stream'\nduration = '1s'\n\
+         [[probe]]\nkind = 'net_latency'\nflags = '--rate 1000 -p 0'\n\
+         [[gate]]\nmetric = 'net.latency.lost'\nmax = '0'\n\
+         [[gate]]\nmetric = 'net.latency.max'\nmax = '1us'\n",
+    )
+    .unwrap();
+    let db = dir.path().join("runs.db");
+    let (code, stdout, stderr) = common::run(&[
+        "run",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "the 1 µs bound fails: {stdout}{stderr}");
+    assert!(
+        stdout.contains("PASS    net latency lost packets ≤ 0: observed 0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL    net latency max ≤ 1.0 µs: observed"),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,217 @@
+//! Result of the packet-latency probe (`rtgauge net latency`): a periodic stream of UDP datagrams, each
+//! carrying its sequence number and send time, from a pinned sender to a pinned receiver (one-way, where
+//! both ends read this host's clock: loopback, or network namespaces joined by a veth pair) or back through
+//! a reflector (round trip).
+//!
+//! Each packet's latency splits at the kernel's receive timestamp (`SO_TIMESTAMPING`, software RX) into
+//! the **path** (send → the kernel took the packet in) and the **wake-up** (the kernel took it in → the
+//! receiving thread had it). The sender's own lateness against its schedule is kept apart, so that sender
+//! jitter is never charged to the path.
+//!
+//! Invariants: `received + lost == sent` once the receiver has drained (`lost` counts the sequence
+//! numbers sent and never received); a duplicate or a packet of another stream is never counted as
+//! received; `reordered ≤ received`; `late ≤ received`.
+
+use crate::kind::StopReason;
+use crate::latency::{LatencyStats, TimelineEntry};
+use crate::rt::{ProcessConditions, ThreadConditions};
+use serde::{Deserialize, Serialize};
+
+/// How the receiving thread waits for a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RxMode {
+    /// Blocks in `recvmsg` until the kernel wakes it (interrupt-driven, as most applications).
+    Block,
+    /// Spins on a non-blocking `recvmsg` (the poll-mode driver's way: no wake-up, a whole CPU).
+    Poll,
+}
+
+impl RxMode {
+    /// The name used on the command line and in documents.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RxMode::Block => "block",
+            RxMode::Poll => "poll",
+        }
+    }
+}
+
+/// How the probe was configured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetLatencyConfig {
+    /// Where packets are sent, `IP:PORT`: the receiver's own address (one-way; in a result, with the port
+    /// it bound) or a reflector's.
+    pub target: String,
+    /// Round trip through a reflector at `target` (else one-way to a receiver this probe binds there).
+    pub round_trip: bool,
+    /// Packets per second offered.
+    pub rate_per_s: f64,
+    /// Packets sent back to back at each period (the rate counts packets, not bursts).
+    pub burst: u32,
+    /// UDP payload bytes.
+    pub size: u32,
+    /// The sender's CPU (`None`: not pinned).
+    pub tx_cpu: Option<u32>,
+    /// The receiver's CPU (`None`: not pinned).
+    pub rx_cpu: Option<u32>,
+    /// SCHED_FIFO priority of both threads (`None`: SCHED_OTHER).
+    pub rtprio: Option<i32>,
+    /// How the receiver waits.
+    pub rx_mode: RxMode,
+    /// Network namespace the sender's socket lives in (`None`: rtgauge's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_netns: Option<String>,
+    /// Network namespace the receiver's socket lives in (one-way only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_netns: Option<String>,
+    /// A packet received this long or more after it was sent counts as late (the overflow of a deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ns: Option<u64>,
+    /// How long the sender sends, ns.
+    pub duration_ns: u64,
+    /// How long the receiver waits for stragglers once the sender stopped, ns.
+    pub drain_ns: u64,
+    /// Length of one timeline interval, ns.
+    pub timeline_interval_ns: u64,
+}
+
+/// What the kernel's receive timestamps were.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum RxTimestamps {
+    /// Software timestamps (taken as the packet entered the stack), on every packet received.
+    Software,
+    /// On some packets only: the others have no path/wake-up split.
+    Partial {
+        /// Packets received without one.
+        missing: u64,
+    },
+    /// None: the split is unknown.
+    Unavailable {
+        /// Why (the socket option refused, or no packet carried one).
+        reason: String,
+    },
+}
+
+/// One packet that reached the deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LatePacket {
+    /// Its sequence number.
+    pub seq: u64,
+    /// When it was sent, ns after the first packet's scheduled time.
+    pub sent_ns: u64,
+    /// Its latency (one-way or round trip), ns.
+    pub latency_ns: u64,
+    /// Send → kernel receive, ns, where the kernel timestamped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_ns: Option<u64>,
+    /// Kernel receive → receiving thread, ns, where the kernel timestamped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeup_ns: Option<u64>,
+}
+
+/// Most late packets a result keeps (the first ones); beyond it they are only counted
+/// (`late_packets_dropped`).
+pub const MAX_LATE_PACKETS: usize = 4096;
+
+/// The whole probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetLatencyResult {
+    /// How the probe was configured.
+    pub config: NetLatencyConfig,
+    /// Why it ended.
+    pub stop_reason: StopReason,
+    /// From the first scheduled send to the last, ns.
+    pub elapsed_ns: u64,
+    /// Packets sent (a send the kernel refused is counted in `send_errors`, not here).
+    pub sent: u64,
+    /// Sends the kernel refused (ENOBUFS, …): those sequence numbers never left.
+    pub send_errors: u64,
+    /// Distinct packets of this stream received.
+    pub received: u64,
+    /// Sequence numbers sent and never received.
+    pub lost: u64,
+    /// Packets received after one with a higher sequence number.
+    pub reordered: u64,
+    /// Packets received a second time (not counted in `received`).
+    pub duplicates: u64,
+    /// Datagrams that were not of this stream (wrong size or tag), ignored.
+    pub foreign: u64,
+    /// Packets whose latency reached `config.deadline_ns`.
+    pub late: u64,
+    /// The sender's lateness against its schedule (absolute-time sleeps), ns: its own jitter, not the path's.
+    pub send_lateness: LatencyStats,
+    /// Send → receiving thread (one-way, or round trip through the reflector).
+    pub latency: LatencyStats,
+    /// Send → kernel receive timestamp, where the kernel gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<LatencyStats>,
+    /// Kernel receive timestamp → receiving thread, where the kernel gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeup: Option<LatencyStats>,
+    /// What the kernel's receive timestamps were.
+    pub timestamps: RxTimestamps,
+    /// Per interval (by send time): packets received, their worst latency, packets lost in it (`missed`).
+    pub timeline: Vec<TimelineEntry>,
+    /// Length of one timeline entry, ns (doubles past `latency::MAX_TIMELINE` entries).
+    pub timeline_span_ns: u64,
+    /// Packets at or above the deadline, in order sent (at most [`MAX_LATE_PACKETS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late_packets: Vec<LatePacket>,
+    /// Late packets beyond [`MAX_LATE_PACKETS`], counted only.
+    #[serde(default)]
+    pub late_packets_dropped: u64,
+    /// The sender's scheduling, priority and CPU, as asked and as got.
+    pub sender: ThreadConditions,
+    /// The receiver's.
+    pub receiver: ThreadConditions,
+    /// Memory locking and the other process-wide conditions.
+    pub process: ProcessConditions,
+    /// CPU time of the sender thread over the run, ns.
+    pub sender_cpu_ns: u64,
+    /// CPU time of the receiver thread over the run, ns.
+    pub receiver_cpu_ns: u64,
+    /// How far CLOCK_REALTIME moved against CLOCK_MONOTONIC during the run, ns (a step or a slew; the
+    /// send times and the kernel's timestamps are CLOCK_REALTIME, so a step falsifies the figures across
+    /// it).
+    pub realtime_moved_ns: i64,
+    /// Background load while it measured (`--load`, `--load-cmd`), as achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::LoadResult>,
+}
+
+impl NetLatencyResult {
+    /// Packets per second actually sent.
+    pub fn sent_per_s(&self) -> f64 {
+        if self.elapsed_ns == 0 {
+            0.0
+        } else {
+            self.sent as f64 * 1e9 / self.elapsed_ns as f64
+        }
+    }
+
+    /// "one-way" or "round trip".
+    pub fn direction(&self) -> &'static str {
+        if self.config.round_trip {
+            "round trip"
+        } else {
+            "one-way"
+        }
+    }
+
+    /// CPU time per 1,000 packets/s offered, as a fraction of one CPU: (sender, receiver).
+    pub fn cpu_per_kpps(&self) -> (f64, f64) {
+        let rate = self.sent_per_s();
+        if rate <= 0.0 || self.elapsed_ns == 0 {
+            return (0.0, 0.0);
+        }
+        // The thread's share of the run's wall time, per thousand packets per second.
+        let share = |cpu_time: u64| cpu_time as f64 / self.elapsed_ns as f64;
+        let per_kpps = 1000.0 / rate;
+        (
+            share(self.sender_cpu_ns) * per_kpps,
+            share(self.receiver_cpu_ns) * per_kpps,
+        )
+    }
+}

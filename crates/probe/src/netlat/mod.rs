@@ -1,0 +1,628 @@
+//! Packet latency through the platform (`rtgauge net latency`): a pinned sender puts a periodic stream of
+//! UDP datagrams on the wire with absolute-time sleeps; a pinned receiver takes each one with the kernel's
+//! receive timestamp and splits its latency into the path (send → kernel) and the wake-up (kernel →
+//! thread). One-way when the receiver binds the target itself (both ends read this host's CLOCK_REALTIME:
+//! loopback, or two network namespaces joined by a veth pair); round trip when the target is a reflector
+//! ([`reflect`]) and the receiver reads the sender's own socket.
+//!
+//! Each packet carries a tag, the run's stream id, its sequence number and its send time, so that loss,
+//! reordering and duplicates are exact: the receiver marks each sequence number in a bitmap sized for the
+//! whole run before the start. No allocation, lock or I/O other than the socket calls in either loop: the
+//! recorders, the bitmap, the timeline's intervals and the late-packet list are allocated before the
+//! barrier; the threads hand their state back when they end.
+//!
+//! Sockets are raw `libc` calls (as in [`crate::net`]): the timestamps arrive as a control message of
+//! `recvmsg`, which no socket crate we use wraps.
+
+mod reflect;
+mod wire;
+
+pub use reflect::{reflect, ReflectPlan};
+
+use crate::recorder::LatencyRecorder;
+use crate::rt::{self, DmaLatencyGuard};
+use crate::stop::StopFlag;
+use crate::ProbeError;
+use rtgauge_model::kind::StopReason;
+use rtgauge_model::latency::{push_bounded, TimelineEntry};
+use rtgauge_model::netlat::{
+    LatePacket, NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, MAX_LATE_PACKETS,
+};
+use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use wire::{Packet, Socket};
+
+/// What `net latency` measures, resolved: the configuration and the address packets go to.
+#[derive(Debug, Clone)]
+pub struct NetLatencyPlan {
+    /// What the document records.
+    pub config: NetLatencyConfig,
+    /// One-way: the address the receiver binds (port 0: any); round trip: the reflector's.
+    pub addr: SocketAddr,
+}
+
+impl NetLatencyPlan {
+    /// Nanoseconds between two sends (of `burst` packets each).
+    pub fn period_ns(&self) -> u64 {
+        ((self.config.burst as f64 * 1e9 / self.config.rate_per_s).round() as u64).max(1)
+    }
+
+    /// Sequence numbers the run can use: every period of the duration, `burst` each.
+    pub fn capacity(&self) -> u64 {
+        self.config.duration_ns.div_ceil(self.period_ns()) * self.config.burst as u64
+    }
+}
+
+/// What the sender hands back.
+struct SenderOut {
+    conditions: ThreadConditions,
+    lateness: LatencyRecorder,
+    sent: u64,
+    failed: Vec<u64>,
+    send_errors: u64,
+    elapsed_ns: u64,
+    cpu_ns: u64,
+    stopped_early: bool,
+}
+
+/// What the receiver hands back.
+struct ReceiverOut {
+    /// The address it bound (one-way), with the port the kernel picked.
+    bound: Option<SocketAddr>,
+    conditions: ThreadConditions,
+    state: RxState,
+    cpu_ns: u64,
+}
+
+/// What the sender tells the receiver (and the receiver the sender) while they run.
+struct Handover {
+    /// Set by the sender when it has sent its last packet, with its count.
+    sender_done: AtomicBool,
+    sent: AtomicU64,
+    /// CLOCK_MONOTONIC of the sender's end, ns.
+    sender_end_ns: AtomicU64,
+    /// The receiver gave up (its setup failed): the sender stops.
+    receiver_failed: AtomicBool,
+}
+
+/// Run the probe: sender and receiver threads until the duration elapsed (or `stop`), then the receiver
+/// drains the stragglers for `drain_ns`.
+pub fn run(plan: &NetLatencyPlan, stop: &StopFlag) -> Result<NetLatencyResult, ProbeError> {
+    let cfg = &plan.config;
+    if cfg.rate_per_s <= 0.0 || cfg.burst == 0 || cfg.duration_ns == 0 {
+        return Err(ProbeError::Config(
+            "rate, burst and duration must be above 0".into(),
+        ));
+    }
+    if (cfg.size as usize) < wire::HEADER {
+        return Err(ProbeError::Config(format!(
+            "packets of {} bytes cannot carry the {}-byte header",
+            cfg.size,
+            wire::HEADER
+        )));
+    }
+    let mlock = rt::lock_memory(true);
+    let dma = DmaLatencyGuard::hold(None);
+    let process = rt::process_conditions(None, mlock, &dma);
+    let stream = wire::stream_id();
+    let capacity = plan.capacity();
+    let shared = Arc::new(Handover {
+        sender_done: AtomicBool::new(false),
+        sent: AtomicU64::new(0),
+        sender_end_ns: AtomicU64::new(0),
+        receiver_failed: AtomicBool::new(false),
+    });
+    let start = Arc::new(Barrier::new(2));
+    let realtime_offset_before = wire::realtime_minus_monotonic();
+
+    // The receiver binds first (one-way) and says where; round trip, the sender's socket is handed to it.
+    let (to_sender, from_receiver) = mpsc::channel::<Result<SocketAddr, String>>();
+    let (to_receiver, from_sender) = mpsc::channel::<Result<Socket, String>>();
+    let rx = {
+        let (plan, shared, start) = (plan.clone(), Arc::clone(&shared), Arc::clone(&start));
+        rt::spawn_thread("rtgauge-nl-rx".into(), 1, move || {
+            receiver(
+                &plan,
+                stream,
+                capacity,
+                &shared,
+                &start,
+                to_sender,
+                from_sender,
+            )
+        })?
+    };
+    let tx = {
+        let (plan, shared, start, stop) = (
+            plan.clone(),
+            Arc::clone(&shared),
+            Arc::clone(&start),
+            stop.clone(),
+        );
+        rt::spawn_thread("rtgauge-nl-tx".into(), 0, move || {
+            sender(
+                &plan,
+                stream,
+                capacity,
+                &shared,
+                &start,
+                &stop,
+                from_receiver,
+                to_receiver,
+            )
+        })?
+    };
+    let sent = tx.join().map_err(|_| ProbeError::Thread {
+        index: 0,
+        reason: "panicked".into(),
+    })?;
+    let received = rx.join().map_err(|_| ProbeError::Thread {
+        index: 1,
+        reason: "panicked".into(),
+    })?;
+    let (sent, received) = match (sent, received) {
+        (Ok(s), Ok(r)) => (s, r),
+        // The receiver's failure is the cause when both failed: the sender only stopped for it.
+        (_, Err(e)) | (Err(e), _) => return Err(ProbeError::Config(e)),
+    };
+    let moved = wire::realtime_minus_monotonic() - realtime_offset_before;
+    Ok(finish(plan, sent, received, process, moved, stop.is_set()))
+}
+
+/// The sender: socket (in its namespace), pinned, FIFO, then one burst per period at absolute times.
+#[allow(clippy::too_many_arguments)]
+fn sender(
+    plan: &NetLatencyPlan,
+    stream: u32,
+    capacity: u64,
+    shared: &Handover,
+    start: &Barrier,
+    stop: &StopFlag,
+    from_receiver: mpsc::Receiver<Result<SocketAddr, String>>,
+    to_receiver: mpsc::Sender<Result<Socket, String>>,
+) -> Result<SenderOut, String> {
+    rt::block_signals();
+    let cfg = &plan.config;
+    let setup = || -> Result<Socket, String> {
+        if let Some(ns) = &cfg.tx_netns {
+            wire::enter_netns(ns).map_err(|e| format!("--tx-netns {ns}: {e}"))?;
+        }
+        let target = if cfg.round_trip {
+            plan.addr
+        } else {
+            from_receiver
+                .recv()
+                .map_err(|_| "the receiver ended before it bound its socket".to_string())??
+        };
+        let sock = Socket::udp(&target).map_err(|e| format!("sender socket: {e}"))?;
+        sock.connect(&target)
+            .map_err(|e| format!("sender: connect to {target}: {e}"))?;
+        Ok(sock)
+    };
+    let sock = match setup() {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = to_receiver.send(Err(e.clone()));
+            shared.sender_done.store(true, Ordering::Release);
+            start.wait();
+            return Err(e);
+        }
+    };
+    if cfg.round_trip {
+        let dup = sock.try_clone().map_err(|e| format!("sender socket: {e}"));
+        let _ = to_receiver.send(dup);
+    }
+    let conditions = thread_conditions(cfg.tx_cpu, cfg.rtprio);
+    let mut lateness = LatencyRecorder::new();
+    let mut failed = vec![0u64; capacity.div_ceil(64) as usize];
+    touch(&mut failed);
+    let mut buf = vec![0u8; cfg.size as usize];
+    rt::prefault_stack(64 * 1024);
+    let cpu0 = wire::thread_cpu_ns();
+    start.wait();
+    let mut out = SenderOut {
+        conditions,
+        lateness: LatencyRecorder::new(),
+        sent: 0,
+        failed: Vec::new(),
+        send_errors: 0,
+        elapsed_ns: 0,
+        cpu_ns: 0,
+        stopped_early: false,
+    };
+    if shared.receiver_failed.load(Ordering::Acquire) {
+        shared.sender_done.store(true, Ordering::Release);
+        return Err("the receiver could not start".into());
+    }
+    let period = plan.period_ns();
+    // The first send a little after the start, aligned to nothing: both threads are ready.
+    let t0 = wire::monotonic_ns() + 1_000_000;
+    let mut seq = 0u64;
+    let mut k = 0u64;
+    while seq < capacity {
+        if stop.is_set() {
+            out.stopped_early = true;
+            break;
+        }
+        let at = t0 + k * period;
+        wire::sleep_until(at);
+        lateness.record(wire::monotonic_ns().saturating_sub(at));
+        for _ in 0..cfg.burst {
+            if seq >= capacity {
+                break;
+            }
+            let p = Packet {
+                stream,
+                seq,
+                sent_realtime_ns: wire::realtime_ns(),
+            };
+            p.write(&mut buf);
+            if sock.send(&buf).is_ok() {
+                out.sent += 1;
+            } else {
+                out.send_errors += 1;
+                failed[(seq / 64) as usize] |= 1 << (seq % 64);
+            }
+            seq += 1;
+        }
+        k += 1;
+    }
+    let end = wire::monotonic_ns();
+    out.elapsed_ns = end.saturating_sub(t0);
+    out.cpu_ns = wire::thread_cpu_ns().saturating_sub(cpu0);
+    out.lateness = lateness;
+    out.failed = failed;
+    shared.sent.store(out.sent, Ordering::Release);
+    shared.sender_end_ns.store(end, Ordering::Release);
+    shared.sender_done.store(true, Ordering::Release);
+    Ok(out)
+}
+
+/// Write every element of a zeroed table, so that its pages are mapped before the loop (a fresh
+/// allocation's zero pages would fault on first write).
+fn touch(v: &mut [u64]) {
+    v.fill(0);
+    std::hint::black_box(&*v);
+}
+
+/// Pin the calling thread, set its policy, and say what it got.
+fn thread_conditions(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions {
+    let cpu = rt::pin_thread(cpu);
+    let (policy, priority) = match rtprio {
+        Some(p) => rt::set_sched(SchedPolicy::Fifo, p),
+        None => (
+            Setting {
+                requested: SchedPolicy::Other,
+                achieved: rt::current_sched().0,
+                error: None,
+            },
+            Setting {
+                requested: 0,
+                achieved: 0,
+                error: None,
+            },
+        ),
+    };
+    ThreadConditions {
+        policy,
+        priority,
+        cpu,
+    }
+}
+
+/// The receiver's counts and recorders, all allocated before the start.
+struct RxState {
+    /// Sequence numbers the run can use; one at or beyond it is not of this stream.
+    capacity: u64,
+    seen: Vec<u64>,
+    received: u64,
+    duplicates: u64,
+    reordered: u64,
+    foreign: u64,
+    late: u64,
+    highest: Option<u64>,
+    latency: LatencyRecorder,
+    path: LatencyRecorder,
+    wakeup: LatencyRecorder,
+    /// Packets received without a kernel timestamp.
+    unstamped: u64,
+    /// Per timeline interval (by scheduled send time): packets received and the worst latency.
+    interval_count: Vec<u64>,
+    interval_max: Vec<u64>,
+    late_packets: Vec<LatePacket>,
+    late_dropped: u64,
+    timestamps_error: Option<String>,
+}
+
+impl RxState {
+    fn new(plan: &NetLatencyPlan, capacity: u64) -> RxState {
+        let intervals = (plan.config.duration_ns / plan.config.timeline_interval_ns + 2) as usize;
+        let mut s = RxState {
+            capacity,
+            seen: vec![0; capacity.div_ceil(64) as usize],
+            received: 0,
+            duplicates: 0,
+            reordered: 0,
+            foreign: 0,
+            late: 0,
+            highest: None,
+            latency: LatencyRecorder::new(),
+            path: LatencyRecorder::new(),
+            wakeup: LatencyRecorder::new(),
+            unstamped: 0,
+            interval_count: vec![0; intervals],
+            interval_max: vec![0; intervals],
+            late_packets: Vec::with_capacity(MAX_LATE_PACKETS),
+            late_dropped: 0,
+            timestamps_error: None,
+        };
+        touch(&mut s.seen);
+        touch(&mut s.interval_count);
+        touch(&mut s.interval_max);
+        rt::prefault_vec(&mut s.late_packets, LatePacket::default());
+        s
+    }
+
+    /// Account for one datagram received at `user_ns` (CLOCK_REALTIME) with the kernel's timestamp.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn take(
+        &mut self,
+        data: &[u8],
+        stream: u32,
+        user_ns: u64,
+        kernel_ns: Option<u64>,
+        plan_period: u64,
+        burst: u64,
+        interval_ns: u64,
+        deadline: Option<u64>,
+    ) {
+        let Some(p) = Packet::read(data, stream) else {
+            self.foreign += 1;
+            return;
+        };
+        let (word, bit) = ((p.seq / 64) as usize, 1u64 << (p.seq % 64));
+        let Some(w) = self.seen.get_mut(word).filter(|_| p.seq < self.capacity) else {
+            self.foreign += 1;
+            return;
+        };
+        if *w & bit != 0 {
+            self.duplicates += 1;
+            return;
+        }
+        *w |= bit;
+        self.received += 1;
+        match self.highest {
+            Some(h) if p.seq < h => self.reordered += 1,
+            _ => self.highest = Some(p.seq),
+        }
+        let latency = user_ns.saturating_sub(p.sent_realtime_ns);
+        self.latency.record(latency);
+        let split = kernel_ns.map(|k| {
+            (
+                k.saturating_sub(p.sent_realtime_ns),
+                user_ns.saturating_sub(k),
+            )
+        });
+        match split {
+            Some((path, wake)) => {
+                self.path.record(path);
+                self.wakeup.record(wake);
+            }
+            None => self.unstamped += 1,
+        }
+        let sched_ns = p.seq / burst * plan_period;
+        let i = ((sched_ns / interval_ns) as usize).min(self.interval_count.len() - 1);
+        self.interval_count[i] += 1;
+        self.interval_max[i] = self.interval_max[i].max(latency);
+        if deadline.is_some_and(|d| latency >= d) {
+            self.late += 1;
+            if self.late_packets.len() < MAX_LATE_PACKETS {
+                self.late_packets.push(LatePacket {
+                    seq: p.seq,
+                    sent_ns: sched_ns,
+                    latency_ns: latency,
+                    path_ns: split.map(|s| s.0),
+                    wakeup_ns: split.map(|s| s.1),
+                });
+            } else {
+                self.late_dropped += 1;
+            }
+        }
+    }
+}
+
+/// The receiver: its socket (bound in its namespace, or the sender's for a round trip), pinned, FIFO, then
+/// every datagram until the sender is done and everything arrived or the drain time passed.
+fn receiver(
+    plan: &NetLatencyPlan,
+    stream: u32,
+    capacity: u64,
+    shared: &Handover,
+    start: &Barrier,
+    to_sender: mpsc::Sender<Result<SocketAddr, String>>,
+    from_sender: mpsc::Receiver<Result<Socket, String>>,
+) -> Result<ReceiverOut, String> {
+    rt::block_signals();
+    let cfg = &plan.config;
+    let setup = || -> Result<(Socket, Option<SocketAddr>), String> {
+        if cfg.round_trip {
+            return from_sender
+                .recv()
+                .map_err(|_| "the sender ended before it opened its socket".to_string())?
+                .map(|s| (s, None));
+        }
+        if let Some(ns) = &cfg.rx_netns {
+            wire::enter_netns(ns).map_err(|e| format!("--rx-netns {ns}: {e}"))?;
+        }
+        let sock = Socket::udp(&plan.addr).map_err(|e| format!("receiver socket: {e}"))?;
+        sock.bind(&plan.addr)
+            .map_err(|e| format!("--bind {}: {e}", plan.addr))?;
+        let bound = sock
+            .local_addr()
+            .map_err(|e| format!("receiver socket: {e}"))?;
+        let _ = to_sender.send(Ok(bound));
+        Ok((sock, Some(bound)))
+    };
+    let (sock, bound) = match setup() {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = to_sender.send(Err(e.clone()));
+            shared.receiver_failed.store(true, Ordering::Release);
+            start.wait();
+            return Err(e);
+        }
+    };
+    let mut state = RxState::new(plan, capacity);
+    if let Err(e) = sock.timestamp_rx_software() {
+        state.timestamps_error = Some(format!("SO_TIMESTAMPING (software receive): {e}"));
+    }
+    // Bursts must not overflow the socket's queue while the receiver wakes (capped by rmem_max).
+    sock.grow_receive_buffer(4 << 20);
+    let poll = cfg.rx_mode == RxMode::Poll;
+    // Blocking: wake at least every 20 ms to see whether the sender is done.
+    if let Err(e) = sock.set_mode(poll, 20_000_000) {
+        shared.receiver_failed.store(true, Ordering::Release);
+        start.wait();
+        return Err(format!("receiver socket: {e}"));
+    }
+    let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
+    let mut buf = vec![0u8; cfg.size.max(2048) as usize];
+    rt::prefault_stack(64 * 1024);
+    let cpu0 = wire::thread_cpu_ns();
+    start.wait();
+    let (period, burst) = (plan.period_ns(), cfg.burst as u64);
+    loop {
+        match sock.recv_stamped(&mut buf) {
+            Ok((n, kernel_ns)) => {
+                let user_ns = wire::realtime_ns();
+                state.take(
+                    &buf[..n],
+                    stream,
+                    user_ns,
+                    kernel_ns,
+                    period,
+                    burst,
+                    cfg.timeline_interval_ns,
+                    cfg.deadline_ns,
+                );
+            }
+            Err(_) => {
+                // EAGAIN (nothing yet, or the blocking timeout), or an ICMP error on a connected socket:
+                // the loop's end is decided below either way.
+            }
+        }
+        if shared.sender_done.load(Ordering::Acquire) {
+            let sent = shared.sent.load(Ordering::Acquire);
+            let end = shared.sender_end_ns.load(Ordering::Acquire);
+            if state.received >= sent || wire::monotonic_ns() >= end.saturating_add(cfg.drain_ns) {
+                break;
+            }
+        }
+    }
+    Ok(ReceiverOut {
+        bound,
+        conditions,
+        state,
+        cpu_ns: wire::thread_cpu_ns().saturating_sub(cpu0),
+    })
+}
+
+/// The result of both threads' states.
+fn finish(
+    plan: &NetLatencyPlan,
+    s: SenderOut,
+    r: ReceiverOut,
+    process: rtgauge_model::rt::ProcessConditions,
+    realtime_moved_ns: i64,
+    signalled: bool,
+) -> NetLatencyResult {
+    let cfg = &plan.config;
+    let st = r.state;
+    let issued = s.sent + s.send_errors;
+    let (period, burst) = (plan.period_ns(), cfg.burst as u64);
+    // Lost: sequence numbers sent (not refused) and never seen, each in the interval it was due.
+    let mut lost_in = vec![0u64; st.interval_count.len()];
+    let mut lost = 0u64;
+    for seq in 0..issued {
+        let (w, b) = ((seq / 64) as usize, 1u64 << (seq % 64));
+        if st.seen[w] & b == 0 && s.failed[w] & b == 0 {
+            lost += 1;
+            let i =
+                ((seq / burst * period / cfg.timeline_interval_ns) as usize).min(lost_in.len() - 1);
+            lost_in[i] += 1;
+        }
+    }
+    let mut timeline = Vec::new();
+    let mut span = cfg.timeline_interval_ns;
+    let intervals = (issued.div_ceil(burst) * period).div_ceil(cfg.timeline_interval_ns) as usize;
+    let per_interval = st.interval_count.iter().zip(&st.interval_max).zip(&lost_in);
+    for (i, ((&count, &max_ns), &missed)) in per_interval.enumerate().take(intervals) {
+        push_bounded(
+            &mut timeline,
+            &mut span,
+            TimelineEntry {
+                start_ns: i as u64 * cfg.timeline_interval_ns,
+                count,
+                max_ns,
+                missed,
+            },
+        );
+    }
+    let timestamps = if let Some(e) = st.timestamps_error {
+        RxTimestamps::Unavailable { reason: e }
+    } else if st.received > 0 && st.unstamped == st.received {
+        RxTimestamps::Unavailable {
+            reason: "no packet carried a kernel receive timestamp".into(),
+        }
+    } else if st.unstamped > 0 {
+        RxTimestamps::Partial {
+            missing: st.unstamped,
+        }
+    } else {
+        RxTimestamps::Software
+    };
+    let stamped = st.received > st.unstamped;
+    let mut config = cfg.clone();
+    if let Some(a) = r.bound {
+        config.target = a.to_string();
+    }
+    NetLatencyResult {
+        config,
+        stop_reason: if signalled || s.stopped_early {
+            StopReason::Signal
+        } else {
+            StopReason::Duration
+        },
+        elapsed_ns: s.elapsed_ns,
+        sent: s.sent,
+        send_errors: s.send_errors,
+        received: st.received,
+        lost,
+        reordered: st.reordered,
+        duplicates: st.duplicates,
+        foreign: st.foreign,
+        late: st.late,
+        send_lateness: s.lateness.stats(),
+        latency: st.latency.stats(),
+        path: stamped.then(|| st.path.stats()),
+        wakeup: stamped.then(|| st.wakeup.stats()),
+        timestamps,
+        timeline,
+        timeline_span_ns: span,
+        late_packets: st.late_packets,
+        late_packets_dropped: st.late_dropped,
+        sender: s.conditions,
+        receiver: r.conditions,
+        process,
+        sender_cpu_ns: s.cpu_ns,
+        receiver_cpu_ns: r.cpu_ns,
+        realtime_moved_ns,
+        load: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

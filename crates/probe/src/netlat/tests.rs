@@ -1,0 +1,152 @@
+use super::*;
+use rtgauge_model::rt::SchedPolicy;
+
+fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatencyPlan {
+    NetLatencyPlan {
+        config: NetLatencyConfig {
+            target: addr.into(),
+            round_trip,
+            rate_per_s: rate,
+            burst: 1,
+            size: 64,
+            tx_cpu: None,
+            rx_cpu: None,
+            rtprio: None,
+            rx_mode: RxMode::Block,
+            tx_netns: None,
+            rx_netns: None,
+            deadline_ns: Some(1),
+            duration_ns: duration_ms * 1_000_000,
+            drain_ns: 200_000_000,
+            timeline_interval_ns: 100_000_000,
+        },
+        addr: addr.parse().unwrap(),
+    }
+}
+
+#[test]
+fn the_schedule_counts_packets_not_bursts() {
+    let mut p = plan("127.0.0.1:0", false, 4000.0, 1000);
+    assert_eq!(p.period_ns(), 250_000);
+    assert_eq!(p.capacity(), 4000);
+    p.config.burst = 4;
+    assert_eq!(p.period_ns(), 1_000_000, "4 packets every ms is 4,000/s");
+    assert_eq!(p.capacity(), 4000);
+}
+
+fn state(capacity: u64) -> RxState {
+    RxState::new(&plan("127.0.0.1:0", false, 1000.0, 1000), capacity)
+}
+
+fn datagram(seq: u64, sent: u64) -> [u8; 32] {
+    let mut b = [0u8; 32];
+    Packet {
+        stream: 9,
+        seq,
+        sent_realtime_ns: sent,
+    }
+    .write(&mut b);
+    b
+}
+
+#[test]
+fn duplicates_reordering_and_foreign_datagrams_are_counted_apart() {
+    let mut s = state(100);
+    let take = |s: &mut RxState, seq: u64, kernel: Option<u64>| {
+        s.take(
+            &datagram(seq, 1_000),
+            9,
+            5_000,
+            kernel,
+            1_000_000,
+            1,
+            100_000_000,
+            Some(4_000),
+        )
+    };
+    take(&mut s, 0, Some(3_000));
+    take(&mut s, 2, Some(3_000));
+    take(&mut s, 1, None);
+    take(&mut s, 2, Some(3_000));
+    s.take(&[0u8; 32], 9, 5_000, None, 1_000_000, 1, 100_000_000, None);
+    take(&mut s, 100, None);
+    assert_eq!(s.received, 3);
+    assert_eq!(s.duplicates, 1);
+    assert_eq!(s.reordered, 1, "1 came after 2");
+    assert_eq!(
+        s.foreign, 2,
+        "a zero datagram and a sequence number beyond the run"
+    );
+    assert_eq!(s.unstamped, 1);
+    assert_eq!(s.latency.stats().max_ns, 4_000);
+    assert_eq!(s.path.stats().max_ns, 2_000, "send → kernel");
+    assert_eq!(s.wakeup.stats().max_ns, 2_000, "kernel → thread");
+    assert_eq!(s.late, 3, "4 µs reaches the 4 µs deadline");
+    assert_eq!(s.late_packets[2].path_ns, None);
+}
+
+fn live(round_trip_to: Option<SocketAddr>) -> NetLatencyResult {
+    let addr = round_trip_to.map_or("127.0.0.1:0".to_string(), |a| a.to_string());
+    let p = plan(&addr, round_trip_to.is_some(), 2000.0, 500);
+    run(&p, &StopFlag::new()).expect("the probe runs on loopback")
+}
+
+#[test]
+fn one_way_on_loopback_receives_every_packet_with_its_split() {
+    let r = live(None);
+    assert_eq!(r.sent, 1000, "2,000/s for 0.5 s");
+    assert_eq!(r.received + r.lost, r.sent);
+    assert_eq!(r.lost, 0, "loopback loses nothing at 2,000/s");
+    assert_eq!(r.duplicates, 0);
+    assert_eq!(r.timestamps, RxTimestamps::Software);
+    let (path, wake) = (r.path.as_ref().unwrap(), r.wakeup.as_ref().unwrap());
+    assert_eq!(path.count, r.received);
+    // Each packet's path and wake-up add up to its latency (within the clocks' reads).
+    assert!(path.min_ns + wake.min_ns <= r.latency.max_ns);
+    assert!(r.latency.min_ns >= path.min_ns);
+    assert_eq!(r.late, r.received, "every packet reaches a 1 ns deadline");
+    assert_eq!(r.late_packets.len() as u64, r.late);
+    assert_eq!(r.timeline.iter().map(|t| t.count).sum::<u64>(), r.received);
+    assert_eq!(r.timeline.len(), 5, "0.5 s in 100 ms intervals");
+    assert_eq!(r.sender.policy.achieved, SchedPolicy::Other);
+    assert!(r.sender_cpu_ns > 0 && r.receiver_cpu_ns > 0);
+}
+
+#[test]
+fn a_round_trip_goes_through_the_reflector() {
+    let stop = StopFlag::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let refl = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            reflect(
+                &ReflectPlan {
+                    listen: "127.0.0.1:0".parse().unwrap(),
+                    cpu: None,
+                    rtprio: None,
+                    duration_ns: None,
+                },
+                &stop,
+                move |a| tx.send(a).unwrap(),
+            )
+        })
+    };
+    let addr = rx.recv().unwrap();
+    let r = live(Some(addr));
+    stop.set();
+    let echoed = refl.join().unwrap().unwrap().echoed;
+    assert_eq!(echoed, r.sent, "the reflector sent back every packet");
+    assert_eq!(r.received, r.sent);
+    assert!(r.config.round_trip);
+}
+
+#[test]
+fn nothing_listening_loses_every_packet_and_says_so() {
+    // A port bound by nobody: the round trip's packets never come back.
+    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let r = live(Some(addr));
+    assert_eq!(r.received, 0);
+    assert_eq!(r.lost + r.send_errors, 1000);
+}

@@ -1,0 +1,228 @@
+//! The packet-latency probe (`rtgauge net latency`) in every view: its terminal summary (counts, the
+//! latency and its two stages side by side, the sender's own lateness, the worst intervals and the late
+//! packets), its section of the run page, and its shortfalls (timestamps missing, the clock moved, send
+//! errors, late packets not kept).
+
+use super::KindView;
+use rtgauge_analysis::kind::KindData;
+use rtgauge_model::kind::RunFacts;
+use rtgauge_model::latency::LatencyStats;
+use rtgauge_model::netlat::{NetLatencyResult, RxTimestamps, MAX_LATE_PACKETS};
+use rtgauge_model::units::us;
+use std::fmt::Write as _;
+
+/// Most late packets listed on the terminal.
+const LATE_SHOWN: usize = 10;
+
+fn row(name: &str, s: &LatencyStats) -> String {
+    let p = |q: f64| s.percentile(q).unwrap_or(s.max_ns);
+    format!(
+        "  {:<28} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10}\n",
+        name,
+        us(s.min_ns),
+        us(p(50.0)),
+        us(p(99.0)),
+        us(p(99.9)),
+        us(s.max_ns),
+        s.count
+    )
+}
+
+/// The terminal summary.
+pub fn render(r: &NetLatencyResult) -> String {
+    let c = &r.config;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nnet latency, {} to {} — {:.0} packets/s offered ({} per burst), {} B, {:.1} s",
+        r.direction(),
+        c.target,
+        c.rate_per_s,
+        c.burst,
+        c.size,
+        r.elapsed_ns as f64 / 1e9
+    );
+    let cpu = |c: Option<u32>| c.map_or("not pinned".to_string(), |c| format!("CPU {c}"));
+    let _ = writeln!(
+        s,
+        "  sender {}, receiver {} ({}), {}",
+        cpu(r.sender.cpu.achieved),
+        cpu(r.receiver.cpu.achieved),
+        c.rx_mode.as_str(),
+        match c.rtprio {
+            Some(p) => format!("SCHED_FIFO {p} asked"),
+            None => "SCHED_OTHER".to_string(),
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  sent {} ({:.0}/s), received {}, lost {}, reordered {}, duplicates {}{}{}",
+        r.sent,
+        r.sent_per_s(),
+        r.received,
+        r.lost,
+        r.reordered,
+        r.duplicates,
+        if r.send_errors > 0 {
+            format!(", send errors {}", r.send_errors)
+        } else {
+            String::new()
+        },
+        if r.foreign > 0 {
+            format!(", foreign datagrams {}", r.foreign)
+        } else {
+            String::new()
+        },
+    );
+    if let Some(d) = c.deadline_ns {
+        let _ = writeln!(
+            s,
+            "  late (≥ {:.1} µs deadline): {} of {} received",
+            us(d),
+            r.late,
+            r.received
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "µs", "min", "p50", "p99", "p99.9", "max", "packets"
+    );
+    s.push_str(&row(&format!("latency ({})", r.direction()), &r.latency));
+    match (&r.path, &r.wakeup) {
+        (Some(p), Some(w)) => {
+            s.push_str(&row("  path (send → kernel)", p));
+            s.push_str(&row("  wake-up (kernel → thread)", w));
+        }
+        _ => {
+            if let RxTimestamps::Unavailable { reason } = &r.timestamps {
+                let _ = writeln!(s, "  no path/wake-up split: {reason}");
+            }
+        }
+    }
+    s.push_str(&row("sender lateness (its own)", &r.send_lateness));
+    let (tx, rx) = r.cpu_per_kpps();
+    let _ = writeln!(
+        s,
+        "  cost: sender {:.2} %, receiver {:.2} % of a CPU per 1,000 packets/s",
+        tx * 100.0,
+        rx * 100.0
+    );
+    s.push_str(&where_late(r));
+    s
+}
+
+/// The worst intervals and the latest packets.
+fn where_late(r: &NetLatencyResult) -> String {
+    let mut s = String::new();
+    let mut worst: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|t| t.count > 0 || t.missed > 0)
+        .collect();
+    worst.sort_by_key(|t| std::cmp::Reverse((t.max_ns, t.missed)));
+    if worst.len() > 1 {
+        let _ = writeln!(
+            s,
+            "  worst intervals ({:.1} s each):",
+            r.timeline_span_ns as f64 / 1e9
+        );
+        for t in worst.iter().take(3) {
+            let _ = writeln!(
+                s,
+                "    at {:>7.1} s: max {:.1} µs over {} packets, {} lost",
+                t.start_ns as f64 / 1e9,
+                us(t.max_ns),
+                t.count,
+                t.missed
+            );
+        }
+    }
+    if !r.late_packets.is_empty() {
+        let mut late: Vec<_> = r.late_packets.iter().collect();
+        late.sort_by_key(|p| std::cmp::Reverse(p.latency_ns));
+        let _ = writeln!(s, "  latest packets:");
+        for p in late.iter().take(LATE_SHOWN) {
+            let split = match (p.path_ns, p.wakeup_ns) {
+                (Some(a), Some(b)) => format!(" (path {:.1}, wake-up {:.1})", us(a), us(b)),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "    #{} sent at {:.3} s: {:.1} µs{split}",
+                p.seq,
+                p.sent_ns as f64 / 1e9,
+                us(p.latency_ns)
+            );
+        }
+    }
+    s
+}
+
+impl KindView for NetLatencyResult {
+    fn data(&self) -> &dyn KindData {
+        self
+    }
+
+    fn section_title(&self) -> String {
+        format!("Packet latency ({}, net latency)", self.direction())
+    }
+
+    fn terminal_section(&self, _facts: &RunFacts) -> String {
+        render(self)
+    }
+
+    fn headline(&self) -> Option<(String, u64)> {
+        (self.latency.count > 0).then(|| {
+            (
+                format!("net latency max ({})", self.direction()),
+                self.latency.max_ns,
+            )
+        })
+    }
+
+    /// The figures that are not what was asked or are not all there.
+    fn shortfalls(&self) -> Vec<String> {
+        let mut w = crate::shortfalls::process(&self.process);
+        match &self.timestamps {
+            RxTimestamps::Unavailable { reason } => w.push(format!(
+                "net latency: no kernel receive timestamps ({reason}): path and wake-up are not split"
+            )),
+            RxTimestamps::Partial { missing } => w.push(format!(
+                "net latency: {missing} packets came without a kernel receive timestamp: the split covers the others"
+            )),
+            RxTimestamps::Software => {}
+        }
+        if self.realtime_moved_ns.unsigned_abs() >= 1_000_000 {
+            w.push(format!(
+                "net latency: CLOCK_REALTIME moved {:.1} ms against CLOCK_MONOTONIC during the run (a step or slew): the send times and kernel timestamps are wall-clock, so latencies across it are off by as much",
+                self.realtime_moved_ns as f64 / 1e6
+            ));
+        }
+        if self.send_errors > 0 {
+            w.push(format!(
+                "net latency: {} sends refused by the kernel (not counted as sent or lost)",
+                self.send_errors
+            ));
+        }
+        if self.late_packets_dropped > 0 {
+            w.push(format!(
+                "net latency: {} late packets beyond the first {MAX_LATE_PACKETS} counted, not listed",
+                self.late_packets_dropped
+            ));
+        }
+        if self.received == 0 && self.sent > 0 {
+            w.push(format!(
+                "net latency: none of the {} packets sent came back: check the {} ({})",
+                self.sent,
+                if self.config.round_trip {
+                    "reflector"
+                } else {
+                    "receiver's address and namespace"
+                },
+                self.config.target
+            ));
+        }
+        w
+    }
+}
