@@ -280,3 +280,75 @@ fn a_profile_gates_lost_packets_and_the_worst_latency() {
         "{stdout}"
     );
 }
+
+/// A SCHED_FIFO 50 thread (`rtg-noise`) takes the receiver's CPU for 5 ms three times while the receiver,
+/// at FIFO 40 below it, waits for packets: each burst leaves packets waiting for their wake-up, and
+/// `--trace` names the thread for each burst's slowest packet.
+#[test]
+fn trace_names_the_thread_that_held_the_receivers_cpu() {
+    let _busy = common::busy_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("run.json");
+    let run = common::rtgauge_std()
+        .args([
+            "net",
+            "latency",
+            "-D",
+            "3s",
+            "--rate",
+            "4000",
+            "--tx-cpu",
+            "0",
+            "--rx-cpu",
+            "1",
+            "-p",
+            "40",
+            "--deadline",
+            "2ms",
+            "--trace",
+            "--no-store",
+            "--output",
+        ])
+        .arg(&doc)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let (tid, bursts) = common::hostnoise::fifo_bursts(
+        1,
+        3,
+        std::time::Duration::from_millis(5),
+        std::time::Duration::from_millis(300),
+    );
+    let out = run.wait_with_output().unwrap();
+    common::assert_ok(&out);
+    let p = common::read_json(&doc)["probes"][0].clone();
+    let why = &p["why"];
+    let episodes = why["episodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{why}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(u(&p, "late") >= 3, "each burst makes late packets: {text}");
+    for (a, b) in &bursts {
+        // The episodes of this burst: their windows overlap it.
+        let of: Vec<&Value> = episodes
+            .iter()
+            .filter(|e| {
+                let s = e["start_mono_ns"].as_u64().unwrap();
+                s < *b && s + e["window_ns"].as_u64().unwrap() > *a
+            })
+            .collect();
+        assert!(!of.is_empty(), "no episode in the burst {a}..{b}: {text}");
+        let top = &of[0]["causes"][0];
+        assert_eq!(top["kind"], "thread", "{top}");
+        assert!(
+            top["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("rtg-noise/{tid} ")),
+            "the burst's episode is charged to rtg-noise/{tid}: {top}\n{text}"
+        );
+        assert_eq!(of[0]["cpu"], 1, "the wake-up waited on the receiver's CPU");
+    }
+}

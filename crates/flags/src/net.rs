@@ -93,6 +93,11 @@ pub struct LatencyArgs {
     /// Length of one timeline interval.
     #[arg(long, value_name = "TIME", default_value = "1s", value_parser = parse_duration_arg)]
     pub interval: Nanos,
+    /// Trace the sender's and the receiver's CPUs and say what ran during the slowest packets' longest
+    /// stage (the wake-up on the receiver's CPU, the path on the sender's): those past --deadline, else
+    /// past the rule's threshold (docs/why.md).
+    #[arg(long)]
+    pub trace: bool,
     /// Name of the platform, for comparisons (e.g. bare-metal, kvm-virtio).
     #[arg(long, value_parser = super::parse_name)]
     pub label: Option<String>,
@@ -152,8 +157,22 @@ impl LatencyArgs {
         }
     }
 
+    /// Validate the flags into the probe's plan, with what it collects besides its packets.
+    pub fn resolve(&self, root: &HostRoot) -> anyhow::Result<super::Resolved<NetLatencyPlan>> {
+        Ok(super::Resolved {
+            plan: self.plan(root)?,
+            notes: Vec::new(),
+            why: rtgauge_session::why::WhyOpts {
+                counters: true,
+                trace: self.trace,
+                threshold: None,
+                smi_intervals: false,
+            },
+        })
+    }
+
     /// Validate the flags into the probe's plan.
-    pub fn plan(&self, root: &HostRoot) -> anyhow::Result<NetLatencyPlan> {
+    fn plan(&self, root: &HostRoot) -> anyhow::Result<NetLatencyPlan> {
         let online = read_cpu_mask(root, CpuMask::Online).context("reading the online CPUs")?;
         let usable: Vec<u32> = rtgauge_probe::rt::current_affinity()
             .intersection(&online)
@@ -218,34 +237,39 @@ impl LatencyArgs {
     }
 }
 
-impl super::stage::StagePlan for NetLatencyPlan {
+impl super::stage::StagePlan for super::Resolved<NetLatencyPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::NetLatency
     }
 
     fn announce(&self, duration: Nanos, _cpus: &rtgauge_model::CpuSet) -> Option<String> {
+        let c = &self.plan.config;
         Some(format!(
             "net latency: {} packets/s {} to {} for {duration}…",
-            self.config.rate_per_s,
-            if self.config.round_trip {
+            c.rate_per_s,
+            if c.round_trip {
                 "round trip"
             } else {
                 "one-way"
             },
-            self.config.target
+            c.target
         ))
     }
 
+    fn why(&self) -> Option<rtgauge_session::why::WhyOpts> {
+        Some(self.why.clone())
+    }
+
     fn duration_ns(&self) -> Option<u64> {
-        Some(self.config.duration_ns)
+        Some(self.plan.config.duration_ns)
     }
 
     fn rt_priority(&self) -> Option<i32> {
-        self.config.rtprio
+        self.plan.config.rtprio
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::NetLatency(self))
+        Box::new(rtgauge_session::probes::NetLatency(&self.plan))
     }
 }
 

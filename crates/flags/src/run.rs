@@ -332,8 +332,11 @@ fn plan_probe(
         ProbeKind::NetLatency => {
             let mut args: net::LatencyArgs = flags(argv, what)?;
             args.duration = duration;
+            args.trace |= trace;
             load = args.load_request();
-            Box::new(args.plan(root).with_context(|| what.to_string())?)
+            let mut r = args.resolve(root).with_context(|| what.to_string())?;
+            r.why.threshold = bound;
+            Box::new(r)
         }
         ProbeKind::Ops => {
             let args: ops::OpsArgs = flags(argv, what)?;

@@ -109,17 +109,42 @@ pub struct LatePacket {
     /// Kernel receive → receiving thread, ns, where the kernel timestamped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeup_ns: Option<u64>,
+    /// CLOCK_MONOTONIC when the receiving thread had it, ns (the trace's clock: where `--trace` looks).
+    #[serde(default)]
+    pub received_mono_ns: u64,
 }
+
+impl LatePacket {
+    /// The stage that took longest and its window (CLOCK_MONOTONIC ns): `(true, …)` for the wake-up
+    /// (kernel receive → thread, on the receiver's CPU), `(false, …)` for the path (send → kernel receive,
+    /// where the sender's CPU carries a local packet through the stack). Without the split, the whole
+    /// latency as the wake-up's.
+    pub fn longest_stage(&self) -> (bool, u64, u64) {
+        let end = self.received_mono_ns;
+        match (self.path_ns, self.wakeup_ns) {
+            (Some(p), Some(w)) if p > w => {
+                let kernel = end.saturating_sub(w);
+                (false, kernel.saturating_sub(p), kernel)
+            }
+            (_, Some(w)) => (true, end.saturating_sub(w), end),
+            _ => (true, end.saturating_sub(self.latency_ns), end),
+        }
+    }
+}
+
+/// Most of the slowest packets a result keeps whatever the deadline (for `--trace` to explain).
+pub const WORST_PACKETS: usize = 16;
 
 /// Most late packets a result keeps (the first ones); beyond it they are only counted
 /// (`late_packets_dropped`).
 pub const MAX_LATE_PACKETS: usize = 4096;
 
-/// The whole probe.
+/// The whole probe. (The configuration, the process's conditions and the stages' distributions are boxed: the result is one variant of the run document's
+/// probe list, whose size is its largest variant's.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetLatencyResult {
     /// How the probe was configured.
-    pub config: NetLatencyConfig,
+    pub config: Box<NetLatencyConfig>,
     /// Why it ended.
     pub stop_reason: StopReason,
     /// From the first scheduled send to the last, ns.
@@ -141,15 +166,15 @@ pub struct NetLatencyResult {
     /// Packets whose latency reached `config.deadline_ns`.
     pub late: u64,
     /// The sender's lateness against its schedule (absolute-time sleeps), ns: its own jitter, not the path's.
-    pub send_lateness: LatencyStats,
+    pub send_lateness: Box<LatencyStats>,
     /// Send → receiving thread (one-way, or round trip through the reflector).
     pub latency: LatencyStats,
     /// Send → kernel receive timestamp, where the kernel gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<LatencyStats>,
+    pub path: Option<Box<LatencyStats>>,
     /// Kernel receive timestamp → receiving thread, where the kernel gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wakeup: Option<LatencyStats>,
+    pub wakeup: Option<Box<LatencyStats>>,
     /// What the kernel's receive timestamps were.
     pub timestamps: RxTimestamps,
     /// Per interval (by send time): packets received, their worst latency, packets lost in it (`missed`).
@@ -162,12 +187,19 @@ pub struct NetLatencyResult {
     /// Late packets beyond [`MAX_LATE_PACKETS`], counted only.
     #[serde(default)]
     pub late_packets_dropped: u64,
+    /// The slowest packets of the run, slowest first (at most [`WORST_PACKETS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worst: Vec<LatePacket>,
+    /// Counters and, with `--trace`, what ran on the sender's and the receiver's CPUs during the slowest
+    /// packets' longest stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::attribution::Why>,
     /// The sender's scheduling, priority and CPU, as asked and as got.
     pub sender: ThreadConditions,
     /// The receiver's.
     pub receiver: ThreadConditions,
     /// Memory locking and the other process-wide conditions.
-    pub process: ProcessConditions,
+    pub process: Box<ProcessConditions>,
     /// CPU time of the sender thread over the run, ns.
     pub sender_cpu_ns: u64,
     /// CPU time of the receiver thread over the run, ns.

@@ -114,7 +114,7 @@ pub struct Profile {
 
 impl Profile {
     /// The lowest latency bound the gates put on the samples of a `kind` probe (`cyclic.max`,
-    /// `cyclic.samples_at_or_above`'s threshold, `oslat.max`), with the gate's metric: where a spike episode
+    /// `cyclic.samples_at_or_above`'s threshold, `oslat.max`, `net.latency.max`), with the gate's metric: where a spike episode
     /// starts to matter for this profile.
     pub fn latency_bound(&self, kind: ProbeKind) -> Option<(u64, rtgauge_model::verdict::Metric)> {
         use rtgauge_model::verdict::Metric;
@@ -122,7 +122,8 @@ impl Profile {
             .iter()
             .filter_map(|g| match (kind, g.metric) {
                 (ProbeKind::Cyclic, Metric::CyclicMaxNs)
-                | (ProbeKind::Oslat, Metric::OslatMaxNs) => Some((g.max, g.metric)),
+                | (ProbeKind::Oslat, Metric::OslatMaxNs)
+                | (ProbeKind::NetLatency, Metric::NetLatencyMaxNs) => Some((g.max, g.metric)),
                 (ProbeKind::Cyclic, Metric::CyclicSamplesAtOrAbove { threshold_ns }) => {
                     Some((threshold_ns, g.metric))
                 }

@@ -208,13 +208,39 @@ impl Probe for NetLatency<'_> {
         CpuSet::new(c.tx_cpu.into_iter().chain(c.rx_cpu))
     }
 
+    /// The counters and the trace of both CPUs: a packet's path is carried through the stack on the
+    /// sender's (a local one: loopback, a veth), its wake-up happens on the receiver's.
+    fn why_scope(&self) -> Option<why::Scope> {
+        let c = &self.0.config;
+        Some(why::Scope {
+            cpus: why::observed_cpus(&[c.tx_cpu, c.rx_cpu]),
+            interval_ns: c.timeline_interval_ns,
+            live_episodes: false,
+            finish: |w, r, thr| {
+                if let Some(r) = r.downcast_mut::<rtgauge_model::netlat::NetLatencyResult>() {
+                    w.finish_netlat(r, thr);
+                }
+            },
+        })
+    }
+
     fn run(
         &self,
         stop: &StopFlag,
         observer: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError> {
         observer.start(None);
-        Ok(vec![rtgauge_probe::netlat::run(self.0, stop)?.into()])
+        let mut tick = |elapsed| {
+            let t = Tick {
+                elapsed,
+                threads: &[],
+                cpus: &[],
+            };
+            observer.tick(&t, None);
+        };
+        Ok(vec![
+            rtgauge_probe::netlat::run(self.0, stop, &mut tick)?.into()
+        ])
     }
 }
 

@@ -337,6 +337,64 @@ impl WhyRun {
     }
 }
 
+impl WhyRun {
+    /// Attach counters and the breakdowns of the slowest packets to a packet-latency result: those at or
+    /// above the threshold (the profile's or `--spike`, else `--deadline`, else the rule), each on the CPU
+    /// of its longest stage (the receiver's for the wake-up, the sender's for the path).
+    pub fn finish_netlat(
+        self,
+        r: &mut rtgauge_model::netlat::NetLatencyResult,
+        threshold: Option<&EpisodeThreshold>,
+    ) {
+        let (origin, interval) = (self.origin_ns, self.interval_ns);
+        let (mut why, data, _) = self.finish(r.elapsed_ns);
+        if let Some(d) = data {
+            let thr = threshold
+                .cloned()
+                .or_else(|| {
+                    r.config.deadline_ns.map(|ns| EpisodeThreshold {
+                        ns,
+                        rule: "--deadline".into(),
+                    })
+                })
+                .unwrap_or_else(|| rule_of(std::iter::once(&r.latency), 0));
+            let mut packets: Vec<_> = r
+                .worst
+                .iter()
+                .chain(&r.late_packets)
+                .filter(|p| p.latency_ns >= thr.ns)
+                .copied()
+                .collect();
+            packets.sort_by_key(|p| (std::cmp::Reverse(p.latency_ns), p.seq));
+            packets.dedup_by_key(|p| p.seq);
+            let candidates = packets
+                .iter()
+                .filter_map(|p| {
+                    let (wakeup, start, end) = p.longest_stage();
+                    let (thread, cpu) = if wakeup {
+                        (1, r.receiver.cpu.achieved)
+                    } else {
+                        (0, r.sender.cpu.achieved)
+                    };
+                    Some(Candidate {
+                        id: p.seq,
+                        cpu: cpu?,
+                        thread,
+                        start_ns: start,
+                        end_ns: end,
+                        samples: 1,
+                        worst_ns: p.latency_ns,
+                    })
+                })
+                .collect::<Vec<_>>();
+            let total = count_at_or_above(&r.latency, thr.ns).max(candidates.len() as u64);
+            explain(&mut why, &d, (candidates, total), thr);
+        }
+        Self::steal(&mut why, origin, interval);
+        r.why = Some(why);
+    }
+}
+
 /// Break the episodes down (at most [`MAX_EPISODES`], worst first) and record the threshold and the total.
 fn explain(
     why: &mut Why,

@@ -5,7 +5,7 @@ use super::*;
 use rtgauge_model::netlat::NetLatencyResult;
 
 impl KindData for NetLatencyResult {
-    fields!(load, elapsed, settings);
+    fields!(load, why, elapsed, settings);
 
     /// `net.latency.*` (send → receiving thread), `net.latency.path.*` (send → kernel receive),
     /// `net.latency.wakeup.*` (kernel → thread), `net.latency.send.*` (the sender's lateness against its
@@ -22,20 +22,20 @@ impl KindData for NetLatencyResult {
             out.extend(latency_measures(
                 &format!("{p}.path"),
                 "send to kernel receive",
-                std::iter::once(path),
+                std::iter::once(&**path),
             ));
         }
         if let Some(w) = &self.wakeup {
             out.extend(latency_measures(
                 &format!("{p}.wakeup"),
                 "kernel receive to thread",
-                std::iter::once(w),
+                std::iter::once(&**w),
             ));
         }
         out.extend(latency_measures(
             &format!("{p}.send"),
             "sender lateness",
-            std::iter::once(&self.send_lateness),
+            std::iter::once(&*self.send_lateness),
         ));
         let count = |key: &str, what: &str, v: u64| {
             Measure::new(

@@ -330,7 +330,8 @@ fn open_loop(
 /// `rtgauge net latency`: the packet stream measured, its unmet conditions said first, stored like a run.
 fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
-    let plan = a.plan(&root)?;
+    let resolved = a.resolve(&root)?;
+    let plan = &resolved.plan;
     let keep = Keep::from(a);
     let store = open_store(&keep)?;
     let stop = super::stop_on_signals()?;
@@ -338,9 +339,10 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let started = crate::output::now_rfc3339();
     let around = rtgauge_session::Around {
         load: a.load_request(),
+        why: Some(resolved.why.clone()),
         ..rtgauge_session::Around::default()
     };
-    let probe = rtgauge_session::probes::NetLatency(&plan);
+    let probe = rtgauge_session::probes::NetLatency(plan);
     let (mut results, warnings) = super::measure(&root, &stop, &probe, &around, &mut [])?;
     let Some(result) = results.pop().and_then(|p| p.downcast::<NetLatencyResult>()) else {
         bail!("the packet-latency probe returned no result");
@@ -360,6 +362,7 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     keep_run(&keep, store, &mut doc, || {
         super::warn_all(&warnings);
         super::print_text(&rtgauge_report::kind::netlat::render(&result))?;
+        super::print_text(&rtgauge_report::spikes::render_why(&result))?;
         Ok(code)
     })
 }

@@ -27,12 +27,16 @@ use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{push_bounded, TimelineEntry};
 use rtgauge_model::netlat::{
     LatePacket, NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, MAX_LATE_PACKETS,
+    WORST_PACKETS,
 };
 use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use wire::{Packet, Socket};
+
+/// The main thread's tick while the probe runs, ms.
+const TICK_MS: u64 = 100;
 
 /// What `net latency` measures, resolved: the configuration and the address packets go to.
 #[derive(Debug, Clone)]
@@ -89,7 +93,11 @@ struct Handover {
 
 /// Run the probe: sender and receiver threads until the duration elapsed (or `stop`), then the receiver
 /// drains the stragglers for `drain_ns`.
-pub fn run(plan: &NetLatencyPlan, stop: &StopFlag) -> Result<NetLatencyResult, ProbeError> {
+pub fn run(
+    plan: &NetLatencyPlan,
+    stop: &StopFlag,
+    tick: &mut dyn FnMut(std::time::Duration),
+) -> Result<NetLatencyResult, ProbeError> {
     let cfg = &plan.config;
     if cfg.rate_per_s <= 0.0 || cfg.burst == 0 || cfg.duration_ns == 0 {
         return Err(ProbeError::Config(
@@ -154,6 +162,12 @@ pub fn run(plan: &NetLatencyPlan, stop: &StopFlag) -> Result<NetLatencyResult, P
             )
         })?
     };
+    // The main thread ticks while they run (the trace is drained and the counters sampled there).
+    let begun = std::time::Instant::now();
+    while !(tx.is_finished() && rx.is_finished()) {
+        std::thread::sleep(std::time::Duration::from_millis(TICK_MS));
+        tick(begun.elapsed());
+    }
     let sent = tx.join().map_err(|_| ProbeError::Thread {
         index: 0,
         reason: "panicked".into(),
@@ -333,6 +347,9 @@ struct RxState {
     interval_max: Vec<u64>,
     late_packets: Vec<LatePacket>,
     late_dropped: u64,
+    /// The slowest packets so far, and the latency a packet must exceed to join them once they are full.
+    worst: Vec<LatePacket>,
+    worst_floor: u64,
     timestamps_error: Option<String>,
 }
 
@@ -356,12 +373,15 @@ impl RxState {
             interval_max: vec![0; intervals],
             late_packets: Vec::with_capacity(MAX_LATE_PACKETS),
             late_dropped: 0,
+            worst: Vec::with_capacity(WORST_PACKETS),
+            worst_floor: 0,
             timestamps_error: None,
         };
         touch(&mut s.seen);
         touch(&mut s.interval_count);
         touch(&mut s.interval_max);
         rt::prefault_vec(&mut s.late_packets, LatePacket::default());
+        rt::prefault_vec(&mut s.worst, LatePacket::default());
         s
     }
 
@@ -417,19 +437,43 @@ impl RxState {
         let i = ((sched_ns / interval_ns) as usize).min(self.interval_count.len() - 1);
         self.interval_count[i] += 1;
         self.interval_max[i] = self.interval_max[i].max(latency);
-        if deadline.is_some_and(|d| latency >= d) {
+        let is_late = deadline.is_some_and(|d| latency >= d);
+        if !is_late && latency <= self.worst_floor {
+            return;
+        }
+        // The trace's clock, read only for a packet worth explaining (a few ns after `user_ns`).
+        let packet = LatePacket {
+            seq: p.seq,
+            sent_ns: sched_ns,
+            latency_ns: latency,
+            path_ns: split.map(|s| s.0),
+            wakeup_ns: split.map(|s| s.1),
+            received_mono_ns: wire::monotonic_ns(),
+        };
+        if is_late {
             self.late += 1;
             if self.late_packets.len() < MAX_LATE_PACKETS {
-                self.late_packets.push(LatePacket {
-                    seq: p.seq,
-                    sent_ns: sched_ns,
-                    latency_ns: latency,
-                    path_ns: split.map(|s| s.0),
-                    wakeup_ns: split.map(|s| s.1),
-                });
+                self.late_packets.push(packet);
             } else {
                 self.late_dropped += 1;
             }
+        }
+        if latency > self.worst_floor {
+            self.keep_worst(packet);
+        }
+    }
+
+    /// Keep `p` among the [`WORST_PACKETS`] slowest (it is slower than the fastest of them when the list is
+    /// full): in place of the fastest; the floor becomes the new fastest. No allocation (preallocated).
+    #[inline]
+    fn keep_worst(&mut self, p: LatePacket) {
+        if self.worst.len() < WORST_PACKETS {
+            self.worst.push(p);
+        } else if let Some(min) = self.worst.iter_mut().min_by_key(|w| w.latency_ns) {
+            *min = p;
+        }
+        if self.worst.len() == WORST_PACKETS {
+            self.worst_floor = self.worst.iter().map(|w| w.latency_ns).min().unwrap_or(0);
         }
     }
 }
@@ -590,7 +634,7 @@ fn finish(
         config.target = a.to_string();
     }
     NetLatencyResult {
-        config,
+        config: Box::new(config),
         stop_reason: if signalled || s.stopped_early {
             StopReason::Signal
         } else {
@@ -605,18 +649,24 @@ fn finish(
         duplicates: st.duplicates,
         foreign: st.foreign,
         late: st.late,
-        send_lateness: s.lateness.stats(),
+        send_lateness: Box::new(s.lateness.stats()),
         latency: st.latency.stats(),
-        path: stamped.then(|| st.path.stats()),
-        wakeup: stamped.then(|| st.wakeup.stats()),
+        path: stamped.then(|| Box::new(st.path.stats())),
+        wakeup: stamped.then(|| Box::new(st.wakeup.stats())),
         timestamps,
         timeline,
         timeline_span_ns: span,
         late_packets: st.late_packets,
         late_packets_dropped: st.late_dropped,
+        worst: {
+            let mut w = st.worst;
+            w.sort_by_key(|p| std::cmp::Reverse(p.latency_ns));
+            w
+        },
+        why: None,
         sender: s.conditions,
         receiver: r.conditions,
-        process,
+        process: Box::new(process),
         sender_cpu_ns: s.cpu_ns,
         receiver_cpu_ns: r.cpu_ns,
         realtime_moved_ns,

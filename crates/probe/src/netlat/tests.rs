@@ -88,7 +88,7 @@ fn duplicates_reordering_and_foreign_datagrams_are_counted_apart() {
 fn live(round_trip_to: Option<SocketAddr>) -> NetLatencyResult {
     let addr = round_trip_to.map_or("127.0.0.1:0".to_string(), |a| a.to_string());
     let p = plan(&addr, round_trip_to.is_some(), 2000.0, 500);
-    run(&p, &StopFlag::new()).expect("the probe runs on loopback")
+    run(&p, &StopFlag::new(), &mut |_| {}).expect("the probe runs on loopback")
 }
 
 #[test]
@@ -149,4 +149,32 @@ fn nothing_listening_loses_every_packet_and_says_so() {
     let r = live(Some(addr));
     assert_eq!(r.received, 0);
     assert_eq!(r.lost + r.send_errors, 1000);
+}
+
+#[test]
+fn the_slowest_packets_are_kept_without_a_deadline() {
+    let mut s = state(100);
+    for (seq, latency) in (0..40u64).map(|i| (i, (i * 7919) % 97 + 1)) {
+        s.take(
+            &datagram(seq, 1_000),
+            9,
+            1_000 + latency,
+            None,
+            1_000_000,
+            1,
+            100_000_000,
+            None,
+        );
+    }
+    let mut kept: Vec<u64> = s.worst.iter().map(|p| p.latency_ns).collect();
+    kept.sort_unstable();
+    let mut all: Vec<u64> = (0..40u64).map(|i| (i * 7919) % 97 + 1).collect();
+    all.sort_unstable();
+    assert_eq!(
+        kept,
+        all[all.len() - WORST_PACKETS..],
+        "the 16 slowest of 40"
+    );
+    assert_eq!(s.worst.capacity(), WORST_PACKETS, "never grown");
+    assert_eq!(s.late, 0, "no deadline: none is late");
 }
