@@ -281,6 +281,55 @@ fn a_profile_gates_lost_packets_and_the_worst_latency() {
     );
 }
 
+#[test]
+fn raw_ethernet_frames_between_namespaces_plain_and_tagged() {
+    let pair = Pair::new();
+    for extra in [&[][..], &["--vlan", "100:4"][..]] {
+        let mut args = vec![
+            "-D", "1s", "--rate", "4000", "--tx-dev", "rtglveth", "--rx-dev", "rtglpeer",
+        ];
+        args.extend_from_slice(extra);
+        // No --bind: the frames go to the receiver's interface.
+        let mut full = vec![
+            "net",
+            "latency",
+            "--tx-netns",
+            &pair.tx,
+            "--rx-netns",
+            &pair.rx,
+        ];
+        full.extend_from_slice(&args);
+        let p = latency(&full);
+        assert_eq!(
+            (u(&p, "sent"), u(&p, "received"), u(&p, "lost")),
+            (4000, 4000, 0),
+            "{extra:?}"
+        );
+        assert_eq!(p["config"]["ethernet"]["ethertype"], 0x88ba);
+        assert_eq!(
+            p["timestamps"]["kind"], "software",
+            "packet sockets are timestamped too"
+        );
+        assert_eq!(u(&p, "foreign"), 0);
+    }
+    let (code, _, stderr) = common::run(&[
+        "net",
+        "latency",
+        "--tx-dev",
+        "nosuchdev0",
+        "--rx-dev",
+        "nosuchdev1",
+        "-D",
+        "1s",
+        "--no-store",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--rx-dev nosuchdev1: interface nosuchdev1:"),
+        "{stderr}"
+    );
+}
+
 /// A SCHED_FIFO 50 thread (`rtg-noise`) takes the receiver's CPU for 5 ms three times while the receiver,
 /// at FIFO 40 below it, waits for packets: each burst leaves packets waiting for their wake-up, and
 /// `--trace` names the thread for each burst's slowest packet.

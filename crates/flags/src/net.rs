@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::{CloseMode, NetMode};
-use rtgauge_model::netlat::{NetLatencyConfig, RxMode};
+use rtgauge_model::netlat::{EthernetConfig, NetLatencyConfig, RxMode};
 use rtgauge_model::{CpuSet, Nanos};
 pub use rtgauge_probe::net::plan::NetPlan;
 use rtgauge_probe::net::plan::PointsSpec;
@@ -53,6 +53,19 @@ pub struct LatencyArgs {
     /// Round trip: send to the reflector at IP:PORT (`rtgauge net reflect`) and receive its echoes.
     #[arg(long, value_name = "ADDR")]
     pub reflector: Option<String>,
+    /// Raw Ethernet frames (AF_PACKET, a Sampled Values-like stream) put on this interface (in
+    /// --tx-netns), to the MAC address of --rx-dev; instead of UDP.
+    #[arg(long = "tx-dev", value_name = "DEV", requires = "rx_dev", conflicts_with_all = ["reflector", "bind"])]
+    pub tx_dev: Option<String>,
+    /// The interface (in --rx-netns) the frames are received on.
+    #[arg(long = "rx-dev", value_name = "DEV", requires = "tx_dev")]
+    pub rx_dev: Option<String>,
+    /// The frames' EtherType (IEC 61850-9-2 Sampled Values: 0x88ba).
+    #[arg(long, value_name = "HEX", default_value = "0x88ba", value_parser = parse_ethertype, requires = "tx_dev")]
+    pub ethertype: u16,
+    /// Tag the frames (802.1Q) with this VLAN id and priority (9-2 LE: priority 4).
+    #[arg(long, value_name = "ID[:PCP]", value_parser = parse_vlan, requires = "tx_dev")]
+    pub vlan: Option<(u16, u8)>,
     /// Packets per second (a protection relay's Sampled Values stream: 4,000/s at 50 Hz).
     #[arg(long, value_name = "N", default_value_t = 4000.0, value_parser = parse_packet_rate)]
     pub rate: f64,
@@ -140,6 +153,31 @@ fn parse_packet_rate(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a packet rate per second (1 to 2000000)"))
 }
 
+fn parse_ethertype(s: &str) -> Result<u16, String> {
+    let hex = s.trim().trim_start_matches("0x").trim_start_matches("0X");
+    u16::from_str_radix(hex, 16)
+        .ok()
+        .filter(|t| *t >= 0x0600)
+        .ok_or_else(|| format!("'{s}' is not an EtherType (hexadecimal, 0x0600 to 0xffff)"))
+}
+
+fn parse_vlan(s: &str) -> Result<(u16, u8), String> {
+    let (id, pcp) = s.split_once(':').unwrap_or((s, "0"));
+    let id: u16 = id
+        .trim()
+        .parse()
+        .ok()
+        .filter(|i| *i < 4095)
+        .ok_or_else(|| format!("'{s}': the VLAN id must be 0 to 4094"))?;
+    let pcp: u8 = pcp
+        .trim()
+        .parse()
+        .ok()
+        .filter(|p| *p < 8)
+        .ok_or_else(|| format!("'{s}': the priority must be 0 to 7"))?;
+    Ok((id, pcp))
+}
+
 fn parse_rx_mode(s: &str) -> Result<RxMode, String> {
     match s {
         "block" => Ok(RxMode::Block),
@@ -203,12 +241,27 @@ impl LatencyArgs {
             Some(r) => (resolve_addr("--reflector", r)?, true),
             None => (resolve_addr("--bind", &self.bind)?, false),
         };
+        let ethernet = self
+            .tx_dev
+            .clone()
+            .zip(self.rx_dev.clone())
+            .map(|(tx_dev, rx_dev)| EthernetConfig {
+                tx_dev,
+                rx_dev,
+                ethertype: self.ethertype,
+                vlan: self.vlan.map(|v| v.0),
+                pcp: self.vlan.map(|v| v.1),
+            });
         if round_trip && addr.port() == 0 {
             bail!("--reflector {addr}: needs the reflector's port");
         }
         let plan = NetLatencyPlan {
             config: NetLatencyConfig {
-                target: addr.to_string(),
+                target: match &ethernet {
+                    Some(e) => format!("{} → {}", e.tx_dev, e.rx_dev),
+                    None => addr.to_string(),
+                },
+                ethernet,
                 round_trip,
                 rate_per_s: self.rate,
                 burst: self.burst,

@@ -65,6 +65,9 @@ pub struct NetLatencyConfig {
     /// Network namespace the receiver's socket lives in (one-way only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_netns: Option<String>,
+    /// Raw Ethernet frames instead of UDP datagrams (`None`: UDP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ethernet: Option<EthernetConfig>,
     /// A packet received this long or more after it was sent counts as late (the overflow of a deadline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ns: Option<u64>,
@@ -74,6 +77,23 @@ pub struct NetLatencyConfig {
     pub drain_ns: u64,
     /// Length of one timeline interval, ns.
     pub timeline_interval_ns: u64,
+}
+
+/// Raw Ethernet frames (`AF_PACKET`): a Sampled Values-like stream, one interface at each end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EthernetConfig {
+    /// The interface the sender puts frames on (in its namespace).
+    pub tx_dev: String,
+    /// The interface the receiver takes them from (in its namespace); frames go to its MAC address.
+    pub rx_dev: String,
+    /// The frames' EtherType (0x88BA: IEC 61850-9-2 Sampled Values).
+    pub ethertype: u16,
+    /// The 802.1Q tag's VLAN id, where tagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+    /// The tag's priority (PCP), where tagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcp: Option<u8>,
 }
 
 /// What the kernel's receive timestamps were.

@@ -14,6 +14,7 @@
 //! Sockets are raw `libc` calls (as in [`crate::net`]): the timestamps arrive as a control message of
 //! `recvmsg`, which no socket crate we use wraps.
 
+mod frame;
 mod reflect;
 mod wire;
 
@@ -57,6 +58,12 @@ impl NetLatencyPlan {
     pub fn capacity(&self) -> u64 {
         self.config.duration_ns.div_ceil(self.period_ns()) * self.config.burst as u64
     }
+}
+
+/// Where the receiver takes packets, as the sender needs it: its UDP address, or its interface's MAC.
+enum Peer {
+    Udp(SocketAddr),
+    Mac([u8; 6]),
 }
 
 /// What the sender hands back.
@@ -126,7 +133,7 @@ pub fn run(
     let realtime_offset_before = wire::realtime_minus_monotonic();
 
     // The receiver binds first (one-way) and says where; round trip, the sender's socket is handed to it.
-    let (to_sender, from_receiver) = mpsc::channel::<Result<SocketAddr, String>>();
+    let (to_sender, from_receiver) = mpsc::channel::<Result<Peer, String>>();
     let (to_receiver, from_sender) = mpsc::channel::<Result<Socket, String>>();
     let rx = {
         let (plan, shared, start) = (plan.clone(), Arc::clone(&shared), Arc::clone(&start));
@@ -194,28 +201,12 @@ fn sender(
     shared: &Handover,
     start: &Barrier,
     stop: &StopFlag,
-    from_receiver: mpsc::Receiver<Result<SocketAddr, String>>,
+    from_receiver: mpsc::Receiver<Result<Peer, String>>,
     to_receiver: mpsc::Sender<Result<Socket, String>>,
 ) -> Result<SenderOut, String> {
     rt::block_signals();
     let cfg = &plan.config;
-    let setup = || -> Result<Socket, String> {
-        if let Some(ns) = &cfg.tx_netns {
-            wire::enter_netns(ns).map_err(|e| format!("--tx-netns {ns}: {e}"))?;
-        }
-        let target = if cfg.round_trip {
-            plan.addr
-        } else {
-            from_receiver
-                .recv()
-                .map_err(|_| "the receiver ended before it bound its socket".to_string())??
-        };
-        let sock = Socket::udp(&target).map_err(|e| format!("sender socket: {e}"))?;
-        sock.connect(&target)
-            .map_err(|e| format!("sender: connect to {target}: {e}"))?;
-        Ok(sock)
-    };
-    let sock = match setup() {
+    let (sock, header) = match open_sender(plan, &from_receiver) {
         Ok(s) => s,
         Err(e) => {
             let _ = to_receiver.send(Err(e.clone()));
@@ -232,7 +223,14 @@ fn sender(
     let mut lateness = LatencyRecorder::new();
     let mut failed = vec![0u64; capacity.div_ceil(64) as usize];
     touch(&mut failed);
-    let mut buf = vec![0u8; cfg.size as usize];
+    // A frame: its headers once, the probe's header at `payload_at` for each packet, at least Ethernet's minimum.
+    let payload_at = header.map_or(0, |h| h.len());
+    let mut buf =
+        vec![0u8; (payload_at + cfg.size as usize).max(if header.is_some() { 60 } else { 0 })];
+    if let Some(h) = header {
+        let payload = buf.len() - payload_at;
+        h.write(&mut buf, payload);
+    }
     rt::prefault_stack(64 * 1024);
     let cpu0 = wire::thread_cpu_ns();
     start.wait();
@@ -272,7 +270,7 @@ fn sender(
                 seq,
                 sent_realtime_ns: wire::realtime_ns(),
             };
-            p.write(&mut buf);
+            p.write(&mut buf[payload_at..]);
             if sock.send(&buf).is_ok() {
                 out.sent += 1;
             } else {
@@ -299,6 +297,49 @@ fn sender(
 fn touch(v: &mut [u64]) {
     v.fill(0);
     std::hint::black_box(&*v);
+}
+
+/// The sender's socket (in its namespace), and the Ethernet header before each frame's payload (none
+/// for UDP): to the reflector, or to where the receiver says it takes packets.
+fn open_sender(
+    plan: &NetLatencyPlan,
+    from_receiver: &mpsc::Receiver<Result<Peer, String>>,
+) -> Result<(Socket, Option<frame::FrameHeader>), String> {
+    let cfg = &plan.config;
+    if let Some(ns) = &cfg.tx_netns {
+        wire::enter_netns(ns).map_err(|e| format!("--tx-netns {ns}: {e}"))?;
+    }
+    let peer = if cfg.round_trip {
+        Peer::Udp(plan.addr)
+    } else {
+        from_receiver
+            .recv()
+            .map_err(|_| "the receiver ended before it bound its socket".to_string())??
+    };
+    match (peer, &cfg.ethernet) {
+        (Peer::Mac(dst), Some(e)) => {
+            let (sock, src) =
+                frame::open(&e.tx_dev, None).map_err(|x| format!("--tx-dev {}: {x}", e.tx_dev))?;
+            let vlan = e.vlan.map(|id| frame::Vlan {
+                id,
+                pcp: e.pcp.unwrap_or(0),
+            });
+            let header = frame::FrameHeader {
+                dst,
+                src,
+                vlan,
+                ethertype: e.ethertype,
+            };
+            Ok((sock, Some(header)))
+        }
+        (Peer::Udp(target), _) => {
+            let sock = Socket::udp(&target).map_err(|e| format!("sender socket: {e}"))?;
+            sock.connect(&target)
+                .map_err(|e| format!("sender: connect to {target}: {e}"))?;
+            Ok((sock, None))
+        }
+        (Peer::Mac(_), None) => Err("a MAC address for a UDP stream".into()),
+    }
 }
 
 /// Pin the calling thread, set its policy, and say what it got.
@@ -486,7 +527,7 @@ fn receiver(
     capacity: u64,
     shared: &Handover,
     start: &Barrier,
-    to_sender: mpsc::Sender<Result<SocketAddr, String>>,
+    to_sender: mpsc::Sender<Result<Peer, String>>,
     from_sender: mpsc::Receiver<Result<Socket, String>>,
 ) -> Result<ReceiverOut, String> {
     rt::block_signals();
@@ -501,13 +542,19 @@ fn receiver(
         if let Some(ns) = &cfg.rx_netns {
             wire::enter_netns(ns).map_err(|e| format!("--rx-netns {ns}: {e}"))?;
         }
+        if let Some(e) = &cfg.ethernet {
+            let (sock, mac) = frame::open(&e.rx_dev, Some(e.ethertype))
+                .map_err(|x| format!("--rx-dev {}: {x}", e.rx_dev))?;
+            let _ = to_sender.send(Ok(Peer::Mac(mac)));
+            return Ok((sock, None));
+        }
         let sock = Socket::udp(&plan.addr).map_err(|e| format!("receiver socket: {e}"))?;
         sock.bind(&plan.addr)
             .map_err(|e| format!("--bind {}: {e}", plan.addr))?;
         let bound = sock
             .local_addr()
             .map_err(|e| format!("receiver socket: {e}"))?;
-        let _ = to_sender.send(Ok(bound));
+        let _ = to_sender.send(Ok(Peer::Udp(bound)));
         Ok((sock, Some(bound)))
     };
     let (sock, bound) = match setup() {
@@ -533,17 +580,22 @@ fn receiver(
         return Err(format!("receiver socket: {e}"));
     }
     let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
-    let mut buf = vec![0u8; cfg.size.max(2048) as usize];
+    let mut buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
     rt::prefault_stack(64 * 1024);
     let cpu0 = wire::thread_cpu_ns();
     start.wait();
     let (period, burst) = (plan.period_ns(), cfg.burst as u64);
+    let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
     loop {
         match sock.recv_stamped(&mut buf) {
             Ok((n, kernel_ns)) => {
                 let user_ns = wire::realtime_ns();
+                let data = match ethertype {
+                    Some(t) => frame::payload(&buf[..n], t).unwrap_or(&[]),
+                    None => &buf[..n],
+                };
                 state.take(
-                    &buf[..n],
+                    data,
                     stream,
                     user_ns,
                     kernel_ns,

@@ -15,6 +15,7 @@ fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatency
             rx_mode: RxMode::Block,
             tx_netns: None,
             rx_netns: None,
+            ethernet: None,
             deadline_ns: Some(1),
             duration_ns: duration_ms * 1_000_000,
             drain_ns: 200_000_000,

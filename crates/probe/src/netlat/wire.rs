@@ -125,6 +125,11 @@ impl Drop for Socket {
 }
 
 impl Socket {
+    /// Own `fd` (closed on drop).
+    pub fn from_fd(fd: i32) -> Socket {
+        Socket(fd)
+    }
+
     /// A blocking, close-on-exec UDP socket of `addr`'s family.
     pub fn udp(addr: &SocketAddr) -> std::io::Result<Socket> {
         let family = RawAddr::new(addr).family();

@@ -42,6 +42,16 @@ pub fn render(r: &NetLatencyResult) -> String {
         c.size,
         r.elapsed_ns as f64 / 1e9
     );
+    if let Some(e) = &c.ethernet {
+        let vlan = e.vlan.map_or(String::new(), |v| {
+            format!(", VLAN {v} priority {}", e.pcp.unwrap_or(0))
+        });
+        let _ = writeln!(
+            s,
+            "  raw Ethernet frames (AF_PACKET), EtherType 0x{:04x}{vlan}",
+            e.ethertype
+        );
+    }
     let cpu = |c: Option<u32>| c.map_or("not pinned".to_string(), |c| format!("CPU {c}"));
     let _ = writeln!(
         s,
