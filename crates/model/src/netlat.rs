@@ -8,9 +8,10 @@
 //! receiving thread had it). The sender's own lateness against its schedule is kept apart, so that sender
 //! jitter is never charged to the path.
 //!
-//! Invariants: `received + lost == sent` once the receiver has drained (`lost` counts the sequence
-//! numbers sent and never received); a duplicate or a packet of another stream is never counted as
-//! received; `reordered ≤ received`; `late ≤ received`.
+//! Invariants: `received + lost == sent` once the receiver has drained; the timeline's `missed` add up
+//! to `lost`; a duplicate or a packet of another stream is never counted as received; `reordered ≤
+//! received`; `late ≤ received`. The receiver tells sequence numbers apart in a sliding window of 4,194,304
+//! (512 KiB, whatever the run's length), so a week-long stream costs what a minute's does.
 
 use crate::kind::StopReason;
 use crate::latency::{LatencyStats, TimelineEntry};
@@ -155,6 +156,12 @@ impl LatePacket {
 /// Most of the slowest packets a result keeps whatever the deadline (for `--trace` to explain).
 pub const WORST_PACKETS: usize = 16;
 
+/// Sequence numbers the receiver tells apart at once (a power of two, a multiple of 64): a packet is lost
+/// once one this many later has arrived, or at the end; one arriving even later is `stale` (late beyond
+/// reordering, or a duplicate of a finished one: not told apart). 4,194,304 packets: 17 minutes at 4,000/s,
+/// 512 KiB of bits whatever the run's length.
+pub const WINDOW: u64 = 1 << 22;
+
 /// Most late packets a result keeps (the first ones); beyond it they are only counted
 /// (`late_packets_dropped`).
 pub const MAX_LATE_PACKETS: usize = 4096;
@@ -175,8 +182,12 @@ pub struct NetLatencyResult {
     pub send_errors: u64,
     /// Distinct packets of this stream received.
     pub received: u64,
-    /// Sequence numbers sent and never received.
+    /// Packets sent and never received (`sent − received`; the stale ones among them).
     pub lost: u64,
+    /// Packets that arrived more than [`WINDOW`] sequence numbers after their turn, once counted
+    /// lost: late beyond any reordering, or duplicates of settled ones (not told apart).
+    #[serde(default)]
+    pub stale: u64,
     /// Packets received after one with a higher sequence number.
     pub reordered: u64,
     /// Packets received a second time (not counted in `received`).

@@ -25,9 +25,9 @@ use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::kind::StopReason;
-use rtgauge_model::latency::{push_bounded, TimelineEntry};
+use rtgauge_model::latency::{push_bounded, TimelineEntry, MAX_TIMELINE};
 use rtgauge_model::netlat::{
-    LatePacket, NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, MAX_LATE_PACKETS,
+    LatePacket, NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, MAX_LATE_PACKETS, WINDOW,
     WORST_PACKETS,
 };
 use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
@@ -58,6 +58,49 @@ impl NetLatencyPlan {
     pub fn capacity(&self) -> u64 {
         self.config.duration_ns.div_ceil(self.period_ns()) * self.config.burst as u64
     }
+
+    /// Where each sequence number falls in time: the intervals the counts are kept in while it runs.
+    pub fn schedule(&self) -> Schedule {
+        // The timeline's interval, doubled until the run fits in `MAX_TIMELINE` of them: what the timeline
+        // would be thinned to anyway, so that a week's run keeps a few thousand counters, not 600,000.
+        let mut span = self.config.timeline_interval_ns.max(1);
+        while self.config.duration_ns.div_ceil(span) > MAX_TIMELINE as u64 {
+            span = span.saturating_mul(2);
+        }
+        Schedule {
+            period_ns: self.period_ns(),
+            burst: u64::from(self.config.burst.max(1)),
+            span_ns: span,
+            intervals: self.config.duration_ns.div_ceil(span) as usize + 1,
+        }
+    }
+}
+
+/// The sender's schedule as the counters need it.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    /// Between two bursts, ns.
+    pub period_ns: u64,
+    /// Packets per burst.
+    pub burst: u64,
+    /// One counting interval, ns.
+    pub span_ns: u64,
+    /// Counting intervals in the run (the last one catches rounding).
+    pub intervals: usize,
+}
+
+impl Schedule {
+    /// When packet `seq` was due, ns after the first send.
+    #[inline]
+    pub fn due_ns(&self, seq: u64) -> u64 {
+        seq / self.burst * self.period_ns
+    }
+
+    /// The counting interval packet `seq` belongs to.
+    #[inline]
+    pub fn interval(&self, seq: u64) -> usize {
+        ((self.due_ns(seq) / self.span_ns) as usize).min(self.intervals - 1)
+    }
 }
 
 /// Where the receiver takes packets, as the sender needs it: its UDP address, or its interface's MAC.
@@ -71,7 +114,8 @@ struct SenderOut {
     conditions: ThreadConditions,
     lateness: LatencyRecorder,
     sent: u64,
-    failed: Vec<u64>,
+    /// Sends the kernel refused, per counting interval (not lost: never sent).
+    failed_in: Vec<u64>,
     send_errors: u64,
     elapsed_ns: u64,
     cpu_ns: u64,
@@ -221,8 +265,9 @@ fn sender(
     }
     let conditions = thread_conditions(cfg.tx_cpu, cfg.rtprio);
     let mut lateness = LatencyRecorder::new();
-    let mut failed = vec![0u64; capacity.div_ceil(64) as usize];
-    touch(&mut failed);
+    let schedule = plan.schedule();
+    let mut failed_in = vec![0u64; schedule.intervals];
+    touch(&mut failed_in);
     // A frame: its headers once, the probe's header at `payload_at` for each packet, at least Ethernet's minimum.
     let payload_at = header.map_or(0, |h| h.len());
     let mut buf =
@@ -238,7 +283,7 @@ fn sender(
         conditions,
         lateness: LatencyRecorder::new(),
         sent: 0,
-        failed: Vec::new(),
+        failed_in: Vec::new(),
         send_errors: 0,
         elapsed_ns: 0,
         cpu_ns: 0,
@@ -275,7 +320,7 @@ fn sender(
                 out.sent += 1;
             } else {
                 out.send_errors += 1;
-                failed[(seq / 64) as usize] |= 1 << (seq % 64);
+                failed_in[schedule.interval(seq)] += 1;
             }
             seq += 1;
         }
@@ -285,7 +330,7 @@ fn sender(
     out.elapsed_ns = end.saturating_sub(t0);
     out.cpu_ns = wire::thread_cpu_ns().saturating_sub(cpu0);
     out.lateness = lateness;
-    out.failed = failed;
+    out.failed_in = failed_in;
     shared.sent.store(out.sent, Ordering::Release);
     shared.sender_end_ns.store(end, Ordering::Release);
     shared.sender_done.store(true, Ordering::Release);
@@ -371,7 +416,15 @@ fn thread_conditions(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions 
 struct RxState {
     /// Sequence numbers the run can use; one at or beyond it is not of this stream.
     capacity: u64,
-    seen: Vec<u64>,
+    schedule: Schedule,
+    /// One bit per sequence number of `[base, base + WINDOW)`, at `seq % WINDOW`: received.
+    window: Vec<u64>,
+    /// The lowest sequence number not yet settled (received or lost).
+    base: u64,
+    /// Settled and never received, per counting interval (refused sends among them).
+    unseen_in: Vec<u64>,
+    /// Arrived after their number was settled.
+    stale: u64,
     received: u64,
     duplicates: u64,
     reordered: u64,
@@ -396,10 +449,15 @@ struct RxState {
 
 impl RxState {
     fn new(plan: &NetLatencyPlan, capacity: u64) -> RxState {
-        let intervals = (plan.config.duration_ns / plan.config.timeline_interval_ns + 2) as usize;
+        let schedule = plan.schedule();
+        let intervals = schedule.intervals;
         let mut s = RxState {
             capacity,
-            seen: vec![0; capacity.div_ceil(64) as usize],
+            schedule,
+            window: vec![0; (WINDOW.min(capacity.next_multiple_of(64)) / 64) as usize],
+            base: 0,
+            unseen_in: vec![0; intervals],
+            stale: 0,
             received: 0,
             duplicates: 0,
             reordered: 0,
@@ -418,7 +476,8 @@ impl RxState {
             worst_floor: 0,
             timestamps_error: None,
         };
-        touch(&mut s.seen);
+        touch(&mut s.window);
+        touch(&mut s.unseen_in);
         touch(&mut s.interval_count);
         touch(&mut s.interval_max);
         rt::prefault_vec(&mut s.late_packets, LatePacket::default());
@@ -427,33 +486,54 @@ impl RxState {
     }
 
     /// Account for one datagram received at `user_ns` (CLOCK_REALTIME) with the kernel's timestamp.
+    /// Bits of the window: its length in sequence numbers.
+    fn window_len(&self) -> u64 {
+        self.window.len() as u64 * 64
+    }
+
+    /// Settle every sequence number below `to`: those never received counted in their interval.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
+    fn settle(&mut self, to: u64) {
+        let len = self.window_len();
+        while self.base < to {
+            let at = self.base % len;
+            let (w, b) = ((at / 64) as usize, 1u64 << (at % 64));
+            if self.window[w] & b == 0 {
+                self.unseen_in[self.schedule.interval(self.base)] += 1;
+            }
+            self.window[w] &= !b;
+            self.base += 1;
+        }
+    }
+
+    #[inline]
     fn take(
         &mut self,
         data: &[u8],
         stream: u32,
         user_ns: u64,
         kernel_ns: Option<u64>,
-        plan_period: u64,
-        burst: u64,
-        interval_ns: u64,
         deadline: Option<u64>,
     ) {
-        let Some(p) = Packet::read(data, stream) else {
+        let Some(p) = Packet::read(data, stream).filter(|p| p.seq < self.capacity) else {
             self.foreign += 1;
             return;
         };
-        let (word, bit) = ((p.seq / 64) as usize, 1u64 << (p.seq % 64));
-        let Some(w) = self.seen.get_mut(word).filter(|_| p.seq < self.capacity) else {
-            self.foreign += 1;
+        if p.seq < self.base {
+            self.stale += 1;
             return;
-        };
-        if *w & bit != 0 {
+        }
+        let len = self.window_len();
+        if p.seq >= self.base + len {
+            self.settle(p.seq + 1 - len);
+        }
+        let at = p.seq % len;
+        let (word, bit) = ((at / 64) as usize, 1u64 << (at % 64));
+        if self.window[word] & bit != 0 {
             self.duplicates += 1;
             return;
         }
-        *w |= bit;
+        self.window[word] |= bit;
         self.received += 1;
         match self.highest {
             Some(h) if p.seq < h => self.reordered += 1,
@@ -474,8 +554,8 @@ impl RxState {
             }
             None => self.unstamped += 1,
         }
-        let sched_ns = p.seq / burst * plan_period;
-        let i = ((sched_ns / interval_ns) as usize).min(self.interval_count.len() - 1);
+        let sched_ns = self.schedule.due_ns(p.seq);
+        let i = self.schedule.interval(p.seq);
         self.interval_count[i] += 1;
         self.interval_max[i] = self.interval_max[i].max(latency);
         let is_late = deadline.is_some_and(|d| latency >= d);
@@ -584,7 +664,6 @@ fn receiver(
     rt::prefault_stack(64 * 1024);
     let cpu0 = wire::thread_cpu_ns();
     start.wait();
-    let (period, burst) = (plan.period_ns(), cfg.burst as u64);
     let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
     loop {
         match sock.recv_stamped(&mut buf) {
@@ -594,16 +673,7 @@ fn receiver(
                     Some(t) => frame::payload(&buf[..n], t).unwrap_or(&[]),
                     None => &buf[..n],
                 };
-                state.take(
-                    data,
-                    stream,
-                    user_ns,
-                    kernel_ns,
-                    period,
-                    burst,
-                    cfg.timeline_interval_ns,
-                    cfg.deadline_ns,
-                );
+                state.take(data, stream, user_ns, kernel_ns, cfg.deadline_ns);
             }
             Err(_) => {
                 // EAGAIN (nothing yet, or the blocking timeout), or an ICMP error on a connected socket:
@@ -636,34 +706,33 @@ fn finish(
     signalled: bool,
 ) -> NetLatencyResult {
     let cfg = &plan.config;
-    let st = r.state;
+    let mut st = r.state;
     let issued = s.sent + s.send_errors;
-    let (period, burst) = (plan.period_ns(), cfg.burst as u64);
-    // Lost: sequence numbers sent (not refused) and never seen, each in the interval it was due.
-    let mut lost_in = vec![0u64; st.interval_count.len()];
-    let mut lost = 0u64;
-    for seq in 0..issued {
-        let (w, b) = ((seq / 64) as usize, 1u64 << (seq % 64));
-        if st.seen[w] & b == 0 && s.failed[w] & b == 0 {
-            lost += 1;
-            let i =
-                ((seq / burst * period / cfg.timeline_interval_ns) as usize).min(lost_in.len() - 1);
-            lost_in[i] += 1;
-        }
-    }
+    st.settle(issued);
+    let schedule = st.schedule;
+    // Lost: sent (not refused) and never received; in each interval, what was settled unseen there less
+    // the sends refused there.
+    let lost = s.sent.saturating_sub(st.received);
     let mut timeline = Vec::new();
-    let mut span = cfg.timeline_interval_ns;
-    let intervals = (issued.div_ceil(burst) * period).div_ceil(cfg.timeline_interval_ns) as usize;
-    let per_interval = st.interval_count.iter().zip(&st.interval_max).zip(&lost_in);
-    for (i, ((&count, &max_ns), &missed)) in per_interval.enumerate().take(intervals) {
+    let mut span = schedule.span_ns;
+    let due_ns = issued.div_ceil(schedule.burst) * schedule.period_ns;
+    let per_interval = st
+        .interval_count
+        .iter()
+        .zip(&st.interval_max)
+        .zip(st.unseen_in.iter().zip(&s.failed_in));
+    for (i, ((&count, &max_ns), (&unseen, &failed))) in per_interval
+        .enumerate()
+        .take(due_ns.div_ceil(schedule.span_ns) as usize)
+    {
         push_bounded(
             &mut timeline,
             &mut span,
             TimelineEntry {
-                start_ns: i as u64 * cfg.timeline_interval_ns,
+                start_ns: i as u64 * schedule.span_ns,
                 count,
                 max_ns,
-                missed,
+                missed: unseen.saturating_sub(failed),
             },
         );
     }
@@ -697,6 +766,7 @@ fn finish(
         send_errors: s.send_errors,
         received: st.received,
         lost,
+        stale: st.stale,
         reordered: st.reordered,
         duplicates: st.duplicates,
         foreign: st.foreign,

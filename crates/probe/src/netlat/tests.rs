@@ -1,4 +1,5 @@
 use super::*;
+use rtgauge_model::netlat::WINDOW;
 use rtgauge_model::rt::SchedPolicy;
 
 fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatencyPlan {
@@ -54,22 +55,13 @@ fn datagram(seq: u64, sent: u64) -> [u8; 32] {
 fn duplicates_reordering_and_foreign_datagrams_are_counted_apart() {
     let mut s = state(100);
     let take = |s: &mut RxState, seq: u64, kernel: Option<u64>| {
-        s.take(
-            &datagram(seq, 1_000),
-            9,
-            5_000,
-            kernel,
-            1_000_000,
-            1,
-            100_000_000,
-            Some(4_000),
-        )
+        s.take(&datagram(seq, 1_000), 9, 5_000, kernel, Some(4_000))
     };
     take(&mut s, 0, Some(3_000));
     take(&mut s, 2, Some(3_000));
     take(&mut s, 1, None);
     take(&mut s, 2, Some(3_000));
-    s.take(&[0u8; 32], 9, 5_000, None, 1_000_000, 1, 100_000_000, None);
+    s.take(&[0u8; 32], 9, 5_000, None, None);
     take(&mut s, 100, None);
     assert_eq!(s.received, 3);
     assert_eq!(s.duplicates, 1);
@@ -156,16 +148,7 @@ fn nothing_listening_loses_every_packet_and_says_so() {
 fn the_slowest_packets_are_kept_without_a_deadline() {
     let mut s = state(100);
     for (seq, latency) in (0..40u64).map(|i| (i, (i * 7919) % 97 + 1)) {
-        s.take(
-            &datagram(seq, 1_000),
-            9,
-            1_000 + latency,
-            None,
-            1_000_000,
-            1,
-            100_000_000,
-            None,
-        );
+        s.take(&datagram(seq, 1_000), 9, 1_000 + latency, None, None);
     }
     let mut kept: Vec<u64> = s.worst.iter().map(|p| p.latency_ns).collect();
     kept.sort_unstable();
@@ -178,4 +161,29 @@ fn the_slowest_packets_are_kept_without_a_deadline() {
     );
     assert_eq!(s.worst.capacity(), WORST_PACKETS, "never grown");
     assert_eq!(s.late, 0, "no deadline: none is late");
+}
+
+#[test]
+fn a_packet_is_lost_once_the_window_has_passed_it_and_stale_if_it_comes_after() {
+    // 1,000/s for 10,000 s: more sequence numbers than the window holds.
+    let p = plan("127.0.0.1:0", false, 1000.0, 10_000_000);
+    let mut s = RxState::new(&p, p.capacity());
+    assert_eq!(s.window_len(), WINDOW);
+    let take = |s: &mut RxState, seq: u64| s.take(&datagram(seq, 1_000), 9, 5_000, None, None);
+    take(&mut s, 0);
+    take(&mut s, WINDOW + 5);
+    assert_eq!(s.base, 6, "0..=5 settled: 0 received, 1..=5 not");
+    assert_eq!(s.unseen_in.iter().sum::<u64>(), 5);
+    take(&mut s, 3);
+    assert_eq!((s.stale, s.received), (1, 2), "3 came after it was settled");
+    take(&mut s, WINDOW + 5);
+    assert_eq!(s.duplicates, 1, "still in the window: a duplicate");
+    s.settle(WINDOW + 10);
+    assert_eq!(s.unseen_in.iter().sum::<u64>(), WINDOW + 10 - 2);
+    // 10,000 s in at most 2,048 intervals: 100 ms doubled to 6.4 s, 6,400 packets each; the first holds
+    // every unseen one of its own but packet 0.
+    let sch = p.schedule();
+    assert_eq!(sch.span_ns, 6_400_000_000);
+    assert!(sch.intervals <= rtgauge_model::latency::MAX_TIMELINE + 1);
+    assert_eq!(s.unseen_in[0], 6_399);
 }

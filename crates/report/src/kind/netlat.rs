@@ -84,6 +84,14 @@ pub fn render(r: &NetLatencyResult) -> String {
             String::new()
         },
     );
+    if r.stale > 0 {
+        let _ = writeln!(
+            s,
+            "  {} packets arrived more than {} packets after their turn (counted lost)",
+            r.stale,
+            rtgauge_model::netlat::WINDOW
+        );
+    }
     if let Some(d) = c.deadline_ns {
         let _ = writeln!(
             s,
