@@ -620,8 +620,9 @@ impl NetCommand {
                 None,
                 root,
             ),
-            NetCommand::Serve(_) | NetCommand::Reflect(_) => {
-                bail!("'serve' and 'reflect' are not measurements (use cps or throughput)")
+            NetCommand::Serve(_) => bail!("'serve' is not a measurement (use cps or throughput)"),
+            NetCommand::Reflect(_) => {
+                bail!("'reflect' is not a measurement (use latency --reflector, kind net_latency)")
             }
             NetCommand::Latency(_) => bail!("'latency' is a probe of its own (kind net_latency)"),
         }
