@@ -339,8 +339,9 @@ impl WhyRun {
 
 impl WhyRun {
     /// Attach counters and the breakdowns of the slowest packets to a packet-latency result: those at or
-    /// above the threshold (the profile's or `--spike`, else `--deadline`, else the rule), each on the CPU
-    /// of its longest stage (the receiver's for the wake-up, the sender's for the path).
+    /// above the threshold (the profile's bound, else `--deadline`, else the rule), each on the CPU of its
+    /// longest stage (the receiver's for the wake-up, the sender's for the path); the packets held up by
+    /// one stall are one episode.
     pub fn finish_netlat(
         self,
         r: &mut rtgauge_model::netlat::NetLatencyResult,
@@ -365,29 +366,35 @@ impl WhyRun {
                 .filter(|p| p.latency_ns >= thr.ns)
                 .copied()
                 .collect();
-            packets.sort_by_key(|p| (std::cmp::Reverse(p.latency_ns), p.seq));
+            packets.sort_by_key(|p| p.seq);
             packets.dedup_by_key(|p| p.seq);
-            let candidates = packets
+            // Each packet's longest stage, on its CPU; the packets that waited through one stall overlap
+            // and make one episode (the tracker merges them, as it merges a timer thread's late samples).
+            let mut windows: Vec<Late> = packets
                 .iter()
                 .filter_map(|p| {
-                    let (wakeup, start, end) = p.longest_stage();
+                    let (wakeup, start_ns, end_ns) = p.longest_stage();
                     let (thread, cpu) = if wakeup {
                         (1, r.receiver.cpu.achieved)
                     } else {
                         (0, r.sender.cpu.achieved)
                     };
-                    Some(Candidate {
-                        id: p.seq,
-                        cpu: cpu?,
+                    Some(Late {
                         thread,
-                        start_ns: start,
-                        end_ns: end,
-                        samples: 1,
+                        cpu: cpu?,
+                        start_ns,
+                        end_ns,
                         worst_ns: p.latency_ns,
                     })
                 })
-                .collect::<Vec<_>>();
-            let total = count_at_or_above(&r.latency, thr.ns).max(candidates.len() as u64);
+                .collect();
+            windows.sort_by_key(|l| l.start_ns);
+            let (mut tracker, mut retain) = (EpisodeTracker::default(), Vec::new());
+            for l in windows {
+                tracker.feed(l, &mut retain);
+            }
+            tracker.finish(&mut retain);
+            let (candidates, total) = tracker.above(thr.ns);
             explain(&mut why, &d, (candidates, total), thr);
         }
         Self::steal(&mut why, origin, interval);

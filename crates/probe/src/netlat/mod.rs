@@ -264,6 +264,10 @@ fn sender(
         let _ = to_receiver.send(dup);
     }
     let conditions = thread_conditions(cfg.tx_cpu, cfg.rtprio);
+    // SCHED_OTHER sleeps carry a 50 µs timer slack by default: the schedule is the probe's, not the
+    // kernel's to coalesce (a real-time policy has none).
+    // SAFETY: plain prctl on the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let mut lateness = LatencyRecorder::new();
     let schedule = plan.schedule();
     let mut failed_in = vec![0u64; schedule.intervals];
