@@ -239,8 +239,14 @@ fn between_namespaces_over_a_veth_every_packet_arrives_with_its_split() {
     );
     assert_eq!(p["config"]["rx_netns"], pair.rx.as_str());
     assert_eq!(
-        p["config"]["target"].as_str().unwrap().split(':').next(),
-        Some(pair.rx_addr.as_str())
+        p["config"]["target"],
+        format!("{}:0", pair.rx_addr),
+        "as asked"
+    );
+    let bound = p["bound"].as_str().unwrap();
+    assert!(
+        bound.starts_with(&format!("{}:", pair.rx_addr)) && !bound.ends_with(":0"),
+        "the port the kernel picked: {bound}"
     );
     assert_eq!(
         u(&p["wakeup"], "count"),

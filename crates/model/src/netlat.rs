@@ -41,8 +41,8 @@ impl RxMode {
 /// How the probe was configured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetLatencyConfig {
-    /// Where packets are sent, `IP:PORT`: the receiver's own address (one-way; in a result, with the port
-    /// it bound) or a reflector's.
+    /// Where packets are sent, `IP:PORT`: the receiver's own address as asked (one-way; port 0: any) or a
+    /// reflector's; for frames, `TX_DEV → RX_DEV`.
     pub target: String,
     /// Round trip through a reflector at `target` (else one-way to a receiver this probe binds there).
     pub round_trip: bool,
@@ -174,6 +174,9 @@ pub struct NetLatencyResult {
     pub config: Box<NetLatencyConfig>,
     /// Why it ended.
     pub stop_reason: StopReason,
+    /// The address the receiver bound (one-way UDP), with the port the kernel picked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
     /// From the first scheduled send to the last, ns.
     pub elapsed_ns: u64,
     /// Packets sent (a send the kernel refused is counted in `send_errors`, not here).
@@ -252,6 +255,11 @@ impl NetLatencyResult {
         } else {
             self.sent as f64 * 1e9 / self.elapsed_ns as f64
         }
+    }
+
+    /// Where the packets went: the receiver's bound address, else the configured target.
+    pub fn destination(&self) -> &str {
+        self.bound.as_deref().unwrap_or(&self.config.target)
     }
 
     /// "one-way" or "round trip".

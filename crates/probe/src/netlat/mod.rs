@@ -754,12 +754,9 @@ fn finish(
         RxTimestamps::Software
     };
     let stamped = st.received > st.unstamped;
-    let mut config = cfg.clone();
-    if let Some(a) = r.bound {
-        config.target = a.to_string();
-    }
     NetLatencyResult {
-        config: Box::new(config),
+        config: Box::new(cfg.clone()),
+        bound: r.bound.map(|a| a.to_string()),
         stop_reason: if signalled || s.stopped_early {
             StopReason::Signal
         } else {

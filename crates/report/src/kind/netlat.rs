@@ -36,7 +36,7 @@ pub fn render(r: &NetLatencyResult) -> String {
         s,
         "\nnet latency, {} to {} — {:.0} packets/s offered ({} per burst), {} B, {:.1} s",
         r.direction(),
-        c.target,
+        r.destination(),
         c.rate_per_s,
         c.burst,
         c.size,
@@ -238,7 +238,7 @@ impl KindView for NetLatencyResult {
                 } else {
                     "receiver's address and namespace"
                 },
-                self.config.target
+                self.destination()
             ));
         }
         w
