@@ -104,6 +104,16 @@ pub fn report_parse_error(e: &clap::Error) -> ExitCode {
                     first = format!("invalid value '{shown}' for '{arg}'{why}");
                 }
             }
+            // A missing argument is named on the lines after clap's first ("…were not provided:").
+            if e.kind() == ErrorKind::MissingRequiredArgument {
+                if let Some(ContextValue::Strings(missing)) = e.get(ContextKind::InvalidArg) {
+                    first = format!(
+                        "{}: {}",
+                        first.trim_end_matches(':').trim_end(),
+                        missing.join(", ")
+                    );
+                }
+            }
             let first = name_flags_as_typed(&first);
             eprintln!("rtgauge: error: {}", visible(&first));
             ExitCode::from(2)

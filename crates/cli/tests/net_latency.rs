@@ -412,3 +412,50 @@ fn trace_names_the_thread_that_held_the_receivers_cpu() {
         assert_eq!(of[0]["cpu"], 1, "the wake-up waited on the receiver's CPU");
     }
 }
+
+#[test]
+fn bad_flags_are_named_before_anything_is_sent() {
+    common::assert_usage_errors(
+        "net",
+        &["-D", "1s", "--no-store"],
+        &[
+            (&["latency", "--rate", "0"], "--rate"),
+            (&["latency", "--size", "8"], "--size"),
+            (&["latency", "--bind", "0.0.0.0:0"], "--bind 0.0.0.0:0"),
+            (&["latency", "--reflector", "127.0.0.1:0"], "--reflector"),
+            (&["latency", "--rx", "spin"], "--rx"),
+            (
+                &[
+                    "latency", "--vlan", "5000", "--tx-dev", "a", "--rx-dev", "b",
+                ],
+                "--vlan",
+            ),
+            (
+                &[
+                    "latency",
+                    "--ethertype",
+                    "0x10",
+                    "--tx-dev",
+                    "a",
+                    "--rx-dev",
+                    "b",
+                ],
+                "--ethertype",
+            ),
+            (&["latency", "--tx-dev", "a"], "--rx-dev"),
+            (&["latency", "--tx-cpu", "4096"], "--tx-cpu 4096"),
+            (
+                &["latency", "--rx", "poll", "--tx-cpu", "1", "--rx-cpu", "1"],
+                "--rx poll",
+            ),
+        ],
+    );
+    common::assert_usage_errors(
+        "net",
+        &["-D", "1s"],
+        &[
+            (&["reflect", "--listen", "nowhere"], "--listen"),
+            (&["reflect"], "--listen"),
+        ],
+    );
+}

@@ -91,7 +91,8 @@ pub struct LatencyArgs {
     /// A packet this late or later counts as late (the deadline's overflow count, gate net.latency.late).
     #[arg(long, value_name = "TIME", value_parser = parse_duration_arg)]
     pub deadline: Option<Nanos>,
-    /// How long the sender sends.
+    /// How long the sender sends (a sender behind its schedule stops at the end all the same: what was
+    /// left unsent is said).
     #[arg(short = 'D', long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_arg)]
     pub duration: Nanos,
     /// How long the receiver waits for stragglers after the last send.
@@ -255,6 +256,17 @@ impl LatencyArgs {
         if round_trip && addr.port() == 0 {
             bail!("--reflector {addr}: needs the reflector's port");
         }
+        if addr.ip().is_unspecified() {
+            let flag = if round_trip { "--reflector" } else { "--bind" };
+            bail!("{flag} {addr}: the sender sends there: give the receiver's own address (e.g. 127.0.0.1:0)");
+        }
+        let prio = (self.priority > 0).then_some(self.priority);
+        if self.rx == RxMode::Poll && prio.is_some() && tx_cpu == rx_cpu {
+            bail!(
+                "--rx poll: a polling receiver at SCHED_FIFO never lets the sender on the same CPU ({}) run: give them two CPUs (--tx-cpu, --rx-cpu) or -p 0",
+                rx_cpu.map_or("unpinned".to_string(), |c| c.to_string())
+            );
+        }
         let plan = NetLatencyPlan {
             config: NetLatencyConfig {
                 target: match &ethernet {
@@ -268,7 +280,7 @@ impl LatencyArgs {
                 size: self.size,
                 tx_cpu,
                 rx_cpu,
-                rtprio: (self.priority > 0).then_some(self.priority),
+                rtprio: prio,
                 rx_mode: self.rx,
                 tx_netns: self.tx_netns.clone(),
                 rx_netns: self.rx_netns.clone(),

@@ -335,6 +335,11 @@ fn plan_probe(
             args.trace |= trace;
             load = args.load_request();
             let mut r = args.resolve(root).with_context(|| what.to_string())?;
+            // The profile's bound is the stream's deadline unless the flags give one: every packet past
+            // it is counted late and kept for the trace to explain.
+            if r.plan.config.deadline_ns.is_none() {
+                r.plan.config.deadline_ns = bound.as_ref().map(|b| b.ns);
+            }
             r.why.threshold = bound;
             Box::new(r)
         }

@@ -136,14 +136,15 @@ pub struct LatePacket {
 }
 
 impl LatePacket {
-    /// The stage that took longest and its window (CLOCK_MONOTONIC ns): `(true, …)` for the wake-up
-    /// (kernel receive → thread, on the receiver's CPU), `(false, …)` for the path (send → kernel receive,
-    /// where the sender's CPU carries a local packet through the stack). Without the split, the whole
-    /// latency as the wake-up's.
-    pub fn longest_stage(&self) -> (bool, u64, u64) {
+    /// The stage to explain and its window (CLOCK_MONOTONIC ns): `(true, …)` for the wake-up (kernel
+    /// receive → thread, on the receiver's CPU), `(false, …)` for the path (send → kernel receive) when it
+    /// took longer and `local_path` says the sender's CPU carried the packet through the stack (one-way
+    /// on one host; a round trip's path crosses the reflector, whose CPUs are not traced). Without the
+    /// split, the whole latency as the wake-up's.
+    pub fn longest_stage(&self, local_path: bool) -> (bool, u64, u64) {
         let end = self.received_mono_ns;
         match (self.path_ns, self.wakeup_ns) {
-            (Some(p), Some(w)) if p > w => {
+            (Some(p), Some(w)) if p > w && local_path => {
                 let kernel = end.saturating_sub(w);
                 (false, kernel.saturating_sub(p), kernel)
             }
@@ -181,8 +182,21 @@ pub struct NetLatencyResult {
     pub elapsed_ns: u64,
     /// Packets sent (a send the kernel refused is counted in `send_errors`, not here).
     pub sent: u64,
-    /// Sends the kernel refused (ENOBUFS, …): those sequence numbers never left.
+    /// Sends the kernel refused: those sequence numbers never left.
     pub send_errors: u64,
+    /// Why the first refused send was refused (the errno's text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_error: Option<String>,
+    /// Packets of the schedule never sent: the duration ran out while the sender was behind (it catches up
+    /// with back-to-back sends within the duration only).
+    #[serde(default)]
+    pub unsent: u64,
+    /// Receive calls that failed other than for want of a packet.
+    #[serde(default)]
+    pub receive_errors: u64,
+    /// Why the first of them failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_error: Option<String>,
     /// Distinct packets of this stream received.
     pub received: u64,
     /// Packets sent and never received (`sent − received`; the stale ones among them).

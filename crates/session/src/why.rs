@@ -373,7 +373,7 @@ impl WhyRun {
             let mut windows: Vec<Late> = packets
                 .iter()
                 .filter_map(|p| {
-                    let (wakeup, start_ns, end_ns) = p.longest_stage();
+                    let (wakeup, start_ns, end_ns) = p.longest_stage(!r.config.round_trip);
                     let (thread, cpu) = if wakeup {
                         (1, r.receiver.cpu.achieved)
                     } else {

@@ -128,7 +128,11 @@ impl KindData for CyclicResult {
                 Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
                     Some(t.samples_at_or_above(threshold_ns))
                 }
-                _ => None,
+                Metric::OslatMaxNs
+                | Metric::HwnoiseMaxNs
+                | Metric::NetLatencyMaxNs
+                | Metric::NetLatencyLost
+                | Metric::NetLatencyLate => None,
             })
             .collect()
     }

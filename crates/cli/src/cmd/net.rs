@@ -405,6 +405,9 @@ fn reflect(a: &ReflectArgs) -> anyhow::Result<ExitCode> {
                 .map_or(String::new(), |e| format!(" ({e})"))
         );
     }
-    println!("reflected {} datagrams, {} send errors", r.echoed, r.errors);
+    println!(
+        "reflected {} packets, {} send errors, {} other datagrams ignored",
+        r.echoed, r.errors, r.ignored
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -6,10 +6,10 @@
 //! ([`reflect`]) and the receiver reads the sender's own socket.
 //!
 //! Each packet carries a tag, the run's stream id, its sequence number and its send time, so that loss,
-//! reordering and duplicates are exact: the receiver marks each sequence number in a bitmap sized for the
-//! whole run before the start. No allocation, lock or I/O other than the socket calls in either loop: the
-//! recorders, the bitmap, the timeline's intervals and the late-packet list are allocated before the
-//! barrier; the threads hand their state back when they end.
+//! reordering and duplicates are counted: the receiver marks each sequence number in a sliding window
+//! (`rtgauge_model::netlat::WINDOW`). No allocation, lock or I/O other than the socket calls in either
+//! loop: the recorders, the window, the intervals' counts and the late-packet lists are allocated before
+//! the barrier; the threads hand their state back when they end.
 //!
 //! Sockets are raw `libc` calls (as in [`crate::net`]): the timestamps arrive as a control message of
 //! `recvmsg`, which no socket crate we use wraps.
@@ -49,14 +49,19 @@ pub struct NetLatencyPlan {
 }
 
 impl NetLatencyPlan {
-    /// Nanoseconds between two sends (of `burst` packets each).
-    pub fn period_ns(&self) -> u64 {
-        ((self.config.burst as f64 * 1e9 / self.config.rate_per_s).round() as u64).max(1)
+    /// Nanoseconds between two sends (of `burst` packets each), exactly (a rate of 3,000/s is a period of
+    /// 333,333.3 ns: the schedule does not drift by the rounding).
+    pub fn period_ns(&self) -> f64 {
+        (self.config.burst as f64 * 1e9 / self.config.rate_per_s).max(1.0)
     }
 
-    /// Sequence numbers the run can use: every period of the duration, `burst` each.
+    /// Sequence numbers the run can use: every send due within the duration, `burst` each.
     pub fn capacity(&self) -> u64 {
-        self.config.duration_ns.div_ceil(self.period_ns()) * self.config.burst as u64
+        // The bursts due before the duration's end (a hair of rounding forgiven: 0.5 s at 3,000/s is 1,500).
+        let bursts = (self.config.duration_ns as f64 / self.period_ns() - 1e-6)
+            .ceil()
+            .max(1.0);
+        bursts as u64 * self.config.burst as u64
     }
 
     /// Where each sequence number falls in time: the intervals the counts are kept in while it runs.
@@ -79,8 +84,8 @@ impl NetLatencyPlan {
 /// The sender's schedule as the counters need it.
 #[derive(Debug, Clone, Copy)]
 pub struct Schedule {
-    /// Between two bursts, ns.
-    pub period_ns: u64,
+    /// Between two bursts, ns (not rounded).
+    pub period_ns: f64,
     /// Packets per burst.
     pub burst: u64,
     /// One counting interval, ns.
@@ -90,10 +95,16 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// When burst `k` is due, ns after the first.
+    #[inline]
+    pub fn burst_due_ns(&self, k: u64) -> u64 {
+        (k as f64 * self.period_ns).round() as u64
+    }
+
     /// When packet `seq` was due, ns after the first send.
     #[inline]
     pub fn due_ns(&self, seq: u64) -> u64 {
-        seq / self.burst * self.period_ns
+        self.burst_due_ns(seq / self.burst)
     }
 
     /// The counting interval packet `seq` belongs to.
@@ -117,6 +128,10 @@ struct SenderOut {
     /// Sends the kernel refused, per counting interval (not lost: never sent).
     failed_in: Vec<u64>,
     send_errors: u64,
+    /// The first refused send's errno.
+    send_error: Option<i32>,
+    /// Packets of the schedule not sent: the duration ran out while the sender was behind.
+    unsent: u64,
     elapsed_ns: u64,
     cpu_ns: u64,
     stopped_early: bool,
@@ -180,14 +195,19 @@ pub fn run(
     let (to_sender, from_receiver) = mpsc::channel::<Result<Peer, String>>();
     let (to_receiver, from_sender) = mpsc::channel::<Result<Socket, String>>();
     let rx = {
-        let (plan, shared, start) = (plan.clone(), Arc::clone(&shared), Arc::clone(&start));
+        let (plan, shared, start, stop) = (
+            plan.clone(),
+            Arc::clone(&shared),
+            Arc::clone(&start),
+            stop.clone(),
+        );
         rt::spawn_thread("rtgauge-nl-rx".into(), 1, move || {
             receiver(
                 &plan,
                 stream,
-                capacity,
                 &shared,
                 &start,
+                &stop,
                 to_sender,
                 from_sender,
             )
@@ -268,7 +288,7 @@ fn sender(
     // kernel's to coalesce (a real-time policy has none).
     // SAFETY: plain prctl on the calling thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-    let mut lateness = LatencyRecorder::new();
+    let lateness = LatencyRecorder::new();
     let schedule = plan.schedule();
     let mut failed_in = vec![0u64; schedule.intervals];
     touch(&mut failed_in);
@@ -280,26 +300,29 @@ fn sender(
         let payload = buf.len() - payload_at;
         h.write(&mut buf, payload);
     }
-    rt::prefault_stack(64 * 1024);
-    let cpu0 = wire::thread_cpu_ns();
-    start.wait();
     let mut out = SenderOut {
         conditions,
-        lateness: LatencyRecorder::new(),
+        lateness,
         sent: 0,
-        failed_in: Vec::new(),
+        failed_in,
         send_errors: 0,
+        send_error: None,
+        unsent: 0,
         elapsed_ns: 0,
         cpu_ns: 0,
         stopped_early: false,
     };
+    rt::prefault_stack(64 * 1024);
+    let cpu0 = wire::thread_cpu_ns();
+    start.wait();
     if shared.receiver_failed.load(Ordering::Acquire) {
         shared.sender_done.store(true, Ordering::Release);
         return Err("the receiver could not start".into());
     }
-    let period = plan.period_ns();
     // The first send a little after the start, aligned to nothing: both threads are ready.
     let t0 = wire::monotonic_ns() + 1_000_000;
+    // A sender that fell behind catches up with back-to-back sends, within the duration only.
+    let end = t0 + cfg.duration_ns;
     let mut seq = 0u64;
     let mut k = 0u64;
     while seq < capacity {
@@ -307,9 +330,14 @@ fn sender(
             out.stopped_early = true;
             break;
         }
-        let at = t0 + k * period;
+        let at = t0 + schedule.burst_due_ns(k);
         wire::sleep_until(at);
-        lateness.record(wire::monotonic_ns().saturating_sub(at));
+        let now = wire::monotonic_ns();
+        if now >= end {
+            out.unsent = capacity - seq;
+            break;
+        }
+        out.lateness.record(now.saturating_sub(at));
         for _ in 0..cfg.burst {
             if seq >= capacity {
                 break;
@@ -320,21 +348,26 @@ fn sender(
                 sent_realtime_ns: wire::realtime_ns(),
             };
             p.write(&mut buf[payload_at..]);
-            if sock.send(&buf).is_ok() {
-                out.sent += 1;
-            } else {
-                out.send_errors += 1;
-                failed_in[schedule.interval(seq)] += 1;
+            match sock.send(&buf) {
+                Ok(_) => out.sent += 1,
+                Err(e) => {
+                    out.send_errors += 1;
+                    out.send_error.get_or_insert(e);
+                    out.failed_in[schedule.interval(seq)] += 1;
+                }
             }
             seq += 1;
         }
         k += 1;
     }
     let end = wire::monotonic_ns();
-    out.elapsed_ns = end.saturating_sub(t0);
+    // The time the sends stood for: the periods of the bursts sent, or the whole duration when it ran out.
+    out.elapsed_ns = if out.unsent > 0 {
+        cfg.duration_ns
+    } else {
+        schedule.burst_due_ns(k)
+    };
     out.cpu_ns = wire::thread_cpu_ns().saturating_sub(cpu0);
-    out.lateness = lateness;
-    out.failed_in = failed_in;
     shared.sent.store(out.sent, Ordering::Release);
     shared.sender_end_ns.store(end, Ordering::Release);
     shared.sender_done.store(true, Ordering::Release);
@@ -427,6 +460,9 @@ struct RxState {
     base: u64,
     /// Settled and never received, per counting interval (refused sends among them).
     unseen_in: Vec<u64>,
+    /// Receive calls that failed other than for want of a packet, and the first one's errno.
+    receive_errors: u64,
+    receive_error: Option<i32>,
     /// Arrived after their number was settled.
     stale: u64,
     received: u64,
@@ -461,6 +497,8 @@ impl RxState {
             window: vec![0; (WINDOW.min(capacity.next_multiple_of(64)) / 64) as usize],
             base: 0,
             unseen_in: vec![0; intervals],
+            receive_errors: 0,
+            receive_error: None,
             stale: 0,
             received: 0,
             duplicates: 0,
@@ -489,7 +527,6 @@ impl RxState {
         s
     }
 
-    /// Account for one datagram received at `user_ns` (CLOCK_REALTIME) with the kernel's timestamp.
     /// Bits of the window: its length in sequence numbers.
     fn window_len(&self) -> u64 {
         self.window.len() as u64 * 64
@@ -510,6 +547,7 @@ impl RxState {
         }
     }
 
+    /// Account for one datagram received at `user_ns` (CLOCK_REALTIME) with the kernel's timestamp.
     #[inline]
     fn take(
         &mut self,
@@ -608,9 +646,9 @@ impl RxState {
 fn receiver(
     plan: &NetLatencyPlan,
     stream: u32,
-    capacity: u64,
     shared: &Handover,
     start: &Barrier,
+    stop: &StopFlag,
     to_sender: mpsc::Sender<Result<Peer, String>>,
     from_sender: mpsc::Receiver<Result<Socket, String>>,
 ) -> Result<ReceiverOut, String> {
@@ -650,27 +688,32 @@ fn receiver(
             return Err(e);
         }
     };
-    let mut state = RxState::new(plan, capacity);
+    // Pinned first: what it allocates is first touched on its own CPU (its node).
+    let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
+    let mut state = RxState::new(plan, plan.capacity());
     if let Err(e) = sock.timestamp_rx_software() {
         state.timestamps_error = Some(format!("SO_TIMESTAMPING (software receive): {e}"));
     }
     // Bursts must not overflow the socket's queue while the receiver wakes (capped by rmem_max).
     sock.grow_receive_buffer(4 << 20);
     let poll = cfg.rx_mode == RxMode::Poll;
-    // Blocking: wake at least every 20 ms to see whether the sender is done.
-    if let Err(e) = sock.set_mode(poll, 20_000_000) {
+    // Blocking: wake at least every 20 ms to see whether the sender is done. Polling asks each call not
+    // to wait (MSG_DONTWAIT), leaving the socket's own flags alone: a round trip's socket is the sender's.
+    if let Err(e) = sock.receive_timeout(20_000_000) {
         shared.receiver_failed.store(true, Ordering::Release);
         start.wait();
         return Err(format!("receiver socket: {e}"));
     }
-    let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
     let mut buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
     rt::prefault_stack(64 * 1024);
     let cpu0 = wire::thread_cpu_ns();
     start.wait();
     let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
+    // When the user's stop was first seen, ns: the receiver drains from then even if the sender, stuck
+    // behind it on one CPU, never says it is done.
+    let mut stopped_at = None;
     loop {
-        match sock.recv_stamped(&mut buf) {
+        match sock.recv_stamped(&mut buf, poll) {
             Ok((n, kernel_ns)) => {
                 let user_ns = wire::realtime_ns();
                 let data = match ethertype {
@@ -679,15 +722,24 @@ fn receiver(
                 };
                 state.take(data, stream, user_ns, kernel_ns, cfg.deadline_ns);
             }
-            Err(_) => {
-                // EAGAIN (nothing yet, or the blocking timeout), or an ICMP error on a connected socket:
-                // the loop's end is decided below either way.
+            // Nothing yet (or the blocking timeout).
+            Err(libc::EAGAIN) => {}
+            // Another error (an ICMP error on a connected socket, the interface gone): counted, the first
+            // named; the loop's end is decided below either way.
+            Err(e) => {
+                state.receive_errors += 1;
+                state.receive_error.get_or_insert(e);
             }
         }
         if shared.sender_done.load(Ordering::Acquire) {
             let sent = shared.sent.load(Ordering::Acquire);
             let end = shared.sender_end_ns.load(Ordering::Acquire);
             if state.received >= sent || wire::monotonic_ns() >= end.saturating_add(cfg.drain_ns) {
+                break;
+            }
+        } else if stop.is_set() {
+            let at = *stopped_at.get_or_insert_with(wire::monotonic_ns);
+            if wire::monotonic_ns() >= at.saturating_add(cfg.drain_ns) {
                 break;
             }
         }
@@ -719,16 +771,17 @@ fn finish(
     let lost = s.sent.saturating_sub(st.received);
     let mut timeline = Vec::new();
     let mut span = schedule.span_ns;
-    let due_ns = issued.div_ceil(schedule.burst) * schedule.period_ns;
+    // The intervals the sends fell in (not one past the last send's).
+    let intervals = match issued {
+        0 => 0,
+        n => schedule.interval(n - 1) + 1,
+    };
     let per_interval = st
         .interval_count
         .iter()
         .zip(&st.interval_max)
         .zip(st.unseen_in.iter().zip(&s.failed_in));
-    for (i, ((&count, &max_ns), (&unseen, &failed))) in per_interval
-        .enumerate()
-        .take(due_ns.div_ceil(schedule.span_ns) as usize)
-    {
+    for (i, ((&count, &max_ns), (&unseen, &failed))) in per_interval.enumerate().take(intervals) {
         push_bounded(
             &mut timeline,
             &mut span,
@@ -742,7 +795,11 @@ fn finish(
     }
     let timestamps = if let Some(e) = st.timestamps_error {
         RxTimestamps::Unavailable { reason: e }
-    } else if st.received > 0 && st.unstamped == st.received {
+    } else if st.received == 0 {
+        RxTimestamps::Unavailable {
+            reason: "no packet was received".into(),
+        }
+    } else if st.unstamped == st.received {
         RxTimestamps::Unavailable {
             reason: "no packet carried a kernel receive timestamp".into(),
         }
@@ -767,6 +824,10 @@ fn finish(
         send_errors: s.send_errors,
         received: st.received,
         lost,
+        unsent: s.unsent,
+        send_error: s.send_error.map(crate::net::errno_text),
+        receive_errors: st.receive_errors,
+        receive_error: st.receive_error.map(crate::net::errno_text),
         stale: st.stale,
         reordered: st.reordered,
         duplicates: st.duplicates,

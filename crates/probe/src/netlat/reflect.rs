@@ -1,5 +1,5 @@
-//! The round trip's far end (`rtgauge net reflect`): every datagram received is sent back unchanged to
-//! where it came from, by one pinned thread (SCHED_FIFO when asked), blocking in `recvfrom`.
+//! The round trip's far end (`rtgauge net reflect`): every probe packet received is sent back unchanged
+//! to where it came from, by one thread (pinned and SCHED_FIFO when asked), blocking in `recvfrom`.
 
 use super::wire::{self, Socket};
 use crate::rt;
@@ -28,6 +28,8 @@ pub struct Reflected {
     pub echoed: u64,
     /// Sends that failed.
     pub errors: u64,
+    /// Datagrams that were not the probe's, not sent back.
+    pub ignored: u64,
     /// Its thread's scheduling and CPU, as asked and as got.
     pub conditions: ThreadConditions,
 }
@@ -49,7 +51,7 @@ pub fn reflect(
             .local_addr()
             .map_err(|e| ProbeError::Config(format!("reflector socket: {e}")))?;
         sock.grow_receive_buffer(4 << 20);
-        sock.set_mode(false, 50_000_000)
+        sock.receive_timeout(50_000_000)
             .map_err(|e| ProbeError::Config(format!("reflector socket: {e}")))?;
         let conditions = super::thread_conditions(plan.cpu, plan.rtprio);
         bound(addr);
@@ -60,10 +62,17 @@ pub fn reflect(
         let mut out = Reflected {
             echoed: 0,
             errors: 0,
+            ignored: 0,
             conditions,
         };
         while !stop.is_set() && end.is_none_or(|e| wire::monotonic_ns() < e) {
             if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                // Only the probe's packets: anything else sent back where it came from could bounce
+                // between two reflectors for ever.
+                if !super::wire::is_probe_packet(&buf[..n]) {
+                    out.ignored += 1;
+                    continue;
+                }
                 match sock.send_to(&buf[..n], &from) {
                     Ok(_) => out.echoed += 1,
                     Err(_) => out.errors += 1,

@@ -29,11 +29,21 @@ fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatency
 #[test]
 fn the_schedule_counts_packets_not_bursts() {
     let mut p = plan("127.0.0.1:0", false, 4000.0, 1000);
-    assert_eq!(p.period_ns(), 250_000);
+    assert_eq!(p.period_ns(), 250_000.0);
     assert_eq!(p.capacity(), 4000);
     p.config.burst = 4;
-    assert_eq!(p.period_ns(), 1_000_000, "4 packets every ms is 4,000/s");
+    assert_eq!(p.period_ns(), 1_000_000.0, "4 packets every ms is 4,000/s");
     assert_eq!(p.capacity(), 4000);
+    // 3,000/s for 0.5 s: 1,500 packets, the 1,500th due at 499.67 ms (the period not rounded to 333,333 ns).
+    let mut q = plan("127.0.0.1:0", false, 3000.0, 500);
+    assert_eq!(q.capacity(), 1500);
+    assert_eq!(q.schedule().due_ns(1499), 499_666_667);
+    q.config.timeline_interval_ns = 100_000_000;
+    assert_eq!(
+        q.schedule().interval(1499),
+        4,
+        "the last send falls in the fifth 100 ms interval"
+    );
 }
 
 fn state(capacity: u64) -> RxState {

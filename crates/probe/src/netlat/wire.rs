@@ -53,6 +53,11 @@ impl Packet {
     }
 }
 
+/// Whether a datagram opens with the probe's tag (any stream).
+pub fn is_probe_packet(data: &[u8]) -> bool {
+    data.len() >= HEADER && data[..4] == MAGIC.to_le_bytes()
+}
+
 /// A stream id unlikely to repeat between runs: the clock's nanoseconds mixed with the process id.
 pub fn stream_id() -> u32 {
     let t = clock::now_ns(Clock::Realtime);
@@ -182,17 +187,8 @@ impl Socket {
         let _ = sys::set_int(self.0, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes);
     }
 
-    /// Non-blocking (`poll`), else blocking with a receive timeout of `timeout_ns`.
-    pub fn set_mode(&self, poll: bool, timeout_ns: u64) -> std::io::Result<()> {
-        if poll {
-            // SAFETY: plain system calls on our descriptor.
-            let fl = unsafe { libc::fcntl(self.0, libc::F_GETFL) };
-            // SAFETY: as above.
-            if fl < 0 || unsafe { libc::fcntl(self.0, libc::F_SETFL, fl | libc::O_NONBLOCK) } < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            return Ok(());
-        }
+    /// A blocking receive gives up after `timeout_ns` (EAGAIN).
+    pub fn receive_timeout(&self, timeout_ns: u64) -> std::io::Result<()> {
         let tv = libc::timeval {
             tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
             tv_usec: (timeout_ns % 1_000_000_000 / 1000) as libc::suseconds_t,
@@ -201,9 +197,10 @@ impl Socket {
     }
 
     /// One datagram into `buf`: its length and the kernel's software receive timestamp (CLOCK_REALTIME
-    /// ns) when it carried one. Err(errno): EAGAIN when nothing came (poll mode or the timeout).
+    /// ns) when it carried one; `poll`: without waiting. Err(errno): EAGAIN when nothing came (at once
+    /// when polling, else after the receive timeout).
     #[inline]
-    pub fn recv_stamped(&self, buf: &mut [u8]) -> Result<(usize, Option<u64>), i32> {
+    pub fn recv_stamped(&self, buf: &mut [u8], poll: bool) -> Result<(usize, Option<u64>), i32> {
         // Room for one SCM_TIMESTAMPING (three timespecs) and its header, aligned for cmsghdr.
         let mut control = [0u64; 16];
         let mut iov = libc::iovec {
@@ -218,7 +215,9 @@ impl Socket {
         msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
         // SAFETY: as above.
-        let n = unsafe { libc::recvmsg(self.0, &mut msg, 0) };
+        let flags = if poll { libc::MSG_DONTWAIT } else { 0 };
+        // SAFETY: as above.
+        let n = unsafe { libc::recvmsg(self.0, &mut msg, flags) };
         if n < 0 {
             return Err(sys::errno());
         }

@@ -87,7 +87,7 @@ pub fn render(r: &NetLatencyResult) -> String {
     if r.stale > 0 {
         let _ = writeln!(
             s,
-            "  {} packets arrived more than {} packets after their turn (counted lost)",
+            "  {} packets arrived more than {} packets after their turn (counted lost; a duplicate of one that old is counted with them)",
             r.stale,
             rtgauge_model::netlat::WINDOW
         );
@@ -219,14 +219,36 @@ impl KindView for NetLatencyResult {
         }
         if self.send_errors > 0 {
             w.push(format!(
-                "net latency: {} sends refused by the kernel (not counted as sent or lost)",
-                self.send_errors
+                "net latency: {} sends refused by the kernel, the first with '{}' (not counted as sent or lost)",
+                self.send_errors,
+                self.send_error.as_deref().unwrap_or("?")
+            ));
+        }
+        if self.unsent > 0 {
+            w.push(format!(
+                "net latency: the sender fell behind its schedule and {} packets were still unsent when the duration ran out: the rate achieved is {:.0}/s, not {}/s",
+                self.unsent,
+                self.sent_per_s(),
+                self.config.rate_per_s
+            ));
+        }
+        if self.receive_errors > 0 {
+            w.push(format!(
+                "net latency: {} receive calls failed, the first with '{}'",
+                self.receive_errors,
+                self.receive_error.as_deref().unwrap_or("?")
             ));
         }
         if self.late_packets_dropped > 0 {
             w.push(format!(
                 "net latency: {} late packets beyond the first {MAX_LATE_PACKETS} counted, not listed",
                 self.late_packets_dropped
+            ));
+        }
+        if self.sent == 0 && self.send_errors > 0 {
+            w.push(format!(
+                "net latency: no packet could be sent: '{}'",
+                self.send_error.as_deref().unwrap_or("?")
             ));
         }
         if self.received == 0 && self.sent > 0 {
