@@ -155,6 +155,17 @@ struct Handover {
     sender_end_ns: AtomicU64,
     /// The receiver gave up (its setup failed): the sender stops.
     receiver_failed: AtomicBool,
+    /// The sender went through the start barrier (a sender that panics before it must still release the
+    /// receiver waiting there).
+    sender_started: AtomicBool,
+}
+
+impl Handover {
+    /// The sender's side of the start barrier.
+    fn sender_start(&self, start: &Barrier) {
+        start.wait();
+        self.sender_started.store(true, Ordering::Release);
+    }
 }
 
 /// Run the probe: sender and receiver threads until the duration elapsed (or `stop`), then the receiver
@@ -187,6 +198,7 @@ pub fn run(
         sent: AtomicU64::new(0),
         sender_end_ns: AtomicU64::new(0),
         receiver_failed: AtomicBool::new(false),
+        sender_started: AtomicBool::new(false),
     });
     let start = Arc::new(Barrier::new(2));
     let realtime_offset_before = wire::realtime_minus_monotonic();
@@ -214,24 +226,42 @@ pub fn run(
         })?
     };
     let tx = {
-        let (plan, shared, start, stop) = (
+        let (plan, handover, barrier, stop) = (
             plan.clone(),
             Arc::clone(&shared),
             Arc::clone(&start),
             stop.clone(),
         );
-        rt::spawn_thread("rtgauge-nl-tx".into(), 0, move || {
-            sender(
-                &plan,
-                stream,
-                capacity,
-                &shared,
-                &start,
-                &stop,
-                from_receiver,
-                to_receiver,
-            )
-        })?
+        let spawned = rt::spawn_thread("rtgauge-nl-tx".into(), 0, move || {
+            let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                sender(
+                    &plan,
+                    stream,
+                    capacity,
+                    &handover,
+                    &barrier,
+                    &stop,
+                    from_receiver,
+                    to_receiver,
+                )
+            }));
+            // However the sender ended, the receiver hears it is done (and is let through the barrier).
+            if sent.is_err() && !handover.sender_started.load(Ordering::Acquire) {
+                handover.sender_start(&barrier);
+            }
+            handover.sender_done.store(true, Ordering::Release);
+            sent.unwrap_or_else(|_| Err("the sender thread panicked".into()))
+        });
+        match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                // The receiver waits at the barrier for a sender that will never come: stand in for it.
+                shared.sender_done.store(true, Ordering::Release);
+                shared.sender_start(&start);
+                let _ = rx.join();
+                return Err(e);
+            }
+        }
     };
     // The main thread ticks while they run (the trace is drained and the counters sampled there).
     let begun = std::time::Instant::now();
@@ -275,7 +305,7 @@ fn sender(
         Err(e) => {
             let _ = to_receiver.send(Err(e.clone()));
             shared.sender_done.store(true, Ordering::Release);
-            start.wait();
+            shared.sender_start(start);
             return Err(e);
         }
     };
@@ -314,7 +344,7 @@ fn sender(
     };
     rt::prefault_stack(64 * 1024);
     let cpu0 = wire::thread_cpu_ns();
-    start.wait();
+    shared.sender_start(start);
     if shared.receiver_failed.load(Ordering::Acquire) {
         shared.sender_done.store(true, Ordering::Release);
         return Err("the receiver could not start".into());
