@@ -87,7 +87,8 @@ impl KindData for NetLatencyResult {
     fn gate_values(&self, metric: Metric) -> Vec<u64> {
         match metric {
             Metric::NetLatencyMaxNs if self.latency.count > 0 => vec![self.latency.max_ns],
-            Metric::NetLatencyLost => vec![self.lost],
+            // Nothing sent, nothing lost: no data rather than a pass.
+            Metric::NetLatencyLost if self.sent > 0 => vec![self.lost],
             Metric::NetLatencyLate if self.config.deadline_ns.is_some() => vec![self.late],
             _ => Vec::new(),
         }
