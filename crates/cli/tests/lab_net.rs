@@ -88,7 +88,9 @@ fn netems_loss_and_reordering_are_counted() {
     eprintln!(
         "lab net: loss: sent {sent}, received {received}, lost {lost}; netem dropped {dropped}"
     );
-    assert_eq!(sent, 5000);
+    // Under TCG the sender may fall behind: what the duration left unsent is said, not lost.
+    assert_eq!(sent + u(p, "unsent"), 5000);
+    assert!(sent >= 4900, "sent {sent} of 5,000");
     assert_eq!(lost, dropped, "the packets lost are the ones netem dropped");
     assert_eq!(received + lost, sent);
     // 10 % of 5,000 within five standard deviations (σ = 21.2).
@@ -111,7 +113,8 @@ fn netems_loss_and_reordering_are_counted() {
         "lab net: reorder: sent {sent}, received {received}, reordered {reordered}; netem sent {ahead} ahead \
          (expected {mean:.0} ± {sd:.1})"
     );
-    assert_eq!((sent, received, u(p, "lost")), (500, 500, 0));
+    assert_eq!(sent + u(p, "unsent"), 500);
+    assert_eq!((received, u(p, "lost")), (sent, 0));
     assert!(ahead >= 75, "about 25 % of 500: {ahead}");
     assert!(
         reordered <= ahead,

@@ -188,7 +188,7 @@ pub struct NetLatencyResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_error: Option<String>,
     /// Packets of the schedule never sent: the duration ran out while the sender was behind (it catches up
-    /// with back-to-back sends within the duration only).
+    /// with back-to-back sends until 100 ms past the duration).
     #[serde(default)]
     pub unsent: u64,
     /// Receive calls that failed other than for want of a packet.

@@ -36,6 +36,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use wire::{Packet, Socket};
 
+/// How far past the duration a sender behind its schedule may still send, ns: a late wake-up for the last
+/// packets is not falling behind.
+const END_GRACE_NS: u64 = 100_000_000;
+
 /// The main thread's tick while the probe runs, ms.
 const TICK_MS: u64 = 100;
 
@@ -351,8 +355,9 @@ fn sender(
     }
     // The first send a little after the start, aligned to nothing: both threads are ready.
     let t0 = wire::monotonic_ns() + 1_000_000;
-    // A sender that fell behind catches up with back-to-back sends, within the duration only.
-    let end = t0 + cfg.duration_ns;
+    // A sender that fell behind catches up with back-to-back sends, until the duration (and a grace for
+    // an ordinary late wake-up of the last sends) is over.
+    let end = t0 + cfg.duration_ns + END_GRACE_NS.max(schedule.period_ns as u64);
     let mut seq = 0u64;
     let mut k = 0u64;
     while seq < capacity {
