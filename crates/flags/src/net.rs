@@ -122,12 +122,9 @@ pub struct LatencyArgs {
     pub no_store: bool,
     #[command(flatten)]
     pub output: super::OutputArg,
-    /// Background load on the CPUs the sender and receiver do not use (docs/load.md).
-    #[arg(long = "load", value_name = "MIX", value_parser = super::load::parse_load)]
-    pub bg_load: Option<rtgauge_model::load::LoadSpec>,
-    /// An external load command beside the measurement (docs/load.md).
-    #[arg(long = "load-cmd", value_name = "COMMAND")]
-    pub load_cmd: Option<String>,
+    /// Background load beside the stream (`--load`, `--load-cmd`), as for the other probes.
+    #[command(flatten)]
+    pub load: super::load::ProbeLoad,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -188,14 +185,6 @@ fn parse_rx_mode(s: &str) -> Result<RxMode, String> {
 }
 
 impl LatencyArgs {
-    /// What the session engine starts beside the measurement.
-    pub fn load_request(&self) -> rtgauge_session::load::LoadRequest {
-        rtgauge_session::load::LoadRequest {
-            spec: self.bg_load.clone(),
-            command: self.load_cmd.clone(),
-        }
-    }
-
     /// Validate the flags into the probe's plan, with what it collects besides its packets.
     pub fn resolve(&self, root: &HostRoot) -> anyhow::Result<super::Resolved<NetLatencyPlan>> {
         Ok(super::Resolved {

@@ -333,7 +333,7 @@ fn plan_probe(
             let mut args: net::LatencyArgs = flags(argv, what)?;
             args.duration = duration;
             args.trace |= trace;
-            load = args.load_request();
+            load = args.load.request();
             let mut r = args.resolve(root).with_context(|| what.to_string())?;
             // The profile's bound is the stream's deadline unless the flags give one: every packet past
             // it is counted late and kept for the trace to explain.

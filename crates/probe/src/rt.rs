@@ -153,6 +153,29 @@ pub fn set_sched(policy: SchedPolicy, priority: i32) -> (Setting<SchedPolicy>, S
     )
 }
 
+/// SCHED_FIFO at `rtprio` for the calling thread, or (`None`) the normal policy it already has, as asked
+/// and as got.
+pub fn set_fifo_or_other(rtprio: Option<i32>) -> (Setting<SchedPolicy>, Setting<i32>) {
+    match rtprio {
+        Some(p) => set_sched(SchedPolicy::Fifo, p),
+        None => {
+            let (policy, prio) = current_sched();
+            (
+                Setting {
+                    requested: SchedPolicy::Other,
+                    achieved: policy,
+                    error: None,
+                },
+                Setting {
+                    requested: 0,
+                    achieved: prio,
+                    error: None,
+                },
+            )
+        }
+    }
+}
+
 /// The calling thread's faults and involuntary switches so far (getrusage RUSAGE_THREAD: one system call,
 /// no allocation); [`ThreadDisturbance::since`] of two readings is what happened between them.
 pub fn thread_disturbance() -> ThreadDisturbance {

@@ -338,7 +338,7 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::output::now_rfc3339();
     let around = rtgauge_session::Around {
-        load: a.load_request(),
+        load: a.load.request(),
         why: Some(resolved.why.clone()),
         ..rtgauge_session::Around::default()
     };

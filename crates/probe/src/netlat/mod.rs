@@ -30,7 +30,7 @@ use rtgauge_model::netlat::{
     LatePacket, NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, MAX_LATE_PACKETS, WINDOW,
     WORST_PACKETS,
 };
-use rtgauge_model::rt::{SchedPolicy, Setting, ThreadConditions};
+use rtgauge_model::rt::ThreadConditions;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
@@ -462,21 +462,7 @@ fn open_sender(
 /// Pin the calling thread, set its policy, and say what it got.
 fn thread_conditions(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions {
     let cpu = rt::pin_thread(cpu);
-    let (policy, priority) = match rtprio {
-        Some(p) => rt::set_sched(SchedPolicy::Fifo, p),
-        None => (
-            Setting {
-                requested: SchedPolicy::Other,
-                achieved: rt::current_sched().0,
-                error: None,
-            },
-            Setting {
-                requested: 0,
-                achieved: 0,
-                error: None,
-            },
-        ),
-    };
+    let (policy, priority) = rt::set_fifo_or_other(rtprio);
     ThreadConditions {
         policy,
         priority,

@@ -493,24 +493,7 @@ fn thread_main(
     // The main thread puts them in circulation once every thread is at the first barrier.
     common.spares[index].stock((0..SPARE_ACCUMS).map(|_| new_accum(cfg, &conv)));
     rt::prefault_stack(32 * 1024);
-    let (policy, priority) = match cfg.rtprio {
-        Some(p) => rt::set_sched(SchedPolicy::Fifo, p),
-        None => {
-            let (p, prio) = rt::current_sched();
-            (
-                Setting {
-                    requested: SchedPolicy::Other,
-                    achieved: p,
-                    error: None,
-                },
-                Setting {
-                    requested: 0,
-                    achieved: prio,
-                    error: None,
-                },
-            )
-        }
-    };
+    let (policy, priority) = rt::set_fifo_or_other(cfg.rtprio);
     let _ = common.started[index].set((
         tid,
         ThreadConditions {
