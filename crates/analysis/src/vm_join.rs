@@ -26,7 +26,9 @@ pub const ASSUMED_DRIFT_PPM: f64 = 200.0;
 pub fn host_layer(kind: HostKind) -> u8 {
     match kind {
         HostKind::Exit | HostKind::Asleep => 0,
-        HostKind::Waiting | HostKind::Preempted | HostKind::WakerDelayed => 1,
+        HostKind::Waiting | HostKind::Preempted | HostKind::WakerDelayed | HostKind::HelperHeld => {
+            1
+        }
         HostKind::Work => 2,
         HostKind::Softirq => 3,
         HostKind::Irq | HostKind::Vector => 4,
@@ -59,6 +61,7 @@ pub fn host_cause_name(kind: HostKind, name: &str, vcpu: u32, cpu: u32) -> Strin
             "vCPU {vcpu}'s thread asleep on host CPU {cpu} (guest halted, or blocked in the hypervisor)"
         ),
         HostKind::WakerDelayed => format!("vCPU {vcpu} asleep, {name} on host CPU {cpu}"),
+        HostKind::HelperHeld => format!("vCPU {vcpu} asleep; {name} on host CPU {cpu}"),
     }
 }
 

@@ -413,6 +413,101 @@ fn trace_names_the_thread_that_held_the_receivers_cpu() {
     }
 }
 
+/// A split stream on loopback: `--send-only` and `--receive-only` in two processes with the same stream
+/// id, the receiver reading the sender's CLOCK_MONOTONIC through `rtgauge vm clock-serve` over TCP (what
+/// a guest does over its serial port): every packet arrives, each latency carries the exchanges' bound,
+/// and the sender's count is the receiver's.
+#[test]
+fn a_split_stream_is_received_whole_on_the_senders_clock() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let channel = format!("tcp:127.0.0.1:{port}");
+    let mut serve = common::rtgauge_std()
+        .args(["vm", "clock-serve", &channel, "-D", "20s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dest = {
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        u.local_addr().unwrap().to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rx_doc = dir.path().join("rx.json");
+    // The clock's end listens once it has bound: the receiver retries its first burst three times.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let rx = common::rtgauge_std()
+        .args([
+            "net",
+            "latency",
+            "--receive-only",
+            "--bind",
+            &dest,
+            "--clock",
+            &channel,
+        ])
+        .args([
+            "--stream", "77", "--rate", "2000", "-D", "3s", "--drain", "300ms",
+        ])
+        .args([
+            "--no-store",
+            "-p",
+            "0",
+            "--output",
+            rx_doc.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let tx = latency(&[
+        "net",
+        "latency",
+        "--send-only",
+        "--bind",
+        &dest,
+        "--stream",
+        "77",
+        "--rate",
+        "2000",
+        "-D",
+        "1s",
+    ]);
+    let out = rx.wait_with_output().unwrap();
+    let _ = serve.kill();
+    let _ = serve.wait();
+    common::assert_ok(&out);
+    let rx = common::read_json(&rx_doc)["probes"][0].clone();
+    assert_eq!(u(&tx, "sent"), 2000, "{tx}");
+    assert_eq!(tx["config"]["role"], "send");
+    assert_eq!(tx["latency"]["count"], 0, "the sender measures no latency");
+    assert_eq!(u(&rx, "received"), 2000, "{rx}");
+    assert_eq!(u(&rx, "lost"), 0);
+    assert_eq!(u(&rx, "sent"), 2000, "up to the highest sequence number");
+    assert_eq!(rx["config"]["role"], "receive");
+    let bound = rx["clock"]["bound_ns"].as_u64().unwrap();
+    assert!(bound > 0 && bound < 5_000_000, "bound {bound} ns");
+    // One machine, one clock: the offset applied is within its bound of zero.
+    let offset = rx["clock"]["offset_ns"].as_i64().unwrap();
+    assert!(
+        offset.unsigned_abs() <= bound,
+        "offset {offset} ns ± {bound}"
+    );
+    assert!(!rx["clock"]["sync"]["samples"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("receive only (stream 77)") && text.contains("send times on this clock"),
+        "{text}"
+    );
+}
+
 #[test]
 fn bad_flags_are_named_before_anything_is_sent() {
     common::assert_usage_errors(
@@ -443,6 +538,34 @@ fn bad_flags_are_named_before_anything_is_sent() {
                 "--ethertype",
             ),
             (&["latency", "--tx-dev", "a"], "--rx-dev"),
+            (&["latency", "--stream", "3"], "--stream"),
+            (
+                &["latency", "--receive-only", "--bind", "127.0.0.1:0"],
+                "--bind 127.0.0.1:0",
+            ),
+            (
+                &[
+                    "latency",
+                    "--send-only",
+                    "--tx-dev",
+                    "lo",
+                    "--dst-mac",
+                    "zz",
+                ],
+                "--dst-mac zz",
+            ),
+            (&["latency", "--clock", "tcp:127.0.0.1:9"], "--receive-only"),
+            (
+                &[
+                    "latency",
+                    "--receive-only",
+                    "--bind",
+                    "127.0.0.1:9",
+                    "--clock",
+                    "tcp:127.0.0.1:1",
+                ],
+                "--clock tcp:127.0.0.1:1",
+            ),
             (&["latency", "--tx-cpu", "4096"], "--tx-cpu 4096"),
             (
                 &["latency", "--rx", "poll", "--tx-cpu", "1", "--rx-cpu", "1"],

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::{CloseMode, NetMode};
-use rtgauge_model::netlat::{EthernetConfig, NetLatencyConfig, RxMode};
+use rtgauge_model::netlat::{EthernetConfig, NetLatencyConfig, RxMode, StreamRole};
 use rtgauge_model::{CpuSet, Nanos};
 pub use rtgauge_probe::net::plan::NetPlan;
 use rtgauge_probe::net::plan::PointsSpec;
@@ -42,7 +42,8 @@ pub enum NetCommand {
 #[derive(Debug, Clone, Args)]
 pub struct LatencyArgs {
     /// One-way: the address the receiver binds and the sender sends to, IP:PORT (port 0 picks one). In
-    /// another namespace with --rx-netns.
+    /// another namespace with --rx-netns. A split stream's: where --send-only sends, where --receive-only
+    /// binds (both with the port).
     #[arg(
         long,
         value_name = "ADDR",
@@ -54,26 +55,46 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "ADDR")]
     pub reflector: Option<String>,
     /// Raw Ethernet frames (AF_PACKET, a Sampled Values-like stream) put on this interface (in
-    /// --tx-netns), to the MAC address of --rx-dev; instead of UDP.
-    #[arg(long = "tx-dev", value_name = "DEV", requires = "rx_dev", conflicts_with_all = ["reflector", "bind"])]
+    /// --tx-netns), to the MAC address of --rx-dev (--dst-mac with --send-only); instead of UDP.
+    #[arg(long = "tx-dev", value_name = "DEV", conflicts_with_all = ["reflector", "bind", "receive_only"])]
     pub tx_dev: Option<String>,
     /// The interface (in --rx-netns) the frames are received on.
-    #[arg(long = "rx-dev", value_name = "DEV", requires = "tx_dev")]
+    #[arg(long = "rx-dev", value_name = "DEV", conflicts_with_all = ["reflector", "bind", "send_only"])]
     pub rx_dev: Option<String>,
     /// The frames' EtherType (IEC 61850-9-2 Sampled Values: 0x88ba).
-    #[arg(long, value_name = "HEX", default_value = "0x88ba", value_parser = parse_ethertype, requires = "tx_dev")]
+    #[arg(long, value_name = "HEX", default_value = "0x88ba", value_parser = parse_ethertype)]
     pub ethertype: u16,
     /// Tag the frames (802.1Q) with this VLAN id and priority (9-2 LE: priority 4).
     #[arg(long, value_name = "ID[:PCP]", value_parser = parse_vlan, requires = "tx_dev")]
     pub vlan: Option<(u16, u8)>,
+    /// Only the sender: the receiver is another run (`--receive-only` in a guest, on another host) with
+    /// the same --stream: UDP to --bind, or frames on --tx-dev to --dst-mac.
+    #[arg(long = "send-only", conflicts_with_all = ["receive_only", "reflector", "rx_netns"])]
+    pub send_only: bool,
+    /// Only the receiver: the sender is another run (`--send-only`) with the same --stream; it listens for
+    /// -D, then --drain. Its send times are put on this clock through --clock, else taken to be this
+    /// CLOCK_REALTIME's (both ends synchronised: PTP).
+    #[arg(long = "receive-only", conflicts_with_all = ["reflector", "tx_netns"])]
+    pub receive_only: bool,
+    /// The stream id of a split stream: the same at both ends (default 1).
+    #[arg(long, value_name = "ID")]
+    pub stream: Option<u32>,
+    /// Send only, frames: the MAC address they go to (default: broadcast).
+    #[arg(long = "dst-mac", value_name = "MAC", requires = "send_only")]
+    pub dst_mac: Option<String>,
+    /// Receive only: the sender's clock, through the channel its `rtgauge vm clock-serve` answers on (in
+    /// a guest: the serial or virtio-serial port whose host end the host's clock-serve holds; unix:PATH,
+    /// tcp:HOST:PORT). Each send time is put on this clock with the exchanges' bound.
+    #[arg(long, value_name = "CHANNEL", requires = "receive_only")]
+    pub clock: Option<String>,
     /// Packets per second (a protection relay's Sampled Values stream: 4,000/s at 50 Hz).
     #[arg(long, value_name = "N", default_value_t = 4000.0, value_parser = parse_packet_rate)]
     pub rate: f64,
     /// Packets sent back to back at each period (the rate still counts packets).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub burst: u32,
-    /// UDP payload bytes (24 at least: tag, stream, sequence number, send time).
-    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = clap::value_parser!(u32).range(24..=65_507))]
+    /// UDP payload bytes (32 at least: tag, stream, sequence number, send time on two clocks).
+    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = clap::value_parser!(u32).range(32..=65_507))]
     pub size: u32,
     /// The sender's CPU (default: the next-to-last usable CPU, the last one when there is only one).
     #[arg(long = "tx-cpu", value_name = "CPU")]
@@ -231,17 +252,16 @@ impl LatencyArgs {
             Some(r) => (resolve_addr("--reflector", r)?, true),
             None => (resolve_addr("--bind", &self.bind)?, false),
         };
-        let ethernet = self
-            .tx_dev
-            .clone()
-            .zip(self.rx_dev.clone())
-            .map(|(tx_dev, rx_dev)| EthernetConfig {
-                tx_dev,
-                rx_dev,
-                ethertype: self.ethertype,
-                vlan: self.vlan.map(|v| v.0),
-                pcp: self.vlan.map(|v| v.1),
-            });
+        let role = self.role();
+        let ethernet = self.ethernet(role)?;
+        if self.stream.is_some() && role == StreamRole::Both {
+            bail!("--stream: only for a split stream (--send-only, --receive-only)");
+        }
+        if role != StreamRole::Both && ethernet.is_none() && addr.port() == 0 {
+            bail!(
+                "--bind {addr}: a split stream needs the receiver's port (both ends give the same)"
+            );
+        }
         if round_trip && addr.port() == 0 {
             bail!("--reflector {addr}: needs the reflector's port");
         }
@@ -250,7 +270,8 @@ impl LatencyArgs {
             bail!("{flag} {addr}: the sender sends there: give the receiver's own address (e.g. 127.0.0.1:0)");
         }
         let prio = (self.priority > 0).then_some(self.priority);
-        if self.rx == RxMode::Poll && prio.is_some() && tx_cpu == rx_cpu {
+        if self.rx == RxMode::Poll && prio.is_some() && tx_cpu == rx_cpu && role == StreamRole::Both
+        {
             bail!(
                 "--rx poll: a polling receiver at SCHED_FIFO never lets the sender on the same CPU ({}) run: give them two CPUs (--tx-cpu, --rx-cpu) or -p 0",
                 rx_cpu.map_or("unpinned".to_string(), |c| c.to_string())
@@ -258,9 +279,15 @@ impl LatencyArgs {
         }
         let plan = NetLatencyPlan {
             config: NetLatencyConfig {
-                target: match &ethernet {
-                    Some(e) => format!("{} → {}", e.tx_dev, e.rx_dev),
-                    None => addr.to_string(),
+                target: match (&ethernet, role) {
+                    (Some(e), StreamRole::Send) => format!(
+                        "{} → {}",
+                        e.tx_dev,
+                        e.dst_mac.as_deref().unwrap_or("broadcast")
+                    ),
+                    (Some(e), StreamRole::Receive) => format!("another run → {}", e.rx_dev),
+                    (Some(e), StreamRole::Both) => format!("{} → {}", e.tx_dev, e.rx_dev),
+                    (None, _) => addr.to_string(),
                 },
                 ethernet,
                 round_trip,
@@ -277,12 +304,59 @@ impl LatencyArgs {
                 duration_ns: self.duration.as_ns(),
                 drain_ns: self.drain.as_ns(),
                 timeline_interval_ns: self.interval.as_ns(),
+                role,
+                stream: (role != StreamRole::Both).then(|| self.stream.unwrap_or(SPLIT_STREAM)),
+                peer_clock: self.clock.clone(),
             },
             addr,
+            peer_shift_ns: None,
         };
         Ok(plan)
     }
+
+    fn role(&self) -> StreamRole {
+        match (self.send_only, self.receive_only) {
+            (true, _) => StreamRole::Send,
+            (_, true) => StreamRole::Receive,
+            _ => StreamRole::Both,
+        }
+    }
+
+    /// Raw frames: the interfaces this run's end(s) need (`None`: UDP).
+    fn ethernet(&self, role: StreamRole) -> anyhow::Result<Option<EthernetConfig>> {
+        let (tx_dev, rx_dev) = match (role, &self.tx_dev, &self.rx_dev) {
+            (_, None, None) => return Ok(None),
+            (StreamRole::Both, Some(t), Some(r)) => (t.clone(), r.clone()),
+            (StreamRole::Both, Some(_), None) => bail!("--tx-dev: needs --rx-dev (or --send-only)"),
+            (StreamRole::Both, None, Some(_)) => {
+                bail!("--rx-dev: needs --tx-dev (or --receive-only)")
+            }
+            (StreamRole::Send, Some(t), _) => (t.clone(), String::new()),
+            (StreamRole::Receive, _, Some(r)) => (String::new(), r.clone()),
+            (StreamRole::Send, None, Some(_)) => bail!("--rx-dev: not with --send-only"),
+            (StreamRole::Receive, Some(_), None) => bail!("--tx-dev: not with --receive-only"),
+        };
+        if let Some(m) = &self.dst_mac {
+            if self.tx_dev.is_none() {
+                bail!("--dst-mac {m}: only for frames (--tx-dev)");
+            }
+            if rtgauge_probe::netlat::parse_mac(m).is_none() {
+                bail!("--dst-mac {m}: not a MAC address (aa:bb:cc:dd:ee:ff)");
+            }
+        }
+        Ok(Some(EthernetConfig {
+            tx_dev,
+            rx_dev,
+            ethertype: self.ethertype,
+            vlan: self.vlan.map(|v| v.0),
+            pcp: self.vlan.map(|v| v.1),
+            dst_mac: self.dst_mac.clone(),
+        }))
+    }
 }
+
+/// A split stream's id when --stream is not given: the same at both ends.
+const SPLIT_STREAM: u32 = 1;
 
 impl super::stage::StagePlan for super::Resolved<NetLatencyPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {

@@ -10,7 +10,8 @@
 //! [`Guest::init_bound`], or a stall its kernel reports) is killed at once and booted again, up to
 //! [`Guest::boots`] boots. [`Guest::boot_with`] runs a function on the host while QEMU runs
 //! (with [`Guest::vcpu_threads`] or KVM its vCPU threads are named `CPU n/TCG` or `CPU n/KVM`:
-//! `debug-threads=on`; single-threaded TCG runs them all in one thread, `ALL CPUs/TCG`).
+//! `debug-threads=on`; single-threaded TCG runs them all in one thread, `ALL CPUs/TCG`). With [`Guest::tap`]
+//! the guest has a virtio NIC on a host tap interface.
 //!
 //! Acceleration: KVM where it runs these guests, TCG otherwise. The first boot after the host boots tries
 //! KVM and falls back to TCG when the guest's init has not spoken within [`KVM_TRIAL`]; the verdict is kept in
@@ -19,7 +20,7 @@
 //! vendor string TCG exposes no SMT siblings.
 
 use crate::initramfs::Initramfs;
-use crate::{io, pid_alive, GuestTopology, Kernel, LabError};
+use crate::{io, pid_alive, FileLock, GuestTopology, Kernel, LabError};
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
@@ -90,7 +91,8 @@ pub struct Guest {
     /// deps/programs.tsv by the command that found them.
     pub binaries: Vec<PathBuf>,
     /// Modules of the kernel's package (those it keeps, by name: `msr`) installed under
-    /// `/lib/modules/<release>/` with a `modules.dep`, for the guest's `modprobe` (not loaded).
+    /// `/lib/modules/<release>/`, with the modules they need and a `modules.dep` that names them
+    /// ([`crate::modules`]), for the guest's `modprobe` (not loaded).
     pub modules: Vec<String>,
     /// Programs from deps/programs.tsv installed under `/usr/bin` with their libraries (`rtla`, `chrt`).
     pub programs: Vec<String>,
@@ -119,7 +121,19 @@ pub struct Guest {
     /// traced run never ended in four (one froze outright, the script's 5 s console heartbeat with it);
     /// single-threaded, four of four completed (docs/lab.md).
     pub vcpu_threads: bool,
+    /// A virtio NIC on this host tap interface (its name; the caller created it and brought it up, and
+    /// removes it): QEMU opens it (`-netdev tap,…,script=no`) and gives the guest a `virtio-net-pci` device
+    /// with MAC [`GUEST_MAC`]. The guest gets the driver's modules too; its script loads them with
+    /// `modprobe virtio_net` (the PCI transport with them: [`crate::modules::TRANSPORTS`]) and then has
+    /// `eth0`. None by default: no NIC at all (`-nodefaults`). Under TCG (single- or multi-threaded) QEMU's
+    /// main thread (named `rtgauge-lab`) reads and writes the tap, not a vCPU thread.
+    pub tap: Option<String>,
 }
+
+/// The MAC of a guest's NIC ([`Guest::tap`]): fixed, so that a host program can address the guest's frames
+/// without asking it; locally administered and unicast (`02:…`: bit 1 of the first octet set, bit 0 clear),
+/// so that it is no vendor's.
+pub const GUEST_MAC: &str = "02:52:54:00:12:34";
 
 /// A guest while QEMU runs it, as [`Guest::boot_with`] hands it over.
 #[derive(Debug, Clone)]
@@ -173,6 +187,7 @@ impl Guest {
             accel: None,
             clock_channel: false,
             vcpu_threads: false,
+            tap: None,
         }
     }
 
@@ -307,21 +322,12 @@ impl Guest {
         for (path, data) in &self.files {
             fs.file(path, data.clone(), 0o755);
         }
-        if !self.modules.is_empty() {
-            let base = format!("lib/modules/{}", self.kernel.release());
-            fs.dir(&base);
-            let mut dep = String::new();
-            for m in &self.modules {
-                let (host, rel) = self.kernel.module(m).ok_or_else(|| LabError::Program {
-                    program: "rtgauge-lab".into(),
-                    message: format!(
-                        "module {m}: not among the modules kept from the kernel package"
-                    ),
-                })?;
-                fs.host_file(&format!("{base}/{rel}"), &host, 0o644);
-                dep.push_str(&format!("{rel}:\n"));
-            }
-            fs.file(&format!("{base}/modules.dep"), dep, 0o644);
+        let mut modules = self.modules.clone();
+        if self.tap.is_some() {
+            modules.push("virtio_net".into());
+        }
+        if !modules.is_empty() {
+            crate::modules::install(&mut fs, &self.kernel, &modules)?;
         }
         Ok(fs)
     }
@@ -381,6 +387,16 @@ impl Guest {
             "-device".into(),
             "isa-serial,chardev=storm,index=2,irq=5".into(),
         ]);
+        if let Some(tap) = &self.tap {
+            // qboot leaves the device's BARs unassigned; the kernel assigns them (`pci 0000:00:02.0: BAR 1 …:
+            // assigned`), and virtio_pci binds it.
+            a.extend([
+                "-netdev".into(),
+                format!("tap,id=net0,ifname={tap},script=no,downscript=no"),
+                "-device".into(),
+                format!("virtio-net-pci,netdev=net0,mac={GUEST_MAC}"),
+            ]);
+        }
         if self.clock_channel {
             a.extend([
                 "-chardev".into(),
@@ -837,29 +853,6 @@ pub fn clean_stale() -> usize {
         }
     }
     removed
-}
-
-/// An exclusive `flock` held until dropped.
-pub(crate) struct FileLock {
-    _held: std::fs::File,
-}
-
-impl FileLock {
-    pub(crate) fn exclusive(path: &Path) -> Result<FileLock, LabError> {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(io(path))?;
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: a valid open descriptor.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(io(path)(std::io::Error::last_os_error()));
-        }
-        Ok(FileLock { _held: f })
-    }
 }
 
 /// This host boot's identity: a KVM verdict holds until the host reboots.

@@ -85,7 +85,7 @@ impl Kernel {
     pub fn fetch(flavour: Flavour) -> Result<Kernel, LabError> {
         let cache = crate::cache_dir();
         let apt = Apt::new(&cache, flavour.suite())?;
-        let _lock = crate::boot::FileLock::exclusive(&cache.join("fetch.lock"))?;
+        let _lock = crate::FileLock::exclusive(&cache.join("fetch.lock"))?;
         let meta = match apt.download(flavour.metapackage()) {
             Ok(p) => p,
             Err(e) => {
@@ -121,7 +121,11 @@ impl Kernel {
         if k.complete() {
             return Ok(k);
         }
-        let deb = apt.download(&package)?;
+        // A cache unpacked before a module was kept is unpacked again from the .deb already here.
+        let deb = match apt.downloaded(&package, &k.version) {
+            Some(d) => d,
+            None => apt.download(&package)?,
+        };
         unpack(&deb, &dir)?;
         Ok(k)
     }
@@ -135,13 +139,26 @@ impl Kernel {
             .map(str::to_string)
     }
 
-    /// A module kept from the package ([`KEPT_MODULES`], by file name without `.ko`: `msr`): its path on
-    /// this machine and its path under `/lib/modules/<release>/` in a guest.
+    /// A module kept from the package ([`KEPT_MODULES`], by name: `msr`, `virtio_net`; `-` and `_` alike):
+    /// its path on this machine and its path under `/lib/modules/<release>/` in a guest. None for a module
+    /// this kernel has built in ([`Kernel::builtin`]) or the lab does not keep.
     pub fn module(&self, name: &str) -> Option<(PathBuf, String)> {
         let rel = KEPT_MODULES
             .iter()
-            .find(|m| m.rsplit('/').next() == Some(&format!("{name}.ko")))?;
-        Some((self.module_at(rel), format!("kernel/{rel}")))
+            .find(|m| module_name(m) == module_name(name))?;
+        Some((self.module_at(rel), format!("kernel/{rel}"))).filter(|(p, _)| p.is_file())
+    }
+
+    /// Whether module `name` is built into this kernel (its package's `modules.builtin` lists it): 6.12's
+    /// `virtio` and `virtio_pci` are, 6.1's are modules.
+    pub fn builtin(&self, name: &str) -> bool {
+        let name = module_name(name);
+        self.builtin_list().lines().any(|l| module_name(l) == name)
+    }
+
+    /// The package's `modules.builtin`, as kept in the cache ("" when absent).
+    pub fn builtin_list(&self) -> String {
+        std::fs::read_to_string(self.modules_dir().join("modules.builtin")).unwrap_or_default()
     }
 
     /// Whether everything the lab keeps of the package is in the cache (a kernel cached before a module
@@ -149,12 +166,18 @@ impl Kernel {
     fn complete(&self) -> bool {
         self.vmlinux.is_file()
             && self.config.is_file()
-            && KEPT_MODULES.iter().all(|m| self.module_at(m).is_file())
+            && KEPT_MODULES
+                .iter()
+                .all(|m| self.module_at(m).is_file() || self.builtin(m))
+    }
+
+    fn modules_dir(&self) -> PathBuf {
+        self.vmlinux.with_file_name("modules")
     }
 
     fn module_at(&self, rel: &str) -> PathBuf {
         let file = rel.rsplit('/').next().unwrap_or(rel);
-        self.vmlinux.with_file_name("modules").join(file)
+        self.modules_dir().join(file)
     }
 
     /// The kernel release (`uname -r`), from the package name.
@@ -209,6 +232,20 @@ impl Apt {
         Ok(Apt { debs, options })
     }
 
+    /// The .deb of `package` `version` already downloaded, if any.
+    fn downloaded(&self, package: &str, version: &str) -> Option<PathBuf> {
+        let prefix = format!("{package}_{}_", version.replace(':', "%3a"));
+        std::fs::read_dir(&self.debs)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".deb"))
+            })
+    }
+
     /// `apt-get download PACKAGE` (after `apt-get update` when the index does not know it: a fresh
     /// machine has no package lists); the .deb downloaded.
     fn download(&self, package: &str) -> Result<PathBuf, LabError> {
@@ -237,7 +274,7 @@ impl Apt {
 pub fn debian_package(suite: Option<&str>, package: &str) -> Result<PathBuf, LabError> {
     let cache = crate::cache_dir();
     let apt = Apt::new(&cache, suite)?;
-    let _lock = crate::boot::FileLock::exclusive(&cache.join("fetch.lock"))?;
+    let _lock = crate::FileLock::exclusive(&cache.join("fetch.lock"))?;
     apt.unpacked(&cache, package)
 }
 
@@ -359,12 +396,25 @@ fn unpack(deb: &Path, dir: &Path) -> Result<(), LabError> {
             message: format!("{}: no lib/modules/<release>", deb.display()),
         })?;
     std::fs::create_dir_all(s.join("modules")).map_err(io(&s.join("modules")))?;
+    let builtin = release.join("modules.builtin");
+    let builtin_list = std::fs::read_to_string(&builtin).unwrap_or_default();
+    if builtin.is_file() {
+        let to = s.join("modules/modules.builtin");
+        std::fs::copy(&builtin, &to).map_err(io(&to))?;
+    }
     for m in KEPT_MODULES {
         let from = release.join("kernel").join(m);
         let to = s.join("modules").join(m.rsplit('/').next().unwrap_or(m));
         // 6.12's modules are xz-compressed (`msr.ko.xz`): kept decompressed, as a guest's busybox
         // insmod takes them.
         let xz = from.with_extension("ko.xz");
+        let in_kernel = builtin_list
+            .lines()
+            .any(|l| module_name(l) == module_name(m));
+        if !from.exists() && !xz.exists() && in_kernel {
+            // Built in (6.12's virtio core and PCI transport): nothing to keep.
+            continue;
+        }
         if !from.exists() && xz.is_file() {
             let packed = std::fs::read(&xz).map_err(io(&xz))?;
             let mut plain = Vec::new();
@@ -384,12 +434,31 @@ fn unpack(deb: &Path, dir: &Path) -> Result<(), LabError> {
 
 /// Modules kept from the image package (paths under `lib/modules/<release>/kernel/`; the other 400 MB are
 /// not): the msr driver that SMI counting reads through; veth and netem, for the packet probe's namespaces
-/// and the loss and reordering it counts.
+/// and the loss and reordering it counts; the virtio-net stack of a guest's NIC on a host tap device
+/// ([`crate::Guest::tap`]): Debian 6.1 builds all of it as modules (virtio_ring, virtio, the PCI transport and
+/// its two device libraries, failover, net_failover, virtio_net), 6.12 builds in the virtio core and the PCI
+/// transport (a module built in is skipped, as its package's `modules.builtin` says).
 pub const KEPT_MODULES: &[&str] = &[
     "arch/x86/kernel/msr.ko",
     "drivers/net/veth.ko",
     "net/sched/sch_netem.ko",
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "net/core/failover.ko",
+    "drivers/net/net_failover.ko",
+    "drivers/net/virtio_net.ko",
 ];
+
+/// A module's name from its name or path (`kernel/drivers/virtio/virtio-mmio.ko` → `virtio_mmio`): the
+/// file's stem with `-` as `_`, as the kernel and modprobe name it.
+pub fn module_name(path: &str) -> String {
+    let file = path.trim().rsplit('/').next().unwrap_or(path);
+    let stem = file.split(".ko").next().unwrap_or(file);
+    stem.replace('-', "_")
+}
 
 /// The ELF vmlinux inside an x86 bzImage whose payload is xz-compressed (Debian 12's CONFIG_KERNEL_XZ) or
 /// zstd-compressed (its backports' CONFIG_KERNEL_ZSTD), as the kernel's scripts/extract-vmlinux finds it:

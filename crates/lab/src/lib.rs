@@ -5,6 +5,7 @@
 //! - [`kernel`]: a Debian kernel package fetched with `apt-get download`, unpacked with `dpkg-deb`, its
 //!   vmlinux decompressed once, all cached outside the checkout ([`cache_dir`]).
 //! - [`GuestTopology`]: sockets × cores × threads and NUMA nodes as QEMU's `-smp` and `-numa`.
+//! - [`modules`]: the modules a guest asks for and those they need, with a `modules.dep` for its `modprobe`.
 //! - [`Guest::boot`]: builds the initramfs (busybox, the programs and the shared libraries `ldd` lists),
 //!   boots under KVM where it works and TCG otherwise, bounds the boot by a timeout, boots a stuck guest
 //!   again (init never started, or its kernel reported a stall), and returns the serial console, the
@@ -19,9 +20,10 @@
 pub mod boot;
 pub mod initramfs;
 pub mod kernel;
+pub mod modules;
 pub mod topology;
 
-pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, RunningGuest};
+pub use boot::{clean_stale, Accel, Boot, Clocksource, During, Guest, RunningGuest, GUEST_MAC};
 pub use kernel::{debian_package, Flavour, Kernel, BACKPORTS};
 pub use topology::GuestTopology;
 
@@ -177,4 +179,27 @@ pub(crate) fn run_program(program: &str, args: &[&str]) -> Result<Vec<u8>, LabEr
 /// Whether process `pid` exists.
 pub(crate) fn pid_alive(pid: u32) -> bool {
     std::path::Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// An exclusive `flock` held until dropped.
+pub(crate) struct FileLock {
+    _held: std::fs::File,
+}
+
+impl FileLock {
+    pub(crate) fn exclusive(path: &std::path::Path) -> Result<FileLock, LabError> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(io(path))?;
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: a valid open descriptor.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(io(path)(std::io::Error::last_os_error()));
+        }
+        Ok(FileLock { _held: f })
+    }
 }

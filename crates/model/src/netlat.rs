@@ -78,6 +78,68 @@ pub struct NetLatencyConfig {
     pub drain_ns: u64,
     /// Length of one timeline interval, ns.
     pub timeline_interval_ns: u64,
+    /// Which end(s) of the stream this run is.
+    #[serde(default, skip_serializing_if = "StreamRole::is_both")]
+    pub role: StreamRole,
+    /// The stream id both ends of a split stream use (`None`: a random one, both ends in this run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u32>,
+    /// Receive only: the channel the sender's clock was read through (its `rtgauge vm clock-serve`);
+    /// `None`: both ends' CLOCK_REALTIME, taken to agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_clock: Option<String>,
+}
+
+/// Which end(s) of the stream a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamRole {
+    /// Sender and receiver, in this run (one clock).
+    #[default]
+    Both,
+    /// Only the sender: the receiver is another rtgauge (a guest, another host), with the same stream id.
+    Send,
+    /// Only the receiver: the sender is another rtgauge; the one-way latency needs the two clocks (the
+    /// sender's read through `rtgauge vm`'s clock channel, or both CLOCK_REALTIME as synchronised as they
+    /// are).
+    Receive,
+}
+
+impl StreamRole {
+    /// Whether it is [`StreamRole::Both`] (the default, not written).
+    pub fn is_both(&self) -> bool {
+        *self == StreamRole::Both
+    }
+
+    /// The name used on the command line and in documents.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamRole::Both => "both",
+            StreamRole::Send => "send only",
+            StreamRole::Receive => "receive only",
+        }
+    }
+}
+
+/// A receive-only run's view of the sender's clock: what was added to put each send time on the
+/// receiver's clock, and how far it can be off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerClock {
+    /// How the send times were put on this clock.
+    pub method: String,
+    /// Receiver's clock minus the sender's, applied to every send time, ns.
+    pub offset_ns: i64,
+    /// Each latency is right within ± this, ns (the exchange's bound and how far the offset wandered over
+    /// the run); `None`: not known (two CLOCK_REALTIMEs, as synchronised as they are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_ns: Option<u64>,
+    /// How far the offset moved between the first exchange and the others, ns (largest).
+    #[serde(default)]
+    pub wander_ns: u64,
+    /// The exchanges, as `rtgauge vm observe` records them (this receiver as the guest, the sender as the
+    /// host): what `rtgauge vm join` puts the receiver's episodes on the sender's clock with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<crate::vm::ClockSync>,
 }
 
 /// Raw Ethernet frames (`AF_PACKET`): a Sampled Values-like stream, one interface at each end.
@@ -95,6 +157,9 @@ pub struct EthernetConfig {
     /// The tag's priority (PCP), where tagged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcp: Option<u8>,
+    /// Send only: the MAC address frames go to (`None`: broadcast).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_mac: Option<String>,
 }
 
 /// What the kernel's receive timestamps were.
@@ -259,6 +324,9 @@ pub struct NetLatencyResult {
     /// Background load while it measured (`--load`, `--load-cmd`), as achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::load::LoadResult>,
+    /// Receive only: the sender's clock as this receiver put its send times on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<Box<PeerClock>>,
 }
 
 impl NetLatencyResult {

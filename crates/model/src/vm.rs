@@ -55,6 +55,11 @@ pub enum HostKind {
     /// Asleep, and the QEMU thread that woke it (under TCG the main loop runs the guest's timers) was itself
     /// runnable but kept off its CPU: the name says that thread and who ran instead.
     WakerDelayed,
+    /// Asleep, woken by no QEMU thread that waited (a host timer, another vCPU that lost no time), while a
+    /// QEMU thread of its own was runnable but kept off its CPU: under TCG and without vhost the main loop
+    /// carries the guest's NIC, timers and devices, so what it held back reached the guest late. The name
+    /// says that thread and who ran instead.
+    HelperHeld,
 }
 
 /// One vCPU thread of the observed VM.
@@ -289,6 +294,19 @@ impl ClockSample {
     pub fn bound_ns(&self) -> u64 {
         self.rtt_ns().div_ceil(2)
     }
+
+    /// The same exchange seen from the other side: made by the guest (`host_send_ns`/`host_recv_ns` on the
+    /// guest's clock, `guest_ns` the host's stamp), as the host would have recorded it: the host's stamp
+    /// with the round trip around it, the guest's midpoint. Offset negated, bound kept (rounded up).
+    pub fn reversed(&self) -> ClockSample {
+        let half = self.bound_ns();
+        let mid = self.host_send_ns.saturating_add(self.rtt_ns() / 2);
+        ClockSample {
+            host_send_ns: self.guest_ns.saturating_sub(half),
+            guest_ns: mid,
+            host_recv_ns: self.guest_ns.saturating_add(half),
+        }
+    }
 }
 
 /// The guest→host clock of a record.
@@ -413,6 +431,21 @@ pub struct HostJoin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exchange_reversed_has_the_opposite_offset_and_the_same_bound() {
+        // The guest probed the host: sent at 1,000, host stamped 50,400, answer back at 1,900 (guest clock).
+        let g = ClockSample {
+            host_send_ns: 1_000,
+            guest_ns: 50_400,
+            host_recv_ns: 1_900,
+        };
+        assert_eq!(g.offset_ns(), 50_400 - 1_450);
+        let h = g.reversed();
+        assert_eq!(h.offset_ns(), -(50_400 - 1_450));
+        assert_eq!(h.bound_ns(), 450);
+        assert_eq!(h.guest_ns, 1_450);
+    }
 
     #[test]
     fn an_exchange_bounds_the_offset_by_half_its_round_trip() {

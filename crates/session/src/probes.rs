@@ -3,6 +3,7 @@
 
 use crate::{why, Probe, SessionError, SessionObserver, Tick};
 use rtgauge_model::cyclic::{CyclicResult, Spike};
+use rtgauge_model::netlat::StreamRole;
 use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
@@ -199,21 +200,30 @@ impl Probe for Net<'_> {
     }
 }
 
-/// Packet latency: a sender and a receiver thread, each on its CPU.
+/// Packet latency: a sender and a receiver thread, each on its CPU (one of them for a split stream).
 pub struct NetLatency<'a>(pub &'a rtgauge_probe::netlat::NetLatencyPlan);
 
 impl Probe for NetLatency<'_> {
     fn measured(&self) -> CpuSet {
         let c = &self.0.config;
-        CpuSet::new(c.tx_cpu.into_iter().chain(c.rx_cpu))
+        match c.role {
+            StreamRole::Both => CpuSet::new(c.tx_cpu.into_iter().chain(c.rx_cpu)),
+            StreamRole::Send => CpuSet::new(c.tx_cpu),
+            StreamRole::Receive => CpuSet::new(c.rx_cpu),
+        }
     }
 
     /// The counters and the trace of both CPUs: a packet's path is carried through the stack on the
     /// sender's (a local one: loopback, a veth), its wake-up happens on the receiver's.
     fn why_scope(&self) -> Option<why::Scope> {
         let c = &self.0.config;
+        let (tx, rx) = match c.role {
+            StreamRole::Both => (c.tx_cpu, c.rx_cpu),
+            StreamRole::Send => (c.tx_cpu, None),
+            StreamRole::Receive => (None, c.rx_cpu),
+        };
         Some(why::Scope {
-            cpus: why::observed_cpus(&[c.tx_cpu, c.rx_cpu]),
+            cpus: why::observed_cpus(&[tx, rx]),
             interval_ns: c.timeline_interval_ns,
             live_episodes: false,
             finish: |w, r, thr| {

@@ -370,11 +370,14 @@ impl WhyRun {
             packets.dedup_by_key(|p| p.seq);
             // Each packet's longest stage, on its CPU; the packets that waited through one stall overlap
             // and make one episode (the tracker merges them, as it merges a timer thread's late samples).
+            // A receive-only run's path is charged to the receiver's CPU: the sender is another machine
+            // (a guest's host: `vm join` then names what held the packet there).
+            let remote_sender = r.config.role == rtgauge_model::netlat::StreamRole::Receive;
             let mut windows: Vec<Late> = packets
                 .iter()
                 .filter_map(|p| {
                     let (wakeup, start_ns, end_ns) = p.longest_stage(!r.config.round_trip);
-                    let (thread, cpu) = if wakeup {
+                    let (thread, cpu) = if wakeup || remote_sender {
                         (1, r.receiver.cpu.achieved)
                     } else {
                         (0, r.sender.cpu.achieved)

@@ -330,6 +330,123 @@ impl ClockClient {
     }
 }
 
+/// A burst whose best exchange's bound is more than this many times the run's best is slow: set aside
+/// when a run's clock bound is worked out ([`PeerReader::finish`]).
+pub const SLOW_BURST: u64 = 4;
+
+/// A run's own reading of the other side's clock, the channel's client at the guest's end (a receive-only
+/// packet stream reading its sender's, whose `rtgauge vm clock-serve` answers): a first burst before the
+/// run, then one a second in a thread of its own until [`PeerReader::finish`]. Its samples are this
+/// side's view: sent and received on this clock, the other side's stamp between.
+pub struct PeerReader {
+    first: ClockSample,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<ClockSync>,
+}
+
+impl PeerReader {
+    /// Connect and take a first sample (up to three bursts), or say why not; `flag` names the channel's flag.
+    pub fn start(channel: Channel, flag: &str) -> Result<PeerReader, VmError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let mut c = ClockClient::new(channel.clone());
+        for _ in 0..3 {
+            c.burst();
+            if !c.sync.samples.is_empty() {
+                break;
+            }
+        }
+        let Some(first) = c.sync.samples.first().copied() else {
+            return Err(VmError::Input(format!(
+                "{flag} {channel}: no exchange answered{} (is `rtgauge vm clock-serve` answering at the other end?)",
+                c.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+            )));
+        };
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let seen = std::sync::Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("rtgauge-clock".into())
+            .spawn(move || {
+                let mut next = now_ns(Clock::Monotonic) + 1_000_000_000;
+                while !seen.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    if now_ns(Clock::Monotonic) >= next {
+                        c.burst();
+                        next += 1_000_000_000;
+                    }
+                }
+                c.sync
+            })
+            .map_err(|e| VmError::Input(format!("{flag} {channel}: the clock thread: {e}")))?;
+        Ok(PeerReader {
+            first,
+            stop,
+            thread,
+        })
+    }
+
+    /// This side's CLOCK_REALTIME minus the other side's CLOCK_MONOTONIC, ns, by the first sample: what
+    /// puts the other side's monotonic stamps on this wall clock.
+    pub fn realtime_shift_ns(&self) -> i64 {
+        let m = now_ns(Clock::Monotonic);
+        let r = now_ns(Clock::Realtime);
+        let m2 = now_ns(Clock::Monotonic);
+        let realtime_minus_mono = r as i64 - (m / 2 + m2 / 2) as i64;
+        realtime_minus_mono - self.first.offset_ns()
+    }
+
+    /// Stop reading: the offset applied (this side's CLOCK_MONOTONIC minus the other's, by the first
+    /// sample), the bound on it over the run (each sample's own bound and how far its offset lay from the
+    /// one applied, the largest), and the exchanges as the other side would have recorded them.
+    pub fn finish(self) -> rtgauge_model::netlat::PeerClock {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        let sync = self.thread.join().unwrap_or_default();
+        let applied = self.first.offset_ns();
+        let off = |s: &ClockSample| s.offset_ns().abs_diff(applied);
+        // A burst whose best exchange took far longer than the best one came while the channel was slow
+        // (the other side busy): its wide bound says little about the offset, and the offset is taken to
+        // move smoothly between the good ones (as `vm join` interpolates).
+        let best = sync
+            .samples
+            .iter()
+            .map(ClockSample::bound_ns)
+            .min()
+            .unwrap_or(self.first.bound_ns());
+        let good: Vec<&ClockSample> = sync
+            .samples
+            .iter()
+            .filter(|s| s.bound_ns() <= SLOW_BURST * best)
+            .collect();
+        let wander = good.iter().map(|s| off(s)).max().unwrap_or(0);
+        let bound = good
+            .iter()
+            .map(|s| off(s).saturating_add(s.bound_ns()))
+            .max()
+            .unwrap_or(self.first.bound_ns())
+            .max(self.first.bound_ns());
+        rtgauge_model::netlat::PeerClock {
+            method: format!(
+                "the sender's CLOCK_MONOTONIC read through {} ({} bursts, {} of them slow and set aside; {} of {} exchanges failed), the first burst's offset applied",
+                sync.channel,
+                sync.samples.len(),
+                sync.samples.len() - good.len(),
+                sync.failed,
+                sync.exchanges
+            ),
+            offset_ns: applied.saturating_neg(),
+            bound_ns: Some(bound),
+            wander_ns: wander,
+            sync: Some(ClockSync {
+                method: format!(
+                    "exchanges made by the receiving guest over {}, as the host would have recorded them",
+                    sync.channel
+                ),
+                samples: sync.samples.iter().map(ClockSample::reversed).collect(),
+                ..sync
+            }),
+        }
+    }
+}
+
 /// The guest's end: answer every probe on `channel` until `stop` (SIGINT/SIGTERM) or `until_ns`
 /// (CLOCK_MONOTONIC), reconnecting a TCP listener's peer as it comes. Returns the probes answered.
 pub fn serve(channel: &Channel, stop: &StopFlag, until_ns: Option<u64>) -> Result<u64, VmError> {

@@ -86,6 +86,13 @@ impl HostObserver {
                 });
             }
         }
+        if record.trace.lost > 0 {
+            record.missing.push(format!(
+                "{} of {} trace events lost (the kernel's buffer overflowed while the observer was kept from reading it): what the host did in those stretches is missing — run it on a CPU the vCPUs do not use, or at a lower --nice",
+                record.trace.lost,
+                record.trace.events + record.trace.lost
+            ));
+        }
         if record.dropped > 0 {
             record.missing.push(format!(
                 "{} intervals dropped (the bound of {}): the record covers the end only",

@@ -222,6 +222,13 @@ pub trait KindData: std::fmt::Debug {
             .collect()
     }
 
+    /// The exchanges it made with another machine's clock (a receive-only packet stream reading its
+    /// sender's through `rtgauge vm`'s channel), as `rtgauge vm observe` records them: what `vm join` puts
+    /// its episodes on the host's clock with when the host record has none.
+    fn peer_clock_sync(&self) -> Option<&rtgauge_model::vm::ClockSync> {
+        None
+    }
+
     /// The bound of its overflow count (cyclictest's `-h` range), where it has one, ns.
     fn overflow_threshold_ns(&self) -> Option<u64> {
         None

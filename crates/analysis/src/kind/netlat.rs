@@ -2,7 +2,7 @@
 //! and its two stages, the sender's own lateness, and the exact counts (lost, reordered, duplicated, late).
 
 use super::*;
-use rtgauge_model::netlat::NetLatencyResult;
+use rtgauge_model::netlat::{NetLatencyResult, StreamRole};
 
 impl KindData for NetLatencyResult {
     fields!(load, why, elapsed, settings);
@@ -32,11 +32,17 @@ impl KindData for NetLatencyResult {
                 std::iter::once(&**w),
             ));
         }
-        out.extend(latency_measures(
-            &format!("{p}.send"),
-            "sender lateness",
-            std::iter::once(&*self.send_lateness),
-        ));
+        if self.send_lateness.count > 0 {
+            out.extend(latency_measures(
+                &format!("{p}.send"),
+                "sender lateness",
+                std::iter::once(&*self.send_lateness),
+            ));
+        }
+        if self.config.role == StreamRole::Send {
+            // The receiving run has the rest.
+            return out;
+        }
         let count = |key: &str, what: &str, v: u64| {
             Measure::new(
                 format!("{p}.{key}"),
@@ -64,7 +70,16 @@ impl KindData for NetLatencyResult {
     }
 
     fn thread_conditions(&self) -> Vec<&ThreadConditions> {
-        vec![&self.sender, &self.receiver]
+        // A split stream's other thread is the other run's.
+        match self.config.role {
+            StreamRole::Both => vec![&self.sender, &self.receiver],
+            StreamRole::Send => vec![&self.sender],
+            StreamRole::Receive => vec![&self.receiver],
+        }
+    }
+
+    fn peer_clock_sync(&self) -> Option<&rtgauge_model::vm::ClockSync> {
+        self.clock.as_ref()?.sync.as_ref()
     }
 
     fn settings_line(&self) -> Option<String> {
@@ -88,7 +103,9 @@ impl KindData for NetLatencyResult {
         match metric {
             Metric::NetLatencyMaxNs if self.latency.count > 0 => vec![self.latency.max_ns],
             // Nothing sent, nothing lost: no data rather than a pass.
-            Metric::NetLatencyLost if self.sent > 0 => vec![self.lost],
+            Metric::NetLatencyLost if self.sent > 0 && self.config.role != StreamRole::Send => {
+                vec![self.lost]
+            }
             Metric::NetLatencyLate if self.config.deadline_ns.is_some() => vec![self.late],
             _ => Vec::new(),
         }

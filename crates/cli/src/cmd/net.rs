@@ -330,10 +330,20 @@ fn open_loop(
 /// `rtgauge net latency`: the packet stream measured, its unmet conditions said first, stored like a run.
 fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let root = HostRoot::live();
-    let resolved = a.resolve(&root)?;
-    let plan = &resolved.plan;
+    let mut resolved = a.resolve(&root)?;
     let keep = Keep::from(a);
     let store = open_store(&keep)?;
+    // Receive only with the sender's clock: read before the stream starts and every second while it runs.
+    let peer = match &a.clock {
+        Some(c) => {
+            let channel = rtgauge_vmhost::clock::Channel::parse(c, "--clock")?;
+            let reader = rtgauge_vmhost::clock::PeerReader::start(channel, "--clock")?;
+            resolved.plan.peer_shift_ns = Some(reader.realtime_shift_ns());
+            Some(reader)
+        }
+        None => None,
+    };
+    let plan = &resolved.plan;
     let stop = super::stop_on_signals()?;
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::output::now_rfc3339();
@@ -344,8 +354,21 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     };
     let probe = rtgauge_session::probes::NetLatency(plan);
     let (mut results, warnings) = super::measure(&root, &stop, &probe, &around, &mut [])?;
-    let Some(result) = results.pop().and_then(|p| p.downcast::<NetLatencyResult>()) else {
+    let Some(mut result) = results.pop().and_then(|p| p.downcast::<NetLatencyResult>()) else {
         bail!("the packet-latency probe returned no result");
+    };
+    result.clock = match peer {
+        Some(reader) => Some(Box::new(reader.finish())),
+        None if plan.config.role == rtgauge_model::netlat::StreamRole::Receive => {
+            Some(Box::new(rtgauge_model::netlat::PeerClock {
+                method: "the sender's CLOCK_REALTIME, taken as this one's (no --clock)".into(),
+                offset_ns: 0,
+                bound_ns: None,
+                wander_ns: 0,
+                sync: None,
+            }))
+        }
+        None => None,
     };
     let status = if stop.is_set() {
         RunStatus::Interrupted
@@ -354,11 +377,12 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     };
     let probe = ProbeResult::from(result.clone());
     let mut doc = crate::output::document(started, system, vec![probe], status, warnings.clone());
-    let code = if result.received == 0 {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    };
+    let code =
+        if result.received == 0 && plan.config.role != rtgauge_model::netlat::StreamRole::Send {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
     keep_run(&keep, store, &mut doc, || {
         super::warn_all(&warnings);
         super::print_text(&rtgauge_report::kind::netlat::render(&result))?;

@@ -187,7 +187,14 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     let mut doc: RunDocument = rtgauge_formats::native::NativeJson
         .import(&String::from_utf8_lossy(&bytes), &name)
         .map_err(|e| anyhow::anyhow!("GUEST_RUN {name}: {e}"))?;
-    let record = read_record(&a.host)?;
+    let mut record = read_record(&a.host)?;
+    if record.clock.is_none() {
+        // The guest read the host's clock itself (a receive-only packet stream's --clock): its exchanges.
+        record.clock = doc
+            .probes
+            .iter()
+            .find_map(|p| p.data().peer_clock_sync().cloned());
+    }
     let mut joined = 0;
     for p in &mut doc.probes {
         if let Some(w) = rtgauge_analysis::vm_join::joinable_why(p.data_mut()) {

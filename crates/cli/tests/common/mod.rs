@@ -6,6 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 pub mod hostnoise;
+pub mod tap;
 
 pub fn rtgauge() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("rtgauge").unwrap()

@@ -123,6 +123,20 @@ fn interface(fd: i32, name: &str) -> std::io::Result<(i32, [u8; 6])> {
     Ok((index, mac))
 }
 
+/// `aa:bb:cc:dd:ee:ff` (or with dashes) as six bytes. (Six hex pairs: not worth a crate.)
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.trim().split([':', '-']);
+    for b in &mut mac {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
 /// A raw packet socket on `interface`: receiving frames of `ethertype` (`Some`), or sending only (`None`).
 /// Its interface's MAC address with it.
 pub fn open(interface_name: &str, ethertype: Option<u16>) -> std::io::Result<(Socket, [u8; 6])> {
@@ -164,6 +178,27 @@ pub fn open(interface_name: &str, ethertype: Option<u16>) -> std::io::Result<(So
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mac_address_is_six_hex_pairs() {
+        assert_eq!(
+            parse_mac("52:54:00:ab:CD:0f"),
+            Some([0x52, 0x54, 0, 0xab, 0xcd, 0x0f])
+        );
+        assert_eq!(
+            parse_mac("01-0c-cd-04-00-01"),
+            Some([1, 0x0c, 0xcd, 4, 0, 1])
+        );
+        for bad in [
+            "",
+            "52:54:00:ab:cd",
+            "52:54:00:ab:cd:0f:00",
+            "5:54:00:ab:cd:0f",
+            "zz:54:00:ab:cd:0f",
+        ] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_tagged_frame_carries_its_priority_and_gives_back_its_payload() {

@@ -16,8 +16,10 @@
 
 mod frame;
 mod reflect;
+mod rx;
 mod wire;
 
+pub use frame::parse_mac;
 pub use reflect::{reflect, ReflectPlan};
 
 use crate::recorder::LatencyRecorder;
@@ -26,11 +28,9 @@ use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{push_bounded, TimelineEntry, MAX_TIMELINE};
-use rtgauge_model::netlat::{
-    LatePacket, NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, MAX_LATE_PACKETS, WINDOW,
-    WORST_PACKETS,
-};
+use rtgauge_model::netlat::{NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, StreamRole};
 use rtgauge_model::rt::ThreadConditions;
+use rx::RxState;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
@@ -48,8 +48,13 @@ const TICK_MS: u64 = 100;
 pub struct NetLatencyPlan {
     /// What the document records.
     pub config: NetLatencyConfig,
-    /// One-way: the address the receiver binds (port 0: any); round trip: the reflector's.
+    /// One-way: the address the receiver binds (port 0: any), or a send-only run's destination; round
+    /// trip: the reflector's.
     pub addr: SocketAddr,
+    /// Receive only, with the sender's clock read through a channel: its CLOCK_MONOTONIC send times are put
+    /// on this receiver's CLOCK_REALTIME by adding this, ns (receiver's CLOCK_REALTIME − sender's
+    /// CLOCK_MONOTONIC). `None`: the send times are the sender's CLOCK_REALTIME, used as they are.
+    pub peer_shift_ns: Option<i64>,
 }
 
 impl NetLatencyPlan {
@@ -195,7 +200,7 @@ pub fn run(
     let mlock = rt::lock_memory(true);
     let dma = DmaLatencyGuard::hold(None);
     let process = rt::process_conditions(None, mlock, &dma);
-    let stream = wire::stream_id();
+    let stream = cfg.stream.unwrap_or_else(wire::stream_id);
     let capacity = plan.capacity();
     let shared = Arc::new(Handover {
         sender_done: AtomicBool::new(false),
@@ -204,83 +209,82 @@ pub fn run(
         receiver_failed: AtomicBool::new(false),
         sender_started: AtomicBool::new(false),
     });
-    let start = Arc::new(Barrier::new(2));
+    // A split stream's run has one of the two threads: the other end is another rtgauge.
+    let start = Arc::new(Barrier::new(if cfg.role == StreamRole::Both {
+        2
+    } else {
+        1
+    }));
     let realtime_offset_before = wire::realtime_minus_monotonic();
 
     // The receiver binds first (one-way) and says where; round trip, the sender's socket is handed to it.
     let (to_sender, from_receiver) = mpsc::channel::<Result<Peer, String>>();
     let (to_receiver, from_sender) = mpsc::channel::<Result<Socket, String>>();
-    let rx = {
-        let (plan, shared, start, stop) = (
-            plan.clone(),
-            Arc::clone(&shared),
-            Arc::clone(&start),
-            stop.clone(),
-        );
-        rt::spawn_thread("rtgauge-nl-rx".into(), 1, move || {
-            receiver(
-                &plan,
-                stream,
-                &shared,
-                &start,
-                &stop,
-                to_sender,
-                from_sender,
-            )
-        })?
+    if cfg.role == StreamRole::Send {
+        // The receiver is another run: where it takes packets is the flags'.
+        let _ = to_sender.send(remote_peer(plan));
+    }
+    let rx = match cfg.role {
+        StreamRole::Send => None,
+        _ => Some(spawn_receiver(
+            plan,
+            stream,
+            (&shared, &start),
+            stop,
+            to_sender,
+            from_sender,
+        )?),
     };
-    let tx = {
-        let (plan, handover, barrier, stop) = (
-            plan.clone(),
-            Arc::clone(&shared),
-            Arc::clone(&start),
-            stop.clone(),
-        );
-        let spawned = rt::spawn_thread("rtgauge-nl-tx".into(), 0, move || {
-            let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                sender(
-                    &plan,
-                    stream,
-                    capacity,
-                    &handover,
-                    &barrier,
-                    &stop,
-                    from_receiver,
-                    to_receiver,
-                )
-            }));
-            // However the sender ended, the receiver hears it is done (and is let through the barrier).
-            if sent.is_err() && !handover.sender_started.load(Ordering::Acquire) {
-                handover.sender_start(&barrier);
-            }
-            handover.sender_done.store(true, Ordering::Release);
-            sent.unwrap_or_else(|_| Err("the sender thread panicked".into()))
-        });
-        match spawned {
-            Ok(t) => t,
-            Err(e) => {
-                // The receiver waits at the barrier for a sender that will never come: stand in for it.
-                shared.sender_done.store(true, Ordering::Release);
-                shared.sender_start(&start);
+    let tx = match cfg.role {
+        StreamRole::Receive => None,
+        _ => Some(spawn_sender(
+            plan,
+            stream,
+            capacity,
+            &shared,
+            &start,
+            stop,
+            from_receiver,
+            to_receiver,
+        )),
+    };
+    let tx = match tx.transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            // The receiver waits at the barrier for a sender that will never come: stand in for it.
+            shared.sender_done.store(true, Ordering::Release);
+            shared.sender_start(&start);
+            if let Some(rx) = rx {
                 let _ = rx.join();
-                return Err(e);
             }
+            return Err(e);
         }
     };
     // The main thread ticks while they run (the trace is drained and the counters sampled there).
     let begun = std::time::Instant::now();
-    while !(tx.is_finished() && rx.is_finished()) {
+    let done = |t: Option<bool>| t.unwrap_or(true);
+    while !(done(tx.as_ref().map(|t| t.is_finished()))
+        && done(rx.as_ref().map(|t| t.is_finished())))
+    {
         std::thread::sleep(std::time::Duration::from_millis(TICK_MS));
         tick(begun.elapsed());
     }
-    let sent = tx.join().map_err(|_| ProbeError::Thread {
-        index: 0,
-        reason: "panicked".into(),
-    })?;
-    let received = rx.join().map_err(|_| ProbeError::Thread {
-        index: 1,
-        reason: "panicked".into(),
-    })?;
+    let sent = tx
+        .map(|t| t.join())
+        .transpose()
+        .map_err(|_| ProbeError::Thread {
+            index: 0,
+            reason: "panicked".into(),
+        })?
+        .transpose();
+    let received = rx
+        .map(|t| t.join())
+        .transpose()
+        .map_err(|_| ProbeError::Thread {
+            index: 1,
+            reason: "panicked".into(),
+        })?
+        .transpose();
     let (sent, received) = match (sent, received) {
         (Ok(s), Ok(r)) => (s, r),
         // The receiver's failure is the cause when both failed: the sender only stopped for it.
@@ -288,6 +292,88 @@ pub fn run(
     };
     let moved = wire::realtime_minus_monotonic() - realtime_offset_before;
     Ok(finish(plan, sent, received, process, moved, stop.is_set()))
+}
+
+/// Start the receiver thread.
+fn spawn_receiver(
+    plan: &NetLatencyPlan,
+    stream: u32,
+    (shared, start): (&Arc<Handover>, &Arc<Barrier>),
+    stop: &StopFlag,
+    to_sender: mpsc::Sender<Result<Peer, String>>,
+    from_sender: mpsc::Receiver<Result<Socket, String>>,
+) -> Result<std::thread::JoinHandle<Result<ReceiverOut, String>>, ProbeError> {
+    let (plan, shared, start, stop) = (
+        plan.clone(),
+        Arc::clone(shared),
+        Arc::clone(start),
+        stop.clone(),
+    );
+    rt::spawn_thread("rtgauge-nl-rx".into(), 1, move || {
+        receiver(
+            &plan,
+            stream,
+            &shared,
+            &start,
+            &stop,
+            to_sender,
+            from_sender,
+        )
+    })
+}
+
+/// Start the sender thread: however it ends (a panic included), the receiver hears it is done and is
+/// let through the start barrier.
+#[allow(clippy::too_many_arguments)]
+fn spawn_sender(
+    plan: &NetLatencyPlan,
+    stream: u32,
+    capacity: u64,
+    shared: &Arc<Handover>,
+    start: &Arc<Barrier>,
+    stop: &StopFlag,
+    from_receiver: mpsc::Receiver<Result<Peer, String>>,
+    to_receiver: mpsc::Sender<Result<Socket, String>>,
+) -> Result<std::thread::JoinHandle<Result<SenderOut, String>>, ProbeError> {
+    let (plan, handover, barrier, stop) = (
+        plan.clone(),
+        Arc::clone(shared),
+        Arc::clone(start),
+        stop.clone(),
+    );
+    rt::spawn_thread("rtgauge-nl-tx".into(), 0, move || {
+        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sender(
+                &plan,
+                stream,
+                capacity,
+                &handover,
+                &barrier,
+                &stop,
+                from_receiver,
+                to_receiver,
+            )
+        }));
+        if sent.is_err() && !handover.sender_started.load(Ordering::Acquire) {
+            handover.sender_start(&barrier);
+        }
+        handover.sender_done.store(true, Ordering::Release);
+        sent.unwrap_or_else(|_| Err("the sender thread panicked".into()))
+    })
+}
+
+/// A send-only run's destination: the UDP address, or the MAC address frames go to (broadcast unless
+/// given).
+fn remote_peer(plan: &NetLatencyPlan) -> Result<Peer, String> {
+    match &plan.config.ethernet {
+        Some(e) => match &e.dst_mac {
+            Some(m) => frame::parse_mac(m)
+                .map(Peer::Mac)
+                .ok_or_else(|| format!("--dst-mac {m}: not a MAC address")),
+            None => Ok(Peer::Mac([0xff; 6])),
+        },
+        None => Ok(Peer::Udp(plan.addr)),
+    }
 }
 
 /// The sender: socket (in its namespace), pinned, FIFO, then one burst per period at absolute times.
@@ -381,6 +467,7 @@ fn sender(
                 stream,
                 seq,
                 sent_realtime_ns: wire::realtime_ns(),
+                sent_mono_ns: wire::monotonic_ns(),
             };
             p.write(&mut buf[payload_at..]);
             match sock.send(&buf) {
@@ -470,198 +557,6 @@ fn thread_conditions(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions 
     }
 }
 
-/// The receiver's counts and recorders, all allocated before the start.
-struct RxState {
-    /// Sequence numbers the run can use; one at or beyond it is not of this stream.
-    capacity: u64,
-    schedule: Schedule,
-    /// One bit per sequence number of `[base, base + WINDOW)`, at `seq % WINDOW`: received.
-    window: Vec<u64>,
-    /// The lowest sequence number not yet settled (received or lost).
-    base: u64,
-    /// Settled and never received, per counting interval (refused sends among them).
-    unseen_in: Vec<u64>,
-    /// Receive calls that failed other than for want of a packet, and the first one's errno.
-    receive_errors: u64,
-    receive_error: Option<i32>,
-    /// Arrived after their number was settled.
-    stale: u64,
-    received: u64,
-    duplicates: u64,
-    reordered: u64,
-    foreign: u64,
-    late: u64,
-    highest: Option<u64>,
-    latency: LatencyRecorder,
-    path: LatencyRecorder,
-    wakeup: LatencyRecorder,
-    /// Packets received without a kernel timestamp.
-    unstamped: u64,
-    /// Per timeline interval (by scheduled send time): packets received and the worst latency.
-    interval_count: Vec<u64>,
-    interval_max: Vec<u64>,
-    late_packets: Vec<LatePacket>,
-    late_dropped: u64,
-    /// The slowest packets so far, and the latency a packet must exceed to join them once they are full.
-    worst: Vec<LatePacket>,
-    worst_floor: u64,
-    timestamps_error: Option<String>,
-}
-
-impl RxState {
-    fn new(plan: &NetLatencyPlan, capacity: u64) -> RxState {
-        let schedule = plan.schedule();
-        let intervals = schedule.intervals;
-        let mut s = RxState {
-            capacity,
-            schedule,
-            window: vec![0; (WINDOW.min(capacity.next_multiple_of(64)) / 64) as usize],
-            base: 0,
-            unseen_in: vec![0; intervals],
-            receive_errors: 0,
-            receive_error: None,
-            stale: 0,
-            received: 0,
-            duplicates: 0,
-            reordered: 0,
-            foreign: 0,
-            late: 0,
-            highest: None,
-            latency: LatencyRecorder::new(),
-            path: LatencyRecorder::new(),
-            wakeup: LatencyRecorder::new(),
-            unstamped: 0,
-            interval_count: vec![0; intervals],
-            interval_max: vec![0; intervals],
-            late_packets: Vec::with_capacity(MAX_LATE_PACKETS),
-            late_dropped: 0,
-            worst: Vec::with_capacity(WORST_PACKETS),
-            worst_floor: 0,
-            timestamps_error: None,
-        };
-        touch(&mut s.window);
-        touch(&mut s.unseen_in);
-        touch(&mut s.interval_count);
-        touch(&mut s.interval_max);
-        rt::prefault_vec(&mut s.late_packets, LatePacket::default());
-        rt::prefault_vec(&mut s.worst, LatePacket::default());
-        s
-    }
-
-    /// Bits of the window: its length in sequence numbers.
-    fn window_len(&self) -> u64 {
-        self.window.len() as u64 * 64
-    }
-
-    /// Settle every sequence number below `to`: those never received counted in their interval.
-    #[inline]
-    fn settle(&mut self, to: u64) {
-        let len = self.window_len();
-        while self.base < to {
-            let at = self.base % len;
-            let (w, b) = ((at / 64) as usize, 1u64 << (at % 64));
-            if self.window[w] & b == 0 {
-                self.unseen_in[self.schedule.interval(self.base)] += 1;
-            }
-            self.window[w] &= !b;
-            self.base += 1;
-        }
-    }
-
-    /// Account for one datagram received at `user_ns` (CLOCK_REALTIME) with the kernel's timestamp.
-    #[inline]
-    fn take(
-        &mut self,
-        data: &[u8],
-        stream: u32,
-        user_ns: u64,
-        kernel_ns: Option<u64>,
-        deadline: Option<u64>,
-    ) {
-        let Some(p) = Packet::read(data, stream).filter(|p| p.seq < self.capacity) else {
-            self.foreign += 1;
-            return;
-        };
-        if p.seq < self.base {
-            self.stale += 1;
-            return;
-        }
-        let len = self.window_len();
-        if p.seq >= self.base + len {
-            self.settle(p.seq + 1 - len);
-        }
-        let at = p.seq % len;
-        let (word, bit) = ((at / 64) as usize, 1u64 << (at % 64));
-        if self.window[word] & bit != 0 {
-            self.duplicates += 1;
-            return;
-        }
-        self.window[word] |= bit;
-        self.received += 1;
-        match self.highest {
-            Some(h) if p.seq < h => self.reordered += 1,
-            _ => self.highest = Some(p.seq),
-        }
-        let latency = user_ns.saturating_sub(p.sent_realtime_ns);
-        self.latency.record(latency);
-        let split = kernel_ns.map(|k| {
-            (
-                k.saturating_sub(p.sent_realtime_ns),
-                user_ns.saturating_sub(k),
-            )
-        });
-        match split {
-            Some((path, wake)) => {
-                self.path.record(path);
-                self.wakeup.record(wake);
-            }
-            None => self.unstamped += 1,
-        }
-        let sched_ns = self.schedule.due_ns(p.seq);
-        let i = self.schedule.interval(p.seq);
-        self.interval_count[i] += 1;
-        self.interval_max[i] = self.interval_max[i].max(latency);
-        let is_late = deadline.is_some_and(|d| latency >= d);
-        if !is_late && latency <= self.worst_floor {
-            return;
-        }
-        // The trace's clock, read only for a packet worth explaining (a few ns after `user_ns`).
-        let packet = LatePacket {
-            seq: p.seq,
-            sent_ns: sched_ns,
-            latency_ns: latency,
-            path_ns: split.map(|s| s.0),
-            wakeup_ns: split.map(|s| s.1),
-            received_mono_ns: wire::monotonic_ns(),
-        };
-        if is_late {
-            self.late += 1;
-            if self.late_packets.len() < MAX_LATE_PACKETS {
-                self.late_packets.push(packet);
-            } else {
-                self.late_dropped += 1;
-            }
-        }
-        if latency > self.worst_floor {
-            self.keep_worst(packet);
-        }
-    }
-
-    /// Keep `p` among the [`WORST_PACKETS`] slowest (it is slower than the fastest of them when the list is
-    /// full): in place of the fastest; the floor becomes the new fastest. No allocation (preallocated).
-    #[inline]
-    fn keep_worst(&mut self, p: LatePacket) {
-        if self.worst.len() < WORST_PACKETS {
-            self.worst.push(p);
-        } else if let Some(min) = self.worst.iter_mut().min_by_key(|w| w.latency_ns) {
-            *min = p;
-        }
-        if self.worst.len() == WORST_PACKETS {
-            self.worst_floor = self.worst.iter().map(|w| w.latency_ns).min().unwrap_or(0);
-        }
-    }
-}
-
 /// The receiver: its socket (bound in its namespace, or the sender's for a round trip), pinned, FIFO, then
 /// every datagram until the sender is done and everything arrived or the drain time passed.
 fn receiver(
@@ -733,6 +628,9 @@ fn receiver(
     // When the user's stop was first seen, ns: the receiver drains from then even if the sender, stuck
     // behind it on one CPU, never says it is done.
     let mut stopped_at = None;
+    // Receive only: no sender here to say it is done; the duration, then the drain, on this side's clock.
+    let own_end = (cfg.role == StreamRole::Receive)
+        .then(|| wire::monotonic_ns() + cfg.duration_ns + cfg.drain_ns);
     loop {
         match sock.recv_stamped(&mut buf, poll) {
             Ok((n, kernel_ns)) => {
@@ -741,7 +639,13 @@ fn receiver(
                     Some(t) => frame::payload(&buf[..n], t).unwrap_or(&[]),
                     None => &buf[..n],
                 };
-                state.take(data, stream, user_ns, kernel_ns, cfg.deadline_ns);
+                state.take(
+                    data,
+                    stream,
+                    (user_ns, kernel_ns),
+                    plan.peer_shift_ns,
+                    cfg.deadline_ns,
+                );
             }
             // Nothing yet (or the blocking timeout).
             Err(libc::EAGAIN) => {}
@@ -751,6 +655,9 @@ fn receiver(
                 state.receive_errors += 1;
                 state.receive_error.get_or_insert(e);
             }
+        }
+        if own_end.is_some_and(|e| wire::monotonic_ns() >= e) {
+            break;
         }
         if shared.sender_done.load(Ordering::Acquire) {
             let sent = shared.sent.load(Ordering::Acquire);
@@ -773,23 +680,104 @@ fn receiver(
     })
 }
 
-/// The result of both threads' states.
+/// What the run's absent thread stands for: conditions as asked (the other run's to say), nothing
+/// measured.
+fn absent(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions {
+    fn setting<T: Clone>(v: T) -> rtgauge_model::rt::Setting<T> {
+        rtgauge_model::rt::Setting {
+            requested: v.clone(),
+            achieved: v,
+            error: None,
+        }
+    }
+    ThreadConditions {
+        policy: setting(match rtprio {
+            Some(_) => rtgauge_model::rt::SchedPolicy::Fifo,
+            None => rtgauge_model::rt::SchedPolicy::Other,
+        }),
+        priority: setting(rtprio.unwrap_or(0)),
+        cpu: setting(cpu),
+    }
+}
+
+/// A receive-only run's sender, as far as the receiver can tell: every sequence number up to the
+/// highest received was sent.
+fn remote_sender(plan: &NetLatencyPlan, highest: Option<u64>) -> SenderOut {
+    let cfg = &plan.config;
+    let schedule = plan.schedule();
+    let sent = highest.map_or(0, |h| h + 1);
+    SenderOut {
+        conditions: absent(cfg.tx_cpu, cfg.rtprio),
+        lateness: LatencyRecorder::new(),
+        sent,
+        failed_in: vec![0; schedule.intervals],
+        send_errors: 0,
+        send_error: None,
+        unsent: 0,
+        elapsed_ns: match sent {
+            0 => 0,
+            n => schedule.due_ns(n - 1) + schedule.period_ns as u64,
+        },
+        cpu_ns: 0,
+        stopped_early: false,
+    }
+}
+
+/// What the kernel's receive timestamps were, over the packets received.
+fn timestamps(st: &RxState, send_only: bool) -> RxTimestamps {
+    if send_only {
+        RxTimestamps::Unavailable {
+            reason: "send only: the receiving run has them".into(),
+        }
+    } else if let Some(e) = st.timestamps_error.clone() {
+        RxTimestamps::Unavailable { reason: e }
+    } else if st.received == 0 {
+        RxTimestamps::Unavailable {
+            reason: "no packet was received".into(),
+        }
+    } else if st.unstamped == st.received {
+        RxTimestamps::Unavailable {
+            reason: "no packet carried a kernel receive timestamp".into(),
+        }
+    } else if st.unstamped > 0 {
+        RxTimestamps::Partial {
+            missing: st.unstamped,
+        }
+    } else {
+        RxTimestamps::Software
+    }
+}
+
+/// The result of both threads' states (a split stream's run has one of them).
 fn finish(
     plan: &NetLatencyPlan,
-    s: SenderOut,
-    r: ReceiverOut,
+    s: Option<SenderOut>,
+    r: Option<ReceiverOut>,
     process: rtgauge_model::rt::ProcessConditions,
     realtime_moved_ns: i64,
     signalled: bool,
 ) -> NetLatencyResult {
     let cfg = &plan.config;
+    let send_only = r.is_none();
+    let r = r.unwrap_or_else(|| ReceiverOut {
+        bound: None,
+        conditions: absent(cfg.rx_cpu, cfg.rtprio),
+        state: RxState::new(plan, 0),
+        cpu_ns: 0,
+    });
+    let s = s.unwrap_or_else(|| remote_sender(plan, r.state.highest));
     let mut st = r.state;
     let issued = s.sent + s.send_errors;
-    st.settle(issued);
+    if !send_only {
+        st.settle(issued);
+    }
     let schedule = st.schedule;
     // Lost: sent (not refused) and never received; in each interval, what was settled unseen there less
-    // the sends refused there.
-    let lost = s.sent.saturating_sub(st.received);
+    // the sends refused there. A send-only run cannot tell: the receiver's run says.
+    let lost = match send_only {
+        true => 0,
+        false => s.sent.saturating_sub(st.received),
+    };
     let mut timeline = Vec::new();
     let mut span = schedule.span_ns;
     // The intervals the sends fell in (not one past the last send's).
@@ -814,23 +802,7 @@ fn finish(
             },
         );
     }
-    let timestamps = if let Some(e) = st.timestamps_error {
-        RxTimestamps::Unavailable { reason: e }
-    } else if st.received == 0 {
-        RxTimestamps::Unavailable {
-            reason: "no packet was received".into(),
-        }
-    } else if st.unstamped == st.received {
-        RxTimestamps::Unavailable {
-            reason: "no packet carried a kernel receive timestamp".into(),
-        }
-    } else if st.unstamped > 0 {
-        RxTimestamps::Partial {
-            missing: st.unstamped,
-        }
-    } else {
-        RxTimestamps::Software
-    };
+    let timestamps = timestamps(&st, send_only);
     let stamped = st.received > st.unstamped;
     NetLatencyResult {
         config: Box::new(cfg.clone()),
@@ -876,6 +848,7 @@ fn finish(
         receiver_cpu_ns: r.cpu_ns,
         realtime_moved_ns,
         load: None,
+        clock: None,
     }
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use rtgauge_model::netlat::WINDOW;
+use rtgauge_model::netlat::{WINDOW, WORST_PACKETS};
 use rtgauge_model::rt::SchedPolicy;
 
 fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatencyPlan {
@@ -21,8 +21,12 @@ fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatency
             duration_ns: duration_ms * 1_000_000,
             drain_ns: 200_000_000,
             timeline_interval_ns: 100_000_000,
+            role: StreamRole::Both,
+            stream: None,
+            peer_clock: None,
         },
         addr: addr.parse().unwrap(),
+        peer_shift_ns: None,
     }
 }
 
@@ -56,6 +60,8 @@ fn datagram(seq: u64, sent: u64) -> [u8; 32] {
         stream: 9,
         seq,
         sent_realtime_ns: sent,
+        // Another clock altogether (a guest's sender): used only with a shift.
+        sent_mono_ns: sent.wrapping_add(7_000_000_000),
     }
     .write(&mut b);
     b
@@ -65,13 +71,13 @@ fn datagram(seq: u64, sent: u64) -> [u8; 32] {
 fn duplicates_reordering_and_foreign_datagrams_are_counted_apart() {
     let mut s = state(100);
     let take = |s: &mut RxState, seq: u64, kernel: Option<u64>| {
-        s.take(&datagram(seq, 1_000), 9, 5_000, kernel, Some(4_000))
+        s.take(&datagram(seq, 1_000), 9, (5_000, kernel), None, Some(4_000))
     };
     take(&mut s, 0, Some(3_000));
     take(&mut s, 2, Some(3_000));
     take(&mut s, 1, None);
     take(&mut s, 2, Some(3_000));
-    s.take(&[0u8; 32], 9, 5_000, None, None);
+    s.take(&[0u8; 32], 9, (5_000, None), None, None);
     take(&mut s, 100, None);
     assert_eq!(s.received, 3);
     assert_eq!(s.duplicates, 1);
@@ -158,7 +164,13 @@ fn nothing_listening_loses_every_packet_and_says_so() {
 fn the_slowest_packets_are_kept_without_a_deadline() {
     let mut s = state(100);
     for (seq, latency) in (0..40u64).map(|i| (i, (i * 7919) % 97 + 1)) {
-        s.take(&datagram(seq, 1_000), 9, 1_000 + latency, None, None);
+        s.take(
+            &datagram(seq, 1_000),
+            9,
+            (1_000 + latency, None),
+            None,
+            None,
+        );
     }
     let mut kept: Vec<u64> = s.worst.iter().map(|p| p.latency_ns).collect();
     kept.sort_unstable();
@@ -179,7 +191,8 @@ fn a_packet_is_lost_once_the_window_has_passed_it_and_stale_if_it_comes_after() 
     let p = plan("127.0.0.1:0", false, 1000.0, 10_000_000);
     let mut s = RxState::new(&p, p.capacity());
     assert_eq!(s.window_len(), WINDOW);
-    let take = |s: &mut RxState, seq: u64| s.take(&datagram(seq, 1_000), 9, 5_000, None, None);
+    let take =
+        |s: &mut RxState, seq: u64| s.take(&datagram(seq, 1_000), 9, (5_000, None), None, None);
     take(&mut s, 0);
     take(&mut s, WINDOW + 5);
     assert_eq!(s.base, 6, "0..=5 settled: 0 received, 1..=5 not");
@@ -196,4 +209,22 @@ fn a_packet_is_lost_once_the_window_has_passed_it_and_stale_if_it_comes_after() 
     assert_eq!(sch.span_ns, 6_400_000_000);
     assert!(sch.intervals <= rtgauge_model::latency::MAX_TIMELINE + 1);
     assert_eq!(s.unseen_in[0], 6_399);
+}
+
+#[test]
+fn a_receiver_on_another_clock_puts_the_monotonic_send_time_on_its_own() {
+    let mut s = state(100);
+    // The sender's CLOCK_MONOTONIC was 7,000,001,000 at the send; ours reads it as 3,000 on our wall
+    // clock (shift −6,999,998,000): received at 5,000, kernel stamp 4,500.
+    s.take(
+        &datagram(0, 1_000),
+        9,
+        (5_000, Some(4_500)),
+        Some(-6_999_998_000),
+        None,
+    );
+    let l = s.latency.stats();
+    assert_eq!((l.count, l.max_ns), (1, 2_000), "5,000 − 3,000");
+    assert_eq!(s.path.stats().max_ns, 1_500);
+    assert_eq!(s.wakeup.stats().max_ns, 500);
 }

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 /// The tag that opens every packet ("RTGL").
 const MAGIC: u32 = u32::from_le_bytes(*b"RTGL");
 
-/// Bytes of the header: tag, stream id, sequence number, send time.
-pub const HEADER: usize = 24;
+/// Bytes of the header: tag, stream id, sequence number, send time on both clocks.
+pub const HEADER: usize = 32;
 
 /// What a packet carries (little-endian, then zero padding to the configured size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,9 @@ pub struct Packet {
     pub seq: u64,
     /// CLOCK_REALTIME just before the send, ns.
     pub sent_realtime_ns: u64,
+    /// CLOCK_MONOTONIC just before the send, ns: what a receiver on another clock puts on its own through
+    /// `rtgauge vm`'s clock channel (which exchanges CLOCK_MONOTONIC).
+    pub sent_mono_ns: u64,
 }
 
 impl Packet {
@@ -30,6 +33,7 @@ impl Packet {
         buf[4..8].copy_from_slice(&self.stream.to_le_bytes());
         buf[8..16].copy_from_slice(&self.seq.to_le_bytes());
         buf[16..24].copy_from_slice(&self.sent_realtime_ns.to_le_bytes());
+        buf[24..32].copy_from_slice(&self.sent_mono_ns.to_le_bytes());
     }
 
     /// The header of a datagram of stream `stream`, `None` for anything else.
@@ -49,6 +53,7 @@ impl Packet {
             stream,
             seq: u64_at(8),
             sent_realtime_ns: u64_at(16),
+            sent_mono_ns: u64_at(24),
         })
     }
 }
@@ -260,6 +265,7 @@ mod tests {
             stream: 7,
             seq: 1 << 40,
             sent_realtime_ns: 1_790_000_000_123_456_789,
+            sent_mono_ns: 86_400_000_000_017,
         };
         let mut buf = [0u8; 64];
         p.write(&mut buf);

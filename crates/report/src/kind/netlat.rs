@@ -7,8 +7,10 @@ use super::KindView;
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::latency::LatencyStats;
-use rtgauge_model::netlat::{NetLatencyResult, RxTimestamps, MAX_LATE_PACKETS};
-use rtgauge_model::units::us;
+use rtgauge_model::netlat::{
+    NetLatencyResult, PeerClock, RxTimestamps, StreamRole, MAX_LATE_PACKETS,
+};
+use rtgauge_model::units::{us, us_f64};
 use std::fmt::Write as _;
 
 /// Most late packets listed on the terminal.
@@ -26,6 +28,50 @@ fn row(name: &str, s: &LatencyStats) -> String {
         us(s.max_ns),
         s.count
     )
+}
+
+/// Who ran where, and for a split stream which end this is: `false` when nothing more is this run's to
+/// show (send only: the receiving run has the rest).
+fn ends(r: &NetLatencyResult, s: &mut String) -> bool {
+    let c = &r.config;
+    let cpu = |c: Option<u32>| c.map_or("not pinned".to_string(), |c| format!("CPU {c}"));
+    let policy = match c.rtprio {
+        Some(p) => format!("SCHED_FIFO {p} asked"),
+        None => "SCHED_OTHER".to_string(),
+    };
+    let stream = c.stream.unwrap_or(0);
+    match c.role {
+        StreamRole::Both => {
+            let _ = writeln!(
+                s,
+                "  sender {}, receiver {} ({}), {policy}",
+                cpu(r.sender.cpu.achieved),
+                cpu(r.receiver.cpu.achieved),
+                c.rx_mode.as_str(),
+            );
+        }
+        StreamRole::Send => {
+            let _ = writeln!(
+                s,
+                "  send only (stream {stream}): sent {} ({:.0}/s), sender {}, {policy}; the receiving run has the latency, loss and order",
+                r.sent,
+                r.sent_per_s(),
+                cpu(r.sender.cpu.achieved),
+            );
+            s.push_str(&row("sender lateness (its own)", &r.send_lateness));
+            return false;
+        }
+        StreamRole::Receive => {
+            let _ = writeln!(
+                s,
+                "  receive only (stream {stream}): receiver {} ({}), {policy}; sent = up to the highest sequence number received (the sending run has its count)",
+                cpu(r.receiver.cpu.achieved),
+                c.rx_mode.as_str(),
+            );
+            let _ = writeln!(s, "  {}", clock_line(r));
+        }
+    }
+    true
 }
 
 /// The terminal summary.
@@ -52,18 +98,9 @@ pub fn render(r: &NetLatencyResult) -> String {
             e.ethertype
         );
     }
-    let cpu = |c: Option<u32>| c.map_or("not pinned".to_string(), |c| format!("CPU {c}"));
-    let _ = writeln!(
-        s,
-        "  sender {}, receiver {} ({}), {}",
-        cpu(r.sender.cpu.achieved),
-        cpu(r.receiver.cpu.achieved),
-        c.rx_mode.as_str(),
-        match c.rtprio {
-            Some(p) => format!("SCHED_FIFO {p} asked"),
-            None => "SCHED_OTHER".to_string(),
-        }
-    );
+    if !ends(r, &mut s) {
+        return s;
+    }
     let _ = writeln!(
         s,
         "  sent {} ({:.0}/s), received {}, lost {}, reordered {}, duplicates {}{}{}",
@@ -118,16 +155,44 @@ pub fn render(r: &NetLatencyResult) -> String {
             }
         }
     }
-    s.push_str(&row("sender lateness (its own)", &r.send_lateness));
+    if c.role == StreamRole::Both {
+        s.push_str(&row("sender lateness (its own)", &r.send_lateness));
+    }
     let (tx, rx) = r.cpu_per_kpps();
+    let sender = match c.role {
+        StreamRole::Both => format!("sender {:.2} %, ", tx * 100.0),
+        _ => String::new(),
+    };
     let _ = writeln!(
         s,
-        "  cost: sender {:.2} %, receiver {:.2} % of a CPU per 1,000 packets/s",
-        tx * 100.0,
+        "  cost: {sender}receiver {:.2} % of a CPU per 1,000 packets/s",
         rx * 100.0
     );
     s.push_str(&where_late(r));
     s
+}
+
+/// How a receive-only run put the sender's send times on its clock.
+pub fn clock_line(r: &NetLatencyResult) -> String {
+    match r.clock.as_deref() {
+        Some(PeerClock {
+            method,
+            offset_ns,
+            bound_ns: Some(b),
+            wander_ns,
+            ..
+        }) => format!(
+            "send times on this clock: {method}; offset {:+.1} µs, each latency ± {:.1} µs (the offset wandered {:.1} µs)",
+            us_f64(*offset_ns as f64),
+            us(*b),
+            us(*wander_ns)
+        ),
+        Some(p) => format!(
+            "send times on this clock: {}; no bound: the figures are as right as the two clocks agree",
+            p.method
+        ),
+        None => "send times: the sender's clock, taken as this one's".to_string(),
+    }
 }
 
 /// The worst intervals and the latest packets.
@@ -202,7 +267,14 @@ impl KindView for NetLatencyResult {
     /// The figures that are not what was asked or are not all there.
     fn shortfalls(&self) -> Vec<String> {
         let mut w = crate::shortfalls::process(&self.process);
+        if self.config.role == StreamRole::Receive && self.config.peer_clock.is_none() {
+            w.push(
+                "net latency: receive only without --clock: the send times are the sender's CLOCK_REALTIME taken as this one's; the one-way figures are as right as the two clocks agree (unknown here)"
+                    .to_string(),
+            );
+        }
         match &self.timestamps {
+            _ if self.config.role == StreamRole::Send => {}
             RxTimestamps::Unavailable { reason } => w.push(format!(
                 "net latency: no kernel receive timestamps ({reason}): path and wake-up are not split"
             )),
@@ -251,7 +323,14 @@ impl KindView for NetLatencyResult {
                 self.send_error.as_deref().unwrap_or("?")
             ));
         }
-        if self.received == 0 && self.sent > 0 {
+        if self.config.role == StreamRole::Receive && self.received == 0 {
+            w.push(format!(
+                "net latency: no packet of stream {} arrived at {}: is the sending run going, with --stream {0}?",
+                self.config.stream.unwrap_or(0),
+                self.destination()
+            ));
+        }
+        if self.received == 0 && self.sent > 0 && self.config.role == StreamRole::Both {
             w.push(format!(
                 "net latency: none of the {} packets sent came back: check the {} ({})",
                 self.sent,

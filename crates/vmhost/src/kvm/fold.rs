@@ -74,6 +74,19 @@ pub fn exit_reason(fields: &str) -> &str {
     "?"
 }
 
+/// How a waker's lost stretch reads: "its waker NAME waited while WHAT ran".
+fn waker_phrase(kind: HostKind, waker: &str, what: &str) -> String {
+    match kind {
+        HostKind::Waiting => format!("its waker {waker} waited for its CPU"),
+        HostKind::Irq => format!("its waker {waker} waited while IRQ {what} ran"),
+        HostKind::Softirq => format!("its waker {waker} waited while softirq {what} ran"),
+        HostKind::Work => format!("its waker {waker} waited while work {what} ran"),
+        // A chain: the waker slept because its own waker was held ("its waker … waited while … ran").
+        HostKind::WakerDelayed => format!("its waker {waker} slept and {what}"),
+        _ => format!("its waker {waker} waited while {what} ran"),
+    }
+}
+
 /// Where a vCPU waited: (host CPU, from, to).
 type Stretch = (u32, u64, u64);
 
@@ -358,11 +371,25 @@ impl VcpuFolder {
                 if let Role::Vcpu(index) = self.threads[i].role {
                     let n = self.intern("");
                     self.push(index, c, since, t, HostKind::Asleep, n);
-                    // Woken by a QEMU thread: what that thread waited for meanwhile woke it late.
-                    if let Some(w) = line_pid(line).and_then(|p| self.by_tid.get(&p).copied()) {
-                        if let Role::Helper(wn) = self.threads[w].role {
-                            self.waker_delays(index, self.threads[w].tid, wn, since, t);
+                    // Woken by a QEMU thread: what that thread waited for meanwhile woke it late. Another
+                    // vCPU's thread wakes it for the guest (an IPI: a packet taken on one guest CPU wakes
+                    // its reader on another): what that vCPU lost meanwhile did.
+                    // Woken otherwise (a host timer, a vCPU that lost nothing): what QEMU's own threads were
+                    // held back from meanwhile (the devices they carry reached the guest late).
+                    let waker = line_pid(line).and_then(|p| self.by_tid.get(&p).copied());
+                    let explained = match waker.map(|w| (self.threads[w].role, self.threads[w].tid))
+                    {
+                        Some((Role::Helper(wn), tid)) => {
+                            self.waker_delays(index, tid, wn, since, t);
+                            true
                         }
+                        Some((Role::Vcpu(wi), tid)) if wi != index => {
+                            self.vcpu_waker_delays(index, wi, tid, since, t)
+                        }
+                        _ => false,
+                    };
+                    if !explained {
+                        self.helpers_held(index, since, t);
                     }
                 }
             }
@@ -434,17 +461,65 @@ impl VcpuFolder {
             .collect();
         for (_, x, y, c, kind, n) in waits {
             let what = self.names.get(n as usize).cloned().unwrap_or_default();
-            let phrase = match kind {
-                HostKind::Waiting => format!("its waker {wname} waited for its CPU"),
-                HostKind::Preempted => format!("its waker {wname} waited while {what} ran"),
-                HostKind::Irq => format!("its waker {wname} waited while IRQ {what} ran"),
-                HostKind::Softirq => format!("its waker {wname} waited while softirq {what} ran"),
-                HostKind::Work => format!("its waker {wname} waited while work {what} ran"),
-                _ => format!("its waker {wname} waited while {what} ran"),
-            };
-            let name = self.intern(&phrase);
+            let name = self.intern(&waker_phrase(kind, &wname, &what));
             self.push(vcpu, c, x.max(a), y.min(b), HostKind::WakerDelayed, name);
         }
+    }
+
+    /// vCPU `vcpu` asleep over `[a, b)` and woken by no QEMU thread that waited: the stretches any QEMU
+    /// helper thread waited runnable inside it, each naming that thread and what ran instead.
+    fn helpers_held(&mut self, vcpu: u32, a: u64, b: u64) {
+        let waits: Vec<HelperWait> = self
+            .helper_waits
+            .iter()
+            .filter(|w| w.2 > a && w.1 < b)
+            .copied()
+            .collect();
+        for (tid, x, y, c, kind, n) in waits {
+            let Some(Role::Helper(hn)) = self.by_tid.get(&tid).map(|&i| self.threads[i].role)
+            else {
+                continue;
+            };
+            let helper = self.names.get(hn as usize).cloned().unwrap_or_default();
+            let what = self.names.get(n as usize).cloned().unwrap_or_default();
+            let phrase = match kind {
+                HostKind::Waiting => format!("QEMU's {helper} waited for its CPU"),
+                _ => format!("QEMU's {helper} waited while {what} ran"),
+            };
+            let name = self.intern(&phrase);
+            self.push(vcpu, c, x.max(a), y.min(b), HostKind::HelperHeld, name);
+        }
+    }
+
+    /// vCPU `vcpu` asleep over `[a, b)` and woken by vCPU `waker`'s thread (`tid`): the time that vCPU lost
+    /// on the host inside it (kept off its CPU, interrupted, or itself asleep while its own waker was
+    /// held), each naming what ran instead.
+    /// Whether it lost any.
+    fn vcpu_waker_delays(&mut self, vcpu: u32, waker: u32, tid: i64, a: u64, b: u64) -> bool {
+        let wname = format!("vCPU {waker}'s thread/{tid}");
+        // Newest first, back to what ended a horizon before the sleep: older intervals were pushed before it
+        // began (a wait is cut at the horizon), so none of them can lie inside it.
+        let horizon = a.saturating_sub(SPAN_HORIZON_NS);
+        let lost: Vec<(u64, u64, u32, HostKind, u32)> = self
+            .intervals
+            .iter()
+            .rev()
+            .take_while(|i| i.end_ns >= horizon)
+            .filter(|i| {
+                i.vcpu == waker
+                    && i.end_ns > a
+                    && i.start_ns < b
+                    && !matches!(i.kind, HostKind::Asleep | HostKind::Exit)
+            })
+            .map(|i| (i.start_ns, i.end_ns, i.cpu, i.kind, i.name))
+            .collect();
+        let any = !lost.is_empty();
+        for (x, y, c, kind, n) in lost {
+            let what = self.names.get(n as usize).cloned().unwrap_or_default();
+            let name = self.intern(&waker_phrase(kind, &wname, &what));
+            self.push(vcpu, c, x.max(a), y.min(b), HostKind::WakerDelayed, name);
+        }
+        any
     }
 
     /// Thread `i` runnable on `cpu` over `[a, b)`: that stretch laid over what ran there — intervals of a
@@ -779,6 +854,86 @@ mod tests {
         assert_eq!(
             rtgauge_analysis::vm_join::host_cause_name(HostKind::WakerDelayed, got[1].3, 1, 1),
             "vCPU 1 asleep, its waker qemu-system-x86/42 waited while rtg-noise/77 FIFO 50 ran on host CPU 1"
+        );
+    }
+
+    #[test]
+    fn a_vcpu_woken_late_by_another_vcpu_kept_off_its_cpu_names_who_ran_instead() {
+        // Guest CPU 0 takes the packet and wakes its reader on guest CPU 1 (an IPI: vCPU 0's thread 43
+        // wakes vCPU 1's, 44); rtg-noise holds host CPU 0 from vCPU 0 for 20 ms meanwhile.
+        let lines: &[(u32, &str)] = &[
+            (1, " CPU 1/TCG-44 [001] d..2. 100.000000: sched_switch: prev_comm=CPU 1/TCG prev_pid=44 prev_prio=130 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120"),
+            (0, " CPU 0/TCG-43 [000] d..2. 100.001000: sched_switch: prev_comm=CPU 0/TCG prev_pid=43 prev_prio=130 prev_state=R+ ==> next_comm=rtg-noise next_pid=77 next_prio=49"),
+            (0, " rtg-noise-77 [000] d..2. 100.021000: sched_switch: prev_comm=rtg-noise prev_pid=77 prev_prio=49 prev_state=S ==> next_comm=CPU 0/TCG next_pid=43 next_prio=130"),
+            (0, " CPU 0/TCG-43 [000] d..2. 100.021100: sched_wakeup: comm=CPU 1/TCG pid=44 prio=130 target_cpu=001"),
+            (1, " swapper/1-0 [001] d..2. 100.021200: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=CPU 1/TCG next_pid=44 next_prio=130"),
+        ];
+        let mut r = VcpuFolder::new(&[(0, 43), (1, 44)], &[], 100);
+        r.policy = |pid| (pid == 77).then_some("FIFO");
+        for (cpu, l) in lines {
+            r.feed(*cpu, l);
+        }
+        let f = r.finish(101_000_000_000);
+        let delayed: Vec<(u32, u64, u64, &str)> = f
+            .intervals
+            .iter()
+            .filter(|i| i.kind == HostKind::WakerDelayed)
+            .map(|i| {
+                (
+                    i.vcpu,
+                    i.start_ns - 100_000_000_000,
+                    i.end_ns - 100_000_000_000,
+                    f.names[i.name as usize].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            delayed,
+            vec![(
+                1,
+                1_000_000,
+                21_000_000,
+                "its waker vCPU 0's thread/43 waited while rtg-noise/77 FIFO 50 ran"
+            )]
+        );
+    }
+
+    #[test]
+    fn a_vcpu_asleep_while_the_main_loop_was_held_names_who_held_it() {
+        // vCPU 1 (44) sleeps; a packet for it waits in the main loop (42), which rtg-noise keeps off host
+        // CPU 0 for 20 ms; a host timer (no QEMU thread) wakes the vCPU afterwards.
+        let lines: &[(u32, &str)] = &[
+            (1, " CPU 1/TCG-44 [001] d..2. 100.000000: sched_switch: prev_comm=CPU 1/TCG prev_pid=44 prev_prio=130 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120"),
+            (0, " qemu-system-x86-42 [000] d..2. 100.001000: sched_switch: prev_comm=qemu-system-x86 prev_pid=42 prev_prio=130 prev_state=R+ ==> next_comm=rtg-noise next_pid=77 next_prio=49"),
+            (0, " rtg-noise-77 [000] d..2. 100.021000: sched_switch: prev_comm=rtg-noise prev_pid=77 prev_prio=49 prev_state=S ==> next_comm=qemu-system-x86 next_pid=42 next_prio=130"),
+            (1, " <idle>-0 [001] dNh2. 100.021500: sched_wakeup: comm=CPU 1/TCG pid=44 prio=130 target_cpu=001"),
+            (1, " swapper/1-0 [001] d..2. 100.021600: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=CPU 1/TCG next_pid=44 next_prio=130"),
+        ];
+        let mut r = VcpuFolder::new(&[(1, 44)], &[(42, "qemu-system-x86".into())], 100);
+        r.policy = |pid| (pid == 77).then_some("FIFO");
+        for (cpu, l) in lines {
+            r.feed(*cpu, l);
+        }
+        let f = r.finish(101_000_000_000);
+        let held: Vec<(u64, u64, &str)> = f
+            .intervals
+            .iter()
+            .filter(|i| i.kind == HostKind::HelperHeld)
+            .map(|i| {
+                (
+                    i.start_ns - 100_000_000_000,
+                    i.end_ns - 100_000_000_000,
+                    f.names[i.name as usize].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            held,
+            vec![(
+                1_000_000,
+                21_000_000,
+                "QEMU's qemu-system-x86/42 waited while rtg-noise/77 FIFO 50 ran"
+            )]
         );
     }
 
