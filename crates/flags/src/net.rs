@@ -32,8 +32,9 @@ pub enum NetCommand {
     /// Throughput: keep-alive GETs (default the 128 KB object) over N connections, in Gbit/s and requests/s.
     Throughput(ThroughputArgs),
     /// Packet latency: a periodic UDP stream from a pinned sender to a pinned receiver, one-way (both ends
-    /// on this host: loopback, or network namespaces) or round trip through a reflector; each packet's
-    /// latency split at the kernel's receive timestamp into path and wake-up; loss, reordering, duplicates.
+    /// on this host: loopback, or network namespaces; or a split stream, --send-only here and
+    /// --receive-only in a guest) or round trip through a reflector; each packet's latency split at the
+    /// kernel's receive timestamp into path and wake-up; loss, reordering, duplicates.
     Latency(LatencyArgs),
     /// The round trip's far end for `latency --reflector`: every datagram sent back where it came from.
     Reflect(ReflectArgs),
