@@ -256,6 +256,37 @@ fn between_namespaces_over_a_veth_every_packet_arrives_with_its_split() {
     assert_eq!(u(&p, "reordered"), 0);
 }
 
+/// UDP multicast between the namespaces: the receiver binds the group and joins it on the veth (the route
+/// to 224.0.0.0/4 the test adds on each side), the sender sends to the group.
+#[test]
+fn a_multicast_group_between_namespaces_is_received_whole() {
+    let pair = Pair::new();
+    for (ns, dev) in [(&pair.tx, "rtglveth"), (&pair.rx, "rtglpeer")] {
+        ip(&["-n", ns, "route", "add", "224.0.0.0/4", "dev", dev]);
+    }
+    let p = latency(&[
+        "net",
+        "latency",
+        "--tx-netns",
+        &pair.tx,
+        "--rx-netns",
+        &pair.rx,
+        "--bind",
+        "239.7.7.7:0",
+        "-D",
+        "1s",
+        "--rate",
+        "2000",
+    ]);
+    assert_eq!(
+        (u(&p, "sent"), u(&p, "received"), u(&p, "lost")),
+        (2000, 2000, 0),
+        "{p}"
+    );
+    assert!(p["bound"].as_str().unwrap().starts_with("239.7.7.7:"));
+    assert_eq!(u(&p["wakeup"], "count"), 2000, "timestamped");
+}
+
 #[test]
 fn a_profile_gates_lost_packets_and_the_worst_latency() {
     let dir = tempfile::tempdir().unwrap();
@@ -290,7 +321,12 @@ fn a_profile_gates_lost_packets_and_the_worst_latency() {
 #[test]
 fn raw_ethernet_frames_between_namespaces_plain_and_tagged() {
     let pair = Pair::new();
-    for extra in [&[][..], &["--vlan", "100:4"][..]] {
+    // Plain, tagged, and to the 9-2 LE multicast group the receiver subscribes its interface to.
+    for extra in [
+        &[][..],
+        &["--vlan", "100:4"][..],
+        &["--dst-mac", "01:0c:cd:04:00:01", "--vlan", "100:4"][..],
+    ] {
         let mut args = vec![
             "-D", "1s", "--rate", "4000", "--tx-dev", "rtglveth", "--rx-dev", "rtglpeer",
         ];
@@ -317,6 +353,9 @@ fn raw_ethernet_frames_between_namespaces_plain_and_tagged() {
             "packet sockets are timestamped too"
         );
         assert_eq!(u(&p, "foreign"), 0);
+        if extra.contains(&"--dst-mac") {
+            assert_eq!(p["config"]["ethernet"]["dst_mac"], "01:0c:cd:04:00:01");
+        }
     }
     let (code, _, stderr) = common::run(&[
         "net",
@@ -450,7 +489,7 @@ fn a_split_stream_is_received_whole_on_the_senders_clock() {
             &channel,
         ])
         .args([
-            "--stream", "77", "--rate", "2000", "-D", "3s", "--drain", "300ms",
+            "--stream", "77", "--rate", "2000", "-D", "1s", "--listen", "10s",
         ])
         .args([
             "--no-store",

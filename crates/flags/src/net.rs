@@ -77,11 +77,16 @@ pub struct LatencyArgs {
     /// CLOCK_REALTIME's (both ends synchronised: PTP).
     #[arg(long = "receive-only", conflicts_with_all = ["reflector", "tx_netns"])]
     pub receive_only: bool,
+    /// Receive only: how long to wait for the stream's first packet; from it the run lasts -D (the
+    /// sender's) and --drain.
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_duration_arg, requires = "receive_only")]
+    pub listen: Nanos,
     /// The stream id of a split stream: the same at both ends (default 1).
     #[arg(long, value_name = "ID")]
     pub stream: Option<u32>,
-    /// Send only, frames: the MAC address they go to (default: broadcast).
-    #[arg(long = "dst-mac", value_name = "MAC", requires = "send_only")]
+    /// Frames: the MAC address they go to — a multicast group the receiver subscribes its interface to
+    /// (9-2 LE: 01:0c:cd:04:00:01), or a unicast one (default: --rx-dev's; broadcast with --send-only).
+    #[arg(long = "dst-mac", value_name = "MAC")]
     pub dst_mac: Option<String>,
     /// Receive only: the sender's clock, through the channel its `rtgauge vm clock-serve` answers on (in
     /// a guest: the serial or virtio-serial port whose host end the host's clock-serve holds; unix:PATH,
@@ -266,7 +271,7 @@ impl LatencyArgs {
         if round_trip && addr.port() == 0 {
             bail!("--reflector {addr}: needs the reflector's port");
         }
-        if addr.ip().is_unspecified() {
+        if addr.ip().is_unspecified() && role != StreamRole::Receive {
             let flag = if round_trip { "--reflector" } else { "--bind" };
             bail!("{flag} {addr}: the sender sends there: give the receiver's own address (e.g. 127.0.0.1:0)");
         }
@@ -308,6 +313,7 @@ impl LatencyArgs {
                 role,
                 stream: (role != StreamRole::Both).then(|| self.stream.unwrap_or(SPLIT_STREAM)),
                 peer_clock: self.clock.clone(),
+                listen_ns: (role == StreamRole::Receive).then(|| self.listen.as_ns()),
             },
             addr,
             peer_shift_ns: None,
@@ -326,7 +332,12 @@ impl LatencyArgs {
     /// Raw frames: the interfaces this run's end(s) need (`None`: UDP).
     fn ethernet(&self, role: StreamRole) -> anyhow::Result<Option<EthernetConfig>> {
         let (tx_dev, rx_dev) = match (role, &self.tx_dev, &self.rx_dev) {
-            (_, None, None) => return Ok(None),
+            (_, None, None) => {
+                if let Some(m) = &self.dst_mac {
+                    bail!("--dst-mac {m}: only for frames (--tx-dev, --rx-dev)");
+                }
+                return Ok(None);
+            }
             (StreamRole::Both, Some(t), Some(r)) => (t.clone(), r.clone()),
             (StreamRole::Both, Some(_), None) => bail!("--tx-dev: needs --rx-dev (or --send-only)"),
             (StreamRole::Both, None, Some(_)) => {
@@ -338,9 +349,6 @@ impl LatencyArgs {
             (StreamRole::Receive, Some(_), None) => bail!("--tx-dev: not with --receive-only"),
         };
         if let Some(m) = &self.dst_mac {
-            if self.tx_dev.is_none() {
-                bail!("--dst-mac {m}: only for frames (--tx-dev)");
-            }
             if rtgauge_probe::netlat::parse_mac(m).is_none() {
                 bail!("--dst-mac {m}: not a MAC address (aa:bb:cc:dd:ee:ff)");
             }

@@ -331,6 +331,10 @@ fn plan_probe(
         }
         ProbeKind::NetLatency => {
             let mut args: net::LatencyArgs = flags(argv, what)?;
+            if let Some(c) = &args.clock {
+                // The sender's clock is read by `net latency` itself, around its probe.
+                bail!("{what}: --clock {c}: a receive-only stream reads the sender's clock with `rtgauge net latency`, not in a profile stage");
+            }
             args.duration = duration;
             args.trace |= trace;
             load = args.load.request();

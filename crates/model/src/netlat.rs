@@ -88,6 +88,10 @@ pub struct NetLatencyConfig {
     /// `None`: both ends' CLOCK_REALTIME, taken to agree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_clock: Option<String>,
+    /// Receive only: how long to wait for the stream's first packet, ns; from it the run lasts the
+    /// stream's duration (`duration_ns`, the sender's) and the drain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen_ns: Option<u64>,
 }
 
 /// Which end(s) of the stream a run is.
@@ -110,15 +114,6 @@ impl StreamRole {
     pub fn is_both(&self) -> bool {
         *self == StreamRole::Both
     }
-
-    /// The name used on the command line and in documents.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StreamRole::Both => "both",
-            StreamRole::Send => "send only",
-            StreamRole::Receive => "receive only",
-        }
-    }
 }
 
 /// A receive-only run's view of the sender's clock: what was added to put each send time on the
@@ -127,7 +122,8 @@ impl StreamRole {
 pub struct PeerClock {
     /// How the send times were put on this clock.
     pub method: String,
-    /// Receiver's clock minus the sender's, applied to every send time, ns.
+    /// The receiver's CLOCK_MONOTONIC minus the sender's, ns (by the first burst): with this side's
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC it is what puts every send time on the receiver's clock.
     pub offset_ns: i64,
     /// Each latency is right within ± this, ns (the exchange's bound and how far the offset wandered over
     /// the run); `None`: not known (two CLOCK_REALTIMEs, as synchronised as they are).
@@ -157,7 +153,9 @@ pub struct EthernetConfig {
     /// The tag's priority (PCP), where tagged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcp: Option<u8>,
-    /// Send only: the MAC address frames go to (`None`: broadcast).
+    /// The MAC address frames go to: a multicast group the receiver subscribes its interface to (Sampled
+    /// Values: 01:0C:CD:04:xx:xx), or a unicast address (`None`: the receiving interface's, broadcast for
+    /// a send-only run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dst_mac: Option<String>,
 }

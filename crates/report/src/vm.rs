@@ -177,7 +177,7 @@ fn colour(k: HostKind) -> &'static str {
         HostKind::Exit => "#17becf",
         HostKind::Asleep => "#bcbd22",
         HostKind::WakerDelayed => "#e377c2",
-        HostKind::HelperHeld => "#bcbd22",
+        HostKind::HelperHeld => "#7f7f7f",
     }
 }
 

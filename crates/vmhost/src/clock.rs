@@ -330,6 +330,25 @@ impl ClockClient {
     }
 }
 
+/// The calling thread on every CPU it may use but `cpu` (left as it is when that is the only one).
+fn avoid(cpu: u32) {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity/setaffinity on the calling thread (0) with its
+    // size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut set) != 0
+            || (cpu as usize) >= libc::CPU_SETSIZE as usize
+        {
+            return;
+        }
+        libc::CPU_CLR(cpu as usize, &mut set);
+        if libc::CPU_COUNT(&set) > 0 {
+            libc::sched_setaffinity(0, size, &set);
+        }
+    }
+}
+
 /// A burst whose best exchange's bound is more than this many times the run's best is slow: set aside
 /// when a run's clock bound is worked out ([`PeerReader::finish`]).
 pub const SLOW_BURST: u64 = 4;
@@ -345,8 +364,13 @@ pub struct PeerReader {
 }
 
 impl PeerReader {
-    /// Connect and take a first sample (up to three bursts), or say why not; `flag` names the channel's flag.
-    pub fn start(channel: Channel, flag: &str) -> Result<PeerReader, VmError> {
+    /// Connect and take a first sample (up to three bursts), or say why not; `flag` names the channel's
+    /// flag. Its thread keeps off `avoid_cpu` (a measuring thread's) where another CPU is allowed.
+    pub fn start(
+        channel: Channel,
+        flag: &str,
+        avoid_cpu: Option<u32>,
+    ) -> Result<PeerReader, VmError> {
         use std::sync::atomic::{AtomicBool, Ordering};
         let mut c = ClockClient::new(channel.clone());
         for _ in 0..3 {
@@ -366,6 +390,9 @@ impl PeerReader {
         let thread = std::thread::Builder::new()
             .name("rtgauge-clock".into())
             .spawn(move || {
+                if let Some(c) = avoid_cpu {
+                    avoid(c);
+                }
                 let mut next = now_ns(Clock::Monotonic) + 1_000_000_000;
                 while !seen.load(Ordering::Acquire) {
                     std::thread::sleep(Duration::from_millis(50));
@@ -387,11 +414,7 @@ impl PeerReader {
     /// This side's CLOCK_REALTIME minus the other side's CLOCK_MONOTONIC, ns, by the first sample: what
     /// puts the other side's monotonic stamps on this wall clock.
     pub fn realtime_shift_ns(&self) -> i64 {
-        let m = now_ns(Clock::Monotonic);
-        let r = now_ns(Clock::Realtime);
-        let m2 = now_ns(Clock::Monotonic);
-        let realtime_minus_mono = r as i64 - (m / 2 + m2 / 2) as i64;
-        realtime_minus_mono - self.first.offset_ns()
+        rtgauge_probe::netlat::realtime_minus_monotonic() - self.first.offset_ns()
     }
 
     /// Stop reading: the offset applied (this side's CLOCK_MONOTONIC minus the other's, by the first
@@ -425,7 +448,7 @@ impl PeerReader {
             .max(self.first.bound_ns());
         rtgauge_model::netlat::PeerClock {
             method: format!(
-                "the sender's CLOCK_MONOTONIC read through {} ({} bursts, {} of them slow and set aside; {} of {} exchanges failed), the first burst's offset applied",
+                "the sender's CLOCK_MONOTONIC read through {} ({} bursts answered, {} of them slow and set aside; {} of {} exchanges failed), the first burst's offset applied",
                 sync.channel,
                 sync.samples.len(),
                 sync.samples.len() - good.len(),

@@ -32,13 +32,11 @@ impl KindData for NetLatencyResult {
                 std::iter::once(&**w),
             ));
         }
-        if self.send_lateness.count > 0 {
-            out.extend(latency_measures(
-                &format!("{p}.send"),
-                "sender lateness",
-                std::iter::once(&*self.send_lateness),
-            ));
-        }
+        out.extend(latency_measures(
+            &format!("{p}.send"),
+            "sender lateness",
+            std::iter::once(&*self.send_lateness),
+        ));
         if self.config.role == StreamRole::Send {
             // The receiving run has the rest.
             return out;
@@ -85,15 +83,20 @@ impl KindData for NetLatencyResult {
     fn settings_line(&self) -> Option<String> {
         let c = &self.config;
         let cpu = |c: Option<u32>| c.map_or("any".to_string(), |c| c.to_string());
+        let sender = format!("sender CPU {}", cpu(c.tx_cpu));
+        let receiver = format!("receiver CPU {} ({})", cpu(c.rx_cpu), c.rx_mode.as_str());
+        // A split stream's other end is the other run's.
+        let ends = match c.role {
+            StreamRole::Both => format!("{sender}, {receiver}"),
+            StreamRole::Send => format!("send only, {sender}"),
+            StreamRole::Receive => format!("receive only, {receiver}"),
+        };
         Some(format!(
-            "{} to {}, {}/s × {} B, sender CPU {}, receiver CPU {} ({}), {}",
+            "{} to {}, {}/s × {} B, {ends}, {}",
             self.direction(),
             c.target,
             c.rate_per_s,
             c.size,
-            cpu(c.tx_cpu),
-            cpu(c.rx_cpu),
-            c.rx_mode.as_str(),
             c.rtprio
                 .map_or("SCHED_OTHER".to_string(), |p| format!("FIFO {p}")),
         ))
@@ -106,7 +109,11 @@ impl KindData for NetLatencyResult {
             Metric::NetLatencyLost if self.sent > 0 && self.config.role != StreamRole::Send => {
                 vec![self.lost]
             }
-            Metric::NetLatencyLate if self.config.deadline_ns.is_some() => vec![self.late],
+            Metric::NetLatencyLate
+                if self.config.deadline_ns.is_some() && self.config.role != StreamRole::Send =>
+            {
+                vec![self.late]
+            }
             _ => Vec::new(),
         }
     }
@@ -118,7 +125,7 @@ impl KindData for NetLatencyResult {
             index: 0,
             cpu: self.config.rx_cpu,
             stats: &self.latency,
-            missed: Some(self.lost),
+            missed: (self.config.role != StreamRole::Send).then_some(self.lost),
             over: self.config.deadline_ns.map(|_| self.late),
         }]
     }

@@ -337,7 +337,8 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let peer = match &a.clock {
         Some(c) => {
             let channel = rtgauge_vmhost::clock::Channel::parse(c, "--clock")?;
-            let reader = rtgauge_vmhost::clock::PeerReader::start(channel, "--clock")?;
+            let rx_cpu = resolved.plan.config.rx_cpu;
+            let reader = rtgauge_vmhost::clock::PeerReader::start(channel, "--clock", rx_cpu)?;
             resolved.plan.peer_shift_ns = Some(reader.realtime_shift_ns());
             Some(reader)
         }
@@ -375,14 +376,22 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     } else {
         RunStatus::Complete
     };
+    // What the clock adds is known only now: said with the rest, before the figures.
+    let mut warnings = warnings;
+    for w in rtgauge_report::kind::netlat::clock_shortfalls(&result) {
+        if !warnings.contains(&w) {
+            warnings.insert(0, w);
+        }
+    }
     let probe = ProbeResult::from(result.clone());
     let mut doc = crate::output::document(started, system, vec![probe], status, warnings.clone());
-    let code =
-        if result.received == 0 && plan.config.role != rtgauge_model::netlat::StreamRole::Send {
-            ExitCode::from(2)
-        } else {
-            ExitCode::SUCCESS
-        };
+    // Nothing received (a send-only run: nothing sent) is a failed measurement.
+    let send_only = plan.config.role == rtgauge_model::netlat::StreamRole::Send;
+    let code = if result.sent == 0 || (result.received == 0 && !send_only) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    };
     keep_run(&keep, store, &mut doc, || {
         super::warn_all(&warnings);
         super::print_text(&rtgauge_report::kind::netlat::render(&result))?;

@@ -188,12 +188,19 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
         .import(&String::from_utf8_lossy(&bytes), &name)
         .map_err(|e| anyhow::anyhow!("GUEST_RUN {name}: {e}"))?;
     let mut record = read_record(&a.host)?;
-    if record.clock.is_none() {
+    if record.clock.as_ref().is_none_or(|c| c.samples.is_empty()) {
         // The guest read the host's clock itself (a receive-only packet stream's --clock): its exchanges.
-        record.clock = doc
+        if let Some(c) = doc
             .probes
             .iter()
-            .find_map(|p| p.data().peer_clock_sync().cloned());
+            .find_map(|p| p.data().peer_clock_sync().cloned())
+        {
+            eprintln!(
+                "rtgauge: the host record has no clock: the guest run's own exchanges over {} put its episodes on the host's clock",
+                c.channel
+            );
+            record.clock = Some(c);
+        }
     }
     let mut joined = 0;
     for p in &mut doc.probes {

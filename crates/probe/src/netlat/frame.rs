@@ -138,8 +138,14 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
 }
 
 /// A raw packet socket on `interface`: receiving frames of `ethertype` (`Some`), or sending only (`None`).
-/// Its interface's MAC address with it.
-pub fn open(interface_name: &str, ethertype: Option<u16>) -> std::io::Result<(Socket, [u8; 6])> {
+/// Its interface's MAC address with it. A receiver of a multicast `group` (a Sampled Values stream goes to
+/// 01:0C:CD:04:xx:xx) subscribes the interface to it (`PACKET_ADD_MEMBERSHIP`), so that a NIC's address
+/// filter passes it; the subscription ends with the socket.
+pub fn open(
+    interface_name: &str,
+    ethertype: Option<u16>,
+    group: Option<[u8; 6]>,
+) -> std::io::Result<(Socket, [u8; 6])> {
     let proto = ethertype.unwrap_or(0).to_be() as i32;
     // SAFETY: plain system call.
     let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto) };
@@ -171,6 +177,22 @@ pub fn open(interface_name: &str, ethertype: Option<u16>) -> std::io::Result<(So
             e.kind(),
             format!("bind to {interface_name}: {e}"),
         ));
+    }
+    if let Some(g) = group.filter(|g| g[0] & 1 == 1) {
+        // SAFETY: packet_mreq is plain data, valid when zeroed.
+        let mut m: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        m.mr_ifindex = index;
+        m.mr_type = libc::PACKET_MR_MULTICAST as u16;
+        m.mr_alen = 6;
+        m.mr_address[..6].copy_from_slice(&g);
+        crate::net::sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &m)
+            .map_err(|e| {
+                let e = std::io::Error::from_raw_os_error(e);
+                std::io::Error::new(
+                    e.kind(),
+                    format!("subscribing {interface_name} to the group: {e}"),
+                )
+            })?;
     }
     Ok((sock, mac))
 }

@@ -3,9 +3,12 @@
 //! receive timestamp and splits its latency into the path (send → kernel) and the wake-up (kernel →
 //! thread). One-way when the receiver binds the target itself (both ends read this host's CLOCK_REALTIME:
 //! loopback, or two network namespaces joined by a veth pair); round trip when the target is a reflector
-//! ([`reflect`]) and the receiver reads the sender's own socket.
+//! ([`reflect`]) and the receiver reads the sender's own socket. A split stream has one of the two threads
+//! per run (`StreamRole::Send`, `StreamRole::Receive`: a host and its guest); its receiver puts the
+//! sender's CLOCK_MONOTONIC send times on its own CLOCK_REALTIME with a shift its caller measured over
+//! `rtgauge vm`'s clock channel ([`NetLatencyPlan::peer_shift_ns`]).
 //!
-//! Each packet carries a tag, the run's stream id, its sequence number and its send time, so that loss,
+//! Each packet carries a tag, the stream id, its sequence number and its send time on both clocks, so that loss,
 //! reordering and duplicates are counted: the receiver marks each sequence number in a sliding window
 //! (`rtgauge_model::netlat::WINDOW`). No allocation, lock or I/O other than the socket calls in either
 //! loop: the recorders, the window, the intervals' counts and the late-packet lists are allocated before
@@ -21,6 +24,7 @@ mod wire;
 
 pub use frame::parse_mac;
 pub use reflect::{reflect, ReflectPlan};
+pub use wire::realtime_minus_monotonic;
 
 use crate::recorder::LatencyRecorder;
 use crate::rt::{self, DmaLatencyGuard};
@@ -177,8 +181,9 @@ impl Handover {
     }
 }
 
-/// Run the probe: sender and receiver threads until the duration elapsed (or `stop`), then the receiver
-/// drains the stragglers for `drain_ns`.
+/// Run the probe: sender and receiver threads (one of them for a split stream) until the duration elapsed
+/// (or `stop`), then the receiver drains the stragglers for `drain_ns`; a receive-only run ends on its
+/// own clock ([`OwnEnd`]).
 pub fn run(
     plan: &NetLatencyPlan,
     stop: &StopFlag,
@@ -522,8 +527,8 @@ fn open_sender(
     };
     match (peer, &cfg.ethernet) {
         (Peer::Mac(dst), Some(e)) => {
-            let (sock, src) =
-                frame::open(&e.tx_dev, None).map_err(|x| format!("--tx-dev {}: {x}", e.tx_dev))?;
+            let (sock, src) = frame::open(&e.tx_dev, None, None)
+                .map_err(|x| format!("--tx-dev {}: {x}", e.tx_dev))?;
             let vlan = e.vlan.map(|id| frame::Vlan {
                 id,
                 pcp: e.pcp.unwrap_or(0),
@@ -538,8 +543,13 @@ fn open_sender(
         }
         (Peer::Udp(target), _) => {
             let sock = Socket::udp(&target).map_err(|e| format!("sender socket: {e}"))?;
-            sock.connect(&target)
-                .map_err(|e| format!("sender: connect to {target}: {e}"))?;
+            sock.connect(&target).map_err(|e| {
+                let hint = match target.ip().is_multicast() {
+                    true => " (a group is sent to on the interface the kernel routes it to: a default route, or ip route add 224.0.0.0/4 dev DEV)",
+                    false => "",
+                };
+                format!("sender: connect to {target}: {e}{hint}")
+            })?;
             Ok((sock, None))
         }
         (Peer::Mac(_), None) => Err("a MAC address for a UDP stream".into()),
@@ -557,6 +567,50 @@ fn thread_conditions(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions 
     }
 }
 
+/// The receiver's socket: bound in its namespace (a UDP group joined, frames' group subscribed), or the
+/// sender's for a round trip; where packets go is told to the sender.
+fn open_receiver(
+    plan: &NetLatencyPlan,
+    to_sender: &mpsc::Sender<Result<Peer, String>>,
+    from_sender: &mpsc::Receiver<Result<Socket, String>>,
+) -> Result<(Socket, Option<SocketAddr>), String> {
+    let cfg = &plan.config;
+    if cfg.round_trip {
+        return from_sender
+            .recv()
+            .map_err(|_| "the sender ended before it opened its socket".to_string())?
+            .map(|s| (s, None));
+    }
+    if let Some(ns) = &cfg.rx_netns {
+        wire::enter_netns(ns).map_err(|e| format!("--rx-netns {ns}: {e}"))?;
+    }
+    if let Some(e) = &cfg.ethernet {
+        let group = e.dst_mac.as_deref().and_then(frame::parse_mac);
+        let (sock, mac) = frame::open(&e.rx_dev, Some(e.ethertype), group)
+            .map_err(|x| format!("--rx-dev {}: {x}", e.rx_dev))?;
+        // Frames go to the group when one is given, else to this interface.
+        let _ = to_sender.send(Ok(Peer::Mac(group.unwrap_or(mac))));
+        return Ok((sock, None));
+    }
+    let sock = Socket::udp(&plan.addr).map_err(|e| format!("receiver socket: {e}"))?;
+    sock.bind(&plan.addr)
+        .map_err(|e| format!("--bind {}: {e}", plan.addr))?;
+    // A group: bound to it (only its datagrams), and joined.
+    if plan.addr.ip().is_multicast() {
+        sock.join_group(&plan.addr.ip()).map_err(|e| {
+            format!(
+                "--bind {}: joining the group: {e} (the group is joined on the interface the kernel routes it to: a default route, or ip route add 224.0.0.0/4 dev DEV)",
+                plan.addr
+            )
+        })?;
+    }
+    let bound = sock
+        .local_addr()
+        .map_err(|e| format!("receiver socket: {e}"))?;
+    let _ = to_sender.send(Ok(Peer::Udp(bound)));
+    Ok((sock, Some(bound)))
+}
+
 /// The receiver: its socket (bound in its namespace, or the sender's for a round trip), pinned, FIFO, then
 /// every datagram until the sender is done and everything arrived or the drain time passed.
 fn receiver(
@@ -570,32 +624,7 @@ fn receiver(
 ) -> Result<ReceiverOut, String> {
     rt::block_signals();
     let cfg = &plan.config;
-    let setup = || -> Result<(Socket, Option<SocketAddr>), String> {
-        if cfg.round_trip {
-            return from_sender
-                .recv()
-                .map_err(|_| "the sender ended before it opened its socket".to_string())?
-                .map(|s| (s, None));
-        }
-        if let Some(ns) = &cfg.rx_netns {
-            wire::enter_netns(ns).map_err(|e| format!("--rx-netns {ns}: {e}"))?;
-        }
-        if let Some(e) = &cfg.ethernet {
-            let (sock, mac) = frame::open(&e.rx_dev, Some(e.ethertype))
-                .map_err(|x| format!("--rx-dev {}: {x}", e.rx_dev))?;
-            let _ = to_sender.send(Ok(Peer::Mac(mac)));
-            return Ok((sock, None));
-        }
-        let sock = Socket::udp(&plan.addr).map_err(|e| format!("receiver socket: {e}"))?;
-        sock.bind(&plan.addr)
-            .map_err(|e| format!("--bind {}: {e}", plan.addr))?;
-        let bound = sock
-            .local_addr()
-            .map_err(|e| format!("receiver socket: {e}"))?;
-        let _ = to_sender.send(Ok(Peer::Udp(bound)));
-        Ok((sock, Some(bound)))
-    };
-    let (sock, bound) = match setup() {
+    let (sock, bound) = match open_receiver(plan, &to_sender, &from_sender) {
         Ok(s) => s,
         Err(e) => {
             let _ = to_sender.send(Err(e.clone()));
@@ -622,15 +651,13 @@ fn receiver(
     }
     let mut buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
     rt::prefault_stack(64 * 1024);
-    let cpu0 = wire::thread_cpu_ns();
+    let mut cpu0 = wire::thread_cpu_ns();
     start.wait();
     let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
     // When the user's stop was first seen, ns: the receiver drains from then even if the sender, stuck
     // behind it on one CPU, never says it is done.
     let mut stopped_at = None;
-    // Receive only: no sender here to say it is done; the duration, then the drain, on this side's clock.
-    let own_end = (cfg.role == StreamRole::Receive)
-        .then(|| wire::monotonic_ns() + cfg.duration_ns + cfg.drain_ns);
+    let mut own_end = OwnEnd::new(cfg);
     loop {
         match sock.recv_stamped(&mut buf, poll) {
             Ok((n, kernel_ns)) => {
@@ -656,7 +683,7 @@ fn receiver(
                 state.receive_error.get_or_insert(e);
             }
         }
-        if own_end.is_some_and(|e| wire::monotonic_ns() >= e) {
+        if own_end.as_mut().is_some_and(|e| e.done(&state, &mut cpu0)) {
             break;
         }
         if shared.sender_done.load(Ordering::Acquire) {
@@ -680,6 +707,43 @@ fn receiver(
     })
 }
 
+/// A receive-only run's end, with no sender here to say it is done: until the stream's first packet, the
+/// listen time; from it, the stream's schedule (the first packet's due time taken back) for the duration,
+/// then the drain; at once when every packet of the schedule has arrived.
+struct OwnEnd {
+    at: u64,
+    anchored: bool,
+    duration_ns: u64,
+    drain_ns: u64,
+}
+
+impl OwnEnd {
+    fn new(cfg: &NetLatencyConfig) -> Option<OwnEnd> {
+        (cfg.role == StreamRole::Receive).then(|| OwnEnd {
+            at: wire::monotonic_ns() + cfg.listen_ns.unwrap_or(cfg.duration_ns),
+            anchored: false,
+            duration_ns: cfg.duration_ns,
+            drain_ns: cfg.drain_ns,
+        })
+    }
+
+    /// Whether the run is over; at the first packet the end is set from it, and the receiver's CPU time
+    /// counted from there (`cpu0`: the wait before it is not the stream's cost).
+    #[inline]
+    fn done(&mut self, state: &RxState, cpu0: &mut u64) -> bool {
+        let now = wire::monotonic_ns();
+        if !self.anchored {
+            if let Some(first) = state.highest {
+                let due = state.schedule.due_ns(first);
+                self.at = now.saturating_sub(due) + self.duration_ns + self.drain_ns;
+                self.anchored = true;
+                *cpu0 = wire::thread_cpu_ns();
+            }
+        }
+        state.received >= state.capacity || now >= self.at
+    }
+}
+
 /// What the run's absent thread stands for: conditions as asked (the other run's to say), nothing
 /// measured.
 fn absent(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions {
@@ -700,12 +764,15 @@ fn absent(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions {
     }
 }
 
-/// A receive-only run's sender, as far as the receiver can tell: every sequence number up to the
-/// highest received was sent.
-fn remote_sender(plan: &NetLatencyPlan, highest: Option<u64>) -> SenderOut {
+/// A receive-only run's sender, as far as the receiver can tell: the schedule both ends were given (rate
+/// × duration), or, when the run was stopped early, every sequence number up to the highest received.
+fn remote_sender(plan: &NetLatencyPlan, highest: Option<u64>, stopped: bool) -> SenderOut {
     let cfg = &plan.config;
     let schedule = plan.schedule();
-    let sent = highest.map_or(0, |h| h + 1);
+    let sent = match stopped {
+        true => highest.map_or(0, |h| h + 1),
+        false => plan.capacity(),
+    };
     SenderOut {
         conditions: absent(cfg.tx_cpu, cfg.rtprio),
         lateness: LatencyRecorder::new(),
@@ -765,7 +832,7 @@ fn finish(
         state: RxState::new(plan, 0),
         cpu_ns: 0,
     });
-    let s = s.unwrap_or_else(|| remote_sender(plan, r.state.highest));
+    let s = s.unwrap_or_else(|| remote_sender(plan, r.state.highest, signalled));
     let mut st = r.state;
     let issued = s.sent + s.send_errors;
     if !send_only {
@@ -780,8 +847,10 @@ fn finish(
     };
     let mut timeline = Vec::new();
     let mut span = schedule.span_ns;
-    // The intervals the sends fell in (not one past the last send's).
+    // The intervals the sends fell in (not one past the last send's); none for a send-only run (the
+    // receiving run has them).
     let intervals = match issued {
+        _ if send_only => 0,
         0 => 0,
         n => schedule.interval(n - 1) + 1,
     };

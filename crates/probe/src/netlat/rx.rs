@@ -53,7 +53,8 @@ impl RxState {
         let mut s = RxState {
             capacity,
             schedule,
-            window: vec![0; (WINDOW.min(capacity.next_multiple_of(64)) / 64) as usize],
+            // At least a word: a send-only run's empty state never settles, but must not divide by 0.
+            window: vec![0; (WINDOW.min(capacity.next_multiple_of(64)) / 64).max(1) as usize],
             base: 0,
             unseen_in: vec![0; intervals],
             receive_errors: 0,

@@ -24,6 +24,7 @@ fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatency
             role: StreamRole::Both,
             stream: None,
             peer_clock: None,
+            listen_ns: None,
         },
         addr: addr.parse().unwrap(),
         peer_shift_ns: None,

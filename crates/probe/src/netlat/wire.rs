@@ -155,6 +155,33 @@ impl Socket {
         sys::bind(self.0, &RawAddr::new(addr)).map_err(os)
     }
 
+    /// Join multicast group `group` on the interface the kernel routes the group to (a default route, or
+    /// `ip route add 224.0.0.0/4 dev DEV`).
+    pub fn join_group(&self, group: &std::net::IpAddr) -> std::io::Result<()> {
+        match group {
+            std::net::IpAddr::V4(g) => {
+                let m = libc::ip_mreqn {
+                    imr_multiaddr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(g.octets()),
+                    },
+                    imr_address: libc::in_addr { s_addr: 0 },
+                    imr_ifindex: 0,
+                };
+                sys::setsockopt(self.0, libc::IPPROTO_IP, libc::IP_ADD_MEMBERSHIP, &m)
+            }
+            std::net::IpAddr::V6(g) => {
+                let m = libc::ipv6_mreq {
+                    ipv6mr_multiaddr: libc::in6_addr {
+                        s6_addr: g.octets(),
+                    },
+                    ipv6mr_interface: 0,
+                };
+                sys::setsockopt(self.0, libc::IPPROTO_IPV6, libc::IPV6_ADD_MEMBERSHIP, &m)
+            }
+        }
+        .map_err(os)
+    }
+
     /// Fix the peer: `send` goes there and only its datagrams are received.
     pub fn connect(&self, addr: &SocketAddr) -> std::io::Result<()> {
         sys::connect(self.0, &RawAddr::new(addr))

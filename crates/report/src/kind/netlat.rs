@@ -172,6 +172,46 @@ pub fn render(r: &NetLatencyResult) -> String {
     s
 }
 
+/// What a receive-only run's figures rest on and fell short of: no sender's clock at all, a bound not well
+/// below the deadline, exchanges that mostly failed. (`net latency` attaches the clock after the probe, so
+/// it adds these to the warnings it already has.)
+pub fn clock_shortfalls(r: &NetLatencyResult) -> Vec<String> {
+    let mut w = Vec::new();
+    if r.config.role != StreamRole::Receive {
+        return w;
+    }
+    if r.config.peer_clock.is_none() {
+        w.push(
+            "net latency: receive only without --clock: the send times are the sender's CLOCK_REALTIME taken as this one's; the one-way figures are as right as the two clocks agree (unknown here)"
+                .to_string(),
+        );
+    }
+    let Some(c) = r.clock.as_deref() else {
+        return w;
+    };
+    if let (Some(b), Some(d)) = (c.bound_ns, r.config.deadline_ns) {
+        if b.saturating_mul(4) >= d {
+            w.push(format!(
+                "net latency: the clock's bound ±{:.1} µs is not well below the {:.1} µs deadline: a packet within the bound of it may be counted on the wrong side",
+                us(b),
+                us(d)
+            ));
+        }
+    }
+    if let Some(s) = &c.sync {
+        if s.failed * 2 > s.exchanges {
+            w.push(format!(
+                "net latency: {} of {} clock exchanges failed over {}: the offset was followed from {} bursts only",
+                s.failed,
+                s.exchanges,
+                s.channel,
+                s.samples.len()
+            ));
+        }
+    }
+    w
+}
+
 /// How a receive-only run put the sender's send times on its clock.
 pub fn clock_line(r: &NetLatencyResult) -> String {
     match r.clock.as_deref() {
@@ -266,13 +306,9 @@ impl KindView for NetLatencyResult {
 
     /// The figures that are not what was asked or are not all there.
     fn shortfalls(&self) -> Vec<String> {
-        let mut w = crate::shortfalls::process(&self.process);
-        if self.config.role == StreamRole::Receive && self.config.peer_clock.is_none() {
-            w.push(
-                "net latency: receive only without --clock: the send times are the sender's CLOCK_REALTIME taken as this one's; the one-way figures are as right as the two clocks agree (unknown here)"
-                    .to_string(),
-            );
-        }
+        // The clock first: what every one-way figure of a receive-only run rests on.
+        let mut w = clock_shortfalls(self);
+        w.extend(crate::shortfalls::process(&self.process));
         match &self.timestamps {
             _ if self.config.role == StreamRole::Send => {}
             RxTimestamps::Unavailable { reason } => w.push(format!(
@@ -321,6 +357,12 @@ impl KindView for NetLatencyResult {
             w.push(format!(
                 "net latency: no packet could be sent: '{}'",
                 self.send_error.as_deref().unwrap_or("?")
+            ));
+        }
+        if self.config.role == StreamRole::Receive && self.foreign > 0 {
+            w.push(format!(
+                "net latency: {} datagrams were not of this stream or its schedule (another --stream, or a sequence number beyond --rate × -D here: give both ends the same)",
+                self.foreign
             ));
         }
         if self.config.role == StreamRole::Receive && self.received == 0 {
