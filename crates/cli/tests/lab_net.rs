@@ -90,7 +90,9 @@ fn netems_loss_and_reordering_are_counted() {
     );
     // Under TCG the sender may fall behind: what the duration left unsent is said, not lost.
     assert_eq!(sent + u(p, "unsent"), 5000);
-    assert!(sent >= 4900, "sent {sent} of 5,000");
+    // (A debug build under TCG on a loaded CI host left 105 unsent once: the counts below are what is
+    // checked, whatever was sent.)
+    assert!(sent >= 4500, "sent {sent} of 5,000");
     assert_eq!(lost, dropped, "the packets lost are the ones netem dropped");
     assert_eq!(received + lost, sent);
     // 10 % of 5,000 within five standard deviations (σ = 21.2).

@@ -349,6 +349,9 @@ fn avoid(cpu: u32) {
     }
 }
 
+/// How long [`PeerReader::start`] waits for the other end's first answer.
+pub const FIRST_WAIT: Duration = Duration::from_secs(3);
+
 /// A burst whose best exchange's bound is more than this many times the run's best is slow: set aside
 /// when a run's clock bound is worked out ([`PeerReader::finish`]).
 pub const SLOW_BURST: u64 = 4;
@@ -364,8 +367,9 @@ pub struct PeerReader {
 }
 
 impl PeerReader {
-    /// Connect and take a first sample (up to three bursts), or say why not; `flag` names the channel's
-    /// flag. Its thread keeps off `avoid_cpu` (a measuring thread's) where another CPU is allowed.
+    /// Connect and take a first sample (a burst every 200 ms for up to [`FIRST_WAIT`]: the other end may
+    /// be starting), or say why not; `flag` names the channel's flag. Its thread keeps off `avoid_cpu` (a
+    /// measuring thread's) where another CPU is allowed.
     pub fn start(
         channel: Channel,
         flag: &str,
@@ -373,11 +377,11 @@ impl PeerReader {
     ) -> Result<PeerReader, VmError> {
         use std::sync::atomic::{AtomicBool, Ordering};
         let mut c = ClockClient::new(channel.clone());
-        for _ in 0..3 {
+        let until = std::time::Instant::now() + FIRST_WAIT;
+        c.burst();
+        while c.sync.samples.is_empty() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(200));
             c.burst();
-            if !c.sync.samples.is_empty() {
-                break;
-            }
         }
         let Some(first) = c.sync.samples.first().copied() else {
             return Err(VmError::Input(format!(

@@ -35,10 +35,10 @@ pub const MAX_SPANS_PER_CPU: usize = 100_000;
 /// Distinct names (threads, IRQs, exit reasons) a record holds at most.
 pub const MAX_NAMES: usize = 200_000;
 
-/// Intervals (and QEMU helper waits) a wake-up looks back through for what its waker lost: the newest
-/// ones, pushed as the trace goes (a few per millisecond in the lab's 4,000 packets/s run: some hundreds of
-/// milliseconds back; what a longer stall's waker lost before that is not chained).
-pub const RECENT_SCAN: usize = 4096;
+/// Intervals a wake-up looks back through for what its waking vCPU lost: the newest ones, pushed as the
+/// trace goes (a few per millisecond in the lab's 4,000 packets/s run: seconds back; what a longer stall's
+/// waker lost before that is not chained).
+pub const RECENT_SCAN: usize = 16_384;
 
 /// Spans older than this are dropped even while a thread still waits (its switch-in lost, or it exited
 /// runnable); a wait longer than this is `waiting` in its older part.
@@ -475,12 +475,14 @@ impl VcpuFolder {
     /// vCPU `vcpu` asleep over `[a, b)` and woken by no QEMU thread that waited: the stretches any QEMU
     /// helper thread waited runnable inside it, each naming that thread and what ran instead.
     fn helpers_held(&mut self, vcpu: u32, a: u64, b: u64) {
-        // The most recent waits only (they are kept 60 s; each wake-up must stay cheap).
+        // Newest first, back to what ended a horizon before the sleep: a wait is pushed when it ends and
+        // cut at the horizon, so nothing older can lie inside it (each wake-up must stay cheap).
+        let horizon = a.saturating_sub(SPAN_HORIZON_NS);
         let waits: Vec<HelperWait> = self
             .helper_waits
             .iter()
             .rev()
-            .take(RECENT_SCAN)
+            .take_while(|w| w.2 >= horizon)
             .filter(|w| w.2 > a && w.1 < b)
             .copied()
             .collect();
@@ -542,7 +544,10 @@ impl VcpuFolder {
         type Overlay = (u64, u64, u8, (HostKind, Box<str>));
         let mut around: Vec<Overlay> = vec![(a, b, 0, (HostKind::Waiting, "".into()))];
         if let Some(q) = self.spans.get(&cpu) {
-            for (x, y, k, n) in q.iter().filter(|s| s.1 > a && s.0 < b) {
+            // Spans are kept in the order they closed: those that ended after `a` are the tail (a scan of
+            // the whole queue per resolved wait was most of the observer's CPU time on a busy host).
+            let from = q.partition_point(|s| s.1 <= a);
+            for (x, y, k, n) in q.range(from..).filter(|s| s.0 < b) {
                 around.push((*x, *y, host_layer(*k), (*k, n.clone())));
             }
         }
