@@ -248,11 +248,16 @@ fn between_namespaces_over_a_veth_every_packet_arrives_with_its_split() {
         bound.starts_with(&format!("{}:", pair.rx_addr)) && !bound.ends_with(":0"),
         "the port the kernel picked: {bound}"
     );
-    assert_eq!(
-        u(&p["wakeup"], "count"),
-        8000,
-        "a poller's packets are split too"
-    );
+    // A poller's packets are split too. (The kernel turns receive timestamps on for the whole stack from
+    // a deferred work item: on a loaded host the first packet or two can come without one, and the run
+    // says how many.)
+    let split = u(&p["wakeup"], "count");
+    let unstamped = match p["timestamps"]["kind"].as_str() {
+        Some("partial") => u(&p["timestamps"], "missing"),
+        _ => 0,
+    };
+    assert_eq!(split + unstamped, 8000, "{}", p["timestamps"]);
+    assert!(split >= 7990, "{split} of 8,000 split");
     assert_eq!(u(&p, "reordered"), 0);
 }
 
