@@ -5,25 +5,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-/// Upper bounds of the latency histogram's buckets, ns (1 µs … 100 ms in 1-2-5 steps; +Inf is implicit).
-pub const BUCKETS_NS: [u64; 16] = [
-    1_000,
-    2_000,
-    5_000,
-    10_000,
-    20_000,
-    50_000,
-    100_000,
-    200_000,
-    500_000,
-    1_000_000,
-    2_000_000,
-    5_000_000,
-    10_000_000,
-    20_000_000,
-    50_000_000,
-    100_000_000,
-];
+use rtgauge_model::latency::BucketCounts;
+pub use rtgauge_model::latency::EXPORT_BUCKETS_NS as BUCKETS_NS;
+use rtgauge_model::netlat::StreamCounts;
 
 /// Per-CPU latency series.
 #[derive(Debug, Clone, Default)]
@@ -40,8 +24,8 @@ pub struct CpuSeries {
     pub missed: u64,
     /// Samples at or above the gate.
     pub above_gate: u64,
-    /// Largest sample per tick over the window, newest last: `(tick end in ns since start, peak)`.
-    pub peaks: VecDeque<(u64, u64)>,
+    /// Largest sample per tick over the window.
+    pub peaks: WindowPeaks,
     /// Steal time of the CPU since the monitor started, s (/proc/stat).
     pub steal_s: f64,
     /// Hard-IRQ time of the CPU since the monitor started, s.
@@ -64,16 +48,31 @@ impl CpuSeries {
     /// Add `count` samples of value `value_ns` to the histogram's buckets (count and sum are kept apart,
     /// exact, by the caller).
     pub fn add_bucket(&mut self, value_ns: u64, count: u64) {
-        let i = BUCKETS_NS.partition_point(|&b| b < value_ns);
-        self.buckets[i] += count;
+        self.buckets[BucketCounts::bucket_of(value_ns)] += count;
     }
 
     /// Record one tick's peak at `now_ns` and forget peaks older than `window_ns`.
     pub fn add_peak(&mut self, now_ns: u64, peak_ns: u64, window_ns: u64) {
-        self.peaks.push_back((now_ns, peak_ns));
-        while let Some(&(t, _)) = self.peaks.front() {
+        self.peaks.add(now_ns, peak_ns, window_ns);
+    }
+
+    /// The largest peak of the window, ns.
+    pub fn window_max_ns(&self) -> u64 {
+        self.peaks.max_ns()
+    }
+}
+
+/// The largest value of each tick over a window, newest last: `(tick end in ns since start, peak)`.
+#[derive(Debug, Clone, Default)]
+pub struct WindowPeaks(VecDeque<(u64, u64)>);
+
+impl WindowPeaks {
+    /// Record one tick's peak at `now_ns` and forget peaks older than `window_ns`.
+    pub fn add(&mut self, now_ns: u64, peak_ns: u64, window_ns: u64) {
+        self.0.push_back((now_ns, peak_ns));
+        while let Some(&(t, _)) = self.0.front() {
             if now_ns.saturating_sub(t) > window_ns {
-                self.peaks.pop_front();
+                self.0.pop_front();
             } else {
                 break;
             }
@@ -81,9 +80,25 @@ impl CpuSeries {
     }
 
     /// The largest peak of the window, ns.
-    pub fn window_max_ns(&self) -> u64 {
-        self.peaks.iter().map(|&(_, p)| p).max().unwrap_or(0)
+    pub fn max_ns(&self) -> u64 {
+        self.0.iter().map(|&(_, p)| p).max().unwrap_or(0)
     }
+}
+
+/// A watched packet stream (`--net-bind`, `--net-dev`): its counts since the monitor started and the
+/// largest latency over the window.
+#[derive(Debug, Clone, Default)]
+pub struct NetSeries {
+    /// The stream id.
+    pub stream: u32,
+    /// Where it is received (`IP:PORT`, or the interface).
+    pub at: String,
+    /// Packets at or above it are counted, ns.
+    pub gate_ns: u64,
+    /// Its counts since the monitor started.
+    pub counts: StreamCounts,
+    /// Its largest latency per tick over the window.
+    pub peaks: WindowPeaks,
 }
 
 /// One audit rule as the monitor last saw it.
@@ -128,6 +143,8 @@ pub struct MonitorState {
     /// What the last segment asked for and did not get (a real-time policy refused, …): its latency
     /// series are then not of what was asked.
     pub unmet: Vec<rtgauge_model::conditions::Unmet>,
+    /// The watched packet stream, if any.
+    pub net: Option<NetSeries>,
     /// What the `/metrics` endpoint did with its connections, copied in for the rendering that serves
     /// them (absent from the textfile, which no endpoint serves).
     pub endpoint: Option<EndpointCounts>,

@@ -698,3 +698,185 @@ fn every_scrape_is_answered_within_a_second_under_idle_slow_and_garbage_clients(
     );
     assert!(calm_n > 15_000 && attack_n > 30_000, "{calm_n} {attack_n}");
 }
+
+/// One series' value from a `/metrics` body (the first line that starts with `series`).
+fn metric(body: &str, series: &str) -> f64 {
+    body.lines()
+        .find_map(|l| {
+            l.strip_prefix(series)?
+                .trim()
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no {series} in {body}"))
+}
+
+/// The kernel's count of datagrams dropped at the UDP socket bound to 127.0.0.1:`port` (the last column
+/// of /proc/net/udp): what overflowed its receive queue.
+fn udp_drops(port: u16) -> u64 {
+    let local = format!("0100007F:{port:04X}");
+    let table = std::fs::read_to_string("/proc/net/udp").unwrap();
+    table
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(local.as_str()))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+        .unwrap_or_else(|| panic!("no socket on {local}: {table}"))
+}
+
+/// `rtgauge net latency --send-only` to 127.0.0.1:`port` for `secs` at 2,000 packets/s: how many it sent.
+fn send_stream(port: u16, secs: u32, dir: &Path, name: &str) -> std::thread::JoinHandle<u64> {
+    let doc = dir.join(name);
+    std::thread::spawn(move || {
+        let out = rtgauge_std()
+            .args(["net", "latency", "--send-only", "--bind"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["--rate", "2000", "--size", "8000", "-p", "0", "--no-store"])
+            .args(["-D", &format!("{secs}s"), "--output"])
+            .arg(&doc)
+            .output()
+            .unwrap();
+        common::assert_ok(&out);
+        common::read_json(&doc)["probes"][0]["sent"]
+            .as_u64()
+            .unwrap()
+    })
+}
+
+#[test]
+fn a_watched_packet_stream_counts_what_the_kernel_dropped_and_a_sender_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mport, nport) = (free_port(), free_port());
+    let net_bind = format!("127.0.0.1:{nport}");
+    let monitor = start_monitor(&[
+        "--cpus",
+        "1",
+        "--listen",
+        &format!("127.0.0.1:{mport}"),
+        "--audit-every",
+        "0",
+        "--window",
+        "60s",
+        "--net-bind",
+        &net_bind,
+        "--net-gate",
+        "1ms",
+    ]);
+    let scrape = || http_get(mport, "/metrics");
+    let served = wait_for(Duration::from_secs(10), || {
+        scrape().filter(|b| b.contains("rtgauge_net_stream_info"))
+    });
+    assert!(
+        served.is_some(),
+        "the monitor never served the stream's series"
+    );
+    // 8,000-byte datagrams at 2,000/s: a 2 s stall of the whole monitor overflows its receive queue (at
+    // most net.core.rmem_max, 4 MiB asked), so the kernel drops what it cannot queue.
+    let first = send_stream(nport, 5, dir.path(), "first.json");
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = monitor.0.id() as i32;
+    // SAFETY: kill(2) on our own child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    let sent_first = first.join().unwrap();
+    let drops = udp_drops(nport);
+    // A second run of the sender numbers its packets from 0 again: a restart, not 4,000 stale packets.
+    let sent_second = send_stream(nport, 1, dir.path(), "second.json")
+        .join()
+        .unwrap();
+    // 1 s of silence settles the last numbers; a tick (100 ms) publishes them.
+    std::thread::sleep(Duration::from_millis(1500));
+    let body = scrape().unwrap();
+    let stream = "{stream=\"1\"}";
+    let value = |name: &str| metric(&body, &format!("rtgauge_net_{name}{stream}"));
+    let (received, lost) = (value("packets_received_total"), value("packets_lost_total"));
+    eprintln!(
+        "sent {sent_first} + {sent_second}, received {received}, lost {lost}, kernel drops {drops}"
+    );
+    assert!(drops > 0, "the stall overflowed nothing: {body}");
+    assert_eq!(received + lost, (sent_first + sent_second) as f64, "{body}");
+    assert_eq!(
+        lost, drops as f64,
+        "lost is what the kernel dropped: {body}"
+    );
+    assert_eq!(value("sender_restarts_total"), 1.0, "{body}");
+    for zero in [
+        "packets_stale_total",
+        "packets_duplicate_total",
+        "packets_foreign_total",
+    ] {
+        assert_eq!(value(zero), 0.0, "{zero}: {body}");
+    }
+    for stage in ["total", "path", "wakeup"] {
+        let count = metric(
+            &body,
+            &format!("rtgauge_net_latency_seconds_count{{stream=\"1\",stage=\"{stage}\"}}"),
+        );
+        assert_eq!(count, received, "{stage}: {body}");
+    }
+    // The packets queued through the stall waited up to its 2 s: above the 1 ms gate, and the window's max.
+    assert!(value("packets_above_gate_total") > 100.0, "{body}");
+    assert!(value("latency_window_max_seconds") >= 1.0, "{body}");
+    assert!(
+        (unix_now() - value("last_packet_timestamp_seconds")).abs() < 5.0,
+        "{body}"
+    );
+    // The series pass promtool's lint, as the others do.
+    let mut check = common::program("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let check = check.wait_with_output().unwrap();
+    assert!(check.status.success(), "{check:?}");
+    let err = stderr_of(monitor);
+    assert!(
+        err.contains(&format!("watching packet stream 1 at {net_bind}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_packet_stream_flags_are_named() {
+    common::assert_usage_errors(
+        "monitor",
+        &[
+            "--cpus",
+            "1",
+            "--listen",
+            "off",
+            "--textfile",
+            "/tmp",
+            "-D",
+            "1s",
+        ],
+        &[
+            (&["--net-bind", "127.0.0.1:0"], "--net-bind 127.0.0.1:0"),
+            (&["--net-bind", "nowhere:1"], "--net-bind"),
+            (&["--net-dev", "no-such-dev0"], "--net-dev no-such-dev0"),
+            (
+                &["--net-dev", "lo", "--net-dst-mac", "01:02"],
+                "--net-dst-mac 01:02",
+            ),
+            (
+                &["--net-bind", "127.0.0.1:9", "--net-cpu", "4096"],
+                "--net-cpu 4096",
+            ),
+            (
+                &["--net-bind", "127.0.0.1:9", "--net-gate", "0s"],
+                "--net-gate",
+            ),
+        ],
+    );
+}

@@ -5,7 +5,9 @@ use anyhow::{bail, Context as _};
 use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
+use rtgauge_model::netlat::{EthernetConfig, NetLatencyConfig, RxMode, StreamRole};
 use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::netlat::NetLatencyPlan;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -61,6 +63,37 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "TEXT", value_parser = super::parse_name)]
     pub label: Option<String>,
 
+    /// Also watch a packet stream: UDP to this IP:PORT (a multicast group is joined), sent by `rtgauge
+    /// net latency --send-only` elsewhere; its latency, loss and reordering become rtgauge_net_* series.
+    /// The send times are the sender's CLOCK_REALTIME: both ends' clocks must agree (PTP).
+    #[arg(long = "net-bind", value_name = "ADDR", conflicts_with = "net_dev")]
+    pub net_bind: Option<String>,
+
+    /// Watch a stream of raw Ethernet frames (a Sampled Values-like stream) received on this interface.
+    #[arg(long = "net-dev", value_name = "DEV")]
+    pub net_dev: Option<String>,
+
+    /// Frames: the multicast group they go to (the interface is subscribed), e.g. 01:0c:cd:04:00:01.
+    #[arg(long = "net-dst-mac", value_name = "MAC", requires = "net_dev")]
+    pub net_dst_mac: Option<String>,
+
+    /// Frames: their EtherType.
+    #[arg(long = "net-ethertype", value_name = "HEX", default_value = "0x88ba", value_parser = super::net::parse_ethertype)]
+    pub net_ethertype: u16,
+
+    /// The watched stream's id (the sender's --stream).
+    #[arg(long = "net-stream", value_name = "ID", default_value_t = super::net::SPLIT_STREAM)]
+    pub net_stream: u32,
+
+    /// The packet receiver's CPU (default: the last measured CPU, beside its timer thread, one priority
+    /// below it).
+    #[arg(long = "net-cpu", value_name = "CPU")]
+    pub net_cpu: Option<u32>,
+
+    /// Packets this late or later are counted (rtgauge_net_packets_above_gate_total).
+    #[arg(long = "net-gate", value_name = "D", default_value = "250us", value_parser = parse_duration_arg)]
+    pub net_gate: Nanos,
+
     #[command(flatten)]
     pub db: super::DbArg,
 
@@ -80,6 +113,8 @@ pub struct MonitorPlan {
     pub housekeeping: Option<CpuSet>,
     /// The /metrics endpoint, if any.
     pub listen: Option<SocketAddr>,
+    /// The watched packet stream's receiver (a receive-only plan), if any.
+    pub net: Option<NetLatencyPlan>,
 }
 
 /// Check the flags and find the CPUs to watch on this machine.
@@ -137,9 +172,85 @@ pub fn resolve(a: &MonitorArgs) -> anyhow::Result<MonitorPlan> {
         bail!("--listen off: give --textfile DIR or --store-every D, or the monitor has no output");
     }
     let rest = online.difference(&cpus);
+    let net = net_plan(a, &cpus, &online)?;
     Ok(MonitorPlan {
         housekeeping: (!rest.is_empty()).then_some(rest),
         cpus,
         listen,
+        net,
     })
+}
+
+/// The watched stream's receiver: a receive-only plan on `--net-cpu` (else the last measured CPU), one
+/// priority below the timer threads so that their measurement is not the stream's.
+fn net_plan(
+    a: &MonitorArgs,
+    measured: &CpuSet,
+    online: &CpuSet,
+) -> anyhow::Result<Option<NetLatencyPlan>> {
+    let (addr, ethernet) = match (&a.net_bind, &a.net_dev) {
+        (Some(b), _) => {
+            let addr = super::net::resolve_addr("--net-bind", b)?;
+            if addr.port() == 0 {
+                bail!("--net-bind {addr}: needs the port the sender sends to");
+            }
+            (addr, None)
+        }
+        (None, Some(dev)) => {
+            if let Some(m) = &a.net_dst_mac {
+                if rtgauge_probe::netlat::parse_mac(m).is_none() {
+                    bail!("--net-dst-mac {m}: not a MAC address such as 01:0c:cd:04:00:01");
+                }
+            }
+            let e = EthernetConfig {
+                tx_dev: String::new(),
+                rx_dev: dev.clone(),
+                ethertype: a.net_ethertype,
+                vlan: None,
+                pcp: None,
+                dst_mac: a.net_dst_mac.clone(),
+            };
+            (SocketAddr::from(([0, 0, 0, 0], 0)), Some(e))
+        }
+        (None, None) => return Ok(None),
+    };
+    let cpu = match a.net_cpu {
+        Some(c) if !online.contains(c) => bail!("--net-cpu {c}: CPU {c} is not online"),
+        Some(c) => Some(c),
+        None => measured.iter().last(),
+    };
+    if a.net_gate.as_ns() == 0 {
+        bail!("--net-gate: must be longer than 0");
+    }
+    Ok(Some(NetLatencyPlan {
+        config: NetLatencyConfig {
+            target: match &ethernet {
+                Some(e) => format!("another run → {}", e.rx_dev),
+                None => addr.to_string(),
+            },
+            round_trip: false,
+            // Unknown here and unused: a watched stream is counted by sequence number, not by schedule.
+            rate_per_s: 4000.0,
+            burst: 1,
+            // The largest UDP payload: the receive buffer takes whatever size the sender sends.
+            size: 65_507,
+            tx_cpu: None,
+            rx_cpu: cpu,
+            rtprio: Some((a.priority - 1).max(1)),
+            rx_mode: RxMode::Block,
+            tx_netns: None,
+            rx_netns: None,
+            ethernet,
+            deadline_ns: Some(a.net_gate.as_ns()),
+            duration_ns: 1_000_000_000,
+            drain_ns: 0,
+            timeline_interval_ns: 1_000_000_000,
+            role: StreamRole::Receive,
+            stream: Some(a.net_stream),
+            peer_clock: None,
+            listen_ns: None,
+        },
+        addr,
+        peer_shift_ns: None,
+    }))
 }

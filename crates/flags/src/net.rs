@@ -178,7 +178,7 @@ fn parse_packet_rate(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a packet rate per second (1 to 2000000)"))
 }
 
-fn parse_ethertype(s: &str) -> Result<u16, String> {
+pub(crate) fn parse_ethertype(s: &str) -> Result<u16, String> {
     let hex = s.trim().trim_start_matches("0x").trim_start_matches("0X");
     u16::from_str_radix(hex, 16)
         .ok()
@@ -365,7 +365,7 @@ impl LatencyArgs {
 }
 
 /// A split stream's id when --stream is not given: the same at both ends.
-const SPLIT_STREAM: u32 = 1;
+pub(crate) const SPLIT_STREAM: u32 = 1;
 
 impl super::stage::StagePlan for super::Resolved<NetLatencyPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {

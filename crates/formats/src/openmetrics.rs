@@ -15,6 +15,10 @@
 //! - `condition_unmet{condition}` = 1 while the monitor's threads do not get what they ask for
 //!   (`priority`: SCHED_FIFO refused, so the latency series are of a normal-priority thread; `affinity`,
 //!   `mlockall`, …), else 0; the cause is in the monitor's log and its stored snapshots.
+//! - a watched packet stream's, where one is (`--net-bind`, `--net-dev`): `net_latency_seconds{stream,stage}`
+//!   (total, path, wakeup), `net_latency_window_max_seconds`, `net_packets_{received,lost,stale,reordered,
+//!   duplicate,foreign,above_gate}_total`, `net_sender_restarts_total`, `net_receive_errors_total`,
+//!   `net_last_packet_timestamp_seconds`, `net_stream_info{stream,at}`, `net_gate_seconds`.
 //! - `monitor_info{version,interval,cpus}`, `monitor_start_time_seconds`.
 //! - `/metrics` only: `http_connections_total{outcome}` (how the endpoint's connections ended: answered,
 //!   rejected, head_timeout, write_timeout, evicted, refused, client_closed), `http_open_connections`,
@@ -25,6 +29,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use rtgauge_analysis::monitor::{CpuSeries, MonitorState, RuleState, BUCKETS_NS};
+use rtgauge_model::latency::BucketCounts;
 use std::fmt::Write as _;
 
 const NS_PER_S: f64 = 1e9;
@@ -56,6 +61,7 @@ impl prometheus_client::collector::Collector for MonitorCollector {
         encode_latency(s, &mut enc)?;
         encode_cpu_time(s, &mut enc)?;
         encode_audit(s, &mut enc)?;
+        encode_net(s, &mut enc)?;
         encode_endpoint(s, &mut enc)
     }
 }
@@ -107,31 +113,49 @@ fn encode_conditions(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt:
     )
 }
 
+/// A histogram family: one series per label set, of per-bucket counts in [`BUCKETS_NS`] (+Inf last).
+fn histograms<'a>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (Vec<(&'static str, String)>, &'a BucketCounts)>,
+) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (labels, h) in series {
+        // Per bucket: the encoder makes them cumulative.
+        let buckets: Vec<(f64, u64)> = BUCKETS_NS
+            .iter()
+            .map(|&b| b as f64 / NS_PER_S)
+            .chain([f64::INFINITY])
+            .zip(h.buckets)
+            .collect();
+        m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+            h.sum_ns as f64 / NS_PER_S,
+            h.count,
+            &buckets,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
 /// The latency series: histogram, window maximum, missed deadlines, samples above the gate, the gate.
 fn encode_latency(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
-    {
-        let mut m = enc.encode_descriptor(
-            "rtgauge_latency_seconds",
-            "Timer wake-up latency (actual minus intended wake-up), per measured CPU.",
-            None,
-            MetricType::Histogram,
-        )?;
-        for c in &s.cpus {
-            let buckets: Vec<(f64, u64)> = BUCKETS_NS
-                .iter()
-                .map(|&b| b as f64 / NS_PER_S)
-                .chain([f64::INFINITY])
-                .zip(c.buckets)
-                .collect();
-            let labels = cpu_label(c);
-            m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-                c.sum_ns as f64 / NS_PER_S,
-                c.count,
-                &buckets,
-                None,
-            )?;
-        }
-    }
+    let hists: Vec<BucketCounts> = s
+        .cpus
+        .iter()
+        .map(|c| BucketCounts {
+            buckets: c.buckets,
+            count: c.count,
+            sum_ns: c.sum_ns,
+        })
+        .collect();
+    histograms(
+        enc,
+        "rtgauge_latency_seconds",
+        "Timer wake-up latency (actual minus intended wake-up), per measured CPU.",
+        s.cpus.iter().map(cpu_label).zip(&hists),
+    )?;
     family(
         enc,
         "rtgauge_latency_window_max_seconds",
@@ -261,6 +285,77 @@ fn encode_audit(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
         [(vec![], ConstGauge::new(s.audit_last_unix_s))],
     )?;
     Ok(())
+}
+
+/// The watched packet stream's series, where one is watched.
+fn encode_net(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    let Some(n) = &s.net else {
+        return Ok(());
+    };
+    let c = &n.counts;
+    let stream = || vec![("stream", n.stream.to_string())];
+    let stage = |name: &str| {
+        let mut l = stream();
+        l.push(("stage", name.to_string()));
+        l
+    };
+    family(
+        enc,
+        "rtgauge_net_stream_info",
+        "The watched packet stream: its id and where it is received.",
+        MetricType::Gauge,
+        [(
+            vec![("stream", n.stream.to_string()), ("at", n.at.clone())],
+            ConstGauge::new(1i64),
+        )],
+    )?;
+    histograms(
+        enc,
+        "rtgauge_net_latency_seconds",
+        "Packet latency of the watched stream, per stage: total (send to the receiving thread), path (send to the kernel's receive timestamp), wakeup (kernel to thread). Sent on the sender's CLOCK_REALTIME, taken as this host's.",
+        [
+            (stage("total"), &c.latency),
+            (stage("path"), &c.path),
+            (stage("wakeup"), &c.wakeup),
+        ],
+    )?;
+    family(
+        enc,
+        "rtgauge_net_latency_window_max_seconds",
+        "Largest packet latency of the watched stream in the last window (--window).",
+        MetricType::Gauge,
+        [(
+            stream(),
+            ConstGauge::new(n.peaks.max_ns() as f64 / NS_PER_S),
+        )],
+    )?;
+    for (name, help, value) in [
+        ("rtgauge_net_packets_received", "Packets of the watched stream received (duplicates not counted).", c.received),
+        ("rtgauge_net_packets_lost", "Packets of the watched stream never received: counted once 8,192 later ones arrived, or after 1 s without a packet.", c.lost),
+        ("rtgauge_net_packets_stale", "Packets that arrived after they were counted lost.", c.stale),
+        ("rtgauge_net_packets_reordered", "Packets received after a higher-numbered one.", c.reordered),
+        ("rtgauge_net_packets_duplicate", "Packets received again.", c.duplicates),
+        ("rtgauge_net_packets_foreign", "Datagrams or frames at the watched address that are not of the stream.", c.foreign),
+        ("rtgauge_net_packets_above_gate", "Packets received with a latency at or above the gate (rtgauge_net_gate_seconds).", c.above_gate),
+        ("rtgauge_net_sender_restarts", "Times the stream's sender started again (its numbers begin anew).", c.restarts),
+        ("rtgauge_net_receive_errors", "Receive calls on the watched socket that failed.", c.receive_errors),
+    ] {
+        family(enc, name, help, MetricType::Counter, [(stream(), ConstCounter::new(value))])?;
+    }
+    family(
+        enc,
+        "rtgauge_net_last_packet_timestamp_seconds",
+        "When the watched stream's last packet was received, Unix time (0 before the first): a silent stream stops moving it.",
+        MetricType::Gauge,
+        [(stream(), ConstGauge::new(c.last_unix_ns as f64 / NS_PER_S))],
+    )?;
+    family(
+        enc,
+        "rtgauge_net_gate_seconds",
+        "The packet latency bound packets are counted against (--net-gate).",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(n.gate_ns as f64 / NS_PER_S))],
+    )
 }
 
 /// The endpoint's own connections, where an endpoint serves the rendering.
@@ -394,6 +489,37 @@ mod tests {
         s.set_smis(&std::collections::BTreeMap::from([(1, 3)]));
         let t = render_openmetrics(&s);
         assert!(t.contains("rtgauge_smis_total{cpu=\"1\"} 3"), "{t}");
+    }
+
+    #[test]
+    fn a_watched_stream_has_its_series_only_where_one_is_watched() {
+        let mut s = state();
+        assert!(!render_openmetrics(&s).contains("rtgauge_net"));
+        let mut n = rtgauge_analysis::monitor::NetSeries {
+            stream: 7,
+            at: "10.0.0.2:7000".into(),
+            gate_ns: 250_000,
+            ..Default::default()
+        };
+        n.counts.received = 10;
+        n.counts.lost = 2;
+        n.counts.latency.buckets[BucketCounts::bucket_of(30_000)] = 10;
+        n.counts.latency.count = 10;
+        n.counts.latency.sum_ns = 300_000;
+        n.peaks.add(1, 40_000, 15_000_000_000);
+        s.net = Some(n);
+        let t = render_textfile(&s);
+        for line in [
+            "rtgauge_net_stream_info{stream=\"7\",at=\"10.0.0.2:7000\"} 1",
+            "rtgauge_net_latency_seconds_bucket{le=\"0.00005\",stream=\"7\",stage=\"total\"} 10",
+            "rtgauge_net_latency_seconds_bucket{le=\"0.00002\",stream=\"7\",stage=\"total\"} 0",
+            "rtgauge_net_latency_seconds_count{stream=\"7\",stage=\"path\"} 0",
+            "rtgauge_net_packets_lost_total{stream=\"7\"} 2",
+            "rtgauge_net_latency_window_max_seconds{stream=\"7\"} 0.00004",
+            "rtgauge_net_gate_seconds{} 0.00025",
+        ] {
+            assert!(t.contains(line), "{line}: {t}");
+        }
     }
 
     #[test]

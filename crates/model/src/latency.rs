@@ -20,6 +20,47 @@ pub const HIGHEST_NS: u64 = 86_400 * 1_000_000_000;
 /// Significant decimal digits kept.
 pub const SIGFIGS: u8 = 3;
 
+/// Upper bounds of the buckets the monitor exports a latency histogram in, ns (1 µs … 100 ms in 1-2-5
+/// steps; +Inf is implicit): Prometheus needs fixed buckets, the HDR histogram's are too many to export.
+pub const EXPORT_BUCKETS_NS: [u64; 16] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+];
+
+/// Counts of a latency distribution in [`EXPORT_BUCKETS_NS`] (the last entry is +Inf), with the exact
+/// count and sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BucketCounts {
+    /// Samples per bucket (not cumulative).
+    pub buckets: [u64; EXPORT_BUCKETS_NS.len() + 1],
+    /// Samples.
+    pub count: u64,
+    /// Sum of the samples, ns.
+    pub sum_ns: u128,
+}
+
+impl BucketCounts {
+    /// The bucket `value_ns` falls in.
+    #[inline]
+    pub fn bucket_of(value_ns: u64) -> usize {
+        EXPORT_BUCKETS_NS.partition_point(|&b| b < value_ns)
+    }
+}
+
 /// Percentiles shown by default (p50 … p99.999).
 pub const DEFAULT_PERCENTILES: &[f64] = &[50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
 

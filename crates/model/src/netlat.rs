@@ -226,6 +226,47 @@ pub const WORST_PACKETS: usize = 16;
 /// 512 KiB of bits whatever the run's length.
 pub const WINDOW: u64 = 1 << 22;
 
+/// Sequence numbers a watched stream (`rtgauge monitor --net-bind`) tells apart at once: a packet is
+/// lost once one this many later has arrived, or after [`WATCH_SILENCE_NS`] without a packet. 8,192: 2 s
+/// at 4,000/s, so that the loss counter lags by seconds, not the probe's 17 minutes.
+pub const WATCH_WINDOW: u64 = 1 << 13;
+
+/// A watched stream silent this long settles every sequence number up to the highest received (lost if
+/// never received), ns.
+pub const WATCH_SILENCE_NS: u64 = 1_000_000_000;
+
+/// A watched stream's counts since the watch started: what `rtgauge monitor` exports per stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamCounts {
+    /// Send → the receiving thread had it.
+    pub latency: crate::latency::BucketCounts,
+    /// Send → the kernel took it in (packets with a kernel receive timestamp).
+    pub path: crate::latency::BucketCounts,
+    /// The kernel took it in → the receiving thread had it.
+    pub wakeup: crate::latency::BucketCounts,
+    /// Packets of the stream received (duplicates not counted).
+    pub received: u64,
+    /// Sequence numbers settled and never received (see [`WATCH_WINDOW`]).
+    pub lost: u64,
+    /// Arrived after their number was counted lost.
+    pub stale: u64,
+    /// Received after a higher-numbered packet.
+    pub reordered: u64,
+    /// Received again.
+    pub duplicates: u64,
+    /// Datagrams on the port that are not of the stream.
+    pub foreign: u64,
+    /// Received at or above the gate.
+    pub above_gate: u64,
+    /// The sender started again (a packet numbered at or below the highest, sent after it): the count
+    /// starts again from its number.
+    pub restarts: u64,
+    /// Receive calls that failed other than for want of a packet.
+    pub receive_errors: u64,
+    /// When the last packet was received, Unix time, ns (0: none yet).
+    pub last_unix_ns: u64,
+}
+
 /// Most late packets a result keeps (the first ones); beyond it they are only counted
 /// (`late_packets_dropped`).
 pub const MAX_LATE_PACKETS: usize = 4096;

@@ -20,10 +20,12 @@
 mod frame;
 mod reflect;
 mod rx;
+mod watch;
 mod wire;
 
 pub use frame::parse_mac;
 pub use reflect::{reflect, ReflectPlan};
+pub use watch::{NetWatch, WatchStart};
 pub use wire::realtime_minus_monotonic;
 
 use crate::recorder::LatencyRecorder;
@@ -666,7 +668,7 @@ fn receiver(
                     Some(t) => frame::payload(&buf[..n], t).unwrap_or(&[]),
                     None => &buf[..n],
                 };
-                state.take(
+                let _ = state.take(
                     data,
                     stream,
                     (user_ns, kernel_ns),

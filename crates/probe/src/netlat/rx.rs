@@ -5,7 +5,7 @@
 use super::{touch, wire, NetLatencyPlan, Schedule};
 use crate::recorder::LatencyRecorder;
 use crate::rt;
-use rtgauge_model::netlat::{LatePacket, MAX_LATE_PACKETS, WINDOW, WORST_PACKETS};
+use rtgauge_model::netlat::{LatePacket, MAX_LATE_PACKETS, WATCH_WINDOW, WINDOW, WORST_PACKETS};
 use wire::Packet;
 
 /// The receiver's counts and recorders, all allocated before the start.
@@ -17,8 +17,15 @@ pub(super) struct RxState {
     pub(super) window: Vec<u64>,
     /// The lowest sequence number not yet settled (received or lost).
     pub(super) base: u64,
-    /// Settled and never received, per counting interval (refused sends among them).
+    /// Settled and never received, per counting interval (refused sends among them), and in all.
     pub(super) unseen_in: Vec<u64>,
+    pub(super) unseen: u64,
+    /// A watched stream ([`RxState::following`]): numbers count from the first packet received, and again
+    /// from a restarted sender's; with the send time of the highest packet, which tells a restart from
+    /// a late packet, and the restarts seen.
+    pub(super) follow: bool,
+    pub(super) top_sent_ns: u64,
+    pub(super) restarts: u64,
     /// Receive calls that failed other than for want of a packet, and the first one's errno.
     pub(super) receive_errors: u64,
     pub(super) receive_error: Option<i32>,
@@ -48,15 +55,30 @@ pub(super) struct RxState {
 
 impl RxState {
     pub(super) fn new(plan: &NetLatencyPlan, capacity: u64) -> RxState {
+        // At least a word: a send-only run's empty state never settles, but must not divide by 0.
+        let words = (WINDOW.min(capacity.next_multiple_of(64)) / 64).max(1);
+        RxState::with_window(plan, capacity, words as usize, false)
+    }
+
+    /// A stream watched for as long as it runs (`rtgauge monitor`): any sequence number, counted from the
+    /// first packet received (and again from a restarted sender's), in a window of [`WATCH_WINDOW`].
+    pub(super) fn following(plan: &NetLatencyPlan) -> RxState {
+        RxState::with_window(plan, u64::MAX, (WATCH_WINDOW / 64) as usize, true)
+    }
+
+    fn with_window(plan: &NetLatencyPlan, capacity: u64, words: usize, follow: bool) -> RxState {
         let schedule = plan.schedule();
         let intervals = schedule.intervals;
         let mut s = RxState {
             capacity,
             schedule,
-            // At least a word: a send-only run's empty state never settles, but must not divide by 0.
-            window: vec![0; (WINDOW.min(capacity.next_multiple_of(64)) / 64).max(1) as usize],
+            window: vec![0; words],
             base: 0,
             unseen_in: vec![0; intervals],
+            unseen: 0,
+            follow,
+            top_sent_ns: 0,
+            restarts: 0,
             receive_errors: 0,
             receive_error: None,
             stale: 0,
@@ -101,14 +123,28 @@ impl RxState {
             let (w, b) = ((at / 64) as usize, 1u64 << (at % 64));
             if self.window[w] & b == 0 {
                 self.unseen_in[self.schedule.interval(self.base)] += 1;
+                self.unseen += 1;
             }
             self.window[w] &= !b;
             self.base += 1;
         }
     }
 
+    /// Start counting again at `seq`: a watched stream's first packet, or a restarted sender's (what the
+    /// old run left unsettled is lost: its sender is gone).
+    fn anchor(&mut self, seq: u64) {
+        if let Some(h) = self.highest.take() {
+            self.settle(h + 1);
+            self.restarts += 1;
+        }
+        self.window.fill(0);
+        self.base = seq;
+    }
+
     /// Account for one datagram received at `user_ns` (CLOCK_REALTIME) with the kernel's timestamp; the
     /// send time is the packet's CLOCK_REALTIME, or with `peer_shift` its CLOCK_MONOTONIC put on ours.
+    /// A packet counted as received gives back its latency and, with a kernel timestamp, its split
+    /// (path, wake-up).
     #[inline]
     pub(super) fn take(
         &mut self,
@@ -117,14 +153,23 @@ impl RxState {
         (user_ns, kernel_ns): (u64, Option<u64>),
         peer_shift: Option<i64>,
         deadline: Option<u64>,
-    ) {
+    ) -> Option<(u64, Option<(u64, u64)>)> {
         let Some(p) = Packet::read(data, stream).filter(|p| p.seq < self.capacity) else {
             self.foreign += 1;
-            return;
+            return None;
         };
+        // A watched stream: the first packet, or one numbered at or below the highest but sent after it
+        // (a reordered or duplicated packet was sent before it): its sender started again.
+        if self.follow
+            && self
+                .highest
+                .is_none_or(|h| p.seq <= h && p.sent_realtime_ns > self.top_sent_ns)
+        {
+            self.anchor(p.seq);
+        }
         if p.seq < self.base {
             self.stale += 1;
-            return;
+            return None;
         }
         let len = self.window_len();
         if p.seq >= self.base + len {
@@ -134,13 +179,16 @@ impl RxState {
         let (word, bit) = ((at / 64) as usize, 1u64 << (at % 64));
         if self.window[word] & bit != 0 {
             self.duplicates += 1;
-            return;
+            return None;
         }
         self.window[word] |= bit;
         self.received += 1;
         match self.highest {
             Some(h) if p.seq < h => self.reordered += 1,
-            _ => self.highest = Some(p.seq),
+            _ => {
+                self.highest = Some(p.seq);
+                self.top_sent_ns = p.sent_realtime_ns;
+            }
         }
         let sent = match peer_shift {
             Some(d) => {
@@ -164,7 +212,7 @@ impl RxState {
         self.interval_max[i] = self.interval_max[i].max(latency);
         let is_late = deadline.is_some_and(|d| latency >= d);
         if !is_late && latency <= self.worst_floor {
-            return;
+            return Some((latency, split));
         }
         // The trace's clock, read only for a packet worth explaining (a few ns after `user_ns`).
         let packet = LatePacket {
@@ -186,6 +234,7 @@ impl RxState {
         if latency > self.worst_floor {
             self.keep_worst(packet);
         }
+        Some((latency, split))
     }
 
     /// Keep `p` among the [`WORST_PACKETS`] slowest (it is slower than the fastest of them when the list is

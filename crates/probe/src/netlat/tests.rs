@@ -229,3 +229,43 @@ fn a_receiver_on_another_clock_puts_the_monotonic_send_time_on_its_own() {
     assert_eq!(s.path.stats().max_ns, 1_500);
     assert_eq!(s.wakeup.stats().max_ns, 500);
 }
+
+#[test]
+fn a_watched_stream_counts_from_its_first_packet_and_again_from_a_restarted_sender() {
+    let mut s = RxState::following(&plan("127.0.0.1:0", false, 1000.0, 1000));
+    assert_eq!(s.window_len(), rtgauge_model::netlat::WATCH_WINDOW);
+    let take = |s: &mut RxState, seq: u64, sent: u64| {
+        s.take(&datagram(seq, sent), 9, (sent + 500, None), None, None)
+    };
+    // Joined mid-stream: what came before its first packet is not lost.
+    assert_eq!(take(&mut s, 1_000_000, 10_000), Some((500, None)));
+    take(&mut s, 1_000_002, 10_002);
+    take(&mut s, 1_000_001, 10_001);
+    assert_eq!((s.received, s.reordered, s.restarts), (3, 1, 0));
+    // Late beyond the window: stale, not a restart (it was sent before the highest).
+    take(&mut s, 1_000_000 + 9_000, 20_000);
+    take(&mut s, 1_000_004, 10_004);
+    assert_eq!((s.stale, s.restarts), (1, 0));
+    assert_eq!(
+        s.unseen,
+        9_000 + 1 - 8_192 - 3,
+        "3 of the settled numbers were received"
+    );
+    // The sender started again: numbered from 0, sent after everything before. The old run's unsettled
+    // numbers are lost; the count starts again.
+    let before = s.unseen;
+    take(&mut s, 0, 30_000);
+    assert_eq!(s.restarts, 1);
+    assert_eq!(
+        s.unseen - before,
+        8_192 - 1,
+        "the old window, less its one packet received"
+    );
+    take(&mut s, 1, 30_001);
+    take(&mut s, 1, 30_001);
+    assert_eq!(
+        (s.received, s.duplicates, s.restarts),
+        (6, 1, 1),
+        "a duplicate is no restart"
+    );
+}

@@ -8,6 +8,9 @@
 //! series and dropped). The probe's live per-tick peak (100 ms) feeds the window-max series, so a spike shows
 //! at the next scrape; the histogram and counters are exact and lag by at most one segment.
 //!
+//! With `--net-bind`/`--net-dev`, a packet receiver ([`NetWatch`]) also takes a stream sent by `rtgauge net
+//! latency --send-only` for as long as the monitor runs; each tick copies its counts into the `net_` series.
+//!
 //! Beside it, on the housekeeping CPUs: an audit thread (every `--audit-every`, findings and drift against
 //! the first pass), the `/metrics` endpoint (loopback unless `--allow-remote`), the `--textfile` writer for
 //! node_exporter, and `--store-every` snapshots into the run store, so a month of monitoring reports and
@@ -21,7 +24,7 @@ mod store_every;
 use store_every::StorePeriod;
 
 use anyhow::{bail, Context as _};
-use rtgauge_analysis::monitor::{CpuSeries, MonitorState};
+use rtgauge_analysis::monitor::{CpuSeries, MonitorState, NetSeries};
 use rtgauge_flags::monitor::{resolve, MonitorArgs, MonitorPlan};
 use rtgauge_formats::openmetrics;
 use rtgauge_host::cpu::read_cpu_node;
@@ -32,6 +35,7 @@ use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::CyclicPlan;
+use rtgauge_probe::netlat::NetWatch;
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_session::{SessionObserver, Tick};
 use std::net::TcpListener;
@@ -43,11 +47,12 @@ use std::time::{Duration, Instant, SystemTime};
 /// Length of one measuring segment: the histogram's update period and the bound on the monitor's memory.
 const SEGMENT: Duration = Duration::from_secs(10);
 
-/// Feeds each probe tick's peak per CPU into the window-max series.
+/// Feeds each probe tick's peak per CPU, and the watched stream's counts and peak, into the series.
 struct Peaks<'a> {
     state: &'a Mutex<MonitorState>,
     started: Instant,
     window_ns: u64,
+    net: Option<&'a NetWatch>,
 }
 
 impl SessionObserver for Peaks<'_> {
@@ -56,6 +61,10 @@ impl SessionObserver for Peaks<'_> {
         let mut g = lock(self.state);
         for (c, t) in g.cpus.iter_mut().zip(tick.threads) {
             c.add_peak(now, t.peak_ns, self.window_ns);
+        }
+        if let (Some(w), Some(n)) = (self.net, g.net.as_mut()) {
+            n.counts = w.counts();
+            n.peaks.add(now, w.take_peak(), self.window_ns);
         }
     }
 }
@@ -111,6 +120,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         cpus: setup.cpus.iter().map(CpuSeries::new).collect(),
         ..MonitorState::default()
     }));
+    let net = watch_stream(&setup, &state)?;
     spawn_side_threads(a, &state, listener, audit_root, &setup.cpus, &stop)?;
 
     let smi = SmiWatch::start(&live, &setup.cpus);
@@ -126,7 +136,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let seg = left.map_or(SEGMENT, |l| l.min(SEGMENT));
         seg_plan.config.duration_ns = Some(seg.as_nanos() as u64);
-        let result = measure_segment(a, &seg_plan, &state, &live, &stop)?;
+        let result = measure_segment(a, &seg_plan, (&state, net.as_ref()), &live, &stop)?;
         if !warned {
             super::warn_all(&rtgauge_report::kind::KindView::shortfalls(&result));
             warned = true;
@@ -170,6 +180,58 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Start the watched stream's receiver, if one is asked for, and say how it runs (what it did not get
+/// first).
+fn watch_stream(
+    setup: &MonitorPlan,
+    state: &Mutex<MonitorState>,
+) -> anyhow::Result<Option<NetWatch>> {
+    let Some(plan) = &setup.net else {
+        return Ok(None);
+    };
+    // The receiver's errors name the probe's flags; these are the monitor's.
+    let (watch, start) = NetWatch::start(plan).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            e.replacen("--bind ", "--net-bind ", 1)
+                .replacen("--rx-dev ", "--net-dev ", 1)
+        )
+    })?;
+    let c = &start.conditions;
+    for (what, error) in [
+        (
+            "SCHED_FIFO",
+            c.policy.error.as_ref().or(c.priority.error.as_ref()),
+        ),
+        ("its CPU", c.cpu.error.as_ref()),
+    ] {
+        if let Some(e) = error {
+            eprintln!("rtgauge monitor: NOT MET: the packet receiver did not get {what}: {e}");
+        }
+    }
+    if let Some(e) = &start.timestamps_error {
+        eprintln!("rtgauge monitor: no kernel receive timestamps, so no path/wakeup split: {e}");
+    }
+    let at = start
+        .bound
+        .map_or_else(|| plan.config.target.clone(), |b| b.to_string());
+    let stream = plan.config.stream.unwrap_or_default();
+    eprintln!(
+        "rtgauge monitor: watching packet stream {stream} at {at}{}; its latency is on the sender's \
+         CLOCK_REALTIME taken as this host's (both clocks must agree: PTP)",
+        c.cpu
+            .achieved
+            .map_or(String::new(), |cpu| format!(" on CPU {cpu}")),
+    );
+    lock(state).net = Some(NetSeries {
+        stream,
+        at,
+        gate_ns: plan.config.deadline_ns.unwrap_or_default(),
+        ..NetSeries::default()
+    });
+    Ok(Some(watch))
 }
 
 /// The SMIs of the watched CPUs since the monitor started, where countable; the msr driver is held (and
@@ -258,7 +320,7 @@ fn spawn_side_threads(
 fn measure_segment(
     a: &MonitorArgs,
     plan: &CyclicPlan,
-    state: &Mutex<MonitorState>,
+    (state, net): (&Mutex<MonitorState>, Option<&NetWatch>),
     live: &HostRoot,
     stop: &StopFlag,
 ) -> anyhow::Result<rtgauge_model::cyclic::CyclicResult> {
@@ -266,6 +328,7 @@ fn measure_segment(
         state,
         started: Instant::now(),
         window_ns: a.window.as_ns(),
+        net,
     };
     let session = rtgauge_session::Session { root: live, stop };
     let m = session

@@ -1,0 +1,254 @@
+//! A packet stream watched for as long as `rtgauge monitor` runs (`--net-bind`, `--net-dev`): the
+//! receiving half of a split stream whose sender (`rtgauge net latency --send-only`) runs elsewhere,
+//! counted without end. One pinned receiver thread takes each packet as the probe's receiver does
+//! ([`RxState::following`]: sequence numbers from the first packet received, and again from a restarted
+//! sender's) and publishes its counts and export buckets in atomics the monitor's main thread reads at
+//! every tick: one writer, relaxed loads and stores, no lock, no allocation, no I/O but the socket.
+//!
+//! The send time is the sender's CLOCK_REALTIME, taken as the receiver's: the two ends' clocks must agree
+//! (PTP), and their difference is in every figure.
+
+use super::rx::RxState;
+use super::{frame, open_receiver, thread_conditions, NetLatencyPlan};
+use crate::rt;
+use rtgauge_model::latency::{BucketCounts, EXPORT_BUCKETS_NS};
+use rtgauge_model::netlat::{StreamCounts, WATCH_SILENCE_NS};
+use rtgauge_model::rt::ThreadConditions;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+
+const BUCKETS: usize = EXPORT_BUCKETS_NS.len() + 1;
+
+/// One stage's export buckets, count and sum, written by the receiver only.
+#[derive(Default)]
+struct LiveBuckets {
+    buckets: [AtomicU64; BUCKETS],
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+/// Add without a read-modify-write: the receiver is the only writer.
+#[inline]
+fn bump(a: &AtomicU64, by: u64) {
+    a.store(a.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
+impl LiveBuckets {
+    #[inline]
+    fn record(&self, ns: u64) {
+        bump(&self.buckets[BucketCounts::bucket_of(ns)], 1);
+        bump(&self.count, 1);
+        bump(&self.sum_ns, ns);
+    }
+
+    fn read(&self) -> BucketCounts {
+        BucketCounts {
+            buckets: std::array::from_fn(|i| self.buckets[i].load(Relaxed)),
+            count: self.count.load(Relaxed),
+            sum_ns: u128::from(self.sum_ns.load(Relaxed)),
+        }
+    }
+}
+
+/// What the receiver publishes.
+#[derive(Default)]
+struct WatchLive {
+    latency: LiveBuckets,
+    path: LiveBuckets,
+    wakeup: LiveBuckets,
+    /// received, lost, stale, reordered, duplicates, foreign, above gate, restarts, receive errors, last
+    /// packet's Unix time: [`StreamCounts`]' order.
+    counts: [AtomicU64; 10],
+    /// The largest latency since the main thread last looked.
+    peak_ns: AtomicU64,
+}
+
+impl WatchLive {
+    #[inline]
+    fn publish(&self, st: &RxState, last_unix_ns: u64) {
+        let values = [
+            st.received,
+            st.unseen,
+            st.stale,
+            st.reordered,
+            st.duplicates,
+            st.foreign,
+            st.late,
+            st.restarts,
+            st.receive_errors,
+            last_unix_ns,
+        ];
+        for (a, v) in self.counts.iter().zip(values) {
+            a.store(v, Relaxed);
+        }
+    }
+}
+
+/// What the receiver found when it set up, before its first packet.
+pub struct WatchStart {
+    /// The address it bound (UDP), with the port.
+    pub bound: Option<SocketAddr>,
+    /// Its CPU and policy, as asked and as got.
+    pub conditions: ThreadConditions,
+    /// Why kernel receive timestamps are missing (then there is no path and wake-up split).
+    pub timestamps_error: Option<String>,
+}
+
+/// A running watch: read it at every tick, end it with [`NetWatch::finish`] (or by dropping it).
+pub struct NetWatch {
+    live: Arc<WatchLive>,
+    quit: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl NetWatch {
+    /// Open the receiver of `plan` (a receive-only plan: its socket, CPU and priority; the stream id) and
+    /// start it; packets at or above its deadline are counted. Fails with the receiver's setup error (the
+    /// address cannot be bound, the interface does not exist, …).
+    pub fn start(plan: &NetLatencyPlan) -> Result<(NetWatch, WatchStart), String> {
+        let live = Arc::new(WatchLive::default());
+        let quit = Arc::new(AtomicBool::new(false));
+        let (ready, started) = mpsc::sync_channel(1);
+        let thread = {
+            let (plan, live, quit) = (plan.clone(), Arc::clone(&live), Arc::clone(&quit));
+            std::thread::Builder::new()
+                .name("rtgauge-nl-watch".into())
+                .spawn(move || receive(&plan, &live, &quit, &ready))
+                .map_err(|e| format!("starting the packet receiver: {e}"))?
+        };
+        let mut watch = NetWatch {
+            live,
+            quit,
+            thread: Some(thread),
+        };
+        match started.recv() {
+            Ok(Ok(s)) => Ok((watch, s)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => {
+                watch.finish();
+                Err("the packet receiver ended before it was set up".into())
+            }
+        }
+    }
+
+    /// The stream's counts since the start.
+    pub fn counts(&self) -> StreamCounts {
+        let c: [u64; 10] = std::array::from_fn(|i| self.live.counts[i].load(Relaxed));
+        StreamCounts {
+            latency: self.live.latency.read(),
+            path: self.live.path.read(),
+            wakeup: self.live.wakeup.read(),
+            received: c[0],
+            lost: c[1],
+            stale: c[2],
+            reordered: c[3],
+            duplicates: c[4],
+            foreign: c[5],
+            above_gate: c[6],
+            restarts: c[7],
+            receive_errors: c[8],
+            last_unix_ns: c[9],
+        }
+    }
+
+    /// The largest latency since the last call, ns (0: no packet since).
+    pub fn take_peak(&self) -> u64 {
+        self.live.peak_ns.swap(0, Relaxed)
+    }
+
+    /// Stop the receiver (within its 20 ms receive timeout) and wait for it.
+    pub fn finish(&mut self) {
+        self.quit.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for NetWatch {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The receiver thread: set up, say how, then take packets until told to quit.
+fn receive(
+    plan: &NetLatencyPlan,
+    live: &WatchLive,
+    quit: &AtomicBool,
+    ready: &mpsc::SyncSender<Result<WatchStart, String>>,
+) {
+    rt::block_signals();
+    let cfg = &plan.config;
+    // No sender in this process to tell where packets go.
+    let (to_sender, _) = mpsc::channel();
+    let (_, from_sender) = mpsc::channel();
+    let (sock, bound) = match open_receiver(plan, &to_sender, &from_sender) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
+    let mut state = RxState::following(plan);
+    let timestamps_error = sock
+        .timestamp_rx_software()
+        .err()
+        .map(|e| format!("SO_TIMESTAMPING (software receive): {e}"));
+    sock.grow_receive_buffer(4 << 20);
+    if let Err(e) = sock.receive_timeout(20_000_000) {
+        let _ = ready.send(Err(format!("receiver socket: {e}")));
+        return;
+    }
+    let mut buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
+    rt::prefault_stack(64 * 1024);
+    let _ = ready.send(Ok(WatchStart {
+        bound,
+        conditions,
+        timestamps_error,
+    }));
+    let stream = cfg.stream.unwrap_or_else(super::wire::stream_id);
+    let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
+    let (mut last_unix_ns, mut last_mono_ns) = (0, 0);
+    while !quit.load(Relaxed) {
+        match sock.recv_stamped(&mut buf, false) {
+            Ok((n, kernel_ns)) => {
+                let user_ns = super::wire::realtime_ns();
+                let data = match ethertype {
+                    Some(t) => frame::payload(&buf[..n], t).unwrap_or(&[]),
+                    None => &buf[..n],
+                };
+                if let Some((latency, split)) =
+                    state.take(data, stream, (user_ns, kernel_ns), None, cfg.deadline_ns)
+                {
+                    live.latency.record(latency);
+                    if let Some((path, wakeup)) = split {
+                        live.path.record(path);
+                        live.wakeup.record(wakeup);
+                    }
+                    if latency > live.peak_ns.load(Relaxed) {
+                        live.peak_ns.store(latency, Relaxed);
+                    }
+                    (last_unix_ns, last_mono_ns) = (user_ns, super::wire::monotonic_ns());
+                }
+            }
+            // Nothing within the receive timeout, or the wait cut short (the process stopped and
+            // continued).
+            Err(libc::EAGAIN | libc::EINTR) => {
+                // A silent stream: every number up to the highest is settled (a sender that stopped, or
+                // lost its last packets).
+                let silent = super::wire::monotonic_ns().saturating_sub(last_mono_ns);
+                if let Some(h) = state.highest.filter(|_| silent >= WATCH_SILENCE_NS) {
+                    state.settle(h + 1);
+                }
+            }
+            Err(e) => {
+                state.receive_errors += 1;
+                state.receive_error.get_or_insert(e);
+            }
+        }
+        live.publish(&state, last_unix_ns);
+    }
+}
