@@ -20,12 +20,11 @@
 
 mod common;
 
-use common::hostnoise::{burst, pin_vcpus, place};
+use common::hostnoise::{boot_beside, burst, pin_vcpus, place};
 
 use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel, RunningGuest};
 use serde_json::Value;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The noise: bursts on one host CPU.
@@ -184,18 +183,12 @@ fn boot(noise_cpu: Option<usize>, dir: &Path) -> (Value, Value, Value, HostSide)
         None => "rt 2 CPUs, no host noise".into(),
     };
     let host_json = dir.join("host.json");
-    let side = Mutex::new(None);
-    let b = g
-        .boot_with(&|r: &RunningGuest| {
-            *side.lock().unwrap() = Some(beside(r, noise_cpu, &host_json));
-        })
-        .unwrap();
-    let side = side.into_inner().unwrap().unwrap();
-    if let Some(keep) = std::env::var_os("RTGAUGE_LAB_KEEP") {
-        let dest = Path::new(&keep).join(format!("vm-noise-{noise_cpu:?}"));
-        b.copy_to(&dest).unwrap();
-        let _ = std::fs::copy(&host_json, dest.join("host.json"));
-    }
+    let (b, side) = boot_beside(
+        &g,
+        |r| beside(r, noise_cpu, &host_json),
+        &format!("vm-noise-{noise_cpu:?}"),
+        std::slice::from_ref(&host_json),
+    );
     assert!(side.error.is_none(), "{:?}\n{}", side.error, b.console);
     assert_eq!(b.status, Some(0), "{}\n{}", b.log(), b.console);
     assert!(

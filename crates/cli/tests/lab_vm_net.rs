@@ -17,13 +17,12 @@
 
 mod common;
 
-use common::hostnoise::{fifo_bursts, pin, pin_vcpus};
+use common::hostnoise::{boot_beside, fifo_bursts, pin, pin_vcpus};
 use common::tap::Tap;
 use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel, RunningGuest};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The stream: 4,000 frames/s for 12 s from host CPU 0 at FIFO 80 (above the noise), to the 9-2 LE
@@ -220,20 +219,8 @@ fn one_boot() {
     g.tap = Some(TAP.into());
     g.timeout = Duration::from_secs(240);
     g.label = "rt 2 CPUs, a virtio NIC on a host tap".into();
-    let side = Mutex::new(None);
-    let b = g
-        .boot_with(&|r: &RunningGuest| {
-            *side.lock().unwrap() = Some(beside(r, dir.path()));
-        })
-        .unwrap();
-    let side = side.into_inner().unwrap().unwrap();
-    if let Some(keep) = std::env::var_os("RTGAUGE_LAB_KEEP") {
-        let dest = Path::new(&keep).join("vm-net");
-        b.copy_to(&dest).unwrap();
-        for f in ["host.json", "tx.json", "observe.log"] {
-            let _ = std::fs::copy(dir.path().join(f), dest.join(f));
-        }
-    }
+    let keep = ["host.json", "tx.json", "observe.log"].map(|f| dir.path().join(f));
+    let (b, side) = boot_beside(&g, |r| beside(r, dir.path()), "vm-net", &keep);
     eprintln!(
         "lab vm net: guest:\n{}\nhost sender:\n{}\nhost observer:\n{}",
         b.log(),

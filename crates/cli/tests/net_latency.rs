@@ -97,7 +97,11 @@ impl Pair {
 
     /// `rtgauge net latency` one-way from `tx` to `rx`: the result.
     fn latency(&self, extra: &[&str]) -> Value {
-        let bind = format!("{}:0", self.rx_addr);
+        self.latency_to(&format!("{}:0", self.rx_addr), extra)
+    }
+
+    /// [`Pair::latency`] with the receiver bound to `bind` (a group, …).
+    fn latency_to(&self, bind: &str, extra: &[&str]) -> Value {
         let mut args = vec![
             "net",
             "latency",
@@ -106,7 +110,7 @@ impl Pair {
             "--rx-netns",
             &self.rx,
             "--bind",
-            &bind,
+            bind,
         ];
         args.extend_from_slice(extra);
         latency(&args)
@@ -269,20 +273,7 @@ fn a_multicast_group_between_namespaces_is_received_whole() {
     for (ns, dev) in [(&pair.tx, "rtglveth"), (&pair.rx, "rtglpeer")] {
         ip(&["-n", ns, "route", "add", "224.0.0.0/4", "dev", dev]);
     }
-    let p = latency(&[
-        "net",
-        "latency",
-        "--tx-netns",
-        &pair.tx,
-        "--rx-netns",
-        &pair.rx,
-        "--bind",
-        "239.7.7.7:0",
-        "-D",
-        "1s",
-        "--rate",
-        "2000",
-    ]);
+    let p = pair.latency_to("239.7.7.7:0", &["-D", "1s", "--rate", "2000"]);
     assert_eq!(
         (u(&p, "sent"), u(&p, "received"), u(&p, "lost")),
         (2000, 2000, 0),

@@ -443,13 +443,11 @@ impl PeerReader {
             .iter()
             .filter(|s| s.bound_ns() <= SLOW_BURST * best)
             .collect();
-        let wander = good.iter().map(|s| off(s)).max().unwrap_or(0);
-        let bound = good
-            .iter()
-            .map(|s| off(s).saturating_add(s.bound_ns()))
-            .max()
-            .unwrap_or(self.first.bound_ns())
-            .max(self.first.bound_ns());
+        // One pass: how far the good bursts wander from the applied offset, and that plus each one's bound.
+        let (wander, bound) = good.iter().fold((0, self.first.bound_ns()), |(w, b), s| {
+            let o = off(s);
+            (w.max(o), b.max(o.saturating_add(s.bound_ns())))
+        });
         rtgauge_model::netlat::PeerClock {
             method: format!(
                 "the sender's CLOCK_MONOTONIC read through {} ({} bursts answered, {} of them slow and set aside; {} of {} exchanges failed), the first burst's offset applied",

@@ -108,3 +108,31 @@ pub fn fifo_bursts(cpu: usize, n: usize, len: Duration, gap: Duration) -> (i32, 
         .join()
         .unwrap()
 }
+
+/// Boot `g` with `beside` run on the host while the guest runs (the test's host side): the boot and what
+/// `beside` returned. With RTGAUGE_LAB_KEEP set, the guest's files and the host side's `keep` are copied
+/// to KEEP/`name`.
+pub fn boot_beside<S: Send>(
+    g: &rtgauge_lab::Guest,
+    beside: impl Fn(&rtgauge_lab::RunningGuest) -> S + Sync,
+    name: &str,
+    keep: &[std::path::PathBuf],
+) -> (rtgauge_lab::Boot, S) {
+    let side = std::sync::Mutex::new(None);
+    let b = g
+        .boot_with(&|r: &rtgauge_lab::RunningGuest| {
+            *side.lock().unwrap() = Some(beside(r));
+        })
+        .unwrap();
+    let side = side.into_inner().unwrap().unwrap();
+    if let Some(k) = std::env::var_os("RTGAUGE_LAB_KEEP") {
+        let dest = std::path::Path::new(&k).join(name);
+        b.copy_to(&dest).unwrap();
+        for f in keep {
+            if let Some(n) = f.file_name() {
+                let _ = std::fs::copy(f, dest.join(n));
+            }
+        }
+    }
+    (b, side)
+}

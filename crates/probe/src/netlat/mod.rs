@@ -46,6 +46,9 @@ use wire::{Packet, Socket};
 /// packets is not falling behind.
 const END_GRACE_NS: u64 = 100_000_000;
 
+/// Where the kernel sends and joins a multicast group, said when either fails.
+const MULTICAST_ROUTE_HINT: &str = "the group is sent to and joined on the interface the kernel routes it to: a default route, or ip route add 224.0.0.0/4 dev DEV";
+
 /// The main thread's tick while the probe runs, ms.
 const TICK_MS: u64 = 100;
 
@@ -231,13 +234,17 @@ pub fn run(
         // The receiver is another run: where it takes packets is the flags'.
         let _ = to_sender.send(remote_peer(plan));
     }
+    let common = Common {
+        plan: plan.clone(),
+        handover: Arc::clone(&shared),
+        start: Arc::clone(&start),
+        stop: stop.clone(),
+    };
     let rx = match cfg.role {
         StreamRole::Send => None,
         _ => Some(spawn_receiver(
-            plan,
+            common.clone(),
             stream,
-            (&shared, &start),
-            stop,
             to_sender,
             from_sender,
         )?),
@@ -245,12 +252,8 @@ pub fn run(
     let tx = match cfg.role {
         StreamRole::Receive => None,
         _ => Some(spawn_sender(
-            plan,
-            stream,
-            capacity,
-            &shared,
-            &start,
-            stop,
+            common,
+            (stream, capacity),
             from_receiver,
             to_receiver,
         )),
@@ -301,28 +304,29 @@ pub fn run(
     Ok(finish(plan, sent, received, process, moved, stop.is_set()))
 }
 
+/// What both threads hold: the plan, the handover between them, the start barrier and the stop flag.
+#[derive(Clone)]
+struct Common {
+    plan: NetLatencyPlan,
+    handover: Arc<Handover>,
+    start: Arc<Barrier>,
+    stop: StopFlag,
+}
+
 /// Start the receiver thread.
 fn spawn_receiver(
-    plan: &NetLatencyPlan,
+    c: Common,
     stream: u32,
-    (shared, start): (&Arc<Handover>, &Arc<Barrier>),
-    stop: &StopFlag,
     to_sender: mpsc::Sender<Result<Peer, String>>,
     from_sender: mpsc::Receiver<Result<Socket, String>>,
 ) -> Result<std::thread::JoinHandle<Result<ReceiverOut, String>>, ProbeError> {
-    let (plan, shared, start, stop) = (
-        plan.clone(),
-        Arc::clone(shared),
-        Arc::clone(start),
-        stop.clone(),
-    );
     rt::spawn_thread("rtgauge-nl-rx".into(), 1, move || {
         receiver(
-            &plan,
+            &c.plan,
             stream,
-            &shared,
-            &start,
-            &stop,
+            &c.handover,
+            &c.start,
+            &c.stop,
             to_sender,
             from_sender,
         )
@@ -331,40 +335,29 @@ fn spawn_receiver(
 
 /// Start the sender thread: however it ends (a panic included), the receiver hears it is done and is
 /// let through the start barrier.
-#[allow(clippy::too_many_arguments)]
 fn spawn_sender(
-    plan: &NetLatencyPlan,
-    stream: u32,
-    capacity: u64,
-    shared: &Arc<Handover>,
-    start: &Arc<Barrier>,
-    stop: &StopFlag,
+    c: Common,
+    (stream, capacity): (u32, u64),
     from_receiver: mpsc::Receiver<Result<Peer, String>>,
     to_receiver: mpsc::Sender<Result<Socket, String>>,
 ) -> Result<std::thread::JoinHandle<Result<SenderOut, String>>, ProbeError> {
-    let (plan, handover, barrier, stop) = (
-        plan.clone(),
-        Arc::clone(shared),
-        Arc::clone(start),
-        stop.clone(),
-    );
     rt::spawn_thread("rtgauge-nl-tx".into(), 0, move || {
         let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             sender(
-                &plan,
+                &c.plan,
                 stream,
                 capacity,
-                &handover,
-                &barrier,
-                &stop,
+                &c.handover,
+                &c.start,
+                &c.stop,
                 from_receiver,
                 to_receiver,
             )
         }));
-        if sent.is_err() && !handover.sender_started.load(Ordering::Acquire) {
-            handover.sender_start(&barrier);
+        if sent.is_err() && !c.handover.sender_started.load(Ordering::Acquire) {
+            c.handover.sender_start(&c.start);
         }
-        handover.sender_done.store(true, Ordering::Release);
+        c.handover.sender_done.store(true, Ordering::Release);
         sent.unwrap_or_else(|_| Err("the sender thread panicked".into()))
     })
 }
@@ -547,8 +540,8 @@ fn open_sender(
             let sock = Socket::udp(&target).map_err(|e| format!("sender socket: {e}"))?;
             sock.connect(&target).map_err(|e| {
                 let hint = match target.ip().is_multicast() {
-                    true => " (a group is sent to on the interface the kernel routes it to: a default route, or ip route add 224.0.0.0/4 dev DEV)",
-                    false => "",
+                    true => format!(" ({MULTICAST_ROUTE_HINT})"),
+                    false => String::new(),
                 };
                 format!("sender: connect to {target}: {e}{hint}")
             })?;
@@ -601,7 +594,7 @@ fn open_receiver(
     if plan.addr.ip().is_multicast() {
         sock.join_group(&plan.addr.ip()).map_err(|e| {
             format!(
-                "--bind {}: joining the group: {e} (the group is joined on the interface the kernel routes it to: a default route, or ip route add 224.0.0.0/4 dev DEV)",
+                "--bind {}: joining the group: {e} ({MULTICAST_ROUTE_HINT})",
                 plan.addr
             )
         })?;

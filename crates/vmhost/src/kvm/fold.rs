@@ -134,6 +134,9 @@ struct Followed {
 /// What ran on a CPU: (start, end, kind, name).
 type CpuSpan = (u64, u64, HostKind, Box<str>);
 
+/// A stretch found inside a sleep: start, end, the host CPU, and the phrase naming it.
+type Named = (u64, u64, u32, String);
+
 /// A stretch a QEMU helper thread waited runnable: (tid, start, end, host CPU, what ran, its name).
 type HelperWait = (i64, u64, u64, u32, HostKind, u32);
 
@@ -456,20 +459,14 @@ impl VcpuFolder {
     /// vCPU `vcpu` asleep over `[a, b)` and woken by QEMU thread `waker` (named `wn`): the stretches that
     /// thread waited runnable inside it, each naming what ran instead. Whether it waited.
     fn waker_delays(&mut self, vcpu: u32, waker: i64, wn: u32, a: u64, b: u64) -> bool {
-        let wname = self.names.get(wn as usize).cloned().unwrap_or_default();
-        let waits: Vec<HelperWait> = self
+        let wname = self.name(wn);
+        let found: Vec<Named> = self
             .helper_waits
             .iter()
             .filter(|w| w.0 == waker && w.2 > a && w.1 < b)
-            .copied()
+            .map(|&(_, x, y, c, kind, n)| (x, y, c, waker_phrase(kind, &wname, &self.name(n))))
             .collect();
-        let any = !waits.is_empty();
-        for (_, x, y, c, kind, n) in waits {
-            let what = self.names.get(n as usize).cloned().unwrap_or_default();
-            let name = self.intern(&waker_phrase(kind, &wname, &what));
-            self.push(vcpu, c, x.max(a), y.min(b), HostKind::WakerDelayed, name);
-        }
-        any
+        self.push_named(vcpu, HostKind::WakerDelayed, (a, b), found)
     }
 
     /// vCPU `vcpu` asleep over `[a, b)` and woken by no QEMU thread that waited: the stretches any QEMU
@@ -478,28 +475,26 @@ impl VcpuFolder {
         // Newest first, back to what ended a horizon before the sleep: a wait is pushed when it ends and
         // cut at the horizon, so nothing older can lie inside it (each wake-up must stay cheap).
         let horizon = a.saturating_sub(SPAN_HORIZON_NS);
-        let waits: Vec<HelperWait> = self
+        let found: Vec<Named> = self
             .helper_waits
             .iter()
             .rev()
             .take_while(|w| w.2 >= horizon)
             .filter(|w| w.2 > a && w.1 < b)
-            .copied()
+            .filter_map(|&(tid, x, y, c, kind, n)| {
+                let Some(Role::Helper(hn)) = self.by_tid.get(&tid).map(|&i| self.threads[i].role)
+                else {
+                    return None;
+                };
+                let helper = self.name(hn);
+                let phrase = match kind {
+                    HostKind::Waiting => format!("QEMU's {helper} waited for its CPU"),
+                    _ => format!("QEMU's {helper} waited while {} ran", self.name(n)),
+                };
+                Some((x, y, c, phrase))
+            })
             .collect();
-        for (tid, x, y, c, kind, n) in waits {
-            let Some(Role::Helper(hn)) = self.by_tid.get(&tid).map(|&i| self.threads[i].role)
-            else {
-                continue;
-            };
-            let helper = self.names.get(hn as usize).cloned().unwrap_or_default();
-            let what = self.names.get(n as usize).cloned().unwrap_or_default();
-            let phrase = match kind {
-                HostKind::Waiting => format!("QEMU's {helper} waited for its CPU"),
-                _ => format!("QEMU's {helper} waited while {what} ran"),
-            };
-            let name = self.intern(&phrase);
-            self.push(vcpu, c, x.max(a), y.min(b), HostKind::HelperHeld, name);
-        }
+        self.push_named(vcpu, HostKind::HelperHeld, (a, b), found);
     }
 
     /// vCPU `vcpu` asleep over `[a, b)` and woken by vCPU `waker`'s thread (`tid`): the time that vCPU lost
@@ -510,7 +505,7 @@ impl VcpuFolder {
         let wname = format!("vCPU {waker}'s thread/{tid}");
         // The most recent intervals only (each wake-up must stay cheap: a scan of the whole record per guest
         // IPI tripled the observer's CPU time). A coincidence (`helper_held`) is not chained into a cause.
-        let lost: Vec<(u64, u64, u32, HostKind, u32)> = self
+        let found: Vec<Named> = self
             .intervals
             .iter()
             .rev()
@@ -524,13 +519,32 @@ impl VcpuFolder {
                         HostKind::Asleep | HostKind::Exit | HostKind::HelperHeld
                     )
             })
-            .map(|i| (i.start_ns, i.end_ns, i.cpu, i.kind, i.name))
+            .map(|i| {
+                let phrase = waker_phrase(i.kind, &wname, &self.name(i.name));
+                (i.start_ns, i.end_ns, i.cpu, phrase)
+            })
             .collect();
-        let any = !lost.is_empty();
-        for (x, y, c, kind, n) in lost {
-            let what = self.names.get(n as usize).cloned().unwrap_or_default();
-            let name = self.intern(&waker_phrase(kind, &wname, &what));
-            self.push(vcpu, c, x.max(a), y.min(b), HostKind::WakerDelayed, name);
+        self.push_named(vcpu, HostKind::WakerDelayed, (a, b), found)
+    }
+
+    /// An interned name (empty if unknown).
+    fn name(&self, n: u32) -> String {
+        self.names.get(n as usize).cloned().unwrap_or_default()
+    }
+
+    /// Push each stretch found, clipped to `[a, b)`, as `kind` on vCPU `vcpu`'s record under its phrase.
+    /// Whether there was any.
+    fn push_named(
+        &mut self,
+        vcpu: u32,
+        kind: HostKind,
+        (a, b): (u64, u64),
+        found: Vec<Named>,
+    ) -> bool {
+        let any = !found.is_empty();
+        for (x, y, c, phrase) in found {
+            let name = self.intern(&phrase);
+            self.push(vcpu, c, x.max(a), y.min(b), kind, name);
         }
         any
     }
@@ -636,7 +650,7 @@ impl VcpuFolder {
             .exits
             .iter()
             .map(|(&r, &(count, ns))| ExitTotal {
-                reason: self.names.get(r as usize).cloned().unwrap_or_default(),
+                reason: self.name(r),
                 count,
                 ns,
             })
