@@ -235,6 +235,18 @@ fn one_boot() {
     let tx = common::read_json(&dir.path().join("tx.json"));
     let sent = tx["probes"][0]["sent"].as_u64().unwrap();
     assert_eq!(sent, RATE * SEND_S, "the sender's schedule");
+    // The tap's driver stamps each frame it takes: the host's own stack is split off the path.
+    let t = &tx["probes"][0];
+    assert_eq!(
+        t["tx_timestamps"]["kind"], "software",
+        "{}",
+        t["tx_timestamps"]
+    );
+    assert_eq!(t["send_stack"]["count"].as_u64(), Some(sent));
+    eprintln!(
+        "lab vm net: host send stack {}",
+        t["send_stack"]["percentiles"]
+    );
 
     // The guest received it, one-way on the host's clock with a bound.
     let guest_run = dir.path().join("run.json");

@@ -142,6 +142,36 @@ fn u(v: &Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"))
 }
 
+/// Every packet sent came back from the error queue with its transmit timestamp, and the sender's stack
+/// is part of the path: on one clock each packet's driver stamp precedes its receive stamp, so every
+/// order statistic of the stack is at most the path's (HDR's 0.1 % forgiven).
+fn assert_send_stack_within_path(p: &Value) {
+    assert_eq!(
+        p["tx_timestamps"]["kind"], "software",
+        "{}",
+        p["tx_timestamps"]
+    );
+    let (stack, path) = (&p["send_stack"], &p["path"]);
+    assert_eq!(u(stack, "count"), u(p, "sent"));
+    let at = |s: &Value, q: f64| {
+        s["percentiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["percentile"] == q)
+            .map(|x| u(x, "value_ns"))
+            .unwrap()
+    };
+    for q in [50.0, 99.0] {
+        assert!(
+            at(stack, q) as f64 <= at(path, q) as f64 * 1.001,
+            "p{q}: {stack} {path}"
+        );
+    }
+    assert!(u(stack, "max_ns") <= u(path, "max_ns"), "{stack} {path}");
+    assert!(u(stack, "min_ns") > 0);
+}
+
 #[test]
 fn one_way_on_loopback_is_stored_with_its_split() {
     let db = tempfile::tempdir().unwrap();
@@ -183,6 +213,8 @@ fn one_way_on_loopback_is_stored_with_its_split() {
     );
     assert_eq!(p["timestamps"]["kind"], "software");
     assert_eq!(u(&p["path"], "count"), 2000);
+    assert_send_stack_within_path(p);
+    assert!(stdout.contains("of it, sender stack"), "{stdout}");
     assert_eq!(
         p["sender"]["policy"]["achieved"], "fifo",
         "-p 80 by default, as root"
@@ -262,6 +294,9 @@ fn between_namespaces_over_a_veth_every_packet_arrives_with_its_split() {
     };
     assert_eq!(split + unstamped, 8000, "{}", p["timestamps"]);
     assert!(split >= 7990, "{split} of 8,000 split");
+    // veth's driver stamps every packet it transmits.
+    assert_eq!(p["tx_timestamps"]["kind"], "software");
+    assert_eq!(u(&p["send_stack"], "count"), 8000);
     assert_eq!(u(&p, "reordered"), 0);
 }
 
@@ -348,6 +383,7 @@ fn raw_ethernet_frames_between_namespaces_plain_and_tagged() {
             p["timestamps"]["kind"], "software",
             "packet sockets are timestamped too"
         );
+        assert_send_stack_within_path(&p);
         assert_eq!(u(&p, "foreign"), 0);
         if extra.contains(&"--dst-mac") {
             assert_eq!(p["config"]["ethernet"]["dst_mac"], "01:0c:cd:04:00:01");

@@ -160,15 +160,16 @@ pub struct EthernetConfig {
     pub dst_mac: Option<String>,
 }
 
-/// What the kernel's receive timestamps were.
+/// What the kernel's timestamps were, over the packets (received, or sent for `tx_timestamps`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
-pub enum RxTimestamps {
-    /// Software timestamps (taken as the packet entered the stack), on every packet received.
+pub enum KernelStamps {
+    /// Software timestamps (taken as the packet entered the receive stack, or as the driver took it to
+    /// send), on every packet.
     Software,
-    /// On some packets only: the others have no path/wake-up split.
+    /// On some packets only: the others have no split there.
     Partial {
-        /// Packets received without one.
+        /// Packets without one.
         missing: u64,
     },
     /// None: the split is unknown.
@@ -328,7 +329,16 @@ pub struct NetLatencyResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeup: Option<Box<LatencyStats>>,
     /// What the kernel's receive timestamps were.
-    pub timestamps: RxTimestamps,
+    pub timestamps: KernelStamps,
+    /// The sender's send → the kernel's software transmit timestamp (taken as the driver hands the packet
+    /// to the device): the sender's own stack, qdisc included, which is part of the path. Where the kernel
+    /// gave one (documents before it have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_stack: Option<Box<LatencyStats>>,
+    /// What the kernel's transmit timestamps were (`None`: a document from before they were asked for, or
+    /// a receive-only run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_timestamps: Option<KernelStamps>,
     /// Per interval (by send time): packets received, their worst latency, packets lost in it (`missed`).
     pub timeline: Vec<TimelineEntry>,
     /// Length of one timeline entry, ns (doubles past `latency::MAX_TIMELINE` entries).

@@ -8,8 +8,9 @@ impl KindData for NetLatencyResult {
     fields!(load, why, elapsed, settings);
 
     /// `net.latency.*` (send → receiving thread), `net.latency.path.*` (send → kernel receive),
-    /// `net.latency.wakeup.*` (kernel → thread), `net.latency.send.*` (the sender's lateness against its
-    /// schedule), and the counts `net.latency.lost`, `.reordered`, `.duplicates`, `.late`.
+    /// `net.latency.wakeup.*` (kernel → thread), `net.latency.stack.*` (send → the driver's transmit
+    /// timestamp: the sender's own stack, part of the path), `net.latency.send.*` (the sender's lateness
+    /// against its schedule), and the counts `net.latency.lost`, `.reordered`, `.duplicates`, `.late`.
     fn measures(&self) -> Vec<Measure> {
         let p = "net.latency";
         let dir = self.direction();
@@ -30,6 +31,13 @@ impl KindData for NetLatencyResult {
                 &format!("{p}.wakeup"),
                 "kernel receive to thread",
                 std::iter::once(&**w),
+            ));
+        }
+        if let Some(st) = &self.send_stack {
+            out.extend(latency_measures(
+                &format!("{p}.stack"),
+                "send to the driver (the sender's stack)",
+                std::iter::once(&**st),
             ));
         }
         out.extend(latency_measures(

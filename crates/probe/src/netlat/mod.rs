@@ -20,6 +20,7 @@
 mod frame;
 mod reflect;
 mod rx;
+mod tx;
 mod watch;
 mod wire;
 
@@ -34,7 +35,7 @@ use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{push_bounded, TimelineEntry, MAX_TIMELINE};
-use rtgauge_model::netlat::{NetLatencyConfig, NetLatencyResult, RxMode, RxTimestamps, StreamRole};
+use rtgauge_model::netlat::{KernelStamps, NetLatencyConfig, NetLatencyResult, RxMode, StreamRole};
 use rtgauge_model::rt::ThreadConditions;
 use rx::RxState;
 use std::net::SocketAddr;
@@ -142,6 +143,8 @@ enum Peer {
 struct SenderOut {
     conditions: ThreadConditions,
     lateness: LatencyRecorder,
+    /// Its packets' software transmit timestamps (`None`: the sender is another run).
+    tx: Option<tx::TxStamps>,
     sent: u64,
     /// Sends the kernel refused, per counting interval (not lost: never sent).
     failed_in: Vec<u64>,
@@ -412,17 +415,11 @@ fn sender(
     let schedule = plan.schedule();
     let mut failed_in = vec![0u64; schedule.intervals];
     touch(&mut failed_in);
-    // A frame: its headers once, the probe's header at `payload_at` for each packet, at least Ethernet's minimum.
-    let payload_at = header.map_or(0, |h| h.len());
-    let mut buf =
-        vec![0u8; (payload_at + cfg.size as usize).max(if header.is_some() { 60 } else { 0 })];
-    if let Some(h) = header {
-        let payload = buf.len() - payload_at;
-        h.write(&mut buf, payload);
-    }
+    let (mut buf, payload_at) = packet_buffer(cfg.size as usize, header);
     let mut out = SenderOut {
         conditions,
         lateness,
+        tx: Some(tx::TxStamps::new(&sock, buf.len())),
         sent: 0,
         failed_in,
         send_errors: 0,
@@ -471,7 +468,12 @@ fn sender(
             };
             p.write(&mut buf[payload_at..]);
             match sock.send(&buf) {
-                Ok(_) => out.sent += 1,
+                Ok(_) => {
+                    out.sent += 1;
+                    if let Some(t) = out.tx.as_mut() {
+                        t.drain(&sock, stream);
+                    }
+                }
                 Err(e) => {
                     out.send_errors += 1;
                     out.send_error.get_or_insert(e);
@@ -483,6 +485,9 @@ fn sender(
         k += 1;
     }
     let end = wire::monotonic_ns();
+    if let Some(t) = out.tx.as_mut() {
+        t.finish(&sock, stream);
+    }
     // The time the sends stood for: the periods of the bursts sent, or the whole duration when it ran out.
     out.elapsed_ns = if out.unsent > 0 {
         cfg.duration_ns
@@ -494,6 +499,18 @@ fn sender(
     shared.sender_end_ns.store(end, Ordering::Release);
     shared.sender_done.store(true, Ordering::Release);
     Ok(out)
+}
+
+/// The buffer each packet is sent from, and where the probe's header goes in it: a frame's headers written
+/// once before it (at least Ethernet's minimum frame), nothing before a datagram's.
+fn packet_buffer(size: usize, header: Option<frame::FrameHeader>) -> (Vec<u8>, usize) {
+    let payload_at = header.map_or(0, |h| h.len());
+    let mut buf = vec![0u8; (payload_at + size).max(if header.is_some() { 60 } else { 0 })];
+    if let Some(h) = header {
+        let payload = buf.len() - payload_at;
+        h.write(&mut buf, payload);
+    }
+    (buf, payload_at)
 }
 
 /// Write every element of a zeroed table, so that its pages are mapped before the loop (a fresh
@@ -631,7 +648,7 @@ fn receiver(
     // Pinned first: what it allocates is first touched on its own CPU (its node).
     let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
     let mut state = RxState::new(plan, plan.capacity());
-    if let Err(e) = sock.timestamp_rx_software() {
+    if let Err(e) = sock.timestamp_software() {
         state.timestamps_error = Some(format!("SO_TIMESTAMPING (software receive): {e}"));
     }
     // Bursts must not overflow the socket's queue while the receiver wakes (capped by rmem_max).
@@ -771,6 +788,7 @@ fn remote_sender(plan: &NetLatencyPlan, highest: Option<u64>, stopped: bool) -> 
     SenderOut {
         conditions: absent(cfg.tx_cpu, cfg.rtprio),
         lateness: LatencyRecorder::new(),
+        tx: None,
         sent,
         failed_in: vec![0; schedule.intervals],
         send_errors: 0,
@@ -786,27 +804,27 @@ fn remote_sender(plan: &NetLatencyPlan, highest: Option<u64>, stopped: bool) -> 
 }
 
 /// What the kernel's receive timestamps were, over the packets received.
-fn timestamps(st: &RxState, send_only: bool) -> RxTimestamps {
+fn timestamps(st: &RxState, send_only: bool) -> KernelStamps {
     if send_only {
-        RxTimestamps::Unavailable {
+        KernelStamps::Unavailable {
             reason: "send only: the receiving run has them".into(),
         }
     } else if let Some(e) = st.timestamps_error.clone() {
-        RxTimestamps::Unavailable { reason: e }
+        KernelStamps::Unavailable { reason: e }
     } else if st.received == 0 {
-        RxTimestamps::Unavailable {
+        KernelStamps::Unavailable {
             reason: "no packet was received".into(),
         }
     } else if st.unstamped == st.received {
-        RxTimestamps::Unavailable {
+        KernelStamps::Unavailable {
             reason: "no packet carried a kernel receive timestamp".into(),
         }
     } else if st.unstamped > 0 {
-        RxTimestamps::Partial {
+        KernelStamps::Partial {
             missing: st.unstamped,
         }
     } else {
-        RxTimestamps::Software
+        KernelStamps::Software
     }
 }
 
@@ -868,6 +886,11 @@ fn finish(
     }
     let timestamps = timestamps(&st, send_only);
     let stamped = st.received > st.unstamped;
+    let send_stack =
+        s.tx.as_ref()
+            .filter(|t| t.stamped > 0)
+            .map(|t| Box::new(t.stack.stats()));
+    let tx_timestamps = s.tx.as_ref().map(|t| t.status(s.sent));
     NetLatencyResult {
         config: Box::new(cfg.clone()),
         bound: r.bound.map(|a| a.to_string()),
@@ -895,6 +918,8 @@ fn finish(
         path: stamped.then(|| Box::new(st.path.stats())),
         wakeup: stamped.then(|| Box::new(st.wakeup.stats())),
         timestamps,
+        send_stack,
+        tx_timestamps,
         timeline,
         timeline_span_ns: span,
         late_packets: st.late_packets,

@@ -108,7 +108,7 @@ fn one_way_on_loopback_receives_every_packet_with_its_split() {
     assert_eq!(r.received + r.lost, r.sent);
     assert_eq!(r.lost, 0, "loopback loses nothing at 2,000/s");
     assert_eq!(r.duplicates, 0);
-    assert_eq!(r.timestamps, RxTimestamps::Software);
+    assert_eq!(r.timestamps, KernelStamps::Software);
     let (path, wake) = (r.path.as_ref().unwrap(), r.wakeup.as_ref().unwrap());
     assert_eq!(path.count, r.received);
     // Each packet's path and wake-up add up to its latency (within the clocks' reads).

@@ -194,7 +194,7 @@ fn receive(
     let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
     let mut state = RxState::following(plan);
     let timestamps_error = sock
-        .timestamp_rx_software()
+        .timestamp_software()
         .err()
         .map(|e| format!("SO_TIMESTAMPING (software receive): {e}"));
     sock.grow_receive_buffer(4 << 20);

@@ -58,6 +58,16 @@ impl Packet {
     }
 }
 
+/// The first packet of stream `stream` in `bytes`, within the headers before it (a sent packet comes back
+/// from the error queue as the driver had it: Ethernet, IP and UDP headers, or a frame's, first).
+#[inline]
+pub fn find_packet(bytes: &[u8], stream: u32) -> Option<Packet> {
+    let tag = MAGIC.to_le_bytes();
+    (0..=bytes.len().saturating_sub(HEADER).min(128))
+        .find(|&i| bytes[i..].starts_with(&tag))
+        .and_then(|i| Packet::read(&bytes[i..], stream))
+}
+
 /// Whether a datagram opens with the probe's tag (any stream).
 pub fn is_probe_packet(data: &[u8]) -> bool {
     data.len() >= HEADER && data[..4] == MAGIC.to_le_bytes()
@@ -208,10 +218,48 @@ impl Socket {
         sys::send(self.0, buf)
     }
 
-    /// Ask for software receive timestamps (SO_TIMESTAMPING, nanoseconds, CLOCK_REALTIME).
-    pub fn timestamp_rx_software(&self) -> std::io::Result<()> {
-        let flags = (libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE) as i32;
+    /// Ask for software timestamps (SO_TIMESTAMPING, nanoseconds, CLOCK_REALTIME) of both directions: each
+    /// packet received carries one; each packet sent comes back on the error queue with one
+    /// ([`Socket::drain_tx_stamps`]). Both at once, because a round trip's sender and receiver share one
+    /// socket and the option is one set of flags.
+    pub fn timestamp_software(&self) -> std::io::Result<()> {
+        let flags = (libc::SOF_TIMESTAMPING_RX_SOFTWARE
+            | libc::SOF_TIMESTAMPING_TX_SOFTWARE
+            | libc::SOF_TIMESTAMPING_SOFTWARE) as i32;
         sys::set_int(self.0, libc::SOL_SOCKET, libc::SO_TIMESTAMPING, flags).map_err(os)
+    }
+
+    /// Take every sent packet waiting on the error queue with its software transmit timestamp, without
+    /// waiting: `f(stamp_ns, bytes)` for each one that carried a stamp (the bytes are the packet as the
+    /// driver had it, headers included, cut to `buf`). Returns how many were taken.
+    #[inline]
+    pub fn drain_tx_stamps(&self, buf: &mut [u8], mut f: impl FnMut(u64, &[u8])) -> u64 {
+        let mut taken = 0;
+        loop {
+            // Room for one SCM_TIMESTAMPING and the extended error that comes with it.
+            let mut control = [0u64; 32];
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+                iov_len: buf.len(),
+            };
+            // SAFETY: as in `recv_stamped`: plain data pointing at buffers that outlive the call.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+            msg.msg_controllen = std::mem::size_of_val(&control) as _;
+            // SAFETY: as above.
+            let n =
+                unsafe { libc::recvmsg(self.0, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+            if n < 0 {
+                return taken;
+            }
+            taken += 1;
+            // SAFETY: the walk stays within what the kernel filled.
+            if let Some(stamp) = unsafe { software_stamp(&msg) } {
+                f(stamp, &buf[..(n as usize).min(buf.len())]);
+            }
+        }
     }
 
     /// Ask for a receive queue of `bytes` (the kernel caps it at net.core.rmem_max; best effort).
@@ -253,22 +301,8 @@ impl Socket {
         if n < 0 {
             return Err(sys::errno());
         }
-        let mut stamp = None;
-        // SAFETY: the CMSG_* walk stays within msg_controllen bytes of `control`, as the kernel filled it.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
-                    // struct scm_timestamping { struct timespec ts[3]; }: [0] is the software stamp.
-                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                    if ts.tv_sec != 0 || ts.tv_nsec != 0 {
-                        stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-                    }
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
-            }
-        }
-        Ok((n as usize, stamp))
+        // SAFETY: the walk stays within what the kernel filled.
+        Ok((n as usize, unsafe { software_stamp(&msg) }))
     }
 
     /// One datagram into `buf` with its sender's address (the reflector).
@@ -280,6 +314,29 @@ impl Socket {
     pub fn send_to(&self, buf: &[u8], to: &RawAddr) -> Result<usize, i32> {
         sys::send_to(self.0, buf, to)
     }
+}
+
+/// The software timestamp of an SCM_TIMESTAMPING control message of `msg`, CLOCK_REALTIME ns.
+///
+/// # Safety
+/// `msg`'s control buffer must hold what `recvmsg` filled (`msg_controllen` bytes).
+unsafe fn software_stamp(msg: &libc::msghdr) -> Option<u64> {
+    let mut stamp = None;
+    // SAFETY: the CMSG_* walk stays within msg_controllen bytes of the control buffer, as the caller vouches.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
+                // struct scm_timestamping { struct timespec ts[3]; }: [0] is the software stamp.
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                if ts.tv_sec != 0 || ts.tv_nsec != 0 {
+                    stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                }
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    stamp
 }
 
 #[cfg(test)]

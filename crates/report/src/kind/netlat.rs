@@ -8,7 +8,7 @@ use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::netlat::{
-    NetLatencyResult, PeerClock, RxTimestamps, StreamRole, MAX_LATE_PACKETS,
+    KernelStamps, NetLatencyResult, PeerClock, StreamRole, MAX_LATE_PACKETS,
 };
 use rtgauge_model::units::{us, us_f64};
 use std::fmt::Write as _;
@@ -59,6 +59,7 @@ fn ends(r: &NetLatencyResult, s: &mut String) -> bool {
                 cpu(r.sender.cpu.achieved),
             );
             s.push_str(&row("sender lateness (its own)", &r.send_lateness));
+            send_stack(r, s);
             return false;
         }
         StreamRole::Receive => {
@@ -72,6 +73,18 @@ fn ends(r: &NetLatencyResult, s: &mut String) -> bool {
         }
     }
     true
+}
+
+/// The sender's own stack (send → the driver's transmit timestamp), the first part of the path; or why
+/// it is unknown.
+fn send_stack(r: &NetLatencyResult, s: &mut String) {
+    match (&r.send_stack, &r.tx_timestamps) {
+        (Some(st), _) => s.push_str(&row("    of it, sender stack", st)),
+        (None, Some(KernelStamps::Unavailable { reason })) => {
+            let _ = writeln!(s, "    no send-stack split: {reason}");
+        }
+        _ => {}
+    }
 }
 
 /// The terminal summary.
@@ -147,10 +160,13 @@ pub fn render(r: &NetLatencyResult) -> String {
     match (&r.path, &r.wakeup) {
         (Some(p), Some(w)) => {
             s.push_str(&row("  path (send → kernel)", p));
+            if c.role == StreamRole::Both {
+                send_stack(r, &mut s);
+            }
             s.push_str(&row("  wake-up (kernel → thread)", w));
         }
         _ => {
-            if let RxTimestamps::Unavailable { reason } = &r.timestamps {
+            if let KernelStamps::Unavailable { reason } = &r.timestamps {
                 let _ = writeln!(s, "  no path/wake-up split: {reason}");
             }
         }
@@ -311,13 +327,22 @@ impl KindView for NetLatencyResult {
         w.extend(crate::shortfalls::process(&self.process));
         match &self.timestamps {
             _ if self.config.role == StreamRole::Send => {}
-            RxTimestamps::Unavailable { reason } => w.push(format!(
+            KernelStamps::Unavailable { reason } => w.push(format!(
                 "net latency: no kernel receive timestamps ({reason}): path and wake-up are not split"
             )),
-            RxTimestamps::Partial { missing } => w.push(format!(
+            KernelStamps::Partial { missing } => w.push(format!(
                 "net latency: {missing} packets came without a kernel receive timestamp: the split covers the others"
             )),
-            RxTimestamps::Software => {}
+            KernelStamps::Software => {}
+        }
+        match &self.tx_timestamps {
+            Some(KernelStamps::Unavailable { reason }) if self.sent > 0 => w.push(format!(
+                "net latency: no kernel transmit timestamps ({reason}): the sender's stack is not split off the path"
+            )),
+            Some(KernelStamps::Partial { missing }) => w.push(format!(
+                "net latency: {missing} packets sent came back without a kernel transmit timestamp: the send stack covers the others"
+            )),
+            _ => {}
         }
         if self.realtime_moved_ns.unsigned_abs() >= 1_000_000 {
             w.push(format!(

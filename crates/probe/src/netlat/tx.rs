@@ -1,0 +1,74 @@
+//! The sender's software transmit timestamps: each packet sent comes back on the socket's error queue with
+//! the time the driver took it (`SOF_TIMESTAMPING_TX_SOFTWARE`, taken in the driver's transmit routine:
+//! loopback, veth, tap, virtio-net and most NIC drivers), and its own header, so each stamp is matched to
+//! the packet's send time without a table. The difference is the sender's own stack, qdisc included: the
+//! first part of the path.
+
+use super::wire::{self, Socket};
+use crate::recorder::LatencyRecorder;
+use rtgauge_model::netlat::KernelStamps;
+
+/// The send-stack recorder and what came back, allocated before the loop.
+pub(super) struct TxStamps {
+    pub(super) stack: LatencyRecorder,
+    /// Packets of the stream that came back with a stamp.
+    pub(super) stamped: u64,
+    /// Why the socket refused them, if it did.
+    pub(super) error: Option<String>,
+    buf: Vec<u8>,
+}
+
+impl TxStamps {
+    /// Ask `sock` for them; packets of `size` bytes and their headers fit the buffer.
+    pub(super) fn new(sock: &Socket, size: usize) -> TxStamps {
+        TxStamps {
+            stack: LatencyRecorder::new(),
+            stamped: 0,
+            error: sock
+                .timestamp_software()
+                .err()
+                .map(|e| format!("SO_TIMESTAMPING (software transmit): {e}")),
+            // Headers (at most an Ethernet, VLAN, IPv6 and UDP header) before the probe's.
+            buf: vec![0u8; size + 128],
+        }
+    }
+
+    /// Take the stamps waiting (without waiting): each packet's send stack is recorded.
+    #[inline]
+    pub(super) fn drain(&mut self, sock: &Socket, stream: u32) {
+        if self.error.is_some() {
+            return;
+        }
+        let (stack, stamped) = (&mut self.stack, &mut self.stamped);
+        sock.drain_tx_stamps(&mut self.buf, |stamp, bytes| {
+            if let Some(p) = wire::find_packet(bytes, stream) {
+                stack.record(stamp.saturating_sub(p.sent_realtime_ns));
+                *stamped += 1;
+            }
+        });
+    }
+
+    /// After the last send: the stamps of packets a queue held back past their send.
+    pub(super) fn finish(&mut self, sock: &Socket, stream: u32) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        self.drain(sock, stream);
+    }
+
+    /// What the kernel's transmit timestamps were, over `sent` packets.
+    pub(super) fn status(&self, sent: u64) -> KernelStamps {
+        let unavailable = |reason: &str| KernelStamps::Unavailable {
+            reason: reason.into(),
+        };
+        match &self.error {
+            Some(e) => unavailable(e),
+            None if sent == 0 => unavailable("no packet was sent"),
+            None if self.stamped == 0 => {
+                unavailable("no packet sent came back with a software transmit timestamp (its driver takes none)")
+            }
+            None if self.stamped < sent => KernelStamps::Partial {
+                missing: sent - self.stamped,
+            },
+            None => KernelStamps::Software,
+        }
+    }
+}
