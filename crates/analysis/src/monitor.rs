@@ -14,12 +14,8 @@ use rtgauge_model::netlat::StreamCounts;
 pub struct CpuSeries {
     /// The CPU measured.
     pub cpu: u32,
-    /// Samples per bucket (not cumulative); the last entry is +Inf.
-    pub buckets: [u64; BUCKETS_NS.len() + 1],
-    /// Samples measured (exact).
-    pub count: u64,
-    /// Sum of the samples, ns (exact).
-    pub sum_ns: u128,
+    /// The latency histogram in the export's buckets, with the exact count and sum.
+    pub latency: BucketCounts,
     /// Missed deadlines.
     pub missed: u64,
     /// Samples at or above the gate.
@@ -48,7 +44,7 @@ impl CpuSeries {
     /// Add `count` samples of value `value_ns` to the histogram's buckets (count and sum are kept apart,
     /// exact, by the caller).
     pub fn add_bucket(&mut self, value_ns: u64, count: u64) {
-        self.buckets[BucketCounts::bucket_of(value_ns)] += count;
+        self.latency.buckets[BucketCounts::bucket_of(value_ns)] += count;
     }
 
     /// Record one tick's peak at `now_ns` and forget peaks older than `window_ns`.
@@ -185,8 +181,8 @@ impl MonitorState {
     pub fn fold_segment(&mut self, r: &rtgauge_model::cyclic::CyclicResult, gate_ns: u64) {
         for (c, t) in self.cpus.iter_mut().zip(&r.threads) {
             c.missed += t.missed_deadlines;
-            c.count += t.latency.count;
-            c.sum_ns += u128::from(t.latency.sum_ns);
+            c.latency.count += t.latency.count;
+            c.latency.sum_ns += u128::from(t.latency.sum_ns);
             let Ok(h) = t.latency.hdr.decode() else {
                 continue;
             };

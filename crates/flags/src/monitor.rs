@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 /// Watch timer latency and tuning continuously; serve them to Prometheus.
 #[derive(Debug, Clone, Args)]
+#[command(group = clap::ArgGroup::new("net_source").args(["net_bind", "net_dev"]))]
 #[command(mut_arg("root", |a| a.help("Audit a captured tree instead of this host (latency is always measured here)")))]
 pub struct MonitorArgs {
     /// CPUs to measure (kernel list syntax); default: the RT CPU set the audit finds (tuned isolated_cores,
@@ -74,24 +75,24 @@ pub struct MonitorArgs {
     pub net_dev: Option<String>,
 
     /// Frames: the multicast group they go to (the interface is subscribed), e.g. 01:0c:cd:04:00:01.
-    #[arg(long = "net-dst-mac", value_name = "MAC", requires = "net_dev")]
+    #[arg(long = "net-dst-mac", value_name = "MAC")]
     pub net_dst_mac: Option<String>,
 
-    /// Frames: their EtherType.
-    #[arg(long = "net-ethertype", value_name = "HEX", default_value = "0x88ba", value_parser = super::net::parse_ethertype)]
-    pub net_ethertype: u16,
+    /// Frames: their EtherType (default 0x88ba, IEC 61850-9-2 Sampled Values).
+    #[arg(long = "net-ethertype", value_name = "HEX", value_parser = super::net::parse_ethertype)]
+    pub net_ethertype: Option<u16>,
 
     /// The watched stream's id (the sender's --stream).
-    #[arg(long = "net-stream", value_name = "ID", default_value_t = super::net::SPLIT_STREAM)]
+    #[arg(long = "net-stream", value_name = "ID", default_value_t = super::net::SPLIT_STREAM, requires = "net_source")]
     pub net_stream: u32,
 
     /// The packet receiver's CPU (default: the last measured CPU, beside its timer thread, one priority
     /// below it).
-    #[arg(long = "net-cpu", value_name = "CPU")]
+    #[arg(long = "net-cpu", value_name = "CPU", requires = "net_source")]
     pub net_cpu: Option<u32>,
 
     /// Packets this late or later are counted (rtgauge_net_packets_above_gate_total).
-    #[arg(long = "net-gate", value_name = "D", default_value = "250us", value_parser = parse_duration_arg)]
+    #[arg(long = "net-gate", value_name = "D", default_value = "250us", value_parser = parse_duration_arg, requires = "net_source")]
     pub net_gate: Nanos,
 
     #[command(flatten)]
@@ -188,6 +189,16 @@ fn net_plan(
     measured: &CpuSet,
     online: &CpuSet,
 ) -> anyhow::Result<Option<NetLatencyPlan>> {
+    if a.net_dev.is_none() {
+        for (flag, given) in [
+            ("--net-ethertype", a.net_ethertype.is_some()),
+            ("--net-dst-mac", a.net_dst_mac.is_some()),
+        ] {
+            if given {
+                bail!("{flag}: only for a stream of frames (--net-dev DEV)");
+            }
+        }
+    }
     let (addr, ethernet) = match (&a.net_bind, &a.net_dev) {
         (Some(b), _) => {
             let addr = super::net::resolve_addr("--net-bind", b)?;
@@ -205,7 +216,7 @@ fn net_plan(
             let e = EthernetConfig {
                 tx_dev: String::new(),
                 rx_dev: dev.clone(),
-                ethertype: a.net_ethertype,
+                ethertype: a.net_ethertype.unwrap_or(0x88ba),
                 vlan: None,
                 pcp: None,
                 dst_mac: a.net_dst_mac.clone(),
@@ -225,7 +236,7 @@ fn net_plan(
     Ok(Some(NetLatencyPlan {
         config: NetLatencyConfig {
             target: match &ethernet {
-                Some(e) => format!("another run → {}", e.rx_dev),
+                Some(e) => e.rx_dev.clone(),
                 None => addr.to_string(),
             },
             round_trip: false,

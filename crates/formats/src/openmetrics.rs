@@ -141,20 +141,11 @@ fn histograms<'a>(
 
 /// The latency series: histogram, window maximum, missed deadlines, samples above the gate, the gate.
 fn encode_latency(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
-    let hists: Vec<BucketCounts> = s
-        .cpus
-        .iter()
-        .map(|c| BucketCounts {
-            buckets: c.buckets,
-            count: c.count,
-            sum_ns: c.sum_ns,
-        })
-        .collect();
     histograms(
         enc,
         "rtgauge_latency_seconds",
         "Timer wake-up latency (actual minus intended wake-up), per measured CPU.",
-        s.cpus.iter().map(cpu_label).zip(&hists),
+        s.cpus.iter().map(|c| (cpu_label(c), &c.latency)),
     )?;
     family(
         enc,
@@ -465,8 +456,8 @@ mod tests {
         let mut c = CpuSeries::new(1);
         c.add_bucket(3_000, 10);
         c.add_bucket(150_000, 2);
-        c.count = 12;
-        c.sum_ns = 330_000;
+        c.latency.count = 12;
+        c.latency.sum_ns = 330_000;
         c.above_gate = 2;
         c.add_peak(1_000_000_000, 150_000, 15_000_000_000);
         c.missed = 1;

@@ -419,7 +419,9 @@ fn sender(
     let mut out = SenderOut {
         conditions,
         lateness,
-        tx: Some(tx::TxStamps::new(&sock, buf.len())),
+        // A round trip's receiver reads this socket: a transmit stamp queued on it would wake that
+        // receiver once more per packet, so none are asked for there.
+        tx: (!cfg.round_trip).then(|| tx::TxStamps::new(&sock, buf.len())),
         sent: 0,
         failed_in,
         send_errors: 0,
@@ -468,12 +470,7 @@ fn sender(
             };
             p.write(&mut buf[payload_at..]);
             match sock.send(&buf) {
-                Ok(_) => {
-                    out.sent += 1;
-                    if let Some(t) = out.tx.as_mut() {
-                        t.drain(&sock, stream);
-                    }
-                }
+                Ok(_) => out.sent += 1,
                 Err(e) => {
                     out.send_errors += 1;
                     out.send_error.get_or_insert(e);
@@ -482,11 +479,15 @@ fn sender(
             }
             seq += 1;
         }
+        // The burst's stamps, once it is out (its sends stay back to back).
+        if let Some(t) = out.tx.as_mut() {
+            t.drain(&sock, stream, out.sent);
+        }
         k += 1;
     }
     let end = wire::monotonic_ns();
     if let Some(t) = out.tx.as_mut() {
-        t.finish(&sock, stream);
+        t.finish(&sock, stream, out.sent);
     }
     // The time the sends stood for: the periods of the bursts sent, or the whole duration when it ran out.
     out.elapsed_ns = if out.unsent > 0 {
@@ -623,6 +624,59 @@ fn open_receiver(
     Ok((sock, Some(bound)))
 }
 
+/// A receiver set up: its socket (bound, or the sender's), the thread pinned and at its policy, and a
+/// buffer for the largest packet.
+struct RxSetup {
+    sock: Socket,
+    bound: Option<SocketAddr>,
+    conditions: ThreadConditions,
+    /// Why kernel receive timestamps were refused, if they were.
+    timestamps_error: Option<String>,
+    buf: Vec<u8>,
+}
+
+/// Open the receiver's socket (a failure is told to the sender too), pin the thread and set its policy
+/// (first: what it allocates next is touched on its own CPU, its node), ask for receive timestamps, grow the
+/// queue so that bursts do not overflow it while the thread wakes (capped by rmem_max), and wake at least
+/// every 20 ms when blocking (a poller asks each call not to wait: MSG_DONTWAIT leaves the socket's own
+/// flags alone, and a round trip's socket is the sender's).
+fn setup_receiver(
+    plan: &NetLatencyPlan,
+    to_sender: &mpsc::Sender<Result<Peer, String>>,
+    from_sender: &mpsc::Receiver<Result<Socket, String>>,
+) -> Result<RxSetup, String> {
+    let cfg = &plan.config;
+    let (sock, bound) = open_receiver(plan, to_sender, from_sender).inspect_err(|e| {
+        let _ = to_sender.send(Err(e.clone()));
+    })?;
+    let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
+    let timestamps_error = sock
+        .timestamp_software(true, false)
+        .err()
+        .map(|e| format!("SO_TIMESTAMPING (software receive): {e}"));
+    sock.grow_receive_buffer(4 << 20);
+    sock.receive_timeout(20_000_000)
+        .map_err(|e| format!("receiver socket: {e}"))?;
+    let buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
+    rt::prefault_stack(64 * 1024);
+    Ok(RxSetup {
+        sock,
+        bound,
+        conditions,
+        timestamps_error,
+        buf,
+    })
+}
+
+/// What a received packet carries for the probe: the datagram, or a frame's payload.
+#[inline]
+fn payload(packet: &[u8], ethertype: Option<u16>) -> &[u8] {
+    match ethertype {
+        Some(t) => frame::payload(packet, t).unwrap_or(&[]),
+        None => packet,
+    }
+}
+
 /// The receiver: its socket (bound in its namespace, or the sender's for a round trip), pinned, FIFO, then
 /// every datagram until the sender is done and everything arrived or the drain time passed.
 fn receiver(
@@ -636,33 +690,23 @@ fn receiver(
 ) -> Result<ReceiverOut, String> {
     rt::block_signals();
     let cfg = &plan.config;
-    let (sock, bound) = match open_receiver(plan, &to_sender, &from_sender) {
+    let RxSetup {
+        sock,
+        bound,
+        conditions,
+        timestamps_error,
+        mut buf,
+    } = match setup_receiver(plan, &to_sender, &from_sender) {
         Ok(s) => s,
         Err(e) => {
-            let _ = to_sender.send(Err(e.clone()));
             shared.receiver_failed.store(true, Ordering::Release);
             start.wait();
             return Err(e);
         }
     };
-    // Pinned first: what it allocates is first touched on its own CPU (its node).
-    let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
     let mut state = RxState::new(plan, plan.capacity());
-    if let Err(e) = sock.timestamp_software() {
-        state.timestamps_error = Some(format!("SO_TIMESTAMPING (software receive): {e}"));
-    }
-    // Bursts must not overflow the socket's queue while the receiver wakes (capped by rmem_max).
-    sock.grow_receive_buffer(4 << 20);
+    state.timestamps_error = timestamps_error;
     let poll = cfg.rx_mode == RxMode::Poll;
-    // Blocking: wake at least every 20 ms to see whether the sender is done. Polling asks each call not
-    // to wait (MSG_DONTWAIT), leaving the socket's own flags alone: a round trip's socket is the sender's.
-    if let Err(e) = sock.receive_timeout(20_000_000) {
-        shared.receiver_failed.store(true, Ordering::Release);
-        start.wait();
-        return Err(format!("receiver socket: {e}"));
-    }
-    let mut buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
-    rt::prefault_stack(64 * 1024);
     let mut cpu0 = wire::thread_cpu_ns();
     start.wait();
     let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
@@ -674,10 +718,7 @@ fn receiver(
         match sock.recv_stamped(&mut buf, poll) {
             Ok((n, kernel_ns)) => {
                 let user_ns = wire::realtime_ns();
-                let data = match ethertype {
-                    Some(t) => frame::payload(&buf[..n], t).unwrap_or(&[]),
-                    None => &buf[..n],
-                };
+                let data = payload(&buf[..n], ethertype);
                 let _ = state.take(
                     data,
                     stream,
@@ -806,25 +847,38 @@ fn remote_sender(plan: &NetLatencyPlan, highest: Option<u64>, stopped: bool) -> 
 /// What the kernel's receive timestamps were, over the packets received.
 fn timestamps(st: &RxState, send_only: bool) -> KernelStamps {
     if send_only {
-        KernelStamps::Unavailable {
+        return KernelStamps::Unavailable {
             reason: "send only: the receiving run has them".into(),
-        }
-    } else if let Some(e) = st.timestamps_error.clone() {
-        KernelStamps::Unavailable { reason: e }
-    } else if st.received == 0 {
-        KernelStamps::Unavailable {
-            reason: "no packet was received".into(),
-        }
-    } else if st.unstamped == st.received {
-        KernelStamps::Unavailable {
-            reason: "no packet carried a kernel receive timestamp".into(),
-        }
-    } else if st.unstamped > 0 {
-        KernelStamps::Partial {
-            missing: st.unstamped,
-        }
-    } else {
-        KernelStamps::Software
+        };
+    }
+    kernel_stamps(
+        st.timestamps_error.as_deref(),
+        (st.received, st.received - st.unstamped),
+        (
+            "no packet was received",
+            "no packet carried a kernel receive timestamp",
+        ),
+    )
+}
+
+/// What a socket's kernel timestamps were: refused (`error`), or of `stamped` of `packets`; `why_none`:
+/// what to say when there were no packets, and when none had one.
+fn kernel_stamps(
+    error: Option<&str>,
+    (packets, stamped): (u64, u64),
+    (no_packets, none_stamped): (&str, &str),
+) -> KernelStamps {
+    let unavailable = |reason: &str| KernelStamps::Unavailable {
+        reason: reason.into(),
+    };
+    match error {
+        Some(e) => unavailable(e),
+        None if packets == 0 => unavailable(no_packets),
+        None if stamped == 0 => unavailable(none_stamped),
+        None if stamped < packets => KernelStamps::Partial {
+            missing: packets - stamped,
+        },
+        None => KernelStamps::Software,
     }
 }
 

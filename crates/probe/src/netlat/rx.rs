@@ -8,6 +8,10 @@ use crate::rt;
 use rtgauge_model::netlat::{LatePacket, MAX_LATE_PACKETS, WATCH_WINDOW, WINDOW, WORST_PACKETS};
 use wire::Packet;
 
+/// Stale packets and duplicates in a row after which a watched stream's sender is taken to have started
+/// again (its clock behind the old run's, so that no packet looks sent after the highest).
+const RESTART_AFTER_REJECTED: u64 = 64;
+
 /// The receiver's counts and recorders, all allocated before the start.
 pub(super) struct RxState {
     /// Sequence numbers the run can use; one at or beyond it is not of this stream.
@@ -26,6 +30,9 @@ pub(super) struct RxState {
     pub(super) follow: bool,
     pub(super) top_sent_ns: u64,
     pub(super) restarts: u64,
+    /// Packets of the stream in a row that were stale or duplicates: a watched stream's sender that
+    /// started again with a clock behind its old run's is known by this.
+    pub(super) rejected_run: u64,
     /// Receive calls that failed other than for want of a packet, and the first one's errno.
     pub(super) receive_errors: u64,
     pub(super) receive_error: Option<i32>,
@@ -63,7 +70,8 @@ impl RxState {
     /// A stream watched for as long as it runs (`rtgauge monitor`): any sequence number, counted from the
     /// first packet received (and again from a restarted sender's), in a window of [`WATCH_WINDOW`].
     pub(super) fn following(plan: &NetLatencyPlan) -> RxState {
-        RxState::with_window(plan, u64::MAX, (WATCH_WINDOW / 64) as usize, true)
+        // Numbers from 2^62 on are not the stream's: far beyond any sender's, and no sum overflows.
+        RxState::with_window(plan, 1 << 62, (WATCH_WINDOW / 64) as usize, true)
     }
 
     fn with_window(plan: &NetLatencyPlan, capacity: u64, words: usize, follow: bool) -> RxState {
@@ -79,6 +87,7 @@ impl RxState {
             follow,
             top_sent_ns: 0,
             restarts: 0,
+            rejected_run: 0,
             receive_errors: 0,
             receive_error: None,
             stale: 0,
@@ -118,6 +127,16 @@ impl RxState {
     #[inline]
     pub(super) fn settle(&mut self, to: u64) {
         let len = self.window_len();
+        if self.follow && to > self.base + len {
+            // A watched stream's numbers are unbounded: beyond the window nothing was marked, so what lies
+            // there is counted at once (in its one interval), not number by number.
+            let beyond = to - (self.base + len);
+            self.settle(self.base + len);
+            self.unseen += beyond;
+            self.unseen_in[self.schedule.intervals - 1] += beyond;
+            self.base = to;
+            return;
+        }
         while self.base < to {
             let at = self.base % len;
             let (w, b) = ((at / 64) as usize, 1u64 << (at % 64));
@@ -133,6 +152,7 @@ impl RxState {
     /// Start counting again at `seq`: a watched stream's first packet, or a restarted sender's (what the
     /// old run left unsettled is lost: its sender is gone).
     fn anchor(&mut self, seq: u64) {
+        self.rejected_run = 0;
         if let Some(h) = self.highest.take() {
             self.settle(h + 1);
             self.restarts += 1;
@@ -158,17 +178,29 @@ impl RxState {
             self.foreign += 1;
             return None;
         };
-        // A watched stream: the first packet, or one numbered at or below the highest but sent after it
-        // (a reordered or duplicated packet was sent before it): its sender started again.
-        if self.follow
-            && self
-                .highest
-                .is_none_or(|h| p.seq <= h && p.sent_realtime_ns > self.top_sent_ns)
-        {
-            self.anchor(p.seq);
+        if self.follow {
+            match self.highest {
+                // The first packet; or one numbered at or below the highest but sent after it (a reordered
+                // or duplicated packet was sent before it); or the stream has given only stale packets
+                // and duplicates for a while (its sender started again, its clock behind the old run's):
+                // the sender started again.
+                None => self.anchor(p.seq),
+                Some(h) if p.seq <= h && p.sent_realtime_ns > self.top_sent_ns => {
+                    self.anchor(p.seq)
+                }
+                _ if self.rejected_run >= RESTART_AFTER_REJECTED => self.anchor(p.seq),
+                // Numbered above the highest but sent before it: the old run's, late after a restart.
+                Some(h) if p.seq > h && p.sent_realtime_ns < self.top_sent_ns => {
+                    self.stale += 1;
+                    self.rejected_run += 1;
+                    return None;
+                }
+                _ => {}
+            }
         }
         if p.seq < self.base {
             self.stale += 1;
+            self.rejected_run += 1;
             return None;
         }
         let len = self.window_len();
@@ -179,10 +211,12 @@ impl RxState {
         let (word, bit) = ((at / 64) as usize, 1u64 << (at % 64));
         if self.window[word] & bit != 0 {
             self.duplicates += 1;
+            self.rejected_run += 1;
             return None;
         }
         self.window[word] |= bit;
         self.received += 1;
+        self.rejected_run = 0;
         match self.highest {
             Some(h) if p.seq < h => self.reordered += 1,
             _ => {

@@ -268,4 +268,32 @@ fn a_watched_stream_counts_from_its_first_packet_and_again_from_a_restarted_send
         (6, 1, 1),
         "a duplicate is no restart"
     );
+    // The old run's packet, late: numbered above the new highest but sent before it. Stale, not a new
+    // highest (that would settle a billion numbers).
+    take(&mut s, 1_000_000_000, 19_000);
+    assert_eq!((s.stale, s.highest, s.restarts), (2, Some(1), 1));
+}
+
+#[test]
+fn a_watched_stream_counts_a_long_gap_at_once_and_a_sender_behind_its_old_clock_as_a_restart() {
+    let mut s = RxState::following(&plan("127.0.0.1:0", false, 1000.0, 1000));
+    let take = |s: &mut RxState, seq: u64, sent: u64| {
+        s.take(&datagram(seq, sent), 9, (sent + 500, None), None, None)
+    };
+    take(&mut s, 0, 1_000);
+    // A link down for a long while: 10^12 numbers never came, counted in one step.
+    take(&mut s, 1_000_000_000_000, 2_000);
+    assert_eq!(s.unseen, 1_000_000_000_000 - 8_192);
+    assert_eq!(s.base, 1_000_000_000_001 - 8_192);
+    // The sender started again with its clock behind the old run's: every packet looks older than the
+    // highest. After 64 stale ones in a row the count starts again from the next.
+    for seq in 0..64 {
+        assert_eq!(take(&mut s, seq, 1_500 + seq), None);
+    }
+    assert_eq!((s.stale, s.restarts), (64, 0));
+    assert!(take(&mut s, 64, 1_600).is_some());
+    assert_eq!(s.restarts, 1);
+    assert_eq!(s.highest, Some(64));
+    take(&mut s, 65, 1_601);
+    assert_eq!((s.received, s.stale), (4, 64));
 }

@@ -15,8 +15,14 @@ pub(super) struct TxStamps {
     pub(super) stamped: u64,
     /// Why the socket refused them, if it did.
     pub(super) error: Option<String>,
+    /// Messages taken from the error queue (one per packet sent, stamped or not).
+    taken: u64,
     buf: Vec<u8>,
 }
+
+/// Packets sent without a single stamp back after which the sender stops looking (a driver that takes
+/// none: one `recvmsg` less per send).
+const GIVE_UP_AFTER: u64 = 1024;
 
 impl TxStamps {
     /// Ask `sock` for them; packets of `size` bytes and their headers fit the buffer.
@@ -24,8 +30,9 @@ impl TxStamps {
         TxStamps {
             stack: LatencyRecorder::new(),
             stamped: 0,
+            taken: 0,
             error: sock
-                .timestamp_software()
+                .timestamp_software(false, true)
                 .err()
                 .map(|e| format!("SO_TIMESTAMPING (software transmit): {e}")),
             // Headers (at most an Ethernet, VLAN, IPv6 and UDP header) before the probe's.
@@ -33,14 +40,15 @@ impl TxStamps {
         }
     }
 
-    /// Take the stamps waiting (without waiting): each packet's send stack is recorded.
+    /// Take the stamps waiting, at most one per packet of the `sent` so far (without waiting): each
+    /// packet's send stack is recorded.
     #[inline]
-    pub(super) fn drain(&mut self, sock: &Socket, stream: u32) {
-        if self.error.is_some() {
+    pub(super) fn drain(&mut self, sock: &Socket, stream: u32, sent: u64) {
+        if self.error.is_some() || (self.stamped == 0 && sent >= GIVE_UP_AFTER) {
             return;
         }
         let (stack, stamped) = (&mut self.stack, &mut self.stamped);
-        sock.drain_tx_stamps(&mut self.buf, |stamp, bytes| {
+        self.taken += sock.drain_tx_stamps(&mut self.buf, sent - self.taken, |stamp, bytes| {
             if let Some(p) = wire::find_packet(bytes, stream) {
                 stack.record(stamp.saturating_sub(p.sent_realtime_ns));
                 *stamped += 1;
@@ -49,26 +57,20 @@ impl TxStamps {
     }
 
     /// After the last send: the stamps of packets a queue held back past their send.
-    pub(super) fn finish(&mut self, sock: &Socket, stream: u32) {
+    pub(super) fn finish(&mut self, sock: &Socket, stream: u32, sent: u64) {
         std::thread::sleep(std::time::Duration::from_millis(1));
-        self.drain(sock, stream);
+        self.drain(sock, stream, sent);
     }
 
     /// What the kernel's transmit timestamps were, over `sent` packets.
     pub(super) fn status(&self, sent: u64) -> KernelStamps {
-        let unavailable = |reason: &str| KernelStamps::Unavailable {
-            reason: reason.into(),
-        };
-        match &self.error {
-            Some(e) => unavailable(e),
-            None if sent == 0 => unavailable("no packet was sent"),
-            None if self.stamped == 0 => {
-                unavailable("no packet sent came back with a software transmit timestamp (its driver takes none)")
-            }
-            None if self.stamped < sent => KernelStamps::Partial {
-                missing: sent - self.stamped,
-            },
-            None => KernelStamps::Software,
-        }
+        super::kernel_stamps(
+            self.error.as_deref(),
+            (sent, self.stamped),
+            (
+                "no packet was sent",
+                "no packet sent came back with a software transmit timestamp (its driver takes none)",
+            ),
+        )
     }
 }

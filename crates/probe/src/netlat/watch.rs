@@ -9,7 +9,7 @@
 //! (PTP), and their difference is in every figure.
 
 use super::rx::RxState;
-use super::{frame, open_receiver, thread_conditions, NetLatencyPlan};
+use super::{payload, setup_receiver, wire, NetLatencyPlan, RxSetup};
 use crate::rt;
 use rtgauge_model::latency::{BucketCounts, EXPORT_BUCKETS_NS};
 use rtgauge_model::netlat::{StreamCounts, WATCH_SILENCE_NS};
@@ -57,30 +57,45 @@ struct WatchLive {
     latency: LiveBuckets,
     path: LiveBuckets,
     wakeup: LiveBuckets,
-    /// received, lost, stale, reordered, duplicates, foreign, above gate, restarts, receive errors, last
-    /// packet's Unix time: [`StreamCounts`]' order.
-    counts: [AtomicU64; 10],
+    /// The counts, at the indices of [`at`].
+    counts: [AtomicU64; at::N],
     /// The largest latency since the main thread last looked.
     peak_ns: AtomicU64,
+    /// The first receive call's errno that failed other than for want of a packet (0: none).
+    first_errno: AtomicU64,
+}
+
+/// Where each count is in [`WatchLive::counts`].
+mod at {
+    pub const RECEIVED: usize = 0;
+    pub const LOST: usize = 1;
+    pub const STALE: usize = 2;
+    pub const REORDERED: usize = 3;
+    pub const DUPLICATES: usize = 4;
+    pub const FOREIGN: usize = 5;
+    pub const ABOVE_GATE: usize = 6;
+    pub const RESTARTS: usize = 7;
+    pub const RECEIVE_ERRORS: usize = 8;
+    pub const LAST_UNIX_NS: usize = 9;
+    pub const N: usize = 10;
 }
 
 impl WatchLive {
     #[inline]
     fn publish(&self, st: &RxState, last_unix_ns: u64) {
-        let values = [
-            st.received,
-            st.unseen,
-            st.stale,
-            st.reordered,
-            st.duplicates,
-            st.foreign,
-            st.late,
-            st.restarts,
-            st.receive_errors,
-            last_unix_ns,
-        ];
-        for (a, v) in self.counts.iter().zip(values) {
-            a.store(v, Relaxed);
+        for (i, v) in [
+            (at::RECEIVED, st.received),
+            (at::LOST, st.unseen),
+            (at::STALE, st.stale),
+            (at::REORDERED, st.reordered),
+            (at::DUPLICATES, st.duplicates),
+            (at::FOREIGN, st.foreign),
+            (at::ABOVE_GATE, st.late),
+            (at::RESTARTS, st.restarts),
+            (at::RECEIVE_ERRORS, st.receive_errors),
+            (at::LAST_UNIX_NS, last_unix_ns),
+        ] {
+            self.counts[i].store(v, Relaxed);
         }
     }
 }
@@ -134,22 +149,35 @@ impl NetWatch {
 
     /// The stream's counts since the start.
     pub fn counts(&self) -> StreamCounts {
-        let c: [u64; 10] = std::array::from_fn(|i| self.live.counts[i].load(Relaxed));
+        let c = |i: usize| self.live.counts[i].load(Relaxed);
         StreamCounts {
             latency: self.live.latency.read(),
             path: self.live.path.read(),
             wakeup: self.live.wakeup.read(),
-            received: c[0],
-            lost: c[1],
-            stale: c[2],
-            reordered: c[3],
-            duplicates: c[4],
-            foreign: c[5],
-            above_gate: c[6],
-            restarts: c[7],
-            receive_errors: c[8],
-            last_unix_ns: c[9],
+            received: c(at::RECEIVED),
+            lost: c(at::LOST),
+            stale: c(at::STALE),
+            reordered: c(at::REORDERED),
+            duplicates: c(at::DUPLICATES),
+            foreign: c(at::FOREIGN),
+            above_gate: c(at::ABOVE_GATE),
+            restarts: c(at::RESTARTS),
+            receive_errors: c(at::RECEIVE_ERRORS),
+            last_unix_ns: c(at::LAST_UNIX_NS),
         }
+    }
+
+    /// Why the first failed receive call failed, once one has.
+    pub fn first_error(&self) -> Option<String> {
+        match self.live.first_errno.load(Relaxed) {
+            0 => None,
+            e => Some(crate::net::errno_text(e as i32)),
+        }
+    }
+
+    /// Whether the receiver still runs (it ends only when told to, or by a panic).
+    pub fn alive(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 
     /// The largest latency since the last call, ns (0: no packet since).
@@ -184,42 +212,33 @@ fn receive(
     // No sender in this process to tell where packets go.
     let (to_sender, _) = mpsc::channel();
     let (_, from_sender) = mpsc::channel();
-    let (sock, bound) = match open_receiver(plan, &to_sender, &from_sender) {
+    let RxSetup {
+        sock,
+        bound,
+        conditions,
+        timestamps_error,
+        mut buf,
+    } = match setup_receiver(plan, &to_sender, &from_sender) {
         Ok(s) => s,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
-    let conditions = thread_conditions(cfg.rx_cpu, cfg.rtprio);
     let mut state = RxState::following(plan);
-    let timestamps_error = sock
-        .timestamp_software()
-        .err()
-        .map(|e| format!("SO_TIMESTAMPING (software receive): {e}"));
-    sock.grow_receive_buffer(4 << 20);
-    if let Err(e) = sock.receive_timeout(20_000_000) {
-        let _ = ready.send(Err(format!("receiver socket: {e}")));
-        return;
-    }
-    let mut buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
-    rt::prefault_stack(64 * 1024);
     let _ = ready.send(Ok(WatchStart {
         bound,
         conditions,
         timestamps_error,
     }));
-    let stream = cfg.stream.unwrap_or_else(super::wire::stream_id);
+    let stream = cfg.stream.unwrap_or_else(wire::stream_id);
     let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
     let (mut last_unix_ns, mut last_mono_ns) = (0, 0);
     while !quit.load(Relaxed) {
         match sock.recv_stamped(&mut buf, false) {
             Ok((n, kernel_ns)) => {
-                let user_ns = super::wire::realtime_ns();
-                let data = match ethertype {
-                    Some(t) => frame::payload(&buf[..n], t).unwrap_or(&[]),
-                    None => &buf[..n],
-                };
+                let user_ns = wire::realtime_ns();
+                let data = payload(&buf[..n], ethertype);
                 if let Some((latency, split)) =
                     state.take(data, stream, (user_ns, kernel_ns), None, cfg.deadline_ns)
                 {
@@ -231,22 +250,25 @@ fn receive(
                     if latency > live.peak_ns.load(Relaxed) {
                         live.peak_ns.store(latency, Relaxed);
                     }
-                    (last_unix_ns, last_mono_ns) = (user_ns, super::wire::monotonic_ns());
+                    (last_unix_ns, last_mono_ns) = (user_ns, wire::monotonic_ns());
                 }
             }
             // Nothing within the receive timeout, or the wait cut short (the process stopped and
             // continued).
-            Err(libc::EAGAIN | libc::EINTR) => {
-                // A silent stream: every number up to the highest is settled (a sender that stopped, or
-                // lost its last packets).
-                let silent = super::wire::monotonic_ns().saturating_sub(last_mono_ns);
-                if let Some(h) = state.highest.filter(|_| silent >= WATCH_SILENCE_NS) {
-                    state.settle(h + 1);
-                }
-            }
+            Err(libc::EAGAIN | libc::EINTR) => {}
             Err(e) => {
                 state.receive_errors += 1;
-                state.receive_error.get_or_insert(e);
+                if state.receive_error.is_none() {
+                    state.receive_error = Some(e);
+                    live.first_errno.store(e as u64, Relaxed);
+                }
+            }
+        }
+        // No packet of the stream for a while (whatever else comes): every number up to the highest is
+        // settled (a sender that stopped, or lost its last packets).
+        if let Some(h) = state.highest.filter(|&h| h >= state.base) {
+            if wire::monotonic_ns().saturating_sub(last_mono_ns) >= WATCH_SILENCE_NS {
+                state.settle(h + 1);
             }
         }
         live.publish(&state, last_unix_ns);

@@ -218,24 +218,33 @@ impl Socket {
         sys::send(self.0, buf)
     }
 
-    /// Ask for software timestamps (SO_TIMESTAMPING, nanoseconds, CLOCK_REALTIME) of both directions: each
-    /// packet received carries one; each packet sent comes back on the error queue with one
-    /// ([`Socket::drain_tx_stamps`]). Both at once, because a round trip's sender and receiver share one
-    /// socket and the option is one set of flags.
-    pub fn timestamp_software(&self) -> std::io::Result<()> {
-        let flags = (libc::SOF_TIMESTAMPING_RX_SOFTWARE
-            | libc::SOF_TIMESTAMPING_TX_SOFTWARE
-            | libc::SOF_TIMESTAMPING_SOFTWARE) as i32;
-        sys::set_int(self.0, libc::SOL_SOCKET, libc::SO_TIMESTAMPING, flags).map_err(os)
+    /// Ask for software timestamps (SO_TIMESTAMPING, nanoseconds, CLOCK_REALTIME): `rx`, each packet
+    /// received carries one; `tx`, each packet sent comes back on the error queue with one
+    /// ([`Socket::drain_tx_stamps`]).
+    pub fn timestamp_software(&self, rx: bool, tx: bool) -> std::io::Result<()> {
+        let mut flags = libc::SOF_TIMESTAMPING_SOFTWARE;
+        if rx {
+            flags |= libc::SOF_TIMESTAMPING_RX_SOFTWARE;
+        }
+        if tx {
+            flags |= libc::SOF_TIMESTAMPING_TX_SOFTWARE;
+        }
+        sys::set_int(
+            self.0,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            flags as i32,
+        )
+        .map_err(os)
     }
 
-    /// Take every sent packet waiting on the error queue with its software transmit timestamp, without
-    /// waiting: `f(stamp_ns, bytes)` for each one that carried a stamp (the bytes are the packet as the
-    /// driver had it, headers included, cut to `buf`). Returns how many were taken.
+    /// Take up to `most` sent packets waiting on the error queue with their software transmit timestamps,
+    /// without waiting: `f(stamp_ns, bytes)` for each one that carried a stamp (the bytes are the packet
+    /// as the driver had it, headers included, cut to `buf`). Returns how many were taken.
     #[inline]
-    pub fn drain_tx_stamps(&self, buf: &mut [u8], mut f: impl FnMut(u64, &[u8])) -> u64 {
+    pub fn drain_tx_stamps(&self, buf: &mut [u8], most: u64, mut f: impl FnMut(u64, &[u8])) -> u64 {
         let mut taken = 0;
-        loop {
+        while taken < most {
             // Room for one SCM_TIMESTAMPING and the extended error that comes with it.
             let mut control = [0u64; 32];
             let mut iov = libc::iovec {
@@ -260,6 +269,7 @@ impl Socket {
                 f(stamp, &buf[..(n as usize).min(buf.len())]);
             }
         }
+        taken
     }
 
     /// Ask for a receive queue of `bytes` (the kernel caps it at net.core.rmem_max; best effort).

@@ -59,7 +59,7 @@ fn ends(r: &NetLatencyResult, s: &mut String) -> bool {
                 cpu(r.sender.cpu.achieved),
             );
             s.push_str(&row("sender lateness (its own)", &r.send_lateness));
-            send_stack(r, s);
+            send_stack(r, "sender stack (→ driver)", s);
             return false;
         }
         StreamRole::Receive => {
@@ -77,9 +77,9 @@ fn ends(r: &NetLatencyResult, s: &mut String) -> bool {
 
 /// The sender's own stack (send → the driver's transmit timestamp), the first part of the path; or why
 /// it is unknown.
-fn send_stack(r: &NetLatencyResult, s: &mut String) {
+fn send_stack(r: &NetLatencyResult, label: &str, s: &mut String) {
     match (&r.send_stack, &r.tx_timestamps) {
-        (Some(st), _) => s.push_str(&row("    of it, sender stack", st)),
+        (Some(st), _) => s.push_str(&row(label, st)),
         (None, Some(KernelStamps::Unavailable { reason })) => {
             let _ = writeln!(s, "    no send-stack split: {reason}");
         }
@@ -161,7 +161,7 @@ pub fn render(r: &NetLatencyResult) -> String {
         (Some(p), Some(w)) => {
             s.push_str(&row("  path (send → kernel)", p));
             if c.role == StreamRole::Both {
-                send_stack(r, &mut s);
+                send_stack(r, "    of it, sender stack", &mut s);
             }
             s.push_str(&row("  wake-up (kernel → thread)", w));
         }

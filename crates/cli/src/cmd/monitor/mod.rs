@@ -131,6 +131,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
     let store_every = a.store_every.map(|d| Duration::from_nanos(d.as_ns()));
     let mut period = StorePeriod::new(&plan.config);
     let mut warned = false;
+    let mut said = StreamTrouble::default();
     loop {
         let mut seg_plan = plan.clone();
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -152,6 +153,9 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
             lock(&state).unmet = unmet;
         }
         lock(&state).fold_segment(&result, a.gate.as_ns());
+        if let Some(w) = &net {
+            said.say(w);
+        }
         lock(&state).set_cpu_times(&rtgauge_host::accounting::read_cpu_seconds(&live));
         if let Some(since) = smi.since() {
             lock(&state).set_smis(&since);
@@ -214,9 +218,11 @@ fn watch_stream(
     if let Some(e) = &start.timestamps_error {
         eprintln!("rtgauge monitor: no kernel receive timestamps, so no path/wakeup split: {e}");
     }
-    let at = start
-        .bound
-        .map_or_else(|| plan.config.target.clone(), |b| b.to_string());
+    let at = match (&start.bound, &plan.config.ethernet) {
+        (Some(b), _) => b.to_string(),
+        (None, Some(e)) => e.rx_dev.clone(),
+        (None, None) => plan.config.target.clone(),
+    };
     let stream = plan.config.stream.unwrap_or_default();
     eprintln!(
         "rtgauge monitor: watching packet stream {stream} at {at}{}; its latency is on the sender's \
@@ -232,6 +238,27 @@ fn watch_stream(
         ..NetSeries::default()
     });
     Ok(Some(watch))
+}
+
+/// What the monitor has said about the watched stream's receiver (each said once).
+#[derive(Default)]
+struct StreamTrouble {
+    error: bool,
+    gone: bool,
+}
+
+impl StreamTrouble {
+    /// Say, once each, that its receive calls fail and that it has stopped.
+    fn say(&mut self, w: &NetWatch) {
+        if let Some(e) = w.first_error().filter(|_| !self.error) {
+            eprintln!("rtgauge monitor: the packet receiver's receive calls fail ({e}): counted in rtgauge_net_receive_errors_total");
+            self.error = true;
+        }
+        if !w.alive() && !self.gone {
+            eprintln!("rtgauge monitor: the packet receiver stopped (a panic): the rtgauge_net_ series no longer move");
+            self.gone = true;
+        }
+    }
 }
 
 /// The SMIs of the watched CPUs since the monitor started, where countable; the msr driver is held (and
