@@ -326,7 +326,7 @@ fn encode_net(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result
         ("rtgauge_net_packets_stale", "Packets that arrived after they were counted lost.", c.stale),
         ("rtgauge_net_packets_reordered", "Packets received after a higher-numbered one.", c.reordered),
         ("rtgauge_net_packets_duplicate", "Packets received again.", c.duplicates),
-        ("rtgauge_net_packets_foreign", "Datagrams or frames at the watched address that are not of the stream.", c.foreign),
+        ("rtgauge_net_packets_foreign", "Datagrams or frames at the watched address that are not of the stream, or not of its sender's current run.", c.foreign),
         ("rtgauge_net_packets_above_gate", "Packets received with a latency at or above the gate (rtgauge_net_gate_seconds).", c.above_gate),
         ("rtgauge_net_sender_restarts", "Times the stream's sender started again (its numbers begin anew).", c.restarts),
         ("rtgauge_net_receive_errors", "Receive calls on the watched socket that failed.", c.receive_errors),

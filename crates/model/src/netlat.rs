@@ -255,7 +255,8 @@ pub struct StreamCounts {
     pub reordered: u64,
     /// Received again.
     pub duplicates: u64,
-    /// Datagrams on the port that are not of the stream.
+    /// Datagrams on the port that are not of the stream, or not of its sender's current run (numbered
+    /// beyond what its clock allows, or an old run's arriving late).
     pub foreign: u64,
     /// Received at or above the gate.
     pub above_gate: u64,

@@ -8,9 +8,14 @@ use crate::rt;
 use rtgauge_model::netlat::{LatePacket, MAX_LATE_PACKETS, WATCH_WINDOW, WINDOW, WORST_PACKETS};
 use wire::Packet;
 
-/// Stale packets and duplicates in a row after which a watched stream's sender is taken to have started
-/// again (its clock behind the old run's, so that no packet looks sent after the highest).
-const RESTART_AFTER_REJECTED: u64 = 64;
+/// Stale packets in a row after which a watched stream's sender is taken to have started again with a
+/// clock behind its old run's (a rebooted host's CLOCK_MONOTONIC), so that no packet looks sent after the
+/// highest.
+const RESTART_AFTER_STALE: u64 = 64;
+
+/// The shortest time between two sends a watched stream's numbers are taken to allow, ns (10 million
+/// packets/s): a jump beyond what the sender's clock allows is not the stream's numbering.
+const FASTEST_SEND_NS: u64 = 100;
 
 /// The receiver's counts and recorders, all allocated before the start.
 pub(super) struct RxState {
@@ -25,14 +30,13 @@ pub(super) struct RxState {
     pub(super) unseen_in: Vec<u64>,
     pub(super) unseen: u64,
     /// A watched stream ([`RxState::following`]): numbers count from the first packet received, and again
-    /// from a restarted sender's; with the send time of the highest packet, which tells a restart from
-    /// a late packet, and the restarts seen.
+    /// from a restarted sender's; with the send time (the sender's CLOCK_MONOTONIC, which no clock step
+    /// moves) of the highest packet, which tells a restart from a late packet, and the restarts seen.
     pub(super) follow: bool,
-    pub(super) top_sent_ns: u64,
+    pub(super) top_sent_mono_ns: u64,
     pub(super) restarts: u64,
-    /// Packets of the stream in a row that were stale or duplicates: a watched stream's sender that
-    /// started again with a clock behind its old run's is known by this.
-    pub(super) rejected_run: u64,
+    /// Stale packets in a row.
+    pub(super) stale_run: u64,
     /// Receive calls that failed other than for want of a packet, and the first one's errno.
     pub(super) receive_errors: u64,
     pub(super) receive_error: Option<i32>,
@@ -85,9 +89,9 @@ impl RxState {
             unseen_in: vec![0; intervals],
             unseen: 0,
             follow,
-            top_sent_ns: 0,
+            top_sent_mono_ns: 0,
             restarts: 0,
-            rejected_run: 0,
+            stale_run: 0,
             receive_errors: 0,
             receive_error: None,
             stale: 0,
@@ -132,8 +136,9 @@ impl RxState {
             // there is counted at once (in its one interval), not number by number.
             let beyond = to - (self.base + len);
             self.settle(self.base + len);
-            self.unseen += beyond;
-            self.unseen_in[self.schedule.intervals - 1] += beyond;
+            self.unseen = self.unseen.saturating_add(beyond);
+            let last = &mut self.unseen_in[self.schedule.intervals - 1];
+            *last = last.saturating_add(beyond);
             self.base = to;
             return;
         }
@@ -152,13 +157,47 @@ impl RxState {
     /// Start counting again at `seq`: a watched stream's first packet, or a restarted sender's (what the
     /// old run left unsettled is lost: its sender is gone).
     fn anchor(&mut self, seq: u64) {
-        self.rejected_run = 0;
+        self.stale_run = 0;
         if let Some(h) = self.highest.take() {
             self.settle(h + 1);
             self.restarts += 1;
         }
         self.window.fill(0);
         self.base = seq;
+    }
+
+    /// A watched stream's packet before it is counted: whether it is the stream's numbering to count (a
+    /// restart starts the count again at it), else counted `foreign`.
+    /// - The first packet starts the count.
+    /// - One numbered at or below the highest but sent after it is a restarted sender's (a reordered or
+    ///   duplicated packet was sent before it); so is one sent before it after [`RESTART_AFTER_STALE`]
+    ///   stale packets in a row (a sender whose clock is behind its old run's).
+    /// - One numbered above the highest but sent before it is the old run's, late after a restart (its
+    ///   number is the new run's, to come); one further above than the sender's clock allows at
+    ///   [`FASTEST_SEND_NS`] is not the stream's numbering (another sender on the same stream id).
+    #[inline]
+    fn follows(&mut self, p: &Packet) -> bool {
+        let Some(h) = self.highest else {
+            self.anchor(p.seq);
+            return true;
+        };
+        let top = self.top_sent_mono_ns;
+        let restart = match p.sent_mono_ns.cmp(&top) {
+            std::cmp::Ordering::Greater => p.seq <= h,
+            std::cmp::Ordering::Less => p.seq <= h && self.stale_run >= RESTART_AFTER_STALE,
+            std::cmp::Ordering::Equal => false,
+        };
+        if restart {
+            self.anchor(p.seq);
+            return true;
+        }
+        let allowed =
+            (p.sent_mono_ns.saturating_sub(top) / FASTEST_SEND_NS).saturating_add(WATCH_WINDOW);
+        if p.seq > h && (p.sent_mono_ns < top || p.seq - h > allowed) {
+            self.foreign += 1;
+            return false;
+        }
+        true
     }
 
     /// Account for one datagram received at `user_ns` (CLOCK_REALTIME) with the kernel's timestamp; the
@@ -178,29 +217,12 @@ impl RxState {
             self.foreign += 1;
             return None;
         };
-        if self.follow {
-            match self.highest {
-                // The first packet; or one numbered at or below the highest but sent after it (a reordered
-                // or duplicated packet was sent before it); or the stream has given only stale packets
-                // and duplicates for a while (its sender started again, its clock behind the old run's):
-                // the sender started again.
-                None => self.anchor(p.seq),
-                Some(h) if p.seq <= h && p.sent_realtime_ns > self.top_sent_ns => {
-                    self.anchor(p.seq)
-                }
-                _ if self.rejected_run >= RESTART_AFTER_REJECTED => self.anchor(p.seq),
-                // Numbered above the highest but sent before it: the old run's, late after a restart.
-                Some(h) if p.seq > h && p.sent_realtime_ns < self.top_sent_ns => {
-                    self.stale += 1;
-                    self.rejected_run += 1;
-                    return None;
-                }
-                _ => {}
-            }
+        if self.follow && !self.follows(&p) {
+            return None;
         }
         if p.seq < self.base {
             self.stale += 1;
-            self.rejected_run += 1;
+            self.stale_run += 1;
             return None;
         }
         let len = self.window_len();
@@ -211,17 +233,16 @@ impl RxState {
         let (word, bit) = ((at / 64) as usize, 1u64 << (at % 64));
         if self.window[word] & bit != 0 {
             self.duplicates += 1;
-            self.rejected_run += 1;
             return None;
         }
         self.window[word] |= bit;
         self.received += 1;
-        self.rejected_run = 0;
+        self.stale_run = 0;
         match self.highest {
             Some(h) if p.seq < h => self.reordered += 1,
             _ => {
                 self.highest = Some(p.seq);
-                self.top_sent_ns = p.sent_realtime_ns;
+                self.top_sent_mono_ns = p.sent_mono_ns;
             }
         }
         let sent = match peer_shift {

@@ -243,7 +243,7 @@ fn a_watched_stream_counts_from_its_first_packet_and_again_from_a_restarted_send
     take(&mut s, 1_000_001, 10_001);
     assert_eq!((s.received, s.reordered, s.restarts), (3, 1, 0));
     // Late beyond the window: stale, not a restart (it was sent before the highest).
-    take(&mut s, 1_000_000 + 9_000, 20_000);
+    take(&mut s, 1_000_000 + 9_000, 20_000_000);
     take(&mut s, 1_000_004, 10_004);
     assert_eq!((s.stale, s.restarts), (1, 0));
     assert_eq!(
@@ -254,24 +254,25 @@ fn a_watched_stream_counts_from_its_first_packet_and_again_from_a_restarted_send
     // The sender started again: numbered from 0, sent after everything before. The old run's unsettled
     // numbers are lost; the count starts again.
     let before = s.unseen;
-    take(&mut s, 0, 30_000);
+    take(&mut s, 0, 30_000_000);
     assert_eq!(s.restarts, 1);
     assert_eq!(
         s.unseen - before,
         8_192 - 1,
         "the old window, less its one packet received"
     );
-    take(&mut s, 1, 30_001);
-    take(&mut s, 1, 30_001);
+    take(&mut s, 1, 30_000_001);
+    take(&mut s, 1, 30_000_001);
     assert_eq!(
         (s.received, s.duplicates, s.restarts),
         (6, 1, 1),
         "a duplicate is no restart"
     );
-    // The old run's packet, late: numbered above the new highest but sent before it. Stale, not a new
-    // highest (that would settle a billion numbers).
+    // The old run's packet, late: numbered above the new highest but sent before it. Not the count's
+    // (foreign), and not a new highest (that would settle a billion numbers).
     take(&mut s, 1_000_000_000, 19_000);
-    assert_eq!((s.stale, s.highest, s.restarts), (2, Some(1), 1));
+    assert_eq!((s.foreign, s.highest, s.restarts), (1, Some(1), 1));
+    assert_eq!(s.stale, 1);
 }
 
 #[test]
@@ -281,12 +282,16 @@ fn a_watched_stream_counts_a_long_gap_at_once_and_a_sender_behind_its_old_clock_
         s.take(&datagram(seq, sent), 9, (sent + 500, None), None, None)
     };
     take(&mut s, 0, 1_000);
-    // A link down for a long while: 10^12 numbers never came, counted in one step.
+    // Further ahead than the sender's clock allows (10^12 numbers in 1 µs): another sender's numbering.
     take(&mut s, 1_000_000_000_000, 2_000);
+    assert_eq!((s.foreign, s.highest), (1, Some(0)));
+    // A link down for 28 hours: 10^12 numbers never came, counted in one step.
+    let later = 1_000 + 100_000_000_000_000;
+    take(&mut s, 1_000_000_000_000, later);
     assert_eq!(s.unseen, 1_000_000_000_000 - 8_192);
     assert_eq!(s.base, 1_000_000_000_001 - 8_192);
-    // The sender started again with its clock behind the old run's: every packet looks older than the
-    // highest. After 64 stale ones in a row the count starts again from the next.
+    // The sender started again with its clock behind the old run's (a rebooted host): every packet looks
+    // older than the highest. After 64 stale ones in a row the count starts again from the next.
     for seq in 0..64 {
         assert_eq!(take(&mut s, seq, 1_500 + seq), None);
     }

@@ -17,11 +17,13 @@ pub(super) struct TxStamps {
     pub(super) error: Option<String>,
     /// Messages taken from the error queue (one per packet sent, stamped or not).
     taken: u64,
+    /// Drains that found no stamp while none has come yet; at [`GIVE_UP_AFTER`] it stops looking.
+    empty: u64,
     buf: Vec<u8>,
 }
 
-/// Packets sent without a single stamp back after which the sender stops looking (a driver that takes
-/// none: one `recvmsg` less per send).
+/// Drains (one per burst) without a single stamp back after which the sender stops looking (a driver that
+/// takes none: one `recvmsg` less per burst).
 const GIVE_UP_AFTER: u64 = 1024;
 
 impl TxStamps {
@@ -31,6 +33,7 @@ impl TxStamps {
             stack: LatencyRecorder::new(),
             stamped: 0,
             taken: 0,
+            empty: 0,
             error: sock
                 .timestamp_software(false, true)
                 .err()
@@ -44,7 +47,7 @@ impl TxStamps {
     /// packet's send stack is recorded.
     #[inline]
     pub(super) fn drain(&mut self, sock: &Socket, stream: u32, sent: u64) {
-        if self.error.is_some() || (self.stamped == 0 && sent >= GIVE_UP_AFTER) {
+        if self.error.is_some() || self.empty >= GIVE_UP_AFTER {
             return;
         }
         let (stack, stamped) = (&mut self.stack, &mut self.stamped);
@@ -54,6 +57,9 @@ impl TxStamps {
                 *stamped += 1;
             }
         });
+        if self.stamped == 0 {
+            self.empty += 1;
+        }
     }
 
     /// After the last send: the stamps of packets a queue held back past their send.
