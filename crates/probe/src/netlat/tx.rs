@@ -29,6 +29,9 @@ const GIVE_UP_AFTER: u64 = 1024;
 impl TxStamps {
     /// Ask `sock` for them; packets of `size` bytes and their headers fit the buffer.
     pub(super) fn new(sock: &Socket, size: usize) -> TxStamps {
+        // The stamped packets wait on the error queue, charged to the socket's receive buffer, until the
+        // burst is out: room for the largest burst (capped by rmem_max).
+        sock.grow_receive_buffer(4 << 20);
         TxStamps {
             stack: LatencyRecorder::new(),
             stamped: 0,
