@@ -690,13 +690,7 @@ fn receiver(
 ) -> Result<ReceiverOut, String> {
     rt::block_signals();
     let cfg = &plan.config;
-    let RxSetup {
-        sock,
-        bound,
-        conditions,
-        timestamps_error,
-        mut buf,
-    } = match setup_receiver(plan, &to_sender, &from_sender) {
+    let mut rx = match setup_receiver(plan, &to_sender, &from_sender) {
         Ok(s) => s,
         Err(e) => {
             shared.receiver_failed.store(true, Ordering::Release);
@@ -705,7 +699,7 @@ fn receiver(
         }
     };
     let mut state = RxState::new(plan, plan.capacity());
-    state.timestamps_error = timestamps_error;
+    state.timestamps_error = rx.timestamps_error.take();
     let poll = cfg.rx_mode == RxMode::Poll;
     let mut cpu0 = wire::thread_cpu_ns();
     start.wait();
@@ -715,10 +709,10 @@ fn receiver(
     let mut stopped_at = None;
     let mut own_end = OwnEnd::new(cfg);
     loop {
-        match sock.recv_stamped(&mut buf, poll) {
+        match rx.sock.recv_stamped(&mut rx.buf, poll) {
             Ok((n, kernel_ns)) => {
                 let user_ns = wire::realtime_ns();
-                let data = payload(&buf[..n], ethertype);
+                let data = payload(&rx.buf[..n], ethertype);
                 let _ = state.take(
                     data,
                     stream,
@@ -753,8 +747,8 @@ fn receiver(
         }
     }
     Ok(ReceiverOut {
-        bound,
-        conditions,
+        bound: rx.bound,
+        conditions: rx.conditions,
         state,
         cpu_ns: wire::thread_cpu_ns().saturating_sub(cpu0),
     })

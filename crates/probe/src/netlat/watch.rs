@@ -9,7 +9,7 @@
 //! (PTP), and their difference is in every figure.
 
 use super::rx::RxState;
-use super::{payload, setup_receiver, wire, NetLatencyPlan, RxSetup};
+use super::{payload, setup_receiver, wire, NetLatencyPlan};
 use crate::rt;
 use rtgauge_model::latency::{BucketCounts, EXPORT_BUCKETS_NS};
 use rtgauge_model::netlat::{StreamCounts, WATCH_SILENCE_NS};
@@ -212,13 +212,7 @@ fn receive(
     // No sender in this process to tell where packets go.
     let (to_sender, _) = mpsc::channel();
     let (_, from_sender) = mpsc::channel();
-    let RxSetup {
-        sock,
-        bound,
-        conditions,
-        timestamps_error,
-        mut buf,
-    } = match setup_receiver(plan, &to_sender, &from_sender) {
+    let mut rx = match setup_receiver(plan, &to_sender, &from_sender) {
         Ok(s) => s,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -227,18 +221,18 @@ fn receive(
     };
     let mut state = RxState::following(plan);
     let _ = ready.send(Ok(WatchStart {
-        bound,
-        conditions,
-        timestamps_error,
+        bound: rx.bound,
+        conditions: rx.conditions,
+        timestamps_error: rx.timestamps_error,
     }));
     let stream = cfg.stream.unwrap_or_else(wire::stream_id);
     let ethertype = cfg.ethernet.as_ref().map(|e| e.ethertype);
     let (mut last_unix_ns, mut last_mono_ns) = (0, 0);
     while !quit.load(Relaxed) {
-        match sock.recv_stamped(&mut buf, false) {
+        match rx.sock.recv_stamped(&mut rx.buf, false) {
             Ok((n, kernel_ns)) => {
                 let user_ns = wire::realtime_ns();
-                let data = payload(&buf[..n], ethertype);
+                let data = payload(&rx.buf[..n], ethertype);
                 if let Some((latency, split)) =
                     state.take(data, stream, (user_ns, kernel_ns), None, cfg.deadline_ns)
                 {

@@ -245,28 +245,13 @@ impl Socket {
     pub fn drain_tx_stamps(&self, buf: &mut [u8], most: u64, mut f: impl FnMut(u64, &[u8])) -> u64 {
         let mut taken = 0;
         while taken < most {
-            // Room for one SCM_TIMESTAMPING and the extended error that comes with it.
-            let mut control = [0u64; 32];
-            let mut iov = libc::iovec {
-                iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-                iov_len: buf.len(),
-            };
-            // SAFETY: as in `recv_stamped`: plain data pointing at buffers that outlive the call.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-            msg.msg_controllen = std::mem::size_of_val(&control) as _;
-            // SAFETY: as above.
-            let n =
-                unsafe { libc::recvmsg(self.0, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
-            if n < 0 {
+            let Ok((n, stamp)) = self.recv_with_stamp(buf, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT)
+            else {
                 return taken;
-            }
+            };
             taken += 1;
-            // SAFETY: the walk stays within what the kernel filled.
-            if let Some(stamp) = unsafe { software_stamp(&msg) } {
-                f(stamp, &buf[..(n as usize).min(buf.len())]);
+            if let Some(stamp) = stamp {
+                f(stamp, &buf[..n.min(buf.len())]);
             }
         }
         taken
@@ -291,8 +276,16 @@ impl Socket {
     /// when polling, else after the receive timeout).
     #[inline]
     pub fn recv_stamped(&self, buf: &mut [u8], poll: bool) -> Result<(usize, Option<u64>), i32> {
-        // Room for one SCM_TIMESTAMPING (three timespecs) and its header, aligned for cmsghdr.
-        let mut control = [0u64; 16];
+        self.recv_with_stamp(buf, if poll { libc::MSG_DONTWAIT } else { 0 })
+    }
+
+    /// `recvmsg` with `flags` into `buf`: the length and the software timestamp of its SCM_TIMESTAMPING
+    /// control message, if it had one; Err(errno).
+    #[inline]
+    fn recv_with_stamp(&self, buf: &mut [u8], flags: i32) -> Result<(usize, Option<u64>), i32> {
+        // Room for one SCM_TIMESTAMPING (three timespecs) and, from the error queue, the extended error
+        // that comes with it, aligned for cmsghdr.
+        let mut control = [0u64; 32];
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr() as *mut libc::c_void,
             iov_len: buf.len(),
@@ -304,8 +297,6 @@ impl Socket {
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        // SAFETY: as above.
-        let flags = if poll { libc::MSG_DONTWAIT } else { 0 };
         // SAFETY: as above.
         let n = unsafe { libc::recvmsg(self.0, &mut msg, flags) };
         if n < 0 {
