@@ -332,20 +332,9 @@ impl ClockClient {
 
 /// The calling thread on every CPU it may use but `cpu` (left as it is when that is the only one).
 fn avoid(cpu: u32) {
-    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity/setaffinity on the calling thread (0) with its
-    // size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        if libc::sched_getaffinity(0, size, &mut set) != 0
-            || (cpu as usize) >= libc::CPU_SETSIZE as usize
-        {
-            return;
-        }
-        libc::CPU_CLR(cpu as usize, &mut set);
-        if libc::CPU_COUNT(&set) > 0 {
-            libc::sched_setaffinity(0, size, &set);
-        }
+    let rest = rtgauge_probe::rt::current_affinity().difference(&rtgauge_model::CpuSet::new([cpu]));
+    if !rest.is_empty() {
+        rtgauge_probe::rt::set_affinity(&rest);
     }
 }
 

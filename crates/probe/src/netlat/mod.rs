@@ -855,8 +855,8 @@ fn timestamps(st: &RxState, send_only: bool) -> KernelStamps {
     )
 }
 
-/// What a socket's kernel timestamps were: refused (`error`), or of `stamped` of `packets`; `why_none`:
-/// what to say when there were no packets, and when none had one.
+/// What a socket's kernel timestamps were: refused (`error`), or of `stamped` of `packets`; with what to
+/// say when there were no packets (`no_packets`), and when none had one (`none_stamped`).
 fn kernel_stamps(
     error: Option<&str>,
     (packets, stamped): (u64, u64),

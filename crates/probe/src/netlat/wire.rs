@@ -62,9 +62,8 @@ impl Packet {
 /// from the error queue as the driver had it: Ethernet, IP and UDP headers, or a frame's, first).
 #[inline]
 pub fn find_packet(bytes: &[u8], stream: u32) -> Option<Packet> {
-    let tag = MAGIC.to_le_bytes();
     (0..=bytes.len().saturating_sub(HEADER).min(128))
-        .find(|&i| bytes[i..].starts_with(&tag))
+        .find(|&i| is_probe_packet(&bytes[i..]))
         .and_then(|i| Packet::read(&bytes[i..], stream))
 }
 
