@@ -21,11 +21,13 @@ pub fn observe(metric: Metric, document: &RunDocument) -> Option<u64> {
         Metric::CyclicMaxNs
         | Metric::OslatMaxNs
         | Metric::HwnoiseMaxNs
-        | Metric::NetLatencyMaxNs => values.into_iter().max().unwrap_or(0),
+        | Metric::NetLatencyMaxNs
+        | Metric::ClockOffsetMaxNs => values.into_iter().max().unwrap_or(0),
         Metric::CyclicMissed
         | Metric::CyclicSamplesAtOrAbove { .. }
         | Metric::NetLatencyLost
-        | Metric::NetLatencyLate => values.iter().sum(),
+        | Metric::NetLatencyLate
+        | Metric::ClockSteps => values.iter().sum(),
     })
 }
 

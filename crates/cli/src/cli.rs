@@ -48,6 +48,9 @@ pub enum Command {
     /// Hardware and firmware noise: the kernel's hwlat tracer (hwlatdetect's method) or osnoise with
     /// interrupts off (rtla hwnoise's), and the SMIs each CPU took.
     Hwnoise(Box<rtgauge_flags::hwnoise::HwnoiseArgs>),
+    /// How well the clock is kept: ptp4l (offset, port state, grandmaster), chrony (offset, frequency, leap),
+    /// each PHC against the system clock, the kernel's state and steps; locks, holdovers, changes.
+    Clock(Box<rtgauge_flags::clock::ClockArgs>),
     /// OS-primitive costs in the manner of lmbench: syscalls, signals, IPC, context switch, fork/exec, mmap.
     Ops(Box<rtgauge_flags::ops::OpsArgs>),
     /// Memory load-latency curve (cache/TLB steps), read/write/copy bandwidth, NUMA matrix.

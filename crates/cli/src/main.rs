@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         cli::Command::Fingerprint(a) => cmd::fingerprint::run(a),
         cli::Command::Ops(a) => cmd::ops::run(a),
         cli::Command::Hwnoise(a) => cmd::hwnoise::run(a),
+        cli::Command::Clock(a) => cmd::clock::run(a),
         cli::Command::Mem(a) => cmd::mem::run(a),
         cli::Command::Numa(a) => cmd::numa::run(a),
         cli::Command::Plan(a) => cmd::plan::run(a),

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod capacity;
+pub mod clock;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod fleet;

@@ -364,6 +364,11 @@ fn plan_probe(
             );
             Box::new(super::hwnoise::resolve(&args, root).with_context(|| what.to_string())?)
         }
+        ProbeKind::Clock => {
+            let mut args: super::clock::ClockArgs = flags(argv, what)?;
+            args.duration = Some(duration);
+            Box::new(super::clock::resolve(&args).with_context(|| what.to_string())?)
+        }
         ProbeKind::Numa => {
             let args: numa::NumaArgs = flags(argv, what)?;
             Box::new(numa::NumaStage {

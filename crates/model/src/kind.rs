@@ -29,11 +29,13 @@ pub enum ProbeKind {
     Numa,
     /// The hardware/firmware noise probe (`rtgauge hwnoise` flags).
     Hwnoise,
+    /// How well the clock is kept (`rtgauge clock` flags).
+    Clock,
 }
 
 impl ProbeKind {
     /// Every kind, in the order the views show them.
-    pub const ALL: [ProbeKind; 8] = [
+    pub const ALL: [ProbeKind; 9] = [
         ProbeKind::Cyclic,
         ProbeKind::Oslat,
         ProbeKind::Hwnoise,
@@ -42,6 +44,7 @@ impl ProbeKind {
         ProbeKind::Ops,
         ProbeKind::Mem,
         ProbeKind::Numa,
+        ProbeKind::Clock,
     ];
 
     /// The kind's name, as the verbs, the store's probe list and measure keys spell it.
@@ -55,6 +58,7 @@ impl ProbeKind {
             ProbeKind::Mem => "mem",
             ProbeKind::Numa => "numa",
             ProbeKind::Hwnoise => "hwnoise",
+            ProbeKind::Clock => "clock",
         }
     }
 

@@ -304,33 +304,56 @@ pub struct TimelineEntry {
 /// per thread instead of 216,000 one-second ones, and none loses its bucket's worst sample.
 pub const MAX_TIMELINE: usize = 2048;
 
-/// Append one interval's entry `e` to `timeline`, whose entries are buckets of `*span_ns` aligned to the
-/// probe's start: into the last entry when `e` falls in its bucket (counts and missed added, the larger
-/// max kept), else as a new one; past [`MAX_TIMELINE`] entries the span doubles and the timeline is merged
-/// into the new buckets.
-pub fn push_bounded(timeline: &mut Vec<TimelineEntry>, span_ns: &mut u64, e: TimelineEntry) {
-    let span = (*span_ns).max(1);
-    let bucket = e.start_ns / span * span;
-    match timeline.last_mut() {
-        Some(last) if last.start_ns == bucket => merge_entry(last, &e),
-        _ => timeline.push(TimelineEntry {
-            start_ns: bucket,
-            ..e
-        }),
+/// A timeline's entry that neighbours can merge into (a latency [`TimelineEntry`], a clock source's
+/// `crate::clock::ClockPoint`): what [`push_bounded`] needs.
+pub trait Bucket: Copy {
+    /// Its start, ns after the probe's start.
+    fn start_ns(&self) -> u64;
+    /// Move its start (to its bucket's).
+    fn set_start_ns(&mut self, start_ns: u64);
+    /// Take `other`, of the same bucket, into it.
+    fn merge(&mut self, other: &Self);
+    /// Most entries a timeline keeps before its span doubles.
+    const MAX: usize;
+}
+
+impl Bucket for TimelineEntry {
+    fn start_ns(&self) -> u64 {
+        self.start_ns
     }
-    if timeline.len() > MAX_TIMELINE {
+    fn set_start_ns(&mut self, start_ns: u64) {
+        self.start_ns = start_ns;
+    }
+    fn merge(&mut self, e: &Self) {
+        self.count = self.count.saturating_add(e.count);
+        self.missed = self.missed.saturating_add(e.missed);
+        self.max_ns = self.max_ns.max(e.max_ns);
+    }
+    const MAX: usize = MAX_TIMELINE;
+}
+
+/// Append one interval's entry `e` to `timeline`, whose entries are buckets of `*span_ns` aligned to the
+/// probe's start: into the last entry when `e` falls in its bucket (merged: counts added, the worst kept),
+/// else as a new one; past [`Bucket::MAX`] entries the span doubles and the timeline is merged into the
+/// new buckets.
+pub fn push_bounded<B: Bucket>(timeline: &mut Vec<B>, span_ns: &mut u64, e: B) {
+    let span = (*span_ns).max(1);
+    let bucket = e.start_ns() / span * span;
+    match timeline.last_mut() {
+        Some(last) if last.start_ns() == bucket => last.merge(&e),
+        _ => {
+            let mut e = e;
+            e.set_start_ns(bucket);
+            timeline.push(e);
+        }
+    }
+    if timeline.len() > B::MAX {
         *span_ns = span.saturating_mul(2);
         let old = std::mem::take(timeline);
         for e in old {
             push_bounded(timeline, span_ns, e);
         }
     }
-}
-
-fn merge_entry(into: &mut TimelineEntry, e: &TimelineEntry) {
-    into.count = into.count.saturating_add(e.count);
-    into.missed = into.missed.saturating_add(e.missed);
-    into.max_ns = into.max_ns.max(e.max_ns);
 }
 
 /// Most windows a distribution keeps; adjacent windows merge pairwise beyond it, so a 7-day run keeps 64

@@ -17,6 +17,7 @@
 pub mod accounting;
 pub mod attribution;
 pub mod audit;
+pub mod clock;
 pub mod conditions;
 pub mod cpuset;
 pub mod cyclic;

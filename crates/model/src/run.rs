@@ -64,6 +64,8 @@ pub enum ProbeResult {
     Numa(crate::numa::NumaResult),
     /// Hardware and firmware noise (`rtgauge hwnoise`).
     Hwnoise(crate::hwnoise::HwnoiseResult),
+    /// How well the clock is kept (`rtgauge clock`).
+    Clock(crate::clock::ClockResult),
 }
 
 /// Whether a run finished.
@@ -391,6 +393,7 @@ kinds! {
     Mem => crate::mem::MemResult,
     Numa => crate::numa::NumaResult,
     Hwnoise => crate::hwnoise::HwnoiseResult,
+    Clock => crate::clock::ClockResult,
 }
 
 impl ProbeResult {

@@ -30,6 +30,10 @@ pub enum Metric {
     NetLatencyLost,
     /// Packets received at or after the probe's `--deadline` (`net latency`).
     NetLatencyLate,
+    /// Largest |offset| of any time source since it locked (`clock`).
+    ClockOffsetMaxNs,
+    /// Steps of CLOCK_REALTIME (`clock`).
+    ClockSteps,
 }
 
 impl fmt::Display for Metric {
@@ -45,6 +49,8 @@ impl fmt::Display for Metric {
             Metric::NetLatencyMaxNs => write!(f, "net latency max"),
             Metric::NetLatencyLost => write!(f, "net latency lost packets"),
             Metric::NetLatencyLate => write!(f, "net latency packets past the deadline"),
+            Metric::ClockOffsetMaxNs => write!(f, "clock offset max"),
+            Metric::ClockSteps => write!(f, "clock steps"),
         }
     }
 }
@@ -56,6 +62,7 @@ impl Metric {
         match self {
             Metric::OslatMaxNs => ProbeKind::Oslat,
             Metric::HwnoiseMaxNs => ProbeKind::Hwnoise,
+            Metric::ClockOffsetMaxNs | Metric::ClockSteps => ProbeKind::Clock,
             Metric::NetLatencyMaxNs | Metric::NetLatencyLost | Metric::NetLatencyLate => {
                 ProbeKind::NetLatency
             }
@@ -73,6 +80,7 @@ impl Metric {
                 | Metric::OslatMaxNs
                 | Metric::HwnoiseMaxNs
                 | Metric::NetLatencyMaxNs
+                | Metric::ClockOffsetMaxNs
         )
     }
 }

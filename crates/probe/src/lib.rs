@@ -36,6 +36,7 @@ pub mod rt;
 pub mod scratch;
 pub mod smi;
 pub mod stop;
+pub mod timesync;
 pub mod trace;
 
 /// Why a probe could not run at all (as opposed to a setting that could not be had, which is recorded in the

@@ -219,18 +219,20 @@ impl ProfileSpec {
                     ("net.latency.max", None) => Metric::NetLatencyMaxNs,
                     ("net.latency.lost", None) => Metric::NetLatencyLost,
                     ("net.latency.late", None) => Metric::NetLatencyLate,
+                    ("clock.offset.max", None) => Metric::ClockOffsetMaxNs,
+                    ("clock.steps", None) => Metric::ClockSteps,
                     ("cyclic.missed", None) => Metric::CyclicMissed,
                     ("cyclic.samples_at_or_above", Some(t)) => {
                         Metric::CyclicSamplesAtOrAbove { threshold_ns: duration("gate.threshold", t)?.as_ns() }
                     }
                     ("cyclic.samples_at_or_above", None) => return Err(field("gate.threshold", "required for this metric")),
-                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed", "hwnoise.max", "net.latency.max", "net.latency.lost", "net.latency.late"].contains(&m) => {
+                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed", "hwnoise.max", "net.latency.max", "net.latency.lost", "net.latency.late", "clock.offset.max", "clock.steps"].contains(&m) => {
                         return Err(field("gate.threshold", format!("not used by {m}")))
                     }
                     (m, _) => {
                         return Err(field(
                             "gate.metric",
-                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max, hwnoise.max, net.latency.max, net.latency.lost, net.latency.late)"),
+                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max, hwnoise.max, net.latency.max, net.latency.lost, net.latency.late, clock.offset.max, clock.steps)"),
                         ))
                     }
                 };

@@ -56,6 +56,9 @@ pub enum SessionError {
     /// The hardware-noise probe could not run (no hwlat tracer, no tracefs).
     #[error(transparent)]
     Hwnoise(#[from] rtgauge_probe::hwnoise::HwnoiseError),
+    /// A time source named could not be read.
+    #[error(transparent)]
+    Clock(#[from] rtgauge_probe::timesync::ClockError),
 }
 
 /// One tick of a running probe, as observers see it.

@@ -316,3 +316,22 @@ impl Probe for Hwnoise<'_> {
         Ok(vec![r.into()])
     }
 }
+
+/// How well the clock is kept: every source polled at the plan's rate. It measures no CPU of its own and
+/// runs at a normal policy.
+pub struct ClockSources<'a>(pub &'a rtgauge_probe::timesync::ClockPlan);
+
+impl Probe for ClockSources<'_> {
+    fn measured(&self) -> CpuSet {
+        CpuSet::new([])
+    }
+
+    fn run(
+        &self,
+        stop: &StopFlag,
+        observer: &mut dyn SessionObserver,
+    ) -> Result<Vec<ProbeResult>, SessionError> {
+        let r = rtgauge_probe::timesync::run(self.0, stop, &mut Threadless(observer))?;
+        Ok(vec![r.into()])
+    }
+}

@@ -132,7 +132,9 @@ impl KindData for CyclicResult {
                 | Metric::HwnoiseMaxNs
                 | Metric::NetLatencyMaxNs
                 | Metric::NetLatencyLost
-                | Metric::NetLatencyLate => None,
+                | Metric::NetLatencyLate
+                | Metric::ClockOffsetMaxNs
+                | Metric::ClockSteps => None,
             })
             .collect()
     }

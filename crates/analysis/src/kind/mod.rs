@@ -71,6 +71,7 @@ macro_rules! fields {
 }
 pub(crate) use fields;
 
+pub mod clock;
 pub mod cyclic;
 pub mod hwnoise;
 pub mod mem;
@@ -356,6 +357,7 @@ impl ProbeData for ProbeResult {
             ProbeResult::Mem(r) => r,
             ProbeResult::Numa(r) => r,
             ProbeResult::Hwnoise(r) => r,
+            ProbeResult::Clock(r) => r,
         }
     }
 
@@ -369,6 +371,7 @@ impl ProbeData for ProbeResult {
             ProbeResult::Mem(r) => r,
             ProbeResult::Numa(r) => r,
             ProbeResult::Hwnoise(r) => r,
+            ProbeResult::Clock(r) => r,
         }
     }
 }

@@ -4,11 +4,13 @@
 use rtgauge_analysis::kind::ProbeData;
 pub mod audit;
 pub mod capacity;
+pub mod clock;
 pub mod compare;
 pub mod cyclic;
 pub mod fingerprint;
 pub mod fleet;
 pub mod hwnoise;
+pub mod keep;
 pub mod load;
 pub mod mem;
 pub mod monitor;

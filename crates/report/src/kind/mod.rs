@@ -9,6 +9,7 @@ use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::run::ProbeResult;
 
+pub mod clock;
 pub mod cyclic;
 pub mod hwnoise;
 pub mod mem;
@@ -85,5 +86,6 @@ pub fn view(p: &ProbeResult) -> &dyn KindView {
         ProbeResult::Mem(r) => r,
         ProbeResult::Numa(r) => r,
         ProbeResult::Hwnoise(r) => r,
+        ProbeResult::Clock(r) => r,
     }
 }

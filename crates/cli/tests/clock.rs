@@ -1,0 +1,410 @@
+//! `rtgauge clock` against real daemons on this host, none of which touches its clock:
+//! - chrony: a server (`local stratum 8`) and two clients on private ports and sockets, all `chronyd -x`
+//!   (the clock is never steered); one client reaches the server, the other a port where nothing
+//!   listens: synchronised and unsynchronised told apart, as `chronyc tracking` tells them;
+//! - ptp4l: a grandmaster and a client in two network namespaces joined by a veth, both
+//!   `free_running 1` (software timestamps, raw Ethernet): the client follows the grandmaster, which is
+//!   then stopped: the port state, the grandmaster's identity as `pmc` reads it, the reference lost.
+//!
+//! Convergence and the faults on a clock of its own (a step on the master, a better grandmaster) are in
+//! the kernel lab (lab_clock.rs), where the client is a guest with its own clock.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A daemon this test started: killed and reaped when dropped, also when the test fails.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(mut c: std::process::Command, log: &Path) -> Daemon {
+    let f = std::fs::File::create(log).unwrap();
+    Daemon(
+        c.stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// `chronyd -x` (no clock control) in the foreground, as root (no ownership rules on the directory),
+/// with `conf`.
+fn chronyd(dir: &Path, name: &str, conf: &str) -> Daemon {
+    let path = dir.join(format!("{name}.conf"));
+    std::fs::write(&path, conf).unwrap();
+    let mut c = common::program("chronyd");
+    c.args(["-x", "-d", "-u", "root", "-f", path.to_str().unwrap()]);
+    start(c, &dir.join(format!("{name}.log")))
+}
+
+fn wait_for(what: &str, t: Duration, f: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < t, "{what}: not within {t:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `rtgauge clock ARGS --no-store`: its exit code, stdout and stderr, and the document it wrote.
+fn clock(dir: &Path, args: &[&str]) -> (i32, String, String, Value) {
+    let doc = dir.join("clock.json");
+    let _ = std::fs::remove_file(&doc);
+    let mut all = vec!["clock", "--no-store", "--output", doc.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let (code, out, err) = common::run(&all);
+    let v = std::fs::read_to_string(&doc)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    (code, out, err, v)
+}
+
+/// The source whose path ends in `name`.
+fn source<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["probes"][0]["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["path"].as_str().unwrap().ends_with(name))
+        .unwrap_or_else(|| panic!("no source {name} in {doc}"))
+}
+
+fn events<'a>(s: &'a Value, kind: &str) -> Vec<&'a Value> {
+    s["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .collect()
+}
+
+/// chrony on this host: a server (`local stratum 8`) on a private port, a client of it and a client of a
+/// port where nothing listens, each with its command socket `NAME.sock` in `d`; all `-x`.
+fn chrony_trio(d: &Path) -> [Daemon; 3] {
+    // chronyd checks the command socket's directory: at most 0770, its own.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let port = 20_000 + std::process::id() % 20_000 + 2 * (d.as_os_str().len() as u32 % 7);
+    let common_conf = |name: &str| {
+        format!(
+            "cmdport 0\nbindcmdaddress {0}/{name}.sock\npidfile {0}/{name}.pid\n",
+            d.display()
+        )
+    };
+    let client = |name: &str, port: u32| {
+        chronyd(
+            d,
+            name,
+            &format!(
+                "server 127.0.0.1 port {port} iburst minpoll -4 maxpoll -4\nport 0\n{}",
+                common_conf(name)
+            ),
+        )
+    };
+    let trio = [
+        chronyd(
+            d,
+            "server",
+            &format!(
+                "local stratum 8\nallow 127.0.0.1\nport {port}\n{}",
+                common_conf("server")
+            ),
+        ),
+        client("client", port),
+        client("lonely", port + 1),
+    ];
+    for n in ["server", "client", "lonely"] {
+        wait_for(n, Duration::from_secs(10), || {
+            d.join(format!("{n}.sock")).exists()
+        });
+    }
+    trio
+}
+
+#[test]
+fn chrony_synchronised_and_unsynchronised_are_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _chrony = chrony_trio(d);
+    let (client, lonely) = (d.join("client.sock"), d.join("lonely.sock"));
+    let (code, out, err, doc) = clock(
+        d,
+        &[
+            "-D",
+            "8s",
+            "--rate",
+            "4",
+            "--lock",
+            "100us",
+            "--chrony",
+            client.to_str().unwrap(),
+            "--chrony",
+            lonely.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let c = source(&doc, "client.sock");
+    assert_eq!(c["kind"], "chrony");
+    assert_eq!(c["last"]["state"], "normal", "{c}");
+    assert_eq!(c["last"]["reference"]["id"], "127.0.0.1", "{c}");
+    // The server's stratum 8, one more for its client.
+    assert_eq!(c["last"]["reference"]["class"], 9, "{c}");
+    assert_eq!(c["errors"], 0);
+    // chrony updates its clock every 1–2 s here: each update is one offset, however often it is polled.
+    let measured = c["measurements"].as_u64().unwrap();
+    assert!(
+        (2..=16).contains(&measured),
+        "{measured} offsets in 8 s: {c}"
+    );
+    assert!(c["polls"].as_u64().unwrap() >= 30, "{c}");
+    // Both daemons read this host's one clock: chrony's offsets are its own noise, far below 100 µs.
+    assert!(c["offset_max_all_ns"].as_u64().unwrap() < 100_000, "{c}");
+    let l = source(&doc, "lonely.sock");
+    assert_eq!(l["last"]["state"], "unsynchronised", "{l}");
+    assert!(l["last"]["reference"].is_null(), "{l}");
+    assert_eq!(l["measurements"], 0);
+    assert!(l["offset"].is_null());
+    assert!(
+        out.contains("chrony:") && out.contains("unsynchronised"),
+        "{out}"
+    );
+
+    // A socket where no chronyd listens is refused before anything is measured, naming it.
+    let none = d.join("none.sock");
+    let (code, _, err, doc) = clock(d, &["-D", "2s", "--chrony", none.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("chrony:{}", none.display())), "{err}");
+    assert!(doc.is_null());
+}
+
+/// Two namespaces joined by a veth, MACs 02:00:00:00:00:01 (the grandmaster's end) and …:02.
+struct Pair {
+    ns: [String; 2],
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let tag = format!("rtgk{}", std::process::id());
+        let p = Pair {
+            ns: [format!("{tag}m"), format!("{tag}c")],
+        };
+        let ip = |args: &[&str]| {
+            let o = common::program("ip").args(args).output().unwrap();
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        for ns in &p.ns {
+            let _ = common::program("ip").args(["netns", "del", ns]).output();
+            ip(&["netns", "add", ns]);
+        }
+        ip(&[
+            "link",
+            "add",
+            "rtgkm",
+            "netns",
+            &p.ns[0],
+            "address",
+            "02:00:00:00:00:01",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "rtgkc",
+            "netns",
+            &p.ns[1],
+            "address",
+            "02:00:00:00:00:02",
+        ]);
+        for (ns, dev) in [(&p.ns[0], "rtgkm"), (&p.ns[1], "rtgkc")] {
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+        }
+        p
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for ns in &self.ns {
+            let _ = common::program("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+fn ptp4l(pair: &Pair, i: usize, dev: &str, dir: &Path, conf: &str) -> Daemon {
+    let name = ["master", "client"][i];
+    let cfg = dir.join(format!("{name}.cfg"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "[global]\nfree_running 1\nuds_address {}/{name}.sock\n{conf}",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let mut c = common::program_in_netns("ptp4l", &pair.ns[i]);
+    c.args(["-2", "-S", "-m", "-i", dev, "-f", cfg.to_str().unwrap()]);
+    start(c, &dir.join(format!("{name}.log")))
+}
+
+#[test]
+fn ptp4l_is_read_as_pmc_reads_it_and_a_stopped_grandmaster_is_a_lost_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pair = Pair::new();
+    let mut master = ptp4l(
+        &pair,
+        0,
+        "rtgkm",
+        d,
+        "priority1 1\nmasterOnly 1\nclockClass 248\n",
+    );
+    let _client = ptp4l(&pair, 1, "rtgkc", d, "slaveOnly 1\n");
+    let sock = d.join("client.sock");
+    wait_for("ptp4l's socket", Duration::from_secs(10), || sock.exists());
+    // The client follows within ~10 s (the master's own announce timeout, then two announces); the
+    // master is stopped at 16 s and the client gives it up 4–8 s later (3 announce intervals + random).
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(16));
+        let _ = master.0.kill();
+        let _ = master.0.wait();
+    });
+    let (code, out, err, doc) = clock(
+        d,
+        &[
+            "-D",
+            "30s",
+            "--rate",
+            "2",
+            "--lock",
+            "100us",
+            "--ptp4l",
+            sock.to_str().unwrap(),
+        ],
+    );
+    stopper.join().unwrap();
+    assert_eq!(code, 0, "{out}\n{err}");
+    let s = source(&doc, "client.sock");
+    assert_eq!(s["kind"], "ptp4l");
+    assert_eq!(s["errors"], 0, "{s}");
+    // What pmc reads of the same socket: the grandmaster the client still names (a slaveOnly clock
+    // keeps its last parent), which rtgauge saw while it followed.
+    let pmc = common::program("pmc")
+        .args([
+            "-u",
+            "-b",
+            "0",
+            "-s",
+            sock.to_str().unwrap(),
+            "GET PARENT_DATA_SET",
+        ])
+        .output()
+        .unwrap();
+    let pmc = String::from_utf8_lossy(&pmc.stdout);
+    let gm = pmc
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("grandmasterIdentity"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("pmc: {pmc}"));
+    assert_eq!(gm, "020000.fffe.000001");
+    let refs = events(s, "reference");
+    assert_eq!(refs[0]["to"]["id"], gm, "{s}");
+    assert_eq!(refs[0]["to"]["class"], 248, "{s}");
+    // Followed: UNCALIBRATED (a free-running client never reports SLAVE), offsets once per sync (1 s).
+    let states: Vec<&str> = events(s, "state")
+        .iter()
+        .map(|e| e["to"].as_str().unwrap())
+        .collect();
+    assert!(states.contains(&"UNCALIBRATED"), "{states:?}");
+    let measured = s["measurements"].as_u64().unwrap();
+    assert!((3..=14).contains(&measured), "{measured} offsets: {s}");
+    // Both ends read this host's one clock: the offsets are the software stamps' noise.
+    assert!(s["offset_max_all_ns"].as_u64().unwrap() < 1_000_000, "{s}");
+    // The grandmaster stopped: the port falls back to LISTENING, the reference is lost and the holdover
+    // runs to the end.
+    assert_eq!(states.last(), Some(&"LISTENING"), "{states:?}");
+    let lost = events(s, "reference_lost");
+    assert_eq!(lost.len(), 1, "{s}");
+    let at = lost[0]["at_ns"].as_u64().unwrap();
+    assert!(
+        (17_000_000_000..=27_000_000_000).contains(&at),
+        "lost at {at} ns"
+    );
+    assert_eq!(s["holdovers"][0]["start_ns"].as_u64(), Some(at));
+    assert!(s["holdovers"][0]["end_ns"].is_null());
+    assert!(out.contains("holdover from"), "{out}");
+}
+
+#[test]
+fn a_clock_stage_in_a_profile_is_judged_by_its_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _chrony = chrony_trio(d);
+    let db = d.join("runs.db");
+    let profile = |name: &str, offset_max: &str| {
+        let p = d.join(format!("{name}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "name = '{name}'\nduration = '5s'\n[[probe]]\nkind = 'clock'\nflags = '--rate 4 --lock 100us --chrony {}'\n\
+                 [[gate]]\nmetric = 'clock.steps'\nmax = '0'\n[[gate]]\nmetric = 'clock.offset.max'\nmax = '{offset_max}'\n",
+                d.join("client.sock").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let run = |p: &Path| {
+        common::rtgauge_std()
+            .args([
+                "run",
+                "--profile",
+                p.to_str().unwrap(),
+                "--no-sample",
+                "--db",
+                db.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+    };
+    // chrony's offsets against a server on this host's own clock are far within 1 ms, and nothing steps it.
+    let out = run(&profile("time", "1ms"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Time ("), "{text}");
+    assert!(
+        text.contains("clock steps") && text.contains("clock offset max"),
+        "{text}"
+    );
+    // No offset is below 1 ns: the same run fails that gate, and says which.
+    let out = run(&profile("strict", "1ns"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fail = text
+        .lines()
+        .find(|l| l.contains("clock offset max"))
+        .unwrap_or_default();
+    assert!(fail.contains("FAIL"), "{text}");
+}

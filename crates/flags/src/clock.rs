@@ -1,0 +1,139 @@
+//! `rtgauge clock`'s flags, resolved into the clock probe's plan: which sources, how often, how close
+//! counts as locked.
+
+use super::{parse_duration_arg, parse_positive_duration};
+use anyhow::bail;
+use clap::Args;
+use rtgauge_host::HostRoot;
+use rtgauge_model::clock::{ClockConfig, SourceKind};
+use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_probe::timesync::{discover, ClockPlan, SourceSpec};
+
+/// How well the clock is kept: every 1/--rate s, what disciplines it and how well — ptp4l through its
+/// management socket (offset from the master, port state, grandmaster), chrony through its command socket
+/// (last offset, frequency, leap status), each PHC against the system clock (PTP_SYS_OFFSET_EXTENDED),
+/// and the kernel's adjtimex state and every step of CLOCK_REALTIME. Reads only: nothing is changed.
+/// Without --ptp4l, --chrony or --phc it follows what it finds: ptp4l's and chrony's default sockets and
+/// every /dev/ptp*.
+#[derive(Debug, Clone, Args)]
+pub struct ClockArgs {
+    /// How long (60, 30s, 24h; default 60s). In a profile: the run's duration.
+    #[arg(short = 'D', long = "duration", value_name = "TIME", value_parser = parse_positive_duration)]
+    pub duration: Option<Nanos>,
+
+    /// Polls per second (0.1 to 100).
+    #[arg(long = "rate", value_name = "HZ", default_value_t = 1.0)]
+    pub rate: f64,
+
+    /// A source is locked once its |offset| stays within this for 4 measurements in a row; the offset
+    /// distribution and the gate count from its first lock (e.g. 1us, 100ns, 1ms).
+    #[arg(long = "lock", value_name = "TIME", default_value = "1us", value_parser = parse_duration_arg)]
+    pub lock: Nanos,
+
+    /// ptp4l's management socket (its uds_address; repeatable). Default where no source is named:
+    /// /var/run/ptp4l if it exists.
+    #[arg(long = "ptp4l", value_name = "SOCKET")]
+    pub ptp4l: Vec<String>,
+
+    /// The PTP domain ptp4l runs in (its domainNumber): management messages carry it.
+    #[arg(long = "ptp-domain", value_name = "N", default_value_t = 0)]
+    pub ptp_domain: u8,
+
+    /// chronyd's command socket (repeatable). Default where no source is named:
+    /// /run/chrony/chronyd.sock if it exists.
+    #[arg(long = "chrony", value_name = "SOCKET")]
+    pub chrony: Vec<String>,
+
+    /// A PTP hardware clock to read against the system clock (repeatable). Default where no source is
+    /// named: every /dev/ptp*.
+    #[arg(long = "phc", value_name = "DEVICE")]
+    pub phc: Vec<String>,
+
+    /// Name of the platform, for comparisons (e.g. bare-metal, kvm-sriov).
+    #[arg(long, value_parser = super::parse_name)]
+    pub label: Option<String>,
+
+    #[command(flatten)]
+    pub store: super::StoreArgs,
+
+    /// Do not store the run.
+    #[arg(long = "no-store")]
+    pub no_store: bool,
+
+    #[command(flatten)]
+    pub output: super::OutputArg,
+}
+
+/// How long the verb polls without `-D`.
+pub const DEFAULT_DURATION_NS: u64 = 60_000_000_000;
+
+/// Check the flags and name the sources: those given, else those found.
+pub fn resolve(a: &ClockArgs) -> anyhow::Result<ClockPlan> {
+    if !(0.1..=100.0).contains(&a.rate) {
+        bail!("--rate {}: from 0.1 to 100 polls per second", a.rate);
+    }
+    if a.lock.as_ns() == 0 {
+        bail!("--lock {}: must be above 0", a.lock);
+    }
+    let named = |kind, paths: &[String], domain| {
+        paths
+            .iter()
+            .map(move |p| SourceSpec {
+                kind,
+                path: p.clone(),
+                domain,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut sources = named(SourceKind::Ptp4l, &a.ptp4l, a.ptp_domain);
+    sources.extend(named(SourceKind::Chrony, &a.chrony, 0));
+    sources.extend(named(SourceKind::Phc, &a.phc, 0));
+    for s in &sources {
+        if s.path.is_empty() || s.path.chars().any(char::is_control) {
+            bail!("--{}: {:?} is not a path", s.kind.as_str(), s.path);
+        }
+    }
+    if sources.is_empty() {
+        sources = discover();
+    }
+    Ok(ClockPlan {
+        config: ClockConfig {
+            rate_hz: a.rate,
+            duration_ns: a.duration.map_or(DEFAULT_DURATION_NS, |d| d.as_ns()),
+            lock_ns: a.lock.as_ns(),
+            sources: sources.iter().map(SourceSpec::name).collect(),
+        },
+        sources,
+    })
+}
+
+impl super::stage::StagePlan for ClockPlan {
+    fn kind(&self) -> rtgauge_model::kind::ProbeKind {
+        rtgauge_model::kind::ProbeKind::Clock
+    }
+
+    fn announce(&self, duration: Nanos, _cpus: &CpuSet) -> Option<String> {
+        Some(format!(
+            "clock for {duration} at {} Hz: {}…",
+            self.config.rate_hz,
+            if self.config.sources.is_empty() {
+                "the kernel only (no ptp4l or chrony socket, no PHC found)".to_string()
+            } else {
+                format!("the kernel, {}", self.config.sources.join(", "))
+            }
+        ))
+    }
+
+    fn duration_ns(&self) -> Option<u64> {
+        Some(self.config.duration_ns)
+    }
+
+    /// It reads daemons' state: a load beside it would say nothing about it.
+    fn loadable(&self) -> bool {
+        false
+    }
+
+    fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
+        Box::new(rtgauge_session::probes::ClockSources(self))
+    }
+}

@@ -1,0 +1,230 @@
+//! How well the clock is kept (`rtgauge clock`): every `1/rate` s, each source of time is read the way its
+//! own tool reads it — ptp4l through its management socket ([`ptp4l`], what `pmc` asks), chrony through
+//! its command socket ([`chrony`], what `chronyc tracking` asks), each PHC against the system clock
+//! ([`phc`], `PTP_SYS_OFFSET_EXTENDED`) — and the kernel's own state and steps ([`kernel`]). Each source is
+//! followed by a [`track::Tracker`]: lock, reference and state changes, holdovers, |offset|.
+//!
+//! Nothing here changes the clock or the daemons: every request is a read (a management GET, a chrony
+//! monitoring request, an ioctl that reads, `adjtimex` with no mode).
+
+pub mod chrony;
+pub mod kernel;
+pub mod phc;
+pub mod ptp4l;
+pub mod track;
+
+use crate::clock::{now_ns, sleep_until, Clock};
+use crate::observe::ProbeObserver;
+use crate::stop::StopFlag;
+use rtgauge_model::clock::{ClockConfig, ClockResult, SourceKind};
+use rtgauge_model::kind::StopReason;
+use std::time::Duration;
+
+/// Where ptp4l's management socket is unless its config says otherwise (`uds_address`).
+pub const PTP4L_SOCKET: &str = "/var/run/ptp4l";
+/// Where Debian's chronyd listens for commands.
+pub const CHRONY_SOCKET: &str = "/run/chrony/chronyd.sock";
+
+/// One source to follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSpec {
+    /// What it is.
+    pub kind: SourceKind,
+    /// Its socket or device.
+    pub path: String,
+    /// ptp4l: the PTP domain its management messages carry.
+    pub domain: u8,
+}
+
+impl SourceSpec {
+    /// `kind:path`.
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.kind.as_str(), self.path)
+    }
+}
+
+/// The probe's plan.
+#[derive(Debug, Clone)]
+pub struct ClockPlan {
+    /// Its configuration, as the result records it.
+    pub config: ClockConfig,
+    /// The sources.
+    pub sources: Vec<SourceSpec>,
+}
+
+/// Why the probe could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClockError {
+    /// A source named on the command line cannot be read.
+    #[error("{source_name}: {why}")]
+    Source {
+        /// `kind:path`.
+        source_name: String,
+        /// What failed.
+        why: String,
+    },
+}
+
+/// The sources this host has where nothing was named: ptp4l's and chrony's default sockets where they
+/// exist, every `/dev/ptp*`.
+pub fn discover() -> Vec<SourceSpec> {
+    let mut out = Vec::new();
+    let exists = |p: &str| std::path::Path::new(p).exists();
+    if exists(PTP4L_SOCKET) {
+        out.push(SourceSpec {
+            kind: SourceKind::Ptp4l,
+            path: PTP4L_SOCKET.into(),
+            domain: 0,
+        });
+    }
+    if exists(CHRONY_SOCKET) {
+        out.push(SourceSpec {
+            kind: SourceKind::Chrony,
+            path: CHRONY_SOCKET.into(),
+            domain: 0,
+        });
+    }
+    let mut phcs: Vec<String> = std::fs::read_dir("/dev")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| {
+            n.strip_prefix("ptp")
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(|n| format!("/dev/{n}"))
+        .collect();
+    phcs.sort();
+    out.extend(phcs.into_iter().map(|path| SourceSpec {
+        kind: SourceKind::Phc,
+        path,
+        domain: 0,
+    }));
+    out
+}
+
+/// A number for each client socket this process binds (two sources beside one daemon's socket, or one
+/// opened again, never share a path).
+fn next_client() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// How long a daemon may take to answer: half the poll period, within 10–500 ms, so that a daemon that
+/// stopped answering does not stretch the schedule.
+fn answer_timeout(rate_hz: f64) -> Duration {
+    Duration::from_secs_f64(0.5 / rate_hz)
+        .clamp(Duration::from_millis(10), Duration::from_millis(500))
+}
+
+/// A source opened for reading.
+enum SourceReader {
+    Ptp4l(ptp4l::Pmc),
+    Chrony(chrony::Chronyc),
+    Phc(phc::Phc),
+}
+
+impl SourceReader {
+    fn open(s: &SourceSpec, timeout: Duration) -> std::io::Result<SourceReader> {
+        Ok(match s.kind {
+            SourceKind::Ptp4l => {
+                SourceReader::Ptp4l(ptp4l::Pmc::connect(&s.path, s.domain, timeout)?)
+            }
+            SourceKind::Chrony => SourceReader::Chrony(chrony::Chronyc::connect(&s.path, timeout)?),
+            SourceKind::Phc => SourceReader::Phc(phc::Phc::open(&s.path)?),
+        })
+    }
+
+    fn read(&mut self, tai_s: i32) -> std::io::Result<track::Reading> {
+        match self {
+            SourceReader::Ptp4l(p) => p.read(),
+            SourceReader::Chrony(c) => c.read(),
+            SourceReader::Phc(p) => p.read(tai_s),
+        }
+    }
+}
+
+/// Open every source and read each once: a source that cannot be read at the start is refused with its
+/// reason, before anything is measured.
+fn open_all(plan: &ClockPlan) -> Result<Vec<SourceReader>, ClockError> {
+    plan.sources
+        .iter()
+        .map(|s| {
+            let refuse = |e: std::io::Error| ClockError::Source {
+                source_name: s.name(),
+                why: e.to_string(),
+            };
+            let mut r =
+                SourceReader::open(s, answer_timeout(plan.config.rate_hz)).map_err(refuse)?;
+            r.read(0).map_err(refuse)?;
+            Ok(r)
+        })
+        .collect()
+}
+
+/// Poll every source at the plan's rate until its duration or `stop`.
+pub fn run(
+    plan: &ClockPlan,
+    stop: &StopFlag,
+    observer: &mut dyn ProbeObserver<ClockResult>,
+) -> Result<ClockResult, ClockError> {
+    let mut readers = open_all(plan)?;
+    let lock_ns = plan.config.lock_ns;
+    let mut trackers: Vec<track::Tracker> = plan
+        .sources
+        .iter()
+        .map(|s| track::Tracker::new(s.kind, &s.path, lock_ns))
+        .collect();
+    let mut kernel = kernel::KernelTracker::default();
+    let period_ns = (1e9 / plan.config.rate_hz).round().max(1.0) as u64;
+    let duration_ns = plan.config.duration_ns;
+    observer.start(None);
+    let t0 = now_ns(Clock::Monotonic);
+    let result = |kernel: &kernel::KernelTracker, trackers: &[track::Tracker], elapsed_ns, why| {
+        ClockResult {
+            config: plan.config.clone(),
+            stop_reason: why,
+            elapsed_ns,
+            kernel: kernel.result(),
+            sources: trackers.iter().map(track::Tracker::result).collect(),
+        }
+    };
+    let mut next;
+    let stop_reason = loop {
+        let at_ns = now_ns(Clock::Monotonic) - t0;
+        kernel.poll(at_ns);
+        let tai = kernel.tai_s();
+        for (r, t) in readers.iter_mut().zip(trackers.iter_mut()) {
+            match r.read(tai) {
+                Ok(reading) => t.read(at_ns, reading),
+                Err(e) => t.failed(at_ns, e.to_string()),
+            }
+        }
+        let elapsed = Duration::from_nanos(at_ns);
+        observer.tick(elapsed, &(), &mut || {
+            result(&kernel, &trackers, at_ns, StopReason::Duration)
+        });
+        if stop.is_set() {
+            break StopReason::Signal;
+        }
+        // The next slot of the schedule still ahead (slots a slow poll overran are skipped, not caught up).
+        let since = now_ns(Clock::Monotonic) - t0;
+        next = t0 + (since / period_ns + 1) * period_ns;
+        if next - t0 > duration_ns {
+            break StopReason::Duration;
+        }
+        // Sleep in slices so that a stop is seen within 100 ms at any rate.
+        while now_ns(Clock::Monotonic) < next && !stop.is_set() {
+            sleep_until(
+                Clock::Monotonic,
+                next.min(now_ns(Clock::Monotonic) + 100_000_000),
+            );
+        }
+        if stop.is_set() {
+            break StopReason::Signal;
+        }
+    };
+    let elapsed_ns = now_ns(Clock::Monotonic) - t0;
+    Ok(result(&kernel, &trackers, elapsed_ns, stop_reason))
+}

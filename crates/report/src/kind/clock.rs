@@ -1,0 +1,253 @@
+//! How well the clock was kept (`rtgauge clock`) in every view: the kernel's steps and state, then per
+//! source its last state and reference, when it locked and how close it kept, its holdovers and its
+//! events in time order. Its section of the run page is the time section of a qualification record.
+
+use super::KindView;
+use crate::markup::ReportOptions;
+use maud::{html, Markup};
+use rtgauge_analysis::kind::KindData;
+use rtgauge_model::clock::{ClockResult, EventKind, KernelClock, SourceResult};
+use rtgauge_model::kind::RunFacts;
+use rtgauge_model::Nanos;
+
+/// Events listed per source in the terminal view (the run page lists them all).
+const LISTED: usize = 12;
+
+/// A signed time in the unit that suits it: `+12 ns`, `−3.400 µs`, `+5.001 ms`.
+pub fn signed(ns: i64) -> String {
+    let sign = if ns < 0 { "−" } else { "+" };
+    format!("{sign}{}", magnitude(ns.unsigned_abs()))
+}
+
+/// An unsigned time in the unit that suits it (the run's one human form, [`Nanos`]'s).
+pub fn magnitude(ns: u64) -> String {
+    Nanos(ns).to_string()
+}
+
+fn at(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+/// An event in words.
+pub fn event_words(e: &EventKind) -> String {
+    let reference = |r: &Option<rtgauge_model::clock::Reference>| {
+        r.as_ref().map_or("none".to_string(), |r| match r.class {
+            Some(c) => format!("{} (class {c})", r.id),
+            None => r.id.clone(),
+        })
+    };
+    match e {
+        EventKind::State { from, to } if from.is_empty() => format!("state {to}"),
+        EventKind::State { from, to } => format!("state {from} → {to}"),
+        EventKind::Reference { from, to } => {
+            format!("reference {} → {}", reference(from), reference(to))
+        }
+        EventKind::Locked { after_ns } => format!("locked after {}", magnitude(*after_ns)),
+        EventKind::Unlocked { offset_ns } => format!("lock lost (offset {})", signed(*offset_ns)),
+        EventKind::ReferenceLost => "reference lost: holdover".into(),
+        EventKind::ReferenceBack { after_ns } => {
+            format!("reference back after {}", magnitude(*after_ns))
+        }
+        EventKind::Unreadable { error } => format!("unreadable: {error}"),
+    }
+}
+
+/// The kernel's line: steps, and its synchronisation state.
+pub fn kernel_line(k: &KernelClock) -> String {
+    let steps = match k.step_count() {
+        0 => format!(
+            "no step of the system clock (each reading ±{})",
+            magnitude(k.read_bound_max_ns)
+        ),
+        n => {
+            let listed: Vec<String> = k
+                .steps
+                .iter()
+                .take(4)
+                .map(|s| {
+                    format!(
+                        "{} at {} (±{})",
+                        signed(s.by_ns),
+                        at(s.at_ns),
+                        magnitude(s.bound_ns)
+                    )
+                })
+                .collect();
+            format!(
+                "{n} step{} of the system clock: {}",
+                if n == 1 { "" } else { "s" },
+                listed.join(", ")
+            )
+        }
+    };
+    let state = match k.last {
+        Some(a) if a.synchronised() => format!(
+            "synchronised at the end (max error {} µs, TAI − UTC {} s)",
+            a.maxerror_us, a.tai_s
+        ),
+        Some(_) => "the kernel counts the clock unsynchronised at the end".to_string(),
+        None => "adjtimex unreadable".to_string(),
+    };
+    format!("kernel: {steps}; {state}")
+}
+
+/// A source's summary: its last state and reference, then how close it kept, its failures and holdovers.
+pub fn source_summary(s: &SourceResult) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut head = s.name();
+    if let Some(l) = &s.last {
+        head.push_str(&format!(": {}", l.state));
+        if let Some(r) = &l.reference {
+            head.push_str(&format!(", reference {}", r.id));
+            if let Some(c) = r.class {
+                head.push_str(&format!(" (class {c})"));
+            }
+        }
+        if let Some(d) = l.delay_ns {
+            head.push_str(&format!(", delay {}", magnitude(d.unsigned_abs())));
+        }
+        if let Some(f) = l.freq_ppb {
+            head.push_str(&format!(", frequency {f:+.0} ppb"));
+        }
+    }
+    out.push(head);
+    let offsets = s.offset.as_ref().map(|o| {
+        format!(
+            "|offset| p50 {}, p99 {}, max {} ({} measured)",
+            magnitude(o.percentile(50.0).unwrap_or(0)),
+            magnitude(o.percentile(99.0).unwrap_or(0)),
+            magnitude(o.max_ns),
+            o.count
+        )
+    });
+    out.push(match (s.settle_ns, offsets) {
+        (Some(t), Some(o)) => format!("  locked after {}; since then {o}", magnitude(t)),
+        (Some(t), None) => format!("  locked after {}", magnitude(t)),
+        (None, Some(o)) => format!("  never locked; {o}"),
+        (None, None) => format!("  no offset measured in {} polls", s.polls),
+    });
+    if s.errors > 0 {
+        out.push(format!("  {} of {} polls failed", s.errors, s.polls));
+    }
+    for h in &s.holdovers {
+        out.push(format!(
+            "  holdover from {}{}{}",
+            at(h.start_ns),
+            h.end_ns.map_or(" to the end".to_string(), |e| format!(
+                " for {}",
+                magnitude(e - h.start_ns)
+            )),
+            h.drift_ns
+                .map_or(String::new(), |d| format!(": drifted {}", signed(d)))
+        ));
+    }
+    out
+}
+
+/// A source's summary, then its first events.
+fn source_lines(s: &SourceResult) -> Vec<String> {
+    let mut out = source_summary(s);
+    for e in s.events.iter().take(LISTED) {
+        out.push(format!("  {:>8}  {}", at(e.at_ns), event_words(&e.what)));
+    }
+    let more = s.events.len().saturating_sub(LISTED) as u64 + s.events_dropped;
+    if more > 0 {
+        out.push(format!("  … {more} more events"));
+    }
+    out
+}
+
+impl KindView for ClockResult {
+    fn data(&self) -> &dyn KindData {
+        self
+    }
+
+    fn section_title(&self) -> String {
+        "Time".into()
+    }
+
+    fn terminal_section(&self, _facts: &RunFacts) -> String {
+        let mut s = format!(
+            "\nTime ({} Hz for {}, locked within ±{}):\n  {}\n",
+            self.config.rate_hz,
+            magnitude(self.elapsed_ns),
+            magnitude(self.config.lock_ns),
+            kernel_line(&self.kernel)
+        );
+        if self.sources.is_empty() {
+            s.push_str("  no time source found (no ptp4l or chrony socket, no PHC): only the kernel's view\n");
+        }
+        for src in &self.sources {
+            for l in source_lines(src) {
+                s.push_str("  ");
+                s.push_str(&l);
+                s.push('\n');
+            }
+        }
+        s
+    }
+
+    fn html_section(&self, _options: ReportOptions, _facts: &RunFacts) -> Markup {
+        html! {
+            h2 { (self.section_title()) }
+            p { (kernel_line(&self.kernel)) }
+            (crate::markup::measures_table(&self.data().measures()))
+            @for src in &self.sources {
+                h3 { (src.name()) }
+                ul {
+                    @for l in source_summary(src) {
+                        li { (l.trim()) }
+                    }
+                }
+                table {
+                    tr { th { "at" } th { "event" } }
+                    @for e in &src.events {
+                        tr { td { (at(e.at_ns)) } td { (event_words(&e.what)) } }
+                    }
+                }
+            }
+        }
+    }
+
+    fn headline(&self) -> Option<(String, u64)> {
+        self.offset_max_ns()
+            .map(|m| ("clock |offset| max since locked".to_string(), m))
+    }
+
+    fn progress_line(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .sources
+            .iter()
+            .map(|s| {
+                let last = s.timeline.last().map_or("no offset yet".to_string(), |p| {
+                    format!("offset {}", signed(p.offset_max_ns))
+                });
+                format!(
+                    "{} {} {last}",
+                    s.name(),
+                    s.last.as_ref().map_or("?", |l| l.state.as_str())
+                )
+            })
+            .collect();
+        Some(format!(
+            "{} step(s); {}",
+            self.kernel.step_count(),
+            if parts.is_empty() {
+                "kernel only".to_string()
+            } else {
+                parts.join("; ")
+            }
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_take_the_unit_that_suits_them() {
+        assert_eq!(signed(-12), "−12 ns");
+        assert_eq!(signed(5_001_000), "+5.001 ms");
+    }
+}
