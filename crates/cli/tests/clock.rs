@@ -161,13 +161,16 @@ fn chrony_synchronised_and_unsynchronised_are_told_apart() {
     // The server's stratum 8, one more for its client.
     assert_eq!(c["last"]["reference"]["class"], 9, "{c}");
     assert_eq!(c["errors"], 0);
-    // chrony updates its clock every 1–2 s here: each update is one offset, however often it is polled.
-    let measured = c["measurements"].as_u64().unwrap();
-    assert!(
-        (2..=16).contains(&measured),
-        "{measured} offsets in 8 s: {c}"
+    // Each clock update of chrony's is one offset, however often it is polled (no more than the polls).
+    let (measured, polls) = (
+        c["measurements"].as_u64().unwrap(),
+        c["polls"].as_u64().unwrap(),
     );
-    assert!(c["polls"].as_u64().unwrap() >= 30, "{c}");
+    assert!(polls >= 30, "{c}");
+    assert!(
+        (2..=polls).contains(&measured),
+        "{measured} offsets in {polls} polls: {c}"
+    );
     // Both daemons read this host's one clock: chrony's offsets are its own noise, far below 100 µs.
     assert!(c["offset_max_all_ns"].as_u64().unwrap() < 100_000, "{c}");
     let l = source(&doc, "lonely.sock");

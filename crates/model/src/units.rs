@@ -95,7 +95,7 @@ pub enum DurationError {
     #[error("duration must not be negative")]
     Negative,
     /// The text is not a number with an optional unit.
-    #[error("'{0}' is not a number followed by an optional unit (s, m, h, d, ms, us)")]
+    #[error("'{0}' is not a number followed by an optional unit (s, m, h, d, ms, us, ns)")]
     Syntax(String),
     /// The duration does not fit 64-bit nanoseconds.
     #[error("duration is too long")]
@@ -103,7 +103,7 @@ pub enum DurationError {
 }
 
 /// Parse a duration the way rt-tests does: a bare number is seconds; suffixes `s`, `m`, `h`, `d` (and, for
-/// convenience, `ms`, `us`). Upper-case suffixes are accepted as cyclictest accepts them.
+/// convenience, `ms`, `us`, and `ns` for the bounds of time sync). Upper-case suffixes are accepted as cyclictest accepts them.
 pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
     let t = text.trim();
     if t.is_empty() {
@@ -125,6 +125,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
         "d" => 86_400_000_000_000,
         "ms" => 1_000_000,
         "us" | "µs" => 1_000,
+        "ns" => 1,
         _ => return Err(DurationError::Syntax(text.to_string())),
     };
     value
@@ -145,6 +146,7 @@ mod tests {
         assert_eq!(parse_duration("7d"), Ok(Nanos::from_secs(7 * 86400)));
         assert_eq!(parse_duration("1H"), Ok(Nanos::from_secs(3600)));
         assert_eq!(parse_duration("250ms"), Ok(Nanos(250_000_000)));
+        assert_eq!(parse_duration("100ns"), Ok(Nanos(100)));
     }
 
     #[test]
