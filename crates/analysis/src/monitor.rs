@@ -141,6 +141,8 @@ pub struct MonitorState {
     pub unmet: Vec<rtgauge_model::conditions::Unmet>,
     /// The watched packet stream, if any.
     pub net: Option<NetSeries>,
+    /// The time sources followed (`--clock`), as last polled, if any.
+    pub clock: Option<rtgauge_model::clock::ClockResult>,
     /// What the `/metrics` endpoint did with its connections, copied in for the rendering that serves
     /// them (absent from the textfile, which no endpoint serves).
     pub endpoint: Option<EndpointCounts>,

@@ -12,49 +12,10 @@
 
 mod common;
 
+use common::chrony::{start, trio, wait_for, Daemon};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
-
-/// A daemon this test started: killed and reaped when dropped, also when the test fails.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(mut c: std::process::Command, log: &Path) -> Daemon {
-    let f = std::fs::File::create(log).unwrap();
-    Daemon(
-        c.stdin(Stdio::null())
-            .stdout(f.try_clone().unwrap())
-            .stderr(f)
-            .spawn()
-            .unwrap(),
-    )
-}
-
-/// `chronyd -x` (no clock control) in the foreground, as root (no ownership rules on the directory),
-/// with `conf`.
-fn chronyd(dir: &Path, name: &str, conf: &str) -> Daemon {
-    let path = dir.join(format!("{name}.conf"));
-    std::fs::write(&path, conf).unwrap();
-    let mut c = common::program("chronyd");
-    c.args(["-x", "-d", "-u", "root", "-f", path.to_str().unwrap()]);
-    start(c, &dir.join(format!("{name}.log")))
-}
-
-fn wait_for(what: &str, t: Duration, f: impl Fn() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < t, "{what}: not within {t:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use std::time::Duration;
 
 /// `rtgauge clock ARGS --no-store`: its exit code, stdout and stderr, and the document it wrote.
 fn clock(dir: &Path, args: &[&str]) -> (i32, String, String, Value) {
@@ -89,54 +50,11 @@ fn events<'a>(s: &'a Value, kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// chrony on this host: a server (`local stratum 8`) on a private port, a client of it and a client of a
-/// port where nothing listens, each with its command socket `NAME.sock` in `d`; all `-x`.
-fn chrony_trio(d: &Path) -> [Daemon; 3] {
-    // chronyd checks the command socket's directory: at most 0770, its own.
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o750)).unwrap();
-    let port = 20_000 + std::process::id() % 20_000 + 2 * (d.as_os_str().len() as u32 % 7);
-    let common_conf = |name: &str| {
-        format!(
-            "cmdport 0\nbindcmdaddress {0}/{name}.sock\npidfile {0}/{name}.pid\n",
-            d.display()
-        )
-    };
-    let client = |name: &str, port: u32| {
-        chronyd(
-            d,
-            name,
-            &format!(
-                "server 127.0.0.1 port {port} iburst minpoll -4 maxpoll -4\nport 0\n{}",
-                common_conf(name)
-            ),
-        )
-    };
-    let trio = [
-        chronyd(
-            d,
-            "server",
-            &format!(
-                "local stratum 8\nallow 127.0.0.1\nport {port}\n{}",
-                common_conf("server")
-            ),
-        ),
-        client("client", port),
-        client("lonely", port + 1),
-    ];
-    for n in ["server", "client", "lonely"] {
-        wait_for(n, Duration::from_secs(10), || {
-            d.join(format!("{n}.sock")).exists()
-        });
-    }
-    trio
-}
-
 #[test]
 fn chrony_synchronised_and_unsynchronised_are_told_apart() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let _chrony = chrony_trio(d);
+    let _chrony = trio(d);
     let (client, lonely) = (d.join("client.sock"), d.join("lonely.sock"));
     let (code, out, err, doc) = clock(
         d,
@@ -355,7 +273,7 @@ fn ptp4l_is_read_as_pmc_reads_it_and_a_stopped_grandmaster_is_a_lost_reference()
 fn a_clock_stage_in_a_profile_is_judged_by_its_gates() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let _chrony = chrony_trio(d);
+    let _chrony = trio(d);
     let db = d.join("runs.db");
     let profile = |name: &str, offset_max: &str| {
         let p = d.join(format!("{name}.toml"));

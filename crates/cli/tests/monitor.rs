@@ -825,21 +825,7 @@ fn a_watched_packet_stream_counts_what_the_kernel_dropped_and_a_sender_restart()
         "{body}"
     );
     // The series pass promtool's lint, as the others do.
-    let mut check = common::program("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    check
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let check = check.wait_with_output().unwrap();
-    assert!(check.status.success(), "{check:?}");
+    promtool_check(&body);
     let err = stderr_of(monitor);
     assert!(
         err.contains(&format!("watching packet stream 1 at {net_bind}")),
@@ -877,6 +863,132 @@ fn bad_packet_stream_flags_are_named() {
                 &["--net-bind", "127.0.0.1:9", "--net-gate", "0s"],
                 "--net-gate",
             ),
+            (&["--clock-source", "ntp:/x"], "--clock-source"),
+            (&["--clock-source", "chrony:"], "--clock-source"),
+            (&["--clock", "--clock-rate", "1000"], "--clock-rate 1000"),
+            (&["--clock", "--clock-lock", "0s"], "--clock-lock"),
         ],
     );
+}
+
+/// `promtool check metrics` on a `/metrics` body: it must pass.
+fn promtool_check(body: &str) {
+    let mut check = common::program("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let check = check.wait_with_output().unwrap();
+    assert!(check.status.success(), "{check:?}");
+}
+
+#[test]
+fn followed_time_sources_are_series_synchronised_and_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _chrony = common::chrony::trio(d);
+    let mport = free_port();
+    let (client, lonely) = (d.join("client.sock"), d.join("lonely.sock"));
+    let (cs, ls) = (
+        format!("chrony:{}", client.display()),
+        format!("chrony:{}", lonely.display()),
+    );
+    let monitor = start_monitor(&[
+        "--cpus",
+        "1",
+        "--priority",
+        "40",
+        "--listen",
+        &format!("127.0.0.1:{mport}"),
+        "--audit-every",
+        "0",
+        "--clock-source",
+        &cs,
+        "--clock-source",
+        &ls,
+        "--clock-rate",
+        "4",
+        "--clock-lock",
+        "100us",
+    ]);
+    // chrony's client locks within a few updates (~1 s each); the series are published once a second.
+    let locked = format!("rtgauge_clock_locked{{source=\"{cs}\"}}");
+    let body = wait_for(Duration::from_secs(20), || {
+        let b = http_get(mport, "/metrics")?;
+        (b.contains(&locked) && metric(&b, &locked) == 1.0).then_some(b)
+    })
+    .unwrap_or_else(|| panic!("{cs} never locked: {:?}", http_get(mport, "/metrics")));
+    let value = |series: &str| metric(&body, series);
+    assert_eq!(
+        value(&format!("rtgauge_clock_locked{{source=\"{ls}\"}}")),
+        0.0
+    );
+    assert_eq!(
+        value(&format!("rtgauge_clock_holdover{{source=\"{cs}\"}}")),
+        0.0
+    );
+    assert_eq!(
+        value(&format!(
+            "rtgauge_clock_reference_info{{source=\"{cs}\",reference=\"127.0.0.1\",class=\"9\"}}"
+        )),
+        1.0
+    );
+    assert_eq!(
+        value(&format!(
+            "rtgauge_clock_state_info{{source=\"{ls}\",state=\"unsynchronised\"}}"
+        )),
+        1.0
+    );
+    assert!(!body.contains(&format!("rtgauge_clock_reference_info{{source=\"{ls}\"")));
+    // chrony's offsets on this host's own clock: far within the 100 µs bound.
+    assert!(
+        value(&format!(
+            "rtgauge_clock_offset_max_seconds{{source=\"{cs}\"}}"
+        )) < 100e-6
+    );
+    assert_eq!(value("rtgauge_clock_lock_bound_seconds{}"), 100e-6);
+    assert_eq!(value("rtgauge_clock_steps_total{}"), 0.0);
+    assert_eq!(
+        value(&format!(
+            "rtgauge_clock_poll_errors_total{{source=\"{cs}\"}}"
+        )),
+        0.0
+    );
+    promtool_check(&body);
+    let err = stderr_of(monitor);
+    assert!(
+        err.contains(&format!("following time at 4 Hz: the kernel, {cs}, {ls}")),
+        "{err}"
+    );
+
+    // A named source that cannot be read stops the monitor before it starts, naming it.
+    let out = rtgauge_std()
+        .args([
+            "monitor",
+            "--cpus",
+            "1",
+            "--listen",
+            "off",
+            "--textfile",
+            "/tmp",
+        ])
+        .args([
+            "--clock-source",
+            "chrony:/nonexistent/chronyd.sock",
+            "-D",
+            "2s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chrony:/nonexistent/chronyd.sock"), "{err}");
 }

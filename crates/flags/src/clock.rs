@@ -67,44 +67,80 @@ pub struct ClockArgs {
 /// How long the verb polls without `-D`.
 pub const DEFAULT_DURATION_NS: u64 = 60_000_000_000;
 
-/// Check the flags and name the sources: those given, else those found.
-pub fn resolve(a: &ClockArgs) -> anyhow::Result<ClockPlan> {
-    if !(0.1..=100.0).contains(&a.rate) {
-        bail!("--rate {}: from 0.1 to 100 polls per second", a.rate);
-    }
-    if a.lock.as_ns() == 0 {
-        bail!("--lock {}: must be above 0", a.lock);
-    }
-    let named = |kind, paths: &[String], domain| {
-        paths
-            .iter()
-            .map(move |p| SourceSpec {
-                kind,
-                path: p.clone(),
-                domain,
-            })
-            .collect::<Vec<_>>()
-    };
-    let mut sources = named(SourceKind::Ptp4l, &a.ptp4l, a.ptp_domain);
-    sources.extend(named(SourceKind::Chrony, &a.chrony, 0));
-    sources.extend(named(SourceKind::Phc, &a.phc, 0));
-    for s in &sources {
-        if s.path.is_empty() || s.path.chars().any(char::is_control) {
-            bail!("--{}: {:?} is not a path", s.kind.as_str(), s.path);
+/// `KIND:PATH` (`--clock-source`): a time source of kind ptp4l, chrony or phc at PATH.
+pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
+    let (kind, path) = s.split_once(':').ok_or_else(|| {
+        format!("'{s}': expected KIND:PATH (ptp4l:/var/run/ptp4l, chrony:SOCKET, phc:/dev/ptp0)")
+    })?;
+    let kind = match kind {
+        "ptp4l" => SourceKind::Ptp4l,
+        "chrony" => SourceKind::Chrony,
+        "phc" => SourceKind::Phc,
+        _ => {
+            return Err(format!(
+                "'{s}': no source kind '{kind}' (ptp4l, chrony, phc)"
+            ))
         }
+    };
+    if path.is_empty() || path.chars().any(char::is_control) {
+        return Err(format!("'{s}': no path"));
     }
-    if sources.is_empty() {
-        sources = discover();
+    Ok(SourceSpec {
+        kind,
+        path: path.to_string(),
+        domain: 0,
+    })
+}
+
+/// The plan of `rate` polls per second for `duration_ns`, locked within `lock`, of `sources` (those
+/// found when none is named).
+pub fn plan(
+    rate: f64,
+    lock: Nanos,
+    duration_ns: u64,
+    sources: Vec<SourceSpec>,
+) -> anyhow::Result<ClockPlan> {
+    if !(0.1..=100.0).contains(&rate) {
+        bail!("--rate {rate}: from 0.1 to 100 polls per second");
     }
+    if lock.as_ns() == 0 {
+        bail!("--lock {lock}: must be above 0");
+    }
+    let sources = if sources.is_empty() {
+        discover()
+    } else {
+        sources
+    };
     Ok(ClockPlan {
         config: ClockConfig {
-            rate_hz: a.rate,
-            duration_ns: a.duration.map_or(DEFAULT_DURATION_NS, |d| d.as_ns()),
-            lock_ns: a.lock.as_ns(),
+            rate_hz: rate,
+            duration_ns,
+            lock_ns: lock.as_ns(),
             sources: sources.iter().map(SourceSpec::name).collect(),
         },
         sources,
     })
+}
+
+/// Check the flags and name the sources: those given, else those found.
+pub fn resolve(a: &ClockArgs) -> anyhow::Result<ClockPlan> {
+    let mut sources = Vec::new();
+    for (kind, paths) in [
+        (SourceKind::Ptp4l, &a.ptp4l),
+        (SourceKind::Chrony, &a.chrony),
+        (SourceKind::Phc, &a.phc),
+    ] {
+        for p in paths {
+            let mut s = parse_source(&format!("{}:{p}", kind.as_str()))
+                .map_err(|e| anyhow::anyhow!("--{}: {e}", kind.as_str()))?;
+            if kind == SourceKind::Ptp4l {
+                s.domain = a.ptp_domain;
+            }
+            sources.push(s);
+        }
+    }
+    let duration = a.duration.map_or(DEFAULT_DURATION_NS, |d| d.as_ns());
+    plan(a.rate, a.lock, duration, sources)
 }
 
 impl super::stage::StagePlan for ClockPlan {

@@ -95,6 +95,24 @@ pub struct MonitorArgs {
     #[arg(long = "net-gate", value_name = "D", default_value = "250us", value_parser = parse_duration_arg, requires = "net_source")]
     pub net_gate: Nanos,
 
+    /// Also follow how well the clock is kept (as `rtgauge clock`): the time sources found (ptp4l's and
+    /// chrony's default sockets, every /dev/ptp*) and the kernel's steps become rtgauge_clock_* series.
+    #[arg(long = "clock")]
+    pub clock: bool,
+
+    /// A time source to follow instead of those found, as KIND:PATH: ptp4l:/var/run/ptp4l,
+    /// chrony:/run/chrony/chronyd.sock, phc:/dev/ptp0 (repeatable; implies --clock).
+    #[arg(long = "clock-source", value_name = "KIND:PATH", value_parser = super::clock::parse_source)]
+    pub clock_source: Vec<rtgauge_probe::timesync::SourceSpec>,
+
+    /// Time-source polls per second (0.1 to 100).
+    #[arg(long = "clock-rate", value_name = "HZ", default_value_t = 1.0)]
+    pub clock_rate: f64,
+
+    /// A source is locked while its |offset| stays within this (rtgauge_clock_locked).
+    #[arg(long = "clock-lock", value_name = "TIME", default_value = "1us", value_parser = parse_duration_arg)]
+    pub clock_lock: Nanos,
+
     #[command(flatten)]
     pub db: super::DbArg,
 
@@ -116,6 +134,8 @@ pub struct MonitorPlan {
     pub listen: Option<SocketAddr>,
     /// The watched packet stream's receiver (a receive-only plan), if any.
     pub net: Option<NetLatencyPlan>,
+    /// The time sources followed, if asked.
+    pub clock: Option<rtgauge_probe::timesync::ClockPlan>,
 }
 
 /// Check the flags and find the CPUs to watch on this machine.
@@ -174,11 +194,19 @@ pub fn resolve(a: &MonitorArgs) -> anyhow::Result<MonitorPlan> {
     }
     let rest = online.difference(&cpus);
     let net = net_plan(a, &cpus, &online)?;
+    let clock = (a.clock || !a.clock_source.is_empty())
+        .then(|| {
+            let duration = a.duration.map_or(u64::MAX, |d| d.as_ns());
+            super::clock::plan(a.clock_rate, a.clock_lock, duration, a.clock_source.clone())
+                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--", "--clock-", 1)))
+        })
+        .transpose()?;
     Ok(MonitorPlan {
         housekeeping: (!rest.is_empty()).then_some(rest),
         cpus,
         listen,
         net,
+        clock,
     })
 }
 

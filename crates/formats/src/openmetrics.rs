@@ -19,6 +19,13 @@
 //!   (total, path, wakeup), `net_latency_window_max_seconds`, `net_packets_{received,lost,stale,reordered,
 //!   duplicate,foreign,above_gate}_total`, `net_sender_restarts_total`, `net_receive_errors_total`,
 //!   `net_last_packet_timestamp_seconds`, `net_stream_info{stream,at}`, `net_gate_seconds`.
+//! - the time sources followed, where asked (`--clock`): per source (`source` = `kind:path`)
+//!   `clock_offset_seconds` (the last offset measured), `clock_offset_max_seconds` (the largest |offset|
+//!   since it first locked), `clock_locked` (0/1, within `clock_lock_bound_seconds`), `clock_holdover`
+//!   (0/1: its reference lost), `clock_path_delay_seconds`, `clock_unlocks_total`, `clock_holdovers_total`,
+//!   `clock_reference_changes_total`, `clock_poll_errors_total`, `clock_state_info{source,state}`,
+//!   `clock_reference_info{source,reference,class}`; the kernel's `clock_steps_total`,
+//!   `clock_last_step_seconds` and `clock_synchronised`.
 //! - `monitor_info{version,interval,cpus}`, `monitor_start_time_seconds`.
 //! - `/metrics` only: `http_connections_total{outcome}` (how the endpoint's connections ended: answered,
 //!   rejected, head_timeout, write_timeout, evicted, refused, client_closed), `http_open_connections`,
@@ -29,6 +36,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use rtgauge_analysis::monitor::{CpuSeries, MonitorState, RuleState, BUCKETS_NS};
+use rtgauge_model::clock::SourceResult;
 use rtgauge_model::latency::BucketCounts;
 use std::fmt::Write as _;
 
@@ -62,6 +70,7 @@ impl prometheus_client::collector::Collector for MonitorCollector {
         encode_cpu_time(s, &mut enc)?;
         encode_audit(s, &mut enc)?;
         encode_net(s, &mut enc)?;
+        encode_clock(s, &mut enc)?;
         encode_endpoint(s, &mut enc)
     }
 }
@@ -350,6 +359,103 @@ fn encode_net(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result
 }
 
 /// The endpoint's own connections, where an endpoint serves the rendering.
+/// A per-source series: its name, its help, and its value of a source (none: the series has no sample for
+/// that source).
+type SourceSeries<T> = (&'static str, &'static str, fn(&SourceResult) -> T);
+
+/// The time sources' series, where they are followed.
+fn encode_clock(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    let Some(c) = &s.clock else {
+        return Ok(());
+    };
+    let secs = |ns: i64| ns as f64 / NS_PER_S;
+    let source = |x: &SourceResult| vec![("source", x.name())];
+    let gauges: [SourceSeries<Option<f64>>; 5] = [
+        ("rtgauge_clock_offset_seconds", "The last offset the source measured (ptp4l: from its master; chrony: its last; phc: PHC − system clock).", |x| x.last.as_ref()?.offset_ns.map(|o| o as f64 / NS_PER_S)),
+        ("rtgauge_clock_offset_max_seconds", "The largest |offset| since the source first locked (every offset while it never did).", |x| x.offset_max_ns().map(|o| o as f64 / NS_PER_S)),
+        ("rtgauge_clock_locked", "1 while the source's |offset| stays within the lock bound (rtgauge_clock_lock_bound_seconds).", |x| Some(f64::from(u8::from(x.locked_now)))),
+        ("rtgauge_clock_holdover", "1 while the source has lost its reference (a PTP port left UNCALIBRATED/SLAVE; chrony unsynchronised).", |x| Some(f64::from(u8::from(x.in_holdover)))),
+        ("rtgauge_clock_path_delay_seconds", "The source's path delay (PTP mean path delay, chrony root delay, a PHC read's bound).", |x| x.last.as_ref()?.delay_ns.map(|d| d as f64 / NS_PER_S)),
+    ];
+    for (name, help, value) in gauges {
+        let series: Vec<_> = c
+            .sources
+            .iter()
+            .filter_map(|x| Some((source(x), ConstGauge::new(value(x)?))))
+            .collect();
+        family(enc, name, help, MetricType::Gauge, series)?;
+    }
+    let counters: [SourceSeries<u64>; 4] = [
+        ("rtgauge_clock_unlocks", "Times the source's |offset| went beyond the lock bound while locked.", |x| x.unlocks),
+        ("rtgauge_clock_holdovers", "Times the source lost its reference.", |x| x.holdover_count()),
+        ("rtgauge_clock_reference_changes", "Times the source's reference changed (a new grandmaster, chrony's source; to or from none).", |x| x.reference_changes),
+        ("rtgauge_clock_poll_errors", "Polls of the source that failed.", |x| x.errors),
+    ];
+    for (name, help, value) in counters {
+        let series = c
+            .sources
+            .iter()
+            .map(|x| (source(x), ConstCounter::new(value(x))));
+        family(enc, name, help, MetricType::Counter, series)?;
+    }
+    family(
+        enc,
+        "rtgauge_clock_state_info",
+        "The source's state: a ptp4l port state, chrony's leap status, a PHC readable.",
+        MetricType::Gauge,
+        c.sources.iter().filter_map(|x| {
+            let mut l = source(x);
+            l.push(("state", x.last.as_ref()?.state.clone()));
+            Some((l, ConstGauge::new(1i64)))
+        }),
+    )?;
+    family(
+        enc,
+        "rtgauge_clock_reference_info",
+        "The source's reference: a PTP grandmaster's identity and clockClass, chrony's source and stratum.",
+        MetricType::Gauge,
+        c.sources.iter().filter_map(|x| {
+            let r = x.last.as_ref()?.reference.as_ref()?;
+            let mut l = source(x);
+            l.push(("reference", r.id.clone()));
+            l.push(("class", r.class.map_or(String::new(), |c| c.to_string())));
+            Some((l, ConstGauge::new(1i64)))
+        }),
+    )?;
+    family(
+        enc,
+        "rtgauge_clock_lock_bound_seconds",
+        "A source is locked while its |offset| stays within this (--clock-lock).",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(c.config.lock_ns as f64 / NS_PER_S))],
+    )?;
+    let k = &c.kernel;
+    family(
+        enc,
+        "rtgauge_clock_steps",
+        "Steps of CLOCK_REALTIME (its difference to CLOCK_MONOTONIC moved) since the monitor started.",
+        MetricType::Counter,
+        [(vec![], ConstCounter::new(k.step_count()))],
+    )?;
+    family(
+        enc,
+        "rtgauge_clock_last_step_seconds",
+        "The size of the last step of CLOCK_REALTIME (positive: forward), 0 before the first.",
+        MetricType::Gauge,
+        [(
+            vec![],
+            ConstGauge::new(secs(k.last_step.map_or(0, |x| x.by_ns))),
+        )],
+    )?;
+    family(
+        enc,
+        "rtgauge_clock_synchronised",
+        "1 while the kernel counts the system clock synchronised (adjtimex: no STA_UNSYNC, not TIME_ERROR).",
+        MetricType::Gauge,
+        [(vec![], ConstGauge::new(i64::from(k.last.is_some_and(|a| a.synchronised()))))],
+    )
+}
+
 fn encode_endpoint(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
     let Some(e) = &s.endpoint else {
         return Ok(());
@@ -511,6 +617,81 @@ mod tests {
         ] {
             assert!(t.contains(line), "{line}: {t}");
         }
+    }
+
+    #[test]
+    fn time_sources_have_their_series_only_where_they_are_followed() {
+        use rtgauge_model::clock::*;
+        let mut s = state();
+        assert!(!render_openmetrics(&s).contains("rtgauge_clock"));
+        let source = |path: &str, reference: Option<&str>, offset: i64| SourceResult {
+            kind: SourceKind::Ptp4l,
+            path: path.into(),
+            polls: 10,
+            measurements: 5,
+            errors: 1,
+            offset: None,
+            locked: true,
+            locked_now: reference.is_some(),
+            unlocks: 2,
+            reference_changes: 1,
+            settle_ns: Some(1),
+            offset_max_all_ns: 9,
+            holdovers: Vec::new(),
+            holdovers_dropped: 0,
+            in_holdover: reference.is_none(),
+            events: Vec::new(),
+            events_dropped: 0,
+            timeline: Vec::new(),
+            last: Some(SourceStatus {
+                state: if reference.is_some() { "SLAVE" } else { "LISTENING" }.into(),
+                reference: reference.map(|id| Reference {
+                    id: id.into(),
+                    class: Some(6),
+                }),
+                offset_ns: Some(offset),
+                delay_ns: Some(400_000),
+                ..SourceStatus::default()
+            }),
+        };
+        let step = ClockStep {
+            at_ns: 5,
+            by_ns: -20_000_000,
+            bound_ns: 50,
+        };
+        s.clock = Some(ClockResult {
+            config: ClockConfig {
+                rate_hz: 1.0,
+                duration_ns: 60_000_000_000,
+                lock_ns: 1_000,
+                sources: Vec::new(),
+            },
+            stop_reason: rtgauge_model::kind::StopReason::Duration,
+            elapsed_ns: 1,
+            kernel: KernelClock {
+                steps: vec![step],
+                last_step: Some(step),
+                ..KernelClock::default()
+            },
+            sources: vec![source("/a", Some("020000.fffe.000c02"), -250), source("/b", None, 7)],
+        });
+        let t = render_textfile(&s);
+        for line in [
+            "rtgauge_clock_offset_seconds{source=\"ptp4l:/a\"} -2.5e-7",
+            "rtgauge_clock_locked{source=\"ptp4l:/a\"} 1",
+            "rtgauge_clock_locked{source=\"ptp4l:/b\"} 0",
+            "rtgauge_clock_holdover{source=\"ptp4l:/b\"} 1",
+            "rtgauge_clock_unlocks_total{source=\"ptp4l:/a\"} 2",
+            "rtgauge_clock_poll_errors_total{source=\"ptp4l:/b\"} 1",
+            "rtgauge_clock_reference_info{source=\"ptp4l:/a\",reference=\"020000.fffe.000c02\",class=\"6\"} 1",
+            "rtgauge_clock_state_info{source=\"ptp4l:/b\",state=\"LISTENING\"} 1",
+            "rtgauge_clock_steps_total{} 1",
+            "rtgauge_clock_last_step_seconds{} -0.02",
+            "rtgauge_clock_lock_bound_seconds{} 0.000001",
+        ] {
+            assert!(t.contains(line), "{line}: {t}");
+        }
+        assert!(!t.contains("rtgauge_clock_reference_info{source=\"ptp4l:/b\""), "{t}");
     }
 
     #[test]

@@ -171,6 +171,9 @@ pub struct SourceStatus {
     /// The reference, where it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<Reference>,
+    /// The last offset it measured, ns (kept until a new one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_ns: Option<i64>,
     /// The frequency correction it applies, parts per billion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freq_ppb: Option<f64>,
@@ -203,14 +206,29 @@ pub struct SourceResult {
     pub offset: Option<LatencyStats>,
     /// Whether it ever locked; `offset` then holds only what followed.
     pub locked: bool,
+    /// Whether it is locked at the end (at the last poll).
+    #[serde(default)]
+    pub locked_now: bool,
+    /// Times its lock was lost.
+    #[serde(default)]
+    pub unlocks: u64,
+    /// Times its reference changed (to another, to none, from none).
+    #[serde(default)]
+    pub reference_changes: u64,
     /// From the start to its first lock, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_ns: Option<u64>,
     /// The largest |offset| over every measurement, convergence included, ns.
     pub offset_max_all_ns: u64,
-    /// Periods without a reference.
+    /// Periods without a reference (the first [`MAX_CLOCK_EVENTS`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub holdovers: Vec<Holdover>,
+    /// Holdovers past [`MAX_CLOCK_EVENTS`], counted only.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub holdovers_dropped: u64,
+    /// Whether it is in a holdover at the end.
+    #[serde(default)]
+    pub in_holdover: bool,
     /// State, lock and reference changes (the first [`MAX_CLOCK_EVENTS`]).
     pub events: Vec<ClockEvent>,
     /// Events past [`MAX_CLOCK_EVENTS`], counted only.
@@ -238,12 +256,9 @@ impl SourceResult {
             .map(|s| s.max_ns)
     }
 
-    /// Unlock events (lock lost after it was held).
-    pub fn unlocks(&self) -> usize {
-        self.events
-            .iter()
-            .filter(|e| matches!(e.what, EventKind::Unlocked { .. }))
-            .count()
+    /// Every holdover, kept or only counted.
+    pub fn holdover_count(&self) -> u64 {
+        self.holdovers.len() as u64 + self.holdovers_dropped
     }
 }
 
@@ -302,6 +317,9 @@ pub struct KernelClock {
     /// Steps past [`MAX_STEPS`], counted only.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub steps_dropped: u64,
+    /// The last step, kept or only counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_step: Option<ClockStep>,
     /// Polls at which the kernel counted the clock unsynchronised.
     pub unsynchronised_polls: u64,
     /// The smallest bound a step could be told with: the largest uncertainty of a REALTIME − MONOTONIC

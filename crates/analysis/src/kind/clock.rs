@@ -65,7 +65,7 @@ impl KindData for ClockResult {
                 format!("{key}.unlocks"),
                 format!("{name} lock lost"),
                 MeasureUnit::Count,
-                s.unlocks() as f64,
+                s.unlocks as f64,
                 Better::Lower,
             ));
             if let Some(d) = s

@@ -5,6 +5,7 @@
 use serde_json::Value;
 use std::path::Path;
 
+pub mod chrony;
 pub mod hostnoise;
 pub mod tap;
 

@@ -68,12 +68,14 @@ impl KernelTracker {
             let by_ns = now.0 - before;
             let bound_ns = bound + now.1;
             if by_ns.unsigned_abs() >= bound_ns + STEP_FLOOR_NS {
+                let step = ClockStep {
+                    at_ns,
+                    by_ns,
+                    bound_ns,
+                };
+                self.k.last_step = Some(step);
                 if self.k.steps.len() < MAX_STEPS {
-                    self.k.steps.push(ClockStep {
-                        at_ns,
-                        by_ns,
-                        bound_ns,
-                    });
+                    self.k.steps.push(step);
                 } else {
                     self.k.steps_dropped += 1;
                 }

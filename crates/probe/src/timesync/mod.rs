@@ -145,86 +145,110 @@ impl SourceReader {
     }
 }
 
-/// Open every source and read each once: a source that cannot be read at the start is refused with its
-/// reason, before anything is measured.
-fn open_all(plan: &ClockPlan) -> Result<Vec<SourceReader>, ClockError> {
-    plan.sources
-        .iter()
-        .map(|s| {
-            let refuse = |e: std::io::Error| ClockError::Source {
-                source_name: s.name(),
-                why: e.to_string(),
-            };
-            let mut r =
-                SourceReader::open(s, answer_timeout(plan.config.rate_hz)).map_err(refuse)?;
-            r.read(0).map_err(refuse)?;
-            Ok(r)
-        })
-        .collect()
+/// Every source opened, read once, and followed: the probe between its start (where a source named but
+/// unreadable is refused) and its polling.
+pub struct Poller {
+    plan: ClockPlan,
+    readers: Vec<SourceReader>,
+    trackers: Vec<track::Tracker>,
+    kernel: kernel::KernelTracker,
 }
 
-/// Poll every source at the plan's rate until its duration or `stop`.
-pub fn run(
-    plan: &ClockPlan,
-    stop: &StopFlag,
-    observer: &mut dyn ProbeObserver<ClockResult>,
-) -> Result<ClockResult, ClockError> {
-    let mut readers = open_all(plan)?;
-    let lock_ns = plan.config.lock_ns;
-    let mut trackers: Vec<track::Tracker> = plan
-        .sources
-        .iter()
-        .map(|s| track::Tracker::new(s.kind, &s.path, lock_ns))
-        .collect();
-    let mut kernel = kernel::KernelTracker::default();
-    let period_ns = (1e9 / plan.config.rate_hz).round().max(1.0) as u64;
-    let duration_ns = plan.config.duration_ns;
-    observer.start(None);
-    let t0 = now_ns(Clock::Monotonic);
-    let result = |kernel: &kernel::KernelTracker, trackers: &[track::Tracker], elapsed_ns, why| {
+impl Poller {
+    /// Open every source and read each once: one that cannot be read is refused with its reason, before
+    /// anything is measured.
+    pub fn open(plan: &ClockPlan) -> Result<Poller, ClockError> {
+        let readers = plan
+            .sources
+            .iter()
+            .map(|s| {
+                let refuse = |e: std::io::Error| ClockError::Source {
+                    source_name: s.name(),
+                    why: e.to_string(),
+                };
+                let mut r =
+                    SourceReader::open(s, answer_timeout(plan.config.rate_hz)).map_err(refuse)?;
+                r.read(0).map_err(refuse)?;
+                Ok(r)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Poller {
+            plan: plan.clone(),
+            readers,
+            trackers: plan
+                .sources
+                .iter()
+                .map(|s| track::Tracker::new(s.kind, &s.path, plan.config.lock_ns))
+                .collect(),
+            kernel: kernel::KernelTracker::default(),
+        })
+    }
+
+    /// What was measured so far.
+    fn result(&self, elapsed_ns: u64, stop_reason: StopReason) -> ClockResult {
         ClockResult {
-            config: plan.config.clone(),
-            stop_reason: why,
+            config: self.plan.config.clone(),
+            stop_reason,
             elapsed_ns,
-            kernel: kernel.result(),
-            sources: trackers.iter().map(track::Tracker::result).collect(),
+            kernel: self.kernel.result(),
+            sources: self.trackers.iter().map(track::Tracker::result).collect(),
         }
-    };
-    let mut next;
-    let stop_reason = loop {
-        let at_ns = now_ns(Clock::Monotonic) - t0;
-        kernel.poll(at_ns);
-        let tai = kernel.tai_s();
-        for (r, t) in readers.iter_mut().zip(trackers.iter_mut()) {
+    }
+
+    /// One poll of the kernel and every source, `at_ns` after the start.
+    fn poll(&mut self, at_ns: u64) {
+        self.kernel.poll(at_ns);
+        let tai = self.kernel.tai_s();
+        for (r, t) in self.readers.iter_mut().zip(self.trackers.iter_mut()) {
             match r.read(tai) {
                 Ok(reading) => t.read(at_ns, reading),
                 Err(e) => t.failed(at_ns, e.to_string()),
             }
         }
-        let elapsed = Duration::from_nanos(at_ns);
-        observer.tick(elapsed, &(), &mut || {
-            result(&kernel, &trackers, at_ns, StopReason::Duration)
-        });
-        if stop.is_set() {
-            break StopReason::Signal;
-        }
-        // The next slot of the schedule still ahead (slots a slow poll overran are skipped, not caught up).
-        let since = now_ns(Clock::Monotonic) - t0;
-        next = t0 + (since / period_ns + 1) * period_ns;
-        if next - t0 > duration_ns {
-            break StopReason::Duration;
-        }
-        // Sleep in slices so that a stop is seen within 100 ms at any rate.
-        while now_ns(Clock::Monotonic) < next && !stop.is_set() {
-            sleep_until(
-                Clock::Monotonic,
-                next.min(now_ns(Clock::Monotonic) + 100_000_000),
-            );
-        }
-        if stop.is_set() {
-            break StopReason::Signal;
-        }
-    };
-    let elapsed_ns = now_ns(Clock::Monotonic) - t0;
-    Ok(result(&kernel, &trackers, elapsed_ns, stop_reason))
+    }
+
+    /// Poll at the plan's rate until its duration or `stop`; the observer is told each poll.
+    pub fn run(
+        mut self,
+        stop: &StopFlag,
+        observer: &mut dyn ProbeObserver<ClockResult>,
+    ) -> ClockResult {
+        let period_ns = (1e9 / self.plan.config.rate_hz).round().max(1.0) as u64;
+        let duration_ns = self.plan.config.duration_ns;
+        observer.start(None);
+        let t0 = now_ns(Clock::Monotonic);
+        let stop_reason = loop {
+            let at_ns = now_ns(Clock::Monotonic) - t0;
+            self.poll(at_ns);
+            observer.tick(Duration::from_nanos(at_ns), &(), &mut || {
+                self.result(at_ns, StopReason::Duration)
+            });
+            // The next slot of the schedule still ahead (slots a slow poll overran are skipped, not
+            // caught up).
+            let next = t0 + ((now_ns(Clock::Monotonic) - t0) / period_ns + 1) * period_ns;
+            if next - t0 > duration_ns {
+                break StopReason::Duration;
+            }
+            // Sleep in slices so that a stop is seen within 100 ms at any rate.
+            while now_ns(Clock::Monotonic) < next && !stop.is_set() {
+                sleep_until(
+                    Clock::Monotonic,
+                    next.min(now_ns(Clock::Monotonic) + 100_000_000),
+                );
+            }
+            if stop.is_set() {
+                break StopReason::Signal;
+            }
+        };
+        self.result(now_ns(Clock::Monotonic) - t0, stop_reason)
+    }
+}
+
+/// Open every source, then poll them at the plan's rate until its duration or `stop`.
+pub fn run(
+    plan: &ClockPlan,
+    stop: &StopFlag,
+    observer: &mut dyn ProbeObserver<ClockResult>,
+) -> Result<ClockResult, ClockError> {
+    Ok(Poller::open(plan)?.run(stop, observer))
 }

@@ -51,7 +51,11 @@ pub struct Tracker {
     run_start_ns: u64,
     unlocked_since_ns: u64,
     had_reference: bool,
+    unlocks: u64,
+    reference_changes: u64,
     holdovers: Vec<Holdover>,
+    holdovers_dropped: u64,
+    in_holdover: bool,
     events: Vec<ClockEvent>,
     events_dropped: u64,
     timeline: Vec<ClockPoint>,
@@ -83,7 +87,11 @@ impl Tracker {
             run_start_ns: 0,
             unlocked_since_ns: 0,
             had_reference: false,
+            unlocks: 0,
+            reference_changes: 0,
             holdovers: Vec::new(),
+            holdovers_dropped: 0,
+            in_holdover: false,
             events: Vec::new(),
             events_dropped: 0,
             timeline: Vec::new(),
@@ -116,6 +124,8 @@ impl Tracker {
         self.failing = false;
         let before = self.last.take();
         let state_before = before.as_ref().map(|s| s.state.clone()).unwrap_or_default();
+        let measured = r.offset_ns.filter(|_| r.has_reference);
+        let offset_ns = measured.or(before.as_ref().and_then(|s| s.offset_ns));
         if state_before != r.state {
             self.event(
                 at_ns,
@@ -127,6 +137,7 @@ impl Tracker {
         }
         let reference_before = before.and_then(|s| s.reference);
         if reference_before != r.reference && (r.reference.is_some() || self.had_reference) {
+            self.reference_changes += 1;
             self.event(
                 at_ns,
                 EventKind::Reference {
@@ -136,12 +147,13 @@ impl Tracker {
             );
         }
         self.reference_presence(at_ns, r.has_reference);
-        if let (Some(offset), true) = (r.offset_ns, r.has_reference) {
+        if let Some(offset) = measured {
             self.measured(at_ns, offset, r.delay_ns);
         }
         self.last = Some(SourceStatus {
             state: r.state,
             reference: r.reference,
+            offset_ns,
             freq_ppb: r.freq_ppb,
             delay_ns: r.delay_ns,
             rms_offset_ns: r.rms_offset_ns,
@@ -154,11 +166,16 @@ impl Tracker {
         match (self.had_reference, has) {
             (true, false) => {
                 self.event(at_ns, EventKind::ReferenceLost);
-                self.holdovers.push(Holdover {
-                    start_ns: at_ns,
-                    end_ns: None,
-                    drift_ns: None,
-                });
+                self.in_holdover = true;
+                if self.holdovers.len() < MAX_CLOCK_EVENTS {
+                    self.holdovers.push(Holdover {
+                        start_ns: at_ns,
+                        end_ns: None,
+                        drift_ns: None,
+                    });
+                } else {
+                    self.holdovers_dropped += 1;
+                }
                 // Whatever it measures after is against a reference it must find again.
                 if self.locked {
                     self.locked = false;
@@ -167,6 +184,7 @@ impl Tracker {
                 self.run_in = 0;
             }
             (false, true) => {
+                self.in_holdover = false;
                 if let Some(h) = self.holdovers.last_mut().filter(|h| h.end_ns.is_none()) {
                     h.end_ns = Some(at_ns);
                     let after_ns = at_ns - h.start_ns;
@@ -200,6 +218,7 @@ impl Tracker {
         let within = abs <= self.lock_ns;
         if self.locked && !within {
             self.locked = false;
+            self.unlocks += 1;
             self.unlocked_since_ns = at_ns;
             self.run_in = 0;
             self.event(at_ns, EventKind::Unlocked { offset_ns });
@@ -252,9 +271,14 @@ impl Tracker {
             errors: self.errors,
             offset: (stats.count > 0).then_some(stats),
             locked: self.settle_ns.is_some(),
+            locked_now: self.locked,
+            unlocks: self.unlocks,
+            reference_changes: self.reference_changes,
             settle_ns: self.settle_ns,
             offset_max_all_ns: self.max_all,
             holdovers: self.holdovers.clone(),
+            holdovers_dropped: self.holdovers_dropped,
+            in_holdover: self.in_holdover,
             events: self.events.clone(),
             events_dropped: self.events_dropped,
             timeline: self.timeline.clone(),
@@ -299,7 +323,8 @@ mod tests {
         assert_eq!(r.offset_max_all_ns, 90_000);
         let s = r.offset.clone().unwrap();
         assert_eq!((s.count, s.min_ns, s.max_ns), (7, 100, 2_500));
-        assert_eq!(r.unlocks(), 1);
+        assert_eq!(r.unlocks, 1);
+        assert!(!r.locked_now);
         assert!(r
             .events
             .iter()

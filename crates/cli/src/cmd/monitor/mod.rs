@@ -10,6 +10,8 @@
 //!
 //! With `--net-bind`/`--net-dev`, a packet receiver ([`NetWatch`]) also takes a stream sent by `rtgauge net
 //! latency --send-only` for as long as the monitor runs; each tick copies its counts into the `net_` series.
+//! With `--clock`, a thread polls the time sources as `rtgauge clock` does; its result feeds the `clock_`
+//! series.
 //!
 //! Beside it, on the housekeeping CPUs: an audit thread (every `--audit-every`, findings and drift against
 //! the first pass), the `/metrics` endpoint (loopback unless `--allow-remote`), the `--textfile` writer for
@@ -29,6 +31,7 @@ use rtgauge_flags::monitor::{resolve, MonitorArgs, MonitorPlan};
 use rtgauge_formats::openmetrics;
 use rtgauge_host::cpu::read_cpu_node;
 use rtgauge_host::HostRoot;
+use rtgauge_model::clock::ClockResult;
 use rtgauge_model::cyclic::CyclicConfig;
 use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::rt::SchedPolicy;
@@ -121,6 +124,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         ..MonitorState::default()
     }));
     let net = watch_stream(&setup, &state)?;
+    follow_clock(&setup, &state, &stop)?;
     spawn_side_threads(a, &state, listener, audit_root, &setup.cpus, &stop)?;
 
     let smi = SmiWatch::start(&live, &setup.cpus);
@@ -238,6 +242,63 @@ fn watch_stream(
         ..NetSeries::default()
     });
     Ok(Some(watch))
+}
+
+/// Follow the time sources, if asked, on a thread of their own (on the housekeeping CPUs): each poll's
+/// result goes into the state, at most once a second. A source named but unreadable is refused here,
+/// before the monitor starts.
+fn follow_clock(
+    setup: &MonitorPlan,
+    state: &Arc<Mutex<MonitorState>>,
+    stop: &StopFlag,
+) -> anyhow::Result<()> {
+    let Some(plan) = &setup.clock else {
+        return Ok(());
+    };
+    let poller = rtgauge_probe::timesync::Poller::open(plan)
+        .map_err(|e| anyhow::anyhow!("--clock-source {e}"))?;
+    eprintln!(
+        "rtgauge monitor: following time at {} Hz: the kernel{}",
+        plan.config.rate_hz,
+        plan.config
+            .sources
+            .iter()
+            .map(|s| format!(", {s}"))
+            .collect::<String>()
+    );
+    let mut feed = ClockFeed {
+        state: Arc::clone(state),
+        published: None,
+    };
+    let stop = stop.clone();
+    std::thread::Builder::new()
+        .name("rtg-clock".into())
+        .spawn(move || {
+            let last = poller.run(&stop, &mut feed);
+            lock(&feed.state).clock = Some(last);
+        })
+        .context("starting the clock thread")?;
+    Ok(())
+}
+
+/// Puts the time sources' result into the state, at most once a second (a checkpoint copies the
+/// timelines).
+struct ClockFeed {
+    state: Arc<Mutex<MonitorState>>,
+    published: Option<Duration>,
+}
+
+impl rtgauge_probe::observe::ProbeObserver<ClockResult> for ClockFeed {
+    fn tick(&mut self, elapsed: Duration, _: &(), checkpoint: &mut dyn FnMut() -> ClockResult) {
+        if self
+            .published
+            .is_none_or(|p| elapsed >= p + Duration::from_secs(1))
+        {
+            let r = checkpoint();
+            lock(&self.state).clock = Some(r);
+            self.published = Some(elapsed);
+        }
+    }
 }
 
 /// What the monitor has said about the watched stream's receiver (each said once).
