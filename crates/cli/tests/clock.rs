@@ -289,12 +289,15 @@ fn a_clock_stage_in_a_profile_is_judged_by_its_gates() {
         p
     };
     let run = |p: &Path| {
+        let label = p.file_stem().unwrap().to_str().unwrap();
         common::rtgauge_std()
             .args([
                 "run",
                 "--profile",
                 p.to_str().unwrap(),
                 "--no-sample",
+                "--label",
+                label,
                 "--db",
                 db.to_str().unwrap(),
             ])
@@ -328,4 +331,19 @@ fn a_clock_stage_in_a_profile_is_judged_by_its_gates() {
         .find(|l| l.contains("clock offset max"))
         .unwrap_or_default();
     assert!(fail.contains("FAIL"), "{text}");
+
+    // The record: the stored run's page has its time section with the source; compare has its measures.
+    let db = db.to_str().unwrap();
+    let page = d.join("record.html");
+    let out = common::rtgauge_std()
+        .args(["report", "--label", "time", "--db", db, "--html", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2>Time</h2>"), "no time section");
+    assert!(html.contains(&format!("chrony:{}", d.join("client.sock").display())));
+    let c = common::compare_in(db, &["time", "strict"]);
+    assert!(common::row(&c, "clock.chrony.offset.max").is_object(), "{c}");
+    assert!(common::row(&c, "clock.steps").is_object(), "{c}");
 }
