@@ -4,11 +4,14 @@
 //! phc2sys's log.
 //!
 //! A PHC disciplined by ptp4l runs on TAI; the system clock on UTC. When the raw difference is within half
-//! a second of the kernel's TAI − UTC (adjtimex), the PHC is taken to be on TAI and that offset is taken
+//! a second of TAI − UTC (the kernel's, else 37 s), the PHC is taken to be on TAI and that offset is taken
 //! off (the state then says "readable (TAI)").
 
 use super::track::Reading;
 use std::os::fd::AsRawFd;
+
+/// TAI − UTC since 1 January 2017.
+const TAI_MINUS_UTC_S: i32 = 37;
 
 /// Samples per read (the kernel's limit is 25); the one with the narrowest window is kept.
 const SAMPLES: u32 = 9;
@@ -84,11 +87,13 @@ impl Phc {
             .ok_or_else(|| std::io::Error::other("no sample"))
     }
 
-    /// One poll: the offset (on TAI taken off when the PHC runs on it) and the read's bound as its delay.
+    /// One poll: the offset (TAI − UTC taken off when the PHC runs on TAI) and the read's bound as its
+    /// delay. TAI − UTC is the kernel's (`tai_s`, set by whoever keeps the leap seconds), else 37 s (the
+    /// value since 2017; no leap second is planned).
     pub fn read(&self, tai_s: i32) -> std::io::Result<Reading> {
         let (raw, bound) = self.offset()?;
-        let tai = tai_s as i128 * 1_000_000_000;
-        let on_tai = tai != 0 && (raw - tai).abs() < 500_000_000;
+        let tai = if tai_s != 0 { tai_s } else { TAI_MINUS_UTC_S } as i128 * 1_000_000_000;
+        let on_tai = (raw - tai).abs() < 500_000_000;
         let offset = if on_tai { raw - tai } else { raw };
         Ok(Reading {
             state: if on_tai { "readable (TAI)" } else { "readable" }.into(),

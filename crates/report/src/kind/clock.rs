@@ -209,6 +209,27 @@ impl KindView for ClockResult {
         }
     }
 
+    /// A source that could not be read at some polls: its figures miss them.
+    fn shortfalls(&self) -> Vec<String> {
+        self.sources
+            .iter()
+            .filter(|s| s.errors > 0)
+            .map(|s| {
+                let first = s.events.iter().find_map(|e| match &e.what {
+                    EventKind::Unreadable { error } => Some(error.as_str()),
+                    _ => None,
+                });
+                format!(
+                    "{} of {} polls of {} failed{}: its figures miss them",
+                    s.errors,
+                    s.polls,
+                    s.name(),
+                    first.map_or(String::new(), |e| format!(" (first: {e})"))
+                )
+            })
+            .collect()
+    }
+
     fn headline(&self) -> Option<(String, u64)> {
         self.offset_max_ns()
             .map(|m| ("clock |offset| max since locked".to_string(), m))
