@@ -336,7 +336,15 @@ fn a_clock_stage_in_a_profile_is_judged_by_its_gates() {
     let db = db.to_str().unwrap();
     let page = d.join("record.html");
     let out = common::rtgauge_std()
-        .args(["report", "--label", "time", "--db", db, "--html", page.to_str().unwrap()])
+        .args([
+            "report",
+            "--label",
+            "time",
+            "--db",
+            db,
+            "--html",
+            page.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     common::assert_ok(&out);
@@ -344,6 +352,9 @@ fn a_clock_stage_in_a_profile_is_judged_by_its_gates() {
     assert!(html.contains("<h2>Time</h2>"), "no time section");
     assert!(html.contains(&format!("chrony:{}", d.join("client.sock").display())));
     let c = common::compare_in(db, &["time", "strict"]);
-    assert!(common::row(&c, "clock.chrony.offset.max").is_object(), "{c}");
+    assert!(
+        common::row(&c, "clock.chrony.offset.max").is_object(),
+        "{c}"
+    );
     assert!(common::row(&c, "clock.steps").is_object(), "{c}");
 }

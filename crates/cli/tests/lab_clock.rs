@@ -30,15 +30,18 @@ use std::time::{Duration, Instant};
 const TAP: &str = "rtgck0";
 const BRIDGE: &str = "rtgckbr";
 /// The guest measures for this long.
-const MEASURE_S: u64 = 160;
+const MEASURE_S: u64 = 170;
 /// The step of the master's clock.
 const STEP_NS: i64 = 20_000_000;
 /// When each fault is made, s after the guest said it measures.
-const STEP_AT: u64 = 45;
-const GM_STOP_AT: u64 = 85;
-const GM_START_AT: u64 = 105;
-const GM2_AT: u64 = 125;
+/// (The client locked 23–24 s after it started and again 23 s after the step, in two boots: each fault
+/// leaves room for twice that.)
+const STEP_AT: u64 = 50;
+const GM_STOP_AT: u64 = 100;
+const GM_START_AT: u64 = 120;
+const GM2_AT: u64 = 140;
 
+/// The guest: its NIC up, its ptp4l client, then `rtgauge clock` for [`MEASURE_S`].
 const SCRIPT: &str = r#"echo "rtgauge-lab-clock: up"
 modprobe virtio_net || echo "modprobe virtio_net failed"
 ip link set eth0 up || echo "eth0 not up"
@@ -46,7 +49,7 @@ mkdir -p /var/run
 ptp4l -2 -S -i eth0 -f /etc/ptp4l.cfg -m > $OUT/ptp4l.log 2>&1 &
 until [ -S /var/run/ptp4l ]; do usleep 100000; done
 echo "rtgauge-lab-clock: measuring"
-rtgauge clock -D 160s --rate 4 --lock 1ms --ptp4l /var/run/ptp4l --no-store --output $OUT/clock.json > $OUT/clock.txt 2>&1
+rtgauge clock -D MEASURE_Ss --rate 4 --lock 5ms --ptp4l /var/run/ptp4l --no-store --output $OUT/clock.json > $OUT/clock.txt 2>&1
 echo "clock exit $?"
 cat $OUT/clock.txt
 tail -40 $OUT/ptp4l.log
@@ -244,12 +247,20 @@ fn beside(r: &RunningGuest, dir: &Path, gm1: &mut Daemon) -> Faults {
 
 #[test]
 fn a_guests_ptp_client_converges_and_reports_a_step_a_holdover_and_a_new_grandmaster() {
+    // Tried twice, as the other VM lab tests: other work on this shared host sometimes stands between the
+    // guest and its timing (the first attempt's failure is printed).
+    common::twice("lab clock", |_| one_boot());
+}
+
+/// One boot: the domain, the faults, the guest's record of them.
+fn one_boot() {
     let dir = tempfile::tempdir().unwrap();
     let _tap = Tap::create(TAP);
     let _segment = Segment::new();
     let mut gm1 = grandmaster(0, 248, dir.path());
     let kernel = Kernel::fetch(Flavour::Rt).unwrap();
-    let mut g = Guest::new(&kernel, GuestTopology::flat(1), SCRIPT);
+    let script = SCRIPT.replace("MEASURE_S", &MEASURE_S.to_string());
+    let mut g = Guest::new(&kernel, GuestTopology::flat(1), &script);
     g.rtgauge = Some(assert_cmd::cargo::cargo_bin("rtgauge"));
     g.guest_program("ptp4l");
     g.files
@@ -307,22 +318,28 @@ fn check(p: &Value, faults: &Faults) {
         steps.iter().all(|x| secs(&x["at_ns"]) <= settle + 2.0),
         "a step after the lock: {steps:?}"
     );
-    // The master's step: the offset jumped by about it, the lock was lost, and found again before the
-    // grandmaster stopped.
-    let lost = events(s, "unlocked")
-        .into_iter()
-        .find(|e| (when("step") - 1.0..when("step") + 10.0).contains(&secs(&e["at_ns"])))
-        .unwrap_or_else(|| panic!("no lock lost after the step at {}: {s}", when("step")));
-    let jump = lost["offset_ns"].as_i64().unwrap().unsigned_abs();
-    assert!(jump > STEP_NS as u64 / 2, "{lost}");
+    // The master's step: the first offset measured after it is about the step (TCG's own noise reaches
+    // a few ms, now and then 14), and the source locked again before the grandmaster stopped: the time to
+    // re-converge. (Whether the lock was held at the step depends on that noise: not asserted.)
+    let jump = s["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| secs(&x["start_ns"]) >= when("step").ceil())
+        .and_then(|x| x["offset_min_ns"].as_i64())
+        .unwrap_or(0);
+    assert!(
+        (STEP_NS * 3 / 4..STEP_NS * 5 / 4).contains(&jump.abs()),
+        "the first offset after the step: {jump} ns"
+    );
     let relocked = events(s, "locked")
         .into_iter()
         .find(|e| (when("step")..when("grandmaster stopped")).contains(&secs(&e["at_ns"])))
         .unwrap_or_else(|| panic!("not locked again after the step: {s}"));
     eprintln!(
-        "lab clock: the master's step seen as {:.3} ms, locked again {:.1} s after",
+        "lab clock: the master's step seen as {:.3} ms, locked again {:.1} s after the step",
         jump as f64 / 1e6,
-        secs(&relocked["after_ns"])
+        secs(&relocked["at_ns"]) - when("step")
     );
 
     // The grandmaster stopped: a holdover, ended when it came back, with the drift over the outage.

@@ -13,8 +13,7 @@ use rtgauge_probe::timesync::{discover, ClockPlan, SourceSpec};
 /// management socket (offset from the master, port state, grandmaster), chrony through its command socket
 /// (last offset, frequency, leap status), each PHC against the system clock (PTP_SYS_OFFSET_EXTENDED),
 /// and the kernel's adjtimex state and every step of CLOCK_REALTIME. Reads only: nothing is changed.
-/// Without --ptp4l, --chrony or --phc it follows what it finds: ptp4l's and chrony's default sockets and
-/// every /dev/ptp*.
+/// Without --ptp4l, --chrony or --phc it follows what it finds: ptp4l's and chrony's default sockets.
 #[derive(Debug, Clone, Args)]
 pub struct ClockArgs {
     /// How long (60, 30s, 24h; default 60s). In a profile: the run's duration.
@@ -35,7 +34,8 @@ pub struct ClockArgs {
     #[arg(long = "ptp4l", value_name = "SOCKET")]
     pub ptp4l: Vec<String>,
 
-    /// The PTP domain ptp4l runs in (its domainNumber): management messages carry it.
+    /// The PTP domain ptp4l runs in (its domainNumber: 24 under G.8275.1, 44 under G.8275.2):
+    /// management messages carry it.
     #[arg(long = "ptp-domain", value_name = "N", default_value_t = 0)]
     pub ptp_domain: u8,
 
@@ -44,8 +44,8 @@ pub struct ClockArgs {
     #[arg(long = "chrony", value_name = "SOCKET")]
     pub chrony: Vec<String>,
 
-    /// A PTP hardware clock to read against the system clock (repeatable). Default where no source is
-    /// named: every /dev/ptp*.
+    /// A PTP hardware clock to read against the system clock (repeatable): the one phc2sys ties the
+    /// system clock to (or ptp4l's NIC's). PHCs are never looked for: another is arbitrarily far off.
     #[arg(long = "phc", value_name = "DEVICE")]
     pub phc: Vec<String>,
 
@@ -89,16 +89,18 @@ pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
         kind,
         path: path.to_string(),
         domain: 0,
+        found: false,
     })
 }
 
 /// The plan of `rate` polls per second for `duration_ns`, locked within `lock`, of `sources` (those
-/// found when none is named).
+/// found when none is named); ptp4l's are asked in `ptp_domain`.
 pub fn plan(
     rate: f64,
     lock: Nanos,
     duration_ns: u64,
     sources: Vec<SourceSpec>,
+    ptp_domain: u8,
 ) -> anyhow::Result<ClockPlan> {
     if !(0.1..=100.0).contains(&rate) {
         bail!("--rate {rate}: from 0.1 to 100 polls per second");
@@ -106,11 +108,14 @@ pub fn plan(
     if lock.as_ns() == 0 {
         bail!("--lock {lock}: must be above 0");
     }
-    let sources = if sources.is_empty() {
-        discover()
+    let mut sources = if sources.is_empty() {
+        discover(ptp_domain)
     } else {
         sources
     };
+    for s in sources.iter_mut().filter(|s| s.kind == SourceKind::Ptp4l) {
+        s.domain = ptp_domain;
+    }
     Ok(ClockPlan {
         config: ClockConfig {
             rate_hz: rate,
@@ -131,16 +136,14 @@ pub fn resolve(a: &ClockArgs) -> anyhow::Result<ClockPlan> {
         (SourceKind::Phc, &a.phc),
     ] {
         for p in paths {
-            let mut s = parse_source(&format!("{}:{p}", kind.as_str()))
-                .map_err(|e| anyhow::anyhow!("--{}: {e}", kind.as_str()))?;
-            if kind == SourceKind::Ptp4l {
-                s.domain = a.ptp_domain;
-            }
-            sources.push(s);
+            sources.push(
+                parse_source(&format!("{}:{p}", kind.as_str()))
+                    .map_err(|e| anyhow::anyhow!("--{}: {e}", kind.as_str()))?,
+            );
         }
     }
     let duration = a.duration.map_or(DEFAULT_DURATION_NS, |d| d.as_ns());
-    plan(a.rate, a.lock, duration, sources)
+    plan(a.rate, a.lock, duration, sources, a.ptp_domain)
 }
 
 impl super::stage::StagePlan for ClockPlan {

@@ -96,7 +96,7 @@ pub struct MonitorArgs {
     pub net_gate: Nanos,
 
     /// Also follow how well the clock is kept (as `rtgauge clock`): the time sources found (ptp4l's and
-    /// chrony's default sockets, every /dev/ptp*) and the kernel's steps become rtgauge_clock_* series.
+    /// chrony's default sockets) and the kernel's steps become rtgauge_clock_* series.
     #[arg(long = "clock")]
     pub clock: bool,
 
@@ -108,6 +108,10 @@ pub struct MonitorArgs {
     /// Time-source polls per second (0.1 to 100).
     #[arg(long = "clock-rate", value_name = "HZ", default_value_t = 1.0)]
     pub clock_rate: f64,
+
+    /// The PTP domain ptp4l runs in (24 under G.8275.1, 44 under G.8275.2).
+    #[arg(long = "clock-ptp-domain", value_name = "N", default_value_t = 0)]
+    pub clock_ptp_domain: u8,
 
     /// A source is locked while its |offset| stays within this (rtgauge_clock_locked).
     #[arg(long = "clock-lock", value_name = "TIME", default_value = "1us", value_parser = parse_duration_arg)]
@@ -197,8 +201,14 @@ pub fn resolve(a: &MonitorArgs) -> anyhow::Result<MonitorPlan> {
     let clock = (a.clock || !a.clock_source.is_empty())
         .then(|| {
             let duration = a.duration.map_or(u64::MAX, |d| d.as_ns());
-            super::clock::plan(a.clock_rate, a.clock_lock, duration, a.clock_source.clone())
-                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--", "--clock-", 1)))
+            super::clock::plan(
+                a.clock_rate,
+                a.clock_lock,
+                duration,
+                a.clock_source.clone(),
+                a.clock_ptp_domain,
+            )
+            .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--", "--clock-", 1)))
         })
         .transpose()?;
     Ok(MonitorPlan {

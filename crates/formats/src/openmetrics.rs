@@ -370,11 +370,13 @@ fn encode_clock(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     };
     let secs = |ns: i64| ns as f64 / NS_PER_S;
     let source = |x: &SourceResult| vec![("source", x.name())];
-    let gauges: [SourceSeries<Option<f64>>; 5] = [
-        ("rtgauge_clock_offset_seconds", "The last offset the source measured (ptp4l: from its master; chrony: its last; phc: PHC − system clock).", |x| x.last.as_ref()?.offset_ns.map(|o| o as f64 / NS_PER_S)),
+    let gauges: [SourceSeries<Option<f64>>; 7] = [
+        ("rtgauge_clock_offset_seconds", "The last offset the source measured (ptp4l: from its master; chrony: its last; phc: PHC − system clock); none while it cannot be read.", |x| x.last.as_ref()?.offset_ns.filter(|_| x.readable).map(|o| o as f64 / NS_PER_S)),
         ("rtgauge_clock_offset_max_seconds", "The largest |offset| since the source first locked (every offset while it never did).", |x| x.offset_max_ns().map(|o| o as f64 / NS_PER_S)),
         ("rtgauge_clock_locked", "1 while the source's |offset| stays within the lock bound (rtgauge_clock_lock_bound_seconds).", |x| Some(f64::from(u8::from(x.locked_now)))),
         ("rtgauge_clock_holdover", "1 while the source has lost its reference (a PTP port left UNCALIBRATED/SLAVE; chrony unsynchronised).", |x| Some(f64::from(u8::from(x.in_holdover)))),
+        ("rtgauge_clock_following", "1 while the source follows a reference (a PTP port UNCALIBRATED or SLAVE; chrony synchronised): 0 on a grandmaster.", |x| Some(f64::from(u8::from(x.following)))),
+        ("rtgauge_clock_up", "1 while the source answers its polls.", |x| Some(f64::from(u8::from(x.readable)))),
         ("rtgauge_clock_path_delay_seconds", "The source's path delay (PTP mean path delay, chrony root delay, a PHC read's bound).", |x| x.last.as_ref()?.delay_ns.map(|d| d as f64 / NS_PER_S)),
     ];
     for (name, help, value) in gauges {
@@ -388,7 +390,7 @@ fn encode_clock(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     let counters: [SourceSeries<u64>; 4] = [
         ("rtgauge_clock_unlocks", "Times the source's |offset| went beyond the lock bound while locked.", |x| x.unlocks),
         ("rtgauge_clock_holdovers", "Times the source lost its reference.", |x| x.holdover_count()),
-        ("rtgauge_clock_reference_changes", "Times the source's reference changed (a new grandmaster, chrony's source; to or from none).", |x| x.reference_changes),
+        ("rtgauge_clock_reference_changes", "Times the source came to follow another reference (a new grandmaster, chrony's new source; not the same one back).", |x| x.reference_changes),
         ("rtgauge_clock_poll_errors", "Polls of the source that failed.", |x| x.errors),
     ];
     for (name, help, value) in counters {
@@ -633,6 +635,8 @@ mod tests {
             offset: None,
             locked: true,
             locked_now: reference.is_some(),
+            following: reference.is_some(),
+            readable: true,
             unlocks: 2,
             reference_changes: 1,
             settle_ns: Some(1),
@@ -644,7 +648,12 @@ mod tests {
             events_dropped: 0,
             timeline: Vec::new(),
             last: Some(SourceStatus {
-                state: if reference.is_some() { "SLAVE" } else { "LISTENING" }.into(),
+                state: if reference.is_some() {
+                    "SLAVE"
+                } else {
+                    "LISTENING"
+                }
+                .into(),
                 reference: reference.map(|id| Reference {
                     id: id.into(),
                     class: Some(6),
@@ -673,7 +682,11 @@ mod tests {
                 last_step: Some(step),
                 ..KernelClock::default()
             },
-            sources: vec![source("/a", Some("020000.fffe.000c02"), -250), source("/b", None, 7)],
+            sources: vec![
+                source("/a", Some("020000.fffe.000c02"), -250),
+                source("/b", None, 7),
+            ],
+            left_out: Vec::new(),
         });
         let t = render_textfile(&s);
         for line in [
@@ -691,7 +704,10 @@ mod tests {
         ] {
             assert!(t.contains(line), "{line}: {t}");
         }
-        assert!(!t.contains("rtgauge_clock_reference_info{source=\"ptp4l:/b\""), "{t}");
+        assert!(
+            !t.contains("rtgauge_clock_reference_info{source=\"ptp4l:/b\""),
+            "{t}"
+        );
     }
 
     #[test]

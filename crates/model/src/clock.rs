@@ -206,13 +206,20 @@ pub struct SourceResult {
     pub offset: Option<LatencyStats>,
     /// Whether it ever locked; `offset` then holds only what followed.
     pub locked: bool,
-    /// Whether it is locked at the end (at the last poll).
+    /// Whether it is locked at the end (at the last poll; not while it cannot be read).
     #[serde(default)]
     pub locked_now: bool,
+    /// Whether it follows a reference at the end (a PTP port UNCALIBRATED or SLAVE; chrony synchronised).
+    #[serde(default)]
+    pub following: bool,
+    /// Whether its last poll read it.
+    #[serde(default)]
+    pub readable: bool,
     /// Times its lock was lost.
     #[serde(default)]
     pub unlocks: u64,
-    /// Times its reference changed (to another, to none, from none).
+    /// Times it came to follow another reference than the one before (a new grandmaster, chrony's new
+    /// source; not the first, not the same one back after a holdover).
     #[serde(default)]
     pub reference_changes: u64,
     /// From the start to its first lock, ns.
@@ -353,6 +360,9 @@ pub struct ClockResult {
     pub kernel: KernelClock,
     /// Each source.
     pub sources: Vec<SourceResult>,
+    /// Sources found (not named) that could not be read, with why: left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl ClockResult {

@@ -10,7 +10,7 @@ impl KindData for ClockResult {
 
     /// `clock.offset.max` (the largest |offset| of any source since it locked), `clock.steps`, and per
     /// source `clock.<kind>.offset.{p50,p99,max}`, `.settle`, `.unlocks` and `.holdover.drift` (the
-    /// largest drift over an outage).
+    /// largest drift over an outage); `<kind>` is numbered (`phc1`, `phc2`) where several share a kind.
     fn measures(&self) -> Vec<Measure> {
         let mut out = Vec::new();
         if let Some(max) = self.offset_max_ns() {
@@ -29,8 +29,19 @@ impl KindData for ClockResult {
             self.kernel.step_count() as f64,
             Better::Lower,
         ));
-        for s in &self.sources {
-            let key = format!("clock.{}", s.kind.as_str());
+        for (i, s) in self.sources.iter().enumerate() {
+            // `clock.ptp4l`, or `clock.phc2` for the second of two of a kind (keys must not collide).
+            let kind = s.kind.as_str();
+            let nth = self.sources[..=i]
+                .iter()
+                .filter(|x| x.kind == s.kind)
+                .count();
+            let several = self.sources.iter().filter(|x| x.kind == s.kind).count() > 1;
+            let key = if several {
+                format!("clock.{kind}{nth}")
+            } else {
+                format!("clock.{kind}")
+            };
             let name = s.name();
             if let Some(o) = s.offset.as_ref() {
                 for (p, label) in [(50.0, "p50"), (99.0, "p99")] {

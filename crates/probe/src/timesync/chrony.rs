@@ -3,14 +3,12 @@
 //! once per clock update (when its reference time moves).
 //!
 //! Written here rather than taken from a crate: no maintained Rust crate speaks chrony's command protocol,
-//! and one request of 104 bytes is all that is needed. chronyd answers a Unix-socket client only at the
-//! path the client's socket is bound to; the socket is bound next to chronyd's (where chronyc binds its
-//! own) and removed when done.
+//! and one request of 104 bytes is all that is needed. chronyd's `local` reference (its own clock, kept
+//! when every source is lost) is no reference: its state is `local`.
 
+use super::socket::DaemonSocket;
 use super::track::Reading;
 use rtgauge_model::clock::Reference;
-use std::os::unix::net::UnixDatagram;
-use std::path::PathBuf;
 use std::time::Duration;
 
 const VERSION: u8 = 6;
@@ -20,19 +18,14 @@ const REQ_TRACKING: u16 = 33;
 const RPY_TRACKING: u16 = 5;
 /// A request is padded to its reply's length (chronyd refuses a shorter one).
 const TRACKING_LEN: usize = 104;
+/// The reference id of chronyd's `local` reference: its own clock, kept when every source is lost.
+const LOCAL_REFERENCE: u32 = 0x7f7f_0101;
 
 /// A client of one chronyd.
 pub struct Chronyc {
-    socket: UnixDatagram,
-    own: PathBuf,
+    socket: DaemonSocket,
     sequence: u32,
     last_ref_time: Option<(u64, u32)>,
-}
-
-impl Drop for Chronyc {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.own);
-    }
 }
 
 /// chrony's 32-bit float: a 7-bit signed exponent over a 25-bit signed coefficient.
@@ -160,29 +153,18 @@ fn ns(s: f64) -> i64 {
 impl Chronyc {
     /// Bind a socket beside chronyd's `path` and connect to it.
     pub fn connect(path: &str, timeout: Duration) -> std::io::Result<Chronyc> {
-        let dir = std::path::Path::new(path)
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        let own = dir.join(format!(
-            "rtgauge.{}.{}.sock",
-            std::process::id(),
-            super::next_client()
-        ));
-        let _ = std::fs::remove_file(&own);
-        let socket = UnixDatagram::bind(&own)?;
-        let c = Chronyc {
-            socket,
-            own,
+        Ok(Chronyc {
+            // chronyd may have dropped root: it must be able to write to this socket.
+            socket: DaemonSocket::connect(
+                path,
+                "rtgauge",
+                timeout,
+                "chronyd did not answer in time".into(),
+                true,
+            )?,
             sequence: 0,
             last_ref_time: None,
-        };
-        // chronyd may have dropped root: it must be able to write to this socket.
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&c.own, std::fs::Permissions::from_mode(0o666))?;
-        c.socket.connect(path)?;
-        c.socket.set_read_timeout(Some(timeout))?;
-        Ok(c)
+        })
     }
 
     /// One `TRACKING` exchange.
@@ -193,24 +175,20 @@ impl Chronyc {
         req[1] = REQUEST;
         req[4..6].copy_from_slice(&REQ_TRACKING.to_be_bytes());
         req[8..12].copy_from_slice(&self.sequence.to_be_bytes());
-        // Answers to earlier, timed-out requests are stale.
         let mut buf = [0u8; 512];
-        self.socket.set_nonblocking(true)?;
-        while self.socket.recv(&mut buf).is_ok() {}
-        self.socket.set_nonblocking(false)?;
-        self.socket.send(&req)?;
-        loop {
-            let n = self.socket.recv(&mut buf).map_err(|e| match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                    std::io::Error::new(e.kind(), "chronyd did not answer in time")
-                }
-                _ => e,
-            })?;
-            if n >= 20 && u32_at(&buf, 16) != self.sequence {
-                continue;
-            }
-            return parse_tracking(&buf[..n], self.sequence);
-        }
+        let seq = self.sequence;
+        let n =
+            self.socket.exchange(
+                &req,
+                &mut buf,
+                |b| Ok(b.len() >= 20 && u32_at(b, 16) == seq),
+            )?;
+        parse_tracking(&buf[..n], seq)
+    }
+
+    /// Count the next clock update as new, whatever was read before (the read that checked the source).
+    pub fn forget(&mut self) {
+        self.last_ref_time = None;
     }
 
     /// One poll.
@@ -218,9 +196,12 @@ impl Chronyc {
         let t = self.tracking()?;
         let fresh = self.last_ref_time != Some(t.ref_time);
         self.last_ref_time = Some(t.ref_time);
-        let synced = t.leap != 3 && t.ref_id != 0;
+        // Its `local` reference is its own clock, kept when every source is lost: no reference.
+        let local = t.ref_id == LOCAL_REFERENCE;
+        let synced = t.leap != 3 && t.ref_id != 0 && !local;
         Ok(Reading {
             state: match t.leap {
+                0..=2 if local => "local",
                 0 => "normal",
                 1 => "insert second",
                 2 => "delete second",
@@ -231,7 +212,9 @@ impl Chronyc {
             reference: synced.then(|| t.reference()),
             offset_ns: (synced && fresh).then(|| ns(t.last_offset)),
             delay_ns: synced.then(|| ns(t.root_delay)),
-            freq_ppb: Some(t.freq_ppm * 1000.0),
+            // chrony's frequency is the clock's own error (positive: fast); the correction is its
+            // opposite.
+            freq_ppb: Some(-t.freq_ppm * 1000.0),
             rms_offset_ns: synced.then(|| ns(t.rms_offset)),
             skew_ppb: Some(t.skew_ppm * 1000.0),
         })

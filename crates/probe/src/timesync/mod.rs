@@ -11,6 +11,7 @@ pub mod chrony;
 pub mod kernel;
 pub mod phc;
 pub mod ptp4l;
+pub mod socket;
 pub mod track;
 
 use crate::clock::{now_ns, sleep_until, Clock};
@@ -34,6 +35,8 @@ pub struct SourceSpec {
     pub path: String,
     /// ptp4l: the PTP domain its management messages carry.
     pub domain: u8,
+    /// Found rather than named: one that cannot be read is left out (said), not refused.
+    pub found: bool,
 }
 
 impl SourceSpec {
@@ -52,6 +55,14 @@ pub struct ClockPlan {
     pub sources: Vec<SourceSpec>,
 }
 
+impl ClockPlan {
+    /// The sources followed: `config.sources` names them.
+    fn set_sources(&mut self, sources: Vec<SourceSpec>) {
+        self.config.sources = sources.iter().map(SourceSpec::name).collect();
+        self.sources = sources;
+    }
+}
+
 /// Why the probe could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ClockError {
@@ -65,50 +76,27 @@ pub enum ClockError {
     },
 }
 
-/// The sources this host has where nothing was named: ptp4l's and chrony's default sockets where they
-/// exist, every `/dev/ptp*`.
-pub fn discover() -> Vec<SourceSpec> {
-    let mut out = Vec::new();
-    let exists = |p: &str| std::path::Path::new(p).exists();
-    if exists(PTP4L_SOCKET) {
-        out.push(SourceSpec {
-            kind: SourceKind::Ptp4l,
-            path: PTP4L_SOCKET.into(),
-            domain: 0,
-        });
-    }
-    if exists(CHRONY_SOCKET) {
-        out.push(SourceSpec {
-            kind: SourceKind::Chrony,
-            path: CHRONY_SOCKET.into(),
-            domain: 0,
-        });
-    }
-    let mut phcs: Vec<String> = std::fs::read_dir("/dev")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| {
-            n.strip_prefix("ptp")
-                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .map(|n| format!("/dev/{n}"))
-        .collect();
-    phcs.sort();
-    out.extend(phcs.into_iter().map(|path| SourceSpec {
-        kind: SourceKind::Phc,
-        path,
-        domain: 0,
-    }));
-    out
-}
-
-/// A number for each client socket this process binds (two sources beside one daemon's socket, or one
-/// opened again, never share a path).
-fn next_client() -> u32 {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+/// The sources this host has where nothing was named: ptp4l's (in `ptp_domain`) and chrony's default
+/// sockets where they exist. PHCs are not looked for: one that nothing ties to the system clock (another
+/// port of the NIC) is arbitrarily far from it, and would fail every bound; name them (`--phc`).
+pub fn discover(ptp_domain: u8) -> Vec<SourceSpec> {
+    [
+        (SourceKind::Ptp4l, PTP4L_SOCKET),
+        (SourceKind::Chrony, CHRONY_SOCKET),
+    ]
+    .into_iter()
+    .filter(|(_, p)| std::path::Path::new(p).exists())
+    .map(|(kind, path)| SourceSpec {
+        kind,
+        path: path.into(),
+        domain: if kind == SourceKind::Ptp4l {
+            ptp_domain
+        } else {
+            0
+        },
+        found: true,
+    })
+    .collect()
 }
 
 /// How long a daemon may take to answer: half the poll period, within 10–500 ms, so that a daemon that
@@ -143,6 +131,15 @@ impl SourceReader {
             SourceReader::Phc(p) => p.read(tai_s),
         }
     }
+
+    /// Count the next offset as new (after the read that checked the source).
+    fn forget(&mut self) {
+        match self {
+            SourceReader::Ptp4l(p) => p.forget(),
+            SourceReader::Chrony(c) => c.forget(),
+            SourceReader::Phc(_) => {}
+        }
+    }
 }
 
 /// Every source opened, read once, and followed: the probe between its start (where a source named but
@@ -152,36 +149,54 @@ pub struct Poller {
     readers: Vec<SourceReader>,
     trackers: Vec<track::Tracker>,
     kernel: kernel::KernelTracker,
+    /// Sources found but not readable, each with why: left out.
+    pub left_out: Vec<String>,
 }
 
 impl Poller {
-    /// Open every source and read each once: one that cannot be read is refused with its reason, before
-    /// anything is measured.
+    /// Open every source and read each once: one named that cannot be read is refused with its reason,
+    /// before anything is measured; one found is left out (in `left_out`).
     pub fn open(plan: &ClockPlan) -> Result<Poller, ClockError> {
-        let readers = plan
-            .sources
-            .iter()
-            .map(|s| {
-                let refuse = |e: std::io::Error| ClockError::Source {
-                    source_name: s.name(),
-                    why: e.to_string(),
-                };
-                let mut r =
-                    SourceReader::open(s, answer_timeout(plan.config.rate_hz)).map_err(refuse)?;
-                r.read(0).map_err(refuse)?;
-                Ok(r)
-            })
-            .collect::<Result<_, _>>()?;
+        let (mut readers, mut kept, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
+        for s in &plan.sources {
+            let opened =
+                SourceReader::open(s, answer_timeout(plan.config.rate_hz)).and_then(|mut r| {
+                    r.read(0)?;
+                    r.forget();
+                    Ok(r)
+                });
+            match opened {
+                Ok(r) => {
+                    readers.push(r);
+                    kept.push(s.clone());
+                }
+                Err(e) if s.found => left_out.push(format!("{}: {e}", s.name())),
+                Err(e) => {
+                    return Err(ClockError::Source {
+                        source_name: s.name(),
+                        why: e.to_string(),
+                    })
+                }
+            }
+        }
+        let mut plan = plan.clone();
+        plan.set_sources(kept);
         Ok(Poller {
-            plan: plan.clone(),
-            readers,
             trackers: plan
                 .sources
                 .iter()
                 .map(|s| track::Tracker::new(s.kind, &s.path, plan.config.lock_ns))
                 .collect(),
+            plan,
+            readers,
             kernel: kernel::KernelTracker::default(),
+            left_out,
         })
+    }
+
+    /// The sources it reads (those found and unreadable left out).
+    pub fn sources(&self) -> &[SourceSpec] {
+        &self.plan.sources
     }
 
     /// What was measured so far.
@@ -192,6 +207,7 @@ impl Poller {
             elapsed_ns,
             kernel: self.kernel.result(),
             sources: self.trackers.iter().map(track::Tracker::result).collect(),
+            left_out: self.left_out.clone(),
         }
     }
 

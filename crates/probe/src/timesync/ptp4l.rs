@@ -8,10 +8,9 @@
 //! ptp4l answers at the path the client's socket is bound to; it is bound beside ptp4l's and removed when
 //! done.
 
+use super::socket::DaemonSocket;
 use super::track::Reading;
 use rtgauge_model::clock::Reference;
-use std::os::unix::net::UnixDatagram;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Header, target port identity, boundary hops, action; then the TLV.
@@ -23,12 +22,14 @@ const GET: u8 = 0;
 const RESPONSE: u8 = 2;
 
 /// The management ids read.
+pub const DEFAULT_DATA_SET: u16 = 0x2000;
+/// See [`DEFAULT_DATA_SET`].
 pub const CURRENT_DATA_SET: u16 = 0x2001;
-/// See [`CURRENT_DATA_SET`].
+/// See [`DEFAULT_DATA_SET`].
 pub const PARENT_DATA_SET: u16 = 0x2002;
-/// See [`CURRENT_DATA_SET`].
+/// See [`DEFAULT_DATA_SET`].
 pub const PORT_DATA_SET: u16 = 0x2004;
-/// See [`CURRENT_DATA_SET`].
+/// See [`DEFAULT_DATA_SET`].
 pub const TIME_STATUS_NP: u16 = 0xc000;
 
 /// IEEE 1588 port states, as pmc names them.
@@ -59,15 +60,15 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
 }
 
 /// The GET of `id` with sequence `seq`: management to every clock (wildcard identity) at `port`
-/// (0xffff: the clock itself), boundary hops 0 (this clock only).
-pub fn get_message(id: u16, seq: u16, domain: u8, port: u16) -> [u8; TLV_AT + 6] {
+/// (0xffff: the clock itself), boundary hops 0 (this clock only), from source port `me`.
+pub fn get_message(id: u16, seq: u16, domain: u8, port: u16, me: u16) -> [u8; TLV_AT + 6] {
     let mut m = [0u8; TLV_AT + 6];
     m[0] = MANAGEMENT;
     m[1] = 2;
     m[2..4].copy_from_slice(&((TLV_AT + 6) as u16).to_be_bytes());
     m[4] = domain;
     // sourcePortIdentity: identity zero (never ptp4l's own), the port this process's pid, as pmc sends.
-    m[28..30].copy_from_slice(&((std::process::id() & 0xffff) as u16).to_be_bytes());
+    m[28..30].copy_from_slice(&me.to_be_bytes());
     m[30..32].copy_from_slice(&seq.to_be_bytes());
     m[32] = 0x04;
     m[33] = 0x7f;
@@ -82,29 +83,33 @@ pub fn get_message(id: u16, seq: u16, domain: u8, port: u16) -> [u8; TLV_AT + 6]
     m
 }
 
-/// The data of a RESPONSE to GET `id` with sequence `seq`: `Ok(None)` for a message that answers
-/// something else (skipped), an error for a refusal.
-pub fn response_data(b: &[u8], id: u16, seq: u16) -> std::io::Result<Option<&[u8]>> {
+/// The data of a RESPONSE to GET `id` with sequence `seq`, sent to `port` (the source port number the
+/// request carried): `Ok(None)` for a message that answers something else (skipped), an error for a
+/// refusal or a malformed answer.
+pub fn response_data(b: &[u8], id: u16, seq: u16, port: u16) -> std::io::Result<Option<&[u8]>> {
     let bad = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
     if b.len() < TLV_AT + 6 || b[0] & 0x0f != MANAGEMENT {
         return Ok(None);
     }
-    if u16::from_be_bytes([b[30], b[31]]) != seq {
+    let be = |at: usize| u16::from_be_bytes([b[at], b[at + 1]]);
+    // An answer to another client (pmc, phc2sys) of the same ptp4l, or to an earlier request.
+    if be(30) != seq || be(42) != port {
         return Ok(None);
     }
-    let tlv = u16::from_be_bytes([b[TLV_AT], b[TLV_AT + 1]]);
-    let len = u16::from_be_bytes([b[TLV_AT + 2], b[TLV_AT + 3]]) as usize;
+    let (tlv, len) = (be(TLV_AT), be(TLV_AT + 2) as usize);
+    if len < 2 {
+        return Err(bad(format!(
+            "ptp4l's answer to GET {id:#06x} has a TLV of {len} bytes"
+        )));
+    }
     let end = (TLV_AT + 4 + len).min(b.len());
     match tlv {
-        TLV_MANAGEMENT_ERROR_STATUS => {
-            let code = u16::from_be_bytes([b[TLV_AT + 4], b[TLV_AT + 5]]);
-            Err(bad(format!(
-                "ptp4l refused GET {id:#06x} (management error {code:#06x})"
-            )))
-        }
+        TLV_MANAGEMENT_ERROR_STATUS => Err(bad(format!(
+            "ptp4l refused GET {id:#06x} (management error {:#06x})",
+            be(TLV_AT + 4)
+        ))),
         TLV_MANAGEMENT if b[46] & 0x0f == RESPONSE => {
-            let got = u16::from_be_bytes([b[TLV_AT + 4], b[TLV_AT + 5]]);
-            Ok((got == id).then(|| &b[TLV_AT + 6..end]))
+            Ok((be(TLV_AT + 4) == id).then(|| &b[TLV_AT + 6..end]))
         }
         _ => Ok(None),
     }
@@ -123,7 +128,7 @@ pub struct Ptp4lStatus {
     pub gm_identity: String,
     /// Its clockClass.
     pub gm_class: u8,
-    /// Port 1's state.
+    /// The state of the port that follows a master, else port 1's.
     pub port_state: u8,
     /// Mean path delay, ns (`CURRENT_DATA_SET`, scaled ns / 2^16).
     pub path_delay_ns: i64,
@@ -131,89 +136,71 @@ pub struct Ptp4lStatus {
 
 /// A client of one ptp4l.
 pub struct Pmc {
-    socket: UnixDatagram,
-    own: PathBuf,
+    socket: DaemonSocket,
     domain: u8,
     seq: u16,
+    /// The source port number its requests carry (answers carry it back).
+    me: u16,
+    /// The clock's ports (`DEFAULT_DATA_SET`'s numberPorts).
+    ports: u16,
     last_ingress: Option<i64>,
 }
 
-impl Drop for Pmc {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.own);
-    }
-}
-
 impl Pmc {
-    /// Bind a socket beside ptp4l's `path` and connect to it; `domain` is ptp4l's `domainNumber`.
+    /// Bind a socket beside ptp4l's `path` and connect to it; `domain` is ptp4l's `domainNumber`. Reads
+    /// how many ports the clock has.
     pub fn connect(path: &str, domain: u8, timeout: Duration) -> std::io::Result<Pmc> {
-        let dir = std::path::Path::new(path)
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        let own = dir.join(format!(
-            "rtgauge-pmc.{}.{}",
-            std::process::id(),
-            super::next_client()
-        ));
-        let _ = std::fs::remove_file(&own);
-        let socket = UnixDatagram::bind(&own)?;
-        let p = Pmc {
+        let socket = DaemonSocket::connect(
+            path,
+            "rtgauge-pmc",
+            timeout,
+            format!("ptp4l did not answer in time (is its domainNumber {domain}? --ptp-domain)"),
+            false,
+        )?;
+        let mut p = Pmc {
             socket,
-            own,
             domain,
             seq: 0,
+            me: (std::process::id() & 0xffff) as u16,
+            ports: 1,
             last_ingress: None,
         };
-        p.socket.connect(path)?;
-        p.socket.set_read_timeout(Some(timeout))?;
+        let d = p.get(DEFAULT_DATA_SET, 0xffff)?;
+        if d.len() < 4 {
+            return Err(short("DEFAULT_DATA_SET"));
+        }
+        p.ports = u16::from_be_bytes([d[2], d[3]]).max(1);
         Ok(p)
     }
 
     /// GET `id` (of `port`, 0xffff for the clock): its data.
     fn get(&mut self, id: u16, port: u16) -> std::io::Result<Vec<u8>> {
         self.seq = self.seq.wrapping_add(1);
+        let (seq, me) = (self.seq, self.me);
         let mut buf = [0u8; 1500];
-        // Answers to earlier, timed-out requests are stale.
-        self.socket.set_nonblocking(true)?;
-        while self.socket.recv(&mut buf).is_ok() {}
-        self.socket.set_nonblocking(false)?;
-        self.socket
-            .send(&get_message(id, self.seq, self.domain, port))?;
-        loop {
-            let n = self.socket.recv(&mut buf).map_err(|e| match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                    std::io::Error::new(
-                        e.kind(),
-                        format!(
-                            "ptp4l did not answer GET {id:#06x} in time (is its domainNumber {}?)",
-                            self.domain
-                        ),
-                    )
-                }
-                _ => e,
-            })?;
-            if let Some(d) = response_data(&buf[..n], id, self.seq)? {
-                return Ok(d.to_vec());
-            }
-        }
+        let request = get_message(id, seq, self.domain, port, me);
+        let n = self.socket.exchange(&request, &mut buf, |b| {
+            response_data(b, id, seq, me).map(|d| d.is_some())
+        })?;
+        Ok(response_data(&buf[..n], id, seq, me)?
+            .unwrap_or_default()
+            .to_vec())
     }
 
-    /// The four GETs of one poll.
+    /// The GETs of one poll: the clock's status, each port's state, the parent and the current data set.
     pub fn status(&mut self) -> std::io::Result<Ptp4lStatus> {
-        let short = |what: &str| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("ptp4l's {what} answer is too short"),
-            )
-        };
         let t = self.get(TIME_STATUS_NP, 0xffff)?;
         if t.len() < 50 {
             return Err(short("TIME_STATUS_NP"));
         }
-        let port = self.get(PORT_DATA_SET, 1)?;
-        if port.len() < 11 {
-            return Err(short("PORT_DATA_SET"));
+        // The port that follows a master, if one does (on a boundary clock it need not be port 1).
+        let mut port_state = 0;
+        for port in 1..=self.ports {
+            let p = self.get(PORT_DATA_SET, port)?;
+            let s = *p.get(10).ok_or_else(|| short("PORT_DATA_SET"))?;
+            if port == 1 || matches!(s, 8 | 9) && !matches!(port_state, 9) {
+                port_state = s;
+            }
         }
         let parent = self.get(PARENT_DATA_SET, 0xffff)?;
         if parent.len() < 32 {
@@ -229,15 +216,20 @@ impl Pmc {
             gm_present: i32::from_be_bytes([t[38], t[39], t[40], t[41]]) != 0,
             gm_identity: clock_identity(&t[42..50]),
             gm_class: parent[19],
-            port_state: port[10],
+            port_state,
             path_delay_ns: i64_at(&current, 10) >> 16,
         })
+    }
+
+    /// Count the next sync as new, whatever was read before (the read that checked the source).
+    pub fn forget(&mut self) {
+        self.last_ingress = None;
     }
 
     /// One poll.
     pub fn read(&mut self) -> std::io::Result<Reading> {
         let s = self.status()?;
-        // Following a master: the port UNCALIBRATED or SLAVE (a slaveOnly clock keeps its last
+        // Following a master: a port UNCALIBRATED or SLAVE (a slaveOnly clock keeps its last
         // grandmaster and offset when the master goes, gmPresent stays 1: the state tells). A new offset
         // is a new sync's (ptp4l zeroes the ingress time when it changes or loses its master).
         let following = matches!(s.port_state, 8 | 9);
@@ -257,13 +249,20 @@ impl Pmc {
     }
 }
 
+fn short(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("ptp4l's {what} answer is too short"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_get_is_a_management_message_with_an_empty_tlv() {
-        let m = get_message(TIME_STATUS_NP, 7, 0, 0xffff);
+        let m = get_message(TIME_STATUS_NP, 7, 0, 0xffff, 9);
         assert_eq!(m.len(), 54);
         assert_eq!(m[0], 0x0d);
         assert_eq!(u16::from_be_bytes([m[2], m[3]]), 54);
@@ -276,17 +275,28 @@ mod tests {
 
     #[test]
     fn an_error_status_is_a_refusal_and_another_answer_is_skipped() {
-        let mut m = get_message(PORT_DATA_SET, 3, 0, 1).to_vec();
+        let mut m = get_message(PORT_DATA_SET, 3, 0, 1, 9).to_vec();
         m[46] = RESPONSE;
+        // ptp4l answers to the request's source port.
+        m[42..44].copy_from_slice(&9u16.to_be_bytes());
         m.extend_from_slice(&[0; 26]);
         m[50..52].copy_from_slice(&28u16.to_be_bytes());
         assert_eq!(
-            response_data(&m, PORT_DATA_SET, 3).unwrap().unwrap().len(),
+            response_data(&m, PORT_DATA_SET, 3, 9)
+                .unwrap()
+                .unwrap()
+                .len(),
             26
         );
-        assert!(response_data(&m, PORT_DATA_SET, 4).unwrap().is_none());
-        assert!(response_data(&m, TIME_STATUS_NP, 3).unwrap().is_none());
+        assert!(response_data(&m, PORT_DATA_SET, 4, 9).unwrap().is_none());
+        assert!(response_data(&m, TIME_STATUS_NP, 3, 9).unwrap().is_none());
+        // Another client's answer.
+        assert!(response_data(&m, PORT_DATA_SET, 3, 10).unwrap().is_none());
+        // A TLV too short to hold its id is malformed, not a panic.
+        let mut short = m.clone();
+        short[50..52].copy_from_slice(&0u16.to_be_bytes());
+        assert!(response_data(&short, PORT_DATA_SET, 3, 9).is_err());
         m[48..50].copy_from_slice(&TLV_MANAGEMENT_ERROR_STATUS.to_be_bytes());
-        assert!(response_data(&m, PORT_DATA_SET, 3).is_err());
+        assert!(response_data(&m, PORT_DATA_SET, 3, 9).is_err());
     }
 }

@@ -51,6 +51,8 @@ pub struct Tracker {
     run_start_ns: u64,
     unlocked_since_ns: u64,
     had_reference: bool,
+    /// The id of the last reference it followed.
+    last_reference_id: Option<String>,
     unlocks: u64,
     reference_changes: u64,
     holdovers: Vec<Holdover>,
@@ -87,6 +89,7 @@ impl Tracker {
             run_start_ns: 0,
             unlocked_since_ns: 0,
             had_reference: false,
+            last_reference_id: None,
             unlocks: 0,
             reference_changes: 0,
             holdovers: Vec::new(),
@@ -136,8 +139,17 @@ impl Tracker {
             );
         }
         let reference_before = before.and_then(|s| s.reference);
+        if let Some(id) = r.reference.as_ref().map(|x| &x.id) {
+            if self
+                .last_reference_id
+                .as_ref()
+                .is_some_and(|last| last != id)
+            {
+                self.reference_changes += 1;
+            }
+            self.last_reference_id = Some(id.clone());
+        }
         if reference_before != r.reference && (r.reference.is_some() || self.had_reference) {
-            self.reference_changes += 1;
             self.event(
                 at_ns,
                 EventKind::Reference {
@@ -271,7 +283,9 @@ impl Tracker {
             errors: self.errors,
             offset: (stats.count > 0).then_some(stats),
             locked: self.settle_ns.is_some(),
-            locked_now: self.locked,
+            locked_now: self.locked && !self.failing,
+            following: self.had_reference && !self.failing,
+            readable: !self.failing && self.polls > 0,
             unlocks: self.unlocks,
             reference_changes: self.reference_changes,
             settle_ns: self.settle_ns,
@@ -354,8 +368,10 @@ mod tests {
             .iter()
             .filter(|e| matches!(e.what, EventKind::Reference { .. }))
             .collect();
-        // a at the start, a → none, none → b.
+        // a at the start, a → none, none → b: one change of reference (a to b).
         assert_eq!(refs.len(), 3);
+        assert_eq!(r.reference_changes, 1);
+        assert!(!r.in_holdover && r.following);
         assert!(r
             .events
             .iter()

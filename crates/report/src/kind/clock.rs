@@ -6,7 +6,9 @@ use super::KindView;
 use crate::markup::ReportOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
-use rtgauge_model::clock::{ClockResult, EventKind, KernelClock, SourceResult};
+use rtgauge_model::clock::{
+    ClockResult, EventKind, KernelClock, Reference, SourceKind, SourceResult,
+};
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::Nanos;
 
@@ -28,13 +30,24 @@ fn at(ns: u64) -> String {
     format!("{:.1} s", ns as f64 / 1e9)
 }
 
-/// An event in words.
-pub fn event_words(e: &EventKind) -> String {
-    let reference = |r: &Option<rtgauge_model::clock::Reference>| {
-        r.as_ref().map_or("none".to_string(), |r| match r.class {
-            Some(c) => format!("{} (class {c})", r.id),
-            None => r.id.clone(),
-        })
+/// A reference in words: a PTP grandmaster with its clockClass, a chrony source with its stratum.
+fn reference_words(kind: SourceKind, r: &Reference) -> String {
+    let class = if kind == SourceKind::Chrony {
+        "stratum"
+    } else {
+        "class"
+    };
+    match r.class {
+        Some(c) => format!("{} ({class} {c})", r.id),
+        None => r.id.clone(),
+    }
+}
+
+/// An event of a source of `kind` in words.
+pub fn event_words(kind: SourceKind, e: &EventKind) -> String {
+    let reference = |r: &Option<Reference>| {
+        r.as_ref()
+            .map_or("none".to_string(), |r| reference_words(kind, r))
     };
     match e {
         EventKind::State { from, to } if from.is_empty() => format!("state {to}"),
@@ -98,10 +111,7 @@ pub fn source_summary(s: &SourceResult) -> Vec<String> {
     if let Some(l) = &s.last {
         head.push_str(&format!(": {}", l.state));
         if let Some(r) = &l.reference {
-            head.push_str(&format!(", reference {}", r.id));
-            if let Some(c) = r.class {
-                head.push_str(&format!(" (class {c})"));
-            }
+            head.push_str(&format!(", reference {}", reference_words(s.kind, r)));
         }
         if let Some(d) = l.delay_ns {
             head.push_str(&format!(", delay {}", magnitude(d.unsigned_abs())));
@@ -148,7 +158,11 @@ pub fn source_summary(s: &SourceResult) -> Vec<String> {
 fn source_lines(s: &SourceResult) -> Vec<String> {
     let mut out = source_summary(s);
     for e in s.events.iter().take(LISTED) {
-        out.push(format!("  {:>8}  {}", at(e.at_ns), event_words(&e.what)));
+        out.push(format!(
+            "  {:>8}  {}",
+            at(e.at_ns),
+            event_words(s.kind, &e.what)
+        ));
     }
     let more = s.events.len().saturating_sub(LISTED) as u64 + s.events_dropped;
     if more > 0 {
@@ -202,19 +216,22 @@ impl KindView for ClockResult {
                 table {
                     tr { th { "at" } th { "event" } }
                     @for e in &src.events {
-                        tr { td { (at(e.at_ns)) } td { (event_words(&e.what)) } }
+                        tr { td { (at(e.at_ns)) } td { (event_words(src.kind, &e.what)) } }
                     }
                 }
             }
         }
     }
 
-    /// A source that could not be read at some polls: its figures miss them.
+    /// A source found and left out (unreadable), a source that could not be read at some polls: its
+    /// figures miss them.
     fn shortfalls(&self) -> Vec<String> {
-        self.sources
+        let left_out = self
+            .left_out
             .iter()
-            .filter(|s| s.errors > 0)
-            .map(|s| {
+            .map(|l| format!("found and left out, unreadable: {l}"));
+        left_out
+            .chain(self.sources.iter().filter(|s| s.errors > 0).map(|s| {
                 let first = s.events.iter().find_map(|e| match &e.what {
                     EventKind::Unreadable { error } => Some(error.as_str()),
                     _ => None,
@@ -226,7 +243,7 @@ impl KindView for ClockResult {
                     s.name(),
                     first.map_or(String::new(), |e| format!(" (first: {e})"))
                 )
-            })
+            }))
             .collect()
     }
 
@@ -240,9 +257,13 @@ impl KindView for ClockResult {
             .sources
             .iter()
             .map(|s| {
-                let last = s.timeline.last().map_or("no offset yet".to_string(), |p| {
-                    format!("offset {}", signed(p.offset_max_ns))
-                });
+                let last = s
+                    .last
+                    .as_ref()
+                    .and_then(|l| l.offset_ns)
+                    .map_or("no offset yet".to_string(), |o| {
+                        format!("offset {}", signed(o))
+                    });
                 format!(
                     "{} {} {last}",
                     s.name(),

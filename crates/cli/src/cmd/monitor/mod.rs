@@ -124,7 +124,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         ..MonitorState::default()
     }));
     let net = watch_stream(&setup, &state)?;
-    follow_clock(&setup, &state, &stop)?;
+    let _clock = follow_clock(&setup, &state, &stop)?;
     spawn_side_threads(a, &state, listener, audit_root, &setup.cpus, &stop)?;
 
     let smi = SmiWatch::start(&live, &setup.cpus);
@@ -246,24 +246,27 @@ fn watch_stream(
 
 /// Follow the time sources, if asked, on a thread of their own (on the housekeeping CPUs): each poll's
 /// result goes into the state, at most once a second. A source named but unreadable is refused here,
-/// before the monitor starts.
+/// before the monitor starts; one found but unreadable is said and left out.
 fn follow_clock(
     setup: &MonitorPlan,
     state: &Arc<Mutex<MonitorState>>,
     stop: &StopFlag,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<ClockThread>> {
     let Some(plan) = &setup.clock else {
-        return Ok(());
+        return Ok(None);
     };
     let poller = rtgauge_probe::timesync::Poller::open(plan)
         .map_err(|e| anyhow::anyhow!("--clock-source {e}"))?;
+    for l in &poller.left_out {
+        eprintln!("rtgauge monitor: time source found and left out, unreadable: {l}");
+    }
     eprintln!(
         "rtgauge monitor: following time at {} Hz: the kernel{}",
         plan.config.rate_hz,
-        plan.config
-            .sources
+        poller
+            .sources()
             .iter()
-            .map(|s| format!(", {s}"))
+            .map(|s| format!(", {}", s.name()))
             .collect::<String>()
     );
     let mut feed = ClockFeed {
@@ -271,14 +274,38 @@ fn follow_clock(
         published: None,
     };
     let stop = stop.clone();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("rtg-clock".into())
-        .spawn(move || {
-            let last = poller.run(&stop, &mut feed);
-            lock(&feed.state).clock = Some(last);
+        .spawn({
+            let stop = stop.clone();
+            move || {
+                let last = poller.run(&stop, &mut feed);
+                lock(&feed.state).clock = Some(last);
+            }
         })
         .context("starting the clock thread")?;
-    Ok(())
+    Ok(Some(ClockThread {
+        stop,
+        thread: Some(thread),
+    }))
+}
+
+/// The time sources' thread: stopped and joined when the monitor ends, however it ends (its sockets
+/// beside the daemons' are removed as it ends).
+struct ClockThread {
+    stop: StopFlag,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for ClockThread {
+    fn drop(&mut self) {
+        self.stop.set();
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                eprintln!("rtgauge monitor: the clock thread panicked: the rtgauge_clock_ series stopped moving");
+            }
+        }
+    }
 }
 
 /// Puts the time sources' result into the state, at most once a second (a checkpoint copies the
