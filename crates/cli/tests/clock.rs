@@ -198,25 +198,27 @@ fn ptp4l_is_read_as_pmc_reads_it_and_a_stopped_grandmaster_is_a_lost_reference()
     wait_for("ptp4l's socket", Duration::from_secs(10), || sock.exists());
     // The client follows within ~10 s (the master's own announce timeout, then two announces); the
     // master is stopped at 16 s and the client gives it up 4–8 s later (3 announce intervals + random).
-    let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(16));
-        let _ = master.0.kill();
-        let _ = master.0.wait();
+    // Scoped: the grandmaster is stopped (and, dropped at the end, reaped) however the run ends.
+    let (code, out, err, doc) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_secs(16));
+            let _ = master.0.kill();
+            let _ = master.0.wait();
+        });
+        clock(
+            d,
+            &[
+                "-D",
+                "30s",
+                "--rate",
+                "2",
+                "--lock",
+                "100us",
+                "--ptp4l",
+                sock.to_str().unwrap(),
+            ],
+        )
     });
-    let (code, out, err, doc) = clock(
-        d,
-        &[
-            "-D",
-            "30s",
-            "--rate",
-            "2",
-            "--lock",
-            "100us",
-            "--ptp4l",
-            sock.to_str().unwrap(),
-        ],
-    );
-    stopper.join().unwrap();
     assert_eq!(code, 0, "{out}\n{err}");
     let s = source(&doc, "client.sock");
     assert_eq!(s["kind"], "ptp4l");
@@ -357,4 +359,42 @@ fn a_clock_stage_in_a_profile_is_judged_by_its_gates() {
         "{c}"
     );
     assert!(common::row(&c, "clock.steps").is_object(), "{c}");
+}
+
+#[test]
+fn the_hosts_clock_over_the_vm_channel_is_a_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The answering end, as a host runs it for its guest; here on loopback TCP, one clock at both ends.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let channel = format!("tcp:127.0.0.1:{port}");
+    let mut serve = common::rtgauge_std();
+    serve.args(["vm", "clock-serve", &channel, "-D", "30s"]);
+    let _serve = start(serve, &d.join("serve.log"));
+    let (code, out, err, doc) = clock(d, &["-D", "4s", "--rate", "4", "--host", &channel]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let s = source(&doc, &channel);
+    assert_eq!(s["kind"], "host");
+    assert_eq!(s["errors"], 0, "{s}");
+    // Each poll is one burst of exchanges: one measurement.
+    assert_eq!(s["measurements"], s["polls"], "{s}");
+    assert!(s["polls"].as_u64().unwrap() >= 14, "{s}");
+    // One clock at both ends: the drift since the first burst stays within the exchanges' own noise.
+    let bound = s["last"]["delay_ns"].as_i64().unwrap();
+    assert!(bound > 0 && bound < 5_000_000, "{s}");
+    assert!(s["offset"]["max_ns"].as_u64().unwrap() < 1_000_000, "{s}");
+    assert!(s["locked"].as_bool().unwrap(), "{s}");
+
+    // Nothing answering: refused before anything is measured, naming the source and why.
+    let dead = "tcp:127.0.0.1:1";
+    let (code, _, err, _) = clock(d, &["-D", "2s", "--host", dead]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("host:{dead}")) && err.contains("refused"),
+        "{err}"
+    );
 }

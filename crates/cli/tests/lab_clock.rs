@@ -191,7 +191,11 @@ struct Stepped(bool);
 impl Drop for Stepped {
     fn drop(&mut self) {
         if self.0 {
-            let _ = step_realtime(-STEP_NS);
+            if let Err(e) = step_realtime(-STEP_NS) {
+                eprintln!(
+                    "lab clock: THIS HOST'S CLOCK IS LEFT +20 ms OFF: stepping it back failed: {e}"
+                );
+            }
         }
     }
 }

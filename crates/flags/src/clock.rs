@@ -25,9 +25,10 @@ pub struct ClockArgs {
     pub rate: f64,
 
     /// A source is locked once its |offset| stays within this for 4 measurements in a row; the offset
-    /// distribution and the gate count from its first lock (e.g. 1us, 100ns, 1ms).
-    #[arg(long = "lock", value_name = "TIME", default_value = "1us", value_parser = parse_duration_arg)]
-    pub lock: Nanos,
+    /// distribution and the gate count from its first lock (e.g. 100ns, 1us, 1ms). Default: 1us for
+    /// ptp4l and a PHC, 1ms for chrony.
+    #[arg(long = "lock", value_name = "TIME", value_parser = parse_duration_arg)]
+    pub lock: Option<Nanos>,
 
     /// ptp4l's management socket (its uds_address; repeatable). Default where no source is named:
     /// /var/run/ptp4l if it exists.
@@ -43,6 +44,12 @@ pub struct ClockArgs {
     /// /run/chrony/chronyd.sock if it exists.
     #[arg(long = "chrony", value_name = "SOCKET")]
     pub chrony: Vec<String>,
+
+    /// In a guest: its host's clock over `rtgauge vm`'s channel, answered there by `rtgauge vm
+    /// clock-serve` (unix:PATH, tcp:HOST:PORT, or a device: /dev/ttyS1, /dev/virtio-ports/NAME): the drift
+    /// of the two CLOCK_MONOTONICs since the first exchange, with its bound (repeatable).
+    #[arg(long = "host", value_name = "CHANNEL")]
+    pub host: Vec<String>,
 
     /// A PTP hardware clock to read against the system clock (repeatable): the one phc2sys ties the
     /// system clock to (or ptp4l's NIC's). PHCs are never looked for: another is arbitrarily far off.
@@ -70,20 +77,24 @@ pub const DEFAULT_DURATION_NS: u64 = 60_000_000_000;
 /// `KIND:PATH` (`--clock-source`): a time source of kind ptp4l, chrony or phc at PATH.
 pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
     let (kind, path) = s.split_once(':').ok_or_else(|| {
-        format!("'{s}': expected KIND:PATH (ptp4l:/var/run/ptp4l, chrony:SOCKET, phc:/dev/ptp0)")
+        format!("'{s}': expected KIND:PATH (ptp4l:/var/run/ptp4l, chrony:SOCKET, phc:/dev/ptp0, host:CHANNEL)")
     })?;
     let kind = match kind {
         "ptp4l" => SourceKind::Ptp4l,
         "chrony" => SourceKind::Chrony,
         "phc" => SourceKind::Phc,
+        "host" => SourceKind::Host,
         _ => {
             return Err(format!(
-                "'{s}': no source kind '{kind}' (ptp4l, chrony, phc)"
+                "'{s}': no source kind '{kind}' (ptp4l, chrony, phc, host)"
             ))
         }
     };
     if path.is_empty() || path.chars().any(char::is_control) {
         return Err(format!("'{s}': no path"));
+    }
+    if kind == SourceKind::Host {
+        rtgauge_vmhost::clock::Channel::parse(path, "host").map_err(|e| format!("'{s}': {e}"))?;
     }
     Ok(SourceSpec {
         kind,
@@ -97,7 +108,7 @@ pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
 /// found when none is named); ptp4l's are asked in `ptp_domain`.
 pub fn plan(
     rate: f64,
-    lock: Nanos,
+    lock: Option<Nanos>,
     duration_ns: u64,
     sources: Vec<SourceSpec>,
     ptp_domain: u8,
@@ -105,8 +116,8 @@ pub fn plan(
     if !(0.1..=100.0).contains(&rate) {
         bail!("--rate {rate}: from 0.1 to 100 polls per second");
     }
-    if lock.as_ns() == 0 {
-        bail!("--lock {lock}: must be above 0");
+    if let Some(l) = lock.filter(|l| l.as_ns() == 0) {
+        bail!("--lock {l}: must be above 0");
     }
     let mut sources = if sources.is_empty() {
         discover(ptp_domain)
@@ -120,10 +131,11 @@ pub fn plan(
         config: ClockConfig {
             rate_hz: rate,
             duration_ns,
-            lock_ns: lock.as_ns(),
+            lock_ns: lock.map(|l| l.as_ns()),
             sources: sources.iter().map(SourceSpec::name).collect(),
         },
         sources,
+        peer: Some(rtgauge_vmhost::clock::peer_opener()),
     })
 }
 
@@ -134,6 +146,7 @@ pub fn resolve(a: &ClockArgs) -> anyhow::Result<ClockPlan> {
         (SourceKind::Ptp4l, &a.ptp4l),
         (SourceKind::Chrony, &a.chrony),
         (SourceKind::Phc, &a.phc),
+        (SourceKind::Host, &a.host),
     ] {
         for p in paths {
             sources.push(

@@ -113,9 +113,10 @@ pub struct MonitorArgs {
     #[arg(long = "clock-ptp-domain", value_name = "N", default_value_t = 0)]
     pub clock_ptp_domain: u8,
 
-    /// A source is locked while its |offset| stays within this (rtgauge_clock_locked).
-    #[arg(long = "clock-lock", value_name = "TIME", default_value = "1us", value_parser = parse_duration_arg)]
-    pub clock_lock: Nanos,
+    /// A source is locked while its |offset| stays within this (rtgauge_clock_locked). Default: 1us for
+    /// ptp4l and a PHC, 1ms for chrony.
+    #[arg(long = "clock-lock", value_name = "TIME", value_parser = parse_duration_arg)]
+    pub clock_lock: Option<Nanos>,
 
     #[command(flatten)]
     pub db: super::DbArg,

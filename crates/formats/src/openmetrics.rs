@@ -370,12 +370,13 @@ fn encode_clock(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     };
     let secs = |ns: i64| ns as f64 / NS_PER_S;
     let source = |x: &SourceResult| vec![("source", x.name())];
-    let gauges: [SourceSeries<Option<f64>>; 7] = [
+    let gauges: [SourceSeries<Option<f64>>; 8] = [
         ("rtgauge_clock_offset_seconds", "The last offset the source measured (ptp4l: from its master; chrony: its last; phc: PHC − system clock); none while it cannot be read.", |x| x.last.as_ref()?.offset_ns.filter(|_| x.readable).map(|o| o as f64 / NS_PER_S)),
         ("rtgauge_clock_offset_max_seconds", "The largest |offset| since the source first locked (every offset while it never did).", |x| x.offset_max_ns().map(|o| o as f64 / NS_PER_S)),
         ("rtgauge_clock_locked", "1 while the source's |offset| stays within the lock bound (rtgauge_clock_lock_bound_seconds).", |x| Some(f64::from(u8::from(x.locked_now)))),
         ("rtgauge_clock_holdover", "1 while the source has lost its reference (a PTP port left UNCALIBRATED/SLAVE; chrony unsynchronised).", |x| Some(f64::from(u8::from(x.in_holdover)))),
         ("rtgauge_clock_following", "1 while the source follows a reference (a PTP port UNCALIBRATED or SLAVE; chrony synchronised): 0 on a grandmaster.", |x| Some(f64::from(u8::from(x.following)))),
+        ("rtgauge_clock_serving", "1 while the source is a reference itself, following none (a PTP grandmaster: a port MASTER).", |x| Some(f64::from(u8::from(x.serving)))),
         ("rtgauge_clock_up", "1 while the source answers its polls.", |x| Some(f64::from(u8::from(x.readable)))),
         ("rtgauge_clock_path_delay_seconds", "The source's path delay (PTP mean path delay, chrony root delay, a PHC read's bound).", |x| x.last.as_ref()?.delay_ns.map(|d| d as f64 / NS_PER_S)),
     ];
@@ -427,9 +428,11 @@ fn encode_clock(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     family(
         enc,
         "rtgauge_clock_lock_bound_seconds",
-        "A source is locked while its |offset| stays within this (--clock-lock).",
+        "A source is locked while its |offset| stays within this (--clock-lock; by default 1 µs for PTP, 1 ms for chrony).",
         MetricType::Gauge,
-        [(vec![], ConstGauge::new(c.config.lock_ns as f64 / NS_PER_S))],
+        c.sources
+            .iter()
+            .map(|x| (source(x), ConstGauge::new(x.lock_ns as f64 / NS_PER_S))),
     )?;
     let k = &c.kernel;
     family(
@@ -629,6 +632,7 @@ mod tests {
         let source = |path: &str, reference: Option<&str>, offset: i64| SourceResult {
             kind: SourceKind::Ptp4l,
             path: path.into(),
+            lock_ns: 1_000,
             polls: 10,
             measurements: 5,
             errors: 1,
@@ -636,6 +640,7 @@ mod tests {
             locked: true,
             locked_now: reference.is_some(),
             following: reference.is_some(),
+            serving: false,
             readable: true,
             unlocks: 2,
             reference_changes: 1,
@@ -672,7 +677,7 @@ mod tests {
             config: ClockConfig {
                 rate_hz: 1.0,
                 duration_ns: 60_000_000_000,
-                lock_ns: 1_000,
+                lock_ns: None,
                 sources: Vec::new(),
             },
             stop_reason: rtgauge_model::kind::StopReason::Duration,
@@ -700,7 +705,7 @@ mod tests {
             "rtgauge_clock_state_info{source=\"ptp4l:/b\",state=\"LISTENING\"} 1",
             "rtgauge_clock_steps_total{} 1",
             "rtgauge_clock_last_step_seconds{} -0.02",
-            "rtgauge_clock_lock_bound_seconds{} 0.000001",
+            "rtgauge_clock_lock_bound_seconds{source=\"ptp4l:/a\"} 0.000001",
         ] {
             assert!(t.contains(line), "{line}: {t}");
         }

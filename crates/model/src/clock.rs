@@ -15,10 +15,21 @@ pub struct ClockConfig {
     pub rate_hz: f64,
     /// How long it polled for, as asked, ns.
     pub duration_ns: u64,
-    /// A source is locked while its |offset| stays within this, ns.
-    pub lock_ns: u64,
+    /// A source is locked while its |offset| stays within this, ns; `None`: each kind's default
+    /// ([`default_lock_ns`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_ns: Option<u64>,
     /// The sources asked for or found, as `kind:path` (`ptp4l:/var/run/ptp4l`, `chrony:…`, `phc:/dev/ptp0`).
     pub sources: Vec<String>,
+}
+
+/// The lock bound of a kind where none is asked: 1 µs for PTP (ptp4l, a PHC), 1 ms for chrony (NTP over a
+/// network is rarely within 1 µs; IEC 61850-5's T1).
+pub fn default_lock_ns(kind: SourceKind) -> u64 {
+    match kind {
+        SourceKind::Ptp4l | SourceKind::Phc => 1_000,
+        SourceKind::Chrony | SourceKind::Host => 1_000_000,
+    }
 }
 
 /// What a source is.
@@ -31,6 +42,9 @@ pub enum SourceKind {
     Chrony,
     /// A PTP hardware clock against the system clock (`PTP_SYS_OFFSET_EXTENDED`).
     Phc,
+    /// The other side's clock over `rtgauge vm`'s channel (a guest reading its host's, which `rtgauge vm
+    /// clock-serve` answers): the drift of CLOCK_MONOTONIC between the two since the first exchange.
+    Host,
 }
 
 impl SourceKind {
@@ -40,6 +54,7 @@ impl SourceKind {
             SourceKind::Ptp4l => "ptp4l",
             SourceKind::Chrony => "chrony",
             SourceKind::Phc => "phc",
+            SourceKind::Host => "host",
         }
     }
 }
@@ -195,6 +210,9 @@ pub struct SourceResult {
     pub kind: SourceKind,
     /// Its socket or device.
     pub path: String,
+    /// It is locked while its |offset| stays within this, ns.
+    #[serde(default)]
+    pub lock_ns: u64,
     /// Polls made.
     pub polls: u64,
     /// New offsets measured (a ptp4l or chrony offset counts once, however often it was polled).
@@ -212,6 +230,9 @@ pub struct SourceResult {
     /// Whether it follows a reference at the end (a PTP port UNCALIBRATED or SLAVE; chrony synchronised).
     #[serde(default)]
     pub following: bool,
+    /// Whether it is a reference itself at the end, following none (a PTP port MASTER: a grandmaster).
+    #[serde(default)]
+    pub serving: bool,
     /// Whether its last poll read it.
     #[serde(default)]
     pub readable: bool,

@@ -523,6 +523,48 @@ fn answer(s: &mut dyn ClockStream, done: &dyn Fn() -> bool, answered: &mut u64) 
     }
 }
 
+/// The channel's client as a clock source of `rtgauge clock` (`--host`): one burst per poll, its best
+/// exchange's offset (the other side minus this one) and bound. Only the last sample is kept: the source
+/// polls for as long as a monitor runs.
+impl rtgauge_probe::timesync::ChannelClock for ClockClient {
+    fn sample(&mut self) -> std::io::Result<(i64, u64)> {
+        let before = self.sync.samples.len();
+        self.burst();
+        if self.sync.samples.len() == before {
+            return Err(std::io::Error::other(format!(
+                "no exchange answered{} (is `rtgauge vm clock-serve` answering at the other end?)",
+                self.error
+                    .as_deref()
+                    .map(|e| format!(" ({})", e.trim_start_matches("--clock ")))
+                    .unwrap_or_default()
+            )));
+        }
+        let keep = self.sync.samples.len() - 1;
+        self.sync.samples.drain(..keep);
+        let s = self.sync.samples[0];
+        Ok((s.offset_ns(), s.bound_ns()))
+    }
+}
+
+/// Opens `rtgauge clock`'s `host` sources: the channel parsed (`unix:PATH`, `tcp:HOST:PORT`, a device)
+/// and its client connected.
+pub fn peer_opener() -> rtgauge_probe::timesync::PeerOpener {
+    rtgauge_probe::timesync::PeerOpener(std::sync::Arc::new(|channel: &str| {
+        let ch = Channel::parse(channel, "--host")
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        // The other end may be starting (a TCP listener accepts every 100 ms): a burst every 200 ms for
+        // up to FIRST_WAIT, as a packet stream's reader waits.
+        let mut c = ClockClient::new(ch);
+        let until = std::time::Instant::now() + FIRST_WAIT;
+        c.burst();
+        while c.sync.samples.is_empty() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(200));
+            c.burst();
+        }
+        Ok(Box::new(c) as Box<dyn rtgauge_probe::timesync::ChannelClock>)
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,9 +111,12 @@ impl KindData for ClockResult {
 
     fn settings_line(&self) -> Option<String> {
         Some(format!(
-            "{} Hz, locked within ±{} ns, sources: {}",
+            "{} Hz, locked within {}, sources: {}",
             self.config.rate_hz,
-            self.config.lock_ns,
+            self.config.lock_ns.map_or(
+                "each kind's bound (PTP 1 µs, chrony 1 ms)".to_string(),
+                |l| format!("±{l} ns")
+            ),
             if self.config.sources.is_empty() {
                 "the kernel only".to_string()
             } else {

@@ -209,6 +209,7 @@ impl Chronyc {
             }
             .into(),
             has_reference: synced,
+            serving: false,
             reference: synced.then(|| t.reference()),
             offset_ns: (synced && fresh).then(|| ns(t.last_offset)),
             delay_ns: synced.then(|| ns(t.root_delay)),

@@ -46,6 +46,26 @@ impl SourceSpec {
     }
 }
 
+/// The other side's clock, read over a channel (`rtgauge vm`'s, implemented above this crate).
+pub trait ChannelClock: Send {
+    /// One burst of exchanges: the other side's CLOCK_MONOTONIC minus this side's, ns, and its bound
+    /// (half the best exchange's round trip); an error when no exchange was answered.
+    fn sample(&mut self) -> std::io::Result<(i64, u64)>;
+}
+
+/// Opens a channel to the other side's clock, given as `unix:PATH`, `tcp:HOST:PORT` or a device.
+pub type OpenChannel = dyn Fn(&str) -> std::io::Result<Box<dyn ChannelClock>> + Send + Sync;
+
+/// Opens a channel (`unix:PATH`, `tcp:HOST:PORT`, a device) to the other side's clock.
+#[derive(Clone)]
+pub struct PeerOpener(pub std::sync::Arc<OpenChannel>);
+
+impl std::fmt::Debug for PeerOpener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerOpener")
+    }
+}
+
 /// The probe's plan.
 #[derive(Debug, Clone)]
 pub struct ClockPlan {
@@ -53,6 +73,8 @@ pub struct ClockPlan {
     pub config: ClockConfig,
     /// The sources.
     pub sources: Vec<SourceSpec>,
+    /// How a `host` source's channel is opened (required for one).
+    pub peer: Option<PeerOpener>,
 }
 
 impl ClockPlan {
@@ -111,16 +133,49 @@ enum SourceReader {
     Ptp4l(ptp4l::Pmc),
     Chrony(chrony::Chronyc),
     Phc(phc::Phc),
+    /// The other side's clock, its offset at the first burst, its channel.
+    Host(Box<dyn ChannelClock>, Option<i64>, String),
+}
+
+/// One burst of a peer's clock: the drift since the first as the offset, the burst's bound as its delay.
+fn peer_reading(
+    p: &mut dyn ChannelClock,
+    first: &mut Option<i64>,
+    channel: &str,
+) -> std::io::Result<track::Reading> {
+    let (offset, bound) = p.sample()?;
+    let first = *first.get_or_insert(offset);
+    Ok(track::Reading {
+        state: "answering".into(),
+        has_reference: true,
+        reference: Some(rtgauge_model::clock::Reference {
+            id: channel.to_string(),
+            class: None,
+        }),
+        offset_ns: Some(offset - first),
+        delay_ns: Some(bound as i64),
+        ..track::Reading::default()
+    })
 }
 
 impl SourceReader {
-    fn open(s: &SourceSpec, timeout: Duration) -> std::io::Result<SourceReader> {
+    fn open(
+        s: &SourceSpec,
+        timeout: Duration,
+        peer: Option<&PeerOpener>,
+    ) -> std::io::Result<SourceReader> {
         Ok(match s.kind {
             SourceKind::Ptp4l => {
                 SourceReader::Ptp4l(ptp4l::Pmc::connect(&s.path, s.domain, timeout)?)
             }
             SourceKind::Chrony => SourceReader::Chrony(chrony::Chronyc::connect(&s.path, timeout)?),
             SourceKind::Phc => SourceReader::Phc(phc::Phc::open(&s.path)?),
+            SourceKind::Host => {
+                let open = peer.ok_or_else(|| {
+                    std::io::Error::other("no channel opener for the host's clock in this build")
+                })?;
+                SourceReader::Host((open.0)(&s.path)?, None, s.path.clone())
+            }
         })
     }
 
@@ -129,6 +184,7 @@ impl SourceReader {
             SourceReader::Ptp4l(p) => p.read(),
             SourceReader::Chrony(c) => c.read(),
             SourceReader::Phc(p) => p.read(tai_s),
+            SourceReader::Host(p, first, channel) => peer_reading(p.as_mut(), first, channel),
         }
     }
 
@@ -137,7 +193,7 @@ impl SourceReader {
         match self {
             SourceReader::Ptp4l(p) => p.forget(),
             SourceReader::Chrony(c) => c.forget(),
-            SourceReader::Phc(_) => {}
+            SourceReader::Phc(_) | SourceReader::Host(..) => {}
         }
     }
 }
@@ -159,12 +215,12 @@ impl Poller {
     pub fn open(plan: &ClockPlan) -> Result<Poller, ClockError> {
         let (mut readers, mut kept, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
         for s in &plan.sources {
-            let opened =
-                SourceReader::open(s, answer_timeout(plan.config.rate_hz)).and_then(|mut r| {
-                    r.read(0)?;
-                    r.forget();
-                    Ok(r)
-                });
+            let timeout = answer_timeout(plan.config.rate_hz);
+            let opened = SourceReader::open(s, timeout, plan.peer.as_ref()).and_then(|mut r| {
+                r.read(0)?;
+                r.forget();
+                Ok(r)
+            });
             match opened {
                 Ok(r) => {
                     readers.push(r);
@@ -185,7 +241,13 @@ impl Poller {
             trackers: plan
                 .sources
                 .iter()
-                .map(|s| track::Tracker::new(s.kind, &s.path, plan.config.lock_ns))
+                .map(|s| {
+                    let lock = plan
+                        .config
+                        .lock_ns
+                        .unwrap_or_else(|| rtgauge_model::clock::default_lock_ns(s.kind));
+                    track::Tracker::new(s.kind, &s.path, lock)
+                })
                 .collect(),
             plan,
             readers,

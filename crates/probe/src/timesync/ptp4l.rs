@@ -130,6 +130,8 @@ pub struct Ptp4lStatus {
     pub gm_class: u8,
     /// The state of the port that follows a master, else port 1's.
     pub port_state: u8,
+    /// Whether a port is a master (PRE_MASTER, MASTER, GRAND_MASTER).
+    pub serving: bool,
     /// Mean path delay, ns (`CURRENT_DATA_SET`, scaled ns / 2^16).
     pub path_delay_ns: i64,
 }
@@ -194,10 +196,11 @@ impl Pmc {
             return Err(short("TIME_STATUS_NP"));
         }
         // The port that follows a master, if one does (on a boundary clock it need not be port 1).
-        let mut port_state = 0;
+        let (mut port_state, mut serving) = (0, false);
         for port in 1..=self.ports {
             let p = self.get(PORT_DATA_SET, port)?;
             let s = *p.get(10).ok_or_else(|| short("PORT_DATA_SET"))?;
+            serving |= matches!(s, 5 | 6 | 10);
             if port == 1 || matches!(s, 8 | 9) && !matches!(port_state, 9) {
                 port_state = s;
             }
@@ -217,6 +220,7 @@ impl Pmc {
             gm_identity: clock_identity(&t[42..50]),
             gm_class: parent[19],
             port_state,
+            serving,
             path_delay_ns: i64_at(&current, 10) >> 16,
         })
     }
@@ -238,6 +242,7 @@ impl Pmc {
         Ok(Reading {
             state: port_state(s.port_state).into(),
             has_reference: following,
+            serving: s.serving && !following,
             reference: (following && s.gm_present).then(|| Reference {
                 id: s.gm_identity.clone(),
                 class: Some(s.gm_class),

@@ -15,6 +15,8 @@ pub struct Reading {
     pub state: String,
     /// Whether it follows a reference now (a PTP port in SLAVE with a grandmaster; chrony synchronised).
     pub has_reference: bool,
+    /// Whether it is a reference itself, following none (a PTP port MASTER: a grandmaster).
+    pub serving: bool,
     /// The reference, where it has one.
     pub reference: Option<Reference>,
     /// A new offset measured since the last poll, ns (`None`: nothing new).
@@ -51,6 +53,7 @@ pub struct Tracker {
     run_start_ns: u64,
     unlocked_since_ns: u64,
     had_reference: bool,
+    serving: bool,
     /// The id of the last reference it followed.
     last_reference_id: Option<String>,
     unlocks: u64,
@@ -89,6 +92,7 @@ impl Tracker {
             run_start_ns: 0,
             unlocked_since_ns: 0,
             had_reference: false,
+            serving: false,
             last_reference_id: None,
             unlocks: 0,
             reference_changes: 0,
@@ -159,6 +163,7 @@ impl Tracker {
             );
         }
         self.reference_presence(at_ns, r.has_reference);
+        self.serving = r.serving;
         if let Some(offset) = measured {
             self.measured(at_ns, offset, r.delay_ns);
         }
@@ -278,6 +283,7 @@ impl Tracker {
         SourceResult {
             kind: self.kind,
             path: self.path.clone(),
+            lock_ns: self.lock_ns,
             polls: self.polls,
             measurements: self.measurements,
             errors: self.errors,
@@ -285,6 +291,7 @@ impl Tracker {
             locked: self.settle_ns.is_some(),
             locked_now: self.locked && !self.failing,
             following: self.had_reference && !self.failing,
+            serving: self.serving && !self.failing,
             readable: !self.failing && self.polls > 0,
             unlocks: self.unlocks,
             reference_changes: self.reference_changes,

@@ -130,10 +130,11 @@ pub fn source_summary(s: &SourceResult) -> Vec<String> {
             o.count
         )
     });
+    let within = format!("within ±{}", magnitude(s.lock_ns));
     out.push(match (s.settle_ns, offsets) {
-        (Some(t), Some(o)) => format!("  locked after {}; since then {o}", magnitude(t)),
-        (Some(t), None) => format!("  locked after {}", magnitude(t)),
-        (None, Some(o)) => format!("  never locked; {o}"),
+        (Some(t), Some(o)) => format!("  locked {within} after {}; since then {o}", magnitude(t)),
+        (Some(t), None) => format!("  locked {within} after {}", magnitude(t)),
+        (None, Some(o)) => format!("  never locked {within}; {o}"),
         (None, None) => format!("  no offset measured in {} polls", s.polls),
     });
     if s.errors > 0 {
@@ -182,10 +183,9 @@ impl KindView for ClockResult {
 
     fn terminal_section(&self, _facts: &RunFacts) -> String {
         let mut s = format!(
-            "\nTime ({} Hz for {}, locked within ±{}):\n  {}\n",
+            "\nTime ({} Hz for {}):\n  {}\n",
             self.config.rate_hz,
             magnitude(self.elapsed_ns),
-            magnitude(self.config.lock_ns),
             kernel_line(&self.kernel)
         );
         if self.sources.is_empty() {

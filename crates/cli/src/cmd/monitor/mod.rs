@@ -279,8 +279,23 @@ fn follow_clock(
         .spawn({
             let stop = stop.clone();
             move || {
-                let last = poller.run(&stop, &mut feed);
-                lock(&feed.state).clock = Some(last);
+                let st = Arc::clone(&feed.state);
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    poller.run(&stop, &mut feed)
+                }));
+                match run {
+                    Ok(last) => lock(&st).clock = Some(last),
+                    // Its series must not stay frozen at their last values: every source reads as down.
+                    Err(_) => {
+                        eprintln!("rtgauge monitor: the clock thread panicked: every time source now reads as down (rtgauge_clock_up 0)");
+                        if let Some(c) = lock(&st).clock.as_mut() {
+                            for x in &mut c.sources {
+                                (x.readable, x.locked_now, x.following, x.serving) =
+                                    (false, false, false, false);
+                            }
+                        }
+                    }
+                }
             }
         })
         .context("starting the clock thread")?;
@@ -301,9 +316,8 @@ impl Drop for ClockThread {
     fn drop(&mut self) {
         self.stop.set();
         if let Some(t) = self.thread.take() {
-            if t.join().is_err() {
-                eprintln!("rtgauge monitor: the clock thread panicked: the rtgauge_clock_ series stopped moving");
-            }
+            // Its panic is caught and said in the thread.
+            let _ = t.join();
         }
     }
 }
