@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::chrony::{start, trio, wait_for, Daemon};
+use common::chrony::{events, start, trio, wait_for, Daemon};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -39,15 +39,6 @@ fn source<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|s| s["path"].as_str().unwrap().ends_with(name))
         .unwrap_or_else(|| panic!("no source {name} in {doc}"))
-}
-
-fn events<'a>(s: &'a Value, kind: &str) -> Vec<&'a Value> {
-    s["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == kind)
-        .collect()
 }
 
 #[test]

@@ -19,6 +19,7 @@
 
 mod common;
 
+use common::chrony::events;
 use common::hostnoise::boot_beside;
 use common::tap::Tap;
 use rtgauge_lab::{Flavour, Guest, GuestTopology, Kernel, RunningGuest};
@@ -287,15 +288,6 @@ fn one_boot() {
     std::fs::write(&doc_path, b.read("clock.json")).unwrap();
     let doc = common::read_json(&doc_path);
     check(&doc["probes"][0], &faults);
-}
-
-fn events<'a>(s: &'a Value, kind: &str) -> Vec<&'a Value> {
-    s["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == kind)
-        .collect()
 }
 
 fn secs(v: &Value) -> f64 {

@@ -1,6 +1,7 @@
 //! Daemons of the time-keeping tests: chronyd on this host, never steering its clock (`-x`), and a guard
-//! that kills what a test started, also when it fails.
+//! that kills what a test started, also when it fails; a clock source's events by kind.
 
+use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -91,4 +92,14 @@ pub fn trio(d: &Path) -> [Daemon; 3] {
 fn free_udp_ports() -> [u16; 2] {
     let held = [(); 2].map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap());
     held.map(|s| s.local_addr().unwrap().port())
+}
+
+/// A clock source's (`rtgauge clock`'s document) events of `kind` (`locked`, `reference`, …).
+pub fn events<'a>(s: &'a Value, kind: &str) -> Vec<&'a Value> {
+    s["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .collect()
 }

@@ -1,8 +1,10 @@
 //! How well the clock is kept (`rtgauge clock`): every `1/rate` s, each source of time is read the way its
 //! own tool reads it — ptp4l through its management socket ([`ptp4l`], what `pmc` asks), chrony through
 //! its command socket ([`chrony`], what `chronyc tracking` asks), each PHC against the system clock
-//! ([`phc`], `PTP_SYS_OFFSET_EXTENDED`) — and the kernel's own state and steps ([`kernel`]). Each source is
-//! followed by a [`track::Tracker`]: lock, reference and state changes, holdovers, |offset|.
+//! ([`phc`], `PTP_SYS_OFFSET_EXTENDED`), in a guest its host's clock over `rtgauge vm`'s channel (a
+//! [`ChannelClock`], opened by the caller's [`PeerOpener`]) — and the kernel's own state and steps
+//! ([`kernel`]). Each source is followed by a [`track::Tracker`]: lock, reference and state changes,
+//! holdovers, |offset|.
 //!
 //! Nothing here changes the clock or the daemons: every request is a read (a management GET, a chrony
 //! monitoring request, an ioctl that reads, `adjtimex` with no mode).
