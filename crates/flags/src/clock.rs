@@ -13,7 +13,8 @@ use rtgauge_probe::timesync::{discover, ClockPlan, SourceSpec};
 /// management socket (offset from the master, port state, grandmaster), chrony through its command socket
 /// (last offset, frequency, leap status), each PHC against the system clock (PTP_SYS_OFFSET_EXTENDED),
 /// and the kernel's adjtimex state and every step of CLOCK_REALTIME. Reads only: nothing is changed.
-/// Without --ptp4l, --chrony or --phc it follows what it finds: ptp4l's and chrony's default sockets.
+/// Without --ptp4l, --chrony, --phc or --host it follows what it finds: ptp4l's and chrony's default
+/// sockets.
 #[derive(Debug, Clone, Args)]
 pub struct ClockArgs {
     /// How long (60, 30s, 24h; default 60s). In a profile: the run's duration.
@@ -26,7 +27,7 @@ pub struct ClockArgs {
 
     /// A source is locked once its |offset| stays within this for 4 measurements in a row; the offset
     /// distribution and the gate count from its first lock (e.g. 100ns, 1us, 1ms). Default: 1us for
-    /// ptp4l and a PHC, 1ms for chrony.
+    /// ptp4l and a PHC, 1ms for chrony and the host's clock.
     #[arg(long = "lock", value_name = "TIME", value_parser = parse_duration_arg)]
     pub lock: Option<Nanos>,
 

@@ -101,7 +101,8 @@ pub struct MonitorArgs {
     pub clock: bool,
 
     /// A time source to follow instead of those found, as KIND:PATH: ptp4l:/var/run/ptp4l,
-    /// chrony:/run/chrony/chronyd.sock, phc:/dev/ptp0 (repeatable; implies --clock).
+    /// chrony:/run/chrony/chronyd.sock, phc:/dev/ptp0, host:CHANNEL (in a guest, its host's clock over
+    /// `rtgauge vm`'s channel) (repeatable; implies --clock).
     #[arg(long = "clock-source", value_name = "KIND:PATH", value_parser = super::clock::parse_source)]
     pub clock_source: Vec<rtgauge_probe::timesync::SourceSpec>,
 
@@ -114,7 +115,7 @@ pub struct MonitorArgs {
     pub clock_ptp_domain: u8,
 
     /// A source is locked while its |offset| stays within this (rtgauge_clock_locked). Default: 1us for
-    /// ptp4l and a PHC, 1ms for chrony.
+    /// ptp4l and a PHC, 1ms for chrony and the host's clock.
     #[arg(long = "clock-lock", value_name = "TIME", value_parser = parse_duration_arg)]
     pub clock_lock: Option<Nanos>,
 

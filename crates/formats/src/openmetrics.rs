@@ -21,7 +21,8 @@
 //!   `net_last_packet_timestamp_seconds`, `net_stream_info{stream,at}`, `net_gate_seconds`.
 //! - the time sources followed, where asked (`--clock`): per source (`source` = `kind:path`)
 //!   `clock_offset_seconds` (the last offset measured), `clock_offset_max_seconds` (the largest |offset|
-//!   since it first locked), `clock_locked` (0/1, within `clock_lock_bound_seconds`), `clock_holdover`
+//!   since it first locked), `clock_locked` (0/1, within `clock_lock_bound_seconds`), `clock_settled` (it
+//!   has locked once), `clock_following`, `clock_serving`, `clock_up`, `clock_holdover`
 //!   (0/1: its reference lost), `clock_path_delay_seconds`, `clock_unlocks_total`, `clock_holdovers_total`,
 //!   `clock_reference_changes_total`, `clock_poll_errors_total`, `clock_state_info{source,state}`,
 //!   `clock_reference_info{source,reference,class}`; the kernel's `clock_steps_total`,
@@ -370,11 +371,12 @@ fn encode_clock(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     };
     let secs = |ns: i64| ns as f64 / NS_PER_S;
     let source = |x: &SourceResult| vec![("source", x.name())];
-    let gauges: [SourceSeries<Option<f64>>; 8] = [
+    let gauges: [SourceSeries<Option<f64>>; 9] = [
         ("rtgauge_clock_offset_seconds", "The last offset the source measured (ptp4l: from its master; chrony: its last; phc: PHC − system clock); none while it cannot be read.", |x| x.last.as_ref()?.offset_ns.filter(|_| x.readable).map(|o| o as f64 / NS_PER_S)),
         ("rtgauge_clock_offset_max_seconds", "The largest |offset| since the source first locked (every offset while it never did).", |x| x.offset_max_ns().map(|o| o as f64 / NS_PER_S)),
         ("rtgauge_clock_locked", "1 while the source's |offset| stays within the lock bound (rtgauge_clock_lock_bound_seconds).", |x| Some(f64::from(u8::from(x.locked_now)))),
         ("rtgauge_clock_holdover", "1 while the source has lost its reference (a PTP port left UNCALIBRATED/SLAVE; chrony unsynchronised).", |x| Some(f64::from(u8::from(x.in_holdover)))),
+        ("rtgauge_clock_settled", "1 once the source has locked since the monitor started (its |offset| distribution counts from then).", |x| Some(f64::from(u8::from(x.locked)))),
         ("rtgauge_clock_following", "1 while the source follows a reference (a PTP port UNCALIBRATED or SLAVE; chrony synchronised): 0 on a grandmaster.", |x| Some(f64::from(u8::from(x.following)))),
         ("rtgauge_clock_serving", "1 while the source is a reference itself, following none (a PTP grandmaster: a port MASTER).", |x| Some(f64::from(u8::from(x.serving)))),
         ("rtgauge_clock_up", "1 while the source answers its polls.", |x| Some(f64::from(u8::from(x.readable)))),

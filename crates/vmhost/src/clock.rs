@@ -207,7 +207,13 @@ fn open(ch: &Channel) -> std::io::Result<Box<dyn ClockStream>> {
     Ok(match ch {
         Channel::Unix(p) => Box::new(std::os::unix::net::UnixStream::connect(p)?),
         Channel::Tcp(a) => {
-            let s = std::net::TcpStream::connect(a)?;
+            // Bounded: an unreachable host must not hold a burst (and every source polled after it) for
+            // the minutes of SYN retries a plain connect waits.
+            use std::net::ToSocketAddrs as _;
+            let addr = a.to_socket_addrs()?.next().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, format!("{a}: no address"))
+            })?;
+            let s = std::net::TcpStream::connect_timeout(&addr, TIMEOUT * 4)?;
             s.set_nodelay(true)?;
             Box::new(s)
         }

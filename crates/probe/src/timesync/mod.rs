@@ -135,18 +135,19 @@ enum SourceReader {
     Ptp4l(ptp4l::Pmc),
     Chrony(chrony::Chronyc),
     Phc(phc::Phc),
-    /// The other side's clock, its offset at the first burst, its channel.
-    Host(Box<dyn ChannelClock>, Option<i64>, String),
+    /// The other side's clock, its offset and bound at the first burst, its channel.
+    Host(Box<dyn ChannelClock>, Option<(i64, u64)>, String),
 }
 
-/// One burst of a peer's clock: the drift since the first as the offset, the burst's bound as its delay.
+/// One burst of a peer's clock: the drift since the first as the offset, its bound (this burst's and the
+/// first's) as its delay.
 fn peer_reading(
     p: &mut dyn ChannelClock,
-    first: &mut Option<i64>,
+    first: &mut Option<(i64, u64)>,
     channel: &str,
 ) -> std::io::Result<track::Reading> {
     let (offset, bound) = p.sample()?;
-    let first = *first.get_or_insert(offset);
+    let (first, first_bound) = *first.get_or_insert((offset, bound));
     Ok(track::Reading {
         state: "answering".into(),
         has_reference: true,
@@ -154,8 +155,8 @@ fn peer_reading(
             id: channel.to_string(),
             class: None,
         }),
-        offset_ns: Some(offset - first),
-        delay_ns: Some(bound as i64),
+        offset_ns: Some(offset.saturating_sub(first)),
+        delay_ns: Some(bound.saturating_add(first_bound).min(i64::MAX as u64) as i64),
         ..track::Reading::default()
     })
 }

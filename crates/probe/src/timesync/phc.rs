@@ -90,7 +90,10 @@ impl Phc {
     /// where the driver has no extended one.
     pub fn offset(&self) -> std::io::Result<(i128, u64)> {
         match self.offset_extended() {
-            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => self.offset_plain(),
+            // EOPNOTSUPP: a driver without it (ptp_kvm); ENOTTY: a kernel before 5.0.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOTTY)) => {
+                self.offset_plain()
+            }
             r => r,
         }
     }

@@ -130,7 +130,7 @@ pub struct Ptp4lStatus {
     pub gm_class: u8,
     /// The state of the port that follows a master, else port 1's.
     pub port_state: u8,
-    /// Whether a port is a master (PRE_MASTER, MASTER, GRAND_MASTER).
+    /// Whether a port is a master or a standby one (PRE_MASTER, MASTER, PASSIVE, GRAND_MASTER).
     pub serving: bool,
     /// Mean path delay, ns (`CURRENT_DATA_SET`, scaled ns / 2^16).
     pub path_delay_ns: i64,
@@ -200,7 +200,8 @@ impl Pmc {
         for port in 1..=self.ports {
             let p = self.get(PORT_DATA_SET, port)?;
             let s = *p.get(10).ok_or_else(|| short("PORT_DATA_SET"))?;
-            serving |= matches!(s, 5 | 6 | 10);
+            // PASSIVE: a standby grandmaster, or a boundary clock's redundant port.
+            serving |= matches!(s, 5 | 6 | 7 | 10);
             if port == 1 || matches!(s, 8 | 9) && !matches!(port_state, 9) {
                 port_state = s;
             }

@@ -299,7 +299,7 @@ impl Tracker {
             offset_max_all_ns: self.max_all,
             holdovers: self.holdovers.clone(),
             holdovers_dropped: self.holdovers_dropped,
-            in_holdover: self.in_holdover,
+            in_holdover: self.in_holdover && !self.failing,
             events: self.events.clone(),
             events_dropped: self.events_dropped,
             timeline: self.timeline.clone(),

@@ -130,7 +130,13 @@ pub fn source_summary(s: &SourceResult) -> Vec<String> {
             o.count
         )
     });
-    let within = format!("within ±{}", magnitude(s.lock_ns));
+    // Documents from before the bound was kept per source hold 0.
+    let lock = if s.lock_ns > 0 {
+        s.lock_ns
+    } else {
+        rtgauge_model::clock::default_lock_ns(s.kind)
+    };
+    let within = format!("within ±{}", magnitude(lock));
     out.push(match (s.settle_ns, offsets) {
         (Some(t), Some(o)) => format!("  locked {within} after {}; since then {o}", magnitude(t)),
         (Some(t), None) => format!("  locked {within} after {}", magnitude(t)),

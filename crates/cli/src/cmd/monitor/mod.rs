@@ -290,8 +290,8 @@ fn follow_clock(
                         eprintln!("rtgauge monitor: the clock thread panicked: every time source now reads as down (rtgauge_clock_up 0)");
                         if let Some(c) = lock(&st).clock.as_mut() {
                             for x in &mut c.sources {
-                                (x.readable, x.locked_now, x.following, x.serving) =
-                                    (false, false, false, false);
+                                (x.readable, x.locked_now, x.following, x.serving, x.in_holdover) =
+                                    (false, false, false, false, false);
                             }
                         }
                     }
