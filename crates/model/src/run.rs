@@ -3,10 +3,9 @@
 
 use crate::audit::AuditReport;
 use crate::conditions::Unmet;
-use crate::cyclic::CyclicResult;
 use crate::fingerprint::Fingerprint;
+pub use crate::kind::{Kind, ProbeResult};
 use crate::kind::{ProbeKind, RunFacts};
-use crate::oslat::OslatResult;
 use crate::verdict::GateVerdict;
 use crate::CpuSet;
 use serde::{Deserialize, Serialize};
@@ -41,31 +40,6 @@ pub struct SystemInfo {
     pub cpus_online: CpuSet,
     /// Clocksource in use; `None` if unreadable.
     pub clocksource: Option<String>,
-}
-
-/// One probe's result, tagged by probe kind. Reached through its kind's `rtgauge_analysis::kind::KindData`;
-/// a kind's own verb takes its typed result back with [`ProbeResult::downcast`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "probe", rename_all = "snake_case")]
-pub enum ProbeResult {
-    /// Timer wake-up latency (`rtgauge cyclic`, or imported cyclictest).
-    Cyclic(CyclicResult),
-    /// Busy-loop OS noise (`rtgauge oslat`, or imported oslat).
-    Oslat(OslatResult),
-    /// Network-function capacity (`rtgauge net`).
-    Net(crate::net::NetResult),
-    /// Packet latency through the platform (`rtgauge net latency`).
-    NetLatency(crate::netlat::NetLatencyResult),
-    /// OS-primitive latencies (`rtgauge ops`).
-    Ops(crate::ops::OpsResult),
-    /// Memory latency curve, bandwidth and NUMA matrix (`rtgauge mem`).
-    Mem(crate::mem::MemResult),
-    /// NUMA memory locality (`rtgauge numa`).
-    Numa(crate::numa::NumaResult),
-    /// Hardware and firmware noise (`rtgauge hwnoise`).
-    Hwnoise(crate::hwnoise::HwnoiseResult),
-    /// How well the clock is kept (`rtgauge clock`).
-    Clock(crate::clock::ClockResult),
 }
 
 /// Whether a run finished.
@@ -324,97 +298,6 @@ impl RunDocument {
             Some(s) => format!("{stored_json}#{s}"),
         };
         uuid::Uuid::new_v5(&DERIVED_UUID_NAMESPACE, name.as_bytes()).to_string()
-    }
-}
-
-/// A result type of one kind: the downcast its own verb uses to get the typed result back from a
-/// [`ProbeResult`]. Implemented for each kind by the `kinds!` list below, nowhere else.
-pub trait Kind: Sized + Into<ProbeResult> {
-    /// The result, if `p` is of this kind.
-    fn from_ref(p: &ProbeResult) -> Option<&Self>;
-    /// The result, if `p` is of this kind.
-    fn from_mut(p: &mut ProbeResult) -> Option<&mut Self>;
-    /// The result, if `p` is of this kind.
-    fn from_owned(p: ProbeResult) -> Option<Self>;
-}
-
-/// The one list of probe kinds: each variant of [`ProbeResult`] with its result type. It gives the result
-/// its place in [`ProbeResult`] (`From`, the [`Kind`] downcast) and [`ProbeResult`] its [`ProbeKind`].
-macro_rules! kinds {
-    ($($variant:ident => $ty:ty),* $(,)?) => {
-        impl ProbeResult {
-            /// Which kind of probe it is.
-            pub fn kind(&self) -> ProbeKind {
-                match self {
-                    $(ProbeResult::$variant(_) => ProbeKind::$variant,)*
-                }
-            }
-        }
-
-        $(
-            impl From<$ty> for ProbeResult {
-                fn from(r: $ty) -> ProbeResult {
-                    ProbeResult::$variant(r)
-                }
-            }
-
-            impl Kind for $ty {
-                fn from_ref(p: &ProbeResult) -> Option<&Self> {
-                    match p {
-                        ProbeResult::$variant(r) => Some(r),
-                        _ => None,
-                    }
-                }
-
-                fn from_mut(p: &mut ProbeResult) -> Option<&mut Self> {
-                    match p {
-                        ProbeResult::$variant(r) => Some(r),
-                        _ => None,
-                    }
-                }
-
-                fn from_owned(p: ProbeResult) -> Option<Self> {
-                    match p {
-                        ProbeResult::$variant(r) => Some(r),
-                        _ => None,
-                    }
-                }
-            }
-        )*
-    };
-}
-
-kinds! {
-    Cyclic => CyclicResult,
-    Oslat => OslatResult,
-    Net => crate::net::NetResult,
-    NetLatency => crate::netlat::NetLatencyResult,
-    Ops => crate::ops::OpsResult,
-    Mem => crate::mem::MemResult,
-    Numa => crate::numa::NumaResult,
-    Hwnoise => crate::hwnoise::HwnoiseResult,
-    Clock => crate::clock::ClockResult,
-}
-
-impl ProbeResult {
-    /// The probe's name, as the verbs and the store's probe list spell it (`cyclic`, `oslat`, …).
-    pub fn name(&self) -> &'static str {
-        self.kind().as_str()
-    }
-
-    /// The result of kind `T`, if it is one (a kind's own verb taking its typed result back).
-    pub fn downcast_ref<T: Kind>(&self) -> Option<&T> {
-        T::from_ref(self)
-    }
-
-    /// The result of kind `T`, if it is one.
-    pub fn downcast_mut<T: Kind>(&mut self) -> Option<&mut T> {
-        T::from_mut(self)
-    }
-
-    /// The result of kind `T`, if it is one.
-    pub fn downcast<T: Kind>(self) -> Option<T> {
-        T::from_owned(self)
     }
 }
 

@@ -220,7 +220,7 @@ struct LatencyData {
 }
 
 fn latency_data(p: &ProbeResult) -> Option<LatencyData> {
-    if !p.kind().is_latency() {
+    if !p.data().is_latency() {
         return None;
     }
     let thr = p.data().overflow_threshold_ns();

@@ -99,6 +99,10 @@ impl KindData for CyclicResult {
         })
     }
 
+    fn is_latency(&self) -> bool {
+        true
+    }
+
     fn latency_threads(&self) -> Vec<LatThread<'_>> {
         self.threads
             .iter()

@@ -208,6 +208,12 @@ pub trait KindData: std::fmt::Debug {
         None
     }
 
+    /// Whether its results are per-thread latency distributions with windows, a timeline and a "why" (the
+    /// timer and the busy-loop probe): what the comparison resamples by window.
+    fn is_latency(&self) -> bool {
+        false
+    }
+
     /// Its measuring threads, for kinds whose results are per-thread latency distributions.
     fn latency_threads(&self) -> Vec<LatThread<'_>> {
         Vec::new()
@@ -346,32 +352,23 @@ pub trait ProbeData {
     fn data_mut(&mut self) -> &mut dyn KindData;
 }
 
-impl ProbeData for ProbeResult {
-    fn data(&self) -> &dyn KindData {
-        match self {
-            ProbeResult::Cyclic(r) => r,
-            ProbeResult::Oslat(r) => r,
-            ProbeResult::Net(r) => r,
-            ProbeResult::NetLatency(r) => r,
-            ProbeResult::Ops(r) => r,
-            ProbeResult::Mem(r) => r,
-            ProbeResult::Numa(r) => r,
-            ProbeResult::Hwnoise(r) => r,
-            ProbeResult::Clock(r) => r,
-        }
-    }
+/// [`ProbeData`] for every kind of the list (`rtgauge_model::with_kinds!`).
+macro_rules! data_dispatch {
+    ($($variant:ident => $ty:ty, $name:literal, $doc:literal;)*) => {
+        impl ProbeData for ProbeResult {
+            fn data(&self) -> &dyn KindData {
+                match self {
+                    $(ProbeResult::$variant(r) => r,)*
+                }
+            }
 
-    fn data_mut(&mut self) -> &mut dyn KindData {
-        match self {
-            ProbeResult::Cyclic(r) => r,
-            ProbeResult::Oslat(r) => r,
-            ProbeResult::Net(r) => r,
-            ProbeResult::NetLatency(r) => r,
-            ProbeResult::Ops(r) => r,
-            ProbeResult::Mem(r) => r,
-            ProbeResult::Numa(r) => r,
-            ProbeResult::Hwnoise(r) => r,
-            ProbeResult::Clock(r) => r,
+            fn data_mut(&mut self) -> &mut dyn KindData {
+                match self {
+                    $(ProbeResult::$variant(r) => r,)*
+                }
+            }
         }
-    }
+    };
 }
+
+rtgauge_model::with_kinds!(data_dispatch);

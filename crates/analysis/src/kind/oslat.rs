@@ -47,6 +47,10 @@ impl KindData for OslatResult {
         ))
     }
 
+    fn is_latency(&self) -> bool {
+        true
+    }
+
     fn latency_threads(&self) -> Vec<LatThread<'_>> {
         self.threads
             .iter()

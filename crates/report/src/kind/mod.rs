@@ -75,17 +75,16 @@ pub trait KindView {
     }
 }
 
-/// The views of `p`'s kind.
-pub fn view(p: &ProbeResult) -> &dyn KindView {
-    match p {
-        ProbeResult::Cyclic(r) => r,
-        ProbeResult::Oslat(r) => r,
-        ProbeResult::Net(r) => r,
-        ProbeResult::NetLatency(r) => r,
-        ProbeResult::Ops(r) => r,
-        ProbeResult::Mem(r) => r,
-        ProbeResult::Numa(r) => r,
-        ProbeResult::Hwnoise(r) => r,
-        ProbeResult::Clock(r) => r,
-    }
+/// The views of every kind of the list (`rtgauge_model::with_kinds!`): [`view`].
+macro_rules! view_dispatch {
+    ($($variant:ident => $ty:ty, $name:literal, $doc:literal;)*) => {
+        /// The views of `p`'s kind.
+        pub fn view(p: &ProbeResult) -> &dyn KindView {
+            match p {
+                $(ProbeResult::$variant(r) => r,)*
+            }
+        }
+    };
 }
+
+rtgauge_model::with_kinds!(view_dispatch);
