@@ -422,7 +422,7 @@ fn impossible_figures_are_refused_naming_the_file_and_thread_and_nothing_is_stor
 }
 
 #[test]
-fn a_run_document_with_a_bad_uuid_or_control_characters_in_its_names_is_refused() {
+fn a_run_document_with_a_bad_uuid_an_unknown_gate_or_control_characters_in_its_names_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("first.db");
     import(first.to_str().unwrap(), &[&fixture("cyclictest-h20.json")]);
@@ -431,7 +431,17 @@ fn a_run_document_with_a_bad_uuid_or_control_characters_in_its_names_is_refused(
     let db = dir.path().join("second.db");
     let long = "a".repeat(300);
     let group = doc["uuid"].clone();
-    let cases: [(&str, Value, &str); 11] = [
+    let cases: [(&str, Value, &str); 13] = [
+        (
+            "verdicts",
+            serde_json::json!([{"gate": {"metric": "cyclic_p99_ns", "max": 1}, "observed": 1, "outcome": "pass"}]),
+            "verdicts: unknown metric 'cyclic_p99_ns'",
+        ),
+        (
+            "verdicts",
+            serde_json::json!([{"gate": {"metric": "fio_max_ns", "max": 1}, "observed": 1, "outcome": "pass"}]),
+            "unknown metric 'fio_max_ns'",
+        ),
         (
             "repeat",
             serde_json::json!({"group": "g1", "index": 1, "count": 3}),

@@ -266,7 +266,12 @@ pub fn plan(
             let bound = profile.latency_bound(spec.kind).map(|(ns, metric)| {
                 rtgauge_model::attribution::EpisodeThreshold {
                     ns,
-                    rule: format!("profile {} gate: {metric} ≤ {}", profile.name, Nanos(ns)),
+                    rule: format!(
+                        "profile {} gate: {} ≤ {}",
+                        profile.name,
+                        rtgauge_analysis::judge::metric_label(&metric),
+                        Nanos(ns)
+                    ),
                 }
             });
             let mut stage = plan_probe(spec.kind, &argv, &what, duration, trace, bound, root)?;

@@ -1,87 +1,63 @@
 //! Requirement gates and their verdicts: a gate names a metric of the run and a bound; a verdict records
-//! what was observed against it. These are plain types, a leaf module (the run document holds verdicts);
-//! the metrics are computed from a run in `rtgauge_analysis::judge`.
+//! what was observed against it. These are plain types (the run document holds verdicts); what each metric
+//! is, how it is shown and how it is computed from a run is its kind's gate table in `rtgauge_analysis::kind`,
+//! judged in `rtgauge_analysis::judge`.
 
-use crate::units::us;
+use crate::kind::ProbeKind;
 use serde::{Deserialize, Serialize};
-use std::fmt;
+use std::borrow::Cow;
 
-/// A metric of a run that a gate can bound. Latencies are ns; counts are samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "metric", rename_all = "snake_case")]
-pub enum Metric {
-    /// Largest timer latency over all threads.
-    CyclicMaxNs,
-    /// Timer-latency samples at or above `threshold_ns`, all threads (rt-tests "overflows" when the
-    /// threshold is the `-h` range).
-    CyclicSamplesAtOrAbove {
-        /// The threshold, ns.
-        threshold_ns: u64,
-    },
-    /// Missed deadlines, all threads.
-    CyclicMissed,
-    /// Largest busy-loop gap over all CPUs.
-    OslatMaxNs,
-    /// Largest hardware/firmware gap over all CPUs (`hwnoise`, 0 when none reached its threshold).
-    HwnoiseMaxNs,
-    /// Largest packet latency (`net latency`: one-way or round trip, as measured).
-    NetLatencyMaxNs,
-    /// Packets sent and never received (`net latency`).
-    NetLatencyLost,
-    /// Packets received at or after the probe's `--deadline` (`net latency`).
-    NetLatencyLate,
-    /// Largest |offset| of any time source since it locked (`clock`).
-    ClockOffsetMaxNs,
-    /// Steps of CLOCK_REALTIME (`clock`).
-    ClockSteps,
+/// A metric of a run that a gate can bound: one of a kind's gates (its table is the kind's module of
+/// `rtgauge_analysis::kind`), by the name the run document stores after the kind's (`max_ns` of
+/// `cyclic_max_ns`), with the threshold of a gate that counts the samples at or above one. Stored as
+/// `"metric": "<kind>_<name>"` and, where it has one, `"threshold_ns"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "StoredMetric", try_from = "StoredMetric")]
+pub struct Metric {
+    /// The kind whose probe measures it.
+    pub kind: ProbeKind,
+    /// Its name after the kind's, as stored (`max_ns`, `samples_at_or_above`).
+    pub name: Cow<'static, str>,
+    /// The threshold samples are counted at or above, ns, for a gate that takes one.
+    pub threshold_ns: Option<u64>,
 }
 
-impl fmt::Display for Metric {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Metric::CyclicMaxNs => write!(f, "cyclic max latency"),
-            Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
-                write!(f, "cyclic samples ≥ {} µs", us(*threshold_ns))
-            }
-            Metric::CyclicMissed => write!(f, "cyclic missed deadlines"),
-            Metric::OslatMaxNs => write!(f, "oslat max gap"),
-            Metric::HwnoiseMaxNs => write!(f, "hwnoise max gap"),
-            Metric::NetLatencyMaxNs => write!(f, "net latency max"),
-            Metric::NetLatencyLost => write!(f, "net latency lost packets"),
-            Metric::NetLatencyLate => write!(f, "net latency packets past the deadline"),
-            Metric::ClockOffsetMaxNs => write!(f, "clock offset max"),
-            Metric::ClockSteps => write!(f, "clock steps"),
+/// A metric as the run document stores it.
+#[derive(Serialize, Deserialize)]
+struct StoredMetric {
+    metric: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    threshold_ns: Option<u64>,
+}
+
+impl From<Metric> for StoredMetric {
+    fn from(m: Metric) -> StoredMetric {
+        StoredMetric {
+            metric: format!("{}_{}", m.kind.as_str(), m.name),
+            threshold_ns: m.threshold_ns,
         }
     }
 }
 
-impl Metric {
-    /// The kind of probe that measures it.
-    pub fn kind(self) -> crate::kind::ProbeKind {
-        use crate::kind::ProbeKind;
-        match self {
-            Metric::OslatMaxNs => ProbeKind::Oslat,
-            Metric::HwnoiseMaxNs => ProbeKind::Hwnoise,
-            Metric::ClockOffsetMaxNs | Metric::ClockSteps => ProbeKind::Clock,
-            Metric::NetLatencyMaxNs | Metric::NetLatencyLost | Metric::NetLatencyLate => {
-                ProbeKind::NetLatency
-            }
-            Metric::CyclicMaxNs | Metric::CyclicMissed | Metric::CyclicSamplesAtOrAbove { .. } => {
-                ProbeKind::Cyclic
-            }
-        }
-    }
+impl TryFrom<StoredMetric> for Metric {
+    type Error = String;
 
-    /// Whether the metric is a latency in ns (else a count).
-    pub fn is_latency(self) -> bool {
-        matches!(
-            self,
-            Metric::CyclicMaxNs
-                | Metric::OslatMaxNs
-                | Metric::HwnoiseMaxNs
-                | Metric::NetLatencyMaxNs
-                | Metric::ClockOffsetMaxNs
-        )
+    /// The kind is the longest kind name the stored name starts with (`net_latency_max_ns` is
+    /// `net_latency`'s, not `net`'s).
+    fn try_from(s: StoredMetric) -> Result<Metric, String> {
+        ProbeKind::ALL
+            .into_iter()
+            .filter_map(|k| {
+                let name = s.metric.strip_prefix(k.as_str())?.strip_prefix('_')?;
+                (!name.is_empty()).then_some((k, name))
+            })
+            .max_by_key(|(k, _)| k.as_str().len())
+            .map(|(kind, name)| Metric {
+                kind,
+                name: Cow::Owned(name.to_string()),
+                threshold_ns: s.threshold_ns,
+            })
+            .ok_or_else(|| format!("unknown metric '{}'", s.metric.escape_debug()))
     }
 }
 
@@ -141,33 +117,4 @@ pub struct GateVerdict {
     pub observed: Option<u64>,
     /// Whether the requirement holds.
     pub outcome: Outcome,
-}
-
-impl fmt::Display for GateVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let show = |v: u64| {
-            if self.gate.metric.is_latency() {
-                format!("{:.1} µs", us(v))
-            } else {
-                v.to_string()
-            }
-        };
-        let observed = match (self.observed, self.outcome) {
-            (None, Outcome::Skipped) => {
-                "not measured (its probe was skipped: see the run's warnings)".to_string()
-            }
-            (o, _) => format!("observed {}", o.map_or("nothing".to_string(), show)),
-        };
-        write!(
-            f,
-            "{:7} {} ≤ {}: {observed}",
-            self.outcome.word(),
-            self.gate.metric,
-            show(self.gate.max),
-        )?;
-        if self.outcome == Outcome::NotJudged {
-            write!(f, " (conditions not met)")?;
-        }
-        Ok(())
-    }
 }

@@ -28,6 +28,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+use rtgauge_analysis::judge::is_latency;
+use rtgauge_analysis::kind::{gate_def, gate_names, metric_named, EpisodeBound, MetricError};
 pub use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::verdict::{Gate, Metric};
@@ -50,12 +52,12 @@ pub struct ProbeSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GateSpec {
-    /// `cyclic.max`, `cyclic.samples_at_or_above`, `cyclic.missed`, `oslat.max`, `hwnoise.max`,
-    /// `net.latency.max`, `net.latency.lost`, `net.latency.late`.
+    /// A gate of a kind's table (`rtgauge_analysis::kind::gate_names`): `cyclic.max`, `oslat.max`,
+    /// `net.latency.lost`, …; the kind's probe must be in the profile.
     pub metric: String,
     /// Bound: a duration (`20us`) for latencies, a count for counts.
     pub max: String,
-    /// For `cyclic.samples_at_or_above`.
+    /// For a gate that counts samples at or above a threshold (`cyclic.samples_at_or_above`).
     #[serde(default)]
     pub threshold: Option<String>,
 }
@@ -113,21 +115,17 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The lowest latency bound the gates put on the samples of a `kind` probe (`cyclic.max`,
-    /// `cyclic.samples_at_or_above`'s threshold, `oslat.max`, `net.latency.max`), with the gate's metric: where a spike episode
-    /// starts to matter for this profile.
-    pub fn latency_bound(&self, kind: ProbeKind) -> Option<(u64, rtgauge_model::verdict::Metric)> {
-        use rtgauge_model::verdict::Metric;
+    /// The lowest latency bound the gates put on the samples of a `kind` probe (each gate's table says
+    /// which of its bounds: `cyclic.max`'s maximum, `cyclic.samples_at_or_above`'s threshold), with the
+    /// gate's metric: where a spike episode starts to matter for this profile.
+    pub fn latency_bound(&self, kind: ProbeKind) -> Option<(u64, Metric)> {
         self.gates
             .iter()
-            .filter_map(|g| match (kind, g.metric) {
-                (ProbeKind::Cyclic, Metric::CyclicMaxNs)
-                | (ProbeKind::Oslat, Metric::OslatMaxNs)
-                | (ProbeKind::NetLatency, Metric::NetLatencyMaxNs) => Some((g.max, g.metric)),
-                (ProbeKind::Cyclic, Metric::CyclicSamplesAtOrAbove { threshold_ns }) => {
-                    Some((threshold_ns, g.metric))
-                }
-                _ => None,
+            .filter(|g| g.metric.kind == kind)
+            .filter_map(|g| match gate_def(&g.metric)?.episode_bound {
+                EpisodeBound::Max => Some((g.max, g.metric.clone())),
+                EpisodeBound::Threshold => Some((g.metric.threshold_ns?, g.metric.clone())),
+                EpisodeBound::None => None,
             })
             .min_by_key(|b| b.0)
     }
@@ -212,38 +210,41 @@ impl ProfileSpec {
             .gates
             .iter()
             .map(|g| {
-                let metric = match (g.metric.as_str(), &g.threshold) {
-                    ("cyclic.max", None) => Metric::CyclicMaxNs,
-                    ("oslat.max", None) => Metric::OslatMaxNs,
-                    ("hwnoise.max", None) => Metric::HwnoiseMaxNs,
-                    ("net.latency.max", None) => Metric::NetLatencyMaxNs,
-                    ("net.latency.lost", None) => Metric::NetLatencyLost,
-                    ("net.latency.late", None) => Metric::NetLatencyLate,
-                    ("clock.offset.max", None) => Metric::ClockOffsetMaxNs,
-                    ("clock.steps", None) => Metric::ClockSteps,
-                    ("cyclic.missed", None) => Metric::CyclicMissed,
-                    ("cyclic.samples_at_or_above", Some(t)) => {
-                        Metric::CyclicSamplesAtOrAbove { threshold_ns: duration("gate.threshold", t)?.as_ns() }
+                let threshold = g
+                    .threshold
+                    .as_deref()
+                    .map(|t| duration("gate.threshold", t).map(|d| d.as_ns()))
+                    .transpose()?;
+                let metric = metric_named(&g.metric, threshold).map_err(|e| match e {
+                    MetricError::Unknown => field(
+                        "gate.metric",
+                        format!(
+                            "unknown metric '{}' ({})",
+                            g.metric,
+                            gate_names().join(", ")
+                        ),
+                    ),
+                    MetricError::ThresholdRequired => field("gate.threshold", e),
+                    MetricError::ThresholdUnused => {
+                        field("gate.threshold", format!("not used by {}", g.metric))
                     }
-                    ("cyclic.samples_at_or_above", None) => return Err(field("gate.threshold", "required for this metric")),
-                    (m, Some(_)) if ["cyclic.max", "oslat.max", "cyclic.missed", "hwnoise.max", "net.latency.max", "net.latency.lost", "net.latency.late", "clock.offset.max", "clock.steps"].contains(&m) => {
-                        return Err(field("gate.threshold", format!("not used by {m}")))
-                    }
-                    (m, _) => {
-                        return Err(field(
-                            "gate.metric",
-                            format!("unknown metric '{m}' (cyclic.max, cyclic.samples_at_or_above, cyclic.missed, oslat.max, hwnoise.max, net.latency.max, net.latency.lost, net.latency.late, clock.offset.max, clock.steps)"),
-                        ))
-                    }
-                };
-                let needs = metric.kind();
-                if !self.probes.iter().any(|p| p.kind == needs) {
-                    return Err(field("gate.metric", format!("{} needs a {:?} probe in the profile", g.metric, needs)));
+                })?;
+                if !self.probes.iter().any(|p| p.kind == metric.kind) {
+                    return Err(field(
+                        "gate.metric",
+                        format!(
+                            "{} needs a {:?} probe in the profile",
+                            g.metric, metric.kind
+                        ),
+                    ));
                 }
-                let max = if metric.is_latency() {
+                let max = if is_latency(&metric) {
                     duration("gate.max", &g.max)?.as_ns()
                 } else {
-                    g.max.trim().parse().map_err(|_| field("gate.max", format!("'{}' is not a count", g.max)))?
+                    g.max
+                        .trim()
+                        .parse()
+                        .map_err(|_| field("gate.max", format!("'{}' is not a count", g.max)))?
                 };
                 Ok(Gate { metric, max })
             })
@@ -445,9 +446,7 @@ mod tests {
         assert_eq!(
             vpr.gates[1],
             Gate {
-                metric: Metric::CyclicSamplesAtOrAbove {
-                    threshold_ns: 120_000
-                },
+                metric: metric_named("cyclic.samples_at_or_above", Some(120_000)).unwrap(),
                 max: 0
             }
         );
@@ -458,6 +457,43 @@ mod tests {
         assert!(BUILTIN
             .iter()
             .all(|(n, _)| builtin(n).is_some_and(|p| p.repeat == 1)));
+    }
+
+    /// docs/run.md lists the gates as the kinds' tables declare them, no more and no fewer.
+    #[test]
+    fn the_docs_list_every_gate_of_the_tables() {
+        use rtgauge_analysis::kind::{gate_prefix, gates, Aggregate, GateUnit};
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/run.md"))
+                .unwrap();
+        let listed: Vec<&str> = docs
+            .lines()
+            .skip_while(|l| !l.starts_with("<!-- gates:"))
+            .skip(3)
+            .take_while(|l| *l != "<!-- /gates -->")
+            .collect();
+        let tables: Vec<String> = gates()
+            .into_iter()
+            .map(|(k, d)| {
+                format!(
+                    "| `{}.{}` | {}{} | {} | {} |",
+                    gate_prefix(k),
+                    d.key,
+                    d.label,
+                    if d.threshold { " threshold" } else { "" },
+                    match d.unit {
+                        GateUnit::Nanos => "duration",
+                        GateUnit::Count => "count",
+                    },
+                    match d.aggregate {
+                        Aggregate::Max => "largest",
+                        Aggregate::Sum => "sum",
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(listed, tables);
+        assert!(tables.len() >= 10, "{tables:?}");
     }
 
     #[test]

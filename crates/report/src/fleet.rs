@@ -17,7 +17,7 @@ use maud::html;
 use rtgauge_model::audit::Status;
 use rtgauge_model::run::RunDocument;
 use rtgauge_model::units::us;
-use rtgauge_model::verdict::{Metric, Outcome};
+use rtgauge_model::verdict::Outcome;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -182,6 +182,12 @@ pub fn aggregate(runs: &[FleetRun<'_>]) -> Fleet {
     assemble(runs.iter().map(entry_of).collect(), runs)
 }
 
+/// The value of the gate metric a profile names `name` in a run (as its gate would judge it).
+fn observed(name: &str, doc: &RunDocument) -> Option<u64> {
+    let metric = rtgauge_analysis::kind::metric_named(name, None).ok()?;
+    rtgauge_analysis::judge::observe(&metric, doc)
+}
+
 fn entry_of(r: &FleetRun<'_>) -> HostEntry {
     HostEntry {
         host: host_name(&r.doc.system.nodename).to_string(),
@@ -193,8 +199,8 @@ fn entry_of(r: &FleetRun<'_>) -> HostEntry {
         status: r.doc.status.as_str().to_string(),
         age_s: r.age_s,
         verdict: verdict_word(r.doc).to_string(),
-        cyclic_max_ns: rtgauge_analysis::judge::observe(Metric::CyclicMaxNs, r.doc),
-        oslat_max_ns: rtgauge_analysis::judge::observe(Metric::OslatMaxNs, r.doc),
+        cyclic_max_ns: observed("cyclic.max", r.doc),
+        oslat_max_ns: observed("oslat.max", r.doc),
         audit_failed: r.doc.audit.as_ref().map(|a| {
             a.findings
                 .iter()

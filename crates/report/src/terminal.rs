@@ -88,7 +88,7 @@ pub fn render_summary(doc: &RunDocument) -> String {
             doc.profile.as_deref().unwrap_or("-")
         );
         for v in &doc.verdicts {
-            let _ = writeln!(s, "  {v}");
+            let _ = writeln!(s, "  {}", rtgauge_analysis::judge::verdict_line(v));
         }
         let skipped = doc
             .verdicts

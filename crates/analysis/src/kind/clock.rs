@@ -124,12 +124,33 @@ impl KindData for ClockResult {
             }
         ))
     }
+}
 
-    fn gate_values(&self, metric: Metric) -> Vec<u64> {
-        match metric {
-            Metric::ClockOffsetMaxNs => self.offset_max_ns().into_iter().collect(),
-            Metric::ClockSteps => vec![self.kernel.step_count()],
-            _ => Vec::new(),
-        }
-    }
+impl super::KindGates for ClockResult {
+    const GATES: &'static [KindGate<Self>] = &[
+        KindGate {
+            def: GateDef {
+                key: "offset.max",
+                stored: "offset_max_ns",
+                label: "clock offset max",
+                unit: GateUnit::Nanos,
+                aggregate: Aggregate::Max,
+                threshold: false,
+                episode_bound: EpisodeBound::None,
+            },
+            values: |r, _| r.offset_max_ns().into_iter().collect(),
+        },
+        KindGate {
+            def: GateDef {
+                key: "steps",
+                stored: "steps",
+                label: "clock steps",
+                unit: GateUnit::Count,
+                aggregate: Aggregate::Sum,
+                threshold: false,
+                episode_bound: EpisodeBound::None,
+            },
+            values: |r, _| vec![r.kernel.step_count()],
+        },
+    ];
 }

@@ -123,26 +123,6 @@ impl KindData for CyclicResult {
         self.config.overflow_threshold_ns()
     }
 
-    fn gate_values(&self, metric: Metric) -> Vec<u64> {
-        self.threads
-            .iter()
-            .filter_map(|t| match metric {
-                Metric::CyclicMaxNs => Some(t.latency.max_ns),
-                Metric::CyclicMissed => Some(t.missed_deadlines),
-                Metric::CyclicSamplesAtOrAbove { threshold_ns } => {
-                    Some(t.samples_at_or_above(threshold_ns))
-                }
-                Metric::OslatMaxNs
-                | Metric::HwnoiseMaxNs
-                | Metric::NetLatencyMaxNs
-                | Metric::NetLatencyLost
-                | Metric::NetLatencyLate
-                | Metric::ClockOffsetMaxNs
-                | Metric::ClockSteps => None,
-            })
-            .collect()
-    }
-
     fn limit_warnings(&self) -> Vec<String> {
         self.threads
             .iter()
@@ -163,4 +143,50 @@ impl KindData for CyclicResult {
             })
             .collect()
     }
+}
+
+impl super::KindGates for CyclicResult {
+    const GATES: &'static [KindGate<Self>] = &[
+        KindGate {
+            def: GateDef {
+                key: "max",
+                stored: "max_ns",
+                label: "cyclic max latency",
+                unit: GateUnit::Nanos,
+                aggregate: Aggregate::Max,
+                threshold: false,
+                episode_bound: EpisodeBound::Max,
+            },
+            values: |r, _| r.threads.iter().map(|t| t.latency.max_ns).collect(),
+        },
+        KindGate {
+            def: GateDef {
+                key: "samples_at_or_above",
+                stored: "samples_at_or_above",
+                label: "cyclic samples ≥",
+                unit: GateUnit::Count,
+                aggregate: Aggregate::Sum,
+                threshold: true,
+                episode_bound: EpisodeBound::Threshold,
+            },
+            values: |r, thr| {
+                r.threads
+                    .iter()
+                    .map(|t| t.samples_at_or_above(thr.unwrap_or(0)))
+                    .collect()
+            },
+        },
+        KindGate {
+            def: GateDef {
+                key: "missed",
+                stored: "missed",
+                label: "cyclic missed deadlines",
+                unit: GateUnit::Count,
+                aggregate: Aggregate::Sum,
+                threshold: false,
+                episode_bound: EpisodeBound::None,
+            },
+            values: |r, _| r.threads.iter().map(|t| t.missed_deadlines).collect(),
+        },
+    ];
 }

@@ -70,12 +70,26 @@ impl KindData for HwnoiseResult {
             self.config.threshold_ns / 1000
         ))
     }
+}
 
-    /// None when the kernel dropped entries before they were read: the largest gap may be among them.
-    fn gate_values(&self, metric: Metric) -> Vec<u64> {
-        match metric {
-            Metric::HwnoiseMaxNs if self.lost == 0 => vec![self.max_ns()],
-            _ => Vec::new(),
-        }
-    }
+impl super::KindGates for HwnoiseResult {
+    const GATES: &'static [KindGate<Self>] = &[KindGate {
+        def: GateDef {
+            key: "max",
+            stored: "max_ns",
+            label: "hwnoise max gap",
+            unit: GateUnit::Nanos,
+            aggregate: Aggregate::Max,
+            threshold: false,
+            episode_bound: EpisodeBound::None,
+        },
+        // None when the kernel dropped entries before they were read: the largest gap may be among them.
+        values: |r, _| {
+            if r.lost == 0 {
+                vec![r.max_ns()]
+            } else {
+                Vec::new()
+            }
+        },
+    }];
 }

@@ -194,3 +194,5 @@ mod tests {
         assert!(find_steps(&[], &caches, 1.2, 1.3).is_empty());
     }
 }
+
+impl super::KindGates for MemResult {}

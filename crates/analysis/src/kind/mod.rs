@@ -16,6 +16,7 @@
 use rtgauge_model::accounting::Accounting;
 use rtgauge_model::attribution::Why;
 use rtgauge_model::cyclic::Spike;
+use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::kind::{RunFacts, StopReason};
 use rtgauge_model::latency::{LatencyStats, Sparse, TimelineEntry, Windows};
 use rtgauge_model::load::LoadResult;
@@ -241,11 +242,6 @@ pub trait KindData: std::fmt::Debug {
         None
     }
 
-    /// Each value a gate `metric` sees in it (one per thread); empty when it does not measure the metric.
-    fn gate_values(&self, _metric: Metric) -> Vec<u64> {
-        Vec::new()
-    }
-
     /// Warnings for imported histograms whose limit lost samples.
     fn limit_warnings(&self) -> Vec<String> {
         Vec::new()
@@ -332,6 +328,124 @@ pub fn pooled(d: &dyn KindData) -> Sparse {
     })
 }
 
+/// What a gate's values are: latencies (a profile gives the bound as a duration) or counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateUnit {
+    /// A latency or an offset, ns.
+    Nanos,
+    /// A count (samples, packets, steps).
+    Count,
+}
+
+/// How a gate's values over a result's threads, CPUs or sources, and over a run's results, become one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    /// The largest (a maximum latency).
+    Max,
+    /// Their sum (a count).
+    Sum,
+}
+
+/// Which bound of a gate is where a spike episode starts to matter for a profile: the lowest of them, over
+/// a kind's gates, is the threshold its episodes are explained from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EpisodeBound {
+    /// The gate bounds no single sample (a count, a maximum the probe does not explain).
+    None,
+    /// Its maximum (`cyclic.max`).
+    Max,
+    /// Its threshold (`cyclic.samples_at_or_above`).
+    Threshold,
+}
+
+/// One gate of a kind, as its table declares it: everything but how it is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateDef {
+    /// The profile's name after the kind's (`max` of `cyclic.max`, `offset.max` of `clock.offset.max`).
+    pub key: &'static str,
+    /// The run document's name after the kind's (`max_ns` of `cyclic_max_ns`).
+    pub stored: &'static str,
+    /// How a verdict names it (`cyclic max latency`); one with a threshold is followed by it
+    /// (`cyclic samples ≥ 120 µs`).
+    pub label: &'static str,
+    /// Its values' unit.
+    pub unit: GateUnit,
+    /// How its values become the run's.
+    pub aggregate: Aggregate,
+    /// Whether it takes a threshold (a profile's `threshold = "120us"`): it counts samples at or above it.
+    pub threshold: bool,
+    /// Which of its bounds starts a spike episode.
+    pub episode_bound: EpisodeBound,
+}
+
+/// A kind's gate with how it is computed from the kind's result `R`: its values, one per thread, CPU or
+/// source (empty: the result has no data for it), given the metric's threshold.
+pub struct KindGate<R> {
+    /// The gate.
+    pub def: GateDef,
+    /// Its values in one result.
+    pub values: fn(&R, Option<u64>) -> Vec<u64>,
+}
+
+/// A kind's gate table: one line per gate, in its module here. Kinds without gates keep the empty default.
+pub trait KindGates: Sized + 'static {
+    /// The kind's gates.
+    const GATES: &'static [KindGate<Self>] = &[];
+}
+
+/// A kind's name as a profile's gates write it: `net.latency` for `net_latency`.
+pub fn gate_prefix(kind: ProbeKind) -> String {
+    kind.as_str().replace('_', ".")
+}
+
+/// The gate `metric` is, if its kind has it.
+pub fn gate_def(metric: &Metric) -> Option<GateDef> {
+    gates()
+        .into_iter()
+        .find(|(k, d)| *k == metric.kind && d.stored == metric.name)
+        .map(|(_, d)| d)
+}
+
+/// The metric a profile names (`cyclic.max`, `net.latency.lost`) with its threshold (`None` when not
+/// given), or why it is not one.
+pub fn metric_named(name: &str, threshold_ns: Option<u64>) -> Result<Metric, MetricError> {
+    let (kind, def) = gates()
+        .into_iter()
+        .find(|(k, d)| name == format!("{}.{}", gate_prefix(*k), d.key))
+        .ok_or(MetricError::Unknown)?;
+    match (def.threshold, threshold_ns) {
+        (true, None) => Err(MetricError::ThresholdRequired),
+        (false, Some(_)) => Err(MetricError::ThresholdUnused),
+        _ => Ok(Metric {
+            kind,
+            name: std::borrow::Cow::Borrowed(def.stored),
+            threshold_ns,
+        }),
+    }
+}
+
+/// Why a name is not a metric of a gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MetricError {
+    /// No kind has a gate of that name.
+    #[error("unknown metric")]
+    Unknown,
+    /// The gate counts samples at or above a threshold, and none was given.
+    #[error("required for this metric")]
+    ThresholdRequired,
+    /// A threshold was given to a gate that takes none.
+    #[error("not used by this metric")]
+    ThresholdUnused,
+}
+
+/// Every gate's profile name, in the table's order (`cyclic.max, cyclic.samples_at_or_above, …`).
+pub fn gate_names() -> Vec<String> {
+    gates()
+        .into_iter()
+        .map(|(k, d)| format!("{}.{}", gate_prefix(k), d.key))
+        .collect()
+}
+
 /// Every kind's one-run floors (`crate::compare::one_run`), each kept in its kind's module with where it
 /// was measured. Not `numa`'s nor the memory probe's NUMA matrix (the A/A bench had one node, where
 /// locality is 100 % by construction), nor `hwnoise`'s (its bench needs the hwlat tracer): their measures
@@ -352,9 +466,30 @@ pub trait ProbeData {
     fn data_mut(&mut self) -> &mut dyn KindData;
 }
 
-/// [`ProbeData`] for every kind of the list (`rtgauge_model::with_kinds!`).
+/// [`ProbeData`], the gate table and the gates' values for every kind of the list
+/// (`rtgauge_model::with_kinds!`).
 macro_rules! data_dispatch {
     ($($variant:ident => $ty:ty, $name:literal, $doc:literal;)*) => {
+        /// Every kind's gates, kind by kind in the views' order: what a profile may name
+        /// ([`gate_names`]) and the docs list.
+        pub fn gates() -> Vec<(ProbeKind, GateDef)> {
+            let mut all = Vec::new();
+            $(all.extend(<$ty as KindGates>::GATES.iter().map(|g| (ProbeKind::$variant, g.def)));)*
+            all
+        }
+
+        /// Each value `metric` has in `p` (one per thread, CPU or source); empty when `p` does not measure
+        /// it.
+        pub fn gate_values(p: &ProbeResult, metric: &Metric) -> Vec<u64> {
+            match p {
+                $(ProbeResult::$variant(r) => <$ty as KindGates>::GATES
+                    .iter()
+                    .filter(|g| metric.kind == ProbeKind::$variant && g.def.stored == metric.name)
+                    .flat_map(|g| (g.values)(r, metric.threshold_ns))
+                    .collect(),)*
+            }
+        }
+
         impl ProbeData for ProbeResult {
             fn data(&self) -> &dyn KindData {
                 match self {
@@ -372,3 +507,75 @@ macro_rules! data_dispatch {
 }
 
 rtgauge_model::with_kinds!(data_dispatch);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each gate is stored as `<kind>_<stored>` (the names run documents have held since they had gates),
+    /// read back as the same metric, and named by its profile name; a name no kind has is refused.
+    #[test]
+    fn every_gate_round_trips_by_its_stored_and_its_profile_name() {
+        let names: Vec<String> = gates()
+            .into_iter()
+            .map(|(k, d)| format!("{}_{}", k.as_str(), d.stored))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "cyclic_max_ns",
+                "cyclic_samples_at_or_above",
+                "cyclic_missed",
+                "oslat_max_ns",
+                "hwnoise_max_ns",
+                "net_latency_max_ns",
+                "net_latency_lost",
+                "net_latency_late",
+                "clock_offset_max_ns",
+                "clock_steps"
+            ]
+        );
+        for (kind, def) in gates() {
+            let name = format!("{}.{}", gate_prefix(kind), def.key);
+            let threshold = def.threshold.then_some(120_000);
+            let m = metric_named(&name, threshold).unwrap();
+            assert_eq!((m.kind, gate_def(&m)), (kind, Some(def)));
+            let gate = rtgauge_model::verdict::Gate {
+                metric: m.clone(),
+                max: 5,
+            };
+            let json = serde_json::to_string(&gate).unwrap();
+            let expected = match threshold {
+                Some(t) => format!(
+                    "{{\"metric\":\"{}_{}\",\"threshold_ns\":{t},\"max\":5}}",
+                    kind.as_str(),
+                    def.stored
+                ),
+                None => format!(
+                    "{{\"metric\":\"{}_{}\",\"max\":5}}",
+                    kind.as_str(),
+                    def.stored
+                ),
+            };
+            assert_eq!(json, expected);
+            let back: rtgauge_model::verdict::Gate = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, gate);
+            assert_eq!(
+                metric_named(&name, if def.threshold { None } else { Some(1) }),
+                Err(if def.threshold {
+                    MetricError::ThresholdRequired
+                } else {
+                    MetricError::ThresholdUnused
+                })
+            );
+        }
+        assert_eq!(metric_named("cyclic.p99", None), Err(MetricError::Unknown));
+        let unknown = serde_json::from_str::<rtgauge_model::verdict::Gate>(
+            "{\"metric\":\"fio_max_ns\",\"max\":1}",
+        );
+        assert!(unknown
+            .unwrap_err()
+            .to_string()
+            .contains("unknown metric 'fio_max_ns'"));
+    }
+}

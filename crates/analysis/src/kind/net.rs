@@ -220,3 +220,5 @@ mod tests {
         assert!(m.iter().any(|m| m.key == "net.throughput.cpus4.rate"));
     }
 }
+
+impl super::KindGates for NetResult {}

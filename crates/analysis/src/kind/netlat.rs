@@ -110,22 +110,6 @@ impl KindData for NetLatencyResult {
         ))
     }
 
-    fn gate_values(&self, metric: Metric) -> Vec<u64> {
-        match metric {
-            Metric::NetLatencyMaxNs if self.latency.count > 0 => vec![self.latency.max_ns],
-            // Nothing sent, nothing lost: no data rather than a pass.
-            Metric::NetLatencyLost if self.sent > 0 && self.config.role != StreamRole::Send => {
-                vec![self.lost]
-            }
-            Metric::NetLatencyLate
-                if self.config.deadline_ns.is_some() && self.config.role != StreamRole::Send =>
-            {
-                vec![self.late]
-            }
-            _ => Vec::new(),
-        }
-    }
-
     fn export_rows(&self, _facts: &RunFacts) -> Vec<ExportRow<'_>> {
         // One row: the packets' latency, lost packets as "missed", late ones as "over".
         vec![ExportRow {
@@ -137,4 +121,64 @@ impl KindData for NetLatencyResult {
             over: self.config.deadline_ns.map(|_| self.late),
         }]
     }
+}
+
+impl super::KindGates for NetLatencyResult {
+    const GATES: &'static [KindGate<Self>] = &[
+        KindGate {
+            def: GateDef {
+                key: "max",
+                stored: "max_ns",
+                label: "net latency max",
+                unit: GateUnit::Nanos,
+                aggregate: Aggregate::Max,
+                threshold: false,
+                episode_bound: EpisodeBound::Max,
+            },
+            values: |r, _| {
+                if r.latency.count > 0 {
+                    vec![r.latency.max_ns]
+                } else {
+                    Vec::new()
+                }
+            },
+        },
+        KindGate {
+            def: GateDef {
+                key: "lost",
+                stored: "lost",
+                label: "net latency lost packets",
+                unit: GateUnit::Count,
+                aggregate: Aggregate::Sum,
+                threshold: false,
+                episode_bound: EpisodeBound::None,
+            },
+            // Nothing sent, nothing lost: no data rather than a pass.
+            values: |r, _| {
+                if r.sent > 0 && r.config.role != StreamRole::Send {
+                    vec![r.lost]
+                } else {
+                    Vec::new()
+                }
+            },
+        },
+        KindGate {
+            def: GateDef {
+                key: "late",
+                stored: "late",
+                label: "net latency packets past the deadline",
+                unit: GateUnit::Count,
+                aggregate: Aggregate::Sum,
+                threshold: false,
+                episode_bound: EpisodeBound::None,
+            },
+            values: |r, _| {
+                if r.config.deadline_ns.is_some() && r.config.role != StreamRole::Send {
+                    vec![r.late]
+                } else {
+                    Vec::new()
+                }
+            },
+        },
+    ];
 }

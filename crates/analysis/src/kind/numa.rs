@@ -55,3 +55,5 @@ impl KindData for NumaResult {
         String::new()
     }
 }
+
+impl super::KindGates for NumaResult {}

@@ -54,3 +54,5 @@ impl KindData for OpsResult {
         0
     }
 }
+
+impl super::KindGates for OpsResult {}

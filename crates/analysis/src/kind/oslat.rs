@@ -66,13 +66,6 @@ impl KindData for OslatResult {
             .collect()
     }
 
-    fn gate_values(&self, metric: Metric) -> Vec<u64> {
-        match metric {
-            Metric::OslatMaxNs => self.threads.iter().map(|t| t.gaps.max_ns).collect(),
-            _ => Vec::new(),
-        }
-    }
-
     fn limit_warnings(&self) -> Vec<String> {
         self.threads
             .iter()
@@ -95,4 +88,19 @@ impl KindData for OslatResult {
             })
             .collect()
     }
+}
+
+impl super::KindGates for OslatResult {
+    const GATES: &'static [KindGate<Self>] = &[KindGate {
+        def: GateDef {
+            key: "max",
+            stored: "max_ns",
+            label: "oslat max gap",
+            unit: GateUnit::Nanos,
+            aggregate: Aggregate::Max,
+            threshold: false,
+            episode_bound: EpisodeBound::Max,
+        },
+        values: |r, _| r.threads.iter().map(|t| t.gaps.max_ns).collect(),
+    }];
 }

@@ -209,8 +209,8 @@ pub(crate) fn check_name(field: &str, name: &str) -> Result<(), ImportError> {
     }
 }
 
-/// The names of an imported document (label, host name, tags) and its `uuid`, checked before it is stored:
-/// a document from another machine is input like any other.
+/// The names of an imported document (label, host name, tags), its `uuid` and its verdicts' metrics,
+/// checked before it is stored: a document from another machine is input like any other.
 pub fn check_document(doc: &RunDocument) -> Result<(), ImportError> {
     if let Some(u) = &doc.uuid {
         if !rtgauge_model::run::is_canonical_uuid(u) {
@@ -224,6 +224,23 @@ pub fn check_document(doc: &RunDocument) -> Result<(), ImportError> {
     }
     if let Some(r) = &doc.repeat {
         r.check().map_err(|e| bad("repeat", e))?;
+    }
+    // A metric is stored by its kind's name and its gate's: a kind's name with a gate it does not have is
+    // no verdict rtgauge could show or judge again.
+    if let Some(v) = doc
+        .verdicts
+        .iter()
+        .find(|v| rtgauge_analysis::kind::gate_def(&v.gate.metric).is_none())
+    {
+        let m = &v.gate.metric;
+        return Err(bad(
+            "verdicts",
+            format!(
+                "unknown metric '{}_{}'",
+                m.kind.as_str(),
+                m.name.escape_debug()
+            ),
+        ));
     }
     if let Some(l) = &doc.label {
         check_name("label", l)?;
