@@ -187,6 +187,6 @@ impl super::stage::StagePlan for ClockPlan {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::ClockSources(self))
+        Box::new(rtgauge_session::kind::clock::ClockSources(self))
     }
 }

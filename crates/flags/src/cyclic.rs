@@ -447,7 +447,7 @@ impl super::stage::StagePlan for Resolved<CyclicPlan> {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::Cyclic(&self.plan))
+        Box::new(rtgauge_session::kind::cyclic::Cyclic(&self.plan))
     }
 }
 

@@ -173,7 +173,7 @@ impl super::stage::StagePlan for HwnoisePlan {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::Hwnoise(self))
+        Box::new(rtgauge_session::kind::hwnoise::Hwnoise(self))
     }
 }
 

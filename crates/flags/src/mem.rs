@@ -136,6 +136,6 @@ impl super::stage::StagePlan for rtgauge_probe::mem::MemPlan {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::Mem(self))
+        Box::new(rtgauge_session::kind::mem::Mem(self))
     }
 }

@@ -399,7 +399,7 @@ impl super::stage::StagePlan for super::Resolved<NetLatencyPlan> {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::NetLatency(&self.plan))
+        Box::new(rtgauge_session::kind::netlat::NetLatency(&self.plan))
     }
 }
 
@@ -768,7 +768,7 @@ impl super::stage::StagePlan for rtgauge_probe::net::plan::NetPlan {
     }
 
     fn probe<'a>(&'a self, root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::Net {
+        Box::new(rtgauge_session::kind::net::Net {
             plan: self,
             sysctls: rtgauge_host::system::read_net_sysctls(root),
         })

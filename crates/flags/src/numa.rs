@@ -58,7 +58,7 @@ impl super::stage::StagePlan for NumaStage {
     }
 
     fn probe<'a>(&'a self, root: &rtgauge_host::HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::Numa {
+        Box::new(rtgauge_session::kind::numa::Numa {
             root: root.clone(),
             pids: &self.pids,
             interval_ns: self.interval.as_ns(),

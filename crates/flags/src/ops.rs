@@ -150,6 +150,6 @@ impl super::stage::StagePlan for OpsPlan {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::Ops(self))
+        Box::new(rtgauge_session::kind::ops::Ops(self))
     }
 }

@@ -305,7 +305,7 @@ impl super::stage::StagePlan for Resolved<OslatPlan> {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::probes::Oslat(&self.plan))
+        Box::new(rtgauge_session::kind::oslat::Oslat(&self.plan))
     }
 }
 

@@ -39,6 +39,19 @@ pub mod stop;
 pub mod timesync;
 pub mod trace;
 
+/// Undo what runs killed with -9 left switched on, before measuring anything: a hwlat or osnoise tracer
+/// (which spins with interrupts off whether or not tracefs is still mounted), tracing instances, a tracefs
+/// mount, load processes and their scratch directories under `tmp`. One sentence per thing undone.
+pub fn clean_killed_runs(tmp: &std::path::Path) -> Vec<String> {
+    let mut cleaned: Vec<String> = hwnoise::clean_killed_run().into_iter().collect();
+    cleaned.extend(trace::clean_killed_runs());
+    let loads = scratch::clean_leftovers(tmp);
+    if loads > 0 {
+        cleaned.push(format!("stopped the load of {loads} killed rtgauge run(s)"));
+    }
+    cleaned
+}
+
 /// Why a probe could not run at all (as opposed to a setting that could not be had, which is recorded in the
 /// result and does not stop the probe).
 #[derive(Debug, thiserror::Error)]

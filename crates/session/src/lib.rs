@@ -17,20 +17,22 @@
 //! its session, both also after a kill -9 through the next start), so an error at any step leaves nothing
 //! on.
 //!
-//! Adding a probe is one [`Probe`] implementation ([`probes`]); adding something that watches a probe is
-//! one [`SessionObserver`]. The host side of a VM is one such observer, with a probe that measures nothing
+//! Adding a probe is one [`Probe`] implementation in its kind's module ([`kind`]), with its "why" there
+//! when it has one; adding something that watches a probe is one [`SessionObserver`]. Nothing here names a
+//! kind. The host side of a VM is one such observer, with a probe that measures nothing
 //! itself to run it: both live in `rtgauge-vmhost`, which drives them through [`Session::measure`] like any
 //! verb. (The probe crate's own [`rtgauge_probe::observe::ProbeObserver`] is what a probe's loop calls;
-//! [`probes`] adapts it to this one.)
+//! each kind's module adapts it to this one.)
 
+pub mod kind;
 pub mod load;
-pub mod probes;
 pub mod record;
 pub mod why;
 
 use rtgauge_analysis::kind::ProbeData;
 use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::Spike;
+use rtgauge_model::kind::{Kind, ProbeKind};
 use rtgauge_model::load::LoadResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
@@ -44,21 +46,20 @@ pub enum SessionError {
     /// The load beside the probe could not start.
     #[error(transparent)]
     Load(#[from] load::LoadError),
-    /// The probe could not run.
+    /// The probe could not run: its kind's own error (a tracer the kernel lacks, a source that cannot be
+    /// read, a thread that could not start), as the kind's probe said it.
     #[error(transparent)]
-    Probe(#[from] rtgauge_probe::ProbeError),
-    /// The network probe's reference server could not start.
-    #[error("--serve-cpus: starting the reference server")]
-    Server(#[source] rtgauge_probe::ProbeError),
-    /// The network probe has nothing to load.
-    #[error("--target: required")]
-    NoTarget,
-    /// The hardware-noise probe could not run (no hwlat tracer, no tracefs).
-    #[error(transparent)]
-    Hwnoise(#[from] rtgauge_probe::hwnoise::HwnoiseError),
-    /// A time source named could not be read.
-    #[error(transparent)]
-    Clock(#[from] rtgauge_probe::timesync::ClockError),
+    Probe(Box<dyn std::error::Error + Send + Sync>),
+    /// A probe whose results are of one kind ([`KindProbe`]) gave a result of another.
+    #[error("the {} probe returned a result of another kind", .0.as_str())]
+    OtherKind(ProbeKind),
+}
+
+impl SessionError {
+    /// The probe's own error.
+    pub fn probe(e: impl std::error::Error + Send + Sync + 'static) -> SessionError {
+        SessionError::Probe(Box::new(e))
+    }
 }
 
 /// One tick of a running probe, as observers see it.
@@ -112,6 +113,13 @@ pub trait Probe {
     ) -> Result<Vec<ProbeResult>, SessionError>;
 }
 
+/// A probe whose results are all of one kind: [`Session::measure_kind`] gives them back as that kind's
+/// result type, so that no caller casts them back.
+pub trait KindProbe: Probe {
+    /// The kind's result type.
+    type Result: Kind;
+}
+
 /// What runs around a probe.
 #[derive(Debug, Clone, Default)]
 pub struct Around {
@@ -123,10 +131,11 @@ pub struct Around {
     pub accounting: bool,
 }
 
-/// The results of one measurement, with the load that ran beside it (also recorded in each result).
-pub struct Measurement {
+/// The results of one measurement, with the load that ran beside it (also recorded in each result): each
+/// a [`ProbeResult`], or the kind's own result type from [`Session::measure_kind`].
+pub struct Measurement<R = ProbeResult> {
     /// The probe's results.
-    pub results: Vec<ProbeResult>,
+    pub results: Vec<R>,
     /// What the load achieved, when there was one.
     pub load: Option<LoadResult>,
     /// What killed runs had left switched on (tracing instances, tracefs, load processes) and was undone
@@ -194,15 +203,7 @@ impl Session<'_> {
     ) -> Result<Measurement, SessionError> {
         // A run killed with -9 left its tracing recording or its load running: whatever this run measures,
         // not only a traced or loaded one, they would disturb it.
-        // A hwlat tracer left on spins with interrupts off whether or not tracefs is still mounted.
-        let mut cleaned: Vec<String> = rtgauge_probe::hwnoise::clean_killed_run()
-            .into_iter()
-            .collect();
-        cleaned.extend(rtgauge_probe::trace::clean_killed_runs());
-        let loads = rtgauge_probe::scratch::clean_leftovers(&std::env::temp_dir());
-        if loads > 0 {
-            cleaned.push(format!("stopped the load of {loads} killed rtgauge run(s)"));
-        }
+        let cleaned = rtgauge_probe::clean_killed_runs(&std::env::temp_dir());
         let running = load::start(&around.load, &probe.measured(), self.root)?;
         let before = around
             .accounting
@@ -234,4 +235,28 @@ impl Session<'_> {
             cleaned,
         })
     }
+
+    /// [`Session::measure`] for a probe of one kind, its results as the kind's own type.
+    pub fn measure_kind<P: KindProbe>(
+        &self,
+        probe: &P,
+        around: &Around,
+        observers: &mut [&mut dyn SessionObserver],
+    ) -> Result<Measurement<P::Result>, SessionError> {
+        let m = self.measure(probe, around, observers)?;
+        Ok(Measurement {
+            results: of_kind(m.results)?,
+            load: m.load,
+            cleaned: m.cleaned,
+        })
+    }
+}
+
+/// The results of a probe of kind `R` as `R` (a [`KindProbe`]'s, measured through [`Session::measure`]).
+pub fn of_kind<R: Kind>(results: Vec<ProbeResult>) -> Result<Vec<R>, SessionError> {
+    results
+        .into_iter()
+        .map(ProbeResult::downcast::<R>)
+        .collect::<Option<Vec<_>>>()
+        .ok_or(SessionError::OtherKind(R::KIND))
 }

@@ -13,12 +13,9 @@ use rtgauge_analysis::episodes::{
 };
 use rtgauge_host::counters::Sampler;
 use rtgauge_host::HostRoot;
-use rtgauge_model::attribution::{
-    BreakTrace, Episode, EpisodeThreshold, TraceInfo, Why, BREAK_TRACE_NS, MAX_EPISODES,
-};
-use rtgauge_model::cyclic::{CyclicResult, Spike};
+use rtgauge_model::attribution::{Episode, EpisodeThreshold, TraceInfo, Why, MAX_EPISODES};
+use rtgauge_model::cyclic::Spike;
 use rtgauge_model::latency::LatencyStats;
-use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
 use rtgauge_probe::smi::MsrDriver;
@@ -42,10 +39,6 @@ const CLOSE_AFTER_NS: u64 = 1_000_000_000;
 /// Late samples below this are not handed over by the timer probe when the threshold is left to the rule:
 /// the rule's threshold is at least 3 × p90, and no platform measured so far has a p90 under 2 µs.
 pub const LATE_FLOOR_NS: u64 = 5_000;
-
-/// A busy loop's gaps are its own cost (tens of ns) in the body of their distribution, so the rule alone
-/// would call every timer tick an episode: an oslat episode is at least this long.
-pub const OSLAT_EPISODE_FLOOR_NS: u64 = 10_000;
 
 /// What a latency probe collects besides its samples.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -200,25 +193,10 @@ impl WhyRun {
         }
     }
 
-    /// Each episode's steal and SMIs: the deltas of its CPU's counter interval (what the hypervisor admits
-    /// to having taken around it, tick resolution; what firmware took).
-    fn steal(why: &mut Why, origin_ns: u64, interval_ns: u64) {
-        let found: Vec<(u64, Option<u64>)> = why
-            .episodes
-            .iter()
-            .map(|b| {
-                let k = b.start_mono_ns.saturating_sub(origin_ns) / interval_ns * interval_ns;
-                why.interval(b.cpu, k)
-                    .map_or((0, None), |c| (c.steal_ns, c.smis))
-            })
-            .collect();
-        for (b, (steal, smis)) in why.episodes.iter_mut().zip(found) {
-            b.steal_ns = steal;
-            b.smis = smis;
-        }
-    }
-
-    fn finish(mut self, end_ns: u64) -> (Why, Option<TraceData>, EpisodeTracker) {
+    /// End the collection at `end_ns` (the probe's elapsed time): the counters' last interval closed, the
+    /// trace read to its end, the episodes the probe handed over closed; for the kind's finisher to explain
+    /// them and attach the result ([`Ended::why`]).
+    pub fn end(mut self, end_ns: u64) -> Ended {
         self.episodes.finish(&mut self.retain);
         self.apply_retain();
         let interval = self.interval_ns;
@@ -257,156 +235,54 @@ impl WhyRun {
                 .unwrap_or_default(),
             ..Why::default()
         };
-        (why, data, self.episodes)
-    }
-
-    /// Attach counters and episode breakdowns to a cyclic result: the episodes at or above the threshold
-    /// (`threshold`, else the rule on the run's distribution), worst first, at most [`MAX_EPISODES`].
-    pub fn finish_cyclic(self, r: &mut CyclicResult, threshold: Option<&EpisodeThreshold>) {
-        let (origin, interval) = (self.origin_ns, self.interval_ns);
-        let (mut why, data, tracker) = self.finish(r.elapsed_ns);
-        if let Some(d) = data {
-            let thr = threshold
-                .cloned()
-                .unwrap_or_else(|| rule_of(r.threads.iter().map(|t| &t.latency), 0));
-            let candidates = tracker.above(thr.ns);
-            explain(&mut why, &d, candidates, thr);
-            if let Some(t) = why.trace.as_mut() {
-                t.late_dropped = r.threads.iter().map(|t| t.late_dropped).sum();
-                t.late_coalesced = r.threads.iter().map(|t| t.late_coalesced).sum();
-            }
-            why.break_sample = break_trace(r, &d);
+        Ended {
+            why,
+            trace: data,
+            episodes: self.episodes,
+            origin_ns: self.origin_ns,
+            interval_ns: self.interval_ns,
         }
-        Self::steal(&mut why, origin, interval);
-        r.why = Some(why);
-    }
-
-    /// Attach the interval counters (SMIs among them) to a hwnoise result: its gaps are the tracer's, and
-    /// nothing in the kernel runs on a CPU whose interrupts the tracer holds off.
-    pub fn finish_hwnoise(self, r: &mut rtgauge_model::hwnoise::HwnoiseResult) {
-        let (why, _, _) = self.finish(r.elapsed_ns);
-        r.why = Some(why);
-    }
-
-    /// Attach counters and the breakdowns of the gaps at or above the threshold to an oslat result (its
-    /// worst gaps are its episodes: a stall is one gap of a busy loop).
-    pub fn finish_oslat(self, r: &mut OslatResult, threshold: Option<&EpisodeThreshold>) {
-        let (origin, interval) = (self.origin_ns, self.interval_ns);
-        let (mut why, data, _) = self.finish(r.elapsed_ns);
-        if let Some(mut d) = data {
-            let thr = threshold.cloned().unwrap_or_else(|| {
-                rule_of(r.threads.iter().map(|t| &t.gaps), OSLAT_EPISODE_FLOOR_NS)
-            });
-            // The busy loop's own thread runs through every gap: what it did not do is not a cause.
-            let own: Vec<String> = r.threads.iter().map(|t| format!("/{} ", t.tid)).collect();
-            for spans in d.spans.values_mut() {
-                spans.retain(|s| !own.iter().any(|o| s.name.contains(o.as_str())));
-            }
-            let mut tracker = EpisodeTracker::default();
-            let mut retain = Vec::new();
-            for (i, t) in r.threads.iter().enumerate() {
-                // The tracker takes each thread's gaps in time order (the worst list is by length).
-                let mut gaps: Vec<_> = t.worst.iter().collect();
-                gaps.sort_by_key(|g| g.monotonic_ns);
-                for g in gaps {
-                    tracker.feed(
-                        Late {
-                            thread: i as u32,
-                            cpu: t.cpu,
-                            start_ns: g.monotonic_ns,
-                            end_ns: g.monotonic_ns + g.gap_ns,
-                            worst_ns: g.gap_ns,
-                        },
-                        &mut retain,
-                    );
-                }
-            }
-            tracker.finish(&mut retain);
-            let (kept, _) = tracker.above(thr.ns);
-            // Every gap at or above the threshold, counted from the histograms (the worst list is short).
-            let total = r
-                .threads
-                .iter()
-                .map(|t| count_at_or_above(&t.gaps, thr.ns))
-                .sum::<u64>()
-                .max(kept.len() as u64);
-            explain(&mut why, &d, (kept, total), thr);
-        }
-        Self::steal(&mut why, origin, interval);
-        r.why = Some(why);
     }
 }
 
-impl WhyRun {
-    /// Attach counters and the breakdowns of the slowest packets to a packet-latency result: those at or
-    /// above the threshold (the profile's bound, else `--deadline`, else the rule), each on the CPU of its
-    /// longest stage (the receiver's for the wake-up, the sender's for the path); the packets held up by
-    /// one stall are one episode.
-    pub fn finish_netlat(
-        self,
-        r: &mut rtgauge_model::netlat::NetLatencyResult,
-        threshold: Option<&EpisodeThreshold>,
-    ) {
-        let (origin, interval) = (self.origin_ns, self.interval_ns);
-        let (mut why, data, _) = self.finish(r.elapsed_ns);
-        if let Some(d) = data {
-            let thr = threshold
-                .cloned()
-                .or_else(|| {
-                    r.config.deadline_ns.map(|ns| EpisodeThreshold {
-                        ns,
-                        rule: "--deadline".into(),
-                    })
-                })
-                .unwrap_or_else(|| rule_of(std::iter::once(&r.latency), 0));
-            let mut packets: Vec<_> = r
-                .worst
-                .iter()
-                .chain(&r.late_packets)
-                .filter(|p| p.latency_ns >= thr.ns)
-                .copied()
-                .collect();
-            packets.sort_by_key(|p| p.seq);
-            packets.dedup_by_key(|p| p.seq);
-            // Each packet's longest stage, on its CPU; the packets that waited through one stall overlap
-            // and make one episode (the tracker merges them, as it merges a timer thread's late samples).
-            // A receive-only run's path is charged to the receiver's CPU: the sender is another machine
-            // (a guest's host: `vm join` then names what held the packet there).
-            let remote_sender = r.config.role == rtgauge_model::netlat::StreamRole::Receive;
-            let mut windows: Vec<Late> = packets
-                .iter()
-                .filter_map(|p| {
-                    let (wakeup, start_ns, end_ns) = p.longest_stage(!r.config.round_trip);
-                    let (thread, cpu) = if wakeup || remote_sender {
-                        (1, r.receiver.cpu.achieved)
-                    } else {
-                        (0, r.sender.cpu.achieved)
-                    };
-                    Some(Late {
-                        thread,
-                        cpu: cpu?,
-                        start_ns,
-                        end_ns,
-                        worst_ns: p.latency_ns,
-                    })
-                })
-                .collect();
-            windows.sort_by_key(|l| l.start_ns);
-            let (mut tracker, mut retain) = (EpisodeTracker::default(), Vec::new());
-            for l in windows {
-                tracker.feed(l, &mut retain);
-            }
-            tracker.finish(&mut retain);
-            let (candidates, total) = tracker.above(thr.ns);
-            explain(&mut why, &d, (candidates, total), thr);
+/// What a probe's counters and trace collected, at its end: what its kind's finisher explains and attaches
+/// (its module in [`crate::kind`]).
+pub struct Ended {
+    /// The counters and what the trace was, without episodes yet.
+    pub why: Why,
+    /// The trace, when one was taken.
+    pub trace: Option<TraceData>,
+    /// The episodes of the late samples the probe handed over while it ran (the timer probe's).
+    pub episodes: EpisodeTracker,
+    origin_ns: u64,
+    interval_ns: u64,
+}
+
+impl Ended {
+    /// The "why" to attach: each episode given the steal and SMIs of its CPU's counter interval (what the
+    /// hypervisor admits to having taken around it, tick resolution; what firmware took).
+    pub fn why(mut self) -> Why {
+        let (origin_ns, interval_ns) = (self.origin_ns, self.interval_ns);
+        let why = &mut self.why;
+        let found: Vec<(u64, Option<u64>)> = why
+            .episodes
+            .iter()
+            .map(|b| {
+                let k = b.start_mono_ns.saturating_sub(origin_ns) / interval_ns * interval_ns;
+                why.interval(b.cpu, k)
+                    .map_or((0, None), |c| (c.steal_ns, c.smis))
+            })
+            .collect();
+        for (b, (steal, smis)) in why.episodes.iter_mut().zip(found) {
+            b.steal_ns = steal;
+            b.smis = smis;
         }
-        Self::steal(&mut why, origin, interval);
-        r.why = Some(why);
+        self.why
     }
 }
 
 /// Break the episodes down (at most [`MAX_EPISODES`], worst first) and record the threshold and the total.
-fn explain(
+pub fn explain(
     why: &mut Why,
     d: &TraceData,
     (candidates, total): (Vec<Candidate>, u64),
@@ -431,7 +307,10 @@ fn explain(
 }
 
 /// The rule's threshold over the merged distributions (at least `floor_ns`), with its words.
-fn rule_of<'a>(stats: impl Iterator<Item = &'a LatencyStats>, floor_ns: u64) -> EpisodeThreshold {
+pub fn rule_of<'a>(
+    stats: impl Iterator<Item = &'a LatencyStats>,
+    floor_ns: u64,
+) -> EpisodeThreshold {
     let mut merged = rtgauge_model::latency::new_histogram();
     for s in stats {
         if let Ok(h) = s.hdr.decode() {
@@ -456,7 +335,7 @@ fn rule_of<'a>(stats: impl Iterator<Item = &'a LatencyStats>, floor_ns: u64) -> 
 }
 
 /// Samples at or above `ns` in a distribution (HDR precision).
-fn count_at_or_above(s: &LatencyStats, ns: u64) -> u64 {
+pub fn count_at_or_above(s: &LatencyStats, ns: u64) -> u64 {
     if s.max_ns < ns {
         return 0;
     }
@@ -495,8 +374,8 @@ pub struct Scope {
     pub cpus: CpuSet,
     /// The timeline's interval: one counter interval each.
     pub interval_ns: u64,
-    /// Attaches the collected counters and episodes to the probe's result (its kind's own finisher:
-    /// [`WhyRun::finish_cyclic`], [`WhyRun::finish_oslat`]).
+    /// Attaches the collected counters and episodes to the probe's result: its kind's own finisher (in its
+    /// module of [`crate::kind`]), from [`WhyRun::end`].
     pub finish: Finish,
     /// The probe hands its late samples over as they happen ([`WhyRun::late`]: the timer probe), so the
     /// worst episodes are pinned while the run goes and the trace keeps a short window
@@ -591,34 +470,8 @@ fn mechanism(binary: bool, idle_filtered: bool) -> String {
     m
 }
 
-/// The `-b`/`--break-above` sample (the break thread's spike of the break value) and its CPU's trace before it.
-fn break_trace(r: &CyclicResult, d: &TraceData) -> Option<BreakTrace> {
-    let (thread, value) = r.break_hit?;
-    let s = r
-        .spikes
-        .iter()
-        .find(|s| s.thread == thread && s.latency_ns == value)?;
-    let cpu = s
-        .cpu
-        .or_else(|| r.config.cpus.get(thread as usize).copied().flatten())?;
-    let start = s.monotonic_ns.saturating_sub(s.latency_ns);
-    let b = attribute(d, cpu, thread, start, s.monotonic_ns)?;
-    let from = s.monotonic_ns.saturating_sub(BREAK_TRACE_NS);
-    let spans = d
-        .spans
-        .get(&cpu)?
-        .iter()
-        .filter(|x| x.end_ns >= from && x.start_ns <= s.monotonic_ns)
-        .cloned()
-        .collect();
-    Some(BreakTrace {
-        breakdown: b,
-        spans,
-    })
-}
-
 /// One window's breakdown, or `None` when the trace of that CPU does not reach back to it.
-fn attribute(d: &TraceData, cpu: u32, thread: u32, start: u64, end: u64) -> Option<Episode> {
+pub fn attribute(d: &TraceData, cpu: u32, thread: u32, start: u64, end: u64) -> Option<Episode> {
     let spans = d.spans.get(&cpu)?;
     if !d.covers(cpu, start, end) {
         return None;

@@ -10,9 +10,7 @@ use rtgauge_analysis::capacity::{
 };
 use rtgauge_flags::capacity::CapacityArgs;
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::load::LoadSpec;
-use rtgauge_model::run::ProbeResult;
 use rtgauge_model::Nanos;
 use rtgauge_probe::cyclic::CyclicPlan;
 use rtgauge_probe::stop::StopFlag;
@@ -88,12 +86,16 @@ impl LevelSearch<'_> {
                 root: &self.root,
                 stop: &self.stop,
             }
-            .measure(
-                &rtgauge_session::probes::Cyclic(&self.plan),
+            .measure_kind(
+                &rtgauge_session::kind::cyclic::Cyclic(&self.plan),
                 &around,
                 &mut [],
             )?;
-            let unmet = crate::output::unmet(&m.results);
+            let unmet = crate::output::explain(rtgauge_analysis::conditions::of_results(
+                m.results
+                    .iter()
+                    .map(|r| r as &dyn rtgauge_analysis::kind::KindData),
+            ));
             if rtgauge_model::conditions::degrades(&unmet) {
                 for u in &unmet {
                     eprintln!("rtgauge: NOT MET: {}", u.line());
@@ -101,12 +103,8 @@ impl LevelSearch<'_> {
                 self.refused.set(true);
                 return Ok(None);
             }
-            let Some(r) = m
-                .results
-                .first()
-                .and_then(ProbeResult::downcast_ref::<CyclicResult>)
-            else {
-                bail!("the timer probe returned no result");
+            let Some(r) = m.results.first() else {
+                bail!("the cyclic probe returned no result");
             };
             runs.push(CapacitySample::of(r, &a.gate).context("the probe returned no thread")?);
         }

@@ -6,7 +6,6 @@ use super::keep::{keep_run, open_store, Keep};
 use rtgauge_flags::clock::{resolve, ClockArgs};
 use rtgauge_flags::stage::StagePlan as _;
 use rtgauge_host::HostRoot;
-use rtgauge_model::clock::ClockResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_report::kind::KindView as _;
 use std::process::ExitCode;
@@ -29,17 +28,14 @@ pub fn run(a: &ClockArgs) -> anyhow::Result<ExitCode> {
     if let Some(l) = plan.announce(duration, &rtgauge_model::CpuSet::new([])) {
         eprintln!("rtgauge: {l}");
     }
-    let probe = rtgauge_session::probes::ClockSources(&plan);
-    let (mut results, warnings) = super::measure(
+    let probe = rtgauge_session::kind::clock::ClockSources(&plan);
+    let (result, warnings) = super::measure_one(
         &root,
         &stop,
         &probe,
         &rtgauge_session::Around::default(),
         &mut [],
     )?;
-    let Some(result) = results.pop().and_then(|p| p.downcast::<ClockResult>()) else {
-        anyhow::bail!("the clock probe returned no result");
-    };
     let status = if stop.is_set() {
         RunStatus::Interrupted
     } else {

@@ -74,10 +74,10 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     if live {
         observers.push(&mut screen);
     }
-    let (results, shortfalls) = super::measure(
+    let (result, shortfalls) = super::measure_one(
         &root,
         &stop,
-        &rtgauge_session::probes::Cyclic(&plan),
+        &rtgauge_session::kind::cyclic::Cyclic(&plan),
         &around,
         &mut observers,
     )?;
@@ -85,13 +85,6 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
         // Replace the live block by the final summary rather than printing the lines twice.
         print!("\x1b[{}A\x1b[J", plan.config.threads + 2);
     }
-    let Some(result) = results
-        .into_iter()
-        .next()
-        .and_then(|p| p.downcast::<CyclicResult>())
-    else {
-        anyhow::bail!("the timer probe returned no result");
-    };
     super::warn_all(&shortfalls);
     let mut warnings = notes;
     warnings.extend(shortfalls);

@@ -6,7 +6,6 @@
 use rtgauge_flags::hwnoise::{resolve, HwnoiseArgs};
 use rtgauge_flags::stage::StagePlan as _;
 use rtgauge_host::HostRoot;
-use rtgauge_model::hwnoise::HwnoiseResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_report::kind::KindView as _;
 use std::process::ExitCode;
@@ -29,17 +28,14 @@ pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
         why: plan.why(),
         ..rtgauge_session::Around::default()
     };
-    let (mut results, warnings) = super::measure(
+    let (result, warnings) = super::measure_one(
         &root,
         &stop,
-        &rtgauge_session::probes::Hwnoise(&plan),
+        &rtgauge_session::kind::hwnoise::Hwnoise(&plan),
         &around,
         &mut [],
     )?;
     super::warn_all(&warnings);
-    let Some(result) = results.pop().and_then(|p| p.downcast::<HwnoiseResult>()) else {
-        anyhow::bail!("the hardware-noise probe returned no result");
-    };
     super::print_text(&result.terminal_section(&rtgauge_model::kind::RunFacts {
         missed_deadlines_known: true,
     }))?;

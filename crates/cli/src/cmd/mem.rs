@@ -3,7 +3,6 @@
 
 use rtgauge_flags::mem::{resolve, MemArgs};
 use rtgauge_host::HostRoot;
-use rtgauge_model::mem::MemResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use std::process::ExitCode;
 
@@ -13,17 +12,14 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let plan = resolve(a, &root)?;
     let stop = super::stop_on_signals()?;
     let started = crate::output::now_rfc3339();
-    let (mut results, warnings) = super::measure(
+    let (result, warnings) = super::measure_one(
         &root,
         &stop,
-        &rtgauge_session::probes::Mem(&plan),
+        &rtgauge_session::kind::mem::Mem(&plan),
         &rtgauge_session::Around::default(),
         &mut [],
     )?;
     super::warn_all(&warnings);
-    let Some(result) = results.pop().and_then(|p| p.downcast::<MemResult>()) else {
-        anyhow::bail!("the memory probe returned no result");
-    };
     super::print_text(&rtgauge_report::kind::mem::render(&result, true))?;
     let probe = ProbeResult::from(result);
     if let Some(path) = &a.output.output {

@@ -81,6 +81,34 @@ pub fn measure(
     Ok((m.results, warnings))
 }
 
+/// [`measure`] for a probe of one kind: its results as the kind's own type.
+pub fn measure_kind<P: rtgauge_session::KindProbe>(
+    root: &rtgauge_host::HostRoot,
+    stop: &rtgauge_probe::stop::StopFlag,
+    probe: &P,
+    around: &rtgauge_session::Around,
+    observers: &mut [&mut dyn rtgauge_session::SessionObserver],
+) -> anyhow::Result<(Vec<P::Result>, Vec<String>)> {
+    let (results, warnings) = measure(root, stop, probe, around, observers)?;
+    Ok((rtgauge_session::of_kind(results)?, warnings))
+}
+
+/// [`measure_kind`] for a probe that gives one result.
+pub fn measure_one<P: rtgauge_session::KindProbe>(
+    root: &rtgauge_host::HostRoot,
+    stop: &rtgauge_probe::stop::StopFlag,
+    probe: &P,
+    around: &rtgauge_session::Around,
+    observers: &mut [&mut dyn rtgauge_session::SessionObserver],
+) -> anyhow::Result<(P::Result, Vec<String>)> {
+    use rtgauge_model::kind::Kind as _;
+    let (results, warnings) = measure_kind(root, stop, probe, around, observers)?;
+    match results.into_iter().next() {
+        Some(r) => Ok((r, warnings)),
+        None => anyhow::bail!("the {} probe returned no result", P::Result::KIND.as_str()),
+    }
+}
+
 /// Say each warning on stderr.
 pub fn warn_all(warnings: &[String]) {
     for w in warnings {

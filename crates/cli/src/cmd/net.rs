@@ -14,7 +14,6 @@ use rtgauge_flags::net::{
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::net::NetResult;
-use rtgauge_model::netlat::NetLatencyResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use rtgauge_model::units::us;
 use rtgauge_model::{CpuSet, Nanos};
@@ -124,7 +123,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
     let stop = super::stop_on_signals()?;
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::output::now_rfc3339();
-    let probe = rtgauge_session::probes::Net {
+    let probe = rtgauge_session::kind::net::Net {
         plan: &plan,
         sysctls: rtgauge_host::system::read_net_sysctls(&root),
     };
@@ -132,11 +131,7 @@ fn measure(a: &TrafficArgs, command: &NetCommand) -> anyhow::Result<ExitCode> {
         load: a.load_request(),
         ..rtgauge_session::Around::default()
     };
-    let (results, _) = super::measure(&root, &stop, &probe, &around, &mut [])?;
-    let results: Vec<NetResult> = results
-        .into_iter()
-        .filter_map(|r| r.downcast::<NetResult>())
-        .collect();
+    let (results, _) = super::measure_kind(&root, &stop, &probe, &around, &mut [])?;
     let (code, why) = outcome(&results, plan.max_errors);
     let status = if stop.is_set() || results.len() < plan.points.len() {
         RunStatus::Interrupted
@@ -258,11 +253,8 @@ fn latency(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
         why: Some(resolved.why.clone()),
         ..rtgauge_session::Around::default()
     };
-    let probe = rtgauge_session::probes::NetLatency(plan);
-    let (mut results, warnings) = super::measure(&root, &stop, &probe, &around, &mut [])?;
-    let Some(mut result) = results.pop().and_then(|p| p.downcast::<NetLatencyResult>()) else {
-        bail!("the packet-latency probe returned no result");
-    };
+    let probe = rtgauge_session::kind::netlat::NetLatency(plan);
+    let (mut result, warnings) = super::measure_one(&root, &stop, &probe, &around, &mut [])?;
     result.clock = match peer {
         Some(reader) => Some(Box::new(reader.finish())),
         None if plan.config.role == rtgauge_model::netlat::StreamRole::Receive => {

@@ -4,7 +4,6 @@
 
 use rtgauge_flags::ops::{resolve, OpsArgs};
 use rtgauge_host::HostRoot;
-use rtgauge_model::ops::OpsResult;
 use rtgauge_model::run::{ProbeResult, RunStatus};
 use std::process::ExitCode;
 
@@ -18,17 +17,14 @@ pub fn run(a: &OpsArgs) -> anyhow::Result<ExitCode> {
         load: a.load.request(),
         ..rtgauge_session::Around::default()
     };
-    let (mut results, warnings) = super::measure(
+    let (result, warnings) = super::measure_one(
         &root,
         &stop,
-        &rtgauge_session::probes::Ops(&plan),
+        &rtgauge_session::kind::ops::Ops(&plan),
         &around,
         &mut [],
     )?;
     super::warn_all(&warnings);
-    let Some(result) = results.pop().and_then(|p| p.downcast::<OpsResult>()) else {
-        anyhow::bail!("the OS-primitive probe returned no result");
-    };
     super::print_text(&rtgauge_report::kind::ops::render_table(&result))?;
     let probe = ProbeResult::from(result);
     if let Some(path) = &a.output.output {

@@ -10,7 +10,6 @@ use rtgauge_flags::oslat::{resolve, OslatArgs};
 use rtgauge_flags::Resolved;
 use rtgauge_formats::rttests;
 use rtgauge_host::HostRoot;
-use rtgauge_model::oslat::OslatResult;
 use rtgauge_model::oslat::Workload;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::units::us;
@@ -117,20 +116,13 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
         why: Some(why),
         accounting: true,
     };
-    let (results, shortfalls) = super::measure(
+    let (result, shortfalls) = super::measure_one(
         &root,
         &stop,
-        &rtgauge_session::probes::Oslat(&plan),
+        &rtgauge_session::kind::oslat::Oslat(&plan),
         &around,
         &mut [&mut announce],
     )?;
-    let Some(result) = results
-        .into_iter()
-        .next()
-        .and_then(|p| p.downcast::<OslatResult>())
-    else {
-        anyhow::bail!("the OS-noise probe returned no result");
-    };
     let mut out = std::io::stdout().lock();
     if let (Some((cpu, gap)), Some(us)) = (result.trace_hit, a.trace_threshold) {
         writeln!(out, "{}", mark_trace(us, cpu, gap))?;

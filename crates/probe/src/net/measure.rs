@@ -14,10 +14,10 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// The reference server could not start (why: the `source`).
-    #[error("starting the reference server")]
+    #[error("--serve-cpus: starting the reference server")]
     Server(#[source] ProbeError),
     /// A point has neither a target address nor a reference server to load.
-    #[error("no target and no reference server")]
+    #[error("--target: required")]
     NoTarget,
     /// The load generator could not run.
     #[error(transparent)]

@@ -33,7 +33,6 @@ use rtgauge_host::cpu::read_cpu_node;
 use rtgauge_host::HostRoot;
 use rtgauge_model::clock::ClockResult;
 use rtgauge_model::cyclic::CyclicConfig;
-use rtgauge_model::cyclic::CyclicResult;
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::clock::Clock;
@@ -461,20 +460,15 @@ fn measure_segment(
     };
     let session = rtgauge_session::Session { root: live, stop };
     let m = session
-        .measure(
-            &rtgauge_session::probes::Cyclic(plan),
+        .measure_kind(
+            &rtgauge_session::kind::cyclic::Cyclic(plan),
             &rtgauge_session::Around::default(),
             &mut [&mut peaks],
         )
         .context("measuring timer latency")?;
-    match m
-        .results
-        .into_iter()
-        .next()
-        .and_then(|p| p.downcast::<CyclicResult>())
-    {
+    match m.results.into_iter().next() {
         Some(r) => Ok(r),
-        None => bail!("the timer probe returned no result"),
+        None => bail!("the cyclic probe returned no result"),
     }
 }
 
