@@ -160,6 +160,16 @@ pub fn resolve(a: &ClockArgs) -> anyhow::Result<ClockPlan> {
     plan(a.rate, a.lock, duration, sources, a.ptp_domain)
 }
 
+/// A profile's clock stage: its sources for the profile's duration.
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let mut args: ClockArgs = cx.parse(argv)?;
+    args.duration = Some(cx.duration);
+    Ok(super::stage::Stage::unloaded(cx.named(resolve(&args))?))
+}
+
 impl super::stage::StagePlan for ClockPlan {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Clock

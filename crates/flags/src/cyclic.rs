@@ -421,6 +421,26 @@ fn us_to_ns(us: u64) -> u64 {
     Nanos::from_us(us).as_ns()
 }
 
+/// A profile's cyclic stage: the profile's duration and `--trace`, and its bound as the spike-episode
+/// threshold unless the flags give one (`--spike`).
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let mut args: CyclicArgs = cx.parse(argv)?;
+    args.duration = Some(cx.duration);
+    args.trace |= cx.trace;
+    let mut r = cx.named(resolve(&args, cx.root))?;
+    if r.why.threshold.is_none() {
+        r.why.threshold = cx.bound.clone();
+        r.plan.late_floor_ns = r.why.late_floor_ns();
+    }
+    Ok(super::stage::Stage {
+        plan: Box::new(r),
+        load: args.load.request(),
+    })
+}
+
 impl super::stage::StagePlan for Resolved<CyclicPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Cyclic

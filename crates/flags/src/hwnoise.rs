@@ -133,6 +133,22 @@ pub fn resolve(a: &HwnoiseArgs, root: &HostRoot) -> anyhow::Result<HwnoisePlan> 
     })
 }
 
+/// A profile's hwnoise stage: the profile's duration, capped by the flags' `-D` (the tracer spins with
+/// interrupts off: a profile of hours samples for minutes).
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let mut args: HwnoiseArgs = cx.parse(argv)?;
+    args.duration = Some(
+        args.duration
+            .map_or(cx.duration, |d| Nanos(d.as_ns().min(cx.duration.as_ns()))),
+    );
+    Ok(super::stage::Stage::unloaded(
+        cx.named(resolve(&args, cx.root))?,
+    ))
+}
+
 impl super::stage::StagePlan for HwnoisePlan {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Hwnoise

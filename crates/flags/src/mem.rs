@@ -119,6 +119,17 @@ pub fn resolve(a: &MemArgs, root: &HostRoot) -> anyhow::Result<MemPlan> {
     })
 }
 
+/// A profile's mem stage: it runs for its repetitions, not the profile's duration, and without load.
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let args: MemArgs = cx.parse(argv)?;
+    Ok(super::stage::Stage::unloaded(
+        cx.named(resolve(&args, cx.root))?,
+    ))
+}
+
 impl super::stage::StagePlan for rtgauge_probe::mem::MemPlan {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Mem

@@ -367,6 +367,31 @@ impl LatencyArgs {
 /// A split stream's id when --stream is not given: the same at both ends.
 pub(crate) const SPLIT_STREAM: u32 = 1;
 
+/// A profile's net latency stage: the profile's duration and `--trace`; its bound is the stream's deadline
+/// unless the flags give one (every packet past it is counted late and kept for the trace to explain), and
+/// the spike-episode threshold.
+pub fn latency_from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let mut args: LatencyArgs = cx.parse(argv)?;
+    if let Some(c) = &args.clock {
+        // The sender's clock is read by `net latency` itself, around its probe.
+        bail!("{}: --clock {c}: a receive-only stream reads the sender's clock with `rtgauge net latency`, not in a profile stage", cx.what);
+    }
+    args.duration = cx.duration;
+    args.trace |= cx.trace;
+    let mut r = cx.named(args.resolve(cx.root))?;
+    if r.plan.config.deadline_ns.is_none() {
+        r.plan.config.deadline_ns = cx.bound.as_ref().map(|b| b.ns);
+    }
+    r.why.threshold = cx.bound.clone();
+    Ok(super::stage::Stage {
+        plan: Box::new(r),
+        load: args.load.request(),
+    })
+}
+
 impl super::stage::StagePlan for super::Resolved<NetLatencyPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::NetLatency
@@ -756,6 +781,30 @@ pub fn expand_rates(mut plan: NetPlan, rates: Option<&Rates>) -> NetPlan {
         a.rate.is_none() && b.rate.is_none() && a.mode == b.mode && a.sweep == b.sweep
     });
     plan
+}
+
+/// A profile's net stage (`cps …` or `throughput …`): the profile's duration for every point.
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let mut args: NetArgs = cx.parse(argv)?;
+    match &mut args.command {
+        NetCommand::Cps(c) => c.load.duration = cx.duration,
+        NetCommand::Throughput(t) => t.load.duration = cx.duration,
+        NetCommand::Serve(s) => s.duration = Some(cx.duration),
+        NetCommand::Reflect(r) => r.duration = Some(cx.duration),
+        NetCommand::Latency(l) => l.duration = cx.duration,
+    }
+    let load = match &args.command {
+        NetCommand::Cps(CpsArgs { load: l, .. })
+        | NetCommand::Throughput(ThroughputArgs { load: l, .. }) => l.load_request(),
+        _ => rtgauge_session::load::LoadRequest::none(),
+    };
+    Ok(super::stage::Stage {
+        plan: Box::new(cx.named(args.command.plan(cx.root))?),
+        load,
+    })
 }
 
 impl super::stage::StagePlan for rtgauge_probe::net::plan::NetPlan {

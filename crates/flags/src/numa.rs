@@ -48,6 +48,18 @@ pub struct NumaStage {
     pub interval: Nanos,
 }
 
+/// A profile's numa stage: it reads for its `--interval`, not the profile's duration.
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let args: NumaArgs = cx.parse(argv)?;
+    Ok(super::stage::Stage::unloaded(NumaStage {
+        pids: args.pids,
+        interval: args.interval,
+    }))
+}
+
 impl super::stage::StagePlan for NumaStage {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Numa

@@ -140,6 +140,18 @@ pub fn resolve(a: &OpsArgs, root: &HostRoot) -> anyhow::Result<OpsPlan> {
     })
 }
 
+/// A profile's ops stage: it runs for its repetitions (`-r`), not the profile's duration.
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let args: OpsArgs = cx.parse(argv)?;
+    Ok(super::stage::Stage {
+        plan: Box::new(cx.named(resolve(&args, cx.root))?),
+        load: args.load.request(),
+    })
+}
+
 impl super::stage::StagePlan for OpsPlan {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Ops

@@ -276,6 +276,23 @@ fn main_tick(a: &OslatArgs) -> Duration {
     tick.min(Duration::from_nanos(a.timeline_interval.as_ns()).max(Duration::from_millis(5)))
 }
 
+/// A profile's oslat stage: the profile's duration and `--trace`, and its bound as the spike-episode
+/// threshold.
+pub fn from_profile(
+    argv: &[String],
+    cx: &super::stage::StageContext<'_>,
+) -> anyhow::Result<super::stage::Stage> {
+    let mut args: OslatArgs = cx.parse(argv)?;
+    args.duration = cx.duration;
+    args.trace |= cx.trace;
+    let mut r = cx.named(resolve(&args, cx.root))?;
+    r.why.threshold = cx.bound.clone();
+    Ok(super::stage::Stage {
+        plan: Box::new(r),
+        load: args.load.request(),
+    })
+}
+
 impl super::stage::StagePlan for Resolved<OslatPlan> {
     fn kind(&self) -> rtgauge_model::kind::ProbeKind {
         rtgauge_model::kind::ProbeKind::Oslat

@@ -3,15 +3,13 @@
 //! command line), with the profile's duration, `--trace`, `--load` and the episode threshold its gates set.
 
 use super::parse_positive_duration;
-use super::stage::StagePlan;
-use super::{cyclic, mem, net, numa, ops, oslat};
+use super::stage::{from_profile, Stage, StageContext};
 use anyhow::{bail, Context as _};
-use clap::{Args, Parser};
+use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::{CpuSet, Nanos};
-use rtgauge_profile::{self as profile, ProbeKind, Profile};
-use rtgauge_session::load::LoadRequest;
+use rtgauge_profile::{self as profile, Profile};
 use std::path::PathBuf;
 
 /// Run a profile of probes, judge the results against its gates and store the run.
@@ -207,42 +205,9 @@ fn expand_flags(flags: &str, p: &RunCpus) -> Vec<String> {
         .collect()
 }
 
-/// A verb's flags as a profile writes them (no program name).
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct Flags<T: clap::Args> {
-    #[command(flatten)]
-    args: T,
-}
-
-/// Parse a profile probe's flags with the verb's own parser; errors name the probe.
-fn flags<T: clap::Args>(argv: &[String], what: &str) -> anyhow::Result<T> {
-    Flags::<T>::try_parse_from(argv)
-        .map(|f| f.args)
-        .map_err(|e| anyhow::anyhow!("{what}: {}", first_line(&e)))
-}
-
-/// A profile probe, resolved, and the load beside it (a probe's `--load MIX` and `--load-cmd` run beside
-/// that probe only, docs/load.md).
-pub struct Stage {
-    /// The probe.
-    pub plan: Box<dyn StagePlan>,
-    /// Its load.
-    pub load: LoadRequest,
-}
-
-impl Stage {
-    /// `run --load`: this load instead of the probe's own (the NUMA locality probe is not loaded).
-    fn replace_load(&mut self, l: &rtgauge_model::load::LoadSpec) {
-        if self.plan.loadable() {
-            self.load = LoadRequest::generators(Some(l.clone()));
-        }
-    }
-}
-
-/// Resolve every probe of the profile with its verb's own flag parser. The profile's duration is handed to
-/// the timed probes (cyclic, oslat, net) as a duration: ops and mem have their own repetition flags and
-/// numa its --interval.
+/// Resolve every probe of the profile with its verb's own flag parser (each kind's `from_profile`). The
+/// profile's duration is handed to the timed probes as a duration: ops and mem have their own repetition
+/// flags and numa its --interval.
 pub fn plan(
     profile: &Profile,
     duration: Nanos,
@@ -274,7 +239,14 @@ pub fn plan(
                     ),
                 }
             });
-            let mut stage = plan_probe(spec.kind, &argv, &what, duration, trace, bound, root)?;
+            let cx = StageContext {
+                what: &what,
+                duration,
+                trace,
+                bound,
+                root,
+            };
+            let mut stage = from_profile(spec.kind)(&argv, &cx)?;
             if let Some(l) = load {
                 stage.replace_load(l);
             }
@@ -283,120 +255,10 @@ pub fn plan(
         .collect()
 }
 
-/// One profile probe: its flags parsed and resolved as its verb does, `duration` and `--trace` set, and
-/// the profile's bound as the spike-episode threshold unless the flags give one (`--spike`).
-fn plan_probe(
-    kind: ProbeKind,
-    argv: &[String],
-    what: &str,
-    duration: Nanos,
-    trace: bool,
-    bound: Option<rtgauge_model::attribution::EpisodeThreshold>,
-    root: &HostRoot,
-) -> anyhow::Result<Stage> {
-    let mut load = LoadRequest::none();
-    let plan: Box<dyn StagePlan> = match kind {
-        ProbeKind::Cyclic => {
-            let mut args: cyclic::CyclicArgs = flags(argv, what)?;
-            args.duration = Some(duration);
-            args.trace |= trace;
-            load = args.load.request();
-            let mut r = cyclic::resolve(&args, root).with_context(|| what.to_string())?;
-            if r.why.threshold.is_none() {
-                r.why.threshold = bound;
-                r.plan.late_floor_ns = r.why.late_floor_ns();
-            }
-            Box::new(r)
-        }
-        ProbeKind::Oslat => {
-            let mut args: oslat::OslatArgs = flags(argv, what)?;
-            args.duration = duration;
-            args.trace |= trace;
-            load = args.load.request();
-            let mut r = oslat::resolve(&args, root).with_context(|| what.to_string())?;
-            r.why.threshold = bound;
-            Box::new(r)
-        }
-        ProbeKind::Net => {
-            let mut args: net::NetArgs = flags(argv, what)?;
-            match &mut args.command {
-                net::NetCommand::Cps(c) => c.load.duration = duration,
-                net::NetCommand::Throughput(t) => t.load.duration = duration,
-                net::NetCommand::Serve(s) => s.duration = Some(duration),
-                net::NetCommand::Reflect(r) => r.duration = Some(duration),
-                net::NetCommand::Latency(l) => l.duration = duration,
-            }
-            if let net::NetCommand::Cps(net::CpsArgs { load: l, .. })
-            | net::NetCommand::Throughput(net::ThroughputArgs { load: l, .. }) = &args.command
-            {
-                load = l.load_request();
-            }
-            let plan = args.command.plan(root).with_context(|| what.to_string())?;
-            Box::new(plan)
-        }
-        ProbeKind::NetLatency => {
-            let mut args: net::LatencyArgs = flags(argv, what)?;
-            if let Some(c) = &args.clock {
-                // The sender's clock is read by `net latency` itself, around its probe.
-                bail!("{what}: --clock {c}: a receive-only stream reads the sender's clock with `rtgauge net latency`, not in a profile stage");
-            }
-            args.duration = duration;
-            args.trace |= trace;
-            load = args.load.request();
-            let mut r = args.resolve(root).with_context(|| what.to_string())?;
-            // The profile's bound is the stream's deadline unless the flags give one: every packet past
-            // it is counted late and kept for the trace to explain.
-            if r.plan.config.deadline_ns.is_none() {
-                r.plan.config.deadline_ns = bound.as_ref().map(|b| b.ns);
-            }
-            r.why.threshold = bound;
-            Box::new(r)
-        }
-        ProbeKind::Ops => {
-            let args: ops::OpsArgs = flags(argv, what)?;
-            load = args.load.request();
-            Box::new(ops::resolve(&args, root).with_context(|| what.to_string())?)
-        }
-        ProbeKind::Mem => {
-            let args: mem::MemArgs = flags(argv, what)?;
-            Box::new(mem::resolve(&args, root).with_context(|| what.to_string())?)
-        }
-        ProbeKind::Hwnoise => {
-            let mut args: super::hwnoise::HwnoiseArgs = flags(argv, what)?;
-            args.duration = Some(
-                args.duration
-                    .map_or(duration, |d| Nanos(d.as_ns().min(duration.as_ns()))),
-            );
-            Box::new(super::hwnoise::resolve(&args, root).with_context(|| what.to_string())?)
-        }
-        ProbeKind::Clock => {
-            let mut args: super::clock::ClockArgs = flags(argv, what)?;
-            args.duration = Some(duration);
-            Box::new(super::clock::resolve(&args).with_context(|| what.to_string())?)
-        }
-        ProbeKind::Numa => {
-            let args: numa::NumaArgs = flags(argv, what)?;
-            Box::new(numa::NumaStage {
-                pids: args.pids,
-                interval: args.interval,
-            })
-        }
-    };
-    Ok(Stage { plan, load })
-}
-
-fn first_line(e: &clap::Error) -> String {
-    let r = e.render().to_string();
-    r.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid flags")
-        .trim_start_matches("error: ")
-        .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtgauge_profile::ProbeKind;
 
     fn profile(flags: &str) -> Profile {
         let text =

@@ -1,9 +1,107 @@
-//! A profile probe as `run` measures it: each kind's resolved plan, whatever its verb, through one trait
-//! ([`StagePlan`]), implemented in the kind's own flags module.
+//! A profile probe as `run` measures it: each kind's flags parsed and resolved by the kind's own flags
+//! module into a [`Stage`] ([`from_profile`]: the one list of kinds in the flags), whose plan `run` reaches
+//! only through one trait ([`StagePlan`]).
 
+use super::{clock, cyclic, hwnoise, mem, net, numa, ops, oslat};
+use anyhow::Context as _;
+use clap::Parser;
 use rtgauge_host::HostRoot;
+use rtgauge_model::attribution::EpisodeThreshold;
 use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::{CpuSet, Nanos};
+use rtgauge_session::load::LoadRequest;
+
+/// How each kind's flags become a profile stage: its module's `from_profile`.
+pub fn from_profile(kind: ProbeKind) -> FromProfile {
+    match kind {
+        ProbeKind::Cyclic => cyclic::from_profile,
+        ProbeKind::Oslat => oslat::from_profile,
+        ProbeKind::Hwnoise => hwnoise::from_profile,
+        ProbeKind::Net => net::from_profile,
+        ProbeKind::NetLatency => net::latency_from_profile,
+        ProbeKind::Ops => ops::from_profile,
+        ProbeKind::Mem => mem::from_profile,
+        ProbeKind::Numa => numa::from_profile,
+        ProbeKind::Clock => clock::from_profile,
+    }
+}
+
+/// A kind's stage from a profile's flags for it (the placeholders filled in, no program name) and what
+/// the profile sets beside them.
+pub type FromProfile = fn(&[String], &StageContext<'_>) -> anyhow::Result<Stage>;
+
+/// What a profile sets for each of its probes beside the probe's own flags.
+pub struct StageContext<'a> {
+    /// The probe as errors name it: `profile NAME Kind flags '…'`.
+    pub what: &'a str,
+    /// The profile's duration (or `--duration`'s): the probe's, for a timed kind.
+    pub duration: Nanos,
+    /// `run --trace`: the latency kinds break their spikes down.
+    pub trace: bool,
+    /// The profile's lowest bound on the probe's samples: the spike-episode threshold, unless the flags
+    /// give one.
+    pub bound: Option<EpisodeThreshold>,
+    /// The host the probe runs on.
+    pub root: &'a HostRoot,
+}
+
+impl StageContext<'_> {
+    /// The probe's flags parsed by its verb's own parser; an error names the probe.
+    pub fn parse<T: clap::Args>(&self, argv: &[String]) -> anyhow::Result<T> {
+        Flags::<T>::try_parse_from(argv)
+            .map(|f| f.args)
+            .map_err(|e| anyhow::anyhow!("{}: {}", self.what, first_line(&e)))
+    }
+
+    /// `resolved` with the probe named in its error.
+    pub fn named<T>(&self, resolved: anyhow::Result<T>) -> anyhow::Result<T> {
+        resolved.with_context(|| self.what.to_string())
+    }
+}
+
+/// A verb's flags as a profile writes them (no program name).
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct Flags<T: clap::Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+/// clap's error on one line.
+fn first_line(e: &clap::Error) -> String {
+    let r = e.render().to_string();
+    r.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid flags")
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+/// A profile probe, resolved, and the load beside it (a probe's `--load MIX` and `--load-cmd` run beside
+/// that probe only, docs/load.md).
+pub struct Stage {
+    /// The probe.
+    pub plan: Box<dyn StagePlan>,
+    /// Its load.
+    pub load: LoadRequest,
+}
+
+impl Stage {
+    /// A stage without load of its own.
+    pub fn unloaded(plan: impl StagePlan + 'static) -> Stage {
+        Stage {
+            plan: Box::new(plan),
+            load: LoadRequest::none(),
+        }
+    }
+
+    /// `run --load`: this load instead of the probe's own (a kind that is never loaded keeps none).
+    pub fn replace_load(&mut self, l: &rtgauge_model::load::LoadSpec) {
+        if self.plan.loadable() {
+            self.load = LoadRequest::generators(Some(l.clone()));
+        }
+    }
+}
 
 /// A profile probe resolved by its verb's flags, as `run` measures it: each kind implements it in its verb's
 /// flags module, and `run` reaches a stage only through it.

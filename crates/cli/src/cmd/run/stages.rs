@@ -2,7 +2,7 @@
 
 use super::Context;
 use crate::cmd::progress::Progress;
-use rtgauge_flags::run::Stage;
+use rtgauge_flags::stage::Stage;
 use rtgauge_model::run::{ProbeResult, RunDocument, SkippedProbe};
 use rtgauge_session::record::{CheckpointWriter, Checkpoints};
 use rtgauge_session::{Around, Tick};
