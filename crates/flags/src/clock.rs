@@ -73,7 +73,7 @@ pub struct ClockArgs {
 }
 
 /// How long the verb polls without `-D`.
-pub const DEFAULT_DURATION_NS: u64 = 60_000_000_000;
+pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(60);
 
 /// `KIND:PATH` (`--clock-source`): a time source of kind ptp4l, chrony or phc at PATH.
 pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
@@ -110,7 +110,7 @@ pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
 pub fn plan(
     rate: f64,
     lock: Option<Nanos>,
-    duration_ns: u64,
+    duration: Nanos,
     sources: Vec<SourceSpec>,
     ptp_domain: u8,
 ) -> anyhow::Result<ClockPlan> {
@@ -131,7 +131,7 @@ pub fn plan(
     Ok(ClockPlan {
         config: ClockConfig {
             rate_hz: rate,
-            duration_ns,
+            duration,
             lock_ns: lock.map(|l| l.as_ns()),
             sources: sources.iter().map(SourceSpec::name).collect(),
         },
@@ -156,7 +156,7 @@ pub fn resolve(a: &ClockArgs) -> anyhow::Result<ClockPlan> {
             );
         }
     }
-    let duration = a.duration.map_or(DEFAULT_DURATION_NS, |d| d.as_ns());
+    let duration = a.duration.unwrap_or(DEFAULT_DURATION);
     plan(a.rate, a.lock, duration, sources, a.ptp_domain)
 }
 
@@ -187,8 +187,8 @@ impl super::stage::StagePlan for ClockPlan {
         ))
     }
 
-    fn duration_ns(&self) -> Option<u64> {
-        Some(self.config.duration_ns)
+    fn duration(&self) -> Option<Nanos> {
+        Some(self.config.duration)
     }
 
     /// It reads daemons' state: a load beside it would say nothing about it.

@@ -382,7 +382,7 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
         priority,
         priospread: a.priospread,
         cpus,
-        duration_ns: a.duration.map(|d| d.as_ns()).filter(|&d| d > 0),
+        duration: a.duration.filter(|d| d.as_ns() > 0),
         loops: a.loops.filter(|&l| l > 0),
         relative: a.relative,
         skip_missed: a.skip_missed,
@@ -454,8 +454,8 @@ impl super::stage::StagePlan for Resolved<CyclicPlan> {
         Some(self.why.clone())
     }
 
-    fn duration_ns(&self) -> Option<u64> {
-        self.plan.config.duration_ns
+    fn duration(&self) -> Option<Nanos> {
+        self.plan.config.duration
     }
 
     fn rt_priority(&self) -> Option<i32> {
@@ -529,7 +529,7 @@ mod tests {
         assert!(!c.priospread);
         let cpus: Vec<Option<u32>> = (2..=29).map(Some).collect();
         assert_eq!(c.cpus, cpus);
-        assert_eq!(c.duration_ns, Some(3_600_000_000_000));
+        assert_eq!(c.duration, Some(Nanos::from_secs(3_600)));
         assert_eq!(c.loops, None);
         assert!(!c.relative && !c.skip_missed);
         assert_eq!(c.hist_buckets, Some(100));
@@ -562,7 +562,7 @@ mod tests {
         assert_eq!(c.distance_ns, 500_000);
         assert_eq!((c.policy, c.priority), (SchedPolicy::Other, 0));
         assert_eq!(c.cpus, vec![None]);
-        assert_eq!((c.duration_ns, c.loops, c.hist_buckets), (None, None, None));
+        assert_eq!((c.duration, c.loops, c.hist_buckets), (None, None, None));
         assert!(!r.plan.mlockall);
         assert_eq!(r.plan.main_cpus, None);
         assert_eq!(r.plan.nodes, vec![None]);
@@ -654,9 +654,9 @@ mod tests {
         assert!(c.relative && c.skip_missed);
         assert_eq!(r.plan.clock, Clock::Realtime);
         let c = resolved("-l 0 -D 0").plan.config;
-        assert_eq!((c.loops, c.duration_ns), (None, None), "0 = unlimited");
+        assert_eq!((c.loops, c.duration), (None, None), "0 = unlimited");
         let c = resolved("-D 90 --timeline-interval 100ms").plan.config;
-        assert_eq!(c.duration_ns, Some(90_000_000_000));
+        assert_eq!(c.duration, Some(Nanos::from_secs(90)));
         assert_eq!(c.timeline_interval_ns, 100_000_000);
         let c = resolved("--timeline-interval 10us").plan.config;
         assert_eq!(c.timeline_interval_ns, 1_000_000, "at least 1 ms");

@@ -127,7 +127,7 @@ pub fn resolve(a: &HwnoiseArgs, root: &HostRoot) -> anyhow::Result<HwnoisePlan> 
             threshold_ns: thr,
             width_ns: width,
             window_ns: window,
-            duration_ns: Some(duration.as_ns()),
+            duration: Some(duration),
         },
         tick: Duration::from_millis(100),
     })
@@ -140,10 +140,7 @@ pub fn from_profile(
     cx: &super::stage::StageContext<'_>,
 ) -> anyhow::Result<super::stage::Stage> {
     let mut args: HwnoiseArgs = cx.parse(argv)?;
-    args.duration = Some(
-        args.duration
-            .map_or(cx.duration, |d| Nanos(d.as_ns().min(cx.duration.as_ns()))),
-    );
+    args.duration = Some(args.duration.map_or(cx.duration, |d| d.min(cx.duration)));
     Ok(super::stage::Stage::unloaded(
         cx.named(resolve(&args, cx.root))?,
     ))
@@ -176,8 +173,8 @@ impl super::stage::StagePlan for HwnoisePlan {
         })
     }
 
-    fn duration_ns(&self) -> Option<u64> {
-        self.config.duration_ns
+    fn duration(&self) -> Option<Nanos> {
+        self.config.duration
     }
 
     fn loadable(&self) -> bool {

@@ -202,7 +202,7 @@ pub fn resolve(a: &MonitorArgs) -> anyhow::Result<MonitorPlan> {
     let net = net_plan(a, &cpus, &online)?;
     let clock = (a.clock || !a.clock_source.is_empty())
         .then(|| {
-            let duration = a.duration.map_or(u64::MAX, |d| d.as_ns());
+            let duration = a.duration.unwrap_or(Nanos(u64::MAX));
             super::clock::plan(
                 a.clock_rate,
                 a.clock_lock,
@@ -293,7 +293,7 @@ fn net_plan(
             rx_netns: None,
             ethernet,
             deadline_ns: Some(a.net_gate.as_ns()),
-            duration_ns: 1_000_000_000,
+            duration: Nanos::from_secs(1),
             drain_ns: 0,
             timeline_interval_ns: 1_000_000_000,
             role: StreamRole::Receive,

@@ -307,7 +307,7 @@ impl LatencyArgs {
                 tx_netns: self.tx_netns.clone(),
                 rx_netns: self.rx_netns.clone(),
                 deadline_ns: self.deadline.map(|d| d.as_ns()),
-                duration_ns: self.duration.as_ns(),
+                duration: self.duration,
                 drain_ns: self.drain.as_ns(),
                 timeline_interval_ns: self.interval.as_ns(),
                 role,
@@ -415,8 +415,8 @@ impl super::stage::StagePlan for super::Resolved<NetLatencyPlan> {
         Some(self.why.clone())
     }
 
-    fn duration_ns(&self) -> Option<u64> {
-        Some(self.plan.config.duration_ns)
+    fn duration(&self) -> Option<Nanos> {
+        Some(self.plan.config.duration)
     }
 
     fn rt_priority(&self) -> Option<i32> {
@@ -662,7 +662,7 @@ pub fn resolve(
             concurrency,
             and_throughput,
         }),
-        duration_ns: a.duration.as_ns(),
+        duration: a.duration,
         timeout_ns: a.timeout.as_ns(),
         close,
         max_transactions: a.max_transactions,

@@ -196,7 +196,7 @@ pub fn resolve(a: &OslatArgs, root: &HostRoot) -> anyhow::Result<Resolved<OslatP
         config: OslatConfig {
             cpus: cpus.as_slice().to_vec(),
             main_cpu: Some(main_cpu),
-            duration_ns: a.duration.as_ns(),
+            duration: a.duration,
             rtprio: a.rtprio,
             preheat_ns: a.preheat.as_ns(),
             single_preheat: a.single_preheat,
@@ -313,8 +313,8 @@ impl super::stage::StagePlan for Resolved<OslatPlan> {
         Some(self.why.clone())
     }
 
-    fn duration_ns(&self) -> Option<u64> {
-        Some(self.plan.config.duration_ns)
+    fn duration(&self) -> Option<Nanos> {
+        Some(self.plan.config.duration)
     }
 
     fn rt_priority(&self) -> Option<i32> {
@@ -371,7 +371,7 @@ mod tests {
         let c = &p.config;
         assert_eq!(c.cpus, (2..=9).collect::<Vec<u32>>());
         assert_eq!(c.main_cpu, Some(1));
-        assert_eq!(c.duration_ns, 1_200_000_000_000);
+        assert_eq!(c.duration, Nanos::from_secs(1_200));
         assert_eq!(c.rtprio, Some(1));
         assert_eq!(c.workload, Workload::Memmove);
         assert_eq!(c.workload_mem_bytes, 4096);
@@ -388,7 +388,7 @@ mod tests {
         let c = &p.config;
         assert_eq!(c.cpus, vec![3]);
         assert_eq!(c.main_cpu, Some(0), "the lowest CPU not measured");
-        assert_eq!(c.duration_ns, 1_000_000_000);
+        assert_eq!(c.duration, Nanos::from_secs(1));
         assert_eq!(c.rtprio, None);
         assert_eq!(c.preheat_ns, 1_000_000_000);
         assert!(!c.single_preheat && !c.bias);

@@ -286,7 +286,7 @@ mod tests {
         let stages = plan(&p, Nanos::from_secs(7), true, None, &place, &root).unwrap();
         let stage = &stages[0].plan;
         assert_eq!(stage.kind(), ProbeKind::Oslat);
-        assert_eq!(stage.duration_ns(), Some(7_000_000_000));
+        assert_eq!(stage.duration(), Some(Nanos::from_secs(7)));
         assert!(
             stage.why().is_some_and(|w| w.trace),
             "run --trace reaches the probe"

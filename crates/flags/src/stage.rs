@@ -124,8 +124,8 @@ pub trait StagePlan {
         None
     }
 
-    /// How long it measures, ns, where its plan holds one duration (the latency kinds; net's is per point).
-    fn duration_ns(&self) -> Option<u64> {
+    /// How long it measures, where its plan holds one duration (the latency kinds; net's is per point).
+    fn duration(&self) -> Option<Nanos> {
         None
     }
 

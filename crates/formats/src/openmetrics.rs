@@ -678,7 +678,7 @@ mod tests {
         s.clock = Some(ClockResult {
             config: ClockConfig {
                 rate_hz: 1.0,
-                duration_ns: 60_000_000_000,
+                duration: rtgauge_model::Nanos::from_secs(60),
                 lock_ns: None,
                 sources: Vec::new(),
             },

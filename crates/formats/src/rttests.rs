@@ -796,7 +796,7 @@ mod tests {
                 priority: 90,
                 priospread: false,
                 cpus: vec![Some(0), Some(1)],
-                duration_ns: Some(1_000_000_000),
+                duration: Some(rtgauge_model::Nanos::from_secs(1)),
                 loops: None,
                 relative: false,
                 skip_missed: false,

@@ -6,6 +6,7 @@
 
 use crate::kind::StopReason;
 use crate::latency::LatencyStats;
+use crate::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// How the probe was configured.
@@ -13,8 +14,9 @@ use serde::{Deserialize, Serialize};
 pub struct ClockConfig {
     /// Polls per second.
     pub rate_hz: f64,
-    /// How long it polled for, as asked, ns.
-    pub duration_ns: u64,
+    /// How long it polled for, as asked.
+    #[serde(rename = "duration_ns")]
+    pub duration: Nanos,
     /// A source is locked while its |offset| stays within this, ns; `None`: each kind's default
     /// ([`default_lock_ns`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,6 +3,7 @@
 use crate::kind::StopReason;
 use crate::latency::{LatencyStats, TimelineEntry};
 use crate::rt::{ProcessConditions, SchedPolicy, ThreadConditions};
+use crate::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// How the probe was configured (after defaults and cyclictest's rules were applied).
@@ -23,7 +24,8 @@ pub struct CyclicConfig {
     /// CPU of each thread, in thread order (`None` = not pinned).
     pub cpus: Vec<Option<u32>>,
     /// How long the probe runs (cyclictest `-D`); `None` = until `loops`, a signal or a break.
-    pub duration_ns: Option<u64>,
+    #[serde(rename = "duration_ns")]
+    pub duration: Option<Nanos>,
     /// Cycles per thread (cyclictest `-l`).
     pub loops: Option<u64>,
     /// `clock_nanosleep` relative to the previous wake-up instead of absolute (cyclictest `-r`).

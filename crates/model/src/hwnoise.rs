@@ -11,6 +11,7 @@ use crate::attribution::Why;
 use crate::kind::StopReason;
 use crate::latency::LatencyStats;
 use crate::CpuSet;
+use crate::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// The kernel tracer that samples.
@@ -51,9 +52,13 @@ pub struct HwnoiseConfig {
     pub width_ns: u64,
     /// The window, ns.
     pub window_ns: u64,
-    /// How long it measured, when bounded; ns.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ns: Option<u64>,
+    /// How long it measured, when bounded.
+    #[serde(
+        rename = "duration_ns",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration: Option<Nanos>,
 }
 
 /// One window whose largest gap reached the threshold. From `osnoise`: the period's largest noise as

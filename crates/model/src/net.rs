@@ -7,6 +7,7 @@
 //! a comparison can bootstrap a confidence interval from it.
 
 use crate::latency::LatencyStats;
+use crate::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -57,8 +58,9 @@ pub struct NetConfig {
     pub cpus: Vec<u32>,
     /// CPS: connections in flight per CPU. Throughput: keep-alive connections in all.
     pub concurrency: u32,
-    /// How long the load ran, ns.
-    pub duration_ns: u64,
+    /// How long the load ran.
+    #[serde(rename = "duration_ns")]
+    pub duration: Nanos,
     /// A connection (CPS) or a request (throughput) that takes longer counts as a timeout.
     pub timeout_ns: u64,
     /// Who ends a CPS connection.

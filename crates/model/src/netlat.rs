@@ -16,6 +16,7 @@
 use crate::kind::StopReason;
 use crate::latency::{LatencyStats, TimelineEntry};
 use crate::rt::{ProcessConditions, ThreadConditions};
+use crate::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// How the receiving thread waits for a packet.
@@ -72,8 +73,9 @@ pub struct NetLatencyConfig {
     /// A packet received this long or more after it was sent counts as late (the overflow of a deadline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ns: Option<u64>,
-    /// How long the sender sends, ns.
-    pub duration_ns: u64,
+    /// How long the sender sends.
+    #[serde(rename = "duration_ns")]
+    pub duration: Nanos,
     /// How long the receiver waits for stragglers once the sender stopped, ns.
     pub drain_ns: u64,
     /// Length of one timeline interval, ns.

@@ -4,6 +4,7 @@
 use crate::kind::StopReason;
 use crate::latency::{LatencyStats, TimelineEntry};
 use crate::rt::{ProcessConditions, ThreadConditions};
+use crate::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// Extra work done in every iteration (oslat `-w`).
@@ -23,8 +24,9 @@ pub struct OslatConfig {
     pub cpus: Vec<u32>,
     /// CPU of the main (non-measuring) thread (`-C`); `None` = not pinned (imported runs).
     pub main_cpu: Option<u32>,
-    /// How long the measurement runs after preheat (`-D`), ns.
-    pub duration_ns: u64,
+    /// How long the measurement runs after preheat (`-D`).
+    #[serde(rename = "duration_ns")]
+    pub duration: Nanos,
     /// SCHED_FIFO priority (`-f`); `None` = SCHED_OTHER.
     pub rtprio: Option<i32>,
     /// Busy-loop warm-up before measuring, ns (lets frequency and caches settle).

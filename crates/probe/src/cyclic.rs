@@ -287,7 +287,7 @@ pub fn run(
         StopReason::Break
     } else if signalled {
         StopReason::Signal
-    } else if cfg.loops.is_some() && cfg.duration_ns.is_none() {
+    } else if cfg.loops.is_some() && cfg.duration.is_none() {
         StopReason::Loops
     } else {
         StopReason::Duration
@@ -826,7 +826,7 @@ fn measure(
     let index = p.index as u32;
     let start = clock::now_ns(clk);
     let mut next = start + interval;
-    let end = cfg.duration_ns.map(|d| start.saturating_add(d));
+    let end = cfg.duration.map(|d| start.saturating_add(d.as_ns()));
     let max_cycles = cfg.loops.unwrap_or(u64::MAX);
 
     while !common.stop.is_set() {
@@ -1013,7 +1013,7 @@ mod tests {
                 priority: 0,
                 priospread: false,
                 cpus: vec![None; threads as usize],
-                duration_ns: None,
+                duration: None,
                 loops: Some(loops),
                 relative: false,
                 skip_missed: false,
@@ -1062,7 +1062,7 @@ mod tests {
     fn duration_gives_duration_over_interval_cycles() {
         let mut p = plan(1, 1000, 0);
         p.config.loops = None;
-        p.config.duration_ns = Some(200_000_000);
+        p.config.duration = Some(rtgauge_model::Nanos(200_000_000));
         let r = run(
             &p,
             &StopFlag::new(),
@@ -1077,7 +1077,7 @@ mod tests {
     fn stop_flag_ends_the_run_early() {
         let mut p = plan(1, 1000, 0);
         p.config.loops = None;
-        p.config.duration_ns = Some(60_000_000_000);
+        p.config.duration = Some(rtgauge_model::Nanos(60_000_000_000));
         let stop = StopFlag::new();
         let s2 = stop.clone();
         let r = run(&p, &stop, &mut move |e: Duration, _: &[LiveThread]| {

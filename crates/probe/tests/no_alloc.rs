@@ -64,7 +64,7 @@ fn allocations_for(loops: u64) -> u64 {
             priority: 0,
             priospread: false,
             cpus: vec![None],
-            duration_ns: None,
+            duration: None,
             loops: Some(loops),
             relative: false,
             skip_missed: false,
@@ -121,7 +121,7 @@ fn oslat_allocations_for(ms: u64) -> u64 {
         config: OslatConfig {
             cpus: cpus.clone(),
             main_cpu: None,
-            duration_ns: ms * 1_000_000,
+            duration: rtgauge_model::Nanos(ms * 1_000_000),
             rtprio: None,
             preheat_ns: 20_000_000,
             single_preheat: false,

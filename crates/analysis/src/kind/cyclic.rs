@@ -86,8 +86,8 @@ impl KindData for CyclicResult {
             us_trunc(self.config.interval_ns),
             self.config.priority,
             self.config
-                .duration_ns
-                .map_or("no duration".into(), |ns| format!("{} s", ns as f64 / 1e9))
+                .duration
+                .map_or("no duration".into(), |d| format!("{} s", d.as_secs_f64()))
         ))
     }
 

@@ -148,7 +148,7 @@ mod tests {
                 path: "/2b".into(),
                 cpus: vec![1],
                 concurrency: 4,
-                duration_ns: 3_000_000_000,
+                duration: rtgauge_model::Nanos(3_000_000_000),
                 timeout_ns: 2_000_000_000,
                 close: CloseMode::Server,
                 max_transactions: 1_000_000,

@@ -43,7 +43,7 @@ impl KindData for OslatResult {
         Some(format!(
             "oslat CPUs {}, {} s",
             cpus.join(","),
-            self.config.duration_ns as f64 / 1e9
+            self.config.duration.as_secs_f64()
         ))
     }
 

@@ -24,7 +24,7 @@ pub fn run(a: &ClockArgs) -> anyhow::Result<ExitCode> {
     let stop = super::stop_on_signals()?;
     let system = rtgauge_host::system::read_system_info(&root);
     let started = crate::output::now_rfc3339();
-    let duration = rtgauge_model::Nanos(plan.config.duration_ns);
+    let duration = plan.config.duration;
     if let Some(l) = plan.announce(duration, &rtgauge_model::CpuSet::new([])) {
         eprintln!("rtgauge: {l}");
     }

@@ -20,7 +20,7 @@ pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = plan.unavailable() {
         anyhow::bail!("{why}");
     }
-    let duration = rtgauge_model::Nanos(plan.config.duration_ns.unwrap_or_default());
+    let duration = plan.config.duration.unwrap_or_default();
     if let Some(l) = plan.announce(duration, &plan.config.cpus) {
         eprintln!("rtgauge: {l}");
     }

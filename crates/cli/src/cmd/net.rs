@@ -70,7 +70,7 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         &server::ServerPlan {
             listen,
             cpus: cpus.as_slice().to_vec(),
-            duration_ns: a.duration.map(|d| d.as_ns()),
+            duration: a.duration,
         },
         &stop,
     )
@@ -313,7 +313,7 @@ fn reflect(a: &ReflectArgs) -> anyhow::Result<ExitCode> {
         listen,
         cpu: a.cpu,
         rtprio: (a.priority > 0).then_some(a.priority),
-        duration_ns: a.duration.map(|d| d.as_ns()),
+        duration: a.duration,
     };
     let r = rtgauge_probe::netlat::reflect(&plan, &stop, |addr| {
         let mut out = std::io::stdout().lock();

@@ -63,10 +63,7 @@ fn mark_trace(threshold_us: u64, cpu: u32, gap_ns: u64) -> String {
 /// oslat's header lines (unless `-q`).
 fn print_header(a: &OslatArgs, plan: &rtgauge_probe::oslat::OslatPlan) {
     let cfg = &plan.config;
-    println!(
-        "Total runtime: \t\t{} seconds",
-        cfg.duration_ns as f64 / 1e9
-    );
+    println!("Total runtime: \t\t{} seconds", cfg.duration.as_secs_f64());
     println!(
         "Thread priority: \t{}",
         a.rtprio

@@ -492,7 +492,7 @@ fn cyclic_document(
             priority: meta.priority,
             priospread: false,
             cpus: threads.iter().map(|t| t.conditions.cpu.achieved).collect(),
-            duration_ns: None,
+            duration: None,
             loops: None,
             relative: false,
             skip_missed: true,

@@ -174,7 +174,7 @@ pub(super) fn oslat_json(v: &Value, file: &str) -> Result<RunDocument, ImportErr
         config: OslatConfig {
             cpus: out.iter().map(|t| t.cpu).collect(),
             main_cpu: None,
-            duration_ns,
+            duration: rtgauge_model::Nanos(duration_ns),
             rtprio: None,
             preheat_ns: 1_000_000_000,
             single_preheat: false,

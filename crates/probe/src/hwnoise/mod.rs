@@ -558,8 +558,8 @@ pub fn run(
         }
         if plan
             .config
-            .duration_ns
-            .is_some_and(|d| elapsed.as_nanos() as u64 >= d)
+            .duration
+            .is_some_and(|d| elapsed.as_nanos() as u64 >= d.as_ns())
         {
             break StopReason::Duration;
         }
@@ -698,7 +698,7 @@ mod tests {
             threshold_ns: 10_000,
             width_ns: 900_000_000,
             window_ns: 1_000_000_000,
-            duration_ns: None,
+            duration: None,
         };
         let mut e = Entries::default();
         e.totals.insert(1, (900_000_000, 9_000_000));

@@ -22,6 +22,7 @@ use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetErrors, NetMode, NetSecond};
+use rtgauge_model::Nanos;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -38,8 +39,8 @@ pub struct ClientPlan {
     pub cpus: Vec<u32>,
     /// Connection slots of each loop (same length as `cpus`).
     pub slots: Vec<u32>,
-    /// How long to offer load, ns.
-    pub duration_ns: u64,
+    /// How long to offer load.
+    pub duration: Nanos,
     /// A transaction still unanswered after this long counts as a timeout, ns.
     pub timeout_ns: u64,
     /// How connections end (FIN or RST).
@@ -213,7 +214,7 @@ impl<'a> Worker<'a> {
             reason: format!("epoll_create1: {e}"),
         })?;
         let n = plan.slots[index] as usize;
-        let secs = (plan.duration_ns / 1_000_000_000) as usize + 2;
+        let secs = (plan.duration.as_ns() / 1_000_000_000) as usize + 2;
         let head_request = plan.request.starts_with(b"HEAD ");
         Ok(Worker {
             plan,
@@ -667,7 +668,7 @@ fn worker(
     w.t0 = t0;
     // Loops start their schedules evenly staggered, so the offered load is smooth in all.
     w.next_start = t0 + w.gap_ns * index as u64 / plan.cpus.len() as u64;
-    let end = t0.saturating_add(plan.duration_ns);
+    let end = t0.saturating_add(plan.duration.as_ns());
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
     let mut last_scan = t0;
     let mut now = t0;
@@ -704,7 +705,7 @@ pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeErr
     if plan.cpus.is_empty() || plan.cpus.len() != plan.slots.len() {
         return Err(ProbeError::Config("one slot count per client CPU".into()));
     }
-    if plan.duration_ns == 0 || plan.timeout_ns == 0 {
+    if plan.duration.as_ns() == 0 || plan.timeout_ns == 0 {
         return Err(ProbeError::Config(
             "duration and timeout must be > 0".into(),
         ));

@@ -7,6 +7,7 @@ use super::{client, http, server};
 use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::net::{NetConfig, NetMode, NetResult, OpenLoop};
+use rtgauge_model::Nanos;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
@@ -47,7 +48,9 @@ pub fn measure(
                     &server::ServerPlan {
                         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
                         cpus: cpus.clone(),
-                        duration_ns: Some(plan.duration_ns.saturating_add(SERVER_GRACE_NS)),
+                        duration: Some(Nanos(
+                            plan.duration.as_ns().saturating_add(SERVER_GRACE_NS),
+                        )),
                     },
                     &server_stop,
                 )
@@ -68,7 +71,7 @@ pub fn measure(
             request: http::build_request(&p.path, &host, p.mode == NetMode::Cps),
             cpus: cpus.clone(),
             slots,
-            duration_ns: plan.duration_ns,
+            duration: plan.duration,
             timeout_ns: plan.timeout_ns,
             close: plan.close,
             max_transactions: plan.max_transactions,
@@ -87,7 +90,7 @@ pub fn measure(
                 path: p.path.clone(),
                 cpus,
                 concurrency: p.concurrency,
-                duration_ns: plan.duration_ns,
+                duration: plan.duration,
                 timeout_ns: plan.timeout_ns,
                 close: plan.close,
                 max_transactions: plan.max_transactions,

@@ -3,6 +3,7 @@
 //! hold.
 
 use rtgauge_model::net::{CloseMode, NetMode};
+use rtgauge_model::Nanos;
 use std::net::SocketAddr;
 
 /// One measurement: mode, path, client CPUs and slots, and (optionally) the reference server's CPUs.
@@ -31,8 +32,8 @@ pub struct NetPlan {
     pub target: Option<SocketAddr>,
     /// The measurements, in order.
     pub points: Vec<Point>,
-    /// How long each point offers load, ns.
-    pub duration_ns: u64,
+    /// How long each point offers load.
+    pub duration: Nanos,
     /// A transaction still unanswered after this long counts as a timeout, ns.
     pub timeout_ns: u64,
     /// How connections end (FIN or RST).
@@ -177,7 +178,7 @@ mod tests {
         let plan = NetPlan {
             target: None,
             points: points(&spec(None, Some(vec![4]), None)),
-            duration_ns: 1,
+            duration: Nanos(1),
             timeout_ns: 1,
             close: CloseMode::Server,
             max_transactions: 1,

@@ -12,6 +12,7 @@ use super::sys::{self, Epoll, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
 use crate::clock::{now_ns, Clock};
 use crate::stop::StopFlag;
 use crate::ProbeError;
+use rtgauge_model::Nanos;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ pub struct ServerPlan {
     /// One loop per CPU.
     pub cpus: Vec<u32>,
     /// Stop after this long (`None`: until the stop flag).
-    pub duration_ns: Option<u64>,
+    pub duration: Option<Nanos>,
 }
 
 /// What one server served.
@@ -380,8 +381,8 @@ pub fn start(plan: &ServerPlan, stop: &StopFlag) -> Result<ServerHandle, ProbeEr
     }
     let body = Arc::new(vec![b'x'; BODY_BUF]);
     let end = plan
-        .duration_ns
-        .map(|d| now_ns(Clock::Monotonic).saturating_add(d));
+        .duration
+        .map(|d| now_ns(Clock::Monotonic).saturating_add(d.as_ns()));
     let mut threads = Vec::new();
     let mut listeners = listeners.into_iter();
     for (index, &cpu) in plan.cpus.iter().enumerate() {
@@ -460,7 +461,7 @@ mod tests {
             &ServerPlan {
                 listen: "127.0.0.1:0".parse().unwrap(),
                 cpus: vec![0],
-                duration_ns: Some(10_000_000_000),
+                duration: Some(Nanos::from_secs(10)),
             },
             &stop,
         )

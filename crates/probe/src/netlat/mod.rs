@@ -77,7 +77,7 @@ impl NetLatencyPlan {
     /// Sequence numbers the run can use: every send due within the duration, `burst` each.
     pub fn capacity(&self) -> u64 {
         // The bursts due before the duration's end (a hair of rounding forgiven: 0.5 s at 3,000/s is 1,500).
-        let bursts = (self.config.duration_ns as f64 / self.period_ns() - 1e-6)
+        let bursts = (self.config.duration.as_ns() as f64 / self.period_ns() - 1e-6)
             .ceil()
             .max(1.0);
         bursts as u64 * self.config.burst as u64
@@ -88,14 +88,14 @@ impl NetLatencyPlan {
         // The timeline's interval, doubled until the run fits in `MAX_TIMELINE` of them: what the timeline
         // would be thinned to anyway, so that a week's run keeps a few thousand counters, not 600,000.
         let mut span = self.config.timeline_interval_ns.max(1);
-        while self.config.duration_ns.div_ceil(span) > MAX_TIMELINE as u64 {
+        while self.config.duration.as_ns().div_ceil(span) > MAX_TIMELINE as u64 {
             span = span.saturating_mul(2);
         }
         Schedule {
             period_ns: self.period_ns(),
             burst: u64::from(self.config.burst.max(1)),
             span_ns: span,
-            intervals: self.config.duration_ns.div_ceil(span) as usize + 1,
+            intervals: self.config.duration.as_ns().div_ceil(span) as usize + 1,
         }
     }
 }
@@ -198,7 +198,7 @@ pub fn run(
     tick: &mut dyn FnMut(std::time::Duration),
 ) -> Result<NetLatencyResult, ProbeError> {
     let cfg = &plan.config;
-    if cfg.rate_per_s <= 0.0 || cfg.burst == 0 || cfg.duration_ns == 0 {
+    if cfg.rate_per_s <= 0.0 || cfg.burst == 0 || cfg.duration.as_ns() == 0 {
         return Err(ProbeError::Config(
             "rate, burst and duration must be above 0".into(),
         ));
@@ -442,7 +442,7 @@ fn sender(
     let t0 = wire::monotonic_ns() + 1_000_000;
     // A sender that fell behind catches up with back-to-back sends, until the duration (and a grace for
     // an ordinary late wake-up of the last sends) is over.
-    let end = t0 + cfg.duration_ns + END_GRACE_NS.max(schedule.period_ns as u64);
+    let end = t0 + cfg.duration.as_ns() + END_GRACE_NS.max(schedule.period_ns as u64);
     let mut seq = 0u64;
     let mut k = 0u64;
     while seq < capacity {
@@ -491,7 +491,7 @@ fn sender(
     }
     // The time the sends stood for: the periods of the bursts sent, or the whole duration when it ran out.
     out.elapsed_ns = if out.unsent > 0 {
-        cfg.duration_ns
+        cfg.duration.as_ns()
     } else {
         schedule.burst_due_ns(k)
     };
@@ -767,9 +767,9 @@ struct OwnEnd {
 impl OwnEnd {
     fn new(cfg: &NetLatencyConfig) -> Option<OwnEnd> {
         (cfg.role == StreamRole::Receive).then(|| OwnEnd {
-            at: wire::monotonic_ns() + cfg.listen_ns.unwrap_or(cfg.duration_ns),
+            at: wire::monotonic_ns() + cfg.listen_ns.unwrap_or(cfg.duration.as_ns()),
             anchored: false,
-            duration_ns: cfg.duration_ns,
+            duration_ns: cfg.duration.as_ns(),
             drain_ns: cfg.drain_ns,
         })
     }

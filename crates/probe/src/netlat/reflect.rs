@@ -6,6 +6,7 @@ use crate::rt;
 use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::rt::ThreadConditions;
+use rtgauge_model::Nanos;
 use std::net::SocketAddr;
 
 /// What `net reflect` was asked for.
@@ -17,8 +18,8 @@ pub struct ReflectPlan {
     pub cpu: Option<u32>,
     /// SCHED_FIFO priority (`None`: SCHED_OTHER).
     pub rtprio: Option<i32>,
-    /// Stop after this long, ns (`None`: until `stop`).
-    pub duration_ns: Option<u64>,
+    /// Stop after this long (`None`: until `stop`).
+    pub duration: Option<Nanos>,
 }
 
 /// What the reflector did.
@@ -56,8 +57,8 @@ pub fn reflect(
         let conditions = super::thread_conditions(plan.cpu, plan.rtprio);
         bound(addr);
         let end = plan
-            .duration_ns
-            .map(|d| wire::monotonic_ns().saturating_add(d));
+            .duration
+            .map(|d| wire::monotonic_ns().saturating_add(d.as_ns()));
         let mut buf = vec![0u8; 65_536];
         let mut out = Reflected {
             echoed: 0,

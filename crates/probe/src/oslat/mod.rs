@@ -197,8 +197,8 @@ pub fn run(
         // work below does not shift the wake-ups), or the end;
         // once the threads are due to end, every 10 ms (at most) until they have.
         let e = start.elapsed().as_nanos() as u64;
-        let next = if e < cfg.duration_ns {
-            ((e / tick_ns + 1) * tick_ns).min(cfg.duration_ns)
+        let next = if e < cfg.duration.as_ns() {
+            ((e / tick_ns + 1) * tick_ns).min(cfg.duration.as_ns())
         } else {
             e + tick_ns.min(10_000_000)
         };
@@ -526,7 +526,7 @@ fn thread_main(
     barriers.go.wait();
     let before = rt::thread_disturbance();
     st.measure(
-        cfg.duration_ns,
+        cfg.duration.as_ns(),
         cfg.trace_threshold_ns,
         t0_ns,
         common,
@@ -763,7 +763,7 @@ mod tests {
         OslatConfig {
             cpus,
             main_cpu: None,
-            duration_ns: duration_ms * 1_000_000,
+            duration: rtgauge_model::Nanos(duration_ms * 1_000_000),
             rtprio: None,
             preheat_ns: 50_000_000,
             single_preheat: false,

@@ -295,7 +295,7 @@ impl Poller {
         observer: &mut dyn ProbeObserver<ClockResult>,
     ) -> ClockResult {
         let period_ns = (1e9 / self.plan.config.rate_hz).round().max(1.0) as u64;
-        let duration_ns = self.plan.config.duration_ns;
+        let duration_ns = self.plan.config.duration.as_ns();
         observer.start(None);
         let t0 = now_ns(Clock::Monotonic);
         let stop_reason = loop {

@@ -240,7 +240,7 @@ mod tests {
                 path: "/2b".into(),
                 cpus: vec![3],
                 concurrency: 8,
-                duration_ns: 1_000_000_000,
+                duration: rtgauge_model::Nanos(1_000_000_000),
                 timeout_ns: 1_000_000_000,
                 close: CloseMode::Server,
                 max_transactions: 1000,

@@ -139,7 +139,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         let mut seg_plan = plan.clone();
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let seg = left.map_or(SEGMENT, |l| l.min(SEGMENT));
-        seg_plan.config.duration_ns = Some(seg.as_nanos() as u64);
+        seg_plan.config.duration = Some(rtgauge_model::Nanos(seg.as_nanos() as u64));
         let result = measure_segment(a, &seg_plan, (&state, net.as_ref()), &live, &stop)?;
         if !warned {
             super::warn_all(&rtgauge_report::kind::KindView::shortfalls(&result));
@@ -485,7 +485,7 @@ fn segment_plan(a: &MonitorArgs, setup: &MonitorPlan) -> CyclicPlan {
             policy: SchedPolicy::Fifo,
             priority: a.priority,
             priospread: false,
-            duration_ns: Some(SEGMENT.as_nanos() as u64),
+            duration: Some(rtgauge_model::Nanos(SEGMENT.as_nanos() as u64)),
             loops: None,
             relative: false,
             skip_missed: false,

@@ -71,7 +71,7 @@ impl StorePeriod {
         for (t, w) in r.threads.iter_mut().zip(&self.windows) {
             t.windows = w.windows();
         }
-        r.config.duration_ns = Some(r.elapsed_ns);
+        r.config.duration = Some(rtgauge_model::Nanos(r.elapsed_ns));
         r.accounting = Some(rtgauge_host::accounting::delta(
             &self.before,
             &rtgauge_host::accounting::read_sample(&root),
