@@ -129,7 +129,7 @@ impl IntervalVerdict {
         let smis = match self.smis {
             Some(n) if n > 0 => format!(
                 "{n} SMI{} counted on CPU {} in that interval: firmware (System Management Mode) ran on it then, \
-                 not shown to be at the worst sample (docs/hwnoise.md)",
+                 not shown to be at the worst sample (docs/why.md)",
                 if n == 1 { "" } else { "s" },
                 self.cpu
             ),

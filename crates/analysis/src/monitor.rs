@@ -1,13 +1,13 @@
 //! The state of `rtgauge monitor`: the latency series of each watched CPU (exact histogram buckets, peaks
 //! over a window, missed deadlines, samples above the gate, CPU time), and the audit's rules with their
 //! drift from the first pass, and how a measured segment and an audit pass fold into them (updated by the
-//! monitor's threads); `rtgauge_formats::openmetrics` renders it.
+//! monitor's threads); the series of the kinds watched beside them, as each kind's [`WatchSeries`] makes
+//! them ([`Family`]: plain data); `rtgauge_formats::openmetrics` renders it.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use rtgauge_model::latency::BucketCounts;
 pub use rtgauge_model::latency::EXPORT_BUCKETS_NS as BUCKETS_NS;
-use rtgauge_model::netlat::StreamCounts;
 
 /// Per-CPU latency series.
 #[derive(Debug, Clone, Default)]
@@ -81,20 +81,104 @@ impl WindowPeaks {
     }
 }
 
-/// A watched packet stream (`--net-bind`, `--net-dev`): its counts since the monitor started and the
-/// largest latency over the window.
-#[derive(Debug, Clone, Default)]
-pub struct NetSeries {
-    /// The stream id.
-    pub stream: u32,
-    /// Where it is received (`IP:PORT`, or the interface).
-    pub at: String,
-    /// Packets at or above it are counted, ns.
-    pub gate_ns: u64,
-    /// Its counts since the monitor started.
-    pub counts: StreamCounts,
-    /// Its largest latency per tick over the window.
-    pub peaks: WindowPeaks,
+/// A family of series as a watched kind hands it to the renderers (`rtgauge_formats::openmetrics`): its
+/// name and help, and one value per label set, all of the family's type. Plain data, so that the renderers
+/// name no kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// The family's name (`rtgauge_net_packets_lost`; a counter's without `_total`).
+    pub name: &'static str,
+    /// Its help text.
+    pub help: &'static str,
+    /// Its series, one per label set.
+    pub values: Values,
+}
+
+/// Label names and values, in order.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// A family's series by its type (an integer gauge is written `1`, a float gauge as the float).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    /// Gauges of whole numbers (a 0/1 state).
+    Gauges(Vec<(Labels, i64)>),
+    /// Gauges of measured values (seconds, a time stamp).
+    GaugesF(Vec<(Labels, f64)>),
+    /// Counters.
+    Counters(Vec<(Labels, u64)>),
+    /// Histograms in the export's buckets ([`BUCKETS_NS`]), each with its exact count and sum.
+    Histograms(Vec<(Labels, BucketCounts)>),
+}
+
+impl Family {
+    /// A family of integer gauges.
+    pub fn gauges(
+        name: &'static str,
+        help: &'static str,
+        v: impl IntoIterator<Item = (Labels, i64)>,
+    ) -> Family {
+        Family {
+            name,
+            help,
+            values: Values::Gauges(v.into_iter().collect()),
+        }
+    }
+
+    /// A family of float gauges.
+    pub fn gauges_f(
+        name: &'static str,
+        help: &'static str,
+        v: impl IntoIterator<Item = (Labels, f64)>,
+    ) -> Family {
+        Family {
+            name,
+            help,
+            values: Values::GaugesF(v.into_iter().collect()),
+        }
+    }
+
+    /// A family of counters.
+    pub fn counters(
+        name: &'static str,
+        help: &'static str,
+        v: impl IntoIterator<Item = (Labels, u64)>,
+    ) -> Family {
+        Family {
+            name,
+            help,
+            values: Values::Counters(v.into_iter().collect()),
+        }
+    }
+
+    /// A family of histograms.
+    pub fn histograms(
+        name: &'static str,
+        help: &'static str,
+        v: impl IntoIterator<Item = (Labels, BucketCounts)>,
+    ) -> Family {
+        Family {
+            name,
+            help,
+            values: Values::Histograms(v.into_iter().collect()),
+        }
+    }
+}
+
+/// A watched kind's series in the monitor's state (`rtgauge monitor --net-bind`, `--clock`): kept by the
+/// kind's watch (`rtgauge_session::watch`), rendered as [`Family`]s.
+pub trait WatchSeries: std::fmt::Debug + Send + Sync {
+    /// Its series as families, in the order they are served.
+    fn families(&self) -> Vec<Family>;
+    /// A copy, for a rendering taken outside the state's lock.
+    fn clone_box(&self) -> Box<dyn WatchSeries>;
+    /// Itself, for its watch to update (the watch knows its type).
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl Clone for Box<dyn WatchSeries> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
 }
 
 /// One audit rule as the monitor last saw it.
@@ -139,10 +223,9 @@ pub struct MonitorState {
     /// What the last segment asked for and did not get (a real-time policy refused, …): its latency
     /// series are then not of what was asked.
     pub unmet: Vec<rtgauge_model::conditions::Unmet>,
-    /// The watched packet stream, if any.
-    pub net: Option<NetSeries>,
-    /// The time sources followed (`--clock`), as last polled, if any.
-    pub clock: Option<rtgauge_model::clock::ClockResult>,
+    /// The series of each kind watched beside the timer threads (a packet stream, the time sources), in
+    /// the order their watches started.
+    pub watched: Vec<Box<dyn WatchSeries>>,
     /// What the `/metrics` endpoint did with its connections, copied in for the rendering that serves
     /// them (absent from the textfile, which no endpoint serves).
     pub endpoint: Option<EndpointCounts>,

@@ -1,4 +1,5 @@
-//! The command line: one clap definition per verb is the single source of truth for parsing and `--help`.
+//! The command line: one clap definition per verb is the single source of truth for parsing and `--help`,
+//! and the verbs' dispatch to their modules (the one place in the binary that lists the verbs).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -23,7 +24,7 @@ pub enum Command {
     /// OS noise seen by a busy-polling thread (oslat's measurement; accepts oslat's flags).
     Oslat(Box<rtgauge_flags::oslat::OslatArgs>),
     /// Network-function capacity: connections per second, throughput, and a reference HTTP server.
-    Net(Box<rtgauge_flags::net::NetArgs>),
+    Net(Box<NetVerb>),
     /// The main job: fingerprint and audit the platform, run a profile of probes, judge, store.
     Run(rtgauge_flags::run::RunArgs),
     /// List, show, delete or export stored runs.
@@ -71,6 +72,63 @@ pub enum Command {
     /// The virtualization tax from both sides: what a VM's host did to its vCPU threads (observe, on the
     /// host), the guest's clock (clock-serve, in the guest), and a guest run's spikes joined with it (join).
     Vm(rtgauge_flags::vm::VmArgs),
+}
+
+/// `rtgauge net`: two kinds under one verb, network-function capacity (`serve`, `cps`, `throughput`) and
+/// packet latency (`latency`, `reflect`).
+#[derive(Debug, clap::Args)]
+pub struct NetVerb {
+    #[command(subcommand)]
+    pub command: NetSubcommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NetSubcommand {
+    #[command(flatten)]
+    Capacity(rtgauge_flags::net::NetCommand),
+    #[command(flatten)]
+    Latency(rtgauge_flags::net_latency::NetLatencyCommand),
+}
+
+impl Command {
+    /// Run the verb: its module of [`crate::cmd`] (the `net` verb's `latency` and `reflect` are the packet
+    /// latency kind's).
+    pub fn run(&self) -> anyhow::Result<ExitCode> {
+        use crate::cmd;
+        use rtgauge_flags::net_latency::NetLatencyCommand;
+        match self {
+            Command::Cyclic(a) => cmd::cyclic::run(a),
+            Command::Capacity(a) => cmd::capacity::run(a),
+            Command::Oslat(a) => cmd::oslat::run(a),
+            Command::Net(a) => match &a.command {
+                NetSubcommand::Capacity(c) => cmd::net::run(c),
+                NetSubcommand::Latency(NetLatencyCommand::Latency(l)) => cmd::net_latency::run(l),
+                NetSubcommand::Latency(NetLatencyCommand::Reflect(r)) => {
+                    cmd::net_latency::reflect(r)
+                }
+            },
+            Command::Run(a) => cmd::run::run(a),
+            Command::Runs(a) => cmd::runs::run(a),
+            Command::Export(a) => cmd::runs::export(a, &a.db),
+            Command::Import(a) => cmd::runs::import(a),
+            Command::Push(a) => cmd::push::run(a),
+            Command::Report(a) => cmd::report::report(a),
+            Command::Compare(a) => cmd::compare::compare(a),
+            Command::Verify(a) => cmd::verify::run(a),
+            Command::Audit(a) => cmd::audit::run(a),
+            Command::Fingerprint(a) => cmd::fingerprint::run(a),
+            Command::Ops(a) => cmd::ops::run(a),
+            Command::Hwnoise(a) => cmd::hwnoise::run(a),
+            Command::Clock(a) => cmd::clock::run(a),
+            Command::Mem(a) => cmd::mem::run(a),
+            Command::Numa(a) => cmd::numa::run(a),
+            Command::Plan(a) => cmd::plan::run(a),
+            Command::Monitor(a) => cmd::monitor::run(a),
+            Command::Load(a) => cmd::load::run(a),
+            Command::Fleet(a) => cmd::fleet::run(a),
+            Command::Vm(a) => cmd::vm::run(a),
+        }
+    }
 }
 
 /// Print a command-line error as one line naming the offending flag, and exit 2 (help and version exit 0).

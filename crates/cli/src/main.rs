@@ -19,32 +19,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return cli::report_parse_error(&e),
     };
-    let result = match &cli.command {
-        cli::Command::Cyclic(a) => cmd::cyclic::run(a),
-        cli::Command::Capacity(a) => cmd::capacity::run(a),
-        cli::Command::Oslat(a) => cmd::oslat::run(a),
-        cli::Command::Net(a) => cmd::net::run(a),
-        cli::Command::Run(a) => cmd::run::run(a),
-        cli::Command::Runs(a) => cmd::runs::run(a),
-        cli::Command::Export(a) => cmd::runs::export(a, &a.db),
-        cli::Command::Import(a) => cmd::runs::import(a),
-        cli::Command::Push(a) => cmd::push::run(a),
-        cli::Command::Report(a) => cmd::report::report(a),
-        cli::Command::Compare(a) => cmd::compare::compare(a),
-        cli::Command::Verify(a) => cmd::verify::run(a),
-        cli::Command::Audit(a) => cmd::audit::run(a),
-        cli::Command::Fingerprint(a) => cmd::fingerprint::run(a),
-        cli::Command::Ops(a) => cmd::ops::run(a),
-        cli::Command::Hwnoise(a) => cmd::hwnoise::run(a),
-        cli::Command::Clock(a) => cmd::clock::run(a),
-        cli::Command::Mem(a) => cmd::mem::run(a),
-        cli::Command::Numa(a) => cmd::numa::run(a),
-        cli::Command::Plan(a) => cmd::plan::run(a),
-        cli::Command::Monitor(a) => cmd::monitor::run(a),
-        cli::Command::Load(a) => cmd::load::run(a),
-        cli::Command::Fleet(a) => cmd::fleet::run(a),
-        cli::Command::Vm(a) => cmd::vm::run(a),
-    };
+    let result = cli.command.run();
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -7,7 +7,7 @@ use clap::Args;
 use rtgauge_host::HostRoot;
 use rtgauge_model::clock::{ClockConfig, SourceKind};
 use rtgauge_model::{CpuSet, Nanos};
-use rtgauge_probe::timesync::{discover, ClockPlan, SourceSpec};
+use rtgauge_probe::clock::{discover, ClockPlan, SourceSpec};
 
 /// How well the clock is kept: every 1/--rate s, what disciplines it and how well — ptp4l through its
 /// management socket (offset from the master, port state, grandmaster), chrony through its command socket
@@ -95,7 +95,7 @@ pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
         return Err(format!("'{s}': no path"));
     }
     if kind == SourceKind::Host {
-        rtgauge_vmhost::clock::Channel::parse(path, "host").map_err(|e| format!("'{s}': {e}"))?;
+        rtgauge_vmhost::channel::Channel::parse(path, "host").map_err(|e| format!("'{s}': {e}"))?;
     }
     Ok(SourceSpec {
         kind,
@@ -136,7 +136,7 @@ pub fn plan(
             sources: sources.iter().map(SourceSpec::name).collect(),
         },
         sources,
-        peer: Some(rtgauge_vmhost::clock::peer_opener()),
+        peer: Some(rtgauge_vmhost::channel::peer_opener()),
     })
 }
 
@@ -198,5 +198,57 @@ impl super::stage::StagePlan for ClockPlan {
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
         Box::new(rtgauge_session::kind::clock::ClockSources(self))
+    }
+}
+
+/// `rtgauge monitor`'s flags for the time sources followed beside its timer threads.
+#[derive(Debug, Clone, Args)]
+pub struct SourcesWatchArgs {
+    /// Also follow how well the clock is kept (as `rtgauge clock`): the time sources found (ptp4l's and
+    /// chrony's default sockets) and the kernel's steps become rtgauge_clock_* series.
+    #[arg(long = "clock")]
+    pub clock: bool,
+
+    /// A time source to follow instead of those found, as KIND:PATH: ptp4l:/var/run/ptp4l,
+    /// chrony:/run/chrony/chronyd.sock, phc:/dev/ptp0, host:CHANNEL (in a guest, its host's clock over
+    /// `rtgauge vm`'s channel) (repeatable; implies --clock).
+    #[arg(long = "clock-source", value_name = "KIND:PATH", value_parser = parse_source)]
+    pub clock_source: Vec<rtgauge_probe::clock::SourceSpec>,
+
+    /// Time-source polls per second (0.1 to 100).
+    #[arg(long = "clock-rate", value_name = "HZ", default_value_t = 1.0)]
+    pub clock_rate: f64,
+
+    /// The PTP domain ptp4l runs in (24 under G.8275.1, 44 under G.8275.2).
+    #[arg(long = "clock-ptp-domain", value_name = "N", default_value_t = 0)]
+    pub clock_ptp_domain: u8,
+
+    /// A source is locked while its |offset| stays within this (rtgauge_clock_locked). Default: 1us for
+    /// ptp4l and a PHC, 1ms for chrony and the host's clock.
+    #[arg(long = "clock-lock", value_name = "TIME", value_parser = parse_duration_arg)]
+    pub clock_lock: Option<Nanos>,
+}
+
+impl SourcesWatchArgs {
+    /// The watch asked for (`--clock`, or a `--clock-source`), if any: its sources polled until the
+    /// monitor's end.
+    pub fn watch(
+        &self,
+        m: &super::kinds::WatchPlace<'_>,
+    ) -> anyhow::Result<Option<Box<dyn rtgauge_session::watch::Watch>>> {
+        if !self.clock && self.clock_source.is_empty() {
+            return Ok(None);
+        }
+        let plan = plan(
+            self.clock_rate,
+            self.clock_lock,
+            m.duration.unwrap_or(Nanos(u64::MAX)),
+            self.clock_source.clone(),
+            self.clock_ptp_domain,
+        )
+        .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--", "--clock-", 1)))?;
+        Ok(Some(Box::new(
+            rtgauge_session::kind::clock::SourcesWatch::new(plan),
+        )))
     }
 }

@@ -14,8 +14,8 @@ use rtgauge_host::HostRoot;
 use rtgauge_model::cyclic::CyclicConfig;
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::{CpuSet, Nanos};
-use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::CyclicPlan;
+use rtgauge_probe::time::ClockId;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ pub struct CyclicArgs {
 
     /// Clock to measure with: 0 or monotonic (default), 1 or realtime.
     #[arg(short = 'c', long = "clock", value_name = "CLOCK", default_value = "monotonic", value_parser = parse_clock)]
-    pub clock: Clock,
+    pub clock: ClockId,
 
     /// Do not touch /dev/cpu_dma_latency (measure the system as it is configured).
     #[arg(long = "default-system", alias = "laptop")]
@@ -188,10 +188,10 @@ pub struct CyclicArgs {
     pub help: Option<bool>,
 }
 
-fn parse_clock(s: &str) -> Result<Clock, String> {
+fn parse_clock(s: &str) -> Result<ClockId, String> {
     match s {
-        "0" | "monotonic" => Ok(Clock::Monotonic),
-        "1" | "realtime" => Ok(Clock::Realtime),
+        "0" | "monotonic" => Ok(ClockId::Monotonic),
+        "1" | "realtime" => Ok(ClockId::Realtime),
         _ => Err("expected 0/monotonic or 1/realtime".into()),
     }
 }
@@ -537,7 +537,7 @@ mod tests {
         assert_eq!(c.spike_threshold_ns, None);
         assert_eq!(c.break_threshold_ns, None);
         assert_eq!(c.timeline_interval_ns, 1_000_000_000);
-        assert_eq!(r.plan.clock, Clock::Monotonic);
+        assert_eq!(r.plan.clock, ClockId::Monotonic);
         assert!(r.plan.mlockall);
         assert_eq!(r.plan.dma_latency_us, Some(0));
         assert_eq!(r.plan.main_cpus, Some(set("1")));
@@ -652,7 +652,7 @@ mod tests {
         assert_eq!(c.unit_ns, 1, "-N: buckets and output in ns");
         assert_eq!(c.loops, Some(1000));
         assert!(c.relative && c.skip_missed);
-        assert_eq!(r.plan.clock, Clock::Realtime);
+        assert_eq!(r.plan.clock, ClockId::Realtime);
         let c = resolved("-l 0 -D 0").plan.config;
         assert_eq!((c.loops, c.duration), (None, None), "0 = unlimited");
         let c = resolved("-D 90 --timeline-interval 100ms").plan.config;

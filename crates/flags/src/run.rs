@@ -2,8 +2,9 @@
 //! profile parsed and resolved by its own verb's flags (so a profile's `flags` mean what they mean on the
 //! command line), with the profile's duration, `--trace`, `--load` and the episode threshold its gates set.
 
+use super::kinds::from_profile;
 use super::parse_positive_duration;
-use super::stage::{from_profile, Stage, StageContext};
+use super::stage::{Stage, StageContext};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};

@@ -1,8 +1,7 @@
 //! A profile probe as `run` measures it: each kind's flags parsed and resolved by the kind's own flags
-//! module into a [`Stage`] ([`from_profile`]: the one list of kinds in the flags), whose plan `run` reaches
+//! module into a [`Stage`] (through the registry, `crate::kinds::from_profile`), whose plan `run` reaches
 //! only through one trait ([`StagePlan`]).
 
-use super::{clock, cyclic, hwnoise, mem, net, numa, ops, oslat};
 use anyhow::Context as _;
 use clap::Parser;
 use rtgauge_host::HostRoot;
@@ -10,21 +9,6 @@ use rtgauge_model::attribution::EpisodeThreshold;
 use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_session::load::LoadRequest;
-
-/// How each kind's flags become a profile stage: its module's `from_profile`.
-pub fn from_profile(kind: ProbeKind) -> FromProfile {
-    match kind {
-        ProbeKind::Cyclic => cyclic::from_profile,
-        ProbeKind::Oslat => oslat::from_profile,
-        ProbeKind::Hwnoise => hwnoise::from_profile,
-        ProbeKind::Net => net::from_profile,
-        ProbeKind::NetLatency => net::latency_from_profile,
-        ProbeKind::Ops => ops::from_profile,
-        ProbeKind::Mem => mem::from_profile,
-        ProbeKind::Numa => numa::from_profile,
-        ProbeKind::Clock => clock::from_profile,
-    }
-}
 
 /// A kind's stage from a profile's flags for it (the placeholders filled in, no program name) and what
 /// the profile sets beside them.

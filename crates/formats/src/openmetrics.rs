@@ -36,8 +36,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
-use rtgauge_analysis::monitor::{CpuSeries, MonitorState, RuleState, BUCKETS_NS};
-use rtgauge_model::clock::SourceResult;
+use rtgauge_analysis::monitor::{CpuSeries, MonitorState, RuleState, Values, BUCKETS_NS};
 use rtgauge_model::latency::BucketCounts;
 use std::fmt::Write as _;
 
@@ -70,8 +69,7 @@ impl prometheus_client::collector::Collector for MonitorCollector {
         encode_latency(s, &mut enc)?;
         encode_cpu_time(s, &mut enc)?;
         encode_audit(s, &mut enc)?;
-        encode_net(s, &mut enc)?;
-        encode_clock(s, &mut enc)?;
+        encode_watched(s, &mut enc)?;
         encode_endpoint(s, &mut enc)
     }
 }
@@ -288,181 +286,41 @@ fn encode_audit(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
     Ok(())
 }
 
-/// The watched packet stream's series, where one is watched.
-fn encode_net(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
-    let Some(n) = &s.net else {
-        return Ok(());
-    };
-    let c = &n.counts;
-    let stream = || vec![("stream", n.stream.to_string())];
-    let stage = |name: &str| {
-        let mut l = stream();
-        l.push(("stage", name.to_string()));
-        l
-    };
-    family(
-        enc,
-        "rtgauge_net_stream_info",
-        "The watched packet stream: its id and where it is received.",
-        MetricType::Gauge,
-        [(
-            vec![("stream", n.stream.to_string()), ("at", n.at.clone())],
-            ConstGauge::new(1i64),
-        )],
-    )?;
-    histograms(
-        enc,
-        "rtgauge_net_latency_seconds",
-        "Packet latency of the watched stream, per stage: total (send to the receiving thread), path (send to the kernel's receive timestamp), wakeup (kernel to thread). Sent on the sender's CLOCK_REALTIME, taken as this host's.",
-        [
-            (stage("total"), &c.latency),
-            (stage("path"), &c.path),
-            (stage("wakeup"), &c.wakeup),
-        ],
-    )?;
-    family(
-        enc,
-        "rtgauge_net_latency_window_max_seconds",
-        "Largest packet latency of the watched stream in the last window (--window).",
-        MetricType::Gauge,
-        [(
-            stream(),
-            ConstGauge::new(n.peaks.max_ns() as f64 / NS_PER_S),
-        )],
-    )?;
-    for (name, help, value) in [
-        ("rtgauge_net_packets_received", "Packets of the watched stream received (duplicates not counted).", c.received),
-        ("rtgauge_net_packets_lost", "Packets of the watched stream never received: counted once 8,192 later ones arrived, or after 1 s without a packet.", c.lost),
-        ("rtgauge_net_packets_stale", "Packets that arrived after they were counted lost.", c.stale),
-        ("rtgauge_net_packets_reordered", "Packets received after a higher-numbered one.", c.reordered),
-        ("rtgauge_net_packets_duplicate", "Packets received again.", c.duplicates),
-        ("rtgauge_net_packets_foreign", "Datagrams or frames at the watched address that are not of the stream, or not of its sender's current run.", c.foreign),
-        ("rtgauge_net_packets_above_gate", "Packets received with a latency at or above the gate (rtgauge_net_gate_seconds).", c.above_gate),
-        ("rtgauge_net_sender_restarts", "Times the stream's sender started again (its numbers begin anew).", c.restarts),
-        ("rtgauge_net_receive_errors", "Receive calls on the watched socket that failed.", c.receive_errors),
-    ] {
-        family(enc, name, help, MetricType::Counter, [(stream(), ConstCounter::new(value))])?;
+/// The series of the kinds watched beside the timer threads, as each kind makes them: every family with
+/// its descriptor, also one without series yet.
+fn encode_watched(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+    for f in s.watched.iter().flat_map(|w| w.families()) {
+        match &f.values {
+            Values::Gauges(v) => family(
+                enc,
+                f.name,
+                f.help,
+                MetricType::Gauge,
+                v.iter().map(|(l, x)| (l.clone(), ConstGauge::new(*x))),
+            )?,
+            Values::GaugesF(v) => family(
+                enc,
+                f.name,
+                f.help,
+                MetricType::Gauge,
+                v.iter().map(|(l, x)| (l.clone(), ConstGauge::new(*x))),
+            )?,
+            Values::Counters(v) => family(
+                enc,
+                f.name,
+                f.help,
+                MetricType::Counter,
+                v.iter().map(|(l, x)| (l.clone(), ConstCounter::new(*x))),
+            )?,
+            Values::Histograms(v) => {
+                histograms(enc, f.name, f.help, v.iter().map(|(l, h)| (l.clone(), h)))?
+            }
+        }
     }
-    family(
-        enc,
-        "rtgauge_net_last_packet_timestamp_seconds",
-        "When the watched stream's last packet was received, Unix time (0 before the first): a silent stream stops moving it.",
-        MetricType::Gauge,
-        [(stream(), ConstGauge::new(c.last_unix_ns as f64 / NS_PER_S))],
-    )?;
-    family(
-        enc,
-        "rtgauge_net_gate_seconds",
-        "The packet latency bound packets are counted against (--net-gate).",
-        MetricType::Gauge,
-        [(vec![], ConstGauge::new(n.gate_ns as f64 / NS_PER_S))],
-    )
+    Ok(())
 }
 
 /// The endpoint's own connections, where an endpoint serves the rendering.
-/// A per-source series: its name, its help, and its value of a source (none: the series has no sample for
-/// that source).
-type SourceSeries<T> = (&'static str, &'static str, fn(&SourceResult) -> T);
-
-/// The time sources' series, where they are followed.
-fn encode_clock(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
-    let Some(c) = &s.clock else {
-        return Ok(());
-    };
-    let secs = |ns: i64| ns as f64 / NS_PER_S;
-    let source = |x: &SourceResult| vec![("source", x.name())];
-    let gauges: [SourceSeries<Option<f64>>; 9] = [
-        ("rtgauge_clock_offset_seconds", "The last offset the source measured (ptp4l: from its master; chrony: its last; phc: PHC − system clock); none while it cannot be read.", |x| x.last.as_ref()?.offset_ns.filter(|_| x.readable).map(|o| o as f64 / NS_PER_S)),
-        ("rtgauge_clock_offset_max_seconds", "The largest |offset| since the source first locked (every offset while it never did).", |x| x.offset_max_ns().map(|o| o as f64 / NS_PER_S)),
-        ("rtgauge_clock_locked", "1 while the source's |offset| stays within the lock bound (rtgauge_clock_lock_bound_seconds).", |x| Some(f64::from(u8::from(x.locked_now)))),
-        ("rtgauge_clock_holdover", "1 while the source has lost its reference (a PTP port left UNCALIBRATED/SLAVE; chrony unsynchronised).", |x| Some(f64::from(u8::from(x.in_holdover)))),
-        ("rtgauge_clock_settled", "1 once the source has locked since the monitor started (its |offset| distribution counts from then).", |x| Some(f64::from(u8::from(x.locked)))),
-        ("rtgauge_clock_following", "1 while the source follows a reference (a PTP port UNCALIBRATED or SLAVE; chrony synchronised): 0 on a grandmaster.", |x| Some(f64::from(u8::from(x.following)))),
-        ("rtgauge_clock_serving", "1 while the source is a reference itself, following none (a PTP grandmaster: a port MASTER).", |x| Some(f64::from(u8::from(x.serving)))),
-        ("rtgauge_clock_up", "1 while the source answers its polls.", |x| Some(f64::from(u8::from(x.readable)))),
-        ("rtgauge_clock_path_delay_seconds", "The source's path delay (PTP mean path delay, chrony root delay, a PHC read's bound).", |x| x.last.as_ref()?.delay_ns.map(|d| d as f64 / NS_PER_S)),
-    ];
-    for (name, help, value) in gauges {
-        let series: Vec<_> = c
-            .sources
-            .iter()
-            .filter_map(|x| Some((source(x), ConstGauge::new(value(x)?))))
-            .collect();
-        family(enc, name, help, MetricType::Gauge, series)?;
-    }
-    let counters: [SourceSeries<u64>; 4] = [
-        ("rtgauge_clock_unlocks", "Times the source's |offset| went beyond the lock bound while locked.", |x| x.unlocks),
-        ("rtgauge_clock_holdovers", "Times the source lost its reference.", |x| x.holdover_count()),
-        ("rtgauge_clock_reference_changes", "Times the source came to follow another reference (a new grandmaster, chrony's new source; not the same one back).", |x| x.reference_changes),
-        ("rtgauge_clock_poll_errors", "Polls of the source that failed.", |x| x.errors),
-    ];
-    for (name, help, value) in counters {
-        let series = c
-            .sources
-            .iter()
-            .map(|x| (source(x), ConstCounter::new(value(x))));
-        family(enc, name, help, MetricType::Counter, series)?;
-    }
-    family(
-        enc,
-        "rtgauge_clock_state_info",
-        "The source's state: a ptp4l port state, chrony's leap status, a PHC readable.",
-        MetricType::Gauge,
-        c.sources.iter().filter_map(|x| {
-            let mut l = source(x);
-            l.push(("state", x.last.as_ref()?.state.clone()));
-            Some((l, ConstGauge::new(1i64)))
-        }),
-    )?;
-    family(
-        enc,
-        "rtgauge_clock_reference_info",
-        "The source's reference: a PTP grandmaster's identity and clockClass, chrony's source and stratum.",
-        MetricType::Gauge,
-        c.sources.iter().filter_map(|x| {
-            let r = x.last.as_ref()?.reference.as_ref()?;
-            let mut l = source(x);
-            l.push(("reference", r.id.clone()));
-            l.push(("class", r.class.map_or(String::new(), |c| c.to_string())));
-            Some((l, ConstGauge::new(1i64)))
-        }),
-    )?;
-    family(
-        enc,
-        "rtgauge_clock_lock_bound_seconds",
-        "A source is locked while its |offset| stays within this (--clock-lock; by default 1 µs for PTP, 1 ms for chrony).",
-        MetricType::Gauge,
-        c.sources
-            .iter()
-            .map(|x| (source(x), ConstGauge::new(x.lock_ns as f64 / NS_PER_S))),
-    )?;
-    let k = &c.kernel;
-    family(
-        enc,
-        "rtgauge_clock_steps",
-        "Steps of CLOCK_REALTIME (its difference to CLOCK_MONOTONIC moved) since the monitor started.",
-        MetricType::Counter,
-        [(vec![], ConstCounter::new(k.step_count()))],
-    )?;
-    family(
-        enc,
-        "rtgauge_clock_last_step_seconds",
-        "The size of the last step of CLOCK_REALTIME (positive: forward), 0 before the first.",
-        MetricType::Gauge,
-        [(
-            vec![],
-            ConstGauge::new(secs(k.last_step.map_or(0, |x| x.by_ns))),
-        )],
-    )?;
-    family(
-        enc,
-        "rtgauge_clock_synchronised",
-        "1 while the kernel counts the system clock synchronised (adjtimex: no STA_UNSYNC, not TIME_ERROR).",
-        MetricType::Gauge,
-        [(vec![], ConstGauge::new(i64::from(k.last.is_some_and(|a| a.synchronised()))))],
-    )
-}
-
 fn encode_endpoint(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
     let Some(e) = &s.endpoint else {
         return Ok(());
@@ -599,7 +457,7 @@ mod tests {
     fn a_watched_stream_has_its_series_only_where_one_is_watched() {
         let mut s = state();
         assert!(!render_openmetrics(&s).contains("rtgauge_net"));
-        let mut n = rtgauge_analysis::monitor::NetSeries {
+        let mut n = rtgauge_analysis::kind::net_latency::NetSeries {
             stream: 7,
             at: "10.0.0.2:7000".into(),
             gate_ns: 250_000,
@@ -611,7 +469,7 @@ mod tests {
         n.counts.latency.count = 10;
         n.counts.latency.sum_ns = 300_000;
         n.peaks.add(1, 40_000, 15_000_000_000);
-        s.net = Some(n);
+        s.watched.push(Box::new(n));
         let t = render_textfile(&s);
         for line in [
             "rtgauge_net_stream_info{stream=\"7\",at=\"10.0.0.2:7000\"} 1",
@@ -675,26 +533,29 @@ mod tests {
             by_ns: -20_000_000,
             bound_ns: 50,
         };
-        s.clock = Some(ClockResult {
-            config: ClockConfig {
-                rate_hz: 1.0,
-                duration: rtgauge_model::Nanos::from_secs(60),
-                lock_ns: None,
-                sources: Vec::new(),
-            },
-            stop_reason: rtgauge_model::kind::StopReason::Duration,
-            elapsed_ns: 1,
-            kernel: KernelClock {
-                steps: vec![step],
-                last_step: Some(step),
-                ..KernelClock::default()
-            },
-            sources: vec![
-                source("/a", Some("020000.fffe.000c02"), -250),
-                source("/b", None, 7),
-            ],
-            left_out: Vec::new(),
-        });
+        s.watched
+            .push(Box::new(rtgauge_analysis::kind::clock::ClockSeries(Some(
+                ClockResult {
+                    config: ClockConfig {
+                        rate_hz: 1.0,
+                        duration: rtgauge_model::Nanos::from_secs(60),
+                        lock_ns: None,
+                        sources: Vec::new(),
+                    },
+                    stop_reason: rtgauge_model::kind::StopReason::Duration,
+                    elapsed_ns: 1,
+                    kernel: KernelClock {
+                        steps: vec![step],
+                        last_step: Some(step),
+                        ..KernelClock::default()
+                    },
+                    sources: vec![
+                        source("/a", Some("020000.fffe.000c02"), -250),
+                        source("/b", None, 7),
+                    ],
+                    left_out: Vec::new(),
+                },
+            ))));
         let t = render_textfile(&s);
         for line in [
             "rtgauge_clock_offset_seconds{source=\"ptp4l:/a\"} -2.5e-7",

@@ -24,7 +24,7 @@ macro_rules! with_kinds {
                 "Hardware and firmware noise (`rtgauge hwnoise`).";
             Net => $crate::net::NetResult, "net",
                 "Network-function capacity (`rtgauge net cps|throughput`).";
-            NetLatency => $crate::netlat::NetLatencyResult, "net_latency",
+            NetLatency => $crate::net_latency::NetLatencyResult, "net_latency",
                 "Packet latency through the platform (`rtgauge net latency`).";
             Ops => $crate::ops::OpsResult, "ops",
                 "OS-primitive latencies (`rtgauge ops`).";

@@ -30,7 +30,7 @@ pub mod load;
 pub mod measure;
 pub mod mem;
 pub mod net;
-pub mod netlat;
+pub mod net_latency;
 pub mod numa;
 pub mod ops;
 pub mod oslat;

@@ -428,6 +428,29 @@ pub struct HostJoin {
     pub missing: Vec<String>,
 }
 
+/// A run's view of another machine's clock read over `rtgauge vm`'s channel (a receive-only packet
+/// stream's of its sender's): what was added to put each send time on the
+/// receiver's clock, and how far it can be off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerClock {
+    /// How the send times were put on this clock.
+    pub method: String,
+    /// The receiver's CLOCK_MONOTONIC minus the sender's, ns (by the first burst): with this side's
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC it is what puts every send time on the receiver's clock.
+    pub offset_ns: i64,
+    /// Each latency is right within ± this, ns (the exchange's bound and how far the offset wandered over
+    /// the run); `None`: not known (two CLOCK_REALTIMEs, as synchronised as they are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_ns: Option<u64>,
+    /// How far the offset moved between the first exchange and the others, ns (largest).
+    #[serde(default)]
+    pub wander_ns: u64,
+    /// The exchanges, as `rtgauge vm observe` records them (this receiver as the guest, the sender as the
+    /// host): what `rtgauge vm join` puts the receiver's episodes on the sender's clock with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<ClockSync>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

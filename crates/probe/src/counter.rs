@@ -6,7 +6,7 @@
 //! bracketed by the tightest of several clock/counter read pairs; the median is used and the spread kept.
 //! After a run, [`Calibration::cross_check_ppm`] compares counter-derived and clock elapsed times.
 
-use crate::clock::{self, Clock};
+use crate::time::{self, ClockId};
 
 /// Name of the counter this build reads.
 #[cfg(target_arch = "x86_64")]
@@ -38,7 +38,7 @@ pub fn read() -> u64 {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        clock::now_ns(Clock::MonotonicRaw)
+        time::now_ns(ClockId::MonotonicRaw)
     }
 }
 
@@ -82,9 +82,9 @@ pub struct Calibration {
 fn paired_read() -> (u64, u64) {
     let mut best = (u64::MAX, 0, 0);
     for _ in 0..8 {
-        let a = clock::now_ns(Clock::MonotonicRaw);
+        let a = time::now_ns(ClockId::MonotonicRaw);
         let c = read();
-        let b = clock::now_ns(Clock::MonotonicRaw);
+        let b = time::now_ns(ClockId::MonotonicRaw);
         if b - a < best.0 {
             best = (b - a, a + (b - a) / 2, c);
         }

@@ -12,13 +12,13 @@
 //!
 //! Nothing in [`measure`] allocates, locks, prints or does I/O other than the two clock calls.
 
-use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::handover::{self, Emptier, Filler};
 use crate::observe::ProbeObserver;
 use crate::recorder::WindowRecorder;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
+use crate::time::{self, ClockId};
 use crate::ProbeError;
 pub use rtgauge_model::cyclic::LiveThread;
 use rtgauge_model::cyclic::{CyclicConfig, CyclicResult, CyclicThread, LinearHistogram, Spike};
@@ -37,7 +37,7 @@ pub struct CyclicPlan {
     /// The measurement as the run document records it (threads, interval, priorities, histogram).
     pub config: CyclicConfig,
     /// The clock the threads sleep on and read.
-    pub clock: Clock,
+    pub clock: ClockId,
     /// Lock memory (`mlockall`) before measuring.
     pub mlockall: bool,
     /// `/dev/cpu_dma_latency` request in µs; `None` leaves the system as it is.
@@ -315,7 +315,7 @@ fn spawn_threads(
 ) -> Result<(CyclicCollector, Vec<JoinHandle<ThreadOutput>>), ProbeError> {
     let cfg = &plan.config;
     let n = intervals.len();
-    let t0 = clock::now_ns(plan.clock);
+    let t0 = time::now_ns(plan.clock);
     let mut col = CyclicCollector {
         timeline_rx: Vec::with_capacity(n),
         hist_rx: Vec::with_capacity(n),
@@ -824,20 +824,20 @@ fn measure(
     let interval = p.interval_ns;
     let tl_ns = cfg.timeline_interval_ns.max(1);
     let index = p.index as u32;
-    let start = clock::now_ns(clk);
+    let start = time::now_ns(clk);
     let mut next = start + interval;
     let end = cfg.duration.map(|d| start.saturating_add(d.as_ns()));
     let max_cycles = cfg.loops.unwrap_or(u64::MAX);
 
     while !common.stop.is_set() {
         let r = if cfg.relative {
-            let before = clock::now_ns(clk);
+            let before = time::now_ns(clk);
             next = before + interval;
-            clock::sleep_for(clk, interval)
+            time::sleep_for(clk, interval)
         } else {
-            clock::sleep_until(clk, next)
+            time::sleep_until(clk, next)
         };
-        let now = clock::now_ns(clk);
+        let now = time::now_ns(clk);
         if r != 0 && r != libc::EINTR {
             return Some(format!("clock_nanosleep failed with error {r}"));
         }
@@ -1023,7 +1023,7 @@ mod tests {
                 break_threshold_ns: None,
                 timeline_interval_ns: 10_000_000,
             },
-            clock: Clock::Monotonic,
+            clock: ClockId::Monotonic,
             mlockall: false,
             dma_latency_us: None,
             main_cpus: None,

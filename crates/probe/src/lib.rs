@@ -27,7 +27,7 @@ pub mod load;
 pub mod load_cmd;
 pub mod mem;
 pub mod net;
-pub mod netlat;
+pub mod net_latency;
 pub mod observe;
 pub mod ops;
 pub mod oslat;
@@ -36,7 +36,7 @@ pub mod rt;
 pub mod scratch;
 pub mod smi;
 pub mod stop;
-pub mod timesync;
+pub mod time;
 pub mod trace;
 
 /// Undo what runs killed with -9 left switched on, before measuring anything: a hwlat or osnoise tracer

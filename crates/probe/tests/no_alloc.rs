@@ -7,11 +7,11 @@
 use rtgauge_model::cyclic::CyclicConfig;
 use rtgauge_model::oslat::{OslatConfig, Workload};
 use rtgauge_model::rt::SchedPolicy;
-use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::{self, CyclicPlan, LiveThread};
 use rtgauge_probe::observe::Silent;
 use rtgauge_probe::oslat::{self, OslatPlan};
 use rtgauge_probe::stop::StopFlag;
+use rtgauge_probe::time::ClockId;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -74,7 +74,7 @@ fn allocations_for(loops: u64) -> u64 {
             break_threshold_ns: None,
             timeline_interval_ns: 10_000_000, // many timeline intervals: exercises the ring
         },
-        clock: Clock::Monotonic,
+        clock: ClockId::Monotonic,
         mlockall: false,
         dma_latency_us: None,
         main_cpus: None,

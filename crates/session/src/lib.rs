@@ -27,6 +27,7 @@
 pub mod kind;
 pub mod load;
 pub mod record;
+pub mod watch;
 pub mod why;
 
 use rtgauge_analysis::kind::ProbeData;

@@ -126,7 +126,7 @@ impl WhyRun {
             excluded: false,
             episodes: EpisodeTracker::default(),
             retain: Vec::new(),
-            origin_ns: rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic),
+            origin_ns: rtgauge_probe::time::now_ns(rtgauge_probe::time::ClockId::Monotonic),
             _msr: msr,
         }
     }
@@ -160,7 +160,7 @@ impl WhyRun {
         if self.trace.is_some() {
             // Episodes over for a second are closed, so that the worst are pinned before the rolling window
             // lets their trace go; then the trace is read.
-            let now = rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic);
+            let now = rtgauge_probe::time::now_ns(rtgauge_probe::time::ClockId::Monotonic);
             self.episodes
                 .close_ended(now.saturating_sub(CLOSE_AFTER_NS), &mut self.retain);
             self.apply_retain();

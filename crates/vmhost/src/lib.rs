@@ -7,13 +7,13 @@
 //!
 //! - [`HostSource`]: the seam; [`kvm::TracefsSource`], a QEMU/KVM guest on a Linux host followed through
 //!   tracefs, is the one source today ([`kvm`]: finding its vCPU threads, folding the trace);
-//! - [`clock`]: the NTP-style exchange over a serial/virtio-serial port, a unix socket or TCP (both ends),
+//! - [`channel`]: the NTP-style exchange over a serial/virtio-serial port, a unix socket or TCP (both ends),
 //!   whatever the source;
 //! - [`observe`]: a source and the clock as a [`rtgauge_session::SessionObserver`] run by a
 //!   [`rtgauge_session::Probe`] that measures nothing itself ([`observe::VmWatch`]) through
 //!   [`rtgauge_session::Session::measure`].
 
-pub mod clock;
+pub mod channel;
 pub mod kvm;
 pub mod observe;
 
@@ -27,7 +27,7 @@ use rtgauge_model::vm::HostRecord;
 /// `intervals`, `exits`; `dropped` and `dropped_before_ns` past its bound), how they were gathered
 /// (`trace`), and one line in `missing` for each thing it could not collect. What is not the source's is
 /// left empty for the [`observe::HostObserver`] to fill, the same for every source: `clock` (measured over
-/// the channel to the guest, [`clock`]), `observer` (what observing cost), and the lines of `missing` that
+/// the channel to the guest, [`channel`]), `observer` (what observing cost), and the lines of `missing` that
 /// follow the source's own (a clock that never answered, intervals the bound dropped).
 ///
 /// One source today: [`kvm::TracefsSource`], per-event intervals from a Linux host's scheduler, interrupt

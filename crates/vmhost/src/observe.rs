@@ -6,13 +6,13 @@
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::vm::{HostRecord, ObserverCost};
 use rtgauge_model::CpuSet;
-use rtgauge_probe::clock::{now_ns, Clock};
 use rtgauge_probe::stop::StopFlag;
+use rtgauge_probe::time::{now_ns, ClockId};
 use rtgauge_session::{Probe, SessionError, SessionObserver, Tick};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use crate::clock::{Channel, ClockClient};
+use crate::channel::{Channel, ClockClient};
 use crate::{HostSource, VmError};
 
 /// How to observe, whatever the source.
@@ -55,7 +55,7 @@ impl HostObserver {
         if let Some(c) = clock.as_mut() {
             c.burst();
         }
-        let now = now_ns(Clock::Monotonic);
+        let now = now_ns(ClockId::Monotonic);
         HostObserver {
             source,
             clock,
@@ -73,7 +73,7 @@ impl HostObserver {
         if let Some(c) = self.clock.as_mut() {
             c.burst();
         }
-        let ended = now_ns(Clock::Monotonic);
+        let ended = now_ns(ClockId::Monotonic);
         let mut record = self.source.into_record(self.started_ns, ended);
         if let Some(c) = &self.clock {
             if c.sync.samples.is_empty() {
@@ -133,7 +133,7 @@ fn own_cost(wall: Duration) -> ObserverCost {
 impl SessionObserver for HostObserver {
     fn tick(&mut self, _tick: &Tick<'_>, _checkpoint: Option<&mut dyn FnMut() -> ProbeResult>) {
         self.source.gather();
-        let now = now_ns(Clock::Monotonic);
+        let now = now_ns(ClockId::Monotonic);
         if now >= self.next_sync_ns {
             if let Some(c) = self.clock.as_mut() {
                 c.burst();

@@ -77,7 +77,7 @@ pub mod cyclic;
 pub mod hwnoise;
 pub mod mem;
 pub mod net;
-pub mod netlat;
+pub mod net_latency;
 pub mod numa;
 pub mod ops;
 pub mod oslat;

@@ -1,6 +1,6 @@
 //! `rtgauge clock`: how well the clock is kept over a run — ptp4l, chrony, each PHC and the kernel,
 //! polled at `--rate`; its time section on the terminal, stored like a run. The flags are
-//! `rtgauge_flags::clock`, the polling `rtgauge_probe::timesync`.
+//! `rtgauge_flags::clock`, the polling `rtgauge_probe::clock`.
 
 use super::keep::{keep_run, open_store, Keep};
 use rtgauge_flags::clock::{resolve, ClockArgs};

@@ -42,7 +42,7 @@ pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
     let system = rtgauge_host::system::read_system_info(&root);
     if let Some(path) = &a.json {
         crate::output::write_rt_tests_json(path, &started_2822, &system, |env| {
-            rtgauge_formats::rttests::render_hwnoise_json(&result, env)
+            rtgauge_formats::rttests::hwnoise::render_json(&result, env)
         })?;
     }
     let probe = ProbeResult::from(result);

@@ -15,6 +15,7 @@ pub mod load;
 pub mod mem;
 pub mod monitor;
 pub mod net;
+pub mod net_latency;
 pub mod numa;
 pub mod ops;
 pub mod oslat;

@@ -33,7 +33,7 @@ impl SessionObserver for Announce {
         }
     }
     fn start(&mut self, bias_ns: Option<u64>) {
-        self.started_ns = rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic);
+        self.started_ns = rtgauge_probe::time::now_ns(rtgauge_probe::time::ClockId::Monotonic);
         if let Some(b) = bias_ns {
             println!("Global bias set to {:.3} (us)", us(b));
         }

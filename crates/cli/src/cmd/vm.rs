@@ -9,7 +9,7 @@ use rtgauge_flags::vm::*;
 use rtgauge_formats::import::Importer as _;
 use rtgauge_model::run::RunDocument;
 use rtgauge_model::vm::HostRecord;
-use rtgauge_vmhost::clock::{self, Channel};
+use rtgauge_vmhost::channel::{self, Channel};
 use rtgauge_vmhost::kvm::{discover, TraceOpts, TracefsSource};
 use rtgauge_vmhost::observe::{HostObserver, ObserveOpts, VmWatch};
 use std::path::Path;
@@ -157,12 +157,12 @@ fn clock_serve(a: &ClockServeArgs) -> anyhow::Result<ExitCode> {
     let until = match a.duration {
         None => None,
         Some(d) => Some(
-            rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic)
+            rtgauge_probe::time::now_ns(rtgauge_probe::time::ClockId::Monotonic)
                 .checked_add(d.as_ns())
                 .with_context(|| format!("-D/--duration {d}: too long"))?,
         ),
     };
-    let n = clock::serve(&channel, &stop, until)?;
+    let n = channel::serve(&channel, &stop, until)?;
     eprintln!("rtgauge: {n} clock exchanges answered on {channel}");
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 pub fn mono_ns() -> u64 {
-    rtgauge_probe::clock::now_ns(rtgauge_probe::clock::Clock::Monotonic)
+    rtgauge_probe::time::now_ns(rtgauge_probe::time::ClockId::Monotonic)
 }
 
 /// QEMU's vCPU threads: (index, tid), once they exist.

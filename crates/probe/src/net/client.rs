@@ -16,9 +16,9 @@
 
 use super::http::{HttpError, ParseProgress, ResponseReader};
 use super::sys::{self, Epoll, RawAddr, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
-use crate::clock::{now_ns, Clock};
 use crate::recorder::LatencyRecorder as Lat;
 use crate::stop::StopFlag;
+use crate::time::{now_ns, ClockId};
 use crate::ProbeError;
 use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net::{CloseMode, NetErrors, NetMode, NetSecond};
@@ -384,7 +384,7 @@ impl Worker<'_> {
     fn open_at(&mut self, i: usize, due: u64) {
         // A fresh timestamp: a slot reopened late in a batch of events must not be charged the time spent
         // on the events before it (one vDSO clock read, ~20 ns).
-        let now = now_ns(Clock::Monotonic);
+        let now = now_ns(ClockId::Monotonic);
         let fd = match sys::tcp_socket(self.addr.family()) {
             Ok(fd) => fd,
             Err(e) => {
@@ -424,7 +424,7 @@ impl Worker<'_> {
 
     fn on_connected(&mut self, i: usize, batch_now: u64) {
         // A fresh timestamp: the request's time counts from its send, not from the batch's start.
-        let now = now_ns(Clock::Monotonic).max(batch_now);
+        let now = now_ns(ClockId::Monotonic).max(batch_now);
         let t = now.saturating_sub(self.slots[i].t_start);
         self.tally.connect.record(t);
         let s = &mut self.slots[i];
@@ -493,7 +493,7 @@ impl Worker<'_> {
                 // this loop and its response can be read in the same loop, which with the batch's time
                 // counted 0 ns (a throughput run's transaction min was 1 ns); a slot read late in a batch
                 // is not charged the events before it either (one vDSO clock read, ~20 ns).
-                now = now_ns(Clock::Monotonic);
+                now = now_ns(ClockId::Monotonic);
             }
             match r {
                 Ok(0) => return self.on_eof(i, now),
@@ -664,7 +664,7 @@ fn worker(
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
     let mut w = prepared?;
-    let t0 = *t0_cell.get_or_init(|| now_ns(Clock::Monotonic));
+    let t0 = *t0_cell.get_or_init(|| now_ns(ClockId::Monotonic));
     w.t0 = t0;
     // Loops start their schedules evenly staggered, so the offered load is smooth in all.
     w.next_start = t0 + w.gap_ns * index as u64 / plan.cpus.len() as u64;
@@ -682,7 +682,7 @@ fn worker(
             break;
         }
         let n = w.ep.wait(&mut events, w.wait_ms(now, end));
-        now = now_ns(Clock::Monotonic);
+        now = now_ns(ClockId::Monotonic);
         w.dispatch(&events[..n], now);
         if now.saturating_sub(last_scan) >= 10_000_000 {
             last_scan = now;
@@ -751,7 +751,7 @@ pub fn run(plan: &ClientPlan, stop: &StopFlag) -> Result<ClientOutcome, ProbeErr
         }
         out
     });
-    let t_end = now_ns(Clock::Monotonic);
+    let t_end = now_ns(ClockId::Monotonic);
     let t0 = t0_cell.get().copied().unwrap_or(t_end);
     let elapsed_ns = t_end.saturating_sub(t0).max(1);
     let secs = (elapsed_ns.div_ceil(1_000_000_000) as usize).max(1);

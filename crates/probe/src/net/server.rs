@@ -9,8 +9,8 @@
 //! state, which is what a client measuring CPS wants (see docs/net.md).
 
 use super::sys::{self, Epoll, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
-use crate::clock::{now_ns, Clock};
 use crate::stop::StopFlag;
+use crate::time::{now_ns, ClockId};
 use crate::ProbeError;
 use rtgauge_model::Nanos;
 use std::io::Write as _;
@@ -319,7 +319,7 @@ fn serve_loop(mut l: Loop, cpu: u32, stop: &StopFlag, end: Option<u64>) -> Serve
     let _ = crate::rt::pin_thread(Some(cpu));
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
     loop {
-        if stop.is_set() || end.is_some_and(|e| now_ns(Clock::Monotonic) >= e) {
+        if stop.is_set() || end.is_some_and(|e| now_ns(ClockId::Monotonic) >= e) {
             break;
         }
         let n = l.ep.wait(&mut events, 50);
@@ -382,7 +382,7 @@ pub fn start(plan: &ServerPlan, stop: &StopFlag) -> Result<ServerHandle, ProbeEr
     let body = Arc::new(vec![b'x'; BODY_BUF]);
     let end = plan
         .duration
-        .map(|d| now_ns(Clock::Monotonic).saturating_add(d.as_ns()));
+        .map(|d| now_ns(ClockId::Monotonic).saturating_add(d.as_ns()));
     let mut threads = Vec::new();
     let mut listeners = listeners.into_iter();
     for (index, &cpu) in plan.cpus.iter().enumerate() {

@@ -15,8 +15,8 @@
 
 mod os;
 
-use crate::clock::{self, Clock};
 use crate::recorder::LatencyRecorder;
+use crate::time::{self, ClockId};
 use crate::ProbeError;
 use os::{
     close, cstr, exec_child, fork_wait, install_usr1, mmap_file, open_fd, path_cstr, pipe_pair,
@@ -225,11 +225,11 @@ fn os_err(what: &str) -> OpError {
 #[inline(always)]
 fn batch(iterations: u64, op: &mut impl FnMut() -> i64) -> Option<u64> {
     let mut failed = false;
-    let t0 = clock::now_ns(Clock::Monotonic);
+    let t0 = time::now_ns(ClockId::Monotonic);
     for _ in 0..iterations {
         failed |= op() < 0;
     }
-    let t1 = clock::now_ns(Clock::Monotonic);
+    let t1 = time::now_ns(ClockId::Monotonic);
     (!failed).then_some(t1.saturating_sub(t0))
 }
 
@@ -670,9 +670,9 @@ fn page_fault(plan: &OpsPlan) -> Result<OpSamples, OpError> {
 fn sleep(reps: u32, interval_ns: u64) -> Result<OpSamples, OpError> {
     let mut out = Vec::with_capacity(reps as usize);
     for i in 0..reps + 1 {
-        let t0 = clock::now_ns(Clock::Monotonic);
-        let r = clock::sleep_for(Clock::Monotonic, interval_ns);
-        let t1 = clock::now_ns(Clock::Monotonic);
+        let t0 = time::now_ns(ClockId::Monotonic);
+        let r = time::sleep_for(ClockId::Monotonic, interval_ns);
+        let t1 = time::now_ns(ClockId::Monotonic);
         if r != 0 {
             return Err(OpError::Sleep(r));
         }

@@ -25,7 +25,6 @@
 //!
 //! As in `cyclic`, nothing in the loop allocates, locks, prints or does I/O.
 
-use crate::clock::{self, Clock};
 use crate::contention::CpuClaim;
 use crate::counter::{self, Calibration, TickConverter};
 use crate::handover::{self, Filler};
@@ -33,6 +32,7 @@ use crate::observe::ProbeObserver;
 use crate::recorder::WindowRecorder;
 use crate::rt::{self, DmaLatencyGuard};
 use crate::stop::StopFlag;
+use crate::time::{self, ClockId};
 use crate::ProbeError;
 use accum::{assemble_thread, bucket, find_worst_min, Accum, OslatCollector};
 use rtgauge_model::kind::StopReason;
@@ -262,7 +262,7 @@ fn spawn_threads(
 ) -> Result<(Vec<OslatCollector>, Vec<JoinHandle<Output>>), ProbeError> {
     let cfg = &plan.config;
     let n = cfg.cpus.len();
-    let t0_ns = clock::now_ns(Clock::Monotonic);
+    let t0_ns = time::now_ns(ClockId::Monotonic);
     let mut collectors = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
@@ -613,8 +613,8 @@ impl OslatThreadState {
         mut handover: Option<&mut Filler<Accum>>,
     ) {
         self.trace_thr = trace_thr;
-        let raw0 = clock::now_ns(Clock::MonotonicRaw);
-        let mono0 = clock::now_ns(Clock::Monotonic);
+        let raw0 = time::now_ns(ClockId::MonotonicRaw);
+        let mono0 = time::now_ns(ClockId::Monotonic);
         let start = counter::read();
         self.base = (start, mono0);
         let end = start.saturating_add(self.conv.ticks(duration_ns));
@@ -684,7 +684,7 @@ impl OslatThreadState {
         self.acc.ticks = prev - acc_t;
         self.iterations = n;
         self.ticks = prev - start;
-        self.raw_ns = clock::now_ns(Clock::MonotonicRaw) - raw0;
+        self.raw_ns = time::now_ns(ClockId::MonotonicRaw) - raw0;
     }
 
     /// The end of a bookkeeping block that began at counter value `began`: where the next gap starts. A

@@ -457,7 +457,7 @@ impl TraceSession {
             keep_ns: KEEP_NS,
             pins: Vec::new(),
             cleaned,
-            started_ns: crate::clock::now_ns(crate::clock::Clock::Monotonic),
+            started_ns: crate::time::now_ns(crate::time::ClockId::Monotonic),
             extra: extra
                 .iter()
                 .map(|e| (e.system.to_string(), e.event.to_string()))
@@ -623,7 +623,7 @@ impl TraceSession {
 
     /// Read what the kernel has buffered on every CPU (non-blocking) and fold it.
     pub fn drain(&mut self) {
-        let cpu0 = crate::clock::thread_cpu_ns();
+        let cpu0 = crate::time::thread_cpu_ns();
         for c in &mut self.cpus {
             let (last_ts, folder, spans, out) =
                 (&mut c.last_ts, &mut c.folder, &mut c.spans, &mut self.out);
@@ -668,7 +668,7 @@ impl TraceSession {
                     .compact(held.chain(c.kept.iter_mut().map(|k| &mut k.1.name)));
             }
         }
-        self.collector_ns += crate::clock::thread_cpu_ns().saturating_sub(cpu0);
+        self.collector_ns += crate::time::thread_cpu_ns().saturating_sub(cpu0);
     }
 
     /// Stop recording and return every CPU's retained spans (the running thread closed at the last event),
@@ -701,7 +701,7 @@ impl TraceSession {
         // Naming kernel functions is a cost paid once, at the end, whatever the run's length: timed on
         // its own (/proc/kallsyms is ~120,000 lines the kernel formats: ~30 ms of system time alone on a
         // 6.18 kernel), so that the per-second figure is the drains'.
-        let cpu0 = crate::clock::thread_cpu_ns();
+        let cpu0 = crate::time::thread_cpu_ns();
         let mut read_kallsyms = false;
         if self.layout.is_some() {
             read_kallsyms =
@@ -716,11 +716,11 @@ impl TraceSession {
         }
         // Nothing to name, nothing said (not a "0.0 ms").
         if read_kallsyms {
-            data.symbols_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
+            data.symbols_ns = crate::time::thread_cpu_ns().saturating_sub(cpu0);
         }
         data.collector_ns = self.collector_ns;
         data.traced_ns =
-            crate::clock::now_ns(crate::clock::Clock::Monotonic).saturating_sub(self.started_ns);
+            crate::time::now_ns(crate::time::ClockId::Monotonic).saturating_sub(self.started_ns);
         data.binary = self.layout.is_some();
         data.idle_switches_filtered = self.idle_switches_filtered;
         data.started_ns = self.started_ns;
@@ -1421,7 +1421,7 @@ CPU:1 [LOST 3 EVENTS]
         s.exclude(&[probe]);
         assert!(s.idle_switches_filtered, "the kernel took the filter");
         // Switches before this (the threads parking at their barrier) may be in the trace unfiltered.
-        let filtered_from = crate::clock::now_ns(crate::clock::Clock::Monotonic);
+        let filtered_from = crate::time::now_ns(crate::time::ClockId::Monotonic);
         probe_go.wait();
         other_go.wait();
         probe_h.join().expect("probe");

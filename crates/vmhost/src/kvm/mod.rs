@@ -14,7 +14,7 @@ use rtgauge_model::vm::{
     HostRecord, HostTraceInfo, ObserverCost, VmIdent, HOST_RECORD_KIND, HOST_SCHEMA_VERSION,
 };
 use rtgauge_model::CpuSet;
-use rtgauge_probe::clock::{now_ns, Clock};
+use rtgauge_probe::time::{now_ns, ClockId};
 use rtgauge_probe::trace::{parse_line, ExtraEvent, TraceSession};
 
 use crate::{HostSource, VmError};
@@ -146,7 +146,7 @@ impl TracefsSource {
         let upto = if all {
             u64::MAX
         } else {
-            now_ns(Clock::Monotonic).saturating_sub(SETTLE_NS)
+            now_ns(ClockId::Monotonic).saturating_sub(SETTLE_NS)
         };
         self.queue.sort_by_key(|x| x.0);
         let n = self.queue.partition_point(|x| x.0 <= upto);

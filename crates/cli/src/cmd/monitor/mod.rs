@@ -8,10 +8,10 @@
 //! series and dropped). The probe's live per-tick peak (100 ms) feeds the window-max series, so a spike shows
 //! at the next scrape; the histogram and counters are exact and lag by at most one segment.
 //!
-//! With `--net-bind`/`--net-dev`, a packet receiver ([`NetWatch`]) also takes a stream sent by `rtgauge net
-//! latency --send-only` for as long as the monitor runs; each tick copies its counts into the `net_` series.
-//! With `--clock`, a thread polls the time sources as `rtgauge clock` does; its result feeds the `clock_`
-//! series.
+//! Beside them, the kinds watched without end that the flags ask for (a packet stream sent by `rtgauge net
+//! latency --send-only`, the time sources as `rtgauge clock` polls them): each a
+//! [`rtgauge_session::watch::Watch`], started here, ticked with the timer probe, its series in the state;
+//! this module names none of them.
 //!
 //! Beside it, on the housekeeping CPUs: an audit thread (every `--audit-every`, findings and drift against
 //! the first pass), the `/metrics` endpoint (loopback unless `--allow-remote`), the `--textfile` writer for
@@ -26,19 +26,18 @@ mod store_every;
 use store_every::StorePeriod;
 
 use anyhow::{bail, Context as _};
-use rtgauge_analysis::monitor::{CpuSeries, MonitorState, NetSeries};
+use rtgauge_analysis::monitor::{CpuSeries, MonitorState};
 use rtgauge_flags::monitor::{resolve, MonitorArgs, MonitorPlan};
 use rtgauge_formats::openmetrics;
 use rtgauge_host::cpu::read_cpu_node;
 use rtgauge_host::HostRoot;
-use rtgauge_model::clock::ClockResult;
 use rtgauge_model::cyclic::CyclicConfig;
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::ProbeResult;
-use rtgauge_probe::clock::Clock;
 use rtgauge_probe::cyclic::CyclicPlan;
-use rtgauge_probe::netlat::NetWatch;
 use rtgauge_probe::stop::StopFlag;
+use rtgauge_probe::time::ClockId;
+use rtgauge_session::watch::{lock, Watch, WatchContext};
 use rtgauge_session::{SessionObserver, Tick};
 use std::net::TcpListener;
 use std::path::Path;
@@ -49,12 +48,13 @@ use std::time::{Duration, Instant, SystemTime};
 /// Length of one measuring segment: the histogram's update period and the bound on the monitor's memory.
 const SEGMENT: Duration = Duration::from_secs(10);
 
-/// Feeds each probe tick's peak per CPU, and the watched stream's counts and peak, into the series.
+/// Feeds each probe tick's peak per CPU into the series, and ticks the watches (their live figures into
+/// theirs).
 struct Peaks<'a> {
     state: &'a Mutex<MonitorState>,
     started: Instant,
     window_ns: u64,
-    net: Option<&'a NetWatch>,
+    watches: &'a mut [Box<dyn Watch>],
 }
 
 impl SessionObserver for Peaks<'_> {
@@ -64,9 +64,8 @@ impl SessionObserver for Peaks<'_> {
         for (c, t) in g.cpus.iter_mut().zip(tick.threads) {
             c.add_peak(now, t.peak_ns, self.window_ns);
         }
-        if let (Some(w), Some(n)) = (self.net, g.net.as_mut()) {
-            n.counts = w.counts();
-            n.peaks.add(now, w.take_peak(), self.window_ns);
+        for w in self.watches.iter_mut() {
+            w.tick(&mut g, now, self.window_ns);
         }
     }
 }
@@ -77,17 +76,11 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn lock(state: &Mutex<MonitorState>) -> std::sync::MutexGuard<'_, MonitorState> {
-    // A panic while holding the lock cannot leave the plain-data state half-written in a way that matters
-    // for the next scrape; keep serving.
-    state.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// `rtgauge monitor`.
 pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
     let audit_root = a.root.open()?;
     let live = HostRoot::live();
-    let setup = resolve(a)?;
+    let mut setup = resolve(a)?;
     let listener = match setup.listen {
         Some(addr) => Some(
             TcpListener::bind(addr).with_context(|| format!("--listen {addr}: cannot listen"))?,
@@ -122,8 +115,17 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         cpus: setup.cpus.iter().map(CpuSeries::new).collect(),
         ..MonitorState::default()
     }));
-    let net = watch_stream(&setup, &state)?;
-    let _clock = follow_clock(&setup, &state, &stop)?;
+    // Dropped (their threads stopped and joined) however the monitor ends.
+    let mut watches = std::mem::take(&mut setup.watches);
+    let cx = WatchContext {
+        state: Arc::clone(&state),
+        stop: stop.clone(),
+    };
+    for w in &mut watches {
+        for line in w.start(&cx)? {
+            eprintln!("rtgauge monitor: {line}");
+        }
+    }
     spawn_side_threads(a, &state, listener, audit_root, &setup.cpus, &stop)?;
 
     let smi = SmiWatch::start(&live, &setup.cpus);
@@ -134,13 +136,12 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
     let store_every = a.store_every.map(|d| Duration::from_nanos(d.as_ns()));
     let mut period = StorePeriod::new(&plan.config);
     let mut warned = false;
-    let mut said = StreamTrouble::default();
     loop {
         let mut seg_plan = plan.clone();
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let seg = left.map_or(SEGMENT, |l| l.min(SEGMENT));
         seg_plan.config.duration = Some(rtgauge_model::Nanos(seg.as_nanos() as u64));
-        let result = measure_segment(a, &seg_plan, (&state, net.as_ref()), &live, &stop)?;
+        let result = measure_segment(a, &seg_plan, (&state, &mut watches), &live, &stop)?;
         if !warned {
             super::warn_all(&rtgauge_report::kind::KindView::shortfalls(&result));
             warned = true;
@@ -156,8 +157,8 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
             lock(&state).unmet = unmet;
         }
         lock(&state).fold_segment(&result, a.gate.as_ns());
-        if let Some(w) = &net {
-            said.say(w);
+        for line in watches.iter_mut().flat_map(|w| w.segment()) {
+            eprintln!("rtgauge monitor: {line}");
         }
         lock(&state).set_cpu_times(&rtgauge_host::accounting::read_cpu_seconds(&live));
         if let Some(since) = smi.since() {
@@ -187,179 +188,6 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Start the watched stream's receiver, if one is asked for, and say how it runs (what it did not get
-/// first).
-fn watch_stream(
-    setup: &MonitorPlan,
-    state: &Mutex<MonitorState>,
-) -> anyhow::Result<Option<NetWatch>> {
-    let Some(plan) = &setup.net else {
-        return Ok(None);
-    };
-    // The receiver's errors name the probe's flags; these are the monitor's.
-    let (watch, start) = NetWatch::start(plan).map_err(|e| {
-        anyhow::anyhow!(
-            "{}",
-            e.replacen("--bind ", "--net-bind ", 1)
-                .replacen("--rx-dev ", "--net-dev ", 1)
-        )
-    })?;
-    let c = &start.conditions;
-    for (what, error) in [
-        (
-            "SCHED_FIFO",
-            c.policy.error.as_ref().or(c.priority.error.as_ref()),
-        ),
-        ("its CPU", c.cpu.error.as_ref()),
-    ] {
-        if let Some(e) = error {
-            eprintln!("rtgauge monitor: NOT MET: the packet receiver did not get {what}: {e}");
-        }
-    }
-    if let Some(e) = &start.timestamps_error {
-        eprintln!("rtgauge monitor: no kernel receive timestamps, so no path/wakeup split: {e}");
-    }
-    let at = match (&start.bound, &plan.config.ethernet) {
-        (Some(b), _) => b.to_string(),
-        (None, Some(e)) => e.rx_dev.clone(),
-        (None, None) => plan.config.target.clone(),
-    };
-    let stream = plan.config.stream.unwrap_or_default();
-    eprintln!(
-        "rtgauge monitor: watching packet stream {stream} at {at}{}; its latency is on the sender's \
-         CLOCK_REALTIME taken as this host's (both clocks must agree: PTP)",
-        c.cpu
-            .achieved
-            .map_or(String::new(), |cpu| format!(" on CPU {cpu}")),
-    );
-    lock(state).net = Some(NetSeries {
-        stream,
-        at,
-        gate_ns: plan.config.deadline_ns.unwrap_or_default(),
-        ..NetSeries::default()
-    });
-    Ok(Some(watch))
-}
-
-/// Follow the time sources, if asked, on a thread of their own (on the housekeeping CPUs): each poll's
-/// result goes into the state, at most once a second. A source named but unreadable is refused here,
-/// before the monitor starts; one found but unreadable is said and left out.
-fn follow_clock(
-    setup: &MonitorPlan,
-    state: &Arc<Mutex<MonitorState>>,
-    stop: &StopFlag,
-) -> anyhow::Result<Option<ClockThread>> {
-    let Some(plan) = &setup.clock else {
-        return Ok(None);
-    };
-    let poller = rtgauge_probe::timesync::Poller::open(plan)
-        .map_err(|e| anyhow::anyhow!("--clock-source {e}"))?;
-    for l in &poller.left_out {
-        eprintln!("rtgauge monitor: time source found and left out, unreadable: {l}");
-    }
-    eprintln!(
-        "rtgauge monitor: following time at {} Hz: the kernel{}",
-        plan.config.rate_hz,
-        poller
-            .sources()
-            .iter()
-            .map(|s| format!(", {}", s.name()))
-            .collect::<String>()
-    );
-    let mut feed = ClockFeed {
-        state: Arc::clone(state),
-        published: None,
-    };
-    let stop = stop.clone();
-    let thread = std::thread::Builder::new()
-        .name("rtg-clock".into())
-        .spawn({
-            let stop = stop.clone();
-            move || {
-                let st = Arc::clone(&feed.state);
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    poller.run(&stop, &mut feed)
-                }));
-                match run {
-                    Ok(last) => lock(&st).clock = Some(last),
-                    // Its series must not stay frozen at their last values: every source reads as down.
-                    Err(_) => {
-                        eprintln!("rtgauge monitor: the clock thread panicked: every time source now reads as down (rtgauge_clock_up 0)");
-                        if let Some(c) = lock(&st).clock.as_mut() {
-                            for x in &mut c.sources {
-                                (x.readable, x.locked_now, x.following, x.serving, x.in_holdover) =
-                                    (false, false, false, false, false);
-                            }
-                        }
-                    }
-                }
-            }
-        })
-        .context("starting the clock thread")?;
-    Ok(Some(ClockThread {
-        stop,
-        thread: Some(thread),
-    }))
-}
-
-/// The time sources' thread: stopped and joined when the monitor ends, however it ends (its sockets
-/// beside the daemons' are removed as it ends).
-struct ClockThread {
-    stop: StopFlag,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for ClockThread {
-    fn drop(&mut self) {
-        self.stop.set();
-        if let Some(t) = self.thread.take() {
-            // Its panic is caught and said in the thread.
-            let _ = t.join();
-        }
-    }
-}
-
-/// Puts the time sources' result into the state, at most once a second (a checkpoint copies the
-/// timelines).
-struct ClockFeed {
-    state: Arc<Mutex<MonitorState>>,
-    published: Option<Duration>,
-}
-
-impl rtgauge_probe::observe::ProbeObserver<ClockResult> for ClockFeed {
-    fn tick(&mut self, elapsed: Duration, _: &(), checkpoint: &mut dyn FnMut() -> ClockResult) {
-        if self
-            .published
-            .is_none_or(|p| elapsed >= p + Duration::from_secs(1))
-        {
-            let r = checkpoint();
-            lock(&self.state).clock = Some(r);
-            self.published = Some(elapsed);
-        }
-    }
-}
-
-/// What the monitor has said about the watched stream's receiver (each said once).
-#[derive(Default)]
-struct StreamTrouble {
-    error: bool,
-    gone: bool,
-}
-
-impl StreamTrouble {
-    /// Say, once each, that its receive calls fail and that it has stopped.
-    fn say(&mut self, w: &NetWatch) {
-        if let Some(e) = w.first_error().filter(|_| !self.error) {
-            eprintln!("rtgauge monitor: the packet receiver's receive calls fail ({e}): counted in rtgauge_net_receive_errors_total");
-            self.error = true;
-        }
-        if !w.alive() && !self.gone {
-            eprintln!("rtgauge monitor: the packet receiver stopped (a panic): the rtgauge_net_ series no longer move");
-            self.gone = true;
-        }
-    }
 }
 
 /// The SMIs of the watched CPUs since the monitor started, where countable; the msr driver is held (and
@@ -448,7 +276,7 @@ fn spawn_side_threads(
 fn measure_segment(
     a: &MonitorArgs,
     plan: &CyclicPlan,
-    (state, net): (&Mutex<MonitorState>, Option<&NetWatch>),
+    (state, watches): (&Mutex<MonitorState>, &mut [Box<dyn Watch>]),
     live: &HostRoot,
     stop: &StopFlag,
 ) -> anyhow::Result<rtgauge_model::cyclic::CyclicResult> {
@@ -456,7 +284,7 @@ fn measure_segment(
         state,
         started: Instant::now(),
         window_ns: a.window.as_ns(),
-        net,
+        watches,
     };
     let session = rtgauge_session::Session { root: live, stop };
     let m = session
@@ -496,7 +324,7 @@ fn segment_plan(a: &MonitorArgs, setup: &MonitorPlan) -> CyclicPlan {
             timeline_interval_ns: 1_000_000_000,
             cpus: cpus.clone(),
         },
-        clock: Clock::Monotonic,
+        clock: ClockId::Monotonic,
         mlockall: true,
         dma_latency_us: None,
         main_cpus: setup.housekeeping.clone(),

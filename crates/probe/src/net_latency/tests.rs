@@ -1,5 +1,5 @@
 use super::*;
-use rtgauge_model::netlat::{WINDOW, WORST_PACKETS};
+use rtgauge_model::net_latency::{WINDOW, WORST_PACKETS};
 use rtgauge_model::rt::SchedPolicy;
 
 fn plan(addr: &str, round_trip: bool, rate: f64, duration_ms: u64) -> NetLatencyPlan {
@@ -233,7 +233,7 @@ fn a_receiver_on_another_clock_puts_the_monotonic_send_time_on_its_own() {
 #[test]
 fn a_watched_stream_counts_from_its_first_packet_and_again_from_a_restarted_sender() {
     let mut s = RxState::following(&plan("127.0.0.1:0", false, 1000.0, 1000));
-    assert_eq!(s.window_len(), rtgauge_model::netlat::WATCH_WINDOW);
+    assert_eq!(s.window_len(), rtgauge_model::net_latency::WATCH_WINDOW);
     let take = |s: &mut RxState, seq: u64, sent: u64| {
         s.take(&datagram(seq, sent), 9, (sent + 500, None), None, None)
     };

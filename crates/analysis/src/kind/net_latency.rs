@@ -2,7 +2,8 @@
 //! and its two stages, the sender's own lateness, and the exact counts (lost, reordered, duplicated, late).
 
 use super::*;
-use rtgauge_model::netlat::{NetLatencyResult, StreamRole};
+use crate::monitor::{Family, WatchSeries, WindowPeaks};
+use rtgauge_model::net_latency::{NetLatencyResult, StreamCounts, StreamRole};
 
 impl KindData for NetLatencyResult {
     fields!(load, why, elapsed, settings);
@@ -181,4 +182,90 @@ impl super::KindGates for NetLatencyResult {
             },
         },
     ];
+}
+
+/// A watched packet stream (`--net-bind`, `--net-dev`): its counts since the monitor started and the
+/// largest latency over the window.
+#[derive(Debug, Clone, Default)]
+pub struct NetSeries {
+    /// The stream id.
+    pub stream: u32,
+    /// Where it is received (`IP:PORT`, or the interface).
+    pub at: String,
+    /// Packets at or above it are counted, ns.
+    pub gate_ns: u64,
+    /// Its counts since the monitor started.
+    pub counts: StreamCounts,
+    /// Its largest latency per tick over the window.
+    pub peaks: WindowPeaks,
+}
+
+impl WatchSeries for NetSeries {
+    /// `rtgauge_net_*`: the stream, its latency per stage, its window maximum, its counts, the time of its
+    /// last packet, its gate.
+    fn families(&self) -> Vec<Family> {
+        let c = &self.counts;
+        let stream = || vec![("stream", self.stream.to_string())];
+        let stage = |name: &str| {
+            let mut l = stream();
+            l.push(("stage", name.to_string()));
+            l
+        };
+        let mut out = vec![
+            Family::gauges(
+                "rtgauge_net_stream_info",
+                "The watched packet stream: its id and where it is received.",
+                [(
+                    vec![("stream", self.stream.to_string()), ("at", self.at.clone())],
+                    1,
+                )],
+            ),
+            Family::histograms(
+                "rtgauge_net_latency_seconds",
+                "Packet latency of the watched stream, per stage: total (send to the receiving thread), path (send to the kernel's receive timestamp), wakeup (kernel to thread). Sent on the sender's CLOCK_REALTIME, taken as this host's.",
+                [
+                    (stage("total"), c.latency),
+                    (stage("path"), c.path),
+                    (stage("wakeup"), c.wakeup),
+                ],
+            ),
+            Family::gauges_f(
+                "rtgauge_net_latency_window_max_seconds",
+                "Largest packet latency of the watched stream in the last window (--window).",
+                [(stream(), self.peaks.max_ns() as f64 / 1e9)],
+            ),
+        ];
+        for (name, help, value) in [
+            ("rtgauge_net_packets_received", "Packets of the watched stream received (duplicates not counted).", c.received),
+            ("rtgauge_net_packets_lost", "Packets of the watched stream never received: counted once 8,192 later ones arrived, or after 1 s without a packet.", c.lost),
+            ("rtgauge_net_packets_stale", "Packets that arrived after they were counted lost.", c.stale),
+            ("rtgauge_net_packets_reordered", "Packets received after a higher-numbered one.", c.reordered),
+            ("rtgauge_net_packets_duplicate", "Packets received again.", c.duplicates),
+            ("rtgauge_net_packets_foreign", "Datagrams or frames at the watched address that are not of the stream, or not of its sender's current run.", c.foreign),
+            ("rtgauge_net_packets_above_gate", "Packets received with a latency at or above the gate (rtgauge_net_gate_seconds).", c.above_gate),
+            ("rtgauge_net_sender_restarts", "Times the stream's sender started again (its numbers begin anew).", c.restarts),
+            ("rtgauge_net_receive_errors", "Receive calls on the watched socket that failed.", c.receive_errors),
+        ] {
+            out.push(Family::counters(name, help, [(stream(), value)]));
+        }
+        out.push(Family::gauges_f(
+            "rtgauge_net_last_packet_timestamp_seconds",
+            "When the watched stream's last packet was received, Unix time (0 before the first): a silent stream stops moving it.",
+            [(stream(), c.last_unix_ns as f64 / 1e9)],
+        ));
+        out.push(Family::gauges_f(
+            "rtgauge_net_gate_seconds",
+            "The packet latency bound packets are counted against (--net-gate).",
+            [(vec![], self.gate_ns as f64 / 1e9)],
+        ));
+        out
+    }
+
+    fn clone_box(&self) -> Box<dyn WatchSeries> {
+        Box::new(self.clone())
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
 }

@@ -1,8 +1,8 @@
 //! The packet-latency probe's packet layout, its UDP socket with kernel receive timestamps, its clocks and
 //! the network-namespace switch of a thread.
 
-use crate::clock::{self, Clock};
 use crate::net::sys::{self, RawAddr};
+use crate::time::{self, ClockId};
 use std::net::SocketAddr;
 
 /// The tag that opens every packet ("RTGL").
@@ -74,37 +74,28 @@ pub fn is_probe_packet(data: &[u8]) -> bool {
 
 /// A stream id unlikely to repeat between runs: the clock's nanoseconds mixed with the process id.
 pub fn stream_id() -> u32 {
-    let t = clock::now_ns(Clock::Realtime);
+    let t = time::now_ns(ClockId::Realtime);
     (t as u32) ^ ((t >> 32) as u32) ^ std::process::id().rotate_left(16)
 }
 
 #[inline(always)]
 pub fn realtime_ns() -> u64 {
-    clock::now_ns(Clock::Realtime)
+    time::now_ns(ClockId::Realtime)
 }
 
 #[inline(always)]
 pub fn monotonic_ns() -> u64 {
-    clock::now_ns(Clock::Monotonic)
+    time::now_ns(ClockId::Monotonic)
 }
 
 pub fn thread_cpu_ns() -> u64 {
-    clock::thread_cpu_ns()
+    time::thread_cpu_ns()
 }
 
 /// Sleep until CLOCK_MONOTONIC reaches `at_ns` (absolute: no drift from the time spent sending).
 #[inline]
 pub fn sleep_until(at_ns: u64) {
-    while clock::sleep_until(Clock::Monotonic, at_ns) == libc::EINTR {}
-}
-
-/// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: its change over a run is how far the wall clock was stepped or
-/// slewed.
-pub fn realtime_minus_monotonic() -> i64 {
-    let m = monotonic_ns();
-    let r = realtime_ns();
-    let m2 = monotonic_ns();
-    r as i64 - (m / 2 + m2 / 2) as i64
+    while time::sleep_until(ClockId::Monotonic, at_ns) == libc::EINTR {}
 }
 
 /// Move the calling thread into network namespace `ns`: a name under /run/netns (as `ip netns` makes

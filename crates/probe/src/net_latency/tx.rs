@@ -6,7 +6,7 @@
 
 use super::wire::{self, Socket};
 use crate::recorder::LatencyRecorder;
-use rtgauge_model::netlat::KernelStamps;
+use rtgauge_model::net_latency::KernelStamps;
 
 /// The send-stack recorder and what came back, allocated before the loop.
 pub(super) struct TxStamps {

@@ -7,10 +7,9 @@ use super::KindView;
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::latency::LatencyStats;
-use rtgauge_model::netlat::{
-    KernelStamps, NetLatencyResult, PeerClock, StreamRole, MAX_LATE_PACKETS,
-};
+use rtgauge_model::net_latency::{KernelStamps, NetLatencyResult, StreamRole, MAX_LATE_PACKETS};
 use rtgauge_model::units::{us, us_f64};
+use rtgauge_model::vm::PeerClock;
 use std::fmt::Write as _;
 
 /// Most late packets listed on the terminal.
@@ -139,7 +138,7 @@ pub fn render(r: &NetLatencyResult) -> String {
             s,
             "  {} packets arrived more than {} packets after their turn (counted lost; a duplicate of one that old is counted with them)",
             r.stale,
-            rtgauge_model::netlat::WINDOW
+            rtgauge_model::net_latency::WINDOW
         );
     }
     if let Some(d) = c.deadline_ns {

@@ -118,28 +118,6 @@ impl StreamRole {
     }
 }
 
-/// A receive-only run's view of the sender's clock: what was added to put each send time on the
-/// receiver's clock, and how far it can be off.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PeerClock {
-    /// How the send times were put on this clock.
-    pub method: String,
-    /// The receiver's CLOCK_MONOTONIC minus the sender's, ns (by the first burst): with this side's
-    /// CLOCK_REALTIME − CLOCK_MONOTONIC it is what puts every send time on the receiver's clock.
-    pub offset_ns: i64,
-    /// Each latency is right within ± this, ns (the exchange's bound and how far the offset wandered over
-    /// the run); `None`: not known (two CLOCK_REALTIMEs, as synchronised as they are).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound_ns: Option<u64>,
-    /// How far the offset moved between the first exchange and the others, ns (largest).
-    #[serde(default)]
-    pub wander_ns: u64,
-    /// The exchanges, as `rtgauge vm observe` records them (this receiver as the guest, the sender as the
-    /// host): what `rtgauge vm join` puts the receiver's episodes on the sender's clock with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sync: Option<crate::vm::ClockSync>,
-}
-
 /// Raw Ethernet frames (`AF_PACKET`): a Sampled Values-like stream, one interface at each end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EthernetConfig {
@@ -378,7 +356,7 @@ pub struct NetLatencyResult {
     pub load: Option<crate::load::LoadResult>,
     /// Receive only: the sender's clock as this receiver put its send times on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock: Option<Box<PeerClock>>,
+    pub clock: Option<Box<crate::vm::PeerClock>>,
 }
 
 impl NetLatencyResult {

@@ -14,8 +14,8 @@
 //! an observer is never held for more than that many timeouts per burst.
 
 use rtgauge_model::vm::{ClockSample, ClockSync};
-use rtgauge_probe::clock::{now_ns, Clock};
 use rtgauge_probe::stop::StopFlag;
+use rtgauge_probe::time::{now_ns, ClockId};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
@@ -180,7 +180,7 @@ fn readable(fd: RawFd, timeout: Duration) -> bool {
 fn read_until(s: &mut dyn ClockStream, buf: &mut [u8], deadline_ns: u64) -> bool {
     let mut got = 0;
     while got < buf.len() {
-        let now = now_ns(Clock::Monotonic);
+        let now = now_ns(ClockId::Monotonic);
         if now >= deadline_ns || !readable(s.as_raw_fd(), Duration::from_nanos(deadline_ns - now)) {
             return false;
         }
@@ -277,14 +277,14 @@ impl ClockClient {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         drain(s.as_mut());
-        let t1 = now_ns(Clock::Monotonic);
+        let t1 = now_ns(ClockId::Monotonic);
         if s.write_all(&[PROBE, seq]).is_err() {
             self.stream = None;
             return None;
         }
         let mut a = [0u8; 10];
         let ok = read_until(s.as_mut(), &mut a, t1 + TIMEOUT.as_nanos() as u64);
-        let t4 = now_ns(Clock::Monotonic);
+        let t4 = now_ns(ClockId::Monotonic);
         if !ok || a[0] != ANSWER || a[1] != seq {
             return None;
         }
@@ -392,10 +392,10 @@ impl PeerReader {
                 if let Some(c) = avoid_cpu {
                     avoid(c);
                 }
-                let mut next = now_ns(Clock::Monotonic) + 1_000_000_000;
+                let mut next = now_ns(ClockId::Monotonic) + 1_000_000_000;
                 while !seen.load(Ordering::Acquire) {
                     std::thread::sleep(Duration::from_millis(50));
-                    if now_ns(Clock::Monotonic) >= next {
+                    if now_ns(ClockId::Monotonic) >= next {
                         c.burst();
                         next += 1_000_000_000;
                     }
@@ -413,13 +413,13 @@ impl PeerReader {
     /// This side's CLOCK_REALTIME minus the other side's CLOCK_MONOTONIC, ns, by the first sample: what
     /// puts the other side's monotonic stamps on this wall clock.
     pub fn realtime_shift_ns(&self) -> i64 {
-        rtgauge_probe::netlat::realtime_minus_monotonic() - self.first.offset_ns()
+        rtgauge_probe::time::realtime_minus_monotonic() - self.first.offset_ns()
     }
 
     /// Stop reading: the offset applied (this side's CLOCK_MONOTONIC minus the other's, by the first
     /// sample), the bound on it over the run (each sample's own bound and how far its offset lay from the
     /// one applied, the largest), and the exchanges as the other side would have recorded them.
-    pub fn finish(self) -> rtgauge_model::netlat::PeerClock {
+    pub fn finish(self) -> rtgauge_model::vm::PeerClock {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         let sync = self.thread.join().unwrap_or_default();
         let applied = self.first.offset_ns();
@@ -443,7 +443,7 @@ impl PeerReader {
             let o = off(s);
             (w.max(o), b.max(o.saturating_add(s.bound_ns())))
         });
-        rtgauge_model::netlat::PeerClock {
+        rtgauge_model::vm::PeerClock {
             method: format!(
                 "the sender's CLOCK_MONOTONIC read through {} ({} bursts answered, {} of them slow and set aside; {} of {} exchanges failed), the first burst's offset applied",
                 sync.channel,
@@ -472,7 +472,7 @@ impl PeerReader {
 pub fn serve(channel: &Channel, stop: &StopFlag, until_ns: Option<u64>) -> Result<u64, VmError> {
     let io = |e: std::io::Error| VmError::Input(format!("{channel}: {e}"));
     let mut answered = 0;
-    let done = || stop.is_set() || until_ns.is_some_and(|u| now_ns(Clock::Monotonic) >= u);
+    let done = || stop.is_set() || until_ns.is_some_and(|u| now_ns(ClockId::Monotonic) >= u);
     match channel {
         Channel::Device(_) | Channel::Unix(_) => {
             let mut s = open(channel).map_err(io)?;
@@ -513,11 +513,11 @@ fn answer(s: &mut dyn ClockStream, done: &dyn Fn() -> bool, answered: &mut u64) 
         if !read_until(
             s,
             &mut seq,
-            now_ns(Clock::Monotonic) + TIMEOUT.as_nanos() as u64,
+            now_ns(ClockId::Monotonic) + TIMEOUT.as_nanos() as u64,
         ) {
             continue;
         }
-        let t = now_ns(Clock::Monotonic);
+        let t = now_ns(ClockId::Monotonic);
         let mut a = [0u8; 10];
         a[0] = ANSWER;
         a[1] = seq[0];
@@ -532,7 +532,7 @@ fn answer(s: &mut dyn ClockStream, done: &dyn Fn() -> bool, answered: &mut u64) 
 /// The channel's client as a clock source of `rtgauge clock` (`--host`): one burst per poll, its best
 /// exchange's offset (the other side minus this one) and bound. Only the last sample is kept: the source
 /// polls for as long as a monitor runs.
-impl rtgauge_probe::timesync::ChannelClock for ClockClient {
+impl rtgauge_probe::clock::ChannelClock for ClockClient {
     fn sample(&mut self) -> std::io::Result<(i64, u64)> {
         let before = self.sync.samples.len();
         self.burst();
@@ -554,8 +554,8 @@ impl rtgauge_probe::timesync::ChannelClock for ClockClient {
 
 /// Opens `rtgauge clock`'s `host` sources: the channel parsed (`unix:PATH`, `tcp:HOST:PORT`, a device)
 /// and its client connected.
-pub fn peer_opener() -> rtgauge_probe::timesync::PeerOpener {
-    rtgauge_probe::timesync::PeerOpener(std::sync::Arc::new(|channel: &str| {
+pub fn peer_opener() -> rtgauge_probe::clock::PeerOpener {
+    rtgauge_probe::clock::PeerOpener(std::sync::Arc::new(|channel: &str| {
         let ch = Channel::parse(channel, "--host")
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         // The other end may be starting (a TCP listener accepts every 100 ms): a burst every 200 ms for
@@ -567,7 +567,7 @@ pub fn peer_opener() -> rtgauge_probe::timesync::PeerOpener {
             std::thread::sleep(Duration::from_millis(200));
             c.burst();
         }
-        Ok(Box::new(c) as Box<dyn rtgauge_probe::timesync::ChannelClock>)
+        Ok(Box::new(c) as Box<dyn rtgauge_probe::clock::ChannelClock>)
     }))
 }
 
@@ -700,7 +700,7 @@ mod tests {
                     continue; // the second burst's first probe: no answer
                 }
                 let mut a = vec![ANSWER, p[1]];
-                a.extend_from_slice(&now_ns(Clock::Monotonic).to_le_bytes());
+                a.extend_from_slice(&now_ns(ClockId::Monotonic).to_le_bytes());
                 s.write_all(&a).unwrap();
             }
             s // held open, silent

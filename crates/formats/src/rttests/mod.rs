@@ -2,10 +2,12 @@
 //! (rt-tests ≥ 2.7 layout: all-zero buckets omitted, no `# Total:`) and its `--json` schema — the same keys,
 //! including the odd `"cmdline:"` and `"rt_test_version:"`, but written by a JSON serialiser, so the output is
 //! always valid JSON. Values are in the unit rt-tests would use: whole µs (truncated, as `calcdiff` does) or
-//! ns with `-N`. [`RtTestsJson`] exports a stored run this way.
+//! ns with `-N`. [`RtTestsJson`] exports a stored run this way. `hwnoise --json`'s, in rt-tests' envelope,
+//! is its kind's module ([`hwnoise`]).
+
+pub mod hwnoise;
 
 use rtgauge_model::cyclic::{CyclicResult, CyclicThread, LiveThread};
-use rtgauge_model::hwnoise::HwnoiseResult;
 use rtgauge_model::oslat::{OslatResult, OslatThread};
 use rtgauge_model::run::{ProbeResult, RunDocument, SystemInfo};
 use rtgauge_model::units::{secs_to_ms, us, us_f64, us_trunc};
@@ -232,7 +234,7 @@ pub struct Envelope<'a> {
     pub system: &'a SystemInfo,
 }
 
-fn envelope(e: &Envelope<'_>) -> Map<String, Value> {
+pub(crate) fn envelope(e: &Envelope<'_>) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("file_version".into(), json!(1));
     m.insert("cmdline:".into(), json!(e.cmdline));
@@ -475,75 +477,6 @@ pub fn render_oslat_json(result: &OslatResult, run_envelope: &Envelope<'_>) -> V
         threads.insert(t.index.to_string(), Value::Object(o));
     }
     m.insert("thread".into(), Value::Object(threads));
-    Value::Object(m)
-}
-
-/// `rtgauge hwnoise --json`: rt-tests' envelope; per CPU (`thread`, keyed by CPU) the windows whose gap
-/// reached the threshold (`samples`), their smallest, mean and largest gap in µs (truncated, as hwlatdetect
-/// prints them), the NMIs counted, and a histogram of gaps by whole µs (from the HDR histogram, 0.1 %
-/// precision), so that `sum(histogram) == samples`; then `gaps`: the largest windows kept, as hwlatdetect's
-/// report lists them (`ts` in s since the start, `inner`, `outer` in µs, `cpu`, `count`, `nmi_count`), with
-/// `gaps_total` counting every one, and the thresholds it ran with.
-pub fn render_hwnoise_json(result: &HwnoiseResult, run_envelope: &Envelope<'_>) -> Value {
-    let mut m = envelope(run_envelope);
-    let c = &result.config;
-    m.insert("num_threads".into(), json!(result.cpus.len()));
-    m.insert("threshold".into(), json!(us_trunc(c.threshold_ns)));
-    m.insert("width".into(), json!(us_trunc(c.width_ns)));
-    m.insert("window".into(), json!(us_trunc(c.window_ns)));
-    m.insert("mode".into(), json!(c.mode));
-    m.insert("tracer".into(), json!(c.tracer.as_str()));
-    let mut threads = Map::new();
-    for cpu in &result.cpus {
-        let g = &cpu.gaps;
-        // From the HDR histogram, which holds every reported window (`gaps` keeps the largest only).
-        let mut histogram = std::collections::BTreeMap::<u64, u64>::new();
-        for (ns, n) in g.sparse() {
-            *histogram.entry(us_trunc(ns)).or_default() += n;
-        }
-        let h: Map<String, Value> = histogram
-            .into_iter()
-            .map(|(us, n)| (us.to_string(), json!(n)))
-            .collect();
-        let mut o = Map::new();
-        o.insert("cpu".into(), json!(cpu.cpu));
-        o.insert("samples".into(), json!(g.count));
-        o.insert("min".into(), json!(us_trunc(g.min_ns)));
-        o.insert(
-            "avg".into(),
-            json!((us_f64(g.mean_ns) * 100.0).round() / 100.0),
-        );
-        o.insert("max".into(), json!(us_trunc(g.max_ns)));
-        o.insert("nmi_count".into(), json!(cpu.nmi_count));
-        // osnoise's per-CPU totals, as rtla hwnoise prints them (µs, %).
-        if let (Some(s), Some(n)) = (cpu.sampled_ns, cpu.noise_ns) {
-            o.insert("runtime".into(), json!(us_trunc(s)));
-            o.insert("noise".into(), json!(us_trunc(n)));
-            if let Some(pct) = cpu.available_pct() {
-                o.insert("cpu_available".into(), json!(pct));
-            }
-        }
-        o.insert("histogram".into(), Value::Object(h));
-        threads.insert(cpu.cpu.to_string(), Value::Object(o));
-    }
-    m.insert("thread".into(), Value::Object(threads));
-    let gaps: Vec<Value> = result
-        .gaps
-        .iter()
-        .map(|g| {
-            json!({
-                "ts": g.at_ns as f64 / 1e9,
-                "inner": us_trunc(g.inner_ns),
-                "outer": us_trunc(g.outer_ns),
-                "cpu": g.cpu,
-                "count": g.count,
-                "nmi_count": g.nmi_count,
-            })
-        })
-        .collect();
-    m.insert("gaps".into(), Value::Array(gaps));
-    m.insert("gaps_total".into(), json!(result.gaps_total));
-    m.insert("lost".into(), json!(result.lost));
     Value::Object(m)
 }
 

@@ -12,7 +12,7 @@ use super::rx::RxState;
 use super::{payload, setup_receiver, wire, NetLatencyPlan};
 use crate::rt;
 use rtgauge_model::latency::{BucketCounts, EXPORT_BUCKETS_NS};
-use rtgauge_model::netlat::{StreamCounts, WATCH_SILENCE_NS};
+use rtgauge_model::net_latency::{StreamCounts, WATCH_SILENCE_NS};
 use rtgauge_model::rt::ThreadConditions;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};

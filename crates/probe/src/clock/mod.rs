@@ -16,9 +16,9 @@ pub mod ptp4l;
 pub mod socket;
 pub mod track;
 
-use crate::clock::{now_ns, sleep_until, Clock};
 use crate::observe::ProbeObserver;
 use crate::stop::StopFlag;
+use crate::time::{now_ns, sleep_until, ClockId};
 use rtgauge_model::clock::{ClockConfig, ClockResult, SourceKind};
 use rtgauge_model::kind::StopReason;
 use std::time::Duration;
@@ -297,31 +297,31 @@ impl Poller {
         let period_ns = (1e9 / self.plan.config.rate_hz).round().max(1.0) as u64;
         let duration_ns = self.plan.config.duration.as_ns();
         observer.start(None);
-        let t0 = now_ns(Clock::Monotonic);
+        let t0 = now_ns(ClockId::Monotonic);
         let stop_reason = loop {
-            let at_ns = now_ns(Clock::Monotonic) - t0;
+            let at_ns = now_ns(ClockId::Monotonic) - t0;
             self.poll(at_ns);
             observer.tick(Duration::from_nanos(at_ns), &(), &mut || {
                 self.result(at_ns, StopReason::Duration)
             });
             // The next slot of the schedule still ahead (slots a slow poll overran are skipped, not
             // caught up).
-            let next = t0 + ((now_ns(Clock::Monotonic) - t0) / period_ns + 1) * period_ns;
+            let next = t0 + ((now_ns(ClockId::Monotonic) - t0) / period_ns + 1) * period_ns;
             if next - t0 > duration_ns {
                 break StopReason::Duration;
             }
             // Sleep in slices so that a stop is seen within 100 ms at any rate.
-            while now_ns(Clock::Monotonic) < next && !stop.is_set() {
+            while now_ns(ClockId::Monotonic) < next && !stop.is_set() {
                 sleep_until(
-                    Clock::Monotonic,
-                    next.min(now_ns(Clock::Monotonic) + 100_000_000),
+                    ClockId::Monotonic,
+                    next.min(now_ns(ClockId::Monotonic) + 100_000_000),
                 );
             }
             if stop.is_set() {
                 break StopReason::Signal;
             }
         };
-        self.result(now_ns(Clock::Monotonic) - t0, stop_reason)
+        self.result(now_ns(ClockId::Monotonic) - t0, stop_reason)
     }
 }
 

@@ -10,7 +10,7 @@
 //!
 //! Each packet carries a tag, the stream id, its sequence number and its send time on both clocks, so that loss,
 //! reordering and duplicates are counted: the receiver marks each sequence number in a sliding window
-//! (`rtgauge_model::netlat::WINDOW`). No allocation, lock or I/O other than the socket calls in either
+//! (`rtgauge_model::net_latency::WINDOW`). No allocation, lock or I/O other than the socket calls in either
 //! loop: the recorders, the window, the intervals' counts and the late-packet lists are allocated before
 //! the barrier; the threads hand their state back when they end.
 //!
@@ -27,7 +27,6 @@ mod wire;
 pub use frame::parse_mac;
 pub use reflect::{reflect, ReflectPlan};
 pub use watch::{NetWatch, WatchStart};
-pub use wire::realtime_minus_monotonic;
 
 use crate::recorder::LatencyRecorder;
 use crate::rt::{self, DmaLatencyGuard};
@@ -35,7 +34,9 @@ use crate::stop::StopFlag;
 use crate::ProbeError;
 use rtgauge_model::kind::StopReason;
 use rtgauge_model::latency::{push_bounded, TimelineEntry, MAX_TIMELINE};
-use rtgauge_model::netlat::{KernelStamps, NetLatencyConfig, NetLatencyResult, RxMode, StreamRole};
+use rtgauge_model::net_latency::{
+    KernelStamps, NetLatencyConfig, NetLatencyResult, RxMode, StreamRole,
+};
 use rtgauge_model::rt::ThreadConditions;
 use rx::RxState;
 use std::net::SocketAddr;
@@ -228,7 +229,7 @@ pub fn run(
     } else {
         1
     }));
-    let realtime_offset_before = wire::realtime_minus_monotonic();
+    let realtime_offset_before = crate::time::realtime_minus_monotonic();
 
     // The receiver binds first (one-way) and says where; round trip, the sender's socket is handed to it.
     let (to_sender, from_receiver) = mpsc::channel::<Result<Peer, String>>();
@@ -303,7 +304,7 @@ pub fn run(
         // The receiver's failure is the cause when both failed: the sender only stopped for it.
         (_, Err(e)) | (Err(e), _) => return Err(ProbeError::Config(e)),
     };
-    let moved = wire::realtime_minus_monotonic() - realtime_offset_before;
+    let moved = crate::time::realtime_minus_monotonic() - realtime_offset_before;
     Ok(finish(plan, sent, received, process, moved, stop.is_set()))
 }
 

@@ -14,12 +14,12 @@ const TRIES: usize = 4;
 /// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns, with its uncertainty: REALTIME is read between two
 /// MONOTONIC reads, and the tightest of a few tries is kept.
 pub fn realtime_offset() -> (i64, u64) {
-    use crate::clock::{now_ns, Clock};
+    use crate::time::{now_ns, ClockId};
     let mut best = (0i64, u64::MAX);
     for _ in 0..TRIES {
-        let m1 = now_ns(Clock::Monotonic);
-        let r = now_ns(Clock::Realtime);
-        let m2 = now_ns(Clock::Monotonic);
+        let m1 = now_ns(ClockId::Monotonic);
+        let r = now_ns(ClockId::Realtime);
+        let m2 = now_ns(ClockId::Monotonic);
         let half = m2.saturating_sub(m1).div_ceil(2);
         if half < best.1 {
             let mid = m1 / 2 + m2 / 2;

@@ -5,7 +5,9 @@
 use super::{touch, wire, NetLatencyPlan, Schedule};
 use crate::recorder::LatencyRecorder;
 use crate::rt;
-use rtgauge_model::netlat::{LatePacket, MAX_LATE_PACKETS, WATCH_WINDOW, WINDOW, WORST_PACKETS};
+use rtgauge_model::net_latency::{
+    LatePacket, MAX_LATE_PACKETS, WATCH_WINDOW, WINDOW, WORST_PACKETS,
+};
 use wire::Packet;
 
 /// Stale packets in a row after which a watched stream's sender is taken to have started again with a
