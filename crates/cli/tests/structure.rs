@@ -1,6 +1,8 @@
 //! The shape of the code, checked: no circle between a crate's modules, no non-test part of a file over
-//! 1,000 lines, no function over 120 lines, the probe kinds named only where they are listed, every ns→µs
-//! conversion through the one helper, and no type name defined twice (but the listed exceptions). Each
+//! 1,000 lines, no function over 120 lines, the probe kinds (read from the one list, `with_kinds!`) named
+//! outside their own modules only where they are registered, the shared crates within their line budgets,
+//! every ns→µs conversion through the one helper (float and integer shapes), no `Result<_, String>` in the
+//! probe crate, and no type name defined twice (but the listed exceptions). Each
 //! check reads the sources as text (rustfmt's layout: a function's closing brace sits at the indentation of
 //! its `fn`), and each has a test of its own that feeds it a made-up source breaking the rule, so a check
 //! that stopped finding anything would fail.
@@ -419,24 +421,140 @@ fn find_circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>
     None
 }
 
+/// One probe kind as the code lists it (`rtgauge_model::with_kinds!`): its variant, its result type's
+/// name and its name (the name of its module in every layer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Kind {
+    variant: String,
+    result: String,
+    name: String,
+}
+
+/// The kinds of the one list, from the list itself.
+fn kinds() -> Vec<Kind> {
+    macro_rules! collect {
+        ($($variant:ident => $ty:ty, $name:literal, $doc:literal;)*) => {
+            vec![$(Kind {
+                variant: stringify!($variant).to_string(),
+                result: stringify!($ty).rsplit("::").next().unwrap_or("").trim().to_string(),
+                name: $name.to_string(),
+            }),*]
+        };
+    }
+    rtgauge_model::with_kinds!(collect)
+}
+
+/// Whether `needle` occurs in `line` as a whole name (not inside a longer identifier on either side).
+fn names_word(line: &str, needle: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(needle).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + needle.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
 /// The files naming a variant of the run document's probe result (`ProbeResult::Cyclic`, …).
-fn variant_namers(files: &[(PathBuf, String)]) -> Vec<PathBuf> {
-    const VARIANTS: [&str; 6] = ["Cyclic", "Oslat", "Net", "Ops", "Mem", "Numa"];
+fn variant_namers(files: &[(PathBuf, String)], kinds: &[Kind]) -> Vec<PathBuf> {
     files
         .iter()
         .filter(|(_, text)| {
             text.lines().map(code_of).any(|l| {
-                VARIANTS.iter().any(|v| {
-                    l.match_indices(&format!("ProbeResult::{v}")).any(|(i, s)| {
-                        let after = l[i + s.len()..].chars().next();
-                        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                    })
-                })
+                kinds
+                    .iter()
+                    .any(|k| names_word(l, &format!("ProbeResult::{}", k.variant)))
             })
         })
         .map(|(f, _)| f.clone())
         .collect()
 }
+
+/// Whether `file` is one of `kind`'s own modules: a path below its crate's `src/` with a component named
+/// after the kind (`clock.rs`, `net_latency/rx.rs`, `rttests/hwnoise.rs`).
+fn is_own_module(file: &Path, kind: &Kind) -> bool {
+    let rel = rel(file);
+    let below_src = rel.split_once("/src/").map_or("", |(_, r)| r);
+    below_src
+        .split('/')
+        .any(|c| c == kind.name || c.strip_suffix(".rs") == Some(kind.name.as_str()))
+}
+
+/// Whether a source names `kind`: its variant (`ProbeKind::Clock`, `ProbeResult::Clock`), its result type,
+/// or a path into one of its modules (`rtgauge_model::clock::…`, `crate::clock`, `super::clock`,
+/// `clock::…` beside it, a `clock` in a `use` tree of this crate's or rtgauge's). Module declarations (`pub mod clock;`) are the
+/// module tree, not a use of the kind. The kind's name as a plain string is left out: the names are also
+/// words of the formats users have (cyclictest's `--clock` and its JSON's `"clock"`).
+fn names_kind(text: &str, kind: &Kind) -> bool {
+    let n = kind.name.as_str();
+    let into_module = |path: &str| {
+        let mut segs = path.split("::");
+        let root = segs.next().unwrap_or("");
+        // `hwnoise::clean_killed_run()` beside the module, `crate::clock`, `rtgauge_model::clock::…`.
+        root == n
+            || (["crate", "super", "self"].contains(&root) || root.starts_with("rtgauge_"))
+                && segs.take_while(|s| *s != "*").any(|s| s == n)
+    };
+    let line_names = |line: &str| {
+        let t = after_visibility(line).trim();
+        if t.starts_with("mod ") && t.ends_with(';') {
+            return false;
+        }
+        names_word(line, &format!("ProbeKind::{}", kind.variant))
+            || names_word(line, &format!("ProbeResult::{}", kind.variant))
+            || names_word(line, &kind.result)
+            || line
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .any(|path| path.contains("::") && into_module(path.trim_start_matches(':')))
+    };
+    text.lines().map(code_of).any(line_names)
+        || use_trees(text)
+            .iter()
+            .flat_map(|t| use_paths(t))
+            .any(|p| into_module(&p))
+}
+
+/// Per kind, the non-test files outside its own modules that name it ([`names_kind`]), sorted.
+fn kind_namers(files: &[(PathBuf, String)], kinds: &[Kind]) -> BTreeMap<String, Vec<String>> {
+    kinds
+        .iter()
+        .map(|k| {
+            let mut namers: Vec<String> = files
+                .iter()
+                .filter(|(f, _)| !is_own_module(f, k))
+                .filter(|(_, text)| names_kind(text, k))
+                .map(|(f, _)| rel(f))
+                .collect();
+            namers.sort();
+            (k.name.clone(), namers)
+        })
+        .collect()
+}
+
+/// The files that register the kinds, one line per kind in each layer: the list in the run document, the
+/// flags' registry (a profile's stages, the monitor's watches), the command line's verbs.
+const REGISTRIES: [&str; 3] = [
+    "crates/model/src/kind.rs",
+    "crates/flags/src/kinds.rs",
+    "crates/cli/src/cli.rs",
+];
+
+/// The most files outside its own modules that may name a kind: its registration in the three
+/// registries, and one more where a kind lends a piece to another layer (hwnoise's tracer cleanup in the
+/// probe crate's, clock's host source in the VM channel).
+const KIND_FILES: usize = 4;
+
+/// The kinds older than the registries, each with the files that still name it today: the ceiling they
+/// must not grow past (every kind since — hwnoise, net latency, clock, and any new one — has
+/// [`KIND_FILES`]). The timer probe's late samples and live threads are its types that the engine and the
+/// monitor take; net latency's modules borrow net's socket helpers; `host::numa` and `plan::numa` read and
+/// plan NUMA for every kind.
+const OLDER_KINDS: [(&str, usize); 5] = [
+    ("cyclic", 17),
+    ("oslat", 5),
+    ("net", 9),
+    ("mem", 7),
+    ("numa", 8),
+];
 
 /// Lines dividing or multiplying by a thousand in floating point (`/ 1000.0`, `/ 1e3`, `* 1e-3`): the
 /// shape of a ns→µs conversion written inline.
@@ -456,10 +574,82 @@ fn inline_us_conversions(text: &str) -> Vec<(usize, String)> {
         .filter(|(_, l)| {
             let c = code_of(l);
             // A thousand that is not a unit of time says so on its line.
-            SHAPES.iter().any(|s| c.contains(s)) && !l.contains("not a time")
+            (SHAPES.iter().any(|s| c.contains(s)) || integer_thousandth(c))
+                && !l.contains("not a time")
         })
         .map(|(i, l)| (i + 1, l.trim().to_string()))
         .collect()
+}
+
+/// Whether a line divides an integer by a thousand (`x_ns / 1000`, `ns / 1_000`): the shape of a ns→µs
+/// conversion in integers (`us_trunc` is the one), not a division by a million or more.
+fn integer_thousandth(code: &str) -> bool {
+    ["/ 1000", "/ 1_000", "/1000", "/1_000"]
+        .iter()
+        .any(|shape| {
+            code.match_indices(shape).any(|(i, s)| {
+                let after = code[i + s.len()..].chars().next();
+                !after.is_some_and(|c| {
+                    c.is_ascii_digit() || c == '_' || c == '.' || c == 'f' || c == 'e'
+                })
+            })
+        })
+}
+
+/// The non-test lines of a crate outside the probe kinds' own modules: the shared part a new kind must not
+/// make grow. The kinds' own modules (`clock.rs`, `net_latency/`, …) grow with the kinds, by design.
+fn shared_lines(krate: &str, files: &[(PathBuf, String)], kinds: &[Kind]) -> (usize, usize) {
+    let of_crate: Vec<&(PathBuf, String)> = files
+        .iter()
+        .filter(|(f, _)| f.starts_with(crates_dir().join(krate).join("src")))
+        .collect();
+    let total = of_crate.iter().map(|(_, t)| t.lines().count()).sum();
+    let shared = of_crate
+        .iter()
+        .filter(|(f, _)| !kinds.iter().any(|k| is_own_module(f, k)))
+        .map(|(_, t)| t.lines().count())
+        .sum();
+    (shared, total)
+}
+
+/// The most non-test lines the shared part of a crate may hold: the run document's data and units, and the
+/// engine around the probes (what the last restructure reached; it grew again with three kinds).
+const LINE_BUDGETS: [(&str, usize); 2] = [("model", 4_000), ("session", 1_500)];
+
+/// The `Result<T, E>` types of a source whose error `E` is a plain `String` (a line each): the probe crate's
+/// errors are typed (thiserror), so that a caller can tell them apart and a message is made in one place.
+fn string_errors(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = code_of(line);
+        for (i, _) in code.match_indices("Result<") {
+            if i > 0 && code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            // The arguments up to the matching `>`, split at the commas outside nested brackets.
+            let start = i + "Result<".len();
+            let (mut depth, mut args, mut from) = (0usize, Vec::new(), start);
+            for (j, c) in code[start..].char_indices().map(|(j, c)| (j + start, c)) {
+                match c {
+                    '<' | '(' | '[' => depth += 1,
+                    '>' | ')' | ']' if depth == 0 => {
+                        args.push(code[from..j].trim());
+                        break;
+                    }
+                    '>' | ')' | ']' => depth -= 1,
+                    ',' if depth == 0 => {
+                        args.push(code[from..j].trim());
+                        from = j + 1;
+                    }
+                    _ => {}
+                }
+            }
+            if args.len() == 2 && args[1] == "String" {
+                out.push((n + 1, line.trim().to_string()));
+            }
+        }
+    }
+    out
 }
 
 /// Type names defined more than once on purpose, each with why (every other name is defined once).
@@ -605,24 +795,89 @@ fn no_crate_has_a_circle_between_its_modules() {
 #[test]
 fn the_probe_kinds_are_named_only_where_they_are_listed() {
     let files = workspace_sources();
-    // The data's dispatch and the views': one `match` each (the model's own, in `kinds!`, names no variant
-    // by its path).
-    let allowed = [
-        "crates/analysis/src/kind/mod.rs",
-        "crates/report/src/kind/mod.rs",
-    ];
-    let namers: Vec<String> = variant_namers(&files)
+    let kinds = kinds();
+    assert!(kinds.len() >= 9, "{kinds:?}");
+    assert_eq!(
+        kinds.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(),
+        rtgauge_model::kind::ProbeKind::ALL.map(|k| k.as_str()),
+        "the list and ProbeKind::ALL"
+    );
+    // No source names a result's variant: the list makes the dispatches (analysis, report) itself.
+    let namers: Vec<String> = variant_namers(&files, &kinds)
         .iter()
         .map(|f| rel(f))
-        .filter(|f| !allowed.contains(&f.as_str()))
+        .filter(|f| f != REGISTRIES[0])
         .collect();
     assert!(
         namers.is_empty(),
         "match through the kind traits instead: {namers:#?}"
     );
-    // The list itself: one `kinds!` in the run document.
-    let run = std::fs::read_to_string(crates_dir().join("model/src/run.rs")).expect("run.rs");
-    assert!(run.contains("kinds! {"), "the kinds list moved");
+    // Each kind is named outside its own modules only where it is registered, and a few places more.
+    let all = kind_namers(&files, &kinds);
+    for (name, namers) in &all {
+        let most = OLDER_KINDS
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(KIND_FILES, |&(_, n)| n);
+        assert!(
+            namers.len() <= most,
+            "{name} is named in {} files outside its own modules (at most {most}): {namers:#?}",
+            namers.len()
+        );
+    }
+    // A kind that took fewer files comes off the list of older kinds' ceilings.
+    for (name, most) in OLDER_KINDS {
+        let n = all.get(name).map_or(0, Vec::len);
+        assert!(
+            n == most,
+            "{name} is now named in {n} files outside its own modules: set its ceiling in OLDER_KINDS to {n} (or {KIND_FILES}: remove it)"
+        );
+    }
+}
+
+/// The registry files and the other files naming each kind, printed (`cargo test --test structure --
+/// --nocapture kind_counts`): the figures of a closing note.
+#[test]
+fn kind_counts() {
+    let (files, kinds) = (workspace_sources(), kinds());
+    for (name, namers) in kind_namers(&files, &kinds) {
+        println!("{name}: {} {namers:?}", namers.len());
+    }
+    for (krate, _) in LINE_BUDGETS {
+        let (shared, total) = shared_lines(krate, &files, &kinds);
+        println!("{krate}: {shared} shared, {total} with the kinds' own modules");
+    }
+}
+
+#[test]
+fn the_shared_crates_keep_their_line_budgets() {
+    let (files, kinds) = (workspace_sources(), kinds());
+    for (krate, most) in LINE_BUDGETS {
+        let (shared, total) = shared_lines(krate, &files, &kinds);
+        assert!(shared > 100, "{krate}: {shared} lines seen");
+        assert!(
+            shared <= most,
+            "{krate}: {shared} non-test lines outside the kinds' own modules ({total} with them), over its budget of {most}"
+        );
+    }
+}
+
+#[test]
+fn the_probe_crate_has_typed_errors() {
+    let probe = crates_dir().join("probe/src");
+    let found: Vec<String> = workspace_sources()
+        .iter()
+        .filter(|(f, _)| f.starts_with(&probe))
+        .flat_map(|(f, t)| {
+            string_errors(t)
+                .into_iter()
+                .map(move |(n, l)| format!("{}:{n}: {l}", rel(f)))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "an error type of its own (thiserror): {found:#?}"
+    );
 }
 
 #[test]
@@ -705,16 +960,74 @@ fn the_checks_find_what_they_look_for() {
     // A variant named in code (not in a comment, not a longer name), and an inline conversion.
     let f = |s: &str| vec![(PathBuf::from("x.rs"), s.to_string())];
     assert_eq!(
-        variant_namers(&f("let x = ProbeResult::Oslat(r);")).len(),
+        variant_namers(&f("let x = ProbeResult::Oslat(r);"), &kinds()).len(),
         1
     );
-    assert!(
-        variant_namers(&f("// ProbeResult::Oslat\nlet y = ProbeResult::OslatLike;")).is_empty()
-    );
+    assert!(variant_namers(
+        &f("// ProbeResult::Oslat\nlet y = ProbeResult::OslatLike;"),
+        &kinds()
+    )
+    .is_empty());
     assert_eq!(
         inline_us_conversions("let us = ns as f64 / 1000.0;\n// x / 1e3\n").len(),
         1
     );
+    // An integer ns→µs division, but not a division by a million nor a float thousand's other shapes.
+    assert_eq!(
+        inline_us_conversions(
+            "let w = self.config.width_ns / 1000;\nlet v = (x / 1_000).max(1);\nlet ms = ns / 1_000_000;\n"
+        )
+        .len(),
+        2
+    );
+    // A verb that matches on a kind's variant, and one naming the kind's result type, are found; a kind
+    // named in its own module is not counted against it.
+    let kinds = kinds();
+    let clock = kinds
+        .iter()
+        .find(|k| k.name == "clock")
+        .expect("the clock kind");
+    let verb = |text: &str| {
+        vec![(
+            crates_dir().join("cli/src/cmd/run/mod.rs"),
+            text.to_string(),
+        )]
+    };
+    let m = "match p {\n    ProbeResult::Clock(c) => show(c),\n    _ => {}\n}\n";
+    assert_eq!(variant_namers(&verb(m), &kinds).len(), 1);
+    assert_eq!(kind_namers(&verb(m), &kinds)["clock"].len(), 1);
+    let typed = "fn f(r: &ClockResult) {}\n";
+    assert_eq!(kind_namers(&verb(typed), &kinds)["clock"].len(), 1);
+    let own = vec![(crates_dir().join("cli/src/cmd/clock.rs"), m.to_string())];
+    assert!(kind_namers(&own, &kinds)["clock"].is_empty());
+    assert!(names_kind("use super::{clock, cyclic};\n", clock));
+    assert!(names_kind(
+        "let p = rtgauge_probe::clock::Poller::open(&plan);\n",
+        clock
+    ));
+    assert!(!names_kind(
+        "pub mod clock;\nlet c = plan.clock;\nuse crate::time::ClockId;\n",
+        clock
+    ));
+    // A `String` error, but not a `String` in a result's value nor a nested one.
+    assert_eq!(
+        string_errors(
+            "fn a() -> Result<Peer, String> {}\nfn b() -> Result<BTreeMap<String, String>, E> {}\nlet c: mpsc::Sender<Result<(u8, String), Error>>;\nfn d() -> io::Result<String> {}\n"
+        )
+        .len(),
+        1
+    );
+    // A 4,001st line of the shared part of `model` breaks its budget; lines of a kind's own module do not.
+    let lines = |n: usize| "let x = 1;\n".repeat(n);
+    let model = |file: &str, n: usize| (crates_dir().join("model/src").join(file), lines(n));
+    let files = vec![
+        model("run.rs", 3_000),
+        model("verdict.rs", 1_000),
+        model("clock.rs", 900),
+    ];
+    assert_eq!(shared_lines("model", &files, &kinds), (4_000, 4_900));
+    let one_more = vec![model("run.rs", 3_001), model("verdict.rs", 1_000)];
+    assert!(shared_lines("model", &one_more, &kinds).0 > LINE_BUDGETS[0].1);
     // A type defined in two files (once inside a function), and neither an impl's or a trait's associated
     // type, a commented-out struct, nor a longer name counts as another definition.
     let files = vec![

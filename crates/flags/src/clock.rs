@@ -234,7 +234,7 @@ impl SourcesWatchArgs {
     /// monitor's end.
     pub fn watch(
         &self,
-        m: &super::kinds::WatchPlace<'_>,
+        m: &super::stage::WatchPlace<'_>,
     ) -> anyhow::Result<Option<Box<dyn rtgauge_session::watch::Watch>>> {
         if !self.clock && self.clock_source.is_empty() {
             return Ok(None);

@@ -7,6 +7,7 @@ use clap::Args;
 use rtgauge_host::cpu::{read_cpu_mask, CpuMask};
 use rtgauge_host::HostRoot;
 use rtgauge_model::hwnoise::{HwTracer, HwnoiseConfig};
+use rtgauge_model::units::us_trunc;
 use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_probe::hwnoise::HwnoisePlan;
 use std::time::Duration;
@@ -161,8 +162,8 @@ impl super::stage::StagePlan for HwnoisePlan {
                     HwTracer::Osnoise => "osnoise tracer",
                 }
             ),
-            self.config.width_ns / 1000,
-            self.config.window_ns / 1000
+            us_trunc(self.config.width_ns),
+            us_trunc(self.config.window_ns)
         ))
     }
 

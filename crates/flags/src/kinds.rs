@@ -3,11 +3,10 @@
 //! its flags to the monitor's ([`WatchArgs`]), its watch (`rtgauge_session::watch::Watch`) and its part of
 //! the Prometheus rules ([`WATCH_RULES`]).
 
-use super::stage::FromProfile;
+use super::stage::{FromProfile, WatchPlace};
 use super::{clock, cyclic, hwnoise, mem, net, net_latency, numa, ops, oslat};
 use clap::Args;
 use rtgauge_model::kind::ProbeKind;
-use rtgauge_model::{CpuSet, Nanos};
 use rtgauge_session::watch::Watch;
 
 /// How each kind's flags become a profile stage: its module's `from_profile`.
@@ -33,18 +32,6 @@ pub struct WatchArgs {
     pub net_latency: net_latency::StreamWatchArgs,
     #[command(flatten)]
     pub clock: clock::SourcesWatchArgs,
-}
-
-/// What the monitor tells its watches' flags.
-pub struct WatchPlace<'a> {
-    /// The CPUs its timer threads measure.
-    pub cpus: &'a CpuSet,
-    /// The online CPUs.
-    pub online: &'a CpuSet,
-    /// Its timer threads' SCHED_FIFO priority.
-    pub priority: i32,
-    /// How long it runs (`None`: until stopped).
-    pub duration: Option<Nanos>,
 }
 
 impl WatchArgs {

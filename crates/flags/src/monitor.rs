@@ -142,7 +142,7 @@ pub fn resolve(a: &MonitorArgs) -> anyhow::Result<MonitorPlan> {
         bail!("--listen off: give --textfile DIR or --store-every D, or the monitor has no output");
     }
     let rest = online.difference(&cpus);
-    let watches = a.watch.watches(&super::kinds::WatchPlace {
+    let watches = a.watch.watches(&super::stage::WatchPlace {
         cpus: &cpus,
         online: &online,
         priority: a.priority,

@@ -456,7 +456,7 @@ impl StreamWatchArgs {
     /// stream's.
     pub fn watch(
         &self,
-        m: &super::kinds::WatchPlace<'_>,
+        m: &super::stage::WatchPlace<'_>,
     ) -> anyhow::Result<Option<Box<dyn rtgauge_session::watch::Watch>>> {
         let a = self;
         let (measured, online) = (m.cpus, m.online);

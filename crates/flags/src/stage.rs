@@ -1,6 +1,6 @@
 //! A profile probe as `run` measures it: each kind's flags parsed and resolved by the kind's own flags
 //! module into a [`Stage`] (through the registry, `crate::kinds::from_profile`), whose plan `run` reaches
-//! only through one trait ([`StagePlan`]).
+//! only through one trait ([`StagePlan`]); and what the monitor tells a watched kind's flags ([`WatchPlace`]).
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -133,4 +133,16 @@ pub trait StagePlan {
 
     /// Its probe for the session engine, reading the host through `root`.
     fn probe<'a>(&'a self, root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a>;
+}
+
+/// What the monitor tells its watches' flags.
+pub struct WatchPlace<'a> {
+    /// The CPUs its timer threads measure.
+    pub cpus: &'a CpuSet,
+    /// The online CPUs.
+    pub online: &'a CpuSet,
+    /// Its timer threads' SCHED_FIFO priority.
+    pub priority: i32,
+    /// How long it runs (`None`: until stopped).
+    pub duration: Option<Nanos>,
 }

@@ -129,7 +129,7 @@ impl Load {
         if let Some(w) = self.worker {
             match w.stop() {
                 Ok(mut g) => generators.append(&mut g),
-                Err(e) => lost = Some(e),
+                Err(e) => lost = Some(e.to_string()),
             }
         }
         generators.sort_by_key(|g| (g.kind, g.cpu));
@@ -280,7 +280,7 @@ impl LoadWorker {
     }
 
     /// Close its stdin and read its generators' figures; why they are not all there otherwise.
-    fn stop(mut self) -> Result<Vec<GeneratorResult>, String> {
+    fn stop(mut self) -> Result<Vec<GeneratorResult>, WorkerError> {
         // Gone already: killed from outside while the probe measured.
         let early = self.child.try_wait().ok().flatten();
         drop(self.stdin.take());
@@ -302,26 +302,29 @@ impl LoadWorker {
                 }
             }
         }
-        let status = self.child.wait().map_err(|e| e.to_string())?;
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| WorkerError::Wait(e.to_string()))?;
         self.reaped = true;
         if let Some(st) = early {
-            return Err(format!("the worker ended before it was stopped ({st})"));
+            return Err(WorkerError::EndedEarly(st.to_string()));
         }
         if let Some(e) = late {
-            return Err(format!(
-                "the worker did not report its figures within {} s of its stop ({e}); killed",
-                REPORT_WITHIN.as_secs()
-            ));
+            return Err(WorkerError::Late {
+                within_s: REPORT_WITHIN.as_secs(),
+                cause: e,
+            });
         }
         if let Some(line) = bad {
-            return Err(format!("the worker said '{line}'"));
+            return Err(WorkerError::Said(line));
         }
         if out.len() != self.expected {
-            return Err(format!(
-                "{} of the worker's {} generators reported ({status})",
-                out.len(),
-                self.expected
-            ));
+            return Err(WorkerError::Missing {
+                reported: out.len(),
+                expected: self.expected,
+                status: status.to_string(),
+            });
         }
         Ok(out)
     }
@@ -347,6 +350,51 @@ impl Drop for LoadWorker {
 
 /// The worker's stdout as lines, each waited for until a deadline (poll(2)), so that a hung worker cannot
 /// hang the probe. (std's BufReader has no timeout.)
+/// Why the load worker's figures are not all there.
+#[derive(Debug, thiserror::Error)]
+enum WorkerError {
+    /// Waiting for it failed.
+    #[error("{0}")]
+    Wait(String),
+    /// It was gone before it was stopped: killed from outside while the probe measured (its status).
+    #[error("the worker ended before it was stopped ({0})")]
+    EndedEarly(String),
+    /// It did not report in time, and was killed.
+    #[error(
+        "the worker did not report its figures within {within_s} s of its stop ({cause}); killed"
+    )]
+    Late {
+        /// How long it was given, s.
+        within_s: u64,
+        /// Why its output stopped.
+        cause: WorkerRead,
+    },
+    /// It printed a line that is no generator's figures.
+    #[error("the worker said '{0}'")]
+    Said(String),
+    /// Fewer generators reported than it ran.
+    #[error("{reported} of the worker's {expected} generators reported ({status})")]
+    Missing {
+        /// Those that reported.
+        reported: usize,
+        /// Those it ran.
+        expected: usize,
+        /// How it exited.
+        status: String,
+    },
+}
+
+/// Why the worker's next line is not there.
+#[derive(Debug, thiserror::Error)]
+enum WorkerRead {
+    /// Past the deadline.
+    #[error("it did not answer in time")]
+    Timeout,
+    /// Reading its output failed.
+    #[error("{0}")]
+    Io(String),
+}
+
 #[derive(Debug)]
 struct WorkerLines {
     out: std::process::ChildStdout,
@@ -355,7 +403,7 @@ struct WorkerLines {
 
 impl WorkerLines {
     /// The next line; None at the end of the output; an error past `deadline`.
-    fn next(&mut self, deadline: Instant) -> Result<Option<String>, String> {
+    fn next(&mut self, deadline: Instant) -> Result<Option<String>, WorkerRead> {
         use std::io::Read as _;
         use std::os::fd::AsRawFd as _;
         loop {
@@ -365,7 +413,7 @@ impl WorkerLines {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err("it did not answer in time".into());
+                return Err(WorkerRead::Timeout);
             }
             let mut pfd = libc::pollfd {
                 fd: self.out.as_raw_fd(),
@@ -387,7 +435,7 @@ impl WorkerLines {
                 }
                 Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(WorkerRead::Io(e.to_string())),
             }
         }
     }

@@ -68,7 +68,7 @@ struct Region {
 }
 
 impl Region {
-    fn new(len: usize, hugepages: bool) -> Result<Region, String> {
+    fn new(len: usize, hugepages: bool) -> Result<Region, MemError> {
         let len = len.div_ceil(2 << 20) * (2 << 20);
         // SAFETY: anonymous private mapping; MAP_FAILED is checked.
         let ptr = unsafe {
@@ -82,10 +82,10 @@ impl Region {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(format!(
-                "mmap {len} bytes: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(MemError::Map {
+                len,
+                cause: std::io::Error::last_os_error().to_string(),
+            });
         }
         let advice = if hugepages {
             libc::MADV_HUGEPAGE
@@ -230,7 +230,7 @@ fn bw_result(kind: &str, size: usize, samples: Vec<f64>) -> Bandwidth {
     }
 }
 
-fn measure_bandwidth(cfg: &MemConfig) -> Result<Vec<Bandwidth>, String> {
+fn measure_bandwidth(cfg: &MemConfig) -> Result<Vec<Bandwidth>, MemError> {
     let size = (cfg.bw_size_bytes as usize).max(4096) / 64 * 64;
     let mut a = Region::new(size, cfg.hugepages)?;
     let mut b = Region::new(size, cfg.hugepages)?;
@@ -265,6 +265,33 @@ fn measure_bandwidth(cfg: &MemConfig) -> Result<Vec<Bandwidth>, String> {
     ])
 }
 
+/// Why the memory probe could not measure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemError {
+    /// Its buffer could not be mapped.
+    #[error("mmap {len} bytes: {cause}")]
+    Map {
+        /// The size asked, bytes.
+        len: usize,
+        /// What the system said.
+        cause: String,
+    },
+    /// A NUMA node beyond the 1,024 of the policy mask.
+    #[error("node {0} beyond 1023")]
+    NodeBeyondMask(u32),
+    /// A buffer could not be bound to a node.
+    #[error("mbind to node {node}: {cause}")]
+    Bind {
+        /// The node.
+        node: u32,
+        /// What the system said.
+        cause: String,
+    },
+    /// The thread of one NUMA cell panicked.
+    #[error("NUMA cell thread panicked")]
+    CellPanicked,
+}
+
 const MPOL_BIND: libc::c_long = 2;
 const MPOL_MF_STRICT: libc::c_long = 1;
 const MPOL_MF_MOVE: libc::c_long = 2;
@@ -272,11 +299,11 @@ const MPOL_F_NODE: libc::c_long = 1;
 const MPOL_F_ADDR: libc::c_long = 2;
 
 /// Bind `r` to `node` (mbind(2), MPOL_BIND). libc has no wrapper for it (libnuma's is in another library).
-fn bind(r: &Region, node: u32) -> Result<(), String> {
+fn bind(r: &Region, node: u32) -> Result<(), MemError> {
     let mut mask = [0u64; 16];
     let (w, b) = (node as usize / 64, node % 64);
     if w >= mask.len() {
-        return Err(format!("node {node} beyond 1023"));
+        return Err(MemError::NodeBeyondMask(node));
     }
     mask[w] = 1 << b;
     // SAFETY: our mapping, a mask of 1024 bits and maxnode = bits + 1 as mbind(2) expects.
@@ -292,10 +319,10 @@ fn bind(r: &Region, node: u32) -> Result<(), String> {
         )
     };
     if rc != 0 {
-        return Err(format!(
-            "mbind to node {node}: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(MemError::Bind {
+            node,
+            cause: std::io::Error::last_os_error().to_string(),
+        });
     }
     Ok(())
 }
@@ -336,12 +363,12 @@ fn numa_cell(cfg: &MemConfig, cpu_node: u32, cpu: u32, mem_node: u32) -> NumaCel
     let mut r = match Region::new(size, cfg.hugepages) {
         Ok(r) => r,
         Err(e) => {
-            cell.error = Some(e);
+            cell.error = Some(e.to_string());
             return cell;
         }
     };
     if let Err(e) = bind(&r, mem_node) {
-        cell.error = Some(e);
+        cell.error = Some(e.to_string());
         return cell;
     }
     r.touch();
@@ -358,7 +385,7 @@ fn numa_cell(cfg: &MemConfig, cpu_node: u32, cpu: u32, mem_node: u32) -> NumaCel
     cell
 }
 
-fn measure_all(plan: &MemPlan) -> Result<MemResult, String> {
+fn measure_all(plan: &MemPlan) -> Result<MemResult, MemError> {
     let cfg = &plan.config;
     crate::rt::pin_thread(cfg.cpu);
     let max = cfg.sizes_bytes.iter().copied().max().unwrap_or(0) as usize;
@@ -382,7 +409,7 @@ fn measure_all(plan: &MemPlan) -> Result<MemResult, String> {
                 let c = cfg.clone();
                 let cell = std::thread::spawn(move || numa_cell(&c, cn, cpu, mn))
                     .join()
-                    .map_err(|_| "NUMA cell thread panicked".to_string())?;
+                    .map_err(|_| MemError::CellPanicked)?;
                 numa.push(cell);
             }
         }
@@ -402,7 +429,8 @@ fn measure_all(plan: &MemPlan) -> Result<MemResult, String> {
 /// Run the plan on a thread of its own, pinned to `config.cpu`.
 pub fn run(plan: &MemPlan) -> Result<MemResult, ProbeError> {
     let plan = plan.clone();
-    crate::rt::on_own_thread("rtgauge-mem", move || measure_all(&plan))?.map_err(ProbeError::Config)
+    crate::rt::on_own_thread("rtgauge-mem", move || measure_all(&plan))?
+        .map_err(|e| ProbeError::Config(e.to_string()))
 }
 
 #[cfg(test)]

@@ -26,15 +26,22 @@ fn claim() {
     let _ = std::fs::write(MARKER, std::process::id().to_string());
 }
 
-fn modprobe(args: &[&str]) -> Result<(), String> {
+/// Why `modprobe` did not load or unload the module: what it said, or why it could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct ModprobeError(String);
+
+fn modprobe(args: &[&str]) -> Result<(), ModprobeError> {
     let out = rtgauge_programs::command("modprobe")
         .args(args)
         .output()
-        .map_err(|e| rtgauge_programs::not_found("modprobe", &e))?;
+        .map_err(|e| ModprobeError(rtgauge_programs::not_found("modprobe", &e)))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        Err(ModprobeError(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ))
     }
 }
 

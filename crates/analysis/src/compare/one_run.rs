@@ -45,11 +45,11 @@ fn of_family(pattern: &str, key: &str) -> bool {
 }
 
 /// The family of measure `key` and its floor: the first of every kind's floors
-/// ([`ONE_RUN_FLOORS`](crate::kind::ONE_RUN_FLOORS)) whose pattern it is of; None where the A/A benches
+/// ([`one_run_floors`](crate::kind::one_run_floors)) whose pattern it is of; None where the A/A benches
 /// measured none for it.
 pub fn family_of(key: &str) -> Option<(&'static str, f64)> {
-    crate::kind::ONE_RUN_FLOORS
-        .iter()
+    crate::kind::one_run_floors()
+        .into_iter()
         .flat_map(|k| k.iter())
         .find(|(p, _)| of_family(p, key))
         .copied()
@@ -309,8 +309,8 @@ mod tests {
     /// reached: none is shadowed by one before it.
     #[test]
     fn every_floor_is_a_ratio_and_every_family_its_own() {
-        let all: Vec<(&str, f64)> = crate::kind::ONE_RUN_FLOORS
-            .iter()
+        let all: Vec<(&str, f64)> = crate::kind::one_run_floors()
+            .into_iter()
             .flat_map(|k| k.iter().copied())
             .collect();
         for (i, (p, f)) in all.iter().enumerate() {
@@ -326,7 +326,10 @@ mod tests {
     /// there are of it.
     #[test]
     fn every_pattern_has_at_most_one_star_as_a_whole_part() {
-        for (p, _) in crate::kind::ONE_RUN_FLOORS.iter().flat_map(|k| k.iter()) {
+        for (p, _) in crate::kind::one_run_floors()
+            .into_iter()
+            .flat_map(|k| k.iter())
+        {
             assert!(p.matches('*').count() <= 1, "{p}");
             assert!(
                 p.split('.').all(|part| part == "*" || !part.contains('*')),

@@ -127,7 +127,7 @@ impl KindData for ClockResult {
     }
 }
 
-impl super::KindGates for ClockResult {
+impl super::KindTables for ClockResult {
     const GATES: &'static [KindGate<Self>] = &[
         KindGate {
             def: GateDef {

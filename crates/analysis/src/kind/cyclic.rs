@@ -145,7 +145,8 @@ impl KindData for CyclicResult {
     }
 }
 
-impl super::KindGates for CyclicResult {
+impl super::KindTables for CyclicResult {
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
     const GATES: &'static [KindGate<Self>] = &[
         KindGate {
             def: GateDef {

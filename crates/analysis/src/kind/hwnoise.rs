@@ -3,6 +3,7 @@
 
 use super::*;
 use rtgauge_model::hwnoise::*;
+use rtgauge_model::units::us_trunc;
 
 impl KindData for HwnoiseResult {
     fields!(why, elapsed, settings);
@@ -22,7 +23,7 @@ impl KindData for HwnoiseResult {
                 "hwnoise.gaps",
                 format!(
                     "windows with a gap ≥ {} µs",
-                    self.config.threshold_ns / 1000
+                    us_trunc(self.config.threshold_ns)
                 ),
                 MeasureUnit::Count,
                 self.gaps_total as f64,
@@ -65,14 +66,14 @@ impl KindData for HwnoiseResult {
             self.config.cpus,
             self.config.tracer.as_str(),
             self.config.mode,
-            self.config.width_ns / 1000,
-            self.config.window_ns / 1000,
-            self.config.threshold_ns / 1000
+            us_trunc(self.config.width_ns),
+            us_trunc(self.config.window_ns),
+            us_trunc(self.config.threshold_ns)
         ))
     }
 }
 
-impl super::KindGates for HwnoiseResult {
+impl super::KindTables for HwnoiseResult {
     const GATES: &'static [KindGate<Self>] = &[KindGate {
         def: GateDef {
             key: "max",

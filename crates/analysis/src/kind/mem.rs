@@ -195,4 +195,6 @@ mod tests {
     }
 }
 
-impl super::KindGates for MemResult {}
+impl super::KindTables for MemResult {
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
+}

@@ -387,10 +387,15 @@ pub struct KindGate<R> {
     pub values: fn(&R, Option<u64>) -> Vec<u64>,
 }
 
-/// A kind's gate table: one line per gate, in its module here. Kinds without gates keep the empty default.
-pub trait KindGates: Sized + 'static {
+/// A kind's tables, in its module here: its gates, one line each, and its one-run floors
+/// (`crate::compare::one_run`). A kind without either keeps the empty default.
+pub trait KindTables: Sized + 'static {
     /// The kind's gates.
     const GATES: &'static [KindGate<Self>] = &[];
+    /// The largest ratio idle runs of one platform showed per family of its measures (a pattern, a
+    /// floor), each kept with where it was measured: a single run per platform decides a measure only
+    /// beyond it. Empty: its measures get no verdict from one run per platform.
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = &[];
 }
 
 /// A kind's name as a profile's gates write it: `net.latency` for `net_latency`.
@@ -446,18 +451,6 @@ pub fn gate_names() -> Vec<String> {
         .collect()
 }
 
-/// Every kind's one-run floors (`crate::compare::one_run`), each kept in its kind's module with where it
-/// was measured. Not `numa`'s nor the memory probe's NUMA matrix (the A/A bench had one node, where
-/// locality is 100 % by construction), nor `hwnoise`'s (its bench needs the hwlat tracer): their measures
-/// get no verdict from one run per platform.
-pub const ONE_RUN_FLOORS: [&[(&str, f64)]; 5] = [
-    cyclic::ONE_RUN_FLOORS,
-    oslat::ONE_RUN_FLOORS,
-    net::ONE_RUN_FLOORS,
-    ops::ONE_RUN_FLOORS,
-    mem::ONE_RUN_FLOORS,
-];
-
 /// A stored result's kind, as [`KindData`].
 pub trait ProbeData {
     /// The result as its kind's [`KindData`].
@@ -474,15 +467,22 @@ macro_rules! data_dispatch {
         /// ([`gate_names`]) and the docs list.
         pub fn gates() -> Vec<(ProbeKind, GateDef)> {
             let mut all = Vec::new();
-            $(all.extend(<$ty as KindGates>::GATES.iter().map(|g| (ProbeKind::$variant, g.def)));)*
+            $(all.extend(<$ty as KindTables>::GATES.iter().map(|g| (ProbeKind::$variant, g.def)));)*
             all
+        }
+
+        /// Every kind's one-run floors, kind by kind. Not `numa`'s nor the memory probe's NUMA matrix (the
+        /// A/A bench had one node, where locality is 100 % by construction), nor `hwnoise`'s (its bench needs
+        /// the hwlat tracer): their measures get no verdict from one run per platform.
+        pub fn one_run_floors() -> Vec<&'static [(&'static str, f64)]> {
+            vec![$(<$ty as KindTables>::ONE_RUN_FLOORS),*]
         }
 
         /// Each value `metric` has in `p` (one per thread, CPU or source); empty when `p` does not measure
         /// it.
         pub fn gate_values(p: &ProbeResult, metric: &Metric) -> Vec<u64> {
             match p {
-                $(ProbeResult::$variant(r) => <$ty as KindGates>::GATES
+                $(ProbeResult::$variant(r) => <$ty as KindTables>::GATES
                     .iter()
                     .filter(|g| metric.kind == ProbeKind::$variant && g.def.stored == metric.name)
                     .flat_map(|g| (g.values)(r, metric.threshold_ns))

@@ -221,4 +221,6 @@ mod tests {
     }
 }
 
-impl super::KindGates for NetResult {}
+impl super::KindTables for NetResult {
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
+}

@@ -124,7 +124,7 @@ impl KindData for NetLatencyResult {
     }
 }
 
-impl super::KindGates for NetLatencyResult {
+impl super::KindTables for NetLatencyResult {
     const GATES: &'static [KindGate<Self>] = &[
         KindGate {
             def: GateDef {

@@ -56,4 +56,4 @@ impl KindData for NumaResult {
     }
 }
 
-impl super::KindGates for NumaResult {}
+impl super::KindTables for NumaResult {}

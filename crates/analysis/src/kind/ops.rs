@@ -55,4 +55,6 @@ impl KindData for OpsResult {
     }
 }
 
-impl super::KindGates for OpsResult {}
+impl super::KindTables for OpsResult {
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
+}

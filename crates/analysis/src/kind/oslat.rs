@@ -90,7 +90,8 @@ impl KindData for OslatResult {
     }
 }
 
-impl super::KindGates for OslatResult {
+impl super::KindTables for OslatResult {
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
     const GATES: &'static [KindGate<Self>] = &[KindGate {
         def: GateDef {
             key: "max",

@@ -5,6 +5,7 @@
 
 use super::{write, write_width_window, HwnoiseError};
 use rtgauge_model::hwnoise::{HwGap, HwnoiseConfig};
+use rtgauge_model::units::us_trunc;
 use rtgauge_model::CpuSet;
 use std::path::Path;
 
@@ -28,12 +29,12 @@ pub fn arm(r: &Path, config: &HwnoiseConfig) -> Result<(), HwnoiseError> {
     write(
         r,
         "tracing_thresh",
-        &(config.threshold_ns / 1000).max(1).to_string(),
+        &us_trunc(config.threshold_ns).max(1).to_string(),
     )?;
     write_width_window(
         r,
-        ("hwlat_detector/width", config.width_ns / 1000),
-        ("hwlat_detector/window", config.window_ns / 1000),
+        ("hwlat_detector/width", us_trunc(config.width_ns)),
+        ("hwlat_detector/window", us_trunc(config.window_ns)),
     )?;
     if r.join("hwlat_detector/mode").exists() {
         write(r, "hwlat_detector/mode", &config.mode)?;

@@ -11,6 +11,7 @@
 
 use super::{write, write_width_window, Entries, HwnoiseError};
 use rtgauge_model::hwnoise::{HwGap, HwnoiseConfig};
+use rtgauge_model::units::us_trunc;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -73,13 +74,13 @@ pub fn arm(root: &Path, dir: &Path, config: &HwnoiseConfig) -> Result<(), Hwnois
     write(
         root,
         "tracing_thresh",
-        &(config.threshold_ns / 1000).max(1).to_string(),
+        &us_trunc(config.threshold_ns).max(1).to_string(),
     )?;
     write(root, "osnoise/cpus", &cpus_value(&config.cpus.to_string()))?;
     write_width_window(
         root,
-        ("osnoise/runtime_us", config.width_ns / 1000),
-        ("osnoise/period_us", config.window_ns / 1000),
+        ("osnoise/runtime_us", us_trunc(config.width_ns)),
+        ("osnoise/period_us", us_trunc(config.window_ns)),
     )?;
     write(root, "osnoise/stop_tracing_us", "0")?;
     write(root, "osnoise/stop_tracing_total_us", "0")?;

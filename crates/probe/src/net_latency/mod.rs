@@ -17,6 +17,7 @@
 //! Sockets are raw `libc` calls (as in [`crate::net`]): the timestamps arrive as a control message of
 //! `recvmsg`, which no socket crate we use wraps.
 
+mod error;
 mod frame;
 mod reflect;
 mod rx;
@@ -24,6 +25,7 @@ mod tx;
 mod watch;
 mod wire;
 
+pub use error::StreamError;
 pub use frame::parse_mac;
 pub use reflect::{reflect, ReflectPlan};
 pub use watch::{NetWatch, WatchStart};
@@ -232,8 +234,8 @@ pub fn run(
     let realtime_offset_before = crate::time::realtime_minus_monotonic();
 
     // The receiver binds first (one-way) and says where; round trip, the sender's socket is handed to it.
-    let (to_sender, from_receiver) = mpsc::channel::<Result<Peer, String>>();
-    let (to_receiver, from_sender) = mpsc::channel::<Result<Socket, String>>();
+    let (to_sender, from_receiver) = mpsc::channel::<Result<Peer, StreamError>>();
+    let (to_receiver, from_sender) = mpsc::channel::<Result<Socket, StreamError>>();
     if cfg.role == StreamRole::Send {
         // The receiver is another run: where it takes packets is the flags'.
         let _ = to_sender.send(remote_peer(plan));
@@ -302,7 +304,7 @@ pub fn run(
     let (sent, received) = match (sent, received) {
         (Ok(s), Ok(r)) => (s, r),
         // The receiver's failure is the cause when both failed: the sender only stopped for it.
-        (_, Err(e)) | (Err(e), _) => return Err(ProbeError::Config(e)),
+        (_, Err(e)) | (Err(e), _) => return Err(ProbeError::Config(e.to_string())),
     };
     let moved = crate::time::realtime_minus_monotonic() - realtime_offset_before;
     Ok(finish(plan, sent, received, process, moved, stop.is_set()))
@@ -321,9 +323,9 @@ struct Common {
 fn spawn_receiver(
     c: Common,
     stream: u32,
-    to_sender: mpsc::Sender<Result<Peer, String>>,
-    from_sender: mpsc::Receiver<Result<Socket, String>>,
-) -> Result<std::thread::JoinHandle<Result<ReceiverOut, String>>, ProbeError> {
+    to_sender: mpsc::Sender<Result<Peer, StreamError>>,
+    from_sender: mpsc::Receiver<Result<Socket, StreamError>>,
+) -> Result<std::thread::JoinHandle<Result<ReceiverOut, StreamError>>, ProbeError> {
     rt::spawn_thread("rtgauge-nl-rx".into(), 1, move || {
         receiver(
             &c.plan,
@@ -342,9 +344,9 @@ fn spawn_receiver(
 fn spawn_sender(
     c: Common,
     (stream, capacity): (u32, u64),
-    from_receiver: mpsc::Receiver<Result<Peer, String>>,
-    to_receiver: mpsc::Sender<Result<Socket, String>>,
-) -> Result<std::thread::JoinHandle<Result<SenderOut, String>>, ProbeError> {
+    from_receiver: mpsc::Receiver<Result<Peer, StreamError>>,
+    to_receiver: mpsc::Sender<Result<Socket, StreamError>>,
+) -> Result<std::thread::JoinHandle<Result<SenderOut, StreamError>>, ProbeError> {
     rt::spawn_thread("rtgauge-nl-tx".into(), 0, move || {
         let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             sender(
@@ -362,18 +364,18 @@ fn spawn_sender(
             c.handover.sender_start(&c.start);
         }
         c.handover.sender_done.store(true, Ordering::Release);
-        sent.unwrap_or_else(|_| Err("the sender thread panicked".into()))
+        sent.unwrap_or_else(|_| Err(StreamError::Panicked("sender")))
     })
 }
 
 /// A send-only run's destination: the UDP address, or the MAC address frames go to (broadcast unless
 /// given).
-fn remote_peer(plan: &NetLatencyPlan) -> Result<Peer, String> {
+fn remote_peer(plan: &NetLatencyPlan) -> Result<Peer, StreamError> {
     match &plan.config.ethernet {
         Some(e) => match &e.dst_mac {
             Some(m) => frame::parse_mac(m)
                 .map(Peer::Mac)
-                .ok_or_else(|| format!("--dst-mac {m}: not a MAC address")),
+                .ok_or_else(|| StreamError::flag("--dst-mac", m, "not a MAC address")),
             None => Ok(Peer::Mac([0xff; 6])),
         },
         None => Ok(Peer::Udp(plan.addr)),
@@ -389,9 +391,9 @@ fn sender(
     shared: &Handover,
     start: &Barrier,
     stop: &StopFlag,
-    from_receiver: mpsc::Receiver<Result<Peer, String>>,
-    to_receiver: mpsc::Sender<Result<Socket, String>>,
-) -> Result<SenderOut, String> {
+    from_receiver: mpsc::Receiver<Result<Peer, StreamError>>,
+    to_receiver: mpsc::Sender<Result<Socket, StreamError>>,
+) -> Result<SenderOut, StreamError> {
     rt::block_signals();
     let cfg = &plan.config;
     let (sock, header) = match open_sender(plan, &from_receiver) {
@@ -404,7 +406,7 @@ fn sender(
         }
     };
     if cfg.round_trip {
-        let dup = sock.try_clone().map_err(|e| format!("sender socket: {e}"));
+        let dup = sock.try_clone().map_err(StreamError::socket("sender"));
         let _ = to_receiver.send(dup);
     }
     let conditions = thread_conditions(cfg.tx_cpu, cfg.rtprio);
@@ -437,7 +439,7 @@ fn sender(
     shared.sender_start(start);
     if shared.receiver_failed.load(Ordering::Acquire) {
         shared.sender_done.store(true, Ordering::Release);
-        return Err("the receiver could not start".into());
+        return Err(StreamError::ReceiverFailed);
     }
     // The first send a little after the start, aligned to nothing: both threads are ready.
     let t0 = wire::monotonic_ns() + 1_000_000;
@@ -526,23 +528,23 @@ fn touch(v: &mut [u64]) {
 /// for UDP): to the reflector, or to where the receiver says it takes packets.
 fn open_sender(
     plan: &NetLatencyPlan,
-    from_receiver: &mpsc::Receiver<Result<Peer, String>>,
-) -> Result<(Socket, Option<frame::FrameHeader>), String> {
+    from_receiver: &mpsc::Receiver<Result<Peer, StreamError>>,
+) -> Result<(Socket, Option<frame::FrameHeader>), StreamError> {
     let cfg = &plan.config;
     if let Some(ns) = &cfg.tx_netns {
-        wire::enter_netns(ns).map_err(|e| format!("--tx-netns {ns}: {e}"))?;
+        wire::enter_netns(ns).map_err(|e| StreamError::flag("--tx-netns", ns, e))?;
     }
     let peer = if cfg.round_trip {
         Peer::Udp(plan.addr)
     } else {
         from_receiver
             .recv()
-            .map_err(|_| "the receiver ended before it bound its socket".to_string())??
+            .map_err(|_| StreamError::Ended("receiver", "bound its socket"))??
     };
     match (peer, &cfg.ethernet) {
         (Peer::Mac(dst), Some(e)) => {
             let (sock, src) = frame::open(&e.tx_dev, None, None)
-                .map_err(|x| format!("--tx-dev {}: {x}", e.tx_dev))?;
+                .map_err(|x| StreamError::flag("--tx-dev", &e.tx_dev, x))?;
             let vlan = e.vlan.map(|id| frame::Vlan {
                 id,
                 pcp: e.pcp.unwrap_or(0),
@@ -556,17 +558,20 @@ fn open_sender(
             Ok((sock, Some(header)))
         }
         (Peer::Udp(target), _) => {
-            let sock = Socket::udp(&target).map_err(|e| format!("sender socket: {e}"))?;
+            let sock = Socket::udp(&target).map_err(StreamError::socket("sender"))?;
             sock.connect(&target).map_err(|e| {
                 let hint = match target.ip().is_multicast() {
                     true => format!(" ({MULTICAST_ROUTE_HINT})"),
                     false => String::new(),
                 };
-                format!("sender: connect to {target}: {e}{hint}")
+                StreamError::Connect {
+                    target,
+                    cause: format!("{e}{hint}"),
+                }
             })?;
             Ok((sock, None))
         }
-        (Peer::Mac(_), None) => Err("a MAC address for a UDP stream".into()),
+        (Peer::Mac(_), None) => Err(StreamError::MacForUdp),
     }
 }
 
@@ -585,42 +590,41 @@ fn thread_conditions(cpu: Option<u32>, rtprio: Option<i32>) -> ThreadConditions 
 /// sender's for a round trip; where packets go is told to the sender.
 fn open_receiver(
     plan: &NetLatencyPlan,
-    to_sender: &mpsc::Sender<Result<Peer, String>>,
-    from_sender: &mpsc::Receiver<Result<Socket, String>>,
-) -> Result<(Socket, Option<SocketAddr>), String> {
+    to_sender: &mpsc::Sender<Result<Peer, StreamError>>,
+    from_sender: &mpsc::Receiver<Result<Socket, StreamError>>,
+) -> Result<(Socket, Option<SocketAddr>), StreamError> {
     let cfg = &plan.config;
     if cfg.round_trip {
         return from_sender
             .recv()
-            .map_err(|_| "the sender ended before it opened its socket".to_string())?
+            .map_err(|_| StreamError::Ended("sender", "opened its socket"))?
             .map(|s| (s, None));
     }
     if let Some(ns) = &cfg.rx_netns {
-        wire::enter_netns(ns).map_err(|e| format!("--rx-netns {ns}: {e}"))?;
+        wire::enter_netns(ns).map_err(|e| StreamError::flag("--rx-netns", ns, e))?;
     }
     if let Some(e) = &cfg.ethernet {
         let group = e.dst_mac.as_deref().and_then(frame::parse_mac);
         let (sock, mac) = frame::open(&e.rx_dev, Some(e.ethertype), group)
-            .map_err(|x| format!("--rx-dev {}: {x}", e.rx_dev))?;
+            .map_err(|x| StreamError::flag("--rx-dev", &e.rx_dev, x))?;
         // Frames go to the group when one is given, else to this interface.
         let _ = to_sender.send(Ok(Peer::Mac(group.unwrap_or(mac))));
         return Ok((sock, None));
     }
-    let sock = Socket::udp(&plan.addr).map_err(|e| format!("receiver socket: {e}"))?;
+    let sock = Socket::udp(&plan.addr).map_err(StreamError::socket("receiver"))?;
     sock.bind(&plan.addr)
-        .map_err(|e| format!("--bind {}: {e}", plan.addr))?;
+        .map_err(|e| StreamError::flag("--bind", plan.addr, e))?;
     // A group: bound to it (only its datagrams), and joined.
     if plan.addr.ip().is_multicast() {
         sock.join_group(&plan.addr.ip()).map_err(|e| {
-            format!(
-                "--bind {}: joining the group: {e} ({MULTICAST_ROUTE_HINT})",
-                plan.addr
+            StreamError::flag(
+                "--bind",
+                plan.addr,
+                format!("joining the group: {e} ({MULTICAST_ROUTE_HINT})"),
             )
         })?;
     }
-    let bound = sock
-        .local_addr()
-        .map_err(|e| format!("receiver socket: {e}"))?;
+    let bound = sock.local_addr().map_err(StreamError::socket("receiver"))?;
     let _ = to_sender.send(Ok(Peer::Udp(bound)));
     Ok((sock, Some(bound)))
 }
@@ -643,9 +647,9 @@ struct RxSetup {
 /// flags alone, and a round trip's socket is the sender's).
 fn setup_receiver(
     plan: &NetLatencyPlan,
-    to_sender: &mpsc::Sender<Result<Peer, String>>,
-    from_sender: &mpsc::Receiver<Result<Socket, String>>,
-) -> Result<RxSetup, String> {
+    to_sender: &mpsc::Sender<Result<Peer, StreamError>>,
+    from_sender: &mpsc::Receiver<Result<Socket, StreamError>>,
+) -> Result<RxSetup, StreamError> {
     let cfg = &plan.config;
     let (sock, bound) = open_receiver(plan, to_sender, from_sender).inspect_err(|e| {
         let _ = to_sender.send(Err(e.clone()));
@@ -657,7 +661,7 @@ fn setup_receiver(
         .map(|e| format!("SO_TIMESTAMPING (software receive): {e}"));
     sock.grow_receive_buffer(4 << 20);
     sock.receive_timeout(20_000_000)
-        .map_err(|e| format!("receiver socket: {e}"))?;
+        .map_err(StreamError::socket("receiver"))?;
     let buf = vec![0u8; (cfg.size as usize + 64).max(2048)];
     rt::prefault_stack(64 * 1024);
     Ok(RxSetup {
@@ -686,9 +690,9 @@ fn receiver(
     shared: &Handover,
     start: &Barrier,
     stop: &StopFlag,
-    to_sender: mpsc::Sender<Result<Peer, String>>,
-    from_sender: mpsc::Receiver<Result<Socket, String>>,
-) -> Result<ReceiverOut, String> {
+    to_sender: mpsc::Sender<Result<Peer, StreamError>>,
+    from_sender: mpsc::Receiver<Result<Socket, StreamError>>,
+) -> Result<ReceiverOut, StreamError> {
     rt::block_signals();
     let cfg = &plan.config;
     let mut rx = match setup_receiver(plan, &to_sender, &from_sender) {

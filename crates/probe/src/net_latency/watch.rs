@@ -9,7 +9,7 @@
 //! (PTP), and their difference is in every figure.
 
 use super::rx::RxState;
-use super::{payload, setup_receiver, wire, NetLatencyPlan};
+use super::{payload, setup_receiver, wire, NetLatencyPlan, StreamError};
 use crate::rt;
 use rtgauge_model::latency::{BucketCounts, EXPORT_BUCKETS_NS};
 use rtgauge_model::net_latency::{StreamCounts, WATCH_SILENCE_NS};
@@ -121,7 +121,7 @@ impl NetWatch {
     /// Open the receiver of `plan` (a receive-only plan: its socket, CPU and priority; the stream id) and
     /// start it; packets at or above its deadline are counted. Fails with the receiver's setup error (the
     /// address cannot be bound, the interface does not exist, …).
-    pub fn start(plan: &NetLatencyPlan) -> Result<(NetWatch, WatchStart), String> {
+    pub fn start(plan: &NetLatencyPlan) -> Result<(NetWatch, WatchStart), StreamError> {
         let live = Arc::new(WatchLive::default());
         let quit = Arc::new(AtomicBool::new(false));
         let (ready, started) = mpsc::sync_channel(1);
@@ -130,7 +130,7 @@ impl NetWatch {
             std::thread::Builder::new()
                 .name("rtgauge-nl-watch".into())
                 .spawn(move || receive(&plan, &live, &quit, &ready))
-                .map_err(|e| format!("starting the packet receiver: {e}"))?
+                .map_err(|e| StreamError::Watch(format!("starting the packet receiver: {e}")))?
         };
         let mut watch = NetWatch {
             live,
@@ -142,7 +142,9 @@ impl NetWatch {
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 watch.finish();
-                Err("the packet receiver ended before it was set up".into())
+                Err(StreamError::Watch(
+                    "the packet receiver ended before it was set up".into(),
+                ))
             }
         }
     }
@@ -205,7 +207,7 @@ fn receive(
     plan: &NetLatencyPlan,
     live: &WatchLive,
     quit: &AtomicBool,
-    ready: &mpsc::SyncSender<Result<WatchStart, String>>,
+    ready: &mpsc::SyncSender<Result<WatchStart, StreamError>>,
 ) {
     rt::block_signals();
     let cfg = &plan.config;

@@ -256,7 +256,8 @@ impl Socket {
     pub fn receive_timeout(&self, timeout_ns: u64) -> std::io::Result<()> {
         let tv = libc::timeval {
             tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-            tv_usec: (timeout_ns % 1_000_000_000 / 1000) as libc::suseconds_t,
+            tv_usec: rtgauge_model::units::us_trunc(timeout_ns % 1_000_000_000)
+                as libc::suseconds_t,
         };
         sys::setsockopt(self.0, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv).map_err(os)
     }

@@ -198,11 +198,19 @@ impl crate::watch::Watch for StreamWatch {
         let plan = &self.plan;
         // The receiver's errors name the probe's flags; these are the monitor's.
         let (watch, start) = rtgauge_probe::net_latency::NetWatch::start(plan).map_err(|e| {
-            SessionError::Probe(
-                e.replacen("--bind ", "--net-bind ", 1)
-                    .replacen("--rx-dev ", "--net-dev ", 1)
-                    .into(),
-            )
+            use rtgauge_probe::net_latency::StreamError;
+            SessionError::probe(match e {
+                StreamError::Flag { flag, value, cause } => StreamError::Flag {
+                    flag: match flag {
+                        "--bind" => "--net-bind",
+                        "--rx-dev" => "--net-dev",
+                        f => f,
+                    },
+                    value,
+                    cause,
+                },
+                e => e,
+            })
         })?;
         let mut said = Vec::new();
         let c = &start.conditions;
