@@ -132,8 +132,8 @@ pub struct Late {
 impl Late {
     /// A probe's late sample (or samples merged into one window, [`Spike::absorb`]) woken on `cpu`.
     ///
-    /// [`Spike::absorb`]: rtgauge_model::cyclic::Spike::absorb
-    pub fn of(s: &rtgauge_model::cyclic::Spike, cpu: u32) -> Late {
+    /// [`Spike::absorb`]: rtgauge_model::latency::Spike::absorb
+    pub fn of(s: &rtgauge_model::latency::Spike, cpu: u32) -> Late {
         Late {
             thread: s.thread,
             cpu,
@@ -577,7 +577,7 @@ mod tests {
     /// its worst the worse sample's latency, not the window's length.
     #[test]
     fn samples_merged_by_the_probe_keep_their_worst_latency() {
-        use rtgauge_model::cyclic::Spike;
+        use rtgauge_model::latency::Spike;
         let mut first = Spike {
             thread: 0,
             cycle: 10,

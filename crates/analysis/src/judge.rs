@@ -39,14 +39,14 @@ pub fn metric_label(metric: &Metric) -> String {
     }
 }
 
-/// Whether `metric` is a latency in ns (else a count).
-pub fn is_latency(metric: &Metric) -> bool {
+/// Whether `metric` is a duration in ns, a latency or an offset (else a count).
+pub fn is_duration(metric: &Metric) -> bool {
     gate_def(metric).is_some_and(|d| d.unit == GateUnit::Nanos)
 }
 
 /// A value of `metric` as a verdict shows it: `20.0 µs` for a latency, the count for a count.
 pub fn show_value(metric: &Metric, v: u64) -> String {
-    if is_latency(metric) {
+    if is_duration(metric) {
         format!("{:.1} µs", us(v))
     } else {
         v.to_string()

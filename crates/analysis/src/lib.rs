@@ -1,8 +1,9 @@
 //! Analysis: what a run's data means, computed from the data alone — pure arithmetic on the run document
 //! and its parts, no I/O, no measurement, no rendering of pages.
 //!
-//! - [`kind`]: what each probe kind's result says about itself (`KindData`: its measures, threads, gate
-//!   values, load, accounting, "why", export rows), one module per kind;
+//! - [`kind`]: what each probe kind's result says about itself (`KindData`: its measures, threads, load,
+//!   accounting, "why", export rows) and declares as data (`KindTables`: its gates and one-run floors),
+//!   one module per kind, reached through dispatches made from the one list of kinds;
 //! - [`episodes`]: late samples grouped into spike episodes, an episode's window broken down over the
 //!   trace's spans, the threshold rule for which are explained;
 //! - [`interval`]: the always-on counters' verdict on one interval against the CPU's typical one;

@@ -1,8 +1,8 @@
 //! The state of `rtgauge monitor`: the latency series of each watched CPU (exact histogram buckets, peaks
 //! over a window, missed deadlines, samples above the gate, CPU time), and the audit's rules with their
 //! drift from the first pass, and how a measured segment and an audit pass fold into them (updated by the
-//! monitor's threads); the series of the kinds watched beside them, as each kind's [`WatchSeries`] makes
-//! them ([`Family`]: plain data); `rtgauge_formats::openmetrics` renders it.
+//! monitor's threads); the series of the kinds watched beside them, as each kind makes them ([`Family`]:
+//! plain data); `rtgauge_formats::openmetrics` renders it.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -86,7 +86,7 @@ impl WindowPeaks {
 /// name no kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Family {
-    /// The family's name (`rtgauge_net_packets_lost`; a counter's without `_total`).
+    /// The family's name (`rtgauge_…`; a counter's without `_total`).
     pub name: &'static str,
     /// Its help text.
     pub help: &'static str,
@@ -164,23 +164,6 @@ impl Family {
     }
 }
 
-/// A watched kind's series in the monitor's state (`rtgauge monitor --net-bind`, `--clock`): kept by the
-/// kind's watch (`rtgauge_session::watch`), rendered as [`Family`]s.
-pub trait WatchSeries: std::fmt::Debug + Send + Sync {
-    /// Its series as families, in the order they are served.
-    fn families(&self) -> Vec<Family>;
-    /// A copy, for a rendering taken outside the state's lock.
-    fn clone_box(&self) -> Box<dyn WatchSeries>;
-    /// Itself, for its watch to update (the watch knows its type).
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
-}
-
-impl Clone for Box<dyn WatchSeries> {
-    fn clone(&self) -> Self {
-        self.clone_box()
-    }
-}
-
 /// One audit rule as the monitor last saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleState {
@@ -223,9 +206,9 @@ pub struct MonitorState {
     /// What the last segment asked for and did not get (a real-time policy refused, …): its latency
     /// series are then not of what was asked.
     pub unmet: Vec<rtgauge_model::conditions::Unmet>,
-    /// The series of each kind watched beside the timer threads (a packet stream, the time sources), in
-    /// the order their watches started.
-    pub watched: Vec<Box<dyn WatchSeries>>,
+    /// The series of each kind watched beside the timer threads, as its watch last made them, in the
+    /// order the watches started.
+    pub watched: Vec<Vec<Family>>,
     /// What the `/metrics` endpoint did with its connections, copied in for the rendering that serves
     /// them (absent from the textfile, which no endpoint serves).
     pub endpoint: Option<EndpointCounts>,

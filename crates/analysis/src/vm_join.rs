@@ -596,7 +596,7 @@ pub fn joinable_why(p: &mut dyn KindData) -> Option<&mut Why> {
 /// host can still explain them. `cpu_of` gives a thread's CPU where a late sample does not say; the worst
 /// [`rtgauge_model::attribution::MAX_EPISODES`] at or above `threshold_ns` are kept, with the count of all.
 pub fn episodes_from_spikes(
-    spikes: &[rtgauge_model::cyclic::Spike],
+    spikes: &[rtgauge_model::latency::Spike],
     cpu_of: impl Fn(u32) -> Option<u32>,
     threshold_ns: u64,
 ) -> (Vec<Episode>, u64) {
@@ -604,7 +604,7 @@ pub fn episodes_from_spikes(
     use rtgauge_model::attribution::MAX_EPISODES;
     let mut t = EpisodeTracker::default();
     let mut retain = Vec::new();
-    let mut sorted: Vec<&rtgauge_model::cyclic::Spike> = spikes.iter().collect();
+    let mut sorted: Vec<&rtgauge_model::latency::Spike> = spikes.iter().collect();
     sorted.sort_by_key(|s| (s.thread, s.monotonic_ns));
     for s in sorted {
         let Some(cpu) = s.cpu.or_else(|| cpu_of(s.thread)) else {
@@ -1002,7 +1002,7 @@ mod tests {
 
     #[test]
     fn late_samples_of_an_untraced_guest_become_unattributed_episodes() {
-        let spike = |thread, latency_ns, monotonic_ns| rtgauge_model::cyclic::Spike {
+        let spike = |thread, latency_ns, monotonic_ns| rtgauge_model::latency::Spike {
             thread,
             cycle: 0,
             latency_ns,

@@ -24,6 +24,17 @@ pub fn unmet(probes: &[ProbeResult]) -> Vec<rtgauge_model::conditions::Unmet> {
     explain(rtgauge_analysis::conditions::unmet(probes))
 }
 
+/// [`unmet`] of results of one kind, before they are `ProbeResult`s.
+pub fn unmet_of<R: rtgauge_analysis::kind::KindData>(
+    results: &[R],
+) -> Vec<rtgauge_model::conditions::Unmet> {
+    explain(rtgauge_analysis::conditions::of_results(
+        results
+            .iter()
+            .map(|r| r as &dyn rtgauge_analysis::kind::KindData),
+    ))
+}
+
 /// `unmet`, each with the cause this process shows.
 pub fn explain(
     mut unmet: Vec<rtgauge_model::conditions::Unmet>,

@@ -431,7 +431,17 @@ fn a_run_document_with_a_bad_uuid_an_unknown_gate_or_control_characters_in_its_n
     let db = dir.path().join("second.db");
     let long = "a".repeat(300);
     let group = doc["uuid"].clone();
-    let cases: [(&str, Value, &str); 13] = [
+    let cases: [(&str, Value, &str); 15] = [
+        (
+            "verdicts",
+            serde_json::json!([{"gate": {"metric": "cyclic_samples_at_or_above", "max": 0}, "observed": 0, "outcome": "pass"}]),
+            "verdicts: metric 'cyclic_samples_at_or_above' needs threshold_ns",
+        ),
+        (
+            "verdicts",
+            serde_json::json!([{"gate": {"metric": "cyclic_max_ns", "threshold_ns": 5, "max": 1}, "observed": 1, "outcome": "pass"}]),
+            "verdicts: metric 'cyclic_max_ns' takes no threshold_ns",
+        ),
         (
             "verdicts",
             serde_json::json!([{"gate": {"metric": "cyclic_p99_ns", "max": 1}, "observed": 1, "outcome": "pass"}]),

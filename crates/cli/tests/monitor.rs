@@ -225,6 +225,30 @@ fn prometheus_scrapes_latency_and_audit_series_and_sees_a_stall_within_two_scrap
     assert!(after <= Duration::from_millis(2500), "seen after {after:?}");
 }
 
+/// Each kind the monitor can watch brings its rules (recording rules and alerts): the rules file defines
+/// every one of them, once.
+#[test]
+fn the_rules_file_defines_every_rule_the_watched_kinds_bring() {
+    let rules = std::fs::read_to_string(deploy("rtgauge-rules.yml")).unwrap();
+    let defined: Vec<&str> = rules
+        .lines()
+        .filter_map(|l| {
+            let t = l.trim_start().strip_prefix("- ")?;
+            t.strip_prefix("alert: ")
+                .or_else(|| t.strip_prefix("record: "))
+                .map(str::trim)
+        })
+        .collect();
+    assert!(defined.len() >= 20, "{defined:?}");
+    for name in rtgauge_flags::kinds::WATCH_RULES.iter().copied().flatten() {
+        let n = defined.iter().filter(|d| *d == name).count();
+        assert_eq!(
+            n, 1,
+            "{name} defined {n} times in deploy/prometheus/rtgauge-rules.yml"
+        );
+    }
+}
+
 #[test]
 fn promtool_checks_and_unit_tests_the_rules() {
     let check = common::program("promtool")

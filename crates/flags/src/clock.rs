@@ -197,7 +197,7 @@ impl super::stage::StagePlan for ClockPlan {
     }
 
     fn probe<'a>(&'a self, _root: &HostRoot) -> Box<dyn rtgauge_session::Probe + 'a> {
-        Box::new(rtgauge_session::kind::clock::ClockSources(self))
+        Box::new(rtgauge_session::kind::clock::Clock(self))
     }
 }
 
@@ -248,7 +248,7 @@ impl SourcesWatchArgs {
         )
         .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--", "--clock-", 1)))?;
         Ok(Some(Box::new(
-            rtgauge_session::kind::clock::SourcesWatch::new(plan),
+            rtgauge_session::kind::clock::SourcesWatch::new(plan, "--clock-source"),
         )))
     }
 }

@@ -396,7 +396,7 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
     let why = rtgauge_session::why::WhyOpts {
         counters: !a.no_counters,
         trace: a.trace || a.break_above.is_some(),
-        threshold: a.spike.map(rtgauge_session::why::spike_threshold),
+        threshold: a.spike.map(rtgauge_session::kind::cyclic::spike_threshold),
         smi_intervals: a.smi,
     };
     Ok(Resolved {
@@ -407,7 +407,7 @@ pub fn resolve(a: &CyclicArgs, root: &HostRoot) -> anyhow::Result<Resolved<Cycli
             dma_latency_us: (!a.default_system).then_some(a.latency),
             main_cpus,
             spike_nodes: a.spike_nodes.min(1 << 20),
-            late_floor_ns: why.late_floor_ns(),
+            late_floor_ns: rtgauge_session::kind::cyclic::late_floor_ns(&why),
             nodes,
             tick: Duration::from_millis(100),
         },
@@ -433,7 +433,7 @@ pub fn from_profile(
     let mut r = cx.named(resolve(&args, cx.root))?;
     if r.why.threshold.is_none() {
         r.why.threshold = cx.bound.clone();
-        r.plan.late_floor_ns = r.why.late_floor_ns();
+        r.plan.late_floor_ns = rtgauge_session::kind::cyclic::late_floor_ns(&r.why);
     }
     Ok(super::stage::Stage {
         plan: Box::new(r),
@@ -679,7 +679,7 @@ mod tests {
         assert!(r.why.trace);
         assert_eq!(
             r.plan.late_floor_ns,
-            Some(rtgauge_session::why::LATE_FLOOR_NS)
+            Some(rtgauge_session::kind::cyclic::LATE_FLOOR_NS)
         );
         assert_eq!(
             r.plan.main_cpus,

@@ -44,10 +44,9 @@ impl WatchArgs {
     }
 }
 
-/// Each watched kind's Prometheus rules: its recording rules and its alerts, as
-/// deploy/prometheus/rtgauge-rules.yml holds them.
-pub const WATCH_RULES: [&str; 3] = [
+/// The Prometheus rules each watched kind brings (its recording rules and alerts, by name), which
+/// deploy/prometheus/rtgauge-rules.yml defines.
+pub const WATCH_RULES: [&[&str]; 2] = [
     rtgauge_session::kind::net_latency::RULES,
-    rtgauge_session::kind::net_latency::ALERTS,
-    rtgauge_session::kind::clock::ALERTS,
+    rtgauge_session::kind::clock::RULES,
 ];

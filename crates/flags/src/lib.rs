@@ -4,7 +4,8 @@
 //! once, each with one meaning: `--output FILE` (the verb's machine-readable result), `--html FILE`,
 //! `--format text|json` (what it prints), `--root`, `--db` (and the store it opens), `--tag`, durations,
 //! sizes, names, and the bounded read of a file the user names. `--json FILE` is rt-tests' own, in
-//! `cyclic` and `oslat` only.
+//! `cyclic` and `oslat` only. The kinds are listed once here, in [`kinds`]: each kind's profile stage and,
+//! for a kind the monitor follows, its flags and watch; each kind's flags are its own module.
 
 pub mod audit;
 pub mod capacity;

@@ -83,7 +83,7 @@ pub struct MonitorPlan {
     pub housekeeping: Option<CpuSet>,
     /// The /metrics endpoint, if any.
     pub listen: Option<SocketAddr>,
-    /// The kinds watched beside the timer threads (a packet stream, the time sources), not started.
+    /// The kinds watched beside the timer threads, not started.
     pub watches: Vec<Box<dyn rtgauge_session::watch::Watch>>,
 }
 

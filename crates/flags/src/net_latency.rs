@@ -458,19 +458,18 @@ impl StreamWatchArgs {
         &self,
         m: &super::stage::WatchPlace<'_>,
     ) -> anyhow::Result<Option<Box<dyn rtgauge_session::watch::Watch>>> {
-        let a = self;
         let (measured, online) = (m.cpus, m.online);
-        if a.net_dev.is_none() {
+        if self.net_dev.is_none() {
             for (flag, given) in [
-                ("--net-ethertype", a.net_ethertype.is_some()),
-                ("--net-dst-mac", a.net_dst_mac.is_some()),
+                ("--net-ethertype", self.net_ethertype.is_some()),
+                ("--net-dst-mac", self.net_dst_mac.is_some()),
             ] {
                 if given {
                     bail!("{flag}: only for a stream of frames (--net-dev DEV)");
                 }
             }
         }
-        let (addr, ethernet) = match (&a.net_bind, &a.net_dev) {
+        let (addr, ethernet) = match (&self.net_bind, &self.net_dev) {
             (Some(b), _) => {
                 let addr = resolve_addr("--net-bind", b)?;
                 if addr.port() == 0 {
@@ -479,7 +478,7 @@ impl StreamWatchArgs {
                 (addr, None)
             }
             (None, Some(dev)) => {
-                if let Some(m) = &a.net_dst_mac {
+                if let Some(m) = &self.net_dst_mac {
                     if rtgauge_probe::net_latency::parse_mac(m).is_none() {
                         bail!("--net-dst-mac {m}: not a MAC address such as 01:0c:cd:04:00:01");
                     }
@@ -487,21 +486,21 @@ impl StreamWatchArgs {
                 let e = EthernetConfig {
                     tx_dev: String::new(),
                     rx_dev: dev.clone(),
-                    ethertype: a.net_ethertype.unwrap_or(0x88ba),
+                    ethertype: self.net_ethertype.unwrap_or(0x88ba),
                     vlan: None,
                     pcp: None,
-                    dst_mac: a.net_dst_mac.clone(),
+                    dst_mac: self.net_dst_mac.clone(),
                 };
                 (SocketAddr::from(([0, 0, 0, 0], 0)), Some(e))
             }
             (None, None) => return Ok(None),
         };
-        let cpu = match a.net_cpu {
+        let cpu = match self.net_cpu {
             Some(c) if !online.contains(c) => bail!("--net-cpu {c}: CPU {c} is not online"),
             Some(c) => Some(c),
             None => measured.iter().last(),
         };
-        if a.net_gate.as_ns() == 0 {
+        if self.net_gate.as_ns() == 0 {
             bail!("--net-gate: must be longer than 0");
         }
         let plan = NetLatencyPlan {
@@ -523,20 +522,26 @@ impl StreamWatchArgs {
                 tx_netns: None,
                 rx_netns: None,
                 ethernet,
-                deadline_ns: Some(a.net_gate.as_ns()),
+                deadline_ns: Some(self.net_gate.as_ns()),
                 duration: Nanos::from_secs(1),
                 drain_ns: 0,
                 timeline_interval_ns: 1_000_000_000,
                 role: StreamRole::Receive,
-                stream: Some(a.net_stream),
+                stream: Some(self.net_stream),
                 peer_clock: None,
                 listen_ns: None,
             },
             addr,
             peer_shift_ns: None,
         };
+        // The receiver's errors name the probe's flags: these are the monitor's.
+        let flag = |f| match f {
+            "--bind" => "--net-bind",
+            "--rx-dev" => "--net-dev",
+            f => f,
+        };
         Ok(Some(Box::new(
-            rtgauge_session::kind::net_latency::StreamWatch::new(plan),
+            rtgauge_session::kind::net_latency::StreamWatch::new(plan, flag),
         )))
     }
 }

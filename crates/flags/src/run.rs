@@ -206,9 +206,8 @@ fn expand_flags(flags: &str, p: &RunCpus) -> Vec<String> {
         .collect()
 }
 
-/// Resolve every probe of the profile with its verb's own flag parser (each kind's `from_profile`). The
-/// profile's duration is handed to the timed probes as a duration: ops and mem have their own repetition
-/// flags and numa its --interval.
+/// Resolve every probe of the profile with its verb's own flag parser (each kind's `from_profile`, which
+/// says how the profile's duration applies to it).
 pub fn plan(
     profile: &Profile,
     duration: Nanos,

@@ -15,18 +15,8 @@
 //! - `condition_unmet{condition}` = 1 while the monitor's threads do not get what they ask for
 //!   (`priority`: SCHED_FIFO refused, so the latency series are of a normal-priority thread; `affinity`,
 //!   `mlockall`, …), else 0; the cause is in the monitor's log and its stored snapshots.
-//! - a watched packet stream's, where one is (`--net-bind`, `--net-dev`): `net_latency_seconds{stream,stage}`
-//!   (total, path, wakeup), `net_latency_window_max_seconds`, `net_packets_{received,lost,stale,reordered,
-//!   duplicate,foreign,above_gate}_total`, `net_sender_restarts_total`, `net_receive_errors_total`,
-//!   `net_last_packet_timestamp_seconds`, `net_stream_info{stream,at}`, `net_gate_seconds`.
-//! - the time sources followed, where asked (`--clock`): per source (`source` = `kind:path`)
-//!   `clock_offset_seconds` (the last offset measured), `clock_offset_max_seconds` (the largest |offset|
-//!   since it first locked), `clock_locked` (0/1, within `clock_lock_bound_seconds`), `clock_settled` (it
-//!   has locked once), `clock_following`, `clock_serving`, `clock_up`, `clock_holdover`
-//!   (0/1: its reference lost), `clock_path_delay_seconds`, `clock_unlocks_total`, `clock_holdovers_total`,
-//!   `clock_reference_changes_total`, `clock_poll_errors_total`, `clock_state_info{source,state}`,
-//!   `clock_reference_info{source,reference,class}`; the kernel's `clock_steps_total`,
-//!   `clock_last_step_seconds` and `clock_synchronised`.
+//! - the series of each kind watched beside the timer threads, where asked, as the kind makes them (its
+//!   watch's families: `MonitorState::watched`, listed in docs/monitor.md and at each kind's families).
 //! - `monitor_info{version,interval,cpus}`, `monitor_start_time_seconds`.
 //! - `/metrics` only: `http_connections_total{outcome}` (how the endpoint's connections ended: answered,
 //!   rejected, head_timeout, write_timeout, evicted, refused, client_closed), `http_open_connections`,
@@ -289,7 +279,7 @@ fn encode_audit(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Resu
 /// The series of the kinds watched beside the timer threads, as each kind makes them: every family with
 /// its descriptor, also one without series yet.
 fn encode_watched(s: &MonitorState, enc: &mut DescriptorEncoder) -> std::fmt::Result {
-    for f in s.watched.iter().flat_map(|w| w.families()) {
+    for f in s.watched.iter().flatten() {
         match &f.values {
             Values::Gauges(v) => family(
                 enc,
@@ -469,7 +459,7 @@ mod tests {
         n.counts.latency.count = 10;
         n.counts.latency.sum_ns = 300_000;
         n.peaks.add(1, 40_000, 15_000_000_000);
-        s.watched.push(Box::new(n));
+        s.watched.push(n.families());
         let t = render_textfile(&s);
         for line in [
             "rtgauge_net_stream_info{stream=\"7\",at=\"10.0.0.2:7000\"} 1",
@@ -534,8 +524,8 @@ mod tests {
             bound_ns: 50,
         };
         s.watched
-            .push(Box::new(rtgauge_analysis::kind::clock::ClockSeries(Some(
-                ClockResult {
+            .push(rtgauge_analysis::kind::clock::monitor_families(
+                &ClockResult {
                     config: ClockConfig {
                         rate_hz: 1.0,
                         duration: rtgauge_model::Nanos::from_secs(60),
@@ -555,7 +545,7 @@ mod tests {
                     ],
                     left_out: Vec::new(),
                 },
-            ))));
+            ));
         let t = render_textfile(&s);
         for line in [
             "rtgauge_clock_offset_seconds{source=\"ptp4l:/a\"} -2.5e-7",

@@ -1,6 +1,7 @@
 //! Result of the timer wake-up latency probe (`rtgauge cyclic`, cyclictest's measurement).
 
 use crate::kind::StopReason;
+use crate::latency::Spike;
 use crate::latency::{LatencyStats, TimelineEntry};
 use crate::rt::{ProcessConditions, SchedPolicy, ThreadConditions};
 use crate::Nanos;
@@ -69,79 +70,6 @@ pub struct LinearHistogram {
 /// later ones share the newest one's window (`late_coalesced`): 64 vCPUs of a guest the emulator ran 80×
 /// slower than real time lost 294 stalls in all (1–17 per thread) when only one could wait.
 pub const LATE_WAITING: usize = 64;
-
-/// A sample above the spike threshold (`--spike`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Spike {
-    /// Index of the thread that saw the spike.
-    pub thread: u32,
-    /// Cycle number of the spike within its thread, from 0.
-    pub cycle: u64,
-    /// The spike's latency, ns.
-    pub latency_ns: u64,
-    /// CLOCK_MONOTONIC time of the wake-up, ns.
-    pub monotonic_ns: u64,
-    /// The CPU the thread woke on, where the thread was not pinned (a pinned thread's is in the config).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<u32>,
-    /// The window this sample stands for, ending at `monotonic_ns`, where it is wider than its latency:
-    /// later late samples were merged into it while the main thread's ring was full (`latency_ns` is
-    /// then the worst of them). 0: the sample's own window (its latency).
-    #[serde(default, skip_serializing_if = "crate::is_zero")]
-    pub window_ns: u64,
-}
-
-impl Spike {
-    /// Start of the window the sample stands for: its expected wake-up, or the first merged one's.
-    pub fn window_start_ns(&self) -> u64 {
-        self.monotonic_ns
-            .saturating_sub(self.latency_ns.max(self.window_ns))
-    }
-
-    /// Merge a later late sample of the same thread into this one: the window stretched to its end, the
-    /// worst latency kept.
-    pub fn absorb(&mut self, later: &Spike) {
-        let start = self.window_start_ns();
-        if later.monotonic_ns > self.monotonic_ns {
-            self.monotonic_ns = later.monotonic_ns;
-        }
-        self.latency_ns = self.latency_ns.max(later.latency_ns);
-        self.window_ns = self.monotonic_ns - start;
-    }
-}
-
-/// Live figures of one thread, readable while the probe runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LiveThread {
-    /// The measurement thread's kernel thread id.
-    pub tid: i32,
-    /// Its real-time priority.
-    pub priority: i32,
-    /// Its wake-up period, ns.
-    pub interval_ns: u64,
-    /// Wake-ups measured so far.
-    pub cycles: u64,
-    /// Smallest latency so far, ns.
-    pub min_ns: u64,
-    /// The latest latency, ns.
-    pub last_ns: u64,
-    /// Sum of the latencies so far, ns (for the average).
-    pub sum_ns: u64,
-    /// Largest latency so far, ns.
-    pub max_ns: u64,
-    /// Periods already over when the thread woke (missed deadlines).
-    pub missed: u64,
-    /// Largest sample since the previous tick (0 when none): what a monitor needs to see a spike within one
-    /// tick without rebuilding the histograms.
-    pub peak_ns: u64,
-}
-
-impl LiveThread {
-    /// Average latency so far, ns (0 before the first wake-up).
-    pub fn avg_ns(&self) -> u64 {
-        self.sum_ns.checked_div(self.cycles).unwrap_or(0)
-    }
-}
 
 /// One measurement thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

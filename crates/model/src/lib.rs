@@ -1,6 +1,6 @@
 //! The rtgauge data model: the run document and its units. Everything a probe measures and everything a
 //! report shows is one of these plain, serde-friendly types: each probe kind's result (one module per
-//! kind, listed once in [`run::ProbeResult`]'s `kinds!`), the conditions it was taken under, the
+//! kind, listed once in [`with_kinds!`]), the conditions it was taken under, the
 //! fingerprint and audit, gates and verdicts, the "why" of a spike, a VM's host record, CPU sets, HDR
 //! histograms and nanoseconds ([`units`]: the one ns → µs conversion). Nothing here does I/O,
 //! measurement or analysis: what the data means is `rtgauge_analysis`, how it is shown `rtgauge_report`.

@@ -4,7 +4,7 @@
 use crate::audit::AuditReport;
 use crate::conditions::Unmet;
 use crate::fingerprint::Fingerprint;
-pub use crate::kind::{Kind, ProbeResult};
+pub use crate::kind::ProbeResult;
 use crate::kind::{ProbeKind, RunFacts};
 use crate::verdict::GateVerdict;
 use crate::CpuSet;

@@ -56,7 +56,7 @@ fn ms(ns: u64) -> f64 {
 }
 
 /// `ns` nanoseconds in seconds.
-fn secs(ns: u64) -> f64 {
+pub fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 

@@ -39,12 +39,17 @@ impl From<Metric> for StoredMetric {
     }
 }
 
+/// A stored metric whose name starts with no kind's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown metric '{0}'")]
+pub struct UnknownMetric(String);
+
 impl TryFrom<StoredMetric> for Metric {
-    type Error = String;
+    type Error = UnknownMetric;
 
     /// The kind is the longest kind name the stored name starts with (`net_latency_max_ns` is
     /// `net_latency`'s, not `net`'s).
-    fn try_from(s: StoredMetric) -> Result<Metric, String> {
+    fn try_from(s: StoredMetric) -> Result<Metric, UnknownMetric> {
         ProbeKind::ALL
             .into_iter()
             .filter_map(|k| {
@@ -57,7 +62,7 @@ impl TryFrom<StoredMetric> for Metric {
                 name: Cow::Owned(name.to_string()),
                 threshold_ns: s.threshold_ns,
             })
-            .ok_or_else(|| format!("unknown metric '{}'", s.metric.escape_debug()))
+            .ok_or_else(|| UnknownMetric(s.metric.escape_debug().to_string()))
     }
 }
 

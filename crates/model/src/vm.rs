@@ -428,9 +428,8 @@ pub struct HostJoin {
     pub missing: Vec<String>,
 }
 
-/// A run's view of another machine's clock read over `rtgauge vm`'s channel (a receive-only packet
-/// stream's of its sender's): what was added to put each send time on the
-/// receiver's clock, and how far it can be off.
+/// A run's view of another machine's clock, read over `rtgauge vm`'s channel by the run's own reader:
+/// what was added to put the other side's times on this side's clock, and how far it can be off.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeerClock {
     /// How the send times were put on this clock.

@@ -21,7 +21,7 @@ pub trait ProbeObserver<R, L: ?Sized = ()> {
 
     /// The timer probe's late samples (at or above its plan's `late_floor_ns`) since the last call, each
     /// thread's in time order, delivered just before a tick. Other probes never call it.
-    fn late(&mut self, _late: &[rtgauge_model::cyclic::Spike]) {}
+    fn late(&mut self, _late: &[rtgauge_model::latency::Spike]) {}
 }
 
 /// A closure over the elapsed time and the live figures observes the ticks only.

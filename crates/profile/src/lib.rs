@@ -28,8 +28,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-use rtgauge_analysis::judge::is_latency;
-use rtgauge_analysis::kind::{gate_def, gate_names, metric_named, EpisodeBound, MetricError};
+use rtgauge_analysis::judge::is_duration;
+use rtgauge_analysis::kind::{gate_def, gate_names, parse_metric, EpisodeBound, MetricError};
 pub use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::units::parse_duration;
 use rtgauge_model::verdict::{Gate, Metric};
@@ -39,9 +39,9 @@ use serde::{Deserialize, Serialize};
 /// A probe of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeSpec {
-    /// `cyclic`, `oslat`, `hwnoise`, `net`, `ops`, `mem` or `numa`. The profile's duration applies to cyclic,
-    /// oslat and net, and to hwnoise capped by its flags' `-D`: ops and mem run for their repetitions
-    /// (`-r`, `--sample-time`), numa for its `--interval`.
+    /// A kind of probe (`ProbeKind`: `cyclic`, `oslat`, …). How the profile's duration applies to it is its
+    /// flags' (`rtgauge_flags`' `from_profile` of the kind): a timed probe measures for it, ops and mem
+    /// run for their repetitions, numa for its `--interval`, hwnoise for it capped by its `-D`.
     pub kind: ProbeKind,
     /// The probe's flags, as its verb reads them. The duration is not among them: the run hands the
     /// profile's (or `--duration`'s) to the probe as a duration.
@@ -210,12 +210,9 @@ impl ProfileSpec {
             .gates
             .iter()
             .map(|g| {
-                let threshold = g
-                    .threshold
-                    .as_deref()
-                    .map(|t| duration("gate.threshold", t).map(|d| d.as_ns()))
-                    .transpose()?;
-                let metric = metric_named(&g.metric, threshold).map_err(|e| match e {
+                // The metric and whether it takes a threshold first, then the threshold's value.
+                let named = |threshold| parse_metric(&g.metric, threshold);
+                named(g.threshold.as_ref().map(|_| 0)).map_err(|e| match e {
                     MetricError::Unknown => field(
                         "gate.metric",
                         format!(
@@ -229,6 +226,12 @@ impl ProfileSpec {
                         field("gate.threshold", format!("not used by {}", g.metric))
                     }
                 })?;
+                let threshold = g
+                    .threshold
+                    .as_deref()
+                    .map(|t| duration("gate.threshold", t).map(|d| d.as_ns()))
+                    .transpose()?;
+                let metric = named(threshold).map_err(|e| field("gate.metric", e))?;
                 if !self.probes.iter().any(|p| p.kind == metric.kind) {
                     return Err(field(
                         "gate.metric",
@@ -238,7 +241,7 @@ impl ProfileSpec {
                         ),
                     ));
                 }
-                let max = if is_latency(&metric) {
+                let max = if is_duration(&metric) {
                     duration("gate.max", &g.max)?.as_ns()
                 } else {
                     g.max
@@ -446,7 +449,7 @@ mod tests {
         assert_eq!(
             vpr.gates[1],
             Gate {
-                metric: metric_named("cyclic.samples_at_or_above", Some(120_000)).unwrap(),
+                metric: parse_metric("cyclic.samples_at_or_above", Some(120_000)).unwrap(),
                 max: 0
             }
         );
@@ -515,6 +518,8 @@ mod tests {
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'oslat.max'\nmax = '1us'\n", "gate.metric"),
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.max'\nmax = 'big'\n", "gate.max"),
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.samples_at_or_above'\nmax = '0'\n", "gate.threshold"),
+            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.max'\nmax = '1us'\nthreshold = 'abc'\n", "gate.threshold: not used by cyclic.max"),
+            ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'cyclic'\nflags = ''\n[[gate]]\nmetric = 'cyclic.p99'\nmax = '1us'\nthreshold = 'abc'\n", "gate.metric: unknown metric 'cyclic.p99'"),
             ("name = 'x'\nduration = '1s'\nbogus = 1\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "bogus"),
             ("name = 'x'\nduration = '1s'\n[[probe]]\nkind = 'fio'\nflags = ''\n", "fio"),
             ("name = 'x'\nduration = '1s'\nrepeat = 0\n[[probe]]\nkind = 'cyclic'\nflags = ''\n", "repeat: 0 is not a number of runs from 1 to 1000"),

@@ -184,7 +184,7 @@ pub fn aggregate(runs: &[FleetRun<'_>]) -> Fleet {
 
 /// The value of the gate metric a profile names `name` in a run (as its gate would judge it).
 fn observed(name: &str, doc: &RunDocument) -> Option<u64> {
-    let metric = rtgauge_analysis::kind::metric_named(name, None).ok()?;
+    let metric = rtgauge_analysis::kind::parse_metric(name, None).ok()?;
     rtgauge_analysis::judge::observe(&metric, doc)
 }
 

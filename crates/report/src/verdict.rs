@@ -7,7 +7,7 @@
 use crate::spikes::{spike_line, why_of, worst_intervals};
 use crate::units::us_label;
 use maud::{html, Markup};
-use rtgauge_analysis::judge::{is_latency, metric_label};
+use rtgauge_analysis::judge::{is_duration, metric_label};
 use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::audit::{Finding, Status};
 use rtgauge_model::run::{RunDocument, RunStatus};
@@ -141,7 +141,7 @@ pub fn html(doc: &RunDocument) -> Markup {
                 table {
                     tr { th { "gate" } th { "bound" } th { "observed" } th { "outcome" } }
                     @for v in &doc.verdicts {
-                        @let show = |x: u64| if is_latency(&v.gate.metric) { us_label(x as f64) } else { x.to_string() };
+                        @let show = |x: u64| if is_duration(&v.gate.metric) { us_label(x as f64) } else { x.to_string() };
                         @let c = match v.outcome {
                             Outcome::Pass => "pass",
                             Outcome::Fail => "fail",

@@ -1,7 +1,6 @@
 //! The measurement session: everything that runs around a probe, in one place.
 //!
-//! Every verb that measures — `cyclic`, `oslat`, `ops`, `mem`, `net`, `run`, `capacity`, `monitor` — runs
-//! its probe through [`Session::measure`], which does, in order:
+//! Every verb that measures runs its probe through [`Session::measure`], which does, in order:
 //!
 //! 1. start the load beside the probe ([`load`]: generators and an external command), placed around the
 //!    CPUs the probe measures;
@@ -32,12 +31,12 @@ pub mod why;
 
 use rtgauge_analysis::kind::ProbeData;
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::Spike;
 use rtgauge_model::kind::{Kind, ProbeKind};
+use rtgauge_model::latency::LiveThread;
+use rtgauge_model::latency::Spike;
 use rtgauge_model::load::LoadResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
-use rtgauge_probe::cyclic::LiveThread;
 use rtgauge_probe::stop::StopFlag;
 use std::time::Duration;
 
@@ -54,6 +53,9 @@ pub enum SessionError {
     /// A probe whose results are of one kind ([`KindProbe`]) gave a result of another.
     #[error("the {} probe returned a result of another kind", .0.as_str())]
     OtherKind(ProbeKind),
+    /// A probe of one result ended without it.
+    #[error("the {} probe returned no result", .0.as_str())]
+    NoResult(ProbeKind),
 }
 
 impl SessionError {
@@ -260,4 +262,12 @@ pub fn of_kind<R: Kind>(results: Vec<ProbeResult>) -> Result<Vec<R>, SessionErro
         .map(ProbeResult::downcast::<R>)
         .collect::<Option<Vec<_>>>()
         .ok_or(SessionError::OtherKind(R::KIND))
+}
+
+/// The one result of a probe of kind `R` that gives one (its first).
+pub fn first<R: Kind, T>(results: impl IntoIterator<Item = T>) -> Result<T, SessionError> {
+    results
+        .into_iter()
+        .next()
+        .ok_or(SessionError::NoResult(R::KIND))
 }

@@ -1,13 +1,11 @@
-//! Kinds `rtgauge monitor` watches without end beside its timer threads (a packet stream, the time
-//! sources): each a [`Watch`], in its kind's module of [`crate::kind`], made by the kind's flags from the
+//! Kinds `rtgauge monitor` watches without end beside its timer threads: each a [`Watch`], in its kind's module of [`crate::kind`], made by the kind's flags from the
 //! monitor's (`rtgauge_flags::kinds::WatchArgs`). The monitor starts them, ticks them and says what they
-//! say; it names none of them. Each keeps its series in the monitor's state
-//! ([`MonitorState::watched`]: a [`rtgauge_analysis::monitor::WatchSeries`] of its kind), which the
-//! renderers serve, and its part of the Prometheus rules is its module's `RULES`
-//! (deploy/prometheus/rtgauge-rules.yml holds each kind's, a test checks).
+//! say; it names none of them. Each keeps its series, as plain families, at its place in the monitor's
+//! state ([`MonitorState::watched`]), which the renderers serve; its part of the Prometheus rules is its
+//! module's (deploy/prometheus/rtgauge-rules.yml holds each kind's, a test checks).
 
 use crate::SessionError;
-use rtgauge_analysis::monitor::{MonitorState, WatchSeries};
+use rtgauge_analysis::monitor::{Family, MonitorState};
 use rtgauge_probe::stop::StopFlag;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -17,24 +15,45 @@ pub struct WatchContext {
     pub state: Arc<Mutex<MonitorState>>,
     /// Set when the monitor ends (SIGINT/SIGTERM, its duration).
     pub stop: StopFlag,
+    /// Says one line on the monitor's log, from whichever thread, when it happens: how the watch runs,
+    /// what it did not get (`NOT MET: …`), what went wrong.
+    pub say: fn(&str),
 }
 
 /// A kind watched without end.
 pub trait Watch: Send {
-    /// Start watching: open what it reads (a refusal names the monitor's flag), put its series in the
-    /// state, start a thread of its own if it needs one. What to say of how it runs, what it did not get
-    /// first (`NOT MET: …`), one line each.
-    fn start(&mut self, cx: &WatchContext) -> Result<Vec<String>, SessionError>;
+    /// Start watching: open what it reads (a refusal names the monitor's flag), say how it runs (what it
+    /// did not get first), put its series in the state, start a thread of its own if it needs one.
+    fn start(&mut self, cx: &WatchContext) -> Result<(), SessionError>;
 
     /// Every tick of the monitor's timer probe (100 ms), from its main thread with the state locked: copy
     /// live figures into its series. `now_ns` is the time since the monitor started, `window_ns` the
     /// window maximum series' span.
     fn tick(&mut self, _state: &mut MonitorState, _now_ns: u64, _window_ns: u64) {}
 
-    /// At the end of each of the monitor's segments (10 s): what went wrong since, to say once.
-    fn segment(&mut self) -> Vec<String> {
-        Vec::new()
-    }
+    /// At the end of each of the monitor's segments (10 s): say what went wrong since, once.
+    fn segment(&mut self) {}
+}
+
+/// Why a watch could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// What it reads could not be opened: the monitor's flag for it, and why.
+    #[error("{flag} {error}")]
+    Open {
+        /// The monitor's flag (`--clock-source`).
+        flag: &'static str,
+        /// Why.
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Its thread could not start.
+    #[error("starting the {what} thread: {error}")]
+    Thread {
+        /// Which thread (`clock`).
+        what: &'static str,
+        /// What the system said.
+        error: std::io::Error,
+    },
 }
 
 /// The monitor's state, locked. A panic while it was held cannot leave the plain-data state half-written
@@ -43,18 +62,17 @@ pub fn lock(state: &Mutex<MonitorState>) -> MutexGuard<'_, MonitorState> {
     state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Put a watch's series in the state: its place there, where it updates them.
-pub fn add_series(state: &Mutex<MonitorState>, series: Box<dyn WatchSeries>) -> usize {
+/// Put a watch's first series in the state: its place there, where it replaces them as they change
+/// ([`set_series`]).
+pub fn add_series(state: &Mutex<MonitorState>, families: Vec<Family>) -> usize {
     let mut g = lock(state);
-    g.watched.push(series);
+    g.watched.push(families);
     g.watched.len() - 1
 }
 
-/// The series of type `S` at `slot` of the state, for the watch that put them there.
-pub fn series_mut<S: 'static>(state: &mut MonitorState, slot: usize) -> Option<&mut S> {
-    state
-        .watched
-        .get_mut(slot)?
-        .as_any_mut()
-        .downcast_mut::<S>()
+/// Replace the series at a watch's place in the state.
+pub fn set_series(state: &mut MonitorState, slot: usize, families: Vec<Family>) {
+    if let Some(s) = state.watched.get_mut(slot) {
+        *s = families;
+    }
 }

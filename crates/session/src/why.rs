@@ -14,8 +14,8 @@ use rtgauge_analysis::episodes::{
 use rtgauge_host::counters::Sampler;
 use rtgauge_host::HostRoot;
 use rtgauge_model::attribution::{Episode, EpisodeThreshold, TraceInfo, Why, MAX_EPISODES};
-use rtgauge_model::cyclic::Spike;
 use rtgauge_model::latency::LatencyStats;
+use rtgauge_model::latency::Spike;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
 use rtgauge_probe::smi::MsrDriver;
@@ -36,10 +36,6 @@ const KEEP_NS_AT_END: u64 = 60_000_000_000;
 /// longer than a hand-over takes (a main-thread tick, 100 ms), far shorter than the trace's rolling window.
 const CLOSE_AFTER_NS: u64 = 1_000_000_000;
 
-/// Late samples below this are not handed over by the timer probe when the threshold is left to the rule:
-/// the rule's threshold is at least 3 × p90, and no platform measured so far has a p90 under 2 µs.
-pub const LATE_FLOOR_NS: u64 = 5_000;
-
 /// What a latency probe collects besides its samples.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WhyOpts {
@@ -52,17 +48,6 @@ pub struct WhyOpts {
     /// `--smi`: the SMI counts read every interval (each read interrupts the measured CPU), not only at
     /// the start and the end.
     pub smi_intervals: bool,
-}
-
-impl WhyOpts {
-    /// The timer probe's floor for handing late samples over (with `--trace` only).
-    pub fn late_floor_ns(&self) -> Option<u64> {
-        self.trace.then(|| {
-            self.threshold
-                .as_ref()
-                .map_or(LATE_FLOOR_NS, |t| t.ns.min(LATE_FLOOR_NS))
-        })
-    }
 }
 
 /// Collects the counters and the trace while a probe runs.
@@ -347,14 +332,6 @@ pub fn count_at_or_above(s: &LatencyStats, ns: u64) -> u64 {
     })
 }
 
-/// The threshold `--spike US` sets.
-pub fn spike_threshold(us: u64) -> EpisodeThreshold {
-    EpisodeThreshold {
-        ns: rtgauge_model::Nanos::from_us(us).as_ns(),
-        rule: "--spike".into(),
-    }
-}
-
 /// The CPUs a probe's threads may run on: their pinned CPUs, and where any is unpinned, every CPU the
 /// process may use (its affinity), so that an unpinned thread is observed wherever it runs.
 pub fn observed_cpus(pinned: &[Option<u32>]) -> CpuSet {
@@ -384,8 +361,27 @@ pub struct Scope {
 }
 
 /// How a latency kind attaches what was collected while it ran to its result, explaining the episodes at
-/// or above the threshold.
+/// or above the threshold: [`finish_as`] of the kind's result type.
 pub type Finish = fn(WhyRun, &mut ProbeResult, Option<&EpisodeThreshold>);
+
+/// A result type whose kind has a "why": how what the counters and the trace collected joins it (in the
+/// kind's module of [`crate::kind`]).
+pub trait Explained: rtgauge_model::kind::Kind {
+    /// Attach what `w` collected to `r`, explaining the episodes at or above `threshold` (else the
+    /// kind's rule).
+    fn explain(w: WhyRun, r: &mut Self, threshold: Option<&EpisodeThreshold>);
+}
+
+/// The [`Finish`] of kind `R`: its [`Explained::explain`], on a result of that kind.
+pub fn finish_as<R: Explained>(
+    w: WhyRun,
+    r: &mut ProbeResult,
+    threshold: Option<&EpisodeThreshold>,
+) {
+    if let Some(r) = r.downcast_mut::<R>() {
+        R::explain(w, r, threshold);
+    }
+}
 
 /// The interval counters and the trace of a latency probe, as an observer: started with the measurement
 /// (after oslat's preheat, so their intervals line up with the timeline's), attached to its result at the

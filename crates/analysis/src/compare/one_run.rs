@@ -50,9 +50,7 @@ fn of_family(pattern: &str, key: &str) -> bool {
 pub fn family_of(key: &str) -> Option<(&'static str, f64)> {
     crate::kind::one_run_floors()
         .into_iter()
-        .flat_map(|k| k.iter())
         .find(|(p, _)| of_family(p, key))
-        .copied()
 }
 
 /// The floor of measure `key`, None where the A/A benches measured none.
@@ -309,10 +307,7 @@ mod tests {
     /// reached: none is shadowed by one before it.
     #[test]
     fn every_floor_is_a_ratio_and_every_family_its_own() {
-        let all: Vec<(&str, f64)> = crate::kind::one_run_floors()
-            .into_iter()
-            .flat_map(|k| k.iter().copied())
-            .collect();
+        let all = crate::kind::one_run_floors();
         for (i, (p, f)) in all.iter().enumerate() {
             assert!(*f >= 1.0 && f.is_finite(), "{p}: {f}");
             let shadow = all[..i]
@@ -326,10 +321,7 @@ mod tests {
     /// there are of it.
     #[test]
     fn every_pattern_has_at_most_one_star_as_a_whole_part() {
-        for (p, _) in crate::kind::one_run_floors()
-            .into_iter()
-            .flat_map(|k| k.iter())
-        {
+        for (p, _) in crate::kind::one_run_floors() {
             assert!(p.matches('*').count() <= 1, "{p}");
             assert!(
                 p.split('.').all(|part| part == "*" || !part.contains('*')),

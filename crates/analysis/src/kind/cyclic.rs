@@ -5,23 +5,6 @@ use super::*;
 use rtgauge_model::cyclic::*;
 use rtgauge_model::units::us_trunc;
 
-/// The one-run floors (`crate::compare::one_run`): per measure, the largest ratio (B/A or A/B) between two
-/// idle runs of one platform in the A/A bench, rounded up to two significant digits — `bench/compare_aa` of
-/// 2026-11-26 14:40 (session 2 in docs/report.md): 20 s runs of one timer-latency profile (`-m -p10 -i 1000
-/// -h 2000 -a 1`, FIFO 10 on CPU 1) on this project's 2-vCPU VM, the 29 idle runs no other measuring run
-/// disturbed, every pair of them (406). Counts compare as (B + 1)/(A + 1). The max moved 45× (0.47 vs 21 ms:
-/// the VM's host stalls a vCPU for up to ~20 ms at random) and p99.9 131×; p50 2.5× (13.6 vs 34.3 µs).
-pub const ONE_RUN_FLOORS: &[(&str, f64)] = &[
-    ("cyclic.min", 1.8),
-    ("cyclic.p50", 2.6),
-    ("cyclic.p99", 12.0),
-    ("cyclic.p99.9", 140.0),
-    ("cyclic.p99.99", 110.0),
-    ("cyclic.max", 46.0),
-    ("cyclic.missed", 150.0),
-    ("cyclic.overflows", 120.0),
-];
-
 impl KindData for CyclicResult {
     fields!(load, accounting, why, elapsed, settings);
 
@@ -146,7 +129,22 @@ impl KindData for CyclicResult {
 }
 
 impl super::KindTables for CyclicResult {
-    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
+    /// The one-run floors (`crate::compare::one_run`): per measure, the largest ratio (B/A or A/B) between two
+    /// idle runs of one platform in the A/A bench, rounded up to two significant digits — `bench/compare_aa` of
+    /// 2026-11-26 14:40 (session 2 in docs/report.md): 20 s runs of one timer-latency profile (`-m -p10 -i 1000
+    /// -h 2000 -a 1`, FIFO 10 on CPU 1) on this project's 2-vCPU VM, the 29 idle runs no other measuring run
+    /// disturbed, every pair of them (406). Counts compare as (B + 1)/(A + 1). The max moved 45× (0.47 vs 21 ms:
+    /// the VM's host stalls a vCPU for up to ~20 ms at random) and p99.9 131×; p50 2.5× (13.6 vs 34.3 µs).
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = &[
+        ("cyclic.min", 1.8),
+        ("cyclic.p50", 2.6),
+        ("cyclic.p99", 12.0),
+        ("cyclic.p99.9", 140.0),
+        ("cyclic.p99.99", 110.0),
+        ("cyclic.max", 46.0),
+        ("cyclic.missed", 150.0),
+        ("cyclic.overflows", 120.0),
+    ];
     const GATES: &'static [KindGate<Self>] = &[
         KindGate {
             def: GateDef {

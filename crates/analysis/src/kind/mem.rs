@@ -4,14 +4,6 @@
 use super::*;
 use rtgauge_model::mem::*;
 
-/// The one-run floors (`crate::compare::one_run`) per family: load latency at any size, any bandwidth —
-/// the largest ratio (either way) of any member between two idle runs of one platform, rounded up to two
-/// significant digits. `bench/compare_aa_probes floors 12` of 2026-11-28 on this project's 2-vCPU VM (one
-/// node): two sessions of 12 idle runs of the built-in `quick` profile (`--max-size 64M -r 3 --bw-size 64M
-/// --numa-size 64M`), the larger of the two. Load latency moved 10.9× at 3-4 MiB (17 vs 190 ns: the host's
-/// last-level cache, shared with other guests, held the buffer in one run and not in the other); bandwidth
-/// 1.5×. The NUMA matrix (`mem.numa.*`) has none: one node measured says nothing of a pair across sockets.
-pub const ONE_RUN_FLOORS: &[(&str, f64)] = &[("mem.latency.*", 11.0), ("mem.bw.*", 1.6)];
 impl KindData for MemResult {
     fields!(load, settings);
 
@@ -134,6 +126,18 @@ pub fn find_steps(
     steps
 }
 
+impl super::KindTables for MemResult {
+    /// The one-run floors (`crate::compare::one_run`) per family: load latency at any size, any bandwidth —
+    /// the largest ratio (either way) of any member between two idle runs of one platform, rounded up to two
+    /// significant digits. `bench/compare_aa_probes floors 12` of 2026-11-28 on this project's 2-vCPU VM (one
+    /// node): two sessions of 12 idle runs of the built-in `quick` profile (`--max-size 64M -r 3 --bw-size 64M
+    /// --numa-size 64M`), the larger of the two. Load latency moved 10.9× at 3-4 MiB (17 vs 190 ns: the host's
+    /// last-level cache, shared with other guests, held the buffer in one run and not in the other); bandwidth
+    /// 1.5×. The NUMA matrix (`mem.numa.*`) has none: one node measured says nothing of a pair across sockets.
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] =
+        &[("mem.latency.*", 11.0), ("mem.bw.*", 1.6)];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,8 +197,4 @@ mod tests {
         assert!(find_steps(&curve(&[(4, 1.0), (8, 1.1), (16, 1.0)]), &caches, 1.2, 1.3).is_empty());
         assert!(find_steps(&[], &caches, 1.2, 1.3).is_empty());
     }
-}
-
-impl super::KindTables for MemResult {
-    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
 }

@@ -1,23 +1,23 @@
 //! What every probe kind's result says about itself to the engine, the comparison, the judge, the file
-//! formats and the views ([`KindData`]): its comparable measures, its latency threads, its gate values, the
-//! load and accounting recorded with it, its "why", how it ended, its rows of the CSV export.
+//! formats and the views ([`KindData`]): its comparable measures, its latency threads, the load and
+//! accounting recorded with it, its "why", how it ended, its rows of the CSV export; and what it declares
+//! as data ([`KindTables`]): its gates (each with its profile and stored name, label, unit, how it
+//! aggregates and its values: [`gates`], [`parse_metric`], [`gate_values`]) and its one-run floors
+//! ([`one_run_floors`]).
 //!
-//! One module per kind ([`cyclic`], [`oslat`], [`net`], [`ops`], [`mem`], [`numa`]) implements it for the
-//! kind's result type (plain data in `rtgauge_model`). [`ProbeData`] reaches a stored result's kind: its
-//! `data()` is the one place here that names the kinds. Beside them: a latency thread as every view sees it
-//! ([`LatThread`]), what a thread pool's distribution and timelines are ([`pooled`], [`cpu_timelines`]),
-//! the pooled latency measures of a kind ([`latency_measures`]). The views of a kind are
-//! `rtgauge_report::kind::KindView`.
-//!
-//! Adding a kind: its result type (a module of `rtgauge_model`, one line in `kinds!` there), its measuring
-//! loop (`rtgauge_probe`) and session adapter (`rtgauge_session::probes`), a module here and one in
-//! `rtgauge_report::kind` (one line in each dispatch), its verb's flags and glue.
+//! One module per kind implements both for the kind's result type (plain data in `rtgauge_model`). The
+//! dispatches ([`ProbeData`], the tables' registries) are made from the one list of kinds
+//! (`rtgauge_model::with_kinds!`): nothing here names a kind but its own module. Beside them: a latency
+//! thread as every view sees it ([`LatThread`]), what a thread pool's distribution and timelines are
+//! ([`pooled`], [`cpu_timelines`]), the pooled latency measures of a kind ([`latency_measures`]). The views
+//! of a kind are `rtgauge_report::kind::KindView`; where a kind is registered in every layer, the README's
+//! Layout.
 
 use rtgauge_model::accounting::Accounting;
 use rtgauge_model::attribution::Why;
-use rtgauge_model::cyclic::Spike;
 use rtgauge_model::kind::ProbeKind;
 use rtgauge_model::kind::{RunFacts, StopReason};
+use rtgauge_model::latency::Spike;
 use rtgauge_model::latency::{LatencyStats, Sparse, TimelineEntry, Windows};
 use rtgauge_model::load::LoadResult;
 use rtgauge_model::measure::{Better, Measure, MeasureUnit, LATENCY_STATISTICS};
@@ -145,7 +145,7 @@ pub struct LateSamples<'a> {
     pub cpus: &'a [Option<u32>],
 }
 
-/// What every probe kind's result says about itself. Every method but [`KindData::kind`] and
+/// What every probe kind's result says about itself. Every method but
 /// [`KindData::measures`] has a default for kinds without that part (no load, no "why", no threads).
 pub trait KindData: std::fmt::Debug {
     /// Its comparable figures (see `rtgauge_model::measure`): what `compare` puts side by side.
@@ -413,7 +413,7 @@ pub fn gate_def(metric: &Metric) -> Option<GateDef> {
 
 /// The metric a profile names (`cyclic.max`, `net.latency.lost`) with its threshold (`None` when not
 /// given), or why it is not one.
-pub fn metric_named(name: &str, threshold_ns: Option<u64>) -> Result<Metric, MetricError> {
+pub fn parse_metric(name: &str, threshold_ns: Option<u64>) -> Result<Metric, MetricError> {
     let (kind, def) = gates()
         .into_iter()
         .find(|(k, d)| name == format!("{}.{}", gate_prefix(*k), d.key))
@@ -471,11 +471,12 @@ macro_rules! data_dispatch {
             all
         }
 
-        /// Every kind's one-run floors, kind by kind. Not `numa`'s nor the memory probe's NUMA matrix (the
-        /// A/A bench had one node, where locality is 100 % by construction), nor `hwnoise`'s (its bench needs
-        /// the hwlat tracer): their measures get no verdict from one run per platform.
-        pub fn one_run_floors() -> Vec<&'static [(&'static str, f64)]> {
-            vec![$(<$ty as KindTables>::ONE_RUN_FLOORS),*]
+        /// Every kind's one-run floors, kind by kind (`(pattern, floor)`): where a kind has none, its
+        /// measures get no verdict from one run per platform.
+        pub fn one_run_floors() -> Vec<(&'static str, f64)> {
+            let mut all = Vec::new();
+            $(all.extend_from_slice(<$ty as KindTables>::ONE_RUN_FLOORS);)*
+            all
         }
 
         /// Each value `metric` has in `p` (one per thread, CPU or source); empty when `p` does not measure
@@ -538,7 +539,7 @@ mod tests {
         for (kind, def) in gates() {
             let name = format!("{}.{}", gate_prefix(kind), def.key);
             let threshold = def.threshold.then_some(120_000);
-            let m = metric_named(&name, threshold).unwrap();
+            let m = parse_metric(&name, threshold).unwrap();
             assert_eq!((m.kind, gate_def(&m)), (kind, Some(def)));
             let gate = rtgauge_model::verdict::Gate {
                 metric: m.clone(),
@@ -561,7 +562,7 @@ mod tests {
             let back: rtgauge_model::verdict::Gate = serde_json::from_str(&json).unwrap();
             assert_eq!(back, gate);
             assert_eq!(
-                metric_named(&name, if def.threshold { None } else { Some(1) }),
+                parse_metric(&name, if def.threshold { None } else { Some(1) }),
                 Err(if def.threshold {
                     MetricError::ThresholdRequired
                 } else {
@@ -569,7 +570,7 @@ mod tests {
                 })
             );
         }
-        assert_eq!(metric_named("cyclic.p99", None), Err(MetricError::Unknown));
+        assert_eq!(parse_metric("cyclic.p99", None), Err(MetricError::Unknown));
         let unknown = serde_json::from_str::<rtgauge_model::verdict::Gate>(
             "{\"metric\":\"fio_max_ns\",\"max\":1}",
         );

@@ -4,57 +4,6 @@
 use super::*;
 use rtgauge_model::net::*;
 
-/// The one-run floors (`crate::compare::one_run`): per measure of `net cps` and `net throughput` (any core
-/// count of `--sweep-cpus`), the largest ratio (either way) between two idle runs of one platform, rounded
-/// up to two significant digits — `bench/compare_aa_probes floors 12` of 2026-11-28 on this project's 2-vCPU
-/// VM: 12 idle runs of `cps --concurrency 16` and `throughput --connections 8` against rtgauge's reference
-/// server on loopback (server CPU 0, client CPU 1, 5 s each), 66 pairs. Rates: the larger of two sessions;
-/// times: the second session's, after a fix to their timestamps. Failed attempts never moved (0 in every run;
-/// counts compare as (B + 1)/(A + 1)): the margin decides them.
-pub const ONE_RUN_FLOORS: &[(&str, f64)] = &[
-    ("net.cps.*.rate", 1.4),
-    ("net.cps.*.errors", 1.0),
-    ("net.cps.*.latency.min", 2.2),
-    ("net.cps.*.latency.p50", 1.4),
-    ("net.cps.*.latency.p99", 2.6),
-    ("net.cps.*.latency.p99.9", 2.9),
-    ("net.cps.*.latency.p99.99", 3.2),
-    ("net.cps.*.latency.max", 3.2),
-    ("net.cps.*.connect.min", 1.4),
-    ("net.cps.*.connect.p50", 1.3),
-    ("net.cps.*.connect.p99", 1.4),
-    ("net.cps.*.connect.p99.9", 2.4),
-    ("net.cps.*.connect.p99.99", 4.0),
-    ("net.cps.*.connect.max", 4.6),
-    ("net.cps.*.ttfb.min", 2.6),
-    ("net.cps.*.ttfb.p50", 1.3),
-    ("net.cps.*.ttfb.p99", 2.7),
-    ("net.cps.*.ttfb.p99.9", 2.9),
-    ("net.cps.*.ttfb.p99.99", 3.2),
-    ("net.cps.*.ttfb.max", 3.2),
-    ("net.throughput.*.rate", 2.3),
-    ("net.throughput.*.bitrate", 2.3),
-    ("net.throughput.*.errors", 1.0),
-    ("net.throughput.*.latency.min", 2.1),
-    ("net.throughput.*.latency.p50", 2.5),
-    ("net.throughput.*.latency.p99", 2.1),
-    ("net.throughput.*.latency.p99.9", 5.8),
-    ("net.throughput.*.latency.p99.99", 3.4),
-    ("net.throughput.*.latency.max", 3.5),
-    ("net.throughput.*.connect.min", 2.3),
-    ("net.throughput.*.connect.p50", 1.8),
-    ("net.throughput.*.connect.p99", 1.7),
-    ("net.throughput.*.connect.p99.9", 1.7),
-    ("net.throughput.*.connect.p99.99", 1.7),
-    ("net.throughput.*.connect.max", 1.7),
-    ("net.throughput.*.ttfb.min", 1.8),
-    ("net.throughput.*.ttfb.p50", 2.4),
-    ("net.throughput.*.ttfb.p99", 2.0),
-    ("net.throughput.*.ttfb.p99.9", 6.1),
-    ("net.throughput.*.ttfb.p99.99", 3.5),
-    ("net.throughput.*.ttfb.max", 3.5),
-];
-
 impl KindData for NetResult {
     fields!(load, elapsed, settings);
 
@@ -123,6 +72,59 @@ impl KindData for NetResult {
             over: None,
         }]
     }
+}
+
+impl super::KindTables for NetResult {
+    /// The one-run floors (`crate::compare::one_run`): per measure of `net cps` and `net throughput` (any core
+    /// count of `--sweep-cpus`), the largest ratio (either way) between two idle runs of one platform, rounded
+    /// up to two significant digits — `bench/compare_aa_probes floors 12` of 2026-11-28 on this project's 2-vCPU
+    /// VM: 12 idle runs of `cps --concurrency 16` and `throughput --connections 8` against rtgauge's reference
+    /// server on loopback (server CPU 0, client CPU 1, 5 s each), 66 pairs. Rates: the larger of two sessions;
+    /// times: the second session's, after a fix to their timestamps. Failed attempts never moved (0 in every run;
+    /// counts compare as (B + 1)/(A + 1)): the margin decides them.
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = &[
+        ("net.cps.*.rate", 1.4),
+        ("net.cps.*.errors", 1.0),
+        ("net.cps.*.latency.min", 2.2),
+        ("net.cps.*.latency.p50", 1.4),
+        ("net.cps.*.latency.p99", 2.6),
+        ("net.cps.*.latency.p99.9", 2.9),
+        ("net.cps.*.latency.p99.99", 3.2),
+        ("net.cps.*.latency.max", 3.2),
+        ("net.cps.*.connect.min", 1.4),
+        ("net.cps.*.connect.p50", 1.3),
+        ("net.cps.*.connect.p99", 1.4),
+        ("net.cps.*.connect.p99.9", 2.4),
+        ("net.cps.*.connect.p99.99", 4.0),
+        ("net.cps.*.connect.max", 4.6),
+        ("net.cps.*.ttfb.min", 2.6),
+        ("net.cps.*.ttfb.p50", 1.3),
+        ("net.cps.*.ttfb.p99", 2.7),
+        ("net.cps.*.ttfb.p99.9", 2.9),
+        ("net.cps.*.ttfb.p99.99", 3.2),
+        ("net.cps.*.ttfb.max", 3.2),
+        ("net.throughput.*.rate", 2.3),
+        ("net.throughput.*.bitrate", 2.3),
+        ("net.throughput.*.errors", 1.0),
+        ("net.throughput.*.latency.min", 2.1),
+        ("net.throughput.*.latency.p50", 2.5),
+        ("net.throughput.*.latency.p99", 2.1),
+        ("net.throughput.*.latency.p99.9", 5.8),
+        ("net.throughput.*.latency.p99.99", 3.4),
+        ("net.throughput.*.latency.max", 3.5),
+        ("net.throughput.*.connect.min", 2.3),
+        ("net.throughput.*.connect.p50", 1.8),
+        ("net.throughput.*.connect.p99", 1.7),
+        ("net.throughput.*.connect.p99.9", 1.7),
+        ("net.throughput.*.connect.p99.99", 1.7),
+        ("net.throughput.*.connect.max", 1.7),
+        ("net.throughput.*.ttfb.min", 1.8),
+        ("net.throughput.*.ttfb.p50", 2.4),
+        ("net.throughput.*.ttfb.p99", 2.0),
+        ("net.throughput.*.ttfb.p99.9", 6.1),
+        ("net.throughput.*.ttfb.p99.99", 3.5),
+        ("net.throughput.*.ttfb.max", 3.5),
+    ];
 }
 
 #[cfg(test)]
@@ -219,8 +221,4 @@ mod tests {
         assert_eq!(bits.replicates, vec![8000.0, 8800.0]);
         assert!(m.iter().any(|m| m.key == "net.throughput.cpus4.rate"));
     }
-}
-
-impl super::KindTables for NetResult {
-    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
 }

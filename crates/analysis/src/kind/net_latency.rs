@@ -2,8 +2,9 @@
 //! and its two stages, the sender's own lateness, and the exact counts (lost, reordered, duplicated, late).
 
 use super::*;
-use crate::monitor::{Family, WatchSeries, WindowPeaks};
+use crate::monitor::{Family, WindowPeaks};
 use rtgauge_model::net_latency::{NetLatencyResult, StreamCounts, StreamRole};
+use rtgauge_model::units::secs;
 
 impl KindData for NetLatencyResult {
     fields!(load, why, elapsed, settings);
@@ -200,10 +201,12 @@ pub struct NetSeries {
     pub peaks: WindowPeaks,
 }
 
-impl WatchSeries for NetSeries {
-    /// `rtgauge_net_*`: the stream, its latency per stage, its window maximum, its counts, the time of its
-    /// last packet, its gate.
-    fn families(&self) -> Vec<Family> {
+impl NetSeries {
+    /// The stream's series, `rtgauge_net_*`: `net_stream_info{stream,at}`, `net_latency_seconds{stream,
+    /// stage}` (total, path, wakeup), `net_latency_window_max_seconds`, `net_packets_{received,lost,stale,
+    /// reordered,duplicate,foreign,above_gate}_total`, `net_sender_restarts_total`,
+    /// `net_receive_errors_total`, `net_last_packet_timestamp_seconds`, `net_gate_seconds`.
+    pub fn families(&self) -> Vec<Family> {
         let c = &self.counts;
         let stream = || vec![("stream", self.stream.to_string())];
         let stage = |name: &str| {
@@ -232,7 +235,7 @@ impl WatchSeries for NetSeries {
             Family::gauges_f(
                 "rtgauge_net_latency_window_max_seconds",
                 "Largest packet latency of the watched stream in the last window (--window).",
-                [(stream(), self.peaks.max_ns() as f64 / 1e9)],
+                [(stream(), secs(self.peaks.max_ns()))],
             ),
         ];
         for (name, help, value) in [
@@ -251,21 +254,13 @@ impl WatchSeries for NetSeries {
         out.push(Family::gauges_f(
             "rtgauge_net_last_packet_timestamp_seconds",
             "When the watched stream's last packet was received, Unix time (0 before the first): a silent stream stops moving it.",
-            [(stream(), c.last_unix_ns as f64 / 1e9)],
+            [(stream(), secs(c.last_unix_ns))],
         ));
         out.push(Family::gauges_f(
             "rtgauge_net_gate_seconds",
             "The packet latency bound packets are counted against (--net-gate).",
-            [(vec![], self.gate_ns as f64 / 1e9)],
+            [(vec![], secs(self.gate_ns))],
         ));
         out
-    }
-
-    fn clone_box(&self) -> Box<dyn WatchSeries> {
-        Box::new(self.clone())
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 }

@@ -3,16 +3,6 @@
 use super::*;
 use rtgauge_model::ops::*;
 
-/// The one-run floors (`crate::compare::one_run`) per statistic of every OS primitive: the largest ratio
-/// (either way) of any primitive between two idle runs of one platform, rounded up to two significant
-/// digits — `bench/compare_aa_probes floors 12` of 2026-11-28 on this project's 2-vCPU VM: two sessions of
-/// 12 idle runs of the built-in `quick` profile (`--cpu 1 -r 31 --sample-time 500us`), 20 primitives × 66
-/// pairs each, the larger of the two. Medians moved at most 1.73× (a context switch, 2.1 vs 3.6 µs: the
-/// whole VM ran slower in some runs, every primitive together); p99 and max 40× (a sleep of 1 ms overshot by
-/// 3.2 ms once: a host stall).
-pub const ONE_RUN_FLOORS: &[(&str, f64)] =
-    &[("ops.*.p50", 1.8), ("ops.*.p99", 40.0), ("ops.*.max", 40.0)];
-
 impl KindData for OpsResult {
     fields!(load, settings);
 
@@ -56,5 +46,13 @@ impl KindData for OpsResult {
 }
 
 impl super::KindTables for OpsResult {
-    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
+    /// The one-run floors (`crate::compare::one_run`) per statistic of every OS primitive: the largest ratio
+    /// (either way) of any primitive between two idle runs of one platform, rounded up to two significant
+    /// digits — `bench/compare_aa_probes floors 12` of 2026-11-28 on this project's 2-vCPU VM: two sessions of
+    /// 12 idle runs of the built-in `quick` profile (`--cpu 1 -r 31 --sample-time 500us`), 20 primitives × 66
+    /// pairs each, the larger of the two. Medians moved at most 1.73× (a context switch, 2.1 vs 3.6 µs: the
+    /// whole VM ran slower in some runs, every primitive together); p99 and max 40× (a sleep of 1 ms overshot by
+    /// 3.2 ms once: a host stall).
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] =
+        &[("ops.*.p50", 1.8), ("ops.*.p99", 40.0), ("ops.*.max", 40.0)];
 }

@@ -4,21 +4,6 @@
 use super::*;
 use rtgauge_model::oslat::*;
 
-/// The one-run floors (`crate::compare::one_run`): per measure, the largest ratio (either way) between two
-/// idle runs of one platform, rounded up to two significant digits — `bench/compare_aa_probes floors 12`
-/// of 2026-11-28 on this project's 2-vCPU VM: two sessions of 12 idle runs of the built-in `quick` profile
-/// (oslat 5 s on CPUs 0-1), 66 pairs each, the larger of the two. The gaps are counted in ticks ~10 ns
-/// apart: min and p99 never moved (20 and 30 ns), p50 moved once by one tick (20 vs 29 ns, 1.45×) and p99.9
-/// by one (30 vs 40 ns, 1.33×); a one-tick move of any of these is no verdict, so they share p50's 1.5.
-/// p99.99 moved 44× (60 ns vs 2.7 µs: a host stall in one run's last 0.01 %), max 4× (4 vs 16 ms).
-pub const ONE_RUN_FLOORS: &[(&str, f64)] = &[
-    ("oslat.min", 1.5),
-    ("oslat.p50", 1.5),
-    ("oslat.p99", 1.5),
-    ("oslat.p99.9", 1.5),
-    ("oslat.p99.99", 45.0),
-    ("oslat.max", 4.0),
-];
 impl KindData for OslatResult {
     fields!(load, accounting, why, elapsed, settings);
 
@@ -91,7 +76,21 @@ impl KindData for OslatResult {
 }
 
 impl super::KindTables for OslatResult {
-    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = ONE_RUN_FLOORS;
+    /// The one-run floors (`crate::compare::one_run`): per measure, the largest ratio (either way) between two
+    /// idle runs of one platform, rounded up to two significant digits — `bench/compare_aa_probes floors 12`
+    /// of 2026-11-28 on this project's 2-vCPU VM: two sessions of 12 idle runs of the built-in `quick` profile
+    /// (oslat 5 s on CPUs 0-1), 66 pairs each, the larger of the two. The gaps are counted in ticks ~10 ns
+    /// apart: min and p99 never moved (20 and 30 ns), p50 moved once by one tick (20 vs 29 ns, 1.45×) and p99.9
+    /// by one (30 vs 40 ns, 1.33×); a one-tick move of any of these is no verdict, so they share p50's 1.5.
+    /// p99.99 moved 44× (60 ns vs 2.7 µs: a host stall in one run's last 0.01 %), max 4× (4 vs 16 ms).
+    const ONE_RUN_FLOORS: &'static [(&'static str, f64)] = &[
+        ("oslat.min", 1.5),
+        ("oslat.p50", 1.5),
+        ("oslat.p99", 1.5),
+        ("oslat.p99.9", 1.5),
+        ("oslat.p99.99", 45.0),
+        ("oslat.max", 4.0),
+    ];
     const GATES: &'static [KindGate<Self>] = &[KindGate {
         def: GateDef {
             key: "max",

@@ -91,11 +91,7 @@ impl LevelSearch<'_> {
                 &around,
                 &mut [],
             )?;
-            let unmet = crate::output::explain(rtgauge_analysis::conditions::of_results(
-                m.results
-                    .iter()
-                    .map(|r| r as &dyn rtgauge_analysis::kind::KindData),
-            ));
+            let unmet = crate::output::unmet_of(&m.results);
             if rtgauge_model::conditions::degrades(&unmet) {
                 for u in &unmet {
                     eprintln!("rtgauge: NOT MET: {}", u.line());
@@ -103,9 +99,7 @@ impl LevelSearch<'_> {
                 self.refused.set(true);
                 return Ok(None);
             }
-            let Some(r) = m.results.first() else {
-                bail!("the cyclic probe returned no result");
-            };
+            let r = rtgauge_session::first::<rtgauge_model::cyclic::CyclicResult, _>(&m.results)?;
             runs.push(CapacitySample::of(r, &a.gate).context("the probe returned no thread")?);
         }
         Ok(Some(CapacityPoint::new(level, runs)))

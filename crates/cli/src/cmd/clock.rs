@@ -28,7 +28,7 @@ pub fn run(a: &ClockArgs) -> anyhow::Result<ExitCode> {
     if let Some(l) = plan.announce(duration, &rtgauge_model::CpuSet::new([])) {
         eprintln!("rtgauge: {l}");
     }
-    let probe = rtgauge_session::kind::clock::ClockSources(&plan);
+    let probe = rtgauge_session::kind::clock::Clock(&plan);
     let (result, warnings) = super::measure_one(
         &root,
         &stop,

@@ -1,4 +1,5 @@
-//! Where a measured run goes, for the verbs that store their run themselves (`net`, `clock`): the store
+//! Where a measured run goes, for the verbs that store their run themselves (`net`, `net latency`,
+//! `clock`): the store
 //! (unless `--no-store`), `--output`, its label and tags; stored and written before anything is printed.
 
 use anyhow::Context as _;

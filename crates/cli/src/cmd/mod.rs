@@ -102,12 +102,8 @@ pub fn measure_one<P: rtgauge_session::KindProbe>(
     around: &rtgauge_session::Around,
     observers: &mut [&mut dyn rtgauge_session::SessionObserver],
 ) -> anyhow::Result<(P::Result, Vec<String>)> {
-    use rtgauge_model::kind::Kind as _;
     let (results, warnings) = measure_kind(root, stop, probe, around, observers)?;
-    match results.into_iter().next() {
-        Some(r) => Ok((r, warnings)),
-        None => anyhow::bail!("the {} probe returned no result", P::Result::KIND.as_str()),
-    }
+    Ok((rtgauge_session::first::<P::Result, _>(results)?, warnings))
 }
 
 /// Say each warning on stderr.

@@ -54,7 +54,7 @@ impl Progress {
     }
 
     /// Timer-probe progress from the threads' live figures.
-    fn cyclic(&mut self, elapsed: Duration, live: &[rtgauge_model::cyclic::LiveThread]) {
+    fn cyclic(&mut self, elapsed: Duration, live: &[rtgauge_model::latency::LiveThread]) {
         let min = live
             .iter()
             .filter(|t| t.cycles > 0)

@@ -225,22 +225,22 @@ pub fn check_document(doc: &RunDocument) -> Result<(), ImportError> {
     if let Some(r) = &doc.repeat {
         r.check().map_err(|e| bad("repeat", e))?;
     }
-    // A metric is stored by its kind's name and its gate's: a kind's name with a gate it does not have is
-    // no verdict rtgauge could show or judge again.
-    if let Some(v) = doc
-        .verdicts
-        .iter()
-        .find(|v| rtgauge_analysis::kind::gate_def(&v.gate.metric).is_none())
-    {
+    // A metric is stored by its kind's name and its gate's, with the threshold its gate takes: anything else
+    // is no verdict rtgauge could show or judge again.
+    for v in &doc.verdicts {
         let m = &v.gate.metric;
-        return Err(bad(
-            "verdicts",
-            format!(
-                "unknown metric '{}_{}'",
-                m.kind.as_str(),
-                m.name.escape_debug()
-            ),
-        ));
+        let name = format!("{}_{}", m.kind.as_str(), m.name.escape_debug());
+        match rtgauge_analysis::kind::gate_def(m) {
+            None => return Err(bad("verdicts", format!("unknown metric '{name}'"))),
+            Some(d) if d.threshold != m.threshold_ns.is_some() => {
+                let why = if d.threshold { "needs" } else { "takes no" };
+                return Err(bad(
+                    "verdicts",
+                    format!("metric '{name}' {why} threshold_ns"),
+                ));
+            }
+            Some(_) => {}
+        }
     }
     if let Some(l) = &doc.label {
         check_name("label", l)?;

@@ -7,7 +7,8 @@
 
 pub mod hwnoise;
 
-use rtgauge_model::cyclic::{CyclicResult, CyclicThread, LiveThread};
+use rtgauge_model::cyclic::{CyclicResult, CyclicThread};
+use rtgauge_model::latency::LiveThread;
 use rtgauge_model::oslat::{OslatResult, OslatThread};
 use rtgauge_model::run::{ProbeResult, RunDocument, SystemInfo};
 use rtgauge_model::units::{secs_to_ms, us, us_f64, us_trunc};

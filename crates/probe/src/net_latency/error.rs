@@ -44,9 +44,12 @@ pub enum StreamError {
     /// A stream of frames was asked to go to a UDP address.
     #[error("a MAC address for a UDP stream")]
     MacForUdp,
-    /// The watched stream's receiver thread could not start, or ended before it was set up.
-    #[error("{0}")]
-    Watch(String),
+    /// The watched stream's receiver thread could not start (what the system said).
+    #[error("starting the packet receiver: {0}")]
+    ReceiverThread(String),
+    /// The watched stream's receiver thread ended before it was set up.
+    #[error("the packet receiver ended before it was set up")]
+    ReceiverEnded,
 }
 
 impl StreamError {

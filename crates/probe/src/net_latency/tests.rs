@@ -1,3 +1,6 @@
+//! The packet-latency probe on loopback: streams, split streams, round trips, counts and the watched
+//! stream, each against what was sent.
+
 use super::*;
 use rtgauge_model::net_latency::{WINDOW, WORST_PACKETS};
 use rtgauge_model::rt::SchedPolicy;

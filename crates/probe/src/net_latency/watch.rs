@@ -130,7 +130,7 @@ impl NetWatch {
             std::thread::Builder::new()
                 .name("rtgauge-nl-watch".into())
                 .spawn(move || receive(&plan, &live, &quit, &ready))
-                .map_err(|e| StreamError::Watch(format!("starting the packet receiver: {e}")))?
+                .map_err(|e| StreamError::ReceiverThread(e.to_string()))?
         };
         let mut watch = NetWatch {
             live,
@@ -142,9 +142,7 @@ impl NetWatch {
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 watch.finish();
-                Err(StreamError::Watch(
-                    "the packet receiver ended before it was set up".into(),
-                ))
+                Err(StreamError::ReceiverEnded)
             }
         }
     }

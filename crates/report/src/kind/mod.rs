@@ -1,7 +1,7 @@
 //! A probe kind's views: every view of a run (the terminal summary, the HTML page, the comparison page,
 //! the verb's shortfall warnings and progress) reaches a result through its kind's [`KindView`], one
-//! module per kind ([`cyclic`], [`oslat`], [`net`], [`ops`], [`mem`], [`numa`]). [`view`] is the one place
-//! in the views that names the kinds.
+//! module per kind. [`view`], the dispatch, is made from the one list of kinds (`rtgauge_model::with_kinds!`):
+//! nothing here names a kind but its own module.
 
 use crate::markup::ReportOptions;
 use maud::{html, Markup};

@@ -3,26 +3,26 @@
 //! ([`SourcesWatch`]).
 
 use super::Threadless;
+use crate::watch::WatchError;
 use crate::{KindProbe, Probe, SessionError, SessionObserver};
-use rtgauge_analysis::kind::clock::ClockSeries;
+use rtgauge_analysis::kind::clock::monitor_families;
 use rtgauge_analysis::monitor::MonitorState;
 use rtgauge_model::clock::ClockResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
 use rtgauge_probe::clock::ClockPlan;
 use rtgauge_probe::stop::StopFlag;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The time sources of the plan.
-pub struct ClockSources<'a>(pub &'a ClockPlan);
+pub struct Clock<'a>(pub &'a ClockPlan);
 
-impl KindProbe for ClockSources<'_> {
+impl KindProbe for Clock<'_> {
     type Result = ClockResult;
 }
 
-impl Probe for ClockSources<'_> {
+impl Probe for Clock<'_> {
     fn measured(&self) -> CpuSet {
         CpuSet::new([])
     }
@@ -38,74 +38,17 @@ impl Probe for ClockSources<'_> {
     }
 }
 
-/// The alerts of the time sources followed (`rtgauge monitor --clock`), as deploy/prometheus/rtgauge-rules.yml
-/// holds them (a test checks).
-pub const ALERTS: &str = r#"      - alert: RtgaugeClockStepped
-        # A step moves the stamps of everything after it (events, trips, SV frames): no `for`.
-        expr: increase(rtgauge_clock_steps_total[10m]) > 0
-        labels:
-          severity: critical
-        annotations:
-          summary: "The system clock of {{ $labels.instance }} stepped"
-          description: "{{ printf \"%.0f\" $value }} steps of CLOCK_REALTIME in the last 10 minutes; the last by rtgauge_clock_last_step_seconds."
-      - alert: RtgaugeClockUnlocked
-        # Only a source that follows a reference (a grandmaster follows none, a holdover has its own alert)
-        # and has locked once: chrony measures once per clock update, its first lock can take an hour.
-        expr: >
-          rtgauge_clock_locked == 0
-          and on (job, instance, source) rtgauge_clock_following == 1
-          and on (job, instance, source) rtgauge_clock_settled == 1
-        for: 1m
-        labels:
-          severity: warning
-        annotations:
-          summary: "{{ $labels.source }} on {{ $labels.instance }} is not locked"
-          description: "Its |offset| is beyond rtgauge_clock_lock_bound_seconds (last offset in rtgauge_clock_offset_seconds)."
-      - alert: RtgaugeClockHoldover
-        expr: rtgauge_clock_holdover == 1
-        for: 30s
-        labels:
-          severity: critical
-        annotations:
-          summary: "{{ $labels.source }} on {{ $labels.instance }} lost its reference"
-          description: "The clock is free-running (holdover): its master or server is gone."
-      - alert: RtgaugeClockNoReference
-        # A client that never found its master or server (a grandmaster serves, a holdover has its own alert).
-        expr: >
-          rtgauge_clock_following == 0
-          and on (job, instance, source) rtgauge_clock_holdover == 0
-          and on (job, instance, source) rtgauge_clock_serving == 0
-          and on (job, instance, source) rtgauge_clock_up == 1
-        for: 5m
-        labels:
-          severity: warning
-        annotations:
-          summary: "{{ $labels.source }} on {{ $labels.instance }} follows no reference"
-          description: "It has not found a master or server (rtgauge_clock_state_info says its state)."
-      - alert: RtgaugeClockUnsynchronised
-        expr: rtgauge_clock_synchronised == 0
-        for: 10m
-        labels:
-          severity: warning
-        annotations:
-          summary: "The kernel of {{ $labels.instance }} counts its clock unsynchronised"
-          description: "No daemon has disciplined CLOCK_REALTIME (adjtimex STA_UNSYNC or TIME_ERROR)."
-      - alert: RtgaugeClockSourceDown
-        expr: rtgauge_clock_up == 0
-        for: 1m
-        labels:
-          severity: warning
-        annotations:
-          summary: "{{ $labels.source }} on {{ $labels.instance }} does not answer"
-          description: "Its daemon is gone or refuses the monitor's polls: nothing is known of how the clock is kept."
-      - alert: RtgaugeClockReferenceChanged
-        expr: increase(rtgauge_clock_reference_changes_total[10m]) > 0 and rtgauge_clock_holdover == 0
-        labels:
-          severity: info
-        annotations:
-          summary: "{{ $labels.source }} on {{ $labels.instance }} follows another reference"
-          description: "A new grandmaster or server (rtgauge_clock_reference_info)."
-"#;
+/// The Prometheus rules the time sources followed bring (alerts, by name), as
+/// deploy/prometheus/rtgauge-rules.yml defines them (a test checks).
+pub const RULES: &[&str] = &[
+    "RtgaugeClockStepped",
+    "RtgaugeClockUnlocked",
+    "RtgaugeClockHoldover",
+    "RtgaugeClockNoReference",
+    "RtgaugeClockUnsynchronised",
+    "RtgaugeClockSourceDown",
+    "RtgaugeClockReferenceChanged",
+];
 
 /// The time sources followed by `rtgauge monitor --clock`, polled as `rtgauge clock` polls them on a thread
 /// of their own (on the housekeeping CPUs): each poll's result goes into the `rtgauge_clock_*` series, at
@@ -115,34 +58,34 @@ pub const ALERTS: &str = r#"      - alert: RtgaugeClockStepped
 pub struct SourcesWatch {
     /// The sources' plan.
     pub plan: ClockPlan,
+    /// The monitor's flag that names a source, for a source that cannot be read.
+    pub flag: &'static str,
     thread: Option<(StopFlag, std::thread::JoinHandle<()>)>,
-    /// Set by the thread when its poller panicked; said once at the next segment.
-    panicked: Arc<AtomicBool>,
-    said_panic: bool,
 }
 
 impl SourcesWatch {
-    /// A watch of `plan`'s sources, not started.
-    pub fn new(plan: ClockPlan) -> SourcesWatch {
+    /// A watch of `plan`'s sources, not started; `flag` names a source on the command line.
+    pub fn new(plan: ClockPlan, flag: &'static str) -> SourcesWatch {
         SourcesWatch {
             plan,
+            flag,
             thread: None,
-            panicked: Arc::new(AtomicBool::new(false)),
-            said_panic: false,
         }
     }
 }
 
 impl crate::watch::Watch for SourcesWatch {
-    fn start(&mut self, cx: &crate::watch::WatchContext) -> Result<Vec<String>, SessionError> {
-        let poller = rtgauge_probe::clock::Poller::open(&self.plan)
-            .map_err(|e| SessionError::Probe(format!("--clock-source {e}").into()))?;
-        let mut said: Vec<String> = poller
-            .left_out
-            .iter()
-            .map(|l| format!("time source found and left out, unreadable: {l}"))
-            .collect();
-        said.push(format!(
+    fn start(&mut self, cx: &crate::watch::WatchContext) -> Result<(), SessionError> {
+        let poller = rtgauge_probe::clock::Poller::open(&self.plan).map_err(|e| {
+            SessionError::probe(WatchError::Open {
+                flag: self.flag,
+                error: Box::new(e),
+            })
+        })?;
+        for l in &poller.left_out {
+            (cx.say)(&format!("time source found and left out, unreadable: {l}"));
+        }
+        (cx.say)(&format!(
             "following time at {} Hz: the kernel{}",
             self.plan.config.rate_hz,
             poller
@@ -151,14 +94,15 @@ impl crate::watch::Watch for SourcesWatch {
                 .map(|s| format!(", {}", s.name()))
                 .collect::<String>()
         ));
-        let slot = crate::watch::add_series(&cx.state, Box::new(ClockSeries(None)));
+        // No series before the first poll.
+        let slot = crate::watch::add_series(&cx.state, Vec::new());
         let mut feed = Feed {
             state: Arc::clone(&cx.state),
             slot,
             published: None,
+            last: None,
         };
-        let stop = cx.stop.clone();
-        let panicked = Arc::clone(&self.panicked);
+        let (stop, say) = (cx.stop.clone(), cx.say);
         let thread = std::thread::Builder::new()
             .name("rtg-clock".into())
             .spawn({
@@ -168,45 +112,29 @@ impl crate::watch::Watch for SourcesWatch {
                     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         poller.run(&stop, &mut feed)
                     }));
-                    let mut g = crate::watch::lock(&st);
-                    let Some(series) = crate::watch::series_mut::<ClockSeries>(&mut g, slot) else {
-                        return;
-                    };
-                    match run {
-                        Ok(last) => series.0 = Some(last),
+                    if run.is_err() {
+                        say("the clock thread panicked: every time source now reads as down (rtgauge_clock_up 0)");
+                    }
+                    let last = match run {
+                        Ok(last) => Some(last),
                         // Its series must not stay frozen at their last values: every source reads as
                         // down.
-                        Err(_) => {
-                            panicked.store(true, Ordering::Release);
-                            if let Some(c) = series.0.as_mut() {
-                                for x in &mut c.sources {
-                                    (
-                                        x.readable,
-                                        x.locked_now,
-                                        x.following,
-                                        x.serving,
-                                        x.in_holdover,
-                                    ) = (false, false, false, false, false);
-                                }
+                        Err(_) => feed.last.take().map(|mut c| {
+                            for x in &mut c.sources {
+                                (x.readable, x.locked_now, x.following, x.serving, x.in_holdover) =
+                                    (false, false, false, false, false);
                             }
-                        }
+                            c
+                        }),
+                    };
+                    if let Some(c) = last {
+                        crate::watch::set_series(&mut crate::watch::lock(&st), slot, monitor_families(&c));
                     }
                 }
             })
-            .map_err(|e| SessionError::Probe(format!("starting the clock thread: {e}").into()))?;
+            .map_err(|error| SessionError::probe(WatchError::Thread { what: "clock", error }))?;
         self.thread = Some((stop, thread));
-        Ok(said)
-    }
-
-    fn segment(&mut self) -> Vec<String> {
-        if self.said_panic || !self.panicked.load(Ordering::Acquire) {
-            return Vec::new();
-        }
-        self.said_panic = true;
-        vec![
-            "the clock thread panicked: every time source now reads as down (rtgauge_clock_up 0)"
-                .into(),
-        ]
+        Ok(())
     }
 }
 
@@ -221,11 +149,12 @@ impl Drop for SourcesWatch {
 }
 
 /// Puts the time sources' result into the series, at most once a second (a checkpoint copies the
-/// timelines).
+/// timelines), and keeps the last it put.
 struct Feed {
     state: Arc<Mutex<MonitorState>>,
     slot: usize,
     published: Option<Duration>,
+    last: Option<ClockResult>,
 }
 
 impl rtgauge_probe::observe::ProbeObserver<ClockResult> for Feed {
@@ -235,10 +164,12 @@ impl rtgauge_probe::observe::ProbeObserver<ClockResult> for Feed {
             .is_none_or(|p| elapsed >= p + Duration::from_secs(1))
         {
             let r = checkpoint();
-            let mut g = crate::watch::lock(&self.state);
-            if let Some(series) = crate::watch::series_mut::<ClockSeries>(&mut g, self.slot) {
-                series.0 = Some(r);
-            }
+            crate::watch::set_series(
+                &mut crate::watch::lock(&self.state),
+                self.slot,
+                monitor_families(&r),
+            );
+            self.last = Some(r);
             self.published = Some(elapsed);
         }
     }

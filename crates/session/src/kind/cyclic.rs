@@ -2,16 +2,39 @@
 //! over as they happen (so the worst episodes are pinned in the trace while it runs), and its episodes
 //! broken down at the end, with the `-b`/`--break-above` sample's trace.
 
-use crate::why::{attribute, explain, rule_of, Scope, WhyRun};
+use crate::why::{attribute, explain, rule_of, Scope, WhyOpts, WhyRun};
 use crate::{KindProbe, Probe, SessionError, SessionObserver, Tick};
 use rtgauge_model::attribution::{BreakTrace, EpisodeThreshold, BREAK_TRACE_NS};
-use rtgauge_model::cyclic::{CyclicResult, Spike};
+use rtgauge_model::cyclic::CyclicResult;
+use rtgauge_model::latency::LiveThread;
+use rtgauge_model::latency::Spike;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
-use rtgauge_probe::cyclic::{CyclicPlan, LiveThread};
+use rtgauge_probe::cyclic::CyclicPlan;
 use rtgauge_probe::stop::StopFlag;
 use rtgauge_probe::trace::TraceData;
 use std::time::Duration;
+
+/// Late samples below this are not handed over by the timer probe when the threshold is left to the rule:
+/// the rule's threshold is at least 3 × p90, and no platform measured so far has a p90 under 2 µs.
+pub const LATE_FLOOR_NS: u64 = 5_000;
+
+/// The timer probe's floor for handing late samples over, as `why` asks (with `--trace` only).
+pub fn late_floor_ns(why: &WhyOpts) -> Option<u64> {
+    why.trace.then(|| {
+        why.threshold
+            .as_ref()
+            .map_or(LATE_FLOOR_NS, |t| t.ns.min(LATE_FLOOR_NS))
+    })
+}
+
+/// The threshold `--spike US` sets.
+pub fn spike_threshold(us: u64) -> EpisodeThreshold {
+    EpisodeThreshold {
+        ns: rtgauge_model::Nanos::from_us(us).as_ns(),
+        rule: "--spike".into(),
+    }
+}
 
 /// The timer wake-up latency probe.
 pub struct Cyclic<'a>(pub &'a CyclicPlan);
@@ -30,11 +53,7 @@ impl Probe for Cyclic<'_> {
             cpus: crate::why::observed_cpus(&self.0.config.cpus),
             interval_ns: self.0.config.timeline_interval_ns,
             live_episodes: true,
-            finish: |w, r, thr| {
-                if let Some(r) = r.downcast_mut::<CyclicResult>() {
-                    finish(w, r, thr);
-                }
-            },
+            finish: crate::why::finish_as::<CyclicResult>,
         })
     }
 
@@ -76,24 +95,26 @@ impl Probe for Cyclic<'_> {
     }
 }
 
-/// Attach counters and episode breakdowns to a cyclic result: the episodes at or above the threshold
-/// (`threshold`, else the rule on the run's distribution), worst first, at most
-/// [`rtgauge_model::attribution::MAX_EPISODES`].
-fn finish(w: WhyRun, r: &mut CyclicResult, threshold: Option<&EpisodeThreshold>) {
-    let mut e = w.end(r.elapsed_ns);
-    if let Some(d) = &e.trace {
-        let thr = threshold
-            .cloned()
-            .unwrap_or_else(|| rule_of(r.threads.iter().map(|t| &t.latency), 0));
-        let candidates = e.episodes.above(thr.ns);
-        explain(&mut e.why, d, candidates, thr);
-        if let Some(t) = e.why.trace.as_mut() {
-            t.late_dropped = r.threads.iter().map(|t| t.late_dropped).sum();
-            t.late_coalesced = r.threads.iter().map(|t| t.late_coalesced).sum();
+impl crate::why::Explained for CyclicResult {
+    /// Attach counters and episode breakdowns to a cyclic result: the episodes at or above the threshold
+    /// (`threshold`, else the rule on the run's distribution), worst first, at most
+    /// [`rtgauge_model::attribution::MAX_EPISODES`].
+    fn explain(w: WhyRun, r: &mut CyclicResult, threshold: Option<&EpisodeThreshold>) {
+        let mut e = w.end(r.elapsed_ns);
+        if let Some(d) = &e.trace {
+            let thr = threshold
+                .cloned()
+                .unwrap_or_else(|| rule_of(r.threads.iter().map(|t| &t.latency), 0));
+            let candidates = e.episodes.above(thr.ns);
+            explain(&mut e.why, d, candidates, thr);
+            if let Some(t) = e.why.trace.as_mut() {
+                t.late_dropped = r.threads.iter().map(|t| t.late_dropped).sum();
+                t.late_coalesced = r.threads.iter().map(|t| t.late_coalesced).sum();
+            }
+            e.why.break_sample = break_trace(r, d);
         }
-        e.why.break_sample = break_trace(r, d);
+        r.why = Some(e.why());
     }
-    r.why = Some(e.why());
 }
 
 /// The `-b`/`--break-above` sample (the break thread's spike of the break value) and its CPU's trace before it.

@@ -4,6 +4,7 @@
 use super::Threadless;
 use crate::why::Scope;
 use crate::{KindProbe, Probe, SessionError, SessionObserver};
+use rtgauge_model::attribution::EpisodeThreshold;
 use rtgauge_model::hwnoise::HwnoiseResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
@@ -27,13 +28,10 @@ impl Probe for Hwnoise<'_> {
     fn why_scope(&self) -> Option<Scope> {
         Some(Scope {
             cpus: self.measured(),
+            // The tracer samples for seconds to minutes: a counter interval a second, as the timeline's.
             interval_ns: 1_000_000_000,
             live_episodes: false,
-            finish: |w, r, _| {
-                if let Some(r) = r.downcast_mut::<HwnoiseResult>() {
-                    r.why = Some(w.end(r.elapsed_ns).why);
-                }
-            },
+            finish: crate::why::finish_as::<HwnoiseResult>,
         })
     }
 
@@ -45,5 +43,12 @@ impl Probe for Hwnoise<'_> {
         let r = rtgauge_probe::hwnoise::run(self.0, stop, &mut Threadless(observer))
             .map_err(SessionError::probe)?;
         Ok(vec![r.into()])
+    }
+}
+
+impl crate::why::Explained for HwnoiseResult {
+    /// The counters only, no steal or SMIs per episode: a hwnoise run has no episodes of its own.
+    fn explain(w: crate::why::WhyRun, r: &mut HwnoiseResult, _: Option<&EpisodeThreshold>) {
+        r.why = Some(w.end(r.elapsed_ns).why);
     }
 }

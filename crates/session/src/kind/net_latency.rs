@@ -45,11 +45,7 @@ impl Probe for NetLatency<'_> {
             cpus: crate::why::observed_cpus(&[tx, rx]),
             interval_ns: c.timeline_interval_ns,
             live_episodes: false,
-            finish: |w, r, thr| {
-                if let Some(r) = r.downcast_mut::<NetLatencyResult>() {
-                    finish(w, r, thr);
-                }
-            },
+            finish: crate::why::finish_as::<NetLatencyResult>,
         })
     }
 
@@ -73,120 +69,103 @@ impl Probe for NetLatency<'_> {
     }
 }
 
-/// Attach counters and the breakdowns of the slowest packets to a packet-latency result: those at or above
-/// the threshold (the profile's bound, else `--deadline`, else the rule), each on the CPU of its longest
-/// stage (the receiver's for the wake-up, the sender's for the path); the packets held up by one stall are
-/// one episode.
-fn finish(w: WhyRun, r: &mut NetLatencyResult, threshold: Option<&EpisodeThreshold>) {
-    let mut e = w.end(r.elapsed_ns);
-    if let Some(d) = &e.trace {
-        let thr = threshold
-            .cloned()
-            .or_else(|| {
-                r.config.deadline_ns.map(|ns| EpisodeThreshold {
-                    ns,
-                    rule: "--deadline".into(),
+impl crate::why::Explained for NetLatencyResult {
+    /// Attach counters and the breakdowns of the slowest packets to a packet-latency result: those at or above
+    /// the threshold (the profile's bound, else `--deadline`, else the rule), each on the CPU of its longest
+    /// stage (the receiver's for the wake-up, the sender's for the path); the packets held up by one stall are
+    /// one episode.
+    fn explain(w: WhyRun, r: &mut NetLatencyResult, threshold: Option<&EpisodeThreshold>) {
+        let mut e = w.end(r.elapsed_ns);
+        if let Some(d) = &e.trace {
+            let thr = threshold
+                .cloned()
+                .or_else(|| {
+                    r.config.deadline_ns.map(|ns| EpisodeThreshold {
+                        ns,
+                        rule: "--deadline".into(),
+                    })
                 })
-            })
-            .unwrap_or_else(|| rule_of(std::iter::once(&r.latency), 0));
-        let mut packets: Vec<_> = r
-            .worst
-            .iter()
-            .chain(&r.late_packets)
-            .filter(|p| p.latency_ns >= thr.ns)
-            .copied()
-            .collect();
-        packets.sort_by_key(|p| p.seq);
-        packets.dedup_by_key(|p| p.seq);
-        // Each packet's longest stage, on its CPU; the packets that waited through one stall overlap and
-        // make one episode (the tracker merges them, as it merges a timer thread's late samples). A
-        // receive-only run's path is charged to the receiver's CPU: the sender is another machine (a
-        // guest's host: `vm join` then names what held the packet there).
-        let remote_sender = r.config.role == StreamRole::Receive;
-        let mut windows: Vec<Late> = packets
-            .iter()
-            .filter_map(|p| {
-                let (wakeup, start_ns, end_ns) = p.longest_stage(!r.config.round_trip);
-                let (thread, cpu) = if wakeup || remote_sender {
-                    (1, r.receiver.cpu.achieved)
-                } else {
-                    (0, r.sender.cpu.achieved)
-                };
-                Some(Late {
-                    thread,
-                    cpu: cpu?,
-                    start_ns,
-                    end_ns,
-                    worst_ns: p.latency_ns,
+                .unwrap_or_else(|| rule_of(std::iter::once(&r.latency), 0));
+            let mut packets: Vec<_> = r
+                .worst
+                .iter()
+                .chain(&r.late_packets)
+                .filter(|p| p.latency_ns >= thr.ns)
+                .copied()
+                .collect();
+            packets.sort_by_key(|p| p.seq);
+            packets.dedup_by_key(|p| p.seq);
+            // Each packet's longest stage, on its CPU; the packets that waited through one stall overlap and
+            // make one episode (the tracker merges them, as it merges a timer thread's late samples). A
+            // receive-only run's path is charged to the receiver's CPU: the sender is another machine (a
+            // guest's host: `vm join` then names what held the packet there).
+            let remote_sender = r.config.role == StreamRole::Receive;
+            let mut windows: Vec<Late> = packets
+                .iter()
+                .filter_map(|p| {
+                    let (wakeup, start_ns, end_ns) = p.longest_stage(!r.config.round_trip);
+                    let (thread, cpu) = if wakeup || remote_sender {
+                        (1, r.receiver.cpu.achieved)
+                    } else {
+                        (0, r.sender.cpu.achieved)
+                    };
+                    Some(Late {
+                        thread,
+                        cpu: cpu?,
+                        start_ns,
+                        end_ns,
+                        worst_ns: p.latency_ns,
+                    })
                 })
-            })
-            .collect();
-        windows.sort_by_key(|l| l.start_ns);
-        let (mut tracker, mut retain) = (EpisodeTracker::default(), Vec::new());
-        for l in windows {
-            tracker.feed(l, &mut retain);
+                .collect();
+            windows.sort_by_key(|l| l.start_ns);
+            let (mut tracker, mut retain) = (EpisodeTracker::default(), Vec::new());
+            for l in windows {
+                tracker.feed(l, &mut retain);
+            }
+            tracker.finish(&mut retain);
+            let (candidates, total) = tracker.above(thr.ns);
+            explain(&mut e.why, d, (candidates, total), thr);
         }
-        tracker.finish(&mut retain);
-        let (candidates, total) = tracker.above(thr.ns);
-        explain(&mut e.why, d, (candidates, total), thr);
+        r.why = Some(e.why());
     }
-    r.why = Some(e.why());
 }
 
-/// The Prometheus rules of a watched packet stream (`rtgauge monitor --net-bind`/`--net-dev`): recording
-/// rules and alerts, as deploy/prometheus/rtgauge-rules.yml holds them (a test checks).
-pub const RULES: &str = r#"      # A watched packet stream (rtgauge monitor --net-bind/--net-dev), per stage (total, path, wakeup).
-      - record: rtgauge:net_latency_seconds:p99_5m
-        expr: histogram_quantile(0.99, sum by (job, instance, stream, stage, le) (rate(rtgauge_net_latency_seconds_bucket[5m])))
-      - record: rtgauge:net_packets_lost:increase_1h
-        expr: increase(rtgauge_net_packets_lost_total[1h])
-"#;
-
-/// The alerts of a watched packet stream, as deploy/prometheus/rtgauge-rules.yml holds them.
-pub const ALERTS: &str = r#"      - alert: RtgaugePacketLatencyAboveGate
-        expr: rtgauge_net_latency_window_max_seconds >= on (job, instance) group_left () rtgauge_net_gate_seconds
-        labels:
-          severity: critical
-        annotations:
-          summary: "A packet of stream {{ $labels.stream }} on {{ $labels.instance }} reached the gate"
-          description: "{{ $value | humanizeDuration }} from send to the receiving thread; the gate is rtgauge_net_gate_seconds."
-      - alert: RtgaugePacketsLost
-        # One lost Sampled Values frame is an event for a protection relay: no `for`.
-        expr: increase(rtgauge_net_packets_lost_total[5m]) > 0
-        labels:
-          severity: critical
-        annotations:
-          summary: "Stream {{ $labels.stream }} on {{ $labels.instance }} lost packets"
-          description: "{{ $value | humanize }} packets lost in the last 5 minutes."
-      - alert: RtgaugePacketStreamSilent
-        # Also a stream never received (its timestamp is 0).
-        expr: time() - rtgauge_net_last_packet_timestamp_seconds > 10
-        for: 1m
-        labels:
-          severity: warning
-        annotations:
-          summary: "Stream {{ $labels.stream }} on {{ $labels.instance }} is silent"
-          description: "No packet for {{ $value | humanizeDuration }}: its sender stopped, or the path is down."
-"#;
+/// The Prometheus rules a watched packet stream brings (its recording rules and alerts, by name), as
+/// deploy/prometheus/rtgauge-rules.yml defines them (a test checks).
+pub const RULES: &[&str] = &[
+    "rtgauge:net_latency_seconds:p99_5m",
+    "rtgauge:net_packets_lost:increase_1h",
+    "RtgaugePacketLatencyAboveGate",
+    "RtgaugePacketsLost",
+    "RtgaugePacketStreamSilent",
+];
 
 /// A packet stream sent by `rtgauge net latency --send-only` elsewhere, received for as long as the monitor
 /// runs (a receive-only plan): each tick copies its counts and its peak into the `rtgauge_net_*` series.
 pub struct StreamWatch {
     /// The receiver's plan.
     pub plan: NetLatencyPlan,
+    /// The monitor's name of a flag of the probe's that an error names (`--bind` is `--net-bind`).
+    pub flag: fn(&'static str) -> &'static str,
     receiver: Option<rtgauge_probe::net_latency::NetWatch>,
+    series: NetSeries,
     slot: usize,
+    say: fn(&str),
     said_error: bool,
     said_gone: bool,
 }
 
 impl StreamWatch {
-    /// A watch of `plan`'s stream, not started.
-    pub fn new(plan: NetLatencyPlan) -> StreamWatch {
+    /// A watch of `plan`'s stream, not started; `flag` gives the monitor's name of a flag of the probe's.
+    pub fn new(plan: NetLatencyPlan, flag: fn(&'static str) -> &'static str) -> StreamWatch {
         StreamWatch {
             plan,
+            flag,
             receiver: None,
+            series: NetSeries::default(),
             slot: 0,
+            say: |_| {},
             said_error: false,
             said_gone: false,
         }
@@ -194,25 +173,21 @@ impl StreamWatch {
 }
 
 impl crate::watch::Watch for StreamWatch {
-    fn start(&mut self, cx: &crate::watch::WatchContext) -> Result<Vec<String>, SessionError> {
+    fn start(&mut self, cx: &crate::watch::WatchContext) -> Result<(), SessionError> {
         let plan = &self.plan;
         // The receiver's errors name the probe's flags; these are the monitor's.
         let (watch, start) = rtgauge_probe::net_latency::NetWatch::start(plan).map_err(|e| {
             use rtgauge_probe::net_latency::StreamError;
             SessionError::probe(match e {
                 StreamError::Flag { flag, value, cause } => StreamError::Flag {
-                    flag: match flag {
-                        "--bind" => "--net-bind",
-                        "--rx-dev" => "--net-dev",
-                        f => f,
-                    },
+                    flag: (self.flag)(flag),
                     value,
                     cause,
                 },
                 e => e,
             })
         })?;
-        let mut said = Vec::new();
+        let say = cx.say;
         let c = &start.conditions;
         for (what, error) in [
             (
@@ -222,13 +197,13 @@ impl crate::watch::Watch for StreamWatch {
             ("its CPU", c.cpu.error.as_ref()),
         ] {
             if let Some(e) = error {
-                said.push(format!(
+                say(&format!(
                     "NOT MET: the packet receiver did not get {what}: {e}"
                 ));
             }
         }
         if let Some(e) = &start.timestamps_error {
-            said.push(format!(
+            say(&format!(
                 "no kernel receive timestamps, so no path/wakeup split: {e}"
             ));
         }
@@ -238,54 +213,48 @@ impl crate::watch::Watch for StreamWatch {
             (None, None) => plan.config.target.clone(),
         };
         let stream = plan.config.stream.unwrap_or_default();
-        said.push(format!(
+        say(&format!(
             "watching packet stream {stream} at {at}{}; its latency is on the sender's CLOCK_REALTIME taken \
              as this host's (both clocks must agree: PTP)",
             c.cpu
                 .achieved
                 .map_or(String::new(), |cpu| format!(" on CPU {cpu}")),
         ));
-        self.slot = crate::watch::add_series(
-            &cx.state,
-            Box::new(NetSeries {
-                stream,
-                at,
-                gate_ns: plan.config.deadline_ns.unwrap_or_default(),
-                ..NetSeries::default()
-            }),
-        );
+        self.series = NetSeries {
+            stream,
+            at,
+            gate_ns: plan.config.deadline_ns.unwrap_or_default(),
+            ..NetSeries::default()
+        };
+        self.slot = crate::watch::add_series(&cx.state, self.series.families());
         self.receiver = Some(watch);
-        Ok(said)
+        self.say = say;
+        Ok(())
     }
 
     fn tick(&mut self, state: &mut MonitorState, now_ns: u64, window_ns: u64) {
-        let (Some(w), Some(n)) = (
-            self.receiver.as_ref(),
-            crate::watch::series_mut::<NetSeries>(state, self.slot),
-        ) else {
+        let Some(w) = self.receiver.as_ref() else {
             return;
         };
-        n.counts = w.counts();
-        n.peaks.add(now_ns, w.take_peak(), window_ns);
+        self.series.counts = w.counts();
+        self.series.peaks.add(now_ns, w.take_peak(), window_ns);
+        crate::watch::set_series(state, self.slot, self.series.families());
     }
 
     /// That its receive calls fail, and that it has stopped, once each.
-    fn segment(&mut self) -> Vec<String> {
+    fn segment(&mut self) {
         let Some(w) = self.receiver.as_ref() else {
-            return Vec::new();
+            return;
         };
-        let mut said = Vec::new();
         if let Some(e) = w.first_error().filter(|_| !self.said_error) {
-            said.push(format!("the packet receiver's receive calls fail ({e}): counted in rtgauge_net_receive_errors_total"));
+            (self.say)(&format!("the packet receiver's receive calls fail ({e}): counted in rtgauge_net_receive_errors_total"));
             self.said_error = true;
         }
         if !w.alive() && !self.said_gone {
-            said.push(
-                "the packet receiver stopped (a panic): the rtgauge_net_ series no longer move"
-                    .into(),
+            (self.say)(
+                "the packet receiver stopped (a panic): the rtgauge_net_ series no longer move",
             );
             self.said_gone = true;
         }
-        said
     }
 }

@@ -33,11 +33,7 @@ impl Probe for Oslat<'_> {
             cpus: self.measured(),
             interval_ns: self.0.config.timeline_interval_ns,
             live_episodes: false,
-            finish: |w, r, thr| {
-                if let Some(r) = r.downcast_mut::<OslatResult>() {
-                    finish(w, r, thr);
-                }
-            },
+            finish: crate::why::finish_as::<OslatResult>,
         })
     }
 
@@ -52,47 +48,49 @@ impl Probe for Oslat<'_> {
     }
 }
 
-/// Attach counters and the breakdowns of the gaps at or above the threshold to an oslat result.
-fn finish(w: WhyRun, r: &mut OslatResult, threshold: Option<&EpisodeThreshold>) {
-    let mut e = w.end(r.elapsed_ns);
-    if let Some(d) = e.trace.as_mut() {
-        let thr = threshold
-            .cloned()
-            .unwrap_or_else(|| rule_of(r.threads.iter().map(|t| &t.gaps), EPISODE_FLOOR_NS));
-        // The busy loop's own thread runs through every gap: what it did not do is not a cause.
-        let own: Vec<String> = r.threads.iter().map(|t| format!("/{} ", t.tid)).collect();
-        for spans in d.spans.values_mut() {
-            spans.retain(|s| !own.iter().any(|o| s.name.contains(o.as_str())));
-        }
-        let mut tracker = EpisodeTracker::default();
-        let mut retain = Vec::new();
-        for (i, t) in r.threads.iter().enumerate() {
-            // The tracker takes each thread's gaps in time order (the worst list is by length).
-            let mut gaps: Vec<_> = t.worst.iter().collect();
-            gaps.sort_by_key(|g| g.monotonic_ns);
-            for g in gaps {
-                tracker.feed(
-                    Late {
-                        thread: i as u32,
-                        cpu: t.cpu,
-                        start_ns: g.monotonic_ns,
-                        end_ns: g.monotonic_ns + g.gap_ns,
-                        worst_ns: g.gap_ns,
-                    },
-                    &mut retain,
-                );
+impl crate::why::Explained for OslatResult {
+    /// Attach counters and the breakdowns of the gaps at or above the threshold to an oslat result.
+    fn explain(w: WhyRun, r: &mut OslatResult, threshold: Option<&EpisodeThreshold>) {
+        let mut e = w.end(r.elapsed_ns);
+        if let Some(d) = e.trace.as_mut() {
+            let thr = threshold
+                .cloned()
+                .unwrap_or_else(|| rule_of(r.threads.iter().map(|t| &t.gaps), EPISODE_FLOOR_NS));
+            // The busy loop's own thread runs through every gap: what it did not do is not a cause.
+            let own: Vec<String> = r.threads.iter().map(|t| format!("/{} ", t.tid)).collect();
+            for spans in d.spans.values_mut() {
+                spans.retain(|s| !own.iter().any(|o| s.name.contains(o.as_str())));
             }
+            let mut tracker = EpisodeTracker::default();
+            let mut retain = Vec::new();
+            for (i, t) in r.threads.iter().enumerate() {
+                // The tracker takes each thread's gaps in time order (the worst list is by length).
+                let mut gaps: Vec<_> = t.worst.iter().collect();
+                gaps.sort_by_key(|g| g.monotonic_ns);
+                for g in gaps {
+                    tracker.feed(
+                        Late {
+                            thread: i as u32,
+                            cpu: t.cpu,
+                            start_ns: g.monotonic_ns,
+                            end_ns: g.monotonic_ns + g.gap_ns,
+                            worst_ns: g.gap_ns,
+                        },
+                        &mut retain,
+                    );
+                }
+            }
+            tracker.finish(&mut retain);
+            let (kept, _) = tracker.above(thr.ns);
+            // Every gap at or above the threshold, counted from the histograms (the worst list is short).
+            let total = r
+                .threads
+                .iter()
+                .map(|t| count_at_or_above(&t.gaps, thr.ns))
+                .sum::<u64>()
+                .max(kept.len() as u64);
+            explain(&mut e.why, d, (kept, total), thr);
         }
-        tracker.finish(&mut retain);
-        let (kept, _) = tracker.above(thr.ns);
-        // Every gap at or above the threshold, counted from the histograms (the worst list is short).
-        let total = r
-            .threads
-            .iter()
-            .map(|t| count_at_or_above(&t.gaps, thr.ns))
-            .sum::<u64>()
-            .max(kept.len() as u64);
-        explain(&mut e.why, d, (kept, total), thr);
+        r.why = Some(e.why());
     }
-    r.why = Some(e.why());
 }

@@ -8,10 +8,9 @@
 //! series and dropped). The probe's live per-tick peak (100 ms) feeds the window-max series, so a spike shows
 //! at the next scrape; the histogram and counters are exact and lag by at most one segment.
 //!
-//! Beside them, the kinds watched without end that the flags ask for (a packet stream sent by `rtgauge net
-//! latency --send-only`, the time sources as `rtgauge clock` polls them): each a
-//! [`rtgauge_session::watch::Watch`], started here, ticked with the timer probe, its series in the state;
-//! this module names none of them.
+//! Beside them, the kinds watched without end that the flags ask for (`rtgauge_flags::kinds::WatchArgs`):
+//! each a [`rtgauge_session::watch::Watch`], started here, ticked with the timer probe, its series in the
+//! state; this module names none of them.
 //!
 //! Beside it, on the housekeeping CPUs: an audit thread (every `--audit-every`, findings and drift against
 //! the first pass), the `/metrics` endpoint (loopback unless `--allow-remote`), the `--textfile` writer for
@@ -31,7 +30,7 @@ use rtgauge_flags::monitor::{resolve, MonitorArgs, MonitorPlan};
 use rtgauge_formats::openmetrics;
 use rtgauge_host::cpu::read_cpu_node;
 use rtgauge_host::HostRoot;
-use rtgauge_model::cyclic::CyclicConfig;
+use rtgauge_model::cyclic::{CyclicConfig, CyclicResult};
 use rtgauge_model::rt::SchedPolicy;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_probe::cyclic::CyclicPlan;
@@ -120,11 +119,10 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
     let cx = WatchContext {
         state: Arc::clone(&state),
         stop: stop.clone(),
+        say: |line| eprintln!("rtgauge monitor: {line}"),
     };
     for w in &mut watches {
-        for line in w.start(&cx)? {
-            eprintln!("rtgauge monitor: {line}");
-        }
+        w.start(&cx)?;
     }
     spawn_side_threads(a, &state, listener, audit_root, &setup.cpus, &stop)?;
 
@@ -146,9 +144,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
             super::warn_all(&rtgauge_report::kind::KindView::shortfalls(&result));
             warned = true;
         }
-        let unmet = crate::output::explain(rtgauge_analysis::conditions::of_results([
-            &result as &dyn rtgauge_analysis::kind::KindData
-        ]));
+        let unmet = crate::output::unmet_of(std::slice::from_ref(&result));
         if unmet != lock(&state).unmet {
             // Said when it starts and whenever it changes (a cgroup given a budget, a limit raised).
             for u in &unmet {
@@ -157,8 +153,8 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<ExitCode> {
             lock(&state).unmet = unmet;
         }
         lock(&state).fold_segment(&result, a.gate.as_ns());
-        for line in watches.iter_mut().flat_map(|w| w.segment()) {
-            eprintln!("rtgauge monitor: {line}");
+        for w in &mut watches {
+            w.segment();
         }
         lock(&state).set_cpu_times(&rtgauge_host::accounting::read_cpu_seconds(&live));
         if let Some(since) = smi.since() {
@@ -294,10 +290,7 @@ fn measure_segment(
             &mut [&mut peaks],
         )
         .context("measuring timer latency")?;
-    match m.results.into_iter().next() {
-        Some(r) => Ok(r),
-        None => bail!("the cyclic probe returned no result"),
-    }
+    Ok(rtgauge_session::first::<CyclicResult, _>(m.results)?)
 }
 
 /// The timer probe's plan for one segment: one SCHED_FIFO thread per CPU, no rt-tests histogram, no
