@@ -85,7 +85,7 @@ pub struct NetVerb {
 #[derive(Debug, Subcommand)]
 pub enum NetSubcommand {
     #[command(flatten)]
-    Capacity(rtgauge_flags::net::NetCommand),
+    Capacity(Box<rtgauge_flags::net::NetCommand>),
     #[command(flatten)]
     Latency(rtgauge_flags::net_latency::NetLatencyCommand),
 }

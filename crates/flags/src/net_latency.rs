@@ -21,7 +21,7 @@ pub enum NetLatencyCommand {
     /// on this host: loopback, or network namespaces; or a split stream, --send-only here and
     /// --receive-only in a guest) or round trip through a reflector; each packet's latency split at the
     /// kernel's receive timestamp into path and wake-up; loss, reordering, duplicates.
-    Latency(LatencyArgs),
+    Latency(Box<LatencyArgs>),
     /// The round trip's far end for `latency --reflector`: every datagram sent back where it came from.
     Reflect(ReflectArgs),
 }

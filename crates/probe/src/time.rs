@@ -93,6 +93,15 @@ pub fn sleep_for(clock: ClockId, ns: u64) -> i32 {
     unsafe { libc::clock_nanosleep(clock.id(), 0, &ts, std::ptr::null_mut()) }
 }
 
+/// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: its change over a run is how far the wall clock was stepped or
+/// slewed.
+pub fn realtime_minus_monotonic() -> i64 {
+    let m = now_ns(ClockId::Monotonic);
+    let r = now_ns(ClockId::Realtime);
+    let m2 = now_ns(ClockId::Monotonic);
+    r as i64 - (m / 2 + m2 / 2) as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,13 +120,4 @@ mod tests {
         let ns = 7 * 86_400 * 1_000_000_000 + 123;
         assert_eq!(ts_to_ns(&ns_to_ts(ns)), ns);
     }
-}
-
-/// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: its change over a run is how far the wall clock was stepped or
-/// slewed.
-pub fn realtime_minus_monotonic() -> i64 {
-    let m = now_ns(ClockId::Monotonic);
-    let r = now_ns(ClockId::Realtime);
-    let m2 = now_ns(ClockId::Monotonic);
-    r as i64 - (m / 2 + m2 / 2) as i64
 }

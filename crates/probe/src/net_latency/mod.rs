@@ -364,7 +364,7 @@ fn spawn_sender(
             c.handover.sender_start(&c.start);
         }
         c.handover.sender_done.store(true, Ordering::Release);
-        sent.unwrap_or_else(|_| Err(StreamError::Panicked("sender")))
+        sent.unwrap_or(Err(StreamError::Panicked("sender")))
     })
 }
 
