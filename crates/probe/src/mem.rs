@@ -19,16 +19,11 @@
 
 use crate::ops::XorShift;
 use crate::ProbeError;
-use rtgauge_analysis::kind::mem::find_steps;
 use rtgauge_model::mem::{Bandwidth, CacheInfo, LatencyPoint, MemConfig, MemResult, NumaCell};
 use rtgauge_model::ops::median;
 use std::hint::black_box;
 use std::time::Instant;
 
-/// Rise from one point to the next that belongs to a transition of the latency curve.
-pub const STEP_MEMBER: f64 = 1.2;
-/// Total rise of a transition that makes it a step.
-pub const STEP_RISE: f64 = 1.3;
 const LINE: usize = 64;
 /// Fewest loads timed per repetition of a latency point.
 const MIN_LOADS: u64 = 200_000;
@@ -414,12 +409,12 @@ fn measure_all(plan: &MemPlan) -> Result<MemResult, MemError> {
             }
         }
     }
-    let steps = find_steps(&latency, &plan.caches, STEP_MEMBER, STEP_RISE);
     Ok(MemResult {
         config: cfg.clone(),
         caches: plan.caches.clone(),
         latency,
-        steps,
+        // What the curve's steps are is the analysis' (the session names them).
+        steps: Vec::new(),
         bandwidth,
         numa,
         load: None,

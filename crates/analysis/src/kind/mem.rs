@@ -68,6 +68,11 @@ impl KindData for MemResult {
     }
 }
 
+/// Rise from one point to the next that belongs to a transition of the latency curve.
+pub const STEP_MEMBER: f64 = 1.2;
+/// Total rise of a transition that makes it a step.
+pub const STEP_RISE: f64 = 1.3;
+
 /// Find the steps of a latency curve (sizes ascending). A transition is a run of successive points each
 /// at least `member` times the one before, rising `rise` times or more in all; its capacity is the point
 /// before the largest single rise of the run (caches do not fall off a cliff: associativity conflicts and

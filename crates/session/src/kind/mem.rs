@@ -1,6 +1,8 @@
-//! The memory latency curve, bandwidth and NUMA matrix in the session: measured on one CPU.
+//! The memory latency curve, bandwidth and NUMA matrix in the session: measured on one CPU, the curve's
+//! steps named from the caches when it ends.
 
 use crate::{KindProbe, Probe, SessionError, SessionObserver};
+use rtgauge_analysis::kind::mem::{find_steps, STEP_MEMBER, STEP_RISE};
 use rtgauge_model::mem::MemResult;
 use rtgauge_model::run::ProbeResult;
 use rtgauge_model::CpuSet;
@@ -24,8 +26,8 @@ impl Probe for Mem<'_> {
         _: &StopFlag,
         _: &mut dyn SessionObserver,
     ) -> Result<Vec<ProbeResult>, SessionError> {
-        Ok(vec![rtgauge_probe::mem::run(self.0)
-            .map_err(SessionError::probe)?
-            .into()])
+        let mut r = rtgauge_probe::mem::run(self.0).map_err(SessionError::probe)?;
+        r.steps = find_steps(&r.latency, &r.caches, STEP_MEMBER, STEP_RISE);
+        Ok(vec![r.into()])
     }
 }
