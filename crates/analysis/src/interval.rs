@@ -190,6 +190,65 @@ impl IntervalVerdict {
     }
 }
 
+impl IntervalVerdict {
+    /// The verdict in a few words, for the verdict block: the first two counters that rose, or that
+    /// nothing in this kernel did and where that points.
+    pub fn brief(&self) -> String {
+        let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+        let smis = match self.smis {
+            Some(n) if n > 0 => Some(format!(
+                "{n} SMI{} counted then (firmware)",
+                if n == 1 { "" } else { "s" }
+            )),
+            _ => None,
+        };
+        if !self.risen.is_empty() {
+            let parts: Vec<String> = self
+                .risen
+                .iter()
+                .take(2)
+                .map(|r| match r.time {
+                    true => format!("{} {}", r.name, ms(r.value)),
+                    false => format!("{} {} (typically {})", r.name, r.value, r.typical),
+                })
+                .collect();
+            let mut s = format!("rose above the typical interval: {}", parts.join(", "));
+            if self.steal_ns > 0 {
+                s.push_str(&format!("; steal {}", ms(self.steal_ns)));
+            }
+            if let Some(m) = smis {
+                s.push_str(&format!("; {m}"));
+            }
+            return s;
+        }
+        let outside = match smis {
+            Some(m) => m,
+            None if self.steal_ns > 0 => format!(
+                "steal {} then: the hypervisor, firmware/SMI or hardware",
+                ms(self.steal_ns)
+            ),
+            None => {
+                "no steal reported: firmware/SMI, hardware or a hypervisor that reports none".into()
+            }
+        };
+        format!("nothing in this kernel rose; {outside}")
+    }
+
+    /// What explains the interval, without its figures: the names of what rose, and whether steal, SMIs
+    /// and the run-queue wait were seen. CPUs whose worst intervals are of one class share a sentence.
+    pub fn class(&self) -> String {
+        let mut names: Vec<&str> = self.risen.iter().map(|r| r.name.as_str()).collect();
+        names.sort_unstable();
+        format!(
+            "{}|steal {}|smis {:?}|run delay {}",
+            names.join(","),
+            self.steal_ns > 0,
+            self.smis.map(|n| n > 0),
+            self.run_delay_known
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

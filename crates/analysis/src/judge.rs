@@ -53,31 +53,6 @@ pub fn show_value(metric: &Metric, v: u64) -> String {
     }
 }
 
-/// A verdict on one line: `PASS    cyclic max latency ≤ 20.0 µs: observed 7.3 µs`, and why it was not
-/// judged or not measured.
-pub fn verdict_line(v: &GateVerdict) -> String {
-    let metric = &v.gate.metric;
-    let observed = match (v.observed, v.outcome) {
-        (None, Outcome::Skipped) => {
-            "not measured (its probe was skipped: see the run's warnings)".to_string()
-        }
-        (o, _) => format!(
-            "observed {}",
-            o.map_or("nothing".to_string(), |x| show_value(metric, x))
-        ),
-    };
-    let mut line = format!(
-        "{:7} {} ≤ {}: {observed}",
-        v.outcome.word(),
-        metric_label(metric),
-        show_value(metric, v.gate.max),
-    );
-    if v.outcome == Outcome::NotJudged {
-        line.push_str(" (conditions not met)");
-    }
-    line
-}
-
 /// Judge `document` against `gate`: pass when the observed value is at most its bound, skipped when the
 /// probe that measures it could not run on the platform (the run says why), no data when the metric is
 /// otherwise absent; not judged (the value still observed) when `judged` is false: the run's conditions

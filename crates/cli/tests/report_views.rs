@@ -215,7 +215,9 @@ fn verdict_first_and_64_cpus_stay_within_3x_the_height_of_2() {
     );
     // Gate-less: the headline figure against the seeds' references; gated: the answer and the gate.
     assert!(
-        m2.dom.contains("NO GATES") && m2.dom.contains("RAN (VMware RAN white paper) ≤ 20.0 µs")
+        m2.dom.contains("NO GATES")
+            && m2.dom.contains("RAN ≤ 20.0 µs")
+            && m2.dom.contains("(VMware RAN white paper)")
     );
     assert!(m64.dom.contains("NOT FIT") && m64.dom.contains("cyclic max latency"));
     // The many-CPU views are drawn, the per-CPU histograms collapsed.

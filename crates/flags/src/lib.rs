@@ -173,6 +173,16 @@ pub struct OutputArg {
     pub output: Option<PathBuf>,
 }
 
+/// `-v/--verbose`, one definition for the verbs that print a stored run on the terminal.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct VerboseArg {
+    /// Print everything: every CPU's rows and worst interval, the accounting per CPU, every operation,
+    /// the whole memory curve's steps and NUMA counters (default: at most 8 CPUs in full, explanations
+    /// grouped, each probe's headline figures; the verdict block last either way).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
 /// `--html FILE`, one definition for every verb that renders a page: a self-contained HTML page (inline
 /// SVG, no script; it opens from file://), written atomically, or to standard output for `-`.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -19,6 +19,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub pdf: Option<PathBuf>,
     #[command(flatten)]
+    pub verbose: super::VerboseArg,
+    #[command(flatten)]
     pub db: DbArg,
 }
 

@@ -53,6 +53,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub output: super::OutputArg,
 
+    #[command(flatten)]
+    pub verbose: super::VerboseArg,
+
     /// Trace the measured CPUs during the timer and noise probes and break their spikes down (adds
     /// `--trace` to the profile's cyclic and oslat flags). Needs root and tracefs.
     #[arg(long)]

@@ -25,6 +25,8 @@ pub enum RunsAction {
     Show {
         /// Run id, label, or `latest`.
         run: String,
+        #[command(flatten)]
+        verbose: super::VerboseArg,
     },
     /// Delete a run.
     Delete {

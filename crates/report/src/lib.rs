@@ -24,6 +24,7 @@ pub mod record;
 pub mod shortfalls;
 pub mod spikes;
 pub mod terminal;
+pub mod text;
 mod units;
 pub mod verdict;
 pub mod vm;

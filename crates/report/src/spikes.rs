@@ -2,6 +2,7 @@
 //! (what rose, or that nothing in this kernel did), and the breakdown of the traced spike episodes
 //! (terminal), plus the shares a stacked bar or a comparison needs.
 
+use crate::text::{TextOptions, DETAILED_CPUS};
 use rtgauge_analysis::kind::KindData;
 use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::attribution::{CauseKind, Episode, Why};
@@ -30,8 +31,10 @@ pub(crate) fn collector_line(t: &rtgauge_model::attribution::TraceInfo) -> Optio
     ))
 }
 
-/// Episodes printed in the terminal summary.
+/// Episodes printed in the terminal summary with `-v`.
 pub const TERMINAL_EPISODES: usize = 5;
+/// Episodes printed in the brief terminal summary.
+pub const BRIEF_EPISODES: usize = 3;
 
 /// Each measured CPU with its timeline.
 pub type CpuTimelines<'a> = Vec<(u32, &'a [TimelineEntry])>;
@@ -41,7 +44,22 @@ pub fn why_of(probe: &dyn KindData) -> Option<(&Why, CpuTimelines<'_>)> {
     Some((probe.why()?, rtgauge_analysis::kind::cpu_timelines(probe)))
 }
 
-/// The worst timeline interval of each CPU and what its counters say: (CPU, interval, sentence).
+/// A CPU's worst timeline interval and what its counters say of it.
+pub struct WorstInterval<'a> {
+    /// The CPU.
+    pub cpu: u32,
+    /// Its worst interval.
+    pub entry: &'a TimelineEntry,
+    /// What rose, or that nothing in this kernel did and where that points (with its VM host's record
+    /// when joined).
+    pub sentence: String,
+    /// The same in a few words (the verdict block's).
+    pub brief: String,
+    /// What explains it, without its figures: the terminal names CPUs of one class once.
+    pub class: String,
+}
+
+/// The worst timeline interval of each CPU and what its counters say.
 ///
 /// `normal_priority`: the measuring threads were refused their real-time policy, so any runnable thread could
 /// delay them without a counter showing it; an interval whose counters show nothing then says so, not
@@ -50,7 +68,7 @@ pub fn worst_intervals<'a>(
     why: &Why,
     timelines: &CpuTimelines<'a>,
     normal_priority: bool,
-) -> Vec<(u32, &'a TimelineEntry, String)> {
+) -> Vec<WorstInterval<'a>> {
     timelines
         .iter()
         .filter_map(|(cpu, tl)| {
@@ -67,28 +85,43 @@ pub fn worst_intervals<'a>(
                 .episodes
                 .iter()
                 .filter(|e| e.cpu == *cpu && e.worst() == worst.max_ns)
-                .find_map(|e| Some((e.host.as_ref()?, e.window_ns)));
-            let sentence = match host {
-                Some((h, window)) if v.risen.is_empty() => format!(
-                    "nothing in the guest's kernel rose; its host's record explains it: {}",
-                    rtgauge_analysis::vm_join::episode_host_sentence(h, window)
+                .find_map(|e| Some((e.host.as_ref()?, e.window_ns)))
+                .map(|(h, window)| rtgauge_analysis::vm_join::episode_host_sentence(h, window));
+            const NORMAL: &str = "the thread ran at a normal priority (its real-time policy was refused)";
+            let (sentence, brief, class) = match host {
+                Some(h) if v.risen.is_empty() => {
+                    let s = format!(
+                        "nothing in the guest's kernel rose; its host's record explains it: {h}"
+                    );
+                    (s.clone(), s, format!("host {h}"))
+                }
+                Some(h) => (
+                    format!("{}; its host's record: {h}", v.sentence()),
+                    format!("{}; its host's record: {h}", v.brief()),
+                    format!("host {h}"),
                 ),
-                Some((h, window)) => format!(
-                    "{}; its host's record: {}",
-                    v.sentence(),
-                    rtgauge_analysis::vm_join::episode_host_sentence(h, window)
+                None if normal_priority && v.risen.is_empty() => {
+                    let s = format!(
+                        "nothing in this kernel's counters rose, and {NORMAL}: any runnable thread could \
+                         have delayed it without showing here (--trace names it)"
+                    );
+                    let b = format!("nothing in this kernel's counters rose, and {NORMAL}");
+                    (s, b, format!("normal {}", v.class()))
+                }
+                None if normal_priority => (
+                    format!("{}; {NORMAL}", v.sentence()),
+                    format!("{}; {NORMAL}", v.brief()),
+                    format!("normal {}", v.class()),
                 ),
-                None if normal_priority && v.risen.is_empty() => "nothing in this kernel's counters rose, \
-                    and the thread ran at a normal priority (its real-time policy was refused): any runnable \
-                    thread could have delayed it without showing here (--trace names it)"
-                    .to_string(),
-                None if normal_priority => format!(
-                    "{}; the thread ran at a normal priority (its real-time policy was refused)",
-                    v.sentence()
-                ),
-                None => v.sentence(),
+                None => (v.sentence(), v.brief(), v.class()),
             };
-            Some((*cpu, worst, sentence))
+            Some(WorstInterval {
+                cpu: *cpu,
+                entry: worst,
+                sentence,
+                brief,
+                class,
+            })
         })
         .collect()
 }
@@ -130,21 +163,98 @@ pub fn episodes_line(why: &Why) -> String {
     )
 }
 
-/// Terminal lines: the worst interval of each CPU against its typical interval, then the episodes'
-/// breakdowns.
-pub fn render_why(probe: &dyn KindData) -> String {
+/// Terminal lines: the worst interval of each CPU against its typical interval (CPUs alike in it named
+/// once, unless `opts.verbose`), then the episodes' breakdowns.
+pub fn render_why(probe: &dyn KindData, opts: TextOptions) -> String {
     match why_of(probe) {
         Some((why, timelines)) => render_why_of(
             why,
             &timelines,
             crate::kind::sched_shortfall(probe).is_some(),
+            opts,
         ),
         None => String::new(),
     }
 }
 
+/// Explanations of worst intervals printed at more than [`DETAILED_CPUS`] measured CPUs (the rest are
+/// counted; `-v` prints each CPU's).
+pub const TERMINAL_CLASSES: usize = 3;
+
+/// The worst intervals as terminal lines: one per CPU when `verbose`, else one per explanation, naming its
+/// CPUs and setting out the worst of them.
+fn worst_interval_lines(worst: Vec<WorstInterval<'_>>, opts: TextOptions, cpus: usize) -> String {
+    let line = |w: &WorstInterval<'_>| {
+        format!(
+            "  worst interval CPU {} at {:.0} s (max {:.1} µs): {}\n",
+            w.cpu,
+            w.entry.start_ns as f64 / 1e9,
+            us(w.entry.max_ns),
+            w.sentence
+        )
+    };
+    if opts.verbose {
+        return worst.iter().map(line).collect();
+    }
+    let mut classes: Vec<Vec<WorstInterval<'_>>> = Vec::new();
+    for w in worst {
+        match classes.iter_mut().find(|c| c[0].class == w.class) {
+            Some(c) => c.push(w),
+            None => classes.push(vec![w]),
+        }
+    }
+    let peak = |c: &Vec<WorstInterval<'_>>| c.iter().map(|w| w.entry.max_ns).max().unwrap_or(0);
+    classes.sort_by_key(|c| std::cmp::Reverse(peak(c)));
+    let shown = if cpus > DETAILED_CPUS {
+        TERMINAL_CLASSES
+    } else {
+        classes.len()
+    };
+    let mut s = String::new();
+    for c in classes.iter().take(shown) {
+        // The worst, the lowest CPU among equals.
+        let Some(top) = c
+            .iter()
+            .max_by_key(|w| (w.entry.max_ns, std::cmp::Reverse(w.cpu)))
+        else {
+            continue;
+        };
+        if c.len() == 1 {
+            s.push_str(&line(top));
+            continue;
+        }
+        let low = c.iter().map(|w| w.entry.max_ns).min().unwrap_or(0);
+        let range = match low == top.entry.max_ns {
+            true => format!("{:.1}", us(low)),
+            false => format!("{:.1}–{:.1}", us(low), us(top.entry.max_ns)),
+        };
+        let _ = writeln!(
+            s,
+            "  worst intervals alike on CPUs {} (max {range} µs; the worst, CPU {} at {:.0} s): {}",
+            rtgauge_model::cpuset::CpuSet::new(c.iter().map(|w| w.cpu)),
+            top.cpu,
+            top.entry.start_ns as f64 / 1e9,
+            top.sentence
+        );
+    }
+    if classes.len() > shown {
+        let rest: usize = classes[shown..].iter().map(Vec::len).sum();
+        let _ = writeln!(
+            s,
+            "  … {} other explanations of the worst intervals of {rest} CPUs (-v prints each CPU's)",
+            classes.len() - shown
+        );
+    }
+    s
+}
+
 /// [`render_why`] of a probe's why and timelines (`normal_priority`: see [`worst_intervals`]).
-pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: bool) -> String {
+pub fn render_why_of(
+    why: &Why,
+    timelines: &CpuTimelines<'_>,
+    normal_priority: bool,
+    opts: TextOptions,
+) -> String {
     let mut s = String::new();
     if let Some(m) = &why.missing {
         let _ = writeln!(s, "  why: {m}");
@@ -152,14 +262,11 @@ pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: b
     if let Some(l) = smi_line(why) {
         let _ = writeln!(s, "  {l}");
     }
-    for (cpu, worst, sentence) in worst_intervals(why, timelines, normal_priority) {
-        let _ = writeln!(
-            s,
-            "  worst interval CPU {cpu} at {:.0} s (max {:.1} µs): {sentence}",
-            worst.start_ns as f64 / 1e9,
-            us(worst.max_ns),
-        );
-    }
+    s.push_str(&worst_interval_lines(
+        worst_intervals(why, timelines, normal_priority),
+        opts,
+        timelines.len(),
+    ));
     // A guest measured without --trace has episodes too once joined with its host's record (--spike).
     let joined = why.episodes.iter().any(|b| b.host.is_some());
     match &why.trace {
@@ -201,7 +308,12 @@ pub fn render_why_of(why: &Why, timelines: &CpuTimelines<'_>, normal_priority: b
         None => {}
     }
     if why.trace.is_some() || joined {
-        for b in why.episodes.iter().take(TERMINAL_EPISODES) {
+        let shown = if opts.verbose {
+            TERMINAL_EPISODES
+        } else {
+            BRIEF_EPISODES
+        };
+        for b in why.episodes.iter().take(shown) {
             let _ = writeln!(s, "    {}", spike_line(b));
             if let Some(h) = crate::vm::episode_line(b) {
                 let _ = writeln!(s, "      {h}");
@@ -342,8 +454,8 @@ pub fn html(probe: &dyn KindData) -> maud::Markup {
         @if !worst.is_empty() {
             table {
                 tr { th { "CPU" } th { "interval start s" } th { "max µs" } th { "what the counters say" } }
-                @for (cpu, e, sentence) in &worst {
-                    tr { td { (cpu) } td.n { (e.start_ns / 1_000_000_000) } td.n { (format!("{:.1}", us(e.max_ns))) } td { (sentence) } }
+                @for w in &worst {
+                    tr { td { (w.cpu) } td.n { (w.entry.start_ns / 1_000_000_000) } td.n { (format!("{:.1}", us(w.entry.max_ns))) } td { (w.sentence) } }
                 }
             }
         }

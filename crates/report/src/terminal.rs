@@ -2,12 +2,13 @@
 //! `KindView`: the timer probe's table in the vPAC guide's layout, …), the accounting, the why, the
 //! verdicts; and the comparison as a table.
 
+use crate::text::TextOptions;
 use rtgauge_analysis::kind::ProbeData;
 use rtgauge_model::run::RunDocument;
-use rtgauge_model::verdict::Outcome;
 
-/// `runs show`: conditions, results, verdicts, warnings.
-pub fn render_show(id: i64, doc: &RunDocument) -> String {
+/// `runs show`, `report`: conditions, results, warnings (the verdict block, [`render_verdict`], goes last,
+/// after what the verb adds).
+pub fn render_show(id: i64, doc: &RunDocument, opts: TextOptions) -> String {
     let mut s = format!(
         "run {id}: {} — profile {}, label {}, {} → {}\n",
         doc.status.as_str(),
@@ -57,71 +58,37 @@ pub fn render_show(id: i64, doc: &RunDocument) -> String {
             m.pass, m.warn, m.fail, m.not_applicable, m.unavailable
         ));
     }
-    s.push_str(&render_summary(doc));
+    s.push_str(&render_summary(doc, opts));
     for w in &doc.warnings {
         s.push_str(&format!("warning: {w}\n"));
     }
     s
 }
 
-/// The per-CPU tables (timer latency in the layout of the vPAC guide's result table, OS noise) and the
-/// verdicts.
-pub fn render_summary(doc: &RunDocument) -> String {
+/// The verdict block as the terminal's last lines (after a blank line): see [`crate::verdict`].
+pub fn render_verdict(doc: &RunDocument, opts: TextOptions) -> String {
+    format!(
+        "\n{}",
+        crate::verdict::text(&crate::verdict::block(doc), opts)
+    )
+}
+
+/// The per-CPU tables (timer latency in the layout of the vPAC guide's result table, OS noise), what the
+/// system did meanwhile, and why the spikes; the verdicts are the verdict block's ([`render_verdict`]).
+pub fn render_summary(doc: &RunDocument, opts: TextOptions) -> String {
     let mut s = String::new();
     use std::fmt::Write as _;
     let facts = doc.facts();
     s.push_str(&render_unmet(doc));
     for p in &doc.probes {
-        s.push_str(&crate::kind::view(p).terminal_section(&facts));
+        s.push_str(&crate::kind::view(p).terminal_section(&facts, opts));
         if let Some(a) = p.data().accounting() {
-            s.push_str(&render_accounting(a));
+            s.push_str(&render_accounting(a, opts));
         }
         if let Some(l) = p.data().load() {
             let _ = writeln!(s, "load achieved: {}", l.summary());
         }
-        s.push_str(&crate::spikes::render_why(p.data()));
-    }
-    if !doc.verdicts.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nrequirements ({}):",
-            doc.profile.as_deref().unwrap_or("-")
-        );
-        for v in &doc.verdicts {
-            let _ = writeln!(s, "  {}", rtgauge_analysis::judge::verdict_line(v));
-        }
-        let skipped = doc
-            .verdicts
-            .iter()
-            .filter(|v| v.outcome == Outcome::Skipped)
-            .count();
-        let word = if doc.verdicts.iter().any(|v| v.outcome == Outcome::NotJudged) {
-            "NOT JUDGED (conditions not met: see the top)".to_string()
-        } else if rtgauge_model::verdict::all_skipped(&doc.verdicts) {
-            "INCONCLUSIVE (every gate skipped: its probe cannot run here)".to_string()
-        } else if doc
-            .verdicts
-            .iter()
-            .all(|v| matches!(v.outcome, Outcome::Pass | Outcome::Skipped))
-        {
-            match skipped {
-                0 => "PASS".to_string(),
-                n => format!("PASS ({n} gate{} skipped)", if n == 1 { "" } else { "s" }),
-            }
-        } else {
-            "FAIL".to_string()
-        };
-        let _ = writeln!(s, "verdict: {word}");
-        if let Some(by) = doc
-            .degraded_allowed_by
-            .as_ref()
-            .filter(|_| rtgauge_model::conditions::degrades(&doc.unmet))
-        {
-            let _ = writeln!(
-                s,
-                "  judged although its conditions fell short, as {by} allows: not a qualification of the platform as asked"
-            );
-        }
+        s.push_str(&crate::spikes::render_why(p.data(), opts));
     }
     s
 }
@@ -144,8 +111,9 @@ pub fn render_unmet(doc: &RunDocument) -> String {
     s
 }
 
-/// What the system did during a probe: the tool's own cost and, per CPU, steal, interrupt time and counts.
-fn render_accounting(a: &rtgauge_model::accounting::Accounting) -> String {
+/// What the system did during a probe: the tool's own cost and, per CPU (`-v`; else their sums and
+/// ranges in one line), steal, interrupt time and counts.
+fn render_accounting(a: &rtgauge_model::accounting::Accounting, opts: TextOptions) -> String {
     use std::fmt::Write as _;
     let secs = (a.wall_ns as f64 / 1e9).max(1e-9);
     let mut s = format!(
@@ -156,6 +124,48 @@ fn render_accounting(a: &rtgauge_model::accounting::Accounting) -> String {
         a.tool_involuntary_switches,
         a.context_switches as f64 / secs
     );
+    if !opts.verbose {
+        if a.cpus.is_empty() {
+            return s;
+        }
+        let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+        let steal: u64 = a.cpus.iter().map(|c| c.steal_ns).sum();
+        let stolen: Vec<_> = a.cpus.iter().filter(|c| c.steal_ns > 0).collect();
+        let steal = match stolen.iter().max_by_key(|c| c.steal_ns) {
+            None => "no steal".to_string(),
+            Some(_) if stolen.len() <= 3 => {
+                let each: Vec<String> = stolen
+                    .iter()
+                    .map(|c| format!("CPU {} {}", c.cpu, ms(c.steal_ns)))
+                    .collect();
+                format!("steal {} ({})", ms(steal), each.join(", "))
+            }
+            Some(c) => format!(
+                "steal {} on {} CPUs (at most {} on CPU {})",
+                ms(steal),
+                stolen.len(),
+                ms(c.steal_ns),
+                c.cpu
+            ),
+        };
+        let range = |f: &dyn Fn(&rtgauge_model::accounting::CpuAccounting) -> u64| {
+            let lo = a.cpus.iter().map(f).min().unwrap_or(0) as f64 / secs;
+            let hi = a.cpus.iter().map(f).max().unwrap_or(0) as f64 / secs;
+            match format!("{lo:.0}") == format!("{hi:.0}") {
+                true => format!("{lo:.0}"),
+                false => format!("{lo:.0}–{hi:.0}"),
+            }
+        };
+        let _ = writeln!(
+            s,
+            "  {steal}, IRQ time {}, softirq time {}; per CPU {} interrupts/s, {} softirqs/s",
+            ms(a.cpus.iter().map(|c| c.irq_ns).sum()),
+            ms(a.cpus.iter().map(|c| c.softirq_ns).sum()),
+            range(&|c| c.interrupts),
+            range(&|c| c.softirqs),
+        );
+        return s;
+    }
     let _ = writeln!(
         s,
         "  {:>4} {:>9} {:>8} {:>11} {:>13} {:>11}",

@@ -360,7 +360,12 @@ mod tests {
             missed: 0,
         };
         let timeline = [tl(0, 40_000), tl(1_000_000_000, 20_000_000)];
-        let text = crate::spikes::render_why_of(&why, &vec![(1, &timeline[..])], false);
+        let text = crate::spikes::render_why_of(
+            &why,
+            &vec![(1, &timeline[..])],
+            false,
+            crate::text::TextOptions::default(),
+        );
         assert!(
             text.contains("worst interval CPU 1 at 1 s (max 20000.0 µs): nothing in the guest's kernel rose; its host's record explains it: vCPU 1 off its CPU"),
             "{text}"

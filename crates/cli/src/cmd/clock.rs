@@ -41,9 +41,12 @@ pub fn run(a: &ClockArgs) -> anyhow::Result<ExitCode> {
     } else {
         RunStatus::Complete
     };
-    let text = result.terminal_section(&rtgauge_model::kind::RunFacts {
-        missed_deadlines_known: true,
-    });
+    let text = result.terminal_section(
+        &rtgauge_model::kind::RunFacts {
+            missed_deadlines_known: true,
+        },
+        rtgauge_report::text::TextOptions::full(),
+    );
     let mut doc = crate::output::document(
         started,
         system,

@@ -92,7 +92,10 @@ pub fn run(a: &CyclicArgs) -> anyhow::Result<ExitCode> {
     print_text(&result, a)?;
     if why.trace {
         // Only with --trace: without it the output stays cyclictest's, byte for byte.
-        print!("{}", rtgauge_report::spikes::render_why(&result));
+        print!(
+            "{}",
+            rtgauge_report::spikes::render_why(&result, rtgauge_report::text::TextOptions::full())
+        );
     }
     if let Some(path) = &a.json {
         crate::output::write_rt_tests_json(path, &started_2822, &system, |env| {

@@ -36,9 +36,12 @@ pub fn run(a: &HwnoiseArgs) -> anyhow::Result<ExitCode> {
         &mut [],
     )?;
     super::warn_all(&warnings);
-    super::print_text(&result.terminal_section(&rtgauge_model::kind::RunFacts {
-        missed_deadlines_known: true,
-    }))?;
+    super::print_text(&result.terminal_section(
+        &rtgauge_model::kind::RunFacts {
+            missed_deadlines_known: true,
+        },
+        rtgauge_report::text::TextOptions::full(),
+    ))?;
     let system = rtgauge_host::system::read_system_info(&root);
     if let Some(path) = &a.json {
         crate::output::write_rt_tests_json(path, &started_2822, &system, |env| {

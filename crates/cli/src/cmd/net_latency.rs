@@ -89,7 +89,10 @@ pub fn run(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     keep_run(&keep, store, &mut doc, || {
         super::warn_all(&warnings);
         super::print_text(&rtgauge_report::kind::net_latency::render(&result))?;
-        super::print_text(&rtgauge_report::spikes::render_why(&result))?;
+        super::print_text(&rtgauge_report::spikes::render_why(
+            &result,
+            rtgauge_report::text::TextOptions::full(),
+        ))?;
         Ok(code)
     })
 }

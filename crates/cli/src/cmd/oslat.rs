@@ -142,7 +142,11 @@ pub fn run(a: &OslatArgs) -> anyhow::Result<ExitCode> {
     )?;
     if a.trace {
         // Only with --trace: without it the output stays oslat's.
-        write!(out, "{}", rtgauge_report::spikes::render_why(&result))?;
+        write!(
+            out,
+            "{}",
+            rtgauge_report::spikes::render_why(&result, rtgauge_report::text::TextOptions::full())
+        )?;
     }
     out.flush()?;
 

@@ -31,12 +31,14 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("--pdf {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
-    super::print_text(&rtgauge_report::terminal::render_show(id, &doc))?;
+    let opts = rtgauge_report::text::TextOptions::for_stdout(a.verbose.verbose);
+    super::print_text(&rtgauge_report::terminal::render_show(id, &doc, opts))?;
     if let Some(p) = &a.html.html {
         writeln!(out, "report: {}", p.display())?;
     }
     if let Some(p) = &a.pdf {
         writeln!(out, "record: {}", p.display())?;
     }
+    super::print_text(&rtgauge_report::terminal::render_verdict(&doc, opts))?;
     Ok(ExitCode::SUCCESS)
 }

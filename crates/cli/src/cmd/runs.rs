@@ -46,10 +46,12 @@ pub fn run(a: &RunsArgs) -> anyhow::Result<ExitCode> {
             super::print_text(&out)?;
             Ok(ExitCode::SUCCESS)
         }
-        RunsAction::Show { run } => {
+        RunsAction::Show { run, verbose } => {
             let (mut store, _) = a.db.open_existing()?;
             let (id, doc) = find_run(store.as_mut(), run)?;
-            super::print_text(&rtgauge_report::terminal::render_show(id, &doc))?;
+            let opts = rtgauge_report::text::TextOptions::for_stdout(verbose.verbose);
+            super::print_text(&rtgauge_report::terminal::render_show(id, &doc, opts))?;
+            super::print_text(&rtgauge_report::terminal::render_verdict(&doc, opts))?;
             Ok(ExitCode::SUCCESS)
         }
         RunsAction::Delete { run } => {

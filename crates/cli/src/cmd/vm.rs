@@ -237,7 +237,10 @@ fn join(a: &JoinArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut text = String::new();
         for p in &doc.probes {
-            text.push_str(&rtgauge_report::spikes::render_why(p.data()));
+            text.push_str(&rtgauge_report::spikes::render_why(
+                p.data(),
+                rtgauge_report::text::TextOptions::full(),
+            ));
         }
         super::print_text(&text)?;
         crate::output::write_output_to_stdout(output, &doc)?;

@@ -304,3 +304,32 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// The answer of the verdict block `run`, `report` and `runs show` end with: the word after "Is this
+/// platform fit for PROFILE?" (FIT, NOT FIT, NO GATES, NOT JUDGED, INCONCLUSIVE).
+pub fn answer(out: &str) -> Option<&str> {
+    out.lines()
+        .rev()
+        .find(|l| l.starts_with("Is this platform fit for "))
+        .and_then(|l| l.split_once("? "))
+        .map(|(_, w)| w.trim())
+}
+
+/// The cells of the verdict block's row for `gate` (gate, bound, observed, outcome), split where the
+/// columns are two spaces apart.
+pub fn gate_row(out: &str, gate: &str) -> Option<Vec<String>> {
+    out.lines().rev().find_map(|l| {
+        let cells: Vec<String> = l
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect();
+        (cells.first().map(String::as_str) == Some(gate)).then_some(cells)
+    })
+}
+
+/// `out` with its white space collapsed: a sentence the terminal wrapped reads as one line.
+pub fn unwrapped(out: &str) -> String {
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -4,6 +4,7 @@
 
 use super::KindView;
 use crate::markup::ReportOptions;
+use crate::text::TextOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::clock::{
@@ -187,7 +188,7 @@ impl KindView for ClockResult {
         "Time".into()
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
+    fn terminal_section(&self, _facts: &RunFacts, _opts: TextOptions) -> String {
         let mut s = format!(
             "\nTime ({} Hz for {}):\n  {}\n",
             self.config.rate_hz,

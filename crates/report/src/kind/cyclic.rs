@@ -5,6 +5,7 @@
 use super::KindView;
 use crate::latency::{self, Section};
 use crate::markup::ReportOptions;
+use crate::text::TextOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::cyclic::CyclicResult;
@@ -27,7 +28,7 @@ impl KindView for CyclicResult {
         )
     }
 
-    fn terminal_section(&self, facts: &RunFacts) -> String {
+    fn terminal_section(&self, facts: &RunFacts, opts: TextOptions) -> String {
         let mut s = String::new();
         // The -h range in µs as the column has always said it; a sub-µs range (cyclictest -N,
         // whose buckets are ns) in ns, so that it does not read as "≥0µs".
@@ -47,7 +48,9 @@ impl KindView for CyclicResult {
             "{:>4} {:>14} {:>9} {:>9} {:>9} {:>14} {:>10} {:>10} {:>8}",
             "CPU", "samples", "min µs", "avg µs", "max µs", over, "p99.9 µs", "p99.99 µs", "missed"
         );
-        for t in &self.threads {
+        let maxima: Vec<u64> = self.threads.iter().map(|t| t.latency.max_ns).collect();
+        let (shown, rest) = crate::text::cpu_rows(&maxima, opts);
+        for (t, _) in self.threads.iter().zip(&shown).filter(|(_, &on)| on) {
             let _ = writeln!(
                 s,
                 "{:>4} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>14} {:>10} {:>10} {:>8}",
@@ -70,6 +73,9 @@ impl KindView for CyclicResult {
                     "-".into()
                 }
             );
+        }
+        if let Some(r) = rest {
+            let _ = writeln!(s, "{r}");
         }
         s
     }

@@ -3,6 +3,7 @@
 
 use super::KindView;
 use crate::markup::ReportOptions;
+use crate::text::TextOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::hwnoise::{HwTracer, HwnoiseResult};
@@ -86,11 +87,16 @@ impl KindView for HwnoiseResult {
         )
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
+    fn terminal_section(&self, _facts: &RunFacts, opts: TextOptions) -> String {
         use std::fmt::Write as _;
         let mut s = format!("\n{}:\n", self.section_title().to_lowercase());
-        for l in cpu_lines(self) {
+        let maxima: Vec<u64> = self.cpus.iter().map(|c| c.gaps.max_ns).collect();
+        let (shown, rest) = crate::text::cpu_rows(&maxima, opts);
+        for (l, _) in cpu_lines(self).iter().zip(&shown).filter(|(_, &on)| on) {
             let _ = writeln!(s, "  {l}");
+        }
+        if let Some(r) = rest {
+            let _ = writeln!(s, "{r}");
         }
         for g in self.gaps.iter().take(LISTED) {
             let _ = writeln!(

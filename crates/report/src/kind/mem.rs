@@ -4,6 +4,7 @@
 
 use super::KindView;
 use crate::markup::{fmt_value, ReportOptions};
+use crate::text::TextOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
@@ -15,18 +16,122 @@ fn gbs(b: f64) -> String {
     format!("{:.2}", b / 1e9)
 }
 
-/// Curve, steps, bandwidth and matrix as text.
-pub fn render(result: &MemResult, full_curve: bool) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
+/// The brief terminal form: the plateaus of the latency curve, the bandwidths and the NUMA matrix (its
+/// cells when few, else local against remote), a line each.
+fn render_brief(result: &MemResult) -> String {
+    let mut s = heading(result);
+    let mut say = |first: &str, parts: Vec<String>| {
+        if !parts.is_empty() {
+            for l in crate::text::wrap(first, "    ", &parts.join(", ")) {
+                s.push_str(&l);
+                s.push('\n');
+            }
+        }
+    };
+    let mut curve: Vec<String> = result
+        .steps
+        .iter()
+        .map(|st| {
+            let m = st
+                .matches
+                .as_ref()
+                .map_or(" (no sysfs cache)".into(), |m| format!(" ({m})"));
+            format!(
+                "{:.2} ns to {}{m}",
+                st.plateau_ns,
+                size_label(st.capacity_bytes)
+            )
+        })
+        .collect();
+    if let Some(last) = result.latency.last() {
+        curve.push(format!(
+            "{:.2} ns at {}",
+            last.ns_per_load,
+            size_label(last.size_bytes)
+        ));
+    }
+    say("  load latency:", curve);
+    // One working set for all (the probe's default): said once.
+    let one = match result.bandwidth.first() {
+        Some(f)
+            if result
+                .bandwidth
+                .iter()
+                .all(|b| b.size_bytes == f.size_bytes) =>
+        {
+            Some(f.size_bytes)
+        }
+        _ => None,
+    };
+    say(
+        &one.map_or("  bandwidth GB/s:".to_string(), |b| {
+            format!("  bandwidth GB/s at {}:", size_label(b))
+        }),
+        result
+            .bandwidth
+            .iter()
+            .map(|b| match one {
+                Some(_) => format!("{} {}", b.kind, gbs(b.bytes_per_sec)),
+                None => format!(
+                    "{} {} at {}",
+                    b.kind,
+                    gbs(b.bytes_per_sec),
+                    size_label(b.size_bytes)
+                ),
+            })
+            .collect(),
+    );
+    let ok: Vec<_> = result.numa.iter().filter(|c| c.error.is_none()).collect();
+    let failed = result.numa.len() - ok.len();
+    let mut numa: Vec<String> = if ok.len() <= 4 {
+        ok.iter()
+            .map(|c| {
+                format!(
+                    "{} → {} {:.1} ns {} GB/s",
+                    c.cpu_node,
+                    c.mem_node,
+                    c.latency_ns,
+                    gbs(c.read_bytes_per_sec)
+                )
+            })
+            .collect()
+    } else {
+        let range = |local: bool| {
+            let v: Vec<f64> = ok
+                .iter()
+                .filter(|c| (c.cpu_node == c.mem_node) == local)
+                .map(|c| c.latency_ns)
+                .collect();
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            (!v.is_empty()).then(|| {
+                format!(
+                    "{} {lo:.1}–{hi:.1} ns",
+                    if local { "local" } else { "remote" }
+                )
+            })
+        };
+        [range(true), range(false)]
+            .into_iter()
+            .flatten()
+            .chain(["-v: each cell".to_string()])
+            .collect()
+    };
+    if failed > 0 {
+        numa.push(format!("{failed} cells not measured (-v says why)"));
+    }
+    say("  NUMA (CPUs of node → memory of node):", numa);
+    s
+}
+
+fn heading(result: &MemResult) -> String {
     let caches: Vec<String> = result
         .caches
         .iter()
         .map(|c| format!("L{} {}", c.level, size_label(c.size_bytes)))
         .collect();
-    let _ = writeln!(
-        s,
-        "\nmemory (mem, {} pages; sysfs caches: {}):",
+    format!(
+        "\nmemory (mem, {} pages; sysfs caches: {}):\n",
         if result.config.hugepages {
             "huge"
         } else {
@@ -37,7 +142,13 @@ pub fn render(result: &MemResult, full_curve: bool) -> String {
         } else {
             caches.join(", ")
         }
-    );
+    )
+}
+
+/// Curve, steps, bandwidth and matrix as text.
+pub fn render(result: &MemResult, full_curve: bool) -> String {
+    use std::fmt::Write as _;
+    let mut s = heading(result);
     if full_curve {
         let _ = writeln!(s, "  {:>10} {:>10}", "working set", "ns/load");
         for p in &result.latency {
@@ -118,8 +229,11 @@ impl KindView for MemResult {
         "Memory (mem)".to_string()
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
-        render(self, false)
+    fn terminal_section(&self, _facts: &RunFacts, opts: TextOptions) -> String {
+        match opts.verbose {
+            true => render(self, false),
+            false => render_brief(self),
+        }
     }
 
     /// The latency curve beside the steps and bandwidths; every measure collapsed below.

@@ -42,8 +42,9 @@ pub trait KindView {
     /// The heading of its section on the run page.
     fn section_title(&self) -> String;
 
-    /// Its section of the terminal summary (`run`, `runs show`, `report`).
-    fn terminal_section(&self, facts: &RunFacts) -> String;
+    /// Its section of the terminal summary (`run`, `runs show`, `report`): brief unless `opts.verbose`
+    /// (at most [`crate::text::DETAILED_CPUS`] CPUs' rows, its headline figures).
+    fn terminal_section(&self, facts: &RunFacts, opts: crate::text::TextOptions) -> String;
 
     /// Its section of the run page: by default its measures as a table under its title.
     fn html_section(&self, _options: ReportOptions, _facts: &RunFacts) -> Markup {

@@ -3,6 +3,7 @@
 //! section of the run page (its measures). Pure functions of model data.
 
 use super::KindView;
+use crate::text::TextOptions;
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::latency::LatencyStats;
@@ -220,7 +221,7 @@ impl KindView for NetResult {
         "Network capacity (net)".to_string()
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
+    fn terminal_section(&self, _facts: &RunFacts, _opts: TextOptions) -> String {
         render_result(self)
     }
 }

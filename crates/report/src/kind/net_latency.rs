@@ -4,6 +4,7 @@
 //! errors, late packets not kept).
 
 use super::KindView;
+use crate::text::TextOptions;
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::latency::LatencyStats;
@@ -306,7 +307,7 @@ impl KindView for NetLatencyResult {
         format!("Packet latency ({}, net latency)", self.direction())
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
+    fn terminal_section(&self, _facts: &RunFacts, _opts: TextOptions) -> String {
         render(self)
     }
 

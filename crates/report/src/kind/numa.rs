@@ -2,6 +2,7 @@
 //! process and cgroup and the allocation counters; its section of the run page is its measures.
 
 use super::KindView;
+use crate::text::TextOptions;
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::numa::{Locality, NumaResult};
@@ -11,11 +12,18 @@ fn mib(b: u64) -> f64 {
     b as f64 / (1 << 20) as f64
 }
 
-fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) {
+/// Resident bytes off the nodes of the CPUs it may run on.
+fn remote_bytes(l: &Locality) -> u64 {
+    l.bytes_per_node
+        .iter()
+        .filter(|(n, _)| !l.local_nodes.contains(n))
+        .map(|(_, b)| b)
+        .sum()
+}
+
+fn table(s: &mut String, heading: &str, rows: &[&Locality], pid: bool) {
     use std::fmt::Write as _;
-    let mut v: Vec<&Locality> = rows.iter().collect();
-    v.sort_by_key(|l| std::cmp::Reverse(l.bytes_per_node.values().sum::<u64>()));
-    let _ = writeln!(s, "  {title} ({} shown of {}):", v.len().min(top), v.len());
+    let _ = writeln!(s, "  {heading}:");
     let _ = writeln!(
         s,
         "    {:>8} {:<24} {:>10} {:>8} {:<12} MiB per node",
@@ -25,7 +33,7 @@ fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) 
         "local %",
         "local nodes",
     );
-    for l in v.into_iter().take(top) {
+    for l in rows {
         let per: Vec<String> = l
             .bytes_per_node
             .iter()
@@ -49,26 +57,86 @@ fn table(s: &mut String, title: &str, rows: &[Locality], top: usize, pid: bool) 
     }
 }
 
-/// The NUMA locality result as terminal text: the nodes, then at most `top` rows each of processes and cgroups.
-pub fn render(result: &NumaResult, top: usize) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
+/// The `top` largest of `rows` (by resident memory).
+fn largest(s: &mut String, what: &str, rows: &[Locality], top: usize, pid: bool) {
+    let mut v: Vec<&Locality> = rows.iter().collect();
+    v.sort_by_key(|l| std::cmp::Reverse(l.bytes_per_node.values().sum::<u64>()));
+    let heading = format!("{what} ({} shown of {})", v.len().min(top), v.len());
+    v.truncate(top);
+    table(s, &heading, &v, pid);
+}
+
+/// Those of `rows` with memory off their CPUs' nodes, the most such memory first (at most `top`), or a
+/// line saying there are none.
+fn nonlocal(s: &mut String, what: &str, rows: &[Locality], top: usize, pid: bool) {
+    let mut v: Vec<&Locality> = rows.iter().filter(|l| remote_bytes(l) > 0).collect();
+    if v.is_empty() {
+        s.push_str(&format!(
+            "  {what}: all {} with their memory on their CPUs' nodes\n",
+            rows.len()
+        ));
+        return;
+    }
+    v.sort_by_key(|l| std::cmp::Reverse(remote_bytes(l)));
+    let heading = format!(
+        "{what} with memory off their CPUs' nodes ({} shown of {}, of {} in all)",
+        v.len().min(top),
+        v.len(),
+        rows.len()
+    );
+    v.truncate(top);
+    table(s, &heading, &v, pid);
+}
+
+fn heading(result: &NumaResult) -> String {
     let nodes: Vec<String> = result
         .nodes
         .iter()
         .map(|n| format!("node {}: CPUs {}", n.node, n.cpus))
         .collect();
-    let _ = writeln!(
-        s,
-        "\nNUMA locality ({}):",
+    format!(
+        "\nNUMA locality ({}):\n",
         if nodes.is_empty() {
             "no NUMA nodes".into()
         } else {
             nodes.join("; ")
         }
-    );
-    table(&mut s, "processes", &result.processes, top, true);
-    table(&mut s, "cgroups", &result.cgroups, top, false);
+    )
+}
+
+fn local_line(result: &NumaResult) -> String {
+    let over = if result.interval_ns > 0 {
+        format!("over {}", Nanos(result.interval_ns))
+    } else {
+        "since boot".into()
+    };
+    match result.local_alloc_pct() {
+        Some(p) => format!("  node-local allocations: {p:.2} % ({over})\n"),
+        None => format!("  node-local allocations: none counted ({over})\n"),
+    }
+}
+
+/// Processes and cgroups listed with memory off their nodes in the brief terminal form.
+pub const BRIEF_NONLOCAL: usize = 5;
+
+/// The brief terminal form: what has memory off its CPUs' nodes, and the node-local share of allocations.
+fn render_brief(result: &NumaResult) -> String {
+    let mut s = heading(result);
+    nonlocal(&mut s, "processes", &result.processes, BRIEF_NONLOCAL, true);
+    nonlocal(&mut s, "cgroups", &result.cgroups, BRIEF_NONLOCAL, false);
+    s.push_str(&local_line(result));
+    s
+}
+
+/// The NUMA locality result as terminal text: the nodes; the processes and cgroups with memory off their
+/// CPUs' nodes (all of them), and the `top` largest of each; the allocation counters.
+pub fn render(result: &NumaResult, top: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = heading(result);
+    nonlocal(&mut s, "processes", &result.processes, usize::MAX, true);
+    largest(&mut s, "processes", &result.processes, top, true);
+    nonlocal(&mut s, "cgroups", &result.cgroups, usize::MAX, false);
+    largest(&mut s, "cgroups", &result.cgroups, top, false);
     let over = if result.interval_ns > 0 {
         format!("over {}", Nanos(result.interval_ns))
     } else {
@@ -83,14 +151,7 @@ pub fn render(result: &NumaResult, top: usize) -> String {
             c.node, x.local_node, x.other_node, x.numa_hit, x.numa_miss, x.numa_foreign
         );
     }
-    match result.local_alloc_pct() {
-        Some(p) => {
-            let _ = writeln!(s, "  node-local allocations: {p:.2} %");
-        }
-        None => {
-            let _ = writeln!(s, "  node-local allocations: no allocations counted");
-        }
-    }
+    s.push_str(&local_line(result));
     s
 }
 
@@ -103,7 +164,10 @@ impl KindView for NumaResult {
         "NUMA locality (numa)".to_string()
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
-        render(self, 10)
+    fn terminal_section(&self, _facts: &RunFacts, opts: TextOptions) -> String {
+        match opts.verbose {
+            true => render(self, 10),
+            false => render_brief(self),
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::KindView;
 use crate::markup::{fmt_value, ReportOptions};
+use crate::text::TextOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
@@ -13,6 +14,51 @@ use rtgauge_model::units;
 /// Microseconds with three decimals, as lmbench prints them.
 fn us(ns: f64) -> String {
     format!("{:.3}", units::us_f64(ns))
+}
+
+/// The operations the brief terminal form names, with the word it names each by: the costs a real-time
+/// design budgets for (entering the kernel, switching, a round trip, a page fault, creating a process,
+/// a short sleep's overshoot).
+const BRIEF: [(&str, &str); 6] = [
+    ("null_syscall", "null syscall"),
+    ("ctx_switch", "context switch"),
+    ("pipe_rtt", "pipe round trip"),
+    ("page_fault", "page fault"),
+    ("fork_exit", "fork+exit"),
+    ("sleep_100us", "sleep 100 µs overshoot"),
+];
+
+/// The brief terminal form: the medians of the [`BRIEF`] operations, in a sentence.
+fn render_brief(result: &OpsResult) -> String {
+    let pin = result
+        .cpu
+        .achieved
+        .map_or("not pinned".to_string(), |c| format!("CPU {c}"));
+    let mut s = format!(
+        "\nOS primitives (ops, {pin}, {} samples each; -v: all {} operations with p99 and max):\n",
+        result.config.repetitions,
+        result.ops.len() + result.skipped.len()
+    );
+    let named: Vec<String> = BRIEF
+        .iter()
+        .filter_map(|(op, word)| {
+            let o = result.ops.iter().find(|o| o.op == *op)?;
+            Some(format!("{word} {}", us(o.median_ns)))
+        })
+        .collect();
+    if !named.is_empty() {
+        for l in crate::text::wrap("  median µs:", "    ", &named.join(", ")) {
+            s.push_str(&l);
+            s.push('\n');
+        }
+    }
+    if !result.skipped.is_empty() {
+        s.push_str(&format!(
+            "  {} operations not measured (-v says why)\n",
+            result.skipped.len()
+        ));
+    }
+    s
 }
 
 /// The per-operation table (µs, as lmbench prints).
@@ -59,8 +105,11 @@ impl KindView for OpsResult {
         "OS primitives (ops)".to_string()
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
-        render_table(self)
+    fn terminal_section(&self, _facts: &RunFacts, opts: TextOptions) -> String {
+        match opts.verbose {
+            true => render_table(self),
+            false => render_brief(self),
+        }
     }
 
     /// One row per operation (median, p99, max) rather than three measure/value rows each.

@@ -5,6 +5,7 @@
 use super::KindView;
 use crate::latency::{self, Section};
 use crate::markup::ReportOptions;
+use crate::text::TextOptions;
 use maud::{html, Markup};
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
@@ -25,7 +26,7 @@ impl KindView for OslatResult {
         }
     }
 
-    fn terminal_section(&self, _facts: &RunFacts) -> String {
+    fn terminal_section(&self, _facts: &RunFacts, opts: TextOptions) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -37,7 +38,9 @@ impl KindView for OslatResult {
             "{:>4} {:>14} {:>8} {:>10} {:>10} {:>10} {:>12}",
             "CPU", "iterations", "loop ns", "p99.99 µs", "max µs", ">20µs/s", "available %"
         );
-        for t in &self.threads {
+        let maxima: Vec<u64> = self.threads.iter().map(|t| t.gaps.max_ns).collect();
+        let (shown, rest) = crate::text::cpu_rows(&maxima, opts);
+        for (t, _) in self.threads.iter().zip(&shown).filter(|(_, &on)| on) {
             // Unknown for an import whose overflow bucket starts below 20 µs, and availability for any import.
             let over20 = t
                 .over(20_000)
@@ -56,6 +59,9 @@ impl KindView for OslatResult {
                 over20,
                 t.availability_pct.map_or("-".into(), |a| format!("{a:.4}"))
             );
+        }
+        if let Some(r) = rest {
+            let _ = writeln!(s, "{r}");
         }
         s
     }

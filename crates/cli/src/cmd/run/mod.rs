@@ -236,7 +236,12 @@ fn not_stored(
             None,
         ),
     };
-    let summary = super::print_text(&rtgauge_report::terminal::render_summary(doc));
+    let opts = rtgauge_report::text::TextOptions::for_stdout(a.verbose.verbose);
+    let summary = super::print_text(&format!(
+        "{}{}",
+        rtgauge_report::terminal::render_summary(doc, opts),
+        rtgauge_report::terminal::render_verdict(doc, opts)
+    ));
     if summary.is_ok() {
         let (tried, refused) = checkpoints;
         let kept_there = if gone {
@@ -428,8 +433,9 @@ fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<E
             )
         });
 
+    let opts = rtgauge_report::text::TextOptions::for_stdout(a.verbose.verbose);
     let mut out = std::io::stdout().lock();
-    super::print_text(&rtgauge_report::terminal::render_summary(doc))?;
+    super::print_text(&rtgauge_report::terminal::render_summary(doc, opts))?;
     writeln!(out, "stored: run {id} ({}) in {db}", doc.status.as_str())?;
     match report {
         Ok(()) => writeln!(out, "report: {}", html.display())?,
@@ -439,6 +445,8 @@ fn report(a: &RunArgs, id: i64, db: &str, doc: &RunDocument) -> anyhow::Result<E
             html.display()
         ),
     }
+    drop(out);
+    super::print_text(&rtgauge_report::terminal::render_verdict(doc, opts))?;
     Ok(verdict_code(doc))
 }
 
