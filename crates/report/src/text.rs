@@ -51,7 +51,20 @@ pub(crate) fn wrap(first: &str, rest: &str, text: &str) -> Vec<String> {
     let mut line = first.to_string();
     // A prefix that is only an indent takes the first word without a space.
     let mut empty = first.chars().all(|c| c == ' ');
+    // A figure stays with its unit: "12 %", "80.0 µs" break before the number, not after it.
+    let mut words: Vec<String> = Vec::new();
     for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let bare = word.trim_end_matches([',', ';', ':', '.', ')']);
+        let unit = ["%", "µs", "ms", "ns", "s"].contains(&bare);
+        match words.last_mut() {
+            Some(last) if unit && last.ends_with(|c: char| c.is_ascii_digit()) => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_string()),
+        }
+    }
+    for word in &words {
         let len = line.chars().count();
         if !empty && len + 1 + word.chars().count() > TEXT_WIDTH {
             lines.push(std::mem::replace(&mut line, rest.to_string()));
@@ -149,5 +162,11 @@ mod tests {
         assert_eq!(words[0], "Next:");
         assert_eq!(words[1..].join(" "), text.trim());
         assert_eq!(wrap("x", " ", ""), vec!["x".to_string()]);
+        let spike = format!("{} 12 %, (3.5 µs), 81 % thread", "w".repeat(TEXT_WIDTH - 4));
+        let lines = wrap("", "    ", &spike);
+        assert_eq!(
+            lines[1], "    12 %, (3.5 µs), 81 % thread",
+            "a figure keeps its unit"
+        );
     }
 }
