@@ -21,10 +21,12 @@
 #![deny(missing_docs)]
 
 mod common;
+#[cfg(feature = "postgres")]
 mod pg;
 pub mod select;
 mod sqlite;
 
+#[cfg(feature = "postgres")]
 pub use pg::PgStore;
 pub use sqlite::SqliteStore;
 
@@ -88,6 +90,9 @@ pub enum StoreError {
         /// The scheme given.
         scheme: String,
     },
+    /// A PostgreSQL store named to a binary built without its client (the caller names the URL).
+    #[error("{NO_POSTGRES}")]
+    NoPostgres,
     /// The store was migrated by a newer rtgauge; it is not opened rather than misread.
     #[error("database {path} has schema version {found}, newer than this rtgauge understands ({supported})")]
     TooNew {
@@ -239,6 +244,14 @@ fn unsupported_url(spec: &str) -> Option<String> {
     .then(|| scheme.to_string())
 }
 
+/// Whether this binary has the PostgreSQL client (the `postgres` feature): without it a `postgresql://`
+/// store is refused, naming how to build it in.
+pub const POSTGRES: bool = cfg!(feature = "postgres");
+
+/// Why a `postgresql://` store is refused by a binary without the client.
+pub const NO_POSTGRES: &str =
+    "this rtgauge was built without PostgreSQL (build it with `cargo build --release --features postgres`)";
+
 /// The store a `--db` value names: a `postgresql://` / `postgres://` URL, otherwise a SQLite file path.
 /// Without `--db`, the `RTGAUGE_DB` environment variable, then the default SQLite file
 /// ([`SqliteStore::default_path`]).
@@ -256,7 +269,10 @@ pub fn store_spec(database: Option<&std::path::Path>) -> std::path::PathBuf {
 /// Open the store `spec` names (see [`store_spec`]), creating and migrating it as needed.
 pub fn open_store(spec: &std::path::Path) -> Result<Box<dyn RunStore>, StoreError> {
     match spec.to_str().filter(|s| is_postgres_url(s)) {
+        #[cfg(feature = "postgres")]
         Some(url) => Ok(Box::new(PgStore::connect(url)?)),
+        #[cfg(not(feature = "postgres"))]
+        Some(_) => Err(StoreError::NoPostgres),
         None => {
             if let Some(scheme) = spec.to_str().and_then(unsupported_url) {
                 return Err(StoreError::UnsupportedUrl {
@@ -269,10 +285,47 @@ pub fn open_store(spec: &std::path::Path) -> Result<Box<dyn RunStore>, StoreErro
     }
 }
 
+/// `url` with any password replaced by `***` (in the user-info part and in a `password=` parameter).
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let (head, rest) = url.split_at(scheme_end);
+    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (auth, tail) = rest.split_at(auth_end);
+    let auth = match auth.rfind('@') {
+        Some(at) => {
+            let (user_info, host) = auth.split_at(at);
+            match user_info.find(':') {
+                Some(c) => format!("{}:***{host}", &user_info[..c]),
+                None => auth.to_string(),
+            }
+        }
+        None => auth.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let q: Vec<String> = query
+                .split('&')
+                .map(|kv| {
+                    if kv.starts_with("password=") {
+                        "password=***".to_string()
+                    } else {
+                        kv.to_string()
+                    }
+                })
+                .collect();
+            format!("{path}?{}", q.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{head}{auth}{tail}")
+}
+
 /// `spec` for messages: a URL loses its password.
 pub fn display_spec(spec: &std::path::Path) -> String {
     match spec.to_str().filter(|s| s.contains("://")) {
-        Some(url) => pg::redact_url(url),
+        Some(url) => redact_url(url),
         None => spec.display().to_string(),
     }
 }
@@ -280,6 +333,20 @@ pub fn display_spec(spec: &std::path::Path) -> String {
 #[cfg(test)]
 mod url_tests {
     use super::*;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redact_url("postgresql://rt:s3cret@db.example:5432/runs?sslmode=require"),
+            "postgresql://rt:***@db.example:5432/runs?sslmode=require"
+        );
+        assert_eq!(
+            redact_url("postgres://rt@db/runs?password=x&sslmode=disable"),
+            "postgres://rt@db/runs?password=***&sslmode=disable"
+        );
+        assert_eq!(redact_url("postgres://db"), "postgres://db");
+        assert_eq!(redact_url("nonsense"), "nonsense");
+    }
 
     #[test]
     fn other_schemes_are_refused_not_taken_for_file_paths() {

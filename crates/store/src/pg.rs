@@ -16,7 +16,7 @@ use crate::common::{
     backfill_uuid, insert_new, insert_pushed, mark_interrupted, not_found, parse_document,
     probes_of, status_from, to_json, updated_json, Writer, LIST_SQL,
 };
-use crate::{ClientError, RunStore, RunSummary, Selector, StoreError};
+use crate::{redact_url, ClientError, RunStore, RunSummary, Selector, StoreError};
 use postgres::error::SqlState;
 use postgres::{Client, GenericClient};
 use rtgauge_model::run::RunDocument;
@@ -69,43 +69,6 @@ pub struct PgStore {
     client: Client,
     /// The URL without its password, for messages.
     url: String,
-}
-
-/// `url` with any password replaced by `***` (in the user-info part and in a `password=` parameter).
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_string();
-    };
-    let (head, rest) = url.split_at(scheme_end);
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (auth, tail) = rest.split_at(auth_end);
-    let auth = match auth.rfind('@') {
-        Some(at) => {
-            let (user_info, host) = auth.split_at(at);
-            match user_info.find(':') {
-                Some(c) => format!("{}:***{host}", &user_info[..c]),
-                None => auth.to_string(),
-            }
-        }
-        None => auth.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let q: Vec<String> = query
-                .split('&')
-                .map(|kv| {
-                    if kv.starts_with("password=") {
-                        "password=***".to_string()
-                    } else {
-                        kv.to_string()
-                    }
-                })
-                .collect();
-            format!("{path}?{}", q.join("&"))
-        }
-        None => tail.to_string(),
-    };
-    format!("{head}{auth}{tail}")
 }
 
 impl PgStore {
@@ -466,24 +429,5 @@ impl RunStore for PgStore {
             return Err(StoreError::NotFound(id.to_string()));
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_url;
-
-    #[test]
-    fn passwords_never_reach_messages() {
-        assert_eq!(
-            redact_url("postgresql://rt:s3cret@db.example:5432/runs?sslmode=require"),
-            "postgresql://rt:***@db.example:5432/runs?sslmode=require"
-        );
-        assert_eq!(
-            redact_url("postgres://rt@db/runs?password=x&sslmode=disable"),
-            "postgres://rt@db/runs?password=***&sslmode=disable"
-        );
-        assert_eq!(redact_url("postgres://db"), "postgres://db");
-        assert_eq!(redact_url("nonsense"), "nonsense");
     }
 }
