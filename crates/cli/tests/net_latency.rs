@@ -576,6 +576,107 @@ fn a_split_stream_is_received_whole_on_the_senders_clock() {
         text.contains("receive only (stream 77)") && text.contains("send times on this clock"),
         "{text}"
     );
+    // What the clock cannot resolve is said: the document lists the figures within the bound, the
+    // terminal marks them.
+    let unresolved: Vec<&str> = rx["unresolved"]
+        .as_array()
+        .map_or(Vec::new(), |a| a.iter().filter_map(Value::as_str).collect());
+    for (figure, ns) in [
+        ("latency.min", u(&rx["latency"], "min_ns")),
+        ("latency.max", u(&rx["latency"], "max_ns")),
+    ] {
+        assert_eq!(
+            unresolved.contains(&figure),
+            ns <= bound,
+            "{figure} {ns} ns against the bound {bound} ns: {unresolved:?}"
+        );
+    }
+    assert_eq!(
+        text.contains("unresolved by the clock"),
+        !unresolved.is_empty(),
+        "{unresolved:?}\n{text}"
+    );
+    a_guests_stream_within_its_clocks_bound_is_unresolved(&rx_doc, dir.path());
+}
+
+/// The split stream's document as a guest's would read (docs/net.md: a one-way p50 of 0.51–0.91 ms beside
+/// a clock bound of ± 0.52–1.77 ms): the bound set to 1.77 ms and the stored list removed, so that the views
+/// must find what is unresolved themselves (as in a document written before the list). Every one-way
+/// figure on loopback is within it: shown as "≤ figure + bound" in the terminal and on the page, and not
+/// judged by compare; the wake-up (on this host's clock alone) is.
+fn a_guests_stream_within_its_clocks_bound_is_unresolved(
+    doc: &std::path::Path,
+    dir: &std::path::Path,
+) {
+    const BOUND: u64 = 1_770_000;
+    let mut d = common::read_json(doc);
+    d["probes"][0]["clock"]["bound_ns"] = BOUND.into();
+    d["probes"][0].as_object_mut().unwrap().remove("unresolved");
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    // Stored twice (the second under another uuid), to be compared.
+    for copy in ["a", "b"] {
+        if copy == "b" {
+            d["uuid"] = "00000000-0000-4000-8000-0000000000b2".into();
+        }
+        let guest = dir.join(format!("guest-{copy}.json"));
+        std::fs::write(&guest, d.to_string()).unwrap();
+        let out = common::rtgauge_std()
+            .args(["import", guest.to_str().unwrap(), "--db", db])
+            .output()
+            .unwrap();
+        common::assert_ok(&out);
+    }
+    let out = common::rtgauge_std()
+        .args(["runs", "show", "1", "--db", db])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let latency = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("latency (one-way)"))
+        .unwrap_or_else(|| panic!("no latency row:\n{text}"));
+    let cells: Vec<&str> = latency.split_whitespace().skip(2).collect();
+    assert_eq!(cells.len(), 6, "{latency}");
+    assert!(
+        cells[..5].iter().all(|c| c.starts_with('≤')),
+        "every one-way figure within ± 1770 µs is unresolved: {latency}"
+    );
+    assert!(
+        text.contains("≤: within the clock's ± 1770.0 µs, unresolved by the clock"),
+        "{text}"
+    );
+    let html = dir.join("guest.html");
+    let out = common::rtgauge_std()
+        .args(["report", "1", "--db", db, "--html", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("≤ "), "the page marks unresolved figures");
+    let c = common::compare_in(db, &["1", "2"]);
+    for key in ["net.latency.p50", "net.latency.max", "net.latency.path.p50"] {
+        let r = common::row(&c, key);
+        let v = &r["versus"][0]["verdict"];
+        assert_eq!(v["verdict"], "unknown", "{key}: {r}");
+        assert!(
+            v["why"]
+                .as_str()
+                .is_some_and(|w| w.contains("unresolved by the clock")),
+            "{key}: {r}"
+        );
+        assert_eq!(
+            r["unresolved_within"][0].as_f64(),
+            Some(BOUND as f64),
+            "{r}"
+        );
+    }
+    let wakeup = common::row(&c, "net.latency.wakeup.p50");
+    assert_ne!(
+        wakeup["versus"][0]["verdict"]["verdict"], "unknown",
+        "the wake-up is on one clock: judged ({wakeup})"
+    );
 }
 
 #[test]

@@ -60,6 +60,11 @@ pub struct Measure {
     /// without a histogram), and no comparison judges it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown_above: Option<f64>,
+    /// Set when the value lies within the bound of the clock it was measured on (a one-way latency
+    /// stamped on another host's clock): it holds the bound, in `unit`. The true value is then anywhere
+    /// from 0 to `value` + the bound; it is shown as "≤ value + bound" and no comparison judges it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unresolved_within: Option<f64>,
 }
 
 impl Measure {
@@ -79,7 +84,15 @@ impl Measure {
             better,
             replicates: Vec::new(),
             unknown_above: None,
+            unresolved_within: None,
         }
+    }
+
+    /// The same measure, unresolved where its value lies within `bound` (the clock's, in `unit`); None
+    /// leaves it as it is.
+    pub fn resolved_by(mut self, bound: Option<f64>) -> Measure {
+        self.unresolved_within = bound.filter(|&b| self.value <= b);
+        self
     }
 
     /// The same measure with independent estimates to bootstrap a confidence interval from.

@@ -302,7 +302,7 @@ pub struct NetLatencyResult {
     /// The sender's lateness against its schedule (absolute-time sleeps), ns: its own jitter, not the path's.
     pub send_lateness: Box<LatencyStats>,
     /// Send → receiving thread (one-way, or round trip through the reflector).
-    pub latency: LatencyStats,
+    pub latency: Box<LatencyStats>,
     /// Send → kernel receive timestamp, where the kernel gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<Box<LatencyStats>>,
@@ -357,9 +357,53 @@ pub struct NetLatencyResult {
     /// Receive only: the sender's clock as this receiver put its send times on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<Box<crate::vm::PeerClock>>,
+    /// Receive only on the sender's clock: the figures of [`NetLatencyResult::unresolved_figures`] (those
+    /// within the clock's bound, which cannot tell them from 0), as `stage.statistic` (`latency.p50`,
+    /// `path.min`). Set once the clock is known, for readers of the document; the views compute it again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<String>,
 }
 
+/// The statistics of a stage that the views print, with how to read each from its distribution.
+pub const STAGE_FIGURES: [&str; 5] = ["min", "p50", "p99", "p99.9", "max"];
+
 impl NetLatencyResult {
+    /// The bound of the clock the one-way figures were measured on, where they were measured on another
+    /// host's clock (receive only with a bound): each such figure lies within ± this of the true latency.
+    pub fn clock_bound_ns(&self) -> Option<u64> {
+        if self.config.role != StreamRole::Receive || self.config.round_trip {
+            return None;
+        }
+        self.clock.as_deref().and_then(|c| c.bound_ns)
+    }
+
+    /// Whether a one-way figure of the latency or its path (both end on this host's clock, start on the
+    /// sender's) is within the clock's bound: the true latency is then anywhere from 0 to the figure plus
+    /// the bound, and the figure says no more than that.
+    pub fn is_unresolved(&self, value_ns: u64) -> bool {
+        self.clock_bound_ns().is_some_and(|b| value_ns <= b)
+    }
+
+    /// The figures ([`STAGE_FIGURES`] of the latency and its path) within the clock's bound.
+    pub fn unresolved_figures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let stages = [
+            ("latency", Some(&*self.latency)),
+            ("path", self.path.as_deref()),
+        ];
+        for (stage, stats) in stages {
+            let Some(s) = stats.filter(|s| s.count > 0) else {
+                continue;
+            };
+            for name in STAGE_FIGURES {
+                if self.is_unresolved(stage_figure(s, name)) {
+                    out.push(format!("{stage}.{name}"));
+                }
+            }
+        }
+        out
+    }
+
     /// Packets per second actually sent.
     pub fn sent_per_s(&self) -> f64 {
         if self.elapsed_ns == 0 {
@@ -396,5 +440,19 @@ impl NetLatencyResult {
             share(self.sender_cpu_ns) * per_kpps,
             share(self.receiver_cpu_ns) * per_kpps,
         )
+    }
+}
+
+/// Statistic `name` of [`STAGE_FIGURES`] of a stage's distribution, ns (a percentile past the histogram's
+/// reach reads as the max).
+pub fn stage_figure(s: &crate::latency::LatencyStats, name: &str) -> u64 {
+    match name {
+        "min" => s.min_ns,
+        "max" => s.max_ns,
+        p => p
+            .strip_prefix('p')
+            .and_then(|q| q.parse::<f64>().ok())
+            .and_then(|q| s.percentile(q))
+            .unwrap_or(s.max_ns),
     }
 }

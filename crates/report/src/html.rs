@@ -9,7 +9,6 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use rtgauge_analysis::compare::{Comparison, Judgement, Row};
 use rtgauge_model::audit::AuditReport;
 use rtgauge_model::kind::ProbeKind;
-use rtgauge_model::measure::MeasureUnit;
 use rtgauge_model::run::{ProbeResult, RunDocument};
 
 const CSS: &str = r#"
@@ -423,16 +422,6 @@ pub fn short_verdict(row: &Row, verdict: &Judgement, duration_ns: u64, notes: &[
     }
 }
 
-/// A value of the table: "> limit" when it is unknown beyond a histogram's limit ("> min", the value,
-/// when the file had no histogram: limit 0).
-pub fn fmt_measure(value: f64, unknown_above: Option<f64>, unit: MeasureUnit) -> String {
-    match unknown_above {
-        Some(0.0) => format!("> {}", fmt_value(value, unit)),
-        Some(l) => format!("> {}", fmt_value(l, unit)),
-        None => fmt_value(value, unit),
-    }
-}
-
 /// The comparison page: the tax table, overlaid charts, differences.
 pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Comparison) -> String {
     let names: Vec<String> = ids
@@ -465,7 +454,7 @@ pub fn render_compare(ids: &[i64], runs: &[&RunDocument], comparison: &Compariso
             @for r in &comparison.rows {
                 tr {
                     td { (r.label) }
-                    @for (i, v) in r.values.iter().enumerate() { td.n { (v.map_or("-".to_string(), |x| fmt_measure(x, r.unknown_above.get(i).copied().flatten(), r.unit))) } }
+                    @for (i, v) in r.values.iter().enumerate() { td.n { (v.map_or("-".to_string(), |x| crate::markup::fmt_measure(x, r.bounds(i), r.unit))) } }
                     @for v in &r.versus {
                         @match v {
                             Some(v) => { td.n title=(v.method) { (fmt_ratio(v)) } td class=(v.verdict.word().split(' ').next().unwrap_or("")) { (short_verdict(r, &v.verdict, dur, &notes)) } }

@@ -28,8 +28,24 @@ pub(crate) fn measures_table(ms: &[rtgauge_model::measure::Measure]) -> Markup {
     html! {
         table {
             tr { th { "measure" } th { "value" } }
-            @for m in ms { tr { td { (m.label) } td.n { (fmt_value(m.value, m.unit)) } } }
+            @for m in ms { tr { td { (m.label) } td.n { (fmt_measure(m.value, (m.unknown_above, m.unresolved_within), m.unit)) } } }
         }
+    }
+}
+
+/// A value of the table: "> limit" when it is unknown beyond a histogram's limit ("> min", the value,
+/// when the file had no histogram: limit 0); "≤ value + bound" when it lies within its clock's bound
+/// (unresolved: the true value is anywhere from 0 to that).
+pub fn fmt_measure(
+    value: f64,
+    (unknown_above, unresolved_within): (Option<f64>, Option<f64>),
+    unit: MeasureUnit,
+) -> String {
+    match (unknown_above, unresolved_within) {
+        (Some(0.0), _) => format!("> {}", fmt_value(value, unit)),
+        (Some(l), _) => format!("> {}", fmt_value(l, unit)),
+        (None, Some(b)) => format!("≤ {}", fmt_value(value + b, unit)),
+        (None, None) => fmt_value(value, unit),
     }
 }
 

@@ -230,8 +230,9 @@ pub fn render_compare(
     for r in &comparison.rows {
         let _ = write!(s, "{:<w$}", r.label);
         for (i, v) in r.values.iter().enumerate() {
-            let u = r.unknown_above.get(i).copied().flatten();
-            let t = v.map_or("-".to_string(), |x| crate::html::fmt_measure(x, u, r.unit));
+            let t = v.map_or("-".to_string(), |x| {
+                crate::markup::fmt_measure(x, r.bounds(i), r.unit)
+            });
             let _ = write!(s, " {t:>14}");
         }
         for v in &r.versus {

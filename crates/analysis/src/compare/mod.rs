@@ -147,6 +147,10 @@ pub struct Row {
     /// lower bound). Left out of the JSON when every value is known.
     #[serde(skip_serializing_if = "all_known")]
     pub unknown_above: Vec<Option<f64>>,
+    /// Per run, the clock's bound when its value lies within it ("≤ value + bound", unresolved: no
+    /// verdict). Left out of the JSON when every value is resolved.
+    #[serde(skip_serializing_if = "all_known")]
+    pub unresolved_within: Vec<Option<f64>>,
     /// Per run after the baseline (index 0 of this is run 1).
     pub versus: Vec<Option<Versus>>,
 }
@@ -157,7 +161,7 @@ impl Row {
     fn of(
         (key, label, unit, better): MeasureKey,
         values: Vec<Option<f64>>,
-        unknown_above: Vec<Option<f64>>,
+        (unknown_above, unresolved_within): (Vec<Option<f64>>, Vec<Option<f64>>),
         versus: Vec<Option<Versus>>,
     ) -> Row {
         Row {
@@ -167,8 +171,18 @@ impl Row {
             better,
             values,
             unknown_above,
+            unresolved_within,
             versus,
         }
+    }
+}
+
+impl Row {
+    /// Run `i`'s value's histogram limit and clock bound, where it has them ([`Row::unknown_above`],
+    /// [`Row::unresolved_within`]).
+    pub fn bounds(&self, i: usize) -> (Option<f64>, Option<f64>) {
+        let at = |v: &[Option<f64>]| v.get(i).copied().flatten();
+        (at(&self.unknown_above), at(&self.unresolved_within))
     }
 }
 
@@ -563,6 +577,22 @@ fn unknown_versus(limit: f64) -> Versus {
     }
 }
 
+/// A pair where a run's value lies within the bound of its clock: unresolved, so not judged.
+fn unresolved_versus(bound_ns: f64) -> Versus {
+    Versus {
+        ratio: f64::NAN,
+        ci: None,
+        verdict: Judgement::Unknown {
+            why: format!(
+                "within its clock's ± {}: unresolved by the clock",
+                rtgauge_model::Nanos(bound_ns as u64)
+            ),
+        },
+        method: "unresolved value: within the bound of the clock it was measured on",
+        one_run: None,
+    }
+}
+
 /// Method of counts above different histogram ranges: no interval, whatever else is known.
 const NOT_COMPARABLE: &str = "not comparable";
 
@@ -590,6 +620,9 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
         let unknown_above: Vec<Option<f64>> = (0..runs.len())
             .map(|r| find(r, key).and_then(|(_, m)| m.unknown_above))
             .collect();
+        let unresolved: Vec<Option<f64>> = (0..runs.len())
+            .map(|r| find(r, key).and_then(|(_, m)| m.unresolved_within))
+            .collect();
         let mut versus = Vec::new();
         for r in 1..runs.len() {
             let (Some((pa, ma)), Some((pb, mb))) = (find(0, key), find(r, key)) else {
@@ -612,7 +645,12 @@ pub fn compare(runs: &[&RunDocument], options: &Options) -> Comparison {
             };
             versus.push(Some(versus_runs(&pair, &mut boots, (r, *pa, *pb), options)));
         }
-        rows.push(Row::of(measure, values, unknown_above, versus));
+        rows.push(Row::of(
+            measure,
+            values,
+            (unknown_above, unresolved),
+            versus,
+        ));
     }
     Comparison {
         margin: options.margin,
@@ -695,6 +733,8 @@ fn versus_runs(
         }
     } else if let Some(limit) = ma.unknown_above.or(mb.unknown_above) {
         return unknown_versus(limit);
+    } else if let Some(bound) = ma.unresolved_within.or(mb.unresolved_within) {
+        return unresolved_versus(bound);
     } else if latency_stat {
         let boot = boots.entry(slot).or_insert_with(|| match (p.da, p.db) {
             (Some(a), Some(b)) => boot_latency(a, b, o),

@@ -153,6 +153,7 @@ mod tests {
             better: Better::Lower,
             values: vec![Some(1.0), Some(r)],
             unknown_above: vec![None, None],
+            unresolved_within: vec![None, None],
             versus: vec![Some(Versus {
                 ratio: r,
                 ci,

@@ -4,7 +4,7 @@
 
 use super::{
     compare, differences, judge, measure_keys, measures_of, probe_duration_ns, unknown_versus,
-    Comparison, Judgement, Options, Row, Versus,
+    unresolved_versus, Comparison, Judgement, Options, Row, Versus,
 };
 use rtgauge_model::measure::{Better, Measure, MeasureUnit};
 use rtgauge_model::run::RunDocument;
@@ -70,6 +70,17 @@ pub(super) fn runs_needed(lr: f64, sd: f64, margin: f64, now: usize) -> Option<u
     (now + 1..10_000).find(|&n| t975(2 * n - 2) * sd * (2.0 / n as f64).sqrt() < need)
 }
 
+/// Per set, the largest of a bound its runs' measures carry (a histogram limit, a clock's bound): a set is
+/// as unknown, or as unresolved, as its least known run.
+fn largest_per_set(
+    got: &[Vec<&Measure>],
+    bound: impl Fn(&Measure) -> Option<f64>,
+) -> Vec<Option<f64>> {
+    got.iter()
+        .map(|ms| ms.iter().filter_map(|m| bound(m)).max_by(f64::total_cmp))
+        .collect()
+}
+
 /// Compare sets of runs: each column is one platform measured once or several times (repetitions). Where
 /// both sides of a pair are single runs this is [`compare`], whose intervals come from the variation
 /// inside each run. With repetitions the interval comes from the variation between runs — the one a
@@ -127,14 +138,8 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
                 })
             })
             .collect();
-        let unknown_above: Vec<Option<f64>> = got
-            .iter()
-            .map(|ms| {
-                ms.iter()
-                    .filter_map(|m| m.unknown_above)
-                    .max_by(f64::total_cmp)
-            })
-            .collect();
+        let unknown_above = largest_per_set(&got, |m| m.unknown_above);
+        let unresolved = largest_per_set(&got, |m| m.unresolved_within);
         let mut versus = Vec::new();
         for r in 1..sets.len() {
             if let Some(c) = &singles[r - 1] {
@@ -152,6 +157,10 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
             }
             if let Some(limit) = unknown_above[0].or(unknown_above[r]) {
                 versus.push(Some(unknown_versus(limit)));
+                continue;
+            }
+            if let Some(bound) = unresolved[0].or(unresolved[r]) {
+                versus.push(Some(unresolved_versus(bound)));
                 continue;
             }
             // Counts above different histogram ranges are not one measure (as for single runs).
@@ -174,7 +183,12 @@ pub fn compare_sets(sets: &[Vec<&RunDocument>], options: &Options) -> Comparison
             }
             versus.push(Some(versus_sets(&logs[0], &logs[r], better, options)));
         }
-        rows.push(Row::of(measure, values, unknown_above, versus));
+        rows.push(Row::of(
+            measure,
+            values,
+            (unknown_above, unresolved),
+            versus,
+        ));
     }
     Comparison {
         margin: options.margin,

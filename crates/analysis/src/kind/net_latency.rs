@@ -16,17 +16,21 @@ impl KindData for NetLatencyResult {
     fn measures(&self) -> Vec<Measure> {
         let p = "net.latency";
         let dir = self.direction();
-        let mut out = latency_measures(
+        // The latency and its path start on the sender's clock: within its bound a figure is unresolved.
+        let bound = self.clock_bound_ns().map(|b| b as f64);
+        let on_peer_clock = |ms: Vec<Measure>| ms.into_iter().map(move |m| m.resolved_by(bound));
+        let mut out: Vec<Measure> = on_peer_clock(latency_measures(
             p,
             &format!("packet latency ({dir})"),
-            std::iter::once(&self.latency),
-        );
+            std::iter::once(&*self.latency),
+        ))
+        .collect();
         if let Some(path) = &self.path {
-            out.extend(latency_measures(
+            out.extend(on_peer_clock(latency_measures(
                 &format!("{p}.path"),
                 "send to kernel receive",
                 std::iter::once(&**path),
-            ));
+            )));
         }
         if let Some(w) = &self.wakeup {
             out.extend(latency_measures(

@@ -65,6 +65,7 @@ pub fn run(a: &LatencyArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    result.unresolved = result.unresolved_figures();
     let status = if stop.is_set() {
         RunStatus::Interrupted
     } else {

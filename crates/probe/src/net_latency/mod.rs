@@ -967,7 +967,7 @@ fn finish(
         foreign: st.foreign,
         late: st.late,
         send_lateness: Box::new(s.lateness.stats()),
-        latency: st.latency.stats(),
+        latency: Box::new(st.latency.stats()),
         path: stamped.then(|| Box::new(st.path.stats())),
         wakeup: stamped.then(|| Box::new(st.wakeup.stats())),
         timestamps,
@@ -991,6 +991,7 @@ fn finish(
         realtime_moved_ns,
         load: None,
         clock: None,
+        unresolved: Vec::new(),
     }
 }
 

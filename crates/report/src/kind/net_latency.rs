@@ -8,7 +8,9 @@ use crate::text::TextOptions;
 use rtgauge_analysis::kind::KindData;
 use rtgauge_model::kind::RunFacts;
 use rtgauge_model::latency::LatencyStats;
-use rtgauge_model::net_latency::{KernelStamps, NetLatencyResult, StreamRole, MAX_LATE_PACKETS};
+use rtgauge_model::net_latency::{
+    stage_figure, KernelStamps, NetLatencyResult, StreamRole, MAX_LATE_PACKETS, STAGE_FIGURES,
+};
 use rtgauge_model::units::{us, us_f64};
 use rtgauge_model::vm::PeerClock;
 use std::fmt::Write as _;
@@ -17,17 +19,34 @@ use std::fmt::Write as _;
 const LATE_SHOWN: usize = 10;
 
 fn row(name: &str, s: &LatencyStats) -> String {
-    let p = |q: f64| s.percentile(q).unwrap_or(s.max_ns);
-    format!(
-        "  {:<28} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10}\n",
-        name,
-        us(s.min_ns),
-        us(p(50.0)),
-        us(p(99.0)),
-        us(p(99.9)),
-        us(s.max_ns),
-        s.count
-    )
+    stage_row(name, s, None)
+}
+
+/// A stage's row; with `bound` (the one-way figures on another host's clock), a figure within it is shown
+/// as what it says: "≤ figure + bound" (the true latency anywhere from 0 to that).
+fn stage_row(name: &str, s: &LatencyStats, bound: Option<u64>) -> String {
+    let mut out = format!("  {name:<28}");
+    for figure in STAGE_FIGURES {
+        let v = stage_figure(s, figure);
+        let cell = match bound.filter(|&b| v <= b) {
+            Some(b) => format!("≤{:.1}", us(v.saturating_add(b))),
+            None => format!("{:.1}", us(v)),
+        };
+        let _ = write!(out, " {cell:>9}");
+    }
+    let _ = writeln!(out, " {:>10}", s.count);
+    out
+}
+
+/// The line under the table that says what "≤" means, where a figure is unresolved.
+fn unresolved_line(r: &NetLatencyResult) -> Option<String> {
+    let b = r.clock_bound_ns()?;
+    (!r.unresolved_figures().is_empty()).then(|| {
+        format!(
+            "  ≤: within the clock's ± {:.1} µs, unresolved by the clock: the latency lies anywhere from 0 to the figure shown",
+            us(b)
+        )
+    })
 }
 
 /// Who ran where, and for a split stream which end this is: `false` when nothing more is this run's to
@@ -156,10 +175,15 @@ pub fn render(r: &NetLatencyResult) -> String {
         "  {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "µs", "min", "p50", "p99", "p99.9", "max", "packets"
     );
-    s.push_str(&row(&format!("latency ({})", r.direction()), &r.latency));
+    let bound = r.clock_bound_ns();
+    s.push_str(&stage_row(
+        &format!("latency ({})", r.direction()),
+        &r.latency,
+        bound,
+    ));
     match (&r.path, &r.wakeup) {
         (Some(p), Some(w)) => {
-            s.push_str(&row("  path (send → kernel)", p));
+            s.push_str(&stage_row("  path (send → kernel)", p, bound));
             if c.role == StreamRole::Both {
                 send_stack(r, "    of it, sender stack", &mut s);
             }
@@ -173,6 +197,9 @@ pub fn render(r: &NetLatencyResult) -> String {
     }
     if c.role == StreamRole::Both {
         s.push_str(&row("sender lateness (its own)", &r.send_lateness));
+    }
+    if let Some(l) = unresolved_line(r) {
+        let _ = writeln!(s, "{l}");
     }
     let (tx, rx) = r.cpu_per_kpps();
     let sender = match c.role {

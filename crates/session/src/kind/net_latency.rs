@@ -85,7 +85,7 @@ impl crate::why::Explained for NetLatencyResult {
                         rule: "--deadline".into(),
                     })
                 })
-                .unwrap_or_else(|| rule_of(std::iter::once(&r.latency), 0));
+                .unwrap_or_else(|| rule_of(std::iter::once(&*r.latency), 0));
             let mut packets: Vec<_> = r
                 .worst
                 .iter()
