@@ -379,6 +379,23 @@ fn the_hosts_clock_over_the_vm_channel_is_a_source() {
     assert!(bound > 0 && bound < 5_000_000, "{s}");
     assert!(s["offset"]["max_ns"].as_u64().unwrap() < 1_000_000, "{s}");
     assert!(s["locked"].as_bool().unwrap(), "{s}");
+    // What the readings cannot resolve is said: an |offset| within their largest bound shows as
+    // "≤ figure + bound" (one clock at both ends: the true offset is 0).
+    let largest = s["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["delay_ns"].as_i64())
+        .max()
+        .unwrap();
+    let said = out.contains("≤: within the readings' ±");
+    assert_eq!(said, out.contains("|offset| p50 ≤ "), "{out}");
+    if s["offset"]["max_ns"].as_i64().unwrap() <= largest {
+        assert!(
+            said && out.contains(", max ≤ "),
+            "bound {largest} ns:\n{out}"
+        );
+    }
 
     // Nothing answering: refused before anything is measured, naming the source and why.
     let dead = "tcp:127.0.0.1:1";

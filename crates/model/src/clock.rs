@@ -277,6 +277,20 @@ impl SourceResult {
         format!("{}:{}", self.kind.as_str(), self.path)
     }
 
+    /// The bound of its readings where each offset is read with one (a PHC against the system clock, the
+    /// host's clock over the channel): the largest over the run, ns. An |offset| no larger than it is
+    /// unresolved: the clocks may agree exactly. None for ptp4l and chrony, whose offsets are the servo's.
+    pub fn read_bound_ns(&self) -> Option<u64> {
+        if !matches!(self.kind, SourceKind::Phc | SourceKind::Host) {
+            return None;
+        }
+        self.timeline
+            .iter()
+            .filter_map(|p| p.delay_ns)
+            .map(i64::unsigned_abs)
+            .max()
+    }
+
     /// The largest |offset| that counts against a gate: since the first lock, or over everything when it
     /// never locked.
     pub fn offset_max_ns(&self) -> Option<u64> {

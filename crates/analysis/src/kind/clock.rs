@@ -45,25 +45,32 @@ impl KindData for ClockResult {
                 format!("clock.{kind}")
             };
             let name = s.name();
+            let bound = s.read_bound_ns().map(|b| b as f64);
             if let Some(o) = s.offset.as_ref() {
                 for (p, label) in [(50.0, "p50"), (99.0, "p99")] {
                     if let Some(v) = o.percentile(p) {
-                        out.push(Measure::new(
-                            format!("{key}.offset.{label}"),
-                            format!("{name} |offset| {label}"),
-                            MeasureUnit::Nanos,
-                            v as f64,
-                            Better::Lower,
-                        ));
+                        out.push(
+                            Measure::new(
+                                format!("{key}.offset.{label}"),
+                                format!("{name} |offset| {label}"),
+                                MeasureUnit::Nanos,
+                                v as f64,
+                                Better::Lower,
+                            )
+                            .resolved_by(bound),
+                        );
                     }
                 }
-                out.push(Measure::new(
-                    format!("{key}.offset.max"),
-                    format!("{name} |offset| max"),
-                    MeasureUnit::Nanos,
-                    o.max_ns as f64,
-                    Better::Lower,
-                ));
+                out.push(
+                    Measure::new(
+                        format!("{key}.offset.max"),
+                        format!("{name} |offset| max"),
+                        MeasureUnit::Nanos,
+                        o.max_ns as f64,
+                        Better::Lower,
+                    )
+                    .resolved_by(bound),
+                );
             }
             if let Some(settle) = s.settle_ns {
                 out.push(Measure::new(

@@ -122,14 +122,27 @@ pub fn source_summary(s: &SourceResult) -> Vec<String> {
         }
     }
     out.push(head);
+    // Within the readings' bound an |offset| is unresolved: "≤ figure + bound".
+    let bound = s.read_bound_ns();
+    let shown = |v: u64| match bound.filter(|&b| v <= b) {
+        Some(b) => format!("≤ {}", magnitude(v.saturating_add(b))),
+        None => magnitude(v),
+    };
     let offsets = s.offset.as_ref().map(|o| {
-        format!(
+        let mut line = format!(
             "|offset| p50 {}, p99 {}, max {} ({} measured)",
-            magnitude(o.percentile(50.0).unwrap_or(0)),
-            magnitude(o.percentile(99.0).unwrap_or(0)),
-            magnitude(o.max_ns),
+            shown(o.percentile(50.0).unwrap_or(0)),
+            shown(o.percentile(99.0).unwrap_or(0)),
+            shown(o.max_ns),
             o.count
-        )
+        );
+        if let Some(b) = bound.filter(|&b| o.percentile(50.0).unwrap_or(0) <= b) {
+            line.push_str(&format!(
+                "; ≤: within the readings' ± {}, unresolved by them",
+                magnitude(b)
+            ));
+        }
+        line
     });
     // Documents from before the bound was kept per source hold 0.
     let lock = if s.lock_ns > 0 {
