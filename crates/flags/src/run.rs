@@ -101,9 +101,6 @@ fn parse_push(s: &str) -> Result<PathBuf, String> {
             "'{scheme}://' is not a store rtgauge knows (postgresql:// or a SQLite file path)"
         )),
         _ if s.is_empty() => Err("an empty store".into()),
-        _ if rtgauge_store::is_postgres_url(s) && !rtgauge_store::POSTGRES => {
-            Err(rtgauge_store::NO_POSTGRES.into())
-        }
         _ => Ok(PathBuf::from(s)),
     }
 }

@@ -584,11 +584,11 @@ fn unresolved_versus(bound_ns: f64) -> Versus {
         ci: None,
         verdict: Judgement::Unknown {
             why: format!(
-                "within its clock's ± {}: unresolved by the clock",
+                "within its measurement's bound (± {}): unresolved",
                 rtgauge_model::Nanos(bound_ns as u64)
             ),
         },
-        method: "unresolved value: within the bound of the clock it was measured on",
+        method: "unresolved value: within the bound of its measurement",
         one_run: None,
     }
 }

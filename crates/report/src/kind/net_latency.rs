@@ -340,9 +340,12 @@ impl KindView for NetLatencyResult {
 
     fn headline(&self) -> Option<(String, u64)> {
         (self.latency.count > 0).then(|| {
+            // A max within the clock's bound is judged at the most it can be: max + bound.
+            let max = self.latency.max_ns;
+            let bound = self.clock_bound_ns().filter(|_| self.is_unresolved(max));
             (
                 format!("net latency max ({})", self.direction()),
-                self.latency.max_ns,
+                max.saturating_add(bound.unwrap_or(0)),
             )
         })
     }

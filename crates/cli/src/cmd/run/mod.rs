@@ -34,6 +34,16 @@ pub const NOT_STORED: u8 = 4;
 
 /// `rtgauge run`: the profile measured once, or `--repeat N` times back to back as one platform's repeats.
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    // A push this binary cannot make is refused before anything is measured (named without its password).
+    if let Some(to) = a.push.as_deref() {
+        if to.to_str().is_some_and(rtgauge_store::is_postgres_url) && !rtgauge_store::POSTGRES {
+            anyhow::bail!(
+                "--push {}: {}",
+                rtgauge_store::display_spec(to),
+                rtgauge_store::NO_POSTGRES
+            );
+        }
+    }
     let profile = load_profile(&a.profile)?;
     let count = a.repeat.unwrap_or(profile.repeat);
     if count > 1 {
