@@ -381,7 +381,7 @@ impl NetLatencyResult {
     /// sender's) is within the clock's bound: the true latency is then anywhere from 0 to the figure plus
     /// the bound, and the figure says no more than that.
     pub fn is_unresolved(&self, value_ns: u64) -> bool {
-        self.clock_bound_ns().is_some_and(|b| value_ns <= b)
+        crate::units::unresolved_upper(value_ns, self.clock_bound_ns()).is_some()
     }
 
     /// The figures ([`STAGE_FIGURES`] of the latency and its path) within the clock's bound.

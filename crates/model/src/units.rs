@@ -60,6 +60,14 @@ pub fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
+/// Where a figure measured with a bound (± `bound`) lies within it, so that it is unresolved: the most the
+/// true value can be, figure + bound (its least is 0). None where it is resolved or has no bound.
+pub fn unresolved_upper(value: u64, bound: Option<u64>) -> Option<u64> {
+    bound
+        .filter(|&b| value <= b)
+        .map(|b| value.saturating_add(b))
+}
+
 /// `ns` nanoseconds in seconds, rounded to the millisecond (oslat's `duration`).
 pub fn secs_to_ms(ns: u64) -> f64 {
     ms(ns).round() / 1e3

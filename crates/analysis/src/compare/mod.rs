@@ -175,9 +175,7 @@ impl Row {
             versus,
         }
     }
-}
 
-impl Row {
     /// Run `i`'s value's histogram limit and clock bound, where it has them ([`Row::unknown_above`],
     /// [`Row::unresolved_within`]).
     pub fn bounds(&self, i: usize) -> (Option<f64>, Option<f64>) {

@@ -11,6 +11,7 @@ use rtgauge_model::clock::{
     ClockResult, EventKind, KernelClock, Reference, SourceKind, SourceResult,
 };
 use rtgauge_model::kind::RunFacts;
+use rtgauge_model::units::unresolved_upper;
 use rtgauge_model::Nanos;
 
 /// Events listed per source in the terminal view (the run page lists them all).
@@ -124,19 +125,20 @@ pub fn source_summary(s: &SourceResult) -> Vec<String> {
     out.push(head);
     // Within the readings' bound an |offset| is unresolved: "≤ figure + bound".
     let bound = s.read_bound_ns();
-    let shown = |v: u64| match bound.filter(|&b| v <= b) {
-        Some(b) => format!("≤ {}", magnitude(v.saturating_add(b))),
+    let shown = |v: u64| match unresolved_upper(v, bound) {
+        Some(most) => format!("≤ {}", magnitude(most)),
         None => magnitude(v),
     };
     let offsets = s.offset.as_ref().map(|o| {
+        let p50 = o.percentile(50.0).unwrap_or(0);
         let mut line = format!(
             "|offset| p50 {}, p99 {}, max {} ({} measured)",
-            shown(o.percentile(50.0).unwrap_or(0)),
+            shown(p50),
             shown(o.percentile(99.0).unwrap_or(0)),
             shown(o.max_ns),
             o.count
         );
-        if let Some(b) = bound.filter(|&b| o.percentile(50.0).unwrap_or(0) <= b) {
+        if let Some(b) = bound.filter(|_| unresolved_upper(p50, bound).is_some()) {
             line.push_str(&format!(
                 "; ≤: within the readings' ± {}, unresolved by them",
                 magnitude(b)

@@ -11,7 +11,7 @@ use rtgauge_model::latency::LatencyStats;
 use rtgauge_model::net_latency::{
     stage_figure, KernelStamps, NetLatencyResult, StreamRole, MAX_LATE_PACKETS, STAGE_FIGURES,
 };
-use rtgauge_model::units::{us, us_f64};
+use rtgauge_model::units::{unresolved_upper, us, us_f64};
 use rtgauge_model::vm::PeerClock;
 use std::fmt::Write as _;
 
@@ -28,8 +28,9 @@ fn stage_row(name: &str, s: &LatencyStats, bound: Option<u64>) -> String {
     let mut out = format!("  {name:<28}");
     for figure in STAGE_FIGURES {
         let v = stage_figure(s, figure);
-        let cell = match bound.filter(|&b| v <= b) {
-            Some(b) => format!("≤{:.1}", us(v.saturating_add(b))),
+        // No space after "≤": the cell is 9 wide.
+        let cell = match unresolved_upper(v, bound) {
+            Some(most) => format!("≤{:.1}", us(most)),
             None => format!("{:.1}", us(v)),
         };
         let _ = write!(out, " {cell:>9}");
@@ -342,10 +343,9 @@ impl KindView for NetLatencyResult {
         (self.latency.count > 0).then(|| {
             // A max within the clock's bound is judged at the most it can be: max + bound.
             let max = self.latency.max_ns;
-            let bound = self.clock_bound_ns().filter(|_| self.is_unresolved(max));
             (
                 format!("net latency max ({})", self.direction()),
-                max.saturating_add(bound.unwrap_or(0)),
+                unresolved_upper(max, self.clock_bound_ns()).unwrap_or(max),
             )
         })
     }
